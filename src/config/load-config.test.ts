@@ -1,0 +1,346 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '../core/errors.js';
+import { describeConfig, loadConfig, tokenConfigFrom, type HarnessConfig } from './load-config.js';
+
+let root: string;
+let home: string;
+let workspace: string;
+
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), 'harness-config-'));
+  home = join(root, 'home');
+  workspace = join(root, 'workspace');
+  mkdirSync(home);
+  mkdirSync(workspace);
+});
+
+afterEach(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+function writeConfig(dir: string, toml: string): string {
+  mkdirSync(join(dir, '.harness'), { recursive: true });
+  const path = join(dir, '.harness', 'config.toml');
+  writeFileSync(path, toml);
+  return path;
+}
+
+function load(env: Record<string, string> = {}): HarnessConfig {
+  return loadConfig({ homeDir: home, workspace, env });
+}
+
+function configErrorOf(run: () => unknown): ConfigError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('config: defaults', () => {
+  it('returns the built-in defaults when no file exists and the environment is empty', () => {
+    const config = load();
+    expect(config.workspace).toBe(workspace);
+    expect(config.memory).toEqual({
+      enabled: true,
+      mode: 'auto',
+      dbDriver: 'sqlite',
+      dbDsn: '',
+      sqlitePath: join(workspace, '.harness', 'state.db'),
+      schema: '',
+      defaultEnabled: false,
+      observeMinTokens: 1200,
+      snippetMaxTokens: 900,
+      reflectThresholdTokens: 4000,
+      staleOperationSeconds: 300,
+      redactSecrets: true,
+      llmMode: undefined,
+      llmProvider: '',
+      llmModel: '',
+      llmBaseUrl: '',
+      llmApiKey: '',
+      workingMemoryMaxValueBytes: 8192,
+      workingMemoryMaxEntries: 100,
+      workingMemoryMaxTotalBytes: 32768,
+    });
+    expect(config.forensics).toEqual({ captureRequestEnvelope: false, snapshotMemorySnippet: false });
+    expect(config.model).toEqual({ name: '', provider: 'openai', baseUrl: '' });
+    expect(config.server).toEqual({ host: '127.0.0.1', port: 8080, apiKeys: [] });
+    expect(config.providers).toEqual({});
+    expect(config.openai).toEqual({ apiKey: '', baseUrl: '' });
+  });
+
+  it('reports "default" as the source of every setting', () => {
+    const { sources } = load();
+    expect(sources['memory.observe_min_tokens']).toBe('default');
+    expect(sources['memory.llm_mode']).toBe('default');
+    expect(sources['server.api_keys']).toBe('default');
+    expect(sources['openai.api_key']).toBe('default');
+    expect(Object.entries(sources).filter(([key]) => key !== 'workspace').every(([, source]) => source === 'default')).toBe(true);
+    expect(sources['workspace']).toBe('options.workspace');
+  });
+
+  it('takes the workspace from HARNESS_WORKSPACE, resolved against cwd, when no option names it', () => {
+    const config = loadConfig({ homeDir: home, cwd: root, env: { HARNESS_WORKSPACE: 'workspace' } });
+    expect(config.workspace).toBe(workspace);
+    expect(config.sources['workspace']).toBe('env:HARNESS_WORKSPACE');
+  });
+
+  it('falls back to cwd as the workspace', () => {
+    const config = loadConfig({ homeDir: home, cwd: workspace, env: { HARNESS_WORKSPACE: '' } });
+    expect(config.workspace).toBe(workspace);
+    expect(config.sources['workspace']).toBe('options.cwd');
+  });
+});
+
+describe('config: cascade', () => {
+  it('lets the workspace file override the home file key by key', () => {
+    const homeFile = writeConfig(home, '[memory]\nobserve_min_tokens = 2000\nsnippet_max_tokens = 500\n');
+    const workspaceFile = writeConfig(workspace, '[memory]\nobserve_min_tokens = 3000\n');
+    const config = load();
+    expect(config.memory.observeMinTokens).toBe(3000);
+    expect(config.memory.snippetMaxTokens).toBe(500);
+    expect(config.memory.reflectThresholdTokens).toBe(4000);
+    expect(config.sources['memory.observe_min_tokens']).toBe(workspaceFile);
+    expect(config.sources['memory.snippet_max_tokens']).toBe(homeFile);
+    expect(config.sources['memory.reflect_threshold_tokens']).toBe('default');
+  });
+
+  it('lets environment variables override both files', () => {
+    writeConfig(home, '[memory]\nmode = "off"\n[model]\nname = "home-model"\n');
+    writeConfig(workspace, '[memory]\nobserve_min_tokens = 3000\n[server]\nport = 9000\n');
+    const config = load({
+      HARNESS_MEMORY_MODE: 'local_coordinator',
+      HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '42',
+      HARNESS_MODEL: 'env-model',
+      HARNESS_PORT: '9100',
+      HARNESS_HOST: '0.0.0.0',
+    });
+    expect(config.memory.mode).toBe('local_coordinator');
+    expect(config.memory.observeMinTokens).toBe(42);
+    expect(config.model.name).toBe('env-model');
+    expect(config.server).toMatchObject({ host: '0.0.0.0', port: 9100 });
+    expect(config.sources['memory.observe_min_tokens']).toBe('env:HARNESS_MEMORY_OBSERVE_MIN_TOKENS');
+    expect(config.sources['model.name']).toBe('env:HARNESS_MODEL');
+  });
+
+  it('treats an empty environment variable as unset', () => {
+    const file = writeConfig(workspace, '[memory]\nobserve_min_tokens = 3000\n');
+    const config = load({ HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '', HARNESS_MEMORY_TYPO: '' });
+    expect(config.memory.observeMinTokens).toBe(3000);
+    expect(config.sources['memory.observe_min_tokens']).toBe(file);
+  });
+
+  it.each([
+    ['yes', true],
+    ['ON', true],
+    ['1', true],
+    ['False', false],
+    ['no', false],
+    ['0', false],
+  ])('reads the boolean word %s from the environment as %s', (word, expected) => {
+    expect(load({ HARNESS_MEMORY_DEFAULT_ENABLED: word }).memory.defaultEnabled).toBe(expected);
+  });
+
+  it('trims and lowercases the memory mode', () => {
+    writeConfig(workspace, '[memory]\nmode = "  OFF "\n');
+    expect(load().memory.mode).toBe('off');
+    expect(load({ HARNESS_MEMORY_MODE: ' Local_Coordinator ' }).memory.mode).toBe('local_coordinator');
+  });
+
+  it('resolves a relative sqlite_path against the workspace and keeps an absolute one', () => {
+    writeConfig(home, '[memory]\nsqlite_path = "data/memory.db"\n');
+    expect(load().memory.sqlitePath).toBe(join(workspace, 'data', 'memory.db'));
+    const absolute = join(root, 'elsewhere', 'state.db');
+    expect(load({ HARNESS_MEMORY_SQLITE_PATH: absolute }).memory.sqlitePath).toBe(absolute);
+  });
+
+  it('reads providers and merges one provider across files', () => {
+    writeConfig(home, '[providers.openrouter]\nbase_url = "https://openrouter.ai/api"\napi_key_env = "OPENROUTER_API_KEY"\n');
+    const workspaceFile = writeConfig(workspace, '[providers.openrouter]\nmodel = "x/small"\n[providers.local-llm]\nbase_url = "http://localhost:11434"\n');
+    const config = load();
+    expect(config.providers).toEqual({
+      openrouter: { baseUrl: 'https://openrouter.ai/api', apiKeyEnv: 'OPENROUTER_API_KEY', model: 'x/small' },
+      'local-llm': { baseUrl: 'http://localhost:11434' },
+    });
+    expect(config.sources['providers.openrouter.model']).toBe(workspaceFile);
+  });
+
+  it('parses server api keys from the file and lets HARNESS_API_KEYS replace them', () => {
+    writeConfig(workspace, '[server]\napi_keys = ["key-one:tenant-a", "key-two:tenant-b"]\n');
+    expect(load().server.apiKeys).toEqual([
+      { key: 'key-one', tenantId: 'tenant-a' },
+      { key: 'key-two', tenantId: 'tenant-b' },
+    ]);
+    const config = load({ HARNESS_API_KEYS: 'key-three:tenant-c, key-four:tenant-d' });
+    expect(config.server.apiKeys).toEqual([
+      { key: 'key-three', tenantId: 'tenant-c' },
+      { key: 'key-four', tenantId: 'tenant-d' },
+    ]);
+    expect(config.sources['server.api_keys']).toBe('env:HARNESS_API_KEYS');
+  });
+
+  it('reads the env-only secrets and the OpenAI settings', () => {
+    const config = load({
+      HARNESS_MEMORY_LLM_API_KEY: 'memory-secret',
+      OPENAI_API_KEY: 'openai-secret',
+      OPENAI_BASE_URL: 'https://proxy.example/v1',
+    });
+    expect(config.memory.llmApiKey).toBe('memory-secret');
+    expect(config.openai).toEqual({ apiKey: 'openai-secret', baseUrl: 'https://proxy.example/v1' });
+    expect(config.memory.llmBaseUrl).toBe('');
+  });
+
+  it('hands the token thresholds to the core with tokenConfigFrom', () => {
+    writeConfig(workspace, '[memory]\nsnippet_max_tokens = 700\n');
+    expect(tokenConfigFrom(load())).toEqual({ observeMinTokens: 1200, snippetMaxTokens: 700, reflectThresholdTokens: 4000 });
+  });
+
+  it('returns a deeply frozen result', () => {
+    writeConfig(workspace, '[server]\napi_keys = ["key-one:tenant-a"]\n[providers.openrouter]\nbase_url = "https://o"\n');
+    const config = load();
+    for (const part of [config, config.memory, config.server, config.server.apiKeys, config.server.apiKeys[0], config.providers, config.providers['openrouter'], config.sources]) {
+      expect(Object.isFrozen(part)).toBe(true);
+    }
+    expect(() => {
+      (config.memory as { observeMinTokens: number }).observeMinTokens = 1;
+    }).toThrow(TypeError);
+  });
+});
+
+describe('config: errors', () => {
+  it('names the file and the line of malformed TOML', () => {
+    const file = writeConfig(workspace, '[memory]\nmode = "auto"\nobserve_min_tokens = \n');
+    const error = configErrorOf(() => load());
+    expect(error.code).toBe('CONFIG_INVALID');
+    expect(error.source).toBe(file);
+    expect(error.message).toContain(file);
+    expect(error.message).toContain('line 3');
+  });
+
+  it('rejects an unknown section, naming the file and the section', () => {
+    const file = writeConfig(home, '[memroy]\nmode = "off"\n');
+    const error = configErrorOf(() => load());
+    expect(error).toMatchObject({ key: 'memroy', source: file });
+    expect(error.message).toContain('unknown section');
+  });
+
+  it('rejects an unknown key, naming the file, the dotted key and the known keys', () => {
+    const file = writeConfig(workspace, '[memory]\nobserve_min_token = 10\n');
+    const error = configErrorOf(() => load());
+    expect(error).toMatchObject({ key: 'memory.observe_min_token', source: file });
+    expect(error.message).toContain('observe_min_tokens');
+  });
+
+  it('rejects an unknown key inside a provider table', () => {
+    writeConfig(workspace, '[providers.openrouter]\nbase_url = "https://o"\nbaseurl = "x"\n');
+    expect(configErrorOf(() => load()).key).toBe('providers.openrouter.baseurl');
+  });
+
+  it('rejects a secret in a file and points to the environment', () => {
+    writeConfig(workspace, '[memory]\nllm_api_key = "sk-123"\n');
+    const error = configErrorOf(() => load());
+    expect(error.key).toBe('memory.llm_api_key');
+    expect(error.message).toContain('HARNESS_MEMORY_LLM_API_KEY');
+  });
+
+  it.each(['0', '-5', '1.5', '"1200"'])('rejects observe_min_tokens = %s in a file instead of replacing it', (value) => {
+    const file = writeConfig(workspace, `[memory]\nobserve_min_tokens = ${value}\n`);
+    const error = configErrorOf(() => load());
+    expect(error).toMatchObject({ key: 'memory.observe_min_tokens', source: file });
+    expect(error.message).toContain('must be a positive integer');
+  });
+
+  it.each(['0', '-5', '1.5', 'many'])('rejects HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS=%s', (value) => {
+    const error = configErrorOf(() => load({ HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: value }));
+    expect(error).toMatchObject({ key: 'memory.reflect_threshold_tokens', source: 'env:HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS' });
+    expect(error.message).toContain('must be a positive integer');
+  });
+
+  it('rejects a boolean variable that is not a boolean word', () => {
+    const error = configErrorOf(() => load({ HARNESS_MEMORY_REDACT_SECRETS: 'maybe' }));
+    expect(error).toMatchObject({ key: 'memory.redact_secrets', source: 'env:HARNESS_MEMORY_REDACT_SECRETS' });
+    expect(error.message).toContain('true, false, 1, 0, yes, no, on, off');
+  });
+
+  it('rejects a wrongly typed value in a file', () => {
+    writeConfig(workspace, '[forensics]\ncapture_request_envelope = "yes"\n');
+    expect(configErrorOf(() => load()).key).toBe('forensics.capture_request_envelope');
+  });
+
+  it('rejects an unknown enum value and lists the allowed ones', () => {
+    const file = writeConfig(workspace, '[memory]\ndb_driver = "mysql"\n');
+    const error = configErrorOf(() => load());
+    expect(error).toMatchObject({ key: 'memory.db_driver', source: file });
+    expect(error.message).toContain('sqlite, postgres');
+    rmSync(file);
+    const fromEnv = configErrorOf(() => load({ HARNESS_MEMORY_LLM_MODE: 'anthropic' }));
+    expect(fromEnv).toMatchObject({ key: 'memory.llm_mode', source: 'env:HARNESS_MEMORY_LLM_MODE' });
+    expect(fromEnv.message).toContain('inherit, openai, provider');
+  });
+
+  it('rejects a port outside 1 to 65535', () => {
+    expect(configErrorOf(() => load({ HARNESS_PORT: '70000' })).key).toBe('server.port');
+  });
+
+  it('rejects an unknown HARNESS_MEMORY_ variable and lists the known ones', () => {
+    const error = configErrorOf(() => load({ HARNESS_MEMORY_OBSERVE_MIN: '10' }));
+    expect(error.source).toBe('env:HARNESS_MEMORY_OBSERVE_MIN');
+    expect(error.message).toContain('unknown variable');
+    expect(error.message).toContain('HARNESS_MEMORY_OBSERVE_MIN_TOKENS');
+  });
+
+  it.each(['no-colon-secret', ':tenant-a', 'key-secret:'])('rejects the api key entry %j without echoing it', (entry) => {
+    const file = writeConfig(workspace, `[server]\napi_keys = ["good-key:tenant", ${JSON.stringify(entry)}]\n`);
+    const error = configErrorOf(() => load());
+    expect(error).toMatchObject({ key: 'server.api_keys', source: file });
+    expect(error.message).toContain('entry 2');
+    expect(error.message).not.toContain('secret');
+  });
+
+  it('rejects a bad api key entry in HARNESS_API_KEYS', () => {
+    const error = configErrorOf(() => load({ HARNESS_API_KEYS: 'key-one:tenant-a,key-two' }));
+    expect(error).toMatchObject({ key: 'server.api_keys', source: 'env:HARNESS_API_KEYS' });
+  });
+
+  it('rejects a provider without base_url and a badly named provider', () => {
+    const file = writeConfig(workspace, '[providers.openrouter]\nmodel = "x"\n');
+    expect(configErrorOf(() => load())).toMatchObject({ key: 'providers.openrouter.base_url', source: file });
+    writeConfig(workspace, '[providers.Open_Router]\nbase_url = "https://o"\n');
+    expect(configErrorOf(() => load()).key).toBe('providers.Open_Router');
+  });
+});
+
+describe('config: describeConfig', () => {
+  it('lists every setting with its value and source', () => {
+    const file = writeConfig(workspace, '[memory]\nobserve_min_tokens = 3000\n[providers.openrouter]\nbase_url = "https://o"\n');
+    const rows = describeConfig(load({ HARNESS_MEMORY_MODE: 'off' }));
+    expect(rows).toContainEqual({ key: 'memory.observe_min_tokens', value: '3000', source: file });
+    expect(rows).toContainEqual({ key: 'memory.mode', value: 'off', source: 'env:HARNESS_MEMORY_MODE' });
+    expect(rows).toContainEqual({ key: 'memory.sqlite_path', value: join(workspace, '.harness', 'state.db'), source: 'default' });
+    expect(rows).toContainEqual({ key: 'providers.openrouter.base_url', value: 'https://o', source: file });
+    expect(rows.map((row) => row.key)).toContain('forensics.snapshot_memory_snippet');
+  });
+
+  it('masks secrets and shows empty ones as unset', () => {
+    writeConfig(workspace, '[memory]\ndb_dsn = "postgres://harness:db-password-9876@db.local/harness"\n');
+    const config = load({
+      OPENAI_API_KEY: 'sk-openai-0123456789abcd',
+      HARNESS_API_KEYS: 'server-key-000011112222:tenant-a',
+    });
+    const rows = describeConfig(config);
+    const value = (key: string): string | undefined => rows.find((row) => row.key === key)?.value;
+    expect(value('openai.api_key')).toBe('****abcd');
+    expect(value('memory.llm_api_key')).toBe('(unset)');
+    expect(value('server.api_keys')).toBe('****2222:tenant-a');
+    expect(value('memory.db_dsn')).toBe('postgres://harness:****9876@db.local/harness');
+    const keyword = describeConfig(load({ HARNESS_MEMORY_DB_DSN: 'host=db password=another-secret-4321 dbname=x' }));
+    expect(keyword.find((row) => row.key === 'memory.db_dsn')?.value).toBe('host=db password=****4321 dbname=x');
+    expect(JSON.stringify(rows)).not.toContain('0123456789');
+  });
+});

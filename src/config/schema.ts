@@ -1,0 +1,373 @@
+/**
+ * Zod schemas of `.harness/config.toml` and the types of the loaded configuration.
+ * The file types are snake_case, as written in TOML; {@link HarnessConfig} is camelCase.
+ * @module
+ */
+import { z } from 'zod/v4';
+import { ConfigError } from '../core/errors.js';
+
+/** Values of `[memory] mode`. `off` disables memory; `local_coordinator` runs it in-process for one host. */
+export type MemoryMode = 'auto' | 'off' | 'local_coordinator';
+/** Values of `[memory] db_driver`. */
+export type MemoryDbDriver = 'sqlite' | 'postgres';
+/** Values of `[memory] llm_mode`. Unset means "infer" (provider, else openai, else inherit). */
+export type MemoryLlmMode = 'inherit' | 'openai' | 'provider';
+
+/** Accepted values of `[memory] mode`. */
+export const MEMORY_MODES: readonly MemoryMode[] = ['auto', 'off', 'local_coordinator'];
+/** Accepted values of `[memory] db_driver`. */
+export const MEMORY_DB_DRIVERS: readonly MemoryDbDriver[] = ['sqlite', 'postgres'];
+/** Accepted values of `[memory] llm_mode`. */
+export const MEMORY_LLM_MODES: readonly MemoryLlmMode[] = ['inherit', 'openai', 'provider'];
+/** Pattern of a `[providers.NAME]` name. */
+export const PROVIDER_NAME_PATTERN: RegExp = /^[a-z0-9_-]+$/;
+
+/** The `[memory]` table of a config file; every key is optional. */
+export interface MemoryFileSection {
+  /** Accepted for compatibility with the reference; has no effect. */
+  enabled?: boolean;
+  mode?: MemoryMode;
+  db_driver?: MemoryDbDriver;
+  db_dsn?: string;
+  sqlite_path?: string;
+  schema?: string;
+  default_enabled?: boolean;
+  observe_min_tokens?: number;
+  snippet_max_tokens?: number;
+  reflect_threshold_tokens?: number;
+  stale_operation_seconds?: number;
+  redact_secrets?: boolean;
+  llm_mode?: MemoryLlmMode;
+  llm_provider?: string;
+  llm_model?: string;
+  llm_base_url?: string;
+  working_memory_max_value_bytes?: number;
+  working_memory_max_entries?: number;
+  working_memory_max_total_bytes?: number;
+}
+
+/** The `[forensics]` table of a config file. */
+export interface ForensicsFileSection {
+  capture_request_envelope?: boolean;
+  snapshot_memory_snippet?: boolean;
+}
+
+/** The `[model]` table of a config file. */
+export interface ModelFileSection {
+  name?: string;
+  provider?: string;
+  base_url?: string;
+}
+
+/** The `[server]` table of a config file. */
+export interface ServerFileSection {
+  host?: string;
+  port?: number;
+  /** Entries shaped `"key:tenant"`. */
+  api_keys?: string[];
+}
+
+/** One `[providers.NAME]` table. `base_url` is required once all files are merged. */
+export interface ProviderFileEntry {
+  base_url?: string;
+  api_key_env?: string;
+  model?: string;
+}
+
+/** A whole `.harness/config.toml`, as validated by {@link configFileSchema}. */
+export interface ConfigFile {
+  memory?: MemoryFileSection;
+  forensics?: ForensicsFileSection;
+  model?: ModelFileSection;
+  server?: ServerFileSection;
+  providers?: Record<string, ProviderFileEntry>;
+}
+
+const oneOf = (values: readonly string[]): string => `must be one of: ${values.join(', ')}`;
+const POSITIVE_INTEGER = 'must be a positive integer';
+
+const text = () => z.string({ error: 'must be a string' });
+const flag = () => z.boolean({ error: 'must be true or false' });
+const positiveInteger = () =>
+  z.number({ error: POSITIVE_INTEGER }).int(POSITIVE_INTEGER).positive(POSITIVE_INTEGER);
+const literal = <const T extends string>(values: readonly T[]) =>
+  z.enum(values as [T, ...T[]], { error: oneOf(values) });
+
+const API_KEY_ENTRY = 'must look like "key:tenant", with neither part empty';
+
+/** Entries `"key:tenant"`. Messages name the entry by index so the key itself never lands in a log. */
+const apiKeyEntries = () =>
+  z.array(text(), { error: 'must be an array of "key:tenant" strings' }).superRefine((entries, context) => {
+    const seen = new Set<string>();
+    entries.forEach((entry, index) => {
+      const parsed = parseApiKeyEntry(entry);
+      if (parsed === undefined) {
+        context.addIssue({ code: 'custom', path: [index], message: `entry ${index + 1} ${API_KEY_ENTRY}` });
+      } else if (seen.has(parsed.key)) {
+        context.addIssue({ code: 'custom', path: [index], message: `entry ${index + 1} repeats an earlier key` });
+      } else {
+        seen.add(parsed.key);
+      }
+    });
+  });
+
+const memoryShape = {
+  enabled: flag(),
+  mode: text().trim().toLowerCase().pipe(literal(MEMORY_MODES)),
+  db_driver: literal(MEMORY_DB_DRIVERS),
+  db_dsn: text(),
+  sqlite_path: text().min(1, 'must not be empty'),
+  schema: text(),
+  default_enabled: flag(),
+  observe_min_tokens: positiveInteger(),
+  snippet_max_tokens: positiveInteger(),
+  reflect_threshold_tokens: positiveInteger(),
+  stale_operation_seconds: positiveInteger(),
+  redact_secrets: flag(),
+  llm_mode: literal(MEMORY_LLM_MODES),
+  llm_provider: text(),
+  llm_model: text(),
+  llm_base_url: text(),
+  working_memory_max_value_bytes: positiveInteger(),
+  working_memory_max_entries: positiveInteger(),
+  working_memory_max_total_bytes: positiveInteger(),
+} satisfies Record<keyof MemoryFileSection, z.ZodType>;
+
+const forensicsShape = {
+  capture_request_envelope: flag(),
+  snapshot_memory_snippet: flag(),
+} satisfies Record<keyof ForensicsFileSection, z.ZodType>;
+
+const modelShape = {
+  name: text(),
+  provider: text().min(1, 'must not be empty'),
+  base_url: text(),
+} satisfies Record<keyof ModelFileSection, z.ZodType>;
+
+const serverShape = {
+  host: text().min(1, 'must not be empty'),
+  port: z
+    .number({ error: 'must be an integer from 1 to 65535' })
+    .int('must be an integer from 1 to 65535')
+    .min(1, 'must be an integer from 1 to 65535')
+    .max(65535, 'must be an integer from 1 to 65535'),
+  api_keys: apiKeyEntries(),
+} satisfies Record<keyof ServerFileSection, z.ZodType>;
+
+const providerShape = {
+  base_url: text().min(1, 'must not be empty'),
+  api_key_env: text(),
+  model: text(),
+} satisfies Record<keyof ProviderFileEntry, z.ZodType>;
+
+const table = () => ({ error: 'must be a table' });
+
+/** Validates one parsed config file. Objects are strict: an unknown section or key is an error. */
+export const configFileSchema: z.ZodType<ConfigFile> = z.strictObject(
+  {
+    memory: z.strictObject(memoryShape, table()).partial().optional(),
+    forensics: z.strictObject(forensicsShape, table()).partial().optional(),
+    model: z.strictObject(modelShape, table()).partial().optional(),
+    server: z.strictObject(serverShape, table()).partial().optional(),
+    providers: z
+      .record(
+        text().regex(PROVIDER_NAME_PATTERN, 'provider names may contain only a-z, 0-9, "_" and "-"'),
+        z.strictObject(providerShape, table()).partial(),
+        table(),
+      )
+      .optional(),
+  },
+  table(),
+);
+
+/** The known keys of every config-file table, for error messages. */
+export const CONFIG_FILE_KEYS: Readonly<Record<keyof ConfigFile, readonly string[]>> = Object.freeze({
+  memory: Object.keys(memoryShape),
+  forensics: Object.keys(forensicsShape),
+  model: Object.keys(modelShape),
+  server: Object.keys(serverShape),
+  providers: Object.keys(providerShape),
+});
+
+/** Splits `"key:tenant"` at the first colon; `undefined` when a part is missing or empty. */
+export function parseApiKeyEntry(entry: string): ServerApiKey | undefined {
+  const colon = entry.indexOf(':');
+  if (colon < 0) return undefined;
+  const key = entry.slice(0, colon).trim();
+  const tenantId = entry.slice(colon + 1).trim();
+  if (key === '' || tenantId === '') return undefined;
+  return { key, tenantId };
+}
+
+/** Settings of observational and working memory (`[memory]`). */
+export interface MemoryConfig {
+  /** Accepted for compatibility with the reference; has no effect. @default true */
+  readonly enabled: boolean;
+  /** @default "auto" */
+  readonly mode: MemoryMode;
+  /** @default "sqlite" */
+  readonly dbDriver: MemoryDbDriver;
+  /** Postgres connection string. @default "" */
+  readonly dbDsn: string;
+  /** Absolute path of the SQLite file (relative settings are resolved against the workspace). @default "<workspace>/.harness/state.db" */
+  readonly sqlitePath: string;
+  /** Postgres schema. @default "" */
+  readonly schema: string;
+  /** Whether memory is on for a scope seen for the first time. @default false */
+  readonly defaultEnabled: boolean;
+  /** @default 1200 */
+  readonly observeMinTokens: number;
+  /** @default 900 */
+  readonly snippetMaxTokens: number;
+  /** @default 4000 */
+  readonly reflectThresholdTokens: number;
+  /** Age after which a running observe or reflect operation counts as abandoned. @default 300 */
+  readonly staleOperationSeconds: number;
+  /** @default true */
+  readonly redactSecrets: boolean;
+  /** `undefined` means "infer". @default undefined */
+  readonly llmMode: MemoryLlmMode | undefined;
+  /** @default "" */
+  readonly llmProvider: string;
+  /** @default "" */
+  readonly llmModel: string;
+  /** Falls back to `OPENAI_BASE_URL` where the model is built. @default "" */
+  readonly llmBaseUrl: string;
+  /** From `HARNESS_MEMORY_LLM_API_KEY` only; falls back to `OPENAI_API_KEY` where the model is built. @default "" */
+  readonly llmApiKey: string;
+  /** @default 8192 */
+  readonly workingMemoryMaxValueBytes: number;
+  /** @default 100 */
+  readonly workingMemoryMaxEntries: number;
+  /** @default 32768 */
+  readonly workingMemoryMaxTotalBytes: number;
+}
+
+/** Debug captures (`[forensics]`). */
+export interface ForensicsConfig {
+  /** @default false */
+  readonly captureRequestEnvelope: boolean;
+  /** @default false */
+  readonly snapshotMemorySnippet: boolean;
+}
+
+/** The agent's model (`[model]`). */
+export interface ModelConfig {
+  /** Model id; empty means the agent's built-in default. Overridden by `HARNESS_MODEL`. @default "" */
+  readonly name: string;
+  /** @default "openai" */
+  readonly provider: string;
+  /** @default "" */
+  readonly baseUrl: string;
+}
+
+/** One API key of the HTTP server and the tenant it authenticates. */
+export interface ServerApiKey {
+  readonly key: string;
+  readonly tenantId: string;
+}
+
+/** The HTTP server (`[server]`). */
+export interface ServerConfig {
+  /** @default "127.0.0.1" */
+  readonly host: string;
+  /** @default 8080 */
+  readonly port: number;
+  /** Empty means authentication is off. @default [] */
+  readonly apiKeys: readonly ServerApiKey[];
+}
+
+/** One user-defined model provider (`[providers.NAME]`). */
+export interface ProviderConfig {
+  readonly baseUrl: string;
+  /** Name of the environment variable holding the provider's API key. */
+  readonly apiKeyEnv?: string;
+  readonly model?: string;
+}
+
+/** `OPENAI_API_KEY` and `OPENAI_BASE_URL`, read once at startup. */
+export interface OpenAiConfig {
+  /** @default "" */
+  readonly apiKey: string;
+  /** @default "" */
+  readonly baseUrl: string;
+}
+
+/** The loaded, validated and deep-frozen configuration. */
+export interface HarnessConfig {
+  /** Absolute path of the workspace. */
+  readonly workspace: string;
+  readonly memory: MemoryConfig;
+  readonly forensics: ForensicsConfig;
+  readonly model: ModelConfig;
+  readonly server: ServerConfig;
+  readonly providers: Readonly<Record<string, ProviderConfig>>;
+  readonly openai: OpenAiConfig;
+  /**
+   * Where each effective value came from, by dotted snake_case key (`memory.observe_min_tokens`):
+   * `"default"`, an absolute file path, or `"env:VAR"`. The `workspace` entry is one of
+   * `"options.workspace"`, `"env:HARNESS_WORKSPACE"`, `"options.cwd"` or `"process.cwd()"`.
+   */
+  readonly sources: Readonly<Record<string, string>>;
+}
+
+/** A config file's settings, or one environment variable's, plus the env-only secrets. */
+export interface ConfigLayerValues extends ConfigFile {
+  memory?: MemoryFileSection & { llm_api_key?: string };
+  openai?: { api_key?: string; base_url?: string };
+}
+
+/** One level of the cascade: values and where they came from (`"default"`, a file path or `"env:VAR"`). */
+export interface ConfigLayer {
+  readonly source: string;
+  readonly values: ConfigLayerValues;
+}
+
+const SECTIONS = Object.keys(CONFIG_FILE_KEYS).join(', ');
+
+/**
+ * Validates parsed TOML (or one env variable shaped like it) against {@link configFileSchema}.
+ * Throws a {@link ConfigError} naming `source` and the dotted key of the first problem.
+ */
+export function parseConfigFile(data: unknown, source: string): ConfigFile {
+  const result = configFileSchema.safeParse(data, { reportInput: true });
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  if (issue === undefined) throw new ConfigError({ key: '(file)', source, message: 'is not a valid config' });
+  throw configErrorFromIssue(issue, source);
+}
+
+function configErrorFromIssue(issue: z.core.$ZodIssue, source: string): ConfigError {
+  const path = issue.path.filter((segment): segment is string => typeof segment === 'string');
+  const key = path.join('.');
+  if (issue.code === 'unrecognized_keys') {
+    const unknown = issue.keys[0] ?? '';
+    if (path.length === 0) {
+      return new ConfigError({ key: unknown, source, message: `unknown section [${unknown}]; known sections: ${SECTIONS}` });
+    }
+    const section = path[0] === 'providers' ? 'providers' : (path[0] as keyof ConfigFile);
+    const known = CONFIG_FILE_KEYS[section]?.join(', ') ?? '';
+    return new ConfigError({
+      key: `${key}.${unknown}`,
+      source,
+      message: `unknown key in [${key}]; known keys: ${known}${secretHint(unknown)}`,
+    });
+  }
+  const message = issue.code === 'invalid_key' ? (issue.issues[0]?.message ?? issue.message) : issue.message;
+  const got = key === 'server.api_keys' || key === 'memory.db_dsn' ? '' : ` (got ${describeValue(issue.input)})`;
+  return new ConfigError({ key, source, message: `${message}${got}` });
+}
+
+function secretHint(key: string): string {
+  if (!/api_key$|password|secret|token$/.test(key)) return '';
+  return '. Secrets are read only from environment variables (HARNESS_MEMORY_LLM_API_KEY, OPENAI_API_KEY, HARNESS_API_KEYS)';
+}
+
+function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (value === undefined) return 'nothing';
+  if (Array.isArray(value)) return 'an array';
+  if (value instanceof Date) return 'a date';
+  return 'a table';
+}

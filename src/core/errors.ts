@@ -1,0 +1,180 @@
+/**
+ * The one error type of harness-memory. Every error carries a stable string `code`
+ * and a `data` object whose shape the code documents.
+ * @module
+ */
+
+const MARKER = Symbol.for('harness-memory.error');
+
+/**
+ * Error codes and what their `data` holds.
+ * - `SCOPE_INVALID`: `{ field, value? }`, a scope id is missing or malformed.
+ * - `CONFIG_INVALID`: `{ key, source }`, a setting is malformed; `source` is a file path or env var.
+ * - `TOOL_INPUT_INVALID`: `{ toolName, issues }`, tool arguments did not validate.
+ * - `WORKING_MEMORY_INVALID`: `{ field }`, a key or value is malformed.
+ * - `WORKING_MEMORY_LIMIT`: `{ limit, actual, max }`, a size or count limit was reached.
+ * - `OBSERVE_INPUT_INVALID`: `{ index }`, a transcript message is malformed.
+ * - `EXPORT_INVALID`: `{ format? , path? }`, an export format or path was refused.
+ * - `MEMORY_DISABLED`: `{}`, the action needs memory but `mode = "off"`.
+ * - `MODEL_NOT_CONFIGURED`: `{ role }`, no observer or reflector model was given.
+ * - `MODEL_OUTPUT_INVALID`: `{ role, reason }`, the model answered with nothing usable.
+ * - `MODEL_CALL_FAILED`: `{ url?, statusCode?, isRetryable }`, the model call failed.
+ * - `STORE_CONFLICT`: `{ memoryId }`, a concurrent writer changed the record first.
+ * - `STORE_FAILED`: `{ store }`, the storage adapter failed.
+ * - `STORE_DISPOSED`: `{ store }`, the store was used after `dispose()`.
+ * - `OPERATION_LEASE_LOST`: `{ operationId }`, a worker tried to apply after its lease lapsed.
+ */
+export type HarnessMemoryErrorCode =
+  | 'SCOPE_INVALID'
+  | 'CONFIG_INVALID'
+  | 'TOOL_INPUT_INVALID'
+  | 'WORKING_MEMORY_INVALID'
+  | 'WORKING_MEMORY_LIMIT'
+  | 'OBSERVE_INPUT_INVALID'
+  | 'EXPORT_INVALID'
+  | 'MEMORY_DISABLED'
+  | 'MODEL_NOT_CONFIGURED'
+  | 'MODEL_OUTPUT_INVALID'
+  | 'MODEL_CALL_FAILED'
+  | 'STORE_CONFLICT'
+  | 'STORE_FAILED'
+  | 'STORE_DISPOSED'
+  | 'OPERATION_LEASE_LOST';
+
+/** Options for {@link HarnessMemoryError}. */
+export interface HarnessMemoryErrorOptions {
+  code: HarnessMemoryErrorCode;
+  /** Which part failed, shown in the message prefix, for example `scope` or `config`. */
+  component: string;
+  /** What failed and how to fix it. */
+  message: string;
+  data?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+/**
+ * Base class of every error harness-memory throws. Use {@link HarnessMemoryError.isInstance}
+ * rather than `instanceof`: it also works across duplicated copies of the package.
+ * @example
+ * try { memory.scope({ tenantId: '../x', runId: 'r1' }); }
+ * catch (error) { if (HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_INVALID') { ... } }
+ */
+export class HarnessMemoryError extends Error {
+  readonly code: HarnessMemoryErrorCode;
+  readonly component: string;
+  readonly data: Record<string, unknown>;
+
+  constructor(options: HarnessMemoryErrorOptions) {
+    super(`[harness-memory] [${options.component}] ${options.message}`, { cause: options.cause });
+    this.name = 'HarnessMemoryError';
+    Object.defineProperty(this, MARKER, { value: true });
+    this.code = options.code;
+    this.component = options.component;
+    this.data = options.data ?? {};
+  }
+
+  /** True for any harness-memory error, whichever copy of the package made it. */
+  static isInstance(error: unknown): error is HarnessMemoryError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[MARKER] === true;
+  }
+}
+
+/** A configuration error; names the key and where its value came from. */
+export class ConfigError extends HarnessMemoryError {
+  readonly key: string;
+  readonly source: string;
+  constructor(options: { key: string; source: string; message: string; cause?: unknown }) {
+    super({
+      code: 'CONFIG_INVALID',
+      component: 'config',
+      message: `${options.source}: ${options.key}: ${options.message}`,
+      data: { key: options.key, source: options.source },
+      cause: options.cause,
+    });
+    this.name = 'ConfigError';
+    this.key = options.key;
+    this.source = options.source;
+  }
+}
+
+/** A storage adapter error; carries the store's name. */
+export class StoreError extends HarnessMemoryError {
+  readonly store: string;
+  constructor(options: {
+    store: string;
+    message: string;
+    code?: 'STORE_CONFLICT' | 'STORE_FAILED' | 'STORE_DISPOSED' | 'OPERATION_LEASE_LOST';
+    data?: Record<string, unknown>;
+    cause?: unknown;
+  }) {
+    super({
+      code: options.code ?? 'STORE_FAILED',
+      component: `store:${options.store}`,
+      message: options.message,
+      data: { store: options.store, ...options.data },
+      cause: options.cause,
+    });
+    this.name = 'StoreError';
+    this.store = options.store;
+  }
+}
+
+/** A tool input error; carries the tool name and the validation issues. */
+export class ToolError extends HarnessMemoryError {
+  readonly toolName: string;
+  readonly issues: readonly string[];
+  constructor(options: { toolName: string; message: string; issues?: readonly string[]; cause?: unknown }) {
+    super({
+      code: 'TOOL_INPUT_INVALID',
+      component: `tool:${options.toolName}`,
+      message: options.message,
+      data: { toolName: options.toolName, issues: options.issues ?? [] },
+      cause: options.cause,
+    });
+    this.name = 'ToolError';
+    this.toolName = options.toolName;
+    this.issues = options.issues ?? [];
+  }
+}
+
+/** A failed call to a language model; says whether retrying can help. */
+export class ModelCallError extends HarnessMemoryError {
+  readonly url: string | undefined;
+  readonly statusCode: number | undefined;
+  readonly responseBody: string | undefined;
+  readonly retryAfterMs: number | undefined;
+  constructor(options: {
+    message: string;
+    url?: string;
+    statusCode?: number;
+    responseBody?: string;
+    retryAfterMs?: number;
+    retryable?: boolean;
+    cause?: unknown;
+  }) {
+    const retryable = options.retryable ?? isRetryableStatus(options.statusCode);
+    super({
+      code: 'MODEL_CALL_FAILED',
+      component: 'llm',
+      message: options.message,
+      data: { url: options.url, statusCode: options.statusCode, isRetryable: retryable },
+      cause: options.cause,
+    });
+    this.name = 'ModelCallError';
+    this.url = options.url;
+    this.statusCode = options.statusCode;
+    this.responseBody = options.responseBody;
+    this.retryAfterMs = options.retryAfterMs;
+    this.#retryable = retryable;
+  }
+  readonly #retryable: boolean;
+  /** True for timeouts, connection failures, 408, 429 and 5xx. */
+  get isRetryable(): boolean {
+    return this.#retryable;
+  }
+}
+
+function isRetryableStatus(status: number | undefined): boolean {
+  if (status === undefined) return true;
+  return status === 408 || status === 429 || status >= 500;
+}

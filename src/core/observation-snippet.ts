@@ -1,0 +1,219 @@
+import type { Observation, StoredReflection } from './observation.js';
+import type { StructuredReflection } from './reflection.js';
+import { neutralizeMarkup, renderDataLines, stripInvisible } from './sanitize-text.js';
+import type { TokenEstimator } from './token-estimator.js';
+
+/** Importance given to an observation the observer did not score. */
+export const UNSCORED_IMPORTANCE = 0.5;
+/** Importance given to an observation a newer one superseded. */
+export const SUPERSEDED_IMPORTANCE = 0.1;
+/** Shown where a reflection was cut to fit the budget. */
+export const REFLECTION_TRUNCATED_MARKER = '[… reflection truncated to fit the memory budget]';
+
+const OPEN_TAG = '<observational-memory>';
+const CLOSE_TAG = '</observational-memory>';
+const SUPERSESSIONS_HEADER = '⚠️ Preference changes (most recent wins):';
+const CONTRADICTIONS_HEADER = '⚠️ Unresolved contradictions:';
+const CONTINUATION_INDENT = '  ';
+
+/** What the `<observational-memory>` snippet is built from. */
+export interface ObservationSnippetInput {
+  /** In seq order, oldest first. */
+  readonly observations: readonly Observation[];
+  readonly reflection: StoredReflection | null;
+  /** The budget of the whole snippet, tags and headers included. */
+  readonly maxTokens: number;
+  readonly estimator: TokenEstimator;
+}
+
+/**
+ * Importance-weighted recency: `importance / (1 + ageSteps)`, where the newest observation
+ * has age 0. Unscored observations count as 0.5, superseded ones as 0.1.
+ */
+export function scoreObservation(importance: number | null, ageSteps: number, superseded: boolean): number {
+  const effective = superseded ? SUPERSEDED_IMPORTANCE : (importance ?? UNSCORED_IMPORTANCE);
+  return effective / (1 + ageSteps);
+}
+
+/**
+ * Builds the `<observational-memory>` snippet: `Reflection:` first, then `Observations:`
+ * (`- [seq] content`, in seq order), then the supersession and contradiction warnings.
+ * The whole text never exceeds `maxTokens` by the estimator; `""` when there is nothing
+ * to show or the budget cannot hold even the wrapper.
+ */
+export function buildObservationSnippet(input: ObservationSnippetInput): string {
+  const { estimator, observations, reflection } = input;
+  if (observations.length === 0 && (reflection === null || reflectionText(reflection) === '')) return '';
+  const cost = (line: string): number => estimator.estimate(`${line}\n`);
+  let remaining = input.maxTokens - cost(OPEN_TAG) - estimator.estimate(CLOSE_TAG);
+  if (remaining <= 0) return '';
+
+  const warnings = warningSections(reflection?.structured);
+  const warningLines = takeLinesWithin(warnings, Math.floor(remaining / 2), cost);
+  remaining -= sumCost(warningLines, cost);
+
+  const reflectionLines = fitReflection(reflection, remaining, cost, estimator);
+  remaining -= sumCost(reflectionLines, cost);
+
+  const selected = selectObservations(observations, reflection?.structured, remaining - cost('') - cost('Observations:'), cost);
+  const sections: string[][] = [];
+  if (reflectionLines.length > 0) sections.push(reflectionLines);
+  if (selected.length > 0) sections.push(['Observations:', ...selected]);
+  if (warningLines.length > 0) sections.push(warningLines);
+  if (sections.length === 0) return '';
+
+  let snippet = render(sections);
+  // Part costs bound the whole for sub-additive estimators; a real tokenizer may differ,
+  // so the final text is checked and trimmed from its lowest-priority end.
+  while (estimator.estimate(snippet) > input.maxTokens && sections.length > 0) {
+    const last = sections[sections.length - 1];
+    if (!last || last.length <= 2) sections.pop();
+    else last.pop();
+    snippet = sections.length > 0 ? render(sections) : '';
+  }
+  return snippet;
+}
+
+function render(sections: readonly (readonly string[])[]): string {
+  return `${OPEN_TAG}\n${sections.map((lines) => lines.join('\n')).join('\n\n')}\n${CLOSE_TAG}`;
+}
+
+function reflectionText(reflection: StoredReflection): string {
+  const text = reflection.structured.schemaVersion === 1 ? reflection.structured.summary : reflection.raw;
+  return text.trim();
+}
+
+function fitReflection(
+  reflection: StoredReflection | null,
+  budget: number,
+  cost: (line: string) => number,
+  estimator: TokenEstimator,
+): string[] {
+  if (reflection === null) return [];
+  const text = reflectionText(reflection);
+  if (text === '') return [];
+  const header = 'Reflection:';
+  const lines = neutralizeMarkup(stripInvisible(text)).split('\n');
+  const full = [header, ...lines];
+  // One separator line sits between this section and the next.
+  if (sumCost(full, cost) + cost('') <= budget) return full;
+  const available = budget - cost(header) - cost(REFLECTION_TRUNCATED_MARKER) - cost('');
+  if (available <= 0) return [];
+  const kept: string[] = [];
+  let used = 0;
+  for (const line of lines) {
+    const lineCost = cost(line);
+    if (used + lineCost > available) {
+      if (kept.length === 0) kept.push(cutToTokens(line, available - 1, estimator));
+      break;
+    }
+    kept.push(line);
+    used += lineCost;
+  }
+  return [header, ...kept.filter((line) => line !== ''), REFLECTION_TRUNCATED_MARKER];
+}
+
+function selectObservations(
+  observations: readonly Observation[],
+  structured: StructuredReflection | undefined,
+  budget: number,
+  cost: (line: string) => number,
+): string[] {
+  const count = observations.length;
+  if (count === 0 || budget <= 0) return [];
+  const superseded = new Set<number>();
+  if (structured?.schemaVersion === 1) for (const item of structured.supersessions) superseded.add(item.olderSeq);
+
+  const scores = new Float64Array(count);
+  const order = new Array<number>(count);
+  for (let index = 0; index < count; index++) {
+    const observation = observations[index] as Observation;
+    scores[index] = scoreObservation(observation.importance, count - 1 - index, superseded.has(observation.seq));
+    order[index] = index;
+  }
+  // Highest score first; equal scores keep the older observation first.
+  order.sort((a, b) => (scores[b] as number) - (scores[a] as number) || a - b);
+
+  const chosen: number[] = [];
+  const lines = new Map<number, string>();
+  let remaining = budget;
+  for (const index of order) {
+    const observation = observations[index] as Observation;
+    // The stored token count is a lower bound of the rendered line's cost: skip cheaply.
+    if (observation.tokenCount > remaining) continue;
+    const line = `- [${observation.seq}] ${renderDataLines(observation.content, CONTINUATION_INDENT)}`;
+    const lineCost = cost(line);
+    if (lineCost > remaining) continue;
+    remaining -= lineCost;
+    chosen.push(index);
+    lines.set(index, line);
+  }
+  chosen.sort((a, b) => a - b);
+  return chosen.map((index) => lines.get(index) as string);
+}
+
+function warningSections(structured: StructuredReflection | undefined): string[] {
+  if (structured?.schemaVersion !== 1) return [];
+  const lines: string[] = [];
+  if (structured.supersessions.length > 0) {
+    lines.push(SUPERSESSIONS_HEADER);
+    for (const item of structured.supersessions) {
+      const reason = oneLine(item.reason);
+      lines.push(
+        reason === ''
+          ? `- observation [${item.newerSeq}] supersedes [${item.olderSeq}]`
+          : `- ${reason} (observation [${item.newerSeq}] supersedes [${item.olderSeq}])`,
+      );
+    }
+  }
+  if (structured.contradictions.length > 0) {
+    if (lines.length > 0) lines.push('');
+    lines.push(CONTRADICTIONS_HEADER);
+    for (const item of structured.contradictions) {
+      const detail = oneLine(item.detail);
+      lines.push(
+        detail === ''
+          ? `- observations [${item.seqA}] and [${item.seqB}] conflict`
+          : `- ${detail} (observations [${item.seqA}] vs [${item.seqB}]) — confirm which applies`,
+      );
+    }
+  }
+  return lines;
+}
+
+/** Keeps whole lines in order while they fit; a header left without items is dropped. */
+function takeLinesWithin(lines: readonly string[], budget: number, cost: (line: string) => number): string[] {
+  const kept: string[] = [];
+  let used = cost('');
+  for (const line of lines) {
+    const lineCost = cost(line);
+    if (used + lineCost > budget) break;
+    kept.push(line);
+    used += lineCost;
+  }
+  while (kept.length > 0 && !(kept[kept.length - 1] as string).startsWith('- ')) kept.pop();
+  return kept;
+}
+
+function sumCost(lines: readonly string[], cost: (line: string) => number): number {
+  let total = 0;
+  for (const line of lines) total += cost(line);
+  return total;
+}
+
+function oneLine(text: string): string {
+  return neutralizeMarkup(stripInvisible(text)).replace(/\s+/g, ' ').trim();
+}
+
+function cutToTokens(line: string, tokens: number, estimator: TokenEstimator): string {
+  if (tokens <= 0) return '';
+  const points = [...line];
+  let low = 0;
+  let high = points.length;
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    if (estimator.estimate(`${points.slice(0, middle).join('')}\n`) <= tokens) low = middle;
+    else high = middle - 1;
+  }
+  return points.slice(0, low).join('');
+}

@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_MAX_OBSERVATION_CHARS,
+  DEFAULT_MAX_OBSERVATIONS,
+  TRUNCATION_SUFFIX,
+  parseObservations,
+} from './parse-observations.js';
+
+describe('parseObservations: plain text', () => {
+  it('returns nothing for empty or blank output', () => {
+    expect(parseObservations('')).toEqual([]);
+    expect(parseObservations(' \n\t\n ')).toEqual([]);
+  });
+
+  it('returns the whole trimmed text as one unscored observation without IMPORTANCE lines', () => {
+    expect(parseObservations('\n User prefers tabs.\n\nUses pnpm.\n')).toEqual([
+      { content: 'User prefers tabs.\n\nUses pnpm.', importance: null },
+    ]);
+  });
+
+  it('does not treat IMPORTANCE in the middle of a line as a prefix', () => {
+    expect(parseObservations('The IMPORTANCE: of tests is high')).toEqual([
+      { content: 'The IMPORTANCE: of tests is high', importance: null },
+    ]);
+  });
+});
+
+describe('parseObservations: prefixed format', () => {
+  it('starts an observation at every IMPORTANCE line, case-insensitively', () => {
+    const raw = [
+      'IMPORTANCE: 0.9',
+      'User prefers tabs.',
+      '',
+      'importance:0.4',
+      'Temporary branch is wip.',
+      '  Importance :  1',
+      'Never push to main.',
+    ].join('\n');
+    expect(parseObservations(raw)).toEqual([
+      { content: 'User prefers tabs.', importance: 0.9 },
+      { content: 'Temporary branch is wip.', importance: 0.4 },
+      { content: 'Never push to main.', importance: 1 },
+    ]);
+  });
+
+  it('keeps blank lines inside one observation', () => {
+    expect(parseObservations('IMPORTANCE:0.7\nFirst paragraph.\n\n\nSecond paragraph.\n\n')).toEqual([
+      { content: 'First paragraph.\n\n\nSecond paragraph.', importance: 0.7 },
+    ]);
+  });
+
+  it('keeps text before the first IMPORTANCE line as its own unscored observation', () => {
+    expect(parseObservations('Preamble here.\nIMPORTANCE: 0.5\nFact.')).toEqual([
+      { content: 'Preamble here.', importance: null },
+      { content: 'Fact.', importance: 0.5 },
+    ]);
+  });
+
+  it('keeps an explicit zero as zero', () => {
+    expect(parseObservations('IMPORTANCE: 0\nA\nIMPORTANCE: 0.0\nB')).toEqual([
+      { content: 'A', importance: 0 },
+      { content: 'B', importance: 0 },
+    ]);
+  });
+
+  it('clamps scores to [0, 1]', () => {
+    const parsed = parseObservations('IMPORTANCE: 7\nA\nIMPORTANCE: -0.3\nB\nIMPORTANCE: +.25\nC');
+    expect(parsed.map((observation) => observation.importance)).toEqual([1, 0, 0.25]);
+  });
+
+  it('reads percentages and fractions as scores', () => {
+    const parsed = parseObservations('IMPORTANCE: 80%\nA\nIMPORTANCE: 3/10\nB');
+    expect(parsed.map((observation) => observation.importance)).toEqual([0.8, 0.3]);
+  });
+
+  it('uses text after the number as the first content line', () => {
+    const raw = 'IMPORTANCE: 0.8 User prefers tabs.\nAlso in Makefiles.\nIMPORTANCE: 0.6 — Uses pnpm.';
+    expect(parseObservations(raw)).toEqual([
+      { content: 'User prefers tabs.\nAlso in Makefiles.', importance: 0.8 },
+      { content: 'Uses pnpm.', importance: 0.6 },
+    ]);
+  });
+
+  it('leaves non-numeric scores unscored and never produces NaN or infinities', () => {
+    const values = ['NaN', 'Infinity', 'high', '', '9'.repeat(400)];
+    const raw = values.map((value, index) => `IMPORTANCE: ${value}\n${'ABCDE'[index]}`).join('\n');
+    expect(parseObservations(raw)).toEqual([
+      { content: 'A', importance: null },
+      { content: 'B', importance: null },
+      { content: 'C', importance: null },
+      { content: 'D', importance: null },
+      { content: 'E', importance: null },
+    ]);
+  });
+
+  it('keeps a sentence that took the place of the score as content', () => {
+    expect(parseObservations('IMPORTANCE: User prefers tabs\nin Go files.')).toEqual([
+      { content: 'User prefers tabs\nin Go files.', importance: null },
+    ]);
+  });
+
+  it('drops observations without content and returns nothing when none remain', () => {
+    const kept = [{ content: 'Kept.', importance: 0.4 }];
+    expect(parseObservations('IMPORTANCE:0.9\nIMPORTANCE: 0.4\nKept.')).toEqual(kept);
+    expect(parseObservations('IMPORTANCE: 0.9\n\nIMPORTANCE: 0.2\n  ')).toEqual([]);
+  });
+
+  it('accepts CRLF line endings', () => {
+    expect(parseObservations('IMPORTANCE: 0.5\r\nA\r\nIMPORTANCE: 0.6\r\nB')).toEqual([
+      { content: 'A', importance: 0.5 },
+      { content: 'B', importance: 0.6 },
+    ]);
+  });
+});
+
+describe('parseObservations: junk bounds', () => {
+  it('exports the default limits', () => {
+    expect(DEFAULT_MAX_OBSERVATIONS).toBe(50);
+    expect(DEFAULT_MAX_OBSERVATION_CHARS).toBe(2000);
+  });
+
+  it('keeps only the first maxObservations observations', () => {
+    const raw = Array.from({ length: 80 }, (_, index) => `IMPORTANCE: 0.5\nfact ${index}`).join('\n');
+    const parsed = parseObservations(raw);
+    expect(parsed).toHaveLength(50);
+    expect(parsed.at(-1)?.content).toBe('fact 49');
+    expect(parseObservations(raw, { maxObservations: 2 }).map((observation) => observation.content)).toEqual([
+      'fact 0',
+      'fact 1',
+    ]);
+  });
+
+  it('cuts long content at the last whitespace in the final 10% and marks it', () => {
+    const content = `${'word '.repeat(30)}tail`;
+    const [parsed] = parseObservations(content, { maxObservationChars: 100 });
+    expect(parsed?.content).toBe(`${'word '.repeat(19)}word${TRUNCATION_SUFFIX}`);
+  });
+
+  it('cuts at exactly the limit on a code point boundary when there is no whitespace', () => {
+    const [parsed] = parseObservations('😀'.repeat(30), { maxObservationChars: 10 });
+    expect(parsed?.content).toBe(`${'😀'.repeat(10)}${TRUNCATION_SUFFIX}`);
+  });
+
+  it('leaves content at the limit untouched', () => {
+    expect(parseObservations('x'.repeat(2000))[0]?.content).toBe('x'.repeat(2000));
+  });
+
+  it('keeps at most three consecutive copies of a repeated line', () => {
+    const raw = `IMPORTANCE: 0.5\nstart\n${'  same line\n'.repeat(10)}end\nsame line`;
+    expect(parseObservations(raw)[0]?.content).toBe(`start\n${'  same line\n'.repeat(3)}end\nsame line`);
+  });
+
+  it('strips invisible characters from content', () => {
+    expect(parseObservations('IMPORTANCE: 0.5\nUser\u200B prefers\u202E tabs\u{E0041}.')).toEqual([
+      { content: 'User prefers tabs.', importance: 0.5 },
+    ]);
+  });
+});

@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest';
+import { parseReflection } from './parse-reflection.js';
+
+const STRUCTURED = `SUMMARY:
+User builds a Go CLI.
+Prefers tabs.
+
+SUPERSESSIONS:
+- [seq:5] replaces [seq:2]: switched from npm to pnpm
+
+CONTRADICTIONS:
+- [seq:3] vs [seq:4]: deploy target is unclear`;
+
+describe('parseReflection: legacy and empty', () => {
+  it('returns an empty schema-0 reflection for blank output', () => {
+    const empty = { summary: '', supersessions: [], contradictions: [], schemaVersion: 0 };
+    expect(parseReflection('  \n ')).toEqual(empty);
+  });
+
+  it('treats text without a section header as the legacy summary', () => {
+    expect(parseReflection('\n Summary of the work: user likes Go.\nSupersessions are none. \n')).toEqual({
+      summary: 'Summary of the work: user likes Go.\nSupersessions are none.',
+      supersessions: [],
+      contradictions: [],
+      schemaVersion: 0,
+    });
+  });
+});
+
+describe('parseReflection: section headers', () => {
+  it('parses the three sections', () => {
+    expect(parseReflection(STRUCTURED)).toEqual({
+      summary: 'User builds a Go CLI.\nPrefers tabs.',
+      supersessions: [{ newerSeq: 5, olderSeq: 2, reason: 'switched from npm to pnpm' }],
+      contradictions: [{ seqA: 3, seqB: 4, detail: 'deploy target is unclear' }],
+      schemaVersion: 1,
+    });
+  });
+
+  it('accepts markdown headings, bold, any case and a colon inside or outside the emphasis', () => {
+    const headers = ['**SUMMARY:**', '**Summary**:', '## SUMMARY', '## Summary:', 'SUMMARY:', 'Summary:', '__Summary__'];
+    for (const header of [...headers, 'summary']) {
+      const parsed = parseReflection(`${header}\nThe summary.\n## Supersessions\n- [seq:2] replaces [seq:1]: why`);
+      expect(parsed.schemaVersion, header).toBe(1);
+      expect(parsed.summary, header).toBe('The summary.');
+      expect(parsed.supersessions, header).toHaveLength(1);
+    }
+  });
+
+  it('keeps text after the header on the same line', () => {
+    expect(parseReflection('**SUMMARY:** User likes Go.\nMore.').summary).toBe('User likes Go.\nMore.');
+    expect(parseReflection('SUMMARY: **Tabs** only').summary).toBe('**Tabs** only');
+    expect(parseReflection('SUPERSESSIONS: - [seq:3] replaces [seq:1]: x').supersessions).toEqual([
+      { newerSeq: 3, olderSeq: 1, reason: 'x' },
+    ]);
+  });
+
+  it('does not take the title of a markdown heading as content', () => {
+    expect(parseReflection('## Summary of decisions\nUses Go.').summary).toBe('Uses Go.');
+  });
+
+  it('does not treat a sentence starting with a section name as a header', () => {
+    const body = 'First.\nSummary of the work is below.\nSupersessions happen.';
+    expect(parseReflection(`SUMMARY:\n${body}`).summary).toBe(body);
+  });
+
+  it('discards lines before the first header', () => {
+    expect(parseReflection('Here is my reflection.\nSUMMARY:\nKept.').summary).toBe('Kept.');
+  });
+
+  it('gives an empty summary when only other sections exist', () => {
+    const parsed = parseReflection('CONTRADICTIONS:\n- [seq:1] vs [seq:2]: which db');
+    expect(parsed.schemaVersion).toBe(1);
+    expect(parsed.summary).toBe('');
+    expect(parsed.contradictions).toHaveLength(1);
+  });
+});
+
+describe('parseReflection: supersession and contradiction lines', () => {
+  it('accepts bullets, numbering, spaced seq markers, both keywords and all separators', () => {
+    const raw = [
+      'SUPERSESSIONS:',
+      '* [seq: 5] replaces [seq:2] - reason a',
+      '• [ seq:6 ] SUPERSEDES [SEQ:3] — reason b',
+      '1. [seq:7] replaces [seq:4]',
+      '2) [seq:8]replaces[seq:1]: reason d',
+    ].join('\n');
+    expect(parseReflection(raw).supersessions).toEqual([
+      { newerSeq: 5, olderSeq: 2, reason: 'reason a' },
+      { newerSeq: 6, olderSeq: 3, reason: 'reason b' },
+      { newerSeq: 7, olderSeq: 4, reason: '' },
+      { newerSeq: 8, olderSeq: 1, reason: 'reason d' },
+    ]);
+  });
+
+  it('accepts vs, vs. and versus in contradictions', () => {
+    const raw = 'CONTRADICTIONS:\n- [seq:1] vs [seq:2]: a\n- [seq:3] vs. [seq:4] b\n- [seq:5] VERSUS [seq:6]';
+    expect(parseReflection(raw).contradictions).toEqual([
+      { seqA: 1, seqB: 2, detail: 'a' },
+      { seqA: 3, seqB: 4, detail: 'b' },
+      { seqA: 5, seqB: 6, detail: '' },
+    ]);
+  });
+
+  it('ignores placeholders and malformed lines', () => {
+    const raw = [
+      'SUPERSESSIONS:',
+      'None',
+      '- (none)',
+      '- [seq:x] replaces [seq:2]',
+      '- [seq:0] replaces [seq:2]',
+      '- [seq:-1] replaces [seq:2]',
+      '- [seq:1.5] replaces [seq:2]',
+      '- [seq:3] overrides [seq:2]',
+      `- [seq:${'9'.repeat(20)}] replaces [seq:2]`,
+      'CONTRADICTIONS:',
+      '- [seq:1] replaces [seq:2]: wrong section keyword',
+    ].join('\n');
+    const parsed = parseReflection(raw);
+    expect(parsed.supersessions).toEqual([]);
+    expect(parsed.contradictions).toEqual([]);
+  });
+
+  it('drops self-references and exact duplicates', () => {
+    const raw = [
+      'SUPERSESSIONS:',
+      '- [seq:4] replaces [seq:4]: self',
+      '- [seq:5] replaces [seq:2]: same',
+      '- [seq:5] replaces [seq:2]: same',
+      '- [seq:5] replaces [seq:2]: other reason',
+      'CONTRADICTIONS:',
+      '- [seq:3] vs [seq:3]: self',
+      '- [seq:1] vs [seq:2]: d',
+      '- [seq:1] vs [seq:2]: d',
+    ].join('\n');
+    const parsed = parseReflection(raw);
+    expect(parsed.supersessions).toEqual([
+      { newerSeq: 5, olderSeq: 2, reason: 'same' },
+      { newerSeq: 5, olderSeq: 2, reason: 'other reason' },
+    ]);
+    expect(parsed.contradictions).toEqual([{ seqA: 1, seqB: 2, detail: 'd' }]);
+  });
+
+  it('strips invisible characters from the summary, reasons and details', () => {
+    const raw = [
+      'SUMMARY:',
+      'Tabs\u200B only\u{E0041}',
+      'SUPERSESSIONS:',
+      '- [seq:2] replaces [seq:1]: new\u202E reason',
+      'CONTRADICTIONS:',
+      '- [seq:3] vs [seq:4]: de\uFEFFtail',
+    ].join('\n');
+    const parsed = parseReflection(raw);
+    expect(parsed.summary).toBe('Tabs only');
+    expect(parsed.supersessions[0]?.reason).toBe('new reason');
+    expect(parsed.contradictions[0]?.detail).toBe('detail');
+  });
+});

@@ -1,0 +1,106 @@
+/**
+ * Parsing of the reflector's output into a {@link StructuredReflection}.
+ * @module
+ */
+
+import type { Contradiction, StructuredReflection, Supersession } from './reflection.js';
+import { stripInvisible } from './sanitize-text.js';
+
+type Section = 'summary' | 'supersessions' | 'contradictions';
+
+// Groups: 1 `#`s, 2 opening emphasis, 3 section name, 4 closing emphasis, 5 colon,
+// 6 emphasis after the colon (`**SUMMARY:**`), 7 rest of the line.
+const HEADER =
+  /^(#*)\s*([*_]*)\s*(summary|supersessions|contradictions)(?![\p{L}\p{N}])([*_]*)\s*(:?)\s*([*_]*)\s*(.*)$/iu;
+const BULLET = String.raw`^(?:[-*•]|\d+[.)])?\s*`;
+const SEQ = String.raw`\[\s*seq\s*:\s*(\d+)\s*\]`;
+const TAIL = String.raw`\s*(?:[:—–-]\s*)?(.*)$`;
+const SUPERSESSION_LINE = new RegExp(`${BULLET}${SEQ}\\s*(?:replaces|supersedes)\\s*${SEQ}${TAIL}`, 'i');
+const CONTRADICTION_LINE = new RegExp(`${BULLET}${SEQ}\\s*(?:vs\\.?|versus)\\s*${SEQ}${TAIL}`, 'i');
+
+const EMPTY: StructuredReflection = Object.freeze({
+  summary: '',
+  supersessions: Object.freeze([]),
+  contradictions: Object.freeze([]),
+  schemaVersion: 0,
+});
+
+/**
+ * Parses SUMMARY / SUPERSESSIONS / CONTRADICTIONS sections (markdown headings and bold tolerated)
+ * into schema 1; text without any section header is legacy schema 0 with the whole text as summary.
+ */
+export function parseReflection(raw: string): StructuredReflection {
+  const text = stripInvisible(raw).trim();
+  if (text === '') return EMPTY;
+
+  const sections: Record<Section, string[]> = { summary: [], supersessions: [], contradictions: [] };
+  let current: Section | null = null;
+  for (const line of text.split('\n')) {
+    const header = parseHeader(line);
+    if (header) {
+      current = header.section;
+      if (header.rest !== '') sections[current].push(header.rest);
+    } else if (current) {
+      sections[current].push(line);
+    }
+  }
+  if (current === null) return { ...EMPTY, summary: text };
+
+  return {
+    summary: sections.summary.join('\n').trim(),
+    supersessions: parsePairs(sections.supersessions, SUPERSESSION_LINE, toSupersession),
+    contradictions: parsePairs(sections.contradictions, CONTRADICTION_LINE, toContradiction),
+    schemaVersion: 1,
+  };
+}
+
+/**
+ * A header needs a colon, nothing else on the line, or decoration (`## Summary of work`,
+ * `**Summary** text`), so a sentence such as "Summary of the work" stays ordinary text.
+ */
+function parseHeader(line: string): { section: Section; rest: string } | null {
+  const match = HEADER.exec(line.trim());
+  if (!match) return null;
+  const [, hashes = '', open = '', name = '', close = '', colon = '', after = '', tail = ''] = match;
+  const section = name.toLowerCase() as Section;
+  // Emphasis after the colon closes the header's own, unless the header had none: `SUMMARY: **x**`.
+  const rest = open === '' ? `${after}${tail}` : tail;
+  if (colon !== '' || rest === '' || (open !== '' && close !== '')) return { section, rest: rest.trim() };
+  // The rest of a markdown heading is its title ("## Summary of decisions"), not content.
+  return hashes === '' ? null : { section, rest: '' };
+}
+
+function toSupersession(newerSeq: number, olderSeq: number, reason: string): Supersession {
+  return { newerSeq, olderSeq, reason };
+}
+
+function toContradiction(seqA: number, seqB: number, detail: string): Contradiction {
+  return { seqA, seqB, detail };
+}
+
+/** Reads `[seq:N] <keyword> [seq:M] <text>` lines, dropping self-references and exact duplicates. */
+function parsePairs<T>(
+  lines: readonly string[],
+  pattern: RegExp,
+  build: (first: number, second: number, text: string) => T,
+): T[] {
+  const pairs: T[] = [];
+  const seen = new Set<string>();
+  for (const line of lines) {
+    const match = pattern.exec(line.trim());
+    const first = toSeq(match?.[1]);
+    const second = toSeq(match?.[2]);
+    if (first === null || second === null || first === second) continue;
+    const text = (match?.[3] ?? '').trim();
+    const key = JSON.stringify([first, second, text]);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    pairs.push(build(first, second, text));
+  }
+  return pairs;
+}
+
+function toSeq(digits: string | undefined): number | null {
+  const value = Number(digits);
+  return Number.isSafeInteger(value) && value > 0 ? value : null;
+}

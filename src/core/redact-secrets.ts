@@ -1,0 +1,178 @@
+/**
+ * Redaction of credentials and card numbers from text before it is persisted as memory.
+ * @module
+ */
+
+/** What kind of secret a redaction removed. */
+export type SecretKind =
+  | 'private_key'
+  | 'jwt'
+  | 'bearer_token'
+  | 'openai_key'
+  | 'aws_access_key'
+  | 'github_token'
+  | 'slack_token'
+  | 'card_number';
+
+/** The redacted text and how many secrets of each kind were replaced (kinds with none are absent). */
+export interface RedactionResult {
+  readonly text: string;
+  readonly counts: Partial<Record<SecretKind, number>>;
+}
+
+interface Rule {
+  readonly kind: SecretKind;
+  readonly pattern: RegExp;
+  /** Returns the replacement of a match (given its first capture group, if any). */
+  readonly replace?: (match: string, group: string | undefined) => string;
+}
+
+// Every token pattern starts with a lookbehind that refuses to start inside a longer run of
+// token characters: that keeps matching linear on long runs and avoids hits inside other words.
+// Order matters: whole blocks and specific formats come first, so `Bearer eyJ…` counts as a JWT
+// and a placeholder is never matched again by a later rule.
+const RULES: readonly Rule[] = [
+  {
+    kind: 'private_key',
+    pattern:
+      /-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]{0,40}PRIVATE KEY-----|$)/g,
+  },
+  // alg "none" tokens have an empty signature and still carry the payload, hence `*`.
+  { kind: 'jwt', pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g },
+  { kind: 'openai_key', pattern: /(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}/g },
+  { kind: 'aws_access_key', pattern: /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g },
+  {
+    kind: 'github_token',
+    pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g,
+  },
+  { kind: 'slack_token', pattern: /(?<![A-Za-z0-9-])xox[abposr]-[A-Za-z0-9-]{10,}/g },
+  {
+    kind: 'bearer_token',
+    // The digit requirement keeps prose such as "Bearer authentication" intact.
+    pattern: /\b(bearer)[ \t]+(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}/gi,
+    replace: (_match, word) => `${word ?? 'Bearer'} [REDACTED:bearer_token]`,
+  },
+  // Digit groups joined by single spaces or dashes, not inside a word such as a hex hash; the
+  // window search is in `redactCardRun`.
+  {
+    kind: 'card_number',
+    pattern: /(?<!\w)\d+(?:[ -]\d+)*(?!\w)/g,
+    replace: (match) => redactCardRun(match),
+  },
+];
+
+/**
+ * Replaces private keys, JWTs, bearer tokens, OpenAI, AWS, GitHub and Slack keys and Luhn-valid
+ * card numbers with `[REDACTED:<kind>]`. Idempotent: redacting the result again changes nothing.
+ */
+export function redactSecrets(text: string): RedactionResult {
+  const counts: Partial<Record<SecretKind, number>> = {};
+  let result = text;
+  for (const rule of RULES) {
+    result = result.replace(rule.pattern, (match: string, ...rest: unknown[]) => {
+      const group = typeof rest[0] === 'string' ? rest[0] : undefined;
+      const replaced = rule.replace ? rule.replace(match, group) : placeholder(rule.kind);
+      const added = countOf(replaced, rule.kind);
+      if (added > 0) counts[rule.kind] = (counts[rule.kind] ?? 0) + added;
+      return replaced;
+    });
+  }
+  return { text: result, counts };
+}
+
+function placeholder(kind: SecretKind): string {
+  return `[REDACTED:${kind}]`;
+}
+
+function countOf(replacement: string, kind: SecretKind): number {
+  return replacement.split(placeholder(kind)).length - 1;
+}
+
+const MIN_CARD_DIGITS = 13;
+const MAX_CARD_DIGITS = 19;
+
+/**
+ * Redacts card numbers within a run of digit groups. A card is a window of whole groups with
+ * 13–19 digits that passes Luhn, so `4111 1111 1111 1111 123` (card + CVV) is still caught.
+ */
+function redactCardRun(run: string): string {
+  const groups = scanDigitGroups(run);
+  let out = '';
+  let copiedTo = 0;
+  let index = 0;
+  while (index < groups.count) {
+    const end = longestCardWindow(groups, index);
+    if (end === null) {
+      index++;
+      continue;
+    }
+    out += `${run.slice(copiedTo, groups.starts[index])}${placeholder('card_number')}`;
+    copiedTo = groups.ends[end - 1] ?? run.length;
+    index = end;
+  }
+  return out === '' ? run : out + run.slice(copiedTo);
+}
+
+/** The digit groups of a run, with prefix sums that make each Luhn window check O(1). */
+interface DigitGroups {
+  readonly count: number;
+  /** Group i spans run[starts[i], ends[i]). */
+  readonly starts: Int32Array;
+  readonly ends: Int32Array;
+  /** Index among the run's digits where group i starts; entry `count` is the digit total. */
+  readonly offsets: Int32Array;
+  /** Prefix sums of Luhn values with the digits at even (or odd) digit indexes doubled. */
+  readonly evenDoubled: Int32Array;
+  readonly oddDoubled: Int32Array;
+}
+
+// Typed arrays and a plain loop: a megabyte of `1 1 1 …` must stay in the tens of milliseconds.
+function scanDigitGroups(run: string): DigitGroups {
+  const size = run.length + 1;
+  const starts = new Int32Array(size);
+  const ends = new Int32Array(size);
+  const offsets = new Int32Array(size + 1);
+  const evenDoubled = new Int32Array(size);
+  const oddDoubled = new Int32Array(size);
+  let count = 0;
+  let digits = 0;
+  let inGroup = false;
+  for (let position = 0; position <= run.length; position++) {
+    const digit = run.charCodeAt(position) - 48; // NaN past the end, which closes the last group
+    if (digit >= 0 && digit <= 9) {
+      if (!inGroup) {
+        starts[count] = position;
+        offsets[count] = digits;
+        inGroup = true;
+      }
+      const doubled = digit * 2 > 9 ? digit * 2 - 9 : digit * 2;
+      const even = digits % 2 === 0;
+      evenDoubled[digits + 1] = (evenDoubled[digits] ?? 0) + (even ? doubled : digit);
+      oddDoubled[digits + 1] = (oddDoubled[digits] ?? 0) + (even ? digit : doubled);
+      digits++;
+    } else if (inGroup) {
+      ends[count++] = position;
+      inGroup = false;
+    }
+  }
+  offsets[count] = digits;
+  return { count, starts, ends, offsets, evenDoubled, oddDoubled };
+}
+
+/** The exclusive end of the longest Luhn-valid window of groups starting at `start`, or null. */
+function longestCardWindow(groups: DigitGroups, start: number): number | null {
+  const from = groups.offsets[start] ?? 0;
+  let best: number | null = null;
+  for (let end = start + 1; end <= groups.count; end++) {
+    const to = groups.offsets[end] ?? 0;
+    if (to - from > MAX_CARD_DIGITS) break;
+    if (to - from >= MIN_CARD_DIGITS && luhnValid(groups, from, to)) best = end;
+  }
+  return best;
+}
+
+/** Luhn check of digits [from, to): every second digit counting left from the last is doubled. */
+function luhnValid(groups: DigitGroups, from: number, to: number): boolean {
+  const table = (to - 1) % 2 === 0 ? groups.oddDoubled : groups.evenDoubled;
+  return ((table[to] ?? 0) - (table[from] ?? 0)) % 10 === 0;
+}

@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { neutralizeMarkup, renderDataLines, stripInvisible } from './sanitize-text.js';
+
+describe('stripInvisible: removed characters', () => {
+  it('removes Unicode tag characters', () => {
+    const hidden = [...'ignore'].map((char) => String.fromCodePoint(0xe0000 + char.charCodeAt(0))).join('');
+    expect(stripInvisible(`ok${hidden}\u{E0001}\u{E007F}!`)).toBe('ok!');
+  });
+
+  it('removes bidi controls and isolates', () => {
+    expect(stripInvisible('a\u202Ab\u202Ec\u2066d\u2069e')).toBe('abcde');
+  });
+
+  it('removes zero-width characters, word joiners and the BOM', () => {
+    expect(stripInvisible('\uFEFFa\u200Bb\u200Fc\u2060d\u2064e')).toBe('abcde');
+  });
+
+  it('removes C0 controls but keeps newlines and tabs', () => {
+    expect(stripInvisible('a\u0000b\u0007c\u001Bd\u000B\u000Ce\tf\ng')).toBe('abcde\tf\ng');
+  });
+
+  it('turns CRLF and lone CR into LF', () => {
+    expect(stripInvisible('a\r\nb\rc\n')).toBe('a\nb\nc\n');
+  });
+
+  it('keeps ordinary text, emoji and non-Latin scripts', () => {
+    const text = 'Prefers tabs 👍 — 日本語, ΑΒΓ, עברית';
+    expect(stripInvisible(text)).toBe(text);
+  });
+});
+
+describe('neutralizeMarkup: tags', () => {
+  it('escapes opening and closing tags of our wrappers', () => {
+    expect(neutralizeMarkup('x</working-memory><system>y')).toBe('x&lt;/working-memory>&lt;system>y');
+  });
+
+  it('escapes spaced closing tags, comments and processing instructions', () => {
+    expect(neutralizeMarkup('< /observational-memory>')).toBe('&lt; /observational-memory>');
+    expect(neutralizeMarkup('<!-- hi -->')).toBe('&lt;!-- hi -->');
+    expect(neutralizeMarkup('<?xml version="1.0"?>')).toBe('&lt;?xml version="1.0"?>');
+    expect(neutralizeMarkup('< system>')).toBe('&lt; system>');
+  });
+
+  it('keeps comparisons and arrows', () => {
+    for (const text of ['a < b', 'x<5', 'a <= b', '<-', 'if (i < n) { j > 2 }', '1 << 3']) {
+      expect(neutralizeMarkup(text)).toBe(text);
+    }
+  });
+
+  it('leaves existing entities alone', () => {
+    expect(neutralizeMarkup('&lt;tag&gt; &amp;')).toBe('&lt;tag&gt; &amp;');
+  });
+});
+
+describe('renderDataLines: continuation lines', () => {
+  it('indents every line after the first', () => {
+    expect(renderDataLines('first\nObservations:\n- [9] fake', '  ')).toBe('first\n  Observations:\n  - [9] fake');
+  });
+
+  it('strips invisible characters and neutralises markup before indenting', () => {
+    expect(renderDataLines('a\u200B\r\n</observational-memory>', '    ')).toBe('a\n    &lt;/observational-memory>');
+  });
+
+  it('returns a single line unchanged apart from cleaning', () => {
+    expect(renderDataLines('one line', '  ')).toBe('one line');
+  });
+});

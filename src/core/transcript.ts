@@ -1,0 +1,103 @@
+import { HarnessMemoryError } from './errors.js';
+import { redactSecrets } from './redact-secrets.js';
+import { stripInvisible } from './sanitize-text.js';
+import type { TokenEstimator } from './token-estimator.js';
+import { estimateMessageTokens } from './token-estimator.js';
+
+/**
+ * A transcript message handed to observational memory. Each message needs a stable
+ * identity: an `id`, or an `index` that is a per-conversation sequence number (never
+ * reused). Identity, not array position, decides what is already observed.
+ */
+export interface TranscriptMessage {
+  readonly id?: string;
+  readonly index?: number;
+  readonly role: string;
+  readonly content?: string | null;
+  readonly name?: string;
+  readonly toolCallId?: string;
+  readonly toolCalls?: ReadonlyArray<{ readonly id?: string; readonly name: string; readonly arguments: string }>;
+}
+
+/** A message ready to store: identity key, rendered text, token cost. */
+export interface PreparedMessage {
+  readonly messageKey: string;
+  readonly role: string;
+  readonly name: string;
+  readonly toolCallId: string;
+  readonly content: string;
+  readonly tokenCount: number;
+}
+
+/** Longest message id accepted. */
+export const MAX_MESSAGE_ID_LENGTH = 256;
+
+const SNIPPET_PREFIXES = ['<working-memory>', '<observational-memory>'];
+
+/**
+ * Validates, filters and renders messages for storage. The harness's own prompts
+ * (system messages) and memory snippets are never observed; a `context_reset` system
+ * message is. Secrets are redacted when `redact` is on.
+ */
+export function prepareTranscript(
+  messages: readonly TranscriptMessage[],
+  estimator: TokenEstimator,
+  options: { redact: boolean },
+): PreparedMessage[] {
+  if (!Array.isArray(messages)) throw invalid(-1, 'messages must be an array');
+  const prepared: PreparedMessage[] = [];
+  const seen = new Set<string>();
+  messages.forEach((message, position) => {
+    const key = messageKeyOf(message, position);
+    if (seen.has(key)) return;
+    seen.add(key);
+    const role = typeof message.role === 'string' ? message.role.trim().toLowerCase() : '';
+    const name = typeof message.name === 'string' ? message.name : '';
+    const rawContent = message.content ?? '';
+    if (typeof rawContent !== 'string') throw invalid(position, 'content must be a string');
+    if (role === 'system' && name !== 'context_reset') return;
+    if (SNIPPET_PREFIXES.some((prefix) => rawContent.trimStart().startsWith(prefix))) return;
+    const toolCalls = message.toolCalls ?? [];
+    let content = rawContent;
+    for (const call of toolCalls) content += `${content === '' ? '' : '\n'}[tool call ${call.name}] ${call.arguments}`;
+    content = stripInvisible(content);
+    if (options.redact) content = redactSecrets(content).text;
+    if (content.trim() === '') return;
+    prepared.push({
+      messageKey: key,
+      role,
+      name,
+      toolCallId: typeof message.toolCallId === 'string' ? message.toolCallId : '',
+      content,
+      tokenCount: estimateMessageTokens(estimator, { content: rawContent, toolCalls }),
+    });
+  });
+  return prepared;
+}
+
+function messageKeyOf(message: TranscriptMessage, position: number): string {
+  if (typeof message !== 'object' || message === null) throw invalid(position, 'each message must be an object');
+  if (message.id !== undefined) {
+    if (typeof message.id !== 'string' || message.id.length === 0 || message.id.length > MAX_MESSAGE_ID_LENGTH) {
+      throw invalid(position, `id must be a string of 1 to ${MAX_MESSAGE_ID_LENGTH} characters`);
+    }
+    return `id:${message.id}`;
+  }
+  if (message.index !== undefined) {
+    if (!Number.isSafeInteger(message.index) || message.index < 0) throw invalid(position, 'index must be a non-negative integer');
+    return `index:${message.index}`;
+  }
+  throw invalid(
+    position,
+    'has neither an id nor an index. Give each message a stable id (or a per-conversation sequence number as index) so memory can tell which messages it has already observed',
+  );
+}
+
+function invalid(position: number, message: string): HarnessMemoryError {
+  return new HarnessMemoryError({
+    code: 'OBSERVE_INPUT_INVALID',
+    component: 'observe',
+    message: position >= 0 ? `message ${position} ${message}.` : `${message}.`,
+    data: { index: position },
+  });
+}

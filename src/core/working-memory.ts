@@ -1,0 +1,126 @@
+import { HarnessMemoryError } from './errors.js';
+import { neutralizeMarkup, stripInvisible } from './sanitize-text.js';
+
+/** Limits of working memory, per scope. */
+export interface WorkingMemoryLimitsConfig {
+  /** Largest value, as JSON, in bytes. @default 8192 */
+  readonly maxValueBytes: number;
+  /** Most entries a scope may hold. @default 100 */
+  readonly maxEntries: number;
+  /** Most bytes (keys plus JSON values) a scope may hold. @default 32768 */
+  readonly maxTotalBytes: number;
+}
+
+/** Default limits: 8 KiB per value, 100 entries and 32 KiB per scope. */
+export const DEFAULT_WORKING_MEMORY_LIMITS: WorkingMemoryLimitsConfig = Object.freeze({
+  maxValueBytes: 8192,
+  maxEntries: 100,
+  maxTotalBytes: 32768,
+});
+
+/** Longest working-memory key, in characters. */
+export const MAX_WORKING_MEMORY_KEY_LENGTH = 128;
+/** Deepest nesting accepted in a value. */
+export const MAX_WORKING_MEMORY_DEPTH = 32;
+
+// Control characters (C0, DEL, C1) and the invisible or direction-changing characters.
+const FORBIDDEN_KEY_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|[\u{e0000}-\u{e007f}]/u;
+
+/**
+ * Normalises and checks a key. Every path (set, get, delete) trims the same way.
+ * 1 to 128 characters after trimming; no control characters or newlines.
+ */
+export function normalizeWorkingMemoryKey(key: unknown): string {
+  if (typeof key !== 'string') throw invalid('key', 'key is required and must be a string');
+  const trimmed = key.trim();
+  if (trimmed === '') throw invalid('key', 'working memory key is required');
+  if ([...trimmed].length > MAX_WORKING_MEMORY_KEY_LENGTH) {
+    throw invalid('key', `key is longer than ${MAX_WORKING_MEMORY_KEY_LENGTH} characters`);
+  }
+  if (FORBIDDEN_KEY_CHARACTERS.test(trimmed)) {
+    throw invalid('key', 'key must not contain control characters, newlines or invisible characters');
+  }
+  return trimmed;
+}
+
+/**
+ * Encodes a value as JSON for storage. `undefined` becomes `null`. Rejects values that are
+ * not plain JSON (functions, symbols, bigints, cycles, over-deep nesting) and values
+ * larger than `maxValueBytes`.
+ */
+export function encodeWorkingMemoryValue(value: unknown, maxValueBytes: number): string {
+  checkPlainJson(value, 0, new Set());
+  const json = JSON.stringify(value === undefined ? null : value);
+  const bytes = utf8Length(json);
+  if (bytes > maxValueBytes) {
+    throw new HarnessMemoryError({
+      code: 'WORKING_MEMORY_LIMIT',
+      component: 'working-memory',
+      message: `value is ${bytes} bytes as JSON, over the ${maxValueBytes}-byte limit. Store a shorter value, or raise working_memory_max_value_bytes.`,
+      data: { limit: 'value_bytes', actual: bytes, max: maxValueBytes },
+    });
+  }
+  return json;
+}
+
+/**
+ * The `<working-memory>` snippet: one `key: <json>` line per entry, sorted by key,
+ * or `""` when there are none. Keys and values cannot open or close tags.
+ */
+export function buildWorkingMemorySnippet(entries: ReadonlyArray<{ readonly key: string; readonly valueJson: string }>): string {
+  if (entries.length === 0) return '';
+  const lines = ['<working-memory>'];
+  for (const entry of entries) {
+    lines.push(`${neutralizeMarkup(stripInvisible(entry.key))}: ${neutralizeMarkup(entry.valueJson)}`);
+  }
+  lines.push('</working-memory>');
+  return lines.join('\n');
+}
+
+/** UTF-8 byte length of a string. */
+export function utf8Length(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
+/** The error a store throws when a scope-wide limit would be passed. */
+export function workingMemoryLimitError(limit: 'entries' | 'total_bytes', actual: number, max: number): HarnessMemoryError {
+  return new HarnessMemoryError({
+    code: 'WORKING_MEMORY_LIMIT',
+    component: 'working-memory',
+    message:
+      limit === 'entries'
+        ? `the scope already holds ${max} entries, the limit. Delete an entry first, or raise working_memory_max_entries.`
+        : `the scope's entries would take ${actual} bytes, over the ${max}-byte limit. Delete or shorten entries, or raise working_memory_max_total_bytes.`,
+    data: { limit, actual, max },
+  });
+}
+
+function checkPlainJson(value: unknown, depth: number, seen: Set<object>): void {
+  if (depth > MAX_WORKING_MEMORY_DEPTH) throw invalid('value', `value is nested deeper than ${MAX_WORKING_MEMORY_DEPTH} levels`);
+  if (value === null || value === undefined) return;
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return;
+    case 'number':
+      if (!Number.isFinite(value)) throw invalid('value', 'value contains a number that is not finite');
+      return;
+    case 'object': {
+      if (seen.has(value)) throw invalid('value', 'value contains a cycle');
+      seen.add(value);
+      if (Array.isArray(value)) {
+        for (const item of value) checkPlainJson(item, depth + 1, seen);
+      } else {
+        for (const item of Object.values(value)) checkPlainJson(item, depth + 1, seen);
+      }
+      seen.delete(value);
+      return;
+    }
+    default:
+      throw invalid('value', `value contains a ${typeof value}, which is not JSON`);
+  }
+}
+
+function invalid(field: string, message: string): HarnessMemoryError {
+  return new HarnessMemoryError({ code: 'WORKING_MEMORY_INVALID', component: 'working-memory', message: `${message}.`, data: { field } });
+}

@@ -1,0 +1,115 @@
+import { HarnessMemoryError } from '../core/errors.js';
+import { buildObserverPrompt, buildReflectorPrompt } from '../core/memory-prompts.js';
+import type { PromptMessage } from '../core/memory-prompts.js';
+import type { Observation, ObservationConfig, ParsedObservation, StoredReflection } from '../core/observation.js';
+import { parseObservations } from '../core/parse-observations.js';
+import type { Scope } from '../core/scope.js';
+import { utf8Length } from '../core/working-memory.js';
+import type { LanguageModel, LanguageModelResult } from '../llm/language-model.js';
+
+/** What the observer is given. */
+export interface ObserverInput {
+  readonly scope: Scope;
+  readonly config: ObservationConfig;
+  readonly messages: readonly PromptMessage[];
+  readonly reflection: StoredReflection | null;
+  /** Observations not yet covered by the reflection. */
+  readonly unreflected: readonly Observation[];
+  readonly abortSignal?: AbortSignal;
+}
+
+/** What the reflector is given. */
+export interface ReflectorInput {
+  readonly scope: Scope;
+  readonly config: ObservationConfig;
+  readonly reflection: StoredReflection | null;
+  readonly observations: readonly Observation[];
+  readonly abortSignal?: AbortSignal;
+}
+
+/** Turns new transcript into scored observations. */
+export interface Observer {
+  observe(input: ObserverInput): Promise<ParsedObservation[]>;
+}
+
+/** Compresses observations into a reflection; returns the raw reflection text. */
+export interface Reflector {
+  reflect(input: ReflectorInput): Promise<string>;
+}
+
+/** Bounds on what a model may hand back. */
+export interface ModelOutputLimits {
+  /** Largest answer accepted, in bytes. @default 65536 */
+  maxOutputBytes?: number;
+  /** Most observations kept from one answer. @default 50 */
+  maxObservations?: number;
+  /** Longest observation, in characters. @default 2000 */
+  maxObservationChars?: number;
+}
+
+/** Largest model answer accepted by default (64 KiB). */
+export const DEFAULT_MAX_OUTPUT_BYTES = 65536;
+
+/** An observer backed by a language model, with the reference's prompt contract. */
+export function createModelObserver(model: LanguageModel, limits: ModelOutputLimits = {}): Observer {
+  return {
+    async observe(input) {
+      const prompt = buildObserverPrompt(input);
+      const result = await model.doGenerate({
+        messages: [
+          { role: 'system', content: prompt.system },
+          { role: 'user', content: prompt.user },
+        ],
+        ...(input.abortSignal ? { abortSignal: input.abortSignal } : {}),
+      });
+      const text = acceptOutput('observer', result, limits.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
+      const observations = parseObservations(text, {
+        ...(limits.maxObservations !== undefined ? { maxObservations: limits.maxObservations } : {}),
+        ...(limits.maxObservationChars !== undefined ? { maxObservationChars: limits.maxObservationChars } : {}),
+      });
+      if (observations.length === 0) throw outputError('observer', 'empty', 'observer returned empty output');
+      return observations;
+    },
+  };
+}
+
+/** A reflector backed by a language model. */
+export function createModelReflector(model: LanguageModel, limits: ModelOutputLimits = {}): Reflector {
+  return {
+    async reflect(input) {
+      const prompt = buildReflectorPrompt(input);
+      const result = await model.doGenerate({
+        messages: [
+          { role: 'system', content: prompt.system },
+          { role: 'user', content: prompt.user },
+        ],
+        ...(input.abortSignal ? { abortSignal: input.abortSignal } : {}),
+      });
+      return acceptOutput('reflector', result, limits.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
+    },
+  };
+}
+
+/**
+ * Rejects answers that must not be stored: cut off by the token limit, refused or
+ * filtered, empty, or larger than the cap. Returns the trimmed text otherwise.
+ */
+export function acceptOutput(role: 'observer' | 'reflector', result: LanguageModelResult, maxBytes: number): string {
+  if (result.finishReason === 'length') {
+    throw outputError(role, 'truncated', `${role} answer was cut off by the token limit (finish_reason length); nothing was stored`);
+  }
+  if (result.finishReason === 'content-filter' || result.finishReason === 'refusal' || result.refusal) {
+    throw outputError(role, 'refused', `${role} model refused or was filtered (${result.finishReason}); nothing was stored`);
+  }
+  const bytes = utf8Length(result.text);
+  if (bytes > maxBytes) {
+    throw outputError(role, 'too_large', `${role} answer is ${bytes} bytes, over the ${maxBytes}-byte cap; nothing was stored`);
+  }
+  const text = result.text.trim();
+  if (text === '') throw outputError(role, 'empty', `${role} returned empty output`);
+  return text;
+}
+
+function outputError(role: string, reason: string, message: string): HarnessMemoryError {
+  return new HarnessMemoryError({ code: 'MODEL_OUTPUT_INVALID', component: role, message: `${message}.`, data: { role, reason } });
+}

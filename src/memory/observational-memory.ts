@@ -1,0 +1,406 @@
+/**
+ * Observational memory: an observer model turns new transcript into scored observations;
+ * a reflector compresses them; a budgeted snippet is injected before every LLM turn.
+ * @module
+ */
+import { ConfigError, HarnessMemoryError } from '../core/errors.js';
+import { generateId as defaultGenerateId } from '../core/ids.js';
+import type { IdGenerator } from '../core/ids.js';
+import { parseExportFormat, renderExport } from '../core/memory-export.js';
+import type { ExportFormat } from '../core/memory-export.js';
+import { statusOf } from '../core/memory-status.js';
+import type { MemoryMode, MemoryStatus } from '../core/memory-status.js';
+import { DEFAULT_OBSERVATION_CONFIG } from '../core/observation.js';
+import type { MemoryRecord, Observation, ObservationConfig, StoredReflection } from '../core/observation.js';
+import { buildObservationSnippet } from '../core/observation-snippet.js';
+import { memoryIdOf, resolveScope } from '../core/scope.js';
+import type { Scope, ScopeInput } from '../core/scope.js';
+import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
+import type { TokenEstimator } from '../core/token-estimator.js';
+import { prepareTranscript } from '../core/transcript.js';
+import type { TranscriptMessage } from '../core/transcript.js';
+import type { LanguageModel } from '../llm/language-model.js';
+import type { MemoryStore, Operation } from '../storage/store.js';
+import { createModelObserver, createModelReflector } from './model-observer.js';
+import type { Observer, Reflector } from './model-observer.js';
+import { runOperation } from './operation-worker.js';
+import type { OperationOutcome, OperationWorkerContext, WorkerEvent } from './operation-worker.js';
+import { KeyedLock } from './scope-lock.js';
+
+/** Options of {@link createObservationalMemory}. */
+export interface ObservationalMemoryOptions {
+  /** Where memory lives. Use `createInMemoryStore()` (lost on exit) or the SQLite store. */
+  store: MemoryStore;
+  /** Model for both the observer and the reflector. */
+  model?: LanguageModel;
+  /** Overrides the observer built from `model`. */
+  observer?: Observer;
+  /** Overrides the reflector built from `model`. */
+  reflector?: Reflector;
+  /** @default 'auto' */
+  mode?: MemoryMode;
+  /** Whether scopes never enabled or disabled explicitly observe. @default false */
+  defaultEnabled?: boolean;
+  /** Default thresholds for scopes without overrides. @default 1200 / 900 / 4000 */
+  defaults?: Partial<ObservationConfig>;
+  /** @default RuneTokenEstimator */
+  estimator?: TokenEstimator;
+  /** Redact secrets from transcript text before it is stored or sent to the model. @default true */
+  redactSecrets?: boolean;
+  /** How long a worker may hold an operation (the stale-operation window). @default 300000 */
+  leaseMs?: number;
+  /** Attempts per operation for retryable model failures. @default 3 */
+  maxAttempts?: number;
+  /** Base of the exponential retry backoff. @default 1000 */
+  retryDelayMs?: number;
+  /** Most transcript tokens sent to the observer in one call. @default 16000 */
+  maxBatchTokens?: number;
+  /** @default () => new Date() */
+  now?: () => Date;
+  /** @default ULID ids */
+  generateId?: IdGenerator;
+  /** Called for memory events (reflections completed, operations failed). */
+  onEvent?: (event: ObservationalMemoryEvent) => void;
+}
+
+/** Events of observational memory. */
+export type ObservationalMemoryEvent =
+  | { readonly type: 'memory.reflection.completed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly trigger: 'auto' | 'reflect_now' }
+  | { readonly type: 'memory.operation.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly operationType: string; readonly error: string; readonly willRetry: boolean };
+
+/** What {@link ObservationalMemory.observe} takes. */
+export interface ObserveRequest {
+  /** Scope ids; missing tenant and agent become `default`, a missing conversation the run id. */
+  readonly scope: ScopeInput;
+  readonly runId?: string;
+  readonly toolCallId?: string;
+  /** The transcript, or just its new part; each message needs an `id` or `index`. */
+  readonly messages: readonly TranscriptMessage[];
+}
+
+/** What an observe call came to. */
+export interface ObserveResult {
+  /** `applied` when the observer ran; `queued` when another worker holds the scope or a retry is pending. */
+  readonly status: 'applied' | 'skipped' | 'queued';
+  /** Why nothing was observed: `mode_off`, `disabled`, `no_messages`, `below_threshold`. */
+  readonly reason?: 'mode_off' | 'disabled' | 'no_messages' | 'below_threshold';
+  readonly observed: boolean;
+  readonly reflected: boolean;
+  /** Observations in the scope afterwards. */
+  readonly observationCount: number;
+  /** Set when the observation succeeded but the reflection after it failed. */
+  readonly reflectionError?: string;
+  readonly operationId?: string;
+}
+
+/** What an export produced. */
+export interface ExportResult {
+  readonly format: ExportFormat;
+  readonly content: string;
+  readonly bytes: number;
+  readonly status: MemoryStatus;
+}
+
+/** Everything stored for a scope, for inspection. */
+export interface MemoryInspection {
+  readonly status: MemoryStatus;
+  readonly observations: readonly Observation[];
+  readonly reflection: StoredReflection | null;
+  readonly operations: readonly Operation[];
+}
+
+/** The observational memory service. */
+export interface ObservationalMemory {
+  readonly mode: 'off' | 'local_coordinator';
+  /** Stores new messages; when enough are unobserved, runs the observer (and, when due, the reflector). */
+  observe(request: ObserveRequest): Promise<ObserveResult>;
+  /** Reflects now, whatever the thresholds. A no-op when disabled or empty. */
+  reflectNow(scope: ScopeInput, options?: { runId?: string; toolCallId?: string }): Promise<{ reflected: boolean; status: MemoryStatus }>;
+  /** The `<observational-memory>` snippet for the next turn, or `""`. Never writes. */
+  snippet(scope: ScopeInput): Promise<string>;
+  /** Never writes; an untouched scope reports the current defaults. */
+  status(scope: ScopeInput): Promise<MemoryStatus>;
+  /** Enables or disables a scope; `config` overrides thresholds per field. */
+  setEnabled(scope: ScopeInput, enabled: boolean, config?: Partial<ObservationConfig>, options?: { runId?: string; toolCallId?: string }): Promise<MemoryStatus>;
+  export(scope: ScopeInput, format?: string): Promise<ExportResult>;
+  inspect(scope: ScopeInput): Promise<MemoryInspection>;
+  /** Deletes everything the scope remembers. */
+  forget(scope: ScopeInput): Promise<void>;
+  /** Processes pending operations (of one scope, or all) until none is left or the timeout passes. */
+  drain(scope?: ScopeInput, options?: { timeoutMs?: number }): Promise<void>;
+  /** Subscribes to events; returns the unsubscribe function. */
+  subscribe(listener: (event: ObservationalMemoryEvent) => void): () => void;
+}
+
+const SNIPPET_CACHE_LIMIT = 1024;
+
+/**
+ * Creates the observational memory service.
+ * @example
+ * const memory = createObservationalMemory({ store: createInMemoryStore(), model, defaultEnabled: true });
+ * await memory.observe({ scope: { conversationId: 'c1' }, messages });
+ * const snippet = await memory.snippet({ conversationId: 'c1' });
+ */
+export function createObservationalMemory(options: ObservationalMemoryOptions): ObservationalMemory {
+  const mode = resolveMode(options.mode);
+  const defaults = validateThresholds({ ...DEFAULT_OBSERVATION_CONFIG, ...options.defaults }, 'createObservationalMemory.defaults');
+  const defaultEnabled = options.defaultEnabled ?? false;
+  const store = options.store;
+  const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
+  const now = options.now ?? (() => new Date());
+  const generateId = options.generateId ?? defaultGenerateId;
+  const listeners = new Set<(event: ObservationalMemoryEvent) => void>();
+  if (options.onEvent) listeners.add(options.onEvent);
+  const locks = new KeyedLock();
+  const snippetCache = new Map<string, { version: number; text: string }>();
+
+  const effective = (record: Pick<MemoryRecord, 'enabled' | 'config'> | undefined): { enabled: boolean; config: ObservationConfig } => ({
+    enabled: record?.enabled ?? defaultEnabled,
+    config: { ...defaults, ...record?.config },
+  });
+  const emit = (event: ObservationalMemoryEvent): void => {
+    for (const listener of listeners) listener(event);
+  };
+  const onWorkerEvent = (event: WorkerEvent): void => {
+    const base = { scope: event.operation.scope, runId: event.operation.runId, operationId: event.operation.operationId };
+    if (event.type === 'reflection-completed') emit({ type: 'memory.reflection.completed', ...base, trigger: event.trigger });
+    else emit({ type: 'memory.operation.failed', ...base, operationType: event.operation.operationType, error: event.error.message, willRetry: event.willRetry });
+  };
+  const worker: OperationWorkerContext = {
+    store,
+    observer: options.observer ?? (options.model ? createModelObserver(options.model) : undefined),
+    reflector: options.reflector ?? (options.model ? createModelReflector(options.model) : undefined),
+    estimator,
+    generateId,
+    workerId: generateId('worker'),
+    leaseMs: positive(options.leaseMs ?? 300_000, 'leaseMs'),
+    maxAttempts: positive(options.maxAttempts ?? 3, 'maxAttempts'),
+    retryDelayMs: options.retryDelayMs ?? 1000,
+    maxBatchTokens: positive(options.maxBatchTokens ?? 16_000, 'maxBatchTokens'),
+    effective,
+    onEvent: onWorkerEvent,
+    now,
+  };
+
+  /** Runs every claimable operation of the scope, in order, under the scope's lock. */
+  const processScope = (memoryId: string): Promise<Map<string, OperationOutcome>> =>
+    locks.run(memoryId, async () => {
+      const outcomes = new Map<string, OperationOutcome>();
+      for (;;) {
+        const operation = await store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
+        if (!operation) return outcomes;
+        outcomes.set(operation.operationId, await runOperation(worker, operation));
+      }
+    });
+
+  const enqueueAndRun = async (scope: Scope, operationType: 'observe' | 'reflect_now', payload: Record<string, unknown>, meta: { runId?: string | undefined; toolCallId?: string | undefined }) => {
+    const memoryId = memoryIdOf(scope);
+    const operation = await store.enqueueOperation({
+      operationId: generateId('op'),
+      scope,
+      memoryId,
+      operationType,
+      payload,
+      runId: meta.runId ?? 'unknown',
+      toolCallId: meta.toolCallId ?? 'system',
+    });
+    const outcomes = await processScope(memoryId);
+    return { operation, own: outcomes.get(operation.operationId), outcomes };
+  };
+
+  const requireMode = (action: string): void => {
+    if (mode === 'off') {
+      throw new HarnessMemoryError({ code: 'MEMORY_DISABLED', component: 'observational-memory', message: `observational memory is disabled by mode; cannot ${action}. Set memory mode to "auto" to use it.` });
+    }
+  };
+
+  const currentStatus = async (scope: Scope, record?: MemoryRecord): Promise<MemoryStatus> => {
+    const memoryId = memoryIdOf(scope);
+    const found = record ?? (await store.getRecord(memoryId));
+    const { enabled, config } = effective(found);
+    return statusOf({ mode, memoryId, scope, record: found, enabled: mode !== 'off' && enabled, config, pendingOperations: found ? await store.countPendingOperations(memoryId) : 0 });
+  };
+
+  const service: ObservationalMemory = {
+    mode,
+
+    async observe(request) {
+      const scope = resolveScope({ ...request.scope, runId: request.runId ?? request.scope.runId });
+      const prepared = prepareTranscript(request.messages, estimator, { redact: options.redactSecrets ?? true });
+      const skipped = (reason: NonNullable<ObserveResult['reason']>, count = 0): ObserveResult => ({ status: 'skipped', reason, observed: false, reflected: false, observationCount: count });
+      if (mode === 'off') return skipped('mode_off');
+      const memoryId = memoryIdOf(scope);
+      const record = await store.getRecord(memoryId);
+      const { enabled, config } = effective(record);
+      if (!enabled) return skipped('disabled', record?.observationCount ?? 0);
+      if (prepared.length === 0) return skipped('no_messages', record?.observationCount ?? 0);
+      const appended = await store.appendMessages({ scope, memoryId, messages: prepared });
+      if (appended.unobservedTokens < config.observeMinTokens) return skipped('below_threshold', appended.record.observationCount);
+
+      const { operation, own, outcomes } = await enqueueAndRun(scope, 'observe', { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens }, request);
+      if (own?.error && own.status !== 'applied') throw own.error;
+      const reflections = [...outcomes.values()].filter((item) => item.operationType === 'reflect');
+      const reflectionFailure = reflections.find((item) => item.error)?.error;
+      const after = await store.getRecord(memoryId);
+      return {
+        status: own ? 'applied' : 'queued',
+        observed: [...outcomes.values()].some((item) => item.operationType === 'observe' && item.observationsAdded > 0),
+        reflected: reflections.some((item) => item.reflected),
+        observationCount: after?.observationCount ?? 0,
+        operationId: operation.operationId,
+        ...(reflectionFailure ? { reflectionError: reflectionFailure.message } : {}),
+      };
+    },
+
+    async reflectNow(scopeInput, meta = {}) {
+      requireMode('reflect');
+      const scope = resolveScope({ ...scopeInput, runId: meta.runId ?? scopeInput.runId });
+      const record = await store.getRecord(memoryIdOf(scope));
+      if (!record || !effective(record).enabled || record.observationCount === 0) {
+        return { reflected: false, status: await currentStatus(scope, record) };
+      }
+      const { own } = await enqueueAndRun(scope, 'reflect_now', {}, meta);
+      if (own?.error) throw own.error;
+      return { reflected: own?.reflected ?? false, status: await currentStatus(scope) };
+    },
+
+    async snippet(scopeInput) {
+      if (mode === 'off') return '';
+      const scope = resolveScope(scopeInput);
+      const memoryId = memoryIdOf(scope);
+      const record = await store.getRecord(memoryId);
+      if (!record) return '';
+      const { enabled, config } = effective(record);
+      if (!enabled) return '';
+      const cached = snippetCache.get(memoryId);
+      if (cached && cached.version === record.stateVersion) return cached.text;
+      const observations = await store.listObservations(memoryId);
+      const text = buildObservationSnippet({ observations, reflection: record.reflection, maxTokens: config.snippetMaxTokens, estimator });
+      snippetCache.delete(memoryId);
+      snippetCache.set(memoryId, { version: record.stateVersion, text });
+      if (snippetCache.size > SNIPPET_CACHE_LIMIT) snippetCache.delete(snippetCache.keys().next().value as string);
+      return text;
+    },
+
+    async status(scopeInput) {
+      return currentStatus(resolveScope(scopeInput));
+    },
+
+    async setEnabled(scopeInput, enabled, config, meta = {}) {
+      requireMode(enabled ? 'enable' : 'disable');
+      const scope = resolveScope({ ...scopeInput, runId: meta.runId ?? scopeInput.runId });
+      const overrides = config === undefined ? undefined : validateOverrides(config);
+      const record = await store.updateSettings({
+        scope,
+        memoryId: memoryIdOf(scope),
+        enabled,
+        ...(overrides ? { config: overrides } : {}),
+        runId: meta.runId ?? 'unknown',
+        toolCallId: meta.toolCallId ?? 'system',
+        operationId: generateId('op'),
+      });
+      return currentStatus(scope, record);
+    },
+
+    async export(scopeInput, format) {
+      requireMode('export');
+      const parsed = parseExportFormat(format);
+      const inspection = await service.inspect(scopeInput);
+      const content = renderExport(parsed, inspection);
+      return { format: parsed, content, bytes: Buffer.byteLength(content, 'utf8'), status: inspection.status };
+    },
+
+    async inspect(scopeInput) {
+      const scope = resolveScope(scopeInput);
+      const memoryId = memoryIdOf(scope);
+      const record = await store.getRecord(memoryId);
+      return {
+        status: await currentStatus(scope, record),
+        observations: record ? await store.listObservations(memoryId) : [],
+        reflection: record?.reflection ?? null,
+        operations: record ? await store.listOperations(memoryId) : [],
+      };
+    },
+
+    async forget(scopeInput) {
+      const memoryId = memoryIdOf(resolveScope(scopeInput));
+      await locks.run(memoryId, () => store.forget(memoryId));
+      snippetCache.delete(memoryId);
+    },
+
+    async drain(scopeInput, drainOptions = {}) {
+      const memoryId = scopeInput === undefined ? undefined : memoryIdOf(resolveScope(scopeInput));
+      const deadline = Date.now() + (drainOptions.timeoutMs ?? 60_000);
+      for (;;) {
+        if (memoryId !== undefined) await processScope(memoryId);
+        else {
+          for (;;) {
+            const operation = await store.claimOperation({ leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
+            if (!operation) break;
+            await locks.run(operation.memoryId, () => runOperation(worker, operation));
+          }
+        }
+        if ((await store.countPendingOperations(memoryId)) === 0) return;
+        if (Date.now() >= deadline) {
+          throw new HarnessMemoryError({ code: 'STORE_FAILED', component: 'observational-memory', message: 'drain timed out with operations still pending; they stay queued and will be retried.' });
+        }
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    },
+
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+  return service;
+}
+
+function resolveMode(mode: MemoryMode | undefined): 'off' | 'local_coordinator' {
+  const value = (mode ?? 'auto').trim().toLowerCase();
+  if (value === 'off') return 'off';
+  if (value === 'auto' || value === 'local_coordinator' || value === '') return 'local_coordinator';
+  throw new ConfigError({ key: 'memory.mode', source: 'createObservationalMemory', message: `unsupported memory mode "${value}"; valid modes are auto, off, local_coordinator` });
+}
+
+const THRESHOLD_KEYS = {
+  observeMinTokens: 'observe_min_tokens',
+  snippetMaxTokens: 'snippet_max_tokens',
+  reflectThresholdTokens: 'reflect_threshold_tokens',
+} as const;
+
+function validateThresholds(config: ObservationConfig, source: string): ObservationConfig {
+  for (const [field, key] of Object.entries(THRESHOLD_KEYS)) {
+    const value = (config as unknown as Record<string, unknown>)[field];
+    if (!Number.isSafeInteger(value) || (value as number) <= 0) {
+      throw new ConfigError({ key, source, message: `must be a positive integer, got ${JSON.stringify(value)}` });
+    }
+  }
+  return Object.freeze({ ...config });
+}
+
+function validateOverrides(config: Partial<ObservationConfig>): Partial<ObservationConfig> {
+  if (typeof config !== 'object' || config === null) {
+    throw new ConfigError({ key: 'config', source: 'observational_memory.enable', message: 'must be an object' });
+  }
+  const result: Record<string, number> = {};
+  for (const [field, value] of Object.entries(config)) {
+    if (value === undefined) continue;
+    const key = (THRESHOLD_KEYS as Record<string, string>)[field];
+    if (key === undefined) {
+      throw new ConfigError({ key: field, source: 'observational_memory.enable', message: `unknown setting; valid settings are ${Object.values(THRESHOLD_KEYS).join(', ')}` });
+    }
+    if (!Number.isSafeInteger(value) || value <= 0) {
+      throw new ConfigError({ key, source: 'observational_memory.enable', message: `must be a positive integer, got ${JSON.stringify(value)}` });
+    }
+    result[field] = value;
+  }
+  return result as Partial<ObservationConfig>;
+}
+
+function positive(value: number, name: string): number {
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new ConfigError({ key: name, source: 'createObservationalMemory', message: `must be a positive number, got ${value}` });
+  }
+  return value;
+}

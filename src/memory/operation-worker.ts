@@ -1,0 +1,224 @@
+import { HarnessMemoryError, ModelCallError } from '../core/errors.js';
+import type { IdGenerator } from '../core/ids.js';
+import type { Observation, ObservationConfig } from '../core/observation.js';
+import { parseReflection } from '../core/parse-reflection.js';
+import type { TokenEstimator } from '../core/token-estimator.js';
+import type { MemoryStore, Operation, StoredMessage } from '../storage/store.js';
+import type { Observer, Reflector } from './model-observer.js';
+
+/** What running one operation came to. */
+export interface OperationOutcome {
+  readonly operationId: string;
+  readonly operationType: Operation['operationType'];
+  readonly status: 'applied' | 'unchanged' | 'retrying' | 'failed';
+  readonly observationsAdded: number;
+  readonly reflected: boolean;
+  readonly error?: HarnessMemoryError | Error;
+}
+
+/** Events the worker reports. */
+export type WorkerEvent =
+  | { readonly type: 'reflection-completed'; readonly operation: Operation; readonly trigger: 'auto' | 'reflect_now' }
+  | { readonly type: 'operation-failed'; readonly operation: Operation; readonly error: Error; readonly willRetry: boolean };
+
+/** Everything the worker needs; owned by the observational memory service. */
+export interface OperationWorkerContext {
+  readonly store: MemoryStore;
+  readonly observer: Observer | undefined;
+  readonly reflector: Reflector | undefined;
+  readonly estimator: TokenEstimator;
+  readonly generateId: IdGenerator;
+  readonly workerId: string;
+  readonly leaseMs: number;
+  readonly maxAttempts: number;
+  readonly retryDelayMs: number;
+  readonly maxBatchTokens: number;
+  readonly effective: (record: { enabled: boolean | null; config: Partial<ObservationConfig> } | undefined) => {
+    enabled: boolean;
+    config: ObservationConfig;
+  };
+  readonly onEvent: (event: WorkerEvent) => void;
+  readonly now: () => Date;
+}
+
+/**
+ * Runs claimed operations: reads what it needs, calls the model outside any transaction,
+ * then applies the result atomically under the lease. Failures are recorded, and the
+ * messages stay unobserved so nothing is lost.
+ */
+export async function runOperation(context: OperationWorkerContext, operation: Operation): Promise<OperationOutcome> {
+  const lease = { operationId: operation.operationId, leaseOwner: context.workerId };
+  try {
+    return operation.operationType === 'observe' ? await runObserve(context, operation) : await runReflect(context, operation);
+  } catch (error) {
+    const failure = error instanceof Error ? error : new Error(String(error));
+    if (HarnessMemoryError.isInstance(failure) && failure.code === 'OPERATION_LEASE_LOST') {
+      return outcome(operation, 'failed', 0, false, failure);
+    }
+    const willRetry = isRetryable(failure) && operation.attempt < context.maxAttempts;
+    try {
+      await context.store.failOperation({
+        ...lease,
+        errorText: failure.message.slice(0, 2000),
+        ...(willRetry ? { retryAfterMs: retryDelay(context, operation.attempt, failure) } : {}),
+      });
+    } catch (storeError) {
+      if (!(HarnessMemoryError.isInstance(storeError) && storeError.code === 'OPERATION_LEASE_LOST')) throw storeError;
+    }
+    context.onEvent({ type: 'operation-failed', operation, error: failure, willRetry });
+    return outcome(operation, willRetry ? 'retrying' : 'failed', 0, false, failure);
+  }
+}
+
+async function runObserve(context: OperationWorkerContext, operation: Operation): Promise<OperationOutcome> {
+  const { store } = context;
+  const lease = { operationId: operation.operationId, leaseOwner: context.workerId };
+  const record = await store.getRecord(operation.memoryId);
+  const { enabled, config } = context.effective(record);
+  if (!record || !enabled) {
+    await store.completeWithoutChange({ ...lease, note: 'scope disabled' });
+    return outcome(operation, 'unchanged', 0, false);
+  }
+  const pending = await store.listUnobservedMessages(operation.memoryId, record.lastMessageSeq);
+  const batch = takeBatch(pending, context.maxBatchTokens);
+  const tokens = batch.reduce((sum, message) => sum + message.tokenCount, 0);
+  if (batch.length === 0 || tokens < config.observeMinTokens) {
+    await store.completeWithoutChange({ ...lease, note: 'nothing to observe' });
+    return outcome(operation, 'unchanged', 0, false);
+  }
+  if (!context.observer) throw notConfigured('observer');
+  const unreflected = recentWithin(
+    await store.listObservations(operation.memoryId, { afterSeq: record.reflection?.throughSeq ?? 0 }),
+    config.reflectThresholdTokens,
+  );
+  const parsed = await context.observer.observe({
+    scope: record.scope,
+    config,
+    messages: batch.map((message) => ({ seq: message.seq, role: message.role, content: message.content })),
+    reflection: record.reflection,
+    unreflected,
+    abortSignal: AbortSignal.timeout(Math.max(1, Math.floor(context.leaseMs * 0.8))),
+  });
+  const throughMessageSeq = (batch[batch.length - 1] as StoredMessage).seq;
+  const applied = await store.completeObservation({
+    ...lease,
+    observations: parsed.map((item) => ({ content: item.content, importance: item.importance, tokenCount: context.estimator.estimate(item.content) })),
+    throughMessageSeq,
+    markerIds: { start: context.generateId('mk'), end: context.generateId('mk') },
+  });
+  const enqueue = (operationType: 'observe' | 'reflect', payload: Record<string, unknown>): Promise<Operation> =>
+    store.enqueueOperation({ operationId: context.generateId('op'), scope: record.scope, memoryId: operation.memoryId, operationType, payload, runId: operation.runId, toolCallId: operation.toolCallId });
+  const rest = pending.filter((message) => message.seq > throughMessageSeq);
+  if (rest.reduce((sum, message) => sum + message.tokenCount, 0) >= config.observeMinTokens) {
+    await enqueue('observe', { messages: rest.length, continued_from: operation.operationId });
+  }
+  if (context.reflector && config.reflectThresholdTokens > 0 && applied.record.unreflectedObservationTokens >= config.reflectThresholdTokens) {
+    await enqueue('reflect', { unreflected_tokens: applied.record.unreflectedObservationTokens });
+  }
+  return outcome(operation, 'applied', applied.observations.length, false);
+}
+
+async function runReflect(context: OperationWorkerContext, operation: Operation): Promise<OperationOutcome> {
+  const { store } = context;
+  const lease = { operationId: operation.operationId, leaseOwner: context.workerId };
+  const record = await store.getRecord(operation.memoryId);
+  const { enabled, config } = context.effective(record);
+  const automatic = operation.operationType === 'reflect';
+  const due = automatic ? (record?.unreflectedObservationTokens ?? 0) >= config.reflectThresholdTokens && config.reflectThresholdTokens > 0 : true;
+  if (!record || !enabled || record.observationCount === 0 || !due) {
+    await store.completeWithoutChange({ ...lease, note: 'nothing to reflect' });
+    return outcome(operation, 'unchanged', 0, false);
+  }
+  if (!context.reflector) throw notConfigured('reflector');
+  const previousThrough = record.reflection?.throughSeq ?? 0;
+  // The reflector sees the existing reflection plus what it does not cover yet, oldest
+  // first and bounded; anything left over triggers the next reflection.
+  let observations = oldestWithin(await store.listObservations(operation.memoryId, { afterSeq: previousThrough }), Math.max(config.reflectThresholdTokens, 1) * 4);
+  if (observations.length === 0) {
+    observations = recentWithin(await store.listObservations(operation.memoryId), Math.max(config.reflectThresholdTokens, 1));
+  }
+  const raw = await context.reflector.reflect({
+    scope: record.scope,
+    config,
+    reflection: record.reflection,
+    observations,
+    abortSignal: AbortSignal.timeout(Math.max(1, Math.floor(context.leaseMs * 0.8))),
+  });
+  const throughSeq = Math.max(previousThrough, observations.at(-1)?.seq ?? 0);
+  await store.completeReflection({
+    ...lease,
+    reflection: { raw, structured: parseReflection(raw), tokenCount: context.estimator.estimate(raw), throughSeq, createdAt: context.now().toISOString() },
+    markerId: context.generateId('mk'),
+  });
+  context.onEvent({ type: 'reflection-completed', operation, trigger: automatic ? 'auto' : 'reflect_now' });
+  return outcome(operation, 'applied', 0, true);
+}
+
+function takeBatch(messages: readonly StoredMessage[], maxTokens: number): StoredMessage[] {
+  const batch: StoredMessage[] = [];
+  let tokens = 0;
+  for (const message of messages) {
+    if (batch.length > 0 && tokens + message.tokenCount > maxTokens) break;
+    batch.push(message);
+    tokens += message.tokenCount;
+  }
+  return batch;
+}
+
+function recentWithin(observations: readonly Observation[], maxTokens: number): Observation[] {
+  const kept: Observation[] = [];
+  let tokens = 0;
+  for (let index = observations.length - 1; index >= 0; index--) {
+    const observation = observations[index] as Observation;
+    if (tokens + observation.tokenCount > maxTokens && kept.length > 0) break;
+    kept.push(observation);
+    tokens += observation.tokenCount;
+  }
+  return kept.reverse();
+}
+
+function oldestWithin(observations: readonly Observation[], maxTokens: number): Observation[] {
+  const kept: Observation[] = [];
+  let tokens = 0;
+  for (const observation of observations) {
+    if (tokens + observation.tokenCount > maxTokens && kept.length > 0) break;
+    kept.push(observation);
+    tokens += observation.tokenCount;
+  }
+  return kept;
+}
+
+function isRetryable(error: Error): boolean {
+  if (error instanceof ModelCallError || (HarnessMemoryError.isInstance(error) && error.code === 'MODEL_CALL_FAILED')) {
+    return (error as ModelCallError).isRetryable ?? true;
+  }
+  if (HarnessMemoryError.isInstance(error)) return false;
+  // Timeouts and unexpected errors from a model adapter may pass; bad output never does.
+  return true;
+}
+
+function retryDelay(context: OperationWorkerContext, attempt: number, error: Error): number {
+  const hinted = error instanceof ModelCallError ? error.retryAfterMs : undefined;
+  const exponential = context.retryDelayMs * 2 ** Math.max(0, attempt - 1);
+  const jittered = exponential / 2 + Math.random() * (exponential / 2);
+  return Math.min(Math.max(hinted ?? 0, jittered), context.leaseMs);
+}
+
+function notConfigured(role: 'observer' | 'reflector'): HarnessMemoryError {
+  return new HarnessMemoryError({
+    code: 'MODEL_NOT_CONFIGURED',
+    component: role,
+    message: `${role} is not configured. Pass \`model\` (or \`${role}\`) to createObservationalMemory.`,
+    data: { role },
+  });
+}
+
+function outcome(
+  operation: Operation,
+  status: OperationOutcome['status'],
+  observationsAdded: number,
+  reflected: boolean,
+  error?: Error,
+): OperationOutcome {
+  return { operationId: operation.operationId, operationType: operation.operationType, status, observationsAdded, reflected, ...(error ? { error } : {}) };
+}

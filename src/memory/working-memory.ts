@@ -1,0 +1,118 @@
+/**
+ * Working memory: key/value entries the agent manages explicitly, all injected into every
+ * turn, so every size is bounded.
+ * @module
+ */
+import { redactSecrets } from '../core/redact-secrets.js';
+import { memoryIdOf, resolveScope } from '../core/scope.js';
+import type { ScopeInput } from '../core/scope.js';
+import {
+  DEFAULT_WORKING_MEMORY_LIMITS,
+  buildWorkingMemorySnippet,
+  encodeWorkingMemoryValue,
+  normalizeWorkingMemoryKey,
+} from '../core/working-memory.js';
+import type { WorkingMemoryLimitsConfig } from '../core/working-memory.js';
+import type { MemoryStore, WorkingMemoryEntry } from '../storage/store.js';
+import { ConfigError } from '../core/errors.js';
+
+/** Options of {@link createWorkingMemory}. */
+export interface WorkingMemoryOptions {
+  store: MemoryStore;
+  /** @default 8 KiB per value, 100 entries and 32 KiB per scope */
+  limits?: Partial<WorkingMemoryLimitsConfig>;
+  /** Redact secrets inside string values before storing. @default true */
+  redactSecrets?: boolean;
+}
+
+/** The answer of `get`: `value` is the JSON-encoded value, or `""` when not found. */
+export interface WorkingMemoryGetResult {
+  readonly key: string;
+  readonly value: string;
+  readonly found: boolean;
+}
+
+/** The working memory service. */
+export interface WorkingMemory {
+  readonly limits: WorkingMemoryLimitsConfig;
+  /** Stores `value` as JSON under the trimmed key. */
+  set(scope: ScopeInput, key: string, value: unknown): Promise<{ ok: true; key: string; entry: WorkingMemoryEntry }>;
+  get(scope: ScopeInput, key: string): Promise<WorkingMemoryGetResult>;
+  /** Removing a missing key is not an error; `deleted` says whether one existed. */
+  delete(scope: ScopeInput, key: string): Promise<{ ok: true; key: string; deleted: boolean }>;
+  /** Every entry as `{key: jsonString}`, sorted by key. */
+  list(scope: ScopeInput): Promise<{ entries: Record<string, string> }>;
+  /** Every entry with its timestamps, sorted by key. */
+  entries(scope: ScopeInput): Promise<WorkingMemoryEntry[]>;
+  /** The `<working-memory>` snippet, or `""` when the scope has no entries. */
+  snippet(scope: ScopeInput): Promise<string>;
+}
+
+/**
+ * Creates the working memory service.
+ * @example
+ * const workingMemory = createWorkingMemory({ store: createInMemoryStore() });
+ * await workingMemory.set({ conversationId: 'c1' }, 'plan', { step: 1 });
+ */
+export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemory {
+  const limits = Object.freeze({ ...DEFAULT_WORKING_MEMORY_LIMITS, ...options.limits });
+  for (const [name, value] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(value) || value <= 0) {
+      throw new ConfigError({ key: name, source: 'createWorkingMemory.limits', message: `must be a positive integer, got ${JSON.stringify(value)}` });
+    }
+  }
+  const { store } = options;
+  const redact = options.redactSecrets ?? true;
+  const target = (scope: ScopeInput) => {
+    const resolved = resolveScope(scope);
+    return { scope: resolved, memoryId: memoryIdOf(resolved) };
+  };
+
+  return {
+    limits,
+    async set(scopeInput, key, value) {
+      const { scope, memoryId } = target(scopeInput);
+      const normalized = normalizeWorkingMemoryKey(key);
+      const valueJson = encodeWorkingMemoryValue(redact ? redactValue(value) : value, limits.maxValueBytes);
+      const entry = await store.setWorkingMemoryEntry({ scope, memoryId, key: normalized, valueJson, limits });
+      return { ok: true, key: normalized, entry };
+    },
+    async get(scopeInput, key) {
+      const { memoryId } = target(scopeInput);
+      const normalized = normalizeWorkingMemoryKey(key);
+      const entry = await store.getWorkingMemoryEntry(memoryId, normalized);
+      return { key: normalized, value: entry?.valueJson ?? '', found: entry !== undefined };
+    },
+    async delete(scopeInput, key) {
+      const { memoryId } = target(scopeInput);
+      const normalized = normalizeWorkingMemoryKey(key);
+      return { ok: true, key: normalized, deleted: await store.deleteWorkingMemoryEntry(memoryId, normalized) };
+    },
+    async list(scopeInput) {
+      const entries: Record<string, string> = {};
+      for (const entry of await store.listWorkingMemoryEntries(target(scopeInput).memoryId)) entries[entry.key] = entry.valueJson;
+      return { entries };
+    },
+    async entries(scopeInput) {
+      return store.listWorkingMemoryEntries(target(scopeInput).memoryId);
+    },
+    async snippet(scopeInput) {
+      return buildWorkingMemorySnippet(await store.listWorkingMemoryEntries(target(scopeInput).memoryId));
+    },
+  };
+}
+
+/** Redacts secrets in every string inside a JSON-like value (keys included). */
+function redactValue(value: unknown): unknown {
+  if (typeof value === 'string') return redactSecrets(value).text;
+  if (Array.isArray(value)) return value.map(redactValue);
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) {
+      // defineProperty, not assignment: a "__proto__" key must stay a plain own property.
+      Object.defineProperty(out, redactSecrets(key).text, { value: redactValue(item), enumerable: true, writable: true, configurable: true });
+    }
+    return out;
+  }
+  return value;
+}

@@ -1,0 +1,446 @@
+/**
+ * The in-memory store: everything lives in this process and is lost when it exits.
+ * The library's default; the harness uses SQLite.
+ * @module
+ */
+import { StoreError } from '../core/errors.js';
+import type { MemoryRecord, Observation } from '../core/observation.js';
+import type { Scope } from '../core/scope.js';
+import { utf8Length, workingMemoryLimitError } from '../core/working-memory.js';
+import type {
+  AppendMessagesResult,
+  LeaseHandle,
+  Marker,
+  MemoryStore,
+  Operation,
+  StoredMessage,
+  WorkingMemoryEntry,
+} from './store.js';
+
+/** Name of this adapter. */
+export const STORE_NAME = 'in-memory';
+
+/** Options of {@link createInMemoryStore}. */
+export interface InMemoryStoreOptions {
+  /** Clock used for timestamps and leases. @default () => new Date() */
+  now?: () => Date;
+}
+
+interface ScopeState {
+  record: MemoryRecord;
+  messages: StoredMessage[];
+  seenMessageKeys: Set<string>;
+  observations: Observation[];
+  markers: Marker[];
+}
+
+/**
+ * Creates an in-memory store.
+ * @example
+ * const memory = createObservationalMemory({ store: createInMemoryStore(), model });
+ */
+export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryStore {
+  const now = options.now ?? (() => new Date());
+  const scopes = new Map<string, ScopeState>();
+  const operations = new Map<string, Operation[]>();
+  const workingMemory = new Map<string, Map<string, WorkingMemoryEntry>>();
+  let disposed = false;
+
+  const nowIso = (): string => now().toISOString();
+  const guard = (): void => {
+    if (disposed) throw new StoreError({ store: STORE_NAME, code: 'STORE_DISPOSED', message: 'The store was disposed; create a new one.' });
+  };
+
+  function ensureScope(scope: Scope, memoryId: string): ScopeState {
+    let state = scopes.get(memoryId);
+    if (!state) {
+      const at = nowIso();
+      state = {
+        record: Object.freeze({
+          memoryId,
+          scope: Object.freeze({ ...scope }),
+          enabled: null,
+          stateVersion: 1,
+          config: Object.freeze({}),
+          observedThroughMessageSeq: 0,
+          lastMessageSeq: 0,
+          observationCount: 0,
+          lastObservationSeq: 0,
+          activeObservationTokens: 0,
+          unreflectedObservationTokens: 0,
+          reflection: null,
+          createdAt: at,
+          updatedAt: at,
+        }),
+        messages: [],
+        seenMessageKeys: new Set(),
+        observations: [],
+        markers: [],
+      };
+      scopes.set(memoryId, state);
+    }
+    return state;
+  }
+
+  function update(state: ScopeState, patch: Partial<MemoryRecord>): MemoryRecord {
+    state.record = Object.freeze({ ...state.record, ...patch, stateVersion: state.record.stateVersion + 1, updatedAt: nowIso() });
+    return state.record;
+  }
+
+  function scopeOperations(memoryId: string): Operation[] {
+    let list = operations.get(memoryId);
+    if (!list) {
+      list = [];
+      operations.set(memoryId, list);
+    }
+    return list;
+  }
+
+  function replaceOperation(next: Operation): Operation {
+    const list = scopeOperations(next.memoryId);
+    const index = list.findIndex((candidate) => candidate.operationId === next.operationId);
+    const frozen = Object.freeze(next);
+    if (index >= 0) list[index] = frozen;
+    return frozen;
+  }
+
+  function findOperation(operationId: string): Operation | undefined {
+    for (const list of operations.values()) {
+      const found = list.find((candidate) => candidate.operationId === operationId);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  function holdLease(handle: LeaseHandle): Operation {
+    const operation = findOperation(handle.operationId);
+    const expired = operation?.leaseExpiresAt != null && operation.leaseExpiresAt <= nowIso();
+    if (!operation || operation.status !== 'processing' || operation.leaseOwner !== handle.leaseOwner || expired) {
+      throw new StoreError({
+        store: STORE_NAME,
+        code: 'OPERATION_LEASE_LOST',
+        message: `Operation ${handle.operationId} is no longer leased to ${handle.leaseOwner}; its result is discarded.`,
+        data: { operationId: handle.operationId },
+      });
+    }
+    return operation;
+  }
+
+  function finish(operation: Operation, status: 'applied' | 'failed', errorText: string): void {
+    replaceOperation({ ...operation, status, errorText, leaseOwner: null, leaseExpiresAt: null, updatedAt: nowIso() });
+  }
+
+  function marker(state: ScopeState, input: Omit<Marker, 'createdAt' | 'memoryId'>): void {
+    state.markers.push(Object.freeze({ ...input, memoryId: state.record.memoryId, createdAt: nowIso() }));
+  }
+
+  const store: MemoryStore = {
+    specificationVersion: 'v1',
+    name: STORE_NAME,
+
+    async getRecord(memoryId) {
+      guard();
+      return scopes.get(memoryId)?.record;
+    },
+
+    async updateSettings(input) {
+      guard();
+      const state = ensureScope(input.scope, input.memoryId);
+      const record = update(state, {
+        enabled: input.enabled,
+        config: Object.freeze({ ...state.record.config, ...input.config }),
+      });
+      const list = scopeOperations(input.memoryId);
+      const at = nowIso();
+      list.push(
+        Object.freeze({
+          operationId: input.operationId,
+          memoryId: input.memoryId,
+          scope: record.scope,
+          runId: input.runId,
+          toolCallId: input.toolCallId,
+          scopeSequence: list.length + 1,
+          operationType: input.enabled ? 'enable' : 'disable',
+          status: 'applied',
+          payload: Object.freeze({ enabled: input.enabled, ...(input.config ? { config: input.config } : {}) }),
+          errorText: '',
+          attempt: 1,
+          leaseOwner: null,
+          leaseExpiresAt: null,
+          availableAt: at,
+          createdAt: at,
+          updatedAt: at,
+        } satisfies Operation),
+      );
+      return record;
+    },
+
+    async appendMessages(input): Promise<AppendMessagesResult> {
+      guard();
+      const state = ensureScope(input.scope, input.memoryId);
+      let inserted = 0;
+      let lastSeq = state.record.lastMessageSeq;
+      for (const message of input.messages) {
+        if (state.seenMessageKeys.has(message.messageKey)) continue;
+        state.seenMessageKeys.add(message.messageKey);
+        lastSeq++;
+        state.messages.push(Object.freeze({ ...message, seq: lastSeq }));
+        inserted++;
+      }
+      const record = inserted > 0 ? update(state, { lastMessageSeq: lastSeq }) : state.record;
+      const unobservedTokens = state.messages
+        .filter((message) => message.seq > record.observedThroughMessageSeq)
+        .reduce((sum, message) => sum + message.tokenCount, 0);
+      return { record, inserted, unobservedTokens };
+    },
+
+    async listUnobservedMessages(memoryId, throughSeq) {
+      guard();
+      const state = scopes.get(memoryId);
+      if (!state) return [];
+      const from = state.record.observedThroughMessageSeq;
+      return state.messages.filter((message) => message.seq > from && message.seq <= throughSeq);
+    },
+
+    async listObservations(memoryId, listOptions) {
+      guard();
+      const afterSeq = listOptions?.afterSeq ?? 0;
+      return (scopes.get(memoryId)?.observations ?? []).filter((observation) => observation.seq > afterSeq);
+    },
+
+    async listMarkers(memoryId) {
+      guard();
+      return [...(scopes.get(memoryId)?.markers ?? [])];
+    },
+
+    async enqueueOperation(input) {
+      guard();
+      const list = scopeOperations(input.memoryId);
+      const at = nowIso();
+      const operation: Operation = Object.freeze({
+        operationId: input.operationId,
+        memoryId: input.memoryId,
+        scope: Object.freeze({ ...input.scope }),
+        runId: input.runId,
+        toolCallId: input.toolCallId,
+        scopeSequence: list.length + 1,
+        operationType: input.operationType,
+        status: 'queued',
+        payload: Object.freeze({ ...input.payload }),
+        errorText: '',
+        attempt: 0,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        availableAt: at,
+        createdAt: at,
+        updatedAt: at,
+      });
+      list.push(operation);
+      return operation;
+    },
+
+    async claimOperation(input) {
+      guard();
+      const at = now();
+      const candidates = input.memoryId === undefined ? [...operations.values()] : [operations.get(input.memoryId) ?? []];
+      let best: Operation | undefined;
+      for (const list of candidates) {
+        if (list.some((operation) => operation.status === 'processing')) continue;
+        const head = list.find((operation) => operation.status === 'queued');
+        if (!head || head.availableAt > at.toISOString()) continue;
+        if (!best || head.createdAt < best.createdAt) best = head;
+      }
+      if (!best) return undefined;
+      return replaceOperation({
+        ...best,
+        status: 'processing',
+        attempt: best.attempt + 1,
+        leaseOwner: input.leaseOwner,
+        leaseExpiresAt: new Date(at.getTime() + input.leaseMs).toISOString(),
+        updatedAt: at.toISOString(),
+      });
+    },
+
+    async completeObservation(input) {
+      guard();
+      const operation = holdLease(input);
+      const state = scopes.get(operation.memoryId);
+      if (!state) throw missingScope(operation.memoryId);
+      const at = nowIso();
+      const startSeq = state.record.observedThroughMessageSeq + 1;
+      const throughSeq = Math.max(state.record.observedThroughMessageSeq, input.throughMessageSeq);
+      let seq = state.record.lastObservationSeq;
+      let tokens = 0;
+      const inserted: Observation[] = [];
+      for (const candidate of input.observations) {
+        seq++;
+        tokens += candidate.tokenCount;
+        inserted.push(
+          Object.freeze({
+            seq,
+            content: candidate.content,
+            tokenCount: candidate.tokenCount,
+            importance: candidate.importance,
+            createdAt: at,
+            sourceStartSeq: startSeq,
+            sourceEndSeq: throughSeq,
+            operationId: operation.operationId,
+          }),
+        );
+      }
+      state.observations.push(...inserted);
+      state.messages = state.messages.filter((message) => message.seq > throughSeq);
+      const firstSeq = state.record.lastObservationSeq + 1;
+      marker(state, { markerId: input.markerIds.start, markerType: 'observation_start', cycleId: operation.operationId, messageSeqStart: startSeq, messageSeqEnd: startSeq, tokenCount: tokens, payload: { seq: firstSeq } });
+      marker(state, { markerId: input.markerIds.end, markerType: 'observation_end', cycleId: operation.operationId, messageSeqStart: throughSeq, messageSeqEnd: throughSeq, tokenCount: tokens, payload: { seq } });
+      const record = update(state, {
+        observedThroughMessageSeq: throughSeq,
+        observationCount: state.record.observationCount + inserted.length,
+        lastObservationSeq: seq,
+        activeObservationTokens: state.record.activeObservationTokens + tokens,
+        unreflectedObservationTokens: state.record.unreflectedObservationTokens + tokens,
+      });
+      finish(operation, 'applied', '');
+      return { record, observations: inserted };
+    },
+
+    async completeReflection(input) {
+      guard();
+      const operation = holdLease(input);
+      const state = scopes.get(operation.memoryId);
+      if (!state) throw missingScope(operation.memoryId);
+      const unreflected = state.observations
+        .filter((observation) => observation.seq > input.reflection.throughSeq)
+        .reduce((sum, observation) => sum + observation.tokenCount, 0);
+      marker(state, {
+        markerId: input.markerId,
+        markerType: 'reflection_end',
+        cycleId: operation.operationId,
+        messageSeqStart: state.record.observedThroughMessageSeq,
+        messageSeqEnd: state.record.observedThroughMessageSeq,
+        tokenCount: input.reflection.tokenCount,
+        payload: { last_reflected_seq: input.reflection.throughSeq },
+      });
+      const record = update(state, { reflection: Object.freeze({ ...input.reflection }), unreflectedObservationTokens: unreflected });
+      finish(operation, 'applied', '');
+      return record;
+    },
+
+    async completeWithoutChange(input) {
+      guard();
+      finish(holdLease(input), 'applied', input.note);
+    },
+
+    async failOperation(input) {
+      guard();
+      const operation = holdLease(input);
+      const at = now();
+      if (input.retryAfterMs !== undefined) {
+        return replaceOperation({
+          ...operation,
+          status: 'queued',
+          errorText: input.errorText,
+          leaseOwner: null,
+          leaseExpiresAt: null,
+          availableAt: new Date(at.getTime() + input.retryAfterMs).toISOString(),
+          updatedAt: at.toISOString(),
+        });
+      }
+      return replaceOperation({ ...operation, status: 'failed', errorText: input.errorText, leaseOwner: null, leaseExpiresAt: null, updatedAt: at.toISOString() });
+    },
+
+    async requeueStaleOperations(input) {
+      guard();
+      const cutoff = new Date(now().getTime() - input.graceSeconds * 1000).toISOString();
+      let count = 0;
+      for (const list of operations.values()) {
+        for (const operation of list) {
+          if (operation.status === 'processing' && operation.leaseExpiresAt !== null && operation.leaseExpiresAt <= cutoff) {
+            replaceOperation({
+              ...operation,
+              status: 'queued',
+              leaseOwner: null,
+              leaseExpiresAt: null,
+              errorText: 'requeued after stale processing operation',
+              updatedAt: nowIso(),
+            });
+            count++;
+          }
+        }
+      }
+      return count;
+    },
+
+    async listOperations(memoryId) {
+      guard();
+      return [...(operations.get(memoryId) ?? [])];
+    },
+
+    async countPendingOperations(memoryId) {
+      guard();
+      const lists = memoryId === undefined ? [...operations.values()] : [operations.get(memoryId) ?? []];
+      let count = 0;
+      for (const list of lists) for (const operation of list) if (operation.status === 'queued' || operation.status === 'processing') count++;
+      return count;
+    },
+
+    async setWorkingMemoryEntry(input) {
+      guard();
+      let entries = workingMemory.get(input.memoryId);
+      if (!entries) {
+        entries = new Map();
+        workingMemory.set(input.memoryId, entries);
+      }
+      const existing = entries.get(input.key);
+      if (!existing && entries.size >= input.limits.maxEntries) throw workingMemoryLimitError('entries', entries.size + 1, input.limits.maxEntries);
+      let total = utf8Length(input.key) + utf8Length(input.valueJson);
+      for (const entry of entries.values()) {
+        if (entry.key !== input.key) total += utf8Length(entry.key) + utf8Length(entry.valueJson);
+      }
+      if (total > input.limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, input.limits.maxTotalBytes);
+      const at = nowIso();
+      const entry: WorkingMemoryEntry = Object.freeze({ key: input.key, valueJson: input.valueJson, createdAt: existing?.createdAt ?? at, updatedAt: at });
+      entries.set(input.key, entry);
+      return entry;
+    },
+
+    async getWorkingMemoryEntry(memoryId, key) {
+      guard();
+      return workingMemory.get(memoryId)?.get(key);
+    },
+
+    async deleteWorkingMemoryEntry(memoryId, key) {
+      guard();
+      return workingMemory.get(memoryId)?.delete(key) ?? false;
+    },
+
+    async listWorkingMemoryEntries(memoryId) {
+      guard();
+      return [...(workingMemory.get(memoryId)?.values() ?? [])].sort((a, b) => compareBytes(a.key, b.key));
+    },
+
+    async forget(memoryId) {
+      guard();
+      scopes.delete(memoryId);
+      operations.delete(memoryId);
+      workingMemory.delete(memoryId);
+    },
+
+    async dispose() {
+      disposed = true;
+      scopes.clear();
+      operations.clear();
+      workingMemory.clear();
+    },
+  };
+  return store;
+}
+
+/** Orders strings by their UTF-8 bytes, like SQLite's BINARY collation. */
+export function compareBytes(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+function missingScope(memoryId: string): StoreError {
+  return new StoreError({ store: STORE_NAME, message: `No record exists for scope ${memoryId}.`, data: { memoryId } });
+}

@@ -1,0 +1,307 @@
+/**
+ * The conformance suite every `MemoryStore` adapter runs. Call it from the adapter's test
+ * file; a skipped case must give its reason.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { HarnessMemoryError } from '../core/errors.js';
+import { createUlidGenerator } from '../core/ids.js';
+import { parseReflection } from '../core/parse-reflection.js';
+import { memoryIdOf } from '../core/scope.js';
+import type { Scope } from '../core/scope.js';
+import type { MemoryStore, NewMessage } from './store.js';
+
+/** Options of {@link runStoreSuite}. */
+export interface StoreSuiteOptions {
+  name: string;
+  create: () => Promise<MemoryStore> | MemoryStore;
+  /** Called after each test with the store (already disposed by the suite). */
+  cleanup?: () => Promise<void> | void;
+  /** Test names to skip, each with the reason. */
+  skip?: Readonly<Record<string, string>>;
+}
+
+const generateId = createUlidGenerator();
+const scopeA: Scope = { tenantId: 'tenant-a', conversationId: 'conv-1', agentId: 'agent-x' };
+const scopeB: Scope = { tenantId: 'tenant-b', conversationId: 'conv-1', agentId: 'agent-x' };
+const idA = memoryIdOf(scopeA);
+const idB = memoryIdOf(scopeB);
+
+function message(key: string, content: string, tokenCount = 10): NewMessage {
+  return { messageKey: key, role: 'user', name: '', toolCallId: '', content, tokenCount };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Runs the shared store conformance tests. */
+export function runStoreSuite(options: StoreSuiteOptions): void {
+  describe(`store: ${options.name}`, () => {
+    let store: MemoryStore;
+    beforeEach(async () => {
+      store = await options.create();
+    });
+    afterEach(async () => {
+      await store.dispose();
+      await options.cleanup?.();
+    });
+    const test = (name: string, body: () => Promise<void>): void => {
+      const reason = options.skip?.[name];
+      if (reason !== undefined) it.skip(`${name} (skipped: ${reason})`, body);
+      else it(name, body);
+    };
+
+    const enqueueObserve = (scope = scopeA) =>
+      store.enqueueOperation({ operationId: generateId('op'), scope, memoryId: memoryIdOf(scope), operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+
+    test('returns no record for a scope never written', async () => {
+      expect(await store.getRecord(idA)).toBeUndefined();
+      expect(await store.listObservations(idA)).toEqual([]);
+      expect(await store.listWorkingMemoryEntries(idA)).toEqual([]);
+    });
+
+    test('creates a record that follows the defaults when messages arrive', async () => {
+      const result = await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'hello')] });
+      expect(result.inserted).toBe(1);
+      expect(result.unobservedTokens).toBe(10);
+      expect(result.record.enabled).toBeNull();
+      expect(result.record.config).toEqual({});
+      expect(result.record.scope).toEqual(scopeA);
+      expect(result.record.lastMessageSeq).toBe(1);
+      expect(result.record.observedThroughMessageSeq).toBe(0);
+    });
+
+    test('skips messages whose key it already holds', async () => {
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a'), message('id:2', 'b')] });
+      const again = await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:2', 'b'), message('id:3', 'c')] });
+      expect(again.inserted).toBe(1);
+      expect(again.unobservedTokens).toBe(30);
+      const pending = await store.listUnobservedMessages(idA, 100);
+      expect(pending.map((item) => [item.seq, item.messageKey, item.content])).toEqual([
+        [1, 'id:1', 'a'],
+        [2, 'id:2', 'b'],
+        [3, 'id:3', 'c'],
+      ]);
+    });
+
+    test('merges settings per field and logs the change as an applied operation', async () => {
+      const first = await store.updateSettings({ scope: scopeA, memoryId: idA, enabled: true, config: { observeMinTokens: 11 }, runId: 'r', toolCallId: 't', operationId: generateId('op') });
+      const second = await store.updateSettings({ scope: scopeA, memoryId: idA, enabled: false, config: { snippetMaxTokens: 22 }, runId: 'r', toolCallId: 't', operationId: generateId('op') });
+      expect(first.enabled).toBe(true);
+      expect(second.enabled).toBe(false);
+      expect(second.config).toEqual({ observeMinTokens: 11, snippetMaxTokens: 22 });
+      expect(second.stateVersion).toBeGreaterThan(first.stateVersion);
+      const log = await store.listOperations(idA);
+      expect(log.map((item) => [item.operationType, item.status, item.scopeSequence])).toEqual([
+        ['enable', 'applied', 1],
+        ['disable', 'applied', 2],
+      ]);
+    });
+
+    test('numbers operations per scope without gaps or repeats, even when enqueued concurrently', async () => {
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
+      const made = await Promise.all(Array.from({ length: 40 }, () => enqueueObserve()));
+      const other = await enqueueObserve(scopeB);
+      expect(made.map((item) => item.scopeSequence).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, index) => index + 1));
+      expect(other.scopeSequence).toBe(1);
+      expect(made.every((item) => item.status === 'queued' && item.attempt === 0)).toBe(true);
+    });
+
+    test('claims the oldest queued operation and runs one operation per scope at a time', async () => {
+      const first = await enqueueObserve();
+      await enqueueObserve();
+      const other = await enqueueObserve(scopeB);
+      const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      expect(claimed?.operationId).toBe(first.operationId);
+      expect(claimed?.status).toBe('processing');
+      expect(claimed?.attempt).toBe(1);
+      expect(claimed?.leaseOwner).toBe('w1');
+      expect(await store.claimOperation({ memoryId: idA, leaseOwner: 'w2', leaseMs: 60_000 })).toBeUndefined();
+      const any = await store.claimOperation({ leaseOwner: 'w2', leaseMs: 60_000 });
+      expect(any?.operationId).toBe(other.operationId);
+      expect(await store.countPendingOperations(idA)).toBe(2);
+      expect(await store.countPendingOperations()).toBe(3);
+    });
+
+    test('applies observations atomically: seqs, cursor, markers and status', async () => {
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a'), message('id:2', 'b'), message('id:3', 'c')] });
+      await enqueueObserve();
+      const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      const lease = { operationId: claimed!.operationId, leaseOwner: 'w1' };
+      const result = await store.completeObservation({
+        ...lease,
+        observations: [
+          { content: 'User prefers tabs', importance: 0.9, tokenCount: 5 },
+          { content: 'Project uses Go', importance: null, tokenCount: 4 },
+        ],
+        throughMessageSeq: 2,
+        markerIds: { start: generateId('mk'), end: generateId('mk') },
+      });
+      expect(result.observations.map((item) => [item.seq, item.importance, item.sourceStartSeq, item.sourceEndSeq])).toEqual([
+        [1, 0.9, 1, 2],
+        [2, null, 1, 2],
+      ]);
+      expect(result.record.observedThroughMessageSeq).toBe(2);
+      expect(result.record.observationCount).toBe(2);
+      expect(result.record.activeObservationTokens).toBe(9);
+      expect(result.record.unreflectedObservationTokens).toBe(9);
+      expect((await store.listUnobservedMessages(idA, 10)).map((item) => item.seq)).toEqual([3]);
+      expect((await store.listMarkers(idA)).map((item) => item.markerType)).toEqual(['observation_start', 'observation_end']);
+      expect((await store.listOperations(idA))[0]?.status).toBe('applied');
+      expect(await store.listObservations(idA, { afterSeq: 1 })).toHaveLength(1);
+      expect(await store.countPendingOperations(idA)).toBe(0);
+    });
+
+    test('refuses to apply for a worker that does not hold the lease', async () => {
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
+      await enqueueObserve();
+      const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      const attempt = store.completeObservation({
+        operationId: claimed!.operationId,
+        leaseOwner: 'intruder',
+        observations: [{ content: 'x', importance: 1, tokenCount: 1 }],
+        throughMessageSeq: 1,
+        markerIds: { start: generateId('mk'), end: generateId('mk') },
+      });
+      await expect(attempt).rejects.toSatisfy((error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST');
+      expect(await store.listObservations(idA)).toEqual([]);
+      expect(await store.listMarkers(idA)).toEqual([]);
+    });
+
+    test('refuses to apply after the lease expired and requeues the stale operation', async () => {
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
+      await enqueueObserve();
+      const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 1 });
+      await sleep(30);
+      await expect(
+        store.completeObservation({ operationId: claimed!.operationId, leaseOwner: 'w1', observations: [{ content: 'x', importance: 1, tokenCount: 1 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } }),
+      ).rejects.toSatisfy((error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST');
+      expect(await store.requeueStaleOperations({ graceSeconds: 0 })).toBe(1);
+      const again = await store.claimOperation({ memoryId: idA, leaseOwner: 'w2', leaseMs: 60_000 });
+      expect(again?.operationId).toBe(claimed!.operationId);
+      expect(again?.attempt).toBe(2);
+      expect(await store.listObservations(idA)).toEqual([]);
+    });
+
+    test('keeps a recently stale operation in processing when the grace period has not passed', async () => {
+      await enqueueObserve();
+      await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 1 });
+      await sleep(20);
+      expect(await store.requeueStaleOperations({ graceSeconds: 300 })).toBe(0);
+    });
+
+    test('requeues a failed attempt with a delay, and fails it for good without one', async () => {
+      await enqueueObserve();
+      const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      const retried = await store.failOperation({ operationId: claimed!.operationId, leaseOwner: 'w1', errorText: 'boom', retryAfterMs: 150 });
+      expect(retried.status).toBe('queued');
+      expect(retried.errorText).toBe('boom');
+      expect(await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 })).toBeUndefined();
+      await sleep(200);
+      const second = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      expect(second?.attempt).toBe(2);
+      const failed = await store.failOperation({ operationId: second!.operationId, leaseOwner: 'w1', errorText: 'final' });
+      expect(failed.status).toBe('failed');
+      expect(await store.countPendingOperations(idA)).toBe(0);
+    });
+
+    test('stores a reflection with its parsed form and recounts unreflected tokens', async () => {
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
+      await enqueueObserve();
+      const first = await store.claimOperation({ memoryId: idA, leaseOwner: 'w', leaseMs: 60_000 });
+      await store.completeObservation({
+        operationId: first!.operationId,
+        leaseOwner: 'w',
+        observations: [
+          { content: 'one', importance: 0.5, tokenCount: 3 },
+          { content: 'two', importance: 0.5, tokenCount: 7 },
+        ],
+        throughMessageSeq: 1,
+        markerIds: { start: generateId('mk'), end: generateId('mk') },
+      });
+      await store.enqueueOperation({ operationId: generateId('op'), scope: scopeA, memoryId: idA, operationType: 'reflect_now', payload: {}, runId: 'r', toolCallId: 't' });
+      const reflect = await store.claimOperation({ memoryId: idA, leaseOwner: 'w', leaseMs: 60_000 });
+      const raw = 'SUMMARY:\nshort\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n\nCONTRADICTIONS:\n';
+      const record = await store.completeReflection({
+        operationId: reflect!.operationId,
+        leaseOwner: 'w',
+        reflection: { raw, structured: parseReflection(raw), tokenCount: 9, throughSeq: 1, createdAt: new Date().toISOString() },
+        markerId: generateId('mk'),
+      });
+      expect(record.unreflectedObservationTokens).toBe(7);
+      const reloaded = await store.getRecord(idA);
+      expect(reloaded?.reflection?.raw).toBe(raw);
+      expect(reloaded?.reflection?.throughSeq).toBe(1);
+      expect(reloaded?.reflection?.structured.supersessions).toEqual([{ newerSeq: 2, olderSeq: 1, reason: 'changed' }]);
+      expect((await store.listMarkers(idA)).at(-1)?.markerType).toBe('reflection_end');
+    });
+
+    test('keeps working-memory entries sorted by key bytes, with timestamps', async () => {
+      const limits = { maxEntries: 10, maxTotalBytes: 10_000 };
+      for (const key of ['b', 'a', 'B', 'é', 'a2']) await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key, valueJson: `"${key}"`, limits });
+      const entries = await store.listWorkingMemoryEntries(idA);
+      expect(entries.map((entry) => entry.key)).toEqual(['B', 'a', 'a2', 'b', 'é']);
+      const first = await store.getWorkingMemoryEntry(idA, 'a');
+      await sleep(5);
+      const updated = await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'a', valueJson: '{"x":1}', limits });
+      expect(updated.createdAt).toBe(first?.createdAt);
+      expect(updated.updatedAt >= (first?.updatedAt ?? '')).toBe(true);
+      expect((await store.getWorkingMemoryEntry(idA, 'a'))?.valueJson).toBe('{"x":1}');
+      expect(await store.deleteWorkingMemoryEntry(idA, 'a')).toBe(true);
+      expect(await store.deleteWorkingMemoryEntry(idA, 'a')).toBe(false);
+      expect(await store.getWorkingMemoryEntry(idA, 'a')).toBeUndefined();
+    });
+
+    test('enforces the entry count and total size limits without a partial write', async () => {
+      const limits = { maxEntries: 2, maxTotalBytes: 30 };
+      await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k1', valueJson: '"v"', limits });
+      await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k2', valueJson: '"v"', limits });
+      await expect(store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k3', valueJson: '"v"', limits })).rejects.toSatisfy(
+        (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'WORKING_MEMORY_LIMIT',
+      );
+      await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k2', valueJson: '"replaced"', limits });
+      await expect(store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k2', valueJson: `"${'x'.repeat(40)}"`, limits })).rejects.toSatisfy(
+        (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'WORKING_MEMORY_LIMIT',
+      );
+      expect((await store.listWorkingMemoryEntries(idA)).map((entry) => entry.valueJson)).toEqual(['"v"', '"replaced"']);
+    });
+
+    test('never shows one scope the data of another', async () => {
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'secret-a')] });
+      await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k', valueJson: '"a"', limits: { maxEntries: 5, maxTotalBytes: 1000 } });
+      expect(await store.getRecord(idB)).toBeUndefined();
+      expect(await store.listUnobservedMessages(idB, 100)).toEqual([]);
+      expect(await store.listWorkingMemoryEntries(idB)).toEqual([]);
+      expect(await store.getWorkingMemoryEntry(idB, 'k')).toBeUndefined();
+      expect(await store.listOperations(idB)).toEqual([]);
+    });
+
+    test('loses no message when many appends to one scope run concurrently', async () => {
+      await Promise.all(Array.from({ length: 50 }, (_, index) => store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message(`id:${index}`, `m${index}`, 1)] })));
+      const pending = await store.listUnobservedMessages(idA, 1000);
+      expect(pending).toHaveLength(50);
+      expect(new Set(pending.map((item) => item.seq)).size).toBe(50);
+      expect((await store.getRecord(idA))?.lastMessageSeq).toBe(50);
+    });
+
+    test('forgets every row of a scope and leaves other scopes alone', async () => {
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
+      await store.appendMessages({ scope: scopeB, memoryId: idB, messages: [message('id:1', 'b')] });
+      await enqueueObserve();
+      await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k', valueJson: '1', limits: { maxEntries: 5, maxTotalBytes: 1000 } });
+      await store.forget(idA);
+      expect(await store.getRecord(idA)).toBeUndefined();
+      expect(await store.listOperations(idA)).toEqual([]);
+      expect(await store.listWorkingMemoryEntries(idA)).toEqual([]);
+      expect(await store.listUnobservedMessages(idA, 10)).toEqual([]);
+      expect(await store.getRecord(idB)).toBeDefined();
+      // A forgotten scope starts afresh, message keys included.
+      const again = await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
+      expect(again.inserted).toBe(1);
+    });
+
+    test('disposes idempotently and refuses work afterwards', async () => {
+      await store.dispose();
+      await store.dispose();
+      await expect(store.getRecord(idA)).rejects.toSatisfy((error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'STORE_DISPOSED');
+    });
+  });
+}

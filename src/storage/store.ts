@@ -1,0 +1,212 @@
+/**
+ * The storage port. Every multi-step mutation is one atomic method, so no adapter ever
+ * reads, then writes, in separate steps. Every method takes the scope's `memoryId`:
+ * there is no unscoped read.
+ * @module
+ */
+import type { MemoryRecord, Observation, ObservationConfig, StoredReflection } from '../core/observation.js';
+import type { Scope } from '../core/scope.js';
+import type { PreparedMessage } from '../core/transcript.js';
+
+/** Kinds of operation in the operation log. */
+export type OperationType = 'enable' | 'disable' | 'observe' | 'reflect' | 'reflect_now';
+/** `queued → processing → applied | failed`. */
+export type OperationStatus = 'queued' | 'processing' | 'applied' | 'failed';
+
+/** One row of the operation log: an audit entry and, while queued, a unit of work. */
+export interface Operation {
+  readonly operationId: string;
+  readonly memoryId: string;
+  readonly scope: Scope;
+  readonly runId: string;
+  readonly toolCallId: string;
+  /** Position in the scope's log, from 1; unique per memoryId. */
+  readonly scopeSequence: number;
+  readonly operationType: OperationType;
+  readonly status: OperationStatus;
+  readonly payload: Readonly<Record<string, unknown>>;
+  readonly errorText: string;
+  /** Attempts started so far. */
+  readonly attempt: number;
+  readonly leaseOwner: string | null;
+  readonly leaseExpiresAt: string | null;
+  /** A queued operation is not claimed before this time (retry backoff). */
+  readonly availableAt: string;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** A transcript message as stored until it is observed. */
+export interface StoredMessage {
+  /** Per-scope sequence number, from 1, in arrival order. */
+  readonly seq: number;
+  /** Stable identity given by the caller (message id, or `#<index>`). */
+  readonly messageKey: string;
+  readonly role: string;
+  readonly name: string;
+  readonly toolCallId: string;
+  readonly content: string;
+  readonly tokenCount: number;
+}
+
+/** A message to append (before the store assigns its seq). */
+export type NewMessage = PreparedMessage;
+
+/** An observation to insert (the store assigns seq and createdAt). */
+export interface NewObservation {
+  readonly content: string;
+  readonly importance: number | null;
+  readonly tokenCount: number;
+}
+
+/** A marker written at an observation or reflection cycle boundary. */
+export interface Marker {
+  readonly markerId: string;
+  readonly memoryId: string;
+  readonly markerType: 'observation_start' | 'observation_end' | 'reflection_end';
+  readonly cycleId: string;
+  readonly messageSeqStart: number;
+  readonly messageSeqEnd: number;
+  readonly tokenCount: number;
+  readonly payload: Readonly<Record<string, unknown>>;
+  readonly createdAt: string;
+}
+
+/** One working-memory entry as stored. */
+export interface WorkingMemoryEntry {
+  readonly key: string;
+  /** The value, JSON-encoded. */
+  readonly valueJson: string;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** Per-scope limits enforced atomically when an entry is written. */
+export interface WorkingMemoryLimits {
+  readonly maxEntries: number;
+  /** Sum of key and value bytes (UTF-8) over all entries of the scope. */
+  readonly maxTotalBytes: number;
+}
+
+/** Result of {@link MemoryStore.appendMessages}. */
+export interface AppendMessagesResult {
+  readonly record: MemoryRecord;
+  /** Messages newly stored (already-known message keys are skipped). */
+  readonly inserted: number;
+  /** Tokens of every message received but not yet observed. */
+  readonly unobservedTokens: number;
+}
+
+/** Identifies the worker holding an operation's lease. */
+export interface LeaseHandle {
+  readonly operationId: string;
+  readonly leaseOwner: string;
+}
+
+/** What the service asks of a storage backend. Adapters are tested by `runStoreSuite`. */
+export interface MemoryStore {
+  readonly specificationVersion: 'v1';
+  /** Adapter name for errors and logs, e.g. `in-memory`, `sqlite`. */
+  readonly name: string;
+
+  /** The scope's record, or undefined. Never creates one. */
+  getRecord(memoryId: string): Promise<MemoryRecord | undefined>;
+
+  /**
+   * Creates the record if missing, then sets `enabled` and merges the `config` overrides
+   * per field, bumps the state version, and logs an applied `enable`/`disable` operation.
+   */
+  updateSettings(input: {
+    scope: Scope;
+    memoryId: string;
+    enabled: boolean;
+    config?: Partial<ObservationConfig>;
+    runId: string;
+    toolCallId: string;
+    operationId: string;
+  }): Promise<MemoryRecord>;
+
+  /**
+   * Creates the record if missing (following the defaults), stores the messages whose keys are new (in order), and
+   * reports the unobserved token total. Idempotent per message key.
+   */
+  appendMessages(input: { scope: Scope; memoryId: string; messages: readonly NewMessage[] }): Promise<AppendMessagesResult>;
+
+  /** Messages with `observedThroughMessageSeq < seq <= throughSeq`, in seq order. */
+  listUnobservedMessages(memoryId: string, throughSeq: number): Promise<StoredMessage[]>;
+
+  /** Observations in seq order; `afterSeq` keeps only those with a greater seq. */
+  listObservations(memoryId: string, options?: { afterSeq?: number }): Promise<Observation[]>;
+
+  /** Markers in creation order. */
+  listMarkers(memoryId: string): Promise<Marker[]>;
+
+  /** Appends a queued operation with the next scope sequence. */
+  enqueueOperation(input: {
+    operationId: string;
+    scope: Scope;
+    memoryId: string;
+    operationType: OperationType;
+    payload: Record<string, unknown>;
+    runId: string;
+    toolCallId: string;
+  }): Promise<Operation>;
+
+  /**
+   * Claims the oldest available queued operation (of `memoryId` when given) whose scope has
+   * no operation in `processing` and no older queued one: operations of one scope run in
+   * order. Sets `processing`, the lease and attempt+1.
+   */
+  claimOperation(input: { memoryId?: string; leaseOwner: string; leaseMs: number }): Promise<Operation | undefined>;
+
+  /**
+   * Applies an observe operation atomically, only while the lease holds: inserts the
+   * observations with the next seqs, advances the message cursor to `throughMessageSeq`
+   * (never backwards), drops the observed messages' content, writes markers, bumps the
+   * state version and marks the operation `applied`. Throws `OPERATION_LEASE_LOST` if the
+   * lease lapsed or was taken over.
+   */
+  completeObservation(input: LeaseHandle & {
+    observations: readonly NewObservation[];
+    throughMessageSeq: number;
+    markerIds: { start: string; end: string };
+  }): Promise<{ record: MemoryRecord; observations: Observation[] }>;
+
+  /** Applies a reflection atomically under the lease, like {@link completeObservation}. */
+  completeReflection(input: LeaseHandle & { reflection: StoredReflection; markerId: string }): Promise<MemoryRecord>;
+
+  /** Marks a claimed operation applied without changing memory (nothing to do). */
+  completeWithoutChange(input: LeaseHandle & { note: string }): Promise<void>;
+
+  /**
+   * Records a failed attempt. With `retryAfterMs` the operation returns to `queued`,
+   * claimable after that delay; otherwise it becomes `failed`. Lease-checked.
+   */
+  failOperation(input: LeaseHandle & { errorText: string; retryAfterMs?: number }): Promise<Operation>;
+
+  /**
+   * Returns operations stuck in `processing` whose lease expired more than `graceSeconds`
+   * ago (by the store's clock) to `queued`. Returns how many.
+   */
+  requeueStaleOperations(input: { graceSeconds: number }): Promise<number>;
+
+  /** The scope's operations in scope-sequence order. */
+  listOperations(memoryId: string): Promise<Operation[]>;
+
+  /** Count of queued or processing operations (of one scope, or all). */
+  countPendingOperations(memoryId?: string): Promise<number>;
+
+  /** Inserts or replaces an entry, enforcing `limits` atomically. */
+  setWorkingMemoryEntry(input: { scope: Scope; memoryId: string; key: string; valueJson: string; limits: WorkingMemoryLimits }): Promise<WorkingMemoryEntry>;
+  getWorkingMemoryEntry(memoryId: string, key: string): Promise<WorkingMemoryEntry | undefined>;
+  /** True if an entry was removed. */
+  deleteWorkingMemoryEntry(memoryId: string, key: string): Promise<boolean>;
+  /** All entries of the scope, sorted by key in byte order. */
+  listWorkingMemoryEntries(memoryId: string): Promise<WorkingMemoryEntry[]>;
+
+  /** Deletes everything of the scope from every table. */
+  forget(memoryId: string): Promise<void>;
+
+  /** Releases resources. Idempotent; every later call throws `STORE_DISPOSED`. */
+  dispose(): Promise<void>;
+}
