@@ -15,6 +15,7 @@ const CLOSE_TAG = '</observational-memory>';
 const SUPERSESSIONS_HEADER = '⚠️ Preference changes (most recent wins):';
 const CONTRADICTIONS_HEADER = '⚠️ Unresolved contradictions:';
 const CONTINUATION_INDENT = '  ';
+const RECENT_WINDOW = 1024;
 
 /** What the `<observational-memory>` snippet is built from. */
 export interface ObservationSnippetInput {
@@ -49,7 +50,8 @@ export function buildObservationSnippet(input: ObservationSnippetInput): string 
   if (remaining <= 0) return '';
 
   const warnings = warningSections(reflection?.structured);
-  const warningLines = takeLinesWithin(warnings, Math.floor(remaining / 2), cost);
+  // Warnings are few and decisive, but may not crowd out everything else.
+  const warningLines = takeLinesWithin(warnings, Math.min(remaining, Math.floor((input.maxTokens * 2) / 3)), cost);
   remaining -= sumCost(warningLines, cost);
 
   const reflectionLines = fitReflection(reflection, remaining, cost, estimator);
@@ -125,29 +127,42 @@ function selectObservations(
   if (structured?.schemaVersion === 1) for (const item of structured.supersessions) superseded.add(item.olderSeq);
 
   const scores = new Float64Array(count);
-  const order = new Array<number>(count);
   for (let index = 0; index < count; index++) {
     const observation = observations[index] as Observation;
     scores[index] = scoreObservation(observation.importance, count - 1 - index, superseded.has(observation.seq));
-    order[index] = index;
   }
-  // Highest score first; equal scores keep the older observation first.
-  order.sort((a, b) => (scores[b] as number) - (scores[a] as number) || a - b);
+  const byScore = (a: number, b: number): number => (scores[b] as number) - (scores[a] as number) || a - b;
 
   const chosen: number[] = [];
   const lines = new Map<number, string>();
   let remaining = budget;
-  for (const index of order) {
+  const consider = (index: number): void => {
     const observation = observations[index] as Observation;
     // The stored token count is a lower bound of the rendered line's cost: skip cheaply.
-    if (observation.tokenCount > remaining) continue;
+    if (observation.tokenCount > remaining) return;
     const line = `- [${observation.seq}] ${renderDataLines(observation.content, CONTINUATION_INDENT)}`;
     const lineCost = cost(line);
-    if (lineCost > remaining) continue;
+    if (lineCost > remaining) return;
     remaining -= lineCost;
     chosen.push(index);
     lines.set(index, line);
+  };
+
+  // Exact greedy fill without sorting everything: an observation of age >= W scores at
+  // most 1 / (1 + W), so the newest W observations scoring above that bound come first,
+  // in order. The rest is then considered in score order, but only where it can still
+  // fit: the remaining budget only shrinks, so anything larger is skipped either way.
+  const window = Math.min(count, RECENT_WINDOW);
+  const bound = window < count ? 1 / (1 + window) : -1;
+  const recent = Array.from({ length: window }, (_, offset) => count - window + offset).sort(byScore);
+  const later: number[] = [];
+  for (const index of recent) {
+    if ((scores[index] as number) > bound) consider(index);
+    else later.push(index);
   }
+  for (let index = 0; index < count - window; index++) later.push(index);
+  const fitting = later.filter((index) => (observations[index] as Observation).tokenCount <= remaining).sort(byScore);
+  for (const index of fitting) consider(index);
   chosen.sort((a, b) => a - b);
   return chosen.map((index) => lines.get(index) as string);
 }

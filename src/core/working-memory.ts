@@ -24,6 +24,7 @@ export const MAX_WORKING_MEMORY_KEY_LENGTH = 128;
 export const MAX_WORKING_MEMORY_DEPTH = 32;
 
 // Control characters (C0, DEL, C1) and the invisible or direction-changing characters.
+// oxlint-disable-next-line no-control-regex -- matching control characters is the point
 const FORBIDDEN_KEY_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|[\u{e0000}-\u{e007f}]/u;
 
 /**

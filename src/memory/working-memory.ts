@@ -73,7 +73,9 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
     async set(scopeInput, key, value) {
       const { scope, memoryId } = target(scopeInput);
       const normalized = normalizeWorkingMemoryKey(key);
-      const valueJson = encodeWorkingMemoryValue(redact ? redactValue(value) : value, limits.maxValueBytes);
+      let valueJson = encodeWorkingMemoryValue(value, limits.maxValueBytes);
+      // Validate first (cycles, depth, non-JSON), then redact the plain JSON copy.
+      if (redact) valueJson = encodeWorkingMemoryValue(redactValue(JSON.parse(valueJson)), limits.maxValueBytes);
       const entry = await store.setWorkingMemoryEntry({ scope, memoryId, key: normalized, valueJson, limits });
       return { ok: true, key: normalized, entry };
     },

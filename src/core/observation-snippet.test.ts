@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import type { Observation, StoredReflection } from './observation.js';
+import { buildObservationSnippet, scoreObservation } from './observation-snippet.js';
+import { parseReflection } from './parse-reflection.js';
+import { RUNE_TOKEN_ESTIMATOR } from './token-estimator.js';
+import type { TokenEstimator } from './token-estimator.js';
+
+function observation(seq: number, content: string, importance: number | null): Observation {
+  return { seq, content, importance, tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(content), createdAt: '2026-01-01T00:00:00.000Z', sourceStartSeq: 1, sourceEndSeq: 1, operationId: 'op' };
+}
+
+function reflection(raw: string): StoredReflection {
+  return { raw, structured: parseReflection(raw), tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(raw), throughSeq: 0, createdAt: '2026-01-01T00:00:00.000Z' };
+}
+
+describe('snippet: scoring', () => {
+  it('scores importance over one plus age, with unscored 0.5 and superseded 0.1', () => {
+    // Worked check from the reference: [0.9, unscored, 0.1] for seq 1-3 → 0.30, 0.25, 0.10.
+    expect(scoreObservation(0.9, 2, false)).toBeCloseTo(0.3);
+    expect(scoreObservation(null, 1, false)).toBeCloseTo(0.25);
+    expect(scoreObservation(0.1, 0, false)).toBeCloseTo(0.1);
+    expect(scoreObservation(0.9, 0, true)).toBeCloseTo(0.1);
+    expect(scoreObservation(0, 0, false)).toBe(0);
+  });
+});
+
+describe('snippet: layout', () => {
+  it('puts the reflection first, observations in seq order, then the warnings', () => {
+    const text = buildObservationSnippet({
+      observations: [observation(1, 'first', 0.2), observation(2, 'second', 0.9)],
+      reflection: reflection('SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]\nCONTRADICTIONS:\n- [seq:1] vs [seq:2]'),
+      maxTokens: 900,
+      estimator: RUNE_TOKEN_ESTIMATOR,
+    });
+    expect(text).toBe(
+      [
+        '<observational-memory>',
+        'Reflection:',
+        'sum',
+        '',
+        'Observations:',
+        '- [1] first',
+        '- [2] second',
+        '',
+        '⚠️ Preference changes (most recent wins):',
+        '- observation [2] supersedes [1]',
+        '',
+        '⚠️ Unresolved contradictions:',
+        '- observations [1] and [2] conflict',
+        '</observational-memory>',
+      ].join('\n'),
+    );
+  });
+
+  it('is empty with nothing to show or a budget too small for the wrapper', () => {
+    expect(buildObservationSnippet({ observations: [], reflection: null, maxTokens: 900, estimator: RUNE_TOKEN_ESTIMATOR })).toBe('');
+    expect(buildObservationSnippet({ observations: [observation(1, 'x', 1)], reflection: null, maxTokens: 5, estimator: RUNE_TOKEN_ESTIMATOR })).toBe('');
+  });
+
+  it('indents continuation lines of a multi-line observation', () => {
+    const text = buildObservationSnippet({ observations: [observation(1, 'line one\n\nline two', 1)], reflection: null, maxTokens: 900, estimator: RUNE_TOKEN_ESTIMATOR });
+    expect(text).toContain('- [1] line one\n  \n  line two');
+  });
+});
+
+describe('snippet: budget', () => {
+  const randomText = (seed: number): string => {
+    const words = ['tabs', 'spaces', 'Go', 'deploy', '日本語', '😀', 'config', 'x'.repeat(seed % 50), '<tag>', 'a\nb'];
+    return Array.from({ length: 1 + (seed % 17) }, (_, index) => words[(seed * 7 + index) % words.length]).join(' ');
+  };
+
+  it('never exceeds the budget by the estimator, whatever the content', () => {
+    for (let trial = 0; trial < 300; trial++) {
+      const count = trial % 40;
+      const observations = Array.from({ length: count }, (_, index) => observation(index + 1, randomText(trial * 31 + index), index % 5 === 0 ? null : ((trial + index) % 11) / 10));
+      const raw = trial % 3 === 0 ? '' : `SUMMARY:\n${randomText(trial).repeat(1 + (trial % 9))}\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: ${randomText(trial + 1)}\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: ${randomText(trial + 2)}`;
+      const maxTokens = 10 + ((trial * 37) % 400);
+      const text = buildObservationSnippet({ observations, reflection: raw === '' ? null : reflection(raw), maxTokens, estimator: RUNE_TOKEN_ESTIMATOR });
+      expect(RUNE_TOKEN_ESTIMATOR.estimate(text)).toBeLessThanOrEqual(maxTokens);
+      if (text !== '') expect(text.match(/<\/observational-memory>/g)).toHaveLength(1);
+    }
+  });
+
+  it('stays within budget with an estimator that is not sub-additive', () => {
+    // Charges every newline heavily, so per-line sums underestimate the whole text.
+    const estimator: TokenEstimator = { estimate: (text) => text.length + (text.match(/\n/g)?.length ?? 0) * 3 };
+    const observations = Array.from({ length: 30 }, (_, index) => observation(index + 1, `fact ${index}`, 0.5));
+    const text = buildObservationSnippet({ observations, reflection: null, maxTokens: 200, estimator });
+    expect(estimator.estimate(text)).toBeLessThanOrEqual(200);
+  });
+
+  it('skips an observation that does not fit and keeps filling with smaller ones', () => {
+    const observations = [observation(1, 'small', 0.2), observation(2, 'x'.repeat(400), 0.9), observation(3, 'tiny', 0.3)];
+    const text = buildObservationSnippet({ observations, reflection: null, maxTokens: 40, estimator: RUNE_TOKEN_ESTIMATOR });
+    expect(text).toContain('- [1] small\n- [3] tiny');
+    expect(text).not.toContain('xxxx');
+  });
+});

@@ -1,0 +1,55 @@
+/**
+ * harness-memory: observational and working memory for AI agents.
+ *
+ * The root entry is pure TypeScript with no database driver or HTTP client: storage
+ * adapters and the model client live at their own subpaths.
+ * @module
+ */
+export { HarnessMemoryError, ConfigError, StoreError, ToolError, ModelCallError } from './core/errors.js';
+export type { HarnessMemoryErrorCode, HarnessMemoryErrorOptions } from './core/errors.js';
+export { resolveScope, assertScope, validateScopeId, memoryIdOf, DEFAULT_SCOPE_ID, MAX_SCOPE_ID_LENGTH } from './core/scope.js';
+export type { Scope, ScopeInput } from './core/scope.js';
+export { RuneTokenEstimator, RUNE_TOKEN_ESTIMATOR, estimateMessageTokens, countCodePoints } from './core/token-estimator.js';
+export type { TokenEstimator, EstimableMessage } from './core/token-estimator.js';
+export { DEFAULT_OBSERVATION_CONFIG } from './core/observation.js';
+export type { Observation, ObservationConfig, ParsedObservation, StoredReflection, MemoryRecord } from './core/observation.js';
+export type { StructuredReflection, Supersession, Contradiction } from './core/reflection.js';
+export { parseObservations } from './core/parse-observations.js';
+export { parseReflection } from './core/parse-reflection.js';
+export { buildObservationSnippet, scoreObservation, UNSCORED_IMPORTANCE, SUPERSEDED_IMPORTANCE } from './core/observation-snippet.js';
+export { buildWorkingMemorySnippet, DEFAULT_WORKING_MEMORY_LIMITS } from './core/working-memory.js';
+export type { WorkingMemoryLimitsConfig } from './core/working-memory.js';
+export { redactSecrets } from './core/redact-secrets.js';
+export type { RedactionResult, SecretKind } from './core/redact-secrets.js';
+export { statusToJson } from './core/memory-status.js';
+export type { MemoryStatus, MemoryMode } from './core/memory-status.js';
+export type { ExportFormat } from './core/memory-export.js';
+export type { TranscriptMessage } from './core/transcript.js';
+export { createUlidGenerator } from './core/ids.js';
+export type { IdGenerator } from './core/ids.js';
+export { createObservationalMemory } from './memory/observational-memory.js';
+export type {
+  ObservationalMemory,
+  ObservationalMemoryOptions,
+  ObservationalMemoryEvent,
+  ObserveRequest,
+  ObserveResult,
+  ExportResult,
+  MemoryInspection,
+} from './memory/observational-memory.js';
+export { createWorkingMemory } from './memory/working-memory.js';
+export type { WorkingMemory, WorkingMemoryOptions, WorkingMemoryGetResult } from './memory/working-memory.js';
+export { createModelObserver, createModelReflector } from './memory/model-observer.js';
+export type { Observer, Reflector, ObserverInput, ReflectorInput, ModelOutputLimits } from './memory/model-observer.js';
+export { createInMemoryStore } from './storage/in-memory-store.js';
+export type { InMemoryStoreOptions } from './storage/in-memory-store.js';
+export type { MemoryStore, Operation, OperationType, OperationStatus, StoredMessage, WorkingMemoryEntry, Marker } from './storage/store.js';
+export type {
+  LanguageModel,
+  LanguageModelMessage,
+  LanguageModelResult,
+  LanguageModelCallOptions,
+  LanguageModelTool,
+  LanguageModelToolCall,
+  FinishReason,
+} from './llm/language-model.js';

@@ -1,0 +1,104 @@
+/**
+ * Tool definitions: one zod schema gives both argument validation and the JSON Schema a
+ * model sees.
+ * @module
+ */
+import { z } from 'zod/v4';
+import { HarnessMemoryError, ToolError } from '../core/errors.js';
+import { resolveScope } from '../core/scope.js';
+import type { Scope } from '../core/scope.js';
+
+/** Who is calling a tool and where it may write. */
+export interface ToolContext {
+  tenantId?: string;
+  conversationId?: string;
+  agentId?: string;
+  /** The conversation falls back to it. */
+  runId?: string;
+  toolCallId?: string;
+  /** Directory that file-writing actions (export) must stay inside. */
+  workspace: string;
+}
+
+/** What {@link defineTool} takes. */
+export interface ToolDefinition<Schema extends z.ZodType> {
+  name: string;
+  description: string;
+  inputSchema: Schema;
+  /** Runs with arguments that already passed `inputSchema`. */
+  execute(args: z.output<Schema>, context: ToolContext): Promise<unknown>;
+}
+
+/** A tool ready to hand to a model: JSON Schema `parameters` plus a validating `execute`. */
+export interface Tool {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: z.ZodType;
+  /** JSON Schema (draft 2020-12, input side, without `$schema`). */
+  readonly parameters: Record<string, unknown>;
+  /** Validates `args`; throws `ToolError` (`TOOL_INPUT_INVALID`) listing each issue as `path: message`. */
+  execute(args: unknown, context: ToolContext): Promise<unknown>;
+}
+
+/**
+ * Builds a {@link Tool} from a zod schema and a handler.
+ * @example
+ * const echo = defineTool({
+ *   name: 'echo',
+ *   description: 'Echoes its text.',
+ *   inputSchema: z.object({ text: z.string() }),
+ *   execute: async ({ text }) => ({ text }),
+ * });
+ */
+export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<Schema>): Tool {
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(definition.inputSchema, { io: 'input' }) as Record<string, unknown>;
+  return Object.freeze({
+    name: definition.name,
+    description: definition.description,
+    inputSchema: definition.inputSchema,
+    parameters,
+    async execute(args: unknown, context: ToolContext): Promise<unknown> {
+      const parsed = definition.inputSchema.safeParse(args);
+      if (!parsed.success) {
+        const issues = parsed.error.issues.map((issue) => `${issue.path.length === 0 ? '(root)' : issue.path.map(String).join('.')}: ${issue.message}`);
+        throw new ToolError({ toolName: definition.name, message: `invalid arguments: ${issues.join('; ')}`, issues, cause: parsed.error });
+      }
+      return definition.execute(parsed.data, context);
+    },
+  });
+}
+
+/**
+ * The action argument every memory tool shares: trimmed and lowercased before the enum
+ * check, with messages naming the valid actions.
+ */
+export function actionSchema<const Action extends string>(toolActions: readonly [Action, ...Action[]]): z.ZodType<Action, unknown> {
+  const list = toolActions.join(', ');
+  return z.preprocess(
+    (value) => (typeof value === 'string' ? value.trim().toLowerCase() : value),
+    z.enum(toolActions, {
+      error: (issue) =>
+        issue.input === undefined || issue.input === '' ? `action is required; valid actions are ${list}` : `unsupported action ${JSON.stringify(issue.input)}; valid actions are ${list}`,
+    }),
+  ) as unknown as z.ZodType<Action, unknown>;
+}
+
+/**
+ * The scope of a tool call: tenant and agent default to `default`, the conversation to the
+ * run id. Throws `SCOPE_INVALID` when the call has neither.
+ */
+export function toolScope(context: Omit<ToolContext, 'workspace'>): Scope {
+  if (isBlank(context.conversationId) && isBlank(context.runId)) {
+    throw new HarnessMemoryError({
+      code: 'SCOPE_INVALID',
+      component: 'tool',
+      message: 'run context is required: the tool call has neither a conversation id nor a run id.',
+      data: { field: 'conversation_id' },
+    });
+  }
+  return resolveScope({ tenantId: context.tenantId, conversationId: context.conversationId, agentId: context.agentId, runId: context.runId });
+}
+
+function isBlank(value: string | undefined): boolean {
+  return value === undefined || value.trim() === '';
+}

@@ -1,0 +1,55 @@
+/**
+ * The `working_memory` tool: explicit key/value entries scoped to the current run.
+ * @module
+ */
+import { z } from 'zod/v4';
+import { ToolError } from '../core/errors.js';
+import type { WorkingMemory } from '../memory/working-memory.js';
+import { actionSchema, defineTool, toolScope } from './tool.js';
+import type { Tool } from './tool.js';
+
+/** Name of the working memory tool. */
+export const WORKING_MEMORY_TOOL_NAME = 'working_memory';
+
+const WORKING_MEMORY_ACTIONS = ['set', 'get', 'delete', 'list'] as const;
+
+const workingMemoryInput = z.object({
+  action: actionSchema(WORKING_MEMORY_ACTIONS).describe('set, get, delete or list'),
+  key: z.string().optional().describe('Entry key; required for set, get and delete'),
+  value: z.unknown().optional().describe('Any JSON value to store (set only)'),
+});
+
+/**
+ * Creates the `working_memory` tool. Results: set `{ok, key}`, get `{key, value, found}`
+ * (`value` is the JSON-encoded string, `""` when missing), delete `{ok, key}`,
+ * list `{entries: {key: jsonString}}`.
+ * @example
+ * const tool = createWorkingMemoryTool(createWorkingMemory({ store: createInMemoryStore() }));
+ * await tool.execute({ action: 'set', key: 'plan', value: { step: 1 } }, { runId: 'r1', workspace: '.' });
+ */
+export function createWorkingMemoryTool(workingMemory: WorkingMemory): Tool {
+  return defineTool({
+    name: WORKING_MEMORY_TOOL_NAME,
+    description: 'Stores and retrieves explicit scoped working memory entries for the current run.',
+    inputSchema: workingMemoryInput,
+    async execute(args, context) {
+      const scope = toolScope(context);
+      if (args.action === 'list') return workingMemory.list(scope);
+      const key = args.key;
+      if (key === undefined || key.trim() === '') {
+        const issue = `key: key is required for the "${args.action}" action`;
+        throw new ToolError({ toolName: WORKING_MEMORY_TOOL_NAME, message: `invalid arguments: ${issue}`, issues: [issue] });
+      }
+      if (args.action === 'set') {
+        const result = await workingMemory.set(scope, key, args.value);
+        return { ok: true, key: result.key };
+      }
+      if (args.action === 'get') {
+        const result = await workingMemory.get(scope, key);
+        return { key: result.key, value: result.value, found: result.found };
+      }
+      const result = await workingMemory.delete(scope, key);
+      return { ok: true, key: result.key };
+    },
+  });
+}
