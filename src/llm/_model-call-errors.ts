@@ -1,0 +1,124 @@
+/**
+ * Turns whatever the openai SDK or the network threw into a {@link ModelCallError}.
+ * Private to `src/llm/`.
+ */
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { HarnessMemoryError, ModelCallError } from '../core/errors.js';
+
+/** Longest response body kept on an error. */
+export const MAX_ERROR_BODY_BYTES = 2048;
+
+/** Where the failed call went and why it may have stopped. */
+export interface CallContext {
+  readonly url: string;
+  readonly timeoutMs: number;
+  /** The caller's signal fired. */
+  readonly aborted: boolean;
+  /** Our own whole-call deadline fired. */
+  readonly timedOut: boolean;
+  /** The raw body of a non-2xx response, when the fetch wrapper captured it. */
+  readonly responseBody?: string | undefined;
+}
+
+interface HeaderSource {
+  get(name: string): string | null;
+}
+
+/**
+ * Milliseconds the server asked us to wait: `retry-after-ms`, else `Retry-After` in
+ * seconds or as an HTTP date. `undefined` when neither is present or parseable.
+ */
+export function parseRetryAfter(headers: HeaderSource | undefined, now: number = Date.now()): number | undefined {
+  const milliseconds = Number.parseFloat(headers?.get('retry-after-ms') ?? '');
+  if (Number.isFinite(milliseconds) && milliseconds >= 0) return milliseconds;
+  const value = headers?.get('retry-after')?.trim();
+  if (!value) return undefined;
+  if (/^\d+(\.\d+)?$/.test(value)) return Number.parseFloat(value) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** Cuts `text` to at most {@link MAX_ERROR_BODY_BYTES} UTF-8 bytes. */
+export function truncateBody(text: string): string {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= MAX_ERROR_BODY_BYTES) return text;
+  // NOTE: decoding a cut buffer may end in U+FFFD; acceptable for a diagnostic.
+  return `${bytes.subarray(0, MAX_ERROR_BODY_BYTES).toString('utf8')}…`;
+}
+
+/** Maps any thrown value of one call to a {@link ModelCallError}. */
+export function toModelCallError(error: unknown, context: CallContext): ModelCallError {
+  if (isModelCallError(error)) return error;
+  const { url } = context;
+  if (context.aborted) {
+    return new ModelCallError({ message: `The call to ${url} was aborted by the caller.`, url, retryable: false, cause: error });
+  }
+  if (context.timedOut || error instanceof APIConnectionTimeoutError) {
+    return new ModelCallError({
+      message: `The call to ${url} timed out after ${context.timeoutMs} ms. Retry later, or raise the timeout if the model is slow.`,
+      url,
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (error instanceof APIUserAbortError) {
+    return new ModelCallError({ message: `The call to ${url} was aborted.`, url, retryable: false, cause: error });
+  }
+  if (error instanceof APIConnectionError) {
+    return new ModelCallError({
+      message: `Could not reach ${url} (${describeCause(error)}). Check the base URL and that the server is running.`,
+      url,
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (error instanceof APIError) return fromStatusError(error, context);
+  // A body cut mid-way surfaces as a fetch "terminated" TypeError or a JSON SyntaxError.
+  return new ModelCallError({
+    message: `The connection to ${url} failed or the answer was cut off (${describeCause(error)}); nothing was used.`,
+    url,
+    retryable: true,
+    cause: error,
+  });
+}
+
+function fromStatusError(error: APIError, context: CallContext): ModelCallError {
+  const { url } = context;
+  const status = typeof error.status === 'number' ? error.status : undefined;
+  const body = context.responseBody ?? (error.error === undefined ? undefined : JSON.stringify({ error: error.error }));
+  const quota = error.code === 'insufficient_quota' || error.type === 'insufficient_quota' || (body ?? '').includes('insufficient_quota');
+  const retryAfterMs = parseRetryAfter(error.headers);
+  const retryable = status === undefined ? true : !quota && (status === 408 || status === 429 || status >= 500);
+  return new ModelCallError({
+    message: `${status === undefined ? 'The stream from' : `HTTP ${status} from`} ${url}: ${firstLine(error.message)}.${remedy(status, quota)}`,
+    url,
+    ...(status === undefined ? {} : { statusCode: status }),
+    ...(body === undefined ? {} : { responseBody: truncateBody(body) }),
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    retryable,
+    cause: error,
+  });
+}
+
+function remedy(status: number | undefined, quota: boolean): string {
+  if (quota) return ' The account is out of quota; retrying will not help.';
+  if (status === 401 || status === 403) return ' Check the API key.';
+  if (status === 404) return ' Check the base URL and the model name.';
+  if (status === 429) return ' Rate limited; retry later.';
+  return '';
+}
+
+function describeCause(error: unknown): string {
+  const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : '';
+  return `${error instanceof Error ? error.message : String(error)}${cause}`;
+}
+
+function firstLine(text: string): string {
+  const line = (text.split('\n')[0] ?? '').replace(/\.$/, '');
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
+}
+
+/** True for a {@link ModelCallError} from any copy of the package. */
+export function isModelCallError(error: unknown): error is ModelCallError {
+  return HarnessMemoryError.isInstance(error) && error.code === 'MODEL_CALL_FAILED';
+}

@@ -1,0 +1,269 @@
+/**
+ * A scripted OpenAI-compatible chat completions server on 127.0.0.1, for tests that drive
+ * our real client over real HTTP. Replies are queued per request; every request is logged.
+ * @module
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One request the server received. */
+export interface ScriptedRequest {
+  readonly method: string;
+  readonly path: string;
+  /** Lower-cased header names. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The parsed JSON body, or the raw text when it is not JSON. */
+  readonly body: unknown;
+  /** `Date.now()` when the body had been read. */
+  readonly receivedAt: number;
+}
+
+/** A tool call in a scripted answer; `arguments` objects are sent as JSON text. */
+export interface ScriptedToolCall {
+  readonly id?: string;
+  readonly name: string;
+  readonly arguments: string | Record<string, unknown>;
+}
+
+/** A chat completion answer. */
+export interface ScriptedAnswer {
+  readonly text?: string;
+  /** The raw OpenAI value. @default "tool_calls" with tool calls, else "stop" */
+  readonly finishReason?: string;
+  readonly toolCalls?: readonly ScriptedToolCall[];
+  /** `null` omits the usage. @default { promptTokens: 11, completionTokens: 7 } */
+  readonly usage?: { readonly promptTokens: number; readonly completionTokens: number } | null;
+  readonly refusal?: string;
+}
+
+/** A raw HTTP answer; an object `body` is sent as JSON, a string as it is. */
+export interface ScriptedStatus {
+  readonly status: number;
+  readonly body?: unknown;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** Waits, then answers with `then`. */
+export interface ScriptedDelay {
+  readonly delayMs: number;
+  readonly then: ScriptedReply;
+}
+
+/** Sends the first bytes of `then`'s body (streamed or not), then destroys the socket. */
+export interface ScriptedTruncation {
+  readonly truncateAfterBytes: number;
+  /** @default { text: 'this answer is cut off before it ends' } */
+  readonly then?: ScriptedAnswer;
+}
+
+/** What the server does with one chat completions request. */
+export type ScriptedReply =
+  | ScriptedAnswer
+  | ScriptedStatus
+  | ScriptedDelay
+  | ScriptedTruncation
+  | ((request: ScriptedRequest) => ScriptedReply | Promise<ScriptedReply>);
+
+/** A running scripted server. */
+export interface ScriptedServer {
+  /** Base URL ending in `/v1`, like `http://127.0.0.1:41234/v1`. */
+  readonly url: string;
+  /** `http://127.0.0.1:<port>`, without a path. */
+  readonly origin: string;
+  /** Every request received, in order, on any path. */
+  readonly requests: ScriptedRequest[];
+  /** Replies for the next chat completions requests, in order. */
+  enqueue(...replies: ScriptedReply[]): void;
+  /** The reply used once the queue is empty. @default { text: 'ok' } */
+  setDefaultReply(reply: ScriptedReply): void;
+  close(): Promise<void>;
+}
+
+const COMPLETIONS_PATH = '/v1/chat/completions';
+const DEFAULT_TRUNCATED: ScriptedAnswer = { text: 'this answer is cut off before it ends' };
+
+/** Starts a scripted server on 127.0.0.1 and a free port. */
+export async function startScriptedOpenAIServer(): Promise<ScriptedServer> {
+  const requests: ScriptedRequest[] = [];
+  const queue: ScriptedReply[] = [];
+  let defaultReply: ScriptedReply = { text: 'ok' };
+  let counter = 0;
+
+  const server = createServer((incoming, response) => {
+    void (async () => {
+      const request = await readRequest(incoming);
+      requests.push(request);
+      if (request.method !== 'POST' || request.path !== COMPLETIONS_PATH) {
+        sendJson(response, 404, { error: { message: `no route for ${request.method} ${request.path}`, type: 'not_found' } });
+        return;
+      }
+      counter += 1;
+      await respond(response, request, queue.shift() ?? defaultReply, `chatcmpl-${counter}`);
+    })().catch((error: unknown) => {
+      if (!response.headersSent) sendJson(response, 500, { error: { message: String(error), type: 'script_error' } });
+      else response.destroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const origin = `http://127.0.0.1:${port}`;
+
+  return {
+    url: `${origin}/v1`,
+    origin,
+    requests,
+    enqueue: (...replies) => void queue.push(...replies),
+    setDefaultReply: (reply) => void (defaultReply = reply),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+async function readRequest(incoming: IncomingMessage): Promise<ScriptedRequest> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of incoming) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  let body: unknown = text;
+  try {
+    body = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    // Not JSON: keep the raw text.
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(incoming.headers)) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return { method: incoming.method ?? 'GET', path: (incoming.url ?? '/').split('?')[0] ?? '/', headers, body, receivedAt: Date.now() };
+}
+
+async function respond(response: ServerResponse, request: ScriptedRequest, reply: ScriptedReply, id: string): Promise<void> {
+  if (typeof reply === 'function') return respond(response, request, await reply(request), id);
+  if ('delayMs' in reply) {
+    const waited = await wait(reply.delayMs, response);
+    if (waited) await respond(response, request, reply.then, id);
+    return;
+  }
+  if ('status' in reply) {
+    const body = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body ?? {});
+    const type = typeof reply.body === 'string' ? 'text/plain' : 'application/json';
+    response.writeHead(reply.status, { 'content-type': type, ...reply.headers });
+    response.end(body);
+    return;
+  }
+  const streamed = isStreamRequest(request.body);
+  const answer = 'truncateAfterBytes' in reply ? (reply.then ?? DEFAULT_TRUNCATED) : reply;
+  const body = streamed ? sseBody(answer, request.body, id) : JSON.stringify(completion(answer, request.body, id));
+  const bytes = Buffer.from(body, 'utf8');
+  if (streamed) {
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  } else {
+    response.writeHead(200, { 'content-type': 'application/json', 'content-length': String(bytes.length) });
+  }
+  if (!('truncateAfterBytes' in reply)) {
+    response.end(bytes);
+    return;
+  }
+  response.write(bytes.subarray(0, reply.truncateAfterBytes));
+  // Give the client the first bytes before the connection drops.
+  setTimeout(() => response.destroy(), 20);
+}
+
+/** Resolves false when the client went away first. */
+function wait(ms: number, response: ServerResponse): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(!response.destroyed), ms);
+    response.once('close', () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
+}
+
+function sendJson(response: ServerResponse, status: number, body: unknown): void {
+  response.writeHead(status, { 'content-type': 'application/json' });
+  response.end(JSON.stringify(body));
+}
+
+function isStreamRequest(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && (body as { stream?: unknown }).stream === true;
+}
+
+function modelOf(body: unknown): string {
+  const model = typeof body === 'object' && body !== null ? (body as { model?: unknown }).model : undefined;
+  return typeof model === 'string' ? model : 'scripted-model';
+}
+
+function toolCallsOf(answer: ScriptedAnswer) {
+  return (answer.toolCalls ?? []).map((call, index) => ({
+    id: call.id ?? `call_${index + 1}`,
+    type: 'function' as const,
+    function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
+  }));
+}
+
+function finishReasonOf(answer: ScriptedAnswer): string {
+  return answer.finishReason ?? ((answer.toolCalls?.length ?? 0) > 0 ? 'tool_calls' : 'stop');
+}
+
+function usageOf(answer: ScriptedAnswer) {
+  if (answer.usage === null) return undefined;
+  const { promptTokens, completionTokens } = answer.usage ?? { promptTokens: 11, completionTokens: 7 };
+  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+}
+
+function completion(answer: ScriptedAnswer, request: unknown, id: string) {
+  const toolCalls = toolCallsOf(answer);
+  const usage = usageOf(answer);
+  return {
+    id,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: modelOf(request),
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: answer.text ?? (toolCalls.length > 0 || answer.refusal !== undefined ? null : ''),
+          refusal: answer.refusal ?? null,
+          ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+        },
+        finish_reason: finishReasonOf(answer),
+        logprobs: null,
+      },
+    ],
+    ...(usage ? { usage } : {}),
+  };
+}
+
+/** Text in chunks of about 4 characters; each tool call as a header delta then argument pieces. */
+function sseBody(answer: ScriptedAnswer, request: unknown, id: string): string {
+  const base = { id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: modelOf(request) };
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
+    ...base,
+    choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }],
+  });
+  const events: unknown[] = [chunk({ role: 'assistant', content: '' })];
+  for (const piece of pieces(answer.text ?? '', 4)) events.push(chunk({ content: piece }));
+  if (answer.refusal !== undefined) events.push(chunk({ refusal: answer.refusal }));
+  toolCallsOf(answer).forEach((call, index) => {
+    events.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }));
+    for (const piece of pieces(call.function.arguments, 5)) {
+      events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+    }
+  });
+  events.push(chunk({}, finishReasonOf(answer)));
+  const options = (request as { stream_options?: { include_usage?: unknown } }).stream_options;
+  const usage = usageOf(answer);
+  if (options?.include_usage === true && usage) events.push({ ...base, choices: [], usage });
+  return `${events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join('')}data: [DONE]\n\n`;
+}
+
+function pieces(text: string, size: number): string[] {
+  const result: string[] = [];
+  for (let index = 0; index < text.length; index += size) result.push(text.slice(index, index + size));
+  return result;
+}
