@@ -23,6 +23,9 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `STORE_FAILED`: `{ store }`, the storage adapter failed.
  * - `STORE_DISPOSED`: `{ store }`, the store was used after `dispose()`.
  * - `OPERATION_LEASE_LOST`: `{ operationId }`, a worker tried to apply after its lease lapsed.
+ * - `REQUEST_INVALID`: `{ field? }`, a run or API request is malformed.
+ * - `RUN_NOT_FOUND`: `{ runId }`, no such run (or not the caller's).
+ * - `RUN_NOT_COMPLETED`: `{ runId }`, the run has not finished yet.
  */
 export type HarnessMemoryErrorCode =
   | 'SCOPE_INVALID'
@@ -39,7 +42,10 @@ export type HarnessMemoryErrorCode =
   | 'STORE_CONFLICT'
   | 'STORE_FAILED'
   | 'STORE_DISPOSED'
-  | 'OPERATION_LEASE_LOST';
+  | 'OPERATION_LEASE_LOST'
+  | 'REQUEST_INVALID'
+  | 'RUN_NOT_FOUND'
+  | 'RUN_NOT_COMPLETED';
 
 /** Options for {@link HarnessMemoryError}. */
 export interface HarnessMemoryErrorOptions {

@@ -1,0 +1,213 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
+import type { MockLanguageModel } from '../../test/support/mock-language-model.js';
+import { createModelObserver, createModelReflector } from '../memory/model-observer.js';
+import { createObservationalMemory } from '../memory/observational-memory.js';
+import type { ObservationalMemoryOptions } from '../memory/observational-memory.js';
+import { createWorkingMemory } from '../memory/working-memory.js';
+import { createInMemoryStore } from '../storage/in-memory-store.js';
+import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
+import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
+import { createAgentRunner } from './agent-runner.js';
+import type { AgentRunnerOptions } from './agent-runner.js';
+import { createInMemoryRunStore } from './in-memory-run-store.js';
+
+const SENTINEL = 'SENTINEL_RECALL_user_prefers_tabs_over_spaces_42';
+
+function harness(options: { memory?: Partial<ObservationalMemoryOptions>; runner?: Partial<AgentRunnerOptions>; memoryModel?: MockLanguageModel } = {}) {
+  const store = createInMemoryStore();
+  const agentModel = createMockLanguageModel('done');
+  const memoryModel = options.memoryModel ?? createMockLanguageModel(`IMPORTANCE:0.9\n${SENTINEL}`);
+  const observationalMemory = createObservationalMemory({
+    store,
+    observer: createModelObserver(memoryModel),
+    reflector: createModelReflector(memoryModel),
+    defaultEnabled: true,
+    defaults: { observeMinTokens: 1, reflectThresholdTokens: 2 ** 30 },
+    ...options.memory,
+  });
+  const workingMemory = createWorkingMemory({ store });
+  const runStore = createInMemoryRunStore();
+  const runner = createAgentRunner({
+    model: agentModel,
+    observationalMemory,
+    workingMemory,
+    runStore,
+    memoryTools: [createWorkingMemoryTool(workingMemory), createObservationalMemoryTool({ memory: observationalMemory })],
+    workspace: mkdtempSync(join(tmpdir(), 'hm-runner-')),
+    ...options.runner,
+  });
+  return { store, agentModel, memoryModel, observationalMemory, workingMemory, runStore, runner };
+}
+
+const ids = { tenantId: 'tenant-a', conversationId: 'conv-recall-1', agentId: 'agent-x' };
+
+describe('agent runner: memory across runs', () => {
+  it('injects working memory, then observational memory, then the system prompt into the next run (cross-run recall)', async () => {
+    const { runner, agentModel, memoryModel } = harness();
+    agentModel.enqueue(
+      { toolCalls: [{ id: 'call-1', name: 'working_memory', arguments: JSON.stringify({ action: 'set', key: 'plan', value: { step: 1, target: 'auth.go' } }) }] },
+      'I will remember that you prefer tabs.',
+    );
+    const first = await runner.start({ ...ids, prompt: 'I prefer tabs over spaces.', systemPrompt: 'You are a coder.' });
+    expect((await runner.wait(first.runId)).status).toBe('completed');
+    expect(memoryModel.calls.length).toBeGreaterThan(0);
+
+    agentModel.calls.length = 0;
+    const second = await runner.start({ ...ids, prompt: 'Which indentation do I like?', systemPrompt: 'You are a coder.' });
+    await runner.wait(second.runId);
+    const request = agentModel.calls[0]?.messages ?? [];
+    expect(request[0]).toMatchObject({ role: 'system' });
+    expect(request[0]?.content).toBe('<working-memory>\nplan: {"step":1,"target":"auth.go"}\n</working-memory>');
+    expect(request[1]?.role).toBe('system');
+    expect(request[1]?.content).toContain('<observational-memory>');
+    expect(request[1]?.content).toContain(SENTINEL);
+    expect(request[2]).toEqual({ role: 'system', content: 'You are a coder.' });
+    // Run 1's conversation is replayed after the system messages.
+    expect(request.slice(3).map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user']);
+  });
+
+  it('adds no memory system messages when memory is empty or mode is off', async () => {
+    const { runner, agentModel } = harness({ memory: { mode: 'off' } });
+    const run = await runner.start({ ...ids, prompt: 'hi', systemPrompt: 'sys' });
+    await runner.wait(run.runId);
+    expect(agentModel.calls[0]?.messages[0]).toEqual({ role: 'system', content: 'sys' });
+  });
+});
+
+describe('agent runner: events', () => {
+  it('emits memory events after the assistant message and ends the stream with run.completed', async () => {
+    const { runner, runStore } = harness();
+    const run = await runner.start({ ...ids, prompt: 'remember tabs' });
+    await runner.wait(run.runId);
+    const types = (await runStore.listEvents(run.runId, -1)).map((event) => event.type);
+    expect(types[0]).toBe('run.started');
+    expect(types.at(-1)).toBe('run.completed');
+    const index = (type: string) => types.indexOf(type);
+    expect(index('assistant.message')).toBeLessThan(index('memory.observe.started'));
+    expect(index('memory.observe.started')).toBeLessThan(index('memory.observe.completed'));
+    expect(index('memory.observe.completed')).toBeLessThan(index('run.completed'));
+    expect(index('run.step.completed')).toBeLessThan(index('run.completed'));
+    const events = await runStore.listEvents(run.runId, -1);
+    const completed = events.find((event) => event.type === 'memory.observe.completed');
+    expect(completed?.payload).toMatchObject({ step: 1, observed: true, reflected: false, observation: 1, schema_version: '1', conversation_id: 'conv-recall-1' });
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, position) => position));
+    expect(events[0]?.id).toBe(`${run.runId}:0`);
+  });
+
+  it('makes no memory events for a disabled scope', async () => {
+    const { runner, runStore } = harness({ memory: { defaultEnabled: false } });
+    const run = await runner.start({ ...ids, prompt: 'hi' });
+    await runner.wait(run.runId);
+    const types = (await runStore.listEvents(run.runId, -1)).map((event) => event.type);
+    expect(types.filter((type) => type.startsWith('memory.'))).toEqual([]);
+  });
+
+  it('emits memory.reflection.completed for reflect_now called as a tool', async () => {
+    const memoryModel = createMockLanguageModel((options) => (options.messages[0]?.content.includes('structured reflection') ? 'SUMMARY:\nTabs.' : `IMPORTANCE:0.9\n${SENTINEL}`));
+    const { runner, runStore, agentModel } = harness({ memoryModel });
+    agentModel.enqueue('first');
+    await runner.wait((await runner.start({ ...ids, prompt: 'I like tabs' })).runId);
+    agentModel.enqueue({ toolCalls: [{ id: 'c1', name: 'observational_memory', arguments: '{"action":"reflect_now"}' }] }, 'reflected');
+    const run = await runner.start({ ...ids, prompt: 'reflect please' });
+    await runner.wait(run.runId);
+    const types = (await runStore.listEvents(run.runId, -1)).map((event) => event.type);
+    expect(types).toContain('memory.reflection.completed');
+  });
+
+  it('reports a failed observation as memory.observe.failed and still completes the run', async () => {
+    const memoryModel = createMockLanguageModel(new Error('observer down'));
+    const { runner, runStore } = harness({ memoryModel, memory: { maxAttempts: 1 } });
+    const run = await runner.start({ ...ids, prompt: 'hello' });
+    expect((await runner.wait(run.runId)).status).toBe('completed');
+    const failed = (await runStore.listEvents(run.runId, -1)).find((event) => event.type === 'memory.observe.failed');
+    expect(failed?.payload['error']).toMatch(/observer down/);
+  });
+
+  it('captures request snapshots, with the memory snippet only when opted in', async () => {
+    for (const snapshotMemorySnippet of [false, true]) {
+      const { runner, runStore } = harness({ runner: { forensics: { captureRequestEnvelope: true, snapshotMemorySnippet } } });
+      await runner.wait((await runner.start({ ...ids, prompt: 'I like tabs' })).runId);
+      const run = await runner.start({ ...ids, prompt: 'again' });
+      await runner.wait(run.runId);
+      const snapshot = (await runStore.listEvents(run.runId, -1)).find((event) => event.type === 'llm.request.snapshot');
+      expect(snapshot?.payload).toMatchObject({ step: 1, tool_names: ['working_memory', 'observational_memory'] });
+      expect(snapshot?.payload['prompt_hash']).toMatch(/^[0-9a-f]{64}$/);
+      if (snapshotMemorySnippet) expect(String(snapshot?.payload['memory_snippet'])).toContain(SENTINEL);
+      else expect(snapshot?.payload['memory_snippet']).toBeUndefined();
+    }
+  });
+});
+
+describe('agent runner: loop', () => {
+  it('publishes the final answer before the slow observation settles, then completes', async () => {
+    const memoryModel = createMockLanguageModel({ text: `IMPORTANCE:0.9\n${SENTINEL}`, delayMs: 300 });
+    const { runner, runStore } = harness({ memoryModel });
+    const run = await runner.start({ ...ids, prompt: 'hello' });
+    const deadline = Date.now() + 2000;
+    let seen = await runStore.getRun(run.runId);
+    while (seen?.output === null && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      seen = await runStore.getRun(run.runId);
+    }
+    expect(seen?.output).toBe('done');
+    expect(seen?.status).toBe('running');
+    expect((await runner.wait(run.runId)).status).toBe('completed');
+  });
+
+  it('feeds tool errors back to the model and goes on', async () => {
+    const { runner, agentModel, runStore } = harness();
+    agentModel.enqueue({ toolCalls: [{ id: 'c1', name: 'no_such_tool', arguments: '{}' }, { id: 'c2', name: 'working_memory', arguments: '{"action":"explode"}' }] }, 'recovered');
+    const run = await runner.start({ ...ids, prompt: 'go' });
+    const done = await runner.wait(run.runId);
+    expect(done).toMatchObject({ status: 'completed', output: 'recovered', steps: 2 });
+    const toolMessages = agentModel.calls[1]?.messages.filter((message) => message.role === 'tool') ?? [];
+    expect(JSON.parse(toolMessages[0]?.content ?? '{}').error.message).toContain('unknown tool "no_such_tool"');
+    expect(JSON.parse(toolMessages[1]?.content ?? '{}').error.message).toContain('unsupported action');
+    const completed = (await runStore.listEvents(run.runId, -1)).filter((event) => event.type === 'tool.call.completed');
+    expect(completed.map((event) => event.payload['ok'])).toEqual([false, false]);
+  });
+
+  it('fails a run that reaches max_steps without a final answer', async () => {
+    const { runner, agentModel } = harness();
+    agentModel.enqueue(...Array.from({ length: 5 }, (_, index) => ({ toolCalls: [{ id: `c${index}`, name: 'working_memory', arguments: '{"action":"list"}' }] })));
+    const run = await runner.start({ ...ids, prompt: 'loop', maxSteps: 3 });
+    const done = await runner.wait(run.runId);
+    expect(done.status).toBe('failed');
+    expect(done.error?.code).toBe('MAX_STEPS');
+    expect(done.steps).toBe(3);
+  });
+
+  it('cancels a running run', async () => {
+    const { runner, agentModel, runStore } = harness();
+    agentModel.enqueue((options) => new Promise<never>((_, reject) => options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted')))));
+    const run = await runner.start({ ...ids, prompt: 'slow' });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const cancelled = await runner.cancel(run.runId);
+    expect(cancelled.status).toBe('cancelled');
+    expect((await runStore.listEvents(run.runId, -1)).at(-1)?.type).toBe('run.cancelled');
+  });
+
+  it('falls back to the run id for the conversation and validates ids', async () => {
+    const { runner } = harness();
+    const run = await runner.start({ prompt: 'hi' });
+    expect(run.scope).toEqual({ tenantId: 'default', conversationId: run.runId, agentId: 'default' });
+    expect(run.runId).toMatch(/^run_[0-9a-f-]{36}$/);
+    await expect(runner.start({ prompt: 'hi', tenantId: '../etc' })).rejects.toThrow(/tenant_id/);
+    await expect(runner.start({ prompt: '  ' })).rejects.toThrow(/prompt is required/);
+    await runner.settle();
+  });
+
+  it('continues a finished run in the same scope', async () => {
+    const { runner } = harness();
+    const first = await runner.start({ ...ids, prompt: 'one' });
+    await runner.wait(first.runId);
+    const next = await runner.continue(first.runId, 'two');
+    expect(next.scope).toEqual(first.scope);
+    expect(next.parentRunId).toBe(first.runId);
+    await runner.wait(next.runId);
+  });
+});

@@ -1,0 +1,338 @@
+/**
+ * The agent loop: memory snippets in every turn, tools run, transcript handed to
+ * observational memory after each step, events on the run's stream.
+ * @module
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { HarnessMemoryError } from '../core/errors.js';
+import { memoryIdOf, resolveScope } from '../core/scope.js';
+import type { Scope } from '../core/scope.js';
+import { RUNE_TOKEN_ESTIMATOR, estimateMessageTokens } from '../core/token-estimator.js';
+import type { TokenEstimator } from '../core/token-estimator.js';
+import type { LanguageModel, LanguageModelMessage } from '../llm/language-model.js';
+import type { ObservationalMemory, ObservationalMemoryEvent } from '../memory/observational-memory.js';
+import type { WorkingMemory } from '../memory/working-memory.js';
+import type { Tool } from '../tools/tool.js';
+import { RunEventEmitter, createLocalEventHub } from './event-hub.js';
+import type { EventHub } from './event-hub.js';
+import type { ConversationMessage, RunRecord, RunStore, RunUsage } from './run-store.js';
+
+/** A run request, as `POST /v1/runs` takes it. */
+export interface RunRequest {
+  readonly prompt: string;
+  readonly tenantId?: string;
+  readonly conversationId?: string;
+  readonly agentId?: string;
+  readonly model?: string;
+  readonly systemPrompt?: string;
+  readonly maxSteps?: number;
+}
+
+/** Options of {@link createAgentRunner}. */
+export interface AgentRunnerOptions {
+  /** The agent's model. */
+  model: LanguageModel;
+  observationalMemory: ObservationalMemory;
+  workingMemory: WorkingMemory;
+  runStore: RunStore;
+  /** @default an in-process hub */
+  hub?: EventHub;
+  /** Tools besides `working_memory` and `observational_memory`. */
+  tools?: readonly Tool[];
+  /** The memory tools (built by the composition root). */
+  memoryTools: readonly Tool[];
+  /** Folder that exports must stay inside. */
+  workspace: string;
+  /** @default 10 */
+  defaultMaxSteps?: number;
+  /** Tokens of earlier conversation history replayed into a run; older history is left to observational memory. @default 8000 */
+  historyMaxTokens?: number;
+  /** How long `run.completed` waits for the run's memory work. @default 60000 */
+  settleTimeoutMs?: number;
+  /** `[forensics]` settings. */
+  forensics?: { captureRequestEnvelope?: boolean; snapshotMemorySnippet?: boolean };
+  estimator?: TokenEstimator;
+  /** @default `run_<uuid>` */
+  generateRunId?: () => string;
+}
+
+/** Runs agents and tracks their runs. */
+export interface AgentRunner {
+  readonly hub: EventHub;
+  /** Creates a run and starts it in the background; resolves once the run is stored. */
+  start(request: RunRequest, options?: { parentRunId?: string }): Promise<RunRecord>;
+  /** A new run in the same scope as `runId`. */
+  continue(runId: string, prompt: string): Promise<RunRecord>;
+  cancel(runId: string): Promise<RunRecord>;
+  /** Resolves when the run has ended. */
+  wait(runId: string): Promise<RunRecord>;
+  /** Resolves when every run started here has ended. */
+  settle(): Promise<void>;
+}
+
+const MAX_PROMPT_CHARS = 200_000;
+
+/**
+ * Creates the agent runner.
+ * @example
+ * const runner = createAgentRunner({ model, observationalMemory, workingMemory, runStore, memoryTools, workspace });
+ * const run = await runner.start({ prompt: 'Hello', conversationId: 'c1' });
+ * const done = await runner.wait(run.runId);
+ */
+export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
+  const hub = options.hub ?? createLocalEventHub();
+  const events = new RunEventEmitter(options.runStore, hub);
+  const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
+  const tools = [...options.memoryTools, ...(options.tools ?? [])];
+  const toolsByName = new Map(tools.map((tool) => [tool.name, tool]));
+  const active = new Map<string, { controller: AbortController; done: Promise<RunRecord> }>();
+  const { runStore, observationalMemory: memory, workingMemory } = options;
+
+  const runLoop = async (run: RunRecord, signal: AbortSignal): Promise<RunRecord> => {
+    const scope = run.scope;
+    const memoryId = memoryIdOf(scope);
+    let step = 0;
+    const emit = (type: string, payload: Record<string, unknown> = {}) => events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step });
+    const usage = { inputTokens: 0, outputTokens: 0 };
+    let observing: Promise<void> = Promise.resolve();
+    const unsubscribe = memory.subscribe((event: ObservationalMemoryEvent) => {
+      if (event.type === 'memory.reflection.completed' && event.runId === run.runId) {
+        void emit('memory.reflection.completed', { trigger: event.trigger, operation_id: event.operationId });
+      }
+    });
+    try {
+      await runStore.updateRun(run.runId, { status: 'running' });
+      await emit('run.started', { prompt: run.prompt, model: run.model, tenant_id: scope.tenantId, agent_id: scope.agentId });
+      const history = await runStore.recentMessages(memoryId, options.historyMaxTokens ?? 8000);
+      const transcript: ConversationMessage[] = [...history];
+      const append = async (message: Omit<ConversationMessage, 'tokenCount' | 'runId'>): Promise<void> => {
+        const stored: ConversationMessage = { ...message, runId: run.runId, tokenCount: estimateMessageTokens(estimator, { content: message.content, toolCalls: message.toolCalls }) };
+        transcript.push(stored);
+        await runStore.appendMessages(memoryId, [stored]);
+      };
+      await append({ messageId: `${run.runId}:user`, role: 'user', content: run.prompt });
+
+      while (step < run.maxSteps) {
+        if (signal.aborted) throw cancelled();
+        step++;
+        const request = await buildRequest(scope, run, transcript);
+        if (options.forensics?.captureRequestEnvelope) {
+          await emit('llm.request.snapshot', {
+            prompt_hash: createHash('sha256').update(JSON.stringify(request.messages)).digest('hex'),
+            tool_names: tools.map((tool) => tool.name),
+            ...(options.forensics.snapshotMemorySnippet ? { memory_snippet: request.memorySnippet } : {}),
+          });
+        }
+        const result = await options.model.doGenerate({
+          messages: request.messages,
+          tools: tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters })),
+          ...(run.model !== '' ? { modelId: run.model } : {}),
+          abortSignal: signal,
+        });
+        usage.inputTokens += result.usage.inputTokens;
+        usage.outputTokens += result.usage.outputTokens;
+        await append({ messageId: `${run.runId}:assistant:${step}`, role: 'assistant', content: result.text, ...(result.toolCalls.length > 0 ? { toolCalls: result.toolCalls } : {}) });
+        const final = result.toolCalls.length === 0;
+        await emit('assistant.message', { content: result.text, final, tool_calls: result.toolCalls.map((call) => ({ id: call.id, name: call.name })) });
+        if (final) await runStore.updateRun(run.runId, { output: result.text, steps: step, usage });
+
+        for (const call of result.toolCalls) {
+          if (signal.aborted) throw cancelled();
+          await emit('tool.call.started', { tool_call_id: call.id, name: call.name });
+          const { content, ok } = await runTool(call.name, call.arguments, { runId: run.runId, toolCallId: call.id, scope });
+          await append({ messageId: `${run.runId}:tool:${step}:${call.id}`, role: 'tool', content, toolCallId: call.id, name: call.name });
+          await emit('tool.call.completed', { tool_call_id: call.id, name: call.name, ok });
+        }
+
+        const stepNumber = step;
+        const snapshot = [...transcript];
+        // Observation runs beside the next turn, never in front of it; one at a time per run.
+        observing = observing.then(() => observeStep(scope, run, stepNumber, snapshot));
+        await emit('run.step.completed', { step: stepNumber });
+        if (final) {
+          await settleWithin(observing, options.settleTimeoutMs ?? 60_000);
+          await runStore.updateRun(run.runId, { status: 'completed', output: result.text, steps: step, usage });
+          await emit('run.completed', { output: result.text, steps: step, usage: usageJson(usage) });
+          return (await runStore.getRun(run.runId)) as RunRecord;
+        }
+      }
+      await settleWithin(observing, options.settleTimeoutMs ?? 60_000);
+      return await fail(run, { code: 'MAX_STEPS', message: `the run reached max_steps (${run.maxSteps}) without a final answer` }, step, usage, emit);
+    } catch (error) {
+      await settleWithin(observing, options.settleTimeoutMs ?? 60_000);
+      if (signal.aborted) {
+        await runStore.updateRun(run.runId, { status: 'cancelled', steps: step, usage });
+        await emit('run.cancelled', {});
+        return (await runStore.getRun(run.runId)) as RunRecord;
+      }
+      return await fail(run, errorJson(error), step, usage, emit);
+    } finally {
+      unsubscribe();
+    }
+  };
+
+  const observeStep = async (scope: Scope, run: RunRecord, step: number, transcript: readonly ConversationMessage[]): Promise<void> => {
+    const emit = (type: string, payload: Record<string, unknown>) => events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step });
+    try {
+      const status = await memory.status(scope);
+      // Disabled scopes make no memory events (the reference emitted them on every step).
+      if (status.mode === 'off' || !status.enabled) return;
+      await emit('memory.observe.started', { step });
+      const result = await memory.observe({
+        scope,
+        runId: run.runId,
+        messages: transcript.map((message) => ({
+          id: message.messageId,
+          role: message.role,
+          content: message.content,
+          ...(message.name ? { name: message.name } : {}),
+          ...(message.toolCallId ? { toolCallId: message.toolCallId } : {}),
+          ...(message.toolCalls ? { toolCalls: message.toolCalls } : {}),
+        })),
+      });
+      await emit('memory.observe.completed', { step, observed: result.observed, reflected: result.reflected, observation: result.observationCount });
+      if (result.reflectionError) await emit('memory.observe.failed', { step, error: result.reflectionError });
+    } catch (error) {
+      await emit('memory.observe.failed', { step, error: errorJson(error).message });
+    }
+  };
+
+  const buildRequest = async (scope: Scope, run: RunRecord, transcript: readonly ConversationMessage[]) => {
+    const messages: LanguageModelMessage[] = [];
+    const [workingSnippet, memorySnippet] = await Promise.all([
+      workingMemory.snippet(scope).catch(() => ''),
+      memory.mode === 'off' ? Promise.resolve('') : memory.snippet(scope).catch(() => ''),
+    ]);
+    if (workingSnippet !== '') messages.push({ role: 'system', content: workingSnippet });
+    if (memorySnippet !== '') messages.push({ role: 'system', content: memorySnippet });
+    if (run.systemPrompt !== '') messages.push({ role: 'system', content: run.systemPrompt });
+    for (const message of transcript) {
+      messages.push({
+        role: message.role,
+        content: message.content,
+        ...(message.toolCallId ? { toolCallId: message.toolCallId } : {}),
+        ...(message.toolCalls ? { toolCalls: message.toolCalls } : {}),
+      });
+    }
+    return { messages, memorySnippet };
+  };
+
+  const runTool = async (name: string, args: string, context: { runId: string; toolCallId: string; scope: Scope }): Promise<{ content: string; ok: boolean }> => {
+    const tool = toolsByName.get(name);
+    if (!tool) return { content: JSON.stringify({ error: { code: 'TOOL_NOT_FOUND', message: `unknown tool "${name}"; available tools are ${[...toolsByName.keys()].join(', ')}` } }), ok: false };
+    try {
+      const parsed: unknown = args.trim() === '' ? {} : JSON.parse(args);
+      const result = await tool.execute(parsed, {
+        tenantId: context.scope.tenantId,
+        conversationId: context.scope.conversationId,
+        agentId: context.scope.agentId,
+        runId: context.runId,
+        toolCallId: context.toolCallId,
+        workspace: options.workspace,
+      });
+      return { content: JSON.stringify(result), ok: true };
+    } catch (error) {
+      return { content: JSON.stringify({ error: errorJson(error) }), ok: false };
+    }
+  };
+
+  const fail = async (run: RunRecord, error: { code: string; message: string }, steps: number, usage: RunUsage, emit: (type: string, payload: Record<string, unknown>) => Promise<unknown>): Promise<RunRecord> => {
+    await runStore.updateRun(run.runId, { status: 'failed', error, steps, usage });
+    await emit('run.failed', { error });
+    return (await runStore.getRun(run.runId)) as RunRecord;
+  };
+
+  const launch = (run: RunRecord): void => {
+    const controller = new AbortController();
+    const done = runLoop(run, controller.signal).finally(() => active.delete(run.runId));
+    active.set(run.runId, { controller, done });
+  };
+
+  const runner: AgentRunner = {
+    hub,
+    async start(request, startOptions = {}) {
+      if (typeof request.prompt !== 'string' || request.prompt.trim() === '') throw invalidRequest('prompt is required');
+      if (request.prompt.length > MAX_PROMPT_CHARS) throw invalidRequest(`prompt is longer than ${MAX_PROMPT_CHARS} characters`);
+      const maxSteps = request.maxSteps ?? options.defaultMaxSteps ?? 10;
+      if (!Number.isSafeInteger(maxSteps) || maxSteps < 1 || maxSteps > 100) throw invalidRequest('max_steps must be an integer from 1 to 100');
+      const runId = options.generateRunId?.() ?? `run_${randomUUID()}`;
+      const scope = resolveScope({ tenantId: request.tenantId, conversationId: request.conversationId, agentId: request.agentId, runId });
+      const run = await runStore.createRun({
+        runId,
+        scope,
+        status: 'queued',
+        prompt: request.prompt,
+        model: request.model ?? '',
+        systemPrompt: request.systemPrompt ?? '',
+        maxSteps,
+        output: null,
+        error: null,
+        steps: 0,
+        usage: { inputTokens: 0, outputTokens: 0 },
+        parentRunId: startOptions.parentRunId ?? null,
+      });
+      launch(run);
+      return run;
+    },
+    async continue(runId, prompt) {
+      const previous = await runStore.getRun(runId);
+      if (!previous) throw notFound(runId);
+      if (previous.status === 'queued' || previous.status === 'running') {
+        throw new HarnessMemoryError({ code: 'RUN_NOT_COMPLETED', component: 'runner', message: `run ${runId} has not finished; continue it once it has.`, data: { runId } });
+      }
+      return runner.start(
+        { prompt, tenantId: previous.scope.tenantId, conversationId: previous.scope.conversationId, agentId: previous.scope.agentId, model: previous.model, systemPrompt: previous.systemPrompt, maxSteps: previous.maxSteps },
+        { parentRunId: runId },
+      );
+    },
+    async cancel(runId) {
+      const entry = active.get(runId);
+      if (entry) {
+        entry.controller.abort();
+        return entry.done;
+      }
+      const run = await runStore.getRun(runId);
+      if (!run) throw notFound(runId);
+      return run;
+    },
+    async wait(runId) {
+      const entry = active.get(runId);
+      if (entry) return entry.done;
+      const run = await runStore.getRun(runId);
+      if (!run) throw notFound(runId);
+      return run;
+    },
+    async settle() {
+      while (active.size > 0) await Promise.allSettled([...active.values()].map((entry) => entry.done));
+    },
+  };
+  return runner;
+}
+
+async function settleWithin(work: Promise<void>, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  clearTimeout(timer);
+}
+
+function usageJson(usage: RunUsage): Record<string, number> {
+  return { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens };
+}
+
+function errorJson(error: unknown): { code: string; message: string } {
+  if (HarnessMemoryError.isInstance(error)) return { code: error.code, message: error.message };
+  if (error instanceof Error) return { code: 'INTERNAL', message: error.message };
+  return { code: 'INTERNAL', message: String(error) };
+}
+
+function cancelled(): Error {
+  return new Error('run cancelled');
+}
+
+function invalidRequest(message: string): HarnessMemoryError {
+  return new HarnessMemoryError({ code: 'REQUEST_INVALID', component: 'runner', message: `${message}.` });
+}
+
+function notFound(runId: string): HarnessMemoryError {
+  return new HarnessMemoryError({ code: 'RUN_NOT_FOUND', component: 'runner', message: `run ${runId} was not found.`, data: { runId } });
+}

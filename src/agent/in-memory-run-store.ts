@@ -1,0 +1,101 @@
+import { StoreError } from '../core/errors.js';
+import type { ConversationMessage, RunEvent, RunRecord, RunStore } from './run-store.js';
+
+/** Options of {@link createInMemoryRunStore}. */
+export interface InMemoryRunStoreOptions {
+  /** @default () => new Date() */
+  now?: () => Date;
+}
+
+/** A run store that keeps everything in this process. */
+export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): RunStore {
+  const now = options.now ?? (() => new Date());
+  const runs = new Map<string, RunRecord>();
+  const events = new Map<string, RunEvent[]>();
+  const conversations = new Map<string, { ids: Set<string>; messages: ConversationMessage[] }>();
+  let disposed = false;
+  const guard = (): void => {
+    if (disposed) throw new StoreError({ store: 'in-memory-runs', code: 'STORE_DISPOSED', message: 'The run store was disposed.' });
+  };
+  const missing = (runId: string): StoreError => new StoreError({ store: 'in-memory-runs', message: `Run ${runId} does not exist.`, data: { runId } });
+
+  return {
+    specificationVersion: 'v1',
+    name: 'in-memory',
+    async createRun(run) {
+      guard();
+      const at = now().toISOString();
+      const record: RunRecord = Object.freeze({ ...run, createdAt: at, updatedAt: at });
+      runs.set(run.runId, record);
+      events.set(run.runId, []);
+      return record;
+    },
+    async getRun(runId) {
+      guard();
+      return runs.get(runId);
+    },
+    async updateRun(runId, patch) {
+      guard();
+      const current = runs.get(runId);
+      if (!current) throw missing(runId);
+      const next: RunRecord = Object.freeze({ ...current, ...patch, updatedAt: now().toISOString() });
+      runs.set(runId, next);
+      return next;
+    },
+    async appendEvent(runId, type, payload) {
+      guard();
+      const list = events.get(runId);
+      if (!list) throw missing(runId);
+      const seq = list.length;
+      const event: RunEvent = Object.freeze({ id: `${runId}:${seq}`, runId, seq, type, timestamp: now().toISOString(), payload: Object.freeze({ ...payload }) });
+      list.push(event);
+      return event;
+    },
+    async listEvents(runId, afterSeq) {
+      guard();
+      return (events.get(runId) ?? []).filter((event) => event.seq > afterSeq);
+    },
+    async appendMessages(memoryId, messages) {
+      guard();
+      let conversation = conversations.get(memoryId);
+      if (!conversation) {
+        conversation = { ids: new Set(), messages: [] };
+        conversations.set(memoryId, conversation);
+      }
+      for (const message of messages) {
+        if (conversation.ids.has(message.messageId)) continue;
+        conversation.ids.add(message.messageId);
+        conversation.messages.push(Object.freeze({ ...message }));
+      }
+    },
+    async recentMessages(memoryId, maxTokens) {
+      guard();
+      const all = conversations.get(memoryId)?.messages ?? [];
+      return takeRecent(all, maxTokens);
+    },
+    async forgetConversation(memoryId) {
+      guard();
+      conversations.delete(memoryId);
+    },
+    async dispose() {
+      disposed = true;
+    },
+  };
+}
+
+/**
+ * The newest messages that fit the budget, oldest first, never starting with a tool result
+ * whose call was cut off (a model rejects an orphaned tool message).
+ */
+export function takeRecent(all: readonly ConversationMessage[], maxTokens: number): ConversationMessage[] {
+  let start = all.length;
+  let used = 0;
+  while (start > 0) {
+    const candidate = all[start - 1] as ConversationMessage;
+    if (used + candidate.tokenCount > maxTokens) break;
+    used += candidate.tokenCount;
+    start--;
+  }
+  while (start < all.length && all[start]?.role === 'tool') start++;
+  return all.slice(start);
+}

@@ -1,0 +1,84 @@
+/**
+ * The run-store port: runs, their event history and each conversation's messages.
+ * The harness keeps these beside memory (SQLite by default) so that a client connecting
+ * late, or reconnecting, misses nothing.
+ * @module
+ */
+import type { Scope } from '../core/scope.js';
+import type { LanguageModelToolCall } from '../llm/language-model.js';
+
+/** Lifecycle of a run. */
+export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
+
+/** Token usage summed over a run's model calls. */
+export interface RunUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+/** One run: a prompt answered by the agent loop in a scope. */
+export interface RunRecord {
+  readonly runId: string;
+  readonly scope: Scope;
+  readonly status: RunStatus;
+  readonly prompt: string;
+  readonly model: string;
+  readonly systemPrompt: string;
+  readonly maxSteps: number;
+  readonly output: string | null;
+  readonly error: { readonly code: string; readonly message: string } | null;
+  readonly steps: number;
+  readonly usage: RunUsage;
+  /** The run this one continues, if any. */
+  readonly parentRunId: string | null;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** One event of a run's stream. `seq` counts from 0 per run. */
+export interface RunEvent {
+  /** `<run_id>:<seq>` */
+  readonly id: string;
+  readonly runId: string;
+  readonly seq: number;
+  readonly type: string;
+  /** ISO 8601 UTC. */
+  readonly timestamp: string;
+  readonly payload: Readonly<Record<string, unknown>>;
+}
+
+/** A message of a conversation's history, as replayed into later runs. */
+export interface ConversationMessage {
+  /** Stable identity; also the identity observational memory uses. */
+  readonly messageId: string;
+  readonly runId: string;
+  readonly role: 'user' | 'assistant' | 'tool';
+  readonly content: string;
+  readonly name?: string;
+  readonly toolCallId?: string;
+  readonly toolCalls?: readonly LanguageModelToolCall[];
+  readonly tokenCount: number;
+}
+
+/** Fields a run update may change. */
+export type RunPatch = Partial<Pick<RunRecord, 'status' | 'output' | 'error' | 'steps' | 'usage'>>;
+
+/** Storage for runs, events and conversation history. */
+export interface RunStore {
+  readonly specificationVersion: 'v1';
+  readonly name: string;
+  createRun(run: Omit<RunRecord, 'createdAt' | 'updatedAt'>): Promise<RunRecord>;
+  getRun(runId: string): Promise<RunRecord | undefined>;
+  updateRun(runId: string, patch: RunPatch): Promise<RunRecord>;
+  /** Appends an event with the run's next seq (from 0). */
+  appendEvent(runId: string, type: string, payload: Record<string, unknown>): Promise<RunEvent>;
+  /** Events with seq greater than `afterSeq` (−1 for all), in order. */
+  listEvents(runId: string, afterSeq: number): Promise<RunEvent[]>;
+  /** Appends messages to a conversation (by memory id); known message ids are skipped. */
+  appendMessages(memoryId: string, messages: readonly ConversationMessage[]): Promise<void>;
+  /** The most recent messages of a conversation whose tokens fit `maxTokens`, oldest first. */
+  recentMessages(memoryId: string, maxTokens: number): Promise<ConversationMessage[]>;
+  /** Deletes a conversation's messages (memory forget). */
+  forgetConversation(memoryId: string): Promise<void>;
+  dispose(): Promise<void>;
+}

@@ -1,0 +1,213 @@
+/**
+ * A {@link LanguageModel} over any OpenAI-compatible chat completions server (OpenAI,
+ * OpenRouter, Ollama, vLLM, LiteLLM, …), built on the `openai` SDK with its retries off.
+ * @module
+ */
+import OpenAI, { APIError } from 'openai';
+import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
+import { ConfigError } from '../core/errors.js';
+import { parseCompletion, StreamAssembler, toChatMessages, toChatTools } from './_chat-completions.js';
+import { toModelCallError } from './_model-call-errors.js';
+import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult } from './language-model.js';
+
+/** Whole-call timeout of a model call, in milliseconds (the reference's 90 s). */
+export const DEFAULT_MODEL_TIMEOUT_MS = 90_000;
+/** API key sent when none is given; local servers usually ignore it. */
+export const PLACEHOLDER_API_KEY = 'not-needed';
+
+/** Settings of {@link createOpenAICompatibleModel}. */
+export interface OpenAICompatibleSettings {
+  /** Server base URL, with or without a trailing `/v1` (for example `http://127.0.0.1:11434`). */
+  readonly baseURL: string;
+  /** Model id sent as `model`, unless a call gives its own `modelId`. */
+  readonly modelId: string;
+  /** Provider name reported by the model. @default "openai-compatible" */
+  readonly provider?: string;
+  /** Sent as `Authorization: Bearer …`. @default "not-needed" */
+  readonly apiKey?: string;
+  /** Whole-call timeout in milliseconds, reading the body included. @default 90000 */
+  readonly timeout?: number;
+  /** Extra headers on every request. @default {} */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The fetch implementation, for tests or proxies. @default globalThis.fetch */
+  readonly fetch?: typeof globalThis.fetch;
+  /** When true, `doGenerate` streams the answer and assembles it. @default false */
+  readonly stream?: boolean;
+  /** Body field for `maxOutputTokens`; some older servers know only `max_tokens`. @default "max_completion_tokens" */
+  readonly maxTokensParameter?: 'max_tokens' | 'max_completion_tokens';
+}
+
+/** One event of a streamed answer. `finish` comes last and carries the assembled result. */
+export type LanguageModelStreamPart =
+  | { readonly type: 'text-delta'; readonly delta: string }
+  | {
+      readonly type: 'tool-call-delta';
+      readonly index: number;
+      readonly id?: string;
+      readonly name?: string;
+      readonly argumentsDelta: string;
+    }
+  | { readonly type: 'finish'; readonly result: LanguageModelResult };
+
+/** An OpenAI-compatible model: a {@link LanguageModel} that can also stream. */
+export interface OpenAICompatibleModel extends LanguageModel {
+  /** The normalised base URL, ending in `/v1`. */
+  readonly baseURL: string;
+  /**
+   * Streams the answer. The last part is `finish` with the assembled result; a stream cut
+   * before the model finished throws a retryable `ModelCallError` instead.
+   */
+  doStream(options: LanguageModelCallOptions): AsyncIterable<LanguageModelStreamPart>;
+}
+
+/**
+ * Normalises a base URL so the SDK reaches `<origin><path>/v1/chat/completions` exactly once:
+ * trims spaces and trailing slashes, drops a pasted `/chat/completions`, adds `/v1` when missing.
+ * Throws a `ConfigError` for anything that is not an http(s) URL.
+ * @example normalizeBaseUrl('http://127.0.0.1:11434/') // 'http://127.0.0.1:11434/v1'
+ */
+export function normalizeBaseUrl(baseUrl: string): string {
+  const trimmed = baseUrl.trim();
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(trimmed);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+    throw new ConfigError({
+      key: 'baseURL',
+      source: 'model settings',
+      message: `must be an http(s) URL such as https://api.openai.com/v1 or http://127.0.0.1:11434 (got ${JSON.stringify(trimmed)})`,
+    });
+  }
+  const path = parsed.pathname.replace(/\/+$/, '').replace(/\/chat\/completions$/, '');
+  return `${parsed.origin}${/\/v1$/.test(path) ? path : `${path}/v1`}`;
+}
+
+/**
+ * Creates a model over an OpenAI-compatible server. The SDK's own retries are off
+ * (`maxRetries: 0`): wrap the model with `withRetries` for the single retry layer.
+ * Every failure is a `ModelCallError` that says whether retrying can help.
+ * @example
+ * const model = createOpenAICompatibleModel({ baseURL: 'http://127.0.0.1:11434', modelId: 'llama3.2' });
+ * const { text } = await model.doGenerate({ messages: [{ role: 'user', content: 'Hi' }] });
+ */
+export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings): OpenAICompatibleModel {
+  const baseURL = normalizeBaseUrl(settings.baseURL);
+  const url = `${baseURL}/chat/completions`;
+  const timeoutMs = settings.timeout ?? DEFAULT_MODEL_TIMEOUT_MS;
+  const errorBodies = new WeakMap<object, string>();
+  const client = new OpenAI({
+    baseURL,
+    apiKey: settings.apiKey || PLACEHOLDER_API_KEY,
+    // Explicit nulls keep the SDK from reading OPENAI_ORG_ID and friends from the environment.
+    adminAPIKey: null,
+    organization: null,
+    project: null,
+    webhookSecret: null,
+    timeout: timeoutMs,
+    maxRetries: 0,
+    logLevel: 'off',
+    defaultHeaders: { ...settings.headers },
+    fetch: capturingFetch(settings.fetch ?? globalThis.fetch, errorBodies),
+  });
+
+  function requestBody(options: LanguageModelCallOptions): ChatCompletionCreateParamsNonStreaming {
+    const maxTokens = options.maxOutputTokens;
+    return {
+      model: options.modelId ?? settings.modelId,
+      messages: toChatMessages(options.messages),
+      ...(options.tools?.length ? { tools: toChatTools(options.tools) } : {}),
+      ...(maxTokens === undefined
+        ? {}
+        : settings.maxTokensParameter === 'max_tokens'
+          ? { max_tokens: maxTokens }
+          : { max_completion_tokens: maxTokens }),
+      ...(options.temperature === undefined ? {} : { temperature: options.temperature }),
+    };
+  }
+
+  /** Links the caller's signal with our whole-call deadline; maps every failure. */
+  function startCall(options: LanguageModelCallOptions) {
+    const controller = new AbortController();
+    const caller = options.abortSignal;
+    const abort = (): void => controller.abort();
+    const timer = setTimeout(abort, timeoutMs);
+    caller?.addEventListener('abort', abort, { once: true });
+    if (caller?.aborted) abort();
+    return {
+      signal: controller.signal,
+      fail: (error: unknown) =>
+        toModelCallError(error, {
+          url,
+          timeoutMs,
+          aborted: caller?.aborted ?? false,
+          timedOut: controller.signal.aborted && !(caller?.aborted ?? false),
+          responseBody: error instanceof APIError && error.headers ? errorBodies.get(error.headers) : undefined,
+        }),
+      end: (): void => {
+        clearTimeout(timer);
+        caller?.removeEventListener('abort', abort);
+      },
+    };
+  }
+
+  async function* doStream(options: LanguageModelCallOptions): AsyncGenerator<LanguageModelStreamPart> {
+    const call = startCall(options);
+    try {
+      const stream = await client.chat.completions.create(
+        { ...requestBody(options), stream: true, stream_options: { include_usage: true } },
+        { signal: call.signal },
+      );
+      const assembler = new StreamAssembler(url);
+      for await (const chunk of stream) yield* assembler.add(chunk);
+      yield { type: 'finish', result: assembler.finish() };
+    } catch (error) {
+      throw call.fail(error);
+    } finally {
+      call.end();
+    }
+  }
+
+  async function doGenerate(options: LanguageModelCallOptions): Promise<LanguageModelResult> {
+    if (settings.stream) {
+      for await (const part of doStream(options)) if (part.type === 'finish') return part.result;
+      throw toModelCallError(new Error('stream ended without a result'), { url, timeoutMs, aborted: false, timedOut: false });
+    }
+    const call = startCall(options);
+    try {
+      const body: unknown = await client.chat.completions.create(requestBody(options), { signal: call.signal });
+      return parseCompletion(body, url);
+    } catch (error) {
+      throw call.fail(error);
+    } finally {
+      call.end();
+    }
+  }
+
+  return {
+    specificationVersion: 'v1',
+    provider: settings.provider ?? 'openai-compatible',
+    modelId: settings.modelId,
+    baseURL,
+    doGenerate,
+    doStream,
+  };
+}
+
+/**
+ * The SDK keeps only `body.error` of a failed response; vLLM-style bodies have none. This
+ * wrapper reads the raw text first and files it under the response's `Headers`, which the
+ * SDK's `APIError` keeps.
+ */
+function capturingFetch(base: typeof globalThis.fetch, bodies: WeakMap<object, string>): typeof globalThis.fetch {
+  return async (input, init) => {
+    const response = await base(input, init);
+    if (response.ok) return response;
+    const text = await response.text();
+    const copy = new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
+    bodies.set(copy.headers, text);
+    return copy;
+  };
+}
