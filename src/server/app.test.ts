@@ -1,0 +1,229 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
+import { createAgentRunner } from '../agent/agent-runner.js';
+import { createLocalEventHub } from '../agent/event-hub.js';
+import { createInMemoryRunStore } from '../agent/in-memory-run-store.js';
+import { createModelObserver, createModelReflector } from '../memory/model-observer.js';
+import { createObservationalMemory } from '../memory/observational-memory.js';
+import { createWorkingMemory } from '../memory/working-memory.js';
+import { createInMemoryStore } from '../storage/in-memory-store.js';
+import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
+import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
+import { createApp } from './app.js';
+import type { AppOptions } from './app.js';
+
+function setup(apiKeys?: AppOptions['apiKeys']) {
+  const store = createInMemoryStore();
+  const memoryModel = createMockLanguageModel('IMPORTANCE:0.9\nCANARY_tenant_a_fact');
+  const observationalMemory = createObservationalMemory({ store, observer: createModelObserver(memoryModel), reflector: createModelReflector(memoryModel), defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+  const workingMemory = createWorkingMemory({ store });
+  const runStore = createInMemoryRunStore();
+  const hub = createLocalEventHub();
+  const agentModel = createMockLanguageModel('final answer');
+  const runner = createAgentRunner({
+    model: agentModel,
+    observationalMemory,
+    workingMemory,
+    runStore,
+    hub,
+    memoryTools: [createWorkingMemoryTool(workingMemory), createObservationalMemoryTool({ memory: observationalMemory })],
+    workspace: mkdtempSync(join(tmpdir(), 'hm-app-')),
+  });
+  const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory, heartbeatMs: 50, ...(apiKeys ? { apiKeys } : {}) });
+  const request = (path: string, init: RequestInit & { key?: string } = {}) => {
+    const headers = new Headers(init.headers);
+    if (init.key) headers.set('authorization', `Bearer ${init.key}`);
+    if (init.body && !headers.has('content-type')) headers.set('content-type', 'application/json');
+    return app.request(path, { ...init, headers });
+  };
+  return { app, request, runner, runStore, workingMemory, observationalMemory, store };
+}
+
+const json = async (response: Response) => (await response.json()) as Record<string, any>;
+
+describe('server: runs', () => {
+  it('creates a run with 202 and serves its state and events', async () => {
+    const { request, runner } = setup();
+    const created = await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'hello', tenant_id: 'acme', conversation_id: 'c1' }) });
+    expect(created.status).toBe(202);
+    const { run_id: runId, status } = await json(created);
+    expect(status).toBe('queued');
+    await runner.wait(runId);
+    const state = await json(await request(`/v1/runs/${runId}`));
+    expect(state).toMatchObject({ run_id: runId, status: 'completed', tenant_id: 'acme', conversation_id: 'c1', agent_id: 'default', output: 'final answer', steps: 1 });
+    const events = await request(`/v1/runs/${runId}/events`);
+    expect(events.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    const text = await events.text();
+    const frames = text.trim().split('\n\n');
+    expect(frames[0]).toMatch(new RegExp(`^id: ${runId}:0\\nretry: 3000\\nevent: run.started\\ndata: \\{`));
+    expect(frames.at(-1)).toContain('event: run.completed');
+    const data = JSON.parse(frames[0]!.split('\n')[3]!.slice(6));
+    expect(Object.keys(data)).toEqual(['id', 'run_id', 'type', 'timestamp', 'payload']);
+  });
+
+  it('resumes after Last-Event-ID with exactly the missed events', async () => {
+    const { request, runner, runStore } = setup();
+    const { run_id: runId } = await json(await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'hi' }) }));
+    await runner.wait(runId);
+    const all = await runStore.listEvents(runId, -1);
+    const text = await (await request(`/v1/runs/${runId}/events`, { headers: { 'Last-Event-ID': `${runId}:2` } })).text();
+    const ids = [...text.matchAll(/^id: (.+)$/gm)].map((match) => match[1]);
+    expect(ids).toEqual(all.filter((event) => event.seq > 2).map((event) => event.id));
+  });
+
+  it('streams live events to a subscriber that connects before the run ends', async () => {
+    const { request, runner } = setup();
+    const { run_id: runId } = await json(await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'hi' }) }));
+    const response = await request(`/v1/runs/${runId}/events`);
+    const text = await response.text();
+    await runner.wait(runId);
+    expect(text).toContain('event: run.started');
+    expect(text.trim().endsWith('}')).toBe(true);
+    expect(text).toContain('event: run.completed');
+  });
+
+  it('continues a run in the same scope and refuses to continue one still running', async () => {
+    const { request, runner } = setup();
+    const { run_id: runId } = await json(await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'one', conversation_id: 'conv-9' }) }));
+    const early = await request(`/v1/runs/${runId}/continue`, { method: 'POST', body: JSON.stringify({ prompt: 'two' }) });
+    expect([202, 409]).toContain(early.status);
+    await runner.settle();
+    const next = await request(`/v1/runs/${runId}/continue`, { method: 'POST', body: JSON.stringify({ prompt: 'three' }) });
+    expect(next.status).toBe(202);
+    const nextId = (await json(next)).run_id;
+    await runner.wait(nextId);
+    expect((await json(await request(`/v1/runs/${nextId}`))).conversation_id).toBe('conv-9');
+  });
+});
+
+describe('server: bad input', () => {
+  it('answers malformed JSON, unknown fields, wrong types and invalid ids with 400 and stores nothing', async () => {
+    const { request, runStore } = setup();
+    const cases: Array<[string, string]> = [
+      ['{"prompt": ', 'invalid_json'],
+      [JSON.stringify({ prompt: 'x', surprise: 1 }), 'invalid_request'],
+      [JSON.stringify({ prompt: 5 }), 'invalid_request'],
+      [JSON.stringify({ prompt: 'x', max_steps: 0 }), 'invalid_request'],
+      [JSON.stringify({ prompt: 'x', tenant_id: '../etc' }), 'scope_invalid'],
+      [JSON.stringify({ prompt: '   ' }), 'request_invalid'],
+    ];
+    for (const [body, code] of cases) {
+      const response = await request('/v1/runs', { method: 'POST', body });
+      expect(response.status, body).toBe(400);
+      const error = (await json(response)).error;
+      expect(error.code, body).toBe(code);
+      expect(error.message.length).toBeGreaterThan(5);
+    }
+    expect(await runStore.getRun('anything')).toBeUndefined();
+  });
+
+  it('rejects bodies over 1 MiB with 413 before any work', async () => {
+    const { request } = setup();
+    const response = await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'x'.repeat(1024 * 1024 + 10) }) });
+    expect(response.status).toBe(413);
+    expect((await json(response)).error.code).toBe('body_too_large');
+  });
+
+  it('answers unknown runs and routes with 404', async () => {
+    const { request } = setup();
+    expect((await request('/v1/runs/run_nope')).status).toBe(404);
+    expect((await request('/v1/runs/run_nope/events')).status).toBe(404);
+    expect((await request('/v1/nothing')).status).toBe(404);
+  });
+
+  it('refuses a foreign Host header when running without API keys', async () => {
+    const { request } = setup();
+    const response = await request('/healthz', { headers: { host: 'evil.example' } });
+    expect(response.status).toBe(403);
+    expect((await request('/healthz', { headers: { host: '127.0.0.1:8080' } })).status).toBe(200);
+  });
+});
+
+describe('server: memory routes', () => {
+  const base = '/v1/memory/acme/conv-1/agent-x';
+
+  it('sets, lists and deletes working memory, and shows both snippets', async () => {
+    const { request } = setup();
+    expect((await request(`${base}/working/plan`, { method: 'PUT', body: JSON.stringify({ value: { step: 1 } }) })).status).toBe(200);
+    const listed = await json(await request(`${base}/working`));
+    expect(listed.entries).toMatchObject([{ key: 'plan', value: { step: 1 } }]);
+    const view = await json(await request(base));
+    expect(view.snippets.working_memory).toBe('<working-memory>\nplan: {"step":1}\n</working-memory>');
+    expect(view.status).toMatchObject({ enabled: true, observation_count: 0 });
+    expect(await json(await request(`${base}/working/plan`, { method: 'DELETE' }))).toEqual({ ok: true, key: 'plan', deleted: true });
+  });
+
+  it('enables with config, disables, reflects and exports', async () => {
+    const { request, observationalMemory } = setup();
+    const enabled = await json(await request(`${base}/observational/enable`, { method: 'POST', body: JSON.stringify({ config: { observe_min_tokens: 11, snippet_max_tokens: 22, reflect_threshold_tokens: 33 } }) }));
+    expect(enabled.status.config).toEqual({ observe_min_tokens: 11, snippet_max_tokens: 22, reflect_threshold_tokens: 33 });
+    expect((await request(`${base}/observational/enable`, { method: 'POST', body: JSON.stringify({ config: { observe_min_tokens: 0 } }) })).status).toBe(400);
+    await observationalMemory.observe({ scope: { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' }, messages: [{ id: '1', role: 'user', content: 'x'.repeat(100) }] });
+    const reflected = await json(await request(`${base}/observational/reflect`, { method: 'POST' }));
+    expect(reflected.status.reflection_present).toBe(true);
+    const markdown = await request(`${base}/observational/export?format=markdown`);
+    expect(markdown.headers.get('content-type')).toContain('text/markdown');
+    expect(await markdown.text()).toContain('# Observational Memory Export');
+    expect((await request(`${base}/observational/export?format=xml`)).status).toBe(400);
+    const disabled = await json(await request(`${base}/observational/disable`, { method: 'POST' }));
+    expect(disabled.status.enabled).toBe(false);
+  });
+
+  it('forgets a scope entirely', async () => {
+    const { request, workingMemory } = setup();
+    await workingMemory.set({ tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' }, 'k', 1);
+    expect((await request(base, { method: 'DELETE' })).status).toBe(200);
+    expect((await json(await request(`${base}/working`))).entries).toEqual([]);
+  });
+
+  it('validates scope ids in the path', async () => {
+    const { request } = setup();
+    // The URL parser folds %2e%2e into a traversal, which routes nowhere.
+    expect((await request('/v1/memory/acme/%2e%2e/agent-x')).status).toBe(404);
+    const response = await request('/v1/memory/acme/bad%20id/agent-x');
+    expect(response.status).toBe(400);
+    expect((await json(response)).error.code).toBe('scope_invalid');
+    expect((await request(`${base}/working/${'k'.repeat(200)}`, { method: 'PUT', body: '{"value":1}' })).status).toBe(400);
+    expect((await request(`${base}/working/big`, { method: 'PUT', body: JSON.stringify({ value: 'x'.repeat(10_000) }) })).status).toBe(413);
+  });
+});
+
+describe('server: tenant isolation with API keys', () => {
+  it('lets a key reach only its own tenant by every route', async () => {
+    const { request, runner } = setup([
+      { key: 'key-a', tenantId: 'tenant-a' },
+      { key: 'key-b', tenantId: 'tenant-b' },
+    ]);
+    expect((await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'x' }) })).status).toBe(401);
+    expect((await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'x' }), key: 'wrong' })).status).toBe(401);
+    const created = await json(await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'CANARY please remember', conversation_id: 'c1' }), key: 'key-a' }));
+    await runner.settle();
+    const runId = created.run_id;
+    expect((await json(await request(`/v1/runs/${runId}`, { key: 'key-a' }))).tenant_id).toBe('tenant-a');
+    for (const path of [`/v1/runs/${runId}`, `/v1/runs/${runId}/events`]) {
+      const response = await request(path, { key: 'key-b' });
+      expect(response.status, path).toBe(404);
+      expect(await response.text()).not.toContain('CANARY');
+    }
+    for (const [method, path] of [
+      ['POST', `/v1/runs/${runId}/continue`],
+      ['POST', `/v1/runs/${runId}/cancel`],
+    ] as const) {
+      expect((await request(path, { method, body: '{"prompt":"x"}', key: 'key-b' })).status).toBe(404);
+    }
+    const memoryPaths = ['/v1/memory/tenant-a/c1/default', '/v1/memory/tenant-a/c1/default/working', '/v1/memory/tenant-a/c1/default/observational/export'];
+    for (const path of memoryPaths) {
+      const response = await request(path, { key: 'key-b' });
+      expect(response.status, path).toBe(404);
+      expect(await response.text()).not.toContain('CANARY');
+    }
+    expect((await request('/v1/memory/tenant-a/c1/default', { method: 'DELETE', key: 'key-b' })).status).toBe(404);
+    const own = await json(await request('/v1/memory/tenant-a/c1/default', { key: 'key-a' }));
+    expect(JSON.stringify(own)).toContain('CANARY');
+    // Asking for another tenant in the body is refused.
+    expect((await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'x', tenant_id: 'tenant-a' }), key: 'key-b' })).status).toBe(400);
+  });
+});

@@ -1,0 +1,55 @@
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { HarnessMemoryError } from '../core/errors.js';
+import type { HarnessMemoryErrorCode } from '../core/errors.js';
+
+/** The JSON error body: `{error: {code, message}}`. */
+export interface ErrorBody {
+  readonly error: { readonly code: string; readonly message: string };
+}
+
+const STATUS_BY_CODE: Readonly<Record<HarnessMemoryErrorCode, ContentfulStatusCode>> = {
+  SCOPE_INVALID: 400,
+  CONFIG_INVALID: 400,
+  TOOL_INPUT_INVALID: 400,
+  REQUEST_INVALID: 400,
+  WORKING_MEMORY_INVALID: 400,
+  WORKING_MEMORY_LIMIT: 413,
+  OBSERVE_INPUT_INVALID: 400,
+  EXPORT_INVALID: 400,
+  MEMORY_DISABLED: 409,
+  RUN_NOT_FOUND: 404,
+  RUN_NOT_COMPLETED: 409,
+  MODEL_NOT_CONFIGURED: 503,
+  MODEL_OUTPUT_INVALID: 502,
+  MODEL_CALL_FAILED: 502,
+  STORE_CONFLICT: 409,
+  STORE_FAILED: 500,
+  STORE_DISPOSED: 503,
+  OPERATION_LEASE_LOST: 409,
+};
+
+/** An HTTP error with our JSON body. */
+export function httpError(status: ContentfulStatusCode, code: string, message: string): HTTPException {
+  return new HTTPException(status, { res: jsonError(status, code, message) });
+}
+
+/** A JSON error response. */
+export function jsonError(status: ContentfulStatusCode, code: string, message: string): Response {
+  const body: ErrorBody = { error: { code, message } };
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
+}
+
+/** Maps any thrown value to a JSON error response; the one place errors become responses. */
+export function errorResponse(error: unknown): Response {
+  if (error instanceof HTTPException) return error.getResponse();
+  if (HarnessMemoryError.isInstance(error)) {
+    const status = STATUS_BY_CODE[error.code] ?? 500;
+    return jsonError(status, error.code.toLowerCase(), stripPrefix(error.message));
+  }
+  return jsonError(500, 'internal', 'internal error; see the server log');
+}
+
+function stripPrefix(message: string): string {
+  return message.replace(/^\[harness-memory\] \[[^\]]+\] /, '');
+}

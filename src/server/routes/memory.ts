@@ -1,0 +1,127 @@
+import { Hono } from 'hono';
+import { z } from 'zod/v4';
+import type { RunStore } from '../../agent/run-store.js';
+import { observationToJson, statusToJson } from '../../core/memory-status.js';
+import { memoryIdOf, resolveScope } from '../../core/scope.js';
+import type { Scope } from '../../core/scope.js';
+import type { ObservationalMemory } from '../../memory/observational-memory.js';
+import type { WorkingMemory } from '../../memory/working-memory.js';
+import { httpError } from '../http-error.js';
+import { readJsonBody } from '../request-body.js';
+import { entryToJson } from '../serialize.js';
+import type { ServerEnv } from '../server-env.js';
+
+const positive = z.number().int().positive();
+const enableBody = z
+  .object({
+    config: z.object({ observe_min_tokens: positive.optional(), snippet_max_tokens: positive.optional(), reflect_threshold_tokens: positive.optional() }).strict().optional(),
+  })
+  .strict();
+const emptyBody = z.object({}).strict();
+const putBody = z.object({ value: z.unknown() }).strict();
+
+/** Dependencies of the memory routes. */
+export interface MemoryRoutesOptions {
+  readonly observationalMemory: ObservationalMemory;
+  readonly workingMemory: WorkingMemory;
+  readonly runStore: RunStore;
+}
+
+/** `/v1/memory/{tenant}/{conversation}/{agent}`: inspect, forget, control both memories. */
+export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
+  const app = new Hono<ServerEnv>();
+  const { observationalMemory: memory, workingMemory } = options;
+
+  const scopeOf = (context: { req: { param: (name: string) => string }; get: (key: 'tenant') => string | undefined }): Scope => {
+    const scope = resolveScope({ tenantId: context.req.param('tenant'), conversationId: context.req.param('conversation'), agentId: context.req.param('agent') });
+    const tenant = context.get('tenant');
+    // Another tenant's memory does not exist, as far as this key can tell.
+    if (tenant !== undefined && scope.tenantId !== tenant) throw httpError(404, 'not_found', 'no such memory scope');
+    return scope;
+  };
+
+  const base = '/:tenant/:conversation/:agent';
+
+  app.get(base, async (context) => {
+    const scope = scopeOf(context);
+    const inspection = await memory.inspect(scope);
+    const structured = inspection.reflection?.structured;
+    return context.json({
+      status: statusToJson(inspection.status),
+      observations: inspection.observations.map(observationToJson),
+      reflection: inspection.reflection?.raw ?? '',
+      structured_reflection: structured
+        ? {
+            summary: structured.summary,
+            supersessions: structured.supersessions.map((item) => ({ newer_seq: item.newerSeq, older_seq: item.olderSeq, reason: item.reason })),
+            contradictions: structured.contradictions.map((item) => ({ seq_a: item.seqA, seq_b: item.seqB, detail: item.detail })),
+            schema_version: structured.schemaVersion,
+          }
+        : null,
+      working_memory: (await workingMemory.entries(scope)).map(entryToJson),
+      snippets: { working_memory: await workingMemory.snippet(scope), observational_memory: await memory.snippet(scope) },
+    });
+  });
+
+  app.delete(base, async (context) => {
+    const scope = scopeOf(context);
+    await memory.forget(scope);
+    await options.runStore.forgetConversation(memoryIdOf(scope));
+    return context.json({ forgotten: true, scope: { tenant_id: scope.tenantId, conversation_id: scope.conversationId, agent_id: scope.agentId } });
+  });
+
+  app.post(`${base}/observational/enable`, async (context) => {
+    const scope = scopeOf(context);
+    const body = await readJsonBody(context, enableBody);
+    const config = body.config;
+    const status = await memory.setEnabled(
+      scope,
+      true,
+      config === undefined
+        ? undefined
+        : Object.fromEntries(
+            Object.entries({ observeMinTokens: config.observe_min_tokens, snippetMaxTokens: config.snippet_max_tokens, reflectThresholdTokens: config.reflect_threshold_tokens }).filter(([, value]) => value !== undefined),
+          ),
+    );
+    return context.json({ status: statusToJson(status) });
+  });
+
+  app.post(`${base}/observational/disable`, async (context) => {
+    const scope = scopeOf(context);
+    await readJsonBody(context, emptyBody);
+    return context.json({ status: statusToJson(await memory.setEnabled(scope, false)) });
+  });
+
+  app.post(`${base}/observational/reflect`, async (context) => {
+    const scope = scopeOf(context);
+    await readJsonBody(context, emptyBody);
+    const result = await memory.reflectNow(scope);
+    return context.json({ reflected: result.reflected, status: statusToJson(result.status) });
+  });
+
+  app.get(`${base}/observational/export`, async (context) => {
+    const scope = scopeOf(context);
+    const result = await memory.export(scope, context.req.query('format') ?? 'json');
+    const type = result.format === 'json' ? 'application/json; charset=utf-8' : 'text/markdown; charset=utf-8';
+    return context.body(result.content, 200, { 'content-type': type });
+  });
+
+  app.get(`${base}/working`, async (context) => {
+    const scope = scopeOf(context);
+    return context.json({ entries: (await workingMemory.entries(scope)).map(entryToJson) });
+  });
+
+  app.put(`${base}/working/:key`, async (context) => {
+    const scope = scopeOf(context);
+    const body = await readJsonBody(context, putBody);
+    const result = await workingMemory.set(scope, context.req.param('key'), body.value);
+    return context.json({ ok: true, key: result.key, entry: entryToJson(result.entry) });
+  });
+
+  app.delete(`${base}/working/:key`, async (context) => {
+    const scope = scopeOf(context);
+    return context.json(await workingMemory.delete(scope, context.req.param('key')));
+  });
+
+  return app;
+}

@@ -1,0 +1,91 @@
+import { Hono } from 'hono';
+import { z } from 'zod/v4';
+import type { AgentRunner } from '../../agent/agent-runner.js';
+import type { EventHub } from '../../agent/event-hub.js';
+import type { RunRecord, RunStore } from '../../agent/run-store.js';
+import { httpError } from '../http-error.js';
+import { readJsonBody } from '../request-body.js';
+import { runToJson } from '../serialize.js';
+import { streamRunEvents } from '../sse.js';
+import type { ServerEnv } from '../server-env.js';
+
+const runBody = z
+  .object({
+    prompt: z.string(),
+    tenant_id: z.string().optional(),
+    conversation_id: z.string().optional(),
+    agent_id: z.string().optional(),
+    model: z.string().max(200).optional(),
+    system_prompt: z.string().max(100_000).optional(),
+    max_steps: z.number().int().min(1).max(100).optional(),
+  })
+  .strict();
+
+const continueBody = z.object({ prompt: z.string() }).strict();
+
+/** Dependencies of the run routes. */
+export interface RunRoutesOptions {
+  readonly runner: AgentRunner;
+  readonly runStore: RunStore;
+  readonly hub: EventHub;
+  readonly heartbeatMs?: number;
+}
+
+/** `/v1/runs`: create, read, continue, cancel, and the SSE event stream. */
+export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
+  const app = new Hono<ServerEnv>();
+  const { runner, runStore } = options;
+
+  /** The run, only if the caller's tenant owns it: another tenant's run is 404. */
+  const ownedRun = async (runId: string, tenant: string | undefined): Promise<RunRecord> => {
+    const run = await runStore.getRun(runId);
+    if (!run || (tenant !== undefined && run.scope.tenantId !== tenant)) throw httpError(404, 'not_found', `run ${runId.slice(0, 100)} was not found`);
+    return run;
+  };
+
+  app.post('/', async (context) => {
+    const body = await readJsonBody(context, runBody);
+    const tenant = context.get('tenant');
+    if (tenant !== undefined && body.tenant_id !== undefined && body.tenant_id !== '' && body.tenant_id !== tenant) {
+      throw httpError(400, 'invalid_request', 'tenant_id does not match the tenant of the API key');
+    }
+    const run = await runner.start({
+      prompt: body.prompt,
+      ...definedOnly({
+        tenantId: tenant ?? body.tenant_id,
+        conversationId: body.conversation_id,
+        agentId: body.agent_id,
+        model: body.model,
+        systemPrompt: body.system_prompt,
+        maxSteps: body.max_steps,
+      }),
+    });
+    return context.json({ run_id: run.runId, status: run.status }, 202);
+  });
+
+  app.get('/:id', async (context) => context.json(runToJson(await ownedRun(context.req.param('id'), context.get('tenant')))));
+
+  app.post('/:id/continue', async (context) => {
+    const previous = await ownedRun(context.req.param('id'), context.get('tenant'));
+    const body = await readJsonBody(context, continueBody);
+    const run = await runner.continue(previous.runId, body.prompt);
+    return context.json({ run_id: run.runId, status: run.status }, 202);
+  });
+
+  app.post('/:id/cancel', async (context) => {
+    const run = await ownedRun(context.req.param('id'), context.get('tenant'));
+    const after = await runner.cancel(run.runId);
+    return context.json({ run_id: after.runId, status: after.status }, 202);
+  });
+
+  app.get('/:id/events', async (context) => {
+    const run = await ownedRun(context.req.param('id'), context.get('tenant'));
+    return streamRunEvents(context, { runId: run.runId, runStore, hub: options.hub, ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}) });
+  });
+
+  return app;
+}
+
+function definedOnly<T extends Record<string, unknown>>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,79 @@
+import type { Context } from 'hono';
+import { stream } from 'hono/streaming';
+import { TERMINAL_EVENT_TYPES } from '../agent/event-hub.js';
+import type { EventHub } from '../agent/event-hub.js';
+import type { RunEvent, RunStore } from '../agent/run-store.js';
+
+/** Options of {@link streamRunEvents}. */
+export interface StreamRunEventsOptions {
+  readonly runId: string;
+  readonly runStore: RunStore;
+  readonly hub: EventHub;
+  /** Interval of `: heartbeat` comments while idle. @default 15000 */
+  readonly heartbeatMs?: number;
+}
+
+/** One SSE frame as the reference writes it: id, retry, event, data. */
+export function formatFrame(event: RunEvent): string {
+  const data = JSON.stringify({ id: event.id, run_id: event.runId, type: event.type, timestamp: event.timestamp, payload: event.payload });
+  return `id: ${event.id}\nretry: 3000\nevent: ${event.type}\ndata: ${data}\n\n`;
+}
+
+/** The seq to resume after, from a `Last-Event-ID` of `<run_id>:<seq>` (or a bare seq). */
+export function resumeAfter(header: string | undefined, runId: string): number {
+  if (!header) return -1;
+  const value = header.trim();
+  const seqText = value.startsWith(`${runId}:`) ? value.slice(runId.length + 1) : value;
+  const seq = Number(seqText);
+  return Number.isSafeInteger(seq) && seq >= 0 ? seq : -1;
+}
+
+/**
+ * Streams a run's events: the stored history after `Last-Event-ID`, then live events,
+ * heartbeats while idle, and the end after a terminal event. The store is the source of
+ * truth: a live event only wakes the writer, so a slow client never holds events in
+ * memory or stalls the run.
+ */
+export function streamRunEvents(context: Context, options: StreamRunEventsOptions): Response {
+  context.header('Content-Type', 'text/event-stream; charset=utf-8');
+  context.header('Cache-Control', 'no-cache');
+  context.header('Connection', 'keep-alive');
+  context.header('X-Accel-Buffering', 'no');
+  let last = resumeAfter(context.req.header('Last-Event-ID'), options.runId);
+  return stream(context, async (output) => {
+    let wake: (() => void) | undefined;
+    let pending = false;
+    const unsubscribe = options.hub.subscribe(options.runId, () => {
+      pending = true;
+      wake?.();
+    });
+    let closed = false;
+    output.onAbort(() => {
+      closed = true;
+      wake?.();
+    });
+    try {
+      while (!closed) {
+        pending = false;
+        const events = await options.runStore.listEvents(options.runId, last);
+        for (const event of events) {
+          await output.write(formatFrame(event));
+          last = event.seq;
+          if (TERMINAL_EVENT_TYPES.has(event.type)) return;
+        }
+        if (pending) continue;
+        const timedOut = await new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(true), options.heartbeatMs ?? 15_000);
+          wake = () => {
+            clearTimeout(timer);
+            resolve(false);
+          };
+        });
+        wake = undefined;
+        if (timedOut && !closed) await output.write(': heartbeat\n\n');
+      }
+    } finally {
+      unsubscribe();
+    }
+  });
+}
