@@ -425,3 +425,25 @@ describe('observational memory: scopes', () => {
     expect((await memory.inspect(other)).observations).toEqual([]);
   });
 });
+
+describe('observational memory: background worker', () => {
+  it('recovers an operation left in processing by a dead worker and applies it once', async () => {
+    const store = createInMemoryStore();
+    const { memory, observer } = setup({ store, leaseMs: 50 });
+    await memory.setEnabled(scope, true);
+    const memoryId = memoryIdOf(scope);
+    // A "crashed" process stored messages, enqueued, claimed, and died before applying.
+    await store.appendMessages({ scope, memoryId, messages: [{ messageKey: 'id:x', role: 'user', name: '', toolCallId: '', content: 'I prefer tabs', tokenCount: 4 }] });
+    await store.enqueueOperation({ operationId: 'op_dead', scope, memoryId, operationType: 'observe', payload: {}, runId: 'run-0', toolCallId: 'system' });
+    await store.claimOperation({ memoryId, leaseOwner: 'dead-worker', leaseMs: 20 });
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    const worker = memory.startWorker({ pollMs: 10, staleCheckMs: 10 });
+    const deadline = Date.now() + 3000;
+    while ((await memory.status(scope)).observationCount === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    await worker.stop();
+    const inspection = await memory.inspect(scope);
+    expect(inspection.observations).toHaveLength(1);
+    expect(inspection.operations.find((operation) => operation.operationId === 'op_dead')).toMatchObject({ status: 'applied', attempt: 2 });
+    expect(observer.calls).toHaveLength(1);
+  });
+});

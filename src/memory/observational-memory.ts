@@ -130,6 +130,13 @@ export interface ObservationalMemory {
   drain(scope?: ScopeInput, options?: { timeoutMs?: number }): Promise<void>;
   /** Subscribes to events; returns the unsubscribe function. */
   subscribe(listener: (event: ObservationalMemoryEvent) => void): () => void;
+  /**
+   * Starts a background worker: at once and then every `staleCheckMs` it returns stale
+   * `processing` operations (lease expired, by the store's clock) to `queued`, and every
+   * `pollMs` it runs queued operations of any scope, so work left by a crashed process,
+   * or retries waiting for their backoff, complete without a new observe call.
+   */
+  startWorker(options?: { pollMs?: number; staleCheckMs?: number }): { stop(): Promise<void> };
 }
 
 const SNIPPET_CACHE_LIMIT = 1024;
@@ -351,6 +358,48 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
+    },
+
+    startWorker(workerOptions = {}) {
+      const pollMs = workerOptions.pollMs ?? 1000;
+      const staleCheckMs = workerOptions.staleCheckMs ?? 30_000;
+      let stopped = false;
+      let lastStaleCheck = 0;
+      let wake: (() => void) | undefined;
+      const loop = async (): Promise<void> => {
+        while (!stopped) {
+          try {
+            if (Date.now() - lastStaleCheck >= staleCheckMs) {
+              lastStaleCheck = Date.now();
+              await store.requeueStaleOperations({ graceSeconds: 0 });
+            }
+            for (;;) {
+              if (stopped) break;
+              const operation = await store.claimOperation({ leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
+              if (!operation) break;
+              await locks.run(operation.memoryId, () => runOperation(worker, operation));
+            }
+          } catch (error) {
+            emit({ type: 'memory.operation.failed', scope: { tenantId: '', conversationId: '', agentId: '' }, runId: '', operationId: '', operationType: 'worker', error: (error as Error).message, willRetry: true });
+          }
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, pollMs);
+            timer.unref?.();
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+        }
+      };
+      const running = loop();
+      return {
+        async stop() {
+          stopped = true;
+          wake?.();
+          await running;
+        },
+      };
     },
   };
   return service;

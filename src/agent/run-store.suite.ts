@@ -1,0 +1,76 @@
+/** The conformance suite every `RunStore` adapter runs. */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ConversationMessage, RunRecord, RunStore } from './run-store.js';
+
+/** Options of {@link runRunStoreSuite}. */
+export interface RunStoreSuiteOptions {
+  name: string;
+  create: () => Promise<RunStore> | RunStore;
+  cleanup?: () => Promise<void> | void;
+}
+
+const scope = { tenantId: 't', conversationId: 'c', agentId: 'a' };
+
+function newRun(runId: string): Omit<RunRecord, 'createdAt' | 'updatedAt'> {
+  return { runId, scope, status: 'queued', prompt: 'p', model: '', systemPrompt: '', maxSteps: 5, output: null, error: null, steps: 0, usage: { inputTokens: 0, outputTokens: 0 }, parentRunId: null };
+}
+
+function message(id: string, tokenCount: number, role: ConversationMessage['role'] = 'user'): ConversationMessage {
+  return { messageId: id, runId: 'run_1', role, content: `content ${id}`, tokenCount };
+}
+
+/** Runs the shared run-store conformance tests. */
+export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
+  describe(`run store: ${options.name}`, () => {
+    let store: RunStore;
+    beforeEach(async () => {
+      store = await options.create();
+    });
+    afterEach(async () => {
+      await store.dispose();
+      await options.cleanup?.();
+    });
+
+    it('creates, reads and updates runs', async () => {
+      const created = await store.createRun(newRun('run_1'));
+      expect(created).toMatchObject({ runId: 'run_1', status: 'queued', scope });
+      const updated = await store.updateRun('run_1', { status: 'completed', output: 'answer', error: null, steps: 2, usage: { inputTokens: 3, outputTokens: 4 } });
+      expect(updated).toMatchObject({ status: 'completed', output: 'answer', steps: 2, usage: { inputTokens: 3, outputTokens: 4 } });
+      expect(await store.getRun('run_1')).toEqual(updated);
+      expect(await store.getRun('run_2')).toBeUndefined();
+      await expect(store.updateRun('run_2', { status: 'failed' })).rejects.toThrow();
+    });
+
+    it('numbers events per run from 0, even when appended concurrently', async () => {
+      await store.createRun(newRun('run_1'));
+      await store.createRun(newRun('run_2'));
+      await Promise.all(Array.from({ length: 30 }, (_, index) => store.appendEvent('run_1', 'test.event', { index })));
+      const other = await store.appendEvent('run_2', 'x', {});
+      const events = await store.listEvents('run_1', -1);
+      expect(events.map((event) => event.seq)).toEqual(Array.from({ length: 30 }, (_, index) => index));
+      expect(events[3]?.id).toBe('run_1:3');
+      expect(other.seq).toBe(0);
+      expect((await store.listEvents('run_1', 27)).map((event) => event.seq)).toEqual([28, 29]);
+      expect(events[0]?.payload).toEqual({ index: expect.any(Number) });
+    });
+
+    it('keeps conversation history, skips known ids, and returns the recent part within a budget', async () => {
+      await store.appendMessages('m1', [message('a', 10), message('b', 10), message('c', 10, 'tool'), message('d', 10, 'assistant')]);
+      await store.appendMessages('m1', [message('b', 10), message('e', 10)]);
+      expect((await store.recentMessages('m1', 1000)).map((item) => item.messageId)).toEqual(['a', 'b', 'c', 'd', 'e']);
+      // Three fit, but a history never starts with an orphaned tool result.
+      expect((await store.recentMessages('m1', 30)).map((item) => item.messageId)).toEqual(['d', 'e']);
+      expect(await store.recentMessages('m2', 1000)).toEqual([]);
+      await store.forgetConversation('m1');
+      expect(await store.recentMessages('m1', 1000)).toEqual([]);
+    });
+
+    it('round-trips tool calls in messages', async () => {
+      const withCalls: ConversationMessage = { messageId: 'x', runId: 'r', role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'working_memory', arguments: '{"action":"list"}' }], tokenCount: 5 };
+      await store.appendMessages('m1', [withCalls, { messageId: 'y', runId: 'r', role: 'tool', content: '{}', toolCallId: 'c1', name: 'working_memory', tokenCount: 1 }]);
+      const [first, second] = await store.recentMessages('m1', 100);
+      expect(first?.toolCalls).toEqual(withCalls.toolCalls);
+      expect(second).toMatchObject({ toolCallId: 'c1', name: 'working_memory' });
+    });
+  });
+}
