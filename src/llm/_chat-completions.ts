@@ -5,6 +5,7 @@
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { z } from 'zod/v4';
 import { ModelCallError } from '../core/errors.js';
+import { truncateBody } from './_model-call-errors.js';
 import type {
   FinishReason,
   LanguageModelMessage,
@@ -100,7 +101,7 @@ function badAnswer(url: string, what: string, body: unknown): ModelCallError {
   return new ModelCallError({
     message: `${url} answered with ${what}; expected a chat completion. Check that the base URL points at an OpenAI-compatible server.`,
     url,
-    responseBody: (text ?? '').slice(0, 2048),
+    responseBody: truncateBody(text ?? ''),
     retryable: false,
   });
 }
@@ -156,8 +157,9 @@ export class StreamAssembler {
     for (const call of delta.tool_calls ?? []) {
       const index = call.index ?? 0;
       const current = this.#calls.get(index) ?? { id: '', name: '', arguments: '' };
-      if (call.id) current.id = call.id;
-      if (call.function?.name) current.name += call.function.name;
+      // The id and name come once, in the first delta of a call; later ones carry arguments.
+      if (call.id && !current.id) current.id = call.id;
+      if (call.function?.name && !current.name) current.name = call.function.name;
       const argumentsDelta = call.function?.arguments ?? '';
       current.arguments += argumentsDelta;
       this.#calls.set(index, current);

@@ -114,7 +114,8 @@ function describeCause(error: unknown): string {
 }
 
 function firstLine(text: string): string {
-  const line = (text.split('\n')[0] ?? '').replace(/\.$/, '');
+  // The SDK prefixes the status, which our message already gives.
+  const line = (text.split('\n')[0] ?? '').replace(/^\d{3} /, '').replace(/\.$/, '');
   return line.length > 300 ? `${line.slice(0, 300)}…` : line;
 }
 

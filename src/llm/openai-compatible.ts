@@ -5,7 +5,7 @@
  */
 import OpenAI, { APIError } from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
-import { ConfigError } from '../core/errors.js';
+import { ConfigError, ModelCallError } from '../core/errors.js';
 import { parseCompletion, StreamAssembler, toChatMessages, toChatTools } from './_chat-completions.js';
 import { toModelCallError } from './_model-call-errors.js';
 import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult } from './language-model.js';
@@ -82,7 +82,7 @@ export function normalizeBaseUrl(baseUrl: string): string {
     });
   }
   const path = parsed.pathname.replace(/\/+$/, '').replace(/\/chat\/completions$/, '');
-  return `${parsed.origin}${/\/v1$/.test(path) ? path : `${path}/v1`}`;
+  return `${parsed.origin}${path.endsWith('/v1') ? path : `${path}/v1`}`;
 }
 
 /**
@@ -173,7 +173,8 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
   async function doGenerate(options: LanguageModelCallOptions): Promise<LanguageModelResult> {
     if (settings.stream) {
       for await (const part of doStream(options)) if (part.type === 'finish') return part.result;
-      throw toModelCallError(new Error('stream ended without a result'), { url, timeoutMs, aborted: false, timedOut: false });
+      // Unreachable: doStream either yields `finish` last or throws.
+      throw new ModelCallError({ message: `The stream from ${url} ended without a result.`, url, retryable: true });
     }
     const call = startCall(options);
     try {

@@ -16,7 +16,7 @@ import { runRoutes } from './routes/runs.js';
 import type { ServerEnv } from './server-env.js';
 
 /** Largest request body accepted (1 MiB). */
-export const MAX_BODY_BYTES = 1024 * 1024;
+export const MAX_BODY_BYTES: number = 1024 * 1024;
 
 /** Options of {@link createApp}. */
 export interface AppOptions {

@@ -43,17 +43,20 @@ export interface ScriptedStatus {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
-/** Waits, then answers with `then`. */
+/**
+ * Waits, then answers with `reply`. (Not `then`: an object with a `then` function is a
+ * thenable, and awaiting a function reply's result would call it.)
+ */
 export interface ScriptedDelay {
   readonly delayMs: number;
-  readonly then: ScriptedReply;
+  readonly reply: ScriptedReply;
 }
 
-/** Sends the first bytes of `then`'s body (streamed or not), then destroys the socket. */
+/** Sends the first bytes of `reply`'s body (streamed or not), then destroys the socket. */
 export interface ScriptedTruncation {
   readonly truncateAfterBytes: number;
   /** @default { text: 'this answer is cut off before it ends' } */
-  readonly then?: ScriptedAnswer;
+  readonly reply?: ScriptedAnswer;
 }
 
 /** What the server does with one chat completions request. */
@@ -143,7 +146,7 @@ async function respond(response: ServerResponse, request: ScriptedRequest, reply
   if (typeof reply === 'function') return respond(response, request, await reply(request), id);
   if ('delayMs' in reply) {
     const waited = await wait(reply.delayMs, response);
-    if (waited) await respond(response, request, reply.then, id);
+    if (waited) await respond(response, request, reply.reply, id);
     return;
   }
   if ('status' in reply) {
@@ -154,7 +157,7 @@ async function respond(response: ServerResponse, request: ScriptedRequest, reply
     return;
   }
   const streamed = isStreamRequest(request.body);
-  const answer = 'truncateAfterBytes' in reply ? (reply.then ?? DEFAULT_TRUNCATED) : reply;
+  const answer = 'truncateAfterBytes' in reply ? (reply.reply ?? DEFAULT_TRUNCATED) : reply;
   const body = streamed ? sseBody(answer, request.body, id) : JSON.stringify(completion(answer, request.body, id));
   const bytes = Buffer.from(body, 'utf8');
   if (streamed) {

@@ -1,0 +1,117 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startScriptedOpenAIServer, type ScriptedServer } from '../../test/support/scripted-openai-server.js';
+import { withCircuitBreaker, type CircuitState } from './circuit-breaker.js';
+import { createOpenAICompatibleModel } from './openai-compatible.js';
+
+let server: ScriptedServer;
+beforeAll(async () => {
+  server = await startScriptedOpenAIServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+beforeEach(() => {
+  server.requests.length = 0;
+  server.setDefaultReply({ text: 'ok' });
+});
+
+const call = { messages: [{ role: 'user' as const, content: 'x' }] };
+const unavailable = { status: 503, body: { error: { message: 'down' } } };
+
+function breaker(options: { failureThreshold?: number } = {}) {
+  let clock = 1_000_000;
+  const states: CircuitState[] = [];
+  const model = withCircuitBreaker(createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm', provider: 'local' }), {
+    failureThreshold: options.failureThreshold ?? 3,
+    resetMs: 30_000,
+    now: () => clock,
+    onStateChange: (state) => states.push(state),
+  });
+  return { model, states, advance: (ms: number) => void (clock += ms) };
+}
+
+async function failTimes(model: { doGenerate: (options: typeof call) => Promise<unknown> }, times: number): Promise<void> {
+  for (let index = 0; index < times; index += 1) await model.doGenerate(call).catch(() => undefined);
+}
+
+describe('circuit breaker: opening', () => {
+  it('opens after the threshold of consecutive retryable failures and then fails fast without a request', async () => {
+    const { model } = breaker();
+    server.enqueue(unavailable, unavailable, unavailable);
+    await failTimes(model, 3);
+    expect(model.state).toBe('open');
+    expect(server.requests).toHaveLength(3);
+    const error = await model.doGenerate(call).catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({
+      code: 'MODEL_CALL_FAILED',
+      isRetryable: true,
+      retryAfterMs: 30_000,
+      message: expect.stringMatching(/circuit for local\/m is open after 3 consecutive failures.*will try again at .* \(in 30000 ms\)/),
+    });
+    expect(server.requests).toHaveLength(3);
+  });
+
+  it('counts only consecutive failures: a success resets the count', async () => {
+    const { model } = breaker();
+    server.enqueue(unavailable, unavailable, { text: 'fine' }, unavailable, unavailable);
+    await failTimes(model, 5);
+    expect(model.state).toBe('closed');
+  });
+
+  it('does not count non-retryable errors such as a bad request', async () => {
+    const { model } = breaker();
+    server.setDefaultReply({ status: 400, body: { error: { message: 'bad request' } } });
+    await failTimes(model, 6);
+    expect(model.state).toBe('closed');
+    expect(server.requests).toHaveLength(6);
+  });
+
+  it('opens after 5 failures by default', async () => {
+    const model = withCircuitBreaker(createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm' }));
+    server.setDefaultReply(unavailable);
+    await failTimes(model, 4);
+    expect(model.state).toBe('closed');
+    await failTimes(model, 1);
+    expect(model.state).toBe('open');
+  });
+});
+
+describe('circuit breaker: recovery', () => {
+  it('lets one trial through after resetMs and closes on success', async () => {
+    const { model, states, advance } = breaker();
+    server.enqueue(unavailable, unavailable, unavailable);
+    await failTimes(model, 3);
+    advance(10_000);
+    await expect(model.doGenerate(call)).rejects.toMatchObject({ retryAfterMs: 20_000 });
+    advance(20_000);
+    expect(model.state).toBe('half-open');
+    expect((await model.doGenerate(call)) as { text: string }).toMatchObject({ text: 'ok' });
+    expect(model.state).toBe('closed');
+    expect(server.requests).toHaveLength(4);
+    expect(states).toEqual(['open', 'half-open', 'closed']);
+  });
+
+  it('re-opens when the trial fails', async () => {
+    const { model, advance } = breaker();
+    server.enqueue(unavailable, unavailable, unavailable, unavailable);
+    await failTimes(model, 3);
+    advance(30_000);
+    await failTimes(model, 1);
+    expect(model.state).toBe('open');
+    expect(server.requests).toHaveLength(4);
+    await expect(model.doGenerate(call)).rejects.toMatchObject({ retryAfterMs: 30_000 });
+    expect(server.requests).toHaveLength(4);
+  });
+
+  it('fails fast for other calls while the trial is in flight', async () => {
+    const { model, advance } = breaker();
+    server.enqueue(unavailable, unavailable, unavailable, { delayMs: 100, reply: { text: 'trial' } });
+    await failTimes(model, 3);
+    advance(30_000);
+    const trial = model.doGenerate(call);
+    await expect(model.doGenerate(call)).rejects.toMatchObject({ message: expect.stringMatching(/after the trial call in flight/) });
+    await expect(trial).resolves.toMatchObject({ text: 'trial' });
+    expect(model.state).toBe('closed');
+    expect(server.requests).toHaveLength(4);
+  });
+});
