@@ -1,0 +1,159 @@
+/**
+ * Model failures through the real HTTP client: nothing is stored from a bad answer, no
+ * message is lost, and the caller gets its answer in bounded time.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startScriptedOpenAIServer } from '../../test/support/scripted-openai-server.js';
+import type { ScriptedServer } from '../../test/support/scripted-openai-server.js';
+import { HarnessMemoryError } from '../core/errors.js';
+import { memoryIdOf } from '../core/scope.js';
+import { withCircuitBreaker } from '../llm/circuit-breaker.js';
+import { createOpenAICompatibleModel } from '../llm/openai-compatible.js';
+import { createInMemoryStore } from '../storage/in-memory-store.js';
+import type { MemoryStore } from '../storage/store.js';
+import { createModelObserver } from './model-observer.js';
+import { createObservationalMemory } from './observational-memory.js';
+import type { ObservationalMemory } from './observational-memory.js';
+
+const scope = { tenantId: 't', conversationId: 'c', agentId: 'a' };
+const memoryId = memoryIdOf(scope);
+const GOOD = { text: 'IMPORTANCE:0.9\nUser prefers tabs' };
+
+let server: ScriptedServer;
+let store: MemoryStore;
+let memory: ObservationalMemory;
+
+beforeEach(async () => {
+  server = await startScriptedOpenAIServer();
+  store = createInMemoryStore();
+  const model = withCircuitBreaker(createOpenAICompatibleModel({ baseURL: server.url, modelId: 'memory-model', apiKey: 'test', timeout: 400 }), { failureThreshold: 3, resetMs: 300 });
+  memory = createObservationalMemory({ store, observer: createModelObserver(model), defaultEnabled: true, defaults: { observeMinTokens: 1 }, retryDelayMs: 20, maxAttempts: 3 });
+});
+
+afterEach(async () => {
+  await server.close();
+});
+
+let nextId = 0;
+function observe(content = 'I prefer tabs over spaces, always.') {
+  nextId++;
+  return memory.observe({ scope, runId: 'run-1', messages: [{ id: `m${nextId}`, role: 'user', content }] });
+}
+
+async function timed<T>(work: Promise<T>): Promise<{ ms: number; value?: T; error?: unknown }> {
+  const start = Date.now();
+  try {
+    return { ms: Date.now() - start, value: await work };
+  } catch (error) {
+    return { ms: Date.now() - start, error };
+  }
+}
+
+const unobserved = async () => (await store.listUnobservedMessages(memoryId, 1_000_000)).length;
+const observations = async () => (await store.listObservations(memoryId)).map((item) => item.content);
+const codeOf = (error: unknown) => (HarnessMemoryError.isInstance(error) ? [error.code, error.data['reason']] : [String(error)]);
+
+describe('observe failures: retryable', () => {
+  it('honours Retry-After on a 429, then observes the same message once', async () => {
+    server.enqueue({ status: 429, headers: { 'retry-after': '1' }, body: { error: { message: 'slow down' } } }, GOOD);
+    const first = await timed(observe());
+    expect(first.error).toBeDefined();
+    expect(first.ms).toBeLessThan(1000);
+    expect(await unobserved()).toBe(1);
+    await memory.drain(scope, { timeoutMs: 5000 });
+    const [failed, retried] = server.requests;
+    expect(retried!.receivedAt - failed!.receivedAt).toBeGreaterThanOrEqual(950);
+    expect(await observations()).toEqual(['User prefers tabs']);
+    expect(await unobserved()).toBe(0);
+  });
+
+  it('fails the operation after bounded attempts on persistent 5xx, keeps the message, and observes it later', async () => {
+    server.setDefaultReply({ status: 503, body: { error: { message: 'down' } } });
+    await expect(observe()).rejects.toBeDefined();
+    await memory.drain(scope, { timeoutMs: 5000 });
+    expect(server.requests).toHaveLength(3);
+    expect((await store.listOperations(memoryId)).at(-1)?.status).toBe('failed');
+    expect(await unobserved()).toBe(1);
+    server.setDefaultReply(GOOD);
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    const later = await observe('And use four-space tabs.');
+    expect(later.observed).toBe(true);
+    expect(await unobserved()).toBe(0);
+    const lastRequest = JSON.stringify(server.requests.at(-1)?.body);
+    expect(lastRequest).toContain('I prefer tabs over spaces');
+    expect(lastRequest).toContain('four-space tabs');
+  });
+
+  it('times out a slow model within bounded time and keeps the message', async () => {
+    server.enqueue({ delayMs: 2000, reply: GOOD });
+    const result = await timed(observe());
+    expect(result.error).toBeDefined();
+    expect(result.ms).toBeLessThan(1500);
+    expect(await unobserved()).toBe(1);
+    expect(await observations()).toEqual([]);
+  });
+});
+
+describe('observe failures: rejected answers', () => {
+  const cases: Array<[string, Parameters<ScriptedServer['enqueue']>[0], string]> = [
+    ['a length-truncated answer', { text: 'IMPORTANCE:0.9\nUser pref', finishReason: 'length' }, 'truncated'],
+    ['a content-filtered answer', { text: '', finishReason: 'content_filter' }, 'refused'],
+    ['a refusal', { text: '', refusal: 'I cannot help with that' }, 'refused'],
+    ['an empty answer', { text: '   ' }, 'empty'],
+    ['an answer over 64 KiB', { text: `IMPORTANCE:0.5\n${'x'.repeat(70_000)}` }, 'too_large'],
+  ];
+  for (const [name, reply, reason] of cases) {
+    it(`rejects ${name}: nothing stored, no retry, message kept`, async () => {
+      server.enqueue(reply);
+      const result = await timed(observe());
+      expect(codeOf(result.error)).toEqual(['MODEL_OUTPUT_INVALID', reason]);
+      expect(result.ms).toBeLessThan(1000);
+      expect(server.requests).toHaveLength(1);
+      expect(await observations()).toEqual([]);
+      expect(await unobserved()).toBe(1);
+      const operation = (await store.listOperations(memoryId)).at(-1);
+      expect(operation?.status).toBe('failed');
+      expect(operation?.errorText).toContain(reason === 'too_large' ? 'cap' : reason === 'refused' ? 'refused' : reason === 'empty' ? 'empty' : 'cut off');
+    });
+  }
+
+  it('fails on a connection cut mid-body, storing no partial observation', async () => {
+    server.enqueue({ truncateAfterBytes: 40, reply: GOOD }, { truncateAfterBytes: 40, reply: GOOD }, { truncateAfterBytes: 40, reply: GOOD });
+    await expect(observe()).rejects.toBeDefined();
+    expect(await observations()).toEqual([]);
+    expect(await unobserved()).toBe(1);
+  });
+
+  it('bounds an observer that produces junk', async () => {
+    const blocks = Array.from({ length: 200 }, (_, index) => `IMPORTANCE:0.5\nJunk ${index} ${'y'.repeat(3000)}`).join('\n\n');
+    server.enqueue({ text: blocks.slice(0, 60_000) });
+    await observe();
+    const stored = await store.listObservations(memoryId);
+    expect(stored.length).toBeLessThanOrEqual(50);
+    expect(Math.max(...stored.map((item) => item.content.length))).toBeLessThanOrEqual(2000 + 20);
+  });
+});
+
+describe('observe failures: circuit breaker', () => {
+  it('opens after repeated failures, fails fast without calling the model, and catches up with the backlog', async () => {
+    server.setDefaultReply({ status: 500, body: { error: { message: 'boom' } } });
+    await observe('message number 0').catch(() => undefined);
+    // Retries of the queued operation run into the failing model until the circuit opens.
+    await memory.drain(scope, { timeoutMs: 5000 }).catch(() => undefined);
+    const calls = server.requests.length;
+    expect(calls).toBe(3);
+    const fast = await timed(observe('message while open'));
+    expect(fast.error).toBeDefined();
+    expect(String((fast.error as Error).message)).toMatch(/circuit/i);
+    expect(server.requests.length).toBe(calls);
+    expect(await unobserved()).toBe(2);
+
+    server.setDefaultReply(GOOD);
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    await memory.drain(scope, { timeoutMs: 5000 });
+    await observe('message after recovery');
+    expect(await unobserved()).toBe(0);
+    const prompt = JSON.stringify(server.requests.at(-1)?.body) + JSON.stringify(server.requests.at(-2)?.body);
+    expect(prompt).toContain('message while open');
+  });
+});
