@@ -1,0 +1,345 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { HarnessMemoryError } from '../core/errors.js';
+import { createUlidGenerator } from '../core/ids.js';
+import { parseReflection } from '../core/parse-reflection.js';
+import { memoryIdOf } from '../core/scope.js';
+import type { Scope } from '../core/scope.js';
+import { SQLITE_SCHEMA_VERSION } from './sqlite/sqlite-migrations.js';
+import { createSqliteStore } from './sqlite/sqlite-store.js';
+import type { MemoryStore } from './store.js';
+import { runStoreSuite } from './store.suite.js';
+
+let suiteDirectory: string | undefined;
+
+runStoreSuite({
+  name: 'sqlite',
+  create: () => {
+    suiteDirectory = mkdtempSync(join(tmpdir(), 'harness-memory-sqlite-'));
+    return createSqliteStore({ path: join(suiteDirectory, 'nested', 'state.db') });
+  },
+  cleanup: () => {
+    if (suiteDirectory) rmSync(suiteDirectory, { recursive: true, force: true });
+    suiteDirectory = undefined;
+  },
+});
+
+const generateId = createUlidGenerator();
+const scope: Scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
+const other: Scope = { tenantId: 'acme', conversationId: 'conv-2', agentId: 'agent-x' };
+const memoryId = memoryIdOf(scope);
+const limits = { maxEntries: 10, maxTotalBytes: 10_000 };
+const isStoreError = (code: string) => (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === code;
+
+describe('store: sqlite (backend)', () => {
+  let directory: string;
+  let path: string;
+  const opened: Array<MemoryStore | Database.Database> = [];
+  const track = <T extends MemoryStore | Database.Database>(handle: T): T => {
+    opened.push(handle);
+    return handle;
+  };
+
+  beforeEach(() => {
+    directory = mkdtempSync(join(tmpdir(), 'harness-memory-sqlite-'));
+    path = join(directory, 'state.db');
+  });
+  afterEach(async () => {
+    for (const handle of opened.splice(0).reverse()) {
+      if ('dispose' in handle) await handle.dispose();
+      else if (handle.open) handle.close();
+    }
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  async function observe(store: MemoryStore, target: Scope, contents: string[], throughMessageSeq: number): Promise<void> {
+    await store.enqueueOperation({ operationId: generateId('op'), scope: target, memoryId: memoryIdOf(target), operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+    const claimed = await store.claimOperation({ memoryId: memoryIdOf(target), leaseOwner: 'w', leaseMs: 60_000 });
+    await store.completeObservation({
+      operationId: claimed!.operationId,
+      leaseOwner: 'w',
+      observations: contents.map((content) => ({ content, importance: 0.5, tokenCount: 3 })),
+      throughMessageSeq,
+      markerIds: { start: generateId('mk'), end: generateId('mk') },
+    });
+  }
+
+  async function reflect(store: MemoryStore, raw: string, throughSeq: number): Promise<void> {
+    await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'reflect_now', payload: {}, runId: 'run-1', toolCallId: 't' });
+    const claimed = await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
+    await store.completeReflection({
+      operationId: claimed!.operationId,
+      leaseOwner: 'w',
+      reflection: { raw, structured: parseReflection(raw), tokenCount: 8, throughSeq, createdAt: '2025-01-02T03:04:05.678Z' },
+      markerId: generateId('mk'),
+    });
+  }
+
+  it('opens in WAL mode with the chosen durability, a 5 s busy timeout, and records the schema version', async () => {
+    const database = track(new Database(path));
+    track(createSqliteStore({ path, database }));
+    expect(database.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(database.pragma('busy_timeout', { simple: true })).toBe(5000);
+    expect(database.pragma('synchronous', { simple: true })).toBe(1);
+    expect(database.pragma('foreign_keys', { simple: true })).toBe(1);
+    expect(database.pragma('secure_delete', { simple: true })).toBe(1);
+    expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual([1, 2]);
+    expect(SQLITE_SCHEMA_VERSION).toBe(2);
+
+    const fullPath = join(directory, 'deep', 'er', 'full.db');
+    const full = track(new Database(':memory:'));
+    track(createSqliteStore({ path: ':memory:', database: full, synchronous: 'FULL', busyTimeoutMs: 1234 }));
+    expect(full.pragma('synchronous', { simple: true })).toBe(2);
+    expect(full.pragma('busy_timeout', { simple: true })).toBe(1234);
+    track(createSqliteStore({ path: fullPath }));
+    expect(existsSync(fullPath)).toBe(true);
+  });
+
+  it('keeps records, observations, the reflection, messages, working memory and operations across a reopen', async () => {
+    const first = createSqliteStore({ path });
+    await first.updateSettings({ scope, memoryId, enabled: true, config: { snippetMaxTokens: 321 }, runId: 'r', toolCallId: 't', operationId: generateId('op') });
+    await first.appendMessages({ scope, memoryId, messages: ['a', 'b', 'c'].map((content, index) => ({ messageKey: `id:${index}`, role: 'user', name: '', toolCallId: '', content, tokenCount: 2 })) });
+    await observe(first, scope, ['User prefers tabs', 'Project uses Go'], 2);
+    await reflect(first, 'SUMMARY:\nshort\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n\nCONTRADICTIONS:\n', 1);
+    await first.setWorkingMemoryEntry({ scope, memoryId, key: 'plan', valueJson: '{"step":1}', limits });
+    await first.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: { reason: 'later' }, runId: 'r', toolCallId: 't' });
+    const before = {
+      record: await first.getRecord(memoryId),
+      observations: await first.listObservations(memoryId),
+      unobserved: await first.listUnobservedMessages(memoryId, 10),
+      entries: await first.listWorkingMemoryEntries(memoryId),
+      operations: await first.listOperations(memoryId),
+      markers: await first.listMarkers(memoryId),
+    };
+    await first.dispose();
+
+    const second = track(createSqliteStore({ path }));
+    expect(await second.getRecord(memoryId)).toEqual(before.record);
+    expect(before.record?.config).toEqual({ snippetMaxTokens: 321 });
+    expect(before.record?.reflection?.structured.supersessions).toEqual([{ newerSeq: 2, olderSeq: 1, reason: 'changed' }]);
+    expect(await second.listObservations(memoryId)).toEqual(before.observations);
+    expect((await second.listUnobservedMessages(memoryId, 10)).map((message) => [message.seq, message.content])).toEqual([[3, 'c']]);
+    expect(await second.listWorkingMemoryEntries(memoryId)).toEqual(before.entries);
+    expect(await second.listOperations(memoryId)).toEqual(before.operations);
+    expect((await second.listOperations(memoryId)).map((operation) => operation.status)).toEqual(['applied', 'applied', 'applied', 'queued']);
+    expect(await second.listMarkers(memoryId)).toEqual(before.markers);
+    expect(await second.countPendingOperations()).toBe(1);
+    // Observed messages keep their keys but not their text, so one is never stored twice.
+    const raw = track(new Database(path, { readonly: true }));
+    expect(raw.prepare('SELECT message_key, content, observed FROM om_messages ORDER BY seq').raw().all()).toEqual([
+      ['id:0', '', 1],
+      ['id:1', '', 1],
+      ['id:2', 'c', 0],
+    ]);
+    expect((await second.appendMessages({ scope, memoryId, messages: [{ messageKey: 'id:0', role: 'user', name: '', toolCallId: '', content: 'a', tokenCount: 2 }] })).inserted).toBe(0);
+  });
+
+  it('upgrades a database made with the reference schema, converting its rows', async () => {
+    const raw = new Database(path);
+    raw.exec(REFERENCE_DDL);
+    const chunks = [
+      { seq: 1, content: 'User prefers tabs', token_count: 5, importance: 0.9, created_at: '2024-05-01T10:00:00.123456789Z', source_start_index: 0, source_end_index: 3 },
+      { seq: 2, content: 'Project uses Go', token_count: 4, importance: 0, created_at: '2024-05-01T10:05:00Z', source_start_index: 4, source_end_index: 5 },
+    ];
+    const reflection = 'SUMMARY:\nThe user writes Go with tabs.\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: stack changed\n\nCONTRADICTIONS:\n';
+    const insertRecord = raw.prepare(`INSERT INTO om_memory_records VALUES (?, ?, ?, ?, 1, 7, 5, ?, 9, ?, 12, 1, ?, '2024-05-01T09:00:00Z', '2024-05-01T10:06:00.5Z')`);
+    insertRecord.run('acme|conv-1|agent-x', 'acme', 'conv-1', 'agent-x', JSON.stringify(chunks), reflection, '{"observe_min_tokens":1200,"snippet_max_tokens":500,"reflect_threshold_tokens":4000}');
+    insertRecord.run('acme|conv-2|agent-x', 'acme', 'conv-2', 'agent-x', '[]', '', '{"observe_min_tokens":1200,"snippet_max_tokens":900,"reflect_threshold_tokens":4000}');
+    const insertOperation = raw.prepare(`INSERT INTO om_operation_log VALUES (?, 'acme|conv-1|agent-x', 'run-1', 'system', ?, ?, ?, ?, ?, '2024-05-01T10:00:00Z', '2024-05-01T10:00:01Z')`);
+    insertOperation.run('op_1', 1, 'enable', 'applied', '{"enabled":true}', '');
+    insertOperation.run('op_2', 2, 'observe', 'applied', '{"messages":4}', '');
+    insertOperation.run('op_3', 2, 'observe', 'queued', '{"messages":2}', 'requeued after stale processing operation');
+    raw.prepare(`INSERT INTO om_markers VALUES ('mk_1', 'acme|conv-1|agent-x', 'observation_start', 'op_2', 0, 0, 9, '{"seq":1}', '2024-05-01T10:00:00Z')`).run();
+    raw.prepare(`INSERT INTO working_memory_entries VALUES ('acme|conv-1|agent-x', 'plan', '"ship it"'), ('acme|conv-1|agent-x', ' todo ', '["a"]')`).run();
+    raw.close();
+
+    const store = track(createSqliteStore({ path }));
+    const record = await store.getRecord(memoryId);
+    expect(record).toMatchObject({
+      memoryId,
+      scope,
+      enabled: true,
+      stateVersion: 7,
+      config: { snippetMaxTokens: 500 },
+      observedThroughMessageSeq: 0,
+      lastMessageSeq: 0,
+      observationCount: 2,
+      lastObservationSeq: 2,
+      activeObservationTokens: 9,
+      unreflectedObservationTokens: 4,
+      createdAt: '2024-05-01T09:00:00.000Z',
+      updatedAt: '2024-05-01T10:06:00.500Z',
+    });
+    expect(record?.reflection).toEqual({ raw: reflection, structured: parseReflection(reflection), tokenCount: 12, throughSeq: 1, createdAt: '2024-05-01T10:06:00.500Z' });
+    expect(record?.reflection?.structured.schemaVersion).toBe(1);
+    expect(record?.reflection?.structured.summary).toBe('The user writes Go with tabs.');
+    expect((await store.listObservations(memoryId)).map((item) => [item.seq, item.content, item.importance, item.tokenCount, item.createdAt])).toEqual([
+      [1, 'User prefers tabs', 0.9, 5, '2024-05-01T10:00:00.123Z'],
+      [2, 'Project uses Go', null, 4, '2024-05-01T10:05:00.000Z'],
+    ]);
+    // Only an explicit enable/disable in the log makes `enabled` explicit; defaults are not frozen.
+    expect(await store.getRecord(memoryIdOf(other))).toMatchObject({ enabled: null, config: {}, reflection: null, observationCount: 0 });
+
+    const entries = await store.listWorkingMemoryEntries(memoryId);
+    expect(entries.map((entry) => [entry.key, entry.valueJson])).toEqual([
+      ['plan', '"ship it"'],
+      ['todo', '["a"]'],
+    ]);
+    for (const entry of entries) {
+      expect(entry.createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      expect(entry.updatedAt).toBe(entry.createdAt);
+    }
+
+    const operations = await store.listOperations(memoryId);
+    expect(operations.map((operation) => [operation.operationId, operation.scopeSequence, operation.operationType, operation.status, operation.attempt])).toEqual([
+      ['op_1', 1, 'enable', 'applied', 1],
+      ['op_2', 2, 'observe', 'applied', 1],
+      ['op_3', 3, 'observe', 'failed', 1],
+    ]);
+    expect(operations[2]?.payload).toEqual({ messages: 2 });
+    expect(await store.countPendingOperations()).toBe(0);
+    expect((await store.listMarkers(memoryId)).map((marker) => [marker.markerId, marker.payload])).toEqual([['mk_1', { seq: 1 }]]);
+
+    const check = track(new Database(path, { readonly: true }));
+    expect(check.prepare('SELECT MAX(version) FROM schema_migrations').pluck().get()).toBe(SQLITE_SCHEMA_VERSION);
+    const columns = check.prepare("SELECT name FROM pragma_table_info('om_memory_records')").pluck().all();
+    expect(columns).not.toContain('active_observations_json');
+    expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
+
+    // The upgraded scope keeps working: new seqs follow the old ones.
+    const next = await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: {}, runId: 'r', toolCallId: 't' });
+    expect(next.scopeSequence).toBe(4);
+    await store.appendMessages({ scope, memoryId, messages: [{ messageKey: 'id:1', role: 'user', name: '', toolCallId: '', content: 'hi', tokenCount: 1 }] });
+    const claimed = await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
+    const applied = await store.completeObservation({ operationId: claimed!.operationId, leaseOwner: 'w', observations: [{ content: 'new', importance: 1, tokenCount: 2 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } });
+    expect(applied.observations[0]?.seq).toBe(3);
+    expect(applied.record.unreflectedObservationTokens).toBe(6);
+  });
+
+  it('refuses a database whose schema is newer than it knows', () => {
+    const raw = new Database(path);
+    raw.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL); INSERT INTO schema_migrations VALUES (99, 0);');
+    raw.close();
+    expect(() => createSqliteStore({ path })).toThrow(/schema version 99/);
+  });
+
+  it('leaves no trace of a forgotten scope in the database or WAL file', async () => {
+    const canary = 'CANARY-7f3a9c51-forget-me';
+    const store = track(createSqliteStore({ path }));
+    const message = (key: string, content: string) => ({ messageKey: key, role: 'user', name: '', toolCallId: '', content, tokenCount: 5 });
+    await store.appendMessages({ scope, memoryId, messages: [message('id:1', `first ${canary}`), message('id:2', `second ${canary}`)] });
+    await store.appendMessages({ scope: other, memoryId: memoryIdOf(other), messages: [message('id:1', 'unrelated')] });
+    await observe(store, scope, [`observed ${canary}`], 1);
+    await reflect(store, `SUMMARY:\n${canary}\n`, 1);
+    await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: { note: canary }, runId: 'r', toolCallId: 't' });
+    await store.setWorkingMemoryEntry({ scope, memoryId, key: `key-${canary}`, valueJson: JSON.stringify(canary), limits });
+
+    const files = (): Buffer[] => [`${path}`, `${path}-wal`].filter((file) => existsSync(file)).map((file) => readFileSync(file));
+    expect(files().some((bytes) => bytes.includes(canary))).toBe(true);
+
+    await store.forget(memoryId);
+    expect(files().some((bytes) => bytes.includes(canary))).toBe(false);
+    expect(await store.getRecord(memoryIdOf(other))).toBeDefined();
+    expect(await store.getRecord(memoryId)).toBeUndefined();
+  });
+
+  it('reports a forget whose WAL could not be emptied because another connection still reads', async () => {
+    const store = track(createSqliteStore({ path, busyTimeoutMs: 50 }));
+    await store.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '"secret"', limits });
+    const reader = track(new Database(path));
+    reader.exec('BEGIN');
+    reader.prepare('SELECT COUNT(*) FROM working_memory_entries').get();
+    await store.setWorkingMemoryEntry({ scope, memoryId, key: 'k2', valueJson: '"later"', limits });
+    await expect(store.forget(memoryId)).rejects.toThrow(/Retry forget\(\)/);
+    reader.exec('COMMIT');
+    await store.forget(memoryId);
+    expect(await store.listWorkingMemoryEntries(memoryId)).toEqual([]);
+  });
+
+  it('shares one file between two stores: each sees the other, and no operation is claimed twice', async () => {
+    const left = track(createSqliteStore({ path }));
+    const right = track(createSqliteStore({ path }));
+    await left.appendMessages({ scope, memoryId, messages: [{ messageKey: 'id:1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 1 }] });
+    expect((await right.getRecord(memoryId))?.lastMessageSeq).toBe(1);
+    await right.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '1', limits });
+    expect((await left.getWorkingMemoryEntry(memoryId, 'k'))?.valueJson).toBe('1');
+
+    const scopes = Array.from({ length: 4 }, (_, index): Scope => ({ tenantId: 'acme', conversationId: `c-${index}`, agentId: 'a' }));
+    for (let round = 0; round < 5; round++) {
+      for (const target of scopes) {
+        await (round % 2 === 0 ? left : right).enqueueOperation({ operationId: generateId('op'), scope: target, memoryId: memoryIdOf(target), operationType: 'observe', payload: { round }, runId: 'r', toolCallId: 't' });
+      }
+    }
+    const claimedIds: string[] = [];
+    const workers = [
+      { store: left, owner: 'left' },
+      { store: right, owner: 'right' },
+    ];
+    for (let step = 0; step < 100 && claimedIds.length < 20; step++) {
+      const claims = await Promise.all(workers.map(({ store, owner }) => store.claimOperation({ leaseOwner: owner, leaseMs: 60_000 })));
+      for (const [index, claimed] of claims.entries()) {
+        if (!claimed) continue;
+        claimedIds.push(claimed.operationId);
+        const owner = workers[index]!.owner;
+        // The other instance applies it: leases live in the file, not in the process.
+        await workers[1 - index]!.store.completeWithoutChange({ operationId: claimed.operationId, leaseOwner: owner, note: 'done' });
+      }
+    }
+    expect(claimedIds).toHaveLength(20);
+    expect(new Set(claimedIds).size).toBe(20);
+    expect(await left.countPendingOperations()).toBe(0);
+    for (const target of scopes) {
+      const log = await right.listOperations(memoryIdOf(target));
+      expect(log.map((operation) => operation.payload['round'])).toEqual([0, 1, 2, 3, 4]);
+      expect(log.every((operation) => operation.status === 'applied' && operation.attempt === 1)).toBe(true);
+    }
+  });
+
+  it('reports a database locked by another process as a StoreError once the busy timeout passes', async () => {
+    const store = track(createSqliteStore({ path, busyTimeoutMs: 50 }));
+    const blocker = track(new Database(path));
+    blocker.exec('BEGIN IMMEDIATE');
+    const attempt = store.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '1', limits });
+    await expect(attempt).rejects.toSatisfy(isStoreError('STORE_FAILED'));
+    await expect(attempt).rejects.toThrow(/locked by another process/);
+    await expect(attempt).rejects.toSatisfy((error: unknown) => error instanceof Error && (error.cause as { code?: string }).code === 'SQLITE_BUSY');
+    blocker.exec('ROLLBACK');
+    await expect(store.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '1', limits })).resolves.toMatchObject({ key: 'k' });
+  });
+
+  it('refuses durations that would corrupt leases', async () => {
+    const store = track(createSqliteStore({ path }));
+    await expect(store.requeueStaleOperations({ graceSeconds: -1 })).rejects.toSatisfy(isStoreError('STORE_FAILED'));
+    await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: {}, runId: 'r', toolCallId: 't' });
+    await expect(store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: Number.NaN })).rejects.toSatisfy(isStoreError('STORE_FAILED'));
+    expect((await store.listOperations(memoryId))[0]?.status).toBe('queued');
+  });
+});
+
+// The reference harness's tables, as its Go code creates them (no schema_migrations).
+const REFERENCE_DDL = `
+CREATE TABLE om_memory_records (
+  memory_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, conversation_id TEXT NOT NULL, agent_id TEXT NOT NULL,
+  enabled BOOLEAN NOT NULL, state_version BIGINT NOT NULL, last_observed_message_index BIGINT NOT NULL,
+  active_observations_json TEXT NOT NULL, active_observation_tokens BIGINT NOT NULL, active_reflection TEXT NOT NULL,
+  active_reflection_tokens BIGINT NOT NULL, last_reflected_observation_seq BIGINT NOT NULL, config_json TEXT NOT NULL,
+  created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL, UNIQUE (tenant_id, conversation_id, agent_id)
+);
+CREATE TABLE om_operation_log (
+  operation_id TEXT PRIMARY KEY, memory_id TEXT NOT NULL, run_id TEXT NOT NULL, tool_call_id TEXT NOT NULL,
+  scope_sequence BIGINT NOT NULL, operation_type TEXT NOT NULL, status TEXT NOT NULL, payload_json TEXT NOT NULL,
+  error_text TEXT NOT NULL, created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL
+);
+CREATE INDEX om_operation_log_memory_scope_seq_idx ON om_operation_log (memory_id, scope_sequence);
+CREATE INDEX om_operation_log_status_created_idx ON om_operation_log (status, created_at);
+CREATE TABLE om_markers (
+  marker_id TEXT PRIMARY KEY, memory_id TEXT NOT NULL, marker_type TEXT NOT NULL, cycle_id TEXT NOT NULL,
+  message_index_start BIGINT NOT NULL, message_index_end BIGINT NOT NULL, token_count BIGINT NOT NULL,
+  payload_json TEXT NOT NULL, created_at TIMESTAMP NOT NULL
+);
+CREATE INDEX om_markers_memory_created_idx ON om_markers (memory_id, created_at);
+CREATE TABLE working_memory_entries (memory_id TEXT, entry_key TEXT, entry_json TEXT, PRIMARY KEY (memory_id, entry_key));
+`;

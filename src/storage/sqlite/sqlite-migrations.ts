@@ -1,0 +1,222 @@
+/**
+ * Versioned schema migrations of the SQLite store. Version 1 is the reference (Go harness)
+ * schema; version 2 is this package's design and converts any version-1 data.
+ * @module
+ */
+import type { Database } from 'better-sqlite3';
+import { StoreError } from '../../core/errors.js';
+import { STORE_NAME } from './sqlite-errors.js';
+import { convertReferenceData } from './sqlite-reference-import.js';
+import { SQL_NOW } from './sqlite-statements.js';
+
+/** One schema step. `up` runs inside its own IMMEDIATE transaction. */
+export interface SqliteMigration {
+  readonly version: number;
+  readonly description: string;
+  readonly up: (db: Database) => void;
+}
+
+// The reference DDL, with IF NOT EXISTS so a database the Go harness made (these tables,
+// no schema_migrations) is recognised as version 1.
+const REFERENCE_SCHEMA = `
+CREATE TABLE IF NOT EXISTS om_memory_records (
+  memory_id TEXT PRIMARY KEY,
+  tenant_id TEXT NOT NULL,
+  conversation_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  enabled BOOLEAN NOT NULL,
+  state_version BIGINT NOT NULL,
+  last_observed_message_index BIGINT NOT NULL,
+  active_observations_json TEXT NOT NULL,
+  active_observation_tokens BIGINT NOT NULL,
+  active_reflection TEXT NOT NULL,
+  active_reflection_tokens BIGINT NOT NULL,
+  last_reflected_observation_seq BIGINT NOT NULL,
+  config_json TEXT NOT NULL,
+  created_at TIMESTAMP NOT NULL,
+  updated_at TIMESTAMP NOT NULL,
+  UNIQUE (tenant_id, conversation_id, agent_id)
+);
+CREATE TABLE IF NOT EXISTS om_operation_log (
+  operation_id TEXT PRIMARY KEY,
+  memory_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  tool_call_id TEXT NOT NULL,
+  scope_sequence BIGINT NOT NULL,
+  operation_type TEXT NOT NULL,
+  status TEXT NOT NULL,
+  payload_json TEXT NOT NULL,
+  error_text TEXT NOT NULL,
+  created_at TIMESTAMP NOT NULL,
+  updated_at TIMESTAMP NOT NULL
+);
+CREATE INDEX IF NOT EXISTS om_operation_log_memory_scope_seq_idx ON om_operation_log (memory_id, scope_sequence);
+CREATE INDEX IF NOT EXISTS om_operation_log_status_created_idx ON om_operation_log (status, created_at);
+CREATE TABLE IF NOT EXISTS om_markers (
+  marker_id TEXT PRIMARY KEY,
+  memory_id TEXT NOT NULL,
+  marker_type TEXT NOT NULL,
+  cycle_id TEXT NOT NULL,
+  message_index_start BIGINT NOT NULL,
+  message_index_end BIGINT NOT NULL,
+  token_count BIGINT NOT NULL,
+  payload_json TEXT NOT NULL,
+  created_at TIMESTAMP NOT NULL
+);
+CREATE INDEX IF NOT EXISTS om_markers_memory_created_idx ON om_markers (memory_id, created_at);
+CREATE TABLE IF NOT EXISTS working_memory_entries (
+  memory_id TEXT NOT NULL,
+  entry_key TEXT NOT NULL,
+  entry_json TEXT NOT NULL,
+  PRIMARY KEY (memory_id, entry_key)
+);
+`;
+
+// Version-2 tables. The rebuilt ones are created under a `_next` name, filled from the
+// version-1 rows, then renamed over the originals. `om_markers` keeps its version-1 shape;
+// its message_index_* columns hold message seqs from version 2 on.
+const DESIGN_TABLES = `
+CREATE TABLE om_memory_records_next (
+  memory_id TEXT PRIMARY KEY,
+  tenant_id TEXT NOT NULL,
+  conversation_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  enabled INTEGER CHECK (enabled IN (0, 1)),
+  state_version INTEGER NOT NULL,
+  config_json TEXT NOT NULL DEFAULT '{}',
+  observed_through_message_seq INTEGER NOT NULL DEFAULT 0,
+  last_message_seq INTEGER NOT NULL DEFAULT 0,
+  observation_count INTEGER NOT NULL DEFAULT 0,
+  last_observation_seq INTEGER NOT NULL DEFAULT 0,
+  active_observation_tokens INTEGER NOT NULL DEFAULT 0,
+  unreflected_observation_tokens INTEGER NOT NULL DEFAULT 0,
+  active_reflection TEXT,
+  active_reflection_tokens INTEGER,
+  reflection_structured_json TEXT,
+  reflection_through_seq INTEGER,
+  reflection_created_at TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  UNIQUE (tenant_id, conversation_id, agent_id)
+);
+CREATE TABLE om_operation_log_next (
+  operation_id TEXT PRIMARY KEY,
+  memory_id TEXT NOT NULL,
+  tenant_id TEXT NOT NULL,
+  conversation_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  tool_call_id TEXT NOT NULL,
+  scope_sequence INTEGER NOT NULL,
+  operation_type TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('queued', 'processing', 'applied', 'failed')),
+  payload_json TEXT NOT NULL,
+  error_text TEXT NOT NULL,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  lease_owner TEXT,
+  lease_expires_at TEXT,
+  available_at TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE TABLE working_memory_entries_next (
+  memory_id TEXT NOT NULL,
+  entry_key TEXT NOT NULL,
+  entry_json TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (memory_id, entry_key)
+);
+CREATE TABLE om_observations (
+  memory_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  content TEXT NOT NULL,
+  token_count INTEGER NOT NULL,
+  importance REAL,
+  created_at TEXT NOT NULL,
+  source_start_seq INTEGER NOT NULL,
+  source_end_seq INTEGER NOT NULL,
+  operation_id TEXT NOT NULL,
+  PRIMARY KEY (memory_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE om_messages (
+  memory_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  message_key TEXT NOT NULL,
+  role TEXT NOT NULL,
+  name TEXT NOT NULL,
+  tool_call_id TEXT NOT NULL,
+  content TEXT NOT NULL,
+  token_count INTEGER NOT NULL,
+  observed INTEGER NOT NULL DEFAULT 0 CHECK (observed IN (0, 1)),
+  PRIMARY KEY (memory_id, seq),
+  UNIQUE (memory_id, message_key)
+) WITHOUT ROWID;
+`;
+
+const SWAP_AND_INDEX = `
+DROP TABLE om_memory_records;
+DROP TABLE om_operation_log;
+DROP TABLE working_memory_entries;
+ALTER TABLE om_memory_records_next RENAME TO om_memory_records;
+ALTER TABLE om_operation_log_next RENAME TO om_operation_log;
+ALTER TABLE working_memory_entries_next RENAME TO working_memory_entries;
+CREATE UNIQUE INDEX om_operation_log_memory_scope_seq_idx ON om_operation_log (memory_id, scope_sequence);
+CREATE INDEX om_operation_log_status_created_idx ON om_operation_log (status, created_at);
+CREATE INDEX om_operation_log_status_available_idx ON om_operation_log (status, available_at);
+CREATE INDEX om_operation_log_memory_status_seq_idx ON om_operation_log (memory_id, status, scope_sequence);
+`;
+
+/** Every migration, in order. */
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
+  {
+    version: 1,
+    description: 'reference schema: om_memory_records, om_operation_log, om_markers, working_memory_entries',
+    up: (db: Database): void => {
+      db.exec(REFERENCE_SCHEMA);
+    },
+  },
+  {
+    version: 2,
+    description: 'observations and messages as rows, the operation log as a leased queue, working-memory timestamps',
+    up: (db: Database): void => {
+      db.exec(DESIGN_TABLES);
+      convertReferenceData(db);
+      db.exec(SWAP_AND_INDEX);
+    },
+  },
+]);
+
+/** The schema version this code writes and reads. */
+export const SQLITE_SCHEMA_VERSION: number = Math.max(...SQLITE_MIGRATIONS.map((migration) => migration.version));
+
+/**
+ * Brings the database to {@link SQLITE_SCHEMA_VERSION}. Each migration runs in its own
+ * IMMEDIATE transaction and re-checks the recorded version inside it, so two processes
+ * opening the file together apply it once. Returns the version now recorded.
+ */
+export function migrateSqliteDatabase(db: Database, migrations: readonly SqliteMigration[] = SQLITE_MIGRATIONS): number {
+  db.transaction(() => {
+    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)');
+  }).immediate();
+  const latest = migrations.reduce((max, migration) => Math.max(max, migration.version), 0);
+  const current = db.prepare<[], number | null>('SELECT MAX(version) FROM schema_migrations').pluck();
+  const found = current.get() ?? 0;
+  if (found > latest) {
+    throw new StoreError({
+      store: STORE_NAME,
+      message: `The database has schema version ${found}, newer than the ${latest} this version of harness-memory knows. Upgrade harness-memory, or open another file.`,
+      data: { schemaVersion: found, supportedVersion: latest },
+    });
+  }
+  const isApplied = db.prepare<[number], number>('SELECT 1 FROM schema_migrations WHERE version = ?').pluck();
+  const record = db.prepare<[number]>(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ${SQL_NOW})`);
+  for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+    db.transaction(() => {
+      if (isApplied.get(migration.version) !== undefined) return;
+      migration.up(db);
+      record.run(migration.version);
+    }).immediate();
+  }
+  return current.get() ?? 0;
+}

@@ -1,0 +1,199 @@
+/**
+ * Every statement of the SQLite store, prepared once per connection. Times come from the
+ * database clock: each transaction reads `now` once and passes it to the statements.
+ * @module
+ */
+import type { Database, Statement } from 'better-sqlite3';
+import type { MarkerRow, MessageRow, ObservationRow, OperationRow, RecordRow, WorkingMemoryRow } from './sqlite-rows.js';
+
+/** SQL expression for the database clock as ISO-8601 UTC with milliseconds (`Date.toISOString()` format). */
+export const SQL_NOW = `strftime('%Y-%m-%dT%H:%M:%fZ','now')`;
+
+type Named<T> = [T];
+
+/** The prepared statements of one connection. */
+export interface SqliteStatements {
+  /** The database clock, read once per transaction. */
+  readonly now: Statement<[], string>;
+  /** `time` moved by a modifier such as `+1.500 seconds`. */
+  readonly shiftTime: Statement<[string, string], string>;
+
+  readonly insertRecordIfMissing: Statement<Named<{ memoryId: string; tenantId: string; conversationId: string; agentId: string; now: string }>>;
+  readonly selectRecord: Statement<[string], RecordRow>;
+  readonly updateSettings: Statement<Named<{ memoryId: string; stateVersion: number; enabled: number; configJson: string; now: string }>, RecordRow>;
+  readonly updateLastMessageSeq: Statement<Named<{ memoryId: string; stateVersion: number; lastMessageSeq: number; now: string }>, RecordRow>;
+  readonly applyObservations: Statement<
+    Named<{ memoryId: string; stateVersion: number; throughSeq: number; count: number; lastObservationSeq: number; tokens: number; now: string }>,
+    RecordRow
+  >;
+  readonly applyReflection: Statement<
+    Named<{ memoryId: string; stateVersion: number; raw: string; structuredJson: string; tokenCount: number; throughSeq: number; createdAt: string; now: string }>,
+    RecordRow
+  >;
+
+  readonly insertMessage: Statement<Named<{ memoryId: string; seq: number; messageKey: string; role: string; name: string; toolCallId: string; content: string; tokenCount: number }>>;
+  readonly sumUnobservedTokens: Statement<[string, number], number>;
+  readonly listUnobservedMessages: Statement<Named<{ memoryId: string; throughSeq: number }>, MessageRow>;
+  readonly markMessagesObserved: Statement<[string, number]>;
+
+  readonly insertObservation: Statement<Named<ObservationRow>>;
+  readonly listObservations: Statement<[string, number], ObservationRow>;
+  readonly insertMarker: Statement<Named<MarkerRow>>;
+  readonly listMarkers: Statement<[string], MarkerRow>;
+
+  readonly insertOperation: Statement<
+    Named<{
+      operationId: string;
+      memoryId: string;
+      tenantId: string;
+      conversationId: string;
+      agentId: string;
+      runId: string;
+      toolCallId: string;
+      operationType: string;
+      status: string;
+      payloadJson: string;
+      attempt: number;
+      now: string;
+    }>,
+    OperationRow
+  >;
+  readonly claimCandidateOfScope: Statement<Named<{ now: string; memoryId: string }>, string>;
+  readonly claimCandidateOfAnyScope: Statement<Named<{ now: string }>, string>;
+  readonly claimOperation: Statement<Named<{ operationId: string; leaseOwner: string; leaseExpiresAt: string; now: string }>, OperationRow>;
+  readonly finishLeasedOperation: Statement<
+    Named<{ operationId: string; leaseOwner: string; status: string; errorText: string; availableAt: string | null; now: string }>,
+    OperationRow
+  >;
+  readonly requeueStaleOperations: Statement<Named<{ now: string; cutoff: string }>>;
+  readonly listOperations: Statement<[string], OperationRow>;
+  readonly countPendingOperations: Statement<[], number>;
+  readonly countPendingOperationsOfScope: Statement<[string], number>;
+
+  readonly selectEntry: Statement<[string, string], WorkingMemoryRow>;
+  readonly countEntries: Statement<[string], number>;
+  readonly bytesOfOtherEntries: Statement<[string, string], number>;
+  readonly upsertEntry: Statement<Named<{ memoryId: string; key: string; valueJson: string; now: string }>, WorkingMemoryRow>;
+  readonly deleteEntry: Statement<[string, string]>;
+  readonly listEntries: Statement<[string], WorkingMemoryRow>;
+
+  /** One `DELETE … WHERE memory_id = ?` per table. */
+  readonly forgetScope: readonly Statement<[string]>[];
+}
+
+// A scope's next queued operation, when no other of its operations is processing and it is
+// the oldest queued one: operations of one scope run strictly in sequence order.
+const CLAIMABLE = `
+  q.status = 'queued' AND q.available_at <= @now
+  AND NOT EXISTS (SELECT 1 FROM om_operation_log AS p WHERE p.memory_id = q.memory_id AND p.status = 'processing')
+  AND NOT EXISTS (SELECT 1 FROM om_operation_log AS o WHERE o.memory_id = q.memory_id AND o.status = 'queued' AND o.scope_sequence < q.scope_sequence)`;
+
+// The state_version in WHERE is the compare-and-swap: no row comes back if it moved.
+const BUMP = `state_version = state_version + 1, updated_at = @now WHERE memory_id = @memoryId AND state_version = @stateVersion RETURNING *`;
+
+/** Prepares every statement; call after the migrations. */
+export function prepareStatements(db: Database): SqliteStatements {
+  // Row and parameter types come from SqliteStatements; better-sqlite3 cannot check them.
+  const prepare = <P extends unknown[], R = unknown>(sql: string): Statement<P, R> => db.prepare(sql) as unknown as Statement<P, R>;
+  const pluck = <P extends unknown[], R>(sql: string): Statement<P, R> => prepare<P, R>(sql).pluck();
+  const statements: SqliteStatements = {
+    now: pluck(`SELECT ${SQL_NOW}`),
+    shiftTime: pluck(`SELECT strftime('%Y-%m-%dT%H:%M:%fZ', ?, ?)`),
+
+    insertRecordIfMissing: prepare(`
+      INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, config_json, created_at, updated_at)
+      VALUES (@memoryId, @tenantId, @conversationId, @agentId, NULL, 1, '{}', @now, @now)
+      ON CONFLICT DO NOTHING`),
+    selectRecord: prepare('SELECT * FROM om_memory_records WHERE memory_id = ?'),
+    updateSettings: prepare(`UPDATE om_memory_records SET enabled = @enabled, config_json = @configJson, ${BUMP}`),
+    updateLastMessageSeq: prepare(`UPDATE om_memory_records SET last_message_seq = @lastMessageSeq, ${BUMP}`),
+    applyObservations: prepare(`
+      UPDATE om_memory_records SET
+        observed_through_message_seq = @throughSeq,
+        observation_count = observation_count + @count,
+        last_observation_seq = @lastObservationSeq,
+        active_observation_tokens = active_observation_tokens + @tokens,
+        unreflected_observation_tokens = unreflected_observation_tokens + @tokens,
+        ${BUMP}`),
+    applyReflection: prepare(`
+      UPDATE om_memory_records SET
+        active_reflection = @raw,
+        reflection_structured_json = @structuredJson,
+        active_reflection_tokens = @tokenCount,
+        reflection_through_seq = @throughSeq,
+        reflection_created_at = @createdAt,
+        unreflected_observation_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM om_observations WHERE memory_id = @memoryId AND seq > @throughSeq),
+        ${BUMP}`),
+
+    insertMessage: prepare(`
+      INSERT INTO om_messages (memory_id, seq, message_key, role, name, tool_call_id, content, token_count, observed)
+      VALUES (@memoryId, @seq, @messageKey, @role, @name, @toolCallId, @content, @tokenCount, 0)
+      ON CONFLICT (memory_id, message_key) DO NOTHING`),
+    sumUnobservedTokens: pluck('SELECT COALESCE(SUM(token_count), 0) FROM om_messages WHERE memory_id = ? AND seq > ?'),
+    listUnobservedMessages: prepare(`
+      SELECT m.* FROM om_messages AS m JOIN om_memory_records AS r ON r.memory_id = m.memory_id
+      WHERE m.memory_id = @memoryId AND m.seq > r.observed_through_message_seq AND m.seq <= @throughSeq
+      ORDER BY m.seq`),
+    markMessagesObserved: prepare(`UPDATE om_messages SET observed = 1, content = '' WHERE memory_id = ? AND seq <= ? AND observed = 0`),
+
+    insertObservation: prepare(`
+      INSERT INTO om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, operation_id)
+      VALUES (@memory_id, @seq, @content, @token_count, @importance, @created_at, @source_start_seq, @source_end_seq, @operation_id)`),
+    listObservations: prepare('SELECT * FROM om_observations WHERE memory_id = ? AND seq > ? ORDER BY seq'),
+    insertMarker: prepare(`
+      INSERT INTO om_markers (marker_id, memory_id, marker_type, cycle_id, message_index_start, message_index_end, token_count, payload_json, created_at)
+      VALUES (@marker_id, @memory_id, @marker_type, @cycle_id, @message_index_start, @message_index_end, @token_count, @payload_json, @created_at)`),
+    // rowid order is commit order; created_at can tie within a transaction.
+    listMarkers: prepare('SELECT * FROM om_markers WHERE memory_id = ? ORDER BY rowid'),
+
+    insertOperation: prepare(`
+      INSERT INTO om_operation_log (
+        operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
+        operation_type, status, payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at)
+      SELECT @operationId, @memoryId, @tenantId, @conversationId, @agentId, @runId, @toolCallId, COALESCE(MAX(scope_sequence), 0) + 1,
+        @operationType, @status, @payloadJson, '', @attempt, NULL, NULL, @now, @now, @now
+      FROM om_operation_log WHERE memory_id = @memoryId
+      RETURNING *`),
+    claimCandidateOfScope: pluck(`SELECT q.operation_id FROM om_operation_log AS q WHERE q.memory_id = @memoryId AND ${CLAIMABLE} ORDER BY q.scope_sequence LIMIT 1`),
+    claimCandidateOfAnyScope: pluck(`SELECT q.operation_id FROM om_operation_log AS q WHERE ${CLAIMABLE} ORDER BY q.created_at, q.rowid LIMIT 1`),
+    claimOperation: prepare(`
+      UPDATE om_operation_log SET status = 'processing', attempt = attempt + 1, lease_owner = @leaseOwner, lease_expires_at = @leaseExpiresAt, updated_at = @now
+      WHERE operation_id = @operationId AND status = 'queued'
+      RETURNING *`),
+    // The lease check: only the holder, only before expiry by the database clock.
+    finishLeasedOperation: prepare(`
+      UPDATE om_operation_log SET status = @status, error_text = @errorText, lease_owner = NULL, lease_expires_at = NULL,
+        available_at = COALESCE(@availableAt, available_at), updated_at = @now
+      WHERE operation_id = @operationId AND status = 'processing' AND lease_owner = @leaseOwner AND lease_expires_at > @now
+      RETURNING *`),
+    requeueStaleOperations: prepare(`
+      UPDATE om_operation_log SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
+        error_text = 'requeued after stale processing operation', updated_at = @now
+      WHERE status = 'processing' AND lease_expires_at <= @cutoff`),
+    listOperations: prepare('SELECT * FROM om_operation_log WHERE memory_id = ? ORDER BY scope_sequence'),
+    countPendingOperations: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE status IN ('queued', 'processing')`),
+    countPendingOperationsOfScope: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND status IN ('queued', 'processing')`),
+
+    selectEntry: prepare('SELECT * FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?'),
+    countEntries: pluck('SELECT COUNT(*) FROM working_memory_entries WHERE memory_id = ?'),
+    bytesOfOtherEntries: pluck(
+        `SELECT COALESCE(SUM(length(CAST(entry_key AS BLOB)) + length(CAST(entry_json AS BLOB))), 0)
+         FROM working_memory_entries WHERE memory_id = ? AND entry_key <> ?`,
+      ),
+    // created_at is set on insert only, so a replaced entry keeps it.
+    upsertEntry: prepare(`
+      INSERT INTO working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at) VALUES (@memoryId, @key, @valueJson, @now, @now)
+      ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at = excluded.updated_at
+      RETURNING *`),
+    deleteEntry: prepare('DELETE FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?'),
+    // BINARY compares the UTF-8 bytes, which is the port's "byte order".
+    listEntries: prepare('SELECT * FROM working_memory_entries WHERE memory_id = ? ORDER BY entry_key COLLATE BINARY'),
+
+    forgetScope: Object.freeze(
+      ['om_observations', 'om_messages', 'om_markers', 'om_operation_log', 'working_memory_entries', 'om_memory_records'].map((table) =>
+        prepare(`DELETE FROM ${table} WHERE memory_id = ?`),
+      ),
+    ),
+  };
+  return Object.freeze(statements);
+}

@@ -1,0 +1,387 @@
+/**
+ * The SQLite store: both memories in one embedded file, safe with several processes on it.
+ * Every transaction that may write begins IMMEDIATE; leases, backoff and stale recovery use
+ * the database clock.
+ * @module
+ */
+import type { Database } from 'better-sqlite3';
+import { StoreError } from '../../core/errors.js';
+import type { Observation } from '../../core/observation.js';
+import type { Scope } from '../../core/scope.js';
+import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
+import type { LeaseHandle, MemoryStore } from '../store.js';
+import { configureSqliteConnection, openSqliteFile } from './sqlite-connection.js';
+import { conflictError, disposedError, leaseLostError, missingRecordError, STORE_NAME, toStoreError } from './sqlite-errors.js';
+import { migrateSqliteDatabase } from './sqlite-migrations.js';
+import { parseConfig, toMarker, toObservation, toOperation, toRecord, toStoredMessage, toWorkingMemoryEntry } from './sqlite-rows.js';
+import type { MarkerRow, ObservationRow, OperationRow, RecordRow } from './sqlite-rows.js';
+import { prepareStatements } from './sqlite-statements.js';
+import type { SqliteStatements } from './sqlite-statements.js';
+
+export { STORE_NAME };
+
+/** Options of {@link createSqliteStore}. */
+export interface SqliteStoreOptions {
+  /**
+   * The database file. Missing parent directories are created. `':memory:'` gives a private
+   * in-memory database (tests only: nothing survives the process).
+   */
+  path: string;
+  /**
+   * What a commit survives. In WAL mode, `NORMAL` survives application crashes (`kill -9`)
+   * but the last transactions may roll back on power loss or an OS crash; `FULL` also
+   * survives power loss, at about ten times the cost per commit (one fsync each).
+   * @default 'NORMAL'
+   */
+  synchronous?: 'NORMAL' | 'FULL';
+  /** How long a write waits for another process's write lock before failing. @default 5000 */
+  busyTimeoutMs?: number;
+  /**
+   * An already-open better-sqlite3 connection to use instead of opening `path` (for tests).
+   * The store configures and migrates it, and closes it on `dispose()`. `path` then only
+   * names it in errors.
+   */
+  database?: Database;
+}
+
+type Input<K extends keyof MemoryStore> = MemoryStore[K] extends (input: infer I) => unknown ? I : never;
+
+/**
+ * Creates a store on a SQLite file: opens it in WAL mode, applies the migrations, and
+ * prepares its statements. One connection per store.
+ * @example
+ * const store = createSqliteStore({ path: '.harness/state.db' });
+ * const memory = createObservationalMemory({ store, model });
+ */
+export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+  const synchronous = options.synchronous ?? 'NORMAL';
+  const context = { path: options.path, busyTimeoutMs };
+  if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw invalidOption('busyTimeoutMs', 'must be a non-negative integer of milliseconds');
+  if (synchronous !== 'NORMAL' && synchronous !== 'FULL') throw invalidOption('synchronous', 'must be "NORMAL" or "FULL"');
+
+  let db: Database | undefined;
+  try {
+    db = options.database ?? openSqliteFile(options.path, busyTimeoutMs);
+    configureSqliteConnection(db, { busyTimeoutMs, synchronous, path: options.path });
+    migrateSqliteDatabase(db);
+    return buildStore(db, prepareStatements(db), context);
+  } catch (error) {
+    if (db?.open) db.close();
+    throw toStoreError(error, context);
+  }
+}
+
+function buildStore(db: Database, statements: SqliteStatements, context: { path: string; busyTimeoutMs: number }): MemoryStore {
+  let disposed = false;
+
+  const execute = <T>(work: () => T): T => {
+    if (disposed) throw disposedError();
+    try {
+      return work();
+    } catch (error) {
+      throw toStoreError(error, context);
+    }
+  };
+
+  const readNow = (): string => {
+    const now = statements.now.get();
+    if (now === undefined) throw new StoreError({ store: STORE_NAME, message: 'SQLite returned no time.' });
+    return now;
+  };
+
+  // Moves a database time by a caller's duration. Negative or non-finite durations are
+  // refused: a negative grace would requeue live leases, a NaN lease would never expire.
+  const shift = (time: string, name: string, value: number, unitMs: number, direction: '+' | '-' = '+'): string => {
+    const moved =
+      Number.isFinite(value) && value >= 0 ? statements.shiftTime.get(time, `${direction}${((value * unitMs) / 1000).toFixed(3)} seconds`) : undefined;
+    if (typeof moved !== 'string') {
+      throw new StoreError({ store: STORE_NAME, message: `${name} must be a finite, non-negative number within range; got ${value}.`, data: { [name]: value } });
+    }
+    return moved;
+  };
+
+  const recordOf = (memoryId: string): RecordRow => {
+    const row = statements.selectRecord.get(memoryId);
+    if (!row) throw missingRecordError(memoryId);
+    return row;
+  };
+
+  const ensureRecord = (scope: Scope, memoryId: string, now: string): RecordRow => {
+    statements.insertRecordIfMissing.run({ memoryId, ...pickScope(scope), now });
+    return recordOf(memoryId);
+  };
+
+  const swapped = (row: RecordRow | undefined, memoryId: string): RecordRow => {
+    if (!row) throw conflictError(memoryId);
+    return row;
+  };
+
+  const finishLeased = (handle: LeaseHandle, now: string, status: 'applied' | 'failed' | 'queued', errorText: string, availableAt: string | null = null): OperationRow => {
+    const row = statements.finishLeasedOperation.get({ operationId: handle.operationId, leaseOwner: handle.leaseOwner, status, errorText, availableAt, now });
+    if (!row) throw leaseLostError(handle.operationId, handle.leaseOwner);
+    return row;
+  };
+
+  const insertMarker = (row: Omit<MarkerRow, 'payload_json'> & { payload: Record<string, unknown> }): void => {
+    const { payload, ...columns } = row;
+    statements.insertMarker.run({ ...columns, payload_json: JSON.stringify(payload) });
+  };
+
+  const updateSettings = db.transaction((input: Input<'updateSettings'>) => {
+    const now = readNow();
+    const current = ensureRecord(input.scope, input.memoryId, now);
+    const config = parseConfig(JSON.stringify({ ...parseConfig(current.config_json), ...input.config }));
+    const row = swapped(
+      statements.updateSettings.get({ memoryId: input.memoryId, stateVersion: current.state_version, enabled: input.enabled ? 1 : 0, configJson: JSON.stringify(config), now }),
+      input.memoryId,
+    );
+    statements.insertOperation.get({
+      operationId: input.operationId,
+      memoryId: input.memoryId,
+      ...pickScope(input.scope),
+      runId: input.runId,
+      toolCallId: input.toolCallId,
+      operationType: input.enabled ? 'enable' : 'disable',
+      status: 'applied',
+      payloadJson: JSON.stringify({ enabled: input.enabled, ...(input.config ? { config: input.config } : {}) }),
+      attempt: 1,
+      now,
+    });
+    return toRecord(row);
+  });
+
+  const appendMessages = db.transaction((input: Input<'appendMessages'>) => {
+    const now = readNow();
+    let row = ensureRecord(input.scope, input.memoryId, now);
+    let lastSeq = row.last_message_seq;
+    let inserted = 0;
+    for (const message of input.messages) {
+      const { changes } = statements.insertMessage.run({
+        memoryId: input.memoryId,
+        seq: lastSeq + 1,
+        messageKey: message.messageKey,
+        role: message.role,
+        name: message.name,
+        toolCallId: message.toolCallId,
+        content: message.content,
+        tokenCount: message.tokenCount,
+      });
+      if (changes === 1) {
+        lastSeq++;
+        inserted++;
+      }
+    }
+    if (inserted > 0) {
+      row = swapped(statements.updateLastMessageSeq.get({ memoryId: input.memoryId, stateVersion: row.state_version, lastMessageSeq: lastSeq, now }), input.memoryId);
+    }
+    const unobservedTokens = statements.sumUnobservedTokens.get(input.memoryId, row.observed_through_message_seq) ?? 0;
+    return { record: toRecord(row), inserted, unobservedTokens };
+  });
+
+  const enqueueOperation = db.transaction((input: Input<'enqueueOperation'>) => {
+    const row = statements.insertOperation.get({
+      operationId: input.operationId,
+      memoryId: input.memoryId,
+      ...pickScope(input.scope),
+      runId: input.runId,
+      toolCallId: input.toolCallId,
+      operationType: input.operationType,
+      status: 'queued',
+      payloadJson: JSON.stringify(input.payload),
+      attempt: 0,
+      now: readNow(),
+    });
+    if (!row) throw new StoreError({ store: STORE_NAME, message: `Operation ${input.operationId} was not stored.` });
+    return toOperation(row);
+  });
+
+  const claimOperation = db.transaction((input: Input<'claimOperation'>) => {
+    const now = readNow();
+    const operationId = input.memoryId === undefined ? statements.claimCandidateOfAnyScope.get({ now }) : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
+    if (operationId === undefined) return undefined;
+    const leaseExpiresAt = shift(now, 'leaseMs', input.leaseMs, 1);
+    const row = statements.claimOperation.get({ operationId, leaseOwner: input.leaseOwner, leaseExpiresAt, now });
+    return row && toOperation(row);
+  });
+
+  const completeObservation = db.transaction((input: Input<'completeObservation'>) => {
+    const now = readNow();
+    const operation = finishLeased(input, now, 'applied', '');
+    const memoryId = operation.memory_id;
+    const current = recordOf(memoryId);
+    const startSeq = current.observed_through_message_seq + 1;
+    const throughSeq = Math.max(current.observed_through_message_seq, input.throughMessageSeq);
+    let seq = current.last_observation_seq;
+    let tokens = 0;
+    const observations: Observation[] = [];
+    for (const candidate of input.observations) {
+      seq++;
+      tokens += candidate.tokenCount;
+      const row: ObservationRow = {
+        memory_id: memoryId,
+        seq,
+        content: candidate.content,
+        token_count: candidate.tokenCount,
+        importance: candidate.importance,
+        created_at: now,
+        source_start_seq: startSeq,
+        source_end_seq: throughSeq,
+        operation_id: operation.operation_id,
+      };
+      statements.insertObservation.run(row);
+      observations.push(toObservation(row));
+    }
+    // The keys stay so a message is never stored twice; the text does not linger once observed.
+    statements.markMessagesObserved.run(memoryId, throughSeq);
+    const cycle = { memory_id: memoryId, cycle_id: operation.operation_id, token_count: tokens, created_at: now };
+    insertMarker({ ...cycle, marker_id: input.markerIds.start, marker_type: 'observation_start', message_index_start: startSeq, message_index_end: startSeq, payload: { seq: current.last_observation_seq + 1 } });
+    insertMarker({ ...cycle, marker_id: input.markerIds.end, marker_type: 'observation_end', message_index_start: throughSeq, message_index_end: throughSeq, payload: { seq } });
+    const row = swapped(
+      statements.applyObservations.get({ memoryId, stateVersion: current.state_version, throughSeq, count: observations.length, lastObservationSeq: seq, tokens, now }),
+      memoryId,
+    );
+    return { record: toRecord(row), observations };
+  });
+
+  const completeReflection = db.transaction((input: Input<'completeReflection'>) => {
+    const now = readNow();
+    const operation = finishLeased(input, now, 'applied', '');
+    const memoryId = operation.memory_id;
+    const current = recordOf(memoryId);
+    const { reflection } = input;
+    insertMarker({
+      marker_id: input.markerId,
+      memory_id: memoryId,
+      marker_type: 'reflection_end',
+      cycle_id: operation.operation_id,
+      message_index_start: current.observed_through_message_seq,
+      message_index_end: current.observed_through_message_seq,
+      token_count: reflection.tokenCount,
+      payload: { last_reflected_seq: reflection.throughSeq },
+      created_at: now,
+    });
+    const row = swapped(
+      statements.applyReflection.get({
+        memoryId,
+        stateVersion: current.state_version,
+        raw: reflection.raw,
+        structuredJson: JSON.stringify(reflection.structured),
+        tokenCount: reflection.tokenCount,
+        throughSeq: reflection.throughSeq,
+        createdAt: reflection.createdAt,
+        now,
+      }),
+      memoryId,
+    );
+    return toRecord(row);
+  });
+
+  const completeWithoutChange = db.transaction((input: Input<'completeWithoutChange'>) => {
+    finishLeased(input, readNow(), 'applied', input.note);
+  });
+
+  const failOperation = db.transaction((input: Input<'failOperation'>) => {
+    const now = readNow();
+    const row =
+      input.retryAfterMs === undefined
+        ? finishLeased(input, now, 'failed', input.errorText)
+        : finishLeased(input, now, 'queued', input.errorText, shift(now, 'retryAfterMs', input.retryAfterMs, 1));
+    return toOperation(row);
+  });
+
+  const requeueStaleOperations = db.transaction((input: Input<'requeueStaleOperations'>) => {
+    const now = readNow();
+    return statements.requeueStaleOperations.run({ now, cutoff: shift(now, 'graceSeconds', input.graceSeconds, 1000, '-') }).changes;
+  });
+
+  const setWorkingMemoryEntry = db.transaction((input: Input<'setWorkingMemoryEntry'>) => {
+    const { memoryId, key, valueJson, limits } = input;
+    if (statements.selectEntry.get(memoryId, key) === undefined) {
+      const count = statements.countEntries.get(memoryId) ?? 0;
+      if (count >= limits.maxEntries) throw workingMemoryLimitError('entries', count + 1, limits.maxEntries);
+    }
+    const total = (statements.bytesOfOtherEntries.get(memoryId, key) ?? 0) + utf8Length(key) + utf8Length(valueJson);
+    if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
+    const row = statements.upsertEntry.get({ memoryId, key, valueJson, now: readNow() });
+    if (!row) throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
+    return toWorkingMemoryEntry(row);
+  });
+
+  const deleteWorkingMemoryEntry = db.transaction((memoryId: string, key: string) => statements.deleteEntry.run(memoryId, key).changes > 0);
+
+  const forget = db.transaction((memoryId: string) => {
+    for (const statement of statements.forgetScope) statement.run(memoryId);
+  });
+
+  const store: MemoryStore = {
+    specificationVersion: 'v1',
+    name: STORE_NAME,
+
+    getRecord: async (memoryId) => {
+      return execute(() => {
+        const row = statements.selectRecord.get(memoryId);
+        return row && toRecord(row);
+      });
+    },
+    updateSettings: async (input) => execute(() => updateSettings.immediate(input)),
+    appendMessages: async (input) => execute(() => appendMessages.immediate(input)),
+    listUnobservedMessages: async (memoryId, throughSeq) => execute(() => statements.listUnobservedMessages.all({ memoryId, throughSeq }).map(toStoredMessage)),
+    listObservations: async (memoryId, listOptions) => execute(() => statements.listObservations.all(memoryId, listOptions?.afterSeq ?? 0).map(toObservation)),
+    listMarkers: async (memoryId) => execute(() => statements.listMarkers.all(memoryId).map(toMarker)),
+    enqueueOperation: async (input) => execute(() => enqueueOperation.immediate(input)),
+    claimOperation: async (input) => execute(() => claimOperation.immediate(input)),
+    completeObservation: async (input) => execute(() => completeObservation.immediate(input)),
+    completeReflection: async (input) => execute(() => completeReflection.immediate(input)),
+    completeWithoutChange: async (input) => {
+      execute(() => completeWithoutChange.immediate(input));
+    },
+    failOperation: async (input) => execute(() => failOperation.immediate(input)),
+    requeueStaleOperations: async (input) => execute(() => requeueStaleOperations.immediate(input)),
+    listOperations: async (memoryId) => execute(() => statements.listOperations.all(memoryId).map(toOperation)),
+    countPendingOperations: async (memoryId) => execute(() => (memoryId === undefined ? statements.countPendingOperations.get() : statements.countPendingOperationsOfScope.get(memoryId)) ?? 0),
+    setWorkingMemoryEntry: async (input) => execute(() => setWorkingMemoryEntry.immediate(input)),
+    getWorkingMemoryEntry: async (memoryId, key) => {
+      return execute(() => {
+        const row = statements.selectEntry.get(memoryId, key);
+        return row && toWorkingMemoryEntry(row);
+      });
+    },
+    deleteWorkingMemoryEntry: async (memoryId, key) => execute(() => deleteWorkingMemoryEntry.immediate(memoryId, key)),
+    listWorkingMemoryEntries: async (memoryId) => execute(() => statements.listEntries.all(memoryId).map(toWorkingMemoryEntry)),
+    forget: async (memoryId) => {
+      execute(() => {
+        forget.immediate(memoryId);
+        // Copies the zeroed pages into the file and empties the WAL, so the old text is gone
+        // from both. It waits (busy timeout) for readers of older snapshots; if one remains,
+        // the caller must know the bytes may linger, and a retry is harmless.
+        const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
+        if (result !== undefined && result.busy !== 0) {
+          throw new StoreError({
+            store: STORE_NAME,
+            message: `Scope ${memoryId} was deleted, but another connection kept the write-ahead log from being emptied, so old copies may remain in ${context.path}-wal. Retry forget() when the other process is idle.`,
+            data: { memoryId, deleted: true },
+          });
+        }
+      });
+    },
+    dispose: async () => {
+      if (disposed) return;
+      disposed = true;
+      try {
+        db.close();
+      } catch (error) {
+        throw toStoreError(error, context);
+      }
+    },
+  };
+  return store;
+}
+
+function pickScope(scope: Scope): { tenantId: string; conversationId: string; agentId: string } {
+  return { tenantId: scope.tenantId, conversationId: scope.conversationId, agentId: scope.agentId };
+}
+
+function invalidOption(name: string, problem: string): StoreError {
+  return new StoreError({ store: STORE_NAME, message: `Option ${name} ${problem}.`, data: { option: name } });
+}
