@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
 import { createAgentRunner } from '../agent/agent-runner.js';
 import { createLocalEventHub } from '../agent/event-hub.js';
-import { createInMemoryRunStore } from '../agent/in-memory-run-store.js';
+import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
 import { createModelObserver, createModelReflector } from '../memory/model-observer.js';
 import { createObservationalMemory } from '../memory/observational-memory.js';
 import { createWorkingMemory } from '../memory/working-memory.js';

@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { AgentRunner } from '../agent/agent-runner.js';
 import type { EventHub } from '../agent/event-hub.js';
-import type { RunStore } from '../agent/run-store.js';
+import type { RunStore } from '../storage/run-store.js';
 import type { ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import { errorResponse, httpError, jsonError } from './http-error.js';

@@ -1,4 +1,4 @@
-import type { RunRecord } from '../agent/run-store.js';
+import type { RunRecord } from '../storage/run-store.js';
 import type { WorkingMemoryEntry } from '../storage/store.js';
 
 /** The wire form of a run. */

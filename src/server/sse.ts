@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
 import { TERMINAL_EVENT_TYPES } from '../agent/event-hub.js';
 import type { EventHub } from '../agent/event-hub.js';
-import type { RunEvent, RunStore } from '../agent/run-store.js';
+import type { RunEvent, RunStore } from '../storage/run-store.js';
 
 /** Options of {@link streamRunEvents}. */
 export interface StreamRunEventsOptions {

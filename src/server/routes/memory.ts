@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { z } from 'zod/v4';
-import type { RunStore } from '../../agent/run-store.js';
+import type { RunStore } from '../../storage/run-store.js';
 import { observationToJson, statusToJson } from '../../core/memory-status.js';
 import { memoryIdOf, resolveScope } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';

@@ -167,6 +167,54 @@ CREATE INDEX om_operation_log_status_available_idx ON om_operation_log (status, 
 CREATE INDEX om_operation_log_memory_status_seq_idx ON om_operation_log (memory_id, status, scope_sequence);
 `;
 
+// The harness's runs, their event history, and each conversation's messages, so that a
+// client connecting late or reconnecting misses nothing and later runs can replay history.
+const HARNESS_TABLES = `
+CREATE TABLE harness_runs (
+  run_id TEXT PRIMARY KEY,
+  memory_id TEXT NOT NULL,
+  tenant_id TEXT NOT NULL,
+  conversation_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  prompt TEXT NOT NULL,
+  model TEXT NOT NULL,
+  system_prompt TEXT NOT NULL,
+  max_steps INTEGER NOT NULL,
+  output TEXT,
+  error_json TEXT,
+  steps INTEGER NOT NULL,
+  input_tokens INTEGER NOT NULL,
+  output_tokens INTEGER NOT NULL,
+  parent_run_id TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX harness_runs_memory_idx ON harness_runs (memory_id);
+CREATE TABLE harness_run_events (
+  run_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  timestamp TEXT NOT NULL,
+  payload_json TEXT NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE harness_conversation_messages (
+  memory_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  message_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  role TEXT NOT NULL,
+  content TEXT NOT NULL,
+  name TEXT,
+  tool_call_id TEXT,
+  tool_calls_json TEXT,
+  token_count INTEGER NOT NULL,
+  PRIMARY KEY (memory_id, position),
+  UNIQUE (memory_id, message_id)
+);
+`;
+
 /** Every migration, in order. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
   {
@@ -183,6 +231,13 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
       db.exec(DESIGN_TABLES);
       convertReferenceData(db);
       db.exec(SWAP_AND_INDEX);
+    },
+  },
+  {
+    version: 3,
+    description: 'harness runs, run events and conversation messages',
+    up: (db: Database): void => {
+      db.exec(HARNESS_TABLES);
     },
   },
 ]);

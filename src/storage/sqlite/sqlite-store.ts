@@ -42,6 +42,14 @@ export interface SqliteStoreOptions {
    * names it in errors.
    */
   database?: Database;
+  /**
+   * Testing hook: called at step boundaries inside the `completeObservation` transaction;
+   * crash tests kill the process there. `mid_apply` comes after the observations are
+   * inserted and before the cursor and record update; `before_mark_applied` after every
+   * memory write, just before the commit that makes the operation `applied` (the status
+   * row is updated first, as the lease check, but only that commit makes it visible).
+   */
+  faultPoint?: (point: 'mid_apply' | 'before_mark_applied') => void;
 }
 
 type Input<K extends keyof MemoryStore> = MemoryStore[K] extends (input: infer I) => unknown ? I : never;
@@ -65,14 +73,19 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     db = options.database ?? openSqliteFile(options.path, busyTimeoutMs);
     configureSqliteConnection(db, { busyTimeoutMs, synchronous, path: options.path });
     migrateSqliteDatabase(db);
-    return buildStore(db, prepareStatements(db), context);
+    return buildStore(db, prepareStatements(db), context, options.faultPoint);
   } catch (error) {
     if (db?.open) db.close();
     throw toStoreError(error, context);
   }
 }
 
-function buildStore(db: Database, statements: SqliteStatements, context: { path: string; busyTimeoutMs: number }): MemoryStore {
+function buildStore(
+  db: Database,
+  statements: SqliteStatements,
+  context: { path: string; busyTimeoutMs: number },
+  faultPoint: SqliteStoreOptions['faultPoint'],
+): MemoryStore {
   let disposed = false;
 
   const execute = <T>(work: () => T): T => {
@@ -232,6 +245,7 @@ function buildStore(db: Database, statements: SqliteStatements, context: { path:
       statements.insertObservation.run(row);
       observations.push(toObservation(row));
     }
+    faultPoint?.('mid_apply');
     // The keys stay so a message is never stored twice; the text does not linger once observed.
     statements.markMessagesObserved.run(memoryId, throughSeq);
     const cycle = { memory_id: memoryId, cycle_id: operation.operation_id, token_count: tokens, created_at: now };
@@ -241,6 +255,7 @@ function buildStore(db: Database, statements: SqliteStatements, context: { path:
       statements.applyObservations.get({ memoryId, stateVersion: current.state_version, throughSeq, count: observations.length, lastObservationSeq: seq, tokens, now }),
       memoryId,
     );
+    faultPoint?.('before_mark_applied');
     return { record: toRecord(row), observations };
   });
 

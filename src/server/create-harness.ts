@@ -1,0 +1,149 @@
+/**
+ * The composition root of the harness: configuration in; stores, models, memory, the
+ * agent runner and the HTTP app out.
+ * @module
+ */
+import { createAgentRunner } from '../agent/agent-runner.js';
+import type { AgentRunner } from '../agent/agent-runner.js';
+import { createLocalEventHub } from '../agent/event-hub.js';
+import type { EventHub } from '../agent/event-hub.js';
+import { tokenConfigFrom } from '../config/load-config.js';
+import type { HarnessConfig } from '../config/schema.js';
+import { ConfigError } from '../core/errors.js';
+import type { LanguageModel } from '../llm/language-model.js';
+import { createAgentModel, selectMemoryModel } from '../llm/memory-model-selection.js';
+import { createObservationalMemory } from '../memory/observational-memory.js';
+import type { ObservationalMemory } from '../memory/observational-memory.js';
+import { createWorkingMemory } from '../memory/working-memory.js';
+import type { WorkingMemory } from '../memory/working-memory.js';
+import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
+import type { RunStore } from '../storage/run-store.js';
+import { createSqliteRunStore } from '../storage/sqlite/sqlite-run-store.js';
+import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
+import type { MemoryStore } from '../storage/store.js';
+import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
+import type { Tool } from '../tools/tool.js';
+import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
+import { createApp } from './app.js';
+import type { ServerEnv } from './server-env.js';
+import type { Hono } from 'hono';
+
+/** Options of {@link createHarness}. */
+export interface HarnessOptions {
+  /** The loaded configuration (`loadConfig()`). */
+  config: HarnessConfig;
+  /** Variables read for provider API keys. @default process.env */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Overrides the agent model built from the configuration. */
+  agentModel?: LanguageModel;
+  /** Overrides the memory model chosen by the spec's mode rules. */
+  memoryModel?: LanguageModel;
+  /** Tools besides the two memory tools. */
+  tools?: readonly Tool[];
+  /** Run the background worker that recovers and retries memory operations. @default true */
+  startWorker?: boolean;
+  /** SSE heartbeat interval. @default 15000 */
+  heartbeatMs?: number;
+}
+
+/** A running harness. */
+export interface Harness {
+  readonly config: HarnessConfig;
+  readonly store: MemoryStore;
+  readonly runStore: RunStore;
+  readonly hub: EventHub;
+  readonly observationalMemory: ObservationalMemory;
+  readonly workingMemory: WorkingMemory;
+  readonly runner: AgentRunner;
+  readonly app: Hono<ServerEnv>;
+  /** How the memory model was chosen, for `harness config` and logs. */
+  readonly memoryModel: { readonly mode: string; readonly modelId: string; readonly source: string };
+  /** Waits for runs, stops the worker, closes the stores. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Builds the harness from configuration: SQLite by default (one file, WAL), the agent
+ * model, the memory model chosen as the spec says, both memories, the tools, the runner
+ * and the HTTP app.
+ * @example
+ * const harness = await createHarness({ config: loadConfig() });
+ * const run = await harness.runner.start({ prompt: 'Hello' });
+ */
+export async function createHarness(options: HarnessOptions): Promise<Harness> {
+  const { config } = options;
+  const env = options.env ?? process.env;
+  if (config.memory.dbDriver !== 'sqlite') {
+    throw new ConfigError({
+      key: 'memory.db_driver',
+      source: config.sources['memory.db_driver'] ?? 'default',
+      message: `"${config.memory.dbDriver}" is not available in this version; use "sqlite"`,
+    });
+  }
+  const store = createSqliteStore({ path: config.memory.sqlitePath });
+  const runStore = config.memory.sqlitePath === ':memory:' ? createInMemoryRunStore() : createSqliteRunStore({ path: config.memory.sqlitePath });
+  try {
+    const agentModel = options.agentModel ?? createAgentModel(config, env);
+    // The operation worker retries memory calls (with backoff, honouring Retry-After), so
+    // the client layer makes one attempt: retries are never stacked.
+    const selection = options.memoryModel
+      ? { mode: 'custom', modelId: options.memoryModel.modelId, source: 'createHarness({ memoryModel })', model: options.memoryModel }
+      : selectMemoryModel({ config, env, inheritModel: agentModel, retry: { maxAttempts: 1 } });
+    const observationalMemory = createObservationalMemory({
+      store,
+      model: selection.model,
+      mode: config.memory.mode,
+      defaultEnabled: config.memory.defaultEnabled,
+      defaults: tokenConfigFrom(config),
+      redactSecrets: config.memory.redactSecrets,
+      leaseMs: config.memory.staleOperationSeconds * 1000,
+    });
+    const workingMemory = createWorkingMemory({
+      store,
+      limits: {
+        maxValueBytes: config.memory.workingMemoryMaxValueBytes,
+        maxEntries: config.memory.workingMemoryMaxEntries,
+        maxTotalBytes: config.memory.workingMemoryMaxTotalBytes,
+      },
+      redactSecrets: config.memory.redactSecrets,
+    });
+    const hub = createLocalEventHub();
+    const runner = createAgentRunner({
+      model: agentModel,
+      observationalMemory,
+      workingMemory,
+      runStore,
+      hub,
+      memoryTools: [createWorkingMemoryTool(workingMemory), createObservationalMemoryTool({ memory: observationalMemory })],
+      ...(options.tools ? { tools: options.tools } : {}),
+      workspace: config.workspace,
+      forensics: { captureRequestEnvelope: config.forensics.captureRequestEnvelope, snapshotMemorySnippet: config.forensics.snapshotMemorySnippet },
+    });
+    const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory, apiKeys: config.server.apiKeys, ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}) });
+    const worker = options.startWorker === false ? undefined : observationalMemory.startWorker();
+    let disposed = false;
+    return {
+      config,
+      store,
+      runStore,
+      hub,
+      observationalMemory,
+      workingMemory,
+      runner,
+      app,
+      memoryModel: { mode: selection.mode, modelId: selection.modelId, source: selection.source },
+      async dispose() {
+        if (disposed) return;
+        disposed = true;
+        await runner.settle();
+        await worker?.stop();
+        await runStore.dispose();
+        await store.dispose();
+      },
+    };
+  } catch (error) {
+    await runStore.dispose();
+    await store.dispose();
+    throw error;
+  }
+}

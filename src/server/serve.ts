@@ -1,0 +1,58 @@
+import { serve } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
+import { ConfigError } from '../core/errors.js';
+import type { Harness } from './create-harness.js';
+
+/** Options of {@link startServer}. */
+export interface StartServerOptions {
+  /** @default config.server.host (127.0.0.1) */
+  host?: string;
+  /** 0 picks a free port. @default config.server.port (8080) */
+  port?: number;
+  /** Allow a non-loopback host without API keys. @default false */
+  insecure?: boolean;
+}
+
+/** A listening server. */
+export interface RunningServer {
+  readonly url: string;
+  readonly port: number;
+  /** Stops accepting requests, waits for runs, closes the harness. */
+  close(): Promise<void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+/**
+ * Serves the harness over HTTP. Without API keys it listens on loopback only and refuses
+ * any other host unless `insecure` is set.
+ */
+export async function startServer(harness: Harness, options: StartServerOptions = {}): Promise<RunningServer> {
+  const host = options.host ?? harness.config.server.host;
+  const port = options.port ?? harness.config.server.port;
+  if (!LOOPBACK.has(host) && harness.config.server.apiKeys.length === 0 && !options.insecure) {
+    throw new ConfigError({
+      key: 'server.host',
+      source: options.host ? '--host' : (harness.config.sources['server.host'] ?? 'default'),
+      message: `refusing to listen on ${host} without API keys; set [server] api_keys or HARNESS_API_KEYS, or pass --insecure`,
+    });
+  }
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const created = serve({ fetch: harness.app.fetch, hostname: host, port }, () => resolve(created));
+    created.once('error', reject);
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shownHost}:${address.port}`,
+    port: address.port,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // SSE clients hold connections open; close them so shutdown does not hang.
+        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+      await harness.dispose();
+    },
+  };
+}

@@ -1,0 +1,283 @@
+/**
+ * The harness's runs, run events and conversation messages on the same SQLite file as
+ * memory. Writes are IMMEDIATE transactions; event seqs are assigned inside them.
+ * @module
+ */
+import type { Database } from 'better-sqlite3';
+import { StoreError } from '../../core/errors.js';
+import { memoryIdOf } from '../../core/scope.js';
+import type { LanguageModelToolCall } from '../../llm/language-model.js';
+import { takeRecent } from '../in-memory-run-store.js';
+import type { ConversationMessage, RunEvent, RunRecord, RunStore, RunStatus } from '../run-store.js';
+import { configureSqliteConnection, openSqliteFile } from './sqlite-connection.js';
+import { migrateSqliteDatabase } from './sqlite-migrations.js';
+import { SQL_NOW } from './sqlite-statements.js';
+
+/** Options of {@link createSqliteRunStore}. */
+export interface SqliteRunStoreOptions {
+  /** The database file (shared with the memory store). */
+  path: string;
+  /** @default 'NORMAL' */
+  synchronous?: 'NORMAL' | 'FULL';
+  /** @default 5000 */
+  busyTimeoutMs?: number;
+}
+
+interface RunRow {
+  run_id: string;
+  tenant_id: string;
+  conversation_id: string;
+  agent_id: string;
+  status: string;
+  prompt: string;
+  model: string;
+  system_prompt: string;
+  max_steps: number;
+  output: string | null;
+  error_json: string | null;
+  steps: number;
+  input_tokens: number;
+  output_tokens: number;
+  parent_run_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+interface EventRow {
+  run_id: string;
+  seq: number;
+  type: string;
+  timestamp: string;
+  payload_json: string;
+}
+
+interface MessageRow {
+  position: number;
+  message_id: string;
+  run_id: string;
+  role: string;
+  content: string;
+  name: string | null;
+  tool_call_id: string | null;
+  tool_calls_json: string | null;
+  token_count: number;
+}
+
+const STORE = 'sqlite-runs';
+const RECENT_PAGE = 500;
+
+/** Creates the SQLite run store. */
+export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
+  const db: Database = openSqliteFile(options.path, options.busyTimeoutMs ?? 5000);
+  configureSqliteConnection(db, { busyTimeoutMs: options.busyTimeoutMs ?? 5000, synchronous: options.synchronous ?? 'NORMAL', path: options.path });
+  migrateSqliteDatabase(db);
+  let disposed = false;
+
+  const statements = {
+    insertRun: db.prepare(
+      `INSERT INTO harness_runs (run_id, memory_id, tenant_id, conversation_id, agent_id, status, prompt, model, system_prompt, max_steps, output, error_json, steps, input_tokens, output_tokens, parent_run_id, created_at, updated_at)
+       VALUES (@run_id, @memory_id, @tenant_id, @conversation_id, @agent_id, @status, @prompt, @model, @system_prompt, @max_steps, @output, @error_json, @steps, @input_tokens, @output_tokens, @parent_run_id, ${SQL_NOW}, ${SQL_NOW})`,
+    ),
+    getRun: db.prepare<[string], RunRow>('SELECT * FROM harness_runs WHERE run_id = ?'),
+    updateRun: db.prepare(
+      `UPDATE harness_runs SET status = @status, output = @output, error_json = @error_json, steps = @steps, input_tokens = @input_tokens, output_tokens = @output_tokens, updated_at = ${SQL_NOW} WHERE run_id = @run_id`,
+    ),
+    nextSeq: db.prepare<[string], number>('SELECT COALESCE(MAX(seq), -1) + 1 FROM harness_run_events WHERE run_id = ?').pluck(),
+    insertEvent: db.prepare<[string, number, string, string]>(`INSERT INTO harness_run_events (run_id, seq, type, timestamp, payload_json) VALUES (?, ?, ?, ${SQL_NOW}, ?)`),
+    getEvent: db.prepare<[string, number], EventRow>('SELECT * FROM harness_run_events WHERE run_id = ? AND seq = ?'),
+    listEvents: db.prepare<[string, number], EventRow>('SELECT * FROM harness_run_events WHERE run_id = ? AND seq > ? ORDER BY seq'),
+    nextPosition: db.prepare<[string], number>('SELECT COALESCE(MAX(position), 0) + 1 FROM harness_conversation_messages WHERE memory_id = ?').pluck(),
+    insertMessage: db.prepare(
+      `INSERT OR IGNORE INTO harness_conversation_messages (memory_id, position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count)
+       VALUES (@memory_id, @position, @message_id, @run_id, @role, @content, @name, @tool_call_id, @tool_calls_json, @token_count)`,
+    ),
+    recent: db.prepare<[string, number, number], MessageRow>(
+      'SELECT * FROM harness_conversation_messages WHERE memory_id = ? AND position < ? ORDER BY position DESC LIMIT ?',
+    ),
+    forgetMessages: db.prepare<[string]>('DELETE FROM harness_conversation_messages WHERE memory_id = ?'),
+    forgetEvents: db.prepare<[string]>('DELETE FROM harness_run_events WHERE run_id IN (SELECT run_id FROM harness_runs WHERE memory_id = ?)'),
+    forgetRuns: db.prepare<[string]>('DELETE FROM harness_runs WHERE memory_id = ?'),
+  };
+
+  const guard = (): void => {
+    if (disposed) throw new StoreError({ store: STORE, code: 'STORE_DISPOSED', message: 'The run store was disposed.' });
+  };
+  const wrap = <T>(work: () => T): T => {
+    guard();
+    try {
+      return work();
+    } catch (error) {
+      if (StoreError.isInstance(error)) throw error;
+      throw new StoreError({ store: STORE, message: `SQLite failed: ${(error as Error).message}`, cause: error });
+    }
+  };
+  const missing = (runId: string): StoreError => new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
+
+  return {
+    specificationVersion: 'v1',
+    name: 'sqlite',
+    async createRun(run) {
+      return wrap(() => {
+        db.transaction(() => {
+          statements.insertRun.run({
+            run_id: run.runId,
+            memory_id: memoryIdOf(run.scope),
+            tenant_id: run.scope.tenantId,
+            conversation_id: run.scope.conversationId,
+            agent_id: run.scope.agentId,
+            status: run.status,
+            prompt: run.prompt,
+            model: run.model,
+            system_prompt: run.systemPrompt,
+            max_steps: run.maxSteps,
+            output: run.output,
+            error_json: run.error ? JSON.stringify(run.error) : null,
+            steps: run.steps,
+            input_tokens: run.usage.inputTokens,
+            output_tokens: run.usage.outputTokens,
+            parent_run_id: run.parentRunId,
+          });
+        }).immediate();
+        return toRun(statements.getRun.get(run.runId) as RunRow);
+      });
+    },
+    async getRun(runId) {
+      return wrap(() => {
+        const row = statements.getRun.get(runId);
+        return row ? toRun(row) : undefined;
+      });
+    },
+    async updateRun(runId, patch) {
+      return wrap(() =>
+        db
+          .transaction(() => {
+            const row = statements.getRun.get(runId);
+            if (!row) throw missing(runId);
+            const current = toRun(row);
+            const next = { ...current, ...patch };
+            statements.updateRun.run({
+              run_id: runId,
+              status: next.status,
+              output: next.output,
+              error_json: next.error ? JSON.stringify(next.error) : null,
+              steps: next.steps,
+              input_tokens: next.usage.inputTokens,
+              output_tokens: next.usage.outputTokens,
+            });
+            return toRun(statements.getRun.get(runId) as RunRow);
+          })
+          .immediate(),
+      );
+    },
+    async appendEvent(runId, type, payload) {
+      return wrap(() =>
+        db
+          .transaction(() => {
+            if (!statements.getRun.get(runId)) throw missing(runId);
+            const seq = statements.nextSeq.get(runId) ?? 0;
+            statements.insertEvent.run(runId, seq, type, JSON.stringify(payload));
+            return toEvent(statements.getEvent.get(runId, seq) as EventRow);
+          })
+          .immediate(),
+      );
+    },
+    async listEvents(runId, afterSeq) {
+      return wrap(() => statements.listEvents.all(runId, afterSeq).map(toEvent));
+    },
+    async appendMessages(memoryId, messages) {
+      wrap(() =>
+        db
+          .transaction(() => {
+            let position = statements.nextPosition.get(memoryId) ?? 1;
+            for (const message of messages) {
+              const result = statements.insertMessage.run({
+                memory_id: memoryId,
+                position,
+                message_id: message.messageId,
+                run_id: message.runId,
+                role: message.role,
+                content: message.content,
+                name: message.name ?? null,
+                tool_call_id: message.toolCallId ?? null,
+                tool_calls_json: message.toolCalls ? JSON.stringify(message.toolCalls) : null,
+                token_count: message.tokenCount,
+              });
+              if (result.changes === 1) position++;
+            }
+          })
+          .immediate(),
+      );
+    },
+    async recentMessages(memoryId, maxTokens) {
+      return wrap(() => {
+        // Read newest first, a page at a time, until the budget is spent.
+        const rows: MessageRow[] = [];
+        let before = Number.MAX_SAFE_INTEGER;
+        let used = 0;
+        for (;;) {
+          const page = statements.recent.all(memoryId, before, RECENT_PAGE);
+          if (page.length === 0) break;
+          for (const row of page) {
+            if (used + row.token_count > maxTokens) return takeRecent(rows.reverse().map(toMessage), maxTokens);
+            used += row.token_count;
+            rows.push(row);
+          }
+          before = page.at(-1)?.position ?? 0;
+          if (page.length < RECENT_PAGE) break;
+        }
+        return takeRecent(rows.reverse().map(toMessage), maxTokens);
+      });
+    },
+    async forgetConversation(memoryId) {
+      wrap(() => {
+        db.transaction(() => {
+          statements.forgetMessages.run(memoryId);
+          statements.forgetEvents.run(memoryId);
+          statements.forgetRuns.run(memoryId);
+        }).immediate();
+        db.pragma('wal_checkpoint(TRUNCATE)');
+      });
+    },
+    async dispose() {
+      if (disposed) return;
+      disposed = true;
+      db.close();
+    },
+  };
+}
+
+function toRun(row: RunRow): RunRecord {
+  return Object.freeze({
+    runId: row.run_id,
+    scope: Object.freeze({ tenantId: row.tenant_id, conversationId: row.conversation_id, agentId: row.agent_id }),
+    status: row.status as RunStatus,
+    prompt: row.prompt,
+    model: row.model,
+    systemPrompt: row.system_prompt,
+    maxSteps: row.max_steps,
+    output: row.output,
+    error: row.error_json ? (JSON.parse(row.error_json) as { code: string; message: string }) : null,
+    steps: row.steps,
+    usage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
+    parentRunId: row.parent_run_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  });
+}
+
+function toEvent(row: EventRow): RunEvent {
+  return Object.freeze({ id: `${row.run_id}:${row.seq}`, runId: row.run_id, seq: row.seq, type: row.type, timestamp: row.timestamp, payload: JSON.parse(row.payload_json) as Record<string, unknown> });
+}
+
+function toMessage(row: MessageRow): ConversationMessage {
+  return {
+    messageId: row.message_id,
+    runId: row.run_id,
+    role: row.role as ConversationMessage['role'],
+    content: row.content,
+    ...(row.name !== null ? { name: row.name } : {}),
+    ...(row.tool_call_id !== null ? { toolCallId: row.tool_call_id } : {}),
+    ...(row.tool_calls_json !== null ? { toolCalls: JSON.parse(row.tool_calls_json) as LanguageModelToolCall[] } : {}),
+    tokenCount: row.token_count,
+  };
+}
