@@ -1,5 +1,5 @@
 import type { MemoryStatus } from './memory-status.js';
-import { configToJson, observationToJson, statusToJson } from './memory-status.js';
+import { configToJson, observationToJson, statusToJson, structuredReflectionToJson } from './memory-status.js';
 import type { Observation, StoredReflection } from './observation.js';
 import { HarnessMemoryError } from './errors.js';
 
@@ -40,14 +40,7 @@ function renderJson(input: ExportInput): string {
       config: configToJson(input.status.config),
       observations: input.observations.map(observationToJson),
       reflection: input.reflection?.raw ?? '',
-      structured_reflection: structured
-        ? {
-            summary: structured.summary,
-            supersessions: structured.supersessions.map((item) => ({ newer_seq: item.newerSeq, older_seq: item.olderSeq, reason: item.reason })),
-            contradictions: structured.contradictions.map((item) => ({ seq_a: item.seqA, seq_b: item.seqB, detail: item.detail })),
-            schema_version: structured.schemaVersion,
-          }
-        : null,
+      structured_reflection: structured ? structuredReflectionToJson(structured) : null,
       status: statusToJson(input.status),
     },
     null,

@@ -1,4 +1,5 @@
 import type { MemoryRecord, Observation, ObservationConfig } from './observation.js';
+import type { StructuredReflection } from './reflection.js';
 import type { Scope } from './scope.js';
 
 /** How memory runs: `off` disables observing and injection. `auto` resolves to `local_coordinator`. */
@@ -98,5 +99,15 @@ export function observationToJson(observation: Observation): Record<string, unkn
     created_at: observation.createdAt,
     source_start_index: observation.sourceStartSeq - 1,
     source_end_index: observation.sourceEndSeq - 1,
+  };
+}
+
+/** The wire form of a structured reflection. */
+export function structuredReflectionToJson(structured: StructuredReflection): Record<string, unknown> {
+  return {
+    summary: structured.summary,
+    supersessions: structured.supersessions.map((item) => ({ newer_seq: item.newerSeq, older_seq: item.olderSeq, reason: item.reason })),
+    contradictions: structured.contradictions.map((item) => ({ seq_a: item.seqA, seq_b: item.seqB, detail: item.detail })),
+    schema_version: structured.schemaVersion,
   };
 }

@@ -36,17 +36,13 @@ export interface Operation {
   readonly updatedAt: string;
 }
 
-/** A transcript message as stored until it is observed. */
-export interface StoredMessage {
-  /** Per-scope sequence number, from 1, in arrival order. */
+/**
+ * A transcript message as stored until it is observed: its stable identity
+ * (`messageKey`, the caller's id or `#<index>`), rendered text and token cost, plus
+ * `seq`, its per-scope sequence number from 1 in arrival order.
+ */
+export interface StoredMessage extends PreparedMessage {
   readonly seq: number;
-  /** Stable identity given by the caller (message id, or `#<index>`). */
-  readonly messageKey: string;
-  readonly role: string;
-  readonly name: string;
-  readonly toolCallId: string;
-  readonly content: string;
-  readonly tokenCount: number;
 }
 
 /** A message to append (before the store assigns its seq). */

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod/v4';
 import type { RunStore } from '../../storage/run-store.js';
-import { observationToJson, statusToJson } from '../../core/memory-status.js';
+import { observationToJson, statusToJson, structuredReflectionToJson } from '../../core/memory-status.js';
 import { memoryIdOf, resolveScope } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
 import type { ObservationalMemory } from '../../memory/observational-memory.js';
@@ -50,14 +50,7 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
       status: statusToJson(inspection.status),
       observations: inspection.observations.map(observationToJson),
       reflection: inspection.reflection?.raw ?? '',
-      structured_reflection: structured
-        ? {
-            summary: structured.summary,
-            supersessions: structured.supersessions.map((item) => ({ newer_seq: item.newerSeq, older_seq: item.olderSeq, reason: item.reason })),
-            contradictions: structured.contradictions.map((item) => ({ seq_a: item.seqA, seq_b: item.seqB, detail: item.detail })),
-            schema_version: structured.schemaVersion,
-          }
-        : null,
+      structured_reflection: structured ? structuredReflectionToJson(structured) : null,
       working_memory: (await workingMemory.entries(scope)).map(entryToJson),
       snippets: { working_memory: await workingMemory.snippet(scope), observational_memory: await memory.snippet(scope) },
     });
