@@ -61,6 +61,8 @@ export interface ObservationalMemoryOptions {
   generateId?: IdGenerator;
   /** Called for memory events (reflections completed, operations failed). */
   onEvent?: (event: ObservationalMemoryEvent) => void;
+  /** Testing hook: called at step boundaries of an operation; crash tests kill the process there. */
+  faultPoint?: (point: 'after_claim' | 'after_llm') => void;
 }
 
 /** Events of observational memory. */
@@ -187,6 +189,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     effective,
     onEvent: onWorkerEvent,
     now,
+    faultPoint: options.faultPoint,
   };
 
   /** Runs every claimable operation of the scope, in order, under the scope's lock. */
@@ -382,14 +385,17 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
           } catch (error) {
             emit({ type: 'memory.operation.failed', scope: { tenantId: '', conversationId: '', agentId: '' }, runId: '', operationId: '', operationType: 'worker', error: (error as Error).message, willRetry: true });
           }
+          if (stopped) break;
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, pollMs);
+            // Idle polling must not keep a process alive; stop() wakes the loop itself.
             timer.unref?.();
             wake = () => {
               clearTimeout(timer);
               resolve();
             };
           });
+          wake = undefined;
         }
       };
       const running = loop();

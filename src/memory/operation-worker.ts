@@ -39,7 +39,12 @@ export interface OperationWorkerContext {
   };
   readonly onEvent: (event: WorkerEvent) => void;
   readonly now: () => Date;
+  /** Testing hook: called at step boundaries of an operation; crash tests kill the process there. */
+  readonly faultPoint?: ((point: WorkerFaultPoint) => void) | undefined;
 }
+
+/** Step boundaries of an operation at which {@link OperationWorkerContext.faultPoint} is called. */
+export type WorkerFaultPoint = 'after_claim' | 'after_llm';
 
 /**
  * Runs claimed operations: reads what it needs, calls the model outside any transaction,
@@ -48,6 +53,7 @@ export interface OperationWorkerContext {
  */
 export async function runOperation(context: OperationWorkerContext, operation: Operation): Promise<OperationOutcome> {
   const lease = { operationId: operation.operationId, leaseOwner: context.workerId };
+  context.faultPoint?.('after_claim');
   try {
     return operation.operationType === 'observe' ? await runObserve(context, operation) : await runReflect(context, operation);
   } catch (error) {
@@ -99,6 +105,7 @@ async function runObserve(context: OperationWorkerContext, operation: Operation)
     unreflected,
     abortSignal: AbortSignal.timeout(Math.max(1, Math.floor(context.leaseMs * 0.8))),
   });
+  context.faultPoint?.('after_llm');
   const throughMessageSeq = (batch[batch.length - 1] as StoredMessage).seq;
   const applied = await store.completeObservation({
     ...lease,
@@ -144,6 +151,7 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
     observations,
     abortSignal: AbortSignal.timeout(Math.max(1, Math.floor(context.leaseMs * 0.8))),
   });
+  context.faultPoint?.('after_llm');
   const throughSeq = Math.max(previousThrough, observations.at(-1)?.seq ?? 0);
   await store.completeReflection({
     ...lease,
