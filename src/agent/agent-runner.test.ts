@@ -13,7 +13,7 @@ import { createObservationalMemoryTool } from '../tools/observational-memory-too
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
 import { createAgentRunner } from './agent-runner.js';
 import type { AgentRunnerOptions } from './agent-runner.js';
-import { createInMemoryRunStore } from './in-memory-run-store.js';
+import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
 
 const SENTINEL = 'SENTINEL_RECALL_user_prefers_tabs_over_spaces_42';
 

@@ -15,7 +15,7 @@ import type { WorkingMemory } from '../memory/working-memory.js';
 import type { Tool } from '../tools/tool.js';
 import { RunEventEmitter, createLocalEventHub } from './event-hub.js';
 import type { EventHub } from './event-hub.js';
-import type { ConversationMessage, RunRecord, RunStore, RunUsage } from './run-store.js';
+import type { ConversationMessage, RunRecord, RunStore, RunUsage } from '../storage/run-store.js';
 
 /** A run request, as `POST /v1/runs` takes it. */
 export interface RunRequest {

@@ -1,5 +1,5 @@
 import { KeyedLock } from '../memory/scope-lock.js';
-import type { RunEvent, RunStore } from './run-store.js';
+import type { RunEvent, RunStore } from '../storage/run-store.js';
 
 /** Live delivery of run events to subscribers (in this process, or across replicas). */
 export interface EventHub {

@@ -1,0 +1,160 @@
+/**
+ * `harness memory status|show|export|reflect|enable|disable|forget`: observational memory of
+ * one scope, through the ObservationalMemory API. No model is needed except by `reflect`.
+ * @module
+ */
+import { Option } from 'commander';
+import type { Command } from 'commander';
+import type { MemoryStatus } from '../../core/memory-status.js';
+import { observationToJson, scopeToJson, statusToJson, structuredReflectionToJson } from '../../core/memory-status.js';
+import type { ObservationConfig } from '../../core/observation.js';
+import { memoryIdOf } from '../../core/scope.js';
+import type { Scope } from '../../core/scope.js';
+import type { Harness } from '../../server/create-harness.js';
+import { entryToJson } from '../../server/serialize.js';
+import { printLine } from '../context.js';
+import type { CliContext } from '../context.js';
+import { UsageError } from '../exit-codes.js';
+import { openHarness } from '../open-harness.js';
+import type { CommandResult } from '../run-cli.js';
+import { describeScope, positiveInteger, scopeFrom, withScopeOptions } from '../scope-options.js';
+import type { ScopeOptions } from '../scope-options.js';
+
+type Format = 'json' | 'markdown';
+
+interface MemoryOptions extends ScopeOptions {
+  readonly format: Format;
+}
+
+interface EnableOptions extends MemoryOptions {
+  readonly observeMinTokens?: number;
+  readonly snippetMaxTokens?: number;
+  readonly reflectThresholdTokens?: number;
+  readonly config?: readonly string[];
+}
+
+const THRESHOLD_KEYS: Readonly<Record<string, keyof ObservationConfig>> = {
+  observe_min_tokens: 'observeMinTokens',
+  snippet_max_tokens: 'snippetMaxTokens',
+  reflect_threshold_tokens: 'reflectThresholdTokens',
+};
+
+/** Registers `memory` and its subcommands. */
+export function registerMemoryCommand(program: Command, context: CliContext, _result: CommandResult): void {
+  const memory = program.command('memory').description('inspect and control the observational memory of a scope');
+  const sub = (name: string, description: string, defaultFormat: Format, action: (harness: Harness, scope: Scope, options: EnableOptions) => Promise<void>): Command =>
+    withScopeOptions(memory.command(name).description(description))
+      .addOption(new Option('--format <format>', 'output format').choices(['json', 'markdown']).default(defaultFormat))
+      .action(async (options: EnableOptions) => {
+        const scope = scopeFrom(options);
+        const harness = await openHarness(context, { modelsOptional: true });
+        try {
+          await action(harness, scope, options);
+        } finally {
+          await harness.dispose();
+        }
+      });
+
+  sub('status', 'show whether memory is enabled, its counts and thresholds', 'markdown', async (harness, scope, options) => {
+    const status = await harness.observationalMemory.status(scope);
+    if (options.format === 'json') printJson(context, { status: statusToJson(status) });
+    else printLine(context, statusMarkdown(status));
+  });
+
+  sub('show', 'show everything stored: status, reflection, observations, working memory', 'markdown', async (harness, scope, options) => {
+    const inspection = await harness.observationalMemory.inspect(scope);
+    const entries = await harness.workingMemory.entries(scope);
+    if (options.format === 'json') {
+      printJson(context, {
+        status: statusToJson(inspection.status),
+        observations: inspection.observations.map(observationToJson),
+        reflection: inspection.reflection?.raw ?? '',
+        structured_reflection: inspection.reflection ? structuredReflectionToJson(inspection.reflection.structured) : null,
+        working_memory: entries.map(entryToJson),
+      });
+      return;
+    }
+    const lines = [statusMarkdown(inspection.status), '', '## Reflection', '', inspection.reflection?.raw.trim() || '(none)', '', '## Observations', ''];
+    if (inspection.observations.length === 0) lines.push('(none)');
+    for (const observation of inspection.observations) {
+      const importance = observation.importance === null ? 'unscored' : observation.importance.toFixed(2);
+      lines.push(`- [${observation.seq}] (importance ${importance}) ${observation.content.replace(/\n/g, '\n  ')}`);
+    }
+    lines.push('', '## Working memory', '');
+    if (entries.length === 0) lines.push('(none)');
+    for (const entry of entries) lines.push(`- ${entry.key} = ${entry.valueJson}`);
+    printLine(context, lines.join('\n'));
+  });
+
+  sub('export', 'print the export (json or markdown) to stdout', 'json', async (harness, scope, options) => {
+    const exported = await harness.observationalMemory.export(scope, options.format);
+    context.stdout.write(exported.content.endsWith('\n') ? exported.content : `${exported.content}\n`);
+  });
+
+  sub('reflect', 'reflect now, whatever the thresholds (calls the memory model)', 'markdown', async (harness, scope, options) => {
+    const outcome = await harness.observationalMemory.reflectNow(scope);
+    if (options.format === 'json') printJson(context, { reflected: outcome.reflected, status: statusToJson(outcome.status) });
+    else printLine(context, `${outcome.reflected ? 'reflected' : 'nothing to reflect (memory disabled or empty)'}\n\n${statusMarkdown(outcome.status)}`);
+  });
+
+  sub('enable', 'enable observational memory for the scope, optionally with its own thresholds', 'markdown', async (harness, scope, options) => {
+    const overrides = thresholdOverrides(options);
+    const status = await harness.observationalMemory.setEnabled(scope, true, Object.keys(overrides).length > 0 ? overrides : undefined);
+    if (options.format === 'json') printJson(context, { status: statusToJson(status) });
+    else printLine(context, `observational memory enabled for ${describeScope(scope)}\n\n${statusMarkdown(status)}`);
+  })
+    .option('--observe-min-tokens <n>', 'observe once this many tokens are unobserved', positiveInteger('--observe-min-tokens'))
+    .option('--snippet-max-tokens <n>', 'token budget of the injected snippet', positiveInteger('--snippet-max-tokens'))
+    .option('--reflect-threshold-tokens <n>', 'reflect once observations reach this many tokens', positiveInteger('--reflect-threshold-tokens'))
+    .option('--config <key=value...>', `thresholds as key=value (${Object.keys(THRESHOLD_KEYS).join(', ')})`);
+
+  sub('disable', 'disable observational memory for the scope (what is stored stays)', 'markdown', async (harness, scope, options) => {
+    const status = await harness.observationalMemory.setEnabled(scope, false);
+    if (options.format === 'json') printJson(context, { status: statusToJson(status) });
+    else printLine(context, `observational memory disabled for ${describeScope(scope)}\n\n${statusMarkdown(status)}`);
+  });
+
+  sub('forget', 'erase both memories and the conversation history of the scope', 'markdown', async (harness, scope, options) => {
+    await harness.observationalMemory.forget(scope);
+    await harness.runStore.forgetConversation(memoryIdOf(scope));
+    if (options.format === 'json') printJson(context, { forgotten: true, scope: scopeToJson(scope) });
+    else printLine(context, `forgot observational memory, working memory and conversation history of ${describeScope(scope)}`);
+  });
+}
+
+/** `--observe-min-tokens` and friends, then `--config key=value` pairs (which win). */
+function thresholdOverrides(options: EnableOptions): Partial<ObservationConfig> {
+  const overrides: Partial<Record<keyof ObservationConfig, number>> = {};
+  if (options.observeMinTokens !== undefined) overrides.observeMinTokens = options.observeMinTokens;
+  if (options.snippetMaxTokens !== undefined) overrides.snippetMaxTokens = options.snippetMaxTokens;
+  if (options.reflectThresholdTokens !== undefined) overrides.reflectThresholdTokens = options.reflectThresholdTokens;
+  for (const pair of options.config ?? []) {
+    const match = /^([a-z_-]+)=(.*)$/i.exec(pair.trim());
+    const key = match ? THRESHOLD_KEYS[(match[1] ?? '').toLowerCase().replace(/-/g, '_')] : undefined;
+    if (!match || key === undefined) {
+      throw new UsageError(`--config takes key=value with a key of ${Object.keys(THRESHOLD_KEYS).join(', ')} (got ${JSON.stringify(pair)})`);
+    }
+    overrides[key] = positiveInteger(`--config ${match[1] ?? ''}`)(match[2] ?? '');
+  }
+  return overrides;
+}
+
+function statusMarkdown(status: MemoryStatus): string {
+  const { config } = status;
+  return [
+    `# Observational memory of ${describeScope(status.scope)}`,
+    '',
+    `- mode: ${status.mode}`,
+    `- enabled: ${status.enabled ? 'yes' : 'no'}`,
+    `- observations: ${status.observationCount} (${status.activeObservationTokens} tokens)`,
+    `- reflection: ${status.reflectionPresent ? `yes (${status.activeReflectionTokens} tokens)` : 'none'}`,
+    `- last observed message: ${status.lastObservedMessageIndex < 0 ? 'none' : status.lastObservedMessageIndex}`,
+    `- pending operations: ${status.pendingOperations}`,
+    `- thresholds: observe_min_tokens ${config.observeMinTokens}, snippet_max_tokens ${config.snippetMaxTokens}, reflect_threshold_tokens ${config.reflectThresholdTokens}`,
+    `- updated: ${status.updatedAt ?? 'never'}`,
+  ].join('\n');
+}
+
+function printJson(context: CliContext, value: unknown): void {
+  printLine(context, JSON.stringify(value, null, 2));
+}

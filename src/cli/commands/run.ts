@@ -1,0 +1,111 @@
+/**
+ * `harness run "<prompt>"`: one run in this process, streamed to the terminal.
+ * @module
+ */
+import type { Command } from 'commander';
+import { TERMINAL_EVENT_TYPES } from '../../agent/event-hub.js';
+import type { Harness } from '../../server/create-harness.js';
+import { stopRequested } from '../context.js';
+import type { CliContext } from '../context.js';
+import { createEventView } from '../event-view.js';
+import type { EventView } from '../event-view.js';
+import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.js';
+import { openHarness } from '../open-harness.js';
+import type { CommandResult } from '../run-cli.js';
+import { positiveInteger } from '../scope-options.js';
+
+interface RunOptions {
+  readonly tenant?: string;
+  readonly conversation?: string;
+  readonly agent?: string;
+  readonly system?: string;
+  readonly maxSteps?: number;
+  readonly model?: string;
+  readonly json?: boolean;
+}
+
+/** Registers `run`. */
+export function registerRunCommand(program: Command, context: CliContext, result: CommandResult): void {
+  program
+    .command('run')
+    .description('run the agent once, in this process, streaming its answer, tool calls and memory events')
+    .argument('<prompt>', 'what to ask the agent')
+    .option('--tenant <id>', 'tenant id (default: default)')
+    .option('--conversation <id>', 'conversation id; reuse it to continue a conversation (default: the run id)')
+    .option('--agent <id>', 'agent id (default: default)')
+    .option('--system <prompt>', 'system prompt')
+    .option('--max-steps <n>', 'most model turns (1 to 100, default 10)', positiveInteger('--max-steps'))
+    .option('--model <id>', 'agent model id for this run (default: HARNESS_MODEL or [model] name)')
+    .option('--json', 'print one JSON event per line ({id, run_id, type, timestamp, payload}) and nothing else on stdout')
+    .addHelpText('after', '\nExit code 0 when the run completes, 1 when it fails or is cancelled (Ctrl-C cancels it).')
+    .action(async (prompt: string, options: RunOptions) => {
+      result.exitCode = await run(context, prompt, options);
+    });
+}
+
+async function run(context: CliContext, prompt: string, options: RunOptions): Promise<number> {
+  const harness = await openHarness(context, { startWorker: true });
+  const view = createEventView(context, { json: options.json === true });
+  try {
+    const started = await harness.runner.start({
+      prompt,
+      ...definedOnly({
+        tenantId: options.tenant,
+        conversationId: options.conversation,
+        agentId: options.agent,
+        systemPrompt: options.system,
+        maxSteps: options.maxSteps,
+        model: options.model,
+      }),
+    });
+    const stop = stopRequested(context, () => void harness.runner.cancel(started.runId).catch(() => {}));
+    try {
+      const last = await follow(harness, started.runId, view);
+      return last === 'run.completed' ? EXIT_OK : EXIT_FAILURE;
+    } finally {
+      stop.dispose();
+    }
+  } finally {
+    view.close();
+    await harness.dispose();
+  }
+}
+
+/**
+ * Shows the run's events until a terminal one. The store is the source of truth (an event
+ * may be stored before we subscribe); the hub only wakes us up.
+ */
+async function follow(harness: Harness, runId: string, view: EventView): Promise<string> {
+  let after = -1;
+  let pending = false;
+  let wake: (() => void) | undefined;
+  const unsubscribe = harness.hub.subscribe(runId, () => {
+    pending = true;
+    wake?.();
+  });
+  try {
+    for (;;) {
+      pending = false;
+      for (const event of await harness.runStore.listEvents(runId, after)) {
+        after = event.seq;
+        view.show(event);
+        if (TERMINAL_EVENT_TYPES.has(event.type)) return event.type;
+      }
+      if (pending) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 500);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = undefined;
+    }
+  } finally {
+    unsubscribe();
+  }
+}
+
+function definedOnly<T extends Record<string, unknown>>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== undefined)) as Partial<T>;
+}

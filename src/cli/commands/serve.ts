@@ -1,0 +1,62 @@
+/**
+ * `harness serve`: the HTTP API until SIGINT or SIGTERM.
+ * @module
+ */
+import { InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
+import { startServer } from '../../server/serve.js';
+import { dim, printLine, stopRequested } from '../context.js';
+import type { CliContext } from '../context.js';
+import { EXIT_OK } from '../exit-codes.js';
+import { openHarness } from '../open-harness.js';
+import type { CommandResult } from '../run-cli.js';
+
+interface ServeOptions {
+  readonly host?: string;
+  readonly port?: number;
+  readonly insecure?: boolean;
+}
+
+/** Registers `serve`. */
+export function registerServeCommand(program: Command, context: CliContext, result: CommandResult): void {
+  program
+    .command('serve')
+    .description('serve the HTTP API (runs, SSE events, memory) until SIGINT or SIGTERM')
+    .option('--host <host>', 'interface to listen on (default: [server] host, 127.0.0.1)')
+    .option('--port <port>', 'port to listen on; 0 picks a free one (default: [server] port, 8080)', parsePort)
+    .option('--insecure', 'allow a non-loopback host without API keys')
+    .action(async (options: ServeOptions) => {
+      result.exitCode = await serve(context, options);
+    });
+}
+
+async function serve(context: CliContext, options: ServeOptions): Promise<number> {
+  const harness = await openHarness(context, { startWorker: true });
+  const server = await startServer(harness, {
+    ...(options.host === undefined ? {} : { host: options.host }),
+    ...(options.port === undefined ? {} : { port: options.port }),
+    insecure: options.insecure === true,
+  }).catch(async (error: unknown) => {
+    await harness.dispose();
+    throw error;
+  });
+  const { mode, modelId, source } = harness.memoryModel;
+  const stop = stopRequested(context);
+  try {
+    printLine(context, `harness listening on ${server.url} (memory: ${mode} ${modelId} from ${source}, store: ${harness.config.memory.sqlitePath})`);
+    const reason = await stop.stopped;
+    context.stderr.write(`${dim(context, `harness: ${reason === 'abort' ? 'stopping' : `${reason} received, stopping`} (waiting for runs and memory work)`)}\n`);
+  } finally {
+    stop.dispose();
+    await server.close();
+  }
+  return EXIT_OK;
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(port) || port > 65_535) {
+    throw new InvalidArgumentError('the port must be an integer from 0 to 65535.');
+  }
+  return port;
+}

@@ -1,0 +1,227 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startScriptedOpenAIServer } from '../../test/support/scripted-openai-server.js';
+import type { ScriptedRequest, ScriptedServer } from '../../test/support/scripted-openai-server.js';
+import { runCli } from './run-cli.js';
+
+let server: ScriptedServer;
+const directories: string[] = [];
+
+function messagesOf(request: ScriptedRequest): Array<{ role: string; content: string }> {
+  const messages = (request.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? [];
+  return messages.map((message) => ({ role: message.role, content: typeof message.content === 'string' ? message.content : JSON.stringify(message.content) }));
+}
+
+const isMemoryRequest = (request: ScriptedRequest): boolean =>
+  messagesOf(request).some((message) => message.content.includes('observational memory processor') || message.content.includes('structured reflection'));
+
+beforeAll(async () => {
+  server = await startScriptedOpenAIServer();
+  // Memory requests get an observation; agent requests a plain answer.
+  server.setDefaultReply((request) => (isMemoryRequest(request) ? { text: 'IMPORTANCE:0.9\nUser likes short answers.' } : { text: 'Hello from the scripted model.' }));
+});
+
+afterAll(async () => {
+  await server.close();
+  for (const directory of directories) rmSync(directory, { recursive: true, force: true });
+});
+
+/** Runs the CLI in-process with a fresh workspace (unless given one) and collects its output. */
+async function cli(argv: string[], options: { env?: Record<string, string>; workspace?: string } = {}) {
+  const workspace = options.workspace ?? mkdtempSync(join(tmpdir(), 'hm-cli-'));
+  if (!directories.includes(workspace)) directories.push(workspace);
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, {
+    env: { HARNESS_WORKSPACE: workspace, OPENAI_BASE_URL: server.url, OPENAI_API_KEY: 'test', ...options.env },
+    stdout: { write: (chunk: string) => (stdout += chunk) },
+    stderr: { write: (chunk: string) => (stderr += chunk) },
+    cwd: workspace,
+    homeDir: workspace,
+  });
+  return { code, stdout, stderr, workspace };
+}
+
+describe('harness run', () => {
+  it('prints the answer and exits 0', async () => {
+    const result = await cli(['run', 'Say hello', '--conversation', 'c-run']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('Hello from the scripted model.\n');
+    expect(result.stderr).toContain('run completed');
+  });
+
+  it('--json prints one parseable event per line, run.completed last, and nothing else', async () => {
+    const result = await cli(['run', 'Say hello', '--json', '--conversation', 'c-json'], { env: { HARNESS_MEMORY_DEFAULT_ENABLED: 'true', HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1' } });
+    expect(result.code).toBe(0);
+    const events = result.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    for (const event of events) expect(Object.keys(event)).toEqual(['id', 'run_id', 'type', 'timestamp', 'payload']);
+    const types = events.map((event) => event.type);
+    expect(types[0]).toBe('run.started');
+    expect(types.at(-1)).toBe('run.completed');
+    expect(types).toContain('memory.observe.completed');
+    expect(events.find((event) => event.type === 'assistant.message')?.payload).toMatchObject({ content: 'Hello from the scripted model.', final: true });
+  });
+
+  it('exits 1 with one line when the model fails', async () => {
+    const result = await cli(['run', 'Say hello', '--max-steps', '1'], { env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' } });
+    expect(result.code).toBe(1);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines.at(-1)).toMatch(/^harness: run failed: MODEL_CALL_FAILED: /);
+  });
+});
+
+describe('harness wm and memory', () => {
+  it('wm set then wm get round-trips a JSON value; a non-JSON value is stored as a string', async () => {
+    const scope = ['--tenant', 'acme', '--conversation', 'c-wm'];
+    const set = await cli(['wm', 'set', ...scope, 'plan', '{"step":1,"target":"auth.go"}']);
+    expect(set.code).toBe(0);
+    const get = await cli(['wm', 'get', ...scope, 'plan'], { workspace: set.workspace });
+    expect(get).toMatchObject({ code: 0, stdout: '{"step":1,"target":"auth.go"}\n' });
+    await cli(['wm', 'set', ...scope, 'note', 'use tabs'], { workspace: set.workspace });
+    const list = await cli(['wm', 'list', ...scope, '--json'], { workspace: set.workspace });
+    expect(JSON.parse(list.stdout).entries.map((entry: { key: string; value: unknown }) => [entry.key, entry.value])).toEqual([
+      ['note', 'use tabs'],
+      ['plan', { step: 1, target: 'auth.go' }],
+    ]);
+    expect((await cli(['wm', 'delete', ...scope, 'plan'], { workspace: set.workspace })).stdout).toBe('deleted plan\n');
+    const missing = await cli(['wm', 'get', ...scope, 'plan'], { workspace: set.workspace });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe('harness: working-memory entry "plan" is not set in acme/c-wm/default\n');
+  });
+
+  it('memory enable then memory status shows enabled, with the thresholds given', async () => {
+    const enable = await cli(['memory', 'enable', '--conversation', 'c-mem', '--observe-min-tokens', '50', '--config', 'snippet_max_tokens=300']);
+    expect(enable.code).toBe(0);
+    const status = await cli(['memory', 'status', '--conversation', 'c-mem', '--format', 'json'], { workspace: enable.workspace });
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout).status).toMatchObject({ enabled: true, config: { observe_min_tokens: 50, snippet_max_tokens: 300 } });
+    const text = await cli(['memory', 'status', '--conversation', 'c-mem'], { workspace: enable.workspace });
+    expect(text.stdout).toContain('- enabled: yes');
+  });
+
+  it('memory commands work without any model configured', async () => {
+    const result = await cli(['memory', 'status', '--conversation', 'c1'], { env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('- enabled: no');
+  });
+
+  it('memory forget erases both memories and the conversation; export prints the content', async () => {
+    const run = await cli(['run', 'Remember this', '--conversation', 'c-forget'], { env: { HARNESS_MEMORY_DEFAULT_ENABLED: 'true', HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1' } });
+    expect(run.code).toBe(0);
+    const { workspace } = run;
+    await cli(['wm', 'set', '--conversation', 'c-forget', 'plan', '1'], { workspace });
+    const exported = await cli(['memory', 'export', '--conversation', 'c-forget', '--format', 'markdown'], { workspace });
+    expect(exported.stdout).toContain('User likes short answers.');
+    const show = await cli(['memory', 'show', '--conversation', 'c-forget'], { workspace, env: { HARNESS_MEMORY_DEFAULT_ENABLED: 'true' } });
+    expect(show.stdout).toContain('User likes short answers.');
+    expect(show.stdout).toContain('- plan = 1');
+    expect((await cli(['memory', 'forget', '--conversation', 'c-forget'], { workspace })).code).toBe(0);
+    const after = await cli(['memory', 'show', '--conversation', 'c-forget', '--format', 'json'], { workspace });
+    expect(JSON.parse(after.stdout)).toMatchObject({ observations: [], working_memory: [], reflection: '' });
+  });
+});
+
+describe('harness config', () => {
+  it('shows each key, value and source, with the API key masked, and the memory model', async () => {
+    const result = await cli(['config'], { env: { OPENAI_API_KEY: 'sk-test-secret-123456' } });
+    expect(result.code).toBe(0);
+    expect(result.stdout).not.toContain('sk-test-secret');
+    expect(result.stdout).toMatch(/^openai\.api_key\s+\*\*\*\*3456\s+env:OPENAI_API_KEY$/m);
+    expect(result.stdout).toMatch(/^memory model: openai gpt-5-nano from inferred: OPENAI_API_KEY is set/m);
+    const json = await cli(['config', '--json'], { env: { OPENAI_API_KEY: 'sk-test-secret-123456' } });
+    const parsed = JSON.parse(json.stdout) as { rows: Array<{ key: string; value: string; source: string }>; memory_model: Record<string, string> };
+    expect(parsed.rows.find((row) => row.key === 'openai.api_key')).toEqual({ key: 'openai.api_key', value: '****3456', source: 'env:OPENAI_API_KEY' });
+    expect(parsed.memory_model).toMatchObject({ mode: 'openai', model_id: 'gpt-5-nano' });
+  });
+});
+
+describe('harness errors and exit codes', () => {
+  it('a bad flag exits 2 with one line', async () => {
+    const result = await cli(['run', 'hi', '--bogus']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe("harness: unknown option '--bogus'\n");
+    expect(result.stdout).toBe('');
+  });
+
+  it('a bad option value and a missing --conversation exit 2', async () => {
+    expect((await cli(['run', 'hi', '--max-steps', 'many'])).code).toBe(2);
+    const missing = await cli(['memory', 'status']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe("harness: required option '--conversation <id>' not specified\n");
+  });
+
+  it('a bad configuration value exits 78 with one line naming the variable', async () => {
+    const result = await cli(['memory', 'status', '--conversation', 'c1'], { env: { HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '-1' } });
+    expect(result.code).toBe(78);
+    expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(result.stderr).toMatch(/^harness: configuration: env:HARNESS_MEMORY_OBSERVE_MIN_TOKENS: memory\.observe_min_tokens: /);
+  });
+
+  it('an invalid scope id exits 2 with one line naming the option and the field', async () => {
+    const result = await cli(['wm', 'list', '--tenant', '../etc', '--conversation', 'c1']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe('harness: --tenant: tenant_id may contain only letters, digits and . _ : @ -.\n');
+  });
+
+  it('shows no stack trace unless --verbose', async () => {
+    const quiet = await cli(['memory', 'status', '--conversation', 'a/b']);
+    expect(quiet.stderr).not.toContain('    at ');
+    const verbose = await cli(['--verbose', 'memory', 'status', '--conversation', 'a/b']);
+    expect(verbose.code).toBe(2);
+    expect(verbose.stderr).toContain('    at ');
+  });
+
+  it('--help exits 0 and prints the commands', async () => {
+    const result = await cli(['--help']);
+    expect(result.code).toBe(0);
+    for (const command of ['serve', 'run', 'memory', 'wm', 'config']) expect(result.stdout).toContain(command);
+  });
+});
+
+describe('harness serve', () => {
+  it('listens, serves /healthz, and stops cleanly when asked', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'hm-cli-'));
+    directories.push(workspace);
+    const controller = new AbortController();
+    let stdout = '';
+    let stderr = '';
+    const listening = new Promise<string>((resolve) => {
+      const exited = runCli(['serve', '--port', '0'], {
+        env: { HARNESS_WORKSPACE: workspace, OPENAI_BASE_URL: server.url, OPENAI_API_KEY: 'test' },
+        stdout: {
+          write: (chunk: string) => {
+            stdout += chunk;
+            const url = /listening on (\S+)/.exec(stdout)?.[1];
+            if (url) resolve(url);
+          },
+        },
+        stderr: { write: (chunk: string) => (stderr += chunk) },
+        cwd: workspace,
+        homeDir: workspace,
+        signal: controller.signal,
+      });
+      void exited.then((code) => {
+        exitCode = code;
+        done();
+      });
+    });
+    let exitCode: number | undefined;
+    let done: () => void = () => {};
+    const finished = new Promise<void>((resolve) => (done = resolve));
+    const url = await listening;
+    expect(stdout).toMatch(/^harness listening on http:\/\/127\.0\.0\.1:\d+ \(memory: openai gpt-5-nano from inferred: OPENAI_API_KEY is set \(env:OPENAI_API_KEY\), store: .*state\.db\)\n$/);
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
+    controller.abort();
+    await finished;
+    expect(exitCode).toBe(0);
+    expect(stderr).toContain('stopping');
+  });
+
+  it('refuses a non-loopback host without API keys (78)', async () => {
+    const result = await cli(['serve', '--host', '0.0.0.0', '--port', '0']);
+    expect(result.code).toBe(78);
+    expect(result.stderr).toMatch(/^harness: configuration: --host: server\.host: refusing to listen on 0\.0\.0\.0 without API keys/);
+  });
+});

@@ -1,0 +1,44 @@
+/**
+ * The `--tenant`, `--conversation` and `--agent` options of the memory commands.
+ * @module
+ */
+import { InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
+import { resolveScope } from '../core/scope.js';
+import type { Scope } from '../core/scope.js';
+
+/** Parsed scope options. */
+export interface ScopeOptions {
+  readonly tenant?: string;
+  readonly conversation: string;
+  readonly agent?: string;
+}
+
+/** Adds the scope options; `--conversation` is required (there is no shared catch-all conversation). */
+export function withScopeOptions(command: Command): Command {
+  return command
+    .option('--tenant <id>', 'tenant id', 'default')
+    .requiredOption('--conversation <id>', 'conversation id (required)')
+    .option('--agent <id>', 'agent id', 'default');
+}
+
+/** Validates the scope; an invalid id throws `SCOPE_INVALID` naming the field. */
+export function scopeFrom(options: ScopeOptions): Scope {
+  return resolveScope({ tenantId: options.tenant, conversationId: options.conversation, agentId: options.agent });
+}
+
+/** `tenant/conversation/agent`, for messages. */
+export function describeScope(scope: Scope): string {
+  return `${scope.tenantId}/${scope.conversationId}/${scope.agentId}`;
+}
+
+/** Parses a positive integer option value, for commander. */
+export function positiveInteger(name: string): (value: string) => number {
+  return (value: string) => {
+    const number = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(number) || number < 1) {
+      throw new InvalidArgumentError(`${name} must be a positive integer (got ${JSON.stringify(value)})`);
+    }
+    return number;
+  };
+}
