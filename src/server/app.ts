@@ -60,7 +60,12 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
     '*',
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
-      onError: () => jsonError(413, 'body_too_large', `request body is larger than ${MAX_BODY_BYTES} bytes`),
+      onError: () => {
+        const response = jsonError(413, 'body_too_large', `request body is larger than ${MAX_BODY_BYTES} bytes`);
+        // The rest of the body is never read, so the connection cannot be reused.
+        response.headers.set('connection', 'close');
+        return response;
+      },
     }),
   );
 

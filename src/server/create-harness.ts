@@ -73,15 +73,8 @@ export interface Harness {
 export async function createHarness(options: HarnessOptions): Promise<Harness> {
   const { config } = options;
   const env = options.env ?? process.env;
-  if (config.memory.dbDriver !== 'sqlite') {
-    throw new ConfigError({
-      key: 'memory.db_driver',
-      source: config.sources['memory.db_driver'] ?? 'default',
-      message: `"${config.memory.dbDriver}" is not available in this version; use "sqlite"`,
-    });
-  }
-  const store = createSqliteStore({ path: config.memory.sqlitePath });
-  const runStore = config.memory.sqlitePath === ':memory:' ? createInMemoryRunStore() : createSqliteRunStore({ path: config.memory.sqlitePath });
+  const backend = await openBackend(config);
+  const { store, runStore } = backend;
   try {
     const agentModel = options.agentModel ?? createAgentModel(config, env);
     // The operation worker retries memory calls (with backoff, honouring Retry-After), so
@@ -107,7 +100,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       },
       redactSecrets: config.memory.redactSecrets,
     });
-    const hub = createLocalEventHub();
+    const hub = backend.hub ?? createLocalEventHub();
     const runner = createAgentRunner({
       model: agentModel,
       observationalMemory,
@@ -137,13 +130,41 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
         disposed = true;
         await runner.settle();
         await worker?.stop();
-        await runStore.dispose();
-        await store.dispose();
+        await backend.close();
       },
     };
   } catch (error) {
-    await runStore.dispose();
-    await store.dispose();
+    await backend.close();
     throw error;
   }
+}
+
+interface Backend {
+  readonly store: MemoryStore;
+  readonly runStore: RunStore;
+  /** A cross-replica hub, when the backend has one. */
+  readonly hub?: EventHub;
+  close(): Promise<void>;
+}
+
+/** SQLite by default (one file, WAL); Postgres for several replicas on one database. */
+async function openBackend(config: HarnessConfig): Promise<Backend> {
+  if (config.memory.dbDriver === 'postgres') {
+    if (config.memory.dbDsn.trim() === '') {
+      throw new ConfigError({ key: 'memory.db_dsn', source: config.sources['memory.db_dsn'] ?? 'default', message: 'db_driver is "postgres" but no DSN is set; set [memory] db_dsn or HARNESS_MEMORY_DB_DSN' });
+    }
+    // Loaded only when chosen, so SQLite users never load pg.
+    const { openPostgresBackend } = await import('./postgres-backend.js');
+    return openPostgresBackend({ connectionString: config.memory.dbDsn, schema: config.memory.schema === '' ? 'public' : config.memory.schema });
+  }
+  const store = createSqliteStore({ path: config.memory.sqlitePath });
+  const runStore = config.memory.sqlitePath === ':memory:' ? createInMemoryRunStore() : createSqliteRunStore({ path: config.memory.sqlitePath });
+  return {
+    store,
+    runStore,
+    async close() {
+      await runStore.dispose();
+      await store.dispose();
+    },
+  };
 }

@@ -62,6 +62,12 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
           if (TERMINAL_EVENT_TYPES.has(event.type)) return;
         }
         if (pending) continue;
+        // Resumed after the terminal event (EventSource reconnects so after every close):
+        // there is nothing more to send, so end instead of heartbeating forever.
+        if (events.length === 0 && last >= 0) {
+          const [current] = await options.runStore.listEvents(options.runId, last - 1);
+          if (current && TERMINAL_EVENT_TYPES.has(current.type)) return;
+        }
         const timedOut = await new Promise<boolean>((resolve) => {
           const timer = setTimeout(() => resolve(true), options.heartbeatMs ?? 15_000);
           wake = () => {

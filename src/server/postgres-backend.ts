@@ -1,0 +1,38 @@
+import pg from 'pg';
+import { createPostgresEventHub } from '../agent/postgres-event-hub.js';
+import { createPostgresRunStore, createPostgresStore } from '../storage/postgres/index.js';
+import type { EventHub } from '../agent/event-hub.js';
+import type { RunStore } from '../storage/run-store.js';
+import type { MemoryStore } from '../storage/store.js';
+
+/** The Postgres backend of a harness replica: stores sharing one pool, and a LISTEN/NOTIFY hub. */
+export async function openPostgresBackend(options: { connectionString: string; schema: string }): Promise<{
+  store: MemoryStore;
+  runStore: RunStore;
+  hub: EventHub;
+  close(): Promise<void>;
+}> {
+  const pool = new pg.Pool({ connectionString: options.connectionString, max: 10, keepAlive: true });
+  pool.on('error', () => {
+    // An idle client lost its connection; the pool replaces it on next use.
+  });
+  try {
+    const store = await createPostgresStore({ pool, schema: options.schema });
+    const runStore = await createPostgresRunStore({ pool, schema: options.schema });
+    const hub = await createPostgresEventHub({ pool, schema: options.schema });
+    return {
+      store,
+      runStore,
+      hub,
+      async close() {
+        await hub.close();
+        await runStore.dispose();
+        await store.dispose();
+        await pool.end();
+      },
+    };
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+}

@@ -1,0 +1,55 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresTestSchemas, postgresTestUrl } from '../../test/support/postgres-schema.js';
+import type { PostgresTestSchemas } from '../../test/support/postgres-schema.js';
+import { createPostgresRunStore } from './postgres/postgres-run-store.js';
+import type { RunStore } from './run-store.js';
+import { runRunStoreSuite } from './run-store.suite.js';
+
+const url = postgresTestUrl();
+
+describe.skipIf(!url)('postgres run store', () => {
+  const connectionString = url ?? '';
+  let schemas: PostgresTestSchemas;
+  beforeAll(() => {
+    schemas = createPostgresTestSchemas(connectionString);
+  });
+  afterAll(async () => {
+    await schemas.dropAll();
+  });
+
+  let suiteSchema = '';
+  runRunStoreSuite({
+    name: 'postgres',
+    // One schema for the suite, emptied after each test: its stores migrate an existing schema.
+    create: () => {
+      suiteSchema ||= schemas.next();
+      return createPostgresRunStore({ connectionString, schema: suiteSchema, max: 4 });
+    },
+    cleanup: () => schemas.empty(suiteSchema),
+  });
+
+  describe('run store: postgres (replicas)', () => {
+    const opened: RunStore[] = [];
+    let schema = '';
+    afterEach(async () => {
+      for (const store of opened.splice(0)) await store.dispose();
+      await schemas.drop(schema);
+    });
+
+    it('numbers one run\'s events without gaps or repeats when two replicas append at once', async () => {
+      schema = schemas.next();
+      const [first, second] = await Promise.all([createPostgresRunStore({ connectionString, schema }), createPostgresRunStore({ connectionString, schema })]);
+      opened.push(first!, second!);
+      const scope = { tenantId: 't', conversationId: 'c', agentId: 'a' };
+      await first!.createRun({ runId: 'run_1', scope, status: 'running', prompt: 'p', model: 'm', systemPrompt: '', maxSteps: 3, output: null, error: null, steps: 0, usage: { inputTokens: 0, outputTokens: 0 }, parentRunId: null });
+      const appended = await Promise.all(Array.from({ length: 40 }, (_, index) => (index % 2 === 0 ? first! : second!).appendEvent('run_1', 'test.event', { index })));
+      expect(appended.map((event) => event.seq).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, index) => index));
+      const events = await second!.listEvents('run_1', -1);
+      expect(events.map((event) => event.seq)).toEqual(Array.from({ length: 40 }, (_, index) => index));
+      expect(events.every((event) => typeof event.seq === 'number' && event.timestamp.endsWith('Z'))).toBe(true);
+      const failed = await second!.updateRun('run_1', { status: 'failed', error: { code: 'X', message: 'boom' }, usage: { inputTokens: 5, outputTokens: 6 } });
+      expect(await first!.getRun('run_1')).toEqual(failed);
+      expect(failed.usage).toEqual({ inputTokens: 5, outputTokens: 6 });
+    });
+  });
+});

@@ -1,0 +1,218 @@
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresTestSchemas } from '../../test/support/postgres-schema.js';
+import type { PostgresTestSchemas } from '../../test/support/postgres-schema.js';
+import { postgresTestUrl } from '../../test/support/postgres-schema.js';
+import { HarnessMemoryError } from '../core/errors.js';
+import { createUlidGenerator } from '../core/ids.js';
+import { memoryIdOf } from '../core/scope.js';
+import type { Scope } from '../core/scope.js';
+import { migratePostgresSchema, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from './postgres/postgres-migrations.js';
+import { createPostgresStore } from './postgres/postgres-store.js';
+import type { MemoryStore, Operation } from './store.js';
+import { runStoreSuite } from './store.suite.js';
+
+const url = postgresTestUrl();
+const generateId = createUlidGenerator();
+const scope: Scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
+const memoryId = memoryIdOf(scope);
+const scopeOf = (index: number): Scope => ({ tenantId: 'acme', conversationId: `conv-${index}`, agentId: 'agent-x' });
+const isCode = (code: string) => (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === code;
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const enqueue = (store: MemoryStore, target: Scope): Promise<Operation> =>
+  store.enqueueOperation({ operationId: generateId('op'), scope: target, memoryId: memoryIdOf(target), operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+
+describe.skipIf(!url)('postgres store', () => {
+  const connectionString = url ?? '';
+  let schemas: PostgresTestSchemas;
+  beforeAll(() => {
+    schemas = createPostgresTestSchemas(connectionString);
+  });
+  afterAll(async () => {
+    await schemas.dropAll();
+  });
+
+  let suiteSchema = '';
+  runStoreSuite({
+    name: 'postgres',
+    // One schema for the suite, emptied after each test: its stores migrate an existing schema.
+    create: () => {
+      suiteSchema ||= schemas.next();
+      return createPostgresStore({ connectionString, schema: suiteSchema, max: 4 });
+    },
+    cleanup: () => schemas.empty(suiteSchema),
+  });
+
+  describe('store: postgres (backend)', () => {
+    let schema: string;
+    const opened: Array<MemoryStore | pg.Pool> = [];
+    const open = async (options: { max?: number } = {}): Promise<MemoryStore> => {
+      const store = await createPostgresStore({ connectionString, schema, max: options.max ?? 4 });
+      opened.push(store);
+      return store;
+    };
+    const rawPool = (): pg.Pool => {
+      const pool = new pg.Pool({ connectionString, max: 4 });
+      opened.push(pool);
+      return pool;
+    };
+    beforeAll(() => {
+      schema = schemas.next();
+    });
+    afterEach(async () => {
+      for (const handle of opened.splice(0).reverse()) await ('dispose' in handle ? handle.dispose() : handle.end());
+      await schemas.drop(schema);
+      schema = schemas.next();
+    });
+
+    it('returns int8 and count results as numbers and times as ISO strings, without touching pg globally', async () => {
+      const store = await open();
+      await store.appendMessages({ scope, memoryId, messages: [{ messageKey: 'k1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 7 }] });
+      await enqueue(store, scope);
+      const claimed = await store.claimOperation({ leaseOwner: 'w', leaseMs: 60_000 });
+      const { record, observations } = await store.completeObservation({
+        operationId: claimed!.operationId,
+        leaseOwner: 'w',
+        observations: [{ content: 'fact', importance: 0.5, tokenCount: 3 }],
+        throughMessageSeq: 1,
+        markerIds: { start: generateId('mk'), end: generateId('mk') },
+      });
+      for (const value of [record.stateVersion, record.lastMessageSeq, record.observationCount, record.activeObservationTokens, observations[0]?.seq, observations[0]?.tokenCount]) {
+        expect(typeof value).toBe('number');
+      }
+      const [operation] = await store.listOperations(memoryId);
+      expect(typeof operation?.scopeSequence).toBe('number');
+      expect(await store.countPendingOperations()).toBe(0);
+      expect(await store.countPendingOperations(memoryId)).toBe(0);
+      expect((await store.appendMessages({ scope, memoryId, messages: [] })).unobservedTokens).toBe(0);
+      expect(record.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(operation?.leaseExpiresAt).toBeNull();
+      // The store's parsers are per query: other users of pg still get int8 as a string.
+      const pool = rawPool();
+      expect((await pool.query('SELECT count(*) AS count FROM pg_namespace')).rows[0].count).toMatch(/^\d+$/);
+    });
+
+    it('migrates idempotently, and once when three pools start together', async () => {
+      const pools = [rawPool(), rawPool(), rawPool()];
+      expect(await Promise.all(pools.map((pool) => migratePostgresSchema(pool, schema)))).toEqual([POSTGRES_SCHEMA_VERSION, POSTGRES_SCHEMA_VERSION, POSTGRES_SCHEMA_VERSION]);
+      expect(await migratePostgresSchema(pools[0]!, schema)).toBe(POSTGRES_SCHEMA_VERSION);
+      const stores = await Promise.all([open(), open(), open()]);
+      expect(stores).toHaveLength(3);
+      const recorded = await pools[0]!.query(`SELECT version, count(*)::int AS n FROM "${schema}".schema_migrations GROUP BY version ORDER BY version`);
+      expect(recorded.rows).toEqual(POSTGRES_MIGRATIONS.map((migration) => ({ version: migration.version, n: 1 })));
+    });
+
+    it('refuses a schema newer than it knows, and an invalid schema name', async () => {
+      const pool = rawPool();
+      await migratePostgresSchema(pool, schema);
+      await pool.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES (99, 'from the future')`);
+      await expect(createPostgresStore({ connectionString, schema })).rejects.toThrow(/newer than/);
+      await expect(createPostgresStore({ connectionString, schema: 'Bad-Name' })).rejects.toSatisfy(isCode('STORE_FAILED'));
+    });
+
+    it('never gives one operation to two of four concurrent claimers, and keeps each scope in order', async () => {
+      const stores = await Promise.all([open(), open(), open(), open()]);
+      const scopes = Array.from({ length: 20 }, (_, index) => scopeOf(index));
+      // A scope's 10 operations are enqueued together (from every pool), so the oldest queued
+      // operation is usually the next one of a scope already held: the case to get right.
+      for (const target of scopes) await Promise.all(Array.from({ length: 10 }, (_, index) => enqueue(stores[index % 4]!, target)));
+      const held = new Map<string, string>();
+      const claimedOrder = new Map<string, number[]>();
+      const claims: Operation[] = [];
+      const violations: string[] = [];
+      const worker = async (store: MemoryStore, owner: string): Promise<void> => {
+        while (claims.length < 200) {
+          // Half the claimers take any scope, half ask for a random one.
+          const wanted = owner === 'w2' || owner === 'w3' ? { memoryId: memoryIdOf(scopes[Math.floor(Math.random() * 20)]!) } : {};
+          const operation = await store.claimOperation({ ...wanted, leaseOwner: owner, leaseMs: 60_000 });
+          if (!operation) {
+            await sleep(2);
+            continue;
+          }
+          claims.push(operation);
+          if (held.has(operation.memoryId)) violations.push(`${operation.operationId} claimed while ${held.get(operation.memoryId)} was held`);
+          held.set(operation.memoryId, operation.operationId);
+          claimedOrder.set(operation.memoryId, [...(claimedOrder.get(operation.memoryId) ?? []), operation.scopeSequence]);
+          await sleep(Math.random() * 3);
+          // Released from the map before the commit, so a legal next claim is never flagged.
+          held.delete(operation.memoryId);
+          await store.completeWithoutChange({ operationId: operation.operationId, leaseOwner: owner, note: 'done' });
+        }
+      };
+      await Promise.all(stores.map((store, index) => worker(store, `w${index}`)));
+      expect(violations).toEqual([]);
+      expect(claims).toHaveLength(200);
+      expect(new Set(claims.map((operation) => operation.operationId)).size).toBe(200);
+      expect(claims.every((operation) => operation.attempt === 1)).toBe(true);
+      for (const target of scopes) expect(claimedOrder.get(memoryIdOf(target))).toEqual(Array.from({ length: 10 }, (_, index) => index + 1));
+      expect(await stores[0]!.countPendingOperations()).toBe(0);
+    });
+
+    it('requeues a claim whose lease expired (by the database clock) and rejects the stale worker', async () => {
+      const [first, second] = await Promise.all([open(), open()]);
+      await first!.appendMessages({ scope, memoryId, messages: [{ messageKey: 'k1', role: 'user', name: '', toolCallId: '', content: 'a', tokenCount: 1 }] });
+      await enqueue(first!, scope);
+      const stale = await first!.claimOperation({ memoryId, leaseOwner: 'slow', leaseMs: 200 });
+      expect(await second!.requeueStaleOperations({ graceSeconds: 0 })).toBe(0);
+      await sleep(300);
+      expect(await second!.requeueStaleOperations({ graceSeconds: 0 })).toBe(1);
+      const fresh = await second!.claimOperation({ leaseOwner: 'fast', leaseMs: 60_000 });
+      expect(fresh).toMatchObject({ operationId: stale!.operationId, attempt: 2, leaseOwner: 'fast' });
+      const apply = (store: MemoryStore, leaseOwner: string, content: string) =>
+        store.completeObservation({ operationId: stale!.operationId, leaseOwner, observations: [{ content, importance: 1, tokenCount: 1 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } });
+      await expect(apply(first!, 'slow', 'stale')).rejects.toSatisfy(isCode('OPERATION_LEASE_LOST'));
+      await apply(second!, 'fast', 'fresh');
+      await expect(apply(second!, 'fast', 'again')).rejects.toSatisfy(isCode('OPERATION_LEASE_LOST'));
+      expect((await first!.listObservations(memoryId)).map((item) => item.content)).toEqual(['fresh']);
+      expect((await first!.listMarkers(memoryId)).map((item) => item.markerType)).toEqual(['observation_start', 'observation_end']);
+    });
+
+    it('loses no write and passes no limit when pools write one scope concurrently', async () => {
+      const stores = await Promise.all([open(), open(), open()]);
+      const limits = { maxEntries: 10, maxTotalBytes: 100_000 };
+      const results = await Promise.allSettled(
+        Array.from({ length: 30 }, (_, index) => stores[index % 3]!.setWorkingMemoryEntry({ scope, memoryId, key: `k${index}`, valueJson: `${index}`, limits })),
+      );
+      expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(10);
+      expect(results.every((result) => result.status === 'fulfilled' || isCode('WORKING_MEMORY_LIMIT')(result.reason))).toBe(true);
+      expect(await stores[0]!.listWorkingMemoryEntries(memoryId)).toHaveLength(10);
+      await Promise.all(
+        Array.from({ length: 60 }, (_, index) =>
+          stores[index % 3]!.appendMessages({ scope, memoryId, messages: [{ messageKey: `m${index}`, role: 'user', name: '', toolCallId: '', content: `${index}`, tokenCount: 1 }] }),
+        ),
+      );
+      expect((await stores[1]!.listUnobservedMessages(memoryId, 1000)).map((item) => item.seq)).toEqual(Array.from({ length: 60 }, (_, index) => index + 1));
+      expect((await stores[2]!.getRecord(memoryId))?.lastMessageSeq).toBe(60);
+    });
+
+    it('forgets a scope in every table, in one transaction', async () => {
+      const store = await open();
+      const other = scopeOf(99);
+      for (const target of [scope, other]) {
+        await store.updateSettings({ scope: target, memoryId: memoryIdOf(target), enabled: true, runId: 'r', toolCallId: 't', operationId: generateId('op') });
+        await store.appendMessages({ scope: target, memoryId: memoryIdOf(target), messages: [{ messageKey: 'k', role: 'user', name: '', toolCallId: '', content: 'canary', tokenCount: 1 }] });
+        await enqueue(store, target);
+        const claimed = await store.claimOperation({ memoryId: memoryIdOf(target), leaseOwner: 'w', leaseMs: 60_000 });
+        await store.completeObservation({ operationId: claimed!.operationId, leaseOwner: 'w', observations: [{ content: 'canary', importance: 1, tokenCount: 1 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } });
+        await store.setWorkingMemoryEntry({ scope: target, memoryId: memoryIdOf(target), key: 'k', valueJson: '"canary"', limits: { maxEntries: 5, maxTotalBytes: 1000 } });
+      }
+      await store.forget(memoryId);
+      const pool = rawPool();
+      const tables = ['om_memory_records', 'om_operation_log', 'om_markers', 'om_observations', 'om_messages', 'working_memory_entries'];
+      for (const table of tables) {
+        const counts = await pool.query(`SELECT count(*) FILTER (WHERE memory_id = $1)::int AS gone, count(*)::int AS total FROM "${schema}".${table}`, [memoryId]);
+        expect({ table, ...counts.rows[0] }).toMatchObject({ table, gone: 0 });
+        expect(counts.rows[0].total).toBeGreaterThan(0);
+      }
+    });
+
+    it('works on a caller-supplied pool and leaves it open on dispose', async () => {
+      const pool = rawPool();
+      const store = await createPostgresStore({ pool, schema });
+      await store.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '1', limits: { maxEntries: 5, maxTotalBytes: 1000 } });
+      await store.dispose();
+      await expect(store.getWorkingMemoryEntry(memoryId, 'k')).rejects.toSatisfy(isCode('STORE_DISPOSED'));
+      expect((await pool.query(`SELECT entry_json FROM "${schema}".working_memory_entries`)).rows).toEqual([{ entry_json: '1' }]);
+    });
+  });
+});

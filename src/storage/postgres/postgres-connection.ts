@@ -1,0 +1,172 @@
+/**
+ * Connection plumbing shared by the Postgres stores: the pool, the schema prefix, query and
+ * transaction helpers, advisory-lock keys and error mapping.
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import type { CustomTypesConfig, Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
+import { HarnessMemoryError, StoreError } from '../../core/errors.js';
+
+/** How a Postgres store reaches its database. */
+export interface PostgresConnectionOptions {
+  /** A libpq-style URL, e.g. `postgres://user@host:5432/db`. Ignored when `pool` is given. */
+  connectionString?: string;
+  /** An existing pool to use. The store never ends a pool it did not create. */
+  pool?: Pool;
+  /**
+   * The schema holding the tables: `^[a-z_][a-z0-9_]{0,62}$`, created if missing.
+   * @default 'public'
+   */
+  schema?: string;
+  /** Size of the pool the store creates (not used with `pool`). @default 10 */
+  max?: number;
+}
+
+/** An opened connection: the pool, whether we own it, and the quoted schema prefix. */
+export interface PostgresConnection {
+  readonly pool: Pool;
+  readonly ownsPool: boolean;
+  readonly schema: string;
+  /** `"schema".`, to put before every table name. */
+  readonly prefix: string;
+}
+
+/** Anything that can run a query: the pool, or a client inside a transaction. */
+export type Queryable = Pool | PoolClient;
+
+const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
+const INT8_OID = 20;
+const TIMESTAMPTZ_OID = 1184;
+
+/**
+ * Per-query type parsers. Passing them with each query, instead of `pg.types.setTypeParser`,
+ * leaves other users of `pg` in the same process untouched, and works on a caller's pool.
+ * int8 and count() become numbers (our counters stay far below 2^53); timestamptz becomes
+ * an ISO-8601 string with milliseconds, as `Date.toISOString()` writes it.
+ */
+export const PG_TYPES: CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (oid === INT8_OID) return (value: string) => Number(value);
+    if (oid === TIMESTAMPTZ_OID) {
+      const parseDate = pg.types.getTypeParser(TIMESTAMPTZ_OID, 'text') as (value: string) => unknown;
+      return (value: string) => {
+        const parsed = parseDate(value);
+        return (parsed instanceof Date ? parsed : new Date(String(parsed))).toISOString();
+      };
+    }
+    return pg.types.getTypeParser(oid, format ?? 'text');
+  }) as CustomTypesConfig['getTypeParser'],
+};
+
+/** Throws unless `schema` is a plain lower-case identifier (it is spliced into SQL, quoted). */
+export function validateSchemaName(schema: string, store: string): string {
+  if (!SCHEMA_PATTERN.test(schema)) {
+    throw new StoreError({
+      store,
+      message: `Option schema must match ${SCHEMA_PATTERN.source} (lower-case letters, digits, underscores; at most 63); got ${JSON.stringify(schema)}.`,
+      data: { option: 'schema' },
+    });
+  }
+  return schema;
+}
+
+/** Opens (or adopts) a pool for a store. */
+export function openPostgresConnection(options: PostgresConnectionOptions, store: string): PostgresConnection {
+  const schema = validateSchemaName(options.schema ?? 'public', store);
+  const max = options.max ?? 10;
+  if (!Number.isSafeInteger(max) || max < 1) {
+    throw new StoreError({ store, message: `Option max must be a positive integer; got ${max}.`, data: { option: 'max' } });
+  }
+  if (options.pool) return Object.freeze({ pool: options.pool, ownsPool: false, schema, prefix: `"${schema}".` });
+  if (!options.connectionString) {
+    throw new StoreError({ store, message: 'Give connectionString (for example postgres://user@127.0.0.1:5432/db) or an existing pool.', data: { option: 'connectionString' } });
+  }
+  // keepAlive: a connection dropped silently (NAT, failover) is noticed instead of hanging.
+  const pool = new pg.Pool({ connectionString: options.connectionString, max, keepAlive: true });
+  // An idle client whose server connection drops makes the pool emit 'error'; unhandled, that
+  // would crash the process. The pool has already discarded the client; the next query reconnects.
+  pool.on('error', () => {});
+  return Object.freeze({ pool, ownsPool: true, schema, prefix: `"${schema}".` });
+}
+
+/** Runs one statement with {@link PG_TYPES}. */
+export async function query<R extends QueryResultRow>(target: Queryable, text: string, values: readonly unknown[] = []): Promise<QueryResult<R>> {
+  return target.query<R>({ text, values: [...values], types: PG_TYPES });
+}
+
+// deadlock_detected and serialization_failure: the transaction did nothing, so it is retried.
+const RETRYABLE_CODES = new Set(['40P01', '40001']);
+const MAX_ATTEMPTS = 4;
+
+/**
+ * Runs `work` in a READ COMMITTED transaction on one client, committing on success and
+ * rolling back on any error. Deadlocks and serialization failures are retried a few times.
+ */
+export async function transaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackError) {
+        // A client that cannot roll back is unusable; release(error) destroys it.
+        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+      }
+      if (attempt < MAX_ATTEMPTS && RETRYABLE_CODES.has(pgCodeOf(error) ?? '')) continue;
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+}
+
+/** A signed 64-bit key (as a decimal string for `::bigint`) derived from `text`. */
+export function lockKey64(text: string): string {
+  return createHash('sha256').update(text).digest().readBigInt64BE(0).toString();
+}
+
+/** A signed 32-bit key derived from `text`. */
+export function lockKey32(text: string): number {
+  return createHash('sha256').update(text).digest().readInt32BE(0);
+}
+
+/**
+ * SQL taking the per-scope transaction lock on `$<param>` (a memory id). The two-int form
+ * lives in a different key space from the one-bigint migration lock; the first key is the
+ * schema's namespace, so scopes of different schemas never contend.
+ */
+export function scopeLockSql(schema: string, kind: 'memory' | 'conversation', param: number): string {
+  return `SELECT pg_advisory_xact_lock(${lockKey32(`harness-memory:${kind}:${schema}`)}, hashtext($${param}))`;
+}
+
+/** The SQLSTATE of a pg error, if any. */
+export function pgCodeOf(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/** Maps anything thrown to a harness-memory error; ours pass through unchanged. */
+export function toStoreError(error: unknown, store: string, schema: string): HarnessMemoryError {
+  if (HarnessMemoryError.isInstance(error)) return error;
+  const code = pgCodeOf(error);
+  const reason = error instanceof Error ? error.message : String(error);
+  return new StoreError({
+    store,
+    message: `Postgres failed (schema ${schema}): ${reason}${code === undefined ? '' : ` (SQLSTATE ${code})`}.`,
+    data: { schema, ...(code === undefined ? {} : { sqlState: code }) },
+    cause: error,
+  });
+}
+
+/** The error for any use after `dispose()`. */
+export function disposedError(store: string): StoreError {
+  return new StoreError({ store, code: 'STORE_DISPOSED', message: 'The store was disposed; create a new one.' });
+}

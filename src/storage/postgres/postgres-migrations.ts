@@ -1,0 +1,205 @@
+/**
+ * Versioned schema migrations of the Postgres stores. The tables and columns are those of the
+ * SQLite design (its migrations 2 and 3), with Postgres types: `timestamptz` times, `jsonb`
+ * settings and payloads, booleans, and identity columns where SQLite orders by rowid.
+ * @module
+ */
+import type { Pool } from 'pg';
+import { StoreError } from '../../core/errors.js';
+import { lockKey64, query, transaction, validateSchemaName } from './postgres-connection.js';
+
+/** One schema step: SQL run inside the migration transaction. */
+export interface PostgresMigration {
+  readonly version: number;
+  readonly description: string;
+  /** The DDL, given the quoted schema prefix (`"schema".`). */
+  readonly up: (prefix: string) => string;
+}
+
+const MEMORY_TABLES = (s: string): string => `
+CREATE TABLE ${s}om_memory_records (
+  memory_id text PRIMARY KEY,
+  tenant_id text NOT NULL,
+  conversation_id text NOT NULL,
+  agent_id text NOT NULL,
+  enabled boolean,
+  state_version bigint NOT NULL,
+  config_json jsonb NOT NULL DEFAULT '{}',
+  observed_through_message_seq bigint NOT NULL DEFAULT 0,
+  last_message_seq bigint NOT NULL DEFAULT 0,
+  observation_count bigint NOT NULL DEFAULT 0,
+  last_observation_seq bigint NOT NULL DEFAULT 0,
+  active_observation_tokens bigint NOT NULL DEFAULT 0,
+  unreflected_observation_tokens bigint NOT NULL DEFAULT 0,
+  active_reflection text,
+  active_reflection_tokens bigint,
+  reflection_structured_json jsonb,
+  reflection_through_seq bigint,
+  reflection_created_at timestamptz,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL,
+  UNIQUE (tenant_id, conversation_id, agent_id)
+);
+CREATE TABLE ${s}om_operation_log (
+  operation_id text PRIMARY KEY,
+  log_position bigint GENERATED ALWAYS AS IDENTITY,
+  memory_id text NOT NULL,
+  tenant_id text NOT NULL,
+  conversation_id text NOT NULL,
+  agent_id text NOT NULL,
+  run_id text NOT NULL,
+  tool_call_id text NOT NULL,
+  scope_sequence bigint NOT NULL,
+  operation_type text NOT NULL CHECK (operation_type IN ('enable', 'disable', 'observe', 'reflect', 'reflect_now')),
+  status text NOT NULL CHECK (status IN ('queued', 'processing', 'applied', 'failed')),
+  payload_json jsonb NOT NULL,
+  error_text text NOT NULL,
+  attempt integer NOT NULL DEFAULT 0,
+  lease_owner text,
+  lease_expires_at timestamptz,
+  available_at timestamptz NOT NULL,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL,
+  UNIQUE (memory_id, scope_sequence)
+);
+CREATE INDEX om_operation_log_queued_idx ON ${s}om_operation_log (created_at, log_position) WHERE status = 'queued';
+CREATE INDEX om_operation_log_pending_scope_idx ON ${s}om_operation_log (memory_id, scope_sequence) WHERE status IN ('queued', 'processing');
+CREATE INDEX om_operation_log_processing_idx ON ${s}om_operation_log (lease_expires_at) WHERE status = 'processing';
+CREATE TABLE ${s}om_markers (
+  marker_id text PRIMARY KEY,
+  marker_position bigint GENERATED ALWAYS AS IDENTITY,
+  memory_id text NOT NULL,
+  marker_type text NOT NULL,
+  cycle_id text NOT NULL,
+  message_index_start bigint NOT NULL,
+  message_index_end bigint NOT NULL,
+  token_count bigint NOT NULL,
+  payload_json jsonb NOT NULL,
+  created_at timestamptz NOT NULL
+);
+CREATE INDEX om_markers_memory_position_idx ON ${s}om_markers (memory_id, marker_position);
+CREATE TABLE ${s}om_observations (
+  memory_id text NOT NULL,
+  seq bigint NOT NULL,
+  content text NOT NULL,
+  token_count bigint NOT NULL,
+  importance double precision,
+  created_at timestamptz NOT NULL,
+  source_start_seq bigint NOT NULL,
+  source_end_seq bigint NOT NULL,
+  operation_id text NOT NULL,
+  PRIMARY KEY (memory_id, seq)
+);
+CREATE TABLE ${s}om_messages (
+  memory_id text NOT NULL,
+  seq bigint NOT NULL,
+  message_key text NOT NULL,
+  role text NOT NULL,
+  name text NOT NULL,
+  tool_call_id text NOT NULL,
+  content text NOT NULL,
+  token_count bigint NOT NULL,
+  observed boolean NOT NULL DEFAULT false,
+  PRIMARY KEY (memory_id, seq),
+  UNIQUE (memory_id, message_key)
+);
+CREATE TABLE ${s}working_memory_entries (
+  memory_id text NOT NULL,
+  -- "C" compares bytes: the port's key order, served by the primary key.
+  entry_key text COLLATE "C" NOT NULL,
+  entry_json text NOT NULL,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL,
+  PRIMARY KEY (memory_id, entry_key)
+);
+`;
+
+const HARNESS_TABLES = (s: string): string => `
+CREATE TABLE ${s}harness_runs (
+  run_id text PRIMARY KEY,
+  memory_id text NOT NULL,
+  tenant_id text NOT NULL,
+  conversation_id text NOT NULL,
+  agent_id text NOT NULL,
+  status text NOT NULL,
+  prompt text NOT NULL,
+  model text NOT NULL,
+  system_prompt text NOT NULL,
+  max_steps integer NOT NULL,
+  output text,
+  error_json jsonb,
+  steps integer NOT NULL,
+  input_tokens bigint NOT NULL,
+  output_tokens bigint NOT NULL,
+  parent_run_id text,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+CREATE INDEX harness_runs_memory_idx ON ${s}harness_runs (memory_id);
+-- json, not jsonb: event payloads and tool calls keep their key order for SSE clients.
+CREATE TABLE ${s}harness_run_events (
+  run_id text NOT NULL,
+  seq integer NOT NULL,
+  type text NOT NULL,
+  "timestamp" timestamptz NOT NULL,
+  payload_json json NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE ${s}harness_conversation_messages (
+  memory_id text NOT NULL,
+  position bigint NOT NULL,
+  message_id text NOT NULL,
+  run_id text NOT NULL,
+  role text NOT NULL,
+  content text NOT NULL,
+  name text,
+  tool_call_id text,
+  tool_calls_json json,
+  token_count bigint NOT NULL,
+  PRIMARY KEY (memory_id, position),
+  UNIQUE (memory_id, message_id)
+);
+`;
+
+/** Every migration, in order. */
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
+  { version: 1, description: 'memory: records, leased operation log, markers, observations, messages, working memory', up: MEMORY_TABLES },
+  { version: 2, description: 'harness runs, run events and conversation messages', up: HARNESS_TABLES },
+]);
+
+/** The schema version this code writes and reads. */
+export const POSTGRES_SCHEMA_VERSION: number = Math.max(...POSTGRES_MIGRATIONS.map((migration) => migration.version));
+
+/**
+ * Brings `schema` to {@link POSTGRES_SCHEMA_VERSION}, creating it if missing. Everything runs
+ * in one transaction holding `pg_advisory_xact_lock` on a key derived from the schema name, so
+ * replicas starting together apply each migration once and the others find it done; the lock
+ * ends with the transaction, so a crashed migrator leaves nothing held. Returns the version.
+ */
+export async function migratePostgresSchema(pool: Pool, schema: string, migrations: readonly PostgresMigration[] = POSTGRES_MIGRATIONS): Promise<number> {
+  validateSchemaName(schema, 'postgres');
+  const prefix = `"${schema}".`;
+  const latest = migrations.reduce((max, migration) => Math.max(max, migration.version), 0);
+  return transaction(pool, async (client) => {
+    await query(client, 'SELECT pg_advisory_xact_lock($1::bigint)', [lockKey64(`harness-memory:migrate:${schema}`)]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${prefix}schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const applied = await query<{ version: number }>(client, `SELECT version FROM ${prefix}schema_migrations`);
+    const done = new Set(applied.rows.map((row) => row.version));
+    const found = Math.max(0, ...done);
+    if (found > latest) {
+      throw new StoreError({
+        store: 'postgres',
+        message: `Schema ${schema} has version ${found}, newer than the ${latest} this version of harness-memory knows. Upgrade harness-memory, or use another schema.`,
+        data: { schema, schemaVersion: found, supportedVersion: latest },
+      });
+    }
+    for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+      if (done.has(migration.version)) continue;
+      await client.query(migration.up(prefix));
+      await query(client, `INSERT INTO ${prefix}schema_migrations (version, description) VALUES ($1, $2)`, [migration.version, migration.description]);
+      done.add(migration.version);
+    }
+    return Math.max(0, ...done);
+  });
+}

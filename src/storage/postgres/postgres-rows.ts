@@ -1,0 +1,224 @@
+/**
+ * Row shapes of the Postgres memory tables, as `pg` returns them with `PG_TYPES` (int8 as
+ * number, timestamptz as ISO string, jsonb parsed), and their mapping to domain objects.
+ * @module
+ */
+import type { MemoryRecord, Observation, ObservationConfig, StoredReflection } from '../../core/observation.js';
+import { parseReflection } from '../../core/parse-reflection.js';
+import type { StructuredReflection } from '../../core/reflection.js';
+import type { Marker, Operation, OperationStatus, OperationType, StoredMessage, WorkingMemoryEntry } from '../store.js';
+
+/** A row of `om_memory_records`. */
+export interface RecordRow {
+  memory_id: string;
+  tenant_id: string;
+  conversation_id: string;
+  agent_id: string;
+  enabled: boolean | null;
+  state_version: number;
+  config_json: unknown;
+  observed_through_message_seq: number;
+  last_message_seq: number;
+  observation_count: number;
+  last_observation_seq: number;
+  active_observation_tokens: number;
+  unreflected_observation_tokens: number;
+  active_reflection: string | null;
+  active_reflection_tokens: number | null;
+  reflection_structured_json: unknown;
+  reflection_through_seq: number | null;
+  reflection_created_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A row of `om_operation_log`. */
+export interface OperationRow {
+  operation_id: string;
+  memory_id: string;
+  tenant_id: string;
+  conversation_id: string;
+  agent_id: string;
+  run_id: string;
+  tool_call_id: string;
+  scope_sequence: number;
+  operation_type: string;
+  status: string;
+  payload_json: unknown;
+  error_text: string;
+  attempt: number;
+  lease_owner: string | null;
+  lease_expires_at: string | null;
+  available_at: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A row of `om_messages`. */
+export interface MessageRow {
+  seq: number;
+  message_key: string;
+  role: string;
+  name: string;
+  tool_call_id: string;
+  content: string;
+  token_count: number;
+}
+
+/** A row of `om_observations`. */
+export interface ObservationRow {
+  seq: number;
+  content: string;
+  token_count: number;
+  importance: number | null;
+  created_at: string;
+  source_start_seq: number;
+  source_end_seq: number;
+  operation_id: string;
+}
+
+/** A row of `om_markers`. */
+export interface MarkerRow {
+  marker_id: string;
+  memory_id: string;
+  marker_type: string;
+  cycle_id: string;
+  message_index_start: number;
+  message_index_end: number;
+  token_count: number;
+  payload_json: unknown;
+  created_at: string;
+}
+
+/** A row of `working_memory_entries`. */
+export interface WorkingMemoryRow {
+  entry_key: string;
+  entry_json: string;
+  created_at: string;
+  updated_at: string;
+}
+
+const CONFIG_FIELDS: ReadonlyArray<keyof ObservationConfig> = ['observeMinTokens', 'snippetMaxTokens', 'reflectThresholdTokens'];
+
+/** Keeps only the known config fields holding positive integers. */
+export function parseConfig(value: unknown): Partial<ObservationConfig> {
+  const source = asObject(value);
+  const config: { -readonly [K in keyof ObservationConfig]?: number } = {};
+  for (const field of CONFIG_FIELDS) {
+    const item = source[field];
+    if (typeof item === 'number' && Number.isSafeInteger(item) && item > 0) config[field] = item;
+  }
+  return config;
+}
+
+/** Maps a record row. */
+export function toRecord(row: RecordRow): MemoryRecord {
+  return Object.freeze({
+    memoryId: row.memory_id,
+    scope: Object.freeze({ tenantId: row.tenant_id, conversationId: row.conversation_id, agentId: row.agent_id }),
+    enabled: row.enabled,
+    stateVersion: row.state_version,
+    config: Object.freeze(parseConfig(row.config_json)),
+    observedThroughMessageSeq: row.observed_through_message_seq,
+    lastMessageSeq: row.last_message_seq,
+    observationCount: row.observation_count,
+    lastObservationSeq: row.last_observation_seq,
+    activeObservationTokens: row.active_observation_tokens,
+    unreflectedObservationTokens: row.unreflected_observation_tokens,
+    reflection: toReflection(row),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  });
+}
+
+function toReflection(row: RecordRow): StoredReflection | null {
+  if (row.active_reflection === null) return null;
+  return Object.freeze({
+    raw: row.active_reflection,
+    structured: readStructured(row.reflection_structured_json) ?? parseReflection(row.active_reflection),
+    tokenCount: row.active_reflection_tokens ?? 0,
+    throughSeq: row.reflection_through_seq ?? 0,
+    createdAt: row.reflection_created_at ?? row.updated_at,
+  });
+}
+
+// The parsed form is stored so a turn never re-parses; a damaged copy is re-derived from the raw text.
+function readStructured(value: unknown): StructuredReflection | undefined {
+  if (value === null || value === undefined) return undefined;
+  const { summary, supersessions, contradictions, schemaVersion } = asObject(value);
+  if (typeof summary !== 'string' || !Array.isArray(supersessions) || !Array.isArray(contradictions) || (schemaVersion !== 0 && schemaVersion !== 1)) return undefined;
+  return value as StructuredReflection;
+}
+
+/** Maps an operation row. */
+export function toOperation(row: OperationRow): Operation {
+  return Object.freeze({
+    operationId: row.operation_id,
+    memoryId: row.memory_id,
+    scope: Object.freeze({ tenantId: row.tenant_id, conversationId: row.conversation_id, agentId: row.agent_id }),
+    runId: row.run_id,
+    toolCallId: row.tool_call_id,
+    scopeSequence: row.scope_sequence,
+    operationType: row.operation_type as OperationType,
+    status: row.status as OperationStatus,
+    payload: Object.freeze(asObject(row.payload_json)),
+    errorText: row.error_text,
+    attempt: row.attempt,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: row.lease_expires_at,
+    availableAt: row.available_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  });
+}
+
+/** Maps a message row. */
+export function toStoredMessage(row: MessageRow): StoredMessage {
+  return Object.freeze({
+    seq: row.seq,
+    messageKey: row.message_key,
+    role: row.role,
+    name: row.name,
+    toolCallId: row.tool_call_id,
+    content: row.content,
+    tokenCount: row.token_count,
+  });
+}
+
+/** Maps an observation row. */
+export function toObservation(row: ObservationRow): Observation {
+  return Object.freeze({
+    seq: row.seq,
+    content: row.content,
+    tokenCount: row.token_count,
+    importance: row.importance,
+    createdAt: row.created_at,
+    sourceStartSeq: row.source_start_seq,
+    sourceEndSeq: row.source_end_seq,
+    operationId: row.operation_id,
+  });
+}
+
+/** Maps a marker row. */
+export function toMarker(row: MarkerRow): Marker {
+  return Object.freeze({
+    markerId: row.marker_id,
+    memoryId: row.memory_id,
+    markerType: row.marker_type as Marker['markerType'],
+    cycleId: row.cycle_id,
+    messageSeqStart: row.message_index_start,
+    messageSeqEnd: row.message_index_end,
+    tokenCount: row.token_count,
+    payload: Object.freeze(asObject(row.payload_json)),
+    createdAt: row.created_at,
+  });
+}
+
+/** Maps a working-memory row. */
+export function toWorkingMemoryEntry(row: WorkingMemoryRow): WorkingMemoryEntry {
+  return Object.freeze({ key: row.entry_key, valueJson: row.entry_json, createdAt: row.created_at, updatedAt: row.updated_at });
+}
+
+function asObject(value: unknown): Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}

@@ -1,0 +1,257 @@
+/**
+ * The harness's runs, run events and conversation messages in Postgres, beside the memory
+ * tables, so that any replica can serve a run's history, whichever replica executed it.
+ * @module
+ */
+import { StoreError } from '../../core/errors.js';
+import { memoryIdOf } from '../../core/scope.js';
+import type { LanguageModelToolCall } from '../../llm/language-model.js';
+import { takeRecent } from '../in-memory-run-store.js';
+import type { ConversationMessage, RunEvent, RunRecord, RunStore, RunStatus } from '../run-store.js';
+import { disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
+import type { PostgresConnectionOptions } from './postgres-connection.js';
+import { migratePostgresSchema } from './postgres-migrations.js';
+
+/** Options of {@link createPostgresRunStore}: the same connection options as the memory store. */
+export type PostgresRunStoreOptions = PostgresConnectionOptions;
+
+interface RunRow {
+  run_id: string;
+  tenant_id: string;
+  conversation_id: string;
+  agent_id: string;
+  status: string;
+  prompt: string;
+  model: string;
+  system_prompt: string;
+  max_steps: number;
+  output: string | null;
+  error_json: { code: string; message: string } | null;
+  steps: number;
+  input_tokens: number;
+  output_tokens: number;
+  parent_run_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+interface EventRow {
+  run_id: string;
+  seq: number;
+  type: string;
+  timestamp: string;
+  payload_json: Record<string, unknown>;
+}
+
+interface MessageRow {
+  position: number;
+  message_id: string;
+  run_id: string;
+  role: string;
+  content: string;
+  name: string | null;
+  tool_call_id: string | null;
+  tool_calls_json: LanguageModelToolCall[] | null;
+  token_count: number;
+}
+
+const STORE = 'postgres-runs';
+const RECENT_PAGE = 500;
+
+/**
+ * Creates the Postgres run store, migrating the schema first (shared with the memory store).
+ * @example
+ * const runs = await createPostgresRunStore({ connectionString: process.env.DATABASE_URL, schema: 'harness' });
+ */
+export async function createPostgresRunStore(options: PostgresRunStoreOptions): Promise<RunStore> {
+  const connection = openPostgresConnection(options, STORE);
+  const { pool, schema, prefix: s } = connection;
+  try {
+    await migratePostgresSchema(pool, schema);
+  } catch (error) {
+    if (connection.ownsPool) await pool.end().catch(() => {});
+    throw toStoreError(error, STORE, schema);
+  }
+  let disposed = false;
+  const lockConversation = scopeLockSql(schema, 'conversation', 1);
+
+  const wrap = async <T>(work: () => Promise<T>): Promise<T> => {
+    if (disposed) throw disposedError(STORE);
+    try {
+      return await work();
+    } catch (error) {
+      throw toStoreError(error, STORE, schema);
+    }
+  };
+  const missing = (runId: string): StoreError => new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
+  const errorJson = (error: RunRecord['error']): string | null => (error ? JSON.stringify(error) : null);
+
+  return {
+    specificationVersion: 'v1',
+    name: 'postgres',
+    createRun: (run) =>
+      wrap(async () => {
+        const result = await query<RunRow>(
+          pool,
+          `INSERT INTO ${s}harness_runs (run_id, memory_id, tenant_id, conversation_id, agent_id, status, prompt, model, system_prompt, max_steps, output, error_json,
+             steps, input_tokens, output_tokens, parent_run_id, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16, now(), now())
+           RETURNING *`,
+          [
+            run.runId, memoryIdOf(run.scope), run.scope.tenantId, run.scope.conversationId, run.scope.agentId, run.status, run.prompt, run.model, run.systemPrompt,
+            run.maxSteps, run.output, errorJson(run.error), run.steps, run.usage.inputTokens, run.usage.outputTokens, run.parentRunId,
+          ],
+        );
+        return toRun(result.rows[0] as RunRow);
+      }),
+    getRun: (runId) =>
+      wrap(async () => {
+        const row = (await query<RunRow>(pool, `SELECT * FROM ${s}harness_runs WHERE run_id = $1`, [runId])).rows[0];
+        return row ? toRun(row) : undefined;
+      }),
+    updateRun: (runId, patch) =>
+      wrap(() =>
+        transaction(pool, async (client) => {
+          const row = (await query<RunRow>(client, `SELECT * FROM ${s}harness_runs WHERE run_id = $1 FOR UPDATE`, [runId])).rows[0];
+          if (!row) throw missing(runId);
+          const next = { ...toRun(row), ...patch };
+          const updated = await query<RunRow>(
+            client,
+            `UPDATE ${s}harness_runs SET status = $2, output = $3, error_json = $4::jsonb, steps = $5, input_tokens = $6, output_tokens = $7, updated_at = now()
+             WHERE run_id = $1 RETURNING *`,
+            [runId, next.status, next.output, errorJson(next.error), next.steps, next.usage.inputTokens, next.usage.outputTokens],
+          );
+          return toRun(updated.rows[0] as RunRow);
+        }),
+      ),
+    // The run's row lock serializes appends per run; the next seq is read by a second
+    // statement, whose snapshot (READ COMMITTED) is taken after the lock and so sees every
+    // earlier append of the run.
+    appendEvent: (runId, type, payload) =>
+      wrap(() =>
+        transaction(pool, async (client) => {
+          const run = await query(client, `SELECT 1 FROM ${s}harness_runs WHERE run_id = $1 FOR UPDATE`, [runId]);
+          if (run.rowCount === 0) throw missing(runId);
+          const inserted = await query<EventRow>(
+            client,
+            `INSERT INTO ${s}harness_run_events (run_id, seq, type, "timestamp", payload_json)
+             SELECT $1, COALESCE(MAX(seq), -1) + 1, $2, clock_timestamp(), $3::json FROM ${s}harness_run_events WHERE run_id = $1
+             RETURNING *`,
+            [runId, type, JSON.stringify(payload)],
+          );
+          return toEvent(inserted.rows[0] as EventRow);
+        }),
+      ),
+    listEvents: (runId, afterSeq) =>
+      wrap(async () => (await query<EventRow>(pool, `SELECT * FROM ${s}harness_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq`, [runId, afterSeq])).rows.map(toEvent)),
+    appendMessages: (memoryId, messages) =>
+      wrap(async () => {
+        if (messages.length === 0) return;
+        const column = <T>(pick: (message: ConversationMessage) => T): T[] => messages.map(pick);
+        // Positions are assigned under the conversation's lock; known ids and repeats in the
+        // batch are skipped.
+        await transaction(pool, async (client) => {
+          await query(client, lockConversation, [memoryId]);
+          await query(
+            client,
+            `WITH input AS (
+               SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::json[], $9::bigint[])
+                 WITH ORDINALITY AS t(message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count, ord)),
+             fresh AS (
+               SELECT DISTINCT ON (message_id) * FROM input AS i
+               WHERE NOT EXISTS (SELECT 1 FROM ${s}harness_conversation_messages AS m WHERE m.memory_id = $1 AND m.message_id = i.message_id)
+               ORDER BY message_id, ord)
+             INSERT INTO ${s}harness_conversation_messages (memory_id, position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count)
+             SELECT $1, (SELECT COALESCE(MAX(position), 0) FROM ${s}harness_conversation_messages WHERE memory_id = $1) + row_number() OVER (ORDER BY ord),
+               message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count
+             FROM fresh`,
+            [
+              memoryId,
+              column((message) => message.messageId),
+              column((message) => message.runId),
+              column((message) => message.role),
+              column((message) => message.content),
+              column((message) => message.name ?? null),
+              column((message) => message.toolCallId ?? null),
+              column((message) => (message.toolCalls ? JSON.stringify(message.toolCalls) : null)),
+              column((message) => message.tokenCount),
+            ],
+          );
+        });
+      }),
+    recentMessages: (memoryId, maxTokens) =>
+      wrap(async () => {
+        // Read newest first, a page at a time, until the budget is spent.
+        const rows: MessageRow[] = [];
+        let before = Number.MAX_SAFE_INTEGER;
+        let used = 0;
+        for (;;) {
+          const page = (
+            await query<MessageRow>(pool, `SELECT * FROM ${s}harness_conversation_messages WHERE memory_id = $1 AND position < $2 ORDER BY position DESC LIMIT $3`, [
+              memoryId,
+              before,
+              RECENT_PAGE,
+            ])
+          ).rows;
+          for (const row of page) {
+            if (used + row.token_count > maxTokens) return takeRecent(rows.reverse().map(toMessage), maxTokens);
+            used += row.token_count;
+            rows.push(row);
+          }
+          if (page.length < RECENT_PAGE) break;
+          before = page.at(-1)?.position ?? 0;
+        }
+        return takeRecent(rows.reverse().map(toMessage), maxTokens);
+      }),
+    forgetConversation: (memoryId) =>
+      wrap(() =>
+        transaction(pool, async (client) => {
+          await query(client, lockConversation, [memoryId]);
+          await query(client, `DELETE FROM ${s}harness_conversation_messages WHERE memory_id = $1`, [memoryId]);
+          await query(client, `DELETE FROM ${s}harness_run_events WHERE run_id IN (SELECT run_id FROM ${s}harness_runs WHERE memory_id = $1)`, [memoryId]);
+          await query(client, `DELETE FROM ${s}harness_runs WHERE memory_id = $1`, [memoryId]);
+        }),
+      ),
+    dispose: async () => {
+      if (disposed) return;
+      disposed = true;
+      if (connection.ownsPool) await pool.end();
+    },
+  };
+}
+
+function toRun(row: RunRow): RunRecord {
+  return Object.freeze({
+    runId: row.run_id,
+    scope: Object.freeze({ tenantId: row.tenant_id, conversationId: row.conversation_id, agentId: row.agent_id }),
+    status: row.status as RunStatus,
+    prompt: row.prompt,
+    model: row.model,
+    systemPrompt: row.system_prompt,
+    maxSteps: row.max_steps,
+    output: row.output,
+    error: row.error_json,
+    steps: row.steps,
+    usage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
+    parentRunId: row.parent_run_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  });
+}
+
+function toEvent(row: EventRow): RunEvent {
+  return Object.freeze({ id: `${row.run_id}:${row.seq}`, runId: row.run_id, seq: row.seq, type: row.type, timestamp: row.timestamp, payload: row.payload_json });
+}
+
+function toMessage(row: MessageRow): ConversationMessage {
+  return {
+    messageId: row.message_id,
+    runId: row.run_id,
+    role: row.role as ConversationMessage['role'],
+    content: row.content,
+    ...(row.name !== null ? { name: row.name } : {}),
+    ...(row.tool_call_id !== null ? { toolCallId: row.tool_call_id } : {}),
+    ...(row.tool_calls_json !== null ? { toolCalls: row.tool_calls_json } : {}),
+    tokenCount: row.token_count,
+  };
+}

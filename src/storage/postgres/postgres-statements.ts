@@ -1,0 +1,194 @@
+/**
+ * The SQL of the Postgres memory store, built once per schema prefix. Lease and availability
+ * times use `clock_timestamp()` (the database's wall clock at that moment, not the start of
+ * the transaction); row times use `now()`, one value per transaction.
+ * @module
+ */
+
+/** Statements of one schema, keyed by purpose. Parameters are documented where not obvious. */
+export interface PostgresStatements {
+  readonly selectRecord: string;
+  /** $1 memoryId, $2..$4 scope. Inserts if missing and returns the row either way. */
+  readonly ensureRecord: string;
+  /** $1 memoryId, $2 stateVersion, $3 enabled, $4 config jsonb. */
+  readonly updateSettings: string;
+  /** $1 memoryId, $2 stateVersion, $3 lastMessageSeq. */
+  readonly updateLastMessageSeq: string;
+  /** $1 memoryId, $2 stateVersion, $3 throughSeq, $4 count, $5 lastObservationSeq, $6 tokens. */
+  readonly applyObservations: string;
+  /** $1 memoryId, $2 stateVersion, $3 raw, $4 structured jsonb, $5 tokens, $6 throughSeq, $7 createdAt. */
+  readonly applyReflection: string;
+
+  /** $1 memoryId, $2..$7 arrays (key, role, name, toolCallId, content, tokens), $8 last seq. */
+  readonly insertMessages: string;
+  readonly sumUnobservedTokens: string;
+  readonly listUnobservedMessages: string;
+  readonly markMessagesObserved: string;
+
+  /** $1 memoryId, $2 last seq, $3 source start, $4 source end, $5 operationId, $6..$8 arrays (content, tokens, importance). */
+  readonly insertObservations: string;
+  readonly listObservations: string;
+  /** Two markers; $1 memoryId, $2 cycleId, $3 tokens, then id, type, start, end, payload for each. */
+  readonly insertMarkerPair: string;
+  /** $1 markerId, $2 memoryId, $3 type, $4 cycleId, $5 start, $6 end, $7 tokens, $8 payload. */
+  readonly insertMarker: string;
+  readonly listMarkers: string;
+
+  /** $1 id, $2 memoryId, $3..$5 scope, $6 runId, $7 toolCallId, $8 type, $9 status, $10 payload, $11 attempt. */
+  readonly insertOperation: string;
+  readonly selectOperationScope: string;
+  /** $1 leaseOwner, $2 lease seconds (, $3 memoryId). */
+  readonly claimOfScope: string;
+  readonly claimOfAnyScope: string;
+  /** $1 id, $2 leaseOwner, $3 status, $4 errorText, $5 retry seconds or null. */
+  readonly finishLeased: string;
+  /** $1 grace seconds. */
+  readonly requeueStale: string;
+  readonly listOperations: string;
+  readonly countPending: string;
+  readonly countPendingOfScope: string;
+
+  readonly selectEntry: string;
+  /** $1 memoryId, $2 key: whether the key exists, the entry count, and the bytes of the other entries. */
+  readonly entryUsage: string;
+  readonly upsertEntry: string;
+  readonly deleteEntry: string;
+  readonly listEntries: string;
+
+  /** One `DELETE … WHERE memory_id = $1` per table. */
+  readonly forgetScope: readonly string[];
+}
+
+/** Builds the statements for tables under `s` (a quoted schema prefix such as `"hm".`). */
+export function buildStatements(s: string): PostgresStatements {
+  // The state_version in WHERE is the compare-and-swap: no row comes back if it moved.
+  const bump = `state_version = state_version + 1, updated_at = now() WHERE memory_id = $1 AND state_version = $2 RETURNING *`;
+  // A scope's next queued operation, when none of its operations is processing and no older
+  // one is queued. Ordering needs no scope lock: seqs are assigned under the scope's lock
+  // and committed in order, `applied`/`failed` are final, so an operation whose elders are
+  // all final in the claimer's snapshot is the scope's head for good; and two claimers of the
+  // same head are kept apart by its row lock (SKIP LOCKED, then re-checked status).
+  const claimable = `
+    q.status = 'queued' AND q.available_at <= clock_timestamp()
+    AND NOT EXISTS (SELECT 1 FROM ${s}om_operation_log AS p WHERE p.memory_id = q.memory_id AND p.status = 'processing')
+    AND NOT EXISTS (SELECT 1 FROM ${s}om_operation_log AS o WHERE o.memory_id = q.memory_id AND o.status = 'queued' AND o.scope_sequence < q.scope_sequence)`;
+  const claim = (candidate: string): string => `
+    UPDATE ${s}om_operation_log SET status = 'processing', attempt = attempt + 1, lease_owner = $1,
+      lease_expires_at = clock_timestamp() + make_interval(secs => $2::double precision), updated_at = now()
+    WHERE operation_id = (${candidate} LIMIT 1 FOR UPDATE SKIP LOCKED) AND status = 'queued'
+    RETURNING *`;
+  return Object.freeze({
+    selectRecord: `SELECT * FROM ${s}om_memory_records WHERE memory_id = $1`,
+    ensureRecord: `
+      WITH inserted AS (
+        INSERT INTO ${s}om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, config_json, created_at, updated_at)
+        VALUES ($1, $2, $3, $4, NULL, 1, '{}', now(), now())
+        ON CONFLICT DO NOTHING RETURNING *)
+      SELECT * FROM inserted UNION ALL SELECT * FROM ${s}om_memory_records WHERE memory_id = $1`,
+    updateSettings: `UPDATE ${s}om_memory_records SET enabled = $3, config_json = $4::jsonb, ${bump}`,
+    updateLastMessageSeq: `UPDATE ${s}om_memory_records SET last_message_seq = $3, ${bump}`,
+    applyObservations: `
+      UPDATE ${s}om_memory_records SET
+        observed_through_message_seq = $3,
+        observation_count = observation_count + $4,
+        last_observation_seq = $5,
+        active_observation_tokens = active_observation_tokens + $6,
+        unreflected_observation_tokens = unreflected_observation_tokens + $6,
+        ${bump}`,
+    applyReflection: `
+      UPDATE ${s}om_memory_records SET
+        active_reflection = $3,
+        reflection_structured_json = $4::jsonb,
+        active_reflection_tokens = $5,
+        reflection_through_seq = $6,
+        reflection_created_at = $7::timestamptz,
+        unreflected_observation_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM ${s}om_observations WHERE memory_id = $1 AND seq > $6),
+        ${bump}`,
+
+    // Keys already stored, and repeats within the batch, are skipped; the rest get the next
+    // seqs in arrival order.
+    insertMessages: `
+      WITH input AS (
+        SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[])
+          WITH ORDINALITY AS t(message_key, role, name, tool_call_id, content, token_count, ord)),
+      fresh AS (
+        SELECT DISTINCT ON (message_key) * FROM input AS i
+        WHERE NOT EXISTS (SELECT 1 FROM ${s}om_messages AS m WHERE m.memory_id = $1 AND m.message_key = i.message_key)
+        ORDER BY message_key, ord)
+      INSERT INTO ${s}om_messages (memory_id, seq, message_key, role, name, tool_call_id, content, token_count)
+      SELECT $1, $8::bigint + row_number() OVER (ORDER BY ord), message_key, role, name, tool_call_id, content, token_count FROM fresh`,
+    sumUnobservedTokens: `SELECT COALESCE(SUM(token_count), 0)::bigint AS total FROM ${s}om_messages WHERE memory_id = $1 AND seq > $2`,
+    listUnobservedMessages: `
+      SELECT m.* FROM ${s}om_messages AS m JOIN ${s}om_memory_records AS r ON r.memory_id = m.memory_id
+      WHERE m.memory_id = $1 AND m.seq > r.observed_through_message_seq AND m.seq <= $2
+      ORDER BY m.seq`,
+    // The keys stay so a message is never stored twice; the text does not linger once observed.
+    markMessagesObserved: `UPDATE ${s}om_messages SET observed = true, content = '' WHERE memory_id = $1 AND seq <= $2 AND NOT observed`,
+
+    insertObservations: `
+      INSERT INTO ${s}om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, operation_id)
+      SELECT $1, $2::bigint + ord, content, token_count, importance, now(), $3, $4, $5
+      FROM unnest($6::text[], $7::bigint[], $8::double precision[]) WITH ORDINALITY AS t(content, token_count, importance, ord)
+      RETURNING *`,
+    listObservations: `SELECT * FROM ${s}om_observations WHERE memory_id = $1 AND seq > $2 ORDER BY seq`,
+    insertMarkerPair: `
+      INSERT INTO ${s}om_markers (marker_id, memory_id, marker_type, cycle_id, message_index_start, message_index_end, token_count, payload_json, created_at)
+      VALUES ($4::text, $1::text, $5::text, $2::text, $6::bigint, $7::bigint, $3::bigint, $8::jsonb, now()),
+        ($9::text, $1::text, $10::text, $2::text, $11::bigint, $12::bigint, $3::bigint, $13::jsonb, now())`,
+    insertMarker: `
+      INSERT INTO ${s}om_markers (marker_id, memory_id, marker_type, cycle_id, message_index_start, message_index_end, token_count, payload_json, created_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, now())`,
+    // marker_position is insertion order; created_at ties within a transaction.
+    listMarkers: `SELECT * FROM ${s}om_markers WHERE memory_id = $1 ORDER BY marker_position`,
+
+    insertOperation: `
+      INSERT INTO ${s}om_operation_log (
+        operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
+        operation_type, status, payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at)
+      SELECT $1, $2, $3, $4, $5, $6, $7, COALESCE(MAX(scope_sequence), 0) + 1, $8, $9, $10::jsonb, '', $11, NULL, NULL, now(), now(), now()
+      FROM ${s}om_operation_log WHERE memory_id = $2
+      RETURNING *`,
+    selectOperationScope: `SELECT memory_id FROM ${s}om_operation_log WHERE operation_id = $1`,
+    claimOfScope: claim(`SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE q.memory_id = $3 AND ${claimable} ORDER BY q.scope_sequence`),
+    claimOfAnyScope: claim(`SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE ${claimable} ORDER BY q.created_at, q.log_position`),
+    // The lease check: only the holder, only before expiry by the database clock. The row
+    // lock this takes also keeps a concurrent requeue or claim out until the transaction ends.
+    finishLeased: `
+      UPDATE ${s}om_operation_log SET status = $3, error_text = $4, lease_owner = NULL, lease_expires_at = NULL,
+        available_at = COALESCE(clock_timestamp() + make_interval(secs => $5::double precision), available_at), updated_at = now()
+      WHERE operation_id = $1 AND status = 'processing' AND lease_owner = $2 AND lease_expires_at > clock_timestamp()
+      RETURNING *`,
+    // SKIP LOCKED: an operation whose worker is applying right now is left to that worker
+    // (its lease check decides), and a requeue never waits on or deadlocks with it.
+    requeueStale: `
+      UPDATE ${s}om_operation_log SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
+        error_text = 'requeued after stale processing operation', updated_at = now()
+      WHERE operation_id IN (
+        SELECT operation_id FROM ${s}om_operation_log
+        WHERE status = 'processing' AND lease_expires_at <= clock_timestamp() - make_interval(secs => $1::double precision)
+        FOR UPDATE SKIP LOCKED)`,
+    listOperations: `SELECT * FROM ${s}om_operation_log WHERE memory_id = $1 ORDER BY scope_sequence`,
+    countPending: `SELECT count(*) AS count FROM ${s}om_operation_log WHERE status IN ('queued', 'processing')`,
+    countPendingOfScope: `SELECT count(*) AS count FROM ${s}om_operation_log WHERE memory_id = $1 AND status IN ('queued', 'processing')`,
+
+    selectEntry: `SELECT * FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2`,
+    entryUsage: `
+      SELECT EXISTS (SELECT 1 FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2) AS present,
+        (SELECT count(*) FROM ${s}working_memory_entries WHERE memory_id = $1) AS entries,
+        (SELECT COALESCE(SUM(octet_length(entry_key) + octet_length(entry_json)), 0)::bigint
+           FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key <> $2) AS other_bytes`,
+    // created_at is set on insert only, so a replaced entry keeps it.
+    upsertEntry: `
+      INSERT INTO ${s}working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at) VALUES ($1, $2, $3, now(), now())
+      ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at = excluded.updated_at
+      RETURNING *`,
+    deleteEntry: `DELETE FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2`,
+    listEntries: `SELECT * FROM ${s}working_memory_entries WHERE memory_id = $1 ORDER BY entry_key`,
+
+    forgetScope: Object.freeze(
+      ['om_observations', 'om_messages', 'om_markers', 'om_operation_log', 'working_memory_entries', 'om_memory_records'].map(
+        (table) => `DELETE FROM ${s}${table} WHERE memory_id = $1`,
+      ),
+    ),
+  });
+}

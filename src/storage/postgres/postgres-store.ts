@@ -1,0 +1,332 @@
+/**
+ * The Postgres store: both memories in one database shared by many harness replicas. Every
+ * read-then-write runs in one transaction holding the scope's advisory lock; leases,
+ * backoff and stale recovery use the database clock.
+ * @module
+ */
+import type { PoolClient } from 'pg';
+import { StoreError } from '../../core/errors.js';
+import type { Observation } from '../../core/observation.js';
+import type { Scope } from '../../core/scope.js';
+import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
+import type { LeaseHandle, MemoryStore } from '../store.js';
+import { disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
+import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
+import { migratePostgresSchema } from './postgres-migrations.js';
+import { parseConfig, toMarker, toObservation, toOperation, toRecord, toStoredMessage, toWorkingMemoryEntry } from './postgres-rows.js';
+import type { MarkerRow, MessageRow, ObservationRow, OperationRow, RecordRow, WorkingMemoryRow } from './postgres-rows.js';
+import { buildStatements } from './postgres-statements.js';
+
+/** Name of this adapter. */
+export const STORE_NAME = 'postgres';
+
+/**
+ * Options of {@link createPostgresStore}: `connectionString` (or an existing `pool`),
+ * `schema` (default `public`, created if missing) and `max` (pool size, default 10).
+ */
+export type PostgresStoreOptions = PostgresConnectionOptions;
+
+type Input<K extends keyof MemoryStore> = MemoryStore[K] extends (input: infer I) => unknown ? I : never;
+
+/**
+ * Creates a store on a Postgres database: opens a pool (or adopts `pool`), then applies the
+ * migrations under an advisory lock, so replicas may start together. `dispose()` ends the
+ * pool only if the store created it.
+ * @example
+ * const store = await createPostgresStore({ connectionString: process.env.DATABASE_URL, schema: 'harness' });
+ */
+export async function createPostgresStore(options: PostgresStoreOptions): Promise<MemoryStore> {
+  const connection = openPostgresConnection(options, STORE_NAME);
+  try {
+    await migratePostgresSchema(connection.pool, connection.schema);
+  } catch (error) {
+    if (connection.ownsPool) await connection.pool.end().catch(() => {});
+    throw toStoreError(error, STORE_NAME, connection.schema);
+  }
+  return buildStore(connection);
+}
+
+function buildStore(connection: PostgresConnection): MemoryStore {
+  const { pool, schema } = connection;
+  const sql = buildStatements(connection.prefix);
+  // Why an advisory lock per scope, not a row lock on the record: working-memory entries and
+  // queued operations exist without a record row, and a lock must exist before the first
+  // row does. The lock lasts until commit, so a scope's seq assignment (messages, operations,
+  // observations) and its limit checks see every earlier writer's committed rows.
+  const lockScope = scopeLockSql(schema, 'memory', 1);
+  let disposed = false;
+
+  const execute = async <T>(work: () => Promise<T>): Promise<T> => {
+    if (disposed) throw disposedError(STORE_NAME);
+    try {
+      return await work();
+    } catch (error) {
+      throw toStoreError(error, STORE_NAME, schema);
+    }
+  };
+  const rows = async <R extends object>(target: Queryable, text: string, values: readonly unknown[] = []): Promise<R[]> =>
+    (await query<R & Record<string, unknown>>(target, text, values)).rows;
+  const first = async <R extends object>(target: Queryable, text: string, values: readonly unknown[] = []): Promise<R | undefined> =>
+    (await rows<R>(target, text, values))[0];
+
+  /** A transaction holding the scope's lock from its first statement. */
+  const inScope = <T>(memoryId: string, work: (client: PoolClient) => Promise<T>): Promise<T> =>
+    transaction(pool, async (client) => {
+      await query(client, lockScope, [memoryId]);
+      return work(client);
+    });
+
+  const ensureRecord = async (client: PoolClient, scope: Scope, memoryId: string): Promise<RecordRow> => {
+    const row = await first<RecordRow>(client, sql.ensureRecord, [memoryId, scope.tenantId, scope.conversationId, scope.agentId]);
+    if (!row) throw new StoreError({ store: STORE_NAME, message: `The record of scope ${memoryId} could not be created.`, data: { memoryId } });
+    return row;
+  };
+
+  const recordOf = async (client: PoolClient, memoryId: string): Promise<RecordRow> => {
+    const row = await first<RecordRow>(client, sql.selectRecord, [memoryId]);
+    if (!row) throw new StoreError({ store: STORE_NAME, message: `No record exists for scope ${memoryId}.`, data: { memoryId } });
+    return row;
+  };
+
+  const swapped = (row: RecordRow | undefined, memoryId: string): RecordRow => {
+    if (row) return row;
+    throw new StoreError({ store: STORE_NAME, code: 'STORE_CONFLICT', message: `The record of scope ${memoryId} changed during the update; retry the operation.`, data: { memoryId } });
+  };
+
+  const leaseLost = (handle: LeaseHandle): StoreError =>
+    new StoreError({
+      store: STORE_NAME,
+      code: 'OPERATION_LEASE_LOST',
+      message: `Operation ${handle.operationId} is no longer leased to ${handle.leaseOwner}; its result is discarded.`,
+      data: { operationId: handle.operationId },
+    });
+
+  const finishLeased = async (
+    target: Queryable,
+    handle: LeaseHandle,
+    status: 'applied' | 'failed' | 'queued',
+    errorText: string,
+    retrySeconds: number | null = null,
+  ): Promise<OperationRow> => {
+    const row = await first<OperationRow>(target, sql.finishLeased, [handle.operationId, handle.leaseOwner, status, errorText, retrySeconds]);
+    if (!row) throw leaseLost(handle);
+    return row;
+  };
+
+  /**
+   * Applies a leased operation: takes its scope's lock (before any row lock, the order every
+   * writer follows, so apply and forget cannot deadlock), checks and ends the lease, then runs
+   * `work` in the same transaction. A lapsed lease rolls everything back.
+   */
+  const applyLeased = <T>(handle: LeaseHandle, work: (client: PoolClient, operation: OperationRow) => Promise<T>): Promise<T> =>
+    transaction(pool, async (client) => {
+      const found = await first<{ memory_id: string }>(client, sql.selectOperationScope, [handle.operationId]);
+      if (!found) throw leaseLost(handle);
+      await query(client, lockScope, [found.memory_id]);
+      return work(client, await finishLeased(client, handle, 'applied', ''));
+    });
+
+  const insertOperation = async (
+    client: PoolClient,
+    input: Input<'enqueueOperation'>,
+    status: 'queued' | 'applied',
+    attempt: number,
+  ): Promise<OperationRow> => {
+    const { scope } = input;
+    const row = await first<OperationRow>(client, sql.insertOperation, [
+      input.operationId, input.memoryId, scope.tenantId, scope.conversationId, scope.agentId,
+      input.runId, input.toolCallId, input.operationType, status, JSON.stringify(input.payload), attempt,
+    ]);
+    if (!row) throw new StoreError({ store: STORE_NAME, message: `Operation ${input.operationId} was not stored.` });
+    return row;
+  };
+
+  const store: MemoryStore = {
+    specificationVersion: 'v1',
+    name: STORE_NAME,
+
+    getRecord: (memoryId) =>
+      execute(async () => {
+        const row = await first<RecordRow>(pool, sql.selectRecord, [memoryId]);
+        return row && toRecord(row);
+      }),
+
+    updateSettings: (input) =>
+      execute(() =>
+        inScope(input.memoryId, async (client) => {
+          const current = await ensureRecord(client, input.scope, input.memoryId);
+          const config = parseConfig({ ...parseConfig(current.config_json), ...input.config });
+          const row = swapped(
+            await first<RecordRow>(client, sql.updateSettings, [input.memoryId, current.state_version, input.enabled, JSON.stringify(config)]),
+            input.memoryId,
+          );
+          const payload = { enabled: input.enabled, ...(input.config ? { config: input.config } : {}) };
+          await insertOperation(client, { ...input, operationType: input.enabled ? 'enable' : 'disable', payload }, 'applied', 1);
+          return toRecord(row);
+        }),
+      ),
+
+    appendMessages: (input) =>
+      execute(() =>
+        inScope(input.memoryId, async (client) => {
+          let row = await ensureRecord(client, input.scope, input.memoryId);
+          let inserted = 0;
+          if (input.messages.length > 0) {
+            const column = <K extends keyof Input<'appendMessages'>['messages'][number]>(key: K) => input.messages.map((message) => message[key]);
+            const result = await query(client, sql.insertMessages, [
+              input.memoryId, column('messageKey'), column('role'), column('name'), column('toolCallId'), column('content'), column('tokenCount'), row.last_message_seq,
+            ]);
+            inserted = result.rowCount ?? 0;
+          }
+          if (inserted > 0) {
+            row = swapped(await first<RecordRow>(client, sql.updateLastMessageSeq, [input.memoryId, row.state_version, row.last_message_seq + inserted]), input.memoryId);
+          }
+          const total = await first<{ total: number }>(client, sql.sumUnobservedTokens, [input.memoryId, row.observed_through_message_seq]);
+          return { record: toRecord(row), inserted, unobservedTokens: total?.total ?? 0 };
+        }),
+      ),
+
+    listUnobservedMessages: (memoryId, throughSeq) =>
+      execute(async () => (await rows<MessageRow>(pool, sql.listUnobservedMessages, [memoryId, throughSeq])).map(toStoredMessage)),
+    listObservations: (memoryId, listOptions) =>
+      execute(async () => (await rows<ObservationRow>(pool, sql.listObservations, [memoryId, listOptions?.afterSeq ?? 0])).map(toObservation)),
+    listMarkers: (memoryId) => execute(async () => (await rows<MarkerRow>(pool, sql.listMarkers, [memoryId])).map(toMarker)),
+
+    enqueueOperation: (input) => execute(() => inScope(input.memoryId, async (client) => toOperation(await insertOperation(client, input, 'queued', 0)))),
+
+    claimOperation: (input) =>
+      execute(async () => {
+        const leaseSeconds = seconds('leaseMs', input.leaseMs, 1);
+        const row =
+          input.memoryId === undefined
+            ? await first<OperationRow>(pool, sql.claimOfAnyScope, [input.leaseOwner, leaseSeconds])
+            : await first<OperationRow>(pool, sql.claimOfScope, [input.leaseOwner, leaseSeconds, input.memoryId]);
+        return row && toOperation(row);
+      }),
+
+    completeObservation: (input) =>
+      execute(() =>
+        applyLeased(input, async (client, operation) => {
+          const memoryId = operation.memory_id;
+          const current = await recordOf(client, memoryId);
+          const startSeq = current.observed_through_message_seq + 1;
+          const throughSeq = Math.max(current.observed_through_message_seq, input.throughMessageSeq);
+          const lastSeq = current.last_observation_seq + input.observations.length;
+          const tokens = input.observations.reduce((sum, item) => sum + item.tokenCount, 0);
+          let observations: Observation[] = [];
+          if (input.observations.length > 0) {
+            const inserted = await rows<ObservationRow>(client, sql.insertObservations, [
+              memoryId, current.last_observation_seq, startSeq, throughSeq, operation.operation_id,
+              input.observations.map((item) => item.content), input.observations.map((item) => item.tokenCount), input.observations.map((item) => item.importance),
+            ]);
+            observations = inserted.map(toObservation).sort((a, b) => a.seq - b.seq);
+          }
+          await query(client, sql.markMessagesObserved, [memoryId, throughSeq]);
+          await query(client, sql.insertMarkerPair, [
+            memoryId, operation.operation_id, tokens,
+            input.markerIds.start, 'observation_start', startSeq, startSeq, JSON.stringify({ seq: current.last_observation_seq + 1 }),
+            input.markerIds.end, 'observation_end', throughSeq, throughSeq, JSON.stringify({ seq: lastSeq }),
+          ]);
+          const row = swapped(
+            await first<RecordRow>(client, sql.applyObservations, [memoryId, current.state_version, throughSeq, observations.length, lastSeq, tokens]),
+            memoryId,
+          );
+          return { record: toRecord(row), observations };
+        }),
+      ),
+
+    completeReflection: (input) =>
+      execute(() =>
+        applyLeased(input, async (client, operation) => {
+          const memoryId = operation.memory_id;
+          const current = await recordOf(client, memoryId);
+          const { reflection } = input;
+          const at = current.observed_through_message_seq;
+          await query(client, sql.insertMarker, [
+            input.markerId, memoryId, 'reflection_end', operation.operation_id, at, at, reflection.tokenCount, JSON.stringify({ last_reflected_seq: reflection.throughSeq }),
+          ]);
+          const row = swapped(
+            await first<RecordRow>(client, sql.applyReflection, [
+              memoryId, current.state_version, reflection.raw, JSON.stringify(reflection.structured), reflection.tokenCount, reflection.throughSeq, reflection.createdAt,
+            ]),
+            memoryId,
+          );
+          return toRecord(row);
+        }),
+      ),
+
+    completeWithoutChange: (input) =>
+      execute(async () => {
+        await finishLeased(pool, input, 'applied', input.note);
+      }),
+
+    failOperation: (input) =>
+      execute(async () => {
+        const row =
+          input.retryAfterMs === undefined
+            ? await finishLeased(pool, input, 'failed', input.errorText)
+            : await finishLeased(pool, input, 'queued', input.errorText, seconds('retryAfterMs', input.retryAfterMs, 1));
+        return toOperation(row);
+      }),
+
+    requeueStaleOperations: (input) =>
+      execute(async () => (await query(pool, sql.requeueStale, [seconds('graceSeconds', input.graceSeconds, 1000)])).rowCount ?? 0),
+
+    listOperations: (memoryId) => execute(async () => (await rows<OperationRow>(pool, sql.listOperations, [memoryId])).map(toOperation)),
+
+    countPendingOperations: (memoryId) =>
+      execute(async () => {
+        const row =
+          memoryId === undefined ? await first<{ count: number }>(pool, sql.countPending) : await first<{ count: number }>(pool, sql.countPendingOfScope, [memoryId]);
+        return row?.count ?? 0;
+      }),
+
+    setWorkingMemoryEntry: (input) =>
+      execute(() =>
+        inScope(input.memoryId, async (client) => {
+          const { memoryId, key, valueJson, limits } = input;
+          const usage = await first<{ present: boolean; entries: number; other_bytes: number }>(client, sql.entryUsage, [memoryId, key]);
+          const entries = usage?.entries ?? 0;
+          if (usage?.present !== true && entries >= limits.maxEntries) throw workingMemoryLimitError('entries', entries + 1, limits.maxEntries);
+          const total = (usage?.other_bytes ?? 0) + utf8Length(key) + utf8Length(valueJson);
+          if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
+          const row = await first<WorkingMemoryRow>(client, sql.upsertEntry, [memoryId, key, valueJson]);
+          if (!row) throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
+          return toWorkingMemoryEntry(row);
+        }),
+      ),
+
+    getWorkingMemoryEntry: (memoryId, key) =>
+      execute(async () => {
+        const row = await first<WorkingMemoryRow>(pool, sql.selectEntry, [memoryId, key]);
+        return row && toWorkingMemoryEntry(row);
+      }),
+    deleteWorkingMemoryEntry: (memoryId, key) => execute(async () => ((await query(pool, sql.deleteEntry, [memoryId, key])).rowCount ?? 0) > 0),
+    listWorkingMemoryEntries: (memoryId) => execute(async () => (await rows<WorkingMemoryRow>(pool, sql.listEntries, [memoryId])).map(toWorkingMemoryEntry)),
+
+    // The rows are gone for every reader at commit; their old versions stay in table pages
+    // and WAL until (auto)vacuum and checkpoints reclaim them, as with any Postgres DELETE.
+    forget: (memoryId) =>
+      execute(() =>
+        inScope(memoryId, async (client) => {
+          for (const statement of sql.forgetScope) await query(client, statement, [memoryId]);
+        }),
+      ),
+
+    dispose: async () => {
+      if (disposed) return;
+      disposed = true;
+      if (connection.ownsPool) await pool.end();
+    },
+  };
+  return store;
+}
+
+// A caller's duration in seconds for make_interval. Negative or non-finite durations are
+// refused: a negative grace would requeue live leases, a NaN lease would never expire.
+function seconds(name: string, value: number, unitMs: number): number {
+  if (!Number.isFinite(value) || value < 0) {
+    throw new StoreError({ store: STORE_NAME, message: `${name} must be a finite, non-negative number; got ${value}.`, data: { [name]: value } });
+  }
+  return (value * unitMs) / 1000;
+}
