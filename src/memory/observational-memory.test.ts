@@ -447,3 +447,22 @@ describe('observational memory: background worker', () => {
     expect(observer.calls).toHaveLength(1);
   });
 });
+
+describe('observational memory: observation cache', () => {
+  it('sees observations another instance added, and nothing of a forgotten scope', async () => {
+    const store = createInMemoryStore();
+    const first = setup({ store, observer: scriptedObserver('IMPORTANCE:0.9\nfrom first') });
+    const second = setup({ store, observer: scriptedObserver('IMPORTANCE:0.9\nfrom second') });
+    await first.memory.observe({ scope, messages: messages(0, 1) });
+    expect(await first.memory.snippet(scope)).toContain('from first');
+    await second.memory.observe({ scope, messages: messages(1, 1) });
+    const both = await first.memory.snippet(scope);
+    expect(both).toContain('[1] from first');
+    expect(both).toContain('[2] from second');
+    await second.memory.forget(scope);
+    await second.memory.observe({ scope, messages: messages(5, 1) });
+    const after = await first.memory.snippet(scope);
+    expect(after).toContain('[1] from second');
+    expect(after).not.toContain('from first');
+  });
+});

@@ -25,6 +25,7 @@ import { createModelObserver, createModelReflector } from './model-observer.js';
 import type { Observer, Reflector } from './model-observer.js';
 import { runOperation } from './operation-worker.js';
 import type { OperationOutcome, OperationWorkerContext, WorkerEvent } from './operation-worker.js';
+import { ObservationCache } from './observation-cache.js';
 import { KeyedLock } from './scope-lock.js';
 
 /** Options of {@link createObservationalMemory}. */
@@ -162,6 +163,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
   if (options.onEvent) listeners.add(options.onEvent);
   const locks = new KeyedLock();
   const snippetCache = new Map<string, { version: number; text: string }>();
+  const observationCache = new ObservationCache(store);
 
   const effective = (record: Pick<MemoryRecord, 'enabled' | 'config'> | undefined): { enabled: boolean; config: ObservationConfig } => ({
     enabled: record?.enabled ?? defaultEnabled,
@@ -188,6 +190,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     maxBatchTokens: positive(options.maxBatchTokens ?? 16_000, 'maxBatchTokens'),
     effective,
     onEvent: onWorkerEvent,
+    observationsOf: (memoryId, record) => observationCache.get(memoryId, record),
     now,
     faultPoint: options.faultPoint,
   };
@@ -284,7 +287,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       if (!enabled) return '';
       const cached = snippetCache.get(memoryId);
       if (cached && cached.version === record.stateVersion) return cached.text;
-      const observations = await store.listObservations(memoryId);
+      const observations = await observationCache.get(memoryId, record);
       const text = buildObservationSnippet({ observations, reflection: record.reflection, maxTokens: config.snippetMaxTokens, estimator });
       snippetCache.delete(memoryId);
       snippetCache.set(memoryId, { version: record.stateVersion, text });
@@ -336,6 +339,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       const memoryId = memoryIdOf(resolveScope(scopeInput));
       await locks.run(memoryId, () => store.forget(memoryId));
       snippetCache.delete(memoryId);
+      observationCache.delete(memoryId);
     },
 
     async drain(scopeInput, drainOptions = {}) {

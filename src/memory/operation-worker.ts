@@ -1,10 +1,11 @@
 import { HarnessMemoryError, ModelCallError } from '../core/errors.js';
 import type { IdGenerator } from '../core/ids.js';
-import type { Observation, ObservationConfig } from '../core/observation.js';
+import type { MemoryRecord, Observation, ObservationConfig } from '../core/observation.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore, Operation, StoredMessage } from '../storage/store.js';
 import type { Observer, Reflector } from './model-observer.js';
+import { firstAfter } from './observation-cache.js';
 
 /** What running one operation came to. */
 export interface OperationOutcome {
@@ -38,6 +39,8 @@ export interface OperationWorkerContext {
     config: ObservationConfig;
   };
   readonly onEvent: (event: WorkerEvent) => void;
+  /** The scope's observations in seq order (served from the in-process cache). */
+  readonly observationsOf: (memoryId: string, record: MemoryRecord) => Promise<readonly Observation[]>;
   readonly now: () => Date;
   /** Testing hook: called at step boundaries of an operation; crash tests kill the process there. */
   readonly faultPoint?: ((point: WorkerFaultPoint) => void) | undefined;
@@ -93,10 +96,8 @@ async function runObserve(context: OperationWorkerContext, operation: Operation)
     return outcome(operation, 'unchanged', 0, false);
   }
   if (!context.observer) throw notConfigured('observer');
-  const unreflected = recentWithin(
-    await store.listObservations(operation.memoryId, { afterSeq: record.reflection?.throughSeq ?? 0 }),
-    config.reflectThresholdTokens,
-  );
+  const all = await context.observationsOf(operation.memoryId, record);
+  const unreflected = recentWithin(all.slice(firstAfter(all, record.reflection?.throughSeq ?? 0)), config.reflectThresholdTokens);
   const parsed = await context.observer.observe({
     scope: record.scope,
     config,
@@ -140,10 +141,9 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
   const previousThrough = record.reflection?.throughSeq ?? 0;
   // The reflector sees the existing reflection plus what it does not cover yet, oldest
   // first and bounded; anything left over triggers the next reflection.
-  let observations = oldestWithin(await store.listObservations(operation.memoryId, { afterSeq: previousThrough }), Math.max(config.reflectThresholdTokens, 1) * 4);
-  if (observations.length === 0) {
-    observations = recentWithin(await store.listObservations(operation.memoryId), Math.max(config.reflectThresholdTokens, 1));
-  }
+  const all = await context.observationsOf(operation.memoryId, record);
+  let observations = oldestWithin(all.slice(firstAfter(all, previousThrough)), Math.max(config.reflectThresholdTokens, 1) * 4);
+  if (observations.length === 0) observations = recentWithin(all, Math.max(config.reflectThresholdTokens, 1));
   const raw = await context.reflector.reflect({
     scope: record.scope,
     config,

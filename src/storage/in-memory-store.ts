@@ -43,6 +43,10 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
   const now = options.now ?? (() => new Date());
   const scopes = new Map<string, ScopeState>();
   const operations = new Map<string, Operation[]>();
+  // Indexes so that claims and lease checks do not scan every operation ever logged:
+  // where each operation sits, and each scope's queued or processing ones in order.
+  const locations = new Map<string, { memoryId: string; index: number }>();
+  const pending = new Map<string, Operation[]>();
   const workingMemory = new Map<string, Map<string, WorkingMemoryEntry>>();
   let disposed = false;
 
@@ -96,20 +100,38 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
     return list;
   }
 
+  function appendOperation(operation: Operation): void {
+    const list = scopeOperations(operation.memoryId);
+    locations.set(operation.operationId, { memoryId: operation.memoryId, index: list.length });
+    list.push(operation);
+    if (isPending(operation)) {
+      let queue = pending.get(operation.memoryId);
+      if (!queue) {
+        queue = [];
+        pending.set(operation.memoryId, queue);
+      }
+      queue.push(operation);
+    }
+  }
+
   function replaceOperation(next: Operation): Operation {
-    const list = scopeOperations(next.memoryId);
-    const index = list.findIndex((candidate) => candidate.operationId === next.operationId);
     const frozen = Object.freeze(next);
-    if (index >= 0) list[index] = frozen;
+    const location = locations.get(next.operationId);
+    if (!location) return frozen;
+    scopeOperations(location.memoryId)[location.index] = frozen;
+    const queue = pending.get(location.memoryId) ?? [];
+    const position = queue.findIndex((candidate) => candidate.operationId === next.operationId);
+    if (position >= 0) {
+      if (isPending(frozen)) queue[position] = frozen;
+      else queue.splice(position, 1);
+      if (queue.length === 0) pending.delete(location.memoryId);
+    }
     return frozen;
   }
 
   function findOperation(operationId: string): Operation | undefined {
-    for (const list of operations.values()) {
-      const found = list.find((candidate) => candidate.operationId === operationId);
-      if (found) return found;
-    }
-    return undefined;
+    const location = locations.get(operationId);
+    return location ? operations.get(location.memoryId)?.[location.index] : undefined;
   }
 
   function holdLease(handle: LeaseHandle): Operation {
@@ -152,7 +174,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       });
       const list = scopeOperations(input.memoryId);
       const at = nowIso();
-      list.push(
+      appendOperation(
         Object.freeze({
           operationId: input.operationId,
           memoryId: input.memoryId,
@@ -235,19 +257,19 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
         createdAt: at,
         updatedAt: at,
       });
-      list.push(operation);
+      appendOperation(operation);
       return operation;
     },
 
     async claimOperation(input) {
       guard();
       const at = now();
-      const candidates = input.memoryId === undefined ? [...operations.values()] : [operations.get(input.memoryId) ?? []];
+      const candidates = input.memoryId === undefined ? pending.values() : [pending.get(input.memoryId) ?? []];
       let best: Operation | undefined;
-      for (const list of candidates) {
-        if (list.some((operation) => operation.status === 'processing')) continue;
-        const head = list.find((operation) => operation.status === 'queued');
-        if (!head || head.availableAt > at.toISOString()) continue;
+      for (const queue of candidates) {
+        // The head is the scope's oldest pending operation: one runs at a time, in order.
+        const head = queue[0];
+        if (!head || head.status !== 'queued' || head.availableAt > at.toISOString()) continue;
         if (!best || head.createdAt < best.createdAt) best = head;
       }
       if (!best) return undefined;
@@ -353,8 +375,8 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       guard();
       const cutoff = new Date(now().getTime() - input.graceSeconds * 1000).toISOString();
       let count = 0;
-      for (const list of operations.values()) {
-        for (const operation of list) {
+      for (const queue of [...pending.values()]) {
+        for (const operation of [...queue]) {
           if (operation.status === 'processing' && operation.leaseExpiresAt !== null && operation.leaseExpiresAt <= cutoff) {
             replaceOperation({
               ...operation,
@@ -378,9 +400,9 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
 
     async countPendingOperations(memoryId) {
       guard();
-      const lists = memoryId === undefined ? [...operations.values()] : [operations.get(memoryId) ?? []];
+      if (memoryId !== undefined) return pending.get(memoryId)?.length ?? 0;
       let count = 0;
-      for (const list of lists) for (const operation of list) if (operation.status === 'queued' || operation.status === 'processing') count++;
+      for (const queue of pending.values()) count += queue.length;
       return count;
     },
 
@@ -422,7 +444,9 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
     async forget(memoryId) {
       guard();
       scopes.delete(memoryId);
+      for (const operation of operations.get(memoryId) ?? []) locations.delete(operation.operationId);
       operations.delete(memoryId);
+      pending.delete(memoryId);
       workingMemory.delete(memoryId);
     },
 
@@ -430,10 +454,16 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       disposed = true;
       scopes.clear();
       operations.clear();
+      locations.clear();
+      pending.clear();
       workingMemory.clear();
     },
   };
   return store;
+}
+
+function isPending(operation: Operation): boolean {
+  return operation.status === 'queued' || operation.status === 'processing';
 }
 
 /** Orders strings by their UTF-8 bytes, like SQLite's BINARY collation. */

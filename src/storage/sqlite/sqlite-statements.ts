@@ -34,7 +34,7 @@ export interface SqliteStatements {
   readonly insertMessage: Statement<Named<{ memoryId: string; seq: number; messageKey: string; role: string; name: string; toolCallId: string; content: string; tokenCount: number }>>;
   readonly sumUnobservedTokens: Statement<[string, number], number>;
   readonly listUnobservedMessages: Statement<Named<{ memoryId: string; throughSeq: number }>, MessageRow>;
-  readonly markMessagesObserved: Statement<[string, number]>;
+  readonly markMessagesObserved: Statement<[string, number, number]>;
 
   readonly insertObservation: Statement<Named<ObservationRow>>;
   readonly listObservations: Statement<[string, number], ObservationRow>;
@@ -134,7 +134,7 @@ export function prepareStatements(db: Database): SqliteStatements {
       SELECT m.* FROM om_messages AS m JOIN om_memory_records AS r ON r.memory_id = m.memory_id
       WHERE m.memory_id = @memoryId AND m.seq > r.observed_through_message_seq AND m.seq <= @throughSeq
       ORDER BY m.seq`),
-    markMessagesObserved: prepare(`UPDATE om_messages SET observed = 1, content = '' WHERE memory_id = ? AND seq <= ? AND observed = 0`),
+    markMessagesObserved: prepare(`UPDATE om_messages SET observed = 1, content = '' WHERE memory_id = ? AND seq > ? AND seq <= ? AND observed = 0`),
 
     insertObservation: prepare(`
       INSERT INTO om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, operation_id)

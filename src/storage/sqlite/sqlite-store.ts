@@ -247,7 +247,8 @@ function buildStore(
     }
     faultPoint?.('mid_apply');
     // The keys stay so a message is never stored twice; the text does not linger once observed.
-    statements.markMessagesObserved.run(memoryId, throughSeq);
+    // Bounded below by the cursor, so the update touches only this batch, not the whole log.
+    statements.markMessagesObserved.run(memoryId, current.observed_through_message_seq, throughSeq);
     const cycle = { memory_id: memoryId, cycle_id: operation.operation_id, token_count: tokens, created_at: now };
     insertMarker({ ...cycle, marker_id: input.markerIds.start, marker_type: 'observation_start', message_index_start: startSeq, message_index_end: startSeq, payload: { seq: current.last_observation_seq + 1 } });
     insertMarker({ ...cycle, marker_id: input.markerIds.end, marker_type: 'observation_end', message_index_start: throughSeq, message_index_end: throughSeq, payload: { seq } });
