@@ -346,7 +346,15 @@ function buildStore(
     listObservations: async (memoryId, listOptions) => execute(() => statements.listObservations.all(memoryId, listOptions?.afterSeq ?? 0).map(toObservation)),
     listMarkers: async (memoryId) => execute(() => statements.listMarkers.all(memoryId).map(toMarker)),
     enqueueOperation: async (input) => execute(() => enqueueOperation.immediate(input)),
-    claimOperation: async (input) => execute(() => claimOperation.immediate(input)),
+    claimOperation: async (input) =>
+      execute(() => {
+        // Most claims find nothing (the scope's work is done): check with a plain read first
+        // and take the write lock only when there is something to claim. The claim itself
+        // re-selects inside the IMMEDIATE transaction, so a race only costs an empty claim.
+        const now = readNow();
+        const candidate = input.memoryId === undefined ? statements.claimCandidateOfAnyScope.get({ now }) : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
+        return candidate === undefined ? undefined : claimOperation.immediate(input);
+      }),
     completeObservation: async (input) => execute(() => completeObservation.immediate(input)),
     completeReflection: async (input) => execute(() => completeReflection.immediate(input)),
     completeWithoutChange: async (input) => {
