@@ -320,7 +320,7 @@ function usageJson(usage: RunUsage): Record<string, number> {
 }
 
 function errorJson(error: unknown): { code: string; message: string } {
-  if (HarnessMemoryError.isInstance(error)) return { code: error.code, message: error.message };
+  if (HarnessMemoryError.isInstance(error)) return { code: error.code, message: error.detail };
   if (error instanceof Error) return { code: 'INTERNAL', message: error.message };
   return { code: 'INTERNAL', message: String(error) };
 }

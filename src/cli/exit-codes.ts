@@ -45,7 +45,7 @@ export function errorMessageOf(error: unknown): string {
   let message: string;
   if (error instanceof CommanderError) message = error.message.replace(/^error: /, '');
   else if (HarnessMemoryError.isInstance(error)) {
-    message = error.message.replace(/^\[harness-memory\] \[[^\]]+\] /, '');
+    message = error.detail;
     const flag = error.code === 'SCOPE_INVALID' ? SCOPE_FLAGS[String(error.data['field'])] : undefined;
     if (flag !== undefined) message = `${flag}: ${message}`;
     if (error.code === 'CONFIG_INVALID') message = `configuration: ${message}`;

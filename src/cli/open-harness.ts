@@ -15,6 +15,8 @@ export interface OpenHarnessOptions {
   readonly startWorker?: boolean;
   /** Fall back to placeholder models when model configuration is missing. @default false */
   readonly modelsOptional?: boolean;
+  /** Told why a model fell back to a placeholder. */
+  readonly onModelMissing?: (error: ConfigError) => void;
 }
 
 /** Builds the harness from the context's configuration and environment. */
@@ -25,6 +27,7 @@ export async function openHarness(context: CliContext, options: OpenHarnessOptio
     return await createHarness(base);
   } catch (error) {
     if (!isModelConfigError(error)) throw error;
+    options.onModelMissing?.(error);
     try {
       return await createHarness({ ...base, agentModel: unconfiguredModel('agent', error) });
     } catch (second) {
@@ -41,7 +44,7 @@ export function isModelConfigError(error: unknown): error is ConfigError {
 
 /** A model that explains, when called, why no model is configured. */
 function unconfiguredModel(role: 'agent' | 'memory', reason: ConfigError): LanguageModel {
-  const detail = reason.message.replace(/^\[harness-memory\] \[[^\]]+\] /, '');
+  const detail = reason.detail;
   return {
     specificationVersion: 'v1',
     provider: 'unconfigured',

@@ -69,6 +69,8 @@ export class HarnessMemoryError extends Error {
   readonly code: HarnessMemoryErrorCode;
   readonly component: string;
   readonly data: Record<string, unknown>;
+  /** The message without the `[harness-memory] [component]` prefix, for end users. */
+  readonly detail: string;
 
   constructor(options: HarnessMemoryErrorOptions) {
     super(`[harness-memory] [${options.component}] ${options.message}`, { cause: options.cause });
@@ -76,6 +78,7 @@ export class HarnessMemoryError extends Error {
     Object.defineProperty(this, MARKER, { value: true });
     this.code = options.code;
     this.component = options.component;
+    this.detail = options.message;
     this.data = options.data ?? {};
   }
 

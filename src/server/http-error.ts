@@ -45,11 +45,7 @@ export function errorResponse(error: unknown): Response {
   if (error instanceof HTTPException) return error.getResponse();
   if (HarnessMemoryError.isInstance(error)) {
     const status = STATUS_BY_CODE[error.code] ?? 500;
-    return jsonError(status, error.code.toLowerCase(), stripPrefix(error.message));
+    return jsonError(status, error.code.toLowerCase(), error.detail);
   }
   return jsonError(500, 'internal', 'internal error; see the server log');
-}
-
-function stripPrefix(message: string): string {
-  return message.replace(/^\[harness-memory\] \[[^\]]+\] /, '');
 }

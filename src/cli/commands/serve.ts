@@ -31,7 +31,15 @@ export function registerServeCommand(program: Command, context: CliContext, resu
 }
 
 async function serve(context: CliContext, options: ServeOptions): Promise<number> {
-  const harness = await openHarness(context, { startWorker: true });
+  // The server starts without a model so memory and the API can be used and inspected;
+  // runs then fail with an error that names the setting to fix.
+  const harness = await openHarness(context, {
+    startWorker: true,
+    modelsOptional: true,
+    onModelMissing: (error) => {
+      context.stderr.write(`harness: warning: no model is configured, so runs will fail until it is: ${error.detail}\n`);
+    },
+  });
   const server = await startServer(harness, {
     ...(options.host === undefined ? {} : { host: options.host }),
     ...(options.port === undefined ? {} : { port: options.port }),
