@@ -375,20 +375,16 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       guard();
       const cutoff = new Date(now().getTime() - input.graceSeconds * 1000).toISOString();
       let count = 0;
-      for (const queue of [...pending.values()]) {
-        for (const operation of [...queue]) {
-          if (operation.status === 'processing' && operation.leaseExpiresAt !== null && operation.leaseExpiresAt <= cutoff) {
-            replaceOperation({
-              ...operation,
-              status: 'queued',
-              leaseOwner: null,
-              leaseExpiresAt: null,
-              errorText: 'requeued after stale processing operation',
-              updatedAt: nowIso(),
-            });
-            count++;
-          }
+      // Collect first: requeueing changes the pending lists being walked.
+      const stale: Operation[] = [];
+      for (const queue of pending.values()) {
+        for (const operation of queue) {
+          if (operation.status === 'processing' && operation.leaseExpiresAt !== null && operation.leaseExpiresAt <= cutoff) stale.push(operation);
         }
+      }
+      for (const operation of stale) {
+        replaceOperation({ ...operation, status: 'queued', leaseOwner: null, leaseExpiresAt: null, errorText: 'requeued after stale processing operation', updatedAt: nowIso() });
+        count++;
       }
       return count;
     },
