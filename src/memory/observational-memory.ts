@@ -196,14 +196,16 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
   };
 
   /** Runs every claimable operation of the scope, in order, under the scope's lock. */
-  const processScope = (memoryId: string): Promise<Map<string, OperationOutcome>> =>
+  /** Runs `first` (already claimed) if given, then every claimable operation of the scope, in order. */
+  const processScope = (memoryId: string, first?: Operation): Promise<Map<string, OperationOutcome>> =>
     locks.run(memoryId, async () => {
       const outcomes = new Map<string, OperationOutcome>();
-      for (;;) {
-        const operation = await store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
-        if (!operation) return outcomes;
+      let operation = first ?? (await store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs }));
+      while (operation) {
         outcomes.set(operation.operationId, await runOperation(worker, operation));
+        operation = await store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
       }
+      return outcomes;
     });
 
   const enqueueAndRun = async (scope: Scope, operationType: 'observe' | 'reflect_now', payload: Record<string, unknown>, meta: { runId?: string | undefined; toolCallId?: string | undefined }) => {
@@ -247,10 +249,28 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       const { enabled, config } = effective(record);
       if (!enabled) return skipped('disabled', record?.observationCount ?? 0);
       if (prepared.length === 0) return skipped('no_messages', record?.observationCount ?? 0);
-      const appended = await store.appendMessages({ scope, memoryId, messages: prepared });
-      if (appended.unobservedTokens < config.observeMinTokens) return skipped('below_threshold', appended.record.observationCount);
-
-      const { operation, own, outcomes } = await enqueueAndRun(scope, 'observe', { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens }, request);
+      let operation: Operation;
+      let outcomes: Map<string, OperationOutcome>;
+      if (store.appendMessagesAndClaim) {
+        // One transaction stores the messages, enqueues and claims: the enqueue is still the commit point.
+        const result = await store.appendMessagesAndClaim({
+          scope,
+          memoryId,
+          messages: prepared,
+          minTokens: config.observeMinTokens,
+          operation: { operationId: generateId('op'), payload: { messages: prepared.length }, runId: request.runId ?? 'unknown', toolCallId: request.toolCallId ?? 'system' },
+          leaseOwner: worker.workerId,
+          leaseMs: worker.leaseMs,
+        });
+        if (!result.operation) return skipped('below_threshold', result.record.observationCount);
+        operation = result.operation;
+        outcomes = await processScope(memoryId, result.claimed);
+      } else {
+        const appended = await store.appendMessages({ scope, memoryId, messages: prepared });
+        if (appended.unobservedTokens < config.observeMinTokens) return skipped('below_threshold', appended.record.observationCount);
+        ({ operation, outcomes } = await enqueueAndRun(scope, 'observe', { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens }, request));
+      }
+      const own = outcomes.get(operation.operationId);
       if (own?.error && own.status !== 'applied') throw own.error;
       const reflections = [...outcomes.values()].filter((item) => item.operationType === 'reflect');
       const reflectionFailure = reflections.find((item) => item.error)?.error;

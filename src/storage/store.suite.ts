@@ -298,6 +298,23 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(again.inserted).toBe(1);
     });
 
+    test('appends, enqueues and claims in one call when the adapter has the fast path', async () => {
+      if (!store.appendMessagesAndClaim) return;
+      const operation = (operationId: string) => ({ operationId, payload: {}, runId: 'r', toolCallId: 't' });
+      const below = await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a', 5)], minTokens: 20, operation: operation('op-1'), leaseOwner: 'w', leaseMs: 60_000 });
+      expect(below.operation).toBeUndefined();
+      expect(below.claimed).toBeUndefined();
+      expect(await store.listOperations(idA)).toEqual([]);
+      const reached = await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:2', 'b', 15)], minTokens: 20, operation: operation('op-2'), leaseOwner: 'w', leaseMs: 60_000 });
+      expect(reached.unobservedTokens).toBe(20);
+      expect(reached.operation?.operationId).toBe('op-2');
+      expect(reached.claimed).toMatchObject({ operationId: 'op-2', status: 'processing', leaseOwner: 'w', attempt: 1 });
+      // With an operation of the scope already processing, the new one stays queued.
+      const next = await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:3', 'c', 15)], minTokens: 20, operation: operation('op-3'), leaseOwner: 'w', leaseMs: 60_000 });
+      expect(next.operation?.status).toBe('queued');
+      expect(next.claimed).toBeUndefined();
+    });
+
     test('disposes idempotently and refuses work afterwards', async () => {
       await store.dispose();
       await store.dispose();

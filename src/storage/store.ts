@@ -128,6 +128,23 @@ export interface MemoryStore {
    */
   appendMessages(input: { scope: Scope; memoryId: string; messages: readonly NewMessage[] }): Promise<AppendMessagesResult>;
 
+  /**
+   * Optional fast path, one transaction instead of three: {@link appendMessages}; then,
+   * when the unobserved tokens reach `minTokens`, {@link enqueueOperation} of an `observe`
+   * operation and {@link claimOperation} for the scope (which claims the scope's oldest
+   * pending operation: the new one, or an older one that must run first). Services fall
+   * back to the three calls when an adapter lacks it.
+   */
+  appendMessagesAndClaim?(input: {
+    scope: Scope;
+    memoryId: string;
+    messages: readonly NewMessage[];
+    minTokens: number;
+    operation: { operationId: string; payload: Record<string, unknown>; runId: string; toolCallId: string };
+    leaseOwner: string;
+    leaseMs: number;
+  }): Promise<AppendMessagesResult & { operation?: Operation; claimed?: Operation }>;
+
   /** Messages with `observedThroughMessageSeq < seq <= throughSeq`, in seq order. */
   listUnobservedMessages(memoryId: string, throughSeq: number): Promise<StoredMessage[]>;
 

@@ -192,6 +192,15 @@ function buildStore(
     return { record: toRecord(row), inserted, unobservedTokens };
   });
 
+  // Nested transaction functions run as savepoints inside this one IMMEDIATE transaction.
+  const appendMessagesAndClaim = db.transaction((input: Parameters<NonNullable<MemoryStore['appendMessagesAndClaim']>>[0]) => {
+    const appended = appendMessages(input);
+    if (appended.unobservedTokens < input.minTokens) return appended;
+    const operation = enqueueOperation({ ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' });
+    const claimed = claimOperation({ memoryId: input.memoryId, leaseOwner: input.leaseOwner, leaseMs: input.leaseMs });
+    return { ...appended, operation, ...(claimed ? { claimed } : {}) };
+  });
+
   const enqueueOperation = db.transaction((input: Input<'enqueueOperation'>) => {
     const row = statements.insertOperation.get({
       operationId: input.operationId,
@@ -342,6 +351,7 @@ function buildStore(
     },
     updateSettings: async (input) => execute(() => updateSettings.immediate(input)),
     appendMessages: async (input) => execute(() => appendMessages.immediate(input)),
+    appendMessagesAndClaim: async (input) => execute(() => appendMessagesAndClaim.immediate(input)),
     listUnobservedMessages: async (memoryId, throughSeq) => execute(() => statements.listUnobservedMessages.all({ memoryId, throughSeq }).map(toStoredMessage)),
     listObservations: async (memoryId, listOptions) => execute(() => statements.listObservations.all(memoryId, listOptions?.afterSeq ?? 0).map(toObservation)),
     listMarkers: async (memoryId) => execute(() => statements.listMarkers.all(memoryId).map(toMarker)),
