@@ -3,6 +3,7 @@
  * Nothing here asserts timings; it prints medians, percentiles and ratios.
  */
 import { benchHarness } from './harness.js';
+import { benchPostgres } from './postgres.js';
 import { benchSnippet } from './snippet.js';
 import { benchStorage } from './storage.js';
 
@@ -10,3 +11,4 @@ console.log(`harness-memory bench — node ${process.version}, ${new Date().toIS
 await benchSnippet();
 await benchStorage();
 await benchHarness();
+await benchPostgres();

@@ -113,7 +113,8 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       forensics: { captureRequestEnvelope: config.forensics.captureRequestEnvelope, snapshotMemorySnippet: config.forensics.snapshotMemorySnippet },
     });
     const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory, apiKeys: config.server.apiKeys, ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}) });
-    const worker = options.startWorker === false ? undefined : observationalMemory.startWorker();
+    // Stale work left by a crashed process is picked up within the lease plus this check.
+    const worker = options.startWorker === false ? undefined : observationalMemory.startWorker({ pollMs: 500, staleCheckMs: Math.min(10_000, config.memory.staleOperationSeconds * 500) });
     let disposed = false;
     return {
       config,

@@ -51,7 +51,9 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
   const { mode, modelId, source } = harness.memoryModel;
   const stop = stopRequested(context);
   try {
-    printLine(context, `harness listening on ${server.url} (memory: ${mode} ${modelId} from ${source}, store: ${harness.config.memory.sqlitePath})`);
+    const { memory } = harness.config;
+    const store = memory.dbDriver === 'postgres' ? `postgres schema ${memory.schema === '' ? 'public' : memory.schema}` : memory.sqlitePath;
+    printLine(context, `harness listening on ${server.url} (memory: ${mode} ${modelId} from ${source}, store: ${store})`);
     const reason = await stop.stopped;
     context.stderr.write(`${dim(context, `harness: ${reason === 'abort' ? 'stopping' : `${reason} received, stopping`} (waiting for runs and memory work)`)}\n`);
   } finally {
