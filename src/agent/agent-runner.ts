@@ -68,6 +68,8 @@ export interface AgentRunner {
   wait(runId: string): Promise<RunRecord>;
   /** Resolves when every run started here has ended. */
   settle(): Promise<void>;
+  /** True while the run executes in this process (only here can it be cancelled). */
+  isLocal(runId: string): boolean;
 }
 
 const MAX_PROMPT_CHARS = 200_000;
@@ -304,6 +306,9 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     },
     async settle() {
       while (active.size > 0) await Promise.allSettled([...active.values()].map((entry) => entry.done));
+    },
+    isLocal(runId) {
+      return active.has(runId);
     },
   };
   return runner;

@@ -86,8 +86,8 @@ describe('store: sqlite (backend)', () => {
     expect(database.pragma('synchronous', { simple: true })).toBe(1);
     expect(database.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(database.pragma('secure_delete', { simple: true })).toBe(1);
-    expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual([1, 2, 3]);
-    expect(SQLITE_SCHEMA_VERSION).toBe(3);
+    expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual([1, 2, 3, 4]);
+    expect(SQLITE_SCHEMA_VERSION).toBe(4);
 
     const fullPath = join(directory, 'deep', 'er', 'full.db');
     const full = track(new Database(':memory:'));

@@ -99,12 +99,12 @@ describe.skipIf(!url)('replicas: run events and run control across replicas', ()
     expect((working.body['entries'] as Array<{ key: string }>).map((entry) => entry.key)).toEqual(['step-0', 'step-1', 'step-2']);
   }, 30_000);
 
-  it('cancel reaches only the replica executing the run: from another replica it answers 202 with the current status and the run goes on', async () => {
+  it('cancel reaches only the replica executing the run: another replica answers 409 run_not_local and the run goes on', async () => {
     const [a, b] = replicas as [Replica, Replica, Replica];
     const runId = await startRun(a, 'steps=4 delay=200', 'conv-cancel-remote');
     await waitFor('the run to be running', async () => ((await b.apiJson(`/v1/runs/${runId}`)).body['status'] === 'running' ? true : undefined), 10_000, 20);
     const remote = await b.apiJson(`/v1/runs/${runId}/cancel`, { method: 'POST' });
-    expect(remote).toMatchObject({ status: 202, body: { run_id: runId, status: 'running' } });
+    expect(remote).toMatchObject({ status: 409, body: { error: { code: 'run_not_local' } } });
     const frames = await (await openSse(`${b.url}/v1/runs/${runId}/events`)).collect({ timeoutMs: 20_000 });
     expect(typesOf(frames).at(-1)).toBe('run.completed');
     expect(typesOf(frames)).not.toContain('run.cancelled');

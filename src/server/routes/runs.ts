@@ -74,6 +74,9 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
 
   app.post('/:id/cancel', async (context) => {
     const run = await ownedRun(context.req.param('id'), context.get('tenant'));
+    if (!runner.isLocal(run.runId) && (run.status === 'queued' || run.status === 'running')) {
+      throw httpError(409, 'run_not_local', `run ${run.runId} is executing in another harness process; send the cancel to the process that started it`);
+    }
     const after = await runner.cancel(run.runId);
     return context.json({ run_id: after.runId, status: after.status }, 202);
   });

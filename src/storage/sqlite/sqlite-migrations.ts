@@ -240,6 +240,13 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
       db.exec(HARNESS_TABLES);
     },
   },
+  {
+    version: 4,
+    description: 'drop the reference (status, created_at) index on the operation log: claims use (status, available_at), and every index costs each enqueue and claim a page write',
+    up: (db: Database): void => {
+      db.exec('DROP INDEX IF EXISTS om_operation_log_status_created_idx');
+    },
+  },
 ]);
 
 /** The schema version this code writes and reads. */
