@@ -164,7 +164,7 @@ function buildStore(
     return toRecord(row);
   });
 
-  const appendMessages = db.transaction((input: Input<'appendMessages'>) => {
+  const appendMessagesBody = (input: Input<'appendMessages'>) => {
     const now = readNow();
     let row = ensureRecord(input.scope, input.memoryId, now);
     let lastSeq = row.last_message_seq;
@@ -190,18 +190,19 @@ function buildStore(
     }
     const unobservedTokens = statements.sumUnobservedTokens.get(input.memoryId, row.observed_through_message_seq) ?? 0;
     return { record: toRecord(row), inserted, unobservedTokens };
-  });
+  };
+  const appendMessages = db.transaction(appendMessagesBody);
 
-  // Nested transaction functions run as savepoints inside this one IMMEDIATE transaction.
+  // The plain bodies, not their transaction wrappers: nested wrappers would add savepoints.
   const appendMessagesAndClaim = db.transaction((input: Parameters<NonNullable<MemoryStore['appendMessagesAndClaim']>>[0]) => {
-    const appended = appendMessages(input);
+    const appended = appendMessagesBody(input);
     if (appended.unobservedTokens < input.minTokens) return appended;
-    const operation = enqueueOperation({ ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' });
-    const claimed = claimOperation({ memoryId: input.memoryId, leaseOwner: input.leaseOwner, leaseMs: input.leaseMs });
+    const operation = enqueueOperationBody({ ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' });
+    const claimed = claimOperationBody({ memoryId: input.memoryId, leaseOwner: input.leaseOwner, leaseMs: input.leaseMs });
     return { ...appended, operation, ...(claimed ? { claimed } : {}) };
   });
 
-  const enqueueOperation = db.transaction((input: Input<'enqueueOperation'>) => {
+  const enqueueOperationBody = (input: Input<'enqueueOperation'>) => {
     const row = statements.insertOperation.get({
       operationId: input.operationId,
       memoryId: input.memoryId,
@@ -216,16 +217,18 @@ function buildStore(
     });
     if (!row) throw new StoreError({ store: STORE_NAME, message: `Operation ${input.operationId} was not stored.` });
     return toOperation(row);
-  });
+  };
+  const enqueueOperation = db.transaction(enqueueOperationBody);
 
-  const claimOperation = db.transaction((input: Input<'claimOperation'>) => {
+  const claimOperationBody = (input: Input<'claimOperation'>) => {
     const now = readNow();
     const operationId = input.memoryId === undefined ? statements.claimCandidateOfAnyScope.get({ now }) : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
     if (operationId === undefined) return undefined;
     const leaseExpiresAt = shift(now, 'leaseMs', input.leaseMs, 1);
     const row = statements.claimOperation.get({ operationId, leaseOwner: input.leaseOwner, leaseExpiresAt, now });
     return row && toOperation(row);
-  });
+  };
+  const claimOperation = db.transaction(claimOperationBody);
 
   const completeObservation = db.transaction((input: Input<'completeObservation'>) => {
     const now = readNow();
