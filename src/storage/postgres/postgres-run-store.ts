@@ -5,55 +5,16 @@
  */
 import { StoreError } from '../../core/errors.js';
 import { memoryIdOf } from '../../core/scope.js';
-import type { LanguageModelToolCall } from '../../llm/language-model.js';
+import { toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
+import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
 import { takeRecent } from '../in-memory-run-store.js';
-import type { ConversationMessage, RunEvent, RunRecord, RunStore, RunStatus } from '../run-store.js';
+import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
 import { disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnectionOptions } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
 
 /** Options of {@link createPostgresRunStore}: the same connection options as the memory store. */
 export type PostgresRunStoreOptions = PostgresConnectionOptions;
-
-interface RunRow {
-  run_id: string;
-  tenant_id: string;
-  conversation_id: string;
-  agent_id: string;
-  status: string;
-  prompt: string;
-  model: string;
-  system_prompt: string;
-  max_steps: number;
-  output: string | null;
-  error_json: { code: string; message: string } | null;
-  steps: number;
-  input_tokens: number;
-  output_tokens: number;
-  parent_run_id: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface EventRow {
-  run_id: string;
-  seq: number;
-  type: string;
-  timestamp: string;
-  payload_json: Record<string, unknown>;
-}
-
-interface MessageRow {
-  position: number;
-  message_id: string;
-  run_id: string;
-  role: string;
-  content: string;
-  name: string | null;
-  tool_call_id: string | null;
-  tool_calls_json: LanguageModelToolCall[] | null;
-  token_count: number;
-}
 
 const STORE = 'postgres-runs';
 const RECENT_PAGE = 500;
@@ -102,26 +63,26 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
             run.maxSteps, run.output, errorJson(run.error), run.steps, run.usage.inputTokens, run.usage.outputTokens, run.parentRunId,
           ],
         );
-        return toRun(result.rows[0] as RunRow);
+        return toRunRecord(result.rows[0] as RunRow);
       }),
     getRun: (runId) =>
       wrap(async () => {
         const row = (await query<RunRow>(pool, `SELECT * FROM ${s}harness_runs WHERE run_id = $1`, [runId])).rows[0];
-        return row ? toRun(row) : undefined;
+        return row ? toRunRecord(row) : undefined;
       }),
     updateRun: (runId, patch) =>
       wrap(() =>
         transaction(pool, async (client) => {
           const row = (await query<RunRow>(client, `SELECT * FROM ${s}harness_runs WHERE run_id = $1 FOR UPDATE`, [runId])).rows[0];
           if (!row) throw missing(runId);
-          const next = { ...toRun(row), ...patch };
+          const next = { ...toRunRecord(row), ...patch };
           const updated = await query<RunRow>(
             client,
             `UPDATE ${s}harness_runs SET status = $2, output = $3, error_json = $4::jsonb, steps = $5, input_tokens = $6, output_tokens = $7, updated_at = now()
              WHERE run_id = $1 RETURNING *`,
             [runId, next.status, next.output, errorJson(next.error), next.steps, next.usage.inputTokens, next.usage.outputTokens],
           );
-          return toRun(updated.rows[0] as RunRow);
+          return toRunRecord(updated.rows[0] as RunRow);
         }),
       ),
     // The run's row lock serializes appends per run; the next seq is read by a second
@@ -132,18 +93,18 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
         transaction(pool, async (client) => {
           const run = await query(client, `SELECT 1 FROM ${s}harness_runs WHERE run_id = $1 FOR UPDATE`, [runId]);
           if (run.rowCount === 0) throw missing(runId);
-          const inserted = await query<EventRow>(
+          const inserted = await query<RunEventRow>(
             client,
             `INSERT INTO ${s}harness_run_events (run_id, seq, type, "timestamp", payload_json)
              SELECT $1, COALESCE(MAX(seq), -1) + 1, $2, clock_timestamp(), $3::json FROM ${s}harness_run_events WHERE run_id = $1
              RETURNING *`,
             [runId, type, JSON.stringify(payload)],
           );
-          return toEvent(inserted.rows[0] as EventRow);
+          return toRunEvent(inserted.rows[0] as RunEventRow);
         }),
       ),
     listEvents: (runId, afterSeq) =>
-      wrap(async () => (await query<EventRow>(pool, `SELECT * FROM ${s}harness_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq`, [runId, afterSeq])).rows.map(toEvent)),
+      wrap(async () => (await query<RunEventRow>(pool, `SELECT * FROM ${s}harness_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq`, [runId, afterSeq])).rows.map(toRunEvent)),
     appendMessages: (memoryId, messages) =>
       wrap(async () => {
         if (messages.length === 0) return;
@@ -182,26 +143,26 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     recentMessages: (memoryId, maxTokens) =>
       wrap(async () => {
         // Read newest first, a page at a time, until the budget is spent.
-        const rows: MessageRow[] = [];
+        const rows: ConversationMessageRow[] = [];
         let before = Number.MAX_SAFE_INTEGER;
         let used = 0;
         for (;;) {
           const page = (
-            await query<MessageRow>(pool, `SELECT * FROM ${s}harness_conversation_messages WHERE memory_id = $1 AND position < $2 ORDER BY position DESC LIMIT $3`, [
+            await query<ConversationMessageRow>(pool, `SELECT * FROM ${s}harness_conversation_messages WHERE memory_id = $1 AND position < $2 ORDER BY position DESC LIMIT $3`, [
               memoryId,
               before,
               RECENT_PAGE,
             ])
           ).rows;
           for (const row of page) {
-            if (used + row.token_count > maxTokens) return takeRecent(rows.reverse().map(toMessage), maxTokens);
+            if (used + row.token_count > maxTokens) return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
             used += row.token_count;
             rows.push(row);
           }
           if (page.length < RECENT_PAGE) break;
           before = page.at(-1)?.position ?? 0;
         }
-        return takeRecent(rows.reverse().map(toMessage), maxTokens);
+        return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
       }),
     forgetConversation: (memoryId) =>
       wrap(() =>
@@ -217,41 +178,5 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
       disposed = true;
       if (connection.ownsPool) await pool.end();
     },
-  };
-}
-
-function toRun(row: RunRow): RunRecord {
-  return Object.freeze({
-    runId: row.run_id,
-    scope: Object.freeze({ tenantId: row.tenant_id, conversationId: row.conversation_id, agentId: row.agent_id }),
-    status: row.status as RunStatus,
-    prompt: row.prompt,
-    model: row.model,
-    systemPrompt: row.system_prompt,
-    maxSteps: row.max_steps,
-    output: row.output,
-    error: row.error_json,
-    steps: row.steps,
-    usage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
-    parentRunId: row.parent_run_id,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  });
-}
-
-function toEvent(row: EventRow): RunEvent {
-  return Object.freeze({ id: `${row.run_id}:${row.seq}`, runId: row.run_id, seq: row.seq, type: row.type, timestamp: row.timestamp, payload: row.payload_json });
-}
-
-function toMessage(row: MessageRow): ConversationMessage {
-  return {
-    messageId: row.message_id,
-    runId: row.run_id,
-    role: row.role as ConversationMessage['role'],
-    content: row.content,
-    ...(row.name !== null ? { name: row.name } : {}),
-    ...(row.tool_call_id !== null ? { toolCallId: row.tool_call_id } : {}),
-    ...(row.tool_calls_json !== null ? { toolCalls: row.tool_calls_json } : {}),
-    tokenCount: row.token_count,
   };
 }

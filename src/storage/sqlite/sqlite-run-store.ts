@@ -6,9 +6,10 @@
 import type { Database } from 'better-sqlite3';
 import { StoreError } from '../../core/errors.js';
 import { memoryIdOf } from '../../core/scope.js';
-import type { LanguageModelToolCall } from '../../llm/language-model.js';
+import { toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
+import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
 import { takeRecent } from '../in-memory-run-store.js';
-import type { ConversationMessage, RunEvent, RunRecord, RunStore, RunStatus } from '../run-store.js';
+import type { RunStore } from '../run-store.js';
 import { configureSqliteConnection, openSqliteFile } from './sqlite-connection.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
 import { SQL_NOW } from './sqlite-statements.js';
@@ -21,46 +22,6 @@ export interface SqliteRunStoreOptions {
   synchronous?: 'NORMAL' | 'FULL';
   /** @default 5000 */
   busyTimeoutMs?: number;
-}
-
-interface RunRow {
-  run_id: string;
-  tenant_id: string;
-  conversation_id: string;
-  agent_id: string;
-  status: string;
-  prompt: string;
-  model: string;
-  system_prompt: string;
-  max_steps: number;
-  output: string | null;
-  error_json: string | null;
-  steps: number;
-  input_tokens: number;
-  output_tokens: number;
-  parent_run_id: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface EventRow {
-  run_id: string;
-  seq: number;
-  type: string;
-  timestamp: string;
-  payload_json: string;
-}
-
-interface MessageRow {
-  position: number;
-  message_id: string;
-  run_id: string;
-  role: string;
-  content: string;
-  name: string | null;
-  tool_call_id: string | null;
-  tool_calls_json: string | null;
-  token_count: number;
 }
 
 const STORE = 'sqlite-runs';
@@ -84,14 +45,14 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     ),
     nextSeq: db.prepare<[string], number>('SELECT COALESCE(MAX(seq), -1) + 1 FROM harness_run_events WHERE run_id = ?').pluck(),
     insertEvent: db.prepare<[string, number, string, string]>(`INSERT INTO harness_run_events (run_id, seq, type, timestamp, payload_json) VALUES (?, ?, ?, ${SQL_NOW}, ?)`),
-    getEvent: db.prepare<[string, number], EventRow>('SELECT * FROM harness_run_events WHERE run_id = ? AND seq = ?'),
-    listEvents: db.prepare<[string, number], EventRow>('SELECT * FROM harness_run_events WHERE run_id = ? AND seq > ? ORDER BY seq'),
+    getEvent: db.prepare<[string, number], RunEventRow>('SELECT * FROM harness_run_events WHERE run_id = ? AND seq = ?'),
+    listEvents: db.prepare<[string, number], RunEventRow>('SELECT * FROM harness_run_events WHERE run_id = ? AND seq > ? ORDER BY seq'),
     nextPosition: db.prepare<[string], number>('SELECT COALESCE(MAX(position), 0) + 1 FROM harness_conversation_messages WHERE memory_id = ?').pluck(),
     insertMessage: db.prepare(
       `INSERT OR IGNORE INTO harness_conversation_messages (memory_id, position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count)
        VALUES (@memory_id, @position, @message_id, @run_id, @role, @content, @name, @tool_call_id, @tool_calls_json, @token_count)`,
     ),
-    recent: db.prepare<[string, number, number], MessageRow>(
+    recent: db.prepare<[string, number, number], ConversationMessageRow>(
       'SELECT * FROM harness_conversation_messages WHERE memory_id = ? AND position < ? ORDER BY position DESC LIMIT ?',
     ),
     forgetMessages: db.prepare<[string]>('DELETE FROM harness_conversation_messages WHERE memory_id = ?'),
@@ -138,13 +99,13 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
             parent_run_id: run.parentRunId,
           });
         }).immediate();
-        return toRun(statements.getRun.get(run.runId) as RunRow);
+        return toRunRecord(statements.getRun.get(run.runId) as RunRow);
       });
     },
     async getRun(runId) {
       return wrap(() => {
         const row = statements.getRun.get(runId);
-        return row ? toRun(row) : undefined;
+        return row ? toRunRecord(row) : undefined;
       });
     },
     async updateRun(runId, patch) {
@@ -153,7 +114,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
           .transaction(() => {
             const row = statements.getRun.get(runId);
             if (!row) throw missing(runId);
-            const current = toRun(row);
+            const current = toRunRecord(row);
             const next = { ...current, ...patch };
             statements.updateRun.run({
               run_id: runId,
@@ -164,7 +125,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
               input_tokens: next.usage.inputTokens,
               output_tokens: next.usage.outputTokens,
             });
-            return toRun(statements.getRun.get(runId) as RunRow);
+            return toRunRecord(statements.getRun.get(runId) as RunRow);
           })
           .immediate(),
       );
@@ -176,13 +137,13 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
             if (!statements.getRun.get(runId)) throw missing(runId);
             const seq = statements.nextSeq.get(runId) ?? 0;
             statements.insertEvent.run(runId, seq, type, JSON.stringify(payload));
-            return toEvent(statements.getEvent.get(runId, seq) as EventRow);
+            return toRunEvent(statements.getEvent.get(runId, seq) as RunEventRow);
           })
           .immediate(),
       );
     },
     async listEvents(runId, afterSeq) {
-      return wrap(() => statements.listEvents.all(runId, afterSeq).map(toEvent));
+      return wrap(() => statements.listEvents.all(runId, afterSeq).map(toRunEvent));
     },
     async appendMessages(memoryId, messages) {
       wrap(() =>
@@ -211,21 +172,21 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     async recentMessages(memoryId, maxTokens) {
       return wrap(() => {
         // Read newest first, a page at a time, until the budget is spent.
-        const rows: MessageRow[] = [];
+        const rows: ConversationMessageRow[] = [];
         let before = Number.MAX_SAFE_INTEGER;
         let used = 0;
         for (;;) {
           const page = statements.recent.all(memoryId, before, RECENT_PAGE);
           if (page.length === 0) break;
           for (const row of page) {
-            if (used + row.token_count > maxTokens) return takeRecent(rows.reverse().map(toMessage), maxTokens);
+            if (used + row.token_count > maxTokens) return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
             used += row.token_count;
             rows.push(row);
           }
           before = page.at(-1)?.position ?? 0;
           if (page.length < RECENT_PAGE) break;
         }
-        return takeRecent(rows.reverse().map(toMessage), maxTokens);
+        return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
       });
     },
     async forgetConversation(memoryId) {
@@ -243,41 +204,5 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       disposed = true;
       db.close();
     },
-  };
-}
-
-function toRun(row: RunRow): RunRecord {
-  return Object.freeze({
-    runId: row.run_id,
-    scope: Object.freeze({ tenantId: row.tenant_id, conversationId: row.conversation_id, agentId: row.agent_id }),
-    status: row.status as RunStatus,
-    prompt: row.prompt,
-    model: row.model,
-    systemPrompt: row.system_prompt,
-    maxSteps: row.max_steps,
-    output: row.output,
-    error: row.error_json ? (JSON.parse(row.error_json) as { code: string; message: string }) : null,
-    steps: row.steps,
-    usage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
-    parentRunId: row.parent_run_id,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  });
-}
-
-function toEvent(row: EventRow): RunEvent {
-  return Object.freeze({ id: `${row.run_id}:${row.seq}`, runId: row.run_id, seq: row.seq, type: row.type, timestamp: row.timestamp, payload: JSON.parse(row.payload_json) as Record<string, unknown> });
-}
-
-function toMessage(row: MessageRow): ConversationMessage {
-  return {
-    messageId: row.message_id,
-    runId: row.run_id,
-    role: row.role as ConversationMessage['role'],
-    content: row.content,
-    ...(row.name !== null ? { name: row.name } : {}),
-    ...(row.tool_call_id !== null ? { toolCallId: row.tool_call_id } : {}),
-    ...(row.tool_calls_json !== null ? { toolCalls: JSON.parse(row.tool_calls_json) as LanguageModelToolCall[] } : {}),
-    tokenCount: row.token_count,
   };
 }

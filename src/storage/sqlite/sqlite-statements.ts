@@ -4,7 +4,7 @@
  * @module
  */
 import type { Database, Statement } from 'better-sqlite3';
-import type { MarkerRow, MessageRow, ObservationRow, OperationRow, RecordRow, WorkingMemoryRow } from './sqlite-rows.js';
+import type { MarkerRow, MessageRow, ObservationRow, OperationRow, RecordRow, WorkingMemoryRow } from '../_memory-rows.js';
 
 /** SQL expression for the database clock as ISO-8601 UTC with milliseconds (`Date.toISOString()` format). */
 export const SQL_NOW = `strftime('%Y-%m-%dT%H:%M:%fZ','now')`;
@@ -38,7 +38,8 @@ export interface SqliteStatements {
 
   readonly insertObservation: Statement<Named<ObservationRow>>;
   readonly listObservations: Statement<[string, number], ObservationRow>;
-  readonly insertMarker: Statement<Named<MarkerRow>>;
+  /** Written as JSON text. */
+  readonly insertMarker: Statement<Named<MarkerRow & { payload_json: string }>>;
   readonly listMarkers: Statement<[string], MarkerRow>;
 
   readonly insertOperation: Statement<

@@ -13,8 +13,8 @@ import type { LeaseHandle, MemoryStore } from '../store.js';
 import { configureSqliteConnection, openSqliteFile } from './sqlite-connection.js';
 import { conflictError, disposedError, leaseLostError, missingRecordError, STORE_NAME, toStoreError } from './sqlite-errors.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
-import { parseConfig, toMarker, toObservation, toOperation, toRecord, toStoredMessage, toWorkingMemoryEntry } from './sqlite-rows.js';
-import type { MarkerRow, ObservationRow, OperationRow, RecordRow } from './sqlite-rows.js';
+import { parseConfig, toMarker, toObservation, toOperation, toRecord, toStoredMessage, toWorkingMemoryEntry } from '../_memory-rows.js';
+import type { MarkerRow, ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
 import { prepareStatements } from './sqlite-statements.js';
 import type { SqliteStatements } from './sqlite-statements.js';
 

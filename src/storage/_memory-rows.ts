@@ -1,11 +1,19 @@
 /**
- * Row shapes of the version-2 tables and their mapping to domain objects.
+ * Row shapes of the memory tables, shared by the SQLite and Postgres adapters, and their
+ * mapping to domain objects. Private to `src/storage/`.
+ *
+ * The adapters hand over rows as their drivers return them. Times are ISO-8601 strings in
+ * both (SQLite stores that text; Postgres timestamptz is turned into it by `PG_TYPES`), as
+ * are counters numbers (Postgres int8 by `PG_TYPES`). They differ in two kinds of column:
+ * JSON columns are text in SQLite and already decoded jsonb in Postgres, hence `unknown`
+ * and {@link decodeJsonObject}; flags are 0/1 in SQLite and booleans in Postgres, hence
+ * {@link decodeFlag}.
  * @module
  */
-import type { MemoryRecord, Observation, ObservationConfig, StoredReflection } from '../../core/observation.js';
-import { parseReflection } from '../../core/parse-reflection.js';
-import type { StructuredReflection } from '../../core/reflection.js';
-import type { Marker, Operation, OperationStatus, OperationType, StoredMessage, WorkingMemoryEntry } from '../store.js';
+import type { MemoryRecord, Observation, ObservationConfig, StoredReflection } from '../core/observation.js';
+import { parseReflection } from '../core/parse-reflection.js';
+import type { StructuredReflection } from '../core/reflection.js';
+import type { Marker, Operation, OperationStatus, OperationType, StoredMessage, WorkingMemoryEntry } from './store.js';
 
 /** A row of `om_memory_records`. */
 export interface RecordRow {
@@ -13,9 +21,11 @@ export interface RecordRow {
   tenant_id: string;
   conversation_id: string;
   agent_id: string;
-  enabled: number | null;
+  /** SQLite 0/1, Postgres boolean. */
+  enabled: number | boolean | null;
   state_version: number;
-  config_json: string;
+  /** JSON text (SQLite) or decoded jsonb (Postgres). */
+  config_json: unknown;
   observed_through_message_seq: number;
   last_message_seq: number;
   observation_count: number;
@@ -24,7 +34,8 @@ export interface RecordRow {
   unreflected_observation_tokens: number;
   active_reflection: string | null;
   active_reflection_tokens: number | null;
-  reflection_structured_json: string | null;
+  /** JSON text (SQLite) or decoded jsonb (Postgres), or null. */
+  reflection_structured_json: unknown;
   reflection_through_seq: number | null;
   reflection_created_at: string | null;
   created_at: string;
@@ -43,7 +54,8 @@ export interface OperationRow {
   scope_sequence: number;
   operation_type: string;
   status: string;
-  payload_json: string;
+  /** JSON text (SQLite) or decoded jsonb (Postgres). */
+  payload_json: unknown;
   error_text: string;
   attempt: number;
   lease_owner: string | null;
@@ -63,7 +75,8 @@ export interface MessageRow {
   tool_call_id: string;
   content: string;
   token_count: number;
-  observed: number;
+  /** SQLite 0/1, Postgres boolean. */
+  observed: number | boolean;
 }
 
 /** A row of `om_observations`. */
@@ -88,7 +101,8 @@ export interface MarkerRow {
   message_index_start: number;
   message_index_end: number;
   token_count: number;
-  payload_json: string;
+  /** JSON text (SQLite) or decoded jsonb (Postgres). */
+  payload_json: unknown;
   created_at: string;
 }
 
@@ -101,14 +115,46 @@ export interface WorkingMemoryRow {
   updated_at: string;
 }
 
+/**
+ * A JSON column as a plain object: JSON text (SQLite) is parsed, a decoded value (Postgres
+ * jsonb) is taken as it is. Anything else, text that does not parse included, becomes `{}`.
+ */
+export function decodeJsonObject(value: unknown): Record<string, unknown> {
+  let decoded = value;
+  if (typeof value === 'string') {
+    try {
+      decoded = JSON.parse(value);
+    } catch {
+      return {};
+    }
+  }
+  return typeof decoded === 'object' && decoded !== null && !Array.isArray(decoded) ? (decoded as Record<string, unknown>) : {};
+}
+
+/** A flag column: SQLite's 0/1 or Postgres's boolean; null stays null. */
+function decodeFlag(value: number | boolean | null): boolean | null {
+  return typeof value === 'number' ? value !== 0 : value;
+}
+
 const CONFIG_FIELDS: ReadonlyArray<keyof ObservationConfig> = ['observeMinTokens', 'snippetMaxTokens', 'reflectThresholdTokens'];
+
+/** Reads `config_json` (text or decoded): only the known fields, only positive integers. */
+export function parseConfig(value: unknown): Partial<ObservationConfig> {
+  const source = decodeJsonObject(value);
+  const config: { -readonly [K in keyof ObservationConfig]?: number } = {};
+  for (const field of CONFIG_FIELDS) {
+    const item = source[field];
+    if (typeof item === 'number' && Number.isSafeInteger(item) && item > 0) config[field] = item;
+  }
+  return config;
+}
 
 /** Maps a record row. */
 export function toRecord(row: RecordRow): MemoryRecord {
   return Object.freeze({
     memoryId: row.memory_id,
     scope: Object.freeze({ tenantId: row.tenant_id, conversationId: row.conversation_id, agentId: row.agent_id }),
-    enabled: row.enabled === null ? null : row.enabled !== 0,
+    enabled: decodeFlag(row.enabled),
     stateVersion: row.state_version,
     config: Object.freeze(parseConfig(row.config_json)),
     observedThroughMessageSeq: row.observed_through_message_seq,
@@ -123,17 +169,6 @@ export function toRecord(row: RecordRow): MemoryRecord {
   });
 }
 
-/** Reads `config_json`: only the known fields, only positive integers. */
-export function parseConfig(json: string): Partial<ObservationConfig> {
-  const source = parseObject(json);
-  const config: { -readonly [K in keyof ObservationConfig]?: number } = {};
-  for (const field of CONFIG_FIELDS) {
-    const value = source[field];
-    if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) config[field] = value;
-  }
-  return config;
-}
-
 function toReflection(row: RecordRow): StoredReflection | null {
   if (row.active_reflection === null) return null;
   return Object.freeze({
@@ -146,9 +181,9 @@ function toReflection(row: RecordRow): StoredReflection | null {
 }
 
 // The parsed form is stored so a turn never re-parses; a damaged copy is re-derived from the raw text.
-function readStructured(json: string | null): StructuredReflection | undefined {
-  if (json === null) return undefined;
-  const value = parseObject(json);
+function readStructured(json: unknown): StructuredReflection | undefined {
+  if (json === null || json === undefined) return undefined;
+  const value = decodeJsonObject(json);
   const { summary, supersessions, contradictions, schemaVersion } = value;
   if (typeof summary !== 'string' || !Array.isArray(supersessions) || !Array.isArray(contradictions) || (schemaVersion !== 0 && schemaVersion !== 1)) return undefined;
   return value as unknown as StructuredReflection;
@@ -165,7 +200,7 @@ export function toOperation(row: OperationRow): Operation {
     scopeSequence: row.scope_sequence,
     operationType: row.operation_type as OperationType,
     status: row.status as OperationStatus,
-    payload: Object.freeze(parseObject(row.payload_json)),
+    payload: Object.freeze(decodeJsonObject(row.payload_json)),
     errorText: row.error_text,
     attempt: row.attempt,
     leaseOwner: row.lease_owner,
@@ -213,7 +248,7 @@ export function toMarker(row: MarkerRow): Marker {
     messageSeqStart: row.message_index_start,
     messageSeqEnd: row.message_index_end,
     tokenCount: row.token_count,
-    payload: Object.freeze(parseObject(row.payload_json)),
+    payload: Object.freeze(decodeJsonObject(row.payload_json)),
     createdAt: row.created_at,
   });
 }
@@ -221,13 +256,4 @@ export function toMarker(row: MarkerRow): Marker {
 /** Maps a working-memory row. */
 export function toWorkingMemoryEntry(row: WorkingMemoryRow): WorkingMemoryEntry {
   return Object.freeze({ key: row.entry_key, valueJson: row.entry_json, createdAt: row.created_at, updatedAt: row.updated_at });
-}
-
-function parseObject(json: string): Record<string, unknown> {
-  try {
-    const value: unknown = JSON.parse(json);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
 }

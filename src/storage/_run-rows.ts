@@ -1,0 +1,109 @@
+/**
+ * Row shapes of the harness tables (runs, run events, conversation messages), shared by the
+ * SQLite and Postgres run stores, and their mapping to domain objects. Private to
+ * `src/storage/`.
+ *
+ * Times are ISO-8601 strings and counters numbers in both adapters (Postgres through
+ * `PG_TYPES`). JSON columns are text in SQLite and already decoded json/jsonb in Postgres,
+ * hence `unknown` and {@link decodeJson}.
+ * @module
+ */
+import type { LanguageModelToolCall } from '../llm/language-model.js';
+import type { ConversationMessage, RunEvent, RunRecord, RunStatus } from './run-store.js';
+
+/** A row of `harness_runs`. */
+export interface RunRow {
+  run_id: string;
+  tenant_id: string;
+  conversation_id: string;
+  agent_id: string;
+  status: string;
+  prompt: string;
+  model: string;
+  system_prompt: string;
+  max_steps: number;
+  output: string | null;
+  /** JSON text (SQLite) or decoded jsonb (Postgres) of `{ code, message }`, or null. */
+  error_json: unknown;
+  steps: number;
+  input_tokens: number;
+  output_tokens: number;
+  parent_run_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A row of `harness_run_events`. */
+export interface RunEventRow {
+  run_id: string;
+  seq: number;
+  type: string;
+  timestamp: string;
+  /** JSON text (SQLite) or decoded json (Postgres) of an object. */
+  payload_json: unknown;
+}
+
+/** A row of `harness_conversation_messages`. */
+export interface ConversationMessageRow {
+  position: number;
+  message_id: string;
+  run_id: string;
+  role: string;
+  content: string;
+  name: string | null;
+  tool_call_id: string | null;
+  /** JSON text (SQLite) or decoded json (Postgres) of the tool calls, or null. */
+  tool_calls_json: unknown;
+  token_count: number;
+}
+
+/** A JSON column: JSON text (SQLite) is parsed, throwing if it does not parse; a decoded value (Postgres) is taken as it is. */
+export function decodeJson(value: unknown): unknown {
+  return typeof value === 'string' ? JSON.parse(value) : value;
+}
+
+/** Maps a run row. */
+export function toRunRecord(row: RunRow): RunRecord {
+  return Object.freeze({
+    runId: row.run_id,
+    scope: Object.freeze({ tenantId: row.tenant_id, conversationId: row.conversation_id, agentId: row.agent_id }),
+    status: row.status as RunStatus,
+    prompt: row.prompt,
+    model: row.model,
+    systemPrompt: row.system_prompt,
+    maxSteps: row.max_steps,
+    output: row.output,
+    error: row.error_json === null || row.error_json === '' ? null : (decodeJson(row.error_json) as { code: string; message: string }),
+    steps: row.steps,
+    usage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
+    parentRunId: row.parent_run_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  });
+}
+
+/** Maps a run-event row. */
+export function toRunEvent(row: RunEventRow): RunEvent {
+  return Object.freeze({
+    id: `${row.run_id}:${row.seq}`,
+    runId: row.run_id,
+    seq: row.seq,
+    type: row.type,
+    timestamp: row.timestamp,
+    payload: decodeJson(row.payload_json) as Record<string, unknown>,
+  });
+}
+
+/** Maps a conversation-message row. */
+export function toConversationMessage(row: ConversationMessageRow): ConversationMessage {
+  return {
+    messageId: row.message_id,
+    runId: row.run_id,
+    role: row.role as ConversationMessage['role'],
+    content: row.content,
+    ...(row.name !== null ? { name: row.name } : {}),
+    ...(row.tool_call_id !== null ? { toolCallId: row.tool_call_id } : {}),
+    ...(row.tool_calls_json !== null ? { toolCalls: decodeJson(row.tool_calls_json) as LanguageModelToolCall[] } : {}),
+    tokenCount: row.token_count,
+  };
+}
