@@ -47,6 +47,18 @@ export class ObservationCache {
     return entry.observations;
   }
 
+  /** Appends observations just applied, when they directly follow what is held. */
+  add(memoryId: string, record: MemoryRecord, observations: readonly Observation[]): void {
+    const entry = this.#entries.get(memoryId);
+    const first = observations[0];
+    if (!entry || !first || entry.createdAt !== record.createdAt || first.seq !== entry.lastSeq + 1) return;
+    for (const observation of observations) {
+      entry.observations.push(observation);
+      entry.lastSeq = observation.seq;
+      this.#total++;
+    }
+  }
+
   /** Forgets what is held for a scope. */
   delete(memoryId: string): void {
     const entry = this.#entries.get(memoryId);

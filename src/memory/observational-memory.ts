@@ -191,19 +191,26 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     effective,
     onEvent: onWorkerEvent,
     observationsOf: (memoryId, record) => observationCache.get(memoryId, record),
+    observationsApplied: (memoryId, record, observations) => observationCache.add(memoryId, record, observations),
     now,
     faultPoint: options.faultPoint,
   };
 
   /** Runs every claimable operation of the scope, in order, under the scope's lock. */
-  /** Runs `first` (already claimed) if given, then every claimable operation of the scope, in order. */
-  const processScope = (memoryId: string, first?: Operation): Promise<Map<string, OperationOutcome>> =>
+  /**
+   * Runs `first` (already claimed) if given, then claimable operations of the scope, in
+   * order. Once the `wanted` operation ran and left no follow-up work, it stops: whatever
+   * else is queued belongs to other callers, who run it themselves (or the background
+   * worker does).
+   */
+  const processScope = (memoryId: string, first?: Operation, wanted?: string): Promise<Map<string, OperationOutcome>> =>
     locks.run(memoryId, async () => {
       const outcomes = new Map<string, OperationOutcome>();
-      let operation = first ?? (await store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs }));
-      while (operation) {
-        outcomes.set(operation.operationId, await runOperation(worker, operation));
-        operation = await store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
+      const claim = () => store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
+      for (let operation = first ?? (await claim()); operation; operation = await claim()) {
+        const result = await runOperation(worker, operation);
+        outcomes.set(operation.operationId, result);
+        if (wanted !== undefined && outcomes.has(wanted) && !result.followUp) break;
       }
       return outcomes;
     });
@@ -264,7 +271,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
         });
         if (!result.operation) return skipped('below_threshold', result.record.observationCount);
         operation = result.operation;
-        outcomes = await processScope(memoryId, result.claimed);
+        outcomes = await processScope(memoryId, result.claimed, result.operation.operationId);
       } else {
         const appended = await store.appendMessages({ scope, memoryId, messages: prepared });
         if (appended.unobservedTokens < config.observeMinTokens) return skipped('below_threshold', appended.record.observationCount);
@@ -274,12 +281,12 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       if (own?.error && own.status !== 'applied') throw own.error;
       const reflections = [...outcomes.values()].filter((item) => item.operationType === 'reflect');
       const reflectionFailure = reflections.find((item) => item.error)?.error;
-      const after = await store.getRecord(memoryId);
+      const observationCount = own?.observationCount ?? (await store.getRecord(memoryId))?.observationCount ?? 0;
       return {
         status: own ? 'applied' : 'queued',
         observed: [...outcomes.values()].some((item) => item.operationType === 'observe' && item.observationsAdded > 0),
         reflected: reflections.some((item) => item.reflected),
-        observationCount: after?.observationCount ?? 0,
+        observationCount,
         operationId: operation.operationId,
         ...(reflectionFailure ? { reflectionError: reflectionFailure.message } : {}),
       };

@@ -14,6 +14,10 @@ export interface OperationOutcome {
   readonly status: 'applied' | 'unchanged' | 'retrying' | 'failed';
   readonly observationsAdded: number;
   readonly reflected: boolean;
+  /** True when the operation enqueued more work for its scope (a continuation or a reflection). */
+  readonly followUp: boolean;
+  /** Observations in the scope after an applied observe. */
+  readonly observationCount?: number;
   readonly error?: HarnessMemoryError | Error;
 }
 
@@ -41,6 +45,8 @@ export interface OperationWorkerContext {
   readonly onEvent: (event: WorkerEvent) => void;
   /** The scope's observations in seq order (served from the in-process cache). */
   readonly observationsOf: (memoryId: string, record: MemoryRecord) => Promise<readonly Observation[]>;
+  /** Told of observations just applied, so the cache need not read them back. */
+  readonly observationsApplied: (memoryId: string, record: MemoryRecord, observations: readonly Observation[]) => void;
   readonly now: () => Date;
   /** Testing hook: called at step boundaries of an operation; crash tests kill the process there. */
   readonly faultPoint?: ((point: WorkerFaultPoint) => void) | undefined;
@@ -116,14 +122,18 @@ async function runObserve(context: OperationWorkerContext, operation: Operation)
   });
   const enqueue = (operationType: 'observe' | 'reflect', payload: Record<string, unknown>): Promise<Operation> =>
     store.enqueueOperation({ operationId: context.generateId('op'), scope: record.scope, memoryId: operation.memoryId, operationType, payload, runId: operation.runId, toolCallId: operation.toolCallId });
+  context.observationsApplied(operation.memoryId, applied.record, applied.observations);
+  let followUp = false;
   const rest = pending.filter((message) => message.seq > throughMessageSeq);
   if (rest.reduce((sum, message) => sum + message.tokenCount, 0) >= config.observeMinTokens) {
     await enqueue('observe', { messages: rest.length, continued_from: operation.operationId });
+    followUp = true;
   }
   if (context.reflector && config.reflectThresholdTokens > 0 && applied.record.unreflectedObservationTokens >= config.reflectThresholdTokens) {
     await enqueue('reflect', { unreflected_tokens: applied.record.unreflectedObservationTokens });
+    followUp = true;
   }
-  return outcome(operation, 'applied', applied.observations.length, false);
+  return { ...outcome(operation, 'applied', applied.observations.length, false), followUp, observationCount: applied.record.observationCount };
 }
 
 async function runReflect(context: OperationWorkerContext, operation: Operation): Promise<OperationOutcome> {
@@ -228,5 +238,5 @@ function outcome(
   reflected: boolean,
   error?: Error,
 ): OperationOutcome {
-  return { operationId: operation.operationId, operationType: operation.operationType, status, observationsAdded, reflected, ...(error ? { error } : {}) };
+  return { operationId: operation.operationId, operationType: operation.operationType, status, observationsAdded, reflected, followUp: false, ...(error ? { error } : {}) };
 }
