@@ -211,3 +211,26 @@ describe('agent runner: loop', () => {
     await runner.wait(next.runId);
   });
 });
+
+describe('agent runner: abandoned runs', () => {
+  it('fails a run whose process stopped heartbeating, ending its stream, and leaves live runs alone', async () => {
+    let clock = Date.parse('2026-12-02T10:00:00.000Z');
+    const runStore = createInMemoryRunStore({ now: () => new Date(clock) });
+    const { runner, agentModel } = harness({ runner: { runStore } });
+    // A run left `running` by a process that crashed.
+    await runStore.createRun({ runId: 'run_orphan', scope: { tenantId: 't', conversationId: 'c', agentId: 'a' }, status: 'running', prompt: 'p', model: '', systemPrompt: '', maxSteps: 3, output: null, error: null, steps: 1, usage: { inputTokens: 0, outputTokens: 0 }, parentRunId: null });
+    // A live run of this process, slow to answer.
+    agentModel.enqueue({ text: 'slow', delayMs: 300 });
+    const live = await runner.start({ ...ids, prompt: 'live' });
+    clock += 10 * 60 * 1000;
+    const maintenance = runner.startMaintenance({ abandonAfterSeconds: 300, sweepMs: 20, heartbeatMs: 20 });
+    const deadline = Date.now() + 2000;
+    while ((await runStore.getRun('run_orphan'))?.status === 'running' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    const orphan = await runStore.getRun('run_orphan');
+    expect(orphan?.status).toBe('failed');
+    expect(orphan?.error?.code).toBe('RUN_ABANDONED');
+    expect((await runStore.listEvents('run_orphan', -1)).at(-1)?.type).toBe('run.failed');
+    expect((await runner.wait(live.runId)).status).toBe('completed');
+    await maintenance.stop();
+  });
+});

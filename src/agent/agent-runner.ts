@@ -70,6 +70,12 @@ export interface AgentRunner {
   settle(): Promise<void>;
   /** True while the run executes in this process (only here can it be cancelled). */
   isLocal(runId: string): boolean;
+  /**
+   * Keeps runs honest across crashes: heartbeats this process's runs every `heartbeatMs`,
+   * and at once and every `sweepMs` fails runs of any process that stopped heartbeating for
+   * `abandonAfterSeconds` (`RUN_ABANDONED`, with a `run.failed` event so their streams end).
+   */
+  startMaintenance(options?: { heartbeatMs?: number; sweepMs?: number; abandonAfterSeconds?: number }): { stop(): Promise<void> };
 }
 
 const MAX_PROMPT_CHARS = 200_000;
@@ -309,6 +315,38 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     },
     isLocal(runId) {
       return active.has(runId);
+    },
+    startMaintenance(maintenanceOptions = {}) {
+      const heartbeatMs = maintenanceOptions.heartbeatMs ?? 30_000;
+      const sweepMs = maintenanceOptions.sweepMs ?? 60_000;
+      const abandonAfterSeconds = maintenanceOptions.abandonAfterSeconds ?? 300;
+      let chain: Promise<void> = Promise.resolve();
+      // One maintenance task at a time; failures are retried on the next tick.
+      const schedule = (task: () => Promise<void>): void => {
+        chain = chain.then(task).catch(() => undefined);
+      };
+      const heartbeat = async (): Promise<void> => {
+        for (const runId of active.keys()) await runStore.updateRun(runId, {}).catch(() => undefined);
+      };
+      const sweep = async (): Promise<void> => {
+        for (const stale of await runStore.listStaleRuns(abandonAfterSeconds)) {
+          if (active.has(stale.runId)) continue;
+          const run = await runStore.getRun(stale.runId);
+          if (!run || (run.status !== 'queued' && run.status !== 'running')) continue;
+          const error = { code: 'RUN_ABANDONED', message: `the harness process running this run stopped before it finished (no heartbeat for ${abandonAfterSeconds} s)` };
+          await runStore.updateRun(run.runId, { status: 'failed', error });
+          await events.emit(run.runId, 'run.failed', { error }, { conversationId: run.scope.conversationId });
+        }
+      };
+      schedule(sweep);
+      const timers = [setInterval(() => schedule(heartbeat), heartbeatMs), setInterval(() => schedule(sweep), sweepMs)];
+      for (const timer of timers) timer.unref?.();
+      return {
+        async stop() {
+          for (const timer of timers) clearInterval(timer);
+          await chain;
+        },
+      };
     },
   };
   return runner;

@@ -114,6 +114,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     });
     const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory, apiKeys: config.server.apiKeys, ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}) });
     // Stale work left by a crashed process is picked up within the lease plus this check.
+    const maintenance = options.startWorker === false ? undefined : runner.startMaintenance();
     const worker = options.startWorker === false ? undefined : observationalMemory.startWorker({ pollMs: 500, staleCheckMs: Math.min(10_000, config.memory.staleOperationSeconds * 500) });
     let disposed = false;
     return {
@@ -130,6 +131,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
         if (disposed) return;
         disposed = true;
         await runner.settle();
+        await maintenance?.stop();
         await worker?.stop();
         await backend.close();
       },

@@ -73,6 +73,11 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       const all = conversations.get(memoryId)?.messages ?? [];
       return takeRecent(all, maxTokens);
     },
+    async listStaleRuns(olderThanSeconds) {
+      guard();
+      const cutoff = new Date(now().getTime() - olderThanSeconds * 1000).toISOString();
+      return [...runs.values()].filter((run) => (run.status === 'queued' || run.status === 'running') && run.updatedAt <= cutoff);
+    },
     async forgetConversation(memoryId) {
       guard();
       conversations.delete(memoryId);

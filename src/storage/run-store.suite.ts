@@ -65,6 +65,19 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       expect(await store.recentMessages('m1', 1000)).toEqual([]);
     });
 
+    it('lists queued or running runs that stopped heartbeating, by the store clock', async () => {
+      await store.createRun(newRun('run_1'));
+      await store.createRun(newRun('run_2'));
+      await store.updateRun('run_2', { status: 'completed' });
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      await store.createRun(newRun('run_3'));
+      expect((await store.listStaleRuns(1)).map((run) => run.runId)).toEqual(['run_1']);
+      expect(await store.listStaleRuns(3600)).toEqual([]);
+      // A heartbeat (an empty update) makes a run fresh again.
+      await store.updateRun('run_1', {});
+      expect(await store.listStaleRuns(1)).toEqual([]);
+    });
+
     it('round-trips tool calls in messages', async () => {
       const withCalls: ConversationMessage = { messageId: 'x', runId: 'r', role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'working_memory', arguments: '{"action":"list"}' }], tokenCount: 5 };
       await store.appendMessages('m1', [withCalls, { messageId: 'y', runId: 'r', role: 'tool', content: '{}', toolCallId: 'c1', name: 'working_memory', tokenCount: 1 }]);

@@ -78,6 +78,12 @@ export interface RunStore {
   appendMessages(memoryId: string, messages: readonly ConversationMessage[]): Promise<void>;
   /** The most recent messages of a conversation whose tokens fit `maxTokens`, oldest first. */
   recentMessages(memoryId: string, maxTokens: number): Promise<ConversationMessage[]>;
+  /**
+   * Runs still `queued` or `running` whose `updatedAt` is at least `olderThanSeconds` old by
+   * the store's clock: their process stopped heartbeating them. (`updateRun(runId, {})`
+   * is the heartbeat: it only bumps `updatedAt`.)
+   */
+  listStaleRuns(olderThanSeconds: number): Promise<RunRecord[]>;
   /** Deletes a conversation's messages (memory forget). */
   forgetConversation(memoryId: string): Promise<void>;
   dispose(): Promise<void>;

@@ -164,6 +164,15 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
         }
         return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
       }),
+    listStaleRuns: (olderThanSeconds) =>
+      wrap(async () => {
+        const result = await query<RunRow>(
+          pool,
+          `SELECT * FROM ${s}harness_runs WHERE status IN ('queued', 'running') AND updated_at <= now() - make_interval(secs => $1) ORDER BY created_at`,
+          [Math.max(0, olderThanSeconds)],
+        );
+        return result.rows.map(toRunRecord);
+      }),
     forgetConversation: (memoryId) =>
       wrap(() =>
         transaction(pool, async (client) => {

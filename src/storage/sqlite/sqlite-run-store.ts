@@ -55,6 +55,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     recent: db.prepare<[string, number, number], ConversationMessageRow>(
       'SELECT * FROM harness_conversation_messages WHERE memory_id = ? AND position < ? ORDER BY position DESC LIMIT ?',
     ),
+    staleRuns: db.prepare<[string], RunRow>(`SELECT * FROM harness_runs WHERE status IN ('queued', 'running') AND updated_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) ORDER BY created_at`),
     forgetMessages: db.prepare<[string]>('DELETE FROM harness_conversation_messages WHERE memory_id = ?'),
     forgetEvents: db.prepare<[string]>('DELETE FROM harness_run_events WHERE run_id IN (SELECT run_id FROM harness_runs WHERE memory_id = ?)'),
     forgetRuns: db.prepare<[string]>('DELETE FROM harness_runs WHERE memory_id = ?'),
@@ -188,6 +189,9 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
         }
         return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
       });
+    },
+    async listStaleRuns(olderThanSeconds) {
+      return wrap(() => statements.staleRuns.all(`-${Math.max(0, olderThanSeconds)} seconds`).map(toRunRecord));
     },
     async forgetConversation(memoryId) {
       wrap(() => {
