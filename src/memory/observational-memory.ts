@@ -3,7 +3,7 @@
  * a reflector compresses them; a budgeted snippet is injected before every LLM turn.
  * @module
  */
-import { ConfigError, HarnessMemoryError } from '../core/errors.js';
+import { HarnessMemoryError } from '../core/errors.js';
 import { generateId as defaultGenerateId } from '../core/ids.js';
 import type { IdGenerator } from '../core/ids.js';
 import { parseExportFormat, renderExport } from '../core/memory-export.js';
@@ -27,6 +27,7 @@ import { runOperation } from './operation-worker.js';
 import type { OperationOutcome, OperationWorkerContext, WorkerEvent } from './operation-worker.js';
 import { ObservationCache } from './observation-cache.js';
 import { KeyedLock } from './scope-lock.js';
+import { positive, resolveMode, validateOverrides, validateThresholds } from './memory-settings.js';
 
 /** Options of {@link createObservationalMemory}. */
 export interface ObservationalMemoryOptions {
@@ -440,53 +441,4 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     },
   };
   return service;
-}
-
-function resolveMode(mode: MemoryMode | undefined): 'off' | 'local_coordinator' {
-  const value = (mode ?? 'auto').trim().toLowerCase();
-  if (value === 'off') return 'off';
-  if (value === 'auto' || value === 'local_coordinator' || value === '') return 'local_coordinator';
-  throw new ConfigError({ key: 'memory.mode', source: 'createObservationalMemory', message: `unsupported memory mode "${value}"; valid modes are auto, off, local_coordinator` });
-}
-
-const THRESHOLD_KEYS = {
-  observeMinTokens: 'observe_min_tokens',
-  snippetMaxTokens: 'snippet_max_tokens',
-  reflectThresholdTokens: 'reflect_threshold_tokens',
-} as const;
-
-function validateThresholds(config: ObservationConfig, source: string): ObservationConfig {
-  for (const [field, key] of Object.entries(THRESHOLD_KEYS)) {
-    const value = (config as unknown as Record<string, unknown>)[field];
-    if (!Number.isSafeInteger(value) || (value as number) <= 0) {
-      throw new ConfigError({ key, source, message: `must be a positive integer, got ${JSON.stringify(value)}` });
-    }
-  }
-  return Object.freeze({ ...config });
-}
-
-function validateOverrides(config: Partial<ObservationConfig>): Partial<ObservationConfig> {
-  if (typeof config !== 'object' || config === null) {
-    throw new ConfigError({ key: 'config', source: 'observational_memory.enable', message: 'must be an object' });
-  }
-  const result: Record<string, number> = {};
-  for (const [field, value] of Object.entries(config)) {
-    if (value === undefined) continue;
-    const key = (THRESHOLD_KEYS as Record<string, string>)[field];
-    if (key === undefined) {
-      throw new ConfigError({ key: field, source: 'observational_memory.enable', message: `unknown setting; valid settings are ${Object.values(THRESHOLD_KEYS).join(', ')}` });
-    }
-    if (!Number.isSafeInteger(value) || value <= 0) {
-      throw new ConfigError({ key, source: 'observational_memory.enable', message: `must be a positive integer, got ${JSON.stringify(value)}` });
-    }
-    result[field] = value;
-  }
-  return result as Partial<ObservationConfig>;
-}
-
-function positive(value: number, name: string): number {
-  if (!Number.isFinite(value) || value <= 0) {
-    throw new ConfigError({ key: name, source: 'createObservationalMemory', message: `must be a positive number, got ${value}` });
-  }
-  return value;
 }

@@ -1,0 +1,57 @@
+/** Validation of observational-memory settings given to the service. */
+import { ConfigError } from '../core/errors.js';
+import type { MemoryMode } from '../core/memory-status.js';
+import type { ObservationConfig } from '../core/observation.js';
+
+/** `auto` and `local_coordinator` run memory; `off` disables it; anything else is an error. */
+export function resolveMode(mode: MemoryMode | undefined): 'off' | 'local_coordinator' {
+  const value = (mode ?? 'auto').trim().toLowerCase();
+  if (value === 'off') return 'off';
+  if (value === 'auto' || value === 'local_coordinator' || value === '') return 'local_coordinator';
+  throw new ConfigError({ key: 'memory.mode', source: 'createObservationalMemory', message: `unsupported memory mode "${value}"; valid modes are auto, off, local_coordinator` });
+}
+
+const THRESHOLD_KEYS = {
+  observeMinTokens: 'observe_min_tokens',
+  snippetMaxTokens: 'snippet_max_tokens',
+  reflectThresholdTokens: 'reflect_threshold_tokens',
+} as const;
+
+/** Checks that every threshold is a positive integer. */
+export function validateThresholds(config: ObservationConfig, source: string): ObservationConfig {
+  for (const [field, key] of Object.entries(THRESHOLD_KEYS)) {
+    const value = (config as unknown as Record<string, unknown>)[field];
+    if (!Number.isSafeInteger(value) || (value as number) <= 0) {
+      throw new ConfigError({ key, source, message: `must be a positive integer, got ${JSON.stringify(value)}` });
+    }
+  }
+  return Object.freeze({ ...config });
+}
+
+/** Checks per-scope threshold overrides: known keys, positive integers. */
+export function validateOverrides(config: Partial<ObservationConfig>): Partial<ObservationConfig> {
+  if (typeof config !== 'object' || config === null) {
+    throw new ConfigError({ key: 'config', source: 'observational_memory.enable', message: 'must be an object' });
+  }
+  const result: Record<string, number> = {};
+  for (const [field, value] of Object.entries(config)) {
+    if (value === undefined) continue;
+    const key = (THRESHOLD_KEYS as Record<string, string>)[field];
+    if (key === undefined) {
+      throw new ConfigError({ key: field, source: 'observational_memory.enable', message: `unknown setting; valid settings are ${Object.values(THRESHOLD_KEYS).join(', ')}` });
+    }
+    if (!Number.isSafeInteger(value) || value <= 0) {
+      throw new ConfigError({ key, source: 'observational_memory.enable', message: `must be a positive integer, got ${JSON.stringify(value)}` });
+    }
+    result[field] = value;
+  }
+  return result as Partial<ObservationConfig>;
+}
+
+/** A positive finite number, or a ConfigError naming the option. */
+export function positive(value: number, name: string): number {
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new ConfigError({ key: name, source: 'createObservationalMemory', message: `must be a positive number, got ${value}` });
+  }
+  return value;
+}
