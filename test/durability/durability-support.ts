@@ -82,28 +82,4 @@ export function audit(path: string): AuditRows {
   }
 }
 
-const RANGE = /obs for messages (\d+)-(\d+)/;
-
-/**
- * The message seqs each observation of a scope names (`obs for messages a-b`), checked
- * against its stored source range. Returns the covered seqs in observation order.
- */
-export function coveredSeqs(rows: AuditRows, memoryId: string): number[] {
-  const covered: number[] = [];
-  for (const observation of rows.observations.filter((row) => row.memory_id === memoryId)) {
-    const match = RANGE.exec(observation.content);
-    if (!match) throw new Error(`observation ${observation.seq} names no range: ${observation.content}`);
-    const start = Number(match[1]);
-    const end = Number(match[2]);
-    if (start !== observation.source_start_seq || end !== observation.source_end_seq) {
-      throw new Error(`observation ${observation.seq} says ${start}-${end} but its source range is ${observation.source_start_seq}-${observation.source_end_seq}`);
-    }
-    for (let seq = start; seq <= end; seq++) covered.push(seq);
-  }
-  return covered;
-}
-
-/** 1..n. */
-export function range(n: number): number[] {
-  return Array.from({ length: n }, (_, index) => index + 1);
-}
+export { coveredSeqs, range } from '../support/observation-ranges.js';
