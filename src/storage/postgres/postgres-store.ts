@@ -9,7 +9,7 @@ import { StoreError } from '../../core/errors.js';
 import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
-import type { LeaseHandle, MemoryStore } from '../store.js';
+import type { AppendMessagesResult, LeaseHandle, MemoryStore } from '../store.js';
 import { disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
@@ -75,6 +75,24 @@ function buildStore(connection: PostgresConnection): MemoryStore {
       await query(client, lockScope, [memoryId]);
       return work(client);
     });
+
+  /** Appends messages inside a transaction that holds the scope's lock. */
+  const appendIn = async (client: PoolClient, input: Input<'appendMessages'>): Promise<AppendMessagesResult> => {
+    let row = await ensureRecord(client, input.scope, input.memoryId);
+    let inserted = 0;
+    if (input.messages.length > 0) {
+      const column = <K extends keyof Input<'appendMessages'>['messages'][number]>(key: K) => input.messages.map((message) => message[key]);
+      const result = await query(client, sql.insertMessages, [
+        input.memoryId, column('messageKey'), column('role'), column('name'), column('toolCallId'), column('content'), column('tokenCount'), row.last_message_seq,
+      ]);
+      inserted = result.rowCount ?? 0;
+    }
+    if (inserted > 0) {
+      row = swapped(await first<RecordRow>(client, sql.updateLastMessageSeq, [input.memoryId, row.state_version, row.last_message_seq + inserted]), input.memoryId);
+    }
+    const total = await first<{ total: number }>(client, sql.sumUnobservedTokens, [input.memoryId, row.observed_through_message_seq]);
+    return { record: toRecord(row), inserted, unobservedTokens: total?.total ?? 0 };
+  };
 
   const ensureRecord = async (client: PoolClient, scope: Scope, memoryId: string): Promise<RecordRow> => {
     const row = await first<RecordRow>(client, sql.ensureRecord, [memoryId, scope.tenantId, scope.conversationId, scope.agentId]);
@@ -166,23 +184,17 @@ function buildStore(connection: PostgresConnection): MemoryStore {
         }),
       ),
 
-    appendMessages: (input) =>
+    appendMessages: (input) => execute(() => inScope(input.memoryId, (client) => appendIn(client, input))),
+
+    // One transaction instead of three: append, then (at the threshold) enqueue and claim.
+    appendMessagesAndClaim: (input) =>
       execute(() =>
         inScope(input.memoryId, async (client) => {
-          let row = await ensureRecord(client, input.scope, input.memoryId);
-          let inserted = 0;
-          if (input.messages.length > 0) {
-            const column = <K extends keyof Input<'appendMessages'>['messages'][number]>(key: K) => input.messages.map((message) => message[key]);
-            const result = await query(client, sql.insertMessages, [
-              input.memoryId, column('messageKey'), column('role'), column('name'), column('toolCallId'), column('content'), column('tokenCount'), row.last_message_seq,
-            ]);
-            inserted = result.rowCount ?? 0;
-          }
-          if (inserted > 0) {
-            row = swapped(await first<RecordRow>(client, sql.updateLastMessageSeq, [input.memoryId, row.state_version, row.last_message_seq + inserted]), input.memoryId);
-          }
-          const total = await first<{ total: number }>(client, sql.sumUnobservedTokens, [input.memoryId, row.observed_through_message_seq]);
-          return { record: toRecord(row), inserted, unobservedTokens: total?.total ?? 0 };
+          const appended = await appendIn(client, input);
+          if (appended.unobservedTokens < input.minTokens) return appended;
+          const operation = toOperation(await insertOperation(client, { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' }, 'queued', 0));
+          const claimed = await first<OperationRow>(client, sql.claimOfScope, [input.leaseOwner, seconds('leaseMs', input.leaseMs, 1), input.memoryId]);
+          return { ...appended, operation, ...(claimed ? { claimed: toOperation(claimed) } : {}) };
         }),
       ),
 
