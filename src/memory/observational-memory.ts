@@ -70,7 +70,9 @@ export interface ObservationalMemoryOptions {
 /** Events of observational memory. */
 export type ObservationalMemoryEvent =
   | { readonly type: 'memory.reflection.completed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly trigger: 'auto' | 'reflect_now' }
-  | { readonly type: 'memory.operation.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly operationType: string; readonly error: string; readonly willRetry: boolean };
+  | { readonly type: 'memory.operation.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly operationType: string; readonly error: string; readonly willRetry: boolean }
+  /** The background worker hit a store error; it retries on its next poll. */
+  | { readonly type: 'memory.worker.failed'; readonly error: string };
 
 /** What {@link ObservationalMemory.observe} takes. */
 export interface ObserveRequest {
@@ -415,7 +417,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
               await locks.run(operation.memoryId, () => runOperation(worker, operation));
             }
           } catch (error) {
-            emit({ type: 'memory.operation.failed', scope: { tenantId: '', conversationId: '', agentId: '' }, runId: '', operationId: '', operationType: 'worker', error: (error as Error).message, willRetry: true });
+            emit({ type: 'memory.worker.failed', error: (error as Error).message });
           }
           if (stopped) break;
           await new Promise<void>((resolve) => {
