@@ -96,3 +96,32 @@ describe('snippet: budget', () => {
     expect(text).not.toContain('xxxx');
   });
 });
+
+describe('snippet: selection', () => {
+  it('selects exactly what a full sort and greedy fill would, on large random scopes', async () => {
+    const { renderDataLines } = await import('./sanitize-text.js');
+    for (let trial = 0; trial < 20; trial++) {
+      const count = 300 + trial * 97;
+      let seed = trial + 1;
+      const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+      const observations = Array.from({ length: count }, (_, index) => observation(index + 1, `fact ${index} ${'w'.repeat(Math.floor(random() * 120))}`, random() < 0.1 ? null : Math.round(random() * 10) / 10));
+      const maxTokens = 200 + trial * 60;
+      const text = buildObservationSnippet({ observations, reflection: null, maxTokens, estimator: RUNE_TOKEN_ESTIMATOR });
+      const chosen = [...text.matchAll(/^- \[(\d+)\]/gm)].map((match) => Number(match[1]));
+
+      // The reference: score everything, stable sort, greedy fill that skips what does not fit.
+      const cost = (line: string) => RUNE_TOKEN_ESTIMATOR.estimate(`${line}\n`);
+      let remaining = maxTokens - cost('<observational-memory>') - RUNE_TOKEN_ESTIMATOR.estimate('</observational-memory>') - cost('') - cost('Observations:');
+      const order = observations.map((item, index) => ({ item, score: scoreObservation(item.importance, count - 1 - index, false), index }));
+      order.sort((a, b) => b.score - a.score || a.index - b.index);
+      const expected: number[] = [];
+      for (const { item } of order) {
+        const lineCost = cost(`- [${item.seq}] ${renderDataLines(item.content, '  ')}`);
+        if (lineCost > remaining) continue;
+        remaining -= lineCost;
+        expected.push(item.seq);
+      }
+      expect(chosen).toEqual(expected.sort((a, b) => a - b));
+    }
+  });
+});

@@ -15,7 +15,7 @@ const CLOSE_TAG = '</observational-memory>';
 const SUPERSESSIONS_HEADER = '⚠️ Preference changes (most recent wins):';
 const CONTRADICTIONS_HEADER = '⚠️ Unresolved contradictions:';
 const CONTINUATION_INDENT = '  ';
-const RECENT_WINDOW = 1024;
+const RECENT_WINDOW = 256;
 
 /** What the `<observational-memory>` snippet is built from. */
 export interface ObservationSnippetInput {
@@ -126,11 +126,14 @@ function selectObservations(
   const superseded = new Set<number>();
   if (structured?.schemaVersion === 1) for (const item of structured.supersessions) superseded.add(item.olderSeq);
 
+  // Scores are computed only for observations that are ever compared (see below).
   const scores = new Float64Array(count);
-  for (let index = 0; index < count; index++) {
+  const scoreAt = (index: number): number => {
     const observation = observations[index] as Observation;
-    scores[index] = scoreObservation(observation.importance, count - 1 - index, superseded.has(observation.seq));
-  }
+    const score = scoreObservation(observation.importance, count - 1 - index, superseded.has(observation.seq));
+    scores[index] = score;
+    return score;
+  };
   const byScore = (a: number, b: number): number => (scores[b] as number) - (scores[a] as number) || a - b;
 
   const chosen: number[] = [];
@@ -154,15 +157,24 @@ function selectObservations(
   // fit: the remaining budget only shrinks, so anything larger is skipped either way.
   const window = Math.min(count, RECENT_WINDOW);
   const bound = window < count ? 1 / (1 + window) : -1;
-  const recent = Array.from({ length: window }, (_, offset) => count - window + offset).sort(byScore);
+  const recent: number[] = [];
+  for (let index = count - window; index < count; index++) {
+    scoreAt(index);
+    recent.push(index);
+  }
+  recent.sort(byScore);
   const later: number[] = [];
   for (const index of recent) {
     if ((scores[index] as number) > bound) consider(index);
-    else later.push(index);
+    else if ((observations[index] as Observation).tokenCount <= remaining) later.push(index);
   }
-  for (let index = 0; index < count - window; index++) later.push(index);
-  const fitting = later.filter((index) => (observations[index] as Observation).tokenCount <= remaining).sort(byScore);
-  for (const index of fitting) consider(index);
+  for (let index = 0; index < count - window; index++) {
+    if ((observations[index] as Observation).tokenCount > remaining) continue;
+    scoreAt(index);
+    later.push(index);
+  }
+  later.sort(byScore);
+  for (const index of later) consider(index);
   chosen.sort((a, b) => a - b);
   return chosen.map((index) => lines.get(index) as string);
 }
