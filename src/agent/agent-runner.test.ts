@@ -1,7 +1,7 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
 import type { MockLanguageModel } from '../../test/support/mock-language-model.js';
 import { createModelObserver, createModelReflector } from '../memory/model-observer.js';
@@ -14,6 +14,10 @@ import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
 import { createAgentRunner } from './agent-runner.js';
 import type { AgentRunnerOptions } from './agent-runner.js';
 import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
+
+// One workspace for the file's exports, removed afterwards.
+const WORKSPACE = mkdtempSync(join(tmpdir(), 'hm-runner-'));
+afterAll(() => rmSync(WORKSPACE, { recursive: true, force: true }));
 
 const SENTINEL = 'SENTINEL_RECALL_user_prefers_tabs_over_spaces_42';
 
@@ -37,7 +41,7 @@ function harness(options: { memory?: Partial<ObservationalMemoryOptions>; runner
     workingMemory,
     runStore,
     memoryTools: [createWorkingMemoryTool(workingMemory), createObservationalMemoryTool({ memory: observationalMemory })],
-    workspace: mkdtempSync(join(tmpdir(), 'hm-runner-')),
+    workspace: WORKSPACE,
     ...options.runner,
   });
   return { store, agentModel, memoryModel, observationalMemory, workingMemory, runStore, runner };

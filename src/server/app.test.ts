@@ -1,7 +1,7 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
 import { createAgentRunner } from '../agent/agent-runner.js';
 import { createLocalEventHub } from '../agent/event-hub.js';
@@ -14,6 +14,10 @@ import { createObservationalMemoryTool } from '../tools/observational-memory-too
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
 import { createApp } from './app.js';
 import type { AppOptions } from './app.js';
+
+// One workspace for the file's exports, removed afterwards.
+const WORKSPACE = mkdtempSync(join(tmpdir(), 'hm-app-'));
+afterAll(() => rmSync(WORKSPACE, { recursive: true, force: true }));
 
 function setup(apiKeys?: AppOptions['apiKeys']) {
   const store = createInMemoryStore();
@@ -30,7 +34,7 @@ function setup(apiKeys?: AppOptions['apiKeys']) {
     runStore,
     hub,
     memoryTools: [createWorkingMemoryTool(workingMemory), createObservationalMemoryTool({ memory: observationalMemory })],
-    workspace: mkdtempSync(join(tmpdir(), 'hm-app-')),
+    workspace: WORKSPACE,
   });
   const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory, heartbeatMs: 50, ...(apiKeys ? { apiKeys } : {}) });
   const request = (path: string, init: RequestInit & { key?: string } = {}) => {
