@@ -9,10 +9,24 @@ export interface EventHub {
   subscribe(runId: string, listener: (event: RunEvent) => void): () => void;
 }
 
+/** An in-process hub, also the local fan-out of cross-process hubs. */
+export interface LocalEventHub extends EventHub {
+  /** Runs that have live subscribers. */
+  subscribedRunIds(): string[];
+  /** Drops every subscriber. */
+  clear(): void;
+}
+
 /** An event hub for one process. */
-export function createLocalEventHub(): EventHub {
+export function createLocalEventHub(): LocalEventHub {
   const listeners = new Map<string, Set<(event: RunEvent) => void>>();
   return {
+    subscribedRunIds() {
+      return [...listeners.keys()];
+    },
+    clear() {
+      listeners.clear();
+    },
     publish(event) {
       for (const listener of listeners.get(event.runId) ?? []) {
         try {
@@ -31,7 +45,7 @@ export function createLocalEventHub(): EventHub {
       set.add(listener);
       return () => {
         set.delete(listener);
-        if (set.size === 0) listeners.delete(runId);
+        if (set.size === 0 && listeners.get(runId) === set) listeners.delete(runId);
       };
     },
   };

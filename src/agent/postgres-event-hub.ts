@@ -10,6 +10,7 @@ import { StoreError } from '../core/errors.js';
 import { openPostgresConnection, validateSchemaName } from '../storage/postgres/postgres-connection.js';
 import type { PostgresConnectionOptions } from '../storage/postgres/postgres-connection.js';
 import type { RunEvent } from '../storage/run-store.js';
+import { createLocalEventHub } from './event-hub.js';
 import type { EventHub } from './event-hub.js';
 
 /**
@@ -32,7 +33,6 @@ export interface PostgresEventHub extends EventHub {
   close(): Promise<void>;
 }
 
-type Listener = (event: RunEvent) => void;
 
 const HUB = 'postgres-event-hub';
 const MAX_RECONNECT_DELAY_MS = 5000;
@@ -54,22 +54,15 @@ export async function createPostgresEventHub(options: PostgresEventHubOptions): 
   const connection = openPostgresConnection({ ...options, max: 2 }, HUB);
   const channel = options.channel === undefined ? defaultChannel(connection.schema) : validateChannel(options.channel);
   const { pool } = connection;
-  const listeners = new Map<string, Set<Listener>>();
+  // Local subscribers; this hub only adds the cross-replica notifications.
+  const local = createLocalEventHub();
   const pendingEchoes = new Set<string>();
   let listening: PoolClient | undefined;
   let closed = false;
   let reconnectTimer: NodeJS.Timeout | undefined;
   let reconnectDelayMs = 100;
 
-  const deliver = (event: RunEvent): void => {
-    for (const listener of listeners.get(event.runId) ?? []) {
-      try {
-        listener(event);
-      } catch {
-        // A failing subscriber must never stall the run or other subscribers.
-      }
-    }
-  };
+  const deliver = (event: RunEvent): void => local.publish(event);
 
   const onNotification = (message: Notification): void => {
     if (message.channel !== channel || !message.payload) return;
@@ -113,7 +106,7 @@ export async function createPostgresEventHub(options: PostgresEventHubOptions): 
         () => {
           reconnectDelayMs = 100;
           if (closed && listening) return drop(listening);
-          for (const runId of listeners.keys()) {
+          for (const runId of local.subscribedRunIds()) {
             deliver(Object.freeze({ id: `${runId}:-1`, runId, seq: -1, type: 'reconnected', timestamp: new Date().toISOString(), payload: Object.freeze({}) }));
           }
         },
@@ -156,18 +149,7 @@ export async function createPostgresEventHub(options: PostgresEventHubOptions): 
         pendingEchoes.delete(event.id);
       });
     },
-    subscribe(runId, listener) {
-      let set = listeners.get(runId);
-      if (!set) {
-        set = new Set();
-        listeners.set(runId, set);
-      }
-      set.add(listener);
-      return () => {
-        set.delete(listener);
-        if (set.size === 0 && listeners.get(runId) === set) listeners.delete(runId);
-      };
-    },
+    subscribe: (runId, listener) => local.subscribe(runId, listener),
     async close() {
       if (closed) return;
       closed = true;
@@ -176,7 +158,7 @@ export async function createPostgresEventHub(options: PostgresEventHubOptions): 
       const client = listening;
       listening = undefined;
       client?.release(true);
-      listeners.clear();
+      local.clear();
       if (connection.ownsPool) await pool.end();
     },
   };

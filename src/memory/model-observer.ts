@@ -1,6 +1,6 @@
 import { HarnessMemoryError } from '../core/errors.js';
 import { buildObserverPrompt, buildReflectorPrompt } from '../core/memory-prompts.js';
-import type { PromptMessage } from '../core/memory-prompts.js';
+import type { MemoryPrompt, PromptMessage } from '../core/memory-prompts.js';
 import type { Observation, ObservationConfig, ParsedObservation, StoredReflection } from '../core/observation.js';
 import { parseObservations } from '../core/parse-observations.js';
 import type { Scope } from '../core/scope.js';
@@ -54,15 +54,7 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 65536;
 export function createModelObserver(model: LanguageModel, limits: ModelOutputLimits = {}): Observer {
   return {
     async observe(input) {
-      const prompt = buildObserverPrompt(input);
-      const result = await model.doGenerate({
-        messages: [
-          { role: 'system', content: prompt.system },
-          { role: 'user', content: prompt.user },
-        ],
-        ...(input.abortSignal ? { abortSignal: input.abortSignal } : {}),
-      });
-      const text = acceptOutput('observer', result, limits.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
+      const text = await ask(model, 'observer', buildObserverPrompt(input), input.abortSignal, limits);
       const observations = parseObservations(text, {
         ...(limits.maxObservations !== undefined ? { maxObservations: limits.maxObservations } : {}),
         ...(limits.maxObservationChars !== undefined ? { maxObservationChars: limits.maxObservationChars } : {}),
@@ -77,17 +69,21 @@ export function createModelObserver(model: LanguageModel, limits: ModelOutputLim
 export function createModelReflector(model: LanguageModel, limits: ModelOutputLimits = {}): Reflector {
   return {
     async reflect(input) {
-      const prompt = buildReflectorPrompt(input);
-      const result = await model.doGenerate({
-        messages: [
-          { role: 'system', content: prompt.system },
-          { role: 'user', content: prompt.user },
-        ],
-        ...(input.abortSignal ? { abortSignal: input.abortSignal } : {}),
-      });
-      return acceptOutput('reflector', result, limits.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
+      return ask(model, 'reflector', buildReflectorPrompt(input), input.abortSignal, limits);
     },
   };
+}
+
+/** Sends a memory prompt and returns the accepted answer text. */
+async function ask(model: LanguageModel, role: 'observer' | 'reflector', prompt: MemoryPrompt, abortSignal: AbortSignal | undefined, limits: ModelOutputLimits): Promise<string> {
+  const result = await model.doGenerate({
+    messages: [
+      { role: 'system', content: prompt.system },
+      { role: 'user', content: prompt.user },
+    ],
+    ...(abortSignal ? { abortSignal } : {}),
+  });
+  return acceptOutput(role, result, limits.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
 }
 
 /**
