@@ -20,7 +20,7 @@ import type { TokenEstimator } from '../core/token-estimator.js';
 import { prepareTranscript } from '../core/transcript.js';
 import type { TranscriptMessage } from '../core/transcript.js';
 import type { LanguageModel } from '../llm/language-model.js';
-import type { MemoryStore, Operation } from '../storage/store.js';
+import type { MemoryStore, Operation, PrefetchedObserve } from '../storage/store.js';
 import { createModelObserver, createModelReflector } from './model-observer.js';
 import type { Observer, Reflector } from './model-observer.js';
 import { runOperation } from './operation-worker.js';
@@ -199,19 +199,18 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     faultPoint: options.faultPoint,
   };
 
-  /** Runs every claimable operation of the scope, in order, under the scope's lock. */
   /**
-   * Runs `first` (already claimed) if given, then claimable operations of the scope, in
-   * order. Once the `wanted` operation ran and left no follow-up work, it stops: whatever
-   * else is queued belongs to other callers, who run it themselves (or the background
-   * worker does).
+   * Runs `first` (already claimed, with what its claim prefetched) if given, then claimable
+   * operations of the scope, in order, under the scope's lock. Once the `wanted` operation
+   * ran and left no follow-up work, it stops: whatever else is queued belongs to other
+   * callers, who run it themselves (or the background worker does).
    */
-  const processScope = (memoryId: string, first?: Operation, wanted?: string): Promise<Map<string, OperationOutcome>> =>
+  const processScope = (memoryId: string, first?: Operation, wanted?: string, prefetched?: PrefetchedObserve): Promise<Map<string, OperationOutcome>> =>
     locks.run(memoryId, async () => {
       const outcomes = new Map<string, OperationOutcome>();
       const claim = () => store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
       for (let operation = first ?? (await claim()); operation; operation = await claim()) {
-        const result = await runOperation(worker, operation);
+        const result = await runOperation(worker, operation, prefetched);
         outcomes.set(operation.operationId, result);
         if (wanted !== undefined && outcomes.has(wanted) && !result.followUp) break;
       }
@@ -274,7 +273,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
         });
         if (!result.operation) return skipped('below_threshold', result.record.observationCount);
         operation = result.operation;
-        outcomes = await processScope(memoryId, result.claimed, result.operation.operationId);
+        outcomes = await processScope(memoryId, result.claimed, result.operation.operationId, result.prefetched);
       } else {
         const appended = await store.appendMessages({ scope, memoryId, messages: prepared });
         if (appended.unobservedTokens < config.observeMinTokens) return skipped('below_threshold', appended.record.observationCount);

@@ -3,7 +3,7 @@ import type { IdGenerator } from '../core/ids.js';
 import type { MemoryRecord, Observation, ObservationConfig } from '../core/observation.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
-import type { MemoryStore, Operation, StoredMessage } from '../storage/store.js';
+import type { MemoryStore, Operation, PrefetchedObserve, StoredMessage } from '../storage/store.js';
 import type { Observer, Reflector } from './model-observer.js';
 import { firstAfter } from './observation-cache.js';
 
@@ -60,11 +60,13 @@ export type WorkerFaultPoint = 'after_claim' | 'after_llm';
  * then applies the result atomically under the lease. Failures are recorded, and the
  * messages stay unobserved so nothing is lost.
  */
-export async function runOperation(context: OperationWorkerContext, operation: Operation): Promise<OperationOutcome> {
+export async function runOperation(context: OperationWorkerContext, operation: Operation, prefetched?: PrefetchedObserve): Promise<OperationOutcome> {
   const lease = { operationId: operation.operationId, leaseOwner: context.workerId };
   context.faultPoint?.('after_claim');
   try {
-    return operation.operationType === 'observe' ? await runObserve(context, operation) : await runReflect(context, operation);
+    return operation.operationType === 'observe'
+      ? await runObserve(context, operation, prefetched?.operationId === operation.operationId ? prefetched : undefined)
+      : await runReflect(context, operation);
   } catch (error) {
     const failure = error instanceof Error ? error : new Error(String(error));
     if (HarnessMemoryError.isInstance(failure) && failure.code === 'OPERATION_LEASE_LOST') {
@@ -85,16 +87,16 @@ export async function runOperation(context: OperationWorkerContext, operation: O
   }
 }
 
-async function runObserve(context: OperationWorkerContext, operation: Operation): Promise<OperationOutcome> {
+async function runObserve(context: OperationWorkerContext, operation: Operation, prefetched: PrefetchedObserve | undefined): Promise<OperationOutcome> {
   const { store } = context;
   const lease = { operationId: operation.operationId, leaseOwner: context.workerId };
-  const record = await store.getRecord(operation.memoryId);
+  const record = prefetched ? prefetched.record : await store.getRecord(operation.memoryId);
   const { enabled, config } = context.effective(record);
   if (!record || !enabled) {
     await store.completeWithoutChange({ ...lease, note: 'scope disabled' });
     return outcome(operation, 'unchanged', 0, false);
   }
-  const pending = await store.listUnobservedMessages(operation.memoryId, record.lastMessageSeq);
+  const pending = prefetched ? prefetched.messages : await store.listUnobservedMessages(operation.memoryId, record.lastMessageSeq);
   const batch = takeBatch(pending, context.maxBatchTokens);
   const tokens = batch.reduce((sum, message) => sum + message.tokenCount, 0);
   if (batch.length === 0 || tokens < config.observeMinTokens) {

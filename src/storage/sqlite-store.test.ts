@@ -8,7 +8,7 @@ import { createUlidGenerator } from '../core/ids.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
-import { SQLITE_SCHEMA_VERSION } from './sqlite/sqlite-migrations.js';
+import { migrateSqliteDatabase, SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite/sqlite-migrations.js';
 import { createSqliteStore } from './sqlite/sqlite-store.js';
 import type { MemoryStore } from './store.js';
 import { runStoreSuite } from './store.suite.js';
@@ -86,8 +86,8 @@ describe('store: sqlite (backend)', () => {
     expect(database.pragma('synchronous', { simple: true })).toBe(1);
     expect(database.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(database.pragma('secure_delete', { simple: true })).toBe(1);
-    expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual([1, 2, 3, 4]);
-    expect(SQLITE_SCHEMA_VERSION).toBe(4);
+    expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual([1, 2, 3, 4, 5]);
+    expect(SQLITE_SCHEMA_VERSION).toBe(5);
 
     const fullPath = join(directory, 'deep', 'er', 'full.db');
     const full = track(new Database(':memory:'));
@@ -217,6 +217,47 @@ describe('store: sqlite (backend)', () => {
     const applied = await store.completeObservation({ operationId: claimed!.operationId, leaseOwner: 'w', observations: [{ content: 'new', importance: 1, tokenCount: 2 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } });
     expect(applied.observations[0]?.seq).toBe(3);
     expect(applied.record.unreflectedObservationTokens).toBe(6);
+  });
+
+  it('upgrades a version-4 database: operations keep their order, status and leases, markers their order', async () => {
+    const raw = new Database(path);
+    migrateSqliteDatabase(raw, SQLITE_MIGRATIONS.filter((migration) => migration.version <= 4));
+    raw.prepare(`INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, created_at, updated_at) VALUES (?, 'acme', 'conv-1', 'agent-x', 1, 3, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`).run(memoryId);
+    const insertOperation = raw.prepare(`
+      INSERT INTO om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence, operation_type, status,
+        payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at)
+      VALUES (?, ?, 'acme', 'conv-1', 'agent-x', 'run-1', 'system', ?, 'observe', ?, '{}', '', ?, ?, ?, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`);
+    insertOperation.run('op_c', memoryId, 3, 'queued', 0, null, null);
+    insertOperation.run('op_a', memoryId, 1, 'applied', 1, null, null);
+    insertOperation.run('op_b', memoryId, 2, 'processing', 1, 'old-worker', '2025-01-01T00:05:00.000Z');
+    const insertMarker = raw.prepare(`INSERT INTO om_markers VALUES (?, ?, ?, 'op_a', 1, 1, 3, '{}', '2025-01-01T00:00:00.000Z')`);
+    // Same created_at, ids out of order: only insertion order tells them apart.
+    insertMarker.run('mk_z', memoryId, 'observation_start');
+    insertMarker.run('mk_a', memoryId, 'observation_end');
+    insertMarker.run('mk_m', memoryIdOf(other), 'observation_start');
+    raw.close();
+
+    const store = track(createSqliteStore({ path }));
+    expect((await store.listOperations(memoryId)).map((operation) => [operation.operationId, operation.scopeSequence, operation.status, operation.leaseOwner])).toEqual([
+      ['op_a', 1, 'applied', null],
+      ['op_b', 2, 'processing', 'old-worker'],
+      ['op_c', 3, 'queued', null],
+    ]);
+    expect((await store.listMarkers(memoryId)).map((marker) => marker.markerId)).toEqual(['mk_z', 'mk_a']);
+    expect((await store.listMarkers(memoryIdOf(other))).map((marker) => marker.markerId)).toEqual(['mk_m']);
+    expect(await store.countPendingOperations(memoryId)).toBe(2);
+    // The stale lease returns to the queue; then the scope's operations run in order.
+    expect(await store.requeueStaleOperations({ graceSeconds: 0 })).toBe(1);
+    expect((await store.claimOperation({ leaseOwner: 'w', leaseMs: 60_000 }))?.operationId).toBe('op_b');
+    const next = await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: {}, runId: 'r', toolCallId: 't' });
+    expect(next.scopeSequence).toBe(4);
+    const check = track(new Database(path, { readonly: true }));
+    expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
+    expect(check.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'om_operation_log' ORDER BY name").pluck().all()).toEqual([
+      'om_operation_log_operation_id_idx',
+      'om_operation_log_pending_idx',
+      'om_operation_log_queued_idx',
+    ]);
   });
 
   it('refuses a database whose schema is newer than it knows', () => {

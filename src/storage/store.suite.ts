@@ -309,10 +309,43 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(reached.unobservedTokens).toBe(20);
       expect(reached.operation?.operationId).toBe('op-2');
       expect(reached.claimed).toMatchObject({ operationId: 'op-2', status: 'processing', leaseOwner: 'w', attempt: 1 });
+      expect(reached.claimed?.leaseExpiresAt && reached.claimed.leaseExpiresAt > reached.claimed.createdAt).toBe(true);
+      expect((await store.listOperations(idA)).map((item) => [item.operationId, item.status, item.leaseOwner])).toEqual([['op-2', 'processing', 'w']]);
+      if (reached.prefetched) {
+        expect(reached.prefetched.operationId).toBe('op-2');
+        expect(reached.prefetched.record).toEqual(await store.getRecord(idA));
+        expect(reached.prefetched.messages).toEqual(await store.listUnobservedMessages(idA, reached.record.lastMessageSeq));
+        expect(reached.prefetched.messages.map((item) => item.messageKey)).toEqual(['id:1', 'id:2']);
+      }
       // With an operation of the scope already processing, the new one stays queued.
       const next = await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:3', 'c', 15)], minTokens: 20, operation: operation('op-3'), leaseOwner: 'w', leaseMs: 60_000 });
       expect(next.operation?.status).toBe('queued');
       expect(next.claimed).toBeUndefined();
+      expect(next.prefetched).toBeUndefined();
+      await store.completeWithoutChange({ operationId: 'op-2', leaseOwner: 'w', note: 'done' });
+      // An older queued operation of the scope runs first: the call claims it, not the new one.
+      const older = await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:4', 'd', 15)], minTokens: 20, operation: operation('op-4'), leaseOwner: 'w', leaseMs: 60_000 });
+      expect(older.operation).toMatchObject({ operationId: 'op-4', status: 'queued' });
+      expect(older.claimed).toMatchObject({ operationId: 'op-3', status: 'processing' });
+      if (older.prefetched) expect(older.prefetched.operationId).toBe('op-3');
+      expect(await store.countPendingOperations(idA)).toBe(2);
+    });
+
+    test('the fast path prefetches nothing for a claimed operation that is not an observe', async () => {
+      if (!store.appendMessagesAndClaim) return;
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a', 5)] });
+      await store.enqueueOperation({ operationId: 'op-r', scope: scopeA, memoryId: idA, operationType: 'reflect_now', payload: {}, runId: 'r', toolCallId: 't' });
+      const result = await store.appendMessagesAndClaim({
+        scope: scopeA,
+        memoryId: idA,
+        messages: [message('id:2', 'b', 5)],
+        minTokens: 1,
+        operation: { operationId: 'op-o', payload: {}, runId: 'r', toolCallId: 't' },
+        leaseOwner: 'w',
+        leaseMs: 60_000,
+      });
+      expect(result.claimed?.operationId).toBe('op-r');
+      expect(result.prefetched).toBeUndefined();
     });
 
     test('disposes idempotently and refuses work afterwards', async () => {

@@ -93,6 +93,14 @@ export interface AppendMessagesResult {
   readonly unobservedTokens: number;
 }
 
+/** What a claimed observe operation reads first, read in the transaction that claimed it. */
+export interface PrefetchedObserve {
+  readonly operationId: string;
+  readonly record: MemoryRecord;
+  /** Messages after the record's observation cursor, through its last message, in seq order. */
+  readonly messages: readonly StoredMessage[];
+}
+
 /** Identifies the worker holding an operation's lease. */
 export interface LeaseHandle {
   readonly operationId: string;
@@ -133,7 +141,9 @@ export interface MemoryStore {
    * when the unobserved tokens reach `minTokens`, {@link enqueueOperation} of an `observe`
    * operation and {@link claimOperation} for the scope (which claims the scope's oldest
    * pending operation: the new one, or an older one that must run first). Services fall
-   * back to the three calls when an adapter lacks it.
+   * back to the three calls when an adapter lacks it. When the claimed operation is an
+   * observe, `prefetched` may carry the record and the unobserved messages as the same
+   * transaction saw them, so the worker need not read them again.
    */
   appendMessagesAndClaim?(input: {
     scope: Scope;
@@ -143,7 +153,7 @@ export interface MemoryStore {
     operation: { operationId: string; payload: Record<string, unknown>; runId: string; toolCallId: string };
     leaseOwner: string;
     leaseMs: number;
-  }): Promise<AppendMessagesResult & { operation?: Operation; claimed?: Operation }>;
+  }): Promise<AppendMessagesResult & { operation?: Operation; claimed?: Operation; prefetched?: PrefetchedObserve }>;
 
   /** Messages with `observedThroughMessageSeq < seq <= throughSeq`, in seq order. */
   listUnobservedMessages(memoryId: string, throughSeq: number): Promise<StoredMessage[]>;

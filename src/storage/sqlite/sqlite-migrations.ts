@@ -215,6 +215,64 @@ CREATE TABLE harness_conversation_messages (
 );
 `;
 
+// Version 5: fewer b-trees for each observe to write. Every b-tree an insert or update
+// touches is one more 4 KiB page in the write-ahead log at commit, and the commit's page
+// writes are most of what an observe costs. The operation log is clustered by scope and
+// sequence (which is also its uniqueness rule), with small partial indexes holding only
+// pending work; markers are clustered by scope and insertion position.
+const COMPACT_QUEUE_AND_MARKERS = `
+CREATE TABLE om_operation_log_next (
+  memory_id TEXT NOT NULL,
+  scope_sequence INTEGER NOT NULL,
+  operation_id TEXT NOT NULL,
+  tenant_id TEXT NOT NULL,
+  conversation_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  tool_call_id TEXT NOT NULL,
+  operation_type TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('queued', 'processing', 'applied', 'failed')),
+  payload_json TEXT NOT NULL,
+  error_text TEXT NOT NULL,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  lease_owner TEXT,
+  lease_expires_at TEXT,
+  available_at TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (memory_id, scope_sequence)
+) WITHOUT ROWID;
+INSERT INTO om_operation_log_next
+  SELECT memory_id, scope_sequence, operation_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, operation_type, status,
+    payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at
+  FROM om_operation_log;
+DROP TABLE om_operation_log;
+ALTER TABLE om_operation_log_next RENAME TO om_operation_log;
+CREATE UNIQUE INDEX om_operation_log_operation_id_idx ON om_operation_log (operation_id);
+CREATE INDEX om_operation_log_pending_idx ON om_operation_log (memory_id, status, scope_sequence) WHERE status IN ('queued', 'processing');
+CREATE INDEX om_operation_log_queued_idx ON om_operation_log (available_at, created_at) WHERE status = 'queued';
+
+CREATE TABLE om_markers_next (
+  memory_id TEXT NOT NULL,
+  marker_position INTEGER NOT NULL,
+  marker_id TEXT NOT NULL,
+  marker_type TEXT NOT NULL,
+  cycle_id TEXT NOT NULL,
+  message_index_start INTEGER NOT NULL,
+  message_index_end INTEGER NOT NULL,
+  token_count INTEGER NOT NULL,
+  payload_json TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (memory_id, marker_position)
+) WITHOUT ROWID;
+INSERT INTO om_markers_next
+  SELECT memory_id, ROW_NUMBER() OVER (PARTITION BY memory_id ORDER BY rowid), marker_id, marker_type, cycle_id,
+    message_index_start, message_index_end, token_count, payload_json, created_at
+  FROM om_markers;
+DROP TABLE om_markers;
+ALTER TABLE om_markers_next RENAME TO om_markers;
+`;
+
 /** Every migration, in order. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
   {
@@ -245,6 +303,13 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
     description: 'drop the reference (status, created_at) index on the operation log: claims use (status, available_at), and every index costs each enqueue and claim a page write',
     up: (db: Database): void => {
       db.exec('DROP INDEX IF EXISTS om_operation_log_status_created_idx');
+    },
+  },
+  {
+    version: 5,
+    description: 'operation log clustered by (memory_id, scope_sequence) with partial indexes of pending work; markers clustered by (memory_id, marker_position)',
+    up: (db: Database): void => {
+      db.exec(COMPACT_QUEUE_AND_MARKERS);
     },
   },
 ]);

@@ -55,10 +55,14 @@ export interface SqliteStatements {
       status: string;
       payloadJson: string;
       attempt: number;
+      leaseOwner: string | null;
+      leaseExpiresAt: string | null;
       now: string;
     }>,
     OperationRow
   >;
+  /** 1 when the scope has a queued or processing operation. */
+  readonly hasPendingOperation: Statement<[string], number>;
   readonly claimCandidateOfScope: Statement<Named<{ now: string; memoryId: string }>, string>;
   readonly claimCandidateOfAnyScope: Statement<Named<{ now: string }>, string>;
   readonly claimOperation: Statement<Named<{ operationId: string; leaseOwner: string; leaseExpiresAt: string; now: string }>, OperationRow>;
@@ -83,11 +87,14 @@ export interface SqliteStatements {
 }
 
 // A scope's next queued operation, when no other of its operations is processing and it is
-// the oldest queued one: operations of one scope run strictly in sequence order.
+// the oldest queued one: operations of one scope run strictly in sequence order. The
+// repeated `status IN ('queued', 'processing')` lets SQLite use the partial index of pending
+// operations, which it only does when the query names the index's condition.
+const PENDING = `status IN ('queued', 'processing')`;
 const CLAIMABLE = `
   q.status = 'queued' AND q.available_at <= @now
-  AND NOT EXISTS (SELECT 1 FROM om_operation_log AS p WHERE p.memory_id = q.memory_id AND p.status = 'processing')
-  AND NOT EXISTS (SELECT 1 FROM om_operation_log AS o WHERE o.memory_id = q.memory_id AND o.status = 'queued' AND o.scope_sequence < q.scope_sequence)`;
+  AND NOT EXISTS (SELECT 1 FROM om_operation_log AS p WHERE p.memory_id = q.memory_id AND p.${PENDING} AND p.status = 'processing')
+  AND NOT EXISTS (SELECT 1 FROM om_operation_log AS o WHERE o.memory_id = q.memory_id AND o.${PENDING} AND o.status = 'queued' AND o.scope_sequence < q.scope_sequence)`;
 
 // The state_version in WHERE is the compare-and-swap: no row comes back if it moved.
 const BUMP = `state_version = state_version + 1, updated_at = @now WHERE memory_id = @memoryId AND state_version = @stateVersion RETURNING *`;
@@ -142,21 +149,25 @@ export function prepareStatements(db: Database): SqliteStatements {
       VALUES (@memory_id, @seq, @content, @token_count, @importance, @created_at, @source_start_seq, @source_end_seq, @operation_id)`),
     listObservations: prepare('SELECT * FROM om_observations WHERE memory_id = ? AND seq > ? ORDER BY seq'),
     insertMarker: prepare(`
-      INSERT INTO om_markers (marker_id, memory_id, marker_type, cycle_id, message_index_start, message_index_end, token_count, payload_json, created_at)
-      VALUES (@marker_id, @memory_id, @marker_type, @cycle_id, @message_index_start, @message_index_end, @token_count, @payload_json, @created_at)`),
-    // rowid order is commit order; created_at can tie within a transaction.
-    listMarkers: prepare('SELECT * FROM om_markers WHERE memory_id = ? ORDER BY rowid'),
+      INSERT INTO om_markers (memory_id, marker_position, marker_id, marker_type, cycle_id, message_index_start, message_index_end, token_count, payload_json, created_at)
+      SELECT @memory_id, COALESCE(MAX(marker_position), 0) + 1, @marker_id, @marker_type, @cycle_id, @message_index_start, @message_index_end, @token_count, @payload_json, @created_at
+      FROM om_markers WHERE memory_id = @memory_id`),
+    // marker_position is insertion order; created_at can tie within a transaction.
+    listMarkers: prepare('SELECT * FROM om_markers WHERE memory_id = ? ORDER BY marker_position'),
 
     insertOperation: prepare(`
       INSERT INTO om_operation_log (
         operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
         operation_type, status, payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at)
       SELECT @operationId, @memoryId, @tenantId, @conversationId, @agentId, @runId, @toolCallId, COALESCE(MAX(scope_sequence), 0) + 1,
-        @operationType, @status, @payloadJson, '', @attempt, NULL, NULL, @now, @now, @now
+        @operationType, @status, @payloadJson, '', @attempt, @leaseOwner, @leaseExpiresAt, @now, @now, @now
       FROM om_operation_log WHERE memory_id = @memoryId
       RETURNING *`),
-    claimCandidateOfScope: pluck(`SELECT q.operation_id FROM om_operation_log AS q WHERE q.memory_id = @memoryId AND ${CLAIMABLE} ORDER BY q.scope_sequence LIMIT 1`),
-    claimCandidateOfAnyScope: pluck(`SELECT q.operation_id FROM om_operation_log AS q WHERE ${CLAIMABLE} ORDER BY q.created_at, q.rowid LIMIT 1`),
+    hasPendingOperation: pluck(`SELECT 1 FROM om_operation_log INDEXED BY om_operation_log_pending_idx WHERE memory_id = ? AND ${PENDING} LIMIT 1`),
+    // Without INDEXED BY the planner walks the scope's whole history through the primary key.
+    claimCandidateOfScope: pluck(`SELECT q.operation_id FROM om_operation_log AS q INDEXED BY om_operation_log_pending_idx WHERE q.memory_id = @memoryId AND q.${PENDING} AND ${CLAIMABLE} ORDER BY q.scope_sequence LIMIT 1`),
+    // Oldest available first: the order of the partial index of queued operations.
+    claimCandidateOfAnyScope: pluck(`SELECT q.operation_id FROM om_operation_log AS q WHERE ${CLAIMABLE} ORDER BY q.available_at, q.created_at LIMIT 1`),
     claimOperation: prepare(`
       UPDATE om_operation_log SET status = 'processing', attempt = attempt + 1, lease_owner = @leaseOwner, lease_expires_at = @leaseExpiresAt, updated_at = @now
       WHERE operation_id = @operationId AND status = 'queued'
@@ -170,10 +181,10 @@ export function prepareStatements(db: Database): SqliteStatements {
     requeueStaleOperations: prepare(`
       UPDATE om_operation_log SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
         error_text = 'requeued after stale processing operation', updated_at = @now
-      WHERE status = 'processing' AND lease_expires_at <= @cutoff`),
+      WHERE ${PENDING} AND status = 'processing' AND lease_expires_at <= @cutoff`),
     listOperations: prepare('SELECT * FROM om_operation_log WHERE memory_id = ? ORDER BY scope_sequence'),
-    countPendingOperations: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE status IN ('queued', 'processing')`),
-    countPendingOperationsOfScope: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND status IN ('queued', 'processing')`),
+    countPendingOperations: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE ${PENDING}`),
+    countPendingOperationsOfScope: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND ${PENDING}`),
 
     selectEntry: prepare('SELECT * FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?'),
     countEntries: pluck('SELECT COUNT(*) FROM working_memory_entries WHERE memory_id = ?'),

@@ -9,7 +9,7 @@ import { StoreError } from '../../core/errors.js';
 import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
-import type { LeaseHandle, MemoryStore } from '../store.js';
+import type { LeaseHandle, MemoryStore, Operation, PrefetchedObserve } from '../store.js';
 import { configureSqliteConnection, openSqliteFile } from './sqlite-connection.js';
 import { conflictError, disposedError, leaseLostError, missingRecordError, STORE_NAME, toStoreError } from './sqlite-errors.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
@@ -159,6 +159,8 @@ function buildStore(
       status: 'applied',
       payloadJson: JSON.stringify({ enabled: input.enabled, ...(input.config ? { config: input.config } : {}) }),
       attempt: 1,
+      leaseOwner: null,
+      leaseExpiresAt: null,
       now,
     });
     return toRecord(row);
@@ -197,12 +199,33 @@ function buildStore(
   const appendMessagesAndClaim = db.transaction((input: Parameters<NonNullable<MemoryStore['appendMessagesAndClaim']>>[0]) => {
     const appended = appendMessagesBody(input);
     if (appended.unobservedTokens < input.minTokens) return appended;
-    const operation = enqueueOperationBody({ ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' });
-    const claimed = claimOperationBody({ memoryId: input.memoryId, leaseOwner: input.leaseOwner, leaseMs: input.leaseMs });
-    return { ...appended, operation, ...(claimed ? { claimed } : {}) };
+    const fields = { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' as const };
+    let operation: Operation;
+    let claimed: Operation | undefined;
+    if (statements.hasPendingOperation.get(input.memoryId) === undefined) {
+      // Nothing of the scope is pending, so the new operation is the one a claim would take:
+      // store it claimed, and spare the queue index an insert and a delete.
+      const now = readNow();
+      operation = enqueueOperationBody(fields, { now, leaseOwner: input.leaseOwner, leaseExpiresAt: shift(now, 'leaseMs', input.leaseMs, 1) });
+      claimed = operation;
+    } else {
+      operation = enqueueOperationBody(fields);
+      claimed = claimOperationBody({ memoryId: input.memoryId, leaseOwner: input.leaseOwner, leaseMs: input.leaseMs });
+    }
+    if (!claimed) return { ...appended, operation };
+    const prefetched: PrefetchedObserve | undefined =
+      claimed.operationType === 'observe'
+        ? {
+            operationId: claimed.operationId,
+            record: appended.record,
+            messages: statements.listUnobservedMessages.all({ memoryId: input.memoryId, throughSeq: appended.record.lastMessageSeq }).map(toStoredMessage),
+          }
+        : undefined;
+    return { ...appended, operation, claimed, ...(prefetched ? { prefetched } : {}) };
   });
 
-  const enqueueOperationBody = (input: Input<'enqueueOperation'>) => {
+  /** Enqueues; with `lease`, the operation is stored already claimed by its holder. */
+  const enqueueOperationBody = (input: Input<'enqueueOperation'>, lease?: { now: string; leaseOwner: string; leaseExpiresAt: string }) => {
     const row = statements.insertOperation.get({
       operationId: input.operationId,
       memoryId: input.memoryId,
@@ -210,15 +233,17 @@ function buildStore(
       runId: input.runId,
       toolCallId: input.toolCallId,
       operationType: input.operationType,
-      status: 'queued',
+      status: lease ? 'processing' : 'queued',
       payloadJson: JSON.stringify(input.payload),
-      attempt: 0,
-      now: readNow(),
+      attempt: lease ? 1 : 0,
+      leaseOwner: lease?.leaseOwner ?? null,
+      leaseExpiresAt: lease?.leaseExpiresAt ?? null,
+      now: lease?.now ?? readNow(),
     });
     if (!row) throw new StoreError({ store: STORE_NAME, message: `Operation ${input.operationId} was not stored.` });
     return toOperation(row);
   };
-  const enqueueOperation = db.transaction(enqueueOperationBody);
+  const enqueueOperation = db.transaction((input: Input<'enqueueOperation'>) => enqueueOperationBody(input));
 
   const claimOperationBody = (input: Input<'claimOperation'>) => {
     const now = readNow();
