@@ -254,27 +254,32 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       const skipped = (reason: NonNullable<ObserveResult['reason']>, count = 0): ObserveResult => ({ status: 'skipped', reason, observed: false, reflected: false, observationCount: count });
       if (mode === 'off') return skipped('mode_off');
       const memoryId = memoryIdOf(scope);
-      const record = await store.getRecord(memoryId);
-      const { enabled, config } = effective(record);
-      if (!enabled) return skipped('disabled', record?.observationCount ?? 0);
-      if (prepared.length === 0) return skipped('no_messages', record?.observationCount ?? 0);
       let operation: Operation;
       let outcomes: Map<string, OperationOutcome>;
-      if (store.appendMessagesAndClaim) {
-        // One transaction stores the messages, enqueues and claims: the enqueue is still the commit point.
+      if (store.appendMessagesAndClaim && prepared.length > 0) {
+        // One transaction reads the settings, stores the messages, enqueues and claims: the
+        // enqueue is still the commit point.
         const result = await store.appendMessagesAndClaim({
           scope,
           memoryId,
           messages: prepared,
-          minTokens: config.observeMinTokens,
+          settings: (record) => {
+            const { enabled, config } = effective(record);
+            return { enabled, minTokens: config.observeMinTokens };
+          },
           operation: { operationId: generateId('op'), payload: { messages: prepared.length }, runId: request.runId ?? 'unknown', toolCallId: request.toolCallId ?? 'system' },
           leaseOwner: worker.workerId,
           leaseMs: worker.leaseMs,
         });
+        if (result.disabled) return skipped('disabled', result.record?.observationCount ?? 0);
         if (!result.operation) return skipped('below_threshold', result.record.observationCount);
         operation = result.operation;
         outcomes = await processScope(memoryId, result.claimed, result.operation.operationId, result.prefetched);
       } else {
+        const record = await store.getRecord(memoryId);
+        const { enabled, config } = effective(record);
+        if (!enabled) return skipped('disabled', record?.observationCount ?? 0);
+        if (prepared.length === 0) return skipped('no_messages', record?.observationCount ?? 0);
         const appended = await store.appendMessages({ scope, memoryId, messages: prepared });
         if (appended.unobservedTokens < config.observeMinTokens) return skipped('below_threshold', appended.record.observationCount);
         ({ operation, outcomes } = await enqueueAndRun(scope, 'observe', { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens }, request));

@@ -106,14 +106,17 @@ async function runObserve(context: OperationWorkerContext, operation: Operation,
   if (!context.observer) throw notConfigured('observer');
   const all = await context.observationsOf(operation.memoryId, record);
   const unreflected = recentWithin(all.slice(firstAfter(all, record.reflection?.throughSeq ?? 0)), config.reflectThresholdTokens);
-  const parsed = await context.observer.observe({
-    scope: record.scope,
-    config,
-    messages: batch.map((message) => ({ seq: message.seq, role: message.role, content: message.content })),
-    reflection: record.reflection,
-    unreflected,
-    abortSignal: AbortSignal.timeout(Math.max(1, Math.floor(context.leaseMs * 0.8))),
-  });
+  const observer = context.observer;
+  const parsed = await withinLease(context, (abortSignal) =>
+    observer.observe({
+      scope: record.scope,
+      config,
+      messages: batch.map((message) => ({ seq: message.seq, role: message.role, content: message.content })),
+      reflection: record.reflection,
+      unreflected,
+      abortSignal,
+    }),
+  );
   context.faultPoint?.('after_llm');
   const throughMessageSeq = (batch[batch.length - 1] as StoredMessage).seq;
   const applied = await store.completeObservation({
@@ -156,13 +159,8 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
   const all = await context.observationsOf(operation.memoryId, record);
   let observations = oldestWithin(all.slice(firstAfter(all, previousThrough)), Math.max(config.reflectThresholdTokens, 1) * 4);
   if (observations.length === 0) observations = recentWithin(all, Math.max(config.reflectThresholdTokens, 1));
-  const raw = await context.reflector.reflect({
-    scope: record.scope,
-    config,
-    reflection: record.reflection,
-    observations,
-    abortSignal: AbortSignal.timeout(Math.max(1, Math.floor(context.leaseMs * 0.8))),
-  });
+  const reflector = context.reflector;
+  const raw = await withinLease(context, (abortSignal) => reflector.reflect({ scope: record.scope, config, reflection: record.reflection, observations, abortSignal }));
   context.faultPoint?.('after_llm');
   const throughSeq = Math.max(previousThrough, observations.at(-1)?.seq ?? 0);
   await store.completeReflection({
@@ -172,6 +170,22 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
   });
   context.onEvent({ type: 'reflection-completed', operation, trigger: automatic ? 'auto' : 'reflect_now' });
   return outcome(operation, 'applied', 0, true);
+}
+
+/**
+ * Runs a model call with a signal that aborts once 80% of the lease is gone, so the call
+ * ends while the result can still be applied. The timer is cleared as soon as the call
+ * settles: `AbortSignal.timeout` would leave one timer per operation pending for minutes.
+ */
+async function withinLease<T>(context: OperationWorkerContext, call: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException('The model call ran past 80% of the operation lease.', 'TimeoutError')), Math.max(1, Math.floor(context.leaseMs * 0.8)));
+  timer.unref?.();
+  try {
+    return await call(controller.signal);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function takeBatch(messages: readonly StoredMessage[], maxTokens: number): StoredMessage[] {

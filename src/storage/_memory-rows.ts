@@ -28,6 +28,8 @@ export interface RecordRow {
   config_json: unknown;
   observed_through_message_seq: number;
   last_message_seq: number;
+  /** SQLite only: observed messages through this seq have lost their text. */
+  messages_cleared_through_seq?: number;
   observation_count: number;
   last_observation_seq: number;
   active_observation_tokens: number;

@@ -127,12 +127,14 @@ describe('store: sqlite (backend)', () => {
     expect((await second.listOperations(memoryId)).map((operation) => operation.status)).toEqual(['applied', 'applied', 'applied', 'queued']);
     expect(await second.listMarkers(memoryId)).toEqual(before.markers);
     expect(await second.countPendingOperations()).toBe(1);
-    // Observed messages keep their keys but not their text, so one is never stored twice.
+    // Observed messages keep their keys but, from the next append on, not their text; a key is never stored twice.
+    await second.appendMessages({ scope, memoryId, messages: [{ messageKey: 'id:3', role: 'user', name: '', toolCallId: '', content: 'd', tokenCount: 2 }] });
     const raw = track(new Database(path, { readonly: true }));
     expect(raw.prepare('SELECT message_key, content, observed FROM om_messages ORDER BY seq').raw().all()).toEqual([
       ['id:0', '', 1],
       ['id:1', '', 1],
       ['id:2', 'c', 0],
+      ['id:3', 'd', 0],
     ]);
     expect((await second.appendMessages({ scope, memoryId, messages: [{ messageKey: 'id:0', role: 'user', name: '', toolCallId: '', content: 'a', tokenCount: 2 }] })).inserted).toBe(0);
   });
@@ -258,6 +260,23 @@ describe('store: sqlite (backend)', () => {
       'om_operation_log_pending_idx',
       'om_operation_log_queued_idx',
     ]);
+  });
+
+  it('drops the text of observed messages at the scope\'s next append, keeping their keys', async () => {
+    const database = track(new Database(path));
+    const store = track(createSqliteStore({ path, database }));
+    const text = (seq: number) => database.prepare('SELECT content FROM om_messages WHERE memory_id = ? AND seq = ?').pluck().get(memoryId, seq);
+    const message = (key: string, content: string) => ({ messageKey: key, role: 'user', name: '', toolCallId: '', content, tokenCount: 3 });
+    await store.appendMessages({ scope, memoryId, messages: [message('id:1', 'first secret-ish text'), message('id:2', 'second')] });
+    await observe(store, scope, ['noted'], 2);
+    await store.appendMessages({ scope, memoryId, messages: [message('id:1', 'first secret-ish text')] });
+    // A replayed key stores nothing, so nothing is cleared yet.
+    expect(text(1)).toBe('first secret-ish text');
+    await store.appendMessages({ scope, memoryId, messages: [message('id:3', 'third')] });
+    expect([text(1), text(2), text(3)]).toEqual(['', '', 'third']);
+    expect(database.prepare('SELECT message_key FROM om_messages WHERE memory_id = ? ORDER BY seq').pluck().all(memoryId)).toEqual(['id:1', 'id:2', 'id:3']);
+    expect(await store.listUnobservedMessages(memoryId, 3)).toEqual([expect.objectContaining({ messageKey: 'id:3', content: 'third', seq: 3 })]);
+    expect((await store.appendMessages({ scope, memoryId, messages: [message('id:2', 'second')] })).inserted).toBe(0);
   });
 
   it('refuses a database whose schema is newer than it knows', () => {

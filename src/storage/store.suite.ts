@@ -8,7 +8,8 @@ import { createUlidGenerator } from '../core/ids.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
-import type { MemoryStore, NewMessage } from './store.js';
+import type { MemoryRecord } from '../core/observation.js';
+import type { AppendAndClaimResult, MemoryStore, NewMessage } from './store.js';
 
 /** Options of {@link runStoreSuite}. */
 export interface StoreSuiteOptions {
@@ -298,14 +299,20 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(again.inserted).toBe(1);
     });
 
+    const observeFrom = (minTokens: number) => () => ({ enabled: true, minTokens });
+    const appended = (result: AppendAndClaimResult) => {
+      if (result.disabled) throw new Error('expected the scope to observe');
+      return result;
+    };
+
     test('appends, enqueues and claims in one call when the adapter has the fast path', async () => {
       if (!store.appendMessagesAndClaim) return;
       const operation = (operationId: string) => ({ operationId, payload: {}, runId: 'r', toolCallId: 't' });
-      const below = await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a', 5)], minTokens: 20, operation: operation('op-1'), leaseOwner: 'w', leaseMs: 60_000 });
+      const below = appended(await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a', 5)], settings: observeFrom(20), operation: operation('op-1'), leaseOwner: 'w', leaseMs: 60_000 }));
       expect(below.operation).toBeUndefined();
       expect(below.claimed).toBeUndefined();
       expect(await store.listOperations(idA)).toEqual([]);
-      const reached = await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:2', 'b', 15)], minTokens: 20, operation: operation('op-2'), leaseOwner: 'w', leaseMs: 60_000 });
+      const reached = appended(await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:2', 'b', 15)], settings: observeFrom(20), operation: operation('op-2'), leaseOwner: 'w', leaseMs: 60_000 }));
       expect(reached.unobservedTokens).toBe(20);
       expect(reached.operation?.operationId).toBe('op-2');
       expect(reached.claimed).toMatchObject({ operationId: 'op-2', status: 'processing', leaseOwner: 'w', attempt: 1 });
@@ -318,32 +325,60 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         expect(reached.prefetched.messages.map((item) => item.messageKey)).toEqual(['id:1', 'id:2']);
       }
       // With an operation of the scope already processing, the new one stays queued.
-      const next = await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:3', 'c', 15)], minTokens: 20, operation: operation('op-3'), leaseOwner: 'w', leaseMs: 60_000 });
+      const next = appended(await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:3', 'c', 15)], settings: observeFrom(20), operation: operation('op-3'), leaseOwner: 'w', leaseMs: 60_000 }));
       expect(next.operation?.status).toBe('queued');
       expect(next.claimed).toBeUndefined();
       expect(next.prefetched).toBeUndefined();
       await store.completeWithoutChange({ operationId: 'op-2', leaseOwner: 'w', note: 'done' });
       // An older queued operation of the scope runs first: the call claims it, not the new one.
-      const older = await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:4', 'd', 15)], minTokens: 20, operation: operation('op-4'), leaseOwner: 'w', leaseMs: 60_000 });
+      const older = appended(await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:4', 'd', 15)], settings: observeFrom(20), operation: operation('op-4'), leaseOwner: 'w', leaseMs: 60_000 }));
       expect(older.operation).toMatchObject({ operationId: 'op-4', status: 'queued' });
       expect(older.claimed).toMatchObject({ operationId: 'op-3', status: 'processing' });
       if (older.prefetched) expect(older.prefetched.operationId).toBe('op-3');
       expect(await store.countPendingOperations(idA)).toBe(2);
     });
 
+    test('the fast path writes nothing for a disabled scope, and shows settings the record as stored', async () => {
+      if (!store.appendMessagesAndClaim) return;
+      const seen: Array<MemoryRecord | undefined> = [];
+      const input = (key: string, enabled: boolean) => ({
+        scope: scopeA,
+        memoryId: idA,
+        messages: [message(key, 'a', 5)],
+        settings: (record: MemoryRecord | undefined) => {
+          seen.push(record);
+          return { enabled, minTokens: 1 };
+        },
+        operation: { operationId: `op-${key}`, payload: {}, runId: 'r', toolCallId: 't' },
+        leaseOwner: 'w',
+        leaseMs: 60_000,
+      });
+      const fresh = await store.appendMessagesAndClaim(input('id:1', false));
+      expect(fresh).toEqual({ disabled: true, record: undefined });
+      expect(await store.getRecord(idA)).toBeUndefined();
+      await store.updateSettings({ scope: scopeA, memoryId: idA, enabled: false, runId: 'r', toolCallId: 't', operationId: 'op-off' });
+      const stored = await store.getRecord(idA);
+      const off = await store.appendMessagesAndClaim(input('id:2', false));
+      expect(off).toEqual({ disabled: true, record: stored });
+      expect(seen).toEqual([undefined, stored]);
+      expect(await store.getRecord(idA)).toEqual(stored);
+      expect(await store.listUnobservedMessages(idA, 100)).toEqual([]);
+      expect((await store.listOperations(idA)).map((item) => item.operationId)).toEqual(['op-off']);
+    });
+
     test('the fast path prefetches nothing for a claimed operation that is not an observe', async () => {
       if (!store.appendMessagesAndClaim) return;
       await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a', 5)] });
       await store.enqueueOperation({ operationId: 'op-r', scope: scopeA, memoryId: idA, operationType: 'reflect_now', payload: {}, runId: 'r', toolCallId: 't' });
-      const result = await store.appendMessagesAndClaim({
+      const result = appended(await store.appendMessagesAndClaim({
         scope: scopeA,
         memoryId: idA,
         messages: [message('id:2', 'b', 5)],
-        minTokens: 1,
+        settings: observeFrom(1),
         operation: { operationId: 'op-o', payload: {}, runId: 'r', toolCallId: 't' },
         leaseOwner: 'w',
         leaseMs: 60_000,
-      });
+      }));
       expect(result.claimed?.operationId).toBe('op-r');
       expect(result.prefetched).toBeUndefined();
     });

@@ -93,6 +93,11 @@ export interface AppendMessagesResult {
   readonly unobservedTokens: number;
 }
 
+/** Result of {@link MemoryStore.appendMessagesAndClaim}. */
+export type AppendAndClaimResult =
+  | { readonly disabled: true; readonly record: MemoryRecord | undefined }
+  | (AppendMessagesResult & { readonly disabled?: undefined; readonly operation?: Operation; readonly claimed?: Operation; readonly prefetched?: PrefetchedObserve });
+
 /** What a claimed observe operation reads first, read in the transaction that claimed it. */
 export interface PrefetchedObserve {
   readonly operationId: string;
@@ -137,23 +142,26 @@ export interface MemoryStore {
   appendMessages(input: { scope: Scope; memoryId: string; messages: readonly NewMessage[] }): Promise<AppendMessagesResult>;
 
   /**
-   * Optional fast path, one transaction instead of three: {@link appendMessages}; then,
-   * when the unobserved tokens reach `minTokens`, {@link enqueueOperation} of an `observe`
-   * operation and {@link claimOperation} for the scope (which claims the scope's oldest
-   * pending operation: the new one, or an older one that must run first). Services fall
-   * back to the three calls when an adapter lacks it. When the claimed operation is an
-   * observe, `prefetched` may carry the record and the unobserved messages as the same
-   * transaction saw them, so the worker need not read them again.
+   * Optional fast path, one transaction instead of four calls. It reads the scope's record
+   * (undefined when there is none) and asks `settings` whether the scope observes and from
+   * how many unobserved tokens; when disabled it writes nothing and answers `disabled`.
+   * Otherwise {@link appendMessages}; then, when the unobserved tokens reach `minTokens`,
+   * {@link enqueueOperation} of an `observe` operation and {@link claimOperation} for the
+   * scope (which claims the scope's oldest pending operation: the new one, or an older one
+   * that must run first). Services fall back to the separate calls when an adapter lacks
+   * it. When the claimed operation is an observe, `prefetched` may carry the record and the
+   * unobserved messages as the same transaction saw them, so the worker need not read them
+   * again.
    */
   appendMessagesAndClaim?(input: {
     scope: Scope;
     memoryId: string;
     messages: readonly NewMessage[];
-    minTokens: number;
+    settings: (record: MemoryRecord | undefined) => { enabled: boolean; minTokens: number };
     operation: { operationId: string; payload: Record<string, unknown>; runId: string; toolCallId: string };
     leaseOwner: string;
     leaseMs: number;
-  }): Promise<AppendMessagesResult & { operation?: Operation; claimed?: Operation; prefetched?: PrefetchedObserve }>;
+  }): Promise<AppendAndClaimResult>;
 
   /** Messages with `observedThroughMessageSeq < seq <= throughSeq`, in seq order. */
   listUnobservedMessages(memoryId: string, throughSeq: number): Promise<StoredMessage[]>;
@@ -185,7 +193,8 @@ export interface MemoryStore {
   /**
    * Applies an observe operation atomically, only while the lease holds: inserts the
    * observations with the next seqs, advances the message cursor to `throughMessageSeq`
-   * (never backwards), drops the observed messages' content, writes markers, bumps the
+   * (never backwards), drops the observed messages' content (here, or at the scope's next
+   * append, whose page write it then shares; the keys stay), writes markers, bumps the
    * state version and marks the operation `applied`. Throws `OPERATION_LEASE_LOST` if the
    * lease lapsed or was taken over.
    */

@@ -55,7 +55,7 @@ export function jsonLine<T>(stdout: string): T {
 /** Rows the invariant checks read. */
 export interface AuditRows {
   readonly integrity: string[];
-  readonly records: Array<{ memory_id: string; observed_through_message_seq: number; last_message_seq: number; observation_count: number; last_observation_seq: number }>;
+  readonly records: Array<{ memory_id: string; observed_through_message_seq: number; messages_cleared_through_seq: number; last_message_seq: number; observation_count: number; last_observation_seq: number }>;
   readonly operations: Array<{ operation_id: string; memory_id: string; operation_type: string; status: string; scope_sequence: number; attempt: number; run_id: string }>;
   readonly messages: Array<{ memory_id: string; seq: number; message_key: string; observed: number }>;
   readonly observations: Array<{ memory_id: string; seq: number; content: string; source_start_seq: number; source_end_seq: number; operation_id: string }>;
@@ -74,7 +74,7 @@ export function audit(path: string): AuditRows {
       operations: all('SELECT * FROM om_operation_log ORDER BY memory_id, scope_sequence'),
       messages: all('SELECT memory_id, seq, message_key, observed FROM om_messages ORDER BY memory_id, seq'),
       observations: all('SELECT * FROM om_observations ORDER BY memory_id, seq'),
-      markers: all('SELECT * FROM om_markers ORDER BY rowid'),
+      markers: all('SELECT * FROM om_markers ORDER BY memory_id, marker_position'),
       entries: all('SELECT * FROM working_memory_entries ORDER BY memory_id, entry_key'),
     };
   } finally {
@@ -83,3 +83,19 @@ export function audit(path: string): AuditRows {
 }
 
 export { coveredSeqs, range } from '../support/observation-ranges.js';
+
+/**
+ * Every stored message is observed (at or below its scope's cursor), and its text is gone
+ * exactly when it lies at or below the point the scope's appends have cleared through.
+ */
+export function messagesObservedAndCleared(rows: AuditRows): string[] {
+  const problems: string[] = [];
+  const records = new Map(rows.records.map((record) => [record.memory_id, record]));
+  for (const message of rows.messages) {
+    const record = records.get(message.memory_id);
+    if (!record) problems.push(`${message.message_key}: no record`);
+    else if (message.seq > record.observed_through_message_seq) problems.push(`${message.message_key}: not observed`);
+    else if ((message.observed === 1) !== message.seq <= record.messages_cleared_through_seq) problems.push(`${message.message_key}: observed=${message.observed}`);
+  }
+  return problems;
+}

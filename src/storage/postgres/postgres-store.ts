@@ -9,7 +9,7 @@ import { StoreError } from '../../core/errors.js';
 import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
-import type { AppendMessagesResult, LeaseHandle, MemoryStore } from '../store.js';
+import type { AppendAndClaimResult, AppendMessagesResult, LeaseHandle, MemoryStore } from '../store.js';
 import { disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
@@ -189,9 +189,12 @@ function buildStore(connection: PostgresConnection): MemoryStore {
     // One transaction instead of three: append, then (at the threshold) enqueue and claim.
     appendMessagesAndClaim: (input) =>
       execute(() =>
-        inScope(input.memoryId, async (client) => {
+        inScope(input.memoryId, async (client): Promise<AppendAndClaimResult> => {
+          const existing = await first<RecordRow>(client, sql.selectRecord, [input.memoryId]);
+          const settings = input.settings(existing && toRecord(existing));
+          if (!settings.enabled) return { disabled: true, record: existing && toRecord(existing) };
           const appended = await appendIn(client, input);
-          if (appended.unobservedTokens < input.minTokens) return appended;
+          if (appended.unobservedTokens < settings.minTokens) return appended;
           const operation = toOperation(await insertOperation(client, { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' }, 'queued', 0));
           const claimed = await first<OperationRow>(client, sql.claimOfScope, [input.leaseOwner, seconds('leaseMs', input.leaseMs, 1), input.memoryId]);
           return { ...appended, operation, ...(claimed ? { claimed: toOperation(claimed) } : {}) };

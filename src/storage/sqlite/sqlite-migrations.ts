@@ -219,7 +219,9 @@ CREATE TABLE harness_conversation_messages (
 // touches is one more 4 KiB page in the write-ahead log at commit, and the commit's page
 // writes are most of what an observe costs. The operation log is clustered by scope and
 // sequence (which is also its uniqueness rule), with small partial indexes holding only
-// pending work; markers are clustered by scope and insertion position.
+// pending work; markers are clustered by scope and insertion position. Observed messages
+// lose their text at the scope's next append (whose page write they share) rather than in
+// the apply; messages_cleared_through_seq says how far that has gone.
 const COMPACT_QUEUE_AND_MARKERS = `
 CREATE TABLE om_operation_log_next (
   memory_id TEXT NOT NULL,
@@ -271,6 +273,9 @@ INSERT INTO om_markers_next
   FROM om_markers;
 DROP TABLE om_markers;
 ALTER TABLE om_markers_next RENAME TO om_markers;
+
+ALTER TABLE om_memory_records ADD COLUMN messages_cleared_through_seq INTEGER NOT NULL DEFAULT 0;
+UPDATE om_memory_records SET messages_cleared_through_seq = observed_through_message_seq;
 `;
 
 /** Every migration, in order. */
@@ -307,7 +312,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
   },
   {
     version: 5,
-    description: 'operation log clustered by (memory_id, scope_sequence) with partial indexes of pending work; markers clustered by (memory_id, marker_position)',
+    description: 'operation log clustered by (memory_id, scope_sequence) with partial indexes of pending work; markers clustered by (memory_id, marker_position); observed message text cleared at the next append',
     up: (db: Database): void => {
       db.exec(COMPACT_QUEUE_AND_MARKERS);
     },

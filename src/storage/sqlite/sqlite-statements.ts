@@ -21,7 +21,7 @@ export interface SqliteStatements {
   readonly insertRecordIfMissing: Statement<Named<{ memoryId: string; tenantId: string; conversationId: string; agentId: string; now: string }>>;
   readonly selectRecord: Statement<[string], RecordRow>;
   readonly updateSettings: Statement<Named<{ memoryId: string; stateVersion: number; enabled: number; configJson: string; now: string }>, RecordRow>;
-  readonly updateLastMessageSeq: Statement<Named<{ memoryId: string; stateVersion: number; lastMessageSeq: number; now: string }>, RecordRow>;
+  readonly updateLastMessageSeq: Statement<Named<{ memoryId: string; stateVersion: number; lastMessageSeq: number; clearedThrough: number; now: string }>, RecordRow>;
   readonly applyObservations: Statement<
     Named<{ memoryId: string; stateVersion: number; throughSeq: number; count: number; lastObservationSeq: number; tokens: number; now: string }>,
     RecordRow
@@ -114,7 +114,7 @@ export function prepareStatements(db: Database): SqliteStatements {
       ON CONFLICT DO NOTHING`),
     selectRecord: prepare('SELECT * FROM om_memory_records WHERE memory_id = ?'),
     updateSettings: prepare(`UPDATE om_memory_records SET enabled = @enabled, config_json = @configJson, ${BUMP}`),
-    updateLastMessageSeq: prepare(`UPDATE om_memory_records SET last_message_seq = @lastMessageSeq, ${BUMP}`),
+    updateLastMessageSeq: prepare(`UPDATE om_memory_records SET last_message_seq = @lastMessageSeq, messages_cleared_through_seq = @clearedThrough, ${BUMP}`),
     applyObservations: prepare(`
       UPDATE om_memory_records SET
         observed_through_message_seq = @throughSeq,

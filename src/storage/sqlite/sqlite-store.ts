@@ -9,13 +9,14 @@ import { StoreError } from '../../core/errors.js';
 import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
-import type { LeaseHandle, MemoryStore, Operation, PrefetchedObserve } from '../store.js';
+import type { AppendAndClaimResult, LeaseHandle, MemoryStore, Operation, PrefetchedObserve } from '../store.js';
 import { configureSqliteConnection, openSqliteFile } from './sqlite-connection.js';
 import { conflictError, disposedError, leaseLostError, missingRecordError, STORE_NAME, toStoreError } from './sqlite-errors.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
 import { parseConfig, toMarker, toObservation, toOperation, toRecord, toStoredMessage, toWorkingMemoryEntry } from '../_memory-rows.js';
 import type { MarkerRow, ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
 import { prepareStatements } from './sqlite-statements.js';
+import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
 import type { SqliteStatements } from './sqlite-statements.js';
 
 export { STORE_NAME };
@@ -87,15 +88,21 @@ function buildStore(
   faultPoint: SqliteStoreOptions['faultPoint'],
 ): MemoryStore {
   let disposed = false;
+  const batcher = new SqliteWriteBatcher(db, (error) => toStoreError(error, context));
 
+  /** Runs a read (or a write that must not wait) now, after every write submitted before it. */
   const execute = <T>(work: () => T): T => {
     if (disposed) throw disposedError();
     try {
+      batcher.flush();
       return work();
     } catch (error) {
       throw toStoreError(error, context);
     }
   };
+
+  /** Runs a write in the next group commit (see SqliteWriteBatcher). */
+  const write = <T>(work: () => T): Promise<T> => (disposed ? Promise.reject(disposedError()) : batcher.submit(work));
 
   const readNow = (): string => {
     const now = statements.now.get();
@@ -141,7 +148,7 @@ function buildStore(
     statements.insertMarker.run({ ...columns, payload_json: JSON.stringify(payload) });
   };
 
-  const updateSettings = db.transaction((input: Input<'updateSettings'>) => {
+  const updateSettings = (input: Input<'updateSettings'>) => {
     const now = readNow();
     const current = ensureRecord(input.scope, input.memoryId, now);
     const config = parseConfig(JSON.stringify({ ...parseConfig(current.config_json), ...input.config }));
@@ -164,11 +171,12 @@ function buildStore(
       now,
     });
     return toRecord(row);
-  });
+  };
 
-  const appendMessagesBody = (input: Input<'appendMessages'>) => {
+  /** `existing`: the record row when the caller just read it in this transaction. */
+  const appendMessagesBody = (input: Input<'appendMessages'>, existing?: RecordRow) => {
     const now = readNow();
-    let row = ensureRecord(input.scope, input.memoryId, now);
+    let row = existing ?? ensureRecord(input.scope, input.memoryId, now);
     let lastSeq = row.last_message_seq;
     let inserted = 0;
     for (const message of input.messages) {
@@ -188,17 +196,27 @@ function buildStore(
       }
     }
     if (inserted > 0) {
-      row = swapped(statements.updateLastMessageSeq.get({ memoryId: input.memoryId, stateVersion: row.state_version, lastMessageSeq: lastSeq, now }), input.memoryId);
+      // Messages observed since the last append lose their text now: they sit on the page
+      // the new messages were just written to, so this costs no extra page write.
+      const clearedThrough = row.messages_cleared_through_seq ?? 0;
+      if (clearedThrough < row.observed_through_message_seq) statements.markMessagesObserved.run(input.memoryId, clearedThrough, row.observed_through_message_seq);
+      row = swapped(
+        statements.updateLastMessageSeq.get({ memoryId: input.memoryId, stateVersion: row.state_version, lastMessageSeq: lastSeq, clearedThrough: row.observed_through_message_seq, now }),
+        input.memoryId,
+      );
     }
     const unobservedTokens = statements.sumUnobservedTokens.get(input.memoryId, row.observed_through_message_seq) ?? 0;
     return { record: toRecord(row), inserted, unobservedTokens };
   };
-  const appendMessages = db.transaction(appendMessagesBody);
+  const appendMessages = (input: Input<'appendMessages'>) => appendMessagesBody(input);
 
   // The plain bodies, not their transaction wrappers: nested wrappers would add savepoints.
-  const appendMessagesAndClaim = db.transaction((input: Parameters<NonNullable<MemoryStore['appendMessagesAndClaim']>>[0]) => {
-    const appended = appendMessagesBody(input);
-    if (appended.unobservedTokens < input.minTokens) return appended;
+  const appendMessagesAndClaim = (input: Parameters<NonNullable<MemoryStore['appendMessagesAndClaim']>>[0]): AppendAndClaimResult => {
+    const existing = statements.selectRecord.get(input.memoryId);
+    const settings = input.settings(existing && toRecord(existing));
+    if (!settings.enabled) return { disabled: true, record: existing && toRecord(existing) };
+    const appended = appendMessagesBody(input, existing);
+    if (appended.unobservedTokens < settings.minTokens) return appended;
     const fields = { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' as const };
     let operation: Operation;
     let claimed: Operation | undefined;
@@ -222,7 +240,7 @@ function buildStore(
           }
         : undefined;
     return { ...appended, operation, claimed, ...(prefetched ? { prefetched } : {}) };
-  });
+  };
 
   /** Enqueues; with `lease`, the operation is stored already claimed by its holder. */
   const enqueueOperationBody = (input: Input<'enqueueOperation'>, lease?: { now: string; leaseOwner: string; leaseExpiresAt: string }) => {
@@ -243,7 +261,7 @@ function buildStore(
     if (!row) throw new StoreError({ store: STORE_NAME, message: `Operation ${input.operationId} was not stored.` });
     return toOperation(row);
   };
-  const enqueueOperation = db.transaction((input: Input<'enqueueOperation'>) => enqueueOperationBody(input));
+  const enqueueOperation = (input: Input<'enqueueOperation'>) => enqueueOperationBody(input);
 
   const claimOperationBody = (input: Input<'claimOperation'>) => {
     const now = readNow();
@@ -253,9 +271,8 @@ function buildStore(
     const row = statements.claimOperation.get({ operationId, leaseOwner: input.leaseOwner, leaseExpiresAt, now });
     return row && toOperation(row);
   };
-  const claimOperation = db.transaction(claimOperationBody);
 
-  const completeObservation = db.transaction((input: Input<'completeObservation'>) => {
+  const completeObservation = (input: Input<'completeObservation'>) => {
     const now = readNow();
     const operation = finishLeased(input, now, 'applied', '');
     const memoryId = operation.memory_id;
@@ -283,9 +300,6 @@ function buildStore(
       observations.push(toObservation(row));
     }
     faultPoint?.('mid_apply');
-    // The keys stay so a message is never stored twice; the text does not linger once observed.
-    // Bounded below by the cursor, so the update touches only this batch, not the whole log.
-    statements.markMessagesObserved.run(memoryId, current.observed_through_message_seq, throughSeq);
     const cycle = { memory_id: memoryId, cycle_id: operation.operation_id, token_count: tokens, created_at: now };
     insertMarker({ ...cycle, marker_id: input.markerIds.start, marker_type: 'observation_start', message_index_start: startSeq, message_index_end: startSeq, payload: { seq: current.last_observation_seq + 1 } });
     insertMarker({ ...cycle, marker_id: input.markerIds.end, marker_type: 'observation_end', message_index_start: throughSeq, message_index_end: throughSeq, payload: { seq } });
@@ -295,9 +309,9 @@ function buildStore(
     );
     faultPoint?.('before_mark_applied');
     return { record: toRecord(row), observations };
-  });
+  };
 
-  const completeReflection = db.transaction((input: Input<'completeReflection'>) => {
+  const completeReflection = (input: Input<'completeReflection'>) => {
     const now = readNow();
     const operation = finishLeased(input, now, 'applied', '');
     const memoryId = operation.memory_id;
@@ -328,27 +342,27 @@ function buildStore(
       memoryId,
     );
     return toRecord(row);
-  });
+  };
 
-  const completeWithoutChange = db.transaction((input: Input<'completeWithoutChange'>) => {
+  const completeWithoutChange = (input: Input<'completeWithoutChange'>) => {
     finishLeased(input, readNow(), 'applied', input.note);
-  });
+  };
 
-  const failOperation = db.transaction((input: Input<'failOperation'>) => {
+  const failOperation = (input: Input<'failOperation'>) => {
     const now = readNow();
     const row =
       input.retryAfterMs === undefined
         ? finishLeased(input, now, 'failed', input.errorText)
         : finishLeased(input, now, 'queued', input.errorText, shift(now, 'retryAfterMs', input.retryAfterMs, 1));
     return toOperation(row);
-  });
+  };
 
-  const requeueStaleOperations = db.transaction((input: Input<'requeueStaleOperations'>) => {
+  const requeueStaleOperations = (input: Input<'requeueStaleOperations'>) => {
     const now = readNow();
     return statements.requeueStaleOperations.run({ now, cutoff: shift(now, 'graceSeconds', input.graceSeconds, 1000, '-') }).changes;
-  });
+  };
 
-  const setWorkingMemoryEntry = db.transaction((input: Input<'setWorkingMemoryEntry'>) => {
+  const setWorkingMemoryEntry = (input: Input<'setWorkingMemoryEntry'>) => {
     const { memoryId, key, valueJson, limits } = input;
     if (statements.selectEntry.get(memoryId, key) === undefined) {
       const count = statements.countEntries.get(memoryId) ?? 0;
@@ -359,13 +373,13 @@ function buildStore(
     const row = statements.upsertEntry.get({ memoryId, key, valueJson, now: readNow() });
     if (!row) throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
     return toWorkingMemoryEntry(row);
-  });
+  };
 
-  const deleteWorkingMemoryEntry = db.transaction((memoryId: string, key: string) => statements.deleteEntry.run(memoryId, key).changes > 0);
+  const deleteWorkingMemoryEntry = (memoryId: string, key: string) => statements.deleteEntry.run(memoryId, key).changes > 0;
 
-  const forget = db.transaction((memoryId: string) => {
+  const forget = (memoryId: string) => {
     for (const statement of statements.forgetScope) statement.run(memoryId);
-  });
+  };
 
   const store: MemoryStore = {
     specificationVersion: 'v1',
@@ -377,43 +391,42 @@ function buildStore(
         return row && toRecord(row);
       });
     },
-    updateSettings: async (input) => execute(() => updateSettings.immediate(input)),
-    appendMessages: async (input) => execute(() => appendMessages.immediate(input)),
-    appendMessagesAndClaim: async (input) => execute(() => appendMessagesAndClaim.immediate(input)),
+    updateSettings: async (input) => write(() => updateSettings(input)),
+    appendMessages: async (input) => write(() => appendMessages(input)),
+    appendMessagesAndClaim: async (input) => write(() => appendMessagesAndClaim(input)),
     listUnobservedMessages: async (memoryId, throughSeq) => execute(() => statements.listUnobservedMessages.all({ memoryId, throughSeq }).map(toStoredMessage)),
     listObservations: async (memoryId, listOptions) => execute(() => statements.listObservations.all(memoryId, listOptions?.afterSeq ?? 0).map(toObservation)),
     listMarkers: async (memoryId) => execute(() => statements.listMarkers.all(memoryId).map(toMarker)),
-    enqueueOperation: async (input) => execute(() => enqueueOperation.immediate(input)),
-    claimOperation: async (input) =>
-      execute(() => {
-        // Most claims find nothing (the scope's work is done): check with a plain read first
-        // and take the write lock only when there is something to claim. The claim itself
-        // re-selects inside the IMMEDIATE transaction, so a race only costs an empty claim.
+    enqueueOperation: async (input) => write(() => enqueueOperation(input)),
+    claimOperation: async (input) => {
+      // Most claims find nothing (the scope's work is done): check with a plain read first
+      // and take the write lock only when there is something to claim. The claim itself
+      // re-selects inside its transaction, so a race only costs an empty claim.
+      const candidate = execute(() => {
         const now = readNow();
-        const candidate = input.memoryId === undefined ? statements.claimCandidateOfAnyScope.get({ now }) : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
-        return candidate === undefined ? undefined : claimOperation.immediate(input);
-      }),
-    completeObservation: async (input) => execute(() => completeObservation.immediate(input)),
-    completeReflection: async (input) => execute(() => completeReflection.immediate(input)),
-    completeWithoutChange: async (input) => {
-      execute(() => completeWithoutChange.immediate(input));
+        return input.memoryId === undefined ? statements.claimCandidateOfAnyScope.get({ now }) : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
+      });
+      return candidate === undefined ? undefined : write(() => claimOperationBody(input));
     },
-    failOperation: async (input) => execute(() => failOperation.immediate(input)),
-    requeueStaleOperations: async (input) => execute(() => requeueStaleOperations.immediate(input)),
+    completeObservation: async (input) => write(() => completeObservation(input)),
+    completeReflection: async (input) => write(() => completeReflection(input)),
+    completeWithoutChange: async (input) => write(() => completeWithoutChange(input)),
+    failOperation: async (input) => write(() => failOperation(input)),
+    requeueStaleOperations: async (input) => write(() => requeueStaleOperations(input)),
     listOperations: async (memoryId) => execute(() => statements.listOperations.all(memoryId).map(toOperation)),
     countPendingOperations: async (memoryId) => execute(() => (memoryId === undefined ? statements.countPendingOperations.get() : statements.countPendingOperationsOfScope.get(memoryId)) ?? 0),
-    setWorkingMemoryEntry: async (input) => execute(() => setWorkingMemoryEntry.immediate(input)),
+    setWorkingMemoryEntry: async (input) => write(() => setWorkingMemoryEntry(input)),
     getWorkingMemoryEntry: async (memoryId, key) => {
       return execute(() => {
         const row = statements.selectEntry.get(memoryId, key);
         return row && toWorkingMemoryEntry(row);
       });
     },
-    deleteWorkingMemoryEntry: async (memoryId, key) => execute(() => deleteWorkingMemoryEntry.immediate(memoryId, key)),
+    deleteWorkingMemoryEntry: async (memoryId, key) => write(() => deleteWorkingMemoryEntry(memoryId, key)),
     listWorkingMemoryEntries: async (memoryId) => execute(() => statements.listEntries.all(memoryId).map(toWorkingMemoryEntry)),
     forget: async (memoryId) => {
       execute(() => {
-        forget.immediate(memoryId);
+        db.transaction(forget).immediate(memoryId);
         // Copies the zeroed pages into the file and empties the WAL, so the old text is gone
         // from both. It waits (busy timeout) for readers of older snapshots; if one remains,
         // the caller must know the bytes may linger, and a retry is harmless.
@@ -431,6 +444,8 @@ function buildStore(
       if (disposed) return;
       disposed = true;
       try {
+        // Writes already submitted still commit.
+        batcher.flush();
         db.close();
       } catch (error) {
         throw toStoreError(error, context);
