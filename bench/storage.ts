@@ -302,6 +302,37 @@ async function observeFreshScope(factory: StoreFactory, backend: BackendName, wi
   }
 }
 
+/** Conversations observing at the same time in the concurrent observe figure. */
+const CONCURRENT_CONVERSATIONS = 8;
+
+/**
+ * Observe throughput as a server sees it: several conversations observing at once, each
+ * awaiting its own observes one after another. On SQLite their writes share commits.
+ */
+async function observeConcurrently(factory: StoreFactory, backend: BackendName, conversations: number): Promise<Rate> {
+  const { store, discard } = factory.open(backend);
+  try {
+    const { memory } = services(store);
+    collectGarbage();
+    const conversation = async (index: number, count: number, prefix: string): Promise<void> => {
+      const input: ScopeInput = { tenantId: 'bench', conversationId: `observe-concurrent-${index}` };
+      for (let turn = 0; turn < count; turn++) {
+        await memory.observe({ scope: input, messages: [{ id: `${prefix}-${turn}`, role: 'user', content: `Turn ${turn}: keep the deploy window in mind.` }] });
+      }
+    };
+    const all = (count: number, prefix: string) => Promise.all(Array.from({ length: conversations }, (_, index) => conversation(index, count, prefix)));
+    await all(20, 'warm');
+    const perConversation = Math.ceil(FRESH_OBSERVES / conversations) * 2;
+    const start = process.hrtime.bigint();
+    await all(perConversation, 'turn');
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    const count = perConversation * conversations;
+    return { name: `${backend}: observe, ${conversations} conversations at once`, count, seconds, opsPerSecond: count / seconds };
+  } finally {
+    await discard();
+  }
+}
+
 const OBSERVATION_SCALE: readonly ScenarioSpec[] = [
   { observations: 1_000, scopes: 1, entries: 100, steadySamples: 1_000, afterWriteSamples: 300, rateSeconds: 1, minCount: 20 },
   { observations: 10_000, scopes: 1, entries: 100, steadySamples: 2_000, afterWriteSamples: 200, rateSeconds: 1.5, minCount: 20 },
@@ -377,9 +408,11 @@ export async function benchStorage(): Promise<void> {
     }
     const fresh = new Map<BackendName, Rate>();
     const freshReflected = new Map<BackendName, Rate>();
+    const concurrent = new Map<BackendName, Rate>();
     for (const backend of BACKENDS) {
       fresh.set(backend, await observeFreshScope(factory, backend, false));
       freshReflected.set(backend, await observeFreshScope(factory, backend, true));
+      concurrent.set(backend, await observeConcurrently(factory, backend, CONCURRENT_CONVERSATIONS));
     }
     // What the machine itself adds to a short operation's tail (preemption, timer): a 50 µs busy loop.
     collectGarbage();
@@ -412,9 +445,10 @@ export async function benchStorage(): Promise<void> {
     }
 
     console.log(`\n## Observe operations enqueued and applied (memory.observe end to end, observeMinTokens 1, the first ${FRESH_OBSERVES.toLocaleString('en')} observes of a fresh scope)`);
-    console.log('   second row per store: with an instant reflector too (default reflect threshold), so the observations the observer is shown stay bounded');
+    console.log('   rows per store: one conversation awaiting each observe; the same with an instant reflector too (default reflect threshold, so the');
+    console.log(`   observations the observer is shown stay bounded); ${CONCURRENT_CONVERSATIONS} conversations observing at once, each awaiting its own (a server's load)`);
     for (const backend of BACKENDS) {
-      for (const result of [fresh.get(backend), freshReflected.get(backend)]) {
+      for (const result of [fresh.get(backend), freshReflected.get(backend), concurrent.get(backend)]) {
         if (result) reportRate(result, `≥ ${OBSERVE_TARGET.toLocaleString('en')}/s: ${verdict(result.opsPerSecond >= OBSERVE_TARGET)}`);
       }
     }

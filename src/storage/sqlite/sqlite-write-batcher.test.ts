@@ -84,6 +84,22 @@ describe('SqliteWriteBatcher', () => {
     batcher.flush();
   });
 
+  it('inside a transaction the connection\'s owner opened, units get savepoints and the owner commits', async () => {
+    db.exec('BEGIN IMMEDIATE');
+    const outcomes = await Promise.allSettled([
+      batcher.submit(insert('a')),
+      batcher.submit(() => {
+        insert('b')();
+        throw new Error('undo b');
+      }),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected']);
+    expect(await batcher.submit(insert('c'))).toBe(2);
+    expect(db.inTransaction).toBe(true);
+    db.exec('ROLLBACK');
+    expect(rows()).toEqual([]);
+  });
+
   it('rejects every unit when the transaction cannot begin, and stores nothing', async () => {
     const other = new Database(join(directory, 'batch.db'), { timeout: 0 });
     db.pragma('busy_timeout = 0');

@@ -23,7 +23,8 @@ interface Pending {
  * Each unit keeps its own outcome: a unit that throws is rolled back to its savepoint and
  * only its promise rejects. Every promise settles after the commit, so a resolved write
  * is as durable as one committed alone. Units run in submission order, and
- * {@link flush} lets a reader see every write submitted before it.
+ * {@link flush} lets a reader see every write submitted before it. Inside a transaction
+ * that the connection's owner opened, units run in savepoints and that owner commits.
  */
 export class SqliteWriteBatcher {
   readonly #db: Database;
@@ -66,53 +67,28 @@ export class SqliteWriteBatcher {
     if (this.#queue.length === 0) return;
     const batch = this.#queue;
     this.#queue = [];
-    if (batch.length === 1) this.#runAlone(batch[0] as Pending);
-    else this.#runTogether(batch);
+    this.#run(batch);
   }
 
-  #runAlone(unit: Pending): void {
-    let value: unknown;
-    try {
-      this.#begin.run();
-      try {
-        value = unit.work();
-        this.#commit.run();
-      } catch (error) {
-        if (this.#db.inTransaction) this.#rollback.run();
-        throw error;
-      }
-    } catch (error) {
-      unit.reject(this.#toError(error));
-      return;
-    }
-    unit.resolve(value);
-  }
-
-  #runTogether(batch: readonly Pending[]): void {
+  #run(batch: readonly Pending[]): void {
+    // Inside a transaction someone else opened on this connection, units only get their
+    // savepoints; that transaction's owner commits them.
+    const outer = this.#db.inTransaction;
+    // A unit alone in its own transaction needs no savepoint: the transaction is its undo.
+    const alone = batch.length === 1 && !outer;
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
     try {
-      this.#begin.run();
+      if (!outer) this.#begin.run();
       try {
-        for (const unit of batch) {
-          this.#savepoint.run();
-          try {
-            outcomes.push({ ok: true, value: unit.work() });
-            this.#release.run();
-          } catch (error) {
-            // Some errors (disk full, I/O) make SQLite roll back the whole transaction.
-            if (!this.#db.inTransaction) throw error;
-            this.#rollbackTo.run();
-            this.#release.run();
-            outcomes.push({ ok: false, error });
-          }
-        }
-        this.#commit.run();
+        for (const unit of batch) outcomes.push(alone ? { ok: true, value: unit.work() } : this.#runInSavepoint(unit));
+        if (!outer) this.#commit.run();
       } catch (error) {
-        if (this.#db.inTransaction) this.#rollback.run();
+        if (!outer && this.#db.inTransaction) this.#rollback.run();
         throw error;
       }
     } catch (error) {
-      // BEGIN or COMMIT failed (or a rollback did): nothing of the batch is stored.
+      // BEGIN or COMMIT failed, the lone unit threw, or SQLite undid the whole transaction:
+      // nothing of the batch is stored.
       const failure = this.#toError(error);
       for (const unit of batch) unit.reject(failure);
       return;
@@ -122,5 +98,20 @@ export class SqliteWriteBatcher {
       if (outcome?.ok) unit.resolve(outcome.value);
       else unit.reject(this.#toError(outcome?.error));
     });
+  }
+
+  #runInSavepoint(unit: Pending): { ok: true; value: unknown } | { ok: false; error: unknown } {
+    this.#savepoint.run();
+    try {
+      const value = unit.work();
+      this.#release.run();
+      return { ok: true, value };
+    } catch (error) {
+      // Some errors (disk full, I/O) make SQLite roll back the whole transaction.
+      if (!this.#db.inTransaction) throw error;
+      this.#rollbackTo.run();
+      this.#release.run();
+      return { ok: false, error };
+    }
   }
 }
