@@ -101,6 +101,7 @@ async function addObservations(store: MemoryStore, scope: Scope, observations: r
   if (claimed?.operationId !== queued.operationId) throw new Error(`bench: expected to claim ${queued.operationId}, got ${claimed?.operationId ?? 'nothing'}`);
   await store.completeObservation({
     operationId: queued.operationId,
+    memoryId: queued.memoryId,
     leaseOwner: LEASE.leaseOwner,
     observations,
     throughMessageSeq: appended.record.lastMessageSeq,

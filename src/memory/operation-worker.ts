@@ -61,7 +61,7 @@ export type WorkerFaultPoint = 'after_claim' | 'after_llm';
  * messages stay unobserved so nothing is lost.
  */
 export async function runOperation(context: OperationWorkerContext, operation: Operation, prefetched?: PrefetchedObserve): Promise<OperationOutcome> {
-  const lease = { operationId: operation.operationId, leaseOwner: context.workerId };
+  const lease = { operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: context.workerId };
   context.faultPoint?.('after_claim');
   try {
     return operation.operationType === 'observe'
@@ -89,7 +89,7 @@ export async function runOperation(context: OperationWorkerContext, operation: O
 
 async function runObserve(context: OperationWorkerContext, operation: Operation, prefetched: PrefetchedObserve | undefined): Promise<OperationOutcome> {
   const { store } = context;
-  const lease = { operationId: operation.operationId, leaseOwner: context.workerId };
+  const lease = { operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: context.workerId };
   const record = prefetched ? prefetched.record : await store.getRecord(operation.memoryId);
   const { enabled, config } = context.effective(record);
   if (!record || !enabled) {
@@ -143,7 +143,7 @@ async function runObserve(context: OperationWorkerContext, operation: Operation,
 
 async function runReflect(context: OperationWorkerContext, operation: Operation): Promise<OperationOutcome> {
   const { store } = context;
-  const lease = { operationId: operation.operationId, leaseOwner: context.workerId };
+  const lease = { operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: context.workerId };
   const record = await store.getRecord(operation.memoryId);
   const { enabled, config } = context.effective(record);
   const automatic = operation.operationType === 'reflect';

@@ -72,6 +72,7 @@ describe.skipIf(!url)('postgres store', () => {
       const claimed = await store.claimOperation({ leaseOwner: 'w', leaseMs: 60_000 });
       const { record, observations } = await store.completeObservation({
         operationId: claimed!.operationId,
+        memoryId: claimed!.memoryId,
         leaseOwner: 'w',
         observations: [{ content: 'fact', importance: 0.5, tokenCount: 3 }],
         throughMessageSeq: 1,
@@ -136,7 +137,7 @@ describe.skipIf(!url)('postgres store', () => {
           await sleep(Math.random() * 3);
           // Released from the map before the commit, so a legal next claim is never flagged.
           held.delete(operation.memoryId);
-          await store.completeWithoutChange({ operationId: operation.operationId, leaseOwner: owner, note: 'done' });
+          await store.completeWithoutChange({ operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: owner, note: 'done' });
         }
       };
       await Promise.all(stores.map((store, index) => worker(store, `w${index}`)));
@@ -159,7 +160,7 @@ describe.skipIf(!url)('postgres store', () => {
       const fresh = await second!.claimOperation({ leaseOwner: 'fast', leaseMs: 60_000 });
       expect(fresh).toMatchObject({ operationId: stale!.operationId, attempt: 2, leaseOwner: 'fast' });
       const apply = (store: MemoryStore, leaseOwner: string, content: string) =>
-        store.completeObservation({ operationId: stale!.operationId, leaseOwner, observations: [{ content, importance: 1, tokenCount: 1 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } });
+        store.completeObservation({ operationId: stale!.operationId, memoryId: stale!.memoryId, leaseOwner, observations: [{ content, importance: 1, tokenCount: 1 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } });
       await expect(apply(first!, 'slow', 'stale')).rejects.toSatisfy(isCode('OPERATION_LEASE_LOST'));
       await apply(second!, 'fast', 'fresh');
       await expect(apply(second!, 'fast', 'again')).rejects.toSatisfy(isCode('OPERATION_LEASE_LOST'));
@@ -193,7 +194,7 @@ describe.skipIf(!url)('postgres store', () => {
         await store.appendMessages({ scope: target, memoryId: memoryIdOf(target), messages: [{ messageKey: 'k', role: 'user', name: '', toolCallId: '', content: 'canary', tokenCount: 1 }] });
         await enqueue(store, target);
         const claimed = await store.claimOperation({ memoryId: memoryIdOf(target), leaseOwner: 'w', leaseMs: 60_000 });
-        await store.completeObservation({ operationId: claimed!.operationId, leaseOwner: 'w', observations: [{ content: 'canary', importance: 1, tokenCount: 1 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } });
+        await store.completeObservation({ operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w', observations: [{ content: 'canary', importance: 1, tokenCount: 1 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } });
         await store.setWorkingMemoryEntry({ scope: target, memoryId: memoryIdOf(target), key: 'k', valueJson: '"canary"', limits: { maxEntries: 5, maxTotalBytes: 1000 } });
       }
       await store.forget(memoryId);

@@ -60,6 +60,7 @@ describe('store: sqlite (backend)', () => {
     const claimed = await store.claimOperation({ memoryId: memoryIdOf(target), leaseOwner: 'w', leaseMs: 60_000 });
     await store.completeObservation({
       operationId: claimed!.operationId,
+      memoryId: claimed!.memoryId,
       leaseOwner: 'w',
       observations: contents.map((content) => ({ content, importance: 0.5, tokenCount: 3 })),
       throughMessageSeq,
@@ -72,6 +73,7 @@ describe('store: sqlite (backend)', () => {
     const claimed = await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
     await store.completeReflection({
       operationId: claimed!.operationId,
+      memoryId: claimed!.memoryId,
       leaseOwner: 'w',
       reflection: { raw, structured: parseReflection(raw), tokenCount: 8, throughSeq, createdAt: '2025-01-02T03:04:05.678Z' },
       markerId: generateId('mk'),
@@ -216,7 +218,7 @@ describe('store: sqlite (backend)', () => {
     expect(next.scopeSequence).toBe(4);
     await store.appendMessages({ scope, memoryId, messages: [{ messageKey: 'id:1', role: 'user', name: '', toolCallId: '', content: 'hi', tokenCount: 1 }] });
     const claimed = await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
-    const applied = await store.completeObservation({ operationId: claimed!.operationId, leaseOwner: 'w', observations: [{ content: 'new', importance: 1, tokenCount: 2 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } });
+    const applied = await store.completeObservation({ operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w', observations: [{ content: 'new', importance: 1, tokenCount: 2 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } });
     expect(applied.observations[0]?.seq).toBe(3);
     expect(applied.record.unreflectedObservationTokens).toBe(6);
   });
@@ -256,7 +258,6 @@ describe('store: sqlite (backend)', () => {
     const check = track(new Database(path, { readonly: true }));
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
     expect(check.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'om_operation_log' ORDER BY name").pluck().all()).toEqual([
-      'om_operation_log_operation_id_idx',
       'om_operation_log_pending_idx',
       'om_operation_log_queued_idx',
     ]);
@@ -345,7 +346,7 @@ describe('store: sqlite (backend)', () => {
         claimedIds.push(claimed.operationId);
         const owner = workers[index]!.owner;
         // The other instance applies it: leases live in the file, not in the process.
-        await workers[1 - index]!.store.completeWithoutChange({ operationId: claimed.operationId, leaseOwner: owner, note: 'done' });
+        await workers[1 - index]!.store.completeWithoutChange({ operationId: claimed.operationId, memoryId: claimed.memoryId, leaseOwner: owner, note: 'done' });
       }
     }
     expect(claimedIds).toHaveLength(20);

@@ -126,7 +126,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a'), message('id:2', 'b'), message('id:3', 'c')] });
       await enqueueObserve();
       const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
-      const lease = { operationId: claimed!.operationId, leaseOwner: 'w1' };
+      const lease = { operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w1' };
       const result = await store.completeObservation({
         ...lease,
         observations: [
@@ -157,6 +157,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
       const attempt = store.completeObservation({
         operationId: claimed!.operationId,
+        memoryId: claimed!.memoryId,
         leaseOwner: 'intruder',
         observations: [{ content: 'x', importance: 1, tokenCount: 1 }],
         throughMessageSeq: 1,
@@ -173,7 +174,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 1 });
       await sleep(30);
       await expect(
-        store.completeObservation({ operationId: claimed!.operationId, leaseOwner: 'w1', observations: [{ content: 'x', importance: 1, tokenCount: 1 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } }),
+        store.completeObservation({ operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w1', observations: [{ content: 'x', importance: 1, tokenCount: 1 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } }),
       ).rejects.toSatisfy((error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST');
       expect(await store.requeueStaleOperations({ graceSeconds: 0 })).toBe(1);
       const again = await store.claimOperation({ memoryId: idA, leaseOwner: 'w2', leaseMs: 60_000 });
@@ -192,14 +193,14 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     test('requeues a failed attempt with a delay, and fails it for good without one', async () => {
       await enqueueObserve();
       const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
-      const retried = await store.failOperation({ operationId: claimed!.operationId, leaseOwner: 'w1', errorText: 'boom', retryAfterMs: 150 });
+      const retried = await store.failOperation({ operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w1', errorText: 'boom', retryAfterMs: 150 });
       expect(retried.status).toBe('queued');
       expect(retried.errorText).toBe('boom');
       expect(await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 })).toBeUndefined();
       await sleep(200);
       const second = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
       expect(second?.attempt).toBe(2);
-      const failed = await store.failOperation({ operationId: second!.operationId, leaseOwner: 'w1', errorText: 'final' });
+      const failed = await store.failOperation({ operationId: second!.operationId, memoryId: second!.memoryId, leaseOwner: 'w1', errorText: 'final' });
       expect(failed.status).toBe('failed');
       expect(await store.countPendingOperations(idA)).toBe(0);
     });
@@ -210,6 +211,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       const first = await store.claimOperation({ memoryId: idA, leaseOwner: 'w', leaseMs: 60_000 });
       await store.completeObservation({
         operationId: first!.operationId,
+        memoryId: first!.memoryId,
         leaseOwner: 'w',
         observations: [
           { content: 'one', importance: 0.5, tokenCount: 3 },
@@ -223,6 +225,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       const raw = 'SUMMARY:\nshort\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n\nCONTRADICTIONS:\n';
       const record = await store.completeReflection({
         operationId: reflect!.operationId,
+        memoryId: reflect!.memoryId,
         leaseOwner: 'w',
         reflection: { raw, structured: parseReflection(raw), tokenCount: 9, throughSeq: 1, createdAt: new Date().toISOString() },
         markerId: generateId('mk'),
@@ -329,7 +332,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(next.operation?.status).toBe('queued');
       expect(next.claimed).toBeUndefined();
       expect(next.prefetched).toBeUndefined();
-      await store.completeWithoutChange({ operationId: 'op-2', leaseOwner: 'w', note: 'done' });
+      await store.completeWithoutChange({ operationId: 'op-2', memoryId: idA, leaseOwner: 'w', note: 'done' });
       // An older queued operation of the scope runs first: the call claims it, not the new one.
       const older = appended(await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:4', 'd', 15)], settings: observeFrom(20), operation: operation('op-4'), leaseOwner: 'w', leaseMs: 60_000 }));
       expect(older.operation).toMatchObject({ operationId: 'op-4', status: 'queued' });

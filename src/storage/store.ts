@@ -109,6 +109,8 @@ export interface PrefetchedObserve {
 /** Identifies the worker holding an operation's lease. */
 export interface LeaseHandle {
   readonly operationId: string;
+  /** The operation's scope: with it an adapter finds the operation among the scope's pending ones. */
+  readonly memoryId: string;
   readonly leaseOwner: string;
 }
 

@@ -219,7 +219,8 @@ CREATE TABLE harness_conversation_messages (
 // touches is one more 4 KiB page in the write-ahead log at commit, and the commit's page
 // writes are most of what an observe costs. The operation log is clustered by scope and
 // sequence (which is also its uniqueness rule), with small partial indexes holding only
-// pending work; markers are clustered by scope and insertion position. Observed messages
+// pending work; an operation is found by its scope and sequence, or by its id among its
+// scope's pending operations, so ids (ULIDs) need no index of their own; markers are clustered by scope and insertion position. Observed messages
 // lose their text at the scope's next append (whose page write they share) rather than in
 // the apply; messages_cleared_through_seq says how far that has gone.
 const COMPACT_QUEUE_AND_MARKERS = `
@@ -250,7 +251,6 @@ INSERT INTO om_operation_log_next
   FROM om_operation_log;
 DROP TABLE om_operation_log;
 ALTER TABLE om_operation_log_next RENAME TO om_operation_log;
-CREATE UNIQUE INDEX om_operation_log_operation_id_idx ON om_operation_log (operation_id);
 CREATE INDEX om_operation_log_pending_idx ON om_operation_log (memory_id, status, scope_sequence) WHERE status IN ('queued', 'processing');
 CREATE INDEX om_operation_log_queued_idx ON om_operation_log (available_at, created_at) WHERE status = 'queued';
 

@@ -11,6 +11,12 @@ export const SQL_NOW = `strftime('%Y-%m-%dT%H:%M:%fZ','now')`;
 
 type Named<T> = [T];
 
+/** Where an operation sits in the log. */
+export interface OperationKey {
+  readonly memory_id: string;
+  readonly scope_sequence: number;
+}
+
 /** The prepared statements of one connection. */
 export interface SqliteStatements {
   /** The database clock, read once per transaction. */
@@ -63,11 +69,11 @@ export interface SqliteStatements {
   >;
   /** 1 when the scope has a queued or processing operation. */
   readonly hasPendingOperation: Statement<[string], number>;
-  readonly claimCandidateOfScope: Statement<Named<{ now: string; memoryId: string }>, string>;
-  readonly claimCandidateOfAnyScope: Statement<Named<{ now: string }>, string>;
-  readonly claimOperation: Statement<Named<{ operationId: string; leaseOwner: string; leaseExpiresAt: string; now: string }>, OperationRow>;
+  readonly claimCandidateOfScope: Statement<Named<{ now: string; memoryId: string }>, OperationKey>;
+  readonly claimCandidateOfAnyScope: Statement<Named<{ now: string }>, OperationKey>;
+  readonly claimOperation: Statement<Named<{ memoryId: string; scopeSequence: number; leaseOwner: string; leaseExpiresAt: string; now: string }>, OperationRow>;
   readonly finishLeasedOperation: Statement<
-    Named<{ operationId: string; leaseOwner: string; status: string; errorText: string; availableAt: string | null; now: string }>,
+    Named<{ operationId: string; memoryId: string; leaseOwner: string; status: string; errorText: string; availableAt: string | null; now: string }>,
     OperationRow
   >;
   readonly requeueStaleOperations: Statement<Named<{ now: string; cutoff: string }>>;
@@ -165,18 +171,21 @@ export function prepareStatements(db: Database): SqliteStatements {
       RETURNING *`),
     hasPendingOperation: pluck(`SELECT 1 FROM om_operation_log INDEXED BY om_operation_log_pending_idx WHERE memory_id = ? AND ${PENDING} LIMIT 1`),
     // Without INDEXED BY the planner walks the scope's whole history through the primary key.
-    claimCandidateOfScope: pluck(`SELECT q.operation_id FROM om_operation_log AS q INDEXED BY om_operation_log_pending_idx WHERE q.memory_id = @memoryId AND q.${PENDING} AND ${CLAIMABLE} ORDER BY q.scope_sequence LIMIT 1`),
+    claimCandidateOfScope: prepare(`SELECT q.memory_id, q.scope_sequence FROM om_operation_log AS q INDEXED BY om_operation_log_pending_idx WHERE q.memory_id = @memoryId AND q.${PENDING} AND ${CLAIMABLE} ORDER BY q.scope_sequence LIMIT 1`),
     // Oldest available first: the order of the partial index of queued operations.
-    claimCandidateOfAnyScope: pluck(`SELECT q.operation_id FROM om_operation_log AS q WHERE ${CLAIMABLE} ORDER BY q.available_at, q.created_at LIMIT 1`),
+    claimCandidateOfAnyScope: prepare(`SELECT q.memory_id, q.scope_sequence FROM om_operation_log AS q WHERE ${CLAIMABLE} ORDER BY q.available_at, q.created_at LIMIT 1`),
     claimOperation: prepare(`
       UPDATE om_operation_log SET status = 'processing', attempt = attempt + 1, lease_owner = @leaseOwner, lease_expires_at = @leaseExpiresAt, updated_at = @now
-      WHERE operation_id = @operationId AND status = 'queued'
+      WHERE memory_id = @memoryId AND scope_sequence = @scopeSequence AND status = 'queued'
       RETURNING *`),
-    // The lease check: only the holder, only before expiry by the database clock.
+    // The lease check: only the holder, only before expiry by the database clock. Found
+    // among the scope's pending operations: there is no index on operation ids.
     finishLeasedOperation: prepare(`
-      UPDATE om_operation_log SET status = @status, error_text = @errorText, lease_owner = NULL, lease_expires_at = NULL,
+      UPDATE om_operation_log INDEXED BY om_operation_log_pending_idx
+      SET status = @status, error_text = @errorText, lease_owner = NULL, lease_expires_at = NULL,
         available_at = COALESCE(@availableAt, available_at), updated_at = @now
-      WHERE operation_id = @operationId AND status = 'processing' AND lease_owner = @leaseOwner AND lease_expires_at > @now
+      WHERE memory_id = @memoryId AND ${PENDING} AND status = 'processing' AND operation_id = @operationId
+        AND lease_owner = @leaseOwner AND lease_expires_at > @now
       RETURNING *`),
     requeueStaleOperations: prepare(`
       UPDATE om_operation_log SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,

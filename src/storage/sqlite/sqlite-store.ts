@@ -138,7 +138,7 @@ function buildStore(
   };
 
   const finishLeased = (handle: LeaseHandle, now: string, status: 'applied' | 'failed' | 'queued', errorText: string, availableAt: string | null = null): OperationRow => {
-    const row = statements.finishLeasedOperation.get({ operationId: handle.operationId, leaseOwner: handle.leaseOwner, status, errorText, availableAt, now });
+    const row = statements.finishLeasedOperation.get({ operationId: handle.operationId, memoryId: handle.memoryId, leaseOwner: handle.leaseOwner, status, errorText, availableAt, now });
     if (!row) throw leaseLostError(handle.operationId, handle.leaseOwner);
     return row;
   };
@@ -265,10 +265,10 @@ function buildStore(
 
   const claimOperationBody = (input: Input<'claimOperation'>) => {
     const now = readNow();
-    const operationId = input.memoryId === undefined ? statements.claimCandidateOfAnyScope.get({ now }) : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
-    if (operationId === undefined) return undefined;
+    const candidate = input.memoryId === undefined ? statements.claimCandidateOfAnyScope.get({ now }) : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
+    if (candidate === undefined) return undefined;
     const leaseExpiresAt = shift(now, 'leaseMs', input.leaseMs, 1);
-    const row = statements.claimOperation.get({ operationId, leaseOwner: input.leaseOwner, leaseExpiresAt, now });
+    const row = statements.claimOperation.get({ memoryId: candidate.memory_id, scopeSequence: candidate.scope_sequence, leaseOwner: input.leaseOwner, leaseExpiresAt, now });
     return row && toOperation(row);
   };
 
