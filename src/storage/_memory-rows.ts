@@ -182,13 +182,35 @@ function toReflection(row: RecordRow): StoredReflection | null {
   });
 }
 
+/** Parsed reflections by their stored JSON text: a scope's reflection is read every turn but changes rarely. */
+const structuredCache = new Map<string, StructuredReflection>();
+const STRUCTURED_CACHE_LIMIT = 256;
+
 // The parsed form is stored so a turn never re-parses; a damaged copy is re-derived from the raw text.
 function readStructured(json: unknown): StructuredReflection | undefined {
   if (json === null || json === undefined) return undefined;
+  if (typeof json === 'string') {
+    const cached = structuredCache.get(json);
+    if (cached) return cached;
+  }
   const value = decodeJsonObject(json);
   const { summary, supersessions, contradictions, schemaVersion } = value;
   if (typeof summary !== 'string' || !Array.isArray(supersessions) || !Array.isArray(contradictions) || (schemaVersion !== 0 && schemaVersion !== 1)) return undefined;
-  return value as unknown as StructuredReflection;
+  // Frozen throughout, so one parsed copy can be shared by every record that carries it.
+  const structured = deepFreeze(value) as unknown as StructuredReflection;
+  if (typeof json === 'string') {
+    if (structuredCache.size >= STRUCTURED_CACHE_LIMIT) structuredCache.delete(structuredCache.keys().next().value as string);
+    structuredCache.set(json, structured);
+  }
+  return structured;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const item of Object.values(value)) deepFreeze(item);
+  }
+  return value;
 }
 
 /** Maps an operation row. */

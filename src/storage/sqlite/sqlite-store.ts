@@ -143,6 +143,12 @@ function buildStore(
     return row;
   };
 
+  /** Marks the leased operation applied; throws when the lease no longer holds. */
+  const markApplied = (handle: LeaseHandle, now: string, note: string): void => {
+    const { changes } = statements.markLeasedApplied.run({ operationId: handle.operationId, memoryId: handle.memoryId, leaseOwner: handle.leaseOwner, errorText: note, now });
+    if (changes !== 1) throw leaseLostError(handle.operationId, handle.leaseOwner);
+  };
+
   const insertMarker = (row: Omit<MarkerRow, 'payload_json'> & { payload: Record<string, unknown> }): void => {
     const { payload, ...columns } = row;
     statements.insertMarker.run({ ...columns, payload_json: JSON.stringify(payload) });
@@ -274,8 +280,8 @@ function buildStore(
 
   const completeObservation = (input: Input<'completeObservation'>) => {
     const now = readNow();
-    const operation = finishLeased(input, now, 'applied', '');
-    const memoryId = operation.memory_id;
+    markApplied(input, now, '');
+    const { memoryId, operationId } = input;
     const current = recordOf(memoryId);
     const startSeq = current.observed_through_message_seq + 1;
     const throughSeq = Math.max(current.observed_through_message_seq, input.throughMessageSeq);
@@ -294,13 +300,13 @@ function buildStore(
         created_at: now,
         source_start_seq: startSeq,
         source_end_seq: throughSeq,
-        operation_id: operation.operation_id,
+        operation_id: operationId,
       };
       statements.insertObservation.run(row);
       observations.push(toObservation(row));
     }
     faultPoint?.('mid_apply');
-    const cycle = { memory_id: memoryId, cycle_id: operation.operation_id, token_count: tokens, created_at: now };
+    const cycle = { memory_id: memoryId, cycle_id: operationId, token_count: tokens, created_at: now };
     insertMarker({ ...cycle, marker_id: input.markerIds.start, marker_type: 'observation_start', message_index_start: startSeq, message_index_end: startSeq, payload: { seq: current.last_observation_seq + 1 } });
     insertMarker({ ...cycle, marker_id: input.markerIds.end, marker_type: 'observation_end', message_index_start: throughSeq, message_index_end: throughSeq, payload: { seq } });
     const row = swapped(
@@ -313,15 +319,15 @@ function buildStore(
 
   const completeReflection = (input: Input<'completeReflection'>) => {
     const now = readNow();
-    const operation = finishLeased(input, now, 'applied', '');
-    const memoryId = operation.memory_id;
+    markApplied(input, now, '');
+    const { memoryId, operationId } = input;
     const current = recordOf(memoryId);
     const { reflection } = input;
     insertMarker({
       marker_id: input.markerId,
       memory_id: memoryId,
       marker_type: 'reflection_end',
-      cycle_id: operation.operation_id,
+      cycle_id: operationId,
       message_index_start: current.observed_through_message_seq,
       message_index_end: current.observed_through_message_seq,
       token_count: reflection.tokenCount,
@@ -345,7 +351,7 @@ function buildStore(
   };
 
   const completeWithoutChange = (input: Input<'completeWithoutChange'>) => {
-    finishLeased(input, readNow(), 'applied', input.note);
+    markApplied(input, readNow(), input.note);
   };
 
   const failOperation = (input: Input<'failOperation'>) => {
