@@ -57,7 +57,7 @@ export function buildObservationSnippet(input: ObservationSnippetInput): string 
   const reflectionLines = fitReflection(reflection, remaining, cost, estimator);
   remaining -= sumCost(reflectionLines, cost);
 
-  const selected = selectObservations(observations, reflection?.structured, remaining - cost('') - cost('Observations:'), cost);
+  const selected = selectObservations(observations, reflection?.structured, remaining - cost('') - cost('Observations:'), cost, estimator);
   const sections: string[][] = [];
   if (reflectionLines.length > 0) sections.push(reflectionLines);
   if (selected.length > 0) sections.push(['Observations:', ...selected]);
@@ -120,31 +120,41 @@ function selectObservations(
   structured: StructuredReflection | undefined,
   budget: number,
   cost: (line: string) => number,
+  estimator: TokenEstimator,
 ): string[] {
   const count = observations.length;
   if (count === 0 || budget <= 0) return [];
   const superseded = new Set<number>();
   if (structured?.schemaVersion === 1) for (const item of structured.supersessions) superseded.add(item.olderSeq);
 
-  // Scores are computed only for observations that are ever compared (see below).
-  const scores = new Float64Array(count);
+  // Scores are computed only for observations that are ever compared (see below); the
+  // buffer is shared between calls so a turn does not allocate one per observation.
+  const scores = scoreBuffer(count);
   const scoreAt = (index: number): number => {
     const observation = observations[index] as Observation;
     const score = scoreObservation(observation.importance, count - 1 - index, superseded.has(observation.seq));
     scores[index] = score;
     return score;
   };
-  const byScore = (a: number, b: number): number => (scores[b] as number) - (scores[a] as number) || a - b;
+  // Higher score first; the older observation first among equals.
+  const before = (a: number, b: number): boolean => {
+    const difference = (scores[a] as number) - (scores[b] as number);
+    return difference > 0 || (difference === 0 && a < b);
+  };
 
   const chosen: number[] = [];
   const lines = new Map<number, string>();
   let remaining = budget;
+  const known = lineCostsOf(estimator);
   const consider = (index: number): void => {
     const observation = observations[index] as Observation;
     // The stored token count is a lower bound of the rendered line's cost: skip cheaply.
     if (observation.tokenCount > remaining) return;
+    const cached = known.get(observation);
+    if (cached !== undefined && cached > remaining) return;
     const line = `- [${observation.seq}] ${renderDataLines(observation.content, CONTINUATION_INDENT)}`;
-    const lineCost = cost(line);
+    const lineCost = cached ?? cost(line);
+    known.set(observation, lineCost);
     if (lineCost > remaining) return;
     remaining -= lineCost;
     chosen.push(index);
@@ -153,8 +163,9 @@ function selectObservations(
 
   // Exact greedy fill without sorting everything: an observation of age >= W scores at
   // most 1 / (1 + W), so the newest W observations scoring above that bound come first,
-  // in order. The rest is then considered in score order, but only where it can still
-  // fit: the remaining budget only shrinks, so anything larger is skipped either way.
+  // in order. The rest is then taken in score order from a heap, and only while anything
+  // left could still fit: the remaining budget only shrinks, and the smallest stored token
+  // count left bounds every line's cost from below.
   const window = Math.min(count, RECENT_WINDOW);
   const bound = window < count ? 1 / (1 + window) : -1;
   const recent: number[] = [];
@@ -162,21 +173,94 @@ function selectObservations(
     scoreAt(index);
     recent.push(index);
   }
-  recent.sort(byScore);
+  recent.sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0));
   const later: number[] = [];
+  let smallest = Number.POSITIVE_INFINITY;
+  const keep = (index: number): void => {
+    const tokens = (observations[index] as Observation).tokenCount;
+    later.push(index);
+    if (tokens < smallest) smallest = tokens;
+  };
   for (const index of recent) {
     if ((scores[index] as number) > bound) consider(index);
-    else if ((observations[index] as Observation).tokenCount <= remaining) later.push(index);
+    else if ((observations[index] as Observation).tokenCount <= remaining) keep(index);
   }
   for (let index = 0; index < count - window; index++) {
     if ((observations[index] as Observation).tokenCount > remaining) continue;
     scoreAt(index);
-    later.push(index);
+    keep(index);
   }
-  later.sort(byScore);
-  for (const index of later) consider(index);
+  const heap = new IndexHeap(later, before);
+  while (heap.size > 0 && remaining >= smallest) consider(heap.pop());
   chosen.sort((a, b) => a - b);
   return chosen.map((index) => lines.get(index) as string);
+}
+
+/**
+ * Rendered line costs by observation, per estimator. Observations are immutable and a
+ * scope's are kept between turns, so the lines near the end of the budget, which are
+ * rendered only to find that they do not fit, are measured once rather than every turn.
+ */
+const lineCosts = new WeakMap<TokenEstimator, WeakMap<Observation, number>>();
+
+function lineCostsOf(estimator: TokenEstimator): WeakMap<Observation, number> {
+  let costs = lineCosts.get(estimator);
+  if (!costs) {
+    costs = new WeakMap();
+    lineCosts.set(estimator, costs);
+  }
+  return costs;
+}
+
+let sharedScores = new Float64Array(1024);
+
+function scoreBuffer(count: number): Float64Array {
+  if (sharedScores.length < count) sharedScores = new Float64Array(Math.max(count, sharedScores.length * 2));
+  return sharedScores;
+}
+
+/** A binary heap of indices, best first by `before`; built in linear time. */
+class IndexHeap {
+  readonly #items: number[];
+  readonly #before: (a: number, b: number) => boolean;
+
+  constructor(items: number[], before: (a: number, b: number) => boolean) {
+    this.#items = items;
+    this.#before = before;
+    for (let index = (items.length >> 1) - 1; index >= 0; index--) this.#siftDown(index);
+  }
+
+  get size(): number {
+    return this.#items.length;
+  }
+
+  pop(): number {
+    const items = this.#items;
+    const top = items[0] as number;
+    const last = items.pop() as number;
+    if (items.length > 0) {
+      items[0] = last;
+      this.#siftDown(0);
+    }
+    return top;
+  }
+
+  #siftDown(start: number): void {
+    const items = this.#items;
+    const length = items.length;
+    let index = start;
+    for (;;) {
+      const left = 2 * index + 1;
+      if (left >= length) return;
+      const right = left + 1;
+      const child = right < length && this.#before(items[right] as number, items[left] as number) ? right : left;
+      if (!this.#before(items[child] as number, items[index] as number)) return;
+      const swap = items[index] as number;
+      items[index] = items[child] as number;
+      items[child] = swap;
+      index = child;
+    }
+  }
 }
 
 function warningSections(structured: StructuredReflection | undefined): string[] {
