@@ -122,6 +122,21 @@ describe('snippet: selection', () => {
         expected.push(item.seq);
       }
       expect(chosen).toEqual(expected.sort((a, b) => a - b));
+      // Built again from the same objects (line costs now remembered) and from fresh copies: the same text.
+      expect(buildObservationSnippet({ observations, reflection: null, maxTokens, estimator: RUNE_TOKEN_ESTIMATOR })).toBe(text);
+      const copies = observations.map((item) => ({ ...item }));
+      expect(buildObservationSnippet({ observations: copies, reflection: null, maxTokens, estimator: RUNE_TOKEN_ESTIMATOR })).toBe(text);
     }
+  });
+
+  it('remembers line costs per estimator, so another estimator is measured afresh', () => {
+    const observations = Array.from({ length: 40 }, (_, index) => observation(index + 1, `note ${index} ${'x'.repeat(index * 3)}`, 0.5));
+    const small = buildObservationSnippet({ observations, reflection: null, maxTokens: 150, estimator: RUNE_TOKEN_ESTIMATOR });
+    // Counts every character as a token: far fewer lines fit.
+    const strict = { estimate: (text: string) => text.length };
+    const fewer = buildObservationSnippet({ observations, reflection: null, maxTokens: 150, estimator: strict });
+    expect(strict.estimate(fewer)).toBeLessThanOrEqual(150);
+    expect(fewer.split('\n').length).toBeLessThan(small.split('\n').length);
+    expect(buildObservationSnippet({ observations, reflection: null, maxTokens: 150, estimator: RUNE_TOKEN_ESTIMATOR })).toBe(small);
   });
 });
