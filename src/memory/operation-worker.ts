@@ -105,7 +105,7 @@ async function runObserve(context: OperationWorkerContext, operation: Operation,
   }
   if (!context.observer) throw notConfigured('observer');
   const all = await context.observationsOf(operation.memoryId, record);
-  const unreflected = recentWithin(all.slice(firstAfter(all, record.reflection?.throughSeq ?? 0)), config.reflectThresholdTokens);
+  const unreflected = recentWithin(all, firstAfter(all, record.reflection?.throughSeq ?? 0), config.reflectThresholdTokens);
   const observer = context.observer;
   const parsed = await withinLease(context, (abortSignal) =>
     observer.observe({
@@ -157,8 +157,8 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
   // The reflector sees the existing reflection plus what it does not cover yet, oldest
   // first and bounded; anything left over triggers the next reflection.
   const all = await context.observationsOf(operation.memoryId, record);
-  let observations = oldestWithin(all.slice(firstAfter(all, previousThrough)), Math.max(config.reflectThresholdTokens, 1) * 4);
-  if (observations.length === 0) observations = recentWithin(all, Math.max(config.reflectThresholdTokens, 1));
+  let observations = oldestWithin(all, firstAfter(all, previousThrough), Math.max(config.reflectThresholdTokens, 1) * 4);
+  if (observations.length === 0) observations = recentWithin(all, 0, Math.max(config.reflectThresholdTokens, 1));
   const reflector = context.reflector;
   const raw = await withinLease(context, (abortSignal) => reflector.reflect({ scope: record.scope, config, reflection: record.reflection, observations, abortSignal }));
   context.faultPoint?.('after_llm');
@@ -199,10 +199,14 @@ function takeBatch(messages: readonly StoredMessage[], maxTokens: number): Store
   return batch;
 }
 
-function recentWithin(observations: readonly Observation[], maxTokens: number): Observation[] {
+// Both walk the scope's cached observations in place from `start`: copying a slice of a
+// large scope on every operation would make each observe cost grow with the scope.
+
+/** The newest observations at or after `start` whose tokens fit `maxTokens` (at least one), oldest first. */
+function recentWithin(observations: readonly Observation[], start: number, maxTokens: number): Observation[] {
   const kept: Observation[] = [];
   let tokens = 0;
-  for (let index = observations.length - 1; index >= 0; index--) {
+  for (let index = observations.length - 1; index >= start; index--) {
     const observation = observations[index] as Observation;
     if (tokens + observation.tokenCount > maxTokens && kept.length > 0) break;
     kept.push(observation);
@@ -211,10 +215,12 @@ function recentWithin(observations: readonly Observation[], maxTokens: number): 
   return kept.reverse();
 }
 
-function oldestWithin(observations: readonly Observation[], maxTokens: number): Observation[] {
+/** The oldest observations at or after `start` whose tokens fit `maxTokens` (at least one). */
+function oldestWithin(observations: readonly Observation[], start: number, maxTokens: number): Observation[] {
   const kept: Observation[] = [];
   let tokens = 0;
-  for (const observation of observations) {
+  for (let index = start; index < observations.length; index++) {
+    const observation = observations[index] as Observation;
     if (tokens + observation.tokenCount > maxTokens && kept.length > 0) break;
     kept.push(observation);
     tokens += observation.tokenCount;
