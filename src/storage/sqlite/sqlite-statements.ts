@@ -25,16 +25,12 @@ export interface SqliteStatements {
   readonly shiftTime: Statement<[string, string], string>;
 
   readonly insertRecordIfMissing: Statement<Named<{ memoryId: string; tenantId: string; conversationId: string; agentId: string; now: string }>>;
-  readonly selectRecord: Statement<[string], RecordRow>;
-  readonly updateSettings: Statement<Named<{ memoryId: string; stateVersion: number; enabled: number; configJson: string; now: string }>, RecordRow>;
-  readonly updateLastMessageSeq: Statement<Named<{ memoryId: string; stateVersion: number; lastMessageSeq: number; clearedThrough: number; now: string }>, RecordRow>;
-  readonly applyObservations: Statement<
-    Named<{ memoryId: string; stateVersion: number; throughSeq: number; count: number; lastObservationSeq: number; tokens: number; now: string }>,
-    RecordRow
-  >;
-  readonly applyReflection: Statement<
-    Named<{ memoryId: string; stateVersion: number; raw: string; structuredJson: string; tokenCount: number; throughSeq: number; createdAt: string; now: string }>,
-    RecordRow
+  readonly selectRecord: RecordRowStatement<[string]>;
+  readonly updateSettings: RecordRowStatement<Named<{ memoryId: string; stateVersion: number; enabled: number; configJson: string; now: string }>>;
+  readonly updateLastMessageSeq: RecordRowStatement<Named<{ memoryId: string; stateVersion: number; lastMessageSeq: number; clearedThrough: number; now: string }>>;
+  readonly applyObservations: RecordRowStatement<Named<{ memoryId: string; stateVersion: number; throughSeq: number; count: number; lastObservationSeq: number; tokens: number; now: string }>>;
+  readonly applyReflection: RecordRowStatement<
+    Named<{ memoryId: string; stateVersion: number; raw: string; structuredJson: string; tokenCount: number; throughSeq: number; createdAt: string; now: string }>
   >;
 
   readonly insertMessage: Statement<Named<{ memoryId: string; seq: number; messageKey: string; role: string; name: string; toolCallId: string; content: string; tokenCount: number }>>;
@@ -116,10 +112,81 @@ const FINISH_LEASED = `
 // The state_version in WHERE is the compare-and-swap: no row comes back if it moved.
 const BUMP = `state_version = state_version + 1, updated_at = @now WHERE memory_id = @memoryId AND state_version = @stateVersion RETURNING *`;
 
+/** A statement whose rows are `om_memory_records` rows. */
+export interface RecordRowStatement<P extends unknown[]> {
+  get(...params: P): RecordRow | undefined;
+}
+
+// Record rows are read several times per observe and once per turn. Read as arrays and
+// mapped by column position, they skip better-sqlite3's lookup of every column name in
+// every row.
+function recordRows<P extends unknown[]>(statement: Statement<P, unknown[]>): RecordRowStatement<P> {
+  const names = statement.columns().map((column) => column.name);
+  const at = (name: keyof RecordRow): number => {
+    const index = names.indexOf(name);
+    if (index < 0) throw new Error(`om_memory_records has no column ${name}.`);
+    return index;
+  };
+  const p = {
+    memoryId: at('memory_id'),
+    tenantId: at('tenant_id'),
+    conversationId: at('conversation_id'),
+    agentId: at('agent_id'),
+    enabled: at('enabled'),
+    stateVersion: at('state_version'),
+    configJson: at('config_json'),
+    observedThrough: at('observed_through_message_seq'),
+    lastMessageSeq: at('last_message_seq'),
+    clearedThrough: at('messages_cleared_through_seq'),
+    observationCount: at('observation_count'),
+    lastObservationSeq: at('last_observation_seq'),
+    activeTokens: at('active_observation_tokens'),
+    unreflectedTokens: at('unreflected_observation_tokens'),
+    reflection: at('active_reflection'),
+    reflectionTokens: at('active_reflection_tokens'),
+    structured: at('reflection_structured_json'),
+    reflectionThrough: at('reflection_through_seq'),
+    reflectionCreatedAt: at('reflection_created_at'),
+    createdAt: at('created_at'),
+    updatedAt: at('updated_at'),
+  };
+  statement.raw(true);
+  return {
+    get: (...params) => {
+      const v = statement.get(...params);
+      if (v === undefined) return undefined;
+      return {
+        memory_id: v[p.memoryId] as string,
+        tenant_id: v[p.tenantId] as string,
+        conversation_id: v[p.conversationId] as string,
+        agent_id: v[p.agentId] as string,
+        enabled: v[p.enabled] as number | null,
+        state_version: v[p.stateVersion] as number,
+        config_json: v[p.configJson],
+        observed_through_message_seq: v[p.observedThrough] as number,
+        last_message_seq: v[p.lastMessageSeq] as number,
+        messages_cleared_through_seq: v[p.clearedThrough] as number,
+        observation_count: v[p.observationCount] as number,
+        last_observation_seq: v[p.lastObservationSeq] as number,
+        active_observation_tokens: v[p.activeTokens] as number,
+        unreflected_observation_tokens: v[p.unreflectedTokens] as number,
+        active_reflection: v[p.reflection] as string | null,
+        active_reflection_tokens: v[p.reflectionTokens] as number | null,
+        reflection_structured_json: v[p.structured],
+        reflection_through_seq: v[p.reflectionThrough] as number | null,
+        reflection_created_at: v[p.reflectionCreatedAt] as string | null,
+        created_at: v[p.createdAt] as string,
+        updated_at: v[p.updatedAt] as string,
+      };
+    },
+  };
+}
+
 /** Prepares every statement; call after the migrations. */
 export function prepareStatements(db: Database): SqliteStatements {
   // Row and parameter types come from SqliteStatements; better-sqlite3 cannot check them.
   const prepare = <P extends unknown[], R = unknown>(sql: string): Statement<P, R> => db.prepare(sql) as unknown as Statement<P, R>;
+  const records = <P extends unknown[]>(sql: string): RecordRowStatement<P> => recordRows(prepare<P, unknown[]>(sql));
   const pluck = <P extends unknown[], R>(sql: string): Statement<P, R> => prepare<P, R>(sql).pluck();
   const statements: SqliteStatements = {
     now: pluck(`SELECT ${SQL_NOW}`),
@@ -129,10 +196,10 @@ export function prepareStatements(db: Database): SqliteStatements {
       INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, config_json, created_at, updated_at)
       VALUES (@memoryId, @tenantId, @conversationId, @agentId, NULL, 1, '{}', @now, @now)
       ON CONFLICT DO NOTHING`),
-    selectRecord: prepare('SELECT * FROM om_memory_records WHERE memory_id = ?'),
-    updateSettings: prepare(`UPDATE om_memory_records SET enabled = @enabled, config_json = @configJson, ${BUMP}`),
-    updateLastMessageSeq: prepare(`UPDATE om_memory_records SET last_message_seq = @lastMessageSeq, messages_cleared_through_seq = @clearedThrough, ${BUMP}`),
-    applyObservations: prepare(`
+    selectRecord: records('SELECT * FROM om_memory_records WHERE memory_id = ?'),
+    updateSettings: records(`UPDATE om_memory_records SET enabled = @enabled, config_json = @configJson, ${BUMP}`),
+    updateLastMessageSeq: records(`UPDATE om_memory_records SET last_message_seq = @lastMessageSeq, messages_cleared_through_seq = @clearedThrough, ${BUMP}`),
+    applyObservations: records(`
       UPDATE om_memory_records SET
         observed_through_message_seq = @throughSeq,
         observation_count = observation_count + @count,
@@ -140,7 +207,7 @@ export function prepareStatements(db: Database): SqliteStatements {
         active_observation_tokens = active_observation_tokens + @tokens,
         unreflected_observation_tokens = unreflected_observation_tokens + @tokens,
         ${BUMP}`),
-    applyReflection: prepare(`
+    applyReflection: records(`
       UPDATE om_memory_records SET
         active_reflection = @raw,
         reflection_structured_json = @structuredJson,
