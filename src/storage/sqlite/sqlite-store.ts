@@ -1,7 +1,7 @@
 /**
  * The SQLite store: both memories in one embedded file, safe with several processes on it.
- * Every transaction that may write begins IMMEDIATE; leases, backoff and stale recovery use
- * the database clock.
+ * Every transaction that may write begins IMMEDIATE, and writes issued together share one
+ * (see SqliteWriteBatcher); leases, backoff and stale recovery use the database clock.
  * @module
  */
 import type { Database } from 'better-sqlite3';
@@ -216,7 +216,6 @@ function buildStore(
   };
   const appendMessages = (input: Input<'appendMessages'>) => appendMessagesBody(input);
 
-  // The plain bodies, not their transaction wrappers: nested wrappers would add savepoints.
   const appendMessagesAndClaim = (input: Parameters<NonNullable<MemoryStore['appendMessagesAndClaim']>>[0]): AppendAndClaimResult => {
     const existing = statements.selectRecord.get(input.memoryId);
     const settings = input.settings(existing && toRecord(existing));
