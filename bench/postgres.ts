@@ -28,9 +28,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { loadConfig } from '../src/config/load-config.js';
 import { generateId } from '../src/core/ids.js';
-import { memoryIdOf, resolveScope } from '../src/core/scope.js';
-import type { Scope } from '../src/core/scope.js';
-import { DEFAULT_WORKING_MEMORY_LIMITS } from '../src/core/working-memory.js';
+import { resolveScope } from '../src/core/scope.js';
 import type { LanguageModel, LanguageModelResult } from '../src/llm/language-model.js';
 import type { Observer } from '../src/memory/model-observer.js';
 import { createObservationalMemory } from '../src/memory/observational-memory.js';
@@ -42,16 +40,14 @@ import { createSqliteStore } from '../src/storage/sqlite/sqlite-store.js';
 import type { MemoryStore, NewObservation } from '../src/storage/store.js';
 import { measure, report } from './measure.js';
 import type { Measurement } from './measure.js';
-import { syntheticObservations } from './snippet.js';
+import { addObservations, populateScope } from './populate-scope.js';
 
 const REPLICA_FLAG = '--bench-postgres-replica';
 const OBSERVATIONS = 10_000;
 const ENTRIES = 100;
-const BUILD_BATCH = 100;
 const SCOPES = 50;
 const CLIENTS_PER_REPLICA = 8;
 const RATE_SECONDS = 4;
-const LEASE = { leaseOwner: 'bench-builder', leaseMs: 600_000 };
 
 const INSTANT_OBSERVER: Observer = {
   async observe(input) {
@@ -86,38 +82,10 @@ export async function benchPostgres(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Per-turn read
 
-let messageCounter = 0;
-
-/** Stores `observations` in one observe operation, driving the store directly (no model). */
-async function addObservations(store: MemoryStore, scope: Scope, observations: readonly NewObservation[]): Promise<void> {
-  const memoryId = memoryIdOf(scope);
-  const appended = await store.appendMessages({
-    scope,
-    memoryId,
-    messages: [{ messageKey: `bench-${++messageCounter}`, role: 'user', name: '', toolCallId: '', content: 'a turn of the bench', tokenCount: 5 }],
-  });
-  const queued = await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: { messages: 1 }, runId: 'bench', toolCallId: 'bench' });
-  const claimed = await store.claimOperation({ memoryId, ...LEASE });
-  if (claimed?.operationId !== queued.operationId) throw new Error(`bench: expected to claim ${queued.operationId}, got ${claimed?.operationId ?? 'nothing'}`);
-  await store.completeObservation({
-    operationId: queued.operationId,
-    memoryId: queued.memoryId,
-    leaseOwner: LEASE.leaseOwner,
-    observations,
-    throughMessageSeq: appended.record.lastMessageSeq,
-    markerIds: { start: generateId('mk'), end: generateId('mk') },
-  });
-}
-
 async function readFigures(backend: string, store: MemoryStore): Promise<{ steady: Measurement; afterWrite: Measurement; buildSeconds: number; chars: number }> {
   const scope = resolveScope({ tenantId: 'bench', conversationId: 'per-turn-read' });
   const buildStart = process.hrtime.bigint();
-  const all = syntheticObservations(OBSERVATIONS).map(({ content, importance, tokenCount }) => ({ content, importance, tokenCount }));
-  for (let start = 0; start < all.length; start += BUILD_BATCH) await addObservations(store, scope, all.slice(start, start + BUILD_BATCH));
-  for (let index = 0; index < ENTRIES; index++) {
-    const valueJson = JSON.stringify({ note: `entry ${index}: ${'remember the deploy window and the reviewer '.repeat(4)}`.slice(0, 180), step: index });
-    await store.setWorkingMemoryEntry({ scope, memoryId: memoryIdOf(scope), key: `note-${String(index).padStart(3, '0')}`, valueJson, limits: DEFAULT_WORKING_MEMORY_LIMITS });
-  }
+  await populateScope(store, scope, OBSERVATIONS, ENTRIES);
   const buildSeconds = Number(process.hrtime.bigint() - buildStart) / 1e9;
   const memory = createObservationalMemory({ store, observer: INSTANT_OBSERVER, defaultEnabled: true, defaults: { observeMinTokens: 1 } });
   const workingMemory = createWorkingMemory({ store });

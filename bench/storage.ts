@@ -11,10 +11,8 @@ import { PerformanceObserver } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import BetterSqlite3 from 'better-sqlite3';
-import { generateId } from '../src/core/ids.js';
-import { memoryIdOf, resolveScope } from '../src/core/scope.js';
-import type { Scope, ScopeInput } from '../src/core/scope.js';
-import { DEFAULT_WORKING_MEMORY_LIMITS } from '../src/core/working-memory.js';
+import { resolveScope } from '../src/core/scope.js';
+import type { ScopeInput } from '../src/core/scope.js';
 import type { Observer, Reflector } from '../src/memory/model-observer.js';
 import { createObservationalMemory } from '../src/memory/observational-memory.js';
 import type { ObservationalMemory } from '../src/memory/observational-memory.js';
@@ -25,14 +23,11 @@ import { createSqliteStore } from '../src/storage/sqlite/sqlite-store.js';
 import type { MemoryStore, NewObservation } from '../src/storage/store.js';
 import { measure, report, reportRate, throughputWithin, verdict } from './measure.js';
 import type { Measurement, Rate } from './measure.js';
-import { syntheticObservations } from './snippet.js';
+import { addObservations, entryKey, populateScope } from './populate-scope.js';
 
 type BackendName = 'in-memory' | 'sqlite';
 
 const BACKENDS: readonly BackendName[] = ['in-memory', 'sqlite'];
-const LEASE = { leaseOwner: 'bench-builder', leaseMs: 600_000 };
-/** Observations per operation when building a scope through the store. */
-const BUILD_BATCH = 100;
 const READ_TARGET_P99_MS = 2;
 const WM_SET_TARGET = 10_000;
 const WM_GET_TARGET = 50_000;
@@ -157,48 +152,6 @@ class StoreFactory {
   close(): void {
     rmSync(this.directory, { recursive: true, force: true });
   }
-}
-
-let messageCounter = 0;
-
-/** Stores `observations` in one observe operation, driving the store directly (no model). */
-async function addObservations(store: MemoryStore, scope: Scope, observations: readonly NewObservation[]): Promise<void> {
-  const memoryId = memoryIdOf(scope);
-  const appended = await store.appendMessages({
-    scope,
-    memoryId,
-    messages: [{ messageKey: `bench-${++messageCounter}`, role: 'user', name: '', toolCallId: '', content: 'a turn of the bench', tokenCount: 5 }],
-  });
-  const queued = await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: { messages: 1 }, runId: 'bench', toolCallId: 'bench' });
-  const claimed = await store.claimOperation({ memoryId, ...LEASE });
-  if (claimed?.operationId !== queued.operationId) throw new Error(`bench: expected to claim ${queued.operationId}, got ${claimed?.operationId ?? 'nothing'}`);
-  await store.completeObservation({
-    operationId: queued.operationId,
-    memoryId: queued.memoryId,
-    leaseOwner: LEASE.leaseOwner,
-    observations,
-    throughMessageSeq: appended.record.lastMessageSeq,
-    markerIds: { start: generateId('mk'), end: generateId('mk') },
-  });
-}
-
-function entryValue(index: number): string {
-  // About 200 bytes, so 100 entries stay inside the default 32 KiB per scope.
-  return JSON.stringify({ note: `entry ${index}: ${'remember the deploy window and the reviewer '.repeat(4)}`.slice(0, 180), step: index });
-}
-
-/** Builds a scope with `observations` observations (in operations of 100) and `entries` working-memory entries. */
-async function populateScope(store: MemoryStore, scope: Scope, observations: number, entries: number): Promise<void> {
-  const all: NewObservation[] = syntheticObservations(observations).map(({ content, importance, tokenCount }) => ({ content, importance, tokenCount }));
-  for (let start = 0; start < all.length; start += BUILD_BATCH) await addObservations(store, scope, all.slice(start, start + BUILD_BATCH));
-  const memoryId = memoryIdOf(scope);
-  for (let index = 0; index < entries; index++) {
-    await store.setWorkingMemoryEntry({ scope, memoryId, key: entryKey(index), valueJson: entryValue(index), limits: DEFAULT_WORKING_MEMORY_LIMITS });
-  }
-}
-
-function entryKey(index: number): string {
-  return `note-${String(index).padStart(3, '0')}`;
 }
 
 function scopeInput(index: number): ScopeInput {

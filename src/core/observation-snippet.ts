@@ -137,10 +137,7 @@ function selectObservations(
     return score;
   };
   // Higher score first; the older observation first among equals.
-  const before = (a: number, b: number): boolean => {
-    const difference = (scores[a] as number) - (scores[b] as number);
-    return difference > 0 || (difference === 0 && a < b);
-  };
+  const byScore = (a: number, b: number): number => (scores[b] as number) - (scores[a] as number) || a - b;
 
   const chosen: number[] = [];
   const lines = new Map<number, string>();
@@ -173,7 +170,7 @@ function selectObservations(
     scoreAt(index);
     recent.push(index);
   }
-  recent.sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0));
+  recent.sort(byScore);
   const later: number[] = [];
   let smallest = Number.POSITIVE_INFINITY;
   const keep = (index: number): void => {
@@ -190,7 +187,7 @@ function selectObservations(
     scoreAt(index);
     keep(index);
   }
-  const heap = new IndexHeap(later, before);
+  const heap = new IndexHeap(later, byScore);
   while (heap.size > 0 && remaining >= smallest) consider(heap.pop());
   chosen.sort((a, b) => a - b);
   return chosen.map((index) => lines.get(index) as string);
@@ -219,14 +216,14 @@ function scoreBuffer(count: number): Float64Array {
   return sharedScores;
 }
 
-/** A binary heap of indices, best first by `before`; built in linear time. */
+/** A binary heap of indices, first by `compare` (negative: the first argument goes first); built in linear time. */
 class IndexHeap {
   readonly #items: number[];
-  readonly #before: (a: number, b: number) => boolean;
+  readonly #compare: (a: number, b: number) => number;
 
-  constructor(items: number[], before: (a: number, b: number) => boolean) {
+  constructor(items: number[], compare: (a: number, b: number) => number) {
     this.#items = items;
-    this.#before = before;
+    this.#compare = compare;
     for (let index = (items.length >> 1) - 1; index >= 0; index--) this.#siftDown(index);
   }
 
@@ -253,8 +250,8 @@ class IndexHeap {
       const left = 2 * index + 1;
       if (left >= length) return;
       const right = left + 1;
-      const child = right < length && this.#before(items[right] as number, items[left] as number) ? right : left;
-      if (!this.#before(items[child] as number, items[index] as number)) return;
+      const child = right < length && this.#compare(items[right] as number, items[left] as number) < 0 ? right : left;
+      if (this.#compare(items[child] as number, items[index] as number) >= 0) return;
       const swap = items[index] as number;
       items[index] = items[child] as number;
       items[child] = swap;

@@ -68,12 +68,15 @@ export interface SqliteStatements {
   readonly claimCandidateOfScope: Statement<Named<{ now: string; memoryId: string }>, OperationKey>;
   readonly claimCandidateOfAnyScope: Statement<Named<{ now: string }>, OperationKey>;
   readonly claimOperation: Statement<Named<{ memoryId: string; scopeSequence: number; leaseOwner: string; leaseExpiresAt: string; now: string }>, OperationRow>;
+  /**
+   * Ends a lease: only the holder, only before expiry by the database clock. The operation
+   * is found among its scope's pending ones: there is no index on operation ids. `run()`
+   * when the row is not needed.
+   */
   readonly finishLeasedOperation: Statement<
     Named<{ operationId: string; memoryId: string; leaseOwner: string; status: string; errorText: string; availableAt: string | null; now: string }>,
     OperationRow
   >;
-  /** {@link finishLeasedOperation} to `applied`, without reading the row back. */
-  readonly markLeasedApplied: Statement<Named<{ operationId: string; memoryId: string; leaseOwner: string; errorText: string; now: string }>>;
   readonly requeueStaleOperations: Statement<Named<{ now: string; cutoff: string }>>;
   readonly listOperations: Statement<[string], OperationRow>;
   readonly countPendingOperations: Statement<[], number>;
@@ -99,15 +102,6 @@ const CLAIMABLE = `
   q.status = 'queued' AND q.available_at <= @now
   AND NOT EXISTS (SELECT 1 FROM om_operation_log AS p WHERE p.memory_id = q.memory_id AND p.${PENDING} AND p.status = 'processing')
   AND NOT EXISTS (SELECT 1 FROM om_operation_log AS o WHERE o.memory_id = q.memory_id AND o.${PENDING} AND o.status = 'queued' AND o.scope_sequence < q.scope_sequence)`;
-
-// Ends a lease: only the holder, only before expiry by the database clock. The operation
-// is found among its scope's pending ones: there is no index on operation ids.
-const FINISH_LEASED = `
-  UPDATE om_operation_log INDEXED BY om_operation_log_pending_idx
-  SET status = @status, error_text = @errorText, lease_owner = NULL, lease_expires_at = NULL,
-    available_at = COALESCE(@availableAt, available_at), updated_at = @now
-  WHERE memory_id = @memoryId AND ${PENDING} AND status = 'processing' AND operation_id = @operationId
-    AND lease_owner = @leaseOwner AND lease_expires_at > @now`;
 
 // The state_version in WHERE is the compare-and-swap: no row comes back if it moved.
 const BUMP = `state_version = state_version + 1, updated_at = @now WHERE memory_id = @memoryId AND state_version = @stateVersion RETURNING *`;
@@ -256,8 +250,13 @@ export function prepareStatements(db: Database): SqliteStatements {
       UPDATE om_operation_log SET status = 'processing', attempt = attempt + 1, lease_owner = @leaseOwner, lease_expires_at = @leaseExpiresAt, updated_at = @now
       WHERE memory_id = @memoryId AND scope_sequence = @scopeSequence AND status = 'queued'
       RETURNING *`),
-    finishLeasedOperation: prepare(`${FINISH_LEASED} RETURNING *`),
-    markLeasedApplied: prepare(FINISH_LEASED.replace('@status', `'applied'`).replace('@availableAt', 'NULL')),
+    finishLeasedOperation: prepare(`
+      UPDATE om_operation_log INDEXED BY om_operation_log_pending_idx
+      SET status = @status, error_text = @errorText, lease_owner = NULL, lease_expires_at = NULL,
+        available_at = COALESCE(@availableAt, available_at), updated_at = @now
+      WHERE memory_id = @memoryId AND ${PENDING} AND status = 'processing' AND operation_id = @operationId
+        AND lease_owner = @leaseOwner AND lease_expires_at > @now
+      RETURNING *`),
     requeueStaleOperations: prepare(`
       UPDATE om_operation_log SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
         error_text = 'requeued after stale processing operation', updated_at = @now

@@ -138,14 +138,14 @@ function buildStore(
   };
 
   const finishLeased = (handle: LeaseHandle, now: string, status: 'applied' | 'failed' | 'queued', errorText: string, availableAt: string | null = null): OperationRow => {
-    const row = statements.finishLeasedOperation.get({ operationId: handle.operationId, memoryId: handle.memoryId, leaseOwner: handle.leaseOwner, status, errorText, availableAt, now });
+    const row = statements.finishLeasedOperation.get({ ...leaseOf(handle), status, errorText, availableAt, now });
     if (!row) throw leaseLostError(handle.operationId, handle.leaseOwner);
     return row;
   };
 
   /** Marks the leased operation applied; throws when the lease no longer holds. */
   const markApplied = (handle: LeaseHandle, now: string, note: string): void => {
-    const { changes } = statements.markLeasedApplied.run({ operationId: handle.operationId, memoryId: handle.memoryId, leaseOwner: handle.leaseOwner, errorText: note, now });
+    const { changes } = statements.finishLeasedOperation.run({ ...leaseOf(handle), status: 'applied', errorText: note, availableAt: null, now });
     if (changes !== 1) throw leaseLostError(handle.operationId, handle.leaseOwner);
   };
 
@@ -218,8 +218,9 @@ function buildStore(
 
   const appendMessagesAndClaim = (input: Parameters<NonNullable<MemoryStore['appendMessagesAndClaim']>>[0]): AppendAndClaimResult => {
     const existing = statements.selectRecord.get(input.memoryId);
-    const settings = input.settings(existing && toRecord(existing));
-    if (!settings.enabled) return { disabled: true, record: existing && toRecord(existing) };
+    const current = existing && toRecord(existing);
+    const settings = input.settings(current);
+    if (!settings.enabled) return { disabled: true, record: current };
     const appended = appendMessagesBody(input, existing);
     if (appended.unobservedTokens < settings.minTokens) return appended;
     const fields = { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' as const };
@@ -458,6 +459,10 @@ function buildStore(
     },
   };
   return store;
+}
+
+function leaseOf(handle: LeaseHandle): { operationId: string; memoryId: string; leaseOwner: string } {
+  return { operationId: handle.operationId, memoryId: handle.memoryId, leaseOwner: handle.leaseOwner };
 }
 
 function pickScope(scope: Scope): { tenantId: string; conversationId: string; agentId: string } {
