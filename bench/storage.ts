@@ -256,6 +256,57 @@ async function observeFreshScope(factory: StoreFactory, backend: BackendName, wi
   }
 }
 
+/** Alternating rounds of the scope-growth comparison. */
+const GROWTH_ROUNDS = 5;
+
+/**
+ * The per-turn read on the middle scope of 10 and of 10,000 scopes (3 observations and 3
+ * entries each), measured in alternating rounds: this machine's speed drifts by tens of
+ * percent over a run, which scenarios timed minutes apart would report as growth. Returns
+ * the ratios of the median round medians (reads steady and right after a write; observes
+ * per second, 200 a round).
+ */
+async function scopeGrowth(factory: StoreFactory, backend: BackendName): Promise<{ steady: number; afterWrite: number; observe: number }> {
+  const opened: BenchStore[] = [];
+  try {
+    const sides = [];
+    for (const scopes of [10, 10_000]) {
+      const bench = factory.open(backend);
+      opened.push(bench);
+      for (let first = 0; first < scopes; first += 500) {
+        await bench.batch(async () => {
+          for (let index = first; index < Math.min(scopes, first + 500); index++) await populateScope(bench.store, resolveScope(scopeInput(index)), 3, 3);
+        });
+      }
+      const input = scopeInput(Math.floor(scopes / 2));
+      const { memory, workingMemory } = services(bench.store);
+      const read = perTurnRead(memory, workingMemory, input);
+      await read();
+      const write = () => addObservations(bench.store, resolveScope(input), [{ content: 'The user changed the deploy window to Thursday.', importance: 0.8, tokenCount: 12 }]);
+      let turn = 0;
+      const observe = () => memory.observe({ scope: input, messages: [{ id: `growth-${turn++}`, role: 'user', content: 'Keep the deploy window in mind.' }] });
+      sides.push({ read, write, observe, steady: [] as number[], afterWrite: [] as number[], observeRate: [] as number[] });
+    }
+    for (let round = 0; round < GROWTH_ROUNDS; round++) {
+      for (const side of sides) {
+        side.steady.push((await measure('steady', side.read, { samples: 400, warmup: 20 })).medianMs);
+        side.afterWrite.push((await measure('after a write', side.read, { samples: 60, warmup: 3, before: side.write })).medianMs);
+        side.observeRate.push((await throughputWithin('observe', side.observe, { maxCount: 200, maxSeconds: 5 })).opsPerSecond);
+      }
+    }
+    const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+    const [small, large] = sides;
+    if (!small || !large) throw new Error('bench: scope growth needs both sides');
+    return {
+      steady: median(large.steady) / median(small.steady),
+      afterWrite: median(large.afterWrite) / median(small.afterWrite),
+      observe: median(large.observeRate) / median(small.observeRate),
+    };
+  } finally {
+    for (const bench of opened) await bench.discard();
+  }
+}
+
 /** Conversations observing at the same time in the concurrent observe figure. */
 const CONCURRENT_CONVERSATIONS = 8;
 
@@ -411,13 +462,9 @@ export async function benchStorage(): Promise<void> {
     printTable(byObservations);
     console.log('\n## Scaling: number of scopes (each 3 observations, 3 entries); read, observe and wm on the middle scope');
     printTable(byScopes);
+    console.log(`   ratios below: ${GROWTH_ROUNDS} alternating rounds on both scope counts, ratio of the median round medians`);
     for (const backend of BACKENDS) {
-      const small = byScopes.find((item) => item.backend === backend && item.spec.scopes === 10);
-      const large = byScopes.find((item) => item.backend === backend && item.spec.scopes === 10_000);
-      if (!small || !large) continue;
-      const steadyRatio = large.steady.medianMs / small.steady.medianMs;
-      const writeRatio = large.afterWrite.medianMs / small.afterWrite.medianMs;
-      const observeRatio = large.observe.opsPerSecond / small.observe.opsPerSecond;
+      const { steady: steadyRatio, afterWrite: writeRatio, observe: observeRatio } = await scopeGrowth(factory, backend);
       console.log(
         `${backend.padEnd(9)}  10,000 vs 10 scopes: read median ×${steadyRatio.toFixed(2)} steady, ×${writeRatio.toFixed(2)} after a write` +
           `  (target: does not grow, ≤ ×${SCOPE_GROWTH_LIMIT}: ${verdict(steadyRatio <= SCOPE_GROWTH_LIMIT && writeRatio <= SCOPE_GROWTH_LIMIT)});` +
