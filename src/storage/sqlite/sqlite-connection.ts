@@ -7,6 +7,8 @@ import { dirname, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Database } from 'better-sqlite3';
 import { StoreError } from '../../core/errors.js';
+import { startBackgroundCheckpoints } from './sqlite-checkpointer.js';
+import type { BackgroundCheckpoints } from './sqlite-checkpointer.js';
 import { STORE_NAME } from './sqlite-errors.js';
 
 /** Opens (creating it and its parent directories if needed) the database file. */
@@ -35,3 +37,32 @@ export function configureSqliteConnection(db: Database, settings: { busyTimeoutM
   db.pragma('secure_delete = ON');
 }
 
+
+/**
+ * Pages in the write-ahead log at which a connection with background checkpoints still
+ * checkpoints inline (about 40 MiB at 4 KiB pages). The log restarts from its beginning
+ * only when a checkpoint has copied all of it before the next write begins; under writes
+ * that never pause, the worker's checkpoints always trail a little, and this bounds the file.
+ */
+export const BACKSTOP_CHECKPOINT_PAGES = 10_000;
+
+/** SQLite's own default, used again when background checkpoints fail. */
+const INLINE_CHECKPOINT_PAGES = 1000;
+
+/**
+ * Hands the file's checkpoints to the process's checkpoint worker (see
+ * startBackgroundCheckpoints): this connection then checkpoints only as a backstop. Does
+ * nothing for in-memory databases. If the worker fails, the connection goes back to inline
+ * checkpoints and a process warning says why; nothing else changes.
+ */
+export function useBackgroundCheckpoints(db: Database, settings: { synchronous: 'NORMAL' | 'FULL' }): BackgroundCheckpoints | undefined {
+  if (db.memory) return undefined;
+  db.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+  return startBackgroundCheckpoints(db.name, {
+    synchronous: settings.synchronous,
+    onFailure: (message) => {
+      if (db.open) db.pragma(`wal_autocheckpoint = ${INLINE_CHECKPOINT_PAGES}`);
+      process.emitWarning(`Background checkpoints of ${db.name} stopped (${message}); this connection checkpoints inline again.`, { code: 'HARNESS_MEMORY_CHECKPOINTS' });
+    },
+  });
+}

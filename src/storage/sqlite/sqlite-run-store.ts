@@ -10,7 +10,7 @@ import { toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js'
 import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
 import { takeRecent } from '../in-memory-run-store.js';
 import type { RunStore } from '../run-store.js';
-import { configureSqliteConnection, openSqliteFile } from './sqlite-connection.js';
+import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } from './sqlite-connection.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
 import { SQL_NOW } from './sqlite-statements.js';
 
@@ -22,6 +22,8 @@ export interface SqliteRunStoreOptions {
   synchronous?: 'NORMAL' | 'FULL';
   /** @default 5000 */
   busyTimeoutMs?: number;
+  /** As the memory store's option of the same name. @default 'background' */
+  checkpoints?: 'background' | 'inline';
 }
 
 const STORE = 'sqlite-runs';
@@ -32,6 +34,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
   const db: Database = openSqliteFile(options.path, options.busyTimeoutMs ?? 5000);
   configureSqliteConnection(db, { busyTimeoutMs: options.busyTimeoutMs ?? 5000, synchronous: options.synchronous ?? 'NORMAL', path: options.path });
   migrateSqliteDatabase(db);
+  const checkpointer = (options.checkpoints ?? 'background') === 'background' ? useBackgroundCheckpoints(db, { synchronous: options.synchronous ?? 'NORMAL' }) : undefined;
   let disposed = false;
 
   const statements = {
@@ -206,6 +209,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     async dispose() {
       if (disposed) return;
       disposed = true;
+      await checkpointer?.stop();
       db.close();
     },
   };

@@ -10,7 +10,8 @@ import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
 import type { AppendAndClaimResult, LeaseHandle, MemoryStore, Operation, PrefetchedObserve } from '../store.js';
-import { configureSqliteConnection, openSqliteFile } from './sqlite-connection.js';
+import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } from './sqlite-connection.js';
+import type { BackgroundCheckpoints } from './sqlite-checkpointer.js';
 import { conflictError, disposedError, leaseLostError, missingRecordError, STORE_NAME, toStoreError } from './sqlite-errors.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
 import { parseConfig, toMarker, toObservation, toOperation, toRecord, toStoredMessage, toWorkingMemoryEntry } from '../_memory-rows.js';
@@ -51,6 +52,16 @@ export interface SqliteStoreOptions {
    * row is updated first, as the lease check, but only that commit makes it visible).
    */
   faultPoint?: (point: 'mid_apply' | 'before_mark_applied') => void;
+  /**
+   * Who copies committed pages from the write-ahead log into the database file.
+   * `background`: a worker thread shared by the process's stores, so that no commit waits
+   * for the copy and its fsyncs; the store's connection still checkpoints if the log
+   * reaches about 40 MiB (writes that never pause). `inline`: SQLite's default, the commit
+   * that takes the log past 1000 pages checkpoints. Either way a checkpoint is synced as
+   * `synchronous` says.
+   * @default 'background'
+   */
+  checkpoints?: 'background' | 'inline';
 }
 
 type Input<K extends keyof MemoryStore> = MemoryStore[K] extends (input: infer I) => unknown ? I : never;
@@ -68,13 +79,17 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
   const context = { path: options.path, busyTimeoutMs };
   if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw invalidOption('busyTimeoutMs', 'must be a non-negative integer of milliseconds');
   if (synchronous !== 'NORMAL' && synchronous !== 'FULL') throw invalidOption('synchronous', 'must be "NORMAL" or "FULL"');
+  const checkpoints = options.checkpoints ?? 'background';
+  if (checkpoints !== 'background' && checkpoints !== 'inline') throw invalidOption('checkpoints', 'must be "background" or "inline"');
 
   let db: Database | undefined;
   try {
     db = options.database ?? openSqliteFile(options.path, busyTimeoutMs);
     configureSqliteConnection(db, { busyTimeoutMs, synchronous, path: options.path });
     migrateSqliteDatabase(db);
-    return buildStore(db, prepareStatements(db), context, options.faultPoint);
+    const statements = prepareStatements(db);
+    const checkpointer = checkpoints === 'background' ? useBackgroundCheckpoints(db, { synchronous }) : undefined;
+    return buildStore(db, statements, context, options.faultPoint, checkpointer);
   } catch (error) {
     if (db?.open) db.close();
     throw toStoreError(error, context);
@@ -86,6 +101,7 @@ function buildStore(
   statements: SqliteStatements,
   context: { path: string; busyTimeoutMs: number },
   faultPoint: SqliteStoreOptions['faultPoint'],
+  checkpointer: BackgroundCheckpoints | undefined,
 ): MemoryStore {
   let disposed = false;
   const batcher = new SqliteWriteBatcher(db, (error) => toStoreError(error, context));
@@ -452,6 +468,12 @@ function buildStore(
       try {
         // Writes already submitted still commit.
         batcher.flush();
+      } finally {
+        // The worker lets go of the file first, so that this connection is its last and
+        // checkpoints and removes the log as it closes.
+        await checkpointer?.stop();
+      }
+      try {
         db.close();
       } catch (error) {
         throw toStoreError(error, context);

@@ -1,0 +1,121 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { memoryIdOf } from '../../core/scope.js';
+import type { Scope } from '../../core/scope.js';
+import type { MemoryStore } from '../store.js';
+import { BACKSTOP_CHECKPOINT_PAGES } from './sqlite-connection.js';
+import { createSqliteStore } from './sqlite-store.js';
+
+const scope: Scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
+const memoryId = memoryIdOf(scope);
+const limits = { maxEntries: 100_000, maxTotalBytes: 100_000_000 };
+
+/** Resolves once `check` holds, polling; fails after `timeoutMs`. */
+async function eventually(check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((done) => setTimeout(done, 10));
+  }
+}
+
+describe('sqlite store: background checkpoints', () => {
+  let directory: string;
+  let path: string;
+  const opened: Array<MemoryStore | Database.Database> = [];
+
+  beforeEach(() => {
+    directory = mkdtempSync(join(tmpdir(), 'harness-memory-checkpoints-'));
+    path = join(directory, 'state.db');
+  });
+  afterEach(async () => {
+    for (const handle of opened.splice(0).reverse()) {
+      if ('dispose' in handle) await handle.dispose();
+      else if (handle.open) handle.close();
+    }
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  const open = (options: { checkpoints?: 'background' | 'inline' } = {}): { store: MemoryStore; database: Database.Database } => {
+    const database = new Database(path);
+    const store = createSqliteStore({ path, database, ...options });
+    opened.push(database, store);
+    return { store, database };
+  };
+  const setCanary = (store: MemoryStore, canary: string) => store.setWorkingMemoryEntry({ scope, memoryId, key: 'canary', valueJson: JSON.stringify(canary), limits });
+  const fileHas = (file: string, text: string) => existsSync(file) && readFileSync(file).includes(Buffer.from(text));
+
+  it('copies commits into the database file from the worker, while the store only keeps a backstop', async () => {
+    const { store, database } = open();
+    expect(database.pragma('wal_autocheckpoint', { simple: true })).toBe(BACKSTOP_CHECKPOINT_PAGES);
+    const canary = 'CANARY_background_checkpoint_7f3a';
+    await setCanary(store, canary);
+    // A few pages, far below the backstop: only the worker can have copied them.
+    await eventually(() => fileHas(path, canary));
+  });
+
+  it('leaves checkpoints to the committing connection when asked to (inline)', async () => {
+    const { store, database } = open({ checkpoints: 'inline' });
+    expect(database.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    const canary = 'CANARY_inline_checkpoint_51c2';
+    await setCanary(store, canary);
+    await new Promise((done) => setTimeout(done, 200));
+    expect(fileHas(`${path}-wal`, canary)).toBe(true);
+    expect(fileHas(path, canary)).toBe(false);
+  });
+
+  it('keeps the log bounded under writes that never pause', async () => {
+    const { store, database } = open();
+    const walPages = () => statSync(`${path}-wal`).size / ((database.pragma('page_size', { simple: true }) as number) + 24);
+    let largest = 0;
+    // Observe cycles back to back: each commits a dozen pages, mostly of tables that only
+    // grow, so the worker's checkpoints always trail the log and it could never restart
+    // without the store's own backstop checkpoint. About twice the backstop in all.
+    for (let turn = 1; turn <= 1600; turn++) {
+      await store.appendMessages({ scope, memoryId, messages: [{ messageKey: `m${turn}`, role: 'user', name: '', toolCallId: '', content: `turn ${turn}`, tokenCount: 2 }] });
+      await store.enqueueOperation({ operationId: `op-${turn}`, scope, memoryId, operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+      const claimed = await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
+      await store.completeObservation({
+        operationId: claimed!.operationId,
+        memoryId,
+        leaseOwner: 'w',
+        observations: [{ content: `The user said turn ${turn}.`, importance: 0.5, tokenCount: 6 }],
+        throughMessageSeq: turn,
+        markerIds: { start: `mk-${turn}-s`, end: `mk-${turn}-e` },
+      });
+      if (turn % 50 === 0) largest = Math.max(largest, walPages());
+    }
+    expect(largest).toBeGreaterThan(0);
+    expect(largest).toBeLessThan(BACKSTOP_CHECKPOINT_PAGES * 1.2);
+  });
+
+  it('goes back to inline checkpoints, with a warning, when the worker cannot open the file', async () => {
+    const warnings: Error[] = [];
+    const listen = (warning: Error) => warnings.push(warning);
+    process.on('warning', listen);
+    try {
+      const { store, database } = open();
+      // The worker opens the file after the store returns; by then it is gone (the store's
+      // connection keeps working on the unlinked file).
+      unlinkSync(path);
+      await eventually(() => database.pragma('wal_autocheckpoint', { simple: true }) === 1000);
+      await eventually(() => warnings.some((warning) => (warning as Error & { code?: string }).code === 'HARNESS_MEMORY_CHECKPOINTS'));
+      expect(warnings.find((warning) => (warning as Error & { code?: string }).code === 'HARNESS_MEMORY_CHECKPOINTS')?.message).toMatch(/Background checkpoints of .*state\.db stopped/);
+      await setCanary(store, 'still works');
+      expect((await store.getWorkingMemoryEntry(memoryId, 'canary'))?.valueJson).toBe('"still works"');
+    } finally {
+      process.off('warning', listen);
+    }
+  });
+
+  it('lets go of the file at dispose, so the store closes last and removes the log', async () => {
+    const store = createSqliteStore({ path });
+    await setCanary(store, 'CANARY_dispose_2b9d');
+    await store.dispose();
+    expect(existsSync(`${path}-wal`)).toBe(false);
+    expect(fileHas(path, 'CANARY_dispose_2b9d')).toBe(true);
+  });
+});

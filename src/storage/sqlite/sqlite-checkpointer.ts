@@ -1,0 +1,155 @@
+/**
+ * Background checkpoints: one worker thread per process copies committed pages from each
+ * registered file's write-ahead log into the database file and syncs it, so that commits
+ * on the main thread do not wait for that copying and its fsyncs.
+ * @module
+ */
+import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
+
+/** What {@link startBackgroundCheckpoints} returns. */
+export interface BackgroundCheckpoints {
+  /** Closes the worker's connection to the file; resolves once it is closed. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startBackgroundCheckpoints}. */
+export interface BackgroundCheckpointOptions {
+  /** The checkpointing connection's sync level: it decides the checkpoint's fsyncs. */
+  readonly synchronous: 'NORMAL' | 'FULL';
+  /** Called once if the worker cannot checkpoint this file (any more); the caller falls back to inline checkpoints. */
+  readonly onFailure: (message: string) => void;
+}
+
+/**
+ * How often the worker checkpoints each file. A pass with nothing to copy costs a few
+ * microseconds of the worker's time; between passes the log grows by what was committed.
+ */
+const CHECKPOINT_INTERVAL_MS = 20;
+
+type FromWorker = { type: 'stopped'; id: number } | { type: 'failed'; id: number; message: string };
+
+// Runs in the worker (CommonJS, evaluated from this string so that the same code serves the
+// TypeScript sources and the built package). A PASSIVE checkpoint never waits for locks:
+// when another connection is checkpointing or recovering the file it returns busy, which
+// only means "next time".
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driverPath);
+const files = new Map();
+let timer;
+const fail = (id, error) => {
+  const entry = files.get(id);
+  files.delete(id);
+  try { if (entry) entry.db.close(); } catch {}
+  parentPort.postMessage({ type: 'failed', id, message: String((error && error.message) || error) });
+};
+const tick = () => {
+  for (const [id, entry] of files) {
+    try { entry.db.pragma('wal_checkpoint(PASSIVE)'); }
+    catch (error) { if (!String(error && error.code).startsWith('SQLITE_BUSY')) fail(id, error); }
+  }
+};
+const schedule = () => {
+  if (files.size > 0 && timer === undefined) timer = setInterval(tick, workerData.intervalMs);
+  if (files.size === 0 && timer !== undefined) { clearInterval(timer); timer = undefined; }
+};
+parentPort.on('message', (message) => {
+  if (message.type === 'start') {
+    try {
+      const db = new Database(message.path, { fileMustExist: true, timeout: 0 });
+      db.pragma('synchronous = ' + message.synchronous);
+      db.pragma('wal_autocheckpoint = 0');
+      files.set(message.id, { db });
+    } catch (error) { parentPort.postMessage({ type: 'failed', id: message.id, message: String((error && error.message) || error) }); }
+  } else if (message.type === 'stop') {
+    const entry = files.get(message.id);
+    files.delete(message.id);
+    try { if (entry) entry.db.close(); } catch {}
+    parentPort.postMessage({ type: 'stopped', id: message.id });
+  }
+  schedule();
+});
+`;
+
+interface Registration {
+  readonly onFailure: (message: string) => void;
+  stopped?: () => void;
+}
+
+/** The process's one checkpoint worker, created on first use. */
+class CheckpointWorker {
+  readonly #worker: Worker;
+  readonly #registrations = new Map<number, Registration>();
+  #nextId = 0;
+  #dead = false;
+  /** Stops waiting for the worker's answer: while there are any, the worker keeps the process alive. */
+  #stopping = 0;
+
+  constructor(onExit: () => void) {
+    const driverPath = createRequire(import.meta.url).resolve('better-sqlite3');
+    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driverPath, intervalMs: CHECKPOINT_INTERVAL_MS } });
+    this.#worker.on('message', (message: FromWorker) => this.#receive(message));
+    const die = (message: string): void => {
+      if (this.#dead) return;
+      this.#dead = true;
+      onExit();
+      for (const registration of this.#registrations.values()) {
+        registration.onFailure(message);
+        registration.stopped?.();
+      }
+      this.#registrations.clear();
+    };
+    this.#worker.on('error', (error) => die(`the checkpoint worker failed: ${error.message}`));
+    this.#worker.on('exit', (code) => die(`the checkpoint worker exited with code ${code}`));
+    // Never keeps the process alive: with no store open it has nothing to do. (After the
+    // listeners: adding a 'message' listener refs the worker's port again.)
+    this.#worker.unref();
+  }
+
+  start(path: string, options: BackgroundCheckpointOptions): BackgroundCheckpoints {
+    const id = ++this.#nextId;
+    const registration: Registration = { onFailure: options.onFailure };
+    this.#registrations.set(id, registration);
+    this.#worker.postMessage({ type: 'start', id, path, synchronous: options.synchronous });
+    let stopping: Promise<void> | undefined;
+    return {
+      stop: () => {
+        stopping ??= new Promise<void>((done) => {
+          if (this.#dead || !this.#registrations.has(id)) return done();
+          if (this.#stopping++ === 0) this.#worker.ref();
+          registration.stopped = () => {
+            if (--this.#stopping === 0) this.#worker.unref();
+            done();
+          };
+          this.#worker.postMessage({ type: 'stop', id });
+        });
+        return stopping;
+      },
+    };
+  }
+
+  #receive(message: FromWorker): void {
+    const registration = this.#registrations.get(message.id);
+    if (!registration) return;
+    this.#registrations.delete(message.id);
+    if (message.type === 'failed') registration.onFailure(message.message);
+    registration.stopped?.();
+  }
+}
+
+let shared: CheckpointWorker | undefined;
+
+/**
+ * Starts checkpointing the WAL-mode database at `path` on the process's checkpoint worker
+ * (created on first use). The caller's own connection should then checkpoint only as a
+ * backstop (a large `wal_autocheckpoint`), for when the log cannot be restarted because
+ * writes never pause.
+ */
+export function startBackgroundCheckpoints(path: string, options: BackgroundCheckpointOptions): BackgroundCheckpoints {
+  shared ??= new CheckpointWorker(() => {
+    shared = undefined;
+  });
+  return shared.start(resolve(path), options);
+}
