@@ -171,11 +171,12 @@ function selectObservations(
     recent.push(index);
   }
   recent.sort(byScore);
-  const later: number[] = [];
+  // The candidates left for the heap, in a buffer shared between calls like the scores.
+  const heap = new IndexHeap(indexBuffer(count), byScore);
   let smallest = Number.POSITIVE_INFINITY;
   const keep = (index: number): void => {
     const tokens = (observations[index] as Observation).tokenCount;
-    later.push(index);
+    heap.add(index);
     if (tokens < smallest) smallest = tokens;
   };
   for (const index of recent) {
@@ -187,7 +188,7 @@ function selectObservations(
     scoreAt(index);
     keep(index);
   }
-  const heap = new IndexHeap(later, byScore);
+  heap.heapify();
   while (heap.size > 0 && remaining >= smallest) consider(heap.pop());
   chosen.sort((a, b) => a - b);
   return chosen.map((index) => lines.get(index) as string);
@@ -210,33 +211,50 @@ function lineCostsOf(estimator: TokenEstimator): WeakMap<Observation, number> {
 }
 
 let sharedScores = new Float64Array(1024);
+let sharedIndices = new Int32Array(1024);
 
 function scoreBuffer(count: number): Float64Array {
   if (sharedScores.length < count) sharedScores = new Float64Array(Math.max(count, sharedScores.length * 2));
   return sharedScores;
 }
 
-/** A binary heap of indices, first by `compare` (negative: the first argument goes first); built in linear time. */
-class IndexHeap {
-  readonly #items: number[];
-  readonly #compare: (a: number, b: number) => number;
+function indexBuffer(count: number): Int32Array {
+  if (sharedIndices.length < count) sharedIndices = new Int32Array(Math.max(count, sharedIndices.length * 2));
+  return sharedIndices;
+}
 
-  constructor(items: number[], compare: (a: number, b: number) => number) {
-    this.#items = items;
+/**
+ * A binary heap of indices over a caller's buffer, first by `compare` (negative: the first
+ * argument goes first): fill with {@link add}, then {@link heapify} (linear time), then pop.
+ */
+class IndexHeap {
+  readonly #items: Int32Array;
+  readonly #compare: (a: number, b: number) => number;
+  #length = 0;
+
+  constructor(buffer: Int32Array, compare: (a: number, b: number) => number) {
+    this.#items = buffer;
     this.#compare = compare;
-    for (let index = (items.length >> 1) - 1; index >= 0; index--) this.#siftDown(index);
   }
 
   get size(): number {
-    return this.#items.length;
+    return this.#length;
+  }
+
+  add(index: number): void {
+    this.#items[this.#length++] = index;
+  }
+
+  heapify(): void {
+    for (let index = (this.#length >> 1) - 1; index >= 0; index--) this.#siftDown(index);
   }
 
   pop(): number {
     const items = this.#items;
     const top = items[0] as number;
-    const last = items.pop() as number;
-    if (items.length > 0) {
-      items[0] = last;
+    this.#length--;
+    if (this.#length > 0) {
+      items[0] = items[this.#length] as number;
       this.#siftDown(0);
     }
     return top;
@@ -244,7 +262,7 @@ class IndexHeap {
 
   #siftDown(start: number): void {
     const items = this.#items;
-    const length = items.length;
+    const length = this.#length;
     let index = start;
     for (;;) {
       const left = 2 * index + 1;

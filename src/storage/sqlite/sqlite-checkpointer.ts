@@ -10,6 +10,8 @@ import { Worker } from 'node:worker_threads';
 
 /** What {@link startBackgroundCheckpoints} returns. */
 export interface BackgroundCheckpoints {
+  /** Counts a commit of the caller's connection: the worker checkpoints after enough of them, or once they pause. */
+  noteCommit(): void;
   /** Closes the worker's connection to the file; resolves once it is closed. */
   stop(): Promise<void>;
 }
@@ -22,11 +24,16 @@ export interface BackgroundCheckpointOptions {
   readonly onFailure: (message: string) => void;
 }
 
-/**
- * How often the worker checkpoints each file. A pass with nothing to copy costs a few
- * microseconds of the worker's time; between passes the log grows by what was committed.
- */
+/** How often the worker looks at each file's commit count. */
 const CHECKPOINT_INTERVAL_MS = 20;
+
+/**
+ * Commits between checkpoints while writes go on. Each checkpoint ends with fsyncs, which
+ * stall the disk for the whole process for a moment, so they are batched: a few thousand
+ * log pages each. When commits pause for a tick, the rest is checkpointed, so the log can
+ * restart from its beginning.
+ */
+const COMMITS_PER_PASS = 1000;
 
 type FromWorker = { type: 'stopped'; id: number } | { type: 'failed'; id: number; message: string };
 
@@ -47,6 +54,11 @@ const fail = (id, error) => {
 };
 const tick = () => {
   for (const [id, entry] of files) {
+    const commits = Atomics.load(entry.commits, 0);
+    const due = commits - entry.passed >= workerData.commitsPerPass || (commits !== entry.passed && commits === entry.seen);
+    entry.seen = commits;
+    if (!due) continue;
+    entry.passed = commits;
     try { entry.db.pragma('wal_checkpoint(PASSIVE)'); }
     catch (error) { if (!String(error && error.code).startsWith('SQLITE_BUSY')) fail(id, error); }
   }
@@ -61,7 +73,7 @@ parentPort.on('message', (message) => {
       const db = new Database(message.path, { fileMustExist: true, timeout: 0 });
       db.pragma('synchronous = ' + message.synchronous);
       db.pragma('wal_autocheckpoint = 0');
-      files.set(message.id, { db });
+      files.set(message.id, { db, commits: new Int32Array(message.commits), passed: 0, seen: 0 });
     } catch (error) { parentPort.postMessage({ type: 'failed', id: message.id, message: String((error && error.message) || error) }); }
   } else if (message.type === 'stop') {
     const entry = files.get(message.id);
@@ -89,7 +101,7 @@ class CheckpointWorker {
 
   constructor(onExit: () => void) {
     const driverPath = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driverPath, intervalMs: CHECKPOINT_INTERVAL_MS } });
+    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driverPath, intervalMs: CHECKPOINT_INTERVAL_MS, commitsPerPass: COMMITS_PER_PASS } });
     this.#worker.on('message', (message: FromWorker) => this.#receive(message));
     const die = (message: string): void => {
       if (this.#dead) return;
@@ -112,9 +124,14 @@ class CheckpointWorker {
     const id = ++this.#nextId;
     const registration: Registration = { onFailure: options.onFailure };
     this.#registrations.set(id, registration);
-    this.#worker.postMessage({ type: 'start', id, path, synchronous: options.synchronous });
+    const commits = new SharedArrayBuffer(4);
+    const counter = new Int32Array(commits);
+    this.#worker.postMessage({ type: 'start', id, path, synchronous: options.synchronous, commits });
     let stopping: Promise<void> | undefined;
     return {
+      noteCommit: () => {
+        counter[0] = ((counter[0] as number) + 1) | 0;
+      },
       stop: () => {
         stopping ??= new Promise<void>((done) => {
           if (this.#dead || !this.#registrations.has(id)) return done();

@@ -76,13 +76,19 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       throw new StoreError({ store: STORE, message: `SQLite failed: ${(error as Error).message}`, cause: error });
     }
   };
+  /** A write transaction, counted for the background checkpoints. */
+  const write = <T>(work: () => T): T => {
+    const result = wrap(work);
+    checkpointer?.noteCommit();
+    return result;
+  };
   const missing = (runId: string): StoreError => new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
 
   return {
     specificationVersion: 'v1',
     name: 'sqlite',
     async createRun(run) {
-      return wrap(() => {
+      return write(() => {
         db.transaction(() => {
           statements.insertRun.run({
             run_id: run.runId,
@@ -113,7 +119,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       });
     },
     async updateRun(runId, patch) {
-      return wrap(() =>
+      return write(() =>
         db
           .transaction(() => {
             const row = statements.getRun.get(runId);
@@ -135,7 +141,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       );
     },
     async appendEvent(runId, type, payload) {
-      return wrap(() =>
+      return write(() =>
         db
           .transaction(() => {
             if (!statements.getRun.get(runId)) throw missing(runId);
@@ -150,7 +156,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       return wrap(() => statements.listEvents.all(runId, afterSeq).map(toRunEvent));
     },
     async appendMessages(memoryId, messages) {
-      wrap(() =>
+      write(() =>
         db
           .transaction(() => {
             let position = statements.nextPosition.get(memoryId) ?? 1;
@@ -197,7 +203,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       return wrap(() => statements.staleRuns.all(`-${Math.max(0, olderThanSeconds)} seconds`).map(toRunRecord));
     },
     async forgetConversation(memoryId) {
-      wrap(() => {
+      write(() => {
         db.transaction(() => {
           statements.forgetMessages.run(memoryId);
           statements.forgetEvents.run(memoryId);

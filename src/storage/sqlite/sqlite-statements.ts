@@ -87,7 +87,8 @@ export interface SqliteStatements {
   readonly bytesOfOtherEntries: Statement<[string, string], number>;
   readonly upsertEntry: Statement<Named<{ memoryId: string; key: string; valueJson: string; now: string }>, WorkingMemoryRow>;
   readonly deleteEntry: Statement<[string, string]>;
-  readonly listEntries: Statement<[string], WorkingMemoryRow>;
+  /** Rows as `[entry_key, entry_json, created_at, updated_at]`: read every turn, so no per-row objects. */
+  readonly listEntries: Statement<[string], [string, string, string, string]>;
 
   /** One `DELETE … WHERE memory_id = ?` per table. */
   readonly forgetScope: readonly Statement<[string]>[];
@@ -278,7 +279,9 @@ export function prepareStatements(db: Database): SqliteStatements {
       RETURNING *`),
     deleteEntry: prepare('DELETE FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?'),
     // BINARY compares the UTF-8 bytes, which is the port's "byte order".
-    listEntries: prepare('SELECT * FROM working_memory_entries WHERE memory_id = ? ORDER BY entry_key COLLATE BINARY'),
+    listEntries: prepare<[string], [string, string, string, string]>(
+      'SELECT entry_key, entry_json, created_at, updated_at FROM working_memory_entries WHERE memory_id = ? ORDER BY entry_key COLLATE BINARY',
+    ).raw(true),
 
     forgetScope: Object.freeze(
       ['om_observations', 'om_messages', 'om_markers', 'om_operation_log', 'working_memory_entries', 'om_memory_records'].map((table) =>

@@ -104,7 +104,7 @@ function buildStore(
   checkpointer: BackgroundCheckpoints | undefined,
 ): MemoryStore {
   let disposed = false;
-  const batcher = new SqliteWriteBatcher(db, (error) => toStoreError(error, context));
+  const batcher = new SqliteWriteBatcher(db, (error) => toStoreError(error, context), checkpointer?.noteCommit);
 
   /** Runs a read (or a write that must not wait) now, after every write submitted before it. */
   const execute = <T>(work: () => T): T => {
@@ -445,7 +445,8 @@ function buildStore(
       });
     },
     deleteWorkingMemoryEntry: async (memoryId, key) => write(() => deleteWorkingMemoryEntry(memoryId, key)),
-    listWorkingMemoryEntries: async (memoryId) => execute(() => statements.listEntries.all(memoryId).map(toWorkingMemoryEntry)),
+    listWorkingMemoryEntries: async (memoryId) =>
+      execute(() => statements.listEntries.all(memoryId).map(([key, valueJson, createdAt, updatedAt]) => Object.freeze({ key, valueJson, createdAt, updatedAt }))),
     forget: async (memoryId) => {
       execute(() => {
         db.transaction(forget).immediate(memoryId);

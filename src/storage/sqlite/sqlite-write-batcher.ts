@@ -35,13 +35,18 @@ export class SqliteWriteBatcher {
   readonly #release: Statement;
   readonly #rollbackTo: Statement;
   readonly #toError: (error: unknown) => unknown;
+  readonly #onCommit: (() => void) | undefined;
   #queue: Pending[] = [];
   #scheduled = false;
 
-  /** `toError` turns what a unit or the commit threw into the error its caller sees. */
-  constructor(db: Database, toError: (error: unknown) => unknown) {
+  /**
+   * `toError` turns what a unit or the commit threw into the error its caller sees;
+   * `onCommit` runs after each commit this batcher makes.
+   */
+  constructor(db: Database, toError: (error: unknown) => unknown, onCommit?: () => void) {
     this.#db = db;
     this.#toError = toError;
+    this.#onCommit = onCommit;
     this.#begin = db.prepare('BEGIN IMMEDIATE');
     this.#commit = db.prepare('COMMIT');
     this.#rollback = db.prepare('ROLLBACK');
@@ -81,7 +86,10 @@ export class SqliteWriteBatcher {
       if (!outer) this.#begin.run();
       try {
         for (const unit of batch) outcomes.push(alone ? { ok: true, value: unit.work() } : this.#runInSavepoint(unit));
-        if (!outer) this.#commit.run();
+        if (!outer) {
+          this.#commit.run();
+          this.#onCommit?.();
+        }
       } catch (error) {
         if (!outer && this.#db.inTransaction) this.#rollback.run();
         throw error;
