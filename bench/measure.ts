@@ -73,6 +73,28 @@ export async function throughputWithin(
   return { name, count, seconds, opsPerSecond: count / seconds };
 }
 
+/** A {@link Rate} measured in consecutive windows, with each window's rate. */
+export interface WindowedRate extends Rate {
+  readonly windowRates: readonly number[];
+}
+
+/**
+ * Operations per second of `work` run back to back `windows × perWindow` times: the
+ * overall rate, and the rate of each window of `perWindow` (to show how steady it was).
+ */
+export async function throughputInWindows(name: string, work: (index: number) => unknown, options: { windows: number; perWindow: number }): Promise<WindowedRate> {
+  const windowRates: number[] = [];
+  let index = 0;
+  const start = process.hrtime.bigint();
+  for (let window = 0; window < options.windows; window++) {
+    const windowStart = process.hrtime.bigint();
+    for (let step = 0; step < options.perWindow; step++) await work(index++);
+    windowRates.push(options.perWindow / (Number(process.hrtime.bigint() - windowStart) / 1e9));
+  }
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  return { name, count: index, seconds, opsPerSecond: index / seconds, windowRates };
+}
+
 /** `ok` when `pass`, `MISSED` otherwise: printed next to each target. */
 export function verdict(pass: boolean): string {
   return pass ? 'ok' : 'MISSED';

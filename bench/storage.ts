@@ -21,8 +21,8 @@ import type { WorkingMemory } from '../src/memory/working-memory.js';
 import { createInMemoryStore } from '../src/storage/in-memory-store.js';
 import { createSqliteStore } from '../src/storage/sqlite/sqlite-store.js';
 import type { MemoryStore, NewObservation } from '../src/storage/store.js';
-import { measure, report, reportRate, throughputWithin, verdict } from './measure.js';
-import type { Measurement, Rate } from './measure.js';
+import { measure, report, reportRate, throughputInWindows, throughputWithin, verdict } from './measure.js';
+import type { Measurement, Rate, WindowedRate } from './measure.js';
 import { addObservations, entryKey, populateScope } from './populate-scope.js';
 
 type BackendName = 'in-memory' | 'sqlite';
@@ -32,8 +32,10 @@ const READ_TARGET_P99_MS = 2;
 const WM_SET_TARGET = 10_000;
 const WM_GET_TARGET = 50_000;
 const OBSERVE_TARGET = 2_000;
-/** Observes timed on a fresh scope (after 50 untimed): the scope holds 50 to 1,050 observations meanwhile. */
-const FRESH_OBSERVES = 1_000;
+/** Observes timed on a fresh scope (after 50 untimed), in windows: the scope holds 50 to 2,050 observations meanwhile. */
+const FRESH_WINDOWS = 5;
+const FRESH_PER_WINDOW = 400;
+const FRESH_OBSERVES = FRESH_WINDOWS * FRESH_PER_WINDOW;
 /** The per-turn read "does not grow" when 10,000 scopes cost at most this times 10 scopes. */
 const SCOPE_GROWTH_LIMIT = 1.5;
 
@@ -238,7 +240,7 @@ async function runScenario(factory: StoreFactory, backend: BackendName, spec: Sc
 }
 
 /** Observe operations end to end on a fresh scope, the issue's headline figure. */
-async function observeFreshScope(factory: StoreFactory, backend: BackendName, withReflector: boolean): Promise<Rate> {
+async function observeFreshScope(factory: StoreFactory, backend: BackendName, withReflector: boolean): Promise<WindowedRate> {
   const { store, discard } = factory.open(backend);
   try {
     const { memory } = services(store, withReflector ? { reflector: INSTANT_REFLECTOR } : {});
@@ -246,14 +248,19 @@ async function observeFreshScope(factory: StoreFactory, backend: BackendName, wi
     const input: ScopeInput = { tenantId: 'bench', conversationId: 'observe-fresh' };
     // Warm the code paths (JIT, prepared statements) before timing.
     for (let index = 0; index < 50; index++) await memory.observe({ scope: input, messages: [{ id: `warm-${index}`, role: 'user', content: 'warm up' }] });
-    return await throughputWithin(
+    return await throughputInWindows(
       `${backend}: observe, instant observer${withReflector ? ' + instant reflector' : ''}`,
       (index) => memory.observe({ scope: input, messages: [{ id: `turn-${index}`, role: 'user', content: `Turn ${index}: keep the deploy window in mind.` }] }),
-      { maxCount: FRESH_OBSERVES, maxSeconds: 6, minCount: 100 },
+      { windows: FRESH_WINDOWS, perWindow: FRESH_PER_WINDOW },
     );
   } finally {
     await discard();
   }
+}
+
+function describeWindows(rates: readonly number[]): string {
+  const round = (value: number) => Math.round(value).toLocaleString('en');
+  return `${round(Math.min(...rates))}–${round(Math.max(...rates))}/s`;
 }
 
 /** Alternating rounds of the scope-growth comparison. */
@@ -411,8 +418,8 @@ export async function benchStorage(): Promise<void> {
       for (const spec of OBSERVATION_SCALE) byObservations.push(await runScenario(factory, backend, spec));
       for (const spec of SCOPE_SCALE) byScopes.push(await runScenario(factory, backend, spec));
     }
-    const fresh = new Map<BackendName, Rate>();
-    const freshReflected = new Map<BackendName, Rate>();
+    const fresh = new Map<BackendName, WindowedRate>();
+    const freshReflected = new Map<BackendName, WindowedRate>();
     const concurrent = new Map<BackendName, Rate>();
     for (const backend of BACKENDS) {
       fresh.set(backend, await observeFreshScope(factory, backend, false));
@@ -450,11 +457,15 @@ export async function benchStorage(): Promise<void> {
     }
 
     console.log(`\n## Observe operations enqueued and applied (memory.observe end to end, observeMinTokens 1, the first ${FRESH_OBSERVES.toLocaleString('en')} observes of a fresh scope)`);
+    console.log(`   overall rate; in brackets the slowest and fastest of its ${FRESH_WINDOWS} consecutive windows of ${FRESH_PER_WINDOW}`);
     console.log('   rows per store: one conversation awaiting each observe; the same with an instant reflector too (default reflect threshold, so the');
     console.log(`   observations the observer is shown stay bounded); ${CONCURRENT_CONVERSATIONS} conversations observing at once, each awaiting its own (a server's load)`);
     for (const backend of BACKENDS) {
-      for (const result of [fresh.get(backend), freshReflected.get(backend), concurrent.get(backend)]) {
-        if (result) reportRate(result, `≥ ${OBSERVE_TARGET.toLocaleString('en')}/s: ${verdict(result.opsPerSecond >= OBSERVE_TARGET)}`);
+      const rows: Array<Rate | WindowedRate | undefined> = [fresh.get(backend), freshReflected.get(backend), concurrent.get(backend)];
+      for (const result of rows) {
+        if (!result) continue;
+        const spread = 'windowRates' in result ? `  [${describeWindows(result.windowRates)}]` : '';
+        reportRate(result, `≥ ${OBSERVE_TARGET.toLocaleString('en')}/s: ${verdict(result.opsPerSecond >= OBSERVE_TARGET)}${spread}`);
       }
     }
 

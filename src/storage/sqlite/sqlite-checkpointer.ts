@@ -33,7 +33,7 @@ const CHECKPOINT_INTERVAL_MS = 20;
  * log pages each. When commits pause for a tick, the rest is checkpointed, so the log can
  * restart from its beginning.
  */
-const COMMITS_PER_PASS = 1000;
+const COMMITS_PER_PASS = 300;
 
 type FromWorker = { type: 'stopped'; id: number } | { type: 'failed'; id: number; message: string };
 

@@ -21,8 +21,6 @@ export interface OperationKey {
 export interface SqliteStatements {
   /** The database clock, read once per transaction. */
   readonly now: Statement<[], string>;
-  /** `time` moved by a modifier such as `+1.500 seconds`. */
-  readonly shiftTime: Statement<[string, string], string>;
 
   readonly insertRecordIfMissing: Statement<Named<{ memoryId: string; tenantId: string; conversationId: string; agentId: string; now: string }>>;
   readonly selectRecord: RecordRowStatement<[string]>;
@@ -185,7 +183,6 @@ export function prepareStatements(db: Database): SqliteStatements {
   const pluck = <P extends unknown[], R>(sql: string): Statement<P, R> => prepare<P, R>(sql).pluck();
   const statements: SqliteStatements = {
     now: pluck(`SELECT ${SQL_NOW}`),
-    shiftTime: pluck(`SELECT strftime('%Y-%m-%dT%H:%M:%fZ', ?, ?)`),
 
     insertRecordIfMissing: prepare(`
       INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, config_json, created_at, updated_at)

@@ -22,6 +22,10 @@ import type { SqliteStatements } from './sqlite-statements.js';
 
 export { STORE_NAME };
 
+// The span of times SQLite's date functions write (years 0000 to 9999).
+const EARLIEST_TIME = Date.parse('0000-01-01T00:00:00.000Z');
+const LATEST_TIME = Date.parse('9999-12-31T23:59:59.999Z');
+
 /** Options of {@link createSqliteStore}. */
 export interface SqliteStoreOptions {
   /**
@@ -126,15 +130,16 @@ function buildStore(
     return now;
   };
 
-  // Moves a database time by a caller's duration. Negative or non-finite durations are
-  // refused: a negative grace would requeue live leases, a NaN lease would never expire.
+  // Moves a database time by a caller's duration (arithmetic on the database's own clock
+  // reading, in the format it writes). Negative or non-finite durations are refused: a
+  // negative grace would requeue live leases, a NaN lease would never expire.
   const shift = (time: string, name: string, value: number, unitMs: number, direction: '+' | '-' = '+'): string => {
-    const moved =
-      Number.isFinite(value) && value >= 0 ? statements.shiftTime.get(time, `${direction}${((value * unitMs) / 1000).toFixed(3)} seconds`) : undefined;
-    if (typeof moved !== 'string') {
+    const base = Date.parse(time);
+    const moved = Number.isFinite(value) && value >= 0 ? base + (direction === '+' ? 1 : -1) * Math.round(value * unitMs) : Number.NaN;
+    if (!Number.isFinite(base) || !(moved >= EARLIEST_TIME && moved <= LATEST_TIME)) {
       throw new StoreError({ store: STORE_NAME, message: `${name} must be a finite, non-negative number within range; got ${value}.`, data: { [name]: value } });
     }
-    return moved;
+    return new Date(moved).toISOString();
   };
 
   const recordOf = (memoryId: string): RecordRow => {
@@ -195,9 +200,8 @@ function buildStore(
     return toRecord(row);
   };
 
-  /** `existing`: the record row when the caller just read it in this transaction. */
-  const appendMessagesBody = (input: Input<'appendMessages'>, existing?: RecordRow) => {
-    const now = readNow();
+  /** `existing`: the record row when the caller just read it in this transaction; `now`, the time it read. */
+  const appendMessagesBody = (input: Input<'appendMessages'>, existing?: RecordRow, now = readNow()) => {
     let row = existing ?? ensureRecord(input.scope, input.memoryId, now);
     let lastSeq = row.last_message_seq;
     let inserted = 0;
@@ -237,7 +241,8 @@ function buildStore(
     const current = existing && toRecord(existing);
     const settings = input.settings(current);
     if (!settings.enabled) return { disabled: true, record: current };
-    const appended = appendMessagesBody(input, existing);
+    const now = readNow();
+    const appended = appendMessagesBody(input, existing, now);
     if (appended.unobservedTokens < settings.minTokens) return appended;
     const fields = { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' as const };
     let operation: Operation;
@@ -245,7 +250,6 @@ function buildStore(
     if (statements.hasPendingOperation.get(input.memoryId) === undefined) {
       // Nothing of the scope is pending, so the new operation is the one a claim would take:
       // store it claimed, and spare the queue index an insert and a delete.
-      const now = readNow();
       operation = enqueueOperationBody(fields, { now, leaseOwner: input.leaseOwner, leaseExpiresAt: shift(now, 'leaseMs', input.leaseMs, 1) });
       claimed = operation;
     } else {
