@@ -16,6 +16,8 @@ import type { WorkingMemoryLimitsConfig } from '../core/working-memory.js';
 import type { MemoryStore, WorkingMemoryEntry } from '../storage/store.js';
 import { ConfigError } from '../core/errors.js';
 
+const SNIPPET_CACHE_LIMIT = 1024;
+
 /** Options of {@link createWorkingMemory}. */
 export interface WorkingMemoryOptions {
   store: MemoryStore;
@@ -63,6 +65,8 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
   }
   const { store } = options;
   const redact = options.redactSecrets ?? true;
+  // Rendered snippets of recently read scopes, by the store's working-memory version.
+  const snippets = new Map<string, { version: number; text: string }>();
   const target = (scope: ScopeInput) => {
     const resolved = resolveScope(scope);
     return { scope: resolved, memoryId: memoryIdOf(resolved) };
@@ -99,7 +103,18 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       return store.listWorkingMemoryEntries(target(scopeInput).memoryId);
     },
     async snippet(scopeInput) {
-      return buildWorkingMemorySnippet(await store.listWorkingMemoryEntries(target(scopeInput).memoryId));
+      const { memoryId } = target(scopeInput);
+      if (!store.workingMemoryVersion) return buildWorkingMemorySnippet(await store.listWorkingMemoryEntries(memoryId));
+      // The version is read before the entries: a write in between makes the next read's
+      // version differ, so a snippet is never reused past a change.
+      const version = await store.workingMemoryVersion(memoryId);
+      const cached = snippets.get(memoryId);
+      if (cached?.version === version) return cached.text;
+      const text = buildWorkingMemorySnippet(await store.listWorkingMemoryEntries(memoryId));
+      snippets.delete(memoryId);
+      snippets.set(memoryId, { version, text });
+      if (snippets.size > SNIPPET_CACHE_LIMIT) snippets.delete(snippets.keys().next().value as string);
+      return text;
     },
   };
 }

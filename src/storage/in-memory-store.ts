@@ -48,6 +48,11 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
   const locations = new Map<string, { memoryId: string; index: number }>();
   const pending = new Map<string, Operation[]>();
   const workingMemory = new Map<string, Map<string, WorkingMemoryEntry>>();
+  const workingMemoryVersions = new Map<string, number>();
+  let lastWorkingMemoryVersion = 0;
+  const workingMemoryChanged = (memoryId: string): void => {
+    workingMemoryVersions.set(memoryId, ++lastWorkingMemoryVersion);
+  };
   let disposed = false;
 
   const nowIso = (): string => now().toISOString();
@@ -419,6 +424,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       const at = nowIso();
       const entry: WorkingMemoryEntry = Object.freeze({ key: input.key, valueJson: input.valueJson, createdAt: existing?.createdAt ?? at, updatedAt: at });
       entries.set(input.key, entry);
+      workingMemoryChanged(input.memoryId);
       return entry;
     },
 
@@ -429,7 +435,14 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
 
     async deleteWorkingMemoryEntry(memoryId, key) {
       guard();
-      return workingMemory.get(memoryId)?.delete(key) ?? false;
+      const deleted = workingMemory.get(memoryId)?.delete(key) ?? false;
+      if (deleted) workingMemoryChanged(memoryId);
+      return deleted;
+    },
+
+    async workingMemoryVersion(memoryId) {
+      guard();
+      return workingMemoryVersions.get(memoryId) ?? 0;
     },
 
     async listWorkingMemoryEntries(memoryId) {
@@ -444,6 +457,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       operations.delete(memoryId);
       pending.delete(memoryId);
       workingMemory.delete(memoryId);
+      workingMemoryVersions.delete(memoryId);
     },
 
     async dispose() {
@@ -453,6 +467,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       locations.clear();
       pending.clear();
       workingMemory.clear();
+      workingMemoryVersions.clear();
     },
   };
   return store;

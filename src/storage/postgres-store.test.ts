@@ -35,6 +35,10 @@ describe.skipIf(!url)('postgres store', () => {
   let suiteSchema = '';
   runStoreSuite({
     name: 'postgres',
+    skip: {
+      'changes the working-memory version on every write of the scope, and only then':
+        'workingMemoryVersion is optional and not implemented here: a version check would cost a round trip, about what listing the entries costs',
+    },
     // One schema for the suite, emptied after each test: its stores migrate an existing schema.
     create: () => {
       suiteSchema ||= schemas.next();

@@ -9,6 +9,7 @@ import { parseReflection } from '../core/parse-reflection.js';
 import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import { migrateSqliteDatabase, SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite/sqlite-migrations.js';
+import { createWorkingMemory } from '../memory/working-memory.js';
 import { createSqliteStore } from './sqlite/sqlite-store.js';
 import type { MemoryStore } from './store.js';
 import { runStoreSuite } from './store.suite.js';
@@ -88,8 +89,8 @@ describe('store: sqlite (backend)', () => {
     expect(database.pragma('synchronous', { simple: true })).toBe(1);
     expect(database.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(database.pragma('secure_delete', { simple: true })).toBe(1);
-    expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual([1, 2, 3, 4, 5]);
-    expect(SQLITE_SCHEMA_VERSION).toBe(5);
+    expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(SQLITE_SCHEMA_VERSION).toBe(6);
 
     const fullPath = join(directory, 'deep', 'er', 'full.db');
     const full = track(new Database(':memory:'));
@@ -263,6 +264,22 @@ describe('store: sqlite (backend)', () => {
     ]);
   });
 
+  it('upgrades a version-5 database: scopes with working memory get a version, which writes then change', async () => {
+    const raw = new Database(path);
+    migrateSqliteDatabase(raw, SQLITE_MIGRATIONS.filter((migration) => migration.version <= 5));
+    const insertEntry = raw.prepare(`INSERT INTO working_memory_entries VALUES (?, ?, '"v"', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`);
+    insertEntry.run(memoryId, 'a');
+    insertEntry.run(memoryId, 'b');
+    raw.close();
+
+    const store = track(createSqliteStore({ path }));
+    const upgraded = await store.workingMemoryVersion!(memoryId);
+    expect(upgraded).toBeGreaterThan(0);
+    expect(await store.workingMemoryVersion!(memoryIdOf(other))).toBe(0);
+    await store.deleteWorkingMemoryEntry(memoryId, 'a');
+    expect(await store.workingMemoryVersion!(memoryId)).not.toBe(upgraded);
+  });
+
   it('drops the text of observed messages at the scope\'s next append, keeping their keys', async () => {
     const database = track(new Database(path));
     const store = track(createSqliteStore({ path, database }));
@@ -327,6 +344,18 @@ describe('store: sqlite (backend)', () => {
     expect((await right.getRecord(memoryId))?.lastMessageSeq).toBe(1);
     await right.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '1', limits });
     expect((await left.getWorkingMemoryEntry(memoryId, 'k'))?.valueJson).toBe('1');
+    // A working-memory snippet reused by one instance is rebuilt after a write through the other.
+    const leftMemory = createWorkingMemory({ store: left });
+    const rightMemory = createWorkingMemory({ store: right });
+    expect(await leftMemory.snippet(scope)).toContain('k: 1');
+    expect(await leftMemory.snippet(scope)).toContain('k: 1');
+    await rightMemory.set(scope, 'k', 2);
+    expect(await leftMemory.snippet(scope)).toContain('k: 2');
+    await rightMemory.delete(scope, 'k');
+    expect(await leftMemory.snippet(scope)).toBe('');
+    await right.forget(memoryId);
+    await rightMemory.set(scope, 'k', 3);
+    expect(await leftMemory.snippet(scope)).toContain('k: 3');
 
     const scopes = Array.from({ length: 4 }, (_, index): Scope => ({ tenantId: 'acme', conversationId: `c-${index}`, agentId: 'a' }));
     for (let round = 0; round < 5; round++) {

@@ -268,6 +268,40 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect((await store.listWorkingMemoryEntries(idA)).map((entry) => entry.valueJson)).toEqual(['"v"', '"replaced"']);
     });
 
+    test('changes the working-memory version on every write of the scope, and only then', async () => {
+      // Optional in the port: a store without it skips this test by name, saying so.
+      expect(store.workingMemoryVersion, 'workingMemoryVersion is not implemented; list this test in `skip`').toBeTypeOf('function');
+      const version = (memoryId: string) => (store.workingMemoryVersion as (memoryId: string) => Promise<number>)(memoryId);
+      const limits = { maxEntries: 5, maxTotalBytes: 1000 };
+      expect(await version(idA)).toBe(0);
+      const seen = new Set<number>([0]);
+      const next = async (): Promise<number> => {
+        const value = await version(idA);
+        expect(seen.has(value)).toBe(false);
+        seen.add(value);
+        return value;
+      };
+      await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k', valueJson: '"a"', limits });
+      const afterSet = await next();
+      // Reads, other scopes and deleting a missing key change nothing.
+      await store.listWorkingMemoryEntries(idA);
+      await store.getWorkingMemoryEntry(idA, 'k');
+      await store.deleteWorkingMemoryEntry(idA, 'missing');
+      await store.setWorkingMemoryEntry({ scope: scopeB, memoryId: idB, key: 'k', valueJson: '"b"', limits });
+      expect(await version(idA)).toBe(afterSet);
+      // The same value again is still a write.
+      await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k', valueJson: '"a"', limits });
+      await next();
+      await store.deleteWorkingMemoryEntry(idA, 'k');
+      await next();
+      await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k', valueJson: '"c"', limits });
+      await next();
+      await store.forget(idA);
+      expect(await version(idA)).toBe(0);
+      await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k', valueJson: '"d"', limits });
+      await next();
+    });
+
     test('never shows one scope the data of another', async () => {
       await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'secret-a')] });
       await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k', valueJson: '"a"', limits: { maxEntries: 5, maxTotalBytes: 1000 } });

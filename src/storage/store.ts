@@ -237,6 +237,14 @@ export interface MemoryStore {
   deleteWorkingMemoryEntry(memoryId: string, key: string): Promise<boolean>;
   /** All entries of the scope, sorted by key in byte order. */
   listWorkingMemoryEntries(memoryId: string): Promise<WorkingMemoryEntry[]>;
+  /**
+   * Optional. A number that changes whenever the scope's entries change (an entry set, an
+   * entry deleted, the scope forgotten), by whichever process changed them, and does not
+   * come back to an earlier value (a forgotten scope starts from a fresh random one); `0`
+   * for a scope that has stored none. The working-memory service reuses a rendered
+   * snippet while it stays the same; without it, every snippet lists the entries.
+   */
+  workingMemoryVersion?(memoryId: string): Promise<number>;
 
   /** Deletes everything of the scope from every table. */
   forget(memoryId: string): Promise<void>;

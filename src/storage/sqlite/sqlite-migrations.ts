@@ -278,6 +278,17 @@ ALTER TABLE om_memory_records ADD COLUMN messages_cleared_through_seq INTEGER NO
 UPDATE om_memory_records SET messages_cleared_through_seq = observed_through_message_seq;
 `;
 
+// Version 6: a version number per scope's working memory, changed by every write, so a
+// rendered snippet can be reused across turns (and across processes) while it is current.
+const WORKING_MEMORY_VERSIONS = `
+CREATE TABLE working_memory_versions (
+  memory_id TEXT PRIMARY KEY,
+  version INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO working_memory_versions (memory_id, version)
+  SELECT memory_id, abs(random() % 281474976710656) + 1 FROM working_memory_entries GROUP BY memory_id;
+`;
+
 /** Every migration, in order. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
   {
@@ -315,6 +326,13 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
     description: 'operation log clustered by (memory_id, scope_sequence) with partial indexes of pending work; markers clustered by (memory_id, marker_position); observed message text cleared at the next append',
     up: (db: Database): void => {
       db.exec(COMPACT_QUEUE_AND_MARKERS);
+    },
+  },
+  {
+    version: 6,
+    description: 'working_memory_versions: a per-scope version of working memory, changed by every write',
+    up: (db: Database): void => {
+      db.exec(WORKING_MEMORY_VERSIONS);
     },
   },
 ]);

@@ -85,6 +85,9 @@ export interface SqliteStatements {
   readonly bytesOfOtherEntries: Statement<[string, string], number>;
   readonly upsertEntry: Statement<Named<{ memoryId: string; key: string; valueJson: string; now: string }>, WorkingMemoryRow>;
   readonly deleteEntry: Statement<[string, string]>;
+  /** Sets the scope's working-memory version to a new value. */
+  readonly bumpWorkingMemoryVersion: Statement<[string, number]>;
+  readonly selectWorkingMemoryVersion: Statement<[string], number>;
   /** Rows as `[entry_key, entry_json, created_at, updated_at]`: read every turn, so no per-row objects. */
   readonly listEntries: Statement<[string], [string, string, string, string]>;
 
@@ -275,13 +278,17 @@ export function prepareStatements(db: Database): SqliteStatements {
       ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at = excluded.updated_at
       RETURNING *`),
     deleteEntry: prepare('DELETE FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?'),
+    bumpWorkingMemoryVersion: prepare(
+      'INSERT INTO working_memory_versions (memory_id, version) VALUES (?, ?) ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version',
+    ),
+    selectWorkingMemoryVersion: pluck('SELECT version FROM working_memory_versions WHERE memory_id = ?'),
     // BINARY compares the UTF-8 bytes, which is the port's "byte order".
     listEntries: prepare<[string], [string, string, string, string]>(
       'SELECT entry_key, entry_json, created_at, updated_at FROM working_memory_entries WHERE memory_id = ? ORDER BY entry_key COLLATE BINARY',
     ).raw(true),
 
     forgetScope: Object.freeze(
-      ['om_observations', 'om_messages', 'om_markers', 'om_operation_log', 'working_memory_entries', 'om_memory_records'].map((table) =>
+      ['om_observations', 'om_messages', 'om_markers', 'om_operation_log', 'working_memory_entries', 'working_memory_versions', 'om_memory_records'].map((table) =>
         prepare(`DELETE FROM ${table} WHERE memory_id = ?`),
       ),
     ),

@@ -4,6 +4,7 @@
  * (see SqliteWriteBatcher); leases, backoff and stale recovery use the database clock.
  * @module
  */
+import { randomInt } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
 import { StoreError } from '../../core/errors.js';
 import type { Observation } from '../../core/observation.js';
@@ -398,10 +399,15 @@ function buildStore(
     if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
     const row = statements.upsertEntry.get({ memoryId, key, valueJson, now: readNow() });
     if (!row) throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
+    statements.bumpWorkingMemoryVersion.run(memoryId, newVersion());
     return toWorkingMemoryEntry(row);
   };
 
-  const deleteWorkingMemoryEntry = (memoryId: string, key: string) => statements.deleteEntry.run(memoryId, key).changes > 0;
+  const deleteWorkingMemoryEntry = (memoryId: string, key: string): boolean => {
+    if (statements.deleteEntry.run(memoryId, key).changes === 0) return false;
+    statements.bumpWorkingMemoryVersion.run(memoryId, newVersion());
+    return true;
+  };
 
   const forget = (memoryId: string) => {
     for (const statement of statements.forgetScope) statement.run(memoryId);
@@ -449,6 +455,7 @@ function buildStore(
       });
     },
     deleteWorkingMemoryEntry: async (memoryId, key) => write(() => deleteWorkingMemoryEntry(memoryId, key)),
+    workingMemoryVersion: async (memoryId) => execute(() => statements.selectWorkingMemoryVersion.get(memoryId) ?? 0),
     listWorkingMemoryEntries: async (memoryId) =>
       execute(() => statements.listEntries.all(memoryId).map(([key, valueJson, createdAt, updatedAt]) => Object.freeze({ key, valueJson, createdAt, updatedAt }))),
     forget: async (memoryId) => {
@@ -486,6 +493,14 @@ function buildStore(
     },
   };
   return store;
+}
+
+/**
+ * A fresh working-memory version: random rather than counted, so that a scope forgotten
+ * and written again (its version row deleted) does not repeat a number a cache holds.
+ */
+function newVersion(): number {
+  return randomInt(1, 2 ** 48);
 }
 
 function leaseOf(handle: LeaseHandle): { operationId: string; memoryId: string; leaseOwner: string } {
