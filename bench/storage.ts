@@ -259,6 +259,15 @@ async function observeFreshScope(factory: StoreFactory, backend: BackendName, wi
   }
 }
 
+const FIXED_WORK_OBJECT = Object.fromEntries(Array.from({ length: 40 }, (_, index) => [`key-${index}`, { text: 'remember the deploy window', index, flag: index % 2 === 0 }]));
+
+/** The same CPU work every call: a measure of how fast the host runs right now. */
+function fixedWork(): number {
+  let length = 0;
+  for (let round = 0; round < 50; round++) length += JSON.stringify(JSON.parse(JSON.stringify(FIXED_WORK_OBJECT))).length;
+  return length;
+}
+
 function describeWindows(rates: readonly number[]): string {
   const round = (value: number) => Math.round(value).toLocaleString('en');
   return `${round(Math.min(...rates))}–${round(Math.max(...rates))}/s`;
@@ -422,6 +431,8 @@ export async function benchStorage(): Promise<void> {
     const fresh = new Map<BackendName, WindowedRate>();
     const freshReflected = new Map<BackendName, WindowedRate>();
     const concurrent = new Map<BackendName, Rate>();
+    // The host's speed at the time: fixed CPU work, timed just before the observe figures.
+    const speed = await measure('reference: fixed CPU work (50 JSON round trips of a 2 KB object)', fixedWork, { samples: 300, warmup: 30 });
     for (const backend of BACKENDS) {
       fresh.set(backend, await observeFreshScope(factory, backend, false));
       freshReflected.set(backend, await observeFreshScope(factory, backend, true));
@@ -459,6 +470,7 @@ export async function benchStorage(): Promise<void> {
 
     console.log(`\n## Observe operations enqueued and applied (memory.observe end to end, observeMinTokens 1, the first ${FRESH_OBSERVES.toLocaleString('en')} observes of a fresh scope)`);
     console.log(`   overall rate; in brackets the slowest and fastest of its ${FRESH_WINDOWS} consecutive windows of ${FRESH_PER_WINDOW}`);
+    report(speed, 'none (slower than usual = a slow phase of the host; compare runs)');
     console.log('   rows per store: one conversation awaiting each observe; the same with an instant reflector too (default reflect threshold, so the');
     console.log(`   observations the observer is shown stay bounded); ${CONCURRENT_CONVERSATIONS} conversations observing at once, each awaiting its own (a server's load)`);
     for (const backend of BACKENDS) {
