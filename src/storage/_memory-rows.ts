@@ -10,6 +10,7 @@
  * {@link decodeFlag}.
  * @module
  */
+import { randomInt } from 'node:crypto';
 import type { MemoryRecord, Observation, ObservationConfig, StoredReflection } from '../core/observation.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import type { StructuredReflection } from '../core/reflection.js';
@@ -280,4 +281,13 @@ export function toMarker(row: MarkerRow): Marker {
 /** Maps a working-memory row. */
 export function toWorkingMemoryEntry(row: WorkingMemoryRow): WorkingMemoryEntry {
   return Object.freeze({ key: row.entry_key, valueJson: row.entry_json, createdAt: row.created_at, updatedAt: row.updated_at });
+}
+
+/**
+ * A fresh working-memory version (see `MemoryStore.workingMemoryVersion`): random rather
+ * than counted, so a scope forgotten and written again (its version row deleted) does not
+ * repeat a number a cache holds. 48 bits: exact as a JS number and as a SQL integer.
+ */
+export function newWorkingMemoryVersion(): number {
+  return randomInt(1, 2 ** 48);
 }

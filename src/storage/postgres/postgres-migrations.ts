@@ -161,10 +161,22 @@ CREATE TABLE ${s}harness_conversation_messages (
 );
 `;
 
+// A version number per scope's working memory, changed by every write, so a rendered
+// snippet can be reused while it is current. Random, so a forgotten scope never repeats one.
+const WORKING_MEMORY_VERSIONS = (s: string): string => `
+CREATE TABLE ${s}working_memory_versions (
+  memory_id text PRIMARY KEY,
+  version bigint NOT NULL
+);
+INSERT INTO ${s}working_memory_versions (memory_id, version)
+  SELECT memory_id, floor(random() * 281474976710655)::bigint + 1 FROM ${s}working_memory_entries GROUP BY memory_id;
+`;
+
 /** Every migration, in order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
   { version: 1, description: 'memory: records, leased operation log, markers, observations, messages, working memory', up: MEMORY_TABLES },
   { version: 2, description: 'harness runs, run events and conversation messages', up: HARNESS_TABLES },
+  { version: 3, description: 'working_memory_versions: a per-scope version of working memory, changed by every write', up: WORKING_MEMORY_VERSIONS },
 ]);
 
 /** The schema version this code writes and reads. */

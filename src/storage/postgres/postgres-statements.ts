@@ -52,7 +52,11 @@ export interface PostgresStatements {
   /** $1 memoryId, $2 key: whether the key exists, the entry count, and the bytes of the other entries. */
   readonly entryUsage: string;
   readonly upsertEntry: string;
+  /** $1 memoryId, $2 key, $3 the new working-memory version if a row goes; returns `count`. */
   readonly deleteEntry: string;
+  /** $1 memoryId, $2 the new version. */
+  readonly bumpWorkingMemoryVersion: string;
+  readonly selectWorkingMemoryVersion: string;
   readonly listEntries: string;
 
   /** One `DELETE … WHERE memory_id = $1` per table. */
@@ -182,11 +186,21 @@ export function buildStatements(s: string): PostgresStatements {
       INSERT INTO ${s}working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at) VALUES ($1, $2, $3, now(), now())
       ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at = excluded.updated_at
       RETURNING *`,
-    deleteEntry: `DELETE FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2`,
+    // Deletes and, when a row went, sets a new working-memory version ($3), in one statement.
+    deleteEntry: `
+      WITH deleted AS (DELETE FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2 RETURNING 1),
+        bumped AS (
+          INSERT INTO ${s}working_memory_versions (memory_id, version) SELECT $1, $3 WHERE EXISTS (SELECT 1 FROM deleted)
+          ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version)
+      SELECT count(*) AS count FROM deleted`,
+    bumpWorkingMemoryVersion: `
+      INSERT INTO ${s}working_memory_versions (memory_id, version) VALUES ($1, $2)
+      ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version`,
+    selectWorkingMemoryVersion: `SELECT version FROM ${s}working_memory_versions WHERE memory_id = $1`,
     listEntries: `SELECT * FROM ${s}working_memory_entries WHERE memory_id = $1 ORDER BY entry_key`,
 
     forgetScope: Object.freeze(
-      ['om_observations', 'om_messages', 'om_markers', 'om_operation_log', 'working_memory_entries', 'om_memory_records'].map(
+      ['om_observations', 'om_messages', 'om_markers', 'om_operation_log', 'working_memory_entries', 'working_memory_versions', 'om_memory_records'].map(
         (table) => `DELETE FROM ${s}${table} WHERE memory_id = $1`,
       ),
     ),

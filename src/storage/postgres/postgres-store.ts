@@ -13,7 +13,7 @@ import type { AppendAndClaimResult, AppendMessagesResult, LeaseHandle, MemorySto
 import { disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
-import { parseConfig, toMarker, toObservation, toOperation, toRecord, toStoredMessage, toWorkingMemoryEntry } from '../_memory-rows.js';
+import { newWorkingMemoryVersion, parseConfig, toMarker, toObservation, toOperation, toRecord, toStoredMessage, toWorkingMemoryEntry } from '../_memory-rows.js';
 import type { MarkerRow, MessageRow, ObservationRow, OperationRow, RecordRow, WorkingMemoryRow } from '../_memory-rows.js';
 import { buildStatements } from './postgres-statements.js';
 
@@ -307,6 +307,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
           const row = await first<WorkingMemoryRow>(client, sql.upsertEntry, [memoryId, key, valueJson]);
           if (!row) throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
+          await query(client, sql.bumpWorkingMemoryVersion, [memoryId, newWorkingMemoryVersion()]);
           return toWorkingMemoryEntry(row);
         }),
       ),
@@ -316,7 +317,9 @@ function buildStore(connection: PostgresConnection): MemoryStore {
         const row = await first<WorkingMemoryRow>(pool, sql.selectEntry, [memoryId, key]);
         return row && toWorkingMemoryEntry(row);
       }),
-    deleteWorkingMemoryEntry: (memoryId, key) => execute(async () => ((await query(pool, sql.deleteEntry, [memoryId, key])).rowCount ?? 0) > 0),
+    deleteWorkingMemoryEntry: (memoryId, key) =>
+      execute(async () => ((await first<{ count: number }>(pool, sql.deleteEntry, [memoryId, key, newWorkingMemoryVersion()]))?.count ?? 0) > 0),
+    workingMemoryVersion: (memoryId) => execute(async () => (await first<{ version: number }>(pool, sql.selectWorkingMemoryVersion, [memoryId]))?.version ?? 0),
     listWorkingMemoryEntries: (memoryId) => execute(async () => (await rows<WorkingMemoryRow>(pool, sql.listEntries, [memoryId])).map(toWorkingMemoryEntry)),
 
     // The rows are gone for every reader at commit; their old versions stay in table pages

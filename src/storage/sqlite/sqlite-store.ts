@@ -4,7 +4,6 @@
  * (see SqliteWriteBatcher); leases, backoff and stale recovery use the database clock.
  * @module
  */
-import { randomInt } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
 import { StoreError } from '../../core/errors.js';
 import type { Observation } from '../../core/observation.js';
@@ -15,7 +14,7 @@ import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } f
 import type { BackgroundCheckpoints } from './sqlite-checkpointer.js';
 import { conflictError, disposedError, leaseLostError, missingRecordError, STORE_NAME, toStoreError } from './sqlite-errors.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
-import { parseConfig, toMarker, toObservation, toOperation, toRecord, toStoredMessage, toWorkingMemoryEntry } from '../_memory-rows.js';
+import { newWorkingMemoryVersion, parseConfig, toMarker, toObservation, toOperation, toRecord, toStoredMessage, toWorkingMemoryEntry } from '../_memory-rows.js';
 import type { MarkerRow, ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
 import { prepareStatements } from './sqlite-statements.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
@@ -399,13 +398,13 @@ function buildStore(
     if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
     const row = statements.upsertEntry.get({ memoryId, key, valueJson, now: readNow() });
     if (!row) throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
-    statements.bumpWorkingMemoryVersion.run(memoryId, newVersion());
+    statements.bumpWorkingMemoryVersion.run(memoryId, newWorkingMemoryVersion());
     return toWorkingMemoryEntry(row);
   };
 
   const deleteWorkingMemoryEntry = (memoryId: string, key: string): boolean => {
     if (statements.deleteEntry.run(memoryId, key).changes === 0) return false;
-    statements.bumpWorkingMemoryVersion.run(memoryId, newVersion());
+    statements.bumpWorkingMemoryVersion.run(memoryId, newWorkingMemoryVersion());
     return true;
   };
 
@@ -493,14 +492,6 @@ function buildStore(
     },
   };
   return store;
-}
-
-/**
- * A fresh working-memory version: random rather than counted, so that a scope forgotten
- * and written again (its version row deleted) does not repeat a number a cache holds.
- */
-function newVersion(): number {
-  return randomInt(1, 2 ** 48);
 }
 
 function leaseOf(handle: LeaseHandle): { operationId: string; memoryId: string; leaseOwner: string } {
