@@ -278,6 +278,30 @@ describe('store: sqlite (backend)', () => {
     expect(await store.workingMemoryVersion!(memoryIdOf(other))).toBe(0);
     await store.deleteWorkingMemoryEntry(memoryId, 'a');
     expect(await store.workingMemoryVersion!(memoryId)).not.toBe(upgraded);
+    // The count and bytes kept for the limits started from the rows found.
+    await expect(store.setWorkingMemoryEntry({ scope, memoryId, key: 'c', valueJson: '"v"', limits: { maxEntries: 2, maxTotalBytes: 100 } })).resolves.toBeDefined();
+    await expect(store.setWorkingMemoryEntry({ scope, memoryId, key: 'd', valueJson: '"v"', limits: { maxEntries: 2, maxTotalBytes: 100 } })).rejects.toSatisfy(isStoreError('WORKING_MEMORY_LIMIT'));
+  });
+
+  it('keeps each scope\'s working-memory count and bytes equal to its entries through any sequence of writes', async () => {
+    const database = track(new Database(path));
+    const store = track(createSqliteStore({ path, database }));
+    const generous = { maxEntries: 12, maxTotalBytes: 600 };
+    let seed = 7;
+    const random = (below: number) => (seed = (seed * 16807) % 2147483647) % below;
+    for (let step = 0; step < 400; step++) {
+      const target = random(3) === 0 ? other : scope;
+      const key = `k${random(15)}`;
+      if (random(4) === 0) await store.deleteWorkingMemoryEntry(memoryIdOf(target), key);
+      else await store.setWorkingMemoryEntry({ scope: target, memoryId: memoryIdOf(target), key, valueJson: JSON.stringify('é'.repeat(random(60))), limits: generous }).catch(() => undefined);
+    }
+    // A scope whose entries were all deleted keeps its row at zero (its version still moves).
+    expect(database.prepare('SELECT COUNT(*) FROM working_memory_versions WHERE entry_count = 0 AND total_bytes <> 0').pluck().get()).toBe(0);
+    const kept = database.prepare('SELECT memory_id, entry_count, total_bytes FROM working_memory_versions WHERE entry_count > 0 ORDER BY memory_id').all();
+    const actual = database
+      .prepare('SELECT memory_id, COUNT(*) AS entry_count, SUM(length(CAST(entry_key AS BLOB)) + length(CAST(entry_json AS BLOB))) AS total_bytes FROM working_memory_entries GROUP BY memory_id ORDER BY memory_id')
+      .all();
+    expect(kept).toEqual(actual);
   });
 
   it('drops the text of observed messages at the scope\'s next append, keeping their keys', async () => {

@@ -278,15 +278,20 @@ ALTER TABLE om_memory_records ADD COLUMN messages_cleared_through_seq INTEGER NO
 UPDATE om_memory_records SET messages_cleared_through_seq = observed_through_message_seq;
 `;
 
-// Version 6: a version number per scope's working memory, changed by every write, so a
-// rendered snippet can be reused across turns (and across processes) while it is current.
+// Version 6: per scope, a version of its working memory (changed by every write, so a
+// rendered snippet can be reused across turns and processes while it is current) and the
+// count and bytes of its entries (kept with every write, so limits are checked without
+// reading every entry).
 const WORKING_MEMORY_VERSIONS = `
 CREATE TABLE working_memory_versions (
   memory_id TEXT PRIMARY KEY,
-  version INTEGER NOT NULL
+  version INTEGER NOT NULL,
+  entry_count INTEGER NOT NULL,
+  total_bytes INTEGER NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO working_memory_versions (memory_id, version)
-  SELECT memory_id, abs(random() % 281474976710656) + 1 FROM working_memory_entries GROUP BY memory_id;
+INSERT INTO working_memory_versions (memory_id, version, entry_count, total_bytes)
+  SELECT memory_id, abs(random() % 281474976710656) + 1, COUNT(*), SUM(length(CAST(entry_key AS BLOB)) + length(CAST(entry_json AS BLOB)))
+  FROM working_memory_entries GROUP BY memory_id;
 `;
 
 /** Every migration, in order. */
@@ -330,7 +335,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
   },
   {
     version: 6,
-    description: 'working_memory_versions: a per-scope version of working memory, changed by every write',
+    description: 'working_memory_versions: per scope, a version of working memory changed by every write, and its entry count and bytes',
     up: (db: Database): void => {
       db.exec(WORKING_MEMORY_VERSIONS);
     },

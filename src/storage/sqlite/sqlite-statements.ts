@@ -81,12 +81,15 @@ export interface SqliteStatements {
   readonly countPendingOperationsOfScope: Statement<[string], number>;
 
   readonly selectEntry: Statement<[string, string], WorkingMemoryRow>;
-  readonly countEntries: Statement<[string], number>;
-  readonly bytesOfOtherEntries: Statement<[string, string], number>;
+  /** The UTF-8 bytes of an entry's key and value; none when the key is absent. */
+  readonly entryBytes: Statement<[string, string], number>;
+  /** `[entry_count, total_bytes]` of the scope's working memory. */
+  readonly workingMemoryUsage: Statement<[string], [number, number]>;
+  /** Stores the scope's entry count and bytes with a new version. */
+  readonly writeWorkingMemoryUsage: Statement<[string, number, number, number]>;
   readonly upsertEntry: Statement<Named<{ memoryId: string; key: string; valueJson: string; now: string }>, WorkingMemoryRow>;
-  readonly deleteEntry: Statement<[string, string]>;
-  /** Sets the scope's working-memory version to a new value. */
-  readonly bumpWorkingMemoryVersion: Statement<[string, number]>;
+  /** Deletes an entry; returns its bytes, none when the key was absent. */
+  readonly deleteEntry: Statement<[string, string], number>;
   readonly selectWorkingMemoryVersion: Statement<[string], number>;
   /** Rows as `[entry_key, entry_json, created_at, updated_at]`: read every turn, so no per-row objects. */
   readonly listEntries: Statement<[string], [string, string, string, string]>;
@@ -104,6 +107,9 @@ const CLAIMABLE = `
   q.status = 'queued' AND q.available_at <= @now
   AND NOT EXISTS (SELECT 1 FROM om_operation_log AS p WHERE p.memory_id = q.memory_id AND p.${PENDING} AND p.status = 'processing')
   AND NOT EXISTS (SELECT 1 FROM om_operation_log AS o WHERE o.memory_id = q.memory_id AND o.${PENDING} AND o.status = 'queued' AND o.scope_sequence < q.scope_sequence)`;
+
+// A working-memory entry's size for the limits: the UTF-8 bytes of its key and value.
+const ENTRY_BYTES = 'length(CAST(entry_key AS BLOB)) + length(CAST(entry_json AS BLOB))';
 
 // The state_version in WHERE is the compare-and-swap: no row comes back if it moved.
 const BUMP = `state_version = state_version + 1, updated_at = @now WHERE memory_id = @memoryId AND state_version = @stateVersion RETURNING *`;
@@ -267,20 +273,17 @@ export function prepareStatements(db: Database): SqliteStatements {
     countPendingOperationsOfScope: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND ${PENDING}`),
 
     selectEntry: prepare('SELECT * FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?'),
-    countEntries: pluck('SELECT COUNT(*) FROM working_memory_entries WHERE memory_id = ?'),
-    bytesOfOtherEntries: pluck(
-        `SELECT COALESCE(SUM(length(CAST(entry_key AS BLOB)) + length(CAST(entry_json AS BLOB))), 0)
-         FROM working_memory_entries WHERE memory_id = ? AND entry_key <> ?`,
-      ),
+    entryBytes: pluck(`SELECT ${ENTRY_BYTES} FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?`),
+    workingMemoryUsage: prepare<[string], [number, number]>('SELECT entry_count, total_bytes FROM working_memory_versions WHERE memory_id = ?').raw(true),
+    writeWorkingMemoryUsage: prepare(`
+      INSERT INTO working_memory_versions (memory_id, version, entry_count, total_bytes) VALUES (?, ?, ?, ?)
+      ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version, entry_count = excluded.entry_count, total_bytes = excluded.total_bytes`),
     // created_at is set on insert only, so a replaced entry keeps it.
     upsertEntry: prepare(`
       INSERT INTO working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at) VALUES (@memoryId, @key, @valueJson, @now, @now)
       ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at = excluded.updated_at
       RETURNING *`),
-    deleteEntry: prepare('DELETE FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?'),
-    bumpWorkingMemoryVersion: prepare(
-      'INSERT INTO working_memory_versions (memory_id, version) VALUES (?, ?) ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version',
-    ),
+    deleteEntry: pluck(`DELETE FROM working_memory_entries WHERE memory_id = ? AND entry_key = ? RETURNING ${ENTRY_BYTES}`),
     selectWorkingMemoryVersion: pluck('SELECT version FROM working_memory_versions WHERE memory_id = ?'),
     // BINARY compares the UTF-8 bytes, which is the port's "byte order".
     listEntries: prepare<[string], [string, string, string, string]>(

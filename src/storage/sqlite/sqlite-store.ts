@@ -388,23 +388,26 @@ function buildStore(
     return statements.requeueStaleOperations.run({ now, cutoff: shift(now, 'graceSeconds', input.graceSeconds, 1000, '-') }).changes;
   };
 
+  // The scope's entry count and bytes live with its working-memory version and change in
+  // the same transaction as the entries, so the limits need no pass over every entry.
   const setWorkingMemoryEntry = (input: Input<'setWorkingMemoryEntry'>) => {
     const { memoryId, key, valueJson, limits } = input;
-    if (statements.selectEntry.get(memoryId, key) === undefined) {
-      const count = statements.countEntries.get(memoryId) ?? 0;
-      if (count >= limits.maxEntries) throw workingMemoryLimitError('entries', count + 1, limits.maxEntries);
-    }
-    const total = (statements.bytesOfOtherEntries.get(memoryId, key) ?? 0) + utf8Length(key) + utf8Length(valueJson);
+    const previous = statements.entryBytes.get(memoryId, key);
+    const [count, bytes] = statements.workingMemoryUsage.get(memoryId) ?? [0, 0];
+    if (previous === undefined && count >= limits.maxEntries) throw workingMemoryLimitError('entries', count + 1, limits.maxEntries);
+    const total = bytes - (previous ?? 0) + utf8Length(key) + utf8Length(valueJson);
     if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
     const row = statements.upsertEntry.get({ memoryId, key, valueJson, now: readNow() });
     if (!row) throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
-    statements.bumpWorkingMemoryVersion.run(memoryId, newWorkingMemoryVersion());
+    statements.writeWorkingMemoryUsage.run(memoryId, newWorkingMemoryVersion(), previous === undefined ? count + 1 : count, total);
     return toWorkingMemoryEntry(row);
   };
 
   const deleteWorkingMemoryEntry = (memoryId: string, key: string): boolean => {
-    if (statements.deleteEntry.run(memoryId, key).changes === 0) return false;
-    statements.bumpWorkingMemoryVersion.run(memoryId, newWorkingMemoryVersion());
+    const removed = statements.deleteEntry.get(memoryId, key);
+    if (removed === undefined) return false;
+    const [count, bytes] = statements.workingMemoryUsage.get(memoryId) ?? [1, removed];
+    statements.writeWorkingMemoryUsage.run(memoryId, newWorkingMemoryVersion(), count - 1, bytes - removed);
     return true;
   };
 
