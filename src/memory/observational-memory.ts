@@ -24,6 +24,7 @@ import type { MemoryStore, Operation, PrefetchedObserve } from '../storage/store
 import { createModelObserver, createModelReflector } from './model-observer.js';
 import type { Observer, Reflector } from './model-observer.js';
 import { runOperation } from './operation-worker.js';
+import { SnippetCache } from './snippet-cache.js';
 import type { OperationOutcome, OperationWorkerContext, WorkerEvent } from './operation-worker.js';
 import { ObservationCache } from './observation-cache.js';
 import { KeyedLock } from './scope-lock.js';
@@ -145,8 +146,6 @@ export interface ObservationalMemory {
   startWorker(options?: { pollMs?: number; staleCheckMs?: number }): { stop(): Promise<void> };
 }
 
-const SNIPPET_CACHE_LIMIT = 1024;
-
 /**
  * Creates the observational memory service.
  * @example
@@ -165,7 +164,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
   const listeners = new Set<(event: ObservationalMemoryEvent) => void>();
   if (options.onEvent) listeners.add(options.onEvent);
   const locks = new KeyedLock();
-  const snippetCache = new Map<string, { version: number; text: string }>();
+  const snippetCache = new SnippetCache();
   const observationCache = new ObservationCache(store);
 
   const effective = (record: Pick<MemoryRecord, 'enabled' | 'config'> | undefined): { enabled: boolean; config: ObservationConfig } => ({
@@ -319,13 +318,11 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       if (!record) return '';
       const { enabled, config } = effective(record);
       if (!enabled) return '';
-      const cached = snippetCache.get(memoryId);
-      if (cached && cached.version === record.stateVersion) return cached.text;
+      const cached = snippetCache.get(memoryId, record.stateVersion);
+      if (cached !== undefined) return cached;
       const observations = await observationCache.get(memoryId, record);
       const text = buildObservationSnippet({ observations, reflection: record.reflection, maxTokens: config.snippetMaxTokens, estimator });
-      snippetCache.delete(memoryId);
-      snippetCache.set(memoryId, { version: record.stateVersion, text });
-      if (snippetCache.size > SNIPPET_CACHE_LIMIT) snippetCache.delete(snippetCache.keys().next().value as string);
+      snippetCache.set(memoryId, record.stateVersion, text);
       return text;
     },
 

@@ -15,8 +15,7 @@ import {
 import type { WorkingMemoryLimitsConfig } from '../core/working-memory.js';
 import type { MemoryStore, WorkingMemoryEntry } from '../storage/store.js';
 import { ConfigError } from '../core/errors.js';
-
-const SNIPPET_CACHE_LIMIT = 1024;
+import { SnippetCache } from './snippet-cache.js';
 
 /** Options of {@link createWorkingMemory}. */
 export interface WorkingMemoryOptions {
@@ -66,7 +65,7 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
   const { store } = options;
   const redact = options.redactSecrets ?? true;
   // Rendered snippets of recently read scopes, by the store's working-memory version.
-  const snippets = new Map<string, { version: number; text: string }>();
+  const snippets = new SnippetCache();
   const target = (scope: ScopeInput) => {
     const resolved = resolveScope(scope);
     return { scope: resolved, memoryId: memoryIdOf(resolved) };
@@ -108,12 +107,10 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       // The version is read before the entries: a write in between makes the next read's
       // version differ, so a snippet is never reused past a change.
       const version = await store.workingMemoryVersion(memoryId);
-      const cached = snippets.get(memoryId);
-      if (cached?.version === version) return cached.text;
+      const cached = snippets.get(memoryId, version);
+      if (cached !== undefined) return cached;
       const text = buildWorkingMemorySnippet(await store.listWorkingMemoryEntries(memoryId));
-      snippets.delete(memoryId);
-      snippets.set(memoryId, { version, text });
-      if (snippets.size > SNIPPET_CACHE_LIMIT) snippets.delete(snippets.keys().next().value as string);
+      snippets.set(memoryId, version, text);
       return text;
     },
   };

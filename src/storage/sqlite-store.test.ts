@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HarnessMemoryError } from '../core/errors.js';
 import { createUlidGenerator } from '../core/ids.js';
 import { parseReflection } from '../core/parse-reflection.js';
@@ -13,6 +13,7 @@ import { createWorkingMemory } from '../memory/working-memory.js';
 import { createSqliteStore } from './sqlite/sqlite-store.js';
 import type { MemoryStore } from './store.js';
 import { runStoreSuite } from './store.suite.js';
+import { useSqliteTestFiles } from '../../test/support/sqlite-test-files.js';
 
 let suiteDirectory: string | undefined;
 
@@ -36,25 +37,8 @@ const limits = { maxEntries: 10, maxTotalBytes: 10_000 };
 const isStoreError = (code: string) => (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === code;
 
 describe('store: sqlite (backend)', () => {
-  let directory: string;
-  let path: string;
-  const opened: Array<MemoryStore | Database.Database> = [];
-  const track = <T extends MemoryStore | Database.Database>(handle: T): T => {
-    opened.push(handle);
-    return handle;
-  };
-
-  beforeEach(() => {
-    directory = mkdtempSync(join(tmpdir(), 'harness-memory-sqlite-'));
-    path = join(directory, 'state.db');
-  });
-  afterEach(async () => {
-    for (const handle of opened.splice(0).reverse()) {
-      if ('dispose' in handle) await handle.dispose();
-      else if (handle.open) handle.close();
-    }
-    rmSync(directory, { recursive: true, force: true });
-  });
+  const files = useSqliteTestFiles('harness-memory-sqlite-');
+  const { track } = files;
 
   async function observe(store: MemoryStore, target: Scope, contents: string[], throughMessageSeq: number): Promise<void> {
     await store.enqueueOperation({ operationId: generateId('op'), scope: target, memoryId: memoryIdOf(target), operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
@@ -82,8 +66,8 @@ describe('store: sqlite (backend)', () => {
   }
 
   it('opens in WAL mode with the chosen durability, a 5 s busy timeout, and records the schema version', async () => {
-    const database = track(new Database(path));
-    track(createSqliteStore({ path, database }));
+    const database = track(new Database(files.path));
+    track(createSqliteStore({ path: files.path, database }));
     expect(database.pragma('journal_mode', { simple: true })).toBe('wal');
     expect(database.pragma('busy_timeout', { simple: true })).toBe(5000);
     expect(database.pragma('synchronous', { simple: true })).toBe(1);
@@ -92,7 +76,7 @@ describe('store: sqlite (backend)', () => {
     expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual([1, 2, 3, 4, 5, 6]);
     expect(SQLITE_SCHEMA_VERSION).toBe(6);
 
-    const fullPath = join(directory, 'deep', 'er', 'full.db');
+    const fullPath = join(files.directory, 'deep', 'er', 'full.db');
     const full = track(new Database(':memory:'));
     track(createSqliteStore({ path: ':memory:', database: full, synchronous: 'FULL', busyTimeoutMs: 1234 }));
     expect(full.pragma('synchronous', { simple: true })).toBe(2);
@@ -102,7 +86,7 @@ describe('store: sqlite (backend)', () => {
   });
 
   it('keeps records, observations, the reflection, messages, working memory and operations across a reopen', async () => {
-    const first = createSqliteStore({ path });
+    const first = createSqliteStore({ path: files.path });
     await first.updateSettings({ scope, memoryId, enabled: true, config: { snippetMaxTokens: 321 }, runId: 'r', toolCallId: 't', operationId: generateId('op') });
     await first.appendMessages({ scope, memoryId, messages: ['a', 'b', 'c'].map((content, index) => ({ messageKey: `id:${index}`, role: 'user', name: '', toolCallId: '', content, tokenCount: 2 })) });
     await observe(first, scope, ['User prefers tabs', 'Project uses Go'], 2);
@@ -119,7 +103,7 @@ describe('store: sqlite (backend)', () => {
     };
     await first.dispose();
 
-    const second = track(createSqliteStore({ path }));
+    const second = track(createSqliteStore({ path: files.path }));
     expect(await second.getRecord(memoryId)).toEqual(before.record);
     expect(before.record?.config).toEqual({ snippetMaxTokens: 321 });
     expect(before.record?.reflection?.structured.supersessions).toEqual([{ newerSeq: 2, olderSeq: 1, reason: 'changed' }]);
@@ -132,7 +116,7 @@ describe('store: sqlite (backend)', () => {
     expect(await second.countPendingOperations()).toBe(1);
     // Observed messages keep their keys but, from the next append on, not their text; a key is never stored twice.
     await second.appendMessages({ scope, memoryId, messages: [{ messageKey: 'id:3', role: 'user', name: '', toolCallId: '', content: 'd', tokenCount: 2 }] });
-    const raw = track(new Database(path, { readonly: true }));
+    const raw = track(new Database(files.path, { readonly: true }));
     expect(raw.prepare('SELECT message_key, content, observed FROM om_messages ORDER BY seq').raw().all()).toEqual([
       ['id:0', '', 1],
       ['id:1', '', 1],
@@ -143,7 +127,7 @@ describe('store: sqlite (backend)', () => {
   });
 
   it('upgrades a database made with the reference schema, converting its rows', async () => {
-    const raw = new Database(path);
+    const raw = new Database(files.path);
     raw.exec(REFERENCE_DDL);
     const chunks = [
       { seq: 1, content: 'User prefers tabs', token_count: 5, importance: 0.9, created_at: '2024-05-01T10:00:00.123456789Z', source_start_index: 0, source_end_index: 3 },
@@ -161,7 +145,7 @@ describe('store: sqlite (backend)', () => {
     raw.prepare(`INSERT INTO working_memory_entries VALUES ('acme|conv-1|agent-x', 'plan', '"ship it"'), ('acme|conv-1|agent-x', ' todo ', '["a"]')`).run();
     raw.close();
 
-    const store = track(createSqliteStore({ path }));
+    const store = track(createSqliteStore({ path: files.path }));
     const record = await store.getRecord(memoryId);
     expect(record).toMatchObject({
       memoryId,
@@ -208,7 +192,7 @@ describe('store: sqlite (backend)', () => {
     expect(await store.countPendingOperations()).toBe(0);
     expect((await store.listMarkers(memoryId)).map((marker) => [marker.markerId, marker.payload])).toEqual([['mk_1', { seq: 1 }]]);
 
-    const check = track(new Database(path, { readonly: true }));
+    const check = track(new Database(files.path, { readonly: true }));
     expect(check.prepare('SELECT MAX(version) FROM schema_migrations').pluck().get()).toBe(SQLITE_SCHEMA_VERSION);
     const columns = check.prepare("SELECT name FROM pragma_table_info('om_memory_records')").pluck().all();
     expect(columns).not.toContain('active_observations_json');
@@ -225,7 +209,7 @@ describe('store: sqlite (backend)', () => {
   });
 
   it('upgrades a version-4 database: operations keep their order, status and leases, markers their order', async () => {
-    const raw = new Database(path);
+    const raw = new Database(files.path);
     migrateSqliteDatabase(raw, SQLITE_MIGRATIONS.filter((migration) => migration.version <= 4));
     raw.prepare(`INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, created_at, updated_at) VALUES (?, 'acme', 'conv-1', 'agent-x', 1, 3, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`).run(memoryId);
     const insertOperation = raw.prepare(`
@@ -242,7 +226,7 @@ describe('store: sqlite (backend)', () => {
     insertMarker.run('mk_m', memoryIdOf(other), 'observation_start');
     raw.close();
 
-    const store = track(createSqliteStore({ path }));
+    const store = track(createSqliteStore({ path: files.path }));
     expect((await store.listOperations(memoryId)).map((operation) => [operation.operationId, operation.scopeSequence, operation.status, operation.leaseOwner])).toEqual([
       ['op_a', 1, 'applied', null],
       ['op_b', 2, 'processing', 'old-worker'],
@@ -256,7 +240,7 @@ describe('store: sqlite (backend)', () => {
     expect((await store.claimOperation({ leaseOwner: 'w', leaseMs: 60_000 }))?.operationId).toBe('op_b');
     const next = await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: {}, runId: 'r', toolCallId: 't' });
     expect(next.scopeSequence).toBe(4);
-    const check = track(new Database(path, { readonly: true }));
+    const check = track(new Database(files.path, { readonly: true }));
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
     expect(check.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'om_operation_log' ORDER BY name").pluck().all()).toEqual([
       'om_operation_log_pending_idx',
@@ -265,14 +249,14 @@ describe('store: sqlite (backend)', () => {
   });
 
   it('upgrades a version-5 database: scopes with working memory get a version, which writes then change', async () => {
-    const raw = new Database(path);
+    const raw = new Database(files.path);
     migrateSqliteDatabase(raw, SQLITE_MIGRATIONS.filter((migration) => migration.version <= 5));
     const insertEntry = raw.prepare(`INSERT INTO working_memory_entries VALUES (?, ?, '"v"', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`);
     insertEntry.run(memoryId, 'a');
     insertEntry.run(memoryId, 'b');
     raw.close();
 
-    const store = track(createSqliteStore({ path }));
+    const store = track(createSqliteStore({ path: files.path }));
     const upgraded = await store.workingMemoryVersion!(memoryId);
     expect(upgraded).toBeGreaterThan(0);
     expect(await store.workingMemoryVersion!(memoryIdOf(other))).toBe(0);
@@ -284,8 +268,8 @@ describe('store: sqlite (backend)', () => {
   });
 
   it('keeps each scope\'s working-memory count and bytes equal to its entries through any sequence of writes', async () => {
-    const database = track(new Database(path));
-    const store = track(createSqliteStore({ path, database }));
+    const database = track(new Database(files.path));
+    const store = track(createSqliteStore({ path: files.path, database }));
     const generous = { maxEntries: 12, maxTotalBytes: 600 };
     let seed = 7;
     const random = (below: number) => (seed = (seed * 16807) % 2147483647) % below;
@@ -305,8 +289,8 @@ describe('store: sqlite (backend)', () => {
   });
 
   it('drops the text of observed messages at the scope\'s next append, keeping their keys', async () => {
-    const database = track(new Database(path));
-    const store = track(createSqliteStore({ path, database }));
+    const database = track(new Database(files.path));
+    const store = track(createSqliteStore({ path: files.path, database }));
     const text = (seq: number) => database.prepare('SELECT content FROM om_messages WHERE memory_id = ? AND seq = ?').pluck().get(memoryId, seq);
     const message = (key: string, content: string) => ({ messageKey: key, role: 'user', name: '', toolCallId: '', content, tokenCount: 3 });
     await store.appendMessages({ scope, memoryId, messages: [message('id:1', 'first secret-ish text'), message('id:2', 'second')] });
@@ -322,15 +306,15 @@ describe('store: sqlite (backend)', () => {
   });
 
   it('refuses a database whose schema is newer than it knows', () => {
-    const raw = new Database(path);
+    const raw = new Database(files.path);
     raw.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL); INSERT INTO schema_migrations VALUES (99, 0);');
     raw.close();
-    expect(() => createSqliteStore({ path })).toThrow(/schema version 99/);
+    expect(() => createSqliteStore({ path: files.path })).toThrow(/schema version 99/);
   });
 
   it('leaves no trace of a forgotten scope in the database or WAL file', async () => {
     const canary = 'CANARY-7f3a9c51-forget-me';
-    const store = track(createSqliteStore({ path }));
+    const store = track(createSqliteStore({ path: files.path }));
     const message = (key: string, content: string) => ({ messageKey: key, role: 'user', name: '', toolCallId: '', content, tokenCount: 5 });
     await store.appendMessages({ scope, memoryId, messages: [message('id:1', `first ${canary}`), message('id:2', `second ${canary}`)] });
     await store.appendMessages({ scope: other, memoryId: memoryIdOf(other), messages: [message('id:1', 'unrelated')] });
@@ -339,19 +323,19 @@ describe('store: sqlite (backend)', () => {
     await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: { note: canary }, runId: 'r', toolCallId: 't' });
     await store.setWorkingMemoryEntry({ scope, memoryId, key: `key-${canary}`, valueJson: JSON.stringify(canary), limits });
 
-    const files = (): Buffer[] => [`${path}`, `${path}-wal`].filter((file) => existsSync(file)).map((file) => readFileSync(file));
-    expect(files().some((bytes) => bytes.includes(canary))).toBe(true);
+    const onDisk = (): Buffer[] => [`${files.path}`, `${files.path}-wal`].filter((file) => existsSync(file)).map((file) => readFileSync(file));
+    expect(onDisk().some((bytes) => bytes.includes(canary))).toBe(true);
 
     await store.forget(memoryId);
-    expect(files().some((bytes) => bytes.includes(canary))).toBe(false);
+    expect(onDisk().some((bytes) => bytes.includes(canary))).toBe(false);
     expect(await store.getRecord(memoryIdOf(other))).toBeDefined();
     expect(await store.getRecord(memoryId)).toBeUndefined();
   });
 
   it('reports a forget whose WAL could not be emptied because another connection still reads', async () => {
-    const store = track(createSqliteStore({ path, busyTimeoutMs: 50 }));
+    const store = track(createSqliteStore({ path: files.path, busyTimeoutMs: 50 }));
     await store.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '"secret"', limits });
-    const reader = track(new Database(path));
+    const reader = track(new Database(files.path));
     reader.exec('BEGIN');
     reader.prepare('SELECT COUNT(*) FROM working_memory_entries').get();
     await store.setWorkingMemoryEntry({ scope, memoryId, key: 'k2', valueJson: '"later"', limits });
@@ -362,8 +346,8 @@ describe('store: sqlite (backend)', () => {
   });
 
   it('shares one file between two stores: each sees the other, and no operation is claimed twice', async () => {
-    const left = track(createSqliteStore({ path }));
-    const right = track(createSqliteStore({ path }));
+    const left = track(createSqliteStore({ path: files.path }));
+    const right = track(createSqliteStore({ path: files.path }));
     await left.appendMessages({ scope, memoryId, messages: [{ messageKey: 'id:1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 1 }] });
     expect((await right.getRecord(memoryId))?.lastMessageSeq).toBe(1);
     await right.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '1', limits });
@@ -413,8 +397,8 @@ describe('store: sqlite (backend)', () => {
   });
 
   it('reports a database locked by another process as a StoreError once the busy timeout passes', async () => {
-    const store = track(createSqliteStore({ path, busyTimeoutMs: 50 }));
-    const blocker = track(new Database(path));
+    const store = track(createSqliteStore({ path: files.path, busyTimeoutMs: 50 }));
+    const blocker = track(new Database(files.path));
     blocker.exec('BEGIN IMMEDIATE');
     const attempt = store.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '1', limits });
     await expect(attempt).rejects.toSatisfy(isStoreError('STORE_FAILED'));
@@ -425,7 +409,7 @@ describe('store: sqlite (backend)', () => {
   });
 
   it('refuses durations that would corrupt leases', async () => {
-    const store = track(createSqliteStore({ path }));
+    const store = track(createSqliteStore({ path: files.path }));
     await expect(store.requeueStaleOperations({ graceSeconds: -1 })).rejects.toSatisfy(isStoreError('STORE_FAILED'));
     await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: {}, runId: 'r', toolCallId: 't' });
     await expect(store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: Number.NaN })).rejects.toSatisfy(isStoreError('STORE_FAILED'));

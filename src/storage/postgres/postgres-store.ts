@@ -191,8 +191,9 @@ function buildStore(connection: PostgresConnection): MemoryStore {
       execute(() =>
         inScope(input.memoryId, async (client): Promise<AppendAndClaimResult> => {
           const existing = await first<RecordRow>(client, sql.selectRecord, [input.memoryId]);
-          const settings = input.settings(existing && toRecord(existing));
-          if (!settings.enabled) return { disabled: true, record: existing && toRecord(existing) };
+          const current = existing && toRecord(existing);
+          const settings = input.settings(current);
+          if (!settings.enabled) return { disabled: true, record: current };
           const appended = await appendIn(client, input);
           if (appended.unobservedTokens < settings.minTokens) return appended;
           const operation = toOperation(await insertOperation(client, { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' }, 'queued', 0));

@@ -1,13 +1,12 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync, readFileSync, statSync, unlinkSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { memoryIdOf } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
 import type { MemoryStore } from '../store.js';
 import { BACKSTOP_CHECKPOINT_PAGES } from './sqlite-connection.js';
 import { createSqliteStore } from './sqlite-store.js';
+import { useSqliteTestFiles } from '../../../test/support/sqlite-test-files.js';
 
 const scope: Scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
 const memoryId = memoryIdOf(scope);
@@ -23,26 +22,11 @@ async function eventually(check: () => boolean, timeoutMs = 5000): Promise<void>
 }
 
 describe('sqlite store: background checkpoints', () => {
-  let directory: string;
-  let path: string;
-  const opened: Array<MemoryStore | Database.Database> = [];
-
-  beforeEach(() => {
-    directory = mkdtempSync(join(tmpdir(), 'harness-memory-checkpoints-'));
-    path = join(directory, 'state.db');
-  });
-  afterEach(async () => {
-    for (const handle of opened.splice(0).reverse()) {
-      if ('dispose' in handle) await handle.dispose();
-      else if (handle.open) handle.close();
-    }
-    rmSync(directory, { recursive: true, force: true });
-  });
+  const files = useSqliteTestFiles('harness-memory-checkpoints-');
 
   const open = (options: { checkpoints?: 'background' | 'inline' } = {}): { store: MemoryStore; database: Database.Database } => {
-    const database = new Database(path);
-    const store = createSqliteStore({ path, database, ...options });
-    opened.push(database, store);
+    const database = files.track(new Database(files.path));
+    const store = files.track(createSqliteStore({ path: files.path, database, ...options }));
     return { store, database };
   };
   const setCanary = (store: MemoryStore, canary: string) => store.setWorkingMemoryEntry({ scope, memoryId, key: 'canary', valueJson: JSON.stringify(canary), limits });
@@ -54,7 +38,7 @@ describe('sqlite store: background checkpoints', () => {
     const canary = 'CANARY_background_checkpoint_7f3a';
     await setCanary(store, canary);
     // A few pages, far below the backstop: only the worker can have copied them.
-    await eventually(() => fileHas(path, canary));
+    await eventually(() => fileHas(files.path, canary));
   });
 
   it('leaves checkpoints to the committing connection when asked to (inline)', async () => {
@@ -63,13 +47,13 @@ describe('sqlite store: background checkpoints', () => {
     const canary = 'CANARY_inline_checkpoint_51c2';
     await setCanary(store, canary);
     await new Promise((done) => setTimeout(done, 200));
-    expect(fileHas(`${path}-wal`, canary)).toBe(true);
-    expect(fileHas(path, canary)).toBe(false);
+    expect(fileHas(`${files.path}-wal`, canary)).toBe(true);
+    expect(fileHas(files.path, canary)).toBe(false);
   });
 
   it('keeps the log bounded under writes that never pause', async () => {
     const { store, database } = open();
-    const walPages = () => statSync(`${path}-wal`).size / ((database.pragma('page_size', { simple: true }) as number) + 24);
+    const walPages = () => statSync(`${files.path}-wal`).size / ((database.pragma('page_size', { simple: true }) as number) + 24);
     let largest = 0;
     // Observe cycles back to back: each commits a dozen pages, mostly of tables that only
     // grow, so the worker's checkpoints always trail the log and it could never restart
@@ -100,7 +84,7 @@ describe('sqlite store: background checkpoints', () => {
       const { store, database } = open();
       // The worker opens the file after the store returns; by then it is gone (the store's
       // connection keeps working on the unlinked file).
-      unlinkSync(path);
+      unlinkSync(files.path);
       await eventually(() => database.pragma('wal_autocheckpoint', { simple: true }) === 1000);
       await eventually(() => warnings.some((warning) => (warning as Error & { code?: string }).code === 'HARNESS_MEMORY_CHECKPOINTS'));
       expect(warnings.find((warning) => (warning as Error & { code?: string }).code === 'HARNESS_MEMORY_CHECKPOINTS')?.message).toMatch(/Background checkpoints of .*state\.db stopped/);
@@ -112,10 +96,10 @@ describe('sqlite store: background checkpoints', () => {
   });
 
   it('lets go of the file at dispose, so the store closes last and removes the log', async () => {
-    const store = createSqliteStore({ path });
+    const store = createSqliteStore({ path: files.path });
     await setCanary(store, 'CANARY_dispose_2b9d');
     await store.dispose();
-    expect(existsSync(`${path}-wal`)).toBe(false);
-    expect(fileHas(path, 'CANARY_dispose_2b9d')).toBe(true);
+    expect(existsSync(`${files.path}-wal`)).toBe(false);
+    expect(fileHas(files.path, 'CANARY_dispose_2b9d')).toBe(true);
   });
 });

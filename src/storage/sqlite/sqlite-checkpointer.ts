@@ -74,7 +74,7 @@ parentPort.on('message', (message) => {
       db.pragma('synchronous = ' + message.synchronous);
       db.pragma('wal_autocheckpoint = 0');
       files.set(message.id, { db, commits: new Int32Array(message.commits), passed: 0, seen: 0 });
-    } catch (error) { parentPort.postMessage({ type: 'failed', id: message.id, message: String((error && error.message) || error) }); }
+    } catch (error) { fail(message.id, error); }
   } else if (message.type === 'stop') {
     const entry = files.get(message.id);
     files.delete(message.id);

@@ -294,15 +294,16 @@ INSERT INTO working_memory_versions (memory_id, version, entry_count, total_byte
   FROM working_memory_entries GROUP BY memory_id;
 `;
 
+/** A migration step that runs one SQL script. */
+const runSql =
+  (sql: string) =>
+  (db: Database): void => {
+    db.exec(sql);
+  };
+
 /** Every migration, in order. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
-  {
-    version: 1,
-    description: 'reference schema: om_memory_records, om_operation_log, om_markers, working_memory_entries',
-    up: (db: Database): void => {
-      db.exec(REFERENCE_SCHEMA);
-    },
-  },
+  { version: 1, description: 'reference schema: om_memory_records, om_operation_log, om_markers, working_memory_entries', up: runSql(REFERENCE_SCHEMA) },
   {
     version: 2,
     description: 'observations and messages as rows, the operation log as a leased queue, working-memory timestamps',
@@ -312,33 +313,21 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
       db.exec(SWAP_AND_INDEX);
     },
   },
-  {
-    version: 3,
-    description: 'harness runs, run events and conversation messages',
-    up: (db: Database): void => {
-      db.exec(HARNESS_TABLES);
-    },
-  },
+  { version: 3, description: 'harness runs, run events and conversation messages', up: runSql(HARNESS_TABLES) },
   {
     version: 4,
     description: 'drop the reference (status, created_at) index on the operation log: claims use (status, available_at), and every index costs each enqueue and claim a page write',
-    up: (db: Database): void => {
-      db.exec('DROP INDEX IF EXISTS om_operation_log_status_created_idx');
-    },
+    up: runSql('DROP INDEX IF EXISTS om_operation_log_status_created_idx'),
   },
   {
     version: 5,
     description: 'operation log clustered by (memory_id, scope_sequence) with partial indexes of pending work; markers clustered by (memory_id, marker_position); observed message text cleared at the next append',
-    up: (db: Database): void => {
-      db.exec(COMPACT_QUEUE_AND_MARKERS);
-    },
+    up: runSql(COMPACT_QUEUE_AND_MARKERS),
   },
   {
     version: 6,
     description: 'working_memory_versions: per scope, a version of working memory changed by every write, and its entry count and bytes',
-    up: (db: Database): void => {
-      db.exec(WORKING_MEMORY_VERSIONS);
-    },
+    up: runSql(WORKING_MEMORY_VERSIONS),
   },
 ]);
 
