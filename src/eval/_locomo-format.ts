@@ -45,14 +45,12 @@ export function parseLocomoSample(value: unknown, index: number): ParsedConversa
 }
 
 function readSessions(conversation: Record<string, unknown>, context: InstanceContext, speakers: Speakers, undated: UndatedField[]): EvalSession[] {
-  const numbers = Object.keys(conversation)
-    .map((key) => SESSION_KEY.exec(key)?.[1])
-    .filter((number): number is string => number !== undefined)
-    .map(Number)
-    .sort((left, right) => left - right);
-  if (numbers.length === 0) throw invalidField(context, 'conversation', 'has no session_N lists; a LoCoMo conversation holds session_1, session_2, ...');
-  return numbers.map((number) => {
-    const key = `session_${number}`;
+  const keys = Object.keys(conversation)
+    .map((key) => ({ key, number: Number(SESSION_KEY.exec(key)?.[1] ?? Number.NaN) }))
+    .filter(({ number }) => !Number.isNaN(number))
+    .sort((left, right) => left.number - right.number);
+  if (keys.length === 0) throw invalidField(context, 'conversation', 'has no session_N lists; a LoCoMo conversation holds session_1, session_2, ...');
+  return keys.map(({ key, number }) => {
     const dateField = `conversation.${key}_date_time`;
     const rawDate = conversation[`${key}_date_time`];
     const dateText = rawDate === undefined || rawDate === null ? null : expectString(rawDate, context, dateField).trim() || null;

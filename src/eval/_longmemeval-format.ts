@@ -51,11 +51,10 @@ function readSessions(instance: Record<string, unknown>, context: InstanceContex
       throw invalidField(context, field, `has ${list.length} entries but haystack_sessions has ${haystack.length}; they must match one to one`);
     }
   }
-  const seenIds = new Set<string>();
+  // Session ids only name sessions in reports (message ids come from positions), so a
+  // repeated id, which a haystack sampled from a shared pool may hold, is accepted.
   const sessions = haystack.map((turns, position): EvalSession => {
     const id = ids?.[position] ?? `session_${position + 1}`;
-    if (id.trim() === '' || seenIds.has(id)) throw invalidField(context, `haystack_session_ids[${position}]`, id.trim() === '' ? 'must not be empty' : `repeats the session id ${JSON.stringify(id)}`);
-    seenIds.add(id);
     const dateText = dates?.[position]?.trim() || null;
     const timestamp = dateText === null ? null : parseDatasetDate(dateText);
     if (timestamp === null && dates !== undefined) undated.push(undatedSession(`haystack_dates[${position}]`, dateText));

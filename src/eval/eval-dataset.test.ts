@@ -134,6 +134,13 @@ describe('eval dataset: LongMemEval', () => {
     expect(dataset.conversations[0]?.questions[0]?.questionDate).toBeNull();
   });
 
+  it('accepts a repeated session id, keeping message ids distinct', () => {
+    const [conversation] = parseEvalDataset([longMemEvalInstance({ haystack_session_ids: ['x', 'y', 'x'] })]).conversations;
+    expect(conversation?.sessions.map((session) => session.id)).toEqual(['y', 'x', 'x']);
+    const messageIds = conversation?.sessions.flatMap((session) => session.messages.map((message) => message.id)) ?? [];
+    expect(new Set(messageIds).size).toBe(messageIds.length);
+  });
+
   it('names sessions session_<n> when the file gives no session ids', () => {
     const dataset = parseEvalDataset([longMemEvalInstance({ haystack_session_ids: undefined })]);
     expect(dataset.conversations[0]?.sessions.map((session) => session.id)).toEqual(['session_2', 'session_1', 'session_3']);
@@ -194,7 +201,6 @@ describe('eval dataset: malformed input', () => {
     ['an answer that is an object', { answer: { text: 'x' } }, 'answer must be a string or a number, got object'],
     ['a numeric date', { haystack_dates: ['2023/05/20 (Sat) 02:21', 5, '2023/05/20 (Sat) 02:21'] }, 'haystack_dates[1] must be a string, got number'],
     ['too few dates', { haystack_dates: ['2023/05/20 (Sat) 02:21'] }, 'haystack_dates has 1 entries but haystack_sessions has 3'],
-    ['a repeated session id', { haystack_session_ids: ['a', 'b', 'a'] }, 'haystack_session_ids[2] repeats the session id "a"'],
     ['an unknown question type', { question_type: 'trivia' }, 'question_type is "trivia"; expected one of single-session-user, single-session-assistant, single-session-preference, knowledge-update, temporal-reasoning, multi-session'],
     ['answer session ids that are not strings', { answer_session_ids: [1] }, 'answer_session_ids[0] must be a string, got number'],
   ];
@@ -213,6 +219,7 @@ describe('eval dataset: malformed input', () => {
     ['a session that is not a list', {}, { session_2: 'hello' }, 'conversation.session_2 must be an array, got string'],
     ['a date that is not a string', {}, { session_2_date_time: 12 }, 'conversation.session_2_date_time must be a string, got number'],
     ['a missing speaker name', {}, { speaker_b: undefined }, 'conversation.speaker_b must be a string, got undefined'],
+    ['a session numbered with a leading zero that is not a list', {}, { session_02: 'x' }, 'conversation.session_02 must be an array, got string'],
     ['a conversation without sessions', { conversation: { speaker_a: 'Ana', speaker_b: 'Ben' } }, {}, 'conversation has no session_N lists'],
     ['a category out of range', { qa: [{ question: 'x', answer: 'y', category: 6 }] }, {}, 'qa[0].category must be an integer from 1 to 5, got 6'],
     ['a missing answer outside category 5', { qa: [{ question: 'x', category: 1 }] }, {}, 'qa[0].answer must be a string or a number, got undefined'],
