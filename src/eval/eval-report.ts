@@ -4,12 +4,10 @@
  * wall time, models and baseline; and the plain-text table printed at the end of a run.
  * @module
  */
+import { LOCOMO_ADVERSARIAL_CATEGORY } from './_locomo-format.js';
 import type { EvalDatasetFormat } from './eval-dataset.js';
 import { LONGMEMEVAL_QUESTION_TYPES } from './eval-dataset.js';
 import type { EvalBaseline, EvalModels, EvalResultLine, EvalStage } from './eval-results.js';
-
-/** The LoCoMo category left out of the overall accuracy (adversarial), as published results do. */
-export const LOCOMO_EXCLUDED_CATEGORY = 5;
 
 /**
  * The value below which `fraction` of the values fall, interpolating linearly between the two
@@ -105,7 +103,8 @@ export interface SummarizeEvalOptions {
  * console.log(formatEvalTable(summary));
  */
 export function summarizeEvalResults(results: readonly EvalResultLine[], options: SummarizeEvalOptions): EvalSummary {
-  const excluded = options.format === 'locomo' ? [`category-${LOCOMO_EXCLUDED_CATEGORY}`] : [];
+  // LoCoMo's adversarial category stays out of the overall figure, as published results do.
+  const excluded = options.format === 'locomo' ? [`category-${LOCOMO_ADVERSARIAL_CATEGORY}`] : [];
   const inOverall = results.filter((result) => !excluded.includes(result.question_type));
   const overall = accuracyOf(inOverall);
   const byType = groupBy(results, (result) => result.question_type);
