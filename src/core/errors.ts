@@ -23,9 +23,16 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `STORE_FAILED`: `{ store }`, the storage adapter failed.
  * - `STORE_DISPOSED`: `{ store }`, the store was used after `dispose()`.
  * - `OPERATION_LEASE_LOST`: `{ operationId }`, a worker tried to apply after its lease lapsed.
- * - `REQUEST_INVALID`: `{ field? }`, a run or API request is malformed.
+ * - `REQUEST_INVALID`: `{ field? }`, a run or API request is malformed, or an eval option
+ *   (`field` is `limit` or `types`) asks for something the dataset cannot give.
  * - `RUN_NOT_FOUND`: `{ runId }`, no such run (or not the caller's).
  * - `RUN_NOT_COMPLETED`: `{ runId }`, the run has not finished yet.
+ * - `EVAL_DATASET_INVALID`: `{ format?, index?, id?, field? }`, an eval dataset is malformed:
+ *   `format` is `longmemeval` or `locomo` once detected, `index` the instance's position in the
+ *   file, `id` its `question_id` or `sample_id`, `field` the path of the bad field
+ *   (`haystack_sessions[3][2].content`).
+ * - `EVAL_RESULTS_INVALID`: `{ path, line }`, a results file cannot be resumed: `line` (from 1)
+ *   is not a result line and is not a truncated last line.
  */
 export type HarnessMemoryErrorCode =
   | 'SCOPE_INVALID'
@@ -45,7 +52,9 @@ export type HarnessMemoryErrorCode =
   | 'OPERATION_LEASE_LOST'
   | 'REQUEST_INVALID'
   | 'RUN_NOT_FOUND'
-  | 'RUN_NOT_COMPLETED';
+  | 'RUN_NOT_COMPLETED'
+  | 'EVAL_DATASET_INVALID'
+  | 'EVAL_RESULTS_INVALID';
 
 /** Options for {@link HarnessMemoryError}. */
 export interface HarnessMemoryErrorOptions {

@@ -27,6 +27,8 @@ const STATUS_BY_CODE: Readonly<Record<HarnessMemoryErrorCode, ContentfulStatusCo
   STORE_FAILED: 500,
   STORE_DISPOSED: 503,
   OPERATION_LEASE_LOST: 409,
+  EVAL_DATASET_INVALID: 400,
+  EVAL_RESULTS_INVALID: 500,
 };
 
 /** An HTTP error with our JSON body. */

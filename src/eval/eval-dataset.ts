@@ -1,0 +1,235 @@
+/**
+ * Eval datasets: LongMemEval and LoCoMo files read into one shape, validated field by field,
+ * and the `--limit` / `--types` selection of their questions. No I/O: the caller reads and
+ * parses the file.
+ * @module
+ */
+import { HarnessMemoryError } from '../core/errors.js';
+import type { InstanceContext, ParsedConversation } from './_dataset-fields.js';
+import { describeInstance, invalidField, isRecord, jsonTypeOf } from './_dataset-fields.js';
+import { parseLocomoSample } from './_locomo-format.js';
+import { parseLongMemEvalInstance } from './_longmemeval-format.js';
+
+/** The file formats an eval reads, detected from the parsed JSON. */
+export type EvalDatasetFormat = 'longmemeval' | 'locomo';
+
+/** The question types of LongMemEval; abstention instances are marked by a `_abs` id instead. */
+export const LONGMEMEVAL_QUESTION_TYPES: readonly string[] = [
+  'single-session-user',
+  'single-session-assistant',
+  'single-session-preference',
+  'knowledge-update',
+  'temporal-reasoning',
+  'multi-session',
+];
+
+/** One message of a session, ready to hand to observational memory. */
+export interface EvalMessage {
+  /** Stable within the conversation: `s<session number in the file>m<turn number>`, from 1. */
+  readonly id: string;
+  /** LoCoMo's `speaker_a` is the user and `speaker_b` the assistant. */
+  readonly role: 'user' | 'assistant';
+  /** The text; LoCoMo turns read `Caroline: …`, with an image's caption on a line of its own. */
+  readonly content: string;
+}
+
+/** One session of a conversation. */
+export interface EvalSession {
+  /** LongMemEval's `haystack_session_ids` entry (or `session_<n>`), LoCoMo's `session_<n>`. */
+  readonly id: string;
+  /** The date as the file writes it, or `null` when it gives none. */
+  readonly date: string | null;
+  /** The date in milliseconds since the epoch, read as UTC; `null` when missing or unreadable. */
+  readonly timestamp: number | null;
+  readonly messages: readonly EvalMessage[];
+}
+
+/** One question to ask after the conversation's sessions are remembered. */
+export interface EvalQuestion {
+  /** LongMemEval's `question_id`; for LoCoMo `<sample_id>:q<N>`, N counting QA items from 1. */
+  readonly questionId: string;
+  /** LongMemEval's `question_type`; for LoCoMo `category-<N>`. */
+  readonly questionType: string;
+  readonly question: string;
+  /** The gold answer as text (numbers become text); for preference questions a rubric. May be empty for LoCoMo category 5. */
+  readonly answer: string;
+  /** When the question is asked, as the file writes it; LoCoMo: the last session's date. */
+  readonly questionDate: string | null;
+  readonly questionTimestamp: number | null;
+  /** Sessions holding the evidence (LongMemEval `answer_session_ids`, LoCoMo `evidence`). */
+  readonly answerSessionIds?: readonly string[];
+  /** True when the right response is that the information is not available (`_abs`, LoCoMo category 5). */
+  readonly abstention: boolean;
+  /** LoCoMo's category, 1 to 5. */
+  readonly category?: number;
+  /** LoCoMo category 5: the tempting wrong answer. */
+  readonly adversarialAnswer?: string;
+}
+
+/** The sessions to remember, once, and the questions to ask about them. */
+export interface EvalConversation {
+  /** LongMemEval's `question_id` (one conversation per instance), LoCoMo's `sample_id`. */
+  readonly id: string;
+  /** Position of the instance in the file, from 0. */
+  readonly index: number;
+  /** In date order, stably; a session without a readable date keeps its position. */
+  readonly sessions: readonly EvalSession[];
+  readonly questions: readonly EvalQuestion[];
+}
+
+/** A date that is missing or cannot be read. The dataset is usable; the runner shows these. */
+export interface EvalDatasetProblem {
+  readonly index: number;
+  readonly id: string;
+  /** The field path, such as `haystack_dates[2]` or `conversation.session_4_date_time`. */
+  readonly field: string;
+  /** The whole sentence, naming the instance and the field. */
+  readonly message: string;
+}
+
+/** A dataset in the one shape the eval runs on. */
+export interface EvalDataset {
+  readonly format: EvalDatasetFormat;
+  readonly conversations: readonly EvalConversation[];
+  /** Missing or unreadable dates; empty when the dataset gives no dates at all. */
+  readonly problems: readonly EvalDatasetProblem[];
+}
+
+const PARSERS: Readonly<Record<EvalDatasetFormat, (value: unknown, index: number) => ParsedConversation>> = {
+  longmemeval: parseLongMemEvalInstance,
+  locomo: parseLocomoSample,
+};
+
+/**
+ * Reads an already-parsed LongMemEval or LoCoMo file, detecting the format from its first
+ * element, and validates every field used. Sessions come out in date order.
+ *
+ * Memory: the result shares the message strings of `json` (LongMemEval) or adds one short
+ * prefix per turn (LoCoMo), so it costs little beyond the parsed JSON, which the caller may
+ * drop afterwards. Parsing needs the file as one string plus its parsed objects, a few times
+ * the file's size in heap (raise `--max-old-space-size` for `longmemeval_s`); `longmemeval_m`
+ * is larger than the longest string V8 allows (about 512 MiB), so `JSON.parse` cannot read
+ * it at all: it would need a streaming JSON reader in front of this function.
+ *
+ * @throws HarnessMemoryError `EVAL_DATASET_INVALID` naming the instance and the field, for
+ * malformed input, an unknown format or repeated ids.
+ * @example
+ * const dataset = parseEvalDataset(JSON.parse(await readFile('longmemeval_s.json', 'utf8')));
+ * for (const problem of dataset.problems) console.warn(problem.message);
+ */
+export function parseEvalDataset(json: unknown): EvalDataset {
+  const format = detectFormat(json);
+  const elements = json as readonly unknown[];
+  const parse = PARSERS[format];
+  const parsed = elements.map((element, index) => parse(element, index));
+  checkUniqueIds(format, parsed);
+  const hasDates = parsed.some((instance) => instance.hasDate);
+  const problems = hasDates
+    ? parsed.flatMap(({ conversation, undated }) =>
+        undated.map((entry) => ({
+          index: conversation.index,
+          id: conversation.id,
+          field: entry.field,
+          message: `${describeInstance({ format, index: conversation.index, id: conversation.id })}: ${entry.field} ${entry.problem}.`,
+        })),
+      )
+    : [];
+  return { format, conversations: parsed.map((instance) => instance.conversation), problems };
+}
+
+function detectFormat(json: unknown): EvalDatasetFormat {
+  const first: unknown = Array.isArray(json) ? json[0] : undefined;
+  if (isRecord(first)) {
+    if ('haystack_sessions' in first || 'question_id' in first) return 'longmemeval';
+    if ('conversation' in first || 'sample_id' in first || 'qa' in first) return 'locomo';
+  }
+  let found: string;
+  if (!Array.isArray(json)) found = `a JSON ${jsonTypeOf(json)}`;
+  else if (json.length === 0) found = 'an empty array';
+  else if (isRecord(first)) found = `an array whose first element has the keys ${Object.keys(first).slice(0, 8).join(', ') || '(none)'}`;
+  else found = `an array whose first element is ${jsonTypeOf(first)}`;
+  return unknownFormat(found);
+}
+
+function unknownFormat(found: string): never {
+  throw new HarnessMemoryError({
+    code: 'EVAL_DATASET_INVALID',
+    component: 'eval',
+    message:
+      `The dataset is in no format the eval reads: found ${found}. Accepted: LongMemEval (a JSON array of instances with question_id, question_type, question, answer, question_date, haystack_sessions, haystack_dates, haystack_session_ids) ` +
+      'or LoCoMo (a JSON array of samples with sample_id, conversation {speaker_a, speaker_b, session_N, session_N_date_time} and qa).',
+    data: {},
+  });
+}
+
+// Resume and the results file key on ids, so a repeated id would silently merge two questions.
+function checkUniqueIds(format: EvalDatasetFormat, parsed: readonly ParsedConversation[]): void {
+  const firstIndex = new Map<string, number>();
+  const idField = format === 'longmemeval' ? 'question_id' : 'sample_id';
+  for (const { conversation } of parsed) {
+    const earlier = firstIndex.get(conversation.id);
+    if (earlier !== undefined) {
+      const context: InstanceContext = { format, index: conversation.index, id: conversation.id };
+      throw invalidField(context, idField, `repeats the ${idField} of instance ${earlier}; ids must be unique`);
+    }
+    firstIndex.set(conversation.id, conversation.index);
+  }
+}
+
+/** The question types present in a dataset, in order of first appearance. */
+export function questionTypesOf(dataset: EvalDataset): string[] {
+  const types = new Set<string>();
+  for (const conversation of dataset.conversations) for (const question of conversation.questions) types.add(question.questionType);
+  return [...types];
+}
+
+/** Which questions to run: `--limit N` and `--types t1,t2`. */
+export interface SelectQuestionsOptions {
+  /** Keep only the first N questions (after the type filter), in file order. @default every question */
+  readonly limit?: number | undefined;
+  /** Keep only questions of these types (`question_type`, or `category-N` for LoCoMo). @default every type */
+  readonly types?: readonly string[] | undefined;
+}
+
+/**
+ * The dataset narrowed to the chosen questions. Conversations left with no question are
+ * dropped, and a LoCoMo conversation keeps only its chosen questions (it is still remembered
+ * once). Dataset problems are kept only for the conversations that remain.
+ * @throws HarnessMemoryError `REQUEST_INVALID` (`field` `limit` or `types`) for a limit that is
+ * not a positive integer, or a type absent from the dataset (the message lists the valid ones).
+ * @example
+ * const chosen = selectQuestions(dataset, { limit: 50, types: ['temporal-reasoning'] });
+ */
+export function selectQuestions(dataset: EvalDataset, options: SelectQuestionsOptions): EvalDataset {
+  const limit = options.limit ?? Number.POSITIVE_INFINITY;
+  if (options.limit !== undefined && (!Number.isSafeInteger(options.limit) || options.limit < 1)) {
+    throw optionError('limit', `--limit must be a whole number of questions, 1 or more; got ${String(options.limit)}.`);
+  }
+  const types = checkTypes(dataset, options.types);
+  let remaining = limit;
+  const conversations: EvalConversation[] = [];
+  for (const conversation of dataset.conversations) {
+    if (remaining <= 0) break;
+    const questions = conversation.questions.filter((question) => types === null || types.has(question.questionType)).slice(0, remaining);
+    remaining -= questions.length;
+    if (questions.length > 0) conversations.push({ ...conversation, questions });
+  }
+  const kept = new Set(conversations.map((conversation) => conversation.index));
+  return { format: dataset.format, conversations, problems: dataset.problems.filter((problem) => kept.has(problem.index)) };
+}
+
+function checkTypes(dataset: EvalDataset, requested: readonly string[] | undefined): ReadonlySet<string> | null {
+  if (requested === undefined) return null;
+  const wanted = requested.map((type) => type.trim()).filter((type) => type !== '');
+  const valid = questionTypesOf(dataset);
+  if (wanted.length === 0) throw optionError('types', `--types names no question type; valid types: ${valid.join(', ')}.`);
+  const unknown = wanted.filter((type) => !valid.includes(type));
+  if (unknown.length > 0) {
+    throw optionError('types', `--types: ${unknown.map((type) => JSON.stringify(type)).join(', ')} ${unknown.length === 1 ? 'is not a question type' : 'are not question types'} of this dataset; valid types: ${valid.join(', ')}.`);
+  }
+  return new Set(wanted);
+}
+
+function optionError(field: 'limit' | 'types', message: string): HarnessMemoryError {
+  return new HarnessMemoryError({ code: 'REQUEST_INVALID', component: 'eval', message, data: { field } });
+}
