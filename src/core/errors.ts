@@ -23,6 +23,8 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `STORE_FAILED`: `{ store }`, the storage adapter failed.
  * - `STORE_DISPOSED`: `{ store }`, the store was used after `dispose()`.
  * - `OPERATION_LEASE_LOST`: `{ operationId }`, a worker tried to apply after its lease lapsed.
+ * - `SCOPE_FORGOTTEN`: `{ memoryId }`, the scope (or conversation) was forgotten after the caller
+ *   read its generation; nothing of the refused write was stored.
  * - `REQUEST_INVALID`: `{ field? }`, a run or API request is malformed.
  * - `RUN_NOT_FOUND`: `{ runId }`, no such run (or not the caller's).
  * - `RUN_NOT_COMPLETED`: `{ runId }`, the run has not finished yet.
@@ -43,6 +45,7 @@ export type HarnessMemoryErrorCode =
   | 'STORE_FAILED'
   | 'STORE_DISPOSED'
   | 'OPERATION_LEASE_LOST'
+  | 'SCOPE_FORGOTTEN'
   | 'REQUEST_INVALID'
   | 'RUN_NOT_FOUND'
   | 'RUN_NOT_COMPLETED';
@@ -112,7 +115,7 @@ export class StoreError extends HarnessMemoryError {
   constructor(options: {
     store: string;
     message: string;
-    code?: 'STORE_CONFLICT' | 'STORE_FAILED' | 'STORE_DISPOSED' | 'OPERATION_LEASE_LOST';
+    code?: 'STORE_CONFLICT' | 'STORE_FAILED' | 'STORE_DISPOSED' | 'OPERATION_LEASE_LOST' | 'SCOPE_FORGOTTEN';
     data?: Record<string, unknown>;
     cause?: unknown;
   }) {

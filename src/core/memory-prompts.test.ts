@@ -5,7 +5,7 @@ import { DEFAULT_OBSERVATION_CONFIG } from './observation.js';
 import { parseReflection } from './parse-reflection.js';
 
 const scope = { tenantId: 't1', conversationId: 'c1', agentId: 'a1' };
-const observation = (seq: number, content: string): Observation => ({ seq, content, tokenCount: 3, importance: 0.5, createdAt: '', sourceStartSeq: 1, sourceEndSeq: 1, operationId: 'op' });
+const observation = (seq: number, content: string): Observation => ({ seq, content, tokenCount: 3, importance: 0.5, createdAt: '', sourceStartSeq: 1, sourceEndSeq: 1, source: 'user', sourceMessageSeqs: [], operationId: 'op' });
 const reflection = (raw: string): StoredReflection => ({ raw, structured: parseReflection(raw), tokenCount: 5, throughSeq: 1, createdAt: '' });
 
 describe('prompts: observer', () => {

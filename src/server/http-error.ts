@@ -27,6 +27,7 @@ const STATUS_BY_CODE: Readonly<Record<HarnessMemoryErrorCode, ContentfulStatusCo
   STORE_FAILED: 500,
   STORE_DISPOSED: 503,
   OPERATION_LEASE_LOST: 409,
+  SCOPE_FORGOTTEN: 409,
 };
 
 /** An HTTP error with our JSON body. */
