@@ -387,7 +387,10 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
     async listReflectionLinks(memoryId) {
       guard();
       const state = scopes.get(memoryId);
-      return { supersessions: [...(state?.supersessions ?? [])], contradictions: [...(state?.contradictions ?? [])] };
+      return {
+        supersessions: [...(state?.supersessions ?? [])].sort((a, b) => a.newerSeq - b.newerSeq || a.olderSeq - b.olderSeq),
+        contradictions: [...(state?.contradictions ?? [])].sort((a, b) => a.seqA - b.seqA || a.seqB - b.seqB),
+      };
     },
 
     async scopeGeneration(memoryId) {

@@ -300,11 +300,13 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       );
       expect(first.record).toMatchObject({ supersessionCount: 1, contradictionCount: 1, rejectedReferenceCount: 4 });
       // The second reflection does not repeat the first's findings: they stay in the set.
-      const second = await reflectAs('SUMMARY:\ntwo\nSUPERSESSIONS:\n- [seq:4] replaces [seq:2]: now Rust\n- [seq:3] replaces [seq:1]: again\nCONTRADICTIONS:\n', 5);
-      expect(second.record).toMatchObject({ supersessionCount: 2, contradictionCount: 1, rejectedReferenceCount: 4 });
+      const second = await reflectAs('SUMMARY:\ntwo\nSUPERSESSIONS:\n- [seq:4] replaces [seq:2]: now Rust\n- [seq:3] replaces [seq:1]: again\n- [seq:2] replaces [seq:1]: Go over tabs\nCONTRADICTIONS:\n', 5);
+      expect(second.record).toMatchObject({ supersessionCount: 3, contradictionCount: 1, rejectedReferenceCount: 4 });
       expect(await store.getRecord(idA)).toEqual(second.record);
       const links = await store.listReflectionLinks(idA);
+      // Ordered by seqs, not by when each was found.
       expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason, item.operationId])).toEqual([
+        [2, 1, 'Go over tabs', second.operationId],
         [3, 1, 'now spaces', first.operationId],
         [4, 2, 'now Rust', second.operationId],
       ]);

@@ -226,7 +226,7 @@ export interface MemoryStore {
    */
   completeReflection(input: LeaseHandle & { reflection: StoredReflection; markerId: string }): Promise<MemoryRecord>;
 
-  /** The scope's supersession set, each list in the order its items were added. */
+  /** The scope's supersession set; supersessions ordered by newer, then older seq; contradictions by `seqA`, then `seqB`. */
   listReflectionLinks(memoryId: string): Promise<ReflectionLinks>;
 
   /** Marks a claimed operation applied without changing memory (nothing to do). */
