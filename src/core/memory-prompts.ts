@@ -21,6 +21,8 @@ export interface PromptMessage {
 export const MAX_PROMPT_MESSAGE_CHARS = 8000;
 /** Longest line of an earlier observation given to the reflector to reference. */
 export const MAX_REFERENCE_LINE_CHARS = 240;
+/** Longest line of a new observation given to the reflector (an observation holds at most 2,000 characters; fencing may lengthen it). */
+export const MAX_OBSERVATION_LINE_CHARS = 2400;
 /** Characters of the existing reflection given to a memory model per token of `reflect_threshold_tokens`. */
 const REFLECTION_CHARS_PER_THRESHOLD_TOKEN = 4;
 
@@ -117,7 +119,7 @@ export function buildReflectorPrompt(input: {
       : []),
     'New observations:',
     '<observations>',
-    ...input.observations.map((observation) => `- [seq:${observation.seq}] ${oneLine(observation.content)}`),
+    ...input.observations.map(reflectorObservationLine),
     '</observations>',
   ].join('\n');
   return { system, user };
@@ -128,16 +130,22 @@ export function referenceLine(observation: Observation): string {
   return clipChars(oneLine(observation.content), MAX_REFERENCE_LINE_CHARS);
 }
 
+/** The line a new observation takes in the reflector prompt. */
+export function reflectorObservationLine(observation: Observation): string {
+  return `- [seq:${observation.seq}] ${clipChars(oneLine(observation.content), MAX_OBSERVATION_LINE_CHARS)}`;
+}
+
 /**
- * The most tokens a reflector prompt takes, by the rune estimator, for a configuration: the
- * fixed text and scope (under 1,000), the existing reflection (clipped to
- * `reflect_threshold_tokens`), the new observations (at most 4 × `reflect_threshold_tokens`,
- * or one observation when a single one is larger: at most 2,000 characters), and the
- * references (at most 2 × `snippet_max_tokens`). It depends on the configuration only, never
- * on how long the conversation has run.
+ * The most tokens a reflector prompt takes, by the rune estimator, for a configuration:
+ * `1,700 + 5 × reflect_threshold_tokens + 2 × snippet_max_tokens`. That is the fixed text
+ * and the scope (under 1,000), the existing reflection (clipped to `reflect_threshold_tokens`),
+ * the new observations' lines (at most 4 × `reflect_threshold_tokens`, or one line of at most
+ * 2,400 characters when a single one is larger) and the references' lines (at most
+ * 2 × `snippet_max_tokens`). It depends on the configuration only, never on how long the
+ * conversation has run.
  */
 export function maxReflectorInputTokens(config: ObservationConfig): number {
-  return 1000 + config.reflectThresholdTokens + reflectorNewObservationTokens(config) + 600 + reflectorReferenceTokens(config);
+  return 1700 + config.reflectThresholdTokens + reflectorNewObservationTokens(config) + reflectorReferenceTokens(config);
 }
 
 /** Tokens of new observations one reflection takes (the oldest not yet reflected first). */
@@ -180,7 +188,7 @@ export function clipMessage(content: string): string {
 
 /** The existing reflection for a memory-model prompt, clipped to `reflect_threshold_tokens` (at 4 characters a token). */
 function clippedReflection(reflection: StoredReflection, config: ObservationConfig): string {
-  return fence(clipChars(reflection.raw, Math.max(config.reflectThresholdTokens, 1) * REFLECTION_CHARS_PER_THRESHOLD_TOKEN));
+  return clipChars(fence(reflection.raw), Math.max(config.reflectThresholdTokens, 1) * REFLECTION_CHARS_PER_THRESHOLD_TOKEN);
 }
 
 function fence(text: string): string {

@@ -1,6 +1,6 @@
 import { HarnessMemoryError, ModelCallError } from '../core/errors.js';
 import type { IdGenerator } from '../core/ids.js';
-import { clipMessage, MAX_PROMPT_MESSAGE_CHARS, reflectorNewObservationTokens } from '../core/memory-prompts.js';
+import { clipMessage, MAX_PROMPT_MESSAGE_CHARS, reflectorNewObservationTokens, reflectorObservationLine } from '../core/memory-prompts.js';
 import type { MemoryRecord, Observation, ObservationConfig } from '../core/observation.js';
 import { provenanceOf } from '../core/observation-provenance.js';
 import { parseReflection } from '../core/parse-reflection.js';
@@ -173,8 +173,10 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
   // line each, earlier observations still in force that the new ones may replace: its
   // input is bounded by the configuration, however long the conversation.
   const all = await context.observationsOf(operation.memoryId, record);
-  let observations = oldestWithin(all, firstAfter(all, previousThrough), reflectorNewObservationTokens(config));
-  if (observations.length === 0) observations = recentWithin(all, 0, Math.max(config.reflectThresholdTokens, 1));
+  // Counted as the lines the prompt shows, so the bound holds however short the observations.
+  const lineCost = (observation: Observation): number => context.estimator.estimate(`${reflectorObservationLine(observation)}\n`);
+  let observations = oldestWithin(all, firstAfter(all, previousThrough), reflectorNewObservationTokens(config), lineCost);
+  if (observations.length === 0) observations = recentWithin(all, 0, Math.max(config.reflectThresholdTokens, 1), lineCost);
   const links = activeReflectionLinks(await context.linksOf(operation.memoryId, record));
   const listed = new Set(observations.map((observation) => observation.seq));
   const references = selectReflectionReferences({ observations: all, throughSeq: previousThrough, links, config, estimator: context.estimator }).filter(
@@ -235,28 +237,32 @@ function sumTokens(messages: readonly StoredMessage[]): number {
 // Both walk the scope's cached observations in place from `start`: copying a slice of a
 // large scope on every operation would make each observe cost grow with the scope.
 
-/** The newest observations at or after `start` whose tokens fit `maxTokens` (at least one), oldest first. */
-function recentWithin(observations: readonly Observation[], start: number, maxTokens: number): Observation[] {
+const storedTokens = (observation: Observation): number => observation.tokenCount;
+
+/** The newest observations at or after `start` whose cost fits `maxTokens` (at least one), oldest first. */
+function recentWithin(observations: readonly Observation[], start: number, maxTokens: number, cost = storedTokens): Observation[] {
   const kept: Observation[] = [];
   let tokens = 0;
   for (let index = observations.length - 1; index >= start; index--) {
     const observation = observations[index] as Observation;
-    if (tokens + observation.tokenCount > maxTokens && kept.length > 0) break;
+    const tokensOf = cost(observation);
+    if (tokens + tokensOf > maxTokens && kept.length > 0) break;
     kept.push(observation);
-    tokens += observation.tokenCount;
+    tokens += tokensOf;
   }
   return kept.reverse();
 }
 
-/** The oldest observations at or after `start` whose tokens fit `maxTokens` (at least one). */
-function oldestWithin(observations: readonly Observation[], start: number, maxTokens: number): Observation[] {
+/** The oldest observations at or after `start` whose cost fits `maxTokens` (at least one). */
+function oldestWithin(observations: readonly Observation[], start: number, maxTokens: number, cost = storedTokens): Observation[] {
   const kept: Observation[] = [];
   let tokens = 0;
   for (let index = start; index < observations.length; index++) {
     const observation = observations[index] as Observation;
-    if (tokens + observation.tokenCount > maxTokens && kept.length > 0) break;
+    const tokensOf = cost(observation);
+    if (tokens + tokensOf > maxTokens && kept.length > 0) break;
     kept.push(observation);
-    tokens += observation.tokenCount;
+    tokens += tokensOf;
   }
   return kept;
 }

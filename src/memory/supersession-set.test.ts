@@ -92,6 +92,21 @@ describe('observational memory: the supersession set (issue 12)', () => {
     expect(inspection.reflection?.structured.supersessions).toEqual([]);
   });
 
+  it('keeps the reflector input within its bound with tiny observations, markup-heavy text and a huge reflection', async () => {
+    const config: ObservationConfig = { observeMinTokens: 1, snippetMaxTokens: 120, reflectThresholdTokens: 60 };
+    // Each reflection answers with about 60 KB, and every observation is short and full of `<`.
+    const model = createMockLanguageModel(`SUMMARY:\n${'<b>'.repeat(20_000)}\nSUPERSESSIONS:\nCONTRADICTIONS:\n`);
+    let call = 0;
+    const observer = scriptedObserver(() => Array.from({ length: 40 }, (_, index) => `IMPORTANCE: 0.9\n<x${call++}${index}>`).join('\n\n'));
+    const memory = createObservationalMemory({ store: createInMemoryStore(), observer, reflector: createModelReflector(model), defaultEnabled: true, defaults: config });
+    for (let run = 0; run < 12; run++) await memory.observe({ scope, messages: [{ id: `m${run}`, role: 'user', content: `run ${run}` }] });
+    expect(model.calls.length).toBeGreaterThanOrEqual(3);
+    for (const sent of model.calls) {
+      const text = sent.messages.map((message) => message.content).join('\n');
+      expect(RUNE_TOKEN_ESTIMATOR.estimate(text)).toBeLessThanOrEqual(maxReflectorInputTokens(config));
+    }
+  });
+
   it('ranks the superseded observation at 0.1 in every later snippet', async () => {
     const observer = scriptedObserver('IMPORTANCE: 1.0\nUser prefers tabs.', 'IMPORTANCE: 0.3\nUser now prefers spaces.', ...Array.from({ length: 4 }, (_, index) => `IMPORTANCE: 0.2\nMinor note ${index}.`));
     const reflector = scriptedReflector('SUMMARY:\ns\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: switched\nCONTRADICTIONS:\n', 'SUMMARY:\ns\nSUPERSESSIONS:\nCONTRADICTIONS:\n');
