@@ -189,7 +189,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     } catch (error) {
       await settle();
       // A forget deletes the run with its conversation (SQLite, Postgres): nothing is left to record it on.
-      const stored = await runStore.getRun(run.runId).catch(() => undefined);
+      const stored = await runStore.getRun(run.runId).catch(() => run);
       if (!stored) return Object.freeze({ ...run, status: 'failed' as const, error: forgottenError(run), steps: step, usage });
       if (signal.aborted) {
         await runStore.updateRun(run.runId, { status: 'cancelled', steps: step, usage });

@@ -225,7 +225,13 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     config: { ...defaults, ...record?.config },
   });
   const emit = (event: ObservationalMemoryEvent): void => {
-    for (const listener of listeners) listener(event);
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A failing subscriber must never fail the memory work it is told about.
+      }
+    }
   };
   const onWorkerEvent = (event: WorkerEvent): void => {
     const base = { scope: event.operation.scope, runId: event.operation.runId, operationId: event.operation.operationId };

@@ -182,6 +182,16 @@ describe('observational memory: observe events on the scope (issue 12)', () => {
   });
 });
 
+describe('observational memory: subscribers', () => {
+  it('completes an observation whose subscriber throws', async () => {
+    const memory = createObservationalMemory({ store: createInMemoryStore(), observer: scriptedObserver('IMPORTANCE: 0.5\nnoted'), defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    memory.subscribe(() => {
+      throw new Error('subscriber broke');
+    });
+    expect(await memory.observe({ scope, runId: 'run-x', messages: [{ id: 'a', role: 'user', content: 'a' }] })).toMatchObject({ status: 'applied', observed: true });
+  });
+});
+
 describe('observational memory: forget and generations (issue 12)', () => {
   it('stores nothing from an observe holding the generation from before a forget', async () => {
     const observer = scriptedObserver('IMPORTANCE: 0.5\nnoted');
