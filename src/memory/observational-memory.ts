@@ -277,18 +277,21 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       return outcomes;
     });
 
-  const enqueueAndRun = async (scope: Scope, operationType: 'observe' | 'reflect_now', payload: Record<string, unknown>, meta: { runId?: string | undefined; toolCallId?: string | undefined }) => {
-    const memoryId = memoryIdOf(scope);
-    const operation = await store.enqueueOperation({
+  type OperationMeta = { runId?: string | undefined; toolCallId?: string | undefined };
+  const enqueue = (scope: Scope, operationType: 'observe' | 'reflect_now', payload: Record<string, unknown>, meta: OperationMeta): Promise<Operation> =>
+    store.enqueueOperation({
       operationId: generateId('op'),
       scope,
-      memoryId,
+      memoryId: memoryIdOf(scope),
       operationType,
       payload,
       runId: meta.runId ?? 'unknown',
       toolCallId: meta.toolCallId ?? 'system',
     });
-    const outcomes = await processScope(memoryId);
+
+  const enqueueAndRun = async (scope: Scope, operationType: 'observe' | 'reflect_now', payload: Record<string, unknown>, meta: OperationMeta) => {
+    const operation = await enqueue(scope, operationType, payload, meta);
+    const outcomes = await processScope(memoryIdOf(scope));
     return { operation, own: outcomes.get(operation.operationId), outcomes };
   };
 
@@ -345,15 +348,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       if (prepared.length === 0) return skipped('no_messages', record?.observationCount ?? 0);
       const appended = await store.appendMessages({ scope, memoryId, messages: prepared, ...generation });
       if (appended.unobservedTokens < config.observeMinTokens) return skipped('below_threshold', appended.record.observationCount);
-      operation = await store.enqueueOperation({
-        operationId: generateId('op'),
-        scope,
-        memoryId,
-        operationType: 'observe',
-        payload: { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens },
-        runId,
-        toolCallId: request.toolCallId ?? 'system',
-      });
+      operation = await enqueue(scope, 'observe', { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens }, request);
       run = () => processScope(memoryId);
     }
     const base = { scope, runId, operationId: operation.operationId };
