@@ -18,6 +18,8 @@ export function syntheticObservations(count: number): Observation[] {
       createdAt: '2026-12-02T00:00:00.000Z',
       sourceStartSeq: index + 1,
       sourceEndSeq: index + 1,
+      source: 'user',
+      sourceMessageSeqs: [],
       operationId: 'op',
     };
   });

@@ -9,12 +9,13 @@ import { memoryIdOf, resolveScope } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR, estimateMessageTokens } from '../core/token-estimator.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
-import type { LanguageModel, LanguageModelMessage } from '../llm/language-model.js';
+import type { LanguageModel } from '../llm/language-model.js';
 import type { ObservationalMemory, ObservationalMemoryEvent } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import type { Tool } from '../tools/tool.js';
 import { RunEventEmitter, createLocalEventHub } from './event-hub.js';
 import type { EventHub } from './event-hub.js';
+import { createTurnPreparer } from './prepare-turn.js';
 import type { ConversationMessage, RunRecord, RunStore, RunUsage } from '../storage/run-store.js';
 
 /** A run request, as `POST /v1/runs` takes it. */
@@ -47,7 +48,12 @@ export interface AgentRunnerOptions {
   defaultMaxSteps?: number;
   /** Tokens of earlier conversation history replayed into a run; older history is left to observational memory. @default 8000 */
   historyMaxTokens?: number;
-  /** How long `run.completed` waits for the run's memory work. @default 60000 */
+  /**
+   * How long the terminal event (`run.completed`, `run.failed`, `run.cancelled`) waits for
+   * the run's memory work. An observation still running then is not waited for: its events
+   * go to the observational-memory service's subscribers (on the scope), never after the
+   * terminal event. @default 60000
+   */
   settleTimeoutMs?: number;
   /** `[forensics]` settings. */
   forensics?: { captureRequestEnvelope?: boolean; snapshotMemorySnippet?: boolean };
@@ -95,44 +101,58 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   const toolsByName = new Map(tools.map((tool) => [tool.name, tool]));
   const active = new Map<string, { controller: AbortController; done: Promise<RunRecord> }>();
   const { runStore, observationalMemory: memory, workingMemory } = options;
+  // Every model request of every run is built here.
+  const preparer = createTurnPreparer({ observationalMemory: memory, workingMemory, runStore, historyMaxTokens: options.historyMaxTokens ?? 8000, estimator });
 
   const runLoop = async (run: RunRecord, signal: AbortSignal): Promise<RunRecord> => {
     const scope = run.scope;
     const memoryId = memoryIdOf(scope);
     let step = 0;
+    // Set just before the terminal event: memory events after it are left to the scope's subscribers.
+    let closed = false;
     const emit = (type: string, payload: Record<string, unknown> = {}) => events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step });
+    const emitMemory = async (type: string, payload: Record<string, unknown>, at: number): Promise<void> => {
+      if (!closed) await events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step: at });
+    };
     const usage = { inputTokens: 0, outputTokens: 0 };
     let observing: Promise<void> = Promise.resolve();
     const unsubscribe = memory.subscribe((event: ObservationalMemoryEvent) => {
       if (event.type === 'memory.reflection.completed' && event.runId === run.runId) {
-        void emit('memory.reflection.completed', { trigger: event.trigger, operation_id: event.operationId });
+        void emitMemory('memory.reflection.completed', { trigger: event.trigger, operation_id: event.operationId }, step);
       }
     });
+    const settle = async (): Promise<void> => {
+      await settleWithin(observing, options.settleTimeoutMs ?? 60_000);
+      closed = true;
+    };
     try {
       await runStore.updateRun(run.runId, { status: 'running' });
       await emit('run.started', { prompt: run.prompt, model: run.model, tenant_id: scope.tenantId, agent_id: scope.agentId });
-      const history = await runStore.recentMessages(memoryId, options.historyMaxTokens ?? 8000);
-      const transcript: ConversationMessage[] = [...history];
+      // Read once: a forget after this point makes every later write of the run, and its next turn, refuse.
+      const [generation, memoryGeneration] = await Promise.all([runStore.conversationGeneration(memoryId), memory.mode === 'off' ? Promise.resolve(0) : memory.generation(scope)]);
+      // The run's own messages; earlier history is read afresh for every turn.
+      const transcript: ConversationMessage[] = [];
       const append = async (message: Omit<ConversationMessage, 'tokenCount' | 'runId'>): Promise<void> => {
         const stored: ConversationMessage = { ...message, runId: run.runId, tokenCount: estimateMessageTokens(estimator, { content: message.content, toolCalls: message.toolCalls }) };
+        await runStore.appendMessages(memoryId, [stored], { generation });
         transcript.push(stored);
-        await runStore.appendMessages(memoryId, [stored]);
       };
       await append({ messageId: `${run.runId}:user`, role: 'user', content: run.prompt });
 
       while (step < run.maxSteps) {
         if (signal.aborted) throw cancelled();
         step++;
-        const request = await buildRequest(scope, run, transcript);
+        const turn = await preparer.prepareTurn(scope, { systemPrompt: run.systemPrompt, transcript, generation });
+        for (const failure of turn.failures) await emit('memory.snippet.failed', { step, source: failure.source, error: errorJson(failure.error).message });
         if (options.forensics?.captureRequestEnvelope) {
           await emit('llm.request.snapshot', {
-            prompt_hash: createHash('sha256').update(JSON.stringify(request.messages)).digest('hex'),
+            prompt_hash: createHash('sha256').update(JSON.stringify(turn.messages)).digest('hex'),
             tool_names: tools.map((tool) => tool.name),
-            ...(options.forensics.snapshotMemorySnippet ? { memory_snippet: request.memorySnippet } : {}),
+            ...(options.forensics.snapshotMemorySnippet ? { memory_snippet: turn.snippets.observationalMemory } : {}),
           });
         }
         const result = await options.model.doGenerate({
-          messages: request.messages,
+          messages: turn.messages,
           tools: tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters })),
           ...(run.model !== '' ? { modelId: run.model } : {}),
           abortSignal: signal,
@@ -153,21 +173,24 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
         }
 
         const stepNumber = step;
-        const snapshot = [...transcript];
+        const snapshot = [...turn.history, ...transcript];
         // Observation runs beside the next turn, never in front of it; one at a time per run.
-        observing = observing.then(() => observeStep(scope, run, stepNumber, snapshot));
+        observing = observing.then(() => observeStep(scope, run, stepNumber, snapshot, memoryGeneration, emitMemory));
         await emit('run.step.completed', { step: stepNumber });
         if (final) {
-          await settleWithin(observing, options.settleTimeoutMs ?? 60_000);
+          await settle();
           await runStore.updateRun(run.runId, { status: 'completed', output: result.text, steps: step, usage });
           await emit('run.completed', { output: result.text, steps: step, usage: usageJson(usage) });
           return (await runStore.getRun(run.runId)) as RunRecord;
         }
       }
-      await settleWithin(observing, options.settleTimeoutMs ?? 60_000);
+      await settle();
       return await fail(run, { code: 'MAX_STEPS', message: `the run reached max_steps (${run.maxSteps}) without a final answer` }, step, usage, emit);
     } catch (error) {
-      await settleWithin(observing, options.settleTimeoutMs ?? 60_000);
+      await settle();
+      // A forget deletes the run with its conversation (SQLite, Postgres): nothing is left to record it on.
+      const stored = await runStore.getRun(run.runId).catch(() => run);
+      if (!stored) return Object.freeze({ ...run, status: 'failed' as const, error: forgottenError(run), steps: step, usage });
       if (signal.aborted) {
         await runStore.updateRun(run.runId, { status: 'cancelled', steps: step, usage });
         await emit('run.cancelled', {});
@@ -179,16 +202,23 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     }
   };
 
-  const observeStep = async (scope: Scope, run: RunRecord, step: number, transcript: readonly ConversationMessage[]): Promise<void> => {
-    const emit = (type: string, payload: Record<string, unknown>) => events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step });
+  const observeStep = async (
+    scope: Scope,
+    run: RunRecord,
+    step: number,
+    transcript: readonly ConversationMessage[],
+    generation: number,
+    emit: (type: string, payload: Record<string, unknown>, step: number) => Promise<void>,
+  ): Promise<void> => {
     try {
       const status = await memory.status(scope);
       // Disabled scopes make no memory events (the reference emitted them on every step).
       if (status.mode === 'off' || !status.enabled) return;
-      await emit('memory.observe.started', { step });
+      await emit('memory.observe.started', { step }, step);
       const result = await memory.observe({
         scope,
         runId: run.runId,
+        generation,
         messages: transcript.map((message) => ({
           id: message.messageId,
           role: message.role,
@@ -198,31 +228,11 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
           ...(message.toolCalls ? { toolCalls: message.toolCalls } : {}),
         })),
       });
-      await emit('memory.observe.completed', { step, observed: result.observed, reflected: result.reflected, observation: result.observationCount });
-      if (result.reflectionError) await emit('memory.observe.failed', { step, error: result.reflectionError });
+      await emit('memory.observe.completed', { step, observed: result.observed, reflected: result.reflected, observation: result.observationCount }, step);
+      if (result.reflectionError) await emit('memory.observe.failed', { step, error: result.reflectionError }, step);
     } catch (error) {
-      await emit('memory.observe.failed', { step, error: errorJson(error).message });
+      await emit('memory.observe.failed', { step, error: errorJson(error).message }, step).catch(() => undefined);
     }
-  };
-
-  const buildRequest = async (scope: Scope, run: RunRecord, transcript: readonly ConversationMessage[]) => {
-    const messages: LanguageModelMessage[] = [];
-    const [workingSnippet, memorySnippet] = await Promise.all([
-      workingMemory.snippet(scope).catch(() => ''),
-      memory.mode === 'off' ? Promise.resolve('') : memory.snippet(scope).catch(() => ''),
-    ]);
-    if (workingSnippet !== '') messages.push({ role: 'system', content: workingSnippet });
-    if (memorySnippet !== '') messages.push({ role: 'system', content: memorySnippet });
-    if (run.systemPrompt !== '') messages.push({ role: 'system', content: run.systemPrompt });
-    for (const message of transcript) {
-      messages.push({
-        role: message.role,
-        content: message.content,
-        ...(message.toolCallId ? { toolCallId: message.toolCallId } : {}),
-        ...(message.toolCalls ? { toolCalls: message.toolCalls } : {}),
-      });
-    }
-    return { messages, memorySnippet };
   };
 
   const runTool = async (name: string, args: string, context: { runId: string; toolCallId: string; scope: Scope }): Promise<{ content: string; ok: boolean }> => {
@@ -370,6 +380,10 @@ function errorJson(error: unknown): { code: string; message: string } {
 
 function cancelled(): Error {
   return new Error('run cancelled');
+}
+
+function forgottenError(run: RunRecord): { code: string; message: string } {
+  return { code: 'SCOPE_FORGOTTEN', message: `conversation ${run.scope.conversationId} was forgotten while run ${run.runId} was active; the run stopped and stored nothing more` };
 }
 
 function invalidRequest(message: string): HarnessMemoryError {

@@ -76,6 +76,9 @@ export function createEventView(context: CliContext, options: { json: boolean })
         case 'memory.observe.failed':
           note(`· memory: step ${step ?? '?'} failed: ${str(payload['error'])}`);
           break;
+        case 'memory.snippet.failed':
+          note(`· memory: step ${step ?? '?'} went on without the ${str(payload['source']).replace('_', ' ')} snippet: ${str(payload['error'])}`);
+          break;
         case 'memory.reflection.completed':
           note(`· memory: reflection completed (${str(payload['trigger'])})`);
           break;

@@ -116,7 +116,13 @@ describe('harness wm and memory', () => {
     expect(exported.stdout).toContain('User likes short answers.');
     const show = await cli(['memory', 'show', '--conversation', 'c-forget'], { workspace, env: { HARNESS_MEMORY_DEFAULT_ENABLED: 'true' } });
     expect(show.stdout).toContain('User likes short answers.');
+    expect(show.stdout).toMatch(/- \[1\] \(importance 0\.90; (user|mixed), messages? [\d–, ]+\) User likes short answers\./);
+    expect(show.stdout).toContain('## Supersessions\n\n- (none)');
+    expect(show.stdout).toContain('- supersession set: 0 supersession(s), 0 unresolved contradiction(s); 0 reference(s) rejected');
     expect(show.stdout).toContain('- plan = 1');
+    const shown = JSON.parse((await cli(['memory', 'show', '--conversation', 'c-forget', '--format', 'json'], { workspace })).stdout);
+    expect(shown.observations[0]).toHaveProperty('source');
+    expect(shown.reflection_links).toEqual({ supersessions: [], contradictions: [] });
     expect((await cli(['memory', 'forget', '--conversation', 'c-forget'], { workspace })).code).toBe(0);
     const after = await cli(['memory', 'show', '--conversation', 'c-forget', '--format', 'json'], { workspace });
     expect(JSON.parse(after.stdout)).toMatchObject({ observations: [], working_memory: [], reflection: '' });

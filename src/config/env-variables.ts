@@ -6,7 +6,7 @@ import { ConfigError } from '../core/errors.js';
 import { parseConfigFile, type ConfigLayer, type ConfigLayerValues } from './schema.js';
 
 /** How a variable's string is read before validation. `secret` values are env-only and taken as they are. */
-type EnvKind = 'string' | 'boolean' | 'integer' | 'list' | 'secret';
+type EnvKind = 'string' | 'boolean' | 'integer' | 'number' | 'list' | 'secret';
 
 /** One environment variable and the dotted key it sets. */
 export interface EnvVariable {
@@ -38,6 +38,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   memory('reflect_threshold_tokens', 'integer'),
   memory('stale_operation_seconds', 'integer'),
   memory('redact_secrets', 'boolean'),
+  memory('tool_importance_cap', 'number'),
   memory('llm_mode', 'string'),
   memory('llm_provider', 'string'),
   memory('llm_model', 'string'),
@@ -107,6 +108,8 @@ function convert(variable: EnvVariable, raw: string, source: string): unknown {
     // A string that is not an integer fails the schema's number check, which then names the allowed values.
     case 'integer':
       return /^[+-]?\d+$/.test(value) ? Number(value) : value;
+    case 'number':
+      return /^[+-]?(\d+(\.\d*)?|\.\d+)$/.test(value) ? Number(value) : value;
     case 'list':
       return value
         .split(',')

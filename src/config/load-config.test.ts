@@ -59,6 +59,7 @@ describe('config: defaults', () => {
       reflectThresholdTokens: 4000,
       staleOperationSeconds: 300,
       redactSecrets: true,
+      toolImportanceCap: 0.6,
       llmMode: undefined,
       llmProvider: '',
       llmModel: '',
@@ -194,6 +195,21 @@ describe('config: cascade', () => {
     expect(config.memory.llmApiKey).toBe('memory-secret');
     expect(config.openai).toEqual({ apiKey: 'openai-secret', baseUrl: 'https://proxy.example/v1' });
     expect(config.memory.llmBaseUrl).toBe('');
+  });
+
+  it('reads tool_importance_cap from a file and HARNESS_MEMORY_TOOL_IMPORTANCE_CAP, the variable winning (issue 12)', () => {
+    const file = writeConfig(workspace, '[memory]\ntool_importance_cap = 0.4\n');
+    expect(load().memory.toolImportanceCap).toBe(0.4);
+    expect(load().sources['memory.tool_importance_cap']).toBe(file);
+    const fromEnv = load({ HARNESS_MEMORY_TOOL_IMPORTANCE_CAP: '.25' });
+    expect(fromEnv.memory.toolImportanceCap).toBe(0.25);
+    expect(fromEnv.sources['memory.tool_importance_cap']).toBe('env:HARNESS_MEMORY_TOOL_IMPORTANCE_CAP');
+  });
+
+  it.each(['1.5', '-0.1', 'high'])('rejects HARNESS_MEMORY_TOOL_IMPORTANCE_CAP=%s', (value) => {
+    const error = configErrorOf(() => load({ HARNESS_MEMORY_TOOL_IMPORTANCE_CAP: value }));
+    expect(error).toMatchObject({ key: 'memory.tool_importance_cap', source: 'env:HARNESS_MEMORY_TOOL_IMPORTANCE_CAP' });
+    expect(error.message).toContain('must be a number from 0 to 1');
   });
 
   it('hands the token thresholds to the core with tokenConfigFrom', () => {

@@ -8,7 +8,7 @@ import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { ConfigError } from '../core/errors.js';
-import { DEFAULT_OBSERVATION_CONFIG, type ObservationConfig } from '../core/observation.js';
+import { DEFAULT_OBSERVATION_CONFIG, DEFAULT_TOOL_IMPORTANCE_CAP, type ObservationConfig } from '../core/observation.js';
 import { DEFAULT_WORKING_MEMORY_LIMITS } from '../core/working-memory.js';
 import { readEnvironment } from './env-variables.js';
 import {
@@ -88,6 +88,7 @@ function defaultSettings(): Settings {
       reflect_threshold_tokens: DEFAULT_OBSERVATION_CONFIG.reflectThresholdTokens,
       stale_operation_seconds: 300,
       redact_secrets: true,
+      tool_importance_cap: DEFAULT_TOOL_IMPORTANCE_CAP,
       llm_provider: '',
       llm_model: '',
       llm_base_url: '',
@@ -212,6 +213,7 @@ function toConfig(settings: Settings, workspace: string, sources: Record<string,
       reflectThresholdTokens: memory.reflect_threshold_tokens,
       staleOperationSeconds: memory.stale_operation_seconds,
       redactSecrets: memory.redact_secrets,
+      toolImportanceCap: memory.tool_importance_cap,
       llmMode: memory.llm_mode,
       llmProvider: memory.llm_provider,
       llmModel: memory.llm_model,

@@ -37,6 +37,7 @@ export interface MemoryFileSection {
   reflect_threshold_tokens?: number;
   stale_operation_seconds?: number;
   redact_secrets?: boolean;
+  tool_importance_cap?: number;
   llm_mode?: MemoryLlmMode;
   llm_provider?: string;
   llm_model?: string;
@@ -90,6 +91,8 @@ const text = () => z.string({ error: 'must be a string' });
 const flag = () => z.boolean({ error: 'must be true or false' });
 const positiveInteger = () =>
   z.number({ error: POSITIVE_INTEGER }).int(POSITIVE_INTEGER).positive(POSITIVE_INTEGER);
+const UNIT_INTERVAL = 'must be a number from 0 to 1';
+const unitInterval = () => z.number({ error: UNIT_INTERVAL }).min(0, UNIT_INTERVAL).max(1, UNIT_INTERVAL);
 const literal = <const T extends string>(values: readonly T[]) =>
   z.enum(values as [T, ...T[]], { error: oneOf(values) });
 
@@ -124,6 +127,7 @@ const memoryShape = {
   reflect_threshold_tokens: positiveInteger(),
   stale_operation_seconds: positiveInteger(),
   redact_secrets: flag(),
+  tool_importance_cap: unitInterval(),
   llm_mode: literal(MEMORY_LLM_MODES),
   llm_provider: text(),
   llm_model: text(),
@@ -225,6 +229,8 @@ export interface MemoryConfig {
   readonly staleOperationSeconds: number;
   /** @default true */
   readonly redactSecrets: boolean;
+  /** Highest importance of an observation made only from tool output, in [0, 1]. @default 0.6 */
+  readonly toolImportanceCap: number;
   /** `undefined` means "infer". @default undefined */
   readonly llmMode: MemoryLlmMode | undefined;
   /** @default "" */

@@ -23,6 +23,8 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `STORE_FAILED`: `{ store }`, the storage adapter failed.
  * - `STORE_DISPOSED`: `{ store }`, the store was used after `dispose()`.
  * - `OPERATION_LEASE_LOST`: `{ operationId }`, a worker tried to apply after its lease lapsed.
+ * - `SCOPE_FORGOTTEN`: `{ memoryId }`, the scope (or conversation) was forgotten after the caller
+ *   read its generation; nothing of the refused write was stored.
  * - `REQUEST_INVALID`: `{ field? }`, a run or API request is malformed, or an eval option
  *   (`field` is `limit` or `types`) asks for something the dataset cannot give.
  * - `RUN_NOT_FOUND`: `{ runId }`, no such run (or not the caller's).
@@ -50,6 +52,7 @@ export type HarnessMemoryErrorCode =
   | 'STORE_FAILED'
   | 'STORE_DISPOSED'
   | 'OPERATION_LEASE_LOST'
+  | 'SCOPE_FORGOTTEN'
   | 'REQUEST_INVALID'
   | 'RUN_NOT_FOUND'
   | 'RUN_NOT_COMPLETED'
@@ -121,7 +124,7 @@ export class StoreError extends HarnessMemoryError {
   constructor(options: {
     store: string;
     message: string;
-    code?: 'STORE_CONFLICT' | 'STORE_FAILED' | 'STORE_DISPOSED' | 'OPERATION_LEASE_LOST';
+    code?: 'STORE_CONFLICT' | 'STORE_FAILED' | 'STORE_DISPOSED' | 'OPERATION_LEASE_LOST' | 'SCOPE_FORGOTTEN';
     data?: Record<string, unknown>;
     cause?: unknown;
   }) {

@@ -1,6 +1,8 @@
 import type { MemoryStatus } from './memory-status.js';
-import { configToJson, observationToJson, statusToJson, structuredReflectionToJson } from './memory-status.js';
+import { configToJson, describeProvenance, observationToJson, reflectionLinksToJson, statusToJson, structuredReflectionToJson } from './memory-status.js';
 import type { Observation, StoredReflection } from './observation.js';
+import { EMPTY_REFLECTION_LINKS } from './reflection-links.js';
+import type { ReflectionLinks } from './reflection-links.js';
 import { HarnessMemoryError } from './errors.js';
 
 /** Formats `export` accepts. */
@@ -26,6 +28,8 @@ export interface ExportInput {
   readonly status: MemoryStatus;
   readonly observations: readonly Observation[];
   readonly reflection: StoredReflection | null;
+  /** The scope's active supersession set. @default none */
+  readonly links?: ReflectionLinks;
 }
 
 /** Renders a scope's memory as pretty JSON or as the reference's Markdown. */
@@ -41,6 +45,7 @@ function renderJson(input: ExportInput): string {
       observations: input.observations.map(observationToJson),
       reflection: input.reflection?.raw ?? '',
       structured_reflection: structured ? structuredReflectionToJson(structured) : null,
+      reflection_links: reflectionLinksToJson(input.links ?? EMPTY_REFLECTION_LINKS),
       status: statusToJson(input.status),
     },
     null,
@@ -66,6 +71,22 @@ function renderMarkdown(input: ExportInput): string {
   if (reflection !== '') lines.push('## Reflection', '', reflection, '');
   lines.push('## Observations', '');
   if (input.observations.length === 0) lines.push('- (none)');
-  for (const observation of input.observations) lines.push(`- [${observation.seq}] ${observation.content.replace(/\n/g, '\n  ')}`);
+  for (const observation of input.observations) lines.push(`- [${observation.seq}] (${describeProvenance(observation)}) ${observation.content.replace(/\n/g, '\n  ')}`);
+  lines.push('', ...linkSections(input.links ?? EMPTY_REFLECTION_LINKS));
   return `${lines.join('\n')}\n`;
+}
+
+/** The supersession set as Markdown: `## Supersessions` and `## Contradictions`, each `- (none)` when empty. */
+export function linkSections(links: ReflectionLinks): string[] {
+  const lines = ['## Supersessions', ''];
+  if (links.supersessions.length === 0) lines.push('- (none)');
+  for (const item of links.supersessions) lines.push(`- [${item.newerSeq}] replaces [${item.olderSeq}]${oneLine(item.reason) === '' ? '' : `: ${oneLine(item.reason)}`}`);
+  lines.push('', '## Contradictions', '');
+  if (links.contradictions.length === 0) lines.push('- (none)');
+  for (const item of links.contradictions) lines.push(`- [${item.seqA}] vs [${item.seqB}]${oneLine(item.detail) === '' ? '' : `: ${oneLine(item.detail)}`}`);
+  return lines;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
 }

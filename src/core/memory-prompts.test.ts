@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { buildObserverPrompt, buildReflectorPrompt } from './memory-prompts.js';
+import { buildObserverPrompt, buildReflectorPrompt, MAX_PROMPT_MESSAGE_CHARS, MAX_REFERENCE_LINE_CHARS, maxReflectorInputTokens } from './memory-prompts.js';
+import { RUNE_TOKEN_ESTIMATOR } from './token-estimator.js';
 import type { Observation, StoredReflection } from './observation.js';
 import { DEFAULT_OBSERVATION_CONFIG } from './observation.js';
 import { parseReflection } from './parse-reflection.js';
 
 const scope = { tenantId: 't1', conversationId: 'c1', agentId: 'a1' };
-const observation = (seq: number, content: string): Observation => ({ seq, content, tokenCount: 3, importance: 0.5, createdAt: '', sourceStartSeq: 1, sourceEndSeq: 1, operationId: 'op' });
+const observation = (seq: number, content: string): Observation => ({ seq, content, tokenCount: 3, importance: 0.5, createdAt: '', sourceStartSeq: 1, sourceEndSeq: 1, source: 'user', sourceMessageSeqs: [], operationId: 'op' });
 const reflection = (raw: string): StoredReflection => ({ raw, structured: parseReflection(raw), tokenCount: 5, throughSeq: 1, createdAt: '' });
 
 describe('prompts: observer', () => {
@@ -61,5 +62,43 @@ describe('prompts: reflector', () => {
     expect(prompt.user).toContain('- [seq:1] a');
     expect(prompt.user).toContain('- [seq:2] b / c');
     expect(prompt.user).toContain('Reflection threshold: 4000 tokens.');
+  });
+});
+
+describe('prompts: issue 12', () => {
+  it('asks the observer to cite its sources and allows NONE, names tools, and says when a message was clipped', () => {
+    const prompt = buildObserverPrompt({
+      scope,
+      config: DEFAULT_OBSERVATION_CONFIG,
+      messages: [
+        { seq: 3, role: 'tool', name: 'read_file', content: 'q'.repeat(MAX_PROMPT_MESSAGE_CHARS + 500) },
+        { seq: 4, role: 'user', content: 'thanks' },
+      ],
+      reflection: null,
+      unreflected: [],
+    });
+    expect(prompt.user).toContain('SOURCE: n, m');
+    expect(prompt.user).toContain('answer exactly NONE');
+    expect(prompt.user).toContain(`[3] tool (read_file): ${'q'.repeat(MAX_PROMPT_MESSAGE_CHARS)} …[message clipped: 500 more characters cut, of ${MAX_PROMPT_MESSAGE_CHARS + 500}]`);
+    expect(prompt.user).toContain('[4] user: thanks');
+  });
+
+  it('gives the reflector earlier observations as one clipped line each, and clips the existing reflection', () => {
+    const config = { ...DEFAULT_OBSERVATION_CONFIG, reflectThresholdTokens: 50 };
+    const prompt = buildReflectorPrompt({
+      scope,
+      config,
+      reflection: reflection(`SUMMARY:\n${'r'.repeat(1000)}`),
+      observations: [observation(9, 'User now prefers spaces.')],
+      references: [observation(2, `User prefers tabs.\nIn every file. ${'x'.repeat(400)}`)],
+    });
+    expect(prompt.user).toContain('Earlier observations still in force (one line each, clipped):');
+    const reference = prompt.user.split('\n').find((line) => line.startsWith('- [seq:2] '));
+    expect(reference).toMatch(/^- \[seq:2\] User prefers tabs\. \/ In every file\. x+ …\[\d+ more characters cut\]$/);
+    expect(reference!.length).toBeLessThan(MAX_REFERENCE_LINE_CHARS + 60);
+    expect(prompt.user).toContain('New observations:\n<observations>\n- [seq:9] User now prefers spaces.\n</observations>');
+    expect(prompt.user).toContain(`${'r'.repeat(200 - 'SUMMARY:\n'.length)} …[`);
+    expect(prompt.user).not.toContain('r'.repeat(300));
+    expect(RUNE_TOKEN_ESTIMATOR.estimate(`${prompt.system}\n${prompt.user}`)).toBeLessThanOrEqual(maxReflectorInputTokens(config));
   });
 });

@@ -1,5 +1,6 @@
 import type { MemoryRecord, Observation, ObservationConfig } from './observation.js';
 import type { StructuredReflection } from './reflection.js';
+import type { ReflectionLinks } from './reflection-links.js';
 import type { Scope } from './scope.js';
 
 /** How memory runs: `off` disables observing and injection. `auto` resolves to `local_coordinator`. */
@@ -22,6 +23,12 @@ export interface MemoryStatus {
   readonly lastObservedMessageIndex: number;
   /** Queued or processing operations. */
   readonly pendingOperations: number;
+  /** Supersessions in the scope's supersession set (all stay in force). */
+  readonly activeSupersessions: number;
+  /** Contradictions in the set not resolved by a later supersession of either side. */
+  readonly activeContradictions: number;
+  /** References reflections made that were dropped when applied: unknown seq, backwards supersession, self-reference. */
+  readonly rejectedReferences: number;
   /** Effective thresholds (per-scope overrides over the defaults). */
   readonly config: ObservationConfig;
   /** ISO 8601 UTC; `null` for a scope never written. */
@@ -37,6 +44,8 @@ export function statusOf(input: {
   enabled: boolean;
   config: ObservationConfig;
   pendingOperations: number;
+  /** The scope's active supersession set (see `activeReflectionLinks`); none when omitted. */
+  activeLinks?: ReflectionLinks;
 }): MemoryStatus {
   const record = input.record;
   return Object.freeze({
@@ -51,6 +60,9 @@ export function statusOf(input: {
     activeReflectionTokens: record?.reflection?.tokenCount ?? 0,
     lastObservedMessageIndex: (record?.observedThroughMessageSeq ?? 0) - 1,
     pendingOperations: input.pendingOperations,
+    activeSupersessions: input.activeLinks?.supersessions.length ?? 0,
+    activeContradictions: input.activeLinks?.contradictions.length ?? 0,
+    rejectedReferences: record?.rejectedReferenceCount ?? 0,
     config: input.config,
     updatedAt: record?.updatedAt ?? null,
   });
@@ -70,6 +82,9 @@ export function statusToJson(status: MemoryStatus): Record<string, unknown> {
     active_reflection_tokens: status.activeReflectionTokens,
     last_observed_message_index: status.lastObservedMessageIndex,
     pending_operations: status.pendingOperations,
+    active_supersessions: status.activeSupersessions,
+    active_contradictions: status.activeContradictions,
+    rejected_references: status.rejectedReferences,
     config: configToJson(status.config),
     updated_at: status.updatedAt,
   };
@@ -89,7 +104,12 @@ export function configToJson(config: ObservationConfig): Record<string, number> 
   };
 }
 
-/** The wire form of an observation (`importance` is left out when unscored). */
+/**
+ * The wire form of an observation (`importance` is left out when unscored). Provenance:
+ * `source` (the roles it came from), the batch's message range as `source_start_index` /
+ * `source_end_index`, and `source_message_indexes`, the messages the observer cited (all
+ * positions from 0 in the scope's message log, as `last_observed_message_index`).
+ */
 export function observationToJson(observation: Observation): Record<string, unknown> {
   return {
     seq: observation.seq,
@@ -97,9 +117,29 @@ export function observationToJson(observation: Observation): Record<string, unkn
     token_count: observation.tokenCount,
     ...(observation.importance === null ? {} : { importance: observation.importance }),
     created_at: observation.createdAt,
+    source: observation.source,
     source_start_index: observation.sourceStartSeq - 1,
     source_end_index: observation.sourceEndSeq - 1,
+    source_message_indexes: observation.sourceMessageSeqs.map((seq) => seq - 1),
   };
+}
+
+/** The wire form of a supersession set: `{supersessions: [{newer_seq, older_seq, reason, operation_id, created_at}], contradictions: [{seq_a, seq_b, detail, …}]}`. */
+export function reflectionLinksToJson(links: ReflectionLinks): Record<string, unknown> {
+  return {
+    supersessions: links.supersessions.map((item) => ({ newer_seq: item.newerSeq, older_seq: item.olderSeq, reason: item.reason, operation_id: item.operationId, created_at: item.createdAt })),
+    contradictions: links.contradictions.map((item) => ({ seq_a: item.seqA, seq_b: item.seqB, detail: item.detail, operation_id: item.operationId, created_at: item.createdAt })),
+  };
+}
+
+/** How a human reads an observation's provenance: `user, messages 11–13` (message indexes from 0, as in the JSON). */
+export function describeProvenance(observation: Observation): string {
+  const cited = observation.sourceMessageSeqs.map((seq) => seq - 1);
+  const start = observation.sourceStartSeq - 1;
+  const end = observation.sourceEndSeq - 1;
+  const messages =
+    cited.length > 0 ? `message${cited.length > 1 ? 's' : ''} ${cited.join(', ')}` : start === end ? `message ${start}` : `messages ${start}–${end}`;
+  return `${observation.source}, ${messages}`;
 }
 
 /** The wire form of a structured reflection. */

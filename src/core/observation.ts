@@ -18,6 +18,20 @@ export const DEFAULT_OBSERVATION_CONFIG: ObservationConfig = Object.freeze({
   reflectThresholdTokens: 4000,
 });
 
+/**
+ * Where an observation came from: the roles of the transcript messages it was made from
+ * (`user`, `assistant`, `tool`; `mixed` for several roles, or for rows stored before
+ * provenance was recorded), or `client` (written by the client directly) and `import`
+ * (bulk import).
+ */
+export type ObservationSource = 'user' | 'assistant' | 'tool' | 'mixed' | 'client' | 'import';
+
+/** Every {@link ObservationSource}, in the order documentation lists them. */
+export const OBSERVATION_SOURCES: readonly ObservationSource[] = Object.freeze(['user', 'assistant', 'tool', 'mixed', 'client', 'import']);
+
+/** Default cap on the importance of an observation made only from tool output. */
+export const DEFAULT_TOOL_IMPORTANCE_CAP = 0.6;
+
 /** One durable fact the observer extracted from the transcript. */
 export interface Observation {
   /** Position in the scope, from 1, never reused. */
@@ -31,6 +45,10 @@ export interface Observation {
   /** Message sequence numbers (per scope) of the transcript span it came from. */
   readonly sourceStartSeq: number;
   readonly sourceEndSeq: number;
+  /** The roles of the messages it came from (see {@link ObservationSource}). */
+  readonly source: ObservationSource;
+  /** The message seqs the observer cited for it, within the batch, ascending; empty when it cited none. */
+  readonly sourceMessageSeqs: readonly number[];
   /** The operation that produced it. */
   readonly operationId: string;
 }
@@ -39,6 +57,8 @@ export interface Observation {
 export interface ParsedObservation {
   readonly content: string;
   readonly importance: number | null;
+  /** Transcript seqs the observer cited on a `SOURCE:` line, as written (not yet checked against the batch). */
+  readonly sourceSeqs?: readonly number[];
 }
 
 /** The stored reflection of a scope: the raw text and its parsed form, parsed once. */
@@ -72,6 +92,12 @@ export interface MemoryRecord {
   /** Observation tokens added after the last reflection's `throughSeq`. */
   readonly unreflectedObservationTokens: number;
   readonly reflection: StoredReflection | null;
+  /** Supersessions stored in the scope's supersession set (they only grow, until `forget`). */
+  readonly supersessionCount: number;
+  /** Contradictions stored in the scope's supersession set, resolved or not. */
+  readonly contradictionCount: number;
+  /** References reflections made that were dropped when applied (unknown seq, backwards supersession, self-reference). */
+  readonly rejectedReferenceCount: number;
   readonly createdAt: string;
   readonly updatedAt: string;
 }

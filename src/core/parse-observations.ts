@@ -12,6 +12,8 @@ export const DEFAULT_MAX_OBSERVATIONS = 50;
 export const DEFAULT_MAX_OBSERVATION_CHARS = 2000;
 /** Appended to content cut at the length limit. */
 export const TRUNCATION_SUFFIX = ' …[truncated]';
+/** Most seqs read from one `SOURCE:` line (a range counts each seq in it). */
+export const MAX_SOURCE_SEQS = 64;
 
 /** Bounds on what {@link parseObservations} keeps. */
 export interface ParseObservationsOptions {
@@ -21,59 +23,184 @@ export interface ParseObservationsOptions {
   readonly maxObservationChars?: number;
 }
 
-const PREFIX_LINE = /^\s*IMPORTANCE\s*:(.*)$/i;
+// Decoration models put around a label: list bullets and numbers, headings, quotes,
+// emphasis and brackets (`1. **IMPORTANCE:** 0.9`, `- [Importance: 0.9]`, `### Importance: 0.9`).
+const LEAD = String.raw`^\s*(?:(?:[-*•+]|\d{1,3}[.)]|#{1,6}|>)\s+)*[*_\[(]*\s*`;
+const EMPHASIS = String.raw`[*_]*`;
+// `IMPORTANCE` then `:` or `=` (emphasis may sit on either side), then the value.
+// Without `:` or `=`, only a bare number may follow (`Importance 0.9`), not a sentence.
+const MARKER_LINE = new RegExp(`${LEAD}importance${EMPHASIS}\\s*(?:[:=]|(?=\\s+[+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)\\s*%?[*_\\])]*\\s*$))${EMPHASIS}\\s*(.*)$`, 'i');
+const SOURCE_LINE = new RegExp(`${LEAD}sources?${EMPHASIS}\\s*[:=]${EMPHASIS}\\s*(.*?)[*_\\])]*\\s*$`, 'i');
+// `User prefers tabs. (importance: 0.9)`: a whole observation on one line, scored at its end.
+const TRAILING_SCORE = /^(.*?\S)\s*[([]\s*importance\s*[:=]?\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*(?:%|\/\s*\d+(?:\.\d*)?)?)\s*[)\]]\s*[.;]?\s*$/i;
 const NUMBER_PREFIX = /^[+-]?(\d+(\.\d*)?|\.\d+)/;
+const SEQ_LIST = /^(?:(?:messages?|msgs?)\s+)?(?:(?:seq\s*:?\s*|#)?\d+(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?\d+)?)(?:\s*(?:,|;|\band\b|\s)\s*(?:(?:seq\s*:?\s*|#)?\d+(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?\d+)?))*$/i;
+const LEVEL_WORDS: Readonly<Record<string, number>> = { critical: 0.95, high: 0.8, medium: 0.5, moderate: 0.5, low: 0.2 };
+// A label models put before the observation text itself.
+const CONTENT_LABEL = /^[*_]*(?:observation|content|fact)[*_]*\s*:[*_]*\s*/i;
+const BULLET_LINE = /^\s*(?:[-*•+]|\d{1,3}[.)])\s+\S/;
+// Lines that frame an answer rather than say anything: headings, separators, code fences.
+const FRAME_LINE = /^\s*(?:#{1,6}\s.*|[-*_=]{3,}|```.*|~~~.*)\s*$/;
+// Preamble sentences: "Here are the observations:", "Sure! Below are …", "Observations:".
+const PREAMBLE_LINE = /^\s*[*_#>\s]*(?:(?:here\s+(?:are|is)|here's|sure|okay|ok|certainly|below\s+(?:are|is)|the\s+following)\b.*|[^.!?]{0,60}:[*_\s]*)$/i;
+const NOTHING_ANSWER = /^[\s*_"'`([]*(?:none|no\s+(?:new\s+)?observations?|nothing(?:\s+(?:new|worth\s+remembering|to\s+(?:observe|record|remember)))?|n\/a)[\s.!*_"'`)\]]*$/i;
 const MAX_REPEATED_LINES = 3;
 
 interface Block {
+  /** False for the text before the first marker. */
+  marked: boolean;
+  /** A one-line observation scored at its end: the next content line starts another observation. */
+  closed?: boolean;
   importance: number | null;
   lines: string[];
+  sources: number[];
 }
 
 /**
- * Splits observer output into observations. With `IMPORTANCE: x` lines (any case) each one starts
- * an observation that runs to the next, blank lines included; otherwise the whole text is one.
+ * True for an answer that says there is nothing to remember (`NONE`, `No observations.`,
+ * `Nothing to observe`): the observer looked and found nothing, which is not a failure.
+ */
+export function isNothingToObserve(raw: string): boolean {
+  return NOTHING_ANSWER.test(stripInvisible(raw).trim());
+}
+
+/**
+ * Splits observer output into observations. A line `IMPORTANCE: x` starts an observation
+ * that runs to the next one, blank lines included; the forms models write are read too
+ * (`**IMPORTANCE:** 0.9`, `1. Importance: 0.9`, `- [importance = 90%]`, `Importance: high`,
+ * a line ending `(importance: 0.9)`). A line that starts with the word but holds no score
+ * ("Importance: tests matter") is content. An optional `SOURCE: 12, 14` line cites the
+ * transcript seqs of its observation. Text before the first observation is kept as one
+ * unscored observation unless it only frames the answer ("Here are the observations:", a
+ * heading); without any score at all, the whole text is one observation.
  */
 export function parseObservations(raw: string, options: ParseObservationsOptions = {}): ParsedObservation[] {
   const maxObservations = bound(options.maxObservations, DEFAULT_MAX_OBSERVATIONS);
   const maxChars = Math.max(1, bound(options.maxObservationChars, DEFAULT_MAX_OBSERVATION_CHARS));
   const text = stripInvisible(raw).trim();
-  if (text === '') return [];
+  if (text === '' || isNothingToObserve(text)) return [];
 
-  const blocks: Block[] = [{ importance: null, lines: [] }];
+  const blocks: Block[] = [{ marked: false, importance: null, lines: [], sources: [] }];
   for (const line of text.split('\n')) {
-    const prefix = PREFIX_LINE.exec(line);
-    if (prefix) blocks.push(parsePrefix(prefix[1] ?? ''));
-    else blocks.at(-1)?.lines.push(line);
+    const marker = readMarker(line);
+    if (marker) {
+      blocks.push(marker);
+      continue;
+    }
+    const trailing = TRAILING_SCORE.exec(line);
+    const score = trailing ? readScore(trailing[2] ?? '') : undefined;
+    if (trailing && score !== undefined) {
+      blocks.push({ marked: true, closed: true, importance: score.importance, lines: [stripBullet(trailing[1] ?? '')], sources: [] });
+      continue;
+    }
+    const current = blocks.at(-1) as Block;
+    const sources = current.marked ? readSources(line) : undefined;
+    if (sources) current.sources.push(...sources);
+    else if (current.closed && line.trim() !== '') blocks.push({ marked: true, importance: null, lines: [line], sources: [] });
+    else current.lines.push(line);
   }
+  if (!blocks.some((block) => block.marked)) return unscored(blocks[0]?.lines ?? [], maxObservations, maxChars);
 
   const observations: ParsedObservation[] = [];
   for (const block of blocks) {
     if (observations.length >= maxObservations) break;
-    const content = collapseRepeats(block.lines).join('\n').trim();
+    if (!block.marked && isFraming(block.lines)) continue;
+    const content = cleanContent(block.lines);
     if (content === '') continue;
-    observations.push({ content: truncate(content, maxChars), importance: block.importance });
+    const sourceSeqs = [...new Set(block.sources)].sort((a, b) => a - b).slice(0, MAX_SOURCE_SEQS);
+    observations.push({ content: truncate(content, maxChars), importance: block.importance, ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}) });
   }
   return observations;
 }
 
-/** Reads the value after `IMPORTANCE:`: a score and, if any, the first line of content. */
-function parsePrefix(value: string): Block {
-  const trimmed = value.trim();
+/**
+ * An answer without any score: one observation, or one per item when, past its framing
+ * lines, it is a plain list (`- User prefers tabs` / `- Uses Go`).
+ */
+function unscored(lines: readonly string[], maxObservations: number, maxChars: number): ParsedObservation[] {
+  const start = lines.findIndex((line) => line.trim() !== '' && !FRAME_LINE.test(line) && !PREAMBLE_LINE.test(line));
+  const rest = start < 0 ? [] : lines.slice(start);
+  const items = rest.filter((line) => line.trim() !== '');
+  if (items.length > 1 && items.every((line) => BULLET_LINE.test(line))) {
+    return items.slice(0, maxObservations).map((line) => ({ content: truncate(stripBullet(line), maxChars), importance: null }));
+  }
+  const content = cleanContent(rest);
+  return content === '' || maxObservations === 0 ? [] : [{ content: truncate(content, maxChars), importance: null }];
+}
+
+/** True when text before the first observation only frames the answer. */
+function isFraming(lines: readonly string[]): boolean {
+  return lines.every((line) => line.trim() === '' || FRAME_LINE.test(line) || PREAMBLE_LINE.test(line));
+}
+
+/** Reads an `IMPORTANCE` line: its score and, if any, content or sources after it; undefined for any other line. */
+function readMarker(line: string): Block | undefined {
+  const match = MARKER_LINE.exec(line);
+  if (!match) return undefined;
+  const value = (match[1] ?? '').trim();
+  const score = readScore(value);
+  if (score === undefined) return undefined;
+  const block: Block = { marked: true, importance: score.importance, lines: [], sources: [] };
+  const rest = score.rest.replace(/^[*_)\]]*\s*(?:[-–—:|](?:\s+|$))?/, '').trim();
+  if (rest === '') return block;
+  const sources = readSources(rest);
+  if (sources) block.sources.push(...sources);
+  else block.lines.push(rest);
+  return block;
+}
+
+/**
+ * The score at the start of a marker's value: a number (`0.9`, `.9`, `90%`, `9/10`), a level
+ * word (`high`), or nothing usable (`NaN`, empty) scored `null`. Undefined when the value is
+ * a sentence: then the line is content that happens to start with the word "Importance".
+ */
+function readScore(value: string): { importance: number | null; rest: string } | undefined {
+  const trimmed = value.replace(/^[*_([]+/, '').trim();
   const number = NUMBER_PREFIX.exec(trimmed);
   if (number) {
     let importance = Number(number[0]);
     // Symbols glued to the number (`%`, `/10`, `,`) belong to the score, not to the content.
     const glued = /^[^\s\p{L}]*/u.exec(trimmed.slice(number[0].length))?.[0] ?? '';
-    const denominator = Number(/^\/(\d+(?:\.\d*)?)/.exec(glued)?.[1]);
+    const denominator = Number(/^\/\s*(\d+(?:\.\d*)?)/.exec(glued)?.[1]);
     if (glued.startsWith('%')) importance /= 100;
     else if (denominator > 0) importance /= denominator;
-    const rest = trimmed.slice(number[0].length + glued.length).replace(/^\s*(?:[-–—:|](?:\s+|$))?/, '');
     const score = Number.isFinite(importance) ? Math.min(1, Math.max(0, importance)) : null;
-    return { importance: score, lines: rest === '' ? [] : [rest] };
+    return { importance: score, rest: trimmed.slice(number[0].length + glued.length) };
   }
-  // A single word ("high", "NaN", "Infinity") is a failed score; a sentence is misplaced content.
-  return { importance: null, lines: /\s/.test(trimmed) ? [trimmed] : [] };
+  const word = /^([\p{L}]+)[*_)\].]*\s*(.*)$/u.exec(trimmed);
+  if (trimmed === '') return { importance: null, rest: '' };
+  if (!word) return undefined;
+  const level = LEVEL_WORDS[(word[1] ?? '').toLowerCase()];
+  if (level !== undefined) return { importance: level, rest: word[2] ?? '' };
+  // A single word ("NaN", "Infinity", "unknown") is a failed score; a sentence is content.
+  return (word[2] ?? '') === '' ? { importance: null, rest: '' } : undefined;
+}
+
+/** The seqs of a `SOURCE: 12, 14-16` line; undefined when the line is anything else. */
+function readSources(line: string): number[] | undefined {
+  const match = SOURCE_LINE.exec(line);
+  const list = (match?.[1] ?? '').replace(/[[\]()]/g, ' ').trim();
+  if (!match || list === '' || !SEQ_LIST.test(list)) return undefined;
+  const seqs: number[] = [];
+  for (const part of list.matchAll(/(\d+)(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?(\d+))?/gi)) {
+    const first = Number(part[1]);
+    const last = part[2] === undefined ? first : Number(part[2]);
+    for (let seq = first; seq <= Math.min(last, first + MAX_SOURCE_SEQS) && seqs.length < MAX_SOURCE_SEQS; seq++) {
+      if (Number.isSafeInteger(seq) && seq > 0) seqs.push(seq);
+    }
+  }
+  return seqs.length > 0 ? seqs : undefined;
+}
+
+/** Joins a block's lines: frame lines and repeats dropped, a content label and a lone bullet removed. */
+function cleanContent(lines: readonly string[]): string {
+  const kept = collapseRepeats(lines.filter((line) => !FRAME_LINE.test(line)));
+  const content = kept.join('\n').trim().replace(CONTENT_LABEL, '');
+  return content.includes('\n') ? content : stripBullet(content);
+}
+
+function stripBullet(line: string): string {
+  return line.replace(/^\s*(?:[-*•+]|\d{1,3}[.)])\s+/, '').trim();
 }
 
 /** Keeps at most three consecutive copies of the same (trimmed) line. */

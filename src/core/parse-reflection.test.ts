@@ -121,7 +121,7 @@ describe('parseReflection: supersession and contradiction lines', () => {
     expect(parsed.contradictions).toEqual([]);
   });
 
-  it('drops self-references and exact duplicates', () => {
+  it('drops exact duplicates and keeps self-references, which the store rejects and counts', () => {
     const raw = [
       'SUPERSESSIONS:',
       '- [seq:4] replaces [seq:4]: self',
@@ -135,10 +135,14 @@ describe('parseReflection: supersession and contradiction lines', () => {
     ].join('\n');
     const parsed = parseReflection(raw);
     expect(parsed.supersessions).toEqual([
+      { newerSeq: 4, olderSeq: 4, reason: 'self' },
       { newerSeq: 5, olderSeq: 2, reason: 'same' },
       { newerSeq: 5, olderSeq: 2, reason: 'other reason' },
     ]);
-    expect(parsed.contradictions).toEqual([{ seqA: 1, seqB: 2, detail: 'd' }]);
+    expect(parsed.contradictions).toEqual([
+      { seqA: 3, seqB: 3, detail: 'self' },
+      { seqA: 1, seqB: 2, detail: 'd' },
+    ]);
   });
 
   it('strips invisible characters from the summary, reasons and details', () => {

@@ -78,7 +78,10 @@ function toContradiction(seqA: number, seqB: number, detail: string): Contradict
   return { seqA, seqB, detail };
 }
 
-/** Reads `[seq:N] <keyword> [seq:M] <text>` lines, dropping self-references and exact duplicates. */
+/**
+ * Reads `[seq:N] <keyword> [seq:M] <text>` lines, dropping exact duplicates. Self-references
+ * are kept: the store drops them when it applies the reflection, and counts them as rejected.
+ */
 function parsePairs<T>(
   lines: readonly string[],
   pattern: RegExp,
@@ -90,7 +93,7 @@ function parsePairs<T>(
     const match = pattern.exec(line.trim());
     const first = toSeq(match?.[1]);
     const second = toSeq(match?.[2]);
-    if (first === null || second === null || first === second) continue;
+    if (first === null || second === null) continue;
     const text = (match?.[3] ?? '').trim();
     const key = JSON.stringify([first, second, text]);
     if (seen.has(key)) continue;

@@ -55,3 +55,11 @@ export function positive(value: number, name: string): number {
   }
   return value;
 }
+
+/** A number in [0, 1], or a ConfigError naming the option. */
+export function unitInterval(value: number, name: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1) {
+    throw new ConfigError({ key: name, source: 'createObservationalMemory', message: `must be a number from 0 to 1, got ${JSON.stringify(value)}` });
+  }
+  return value;
+}

@@ -2,7 +2,7 @@ import { HarnessMemoryError } from '../core/errors.js';
 import { buildObserverPrompt, buildReflectorPrompt } from '../core/memory-prompts.js';
 import type { MemoryPrompt, PromptMessage } from '../core/memory-prompts.js';
 import type { Observation, ObservationConfig, ParsedObservation, StoredReflection } from '../core/observation.js';
-import { parseObservations } from '../core/parse-observations.js';
+import { isNothingToObserve, parseObservations } from '../core/parse-observations.js';
 import type { Scope } from '../core/scope.js';
 import { utf8Length } from '../core/working-memory.js';
 import type { LanguageModel, LanguageModelResult } from '../llm/language-model.js';
@@ -23,11 +23,20 @@ export interface ReflectorInput {
   readonly scope: Scope;
   readonly config: ObservationConfig;
   readonly reflection: StoredReflection | null;
+  /** The observations not yet reflected, oldest first and bounded. */
   readonly observations: readonly Observation[];
+  /**
+   * Earlier observations still in force (already reflected, not superseded) that a new one
+   * may supersede or contradict, chosen and bounded by the configuration.
+   */
+  readonly references?: readonly Observation[];
   readonly abortSignal?: AbortSignal;
 }
 
-/** Turns new transcript into scored observations. */
+/**
+ * Turns new transcript into scored observations. An empty list means the observer found
+ * nothing worth remembering: the messages count as observed.
+ */
 export interface Observer {
   observe(input: ObserverInput): Promise<ParsedObservation[]>;
 }
@@ -50,11 +59,16 @@ export interface ModelOutputLimits {
 /** Largest model answer accepted by default (64 KiB). */
 export const DEFAULT_MAX_OUTPUT_BYTES = 65536;
 
-/** An observer backed by a language model, with the reference's prompt contract. */
+/**
+ * An observer backed by a language model, with the reference's prompt contract. An answer
+ * saying there is nothing to remember (`NONE`) observes nothing; an answer with no
+ * observation in it otherwise is refused (`MODEL_OUTPUT_INVALID`, reason `empty`).
+ */
 export function createModelObserver(model: LanguageModel, limits: ModelOutputLimits = {}): Observer {
   return {
     async observe(input) {
       const text = await ask(model, 'observer', buildObserverPrompt(input), input.abortSignal, limits);
+      if (isNothingToObserve(text)) return [];
       const observations = parseObservations(text, {
         ...(limits.maxObservations !== undefined ? { maxObservations: limits.maxObservations } : {}),
         ...(limits.maxObservationChars !== undefined ? { maxObservationChars: limits.maxObservationChars } : {}),

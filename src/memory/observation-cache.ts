@@ -1,18 +1,46 @@
 import type { MemoryRecord, Observation } from '../core/observation.js';
 import type { MemoryStore } from '../storage/store.js';
 
+interface Entry {
+  readonly createdAt: string;
+  readonly observations: Observation[];
+  lastSeq: number;
+  /** The store read under way for this entry, which concurrent readers wait for instead of reading again. */
+  loading?: Promise<void> | undefined;
+}
+
+/** Counters of an {@link ObservationCache}, for tests and diagnostics. */
+export interface ObservationCacheStats {
+  /** Scopes held. */
+  readonly scopes: number;
+  /** Observations the cache counts as held (what its bound is checked against). */
+  readonly counted: number;
+  /** Observations actually held: the sum over its scopes. Always equal to `counted`. */
+  readonly held: number;
+  /** Reads served without a store read of their own. */
+  readonly hits: number;
+  /** Reads that started a store read. */
+  readonly misses: number;
+}
+
 /**
  * Each scope's observations, kept in this process and brought up to date incrementally.
  * Observations are append-only per scope (seqs only grow; only `forget` removes them), so
  * after a write only the new rows are read, not the whole scope. A record that was
  * forgotten and made again (another `createdAt`) starts afresh. Bounded by the total
  * number of observations held; least recently used scopes go first.
+ *
+ * An entry joins the cache before its store read, and readers arriving meanwhile wait for
+ * that read instead of starting their own; only observations added to an entry the cache
+ * still holds are counted, so the count is always the sum of what is held.
  */
 export class ObservationCache {
   readonly #store: MemoryStore;
   readonly #maxTotal: number;
-  readonly #entries = new Map<string, { createdAt: string; observations: Observation[]; lastSeq: number }>();
+  readonly #entries = new Map<string, Entry>();
   #total = 0;
+  #hits = 0;
+  #misses = 0;
 
   constructor(store: MemoryStore, maxTotal = 200_000) {
     this.#store = store;
@@ -26,23 +54,31 @@ export class ObservationCache {
       this.delete(memoryId);
       entry = undefined;
     }
-    if (!entry) entry = { createdAt: record.createdAt, observations: [], lastSeq: 0 };
-    if (record.lastObservationSeq > entry.lastSeq) {
-      const fresh = await this.#store.listObservations(memoryId, { afterSeq: entry.lastSeq });
-      // Another caller may have appended the same rows while this one awaited.
-      for (const observation of fresh) {
-        if (observation.seq <= entry.lastSeq) continue;
-        entry.observations.push(observation);
-        entry.lastSeq = observation.seq;
-        this.#total++;
-      }
+    if (!entry) {
+      entry = { createdAt: record.createdAt, observations: [], lastSeq: 0 };
+      this.#entries.set(memoryId, entry);
     }
-    this.#entries.delete(memoryId);
-    this.#entries.set(memoryId, entry);
-    for (const [key, candidate] of this.#entries) {
-      if (this.#total <= this.#maxTotal || key === memoryId) break;
-      this.#total -= candidate.observations.length;
-      this.#entries.delete(key);
+    let readHere = false;
+    while (record.lastObservationSeq > entry.lastSeq) {
+      const joined = entry.loading !== undefined;
+      if (!joined) {
+        readHere = true;
+        const current = entry;
+        current.loading = this.#load(memoryId, current).finally(() => {
+          current.loading = undefined;
+        });
+      }
+      const before = entry.lastSeq;
+      await entry.loading;
+      // A read of its own that found nothing newer (the scope was forgotten meanwhile) ends the wait.
+      if (!joined && entry.lastSeq === before) break;
+    }
+    if (readHere) this.#misses++;
+    else this.#hits++;
+    if (this.#entries.get(memoryId) === entry) {
+      this.#entries.delete(memoryId);
+      this.#entries.set(memoryId, entry);
+      this.#evict(memoryId);
     }
     return entry.observations;
   }
@@ -52,11 +88,8 @@ export class ObservationCache {
     const entry = this.#entries.get(memoryId);
     const first = observations[0];
     if (!entry || !first || entry.createdAt !== record.createdAt || first.seq !== entry.lastSeq + 1) return;
-    for (const observation of observations) {
-      entry.observations.push(observation);
-      entry.lastSeq = observation.seq;
-      this.#total++;
-    }
+    this.#append(memoryId, entry, observations);
+    this.#evict(memoryId);
   }
 
   /** Forgets what is held for a scope. */
@@ -65,6 +98,40 @@ export class ObservationCache {
     if (!entry) return;
     this.#total -= entry.observations.length;
     this.#entries.delete(memoryId);
+  }
+
+  /** The cache's counters. */
+  stats(): ObservationCacheStats {
+    let held = 0;
+    for (const entry of this.#entries.values()) held += entry.observations.length;
+    return { scopes: this.#entries.size, counted: this.#total, held, hits: this.#hits, misses: this.#misses };
+  }
+
+  async #load(memoryId: string, entry: Entry): Promise<void> {
+    const fresh = await this.#store.listObservations(memoryId, { afterSeq: entry.lastSeq });
+    this.#append(memoryId, entry, fresh);
+  }
+
+  #append(memoryId: string, entry: Entry, observations: readonly Observation[]): void {
+    // Counted only while the cache holds the entry: an evicted one no longer counts.
+    const held = this.#entries.get(memoryId) === entry;
+    for (const observation of observations) {
+      // `add` may have appended some of these while the read was under way.
+      if (observation.seq <= entry.lastSeq) continue;
+      entry.observations.push(observation);
+      entry.lastSeq = observation.seq;
+      if (held) this.#total++;
+    }
+  }
+
+  /** Drops least recently used scopes, never `keep`, until the total is within the bound. */
+  #evict(keep: string): void {
+    for (const [key, candidate] of this.#entries) {
+      if (this.#total <= this.#maxTotal) break;
+      if (key === keep) continue;
+      this.#total -= candidate.observations.length;
+      this.#entries.delete(key);
+    }
   }
 }
 

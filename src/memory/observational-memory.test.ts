@@ -229,7 +229,7 @@ describe('observational memory: reflection', () => {
     await memory.reflectNow(scope);
     const record = await store.getRecord(memoryIdOf(scope));
     expect(record?.reflection?.structured).toMatchObject({ schemaVersion: 1, summary: 'Uses tabs.' });
-    expect(await memory.snippet(scope)).toContain('Reflection:\nUses tabs.');
+    expect(await memory.snippet(scope)).toContain('Reflection:\n> Uses tabs.');
   });
 });
 
@@ -242,18 +242,18 @@ describe('observational memory: snippet', () => {
   }
 
   it('prefers an older important observation over a newer trivial one when the budget is tight', async () => {
-    const { memory } = await observeAll({ defaults: { observeMinTokens: 1, snippetMaxTokens: 30 } }, ['IMPORTANCE:0.9\nUse tabs for indentation always', 'IMPORTANCE:0.1\nThe weather was nice today indeed']);
+    const { memory } = await observeAll({ defaults: { observeMinTokens: 1, snippetMaxTokens: 52 } }, ['IMPORTANCE:0.9\nUse tabs for indentation always', 'IMPORTANCE:0.1\nThe weather was nice today indeed']);
     const snippet = await memory.snippet(scope);
     expect(snippet).toContain('[1] Use tabs');
     expect(snippet).not.toContain('weather');
-    expect(RUNE_TOKEN_ESTIMATOR.estimate(snippet)).toBeLessThanOrEqual(30);
+    expect(RUNE_TOKEN_ESTIMATOR.estimate(snippet)).toBeLessThanOrEqual(52);
   });
 
   it('shows unprefixed observer output and keeps the whole snippet within the budget', async () => {
-    const { memory } = await observeAll({ defaults: { observeMinTokens: 1, snippetMaxTokens: 30 } }, ['plain one', 'plain two', 'plain three']);
+    const { memory } = await observeAll({ defaults: { observeMinTokens: 1, snippetMaxTokens: 52 } }, ['plain one', 'plain two', 'plain three']);
     const snippet = await memory.snippet(scope);
     expect(snippet).toContain('plain three');
-    expect(RUNE_TOKEN_ESTIMATOR.estimate(snippet)).toBeLessThanOrEqual(30);
+    expect(RUNE_TOKEN_ESTIMATOR.estimate(snippet)).toBeLessThanOrEqual(52);
   });
 
   it('is empty when disabled or when there is nothing to show, and never creates a record', async () => {
@@ -270,23 +270,23 @@ describe('observational memory: snippet', () => {
     await memory.observe({ scope, messages: messages(0, 1) });
     await memory.reflectNow(scope);
     const snippet = await memory.snippet(scope);
-    expect(snippet).toContain('Reflection:\nPlain summary of the work so far.');
+    expect(snippet).toContain('Reflection:\n> Plain summary of the work so far.');
     expect(snippet).not.toContain('⚠️');
   });
 
   it('shows supersessions and contradictions, ranks the superseded observation low and leaves it out under pressure', async () => {
     const reflection = 'SUMMARY:\nIndentation changed.\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: user now prefers spaces\n\nCONTRADICTIONS:\n- [seq:3] vs [seq:2]: line length unclear\n';
     const { memory } = await observeAll(
-      { reflector: scriptedReflector(reflection), defaults: { observeMinTokens: 1, snippetMaxTokens: 96 } },
+      { reflector: scriptedReflector(reflection), defaults: { observeMinTokens: 1, snippetMaxTokens: 126 } },
       ['IMPORTANCE:0.9\nUse tabs', 'IMPORTANCE:0.9\nUse spaces, four of them', 'IMPORTANCE:0.9\nLines up to 100 characters'],
     );
     await memory.reflectNow(scope);
     const snippet = await memory.snippet(scope);
     expect(snippet).toContain('⚠️ Preference changes (most recent wins):\n- user now prefers spaces (observation [2] supersedes [1])');
-    expect(snippet).toContain('⚠️ Unresolved contradictions:\n- line length unclear (observations [3] vs [2]) — confirm which applies');
-    expect(snippet).not.toContain('[1] Use tabs');
+    expect(snippet).toContain('⚠️ Unresolved contradictions:\n- line length unclear (observations [2] vs [3]) — confirm which applies');
+    expect(snippet).not.toContain('[1] (superseded by [2]) Use tabs');
     expect(snippet).toContain('[2] Use spaces');
-    expect(RUNE_TOKEN_ESTIMATOR.estimate(snippet)).toBeLessThanOrEqual(96);
+    expect(RUNE_TOKEN_ESTIMATOR.estimate(snippet)).toBeLessThanOrEqual(126);
   });
 
   it('shows a clean structured reflection with its summary and no warnings', async () => {
@@ -294,7 +294,7 @@ describe('observational memory: snippet', () => {
     await memory.observe({ scope, messages: messages(0, 1) });
     await memory.reflectNow(scope);
     const snippet = await memory.snippet(scope);
-    expect(snippet).toContain('Reflection:\nAll good.');
+    expect(snippet).toContain('Reflection:\n> All good.');
     expect(snippet).not.toContain('⚠️');
   });
 
@@ -363,7 +363,8 @@ describe('observational memory: status, settings and export', () => {
     const full = await memory.export(scope, ' Markdown ');
     expect(full.format).toBe('markdown');
     expect(full.content).toContain('## Reflection');
-    expect(full.content).toContain('- [1] User prefers tabs over spaces');
+    expect(full.content).toContain('- [1] (user, message 0) User prefers tabs over spaces');
+    expect(full.content).toContain('## Supersessions\n\n- (none)\n\n## Contradictions\n\n- (none)');
     expect(full.bytes).toBe(Buffer.byteLength(full.content));
   });
 
@@ -374,8 +375,9 @@ describe('observational memory: status, settings and export', () => {
     const result = await memory.export(scope, '');
     expect(result.format).toBe('json');
     const parsed = JSON.parse(result.content);
-    expect(Object.keys(parsed).sort()).toEqual(['config', 'observations', 'reflection', 'status', 'structured_reflection']);
-    expect(parsed.observations[0]).toMatchObject({ seq: 1, importance: 0.9, content: 'User prefers tabs over spaces' });
+    expect(Object.keys(parsed).sort()).toEqual(['config', 'observations', 'reflection', 'reflection_links', 'status', 'structured_reflection']);
+    expect(parsed.observations[0]).toMatchObject({ seq: 1, importance: 0.9, content: 'User prefers tabs over spaces', source: 'user', source_start_index: 0, source_end_index: 0, source_message_indexes: [] });
+    expect(parsed.reflection_links).toEqual({ supersessions: [], contradictions: [] });
     expect(parsed.structured_reflection.schema_version).toBe(1);
     expect(parsed.status.scope).toEqual({ tenant_id: 'tenant-a', conversation_id: 'conv-1', agent_id: 'agent-x' });
   });

@@ -10,8 +10,10 @@ import { parseExportFormat, renderExport } from '../core/memory-export.js';
 import type { ExportFormat } from '../core/memory-export.js';
 import { statusOf } from '../core/memory-status.js';
 import type { MemoryMode, MemoryStatus } from '../core/memory-status.js';
-import { DEFAULT_OBSERVATION_CONFIG } from '../core/observation.js';
+import { DEFAULT_OBSERVATION_CONFIG, DEFAULT_TOOL_IMPORTANCE_CAP } from '../core/observation.js';
 import type { MemoryRecord, Observation, ObservationConfig, StoredReflection } from '../core/observation.js';
+import { activeReflectionLinks, EMPTY_REFLECTION_LINKS } from '../core/reflection-links.js';
+import type { ReflectionLinks } from '../core/reflection-links.js';
 import { buildObservationSnippet } from '../core/observation-snippet.js';
 import { memoryIdOf, resolveScope } from '../core/scope.js';
 import type { Scope, ScopeInput } from '../core/scope.js';
@@ -28,7 +30,7 @@ import { SnippetCache } from './snippet-cache.js';
 import type { OperationOutcome, OperationWorkerContext, WorkerEvent } from './operation-worker.js';
 import { ObservationCache } from './observation-cache.js';
 import { KeyedLock } from './scope-lock.js';
-import { positive, resolveMode, validateOverrides, validateThresholds } from './memory-settings.js';
+import { positive, resolveMode, unitInterval, validateOverrides, validateThresholds } from './memory-settings.js';
 
 /** Options of {@link createObservationalMemory}. */
 export interface ObservationalMemoryOptions {
@@ -56,8 +58,18 @@ export interface ObservationalMemoryOptions {
   maxAttempts?: number;
   /** Base of the exponential retry backoff. @default 1000 */
   retryDelayMs?: number;
-  /** Most transcript tokens sent to the observer in one call. @default 16000 */
+  /**
+   * Most transcript tokens sent to the observer in one call, each message counted as the
+   * observer sees it (a message over 8,000 characters is clipped). A batch always holds at
+   * least one message, so no message can stop observation. @default 16000
+   */
   maxBatchTokens?: number;
+  /**
+   * Highest importance an observation may have when everything it came from is tool output
+   * (`[memory] tool_importance_cap`): a web page or file cannot plant a top-priority fact.
+   * A number in [0, 1]. @default 0.6
+   */
+  toolImportanceCap?: number;
   /** @default () => new Date() */
   now?: () => Date;
   /** @default ULID ids */
@@ -68,8 +80,25 @@ export interface ObservationalMemoryOptions {
   faultPoint?: (point: 'after_claim' | 'after_llm') => void;
 }
 
-/** Events of observational memory. */
+/**
+ * Events of observational memory, reported on the scope (with the run that caused them):
+ * `memory.observe.*` for every observe call that ran (or queued) an observe operation, also
+ * when the run that asked for it has already ended.
+ */
 export type ObservationalMemoryEvent =
+  | { readonly type: 'memory.observe.started'; readonly scope: Scope; readonly runId: string; readonly operationId: string }
+  | {
+      readonly type: 'memory.observe.completed';
+      readonly scope: Scope;
+      readonly runId: string;
+      readonly operationId: string;
+      readonly status: 'applied' | 'queued';
+      readonly observed: boolean;
+      readonly reflected: boolean;
+      readonly observationCount: number;
+    }
+  /** The observation failed, or it succeeded and the reflection after it failed. */
+  | { readonly type: 'memory.observe.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly error: string }
   | { readonly type: 'memory.reflection.completed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly trigger: 'auto' | 'reflect_now' }
   | { readonly type: 'memory.operation.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly operationType: string; readonly error: string; readonly willRetry: boolean }
   /** The background worker hit a store error; it retries on its next poll. */
@@ -83,14 +112,20 @@ export interface ObserveRequest {
   readonly toolCallId?: string;
   /** The transcript, or just its new part; each message needs an `id` or `index`. */
   readonly messages: readonly TranscriptMessage[];
+  /**
+   * The scope's generation ({@link ObservationalMemory.generation}) read before these
+   * messages were gathered. When the scope was forgotten since, nothing is stored and the
+   * call answers `skipped` with reason `forgotten`: forgotten messages never come back.
+   */
+  readonly generation?: number;
 }
 
 /** What an observe call came to. */
 export interface ObserveResult {
   /** `applied` when the observer ran; `queued` when another worker holds the scope or a retry is pending. */
   readonly status: 'applied' | 'skipped' | 'queued';
-  /** Why nothing was observed: `mode_off`, `disabled`, `no_messages`, `below_threshold`. */
-  readonly reason?: 'mode_off' | 'disabled' | 'no_messages' | 'below_threshold';
+  /** Why nothing was observed: `mode_off`, `disabled`, `no_messages`, `below_threshold`, `forgotten` (see `generation`). */
+  readonly reason?: 'mode_off' | 'disabled' | 'no_messages' | 'below_threshold' | 'forgotten';
   readonly observed: boolean;
   readonly reflected: boolean;
   /** Observations in the scope afterwards. */
@@ -113,6 +148,8 @@ export interface MemoryInspection {
   readonly status: MemoryStatus;
   readonly observations: readonly Observation[];
   readonly reflection: StoredReflection | null;
+  /** The scope's active supersession set: every supersession, and the contradictions no later supersession resolved. */
+  readonly links: ReflectionLinks;
   readonly operations: readonly Operation[];
 }
 
@@ -131,8 +168,13 @@ export interface ObservationalMemory {
   setEnabled(scope: ScopeInput, enabled: boolean, config?: Partial<ObservationConfig>, options?: { runId?: string; toolCallId?: string }): Promise<MemoryStatus>;
   export(scope: ScopeInput, format?: string): Promise<ExportResult>;
   inspect(scope: ScopeInput): Promise<MemoryInspection>;
-  /** Deletes everything the scope remembers. */
+  /**
+   * Deletes everything the scope remembers (export files already written are not touched).
+   * The scope gets a new {@link generation}, so observe calls holding the old one store nothing.
+   */
   forget(scope: ScopeInput): Promise<void>;
+  /** The scope's generation: 0 until it is first forgotten, then a new value at every forget. Never writes. */
+  generation(scope: ScopeInput): Promise<number>;
   /** Processes pending operations (of one scope, or all) until none is left or the timeout passes. */
   drain(scope?: ScopeInput, options?: { timeoutMs?: number }): Promise<void>;
   /** Subscribes to events; returns the unsubscribe function. */
@@ -166,13 +208,30 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
   const locks = new KeyedLock();
   const snippetCache = new SnippetCache();
   const observationCache = new ObservationCache(store);
+  // The set only grows (until forget makes a new record), so its counts identify it.
+  const linksCache = new SnippetCache<ReflectionLinks, string>();
+  const linksOf = async (memoryId: string, record: MemoryRecord): Promise<ReflectionLinks> => {
+    if (record.supersessionCount === 0 && record.contradictionCount === 0) return EMPTY_REFLECTION_LINKS;
+    const version = `${record.createdAt}|${record.supersessionCount}|${record.contradictionCount}`;
+    const cached = linksCache.get(memoryId, version);
+    if (cached) return cached;
+    const links = await store.listReflectionLinks(memoryId);
+    linksCache.set(memoryId, version, links);
+    return links;
+  };
 
   const effective = (record: Pick<MemoryRecord, 'enabled' | 'config'> | undefined): { enabled: boolean; config: ObservationConfig } => ({
     enabled: record?.enabled ?? defaultEnabled,
     config: { ...defaults, ...record?.config },
   });
   const emit = (event: ObservationalMemoryEvent): void => {
-    for (const listener of listeners) listener(event);
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A failing subscriber must never fail the memory work it is told about.
+      }
+    }
   };
   const onWorkerEvent = (event: WorkerEvent): void => {
     const base = { scope: event.operation.scope, runId: event.operation.runId, operationId: event.operation.operationId };
@@ -190,10 +249,12 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     maxAttempts: positive(options.maxAttempts ?? 3, 'maxAttempts'),
     retryDelayMs: options.retryDelayMs ?? 1000,
     maxBatchTokens: positive(options.maxBatchTokens ?? 16_000, 'maxBatchTokens'),
+    toolImportanceCap: unitInterval(options.toolImportanceCap ?? DEFAULT_TOOL_IMPORTANCE_CAP, 'toolImportanceCap'),
     effective,
     onEvent: onWorkerEvent,
     observationsOf: (memoryId, record) => observationCache.get(memoryId, record),
     observationsApplied: (memoryId, record, observations) => observationCache.add(memoryId, record, observations),
+    linksOf,
     now,
     faultPoint: options.faultPoint,
   };
@@ -216,18 +277,21 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       return outcomes;
     });
 
-  const enqueueAndRun = async (scope: Scope, operationType: 'observe' | 'reflect_now', payload: Record<string, unknown>, meta: { runId?: string | undefined; toolCallId?: string | undefined }) => {
-    const memoryId = memoryIdOf(scope);
-    const operation = await store.enqueueOperation({
+  type OperationMeta = { runId?: string | undefined; toolCallId?: string | undefined };
+  const enqueue = (scope: Scope, operationType: 'observe' | 'reflect_now', payload: Record<string, unknown>, meta: OperationMeta): Promise<Operation> =>
+    store.enqueueOperation({
       operationId: generateId('op'),
       scope,
-      memoryId,
+      memoryId: memoryIdOf(scope),
       operationType,
       payload,
       runId: meta.runId ?? 'unknown',
       toolCallId: meta.toolCallId ?? 'system',
     });
-    const outcomes = await processScope(memoryId);
+
+  const enqueueAndRun = async (scope: Scope, operationType: 'observe' | 'reflect_now', payload: Record<string, unknown>, meta: OperationMeta) => {
+    const operation = await enqueue(scope, operationType, payload, meta);
+    const outcomes = await processScope(memoryIdOf(scope));
     return { operation, own: outcomes.get(operation.operationId), outcomes };
   };
 
@@ -241,7 +305,79 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     const memoryId = memoryIdOf(scope);
     const found = record ?? (await store.getRecord(memoryId));
     const { enabled, config } = effective(found);
-    return statusOf({ mode, memoryId, scope, record: found, enabled: mode !== 'off' && enabled, config, pendingOperations: found ? await store.countPendingOperations(memoryId) : 0 });
+    const [pendingOperations, links] = found ? await Promise.all([store.countPendingOperations(memoryId), linksOf(memoryId, found)]) : [0, EMPTY_REFLECTION_LINKS];
+    return statusOf({ mode, memoryId, scope, record: found, enabled: mode !== 'off' && enabled, config, pendingOperations, activeLinks: activeReflectionLinks(links) });
+  };
+
+  /** Stores the messages and, at the threshold, runs the observe operation; reports it on the scope's events. */
+  const observeScope = async (
+    scope: Scope,
+    prepared: ReturnType<typeof prepareTranscript>,
+    request: ObserveRequest,
+    skipped: (reason: NonNullable<ObserveResult['reason']>, count?: number) => ObserveResult,
+  ): Promise<ObserveResult> => {
+    const memoryId = memoryIdOf(scope);
+    const runId = request.runId ?? 'unknown';
+    const generation = request.generation === undefined ? {} : { generation: request.generation };
+    let operation: Operation;
+    let run: () => Promise<Map<string, OperationOutcome>>;
+    if (store.appendMessagesAndClaim && prepared.length > 0) {
+      // One transaction reads the settings, stores the messages, enqueues and claims: the
+      // enqueue is still the commit point.
+      const result = await store.appendMessagesAndClaim({
+        scope,
+        memoryId,
+        messages: prepared,
+        ...generation,
+        settings: (record) => {
+          const { enabled, config } = effective(record);
+          return { enabled, minTokens: config.observeMinTokens };
+        },
+        operation: { operationId: generateId('op'), payload: { messages: prepared.length }, runId, toolCallId: request.toolCallId ?? 'system' },
+        leaseOwner: worker.workerId,
+        leaseMs: worker.leaseMs,
+      });
+      if (result.disabled) return skipped('disabled', result.record?.observationCount ?? 0);
+      if (!result.operation) return skipped('below_threshold', result.record.observationCount);
+      operation = result.operation;
+      run = () => processScope(memoryId, result.claimed, result.operation?.operationId, result.prefetched);
+    } else {
+      const record = await store.getRecord(memoryId);
+      const { enabled, config } = effective(record);
+      if (!enabled) return skipped('disabled', record?.observationCount ?? 0);
+      if (prepared.length === 0) return skipped('no_messages', record?.observationCount ?? 0);
+      const appended = await store.appendMessages({ scope, memoryId, messages: prepared, ...generation });
+      if (appended.unobservedTokens < config.observeMinTokens) return skipped('below_threshold', appended.record.observationCount);
+      operation = await enqueue(scope, 'observe', { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens }, request);
+      run = () => processScope(memoryId);
+    }
+    const base = { scope, runId, operationId: operation.operationId };
+    emit({ type: 'memory.observe.started', ...base });
+    let outcomes: Map<string, OperationOutcome>;
+    try {
+      outcomes = await run();
+    } catch (error) {
+      emit({ type: 'memory.observe.failed', ...base, error: (error as Error).message });
+      throw error;
+    }
+    const own = outcomes.get(operation.operationId);
+    if (own?.error && own.status !== 'applied') {
+      emit({ type: 'memory.observe.failed', ...base, error: own.error.message });
+      throw own.error;
+    }
+    const reflections = [...outcomes.values()].filter((item) => item.operationType === 'reflect');
+    const reflectionFailure = reflections.find((item) => item.error)?.error;
+    const result: ObserveResult = {
+      status: own ? 'applied' : 'queued',
+      observed: [...outcomes.values()].some((item) => item.operationType === 'observe' && item.observationsAdded > 0),
+      reflected: reflections.some((item) => item.reflected),
+      observationCount: own?.observationCount ?? (await store.getRecord(memoryId))?.observationCount ?? 0,
+      operationId: operation.operationId,
+      ...(reflectionFailure ? { reflectionError: reflectionFailure.message } : {}),
+    };
+    emit({ type: 'memory.observe.completed', ...base, status: result.status === 'applied' ? 'applied' : 'queued', observed: result.observed, reflected: result.reflected, observationCount: result.observationCount });
+    if (reflectionFailure) emit({ type: 'memory.observe.failed', ...base, error: reflectionFailure.message });
+    return result;
   };
 
   const service: ObservationalMemory = {
@@ -252,50 +388,12 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       const prepared = prepareTranscript(request.messages, estimator, { redact: options.redactSecrets ?? true });
       const skipped = (reason: NonNullable<ObserveResult['reason']>, count = 0): ObserveResult => ({ status: 'skipped', reason, observed: false, reflected: false, observationCount: count });
       if (mode === 'off') return skipped('mode_off');
-      const memoryId = memoryIdOf(scope);
-      let operation: Operation;
-      let outcomes: Map<string, OperationOutcome>;
-      if (store.appendMessagesAndClaim && prepared.length > 0) {
-        // One transaction reads the settings, stores the messages, enqueues and claims: the
-        // enqueue is still the commit point.
-        const result = await store.appendMessagesAndClaim({
-          scope,
-          memoryId,
-          messages: prepared,
-          settings: (record) => {
-            const { enabled, config } = effective(record);
-            return { enabled, minTokens: config.observeMinTokens };
-          },
-          operation: { operationId: generateId('op'), payload: { messages: prepared.length }, runId: request.runId ?? 'unknown', toolCallId: request.toolCallId ?? 'system' },
-          leaseOwner: worker.workerId,
-          leaseMs: worker.leaseMs,
-        });
-        if (result.disabled) return skipped('disabled', result.record?.observationCount ?? 0);
-        if (!result.operation) return skipped('below_threshold', result.record.observationCount);
-        operation = result.operation;
-        outcomes = await processScope(memoryId, result.claimed, result.operation.operationId, result.prefetched);
-      } else {
-        const record = await store.getRecord(memoryId);
-        const { enabled, config } = effective(record);
-        if (!enabled) return skipped('disabled', record?.observationCount ?? 0);
-        if (prepared.length === 0) return skipped('no_messages', record?.observationCount ?? 0);
-        const appended = await store.appendMessages({ scope, memoryId, messages: prepared });
-        if (appended.unobservedTokens < config.observeMinTokens) return skipped('below_threshold', appended.record.observationCount);
-        ({ operation, outcomes } = await enqueueAndRun(scope, 'observe', { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens }, request));
+      try {
+        return await observeScope(scope, prepared, request, skipped);
+      } catch (error) {
+        if (HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_FORGOTTEN') return skipped('forgotten');
+        throw error;
       }
-      const own = outcomes.get(operation.operationId);
-      if (own?.error && own.status !== 'applied') throw own.error;
-      const reflections = [...outcomes.values()].filter((item) => item.operationType === 'reflect');
-      const reflectionFailure = reflections.find((item) => item.error)?.error;
-      const observationCount = own?.observationCount ?? (await store.getRecord(memoryId))?.observationCount ?? 0;
-      return {
-        status: own ? 'applied' : 'queued',
-        observed: [...outcomes.values()].some((item) => item.operationType === 'observe' && item.observationsAdded > 0),
-        reflected: reflections.some((item) => item.reflected),
-        observationCount,
-        operationId: operation.operationId,
-        ...(reflectionFailure ? { reflectionError: reflectionFailure.message } : {}),
-      };
     },
 
     async reflectNow(scopeInput, meta = {}) {
@@ -320,8 +418,8 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       if (!enabled) return '';
       const cached = snippetCache.get(memoryId, record.stateVersion);
       if (cached !== undefined) return cached;
-      const observations = await observationCache.get(memoryId, record);
-      const text = buildObservationSnippet({ observations, reflection: record.reflection, maxTokens: config.snippetMaxTokens, estimator });
+      const [observations, links] = await Promise.all([observationCache.get(memoryId, record), linksOf(memoryId, record)]);
+      const text = buildObservationSnippet({ observations, reflection: record.reflection, links: activeReflectionLinks(links), maxTokens: config.snippetMaxTokens, estimator });
       snippetCache.set(memoryId, record.stateVersion, text);
       return text;
     },
@@ -362,6 +460,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
         status: await currentStatus(scope, record),
         observations: record ? await store.listObservations(memoryId) : [],
         reflection: record?.reflection ?? null,
+        links: record ? activeReflectionLinks(await linksOf(memoryId, record)) : EMPTY_REFLECTION_LINKS,
         operations: record ? await store.listOperations(memoryId) : [],
       };
     },
@@ -371,6 +470,11 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       await locks.run(memoryId, () => store.forget(memoryId));
       snippetCache.delete(memoryId);
       observationCache.delete(memoryId);
+      linksCache.delete(memoryId);
+    },
+
+    async generation(scopeInput) {
+      return store.scopeGeneration(memoryIdOf(resolveScope(scopeInput)));
     },
 
     async drain(scopeInput, drainOptions = {}) {

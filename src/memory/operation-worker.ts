@@ -1,7 +1,12 @@
 import { HarnessMemoryError, ModelCallError } from '../core/errors.js';
 import type { IdGenerator } from '../core/ids.js';
+import { clipMessage, MAX_PROMPT_MESSAGE_CHARS, reflectorNewObservationTokens, reflectorObservationLine } from '../core/memory-prompts.js';
 import type { MemoryRecord, Observation, ObservationConfig } from '../core/observation.js';
+import { provenanceOf } from '../core/observation-provenance.js';
 import { parseReflection } from '../core/parse-reflection.js';
+import { activeReflectionLinks } from '../core/reflection-links.js';
+import type { ReflectionLinks } from '../core/reflection-links.js';
+import { selectReflectionReferences } from '../core/reflection-references.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore, Operation, PrefetchedObserve, StoredMessage } from '../storage/store.js';
 import type { Observer, Reflector } from './model-observer.js';
@@ -38,6 +43,8 @@ export interface OperationWorkerContext {
   readonly maxAttempts: number;
   readonly retryDelayMs: number;
   readonly maxBatchTokens: number;
+  /** Highest importance of an observation made only from tool output. */
+  readonly toolImportanceCap: number;
   readonly effective: (record: { enabled: boolean | null; config: Partial<ObservationConfig> } | undefined) => {
     enabled: boolean;
     config: ObservationConfig;
@@ -47,6 +54,8 @@ export interface OperationWorkerContext {
   readonly observationsOf: (memoryId: string, record: MemoryRecord) => Promise<readonly Observation[]>;
   /** Told of observations just applied, so the cache need not read them back. */
   readonly observationsApplied: (memoryId: string, record: MemoryRecord, observations: readonly Observation[]) => void;
+  /** The scope's whole supersession set (served from the in-process cache). */
+  readonly linksOf: (memoryId: string, record: MemoryRecord) => Promise<ReflectionLinks>;
   readonly now: () => Date;
   /** Testing hook: called at step boundaries of an operation; crash tests kill the process there. */
   readonly faultPoint?: ((point: WorkerFaultPoint) => void) | undefined;
@@ -97,12 +106,14 @@ async function runObserve(context: OperationWorkerContext, operation: Operation,
     return outcome(operation, 'unchanged', 0, false);
   }
   const pending = prefetched ? prefetched.messages : await store.listUnobservedMessages(operation.memoryId, record.lastMessageSeq);
-  const batch = takeBatch(pending, context.maxBatchTokens);
-  const tokens = batch.reduce((sum, message) => sum + message.tokenCount, 0);
-  if (batch.length === 0 || tokens < config.observeMinTokens) {
+  // The threshold is the unobserved total, as when the operation was enqueued, not the
+  // batch's: a batch cut short by a large message, or a threshold above the batch cap, must
+  // still be observed (the progress guarantee).
+  if (pending.length === 0 || sumTokens(pending) < config.observeMinTokens) {
     await store.completeWithoutChange({ ...lease, note: 'nothing to observe' });
     return outcome(operation, 'unchanged', 0, false);
   }
+  const batch = takeBatch(pending, context.maxBatchTokens, context.estimator);
   if (!context.observer) throw notConfigured('observer');
   const all = await context.observationsOf(operation.memoryId, record);
   const unreflected = recentWithin(all, firstAfter(all, record.reflection?.throughSeq ?? 0), config.reflectThresholdTokens);
@@ -111,7 +122,7 @@ async function runObserve(context: OperationWorkerContext, operation: Operation,
     observer.observe({
       scope: record.scope,
       config,
-      messages: batch.map((message) => ({ seq: message.seq, role: message.role, content: message.content })),
+      messages: batch.map((message) => ({ seq: message.seq, role: message.role, content: message.content, ...(message.name ? { name: message.name } : {}) })),
       reflection: record.reflection,
       unreflected,
       abortSignal,
@@ -121,7 +132,10 @@ async function runObserve(context: OperationWorkerContext, operation: Operation,
   const throughMessageSeq = (batch[batch.length - 1] as StoredMessage).seq;
   const applied = await store.completeObservation({
     ...lease,
-    observations: parsed.map((item) => ({ content: item.content, importance: item.importance, tokenCount: context.estimator.estimate(item.content) })),
+    observations: parsed.map((item) => {
+      const provenance = provenanceOf(item, batch, context.toolImportanceCap);
+      return { content: item.content, tokenCount: context.estimator.estimate(item.content), ...provenance };
+    }),
     throughMessageSeq,
     markerIds: { start: context.generateId('mk'), end: context.generateId('mk') },
   });
@@ -130,7 +144,7 @@ async function runObserve(context: OperationWorkerContext, operation: Operation,
   context.observationsApplied(operation.memoryId, applied.record, applied.observations);
   let followUp = false;
   const rest = pending.filter((message) => message.seq > throughMessageSeq);
-  if (rest.reduce((sum, message) => sum + message.tokenCount, 0) >= config.observeMinTokens) {
+  if (rest.length > 0 && sumTokens(rest) >= config.observeMinTokens) {
     await enqueue('observe', { messages: rest.length, continued_from: operation.operationId });
     followUp = true;
   }
@@ -155,12 +169,21 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
   if (!context.reflector) throw notConfigured('reflector');
   const previousThrough = record.reflection?.throughSeq ?? 0;
   // The reflector sees the existing reflection plus what it does not cover yet, oldest
-  // first and bounded; anything left over triggers the next reflection.
+  // first and bounded (anything left over triggers the next reflection), and, one clipped
+  // line each, earlier observations still in force that the new ones may replace: its
+  // input is bounded by the configuration, however long the conversation.
   const all = await context.observationsOf(operation.memoryId, record);
-  let observations = oldestWithin(all, firstAfter(all, previousThrough), Math.max(config.reflectThresholdTokens, 1) * 4);
-  if (observations.length === 0) observations = recentWithin(all, 0, Math.max(config.reflectThresholdTokens, 1));
+  // Counted as the lines the prompt shows, so the bound holds however short the observations.
+  const lineCost = (observation: Observation): number => context.estimator.estimate(`${reflectorObservationLine(observation)}\n`);
+  let observations = oldestWithin(all, firstAfter(all, previousThrough), reflectorNewObservationTokens(config), lineCost);
+  if (observations.length === 0) observations = recentWithin(all, 0, Math.max(config.reflectThresholdTokens, 1), lineCost);
+  const links = activeReflectionLinks(await context.linksOf(operation.memoryId, record));
+  const listed = new Set(observations.map((observation) => observation.seq));
+  const references = selectReflectionReferences({ observations: all, throughSeq: previousThrough, links, config, estimator: context.estimator }).filter(
+    (observation) => !listed.has(observation.seq),
+  );
   const reflector = context.reflector;
-  const raw = await withinLease(context, (abortSignal) => reflector.reflect({ scope: record.scope, config, reflection: record.reflection, observations, abortSignal }));
+  const raw = await withinLease(context, (abortSignal) => reflector.reflect({ scope: record.scope, config, reflection: record.reflection, observations, references, abortSignal }));
   context.faultPoint?.('after_llm');
   const throughSeq = Math.max(previousThrough, observations.at(-1)?.seq ?? 0);
   await store.completeReflection({
@@ -188,42 +211,58 @@ async function withinLease<T>(context: OperationWorkerContext, call: (abortSigna
   }
 }
 
-function takeBatch(messages: readonly StoredMessage[], maxTokens: number): StoredMessage[] {
+/**
+ * The oldest unobserved messages whose prompt cost fits `maxTokens`, and always at least
+ * one: a message costs what the observer is shown of it, so one longer than
+ * `MAX_PROMPT_MESSAGE_CHARS` costs its clipped head, and no message can hold a batch back.
+ */
+function takeBatch(messages: readonly StoredMessage[], maxTokens: number, estimator: TokenEstimator): StoredMessage[] {
   const batch: StoredMessage[] = [];
   let tokens = 0;
   for (const message of messages) {
-    if (batch.length > 0 && tokens + message.tokenCount > maxTokens) break;
+    const cost = message.content.length > MAX_PROMPT_MESSAGE_CHARS ? estimator.estimate(clipMessage(message.content)) : message.tokenCount;
+    if (batch.length > 0 && tokens + cost > maxTokens) break;
     batch.push(message);
-    tokens += message.tokenCount;
+    tokens += cost;
   }
   return batch;
+}
+
+function sumTokens(messages: readonly StoredMessage[]): number {
+  let total = 0;
+  for (const message of messages) total += message.tokenCount;
+  return total;
 }
 
 // Both walk the scope's cached observations in place from `start`: copying a slice of a
 // large scope on every operation would make each observe cost grow with the scope.
 
-/** The newest observations at or after `start` whose tokens fit `maxTokens` (at least one), oldest first. */
-function recentWithin(observations: readonly Observation[], start: number, maxTokens: number): Observation[] {
+const storedTokens = (observation: Observation): number => observation.tokenCount;
+
+/** The newest observations at or after `start` whose cost fits `maxTokens` (at least one), oldest first. */
+function recentWithin(observations: readonly Observation[], start: number, maxTokens: number, cost = storedTokens): Observation[] {
   const kept: Observation[] = [];
   let tokens = 0;
   for (let index = observations.length - 1; index >= start; index--) {
     const observation = observations[index] as Observation;
-    if (tokens + observation.tokenCount > maxTokens && kept.length > 0) break;
+    const tokensOf = cost(observation);
+    if (tokens + tokensOf > maxTokens && kept.length > 0) break;
     kept.push(observation);
-    tokens += observation.tokenCount;
+    tokens += tokensOf;
   }
   return kept.reverse();
 }
 
-/** The oldest observations at or after `start` whose tokens fit `maxTokens` (at least one). */
-function oldestWithin(observations: readonly Observation[], start: number, maxTokens: number): Observation[] {
+/** The oldest observations at or after `start` whose cost fits `maxTokens` (at least one). */
+function oldestWithin(observations: readonly Observation[], start: number, maxTokens: number, cost = storedTokens): Observation[] {
   const kept: Observation[] = [];
   let tokens = 0;
   for (let index = start; index < observations.length; index++) {
     const observation = observations[index] as Observation;
-    if (tokens + observation.tokenCount > maxTokens && kept.length > 0) break;
+    const tokensOf = cost(observation);
+    if (tokens + tokensOf > maxTokens && kept.length > 0) break;
     kept.push(observation);
-    tokens += observation.tokenCount;
+    tokens += tokensOf;
   }
   return kept;
 }

@@ -43,7 +43,7 @@ function setup(apiKeys?: AppOptions['apiKeys']) {
     if (init.body && !headers.has('content-type')) headers.set('content-type', 'application/json');
     return app.request(path, { ...init, headers });
   };
-  return { app, request, runner, runStore, workingMemory, observationalMemory, store };
+  return { app, request, runner, runStore, workingMemory, observationalMemory, store, memoryModel };
 }
 
 const json = async (response: Response) => (await response.json()) as Record<string, any>;
@@ -174,6 +174,23 @@ describe('server: memory routes', () => {
     expect((await request(`${base}/observational/export?format=xml`)).status).toBe(400);
     const disabled = await json(await request(`${base}/observational/disable`, { method: 'POST' }));
     expect(disabled.status.enabled).toBe(false);
+  });
+
+  it('shows each observation\'s provenance, the active supersession set and its counts (issue 12)', async () => {
+    const { request, observationalMemory, memoryModel } = setup();
+    const scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
+    await observationalMemory.observe({ scope, messages: [{ id: '1', role: 'tool', content: 'page text' }] });
+    await observationalMemory.observe({ scope, messages: [{ id: '2', role: 'user', content: 'second' }] });
+    const before = await json(await request(base));
+    expect(before.observations[0]).toMatchObject({ seq: 1, source: 'tool', importance: 0.6, source_start_index: 0, source_end_index: 0, source_message_indexes: [] });
+    expect(before.reflection_links).toEqual({ supersessions: [], contradictions: [] });
+    expect(before.status).toMatchObject({ active_supersessions: 0, active_contradictions: 0, rejected_references: 0 });
+    memoryModel.enqueue('SUMMARY:\ns\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: newer\n- [seq:1] replaces [seq:2]: backwards\nCONTRADICTIONS:\n');
+    expect((await request(`${base}/observational/reflect`, { method: 'POST' })).status).toBe(200);
+    const after = await json(await request(base));
+    expect(after.reflection_links.supersessions).toMatchObject([{ newer_seq: 2, older_seq: 1, reason: 'newer' }]);
+    expect(after.status).toMatchObject({ active_supersessions: 1, active_contradictions: 0, rejected_references: 1 });
+    expect(after.snippets.observational_memory).toContain('(superseded by [2])');
   });
 
   it('forgets a scope entirely', async () => {

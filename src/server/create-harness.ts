@@ -89,6 +89,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       defaultEnabled: config.memory.defaultEnabled,
       defaults: tokenConfigFrom(config),
       redactSecrets: config.memory.redactSecrets,
+      toolImportanceCap: config.memory.toolImportanceCap,
       leaseMs: config.memory.staleOperationSeconds * 1000,
     });
     const workingMemory = createWorkingMemory({

@@ -29,6 +29,7 @@ const STATUS_BY_CODE: Readonly<Record<HarnessMemoryErrorCode, ContentfulStatusCo
   OPERATION_LEASE_LOST: 409,
   EVAL_DATASET_INVALID: 400,
   EVAL_RESULTS_INVALID: 500,
+  SCOPE_FORGOTTEN: 409,
 };
 
 /** An HTTP error with our JSON body. */

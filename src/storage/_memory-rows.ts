@@ -11,9 +11,11 @@
  * @module
  */
 import { randomInt } from 'node:crypto';
-import type { MemoryRecord, Observation, ObservationConfig, StoredReflection } from '../core/observation.js';
+import { OBSERVATION_SOURCES } from '../core/observation.js';
+import type { MemoryRecord, Observation, ObservationConfig, ObservationSource, StoredReflection } from '../core/observation.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import type { StructuredReflection } from '../core/reflection.js';
+import type { ReflectionLinks, StoredContradiction, StoredSupersession } from '../core/reflection-links.js';
 import type { Marker, Operation, OperationStatus, OperationType, StoredMessage, WorkingMemoryEntry } from './store.js';
 
 /** A row of `om_memory_records`. */
@@ -41,8 +43,23 @@ export interface RecordRow {
   reflection_structured_json: unknown;
   reflection_through_seq: number | null;
   reflection_created_at: string | null;
+  supersession_count: number;
+  contradiction_count: number;
+  rejected_reference_count: number;
   created_at: string;
   updated_at: string;
+}
+
+/** A row of `om_reflection_links`: a supersession (`first_seq` replaces `second_seq`) or a contradiction (`first_seq < second_seq`). */
+export interface ReflectionLinkRow {
+  memory_id: string;
+  kind: string;
+  first_seq: number;
+  second_seq: number;
+  /** The supersession's reason or the contradiction's detail. */
+  detail: string;
+  operation_id: string;
+  created_at: string;
 }
 
 /** A row of `om_operation_log`. */
@@ -92,6 +109,9 @@ export interface ObservationRow {
   created_at: string;
   source_start_seq: number;
   source_end_seq: number;
+  source: string;
+  /** JSON text (SQLite) or decoded jsonb (Postgres) of the cited message seqs. */
+  source_seqs_json: unknown;
   operation_id: string;
 }
 
@@ -167,6 +187,9 @@ export function toRecord(row: RecordRow): MemoryRecord {
     activeObservationTokens: row.active_observation_tokens,
     unreflectedObservationTokens: row.unreflected_observation_tokens,
     reflection: toReflection(row),
+    supersessionCount: row.supersession_count,
+    contradictionCount: row.contradiction_count,
+    rejectedReferenceCount: row.rejected_reference_count,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   });
@@ -187,8 +210,8 @@ function toReflection(row: RecordRow): StoredReflection | null {
 const structuredCache = new Map<string, StructuredReflection>();
 const STRUCTURED_CACHE_LIMIT = 256;
 
-// The parsed form is stored so a turn never re-parses; a damaged copy is re-derived from the raw text.
-function readStructured(json: unknown): StructuredReflection | undefined {
+/** A stored parsed reflection (JSON text or decoded), or undefined when it is missing or damaged (then re-derive it from the raw text). */
+export function readStructured(json: unknown): StructuredReflection | undefined {
   if (json === null || json === undefined) return undefined;
   if (typeof json === 'string') {
     const cached = structuredCache.get(json);
@@ -259,8 +282,51 @@ export function toObservation(row: ObservationRow): Observation {
     createdAt: row.created_at,
     sourceStartSeq: row.source_start_seq,
     sourceEndSeq: row.source_end_seq,
+    source: toSource(row.source),
+    sourceMessageSeqs: toSeqs(row.source_seqs_json),
     operationId: row.operation_id,
   });
+}
+
+const NO_SEQS: readonly number[] = Object.freeze([]);
+
+function toSource(value: string): ObservationSource {
+  return (OBSERVATION_SOURCES as readonly string[]).includes(value) ? (value as ObservationSource) : 'mixed';
+}
+
+/** Cited seqs from a JSON column (text or decoded): positive integers only. */
+function toSeqs(value: unknown): readonly number[] {
+  if (value === '[]' || value === null || value === undefined) return NO_SEQS;
+  let decoded = value;
+  if (typeof value === 'string') {
+    try {
+      decoded = JSON.parse(value);
+    } catch {
+      return NO_SEQS;
+    }
+  }
+  if (!Array.isArray(decoded) || decoded.length === 0) return NO_SEQS;
+  return Object.freeze(decoded.filter((seq): seq is number => Number.isSafeInteger(seq) && seq > 0));
+}
+
+/** The cited seqs of a new observation, as stored in `source_seqs_json`. */
+export function seqsJson(seqs: readonly number[] | undefined): string {
+  return JSON.stringify(seqs ?? []);
+}
+
+/** Maps the rows of a scope's supersession set, each list ordered by its first seq, then its second. */
+export function toReflectionLinks(rows: readonly ReflectionLinkRow[]): ReflectionLinks {
+  const supersessions: StoredSupersession[] = [];
+  const contradictions: StoredContradiction[] = [];
+  for (const row of rows) {
+    const found = { operationId: row.operation_id, createdAt: row.created_at };
+    if (row.kind === 'supersession') supersessions.push(Object.freeze({ newerSeq: row.first_seq, olderSeq: row.second_seq, reason: row.detail, ...found }));
+    else contradictions.push(Object.freeze({ seqA: row.first_seq, seqB: row.second_seq, detail: row.detail, ...found }));
+  }
+  const byFirstThenSecond = (a: readonly [number, number], b: readonly [number, number]): number => a[0] - b[0] || a[1] - b[1];
+  supersessions.sort((a, b) => byFirstThenSecond([a.newerSeq, a.olderSeq], [b.newerSeq, b.olderSeq]));
+  contradictions.sort((a, b) => byFirstThenSecond([a.seqA, a.seqB], [b.seqA, b.seqB]));
+  return { supersessions, contradictions };
 }
 
 /** Maps a marker row. */
@@ -291,3 +357,9 @@ export function toWorkingMemoryEntry(row: WorkingMemoryRow): WorkingMemoryEntry 
 export function newWorkingMemoryVersion(): number {
   return randomInt(1, 2 ** 48);
 }
+
+/**
+ * A fresh scope generation (see `MemoryStore.scopeGeneration`), written by every forget:
+ * random, as a working-memory version, so it never repeats the one a running caller holds.
+ */
+export const newScopeGeneration: () => number = newWorkingMemoryVersion;

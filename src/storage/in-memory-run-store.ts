@@ -1,4 +1,6 @@
 import { StoreError } from '../core/errors.js';
+import { newScopeGeneration } from './_memory-rows.js';
+import { scopeForgottenError } from './_store-errors.js';
 import type { ConversationMessage, RunEvent, RunRecord, RunStore } from './run-store.js';
 
 /** Options of {@link createInMemoryRunStore}. */
@@ -13,6 +15,8 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
   const runs = new Map<string, RunRecord>();
   const events = new Map<string, RunEvent[]>();
   const conversations = new Map<string, { ids: Set<string>; messages: ConversationMessage[] }>();
+  // Kept through forget: that is their point.
+  const generations = new Map<string, number>();
   let disposed = false;
   const guard = (): void => {
     if (disposed) throw new StoreError({ store: 'in-memory-runs', code: 'STORE_DISPOSED', message: 'The run store was disposed.' });
@@ -55,8 +59,9 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       guard();
       return (events.get(runId) ?? []).filter((event) => event.seq > afterSeq);
     },
-    async appendMessages(memoryId, messages) {
+    async appendMessages(memoryId, messages, appendOptions = {}) {
       guard();
+      if (appendOptions.generation !== undefined && (generations.get(memoryId) ?? 0) !== appendOptions.generation) throw scopeForgottenError('in-memory-runs', memoryId);
       let conversation = conversations.get(memoryId);
       if (!conversation) {
         conversation = { ids: new Set(), messages: [] };
@@ -78,9 +83,14 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       const cutoff = new Date(now().getTime() - olderThanSeconds * 1000).toISOString();
       return [...runs.values()].filter((run) => (run.status === 'queued' || run.status === 'running') && run.updatedAt <= cutoff);
     },
+    async conversationGeneration(memoryId) {
+      guard();
+      return generations.get(memoryId) ?? 0;
+    },
     async forgetConversation(memoryId) {
       guard();
       conversations.delete(memoryId);
+      generations.set(memoryId, newScopeGeneration());
     },
     async dispose() {
       disposed = true;

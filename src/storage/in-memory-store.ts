@@ -5,8 +5,12 @@
  */
 import { StoreError } from '../core/errors.js';
 import type { MemoryRecord, Observation } from '../core/observation.js';
+import { checkReflectionReferences } from '../core/reflection-links.js';
+import type { StoredContradiction, StoredSupersession } from '../core/reflection-links.js';
 import type { Scope } from '../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../core/working-memory.js';
+import { newScopeGeneration } from './_memory-rows.js';
+import { scopeForgottenError } from './_store-errors.js';
 import type {
   AppendMessagesResult,
   LeaseHandle,
@@ -32,6 +36,8 @@ interface ScopeState {
   seenMessageKeys: Set<string>;
   observations: Observation[];
   markers: Marker[];
+  supersessions: StoredSupersession[];
+  contradictions: StoredContradiction[];
 }
 
 /**
@@ -49,6 +55,8 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
   const pending = new Map<string, Operation[]>();
   const workingMemory = new Map<string, Map<string, WorkingMemoryEntry>>();
   const workingMemoryVersions = new Map<string, number>();
+  // Kept through forget: that is their point.
+  const generations = new Map<string, number>();
   let lastWorkingMemoryVersion = 0;
   const workingMemoryChanged = (memoryId: string): void => {
     workingMemoryVersions.set(memoryId, ++lastWorkingMemoryVersion);
@@ -78,6 +86,9 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
           activeObservationTokens: 0,
           unreflectedObservationTokens: 0,
           reflection: null,
+          supersessionCount: 0,
+          contradictionCount: 0,
+          rejectedReferenceCount: 0,
           createdAt: at,
           updatedAt: at,
         }),
@@ -85,6 +96,8 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
         seenMessageKeys: new Set(),
         observations: [],
         markers: [],
+        supersessions: [],
+        contradictions: [],
       };
       scopes.set(memoryId, state);
     }
@@ -204,6 +217,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
 
     async appendMessages(input): Promise<AppendMessagesResult> {
       guard();
+      checkGeneration(input.memoryId, input.generation);
       const state = ensureScope(input.scope, input.memoryId);
       let inserted = 0;
       let lastSeq = state.record.lastMessageSeq;
@@ -311,6 +325,8 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
             createdAt: at,
             sourceStartSeq: startSeq,
             sourceEndSeq: throughSeq,
+            source: candidate.source ?? 'mixed',
+            sourceMessageSeqs: Object.freeze([...(candidate.sourceMessageSeqs ?? [])]),
             operationId: operation.operationId,
           }),
         );
@@ -348,9 +364,38 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
         tokenCount: input.reflection.tokenCount,
         payload: { last_reflected_seq: input.reflection.throughSeq },
       });
-      const record = update(state, { reflection: Object.freeze({ ...input.reflection }), unreflectedObservationTokens: unreflected });
+      const checked = checkReflectionReferences(input.reflection.structured, state.record.lastObservationSeq);
+      const at = nowIso();
+      const found = { operationId: operation.operationId, createdAt: at };
+      for (const item of checked.supersessions) {
+        if (!state.supersessions.some((known) => known.newerSeq === item.newerSeq && known.olderSeq === item.olderSeq)) state.supersessions.push(Object.freeze({ ...item, ...found }));
+      }
+      for (const item of checked.contradictions) {
+        if (!state.contradictions.some((known) => known.seqA === item.seqA && known.seqB === item.seqB)) state.contradictions.push(Object.freeze({ ...item, ...found }));
+      }
+      const record = update(state, {
+        reflection: Object.freeze({ ...input.reflection }),
+        unreflectedObservationTokens: unreflected,
+        supersessionCount: state.supersessions.length,
+        contradictionCount: state.contradictions.length,
+        rejectedReferenceCount: state.record.rejectedReferenceCount + checked.rejected,
+      });
       finish(operation, 'applied', '');
       return record;
+    },
+
+    async listReflectionLinks(memoryId) {
+      guard();
+      const state = scopes.get(memoryId);
+      return {
+        supersessions: [...(state?.supersessions ?? [])].sort((a, b) => a.newerSeq - b.newerSeq || a.olderSeq - b.olderSeq),
+        contradictions: [...(state?.contradictions ?? [])].sort((a, b) => a.seqA - b.seqA || a.seqB - b.seqB),
+      };
+    },
+
+    async scopeGeneration(memoryId) {
+      guard();
+      return generations.get(memoryId) ?? 0;
     },
 
     async completeWithoutChange(input) {
@@ -452,6 +497,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
 
     async forget(memoryId) {
       guard();
+      generations.set(memoryId, newScopeGeneration());
       scopes.delete(memoryId);
       for (const operation of operations.get(memoryId) ?? []) locations.delete(operation.operationId);
       operations.delete(memoryId);
@@ -468,8 +514,13 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       pending.clear();
       workingMemory.clear();
       workingMemoryVersions.clear();
+      generations.clear();
     },
   };
+
+  function checkGeneration(memoryId: string, expected: number | undefined): void {
+    if (expected !== undefined && (generations.get(memoryId) ?? 0) !== expected) throw scopeForgottenError(STORE_NAME, memoryId);
+  }
   return store;
 }
 

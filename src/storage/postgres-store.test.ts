@@ -5,6 +5,7 @@ import type { PostgresTestSchemas } from '../../test/support/postgres-schema.js'
 import { postgresTestUrl } from '../../test/support/postgres-schema.js';
 import { HarnessMemoryError } from '../core/errors.js';
 import { createUlidGenerator } from '../core/ids.js';
+import { parseReflection } from '../core/parse-reflection.js';
 import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import { migratePostgresSchema, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from './postgres/postgres-migrations.js';
@@ -113,6 +114,32 @@ describe.skipIf(!url)('postgres store', () => {
       expect(await store.workingMemoryVersion!(memoryIdOf(scopeOf(9)))).toBe(0);
       expect(await store.deleteWorkingMemoryEntry(memoryId, 'a')).toBe(true);
       expect(await store.workingMemoryVersion!(memoryId)).not.toBe(upgraded);
+    });
+
+    it('upgrades a version-3 schema: observations become "mixed", a stored reflection seeds the supersession set (issue 12)', async () => {
+      const pool = rawPool();
+      await migratePostgresSchema(pool, schema, POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 3));
+      const reflection = 'SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n- [seq:1] replaces [seq:2]: backwards\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: which\n- [seq:7] vs [seq:1]: unknown seq';
+      await pool.query(
+        `INSERT INTO "${schema}".om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, observation_count, last_observation_seq,
+           active_reflection, active_reflection_tokens, reflection_structured_json, reflection_through_seq, reflection_created_at, created_at, updated_at)
+         VALUES ($1, 'acme', 'conv-1', 'agent-x', true, 3, 3, 3, $2, 9, $3::jsonb, 3, now(), now(), now())`,
+        [memoryId, reflection, JSON.stringify(parseReflection(reflection))],
+      );
+      for (const [seq, content] of [[1, 'tabs'], [2, 'spaces'], [3, 'deploy Friday']] as const) {
+        await pool.query(`INSERT INTO "${schema}".om_observations VALUES ($1, $2, $3, 2, 0.5, now(), 1, 1, 'op_old')`, [memoryId, seq, content]);
+      }
+      const store = await open();
+      expect((await store.listObservations(memoryId)).map((item) => [item.seq, item.source, item.sourceMessageSeqs])).toEqual([
+        [1, 'mixed', []],
+        [2, 'mixed', []],
+        [3, 'mixed', []],
+      ]);
+      const links = await store.listReflectionLinks(memoryId);
+      expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason])).toEqual([[2, 1, 'changed']]);
+      expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail])).toEqual([[1, 3, 'which']]);
+      expect(await store.getRecord(memoryId)).toMatchObject({ supersessionCount: 1, contradictionCount: 1 });
+      expect(await store.scopeGeneration(memoryId)).toBe(0);
     });
 
     it('refuses a schema newer than it knows, and an invalid schema name', async () => {

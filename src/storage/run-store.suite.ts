@@ -1,5 +1,6 @@
 /** The conformance suite every `RunStore` adapter runs. */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { HarnessMemoryError } from '../core/errors.js';
 import type { ConversationMessage, RunRecord, RunStore } from './run-store.js';
 
 /** Options of {@link runRunStoreSuite}. */
@@ -76,6 +77,22 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       // A heartbeat (an empty update) makes a run fresh again.
       await store.updateRun('run_1', {});
       expect(await store.listStaleRuns(1)).toEqual([]);
+    });
+
+    it('refuses an append made before a forget, by the conversation generation (issue 12)', async () => {
+      expect(await store.conversationGeneration('m1')).toBe(0);
+      await store.appendMessages('m1', [message('a', 1)], { generation: 0 });
+      await store.forgetConversation('m1');
+      const generation = await store.conversationGeneration('m1');
+      expect(generation).not.toBe(0);
+      await expect(store.appendMessages('m1', [message('b', 1)], { generation: 0 })).rejects.toSatisfy(
+        (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_FORGOTTEN',
+      );
+      expect(await store.recentMessages('m1', 1000)).toEqual([]);
+      await store.appendMessages('m1', [message('c', 1)], { generation });
+      await store.appendMessages('m1', [message('d', 1)]);
+      expect((await store.recentMessages('m1', 1000)).map((item) => item.messageId)).toEqual(['c', 'd']);
+      expect(await store.conversationGeneration('m2')).toBe(0);
     });
 
     it('round-trips tool calls in messages', async () => {

@@ -74,8 +74,12 @@ export interface RunStore {
   appendEvent(runId: string, type: string, payload: Record<string, unknown>): Promise<RunEvent>;
   /** Events with seq greater than `afterSeq` (−1 for all), in order. */
   listEvents(runId: string, afterSeq: number): Promise<RunEvent[]>;
-  /** Appends messages to a conversation (by memory id); known message ids are skipped. */
-  appendMessages(memoryId: string, messages: readonly ConversationMessage[]): Promise<void>;
+  /**
+   * Appends messages to a conversation (by memory id); known message ids are skipped. With
+   * `generation`, writes nothing and throws `SCOPE_FORGOTTEN` unless the conversation's
+   * generation (see {@link conversationGeneration}) is still that value.
+   */
+  appendMessages(memoryId: string, messages: readonly ConversationMessage[], options?: { generation?: number }): Promise<void>;
   /** The most recent messages of a conversation whose tokens fit `maxTokens`, oldest first. */
   recentMessages(memoryId: string, maxTokens: number): Promise<ConversationMessage[]>;
   /**
@@ -84,7 +88,13 @@ export interface RunStore {
    * is the heartbeat: it only bumps `updatedAt`.)
    */
   listStaleRuns(olderThanSeconds: number): Promise<RunRecord[]>;
-  /** Deletes a conversation's messages (memory forget). */
+  /**
+   * The conversation's generation: 0 until it is first forgotten, then a new random value at
+   * every {@link forgetConversation}. A run reads it when it starts and passes it to every
+   * append, so a forget while the run is active is never undone by the run.
+   */
+  conversationGeneration(memoryId: string): Promise<number>;
+  /** Deletes a conversation's messages (memory forget) and gives it a new generation. */
   forgetConversation(memoryId: string): Promise<void>;
   dispose(): Promise<void>;
 }

@@ -73,8 +73,8 @@ describe('store: sqlite (backend)', () => {
     expect(database.pragma('synchronous', { simple: true })).toBe(1);
     expect(database.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(database.pragma('secure_delete', { simple: true })).toBe(1);
-    expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(SQLITE_SCHEMA_VERSION).toBe(6);
+    expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(SQLITE_SCHEMA_VERSION).toBe(7);
 
     const fullPath = join(files.directory, 'deep', 'er', 'full.db');
     const full = track(new Database(':memory:'));
@@ -265,6 +265,32 @@ describe('store: sqlite (backend)', () => {
     // The count and bytes kept for the limits started from the rows found.
     await expect(store.setWorkingMemoryEntry({ scope, memoryId, key: 'c', valueJson: '"v"', limits: { maxEntries: 2, maxTotalBytes: 100 } })).resolves.toBeDefined();
     await expect(store.setWorkingMemoryEntry({ scope, memoryId, key: 'd', valueJson: '"v"', limits: { maxEntries: 2, maxTotalBytes: 100 } })).rejects.toSatisfy(isStoreError('WORKING_MEMORY_LIMIT'));
+  });
+
+  it('upgrades a version-6 database: observations become "mixed", a stored reflection seeds the supersession set (issue 12)', async () => {
+    const raw = new Database(files.path);
+    migrateSqliteDatabase(raw, SQLITE_MIGRATIONS.filter((migration) => migration.version <= 6));
+    const reflection = 'SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n- [seq:1] replaces [seq:2]: backwards\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: which\n- [seq:7] vs [seq:1]: unknown seq';
+    raw.prepare(`INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, observation_count, last_observation_seq,
+      active_reflection, active_reflection_tokens, reflection_structured_json, reflection_through_seq, reflection_created_at, created_at, updated_at)
+      VALUES (?, 'acme', 'conv-1', 'agent-x', 1, 3, 3, 3, ?, 9, ?, 3, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`).run(memoryId, reflection, JSON.stringify(parseReflection(reflection)));
+    const insert = raw.prepare(`INSERT INTO om_observations VALUES (?, ?, ?, 2, 0.5, '2025-01-01T00:00:00.000Z', 1, 1, 'op_old')`);
+    for (const [seq, content] of [[1, 'tabs'], [2, 'spaces'], [3, 'deploy Friday']] as const) insert.run(memoryId, seq, content);
+    raw.close();
+
+    const store = track(createSqliteStore({ path: files.path }));
+    expect((await store.listObservations(memoryId)).map((item) => [item.seq, item.source, item.sourceMessageSeqs])).toEqual([
+      [1, 'mixed', []],
+      [2, 'mixed', []],
+      [3, 'mixed', []],
+    ]);
+    const links = await store.listReflectionLinks(memoryId);
+    expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason])).toEqual([[2, 1, 'changed']]);
+    expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail])).toEqual([[1, 3, 'which']]);
+    expect(await store.getRecord(memoryId)).toMatchObject({ supersessionCount: 1, contradictionCount: 1, rejectedReferenceCount: 2 });
+    expect(await store.scopeGeneration(memoryId)).toBe(0);
+    await store.forget(memoryId);
+    expect(await store.scopeGeneration(memoryId)).not.toBe(0);
   });
 
   it('keeps each scope\'s working-memory count and bytes equal to its entries through any sequence of writes', async () => {

@@ -4,7 +4,8 @@
  * there is no unscoped read.
  * @module
  */
-import type { MemoryRecord, Observation, ObservationConfig, StoredReflection } from '../core/observation.js';
+import type { MemoryRecord, Observation, ObservationConfig, ObservationSource, StoredReflection } from '../core/observation.js';
+import type { ReflectionLinks } from '../core/reflection-links.js';
 import type { Scope } from '../core/scope.js';
 import type { PreparedMessage } from '../core/transcript.js';
 
@@ -48,11 +49,15 @@ export interface StoredMessage extends PreparedMessage {
 /** A message to append (before the store assigns its seq). */
 export type NewMessage = PreparedMessage;
 
-/** An observation to insert (the store assigns seq and createdAt). */
+/** An observation to insert (the store assigns seq and createdAt; the batch's range gives its source span). */
 export interface NewObservation {
   readonly content: string;
   readonly importance: number | null;
   readonly tokenCount: number;
+  /** Where it came from. @default 'mixed' */
+  readonly source?: ObservationSource;
+  /** Message seqs the observer cited, within the batch. @default [] */
+  readonly sourceMessageSeqs?: readonly number[];
 }
 
 /** A marker written at an observation or reflection cycle boundary. */
@@ -139,9 +144,11 @@ export interface MemoryStore {
 
   /**
    * Creates the record if missing (following the defaults), stores the messages whose keys are new (in order), and
-   * reports the unobserved token total. Idempotent per message key.
+   * reports the unobserved token total. Idempotent per message key. With `generation`, writes
+   * nothing and throws `SCOPE_FORGOTTEN` unless the scope's generation (see
+   * {@link scopeGeneration}) is still that value: messages of a forgotten scope never come back.
    */
-  appendMessages(input: { scope: Scope; memoryId: string; messages: readonly NewMessage[] }): Promise<AppendMessagesResult>;
+  appendMessages(input: { scope: Scope; memoryId: string; messages: readonly NewMessage[]; generation?: number }): Promise<AppendMessagesResult>;
 
   /**
    * Optional fast path, one transaction instead of four calls. It reads the scope's record
@@ -159,6 +166,8 @@ export interface MemoryStore {
     scope: Scope;
     memoryId: string;
     messages: readonly NewMessage[];
+    /** As {@link appendMessages}: checked in the same transaction, before anything is written. */
+    generation?: number;
     settings: (record: MemoryRecord | undefined) => { enabled: boolean; minTokens: number };
     operation: { operationId: string; payload: Record<string, unknown>; runId: string; toolCallId: string };
     leaseOwner: string;
@@ -206,8 +215,19 @@ export interface MemoryStore {
     markerIds: { start: string; end: string };
   }): Promise<{ record: MemoryRecord; observations: Observation[] }>;
 
-  /** Applies a reflection atomically under the lease, like {@link completeObservation}. */
+  /**
+   * Applies a reflection atomically under the lease, like {@link completeObservation}, and
+   * grows the scope's supersession set in the same transaction: the reflection's
+   * supersessions and contradictions are checked against the scope as it is then (see
+   * `checkReflectionReferences`: a seq the scope never assigned, a supersession whose newer
+   * seq is not greater than its older one, or a self-reference is dropped and added to the
+   * record's `rejectedReferenceCount`), and the rest added to the set (a pair already in it
+   * is kept as it was), with the operation's id; the record's counts follow.
+   */
   completeReflection(input: LeaseHandle & { reflection: StoredReflection; markerId: string }): Promise<MemoryRecord>;
+
+  /** The scope's supersession set; supersessions ordered by newer, then older seq; contradictions by `seqA`, then `seqB`. */
+  listReflectionLinks(memoryId: string): Promise<ReflectionLinks>;
 
   /** Marks a claimed operation applied without changing memory (nothing to do). */
   completeWithoutChange(input: LeaseHandle & { note: string }): Promise<void>;
@@ -246,7 +266,17 @@ export interface MemoryStore {
    */
   workingMemoryVersion?(memoryId: string): Promise<number>;
 
-  /** Deletes everything of the scope from every table. */
+  /**
+   * The scope's generation: 0 until the scope is first forgotten; then a new random value at
+   * every `forget`, never an earlier one. Work that began before a forget (a run on this or
+   * another process) passes the generation it read to {@link appendMessages} and is refused.
+   */
+  scopeGeneration(memoryId: string): Promise<number>;
+
+  /**
+   * Deletes everything of the scope from every table, and gives it a new generation: the one
+   * row left is its id with that number (see {@link scopeGeneration}).
+   */
   forget(memoryId: string): Promise<void>;
 
   /** Releases resources. Idempotent; every later call throws `STORE_DISPOSED`. */

@@ -1,5 +1,5 @@
 import type { ParsedObservation } from '../../src/core/observation.js';
-import { parseObservations } from '../../src/core/parse-observations.js';
+import { isNothingToObserve, parseObservations } from '../../src/core/parse-observations.js';
 import type { Observer, ObserverInput, Reflector, ReflectorInput } from '../../src/memory/model-observer.js';
 
 /** An observer that answers from a script and records every call. */
@@ -14,7 +14,7 @@ export interface ScriptedReflector extends Reflector {
 
 type Answer<I, O> = O | Error | ((input: I) => O | Promise<O>);
 
-/** Observer answering with observer-format text (`IMPORTANCE:x` blocks), one answer per call; the last repeats. */
+/** Observer answering with observer-format text (`IMPORTANCE:x` blocks, or `NONE`), one answer per call; the last repeats. */
 export function scriptedObserver(...answers: Answer<ObserverInput, string>[]): ScriptedObserver {
   const calls: ObserverInput[] = [];
   return {
@@ -24,6 +24,7 @@ export function scriptedObserver(...answers: Answer<ObserverInput, string>[]): S
       calls.push(input);
       if (answer instanceof Error) throw answer;
       const text = typeof answer === 'function' ? await answer(input) : (answer ?? '');
+      if (isNothingToObserve(text)) return [];
       const parsed = parseObservations(text);
       if (parsed.length === 0) throw new Error('observer returned empty output');
       return parsed;

@@ -97,3 +97,31 @@ describe('scripted openai server: streaming', () => {
     expect(events.some((event) => event.includes('"usage"'))).toBe(false);
   });
 });
+
+describe('scripted openai server: strict transcripts', () => {
+  let strict: ScriptedServer;
+  beforeEach(async () => {
+    strict = await startScriptedOpenAIServer({ strict: true });
+  });
+  afterEach(async () => {
+    await strict.close();
+  });
+  const send = (messages: unknown[]): Promise<Response> =>
+    fetch(`${strict.origin}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages }) });
+  const call = (id: string) => ({ id, type: 'function', function: { name: 'f', arguments: '{}' } });
+
+  it('answers 400 like OpenAI for a tool call without its result, and for a result without its call', async () => {
+    const unanswered = await send([{ role: 'user', content: 'go' }, { role: 'assistant', content: null, tool_calls: [call('c1'), call('c2')] }, { role: 'tool', tool_call_id: 'c1', content: '{}' }, { role: 'user', content: 'next' }]);
+    expect(unanswered.status).toBe(400);
+    expect(((await unanswered.json()) as { error: { message: string; type: string } }).error).toMatchObject({ type: 'invalid_request_error', message: expect.stringContaining('did not have response messages: c2') });
+    const orphan = await send([{ role: 'user', content: 'go' }, { role: 'tool', tool_call_id: 'c9', content: '{}' }]);
+    expect(orphan.status).toBe(400);
+    expect(((await orphan.json()) as { error: { message: string } }).error.message).toContain("messages with role 'tool' must be a response to a preceeding message with 'tool_calls'");
+    expect(strict.requests).toHaveLength(2);
+  });
+
+  it('accepts a transcript whose every tool call has its result', async () => {
+    const ok = await send([{ role: 'user', content: 'go' }, { role: 'assistant', content: null, tool_calls: [call('c1'), call('c2')] }, { role: 'tool', tool_call_id: 'c2', content: '{}' }, { role: 'tool', tool_call_id: 'c1', content: '{}' }, { role: 'assistant', content: 'done' }]);
+    expect(ok.status).toBe(200);
+  });
+});

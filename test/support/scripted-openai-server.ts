@@ -82,11 +82,22 @@ export interface ScriptedServer {
   close(): Promise<void>;
 }
 
+/** Options of {@link startScriptedOpenAIServer}. */
+export interface ScriptedServerOptions {
+  /**
+   * Check each request's transcript as OpenAI does, answering `400 invalid_request_error`
+   * (with OpenAI's wording) for an assistant message whose tool calls are not all followed by
+   * their results, or a tool message that answers no call of the assistant message before it.
+   * @default false
+   */
+  readonly strict?: boolean;
+}
+
 const COMPLETIONS_PATH = '/v1/chat/completions';
 const DEFAULT_TRUNCATED: ScriptedAnswer = { text: 'this answer is cut off before it ends' };
 
 /** Starts a scripted server on 127.0.0.1 and a free port. */
-export async function startScriptedOpenAIServer(): Promise<ScriptedServer> {
+export async function startScriptedOpenAIServer(options: ScriptedServerOptions = {}): Promise<ScriptedServer> {
   const requests: ScriptedRequest[] = [];
   const queue: ScriptedReply[] = [];
   let defaultReply: ScriptedReply = { text: 'ok' };
@@ -98,6 +109,11 @@ export async function startScriptedOpenAIServer(): Promise<ScriptedServer> {
       requests.push(request);
       if (request.method !== 'POST' || request.path !== COMPLETIONS_PATH) {
         sendJson(response, 404, { error: { message: `no route for ${request.method} ${request.path}`, type: 'not_found' } });
+        return;
+      }
+      const refusal = options.strict ? transcriptProblem(request.body) : undefined;
+      if (refusal) {
+        sendJson(response, 400, { error: { message: refusal.message, type: 'invalid_request_error', param: refusal.param, code: null } });
         return;
       }
       counter += 1;
@@ -183,6 +199,40 @@ function wait(ms: number, response: ServerResponse): Promise<boolean> {
       resolve(false);
     });
   });
+}
+
+interface WireMessage {
+  readonly role?: unknown;
+  readonly tool_call_id?: unknown;
+  readonly tool_calls?: ReadonlyArray<{ readonly id?: unknown }>;
+}
+
+/** What OpenAI refuses in a transcript: a tool call without its result, a result without its call. */
+function transcriptProblem(body: unknown): { message: string; param: string } | undefined {
+  const messages = (typeof body === 'object' && body !== null ? (body as { messages?: unknown }).messages : undefined) as WireMessage[] | undefined;
+  if (!Array.isArray(messages)) return undefined;
+  for (const [index, message] of messages.entries()) {
+    const calls = message.role === 'assistant' && Array.isArray(message.tool_calls) ? message.tool_calls : [];
+    if (calls.length > 0) {
+      const unanswered = new Set(calls.map((call) => call.id));
+      for (let next = index + 1; next < messages.length && messages[next]?.role === 'tool'; next++) unanswered.delete(messages[next]?.tool_call_id);
+      if (unanswered.size > 0) {
+        return {
+          message: `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...unanswered].join(', ')}`,
+          param: `messages.[${index}].role`,
+        };
+      }
+    }
+    if (message.role === 'tool') {
+      let owner = index - 1;
+      while (owner >= 0 && messages[owner]?.role === 'tool') owner--;
+      const previous = messages[owner];
+      if (previous?.role !== 'assistant' || !(previous.tool_calls ?? []).some((call) => call.id === message.tool_call_id)) {
+        return { message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", param: `messages.[${index}].role` };
+      }
+    }
+  }
+  return undefined;
 }
 
 function sendJson(response: ServerResponse, status: number, body: unknown): void {

@@ -6,7 +6,8 @@
 import { Option } from 'commander';
 import type { Command } from 'commander';
 import type { MemoryStatus } from '../../core/memory-status.js';
-import { observationToJson, scopeToJson, statusToJson, structuredReflectionToJson } from '../../core/memory-status.js';
+import { linkSections } from '../../core/memory-export.js';
+import { describeProvenance, observationToJson, reflectionLinksToJson, scopeToJson, statusToJson, structuredReflectionToJson } from '../../core/memory-status.js';
 import type { ObservationConfig } from '../../core/observation.js';
 import { memoryIdOf } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
@@ -70,6 +71,7 @@ export function registerMemoryCommand(program: Command, context: CliContext, _re
         observations: inspection.observations.map(observationToJson),
         reflection: inspection.reflection?.raw ?? '',
         structured_reflection: inspection.reflection ? structuredReflectionToJson(inspection.reflection.structured) : null,
+        reflection_links: reflectionLinksToJson(inspection.links),
         working_memory: entries.map(entryToJson),
       });
       return;
@@ -78,9 +80,9 @@ export function registerMemoryCommand(program: Command, context: CliContext, _re
     if (inspection.observations.length === 0) lines.push('(none)');
     for (const observation of inspection.observations) {
       const importance = observation.importance === null ? 'unscored' : observation.importance.toFixed(2);
-      lines.push(`- [${observation.seq}] (importance ${importance}) ${observation.content.replace(/\n/g, '\n  ')}`);
+      lines.push(`- [${observation.seq}] (importance ${importance}; ${describeProvenance(observation)}) ${observation.content.replace(/\n/g, '\n  ')}`);
     }
-    lines.push('', '## Working memory', '');
+    lines.push('', ...linkSections(inspection.links), '', '## Working memory', '');
     if (entries.length === 0) lines.push('(none)');
     for (const entry of entries) lines.push(`- ${entry.key} = ${entry.valueJson}`);
     printLine(context, lines.join('\n'));
@@ -150,6 +152,7 @@ function statusMarkdown(status: MemoryStatus): string {
     `- reflection: ${status.reflectionPresent ? `yes (${status.activeReflectionTokens} tokens)` : 'none'}`,
     `- last observed message: ${status.lastObservedMessageIndex < 0 ? 'none' : status.lastObservedMessageIndex}`,
     `- pending operations: ${status.pendingOperations}`,
+    `- supersession set: ${status.activeSupersessions} supersession(s), ${status.activeContradictions} unresolved contradiction(s); ${status.rejectedReferences} reference(s) rejected`,
     `- thresholds: observe_min_tokens ${config.observeMinTokens}, snippet_max_tokens ${config.snippetMaxTokens}, reflect_threshold_tokens ${config.reflectThresholdTokens}`,
     `- updated: ${status.updatedAt ?? 'never'}`,
   ].join('\n');

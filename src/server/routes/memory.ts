@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod/v4';
 import type { RunStore } from '../../storage/run-store.js';
-import { observationToJson, statusToJson, structuredReflectionToJson } from '../../core/memory-status.js';
+import { observationToJson, reflectionLinksToJson, statusToJson, structuredReflectionToJson } from '../../core/memory-status.js';
 import { memoryIdOf, resolveScope } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
 import type { ObservationalMemory } from '../../memory/observational-memory.js';
@@ -51,6 +51,7 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
       observations: inspection.observations.map(observationToJson),
       reflection: inspection.reflection?.raw ?? '',
       structured_reflection: structured ? structuredReflectionToJson(structured) : null,
+      reflection_links: reflectionLinksToJson(inspection.links),
       working_memory: (await workingMemory.entries(scope)).map(entryToJson),
       snippets: { working_memory: await workingMemory.snippet(scope), observational_memory: await memory.snippet(scope) },
     });

@@ -6,6 +6,7 @@
  */
 import type { Pool } from 'pg';
 import { StoreError } from '../../core/errors.js';
+import { OBSERVATION_SOURCES } from '../../core/observation.js';
 import { lockKey64, query, transaction, validateSchemaName } from './postgres-connection.js';
 
 /** One schema step: SQL run inside the migration transaction. */
@@ -172,11 +173,70 @@ INSERT INTO ${s}working_memory_versions (memory_id, version)
   SELECT memory_id, floor(random() * 281474976710655)::bigint + 1 FROM ${s}working_memory_entries GROUP BY memory_id;
 `;
 
+// Version 4 (SQLite's version 7): the supersession set of each scope and its counts, seeded
+// from each stored reflection (references checked as a reflection applied now would be);
+// observation provenance (earlier rows become 'mixed'); scope and conversation generations,
+// replaced by every forget.
+const SUPERSESSION_SET_AND_PROVENANCE = (s: string): string => `
+CREATE TABLE ${s}om_reflection_links (
+  memory_id text NOT NULL,
+  kind text NOT NULL CHECK (kind IN ('supersession', 'contradiction')),
+  first_seq bigint NOT NULL,
+  second_seq bigint NOT NULL,
+  detail text NOT NULL,
+  operation_id text NOT NULL,
+  created_at timestamptz NOT NULL,
+  PRIMARY KEY (memory_id, kind, first_seq, second_seq)
+);
+ALTER TABLE ${s}om_memory_records
+  ADD COLUMN supersession_count bigint NOT NULL DEFAULT 0,
+  ADD COLUMN contradiction_count bigint NOT NULL DEFAULT 0,
+  ADD COLUMN rejected_reference_count bigint NOT NULL DEFAULT 0;
+ALTER TABLE ${s}om_observations
+  ADD COLUMN source text NOT NULL DEFAULT 'mixed' CHECK (source IN (${OBSERVATION_SOURCES.map((source) => `'${source}'`).join(', ')})),
+  ADD COLUMN source_seqs_json jsonb NOT NULL DEFAULT '[]';
+CREATE TABLE ${s}om_scope_generations (
+  memory_id text PRIMARY KEY,
+  generation bigint NOT NULL
+);
+CREATE TABLE ${s}harness_conversation_generations (
+  memory_id text PRIMARY KEY,
+  generation bigint NOT NULL
+);
+WITH links AS (
+  SELECT r.memory_id, r.last_observation_seq AS last_seq, r.updated_at, 'supersession' AS kind,
+    (item->>'newerSeq')::numeric AS first_seq, (item->>'olderSeq')::numeric AS second_seq, COALESCE(item->>'reason', '') AS detail
+  FROM ${s}om_memory_records AS r, jsonb_array_elements(r.reflection_structured_json->'supersessions') AS item
+  WHERE r.reflection_structured_json->>'schemaVersion' = '1' AND jsonb_typeof(r.reflection_structured_json->'supersessions') = 'array'
+    AND jsonb_typeof(item->'newerSeq') = 'number' AND jsonb_typeof(item->'olderSeq') = 'number'
+  UNION ALL
+  SELECT r.memory_id, r.last_observation_seq, r.updated_at, 'contradiction',
+    LEAST((item->>'seqA')::numeric, (item->>'seqB')::numeric), GREATEST((item->>'seqA')::numeric, (item->>'seqB')::numeric), COALESCE(item->>'detail', '')
+  FROM ${s}om_memory_records AS r, jsonb_array_elements(r.reflection_structured_json->'contradictions') AS item
+  WHERE r.reflection_structured_json->>'schemaVersion' = '1' AND jsonb_typeof(r.reflection_structured_json->'contradictions') = 'array'
+    AND jsonb_typeof(item->'seqA') = 'number' AND jsonb_typeof(item->'seqB') = 'number')
+INSERT INTO ${s}om_reflection_links (memory_id, kind, first_seq, second_seq, detail, operation_id, created_at)
+SELECT memory_id, kind, first_seq, second_seq, detail, 'schema-4', updated_at FROM links
+WHERE first_seq = trunc(first_seq) AND second_seq = trunc(second_seq) AND (
+  (kind = 'supersession' AND second_seq >= 1 AND first_seq > second_seq AND first_seq <= last_seq)
+  OR (kind = 'contradiction' AND first_seq >= 1 AND first_seq < second_seq AND second_seq <= last_seq))
+ON CONFLICT DO NOTHING;
+UPDATE ${s}om_memory_records AS r SET
+  supersession_count = (SELECT count(*) FROM ${s}om_reflection_links AS l WHERE l.memory_id = r.memory_id AND l.kind = 'supersession'),
+  contradiction_count = (SELECT count(*) FROM ${s}om_reflection_links AS l WHERE l.memory_id = r.memory_id AND l.kind = 'contradiction')
+WHERE r.active_reflection IS NOT NULL;
+`;
+
 /** Every migration, in order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
   { version: 1, description: 'memory: records, leased operation log, markers, observations, messages, working memory', up: MEMORY_TABLES },
   { version: 2, description: 'harness runs, run events and conversation messages', up: HARNESS_TABLES },
   { version: 3, description: 'working_memory_versions: a per-scope version of working memory, changed by every write', up: WORKING_MEMORY_VERSIONS },
+  {
+    version: 4,
+    description: 'om_reflection_links (the supersession set per scope) and its counts; observation provenance (source, cited message seqs); scope and conversation generations, replaced by every forget',
+    up: SUPERSESSION_SET_AND_PROVENANCE,
+  },
 ]);
 
 /** The schema version this code writes and reads. */

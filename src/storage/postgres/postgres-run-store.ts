@@ -7,6 +7,8 @@ import { StoreError } from '../../core/errors.js';
 import { memoryIdOf } from '../../core/scope.js';
 import { toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
 import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
+import { newScopeGeneration } from '../_memory-rows.js';
+import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
 import { disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
@@ -105,14 +107,19 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
       ),
     listEvents: (runId, afterSeq) =>
       wrap(async () => (await query<RunEventRow>(pool, `SELECT * FROM ${s}harness_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq`, [runId, afterSeq])).rows.map(toRunEvent)),
-    appendMessages: (memoryId, messages) =>
+    appendMessages: (memoryId, messages, appendOptions = {}) =>
       wrap(async () => {
-        if (messages.length === 0) return;
+        if (messages.length === 0 && appendOptions.generation === undefined) return;
         const column = <T>(pick: (message: ConversationMessage) => T): T[] => messages.map(pick);
-        // Positions are assigned under the conversation's lock; known ids and repeats in the
-        // batch are skipped.
+        // Positions are assigned under the conversation's lock, which a forget takes too; known
+        // ids and repeats in the batch are skipped.
         await transaction(pool, async (client) => {
           await query(client, lockConversation, [memoryId]);
+          if (appendOptions.generation !== undefined) {
+            const found = (await query<{ generation: number }>(client, `SELECT generation FROM ${s}harness_conversation_generations WHERE memory_id = $1`, [memoryId])).rows[0];
+            if ((found?.generation ?? 0) !== appendOptions.generation) throw scopeForgottenError(STORE, memoryId);
+          }
+          if (messages.length === 0) return;
           await query(
             client,
             `WITH input AS (
@@ -173,10 +180,17 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
         );
         return result.rows.map(toRunRecord);
       }),
+    conversationGeneration: (memoryId) =>
+      wrap(async () => (await query<{ generation: number }>(pool, `SELECT generation FROM ${s}harness_conversation_generations WHERE memory_id = $1`, [memoryId])).rows[0]?.generation ?? 0),
     forgetConversation: (memoryId) =>
       wrap(() =>
         transaction(pool, async (client) => {
           await query(client, lockConversation, [memoryId]);
+          await query(
+            client,
+            `INSERT INTO ${s}harness_conversation_generations (memory_id, generation) VALUES ($1, $2) ON CONFLICT (memory_id) DO UPDATE SET generation = excluded.generation`,
+            [memoryId, newScopeGeneration()],
+          );
           await query(client, `DELETE FROM ${s}harness_conversation_messages WHERE memory_id = $1`, [memoryId]);
           await query(client, `DELETE FROM ${s}harness_run_events WHERE run_id IN (SELECT run_id FROM ${s}harness_runs WHERE memory_id = $1)`, [memoryId]);
           await query(client, `DELETE FROM ${s}harness_runs WHERE memory_id = $1`, [memoryId]);

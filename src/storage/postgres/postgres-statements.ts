@@ -16,8 +16,14 @@ export interface PostgresStatements {
   readonly updateLastMessageSeq: string;
   /** $1 memoryId, $2 stateVersion, $3 throughSeq, $4 count, $5 lastObservationSeq, $6 tokens. */
   readonly applyObservations: string;
-  /** $1 memoryId, $2 stateVersion, $3 raw, $4 structured jsonb, $5 tokens, $6 throughSeq, $7 createdAt. */
+  /** $1 memoryId, $2 stateVersion, $3 raw, $4 structured jsonb, $5 tokens, $6 throughSeq, $7 createdAt, $8 supersessions added, $9 contradictions added, $10 references rejected. */
   readonly applyReflection: string;
+  /** $1 memoryId, $2..$5 arrays (kind, first seq, second seq, detail), $6 operationId; pairs already in the set are skipped; returns the `kind` of each row added. */
+  readonly insertReflectionLinks: string;
+  readonly listReflectionLinks: string;
+  readonly selectScopeGeneration: string;
+  /** $1 memoryId, $2 the new generation. */
+  readonly writeScopeGeneration: string;
 
   /** $1 memoryId, $2..$7 arrays (key, role, name, toolCallId, content, tokens), $8 last seq. */
   readonly insertMessages: string;
@@ -25,7 +31,7 @@ export interface PostgresStatements {
   readonly listUnobservedMessages: string;
   readonly markMessagesObserved: string;
 
-  /** $1 memoryId, $2 last seq, $3 source start, $4 source end, $5 operationId, $6..$8 arrays (content, tokens, importance). */
+  /** $1 memoryId, $2 last seq, $3 source start, $4 source end, $5 operationId, $6..$10 arrays (content, tokens, importance, source, cited seqs as JSON). */
   readonly insertObservations: string;
   readonly listObservations: string;
   /** Two markers; $1 memoryId, $2 cycleId, $3 tokens, then id, type, start, end, payload for each. */
@@ -107,7 +113,21 @@ export function buildStatements(s: string): PostgresStatements {
         reflection_through_seq = $6,
         reflection_created_at = $7::timestamptz,
         unreflected_observation_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM ${s}om_observations WHERE memory_id = $1 AND seq > $6),
+        supersession_count = supersession_count + $8,
+        contradiction_count = contradiction_count + $9,
+        rejected_reference_count = rejected_reference_count + $10,
         ${bump}`,
+    insertReflectionLinks: `
+      INSERT INTO ${s}om_reflection_links (memory_id, kind, first_seq, second_seq, detail, operation_id, created_at)
+      SELECT $1, kind, first_seq, second_seq, detail, $6, now()
+      FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[]) AS t(kind, first_seq, second_seq, detail)
+      ON CONFLICT DO NOTHING
+      RETURNING kind`,
+    listReflectionLinks: `SELECT * FROM ${s}om_reflection_links WHERE memory_id = $1`,
+    selectScopeGeneration: `SELECT generation FROM ${s}om_scope_generations WHERE memory_id = $1`,
+    writeScopeGeneration: `
+      INSERT INTO ${s}om_scope_generations (memory_id, generation) VALUES ($1, $2)
+      ON CONFLICT (memory_id) DO UPDATE SET generation = excluded.generation`,
 
     // Keys already stored, and repeats within the batch, are skipped; the rest get the next
     // seqs in arrival order.
@@ -130,9 +150,9 @@ export function buildStatements(s: string): PostgresStatements {
     markMessagesObserved: `UPDATE ${s}om_messages SET observed = true, content = '' WHERE memory_id = $1 AND seq <= $2 AND NOT observed`,
 
     insertObservations: `
-      INSERT INTO ${s}om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, operation_id)
-      SELECT $1, $2::bigint + ord, content, token_count, importance, now(), $3, $4, $5
-      FROM unnest($6::text[], $7::bigint[], $8::double precision[]) WITH ORDINALITY AS t(content, token_count, importance, ord)
+      INSERT INTO ${s}om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, source, source_seqs_json, operation_id)
+      SELECT $1, $2::bigint + ord, content, token_count, importance, now(), $3, $4, source, source_seqs_json, $5
+      FROM unnest($6::text[], $7::bigint[], $8::double precision[], $9::text[], $10::jsonb[]) WITH ORDINALITY AS t(content, token_count, importance, source, source_seqs_json, ord)
       RETURNING *`,
     listObservations: `SELECT * FROM ${s}om_observations WHERE memory_id = $1 AND seq > $2 ORDER BY seq`,
     insertMarkerPair: `
@@ -200,7 +220,7 @@ export function buildStatements(s: string): PostgresStatements {
     listEntries: `SELECT * FROM ${s}working_memory_entries WHERE memory_id = $1 ORDER BY entry_key`,
 
     forgetScope: Object.freeze(
-      ['om_observations', 'om_messages', 'om_markers', 'om_operation_log', 'working_memory_entries', 'working_memory_versions', 'om_memory_records'].map(
+      ['om_observations', 'om_messages', 'om_markers', 'om_reflection_links', 'om_operation_log', 'working_memory_entries', 'working_memory_versions', 'om_memory_records'].map(
         (table) => `DELETE FROM ${s}${table} WHERE memory_id = $1`,
       ),
     ),

@@ -13,8 +13,22 @@ import type { AppendAndClaimResult, AppendMessagesResult, LeaseHandle, MemorySto
 import { disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
-import { newWorkingMemoryVersion, parseConfig, toMarker, toObservation, toOperation, toRecord, toStoredMessage, toWorkingMemoryEntry } from '../_memory-rows.js';
-import type { MarkerRow, MessageRow, ObservationRow, OperationRow, RecordRow, WorkingMemoryRow } from '../_memory-rows.js';
+import { checkReflectionReferences } from '../../core/reflection-links.js';
+import {
+  newScopeGeneration,
+  newWorkingMemoryVersion,
+  parseConfig,
+  seqsJson,
+  toMarker,
+  toObservation,
+  toOperation,
+  toRecord,
+  toReflectionLinks,
+  toStoredMessage,
+  toWorkingMemoryEntry,
+} from '../_memory-rows.js';
+import type { MarkerRow, MessageRow, ObservationRow, OperationRow, RecordRow, ReflectionLinkRow, WorkingMemoryRow } from '../_memory-rows.js';
+import { scopeForgottenError } from '../_store-errors.js';
 import { buildStatements } from './postgres-statements.js';
 
 /** Name of this adapter. */
@@ -76,8 +90,16 @@ function buildStore(connection: PostgresConnection): MemoryStore {
       return work(client);
     });
 
+  /** Throws `SCOPE_FORGOTTEN` when the caller's generation is not the scope's any more; call it holding the scope's lock. */
+  const checkGeneration = async (client: PoolClient, memoryId: string, expected: number | undefined): Promise<void> => {
+    if (expected === undefined) return;
+    const found = await first<{ generation: number }>(client, sql.selectScopeGeneration, [memoryId]);
+    if ((found?.generation ?? 0) !== expected) throw scopeForgottenError(STORE_NAME, memoryId);
+  };
+
   /** Appends messages inside a transaction that holds the scope's lock. */
   const appendIn = async (client: PoolClient, input: Input<'appendMessages'>): Promise<AppendMessagesResult> => {
+    await checkGeneration(client, input.memoryId, input.generation);
     let row = await ensureRecord(client, input.scope, input.memoryId);
     let inserted = 0;
     if (input.messages.length > 0) {
@@ -190,6 +212,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
     appendMessagesAndClaim: (input) =>
       execute(() =>
         inScope(input.memoryId, async (client): Promise<AppendAndClaimResult> => {
+          await checkGeneration(client, input.memoryId, input.generation);
           const existing = await first<RecordRow>(client, sql.selectRecord, [input.memoryId]);
           const current = existing && toRecord(existing);
           const settings = input.settings(current);
@@ -234,6 +257,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
             const inserted = await rows<ObservationRow>(client, sql.insertObservations, [
               memoryId, current.last_observation_seq, startSeq, throughSeq, operation.operation_id,
               input.observations.map((item) => item.content), input.observations.map((item) => item.tokenCount), input.observations.map((item) => item.importance),
+              input.observations.map((item) => item.source ?? 'mixed'), input.observations.map((item) => seqsJson(item.sourceMessageSeqs)),
             ]);
             observations = inserted.map(toObservation).sort((a, b) => a.seq - b.seq);
           }
@@ -261,15 +285,28 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           await query(client, sql.insertMarker, [
             input.markerId, memoryId, 'reflection_end', operation.operation_id, at, at, reflection.tokenCount, JSON.stringify({ last_reflected_seq: reflection.throughSeq }),
           ]);
+          const checked = checkReflectionReferences(reflection.structured, current.last_observation_seq);
+          const links = [
+            ...checked.supersessions.map((item) => ['supersession', item.newerSeq, item.olderSeq, item.reason] as const),
+            ...checked.contradictions.map((item) => ['contradiction', item.seqA, item.seqB, item.detail] as const),
+          ];
+          const added = links.length === 0 ? [] : await rows<{ kind: string }>(client, sql.insertReflectionLinks, [
+            memoryId, links.map((link) => link[0]), links.map((link) => link[1]), links.map((link) => link[2]), links.map((link) => link[3]), operation.operation_id,
+          ]);
           const row = swapped(
             await first<RecordRow>(client, sql.applyReflection, [
               memoryId, current.state_version, reflection.raw, JSON.stringify(reflection.structured), reflection.tokenCount, reflection.throughSeq, reflection.createdAt,
+              added.filter((link) => link.kind === 'supersession').length, added.filter((link) => link.kind === 'contradiction').length, checked.rejected,
             ]),
             memoryId,
           );
           return toRecord(row);
         }),
       ),
+
+    listReflectionLinks: (memoryId) => execute(async () => toReflectionLinks(await rows<ReflectionLinkRow>(pool, sql.listReflectionLinks, [memoryId]))),
+
+    scopeGeneration: (memoryId) => execute(async () => (await first<{ generation: number }>(pool, sql.selectScopeGeneration, [memoryId]))?.generation ?? 0),
 
     completeWithoutChange: (input) =>
       execute(async () => {
@@ -329,6 +366,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
       execute(() =>
         inScope(memoryId, async (client) => {
           for (const statement of sql.forgetScope) await query(client, statement, [memoryId]);
+          await query(client, sql.writeScopeGeneration, [memoryId, newScopeGeneration()]);
         }),
       ),
 

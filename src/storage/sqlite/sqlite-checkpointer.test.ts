@@ -12,8 +12,11 @@ const scope: Scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'age
 const memoryId = memoryIdOf(scope);
 const limits = { maxEntries: 100_000, maxTotalBytes: 100_000_000 };
 
-/** Resolves once `check` holds, polling; fails after `timeoutMs`. */
-async function eventually(check: () => boolean, timeoutMs = 5000): Promise<void> {
+/**
+ * Resolves once `check` holds, polling; fails after `timeoutMs`: a safety net, not a speed
+ * check (a worker thread can take seconds to start on a loaded machine).
+ */
+async function eventually(check: () => boolean, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
@@ -21,7 +24,7 @@ async function eventually(check: () => boolean, timeoutMs = 5000): Promise<void>
   }
 }
 
-describe('sqlite store: background checkpoints', () => {
+describe('sqlite store: background checkpoints', { timeout: 60_000 }, () => {
   const files = useSqliteTestFiles('harness-memory-checkpoints-');
 
   const open = (options: { checkpoints?: 'background' | 'inline' } = {}): { store: MemoryStore; database: Database.Database } => {
@@ -81,10 +84,16 @@ describe('sqlite store: background checkpoints', () => {
     const listen = (warning: Error) => warnings.push(warning);
     process.on('warning', listen);
     try {
-      const { store, database } = open();
-      // The worker opens the file after the store returns; by then it is gone (the store's
-      // connection keeps working on the unlinked file).
+      // The file is gone before the store starts its worker, which then cannot open it (the
+      // store's connection, opened before, keeps working on the unlinked file). Unlinking
+      // after the store returned raced the worker's start, and lost under load.
+      // A first store leaves the file migrated and in WAL mode, so the second has nothing to
+      // set up on the unlinked file but its own pragmas.
+      await createSqliteStore({ path: files.path, checkpoints: 'inline' }).dispose();
+      const database = files.track(new Database(files.path));
+      database.pragma('journal_mode = WAL');
       unlinkSync(files.path);
+      const store = files.track(createSqliteStore({ path: files.path, database }));
       await eventually(() => database.pragma('wal_autocheckpoint', { simple: true }) === 1000);
       await eventually(() => warnings.some((warning) => (warning as Error & { code?: string }).code === 'HARNESS_MEMORY_CHECKPOINTS'));
       expect(warnings.find((warning) => (warning as Error & { code?: string }).code === 'HARNESS_MEMORY_CHECKPOINTS')?.message).toMatch(/Background checkpoints of .*state\.db stopped/);

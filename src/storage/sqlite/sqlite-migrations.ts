@@ -5,6 +5,10 @@
  */
 import type { Database } from 'better-sqlite3';
 import { StoreError } from '../../core/errors.js';
+import { OBSERVATION_SOURCES } from '../../core/observation.js';
+import { parseReflection } from '../../core/parse-reflection.js';
+import { checkReflectionReferences } from '../../core/reflection-links.js';
+import { readStructured } from '../_memory-rows.js';
 import { STORE_NAME } from './sqlite-errors.js';
 import { convertReferenceData } from './sqlite-reference-import.js';
 import { SQL_NOW } from './sqlite-statements.js';
@@ -294,6 +298,57 @@ INSERT INTO working_memory_versions (memory_id, version, entry_count, total_byte
   FROM working_memory_entries GROUP BY memory_id;
 `;
 
+// Version 7: the supersession set of each scope (supersessions and contradictions found by
+// reflections, kept across them), with its counts and the references reflections made that
+// were dropped; the provenance of each observation (earlier rows become 'mixed': their
+// source was not recorded); and a generation per scope and per conversation, which every
+// forget replaces, so work that began before a forget cannot write into the scope again.
+const SUPERSESSION_SET_AND_PROVENANCE = `
+CREATE TABLE om_reflection_links (
+  memory_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('supersession', 'contradiction')),
+  first_seq INTEGER NOT NULL,
+  second_seq INTEGER NOT NULL,
+  detail TEXT NOT NULL,
+  operation_id TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (memory_id, kind, first_seq, second_seq)
+) WITHOUT ROWID;
+ALTER TABLE om_memory_records ADD COLUMN supersession_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE om_memory_records ADD COLUMN contradiction_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE om_memory_records ADD COLUMN rejected_reference_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE om_observations ADD COLUMN source TEXT NOT NULL DEFAULT 'mixed' CHECK (source IN (${OBSERVATION_SOURCES.map((source) => `'${source}'`).join(', ')}));
+ALTER TABLE om_observations ADD COLUMN source_seqs_json TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE om_scope_generations (
+  memory_id TEXT PRIMARY KEY,
+  generation INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE harness_conversation_generations (
+  memory_id TEXT PRIMARY KEY,
+  generation INTEGER NOT NULL
+) WITHOUT ROWID;
+`;
+
+/**
+ * Version 7's data step: each stored reflection's supersessions and contradictions become the
+ * scope's first supersession set (checked as a reflection applied now would be), so an
+ * upgraded scope keeps the warnings its snippet showed.
+ */
+function seedSupersessionSets(db: Database): void {
+  const records = db.prepare<[], { memory_id: string; last_observation_seq: number; reflection_structured_json: string | null; active_reflection: string; updated_at: string }>(
+    'SELECT memory_id, last_observation_seq, reflection_structured_json, active_reflection, updated_at FROM om_memory_records WHERE active_reflection IS NOT NULL',
+  );
+  const insert = db.prepare(`INSERT INTO om_reflection_links VALUES (?, ?, ?, ?, ?, 'schema-7', ?) ON CONFLICT DO NOTHING`);
+  const counts = db.prepare('UPDATE om_memory_records SET supersession_count = ?, contradiction_count = ?, rejected_reference_count = ? WHERE memory_id = ?');
+  for (const row of records.all()) {
+    const structured = readStructured(row.reflection_structured_json) ?? parseReflection(row.active_reflection);
+    const checked = checkReflectionReferences(structured, row.last_observation_seq);
+    for (const item of checked.supersessions) insert.run(row.memory_id, 'supersession', item.newerSeq, item.olderSeq, item.reason, row.updated_at);
+    for (const item of checked.contradictions) insert.run(row.memory_id, 'contradiction', item.seqA, item.seqB, item.detail, row.updated_at);
+    counts.run(checked.supersessions.length, checked.contradictions.length, checked.rejected, row.memory_id);
+  }
+}
+
 /** A migration step that runs one SQL script. */
 const runSql =
   (sql: string) =>
@@ -328,6 +383,14 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
     version: 6,
     description: 'working_memory_versions: per scope, a version of working memory changed by every write, and its entry count and bytes',
     up: runSql(WORKING_MEMORY_VERSIONS),
+  },
+  {
+    version: 7,
+    description: 'om_reflection_links (the supersession set per scope) and its counts; observation provenance (source, cited message seqs); scope and conversation generations, replaced by every forget',
+    up: (db: Database): void => {
+      db.exec(SUPERSESSION_SET_AND_PROVENANCE);
+      seedSupersessionSets(db);
+    },
   },
 ]);
 

@@ -8,6 +8,8 @@ import { StoreError } from '../../core/errors.js';
 import { memoryIdOf } from '../../core/scope.js';
 import { toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
 import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
+import { newScopeGeneration } from '../_memory-rows.js';
+import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
 import type { RunStore } from '../run-store.js';
 import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } from './sqlite-connection.js';
@@ -60,6 +62,10 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     ),
     staleRuns: db.prepare<[string], RunRow>(`SELECT * FROM harness_runs WHERE status IN ('queued', 'running') AND updated_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) ORDER BY created_at`),
     forgetMessages: db.prepare<[string]>('DELETE FROM harness_conversation_messages WHERE memory_id = ?'),
+    selectGeneration: db.prepare<[string], number>('SELECT generation FROM harness_conversation_generations WHERE memory_id = ?').pluck(),
+    writeGeneration: db.prepare<[string, number]>(
+      'INSERT INTO harness_conversation_generations (memory_id, generation) VALUES (?, ?) ON CONFLICT (memory_id) DO UPDATE SET generation = excluded.generation',
+    ),
     forgetEvents: db.prepare<[string]>('DELETE FROM harness_run_events WHERE run_id IN (SELECT run_id FROM harness_runs WHERE memory_id = ?)'),
     forgetRuns: db.prepare<[string]>('DELETE FROM harness_runs WHERE memory_id = ?'),
   };
@@ -155,10 +161,11 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     async listEvents(runId, afterSeq) {
       return wrap(() => statements.listEvents.all(runId, afterSeq).map(toRunEvent));
     },
-    async appendMessages(memoryId, messages) {
+    async appendMessages(memoryId, messages, appendOptions = {}) {
       write(() =>
         db
           .transaction(() => {
+            if (appendOptions.generation !== undefined && (statements.selectGeneration.get(memoryId) ?? 0) !== appendOptions.generation) throw scopeForgottenError(STORE, memoryId);
             let position = statements.nextPosition.get(memoryId) ?? 1;
             for (const message of messages) {
               const result = statements.insertMessage.run({
@@ -202,12 +209,16 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     async listStaleRuns(olderThanSeconds) {
       return wrap(() => statements.staleRuns.all(`-${Math.max(0, olderThanSeconds)} seconds`).map(toRunRecord));
     },
+    async conversationGeneration(memoryId) {
+      return wrap(() => statements.selectGeneration.get(memoryId) ?? 0);
+    },
     async forgetConversation(memoryId) {
       write(() => {
         db.transaction(() => {
           statements.forgetMessages.run(memoryId);
           statements.forgetEvents.run(memoryId);
           statements.forgetRuns.run(memoryId);
+          statements.writeGeneration.run(memoryId, newScopeGeneration());
         }).immediate();
         db.pragma('wal_checkpoint(TRUNCATE)');
       });

@@ -4,7 +4,7 @@
  * @module
  */
 import type { Database, Statement } from 'better-sqlite3';
-import type { MarkerRow, MessageRow, ObservationRow, OperationRow, RecordRow, WorkingMemoryRow } from '../_memory-rows.js';
+import type { MarkerRow, MessageRow, ObservationRow, OperationRow, RecordRow, ReflectionLinkRow, WorkingMemoryRow } from '../_memory-rows.js';
 
 /** SQL expression for the database clock as ISO-8601 UTC with milliseconds (`Date.toISOString()` format). */
 export const SQL_NOW = `strftime('%Y-%m-%dT%H:%M:%fZ','now')`;
@@ -28,8 +28,27 @@ export interface SqliteStatements {
   readonly updateLastMessageSeq: RecordRowStatement<Named<{ memoryId: string; stateVersion: number; lastMessageSeq: number; clearedThrough: number; now: string }>>;
   readonly applyObservations: RecordRowStatement<Named<{ memoryId: string; stateVersion: number; throughSeq: number; count: number; lastObservationSeq: number; tokens: number; now: string }>>;
   readonly applyReflection: RecordRowStatement<
-    Named<{ memoryId: string; stateVersion: number; raw: string; structuredJson: string; tokenCount: number; throughSeq: number; createdAt: string; now: string }>
+    Named<{
+      memoryId: string;
+      stateVersion: number;
+      raw: string;
+      structuredJson: string;
+      tokenCount: number;
+      throughSeq: number;
+      createdAt: string;
+      addedSupersessions: number;
+      addedContradictions: number;
+      rejected: number;
+      now: string;
+    }>
   >;
+  /** Adds a supersession or contradiction to the scope's set; no change when the pair is there already. */
+  readonly insertReflectionLink: Statement<Named<ReflectionLinkRow>>;
+  readonly listReflectionLinks: Statement<[string], ReflectionLinkRow>;
+  /** The scope's generation; none before its first forget. */
+  readonly selectScopeGeneration: Statement<[string], number>;
+  /** $1 memoryId, $2 the new generation. */
+  readonly writeScopeGeneration: Statement<[string, number]>;
 
   readonly insertMessage: Statement<Named<{ memoryId: string; seq: number; messageKey: string; role: string; name: string; toolCallId: string; content: string; tokenCount: number }>>;
   readonly sumUnobservedTokens: Statement<[string, number], number>;
@@ -149,6 +168,9 @@ function recordRows<P extends unknown[]>(statement: Statement<P, unknown[]>): Re
     structured: at('reflection_structured_json'),
     reflectionThrough: at('reflection_through_seq'),
     reflectionCreatedAt: at('reflection_created_at'),
+    supersessionCount: at('supersession_count'),
+    contradictionCount: at('contradiction_count'),
+    rejectedReferenceCount: at('rejected_reference_count'),
     createdAt: at('created_at'),
     updatedAt: at('updated_at'),
   };
@@ -177,6 +199,9 @@ function recordRows<P extends unknown[]>(statement: Statement<P, unknown[]>): Re
         reflection_structured_json: v[p.structured],
         reflection_through_seq: v[p.reflectionThrough] as number | null,
         reflection_created_at: v[p.reflectionCreatedAt] as string | null,
+        supersession_count: v[p.supersessionCount] as number,
+        contradiction_count: v[p.contradictionCount] as number,
+        rejected_reference_count: v[p.rejectedReferenceCount] as number,
         created_at: v[p.createdAt] as string,
         updated_at: v[p.updatedAt] as string,
       };
@@ -216,7 +241,17 @@ export function prepareStatements(db: Database): SqliteStatements {
         reflection_through_seq = @throughSeq,
         reflection_created_at = @createdAt,
         unreflected_observation_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM om_observations WHERE memory_id = @memoryId AND seq > @throughSeq),
+        supersession_count = supersession_count + @addedSupersessions,
+        contradiction_count = contradiction_count + @addedContradictions,
+        rejected_reference_count = rejected_reference_count + @rejected,
         ${BUMP}`),
+    insertReflectionLink: prepare(`
+      INSERT INTO om_reflection_links (memory_id, kind, first_seq, second_seq, detail, operation_id, created_at)
+      VALUES (@memory_id, @kind, @first_seq, @second_seq, @detail, @operation_id, @created_at)
+      ON CONFLICT DO NOTHING`),
+    listReflectionLinks: prepare('SELECT * FROM om_reflection_links WHERE memory_id = ?'),
+    selectScopeGeneration: pluck('SELECT generation FROM om_scope_generations WHERE memory_id = ?'),
+    writeScopeGeneration: prepare(`INSERT INTO om_scope_generations (memory_id, generation) VALUES (?, ?) ON CONFLICT (memory_id) DO UPDATE SET generation = excluded.generation`),
 
     insertMessage: prepare(`
       INSERT INTO om_messages (memory_id, seq, message_key, role, name, tool_call_id, content, token_count, observed)
@@ -230,8 +265,8 @@ export function prepareStatements(db: Database): SqliteStatements {
     markMessagesObserved: prepare(`UPDATE om_messages SET observed = 1, content = '' WHERE memory_id = ? AND seq > ? AND seq <= ? AND observed = 0`),
 
     insertObservation: prepare(`
-      INSERT INTO om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, operation_id)
-      VALUES (@memory_id, @seq, @content, @token_count, @importance, @created_at, @source_start_seq, @source_end_seq, @operation_id)`),
+      INSERT INTO om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, source, source_seqs_json, operation_id)
+      VALUES (@memory_id, @seq, @content, @token_count, @importance, @created_at, @source_start_seq, @source_end_seq, @source, @source_seqs_json, @operation_id)`),
     listObservations: prepare('SELECT * FROM om_observations WHERE memory_id = ? AND seq > ? ORDER BY seq'),
     insertMarker: prepare(`
       INSERT INTO om_markers (memory_id, marker_position, marker_id, marker_type, cycle_id, message_index_start, message_index_end, token_count, payload_json, created_at)
@@ -291,7 +326,7 @@ export function prepareStatements(db: Database): SqliteStatements {
     ).raw(true),
 
     forgetScope: Object.freeze(
-      ['om_observations', 'om_messages', 'om_markers', 'om_operation_log', 'working_memory_entries', 'working_memory_versions', 'om_memory_records'].map((table) =>
+      ['om_observations', 'om_messages', 'om_markers', 'om_reflection_links', 'om_operation_log', 'working_memory_entries', 'working_memory_versions', 'om_memory_records'].map((table) =>
         prepare(`DELETE FROM ${table} WHERE memory_id = ?`),
       ),
     ),

@@ -14,7 +14,21 @@ import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } f
 import type { BackgroundCheckpoints } from './sqlite-checkpointer.js';
 import { conflictError, disposedError, leaseLostError, missingRecordError, STORE_NAME, toStoreError } from './sqlite-errors.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
-import { newWorkingMemoryVersion, parseConfig, toMarker, toObservation, toOperation, toRecord, toStoredMessage, toWorkingMemoryEntry } from '../_memory-rows.js';
+import { checkReflectionReferences } from '../../core/reflection-links.js';
+import {
+  newScopeGeneration,
+  newWorkingMemoryVersion,
+  parseConfig,
+  seqsJson,
+  toMarker,
+  toObservation,
+  toOperation,
+  toRecord,
+  toReflectionLinks,
+  toStoredMessage,
+  toWorkingMemoryEntry,
+} from '../_memory-rows.js';
+import { scopeForgottenError } from '../_store-errors.js';
 import type { MarkerRow, ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
 import { prepareStatements } from './sqlite-statements.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
@@ -200,6 +214,11 @@ function buildStore(
     return toRecord(row);
   };
 
+  /** Throws `SCOPE_FORGOTTEN` when the caller's generation is not the scope's any more. */
+  const checkGeneration = (memoryId: string, expected: number | undefined): void => {
+    if (expected !== undefined && (statements.selectScopeGeneration.get(memoryId) ?? 0) !== expected) throw scopeForgottenError(STORE_NAME, memoryId);
+  };
+
   /** `existing`: the record row when the caller just read it in this transaction; `now`, the time it read. */
   const appendMessagesBody = (input: Input<'appendMessages'>, existing?: RecordRow, now = readNow()) => {
     let row = existing ?? ensureRecord(input.scope, input.memoryId, now);
@@ -234,9 +253,13 @@ function buildStore(
     const unobservedTokens = statements.sumUnobservedTokens.get(input.memoryId, row.observed_through_message_seq) ?? 0;
     return { record: toRecord(row), inserted, unobservedTokens };
   };
-  const appendMessages = (input: Input<'appendMessages'>) => appendMessagesBody(input);
+  const appendMessages = (input: Input<'appendMessages'>) => {
+    checkGeneration(input.memoryId, input.generation);
+    return appendMessagesBody(input);
+  };
 
   const appendMessagesAndClaim = (input: Parameters<NonNullable<MemoryStore['appendMessagesAndClaim']>>[0]): AppendAndClaimResult => {
+    checkGeneration(input.memoryId, input.generation);
     const existing = statements.selectRecord.get(input.memoryId);
     const current = existing && toRecord(existing);
     const settings = input.settings(current);
@@ -320,6 +343,8 @@ function buildStore(
         created_at: now,
         source_start_seq: startSeq,
         source_end_seq: throughSeq,
+        source: candidate.source ?? 'mixed',
+        source_seqs_json: seqsJson(candidate.sourceMessageSeqs),
         operation_id: operationId,
       };
       statements.insertObservation.run(row);
@@ -354,6 +379,16 @@ function buildStore(
       payload: { last_reflected_seq: reflection.throughSeq },
       created_at: now,
     });
+    const checked = checkReflectionReferences(reflection.structured, current.last_observation_seq);
+    const link = { memory_id: memoryId, operation_id: operationId, created_at: now };
+    let addedSupersessions = 0;
+    let addedContradictions = 0;
+    for (const item of checked.supersessions) {
+      addedSupersessions += statements.insertReflectionLink.run({ ...link, kind: 'supersession', first_seq: item.newerSeq, second_seq: item.olderSeq, detail: item.reason }).changes;
+    }
+    for (const item of checked.contradictions) {
+      addedContradictions += statements.insertReflectionLink.run({ ...link, kind: 'contradiction', first_seq: item.seqA, second_seq: item.seqB, detail: item.detail }).changes;
+    }
     const row = swapped(
       statements.applyReflection.get({
         memoryId,
@@ -363,6 +398,9 @@ function buildStore(
         tokenCount: reflection.tokenCount,
         throughSeq: reflection.throughSeq,
         createdAt: reflection.createdAt,
+        addedSupersessions,
+        addedContradictions,
+        rejected: checked.rejected,
         now,
       }),
       memoryId,
@@ -413,6 +451,7 @@ function buildStore(
 
   const forget = (memoryId: string) => {
     for (const statement of statements.forgetScope) statement.run(memoryId);
+    statements.writeScopeGeneration.run(memoryId, newScopeGeneration());
   };
 
   const store: MemoryStore = {
@@ -444,6 +483,8 @@ function buildStore(
     },
     completeObservation: async (input) => write(() => completeObservation(input)),
     completeReflection: async (input) => write(() => completeReflection(input)),
+    listReflectionLinks: async (memoryId) => execute(() => toReflectionLinks(statements.listReflectionLinks.all(memoryId))),
+    scopeGeneration: async (memoryId) => execute(() => statements.selectScopeGeneration.get(memoryId) ?? 0),
     completeWithoutChange: async (input) => write(() => completeWithoutChange(input)),
     failOperation: async (input) => write(() => failOperation(input)),
     requeueStaleOperations: async (input) => write(() => requeueStaleOperations(input)),

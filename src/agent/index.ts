@@ -1,0 +1,17 @@
+/**
+ * The agent harness pieces: `createTurnPreparer` (what goes to the model before each turn:
+ * both memory snippets, the system prompt, the conversation's history within a budget, the
+ * current messages, tool calls paired for strict servers) and the agent runner built on it.
+ * No database driver or HTTP framework is loaded from here.
+ * @module
+ */
+export { createTurnPreparer } from './prepare-turn.js';
+export type { PreparedTurn, PrepareTurnOptions, SnippetFailure, TurnPreparer, TurnPreparerOptions } from './prepare-turn.js';
+export { createAgentRunner } from './agent-runner.js';
+export type { AgentRunner, AgentRunnerOptions, RunRequest } from './agent-runner.js';
+export { createLocalEventHub, TERMINAL_EVENT_TYPES } from './event-hub.js';
+export type { EventHub, LocalEventHub } from './event-hub.js';
+export { pairToolCalls } from '../core/tool-call-pairs.js';
+export type { ToolCallMessage } from '../core/tool-call-pairs.js';
+export { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
+export type { ConversationMessage, RunEvent, RunRecord, RunStatus, RunStore, RunUsage } from '../storage/run-store.js';

@@ -1,0 +1,151 @@
+/**
+ * Turn preparation: what goes to the model before each LLM call, built in one place for the
+ * agent runner and for anyone driving a model with these memories.
+ * @module
+ */
+import { ConfigError, HarnessMemoryError } from '../core/errors.js';
+import { memoryIdOf, resolveScope } from '../core/scope.js';
+import type { Scope, ScopeInput } from '../core/scope.js';
+import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
+import type { TokenEstimator } from '../core/token-estimator.js';
+import { pairToolCalls } from '../core/tool-call-pairs.js';
+import type { LanguageModelMessage } from '../llm/language-model.js';
+import type { ObservationalMemory } from '../memory/observational-memory.js';
+import type { WorkingMemory } from '../memory/working-memory.js';
+import type { ConversationMessage, RunStore } from '../storage/run-store.js';
+
+/** Options of {@link createTurnPreparer}. */
+export interface TurnPreparerOptions {
+  readonly observationalMemory: ObservationalMemory;
+  readonly workingMemory: WorkingMemory;
+  /** Source of the conversation's stored history; without it a turn has no earlier history. */
+  readonly runStore?: RunStore;
+  /** Tokens of stored history put into a turn. @default 8000 */
+  readonly historyMaxTokens?: number;
+  /** Counts history tokens when a message has no stored count. @default RuneTokenEstimator */
+  readonly estimator?: TokenEstimator;
+}
+
+/** Options of {@link TurnPreparer.prepareTurn}. */
+export interface PrepareTurnOptions {
+  /** The run's system prompt, placed after the memory snippets. */
+  readonly systemPrompt?: string;
+  /** Messages put after the stored history (for example the current run's own messages, or an eval question). */
+  readonly transcript?: readonly ConversationMessage[];
+  /**
+   * The conversation generation (`RunStore.conversationGeneration`) read when the caller's
+   * work began. When the conversation was forgotten since, the turn is refused with
+   * `SCOPE_FORGOTTEN` rather than sending the caller's forgotten messages again.
+   */
+  readonly generation?: number;
+}
+
+/** A snippet that could not be built. */
+export interface SnippetFailure {
+  readonly source: 'working_memory' | 'observational_memory';
+  readonly error: Error;
+}
+
+/** What {@link TurnPreparer.prepareTurn} built. */
+export interface PreparedTurn {
+  /** Exactly what goes to the model, in order: working-memory snippet, observational-memory snippet (each a system message when non-empty), system prompt, history, transcript. */
+  readonly messages: readonly LanguageModelMessage[];
+  readonly snippets: { readonly workingMemory: string; readonly observationalMemory: string };
+  /** The stored history put into the turn (the newest within `historyMaxTokens`, the transcript's own messages left out), as sent. */
+  readonly history: readonly ConversationMessage[];
+  /** A snippet that could not be built: the turn goes on without it. */
+  readonly failures: readonly SnippetFailure[];
+}
+
+/** Builds the model input of a turn. */
+export interface TurnPreparer {
+  prepareTurn(scope: ScopeInput, options?: PrepareTurnOptions): Promise<PreparedTurn>;
+}
+
+/**
+ * Creates the turn preparer. Each turn reads both snippets and the stored history afresh.
+ * The history is the newest stored messages within `historyMaxTokens` (older ones are left to
+ * observational memory), without the transcript's own messages, which always go in whole, so
+ * the current prompt is never cut by the budget. History and transcript together are then
+ * made valid for strict chat servers: a tool call without its result, or a result without
+ * its call (a cancelled step, a crash, the budget's edge), is left out (`pairToolCalls`).
+ * @example
+ * const preparer = createTurnPreparer({ observationalMemory, workingMemory, runStore });
+ * const turn = await preparer.prepareTurn({ conversationId: 'c1' }, { systemPrompt: 'You are a coder.', transcript });
+ * const answer = await model.doGenerate({ messages: turn.messages });
+ */
+export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
+  const { observationalMemory, workingMemory, runStore } = options;
+  const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
+  const historyMaxTokens = options.historyMaxTokens ?? 8000;
+  if (!Number.isSafeInteger(historyMaxTokens) || historyMaxTokens < 0) {
+    throw new ConfigError({ key: 'historyMaxTokens', source: 'createTurnPreparer', message: `must be a non-negative integer, got ${JSON.stringify(historyMaxTokens)}` });
+  }
+  const tokensOf = (message: ConversationMessage): number => (Number.isFinite(message.tokenCount) ? message.tokenCount : estimator.estimate(message.content));
+
+  const snippetsOf = async (scope: Scope): Promise<{ workingMemory: string; observationalMemory: string; failures: SnippetFailure[] }> => {
+    const [working, observational] = await Promise.allSettled([
+      workingMemory.snippet(scope),
+      observationalMemory.mode === 'off' ? Promise.resolve('') : observationalMemory.snippet(scope),
+    ]);
+    const failures: SnippetFailure[] = [];
+    const valueOf = (result: PromiseSettledResult<string>, source: SnippetFailure['source']): string => {
+      if (result.status === 'fulfilled') return result.value;
+      failures.push({ source, error: result.reason instanceof Error ? result.reason : new Error(String(result.reason)) });
+      return '';
+    };
+    return { workingMemory: valueOf(working, 'working_memory'), observationalMemory: valueOf(observational, 'observational_memory'), failures };
+  };
+
+  const historyOf = async (memoryId: string, transcript: readonly ConversationMessage[]): Promise<ConversationMessage[]> => {
+    if (!runStore || historyMaxTokens === 0) return [];
+    const own = new Set(transcript.map((message) => message.messageId));
+    // The transcript's messages may be stored already: read enough to leave them out.
+    const ownTokens = transcript.reduce((sum, message) => sum + tokensOf(message), 0);
+    const recent = (await runStore.recentMessages(memoryId, historyMaxTokens + ownTokens)).filter((message) => !own.has(message.messageId));
+    let start = recent.length;
+    let used = 0;
+    while (start > 0 && used + tokensOf(recent[start - 1] as ConversationMessage) <= historyMaxTokens) used += tokensOf(recent[--start] as ConversationMessage);
+    return recent.slice(start);
+  };
+
+  return {
+    async prepareTurn(scopeInput, turnOptions = {}) {
+      const scope = resolveScope(scopeInput);
+      const memoryId = memoryIdOf(scope);
+      const transcript = turnOptions.transcript ?? [];
+      const [snippets, stored] = await Promise.all([snippetsOf(scope), historyOf(memoryId, transcript)]);
+      // Read after the history: a forget before that read shows here, one after it came after this turn.
+      if (turnOptions.generation !== undefined && runStore && (await runStore.conversationGeneration(memoryId)) !== turnOptions.generation) {
+        throw new HarnessMemoryError({
+          code: 'SCOPE_FORGOTTEN',
+          component: 'turn',
+          message: `conversation ${scope.conversationId} was forgotten while this work was under way; its messages are not sent again. Start a new run.`,
+          data: { memoryId },
+        });
+      }
+      const own = new Set(transcript.map((message) => message.messageId));
+      const conversation = pairToolCalls([...stored, ...transcript]);
+      const messages: LanguageModelMessage[] = [];
+      if (snippets.workingMemory !== '') messages.push({ role: 'system', content: snippets.workingMemory });
+      if (snippets.observationalMemory !== '') messages.push({ role: 'system', content: snippets.observationalMemory });
+      if (turnOptions.systemPrompt !== undefined && turnOptions.systemPrompt !== '') messages.push({ role: 'system', content: turnOptions.systemPrompt });
+      for (const message of conversation) messages.push(toModelMessage(message));
+      return {
+        messages,
+        snippets: { workingMemory: snippets.workingMemory, observationalMemory: snippets.observationalMemory },
+        history: conversation.filter((message) => !own.has(message.messageId)),
+        failures: snippets.failures,
+      };
+    },
+  };
+}
+
+function toModelMessage(message: ConversationMessage): LanguageModelMessage {
+  return {
+    role: message.role,
+    content: message.content,
+    ...(message.toolCallId ? { toolCallId: message.toolCallId } : {}),
+    ...(message.toolCalls && message.toolCalls.length > 0 ? { toolCalls: message.toolCalls } : {}),
+  };
+}

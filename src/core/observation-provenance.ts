@@ -1,0 +1,47 @@
+/**
+ * Where an observation came from, and what that allows: an observation made only from tool
+ * output (a web page, a file, a command's output) cannot claim top importance.
+ * @module
+ */
+import type { ObservationSource, ParsedObservation } from './observation.js';
+import { UNSCORED_IMPORTANCE } from './observation-snippet.js';
+
+/** A transcript message of the batch an observation was made from. */
+export interface BatchMessage {
+  readonly seq: number;
+  readonly role: string;
+}
+
+/** An observation's provenance, and its importance after the tool cap. */
+export interface ObservationProvenance {
+  readonly source: ObservationSource;
+  /** The seqs it cites that are in the batch, ascending; seqs outside the batch are ignored. */
+  readonly sourceMessageSeqs: readonly number[];
+  readonly importance: number | null;
+}
+
+/**
+ * The provenance of an observation of a batch: its source is the role of the messages it
+ * cites (those in the batch), or, when it cites none, of every message of the batch; `mixed`
+ * for several roles or any other role. When that source is `tool`, its importance is capped
+ * at `toolImportanceCap` (an unscored one too, when the cap is below the 0.5 it counts as).
+ */
+export function provenanceOf(observation: ParsedObservation, batch: readonly BatchMessage[], toolImportanceCap: number): ObservationProvenance {
+  const roles = new Map(batch.map((message) => [message.seq, message.role]));
+  const cited = [...new Set(observation.sourceSeqs ?? [])].filter((seq) => roles.has(seq)).sort((a, b) => a - b);
+  const from = cited.length > 0 ? cited.map((seq) => roles.get(seq) as string) : batch.map((message) => message.role);
+  const source = sourceOf(from);
+  return { source, sourceMessageSeqs: cited, importance: source === 'tool' ? capImportance(observation.importance, toolImportanceCap) : observation.importance };
+}
+
+function sourceOf(roles: readonly string[]): ObservationSource {
+  const distinct = new Set(roles.map((role) => role.trim().toLowerCase()));
+  if (distinct.size !== 1) return 'mixed';
+  const [role] = distinct;
+  return role === 'user' || role === 'assistant' || role === 'tool' ? role : 'mixed';
+}
+
+function capImportance(importance: number | null, cap: number): number | null {
+  if (importance === null) return cap < UNSCORED_IMPORTANCE ? cap : null;
+  return Math.min(importance, cap);
+}

@@ -1,0 +1,101 @@
+/**
+ * The supersession set of a scope: the supersessions and contradictions its reflections
+ * found, kept across reflections and applied at every snippet.
+ * @module
+ */
+import type { Contradiction, StructuredReflection, Supersession } from './reflection.js';
+
+/** A supersession of the set, with the operation (reflection) that found it. */
+export interface StoredSupersession extends Supersession {
+  readonly operationId: string;
+  /** ISO 8601 UTC. */
+  readonly createdAt: string;
+}
+
+/** A contradiction of the set (`seqA < seqB`), with the operation that found it. */
+export interface StoredContradiction extends Contradiction {
+  readonly operationId: string;
+  /** ISO 8601 UTC. */
+  readonly createdAt: string;
+}
+
+/** A scope's supersession set, or its active part; each list in the order it was found. */
+export interface ReflectionLinks {
+  readonly supersessions: readonly StoredSupersession[];
+  readonly contradictions: readonly StoredContradiction[];
+}
+
+/** The set of a scope that has none. */
+export const EMPTY_REFLECTION_LINKS: ReflectionLinks = Object.freeze({ supersessions: Object.freeze([]), contradictions: Object.freeze([]) });
+
+/** What {@link checkReflectionReferences} keeps of a reflection, and how many references it dropped. */
+export interface CheckedReferences {
+  readonly supersessions: readonly Supersession[];
+  readonly contradictions: readonly Contradiction[];
+  /** References dropped: a seq the scope never assigned, a supersession whose newer seq is not greater than its older one, a self-reference. */
+  readonly rejected: number;
+}
+
+/**
+ * Checks the references of a reflection against its scope, whose observation seqs run from
+ * 1 to `lastObservationSeq` (seqs are never reused, and only `forget` removes observations).
+ * Contradictions are stored with the smaller seq first; repeats of a pair are kept once and
+ * are not counted as rejected.
+ */
+export function checkReflectionReferences(structured: StructuredReflection, lastObservationSeq: number): CheckedReferences {
+  if (structured.schemaVersion !== 1) return { supersessions: [], contradictions: [], rejected: 0 };
+  const exists = (seq: number): boolean => Number.isSafeInteger(seq) && seq >= 1 && seq <= lastObservationSeq;
+  let rejected = 0;
+  const supersessions: Supersession[] = [];
+  const seenSupersessions = new Set<string>();
+  for (const item of structured.supersessions) {
+    if (!exists(item.newerSeq) || !exists(item.olderSeq) || item.newerSeq <= item.olderSeq) {
+      rejected++;
+      continue;
+    }
+    const key = `${item.newerSeq}:${item.olderSeq}`;
+    if (seenSupersessions.has(key)) continue;
+    seenSupersessions.add(key);
+    supersessions.push({ newerSeq: item.newerSeq, olderSeq: item.olderSeq, reason: item.reason });
+  }
+  const contradictions: Contradiction[] = [];
+  const seenContradictions = new Set<string>();
+  for (const item of structured.contradictions) {
+    if (!exists(item.seqA) || !exists(item.seqB) || item.seqA === item.seqB) {
+      rejected++;
+      continue;
+    }
+    const seqA = Math.min(item.seqA, item.seqB);
+    const seqB = Math.max(item.seqA, item.seqB);
+    const key = `${seqA}:${seqB}`;
+    if (seenContradictions.has(key)) continue;
+    seenContradictions.add(key);
+    contradictions.push({ seqA, seqB, detail: item.detail });
+  }
+  return { supersessions, contradictions, rejected };
+}
+
+/**
+ * The newest observation superseding each superseded one: older seq → newer seq. A fact
+ * changed twice (10 → 40 → 55) maps both 10 and 40 to their direct successors.
+ */
+export function supersededBy(links: { readonly supersessions: readonly Supersession[] }): Map<number, number> {
+  const map = new Map<number, number>();
+  for (const item of links.supersessions) {
+    const known = map.get(item.olderSeq);
+    if (known === undefined || item.newerSeq > known) map.set(item.olderSeq, item.newerSeq);
+  }
+  return map;
+}
+
+/**
+ * The active part of a set: every supersession (a replaced fact stays replaced), and the
+ * contradictions neither of whose observations has been superseded since (a supersession
+ * resolves a contradiction about the same fact).
+ */
+export function activeReflectionLinks(links: ReflectionLinks): ReflectionLinks {
+  if (links.contradictions.length === 0) return links;
+  const superseded = supersededBy(links);
+  const contradictions = links.contradictions.filter((item) => !superseded.has(item.seqA) && !superseded.has(item.seqB));
+  return contradictions.length === links.contradictions.length ? links : { supersessions: links.supersessions, contradictions };
+}
