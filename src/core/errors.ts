@@ -26,6 +26,9 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `REQUEST_INVALID`: `{ field? }`, a run or API request is malformed.
  * - `RUN_NOT_FOUND`: `{ runId }`, no such run (or not the caller's).
  * - `RUN_NOT_COMPLETED`: `{ runId }`, the run has not finished yet.
+ * - `OPTION_INVALID`: `{ factory, option }`, a factory was called without a required option, or with an empty one.
+ * - `OPERATION_NOT_FOUND`: `{ operationId }`, the scope has no operation with that id.
+ * - `OPERATION_NOT_DEAD`: `{ operationId, status }`, only a `dead` operation can be retried by hand.
  */
 export type HarnessMemoryErrorCode =
   | 'SCOPE_INVALID'
@@ -45,7 +48,10 @@ export type HarnessMemoryErrorCode =
   | 'OPERATION_LEASE_LOST'
   | 'REQUEST_INVALID'
   | 'RUN_NOT_FOUND'
-  | 'RUN_NOT_COMPLETED';
+  | 'RUN_NOT_COMPLETED'
+  | 'OPTION_INVALID'
+  | 'OPERATION_NOT_FOUND'
+  | 'OPERATION_NOT_DEAD';
 
 /** Options for {@link HarnessMemoryError}. */
 export interface HarnessMemoryErrorOptions {

@@ -27,6 +27,9 @@ const STATUS_BY_CODE: Readonly<Record<HarnessMemoryErrorCode, ContentfulStatusCo
   STORE_FAILED: 500,
   STORE_DISPOSED: 503,
   OPERATION_LEASE_LOST: 409,
+  OPTION_INVALID: 500,
+  OPERATION_NOT_FOUND: 404,
+  OPERATION_NOT_DEAD: 409,
 };
 
 /** An HTTP error with our JSON body. */

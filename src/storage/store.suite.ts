@@ -205,6 +205,62 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await store.countPendingOperations(idA)).toBe(0);
     });
 
+    test('parks a claimed operation as dead under its lease; it no longer blocks its scope', async () => {
+      const first = await enqueueObserve();
+      const second = await enqueueObserve();
+      const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      expect(claimed?.operationId).toBe(first.operationId);
+      await expect(store.markOperationDead({ operationId: first.operationId, memoryId: idA, leaseOwner: 'intruder', errorText: 'x' })).rejects.toSatisfy(
+        (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST',
+      );
+      const dead = await store.markOperationDead({ operationId: first.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'gave up after 5 attempts' });
+      expect(dead).toMatchObject({ operationId: first.operationId, status: 'dead', errorText: 'gave up after 5 attempts', leaseOwner: null, attempt: 1 });
+      expect(await store.countDeadOperations(idA)).toBe(1);
+      expect(await store.countDeadOperations(idB)).toBe(0);
+      expect(await store.countPendingOperations(idA)).toBe(1);
+      // The lease ended with it: the worker can neither apply nor fail it afterwards.
+      await expect(store.failOperation({ operationId: first.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'late' })).rejects.toSatisfy(
+        (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST',
+      );
+      expect(await store.requeueStaleOperations({ graceSeconds: 0 })).toBe(0);
+      const next = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      expect(next?.operationId).toBe(second.operationId);
+      expect((await store.listOperations(idA)).map((item) => [item.operationId, item.status])).toEqual([
+        [first.operationId, 'dead'],
+        [second.operationId, 'processing'],
+      ]);
+    });
+
+    test('retries a dead operation by hand at the end of its scope\'s log, with its attempts reset', async () => {
+      const first = await enqueueObserve();
+      const second = await enqueueObserve();
+      await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      await store.markOperationDead({ operationId: first.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'poison' });
+      await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      // Only a dead operation of that scope can be retried.
+      expect(await store.retryDeadOperation({ memoryId: idA, operationId: second.operationId })).toBeUndefined();
+      expect(await store.retryDeadOperation({ memoryId: idA, operationId: 'op-unknown' })).toBeUndefined();
+      expect(await store.retryDeadOperation({ memoryId: idB, operationId: first.operationId })).toBeUndefined();
+      const retried = await store.retryDeadOperation({ memoryId: idA, operationId: first.operationId });
+      expect(retried).toMatchObject({ operationId: first.operationId, status: 'queued', attempt: 0, scopeSequence: 3, errorText: 'poison', leaseOwner: null });
+      expect(await store.countDeadOperations(idA)).toBe(0);
+      expect(await store.retryDeadOperation({ memoryId: idA, operationId: first.operationId })).toBeUndefined();
+      // It waits behind the operation now processing, then runs like any queued one.
+      expect(await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 })).toBeUndefined();
+      await store.completeWithoutChange({ operationId: second.operationId, memoryId: idA, leaseOwner: 'w1', note: 'done' });
+      const again = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      expect(again).toMatchObject({ operationId: first.operationId, attempt: 1 });
+      const later = await enqueueObserve();
+      expect(later.scopeSequence).toBe(4);
+      expect((await store.listOperations(idA)).map((item) => [item.scopeSequence, item.operationId])).toEqual([
+        [2, second.operationId],
+        [3, first.operationId],
+        [4, later.operationId],
+      ]);
+      await store.forget(idA);
+      expect(await store.countDeadOperations(idA)).toBe(0);
+    });
+
     test('stores a reflection with its parsed form and recounts unreflected tokens', async () => {
       await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
       await enqueueObserve();

@@ -172,11 +172,22 @@ INSERT INTO ${s}working_memory_versions (memory_id, version)
   SELECT memory_id, floor(random() * 281474976710655)::bigint + 1 FROM ${s}working_memory_entries GROUP BY memory_id;
 `;
 
+// The 'dead' operation status (attempts used up), and a partial index that keeps counting a
+// scope's dead operations cheap without touching any other write.
+const DEAD_OPERATIONS = (s: string): string => `
+ALTER TABLE ${s}om_operation_log DROP CONSTRAINT IF EXISTS om_operation_log_status_check;
+ALTER TABLE ${s}om_operation_log ADD CONSTRAINT om_operation_log_status_check CHECK (status IN ('queued', 'processing', 'applied', 'failed', 'dead'));
+CREATE INDEX om_operation_log_dead_idx ON ${s}om_operation_log (memory_id) WHERE status = 'dead';
+`;
+
 /** Every migration, in order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
   { version: 1, description: 'memory: records, leased operation log, markers, observations, messages, working memory', up: MEMORY_TABLES },
   { version: 2, description: 'harness runs, run events and conversation messages', up: HARNESS_TABLES },
   { version: 3, description: 'working_memory_versions: a per-scope version of working memory, changed by every write', up: WORKING_MEMORY_VERSIONS },
+  // Version 4 belongs to another change (supersession links and provenance); every migration
+  // not yet recorded is applied in version order, so either may land first.
+  { version: 5, description: "the 'dead' operation status, with a partial index of dead operations per scope", up: DEAD_OPERATIONS },
 ]);
 
 /** The schema version this code writes and reads. */

@@ -158,7 +158,7 @@ function buildStore(
     return row;
   };
 
-  const finishLeased = (handle: LeaseHandle, now: string, status: 'applied' | 'failed' | 'queued', errorText: string, availableAt: string | null = null): OperationRow => {
+  const finishLeased = (handle: LeaseHandle, now: string, status: 'applied' | 'failed' | 'queued' | 'dead', errorText: string, availableAt: string | null = null): OperationRow => {
     const row = statements.finishLeasedOperation.get({ ...leaseOf(handle), status, errorText, availableAt, now });
     if (!row) throw leaseLostError(handle.operationId, handle.leaseOwner);
     return row;
@@ -446,6 +446,13 @@ function buildStore(
     completeReflection: async (input) => write(() => completeReflection(input)),
     completeWithoutChange: async (input) => write(() => completeWithoutChange(input)),
     failOperation: async (input) => write(() => failOperation(input)),
+    markOperationDead: async (input) => write(() => toOperation(finishLeased(input, readNow(), 'dead', input.errorText))),
+    retryDeadOperation: async (input) =>
+      write(() => {
+        const row = statements.retryDeadOperation.get({ memoryId: input.memoryId, operationId: input.operationId, now: readNow() });
+        return row && toOperation(row);
+      }),
+    countDeadOperations: async (memoryId) => execute(() => statements.countDeadOperationsOfScope.get(memoryId) ?? 0),
     requeueStaleOperations: async (input) => write(() => requeueStaleOperations(input)),
     listOperations: async (memoryId) => execute(() => statements.listOperations.all(memoryId).map(toOperation)),
     countPendingOperations: async (memoryId) => execute(() => (memoryId === undefined ? statements.countPendingOperations.get() : statements.countPendingOperationsOfScope.get(memoryId)) ?? 0),
