@@ -124,7 +124,7 @@ describe('agent runner: events', () => {
 
   it('reports a failed observation as memory.observe.failed and still completes the run', async () => {
     const memoryModel = createMockLanguageModel(new Error('observer down'));
-    const { runner, runStore } = harness({ memoryModel, memory: { maxAttempts: 1 } });
+    const { runner, runStore } = harness({ memoryModel, memory: { maxOperationAttempts: 1 } });
     const run = await runner.start({ ...ids, prompt: 'hello' });
     expect((await runner.wait(run.runId)).status).toBe('completed');
     const failed = (await runStore.listEvents(run.runId, -1)).find((event) => event.type === 'memory.observe.failed');

@@ -5,6 +5,8 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { HarnessMemoryError } from '../core/errors.js';
+import { IGNORE_FAULTS } from '../core/fault.js';
+import type { FaultReporter } from '../core/fault.js';
 import { memoryIdOf, resolveScope } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR, estimateMessageTokens } from '../core/token-estimator.js';
@@ -54,6 +56,8 @@ export interface AgentRunnerOptions {
   estimator?: TokenEstimator;
   /** @default `run_<uuid>` */
   generateRunId?: () => string;
+  /** Told of faults the runner survives (a store write that failed as a run ended, …). @default ignored */
+  onFault?: FaultReporter;
 }
 
 /** Runs agents and tracks their runs. */
@@ -95,6 +99,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   const toolsByName = new Map(tools.map((tool) => [tool.name, tool]));
   const active = new Map<string, { controller: AbortController; done: Promise<RunRecord> }>();
   const { runStore, observationalMemory: memory, workingMemory } = options;
+  const reportFault = options.onFault ?? IGNORE_FAULTS;
 
   const runLoop = async (run: RunRecord, signal: AbortSignal): Promise<RunRecord> => {
     const scope = run.scope;
@@ -103,9 +108,14 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     const emit = (type: string, payload: Record<string, unknown> = {}) => events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step });
     const usage = { inputTokens: 0, outputTokens: 0 };
     let observing: Promise<void> = Promise.resolve();
+    const forward = (type: string, payload: Record<string, unknown>): void => {
+      emit(type, payload).catch((error: unknown) => reportFault({ component: 'runner', message: `could not store the ${type} event`, error, runId: run.runId }));
+    };
     const unsubscribe = memory.subscribe((event: ObservationalMemoryEvent) => {
       if (event.type === 'memory.reflection.completed' && event.runId === run.runId) {
-        void emit('memory.reflection.completed', { trigger: event.trigger, operation_id: event.operationId });
+        forward('memory.reflection.completed', { trigger: event.trigger, operation_id: event.operationId });
+      } else if (event.type === 'memory.operation.dead' && event.runId === run.runId) {
+        forward('memory.operation.dead', { operation_id: event.operationId, operation_type: event.operationType, error: event.error, attempts: event.attempts });
       }
     });
     try {
@@ -155,7 +165,9 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
         const stepNumber = step;
         const snapshot = [...transcript];
         // Observation runs beside the next turn, never in front of it; one at a time per run.
-        observing = observing.then(() => observeStep(scope, run, stepNumber, snapshot));
+        observing = observing
+          .then(() => observeStep(scope, run, stepNumber, snapshot))
+          .catch((error: unknown) => reportFault({ component: 'runner', message: 'observing a step failed outside its own error handling', error, runId: run.runId }));
         await emit('run.step.completed', { step: stepNumber });
         if (final) {
           await settleWithin(observing, options.settleTimeoutMs ?? 60_000);
@@ -250,9 +262,31 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     return (await runStore.getRun(run.runId)) as RunRecord;
   };
 
+  /**
+   * A run whose own failure path failed (its store write or last event threw): the fault is
+   * reported, the run's end is written once more if the store lets us, and a record comes
+   * back either way, so nothing rejects in the background.
+   */
+  const endAfterFault = async (run: RunRecord, error: unknown, status: 'failed' | 'cancelled'): Promise<RunRecord> => {
+    reportFault({ component: 'runner', message: 'the run could not record its end', error, runId: run.runId });
+    const runError = status === 'failed' ? errorJson(error) : null;
+    const context = { conversationId: run.scope.conversationId };
+    try {
+      const ended = await runStore.updateRun(run.runId, { status, ...(runError ? { error: runError } : {}) });
+      await events.emit(run.runId, status === 'failed' ? 'run.failed' : 'run.cancelled', runError ? { error: runError } : {}, context);
+      return ended;
+    } catch (again) {
+      // Left as it is, the run is failed as abandoned by the sweep once its heartbeats stop.
+      reportFault({ component: 'runner', message: 'the run end could not be recorded a second time; the sweep will fail it as abandoned', error: again, runId: run.runId });
+      return { ...run, status, error: runError, updatedAt: new Date().toISOString() };
+    }
+  };
+
   const launch = (run: RunRecord): void => {
     const controller = new AbortController();
-    const done = runLoop(run, controller.signal).finally(() => active.delete(run.runId));
+    const done = runLoop(run, controller.signal)
+      .catch((error: unknown) => endAfterFault(run, error, controller.signal.aborted ? 'cancelled' : 'failed'))
+      .finally(() => active.delete(run.runId));
     active.set(run.runId, { controller, done });
   };
 
@@ -323,10 +357,12 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
       let chain: Promise<void> = Promise.resolve();
       // One maintenance task at a time; failures are retried on the next tick.
       const schedule = (task: () => Promise<void>): void => {
-        chain = chain.then(task).catch(() => undefined);
+        chain = chain.then(task).catch((error: unknown) => reportFault({ component: 'maintenance', message: 'the stale-run sweep failed; it runs again at its next tick', error }));
       };
       const heartbeat = async (): Promise<void> => {
-        for (const runId of active.keys()) await runStore.updateRun(runId, {}).catch(() => undefined);
+        for (const runId of active.keys()) {
+          await runStore.updateRun(runId, {}).catch((error: unknown) => reportFault({ component: 'maintenance', message: 'a run heartbeat failed; the next one retries', error, runId }));
+        }
       };
       const sweep = async (): Promise<void> => {
         for (const stale of await runStore.listStaleRuns(abandonAfterSeconds)) {

@@ -212,7 +212,7 @@ describe('harness serve', () => {
     const finished = new Promise<void>((resolve) => (done = resolve));
     const url = await listening;
     expect(stdout).toMatch(/^harness listening on http:\/\/127\.0\.0\.1:\d+ \(memory: openai gpt-5-nano from inferred: OPENAI_API_KEY is set \(env:OPENAI_API_KEY\), store: .*state\.db\)\n$/);
-    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok', faults: 0 });
     controller.abort();
     await finished;
     expect(exitCode).toBe(0);

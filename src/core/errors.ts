@@ -27,6 +27,7 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `RUN_NOT_FOUND`: `{ runId }`, no such run (or not the caller's).
  * - `RUN_NOT_COMPLETED`: `{ runId }`, the run has not finished yet.
  * - `OPTION_INVALID`: `{ factory, option }`, a factory was called without a required option, or with an empty one.
+ * - `OPERATION_DEAD`: `{ operationId }`, the operation used up its attempts and was parked as `dead`.
  * - `OPERATION_NOT_FOUND`: `{ operationId }`, the scope has no operation with that id.
  * - `OPERATION_NOT_DEAD`: `{ operationId, status }`, only a `dead` operation can be retried by hand.
  */
@@ -50,6 +51,7 @@ export type HarnessMemoryErrorCode =
   | 'RUN_NOT_FOUND'
   | 'RUN_NOT_COMPLETED'
   | 'OPTION_INVALID'
+  | 'OPERATION_DEAD'
   | 'OPERATION_NOT_FOUND'
   | 'OPERATION_NOT_DEAD';
 

@@ -22,6 +22,8 @@ export interface MemoryStatus {
   readonly lastObservedMessageIndex: number;
   /** Queued or processing operations. */
   readonly pendingOperations: number;
+  /** Operations parked as `dead` (attempts used up), waiting to be retried by hand. */
+  readonly deadOperations: number;
   /** Effective thresholds (per-scope overrides over the defaults). */
   readonly config: ObservationConfig;
   /** ISO 8601 UTC; `null` for a scope never written. */
@@ -37,6 +39,8 @@ export function statusOf(input: {
   enabled: boolean;
   config: ObservationConfig;
   pendingOperations: number;
+  /** @default 0 */
+  deadOperations?: number;
 }): MemoryStatus {
   const record = input.record;
   return Object.freeze({
@@ -51,6 +55,7 @@ export function statusOf(input: {
     activeReflectionTokens: record?.reflection?.tokenCount ?? 0,
     lastObservedMessageIndex: (record?.observedThroughMessageSeq ?? 0) - 1,
     pendingOperations: input.pendingOperations,
+    deadOperations: input.deadOperations ?? 0,
     config: input.config,
     updatedAt: record?.updatedAt ?? null,
   });
@@ -70,6 +75,7 @@ export function statusToJson(status: MemoryStatus): Record<string, unknown> {
     active_reflection_tokens: status.activeReflectionTokens,
     last_observed_message_index: status.lastObservedMessageIndex,
     pending_operations: status.pendingOperations,
+    dead_operations: status.deadOperations,
     config: configToJson(status.config),
     updated_at: status.updatedAt,
   };

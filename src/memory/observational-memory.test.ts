@@ -216,7 +216,7 @@ describe('observational memory: reflection', () => {
   });
 
   it('keeps the observation when the automatic reflection after it fails', async () => {
-    const { memory } = setup({ reflector: scriptedReflector(new Error('reflector down')), maxAttempts: 1, defaults: { observeMinTokens: 1, reflectThresholdTokens: 1 } });
+    const { memory } = setup({ reflector: scriptedReflector(new Error('reflector down')), maxOperationAttempts: 1, defaults: { observeMinTokens: 1, reflectThresholdTokens: 1 } });
     const result = await memory.observe({ scope, messages: messages(0, 1) });
     expect(result.observed).toBe(true);
     expect(result.reflected).toBe(false);

@@ -52,7 +52,16 @@ export interface ObservationalMemoryOptions {
   redactSecrets?: boolean;
   /** How long a worker may hold an operation (the stale-operation window). @default 300000 */
   leaseMs?: number;
-  /** Attempts per operation for retryable model failures. @default 3 */
+  /**
+   * Attempts an operation gets, whatever ends them: a retryable failure (re-queued with
+   * backoff) or a crash that let its lease expire (re-queued by the stale check). Once they
+   * are used up it becomes `dead`: it stops blocking its scope, keeps its last error, emits
+   * `memory.operation.dead`, and runs again only when retried by hand. Failures that retrying
+   * cannot help (bad model output) fail the operation at once.
+   * @default 5
+   */
+  maxOperationAttempts?: number;
+  /** @deprecated The former name of {@link maxOperationAttempts}, used when that is not set. */
   maxAttempts?: number;
   /** Base of the exponential retry backoff. @default 1000 */
   retryDelayMs?: number;
@@ -72,6 +81,16 @@ export interface ObservationalMemoryOptions {
 export type ObservationalMemoryEvent =
   | { readonly type: 'memory.reflection.completed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly trigger: 'auto' | 'reflect_now' }
   | { readonly type: 'memory.operation.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly operationType: string; readonly error: string; readonly willRetry: boolean }
+  /** The operation used up its attempts and was parked as `dead` with its last error. */
+  | {
+      readonly type: 'memory.operation.dead';
+      readonly scope: Scope;
+      readonly runId: string;
+      readonly operationId: string;
+      readonly operationType: string;
+      readonly error: string;
+      readonly attempts: number;
+    }
   /** The background worker hit a store error; it retries on its next poll. */
   | { readonly type: 'memory.worker.failed'; readonly error: string };
 
@@ -133,6 +152,13 @@ export interface ObservationalMemory {
   inspect(scope: ScopeInput): Promise<MemoryInspection>;
   /** Deletes everything the scope remembers. */
   forget(scope: ScopeInput): Promise<void>;
+  /**
+   * Retries a `dead` operation by hand: it goes back to the queue, at the end of its scope's
+   * log, with fresh attempts; it runs at the scope's next observe or the background worker's
+   * next poll. Throws `OPERATION_NOT_FOUND` for an id the scope does not have, and
+   * `OPERATION_NOT_DEAD` for an operation that is not dead.
+   */
+  retryOperation(scope: ScopeInput, operationId: string): Promise<Operation>;
   /** Processes pending operations (of one scope, or all) until none is left or the timeout passes. */
   drain(scope?: ScopeInput, options?: { timeoutMs?: number }): Promise<void>;
   /** Subscribes to events; returns the unsubscribe function. */
@@ -172,12 +198,21 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     config: { ...defaults, ...record?.config },
   });
   const emit = (event: ObservationalMemoryEvent): void => {
-    for (const listener of listeners) listener(event);
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A failing listener must never break an operation, the worker or other listeners.
+      }
+    }
   };
+  const maxAttempts = positive(options.maxOperationAttempts ?? options.maxAttempts ?? 5, options.maxOperationAttempts === undefined && options.maxAttempts !== undefined ? 'maxAttempts' : 'maxOperationAttempts');
   const onWorkerEvent = (event: WorkerEvent): void => {
     const base = { scope: event.operation.scope, runId: event.operation.runId, operationId: event.operation.operationId };
     if (event.type === 'reflection-completed') emit({ type: 'memory.reflection.completed', ...base, trigger: event.trigger });
-    else emit({ type: 'memory.operation.failed', ...base, operationType: event.operation.operationType, error: event.error.message, willRetry: event.willRetry });
+    else if (event.type === 'operation-dead') {
+      emit({ type: 'memory.operation.dead', ...base, operationType: event.operation.operationType, error: event.errorText, attempts: Math.min(event.operation.attempt, maxAttempts) });
+    } else emit({ type: 'memory.operation.failed', ...base, operationType: event.operation.operationType, error: event.error.message, willRetry: event.willRetry });
   };
   const worker: OperationWorkerContext = {
     store,
@@ -187,7 +222,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     generateId,
     workerId: generateId('worker'),
     leaseMs: positive(options.leaseMs ?? 300_000, 'leaseMs'),
-    maxAttempts: positive(options.maxAttempts ?? 3, 'maxAttempts'),
+    maxAttempts,
     retryDelayMs: options.retryDelayMs ?? 1000,
     maxBatchTokens: positive(options.maxBatchTokens ?? 16_000, 'maxBatchTokens'),
     effective,
@@ -241,7 +276,8 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     const memoryId = memoryIdOf(scope);
     const found = record ?? (await store.getRecord(memoryId));
     const { enabled, config } = effective(found);
-    return statusOf({ mode, memoryId, scope, record: found, enabled: mode !== 'off' && enabled, config, pendingOperations: found ? await store.countPendingOperations(memoryId) : 0 });
+    const [pendingOperations, deadOperations] = found ? await Promise.all([store.countPendingOperations(memoryId), store.countDeadOperations(memoryId)]) : [0, 0];
+    return statusOf({ mode, memoryId, scope, record: found, enabled: mode !== 'off' && enabled, config, pendingOperations, deadOperations });
   };
 
   const service: ObservationalMemory = {
@@ -371,6 +407,25 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       await locks.run(memoryId, () => store.forget(memoryId));
       snippetCache.delete(memoryId);
       observationCache.delete(memoryId);
+    },
+
+    async retryOperation(scopeInput, operationId) {
+      const memoryId = memoryIdOf(resolveScope(scopeInput));
+      if (typeof operationId !== 'string' || operationId.trim() === '' || operationId.length > 200) {
+        throw new HarnessMemoryError({ code: 'OPERATION_NOT_FOUND', component: 'observational-memory', message: 'an operation id is required (at most 200 characters).', data: { operationId: String(operationId).slice(0, 200) } });
+      }
+      const retried = await store.retryDeadOperation({ memoryId, operationId });
+      if (retried) return retried;
+      const found = (await store.listOperations(memoryId)).find((operation) => operation.operationId === operationId);
+      if (!found) {
+        throw new HarnessMemoryError({ code: 'OPERATION_NOT_FOUND', component: 'observational-memory', message: `the scope has no operation ${operationId}; list them with inspect().`, data: { operationId } });
+      }
+      throw new HarnessMemoryError({
+        code: 'OPERATION_NOT_DEAD',
+        component: 'observational-memory',
+        message: `operation ${operationId} is ${found.status}, not dead; only a dead operation can be retried by hand.`,
+        data: { operationId, status: found.status },
+      });
     },
 
     async drain(scopeInput, drainOptions = {}) {

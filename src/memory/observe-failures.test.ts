@@ -27,7 +27,7 @@ beforeEach(async () => {
   server = await startScriptedOpenAIServer();
   store = createInMemoryStore();
   const model = withCircuitBreaker(createOpenAICompatibleModel({ baseURL: server.url, modelId: 'memory-model', apiKey: 'test', timeout: 400 }), { failureThreshold: 3, resetMs: 300 });
-  memory = createObservationalMemory({ store, observer: createModelObserver(model), defaultEnabled: true, defaults: { observeMinTokens: 1 }, retryDelayMs: 20, maxAttempts: 3 });
+  memory = createObservationalMemory({ store, observer: createModelObserver(model), defaultEnabled: true, defaults: { observeMinTokens: 1 }, retryDelayMs: 20, maxOperationAttempts: 3 });
 });
 
 afterEach(async () => {
@@ -67,12 +67,13 @@ describe('observe failures: retryable', () => {
     expect(await unobserved()).toBe(0);
   });
 
-  it('fails the operation after bounded attempts on persistent 5xx, keeps the message, and observes it later', async () => {
+  it('parks the operation as dead after bounded attempts on persistent 5xx, keeps the message, and observes it later', async () => {
     server.setDefaultReply({ status: 503, body: { error: { message: 'down' } } });
     await expect(observe()).rejects.toBeDefined();
     await memory.drain(scope, { timeoutMs: 5000 });
     expect(server.requests).toHaveLength(3);
-    expect((await store.listOperations(memoryId)).at(-1)?.status).toBe('failed');
+    expect((await store.listOperations(memoryId)).at(-1)).toMatchObject({ status: 'dead', attempt: 3, errorText: expect.stringContaining('gave up after 3 attempts') });
+    expect((await memory.status(scope)).deadOperations).toBe(1);
     expect(await unobserved()).toBe(1);
     server.setDefaultReply(GOOD);
     await new Promise((resolve) => setTimeout(resolve, 350));
