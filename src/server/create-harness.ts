@@ -7,7 +7,8 @@ import { createAgentRunner } from '../agent/agent-runner.js';
 import type { AgentRunner } from '../agent/agent-runner.js';
 import { createLocalEventHub } from '../agent/event-hub.js';
 import type { EventHub } from '../agent/event-hub.js';
-import { tokenConfigFrom } from '../config/load-config.js';
+import { join } from 'node:path';
+import { CONFIG_FILE_PATH, tokenConfigFrom } from '../config/load-config.js';
 import type { HarnessConfig } from '../config/schema.js';
 import { ConfigError } from '../core/errors.js';
 import type { LanguageModel } from '../llm/language-model.js';
@@ -122,7 +123,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       workingMemory,
       runStore,
       hub,
-      memoryTools: [createWorkingMemoryTool(workingMemory), createObservationalMemoryTool({ memory: observationalMemory })],
+      memoryTools: [createWorkingMemoryTool(workingMemory), createObservationalMemoryTool({ memory: observationalMemory, protectedPaths: protectedPathsOf(config) })],
       ...(options.tools ? { tools: options.tools } : {}),
       workspace: config.workspace,
       forensics: { captureRequestEnvelope: config.forensics.captureRequestEnvelope, snapshotMemorySnippet: config.forensics.snapshotMemorySnippet },
@@ -172,6 +173,14 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     await backend.close();
     throw error;
   }
+}
+
+/** The files an export must never write: the SQLite file (and its journals) and the configuration files. */
+function protectedPathsOf(config: HarnessConfig): string[] {
+  const paths = [join(config.workspace, CONFIG_FILE_PATH)];
+  if (config.memory.dbDriver === 'sqlite' && config.memory.sqlitePath !== ':memory:') paths.push(config.memory.sqlitePath);
+  for (const source of Object.values(config.sources)) if (source.endsWith('.toml')) paths.push(source);
+  return [...new Set(paths)];
 }
 
 interface Backend {
