@@ -4,6 +4,7 @@
  * @module
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { invalidOption, requireObject, requireOptions, requireString } from '../core/require-option.js';
 import { HarnessMemoryError } from '../core/errors.js';
 import { IGNORE_FAULTS } from '../core/fault.js';
 import type { FaultReporter } from '../core/fault.js';
@@ -83,6 +84,7 @@ export interface AgentRunner {
 }
 
 const MAX_PROMPT_CHARS = 200_000;
+const RUN_STORE_METHODS = ['createRun', 'getRun', 'updateRun', 'appendEvent', 'listEvents', 'appendMessages', 'recentMessages'];
 
 /**
  * Creates the agent runner.
@@ -92,6 +94,14 @@ const MAX_PROMPT_CHARS = 200_000;
  * const done = await runner.wait(run.runId);
  */
 export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
+  const factory = 'createAgentRunner';
+  requireOptions(factory, options, 'Pass { model, observationalMemory, workingMemory, runStore, memoryTools, workspace }.');
+  requireObject(factory, 'model', options.model, ['doGenerate'], "Pass the agent's LanguageModel.");
+  requireObject(factory, 'observationalMemory', options.observationalMemory, ['observe', 'snippet', 'status', 'subscribe'], 'Pass the service from createObservationalMemory.');
+  requireObject(factory, 'workingMemory', options.workingMemory, ['snippet'], 'Pass the service from createWorkingMemory.');
+  requireObject(factory, 'runStore', options.runStore, RUN_STORE_METHODS, 'Pass a RunStore, such as createInMemoryRunStore().');
+  if (!Array.isArray(options.memoryTools)) throw invalidOption(factory, 'memoryTools', 'is required (an array of tools)', 'Pass [createWorkingMemoryTool(...), createObservationalMemoryTool(...)], or [] for none.');
+  requireString(factory, 'workspace', options.workspace, 'Pass the folder tools may write in (exports go to its .harness/observational-memory/).');
   const hub = options.hub ?? createLocalEventHub();
   const events = new RunEventEmitter(options.runStore, hub);
   const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;

@@ -1,5 +1,6 @@
 import { HarnessMemoryError } from '../core/errors.js';
 import { buildObserverPrompt, buildReflectorPrompt } from '../core/memory-prompts.js';
+import { requireObject } from '../core/require-option.js';
 import type { MemoryPrompt, PromptMessage } from '../core/memory-prompts.js';
 import type { Observation, ObservationConfig, ParsedObservation, StoredReflection } from '../core/observation.js';
 import { parseObservations } from '../core/parse-observations.js';
@@ -52,6 +53,7 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 65536;
 
 /** An observer backed by a language model, with the reference's prompt contract. */
 export function createModelObserver(model: LanguageModel, limits: ModelOutputLimits = {}): Observer {
+  requireObject('createModelObserver', 'model', model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).');
   return {
     async observe(input) {
       const text = await ask(model, 'observer', buildObserverPrompt(input), input.abortSignal, limits);
@@ -67,6 +69,7 @@ export function createModelObserver(model: LanguageModel, limits: ModelOutputLim
 
 /** A reflector backed by a language model. */
 export function createModelReflector(model: LanguageModel, limits: ModelOutputLimits = {}): Reflector {
+  requireObject('createModelReflector', 'model', model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).');
   return {
     async reflect(input) {
       return ask(model, 'reflector', buildReflectorPrompt(input), input.abortSignal, limits);

@@ -4,6 +4,7 @@
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
+import { requireObject, requireOptions } from '../core/require-option.js';
 import { generateId as defaultGenerateId } from '../core/ids.js';
 import type { IdGenerator } from '../core/ids.js';
 import { parseExportFormat, renderExport } from '../core/memory-export.js';
@@ -76,6 +77,9 @@ export interface ObservationalMemoryOptions {
   /** Testing hook: called at step boundaries of an operation; crash tests kill the process there. */
   faultPoint?: (point: 'after_claim' | 'after_llm') => void;
 }
+
+/** The store methods every observational-memory call relies on. */
+const MEMORY_STORE_METHODS = ['getRecord', 'appendMessages', 'enqueueOperation', 'claimOperation', 'completeObservation', 'failOperation', 'markOperationDead'];
 
 /** Events of observational memory. */
 export type ObservationalMemoryEvent =
@@ -180,6 +184,12 @@ export interface ObservationalMemory {
  * const snippet = await memory.snippet({ conversationId: 'c1' });
  */
 export function createObservationalMemory(options: ObservationalMemoryOptions): ObservationalMemory {
+  const factory = 'createObservationalMemory';
+  requireOptions(factory, options, 'Pass { store, model }.');
+  requireObject(factory, 'store', options.store, MEMORY_STORE_METHODS, 'Pass a MemoryStore, such as createInMemoryStore() or createSqliteStore({ path }).');
+  requireObject(factory, 'model', options.model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).', true);
+  requireObject(factory, 'observer', options.observer, ['observe'], 'Pass an Observer, such as createModelObserver(model), or leave it out.', true);
+  requireObject(factory, 'reflector', options.reflector, ['reflect'], 'Pass a Reflector, such as createModelReflector(model), or leave it out.', true);
   const mode = resolveMode(options.mode);
   const defaults = validateThresholds({ ...DEFAULT_OBSERVATION_CONFIG, ...options.defaults }, 'createObservationalMemory.defaults');
   const defaultEnabled = options.defaultEnabled ?? false;

@@ -3,6 +3,7 @@
  * @module
  */
 import { timingSafeEqual } from 'node:crypto';
+import { requireObject, requireOptions } from '../core/require-option.js';
 import { Hono } from 'hono';
 import type { AgentRunner } from '../agent/agent-runner.js';
 import type { EventHub } from '../agent/event-hub.js';
@@ -49,6 +50,12 @@ const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
  * const response = await app.request('/healthz');
  */
 export function createApp(options: AppOptions): Hono<ServerEnv> {
+  requireOptions('createApp', options, 'Pass { runner, runStore, hub, observationalMemory, workingMemory }.');
+  requireObject('createApp', 'runner', options.runner, ['start', 'wait', 'cancel'], 'Pass the runner from createAgentRunner.');
+  requireObject('createApp', 'runStore', options.runStore, ['getRun', 'listEvents'], 'Pass the RunStore the runner uses.');
+  requireObject('createApp', 'hub', options.hub, ['publish', 'subscribe'], 'Pass the EventHub the runner publishes to (runner.hub).');
+  requireObject('createApp', 'observationalMemory', options.observationalMemory, ['inspect', 'status'], 'Pass the service from createObservationalMemory.');
+  requireObject('createApp', 'workingMemory', options.workingMemory, ['entries', 'snippet'], 'Pass the service from createWorkingMemory.');
   const app = new Hono<ServerEnv>();
   const keys = (options.apiKeys ?? []).map((entry) => ({ key: Buffer.from(entry.key), tenantId: entry.tenantId }));
 

@@ -43,7 +43,9 @@ export function limitBody(options: BodyLimitOptions): MiddlewareHandler {
       if (size > maxBytes) return tooLarge(maxBytes, reader, size, drain);
       chunks.push(value);
     }
-    context.req.raw = new Request(context.req.raw, { body: concat(chunks, size) });
+    // Only requests that carry a body get here (GET and HEAD have none).
+    const init: RequestInit = { body: concat(chunks, size) };
+    context.req.raw = new Request(context.req.raw, init);
     return next();
   };
 }

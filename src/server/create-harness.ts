@@ -4,6 +4,7 @@
  * @module
  */
 import { createAgentRunner } from '../agent/agent-runner.js';
+import { requireObject, requireOptions } from '../core/require-option.js';
 import type { AgentRunner } from '../agent/agent-runner.js';
 import { createLocalEventHub } from '../agent/event-hub.js';
 import type { EventHub } from '../agent/event-hub.js';
@@ -80,6 +81,8 @@ export interface Harness {
  * const run = await harness.runner.start({ prompt: 'Hello' });
  */
 export async function createHarness(options: HarnessOptions): Promise<Harness> {
+  requireOptions('createHarness', options, 'Pass { config: loadConfig() }.');
+  requireObject('createHarness', 'config', options.config, [], 'Pass the loaded configuration: loadConfig() from harness-memory/config.');
   const { config } = options;
   const env = options.env ?? process.env;
   const backend = await openBackend(config);

@@ -4,6 +4,7 @@
  * @module
  */
 import { describeError } from '../core/fault.js';
+import { requireObject } from '../core/require-option.js';
 import type { Fault, FaultReporter } from '../core/fault.js';
 import { redactSecrets } from '../core/redact-secrets.js';
 
@@ -44,6 +45,7 @@ export interface FaultLog {
 
 /** Creates a fault log writing to `logger`. */
 export function createFaultLog(logger: Logger): FaultLog {
+  requireObject('createFaultLog', 'logger', logger, ['log'], 'Pass a Logger, such as createJsonLogger(process.stderr).');
   const counts = new Map<string, number>();
   let total = 0;
   return {

@@ -5,6 +5,7 @@
  * @module
  */
 import type { HTTPException } from 'hono/http-exception';
+import { invalidOption } from '../core/require-option.js';
 import { httpError } from './http-error.js';
 
 /** Options of {@link createTenantLimits}. */
@@ -47,9 +48,9 @@ const SWEEP_AT = 10_000;
  * limits.admitWrite('tenant:acme');
  */
 export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLimits {
-  const maxRuns = options.maxConcurrentRuns ?? 16;
-  const maxStreams = options.maxSseConnections ?? 32;
-  const rate = options.maxWritesPerSecond ?? 50;
+  const maxRuns = positiveOption('maxConcurrentRuns', options.maxConcurrentRuns ?? 16);
+  const maxStreams = positiveOption('maxSseConnections', options.maxSseConnections ?? 32);
+  const rate = positiveOption('maxWritesPerSecond', options.maxWritesPerSecond ?? 50);
   const now = options.now ?? Date.now;
   const usage = new Map<string, Usage>();
 
@@ -101,6 +102,11 @@ export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLim
     acquireStream: (principal) =>
       acquire(principal, 'streams', maxStreams, () => tooMany('too_many_streams', `${maxStreams} event streams are already open for this API key; close one first`, 1)),
   };
+}
+
+function positiveOption(option: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw invalidOption('createTenantLimits', option, `must be a positive integer (got ${String(value)})`, 'Leave it out for the default.');
+  return value;
 }
 
 function tooMany(code: string, message: string, retryAfterSeconds: number): HTTPException {

@@ -6,6 +6,7 @@
  * @module
  */
 import { redactSecrets } from '../core/redact-secrets.js';
+import { requireObject } from '../core/require-option.js';
 import { redactJsonText, redactValue } from '../core/redact-value.js';
 import type { ConversationMessage, RunPatch, RunStore } from './run-store.js';
 
@@ -17,6 +18,7 @@ import type { ConversationMessage, RunPatch, RunStore } from './run-store.js';
  * const runStore = createRedactingRunStore(createSqliteRunStore({ path: '.harness/state.db' }));
  */
 export function createRedactingRunStore(store: RunStore): RunStore {
+  requireObject('createRedactingRunStore', 'store', store, ['createRun', 'updateRun', 'appendEvent', 'appendMessages'], 'Pass the RunStore to wrap.');
   return {
     specificationVersion: 'v1',
     name: store.name,

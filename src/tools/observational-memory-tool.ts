@@ -4,6 +4,7 @@
  * @module
  */
 import { z } from 'zod/v4';
+import { requireObject, requireOptions } from '../core/require-option.js';
 import { statusOf, statusToJson } from '../core/memory-status.js';
 import type { MemoryStatus } from '../core/memory-status.js';
 import { DEFAULT_OBSERVATION_CONFIG } from '../core/observation.js';
@@ -66,6 +67,8 @@ export interface ObservationalMemoryToolOptions {
  * await tool.execute({ action: 'export', format: 'markdown' }, { runId: 'r1', workspace: process.cwd() });
  */
 export function createObservationalMemoryTool(options: ObservationalMemoryToolOptions): Tool {
+  requireOptions('createObservationalMemoryTool', options, 'Pass { memory } (or {} for a tool that reports memory as off).');
+  requireObject('createObservationalMemoryTool', 'memory', options.memory, ['status', 'setEnabled', 'export', 'reflectNow'], 'Pass the service from createObservationalMemory({ store, model }), or leave it out.', true);
   const { memory } = options;
   return defineTool({
     name: OBSERVATIONAL_MEMORY_TOOL_NAME,

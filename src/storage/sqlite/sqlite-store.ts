@@ -5,6 +5,7 @@
  * @module
  */
 import type { Database } from 'better-sqlite3';
+import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
 import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
@@ -78,6 +79,9 @@ type Input<K extends keyof MemoryStore> = MemoryStore[K] extends (input: infer I
  * const memory = createObservationalMemory({ store, model });
  */
 export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
+  requireOptions('createSqliteStore', options, 'Pass { path }.');
+  // An empty path would open an anonymous temporary database: nothing would persist.
+  requireString('createSqliteStore', 'path', options.path, 'Pass the database file, such as .harness/state.db (\':memory:\' gives a private database for tests).');
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   const synchronous = options.synchronous ?? 'NORMAL';
   const context = { path: options.path, busyTimeoutMs };
