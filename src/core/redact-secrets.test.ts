@@ -143,6 +143,18 @@ describe('redactSecrets: passwords in URLs', () => {
   });
 });
 
+describe('redactSecrets: JSON text', () => {
+  it('finds secrets right after an escape such as \\n, as in stored tool arguments', () => {
+    const text = JSON.stringify({ all: `first\n${OPENAI}\n${ANTHROPIC}\nAKIAIOSFODNN7EXAMPLE\n${GITHUB}\n${SLACK}\n${JWT}\nBearer abc123def456\n4111111111111111\nredis://u:pw1@h\naws_secret_access_key=${AWS_SECRET}` });
+    const { text: redacted, counts } = redactSecrets(text);
+    expect(counts).toEqual({ openai_key: 1, anthropic_key: 1, aws_access_key: 1, github_token: 1, slack_token: 1, jwt: 1, bearer_token: 1, card_number: 1, url_password: 1, aws_secret_key: 1 });
+    expect(JSON.parse(redacted)).toEqual({
+      all: 'first\n[REDACTED:openai_key]\n[REDACTED:anthropic_key]\n[REDACTED:aws_access_key]\n[REDACTED:github_token]\n[REDACTED:slack_token]\n[REDACTED:jwt]\nBearer [REDACTED:bearer_token]\n[REDACTED:card_number]\nredis://u:[REDACTED:url_password]@h\naws_secret_access_key=[REDACTED:aws_secret_key]',
+    });
+    expect(redactSecrets(JSON.stringify({ 'aws_secret_access_key': AWS_SECRET })).text).toBe('{"aws_secret_access_key":"[REDACTED:aws_secret_key]"}');
+  });
+});
+
 describe('redactSecrets: card numbers', () => {
   it('redacts Luhn-valid numbers, plain or grouped by spaces or dashes', () => {
     expect(redactSecrets('card 4111 1111 1111 1111 ok').text).toBe('card [REDACTED:card_number] ok');
@@ -214,6 +226,9 @@ describe('redactSecrets: combined input', () => {
       '?password='.repeat(100_000),
       'secret_key='.repeat(100_000),
       `aws_secret_access_key=${'A'.repeat(1_000_000)}`,
+      '\\nsk-'.repeat(200_000),
+      '\\n1'.repeat(300_000),
+      `\\n${'1'.repeat(1_000_000)}x`,
     ];
     for (const input of inputs) {
       const once = redactSecrets(input).text;

@@ -32,6 +32,11 @@ interface Rule {
 
 // Every token pattern starts with a lookbehind that refuses to start inside a longer run of
 // token characters: that keeps matching linear on long runs and avoids hits inside other words.
+// A character right after a backslash does not count: in JSON text (tool arguments and
+// results, as stored) `…\nsk-…` is an escaped newline, then a key.
+const startsAfter = (tokenCharacters: string): string => String.raw`(?<!(?<!\\)[${tokenCharacters}])`;
+const pattern = (source: string, flags = 'g'): RegExp => new RegExp(source, flags);
+
 // Order matters: whole blocks and specific formats come first, so `Bearer eyJ…` counts as a JWT
 // and a placeholder is never matched again by a later rule.
 const RULES: readonly Rule[] = [
@@ -41,47 +46,47 @@ const RULES: readonly Rule[] = [
       /-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]{0,40}PRIVATE KEY-----|$)/g,
   },
   // alg "none" tokens have an empty signature and still carry the payload, hence `*`.
-  { kind: 'jwt', pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g },
+  { kind: 'jwt', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*`) },
   // Before the OpenAI rule, which would take `sk-ant-…` for one of its own.
-  { kind: 'anthropic_key', pattern: /(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}/g },
-  { kind: 'openai_key', pattern: /(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}/g },
-  { kind: 'aws_access_key', pattern: /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g },
+  { kind: 'anthropic_key', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}sk-ant-[A-Za-z0-9_-]{20,}`) },
+  { kind: 'openai_key', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}sk-[A-Za-z0-9_-]{20,}`) },
+  { kind: 'aws_access_key', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}(?:AKIA|ASIA)[A-Z0-9]{16}\b`) },
   {
     // A secret access key is 40 characters with nothing to tell it apart, so only a labelled
     // one (`aws_secret_access_key = …`, `"SecretAccessKey": "…"`) is taken.
     kind: 'aws_secret_key',
-    pattern: /(?<![A-Za-z0-9_])((?:aws_?)?secret_?(?:access_?)?key["']?[ \t]{0,8}[:=][ \t]{0,8}["']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/gi,
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}((?:aws_?)?secret_?(?:access_?)?key(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])`, 'gi'),
     replace: (_match, [label]) => `${label ?? ''}[REDACTED:aws_secret_key]`,
   },
   {
     kind: 'github_token',
-    pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g,
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})`),
   },
-  { kind: 'slack_token', pattern: /(?<![A-Za-z0-9-])(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}/g },
+  { kind: 'slack_token', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9-')}(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}`) },
   {
     // `scheme://user:password@host`: the password goes, the rest of the URL stays. Every part
     // is bounded and the match cannot start inside a scheme-like run, which keeps it linear.
     kind: 'url_password',
-    pattern: /(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,30}:\/\/[^\s:/?#@"'<>]{0,256}):(?!\[REDACTED:)[^\s/?#@"'<>]{1,256}@/g,
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9+.-')}([A-Za-z][A-Za-z0-9+.\-]{0,30}:\/\/[^\s:/?#@"'<>\\]{0,256}):(?!\[REDACTED:)[^\s/?#@"'<>\\]{1,256}@`),
     replace: (_match, [prefix]) => `${prefix ?? ''}:[REDACTED:url_password]@`,
   },
   {
     // `?password=…`, `&pwd=…` in a query string.
     kind: 'url_password',
-    pattern: /([?&;](?:password|passwd|pwd|pass)=)(?!\[REDACTED:)[^&#\s"'<>]+/gi,
+    pattern: /([?&;](?:password|passwd|pwd|pass)=)(?!\[REDACTED:)[^&#\s"'<>\\]+/gi,
     replace: (_match, [name]) => `${name ?? ''}[REDACTED:url_password]`,
   },
   {
     kind: 'bearer_token',
     // The digit requirement keeps prose such as "Bearer authentication" intact.
-    pattern: /\b(bearer)[ \t]+(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}/gi,
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}(bearer)[ \t]+(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}`, 'gi'),
     replace: (_match, [word]) => `${word ?? 'Bearer'} [REDACTED:bearer_token]`,
   },
   // Digit groups joined by single spaces or dashes, not inside a word such as a hex hash; the
   // window search is in `redactCardRun`.
   {
     kind: 'card_number',
-    pattern: /(?<!\w)\d+(?:[ -]\d+)*(?!\w)/g,
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}\d+(?:[ -]\d+)*(?!\w)`),
     replace: (match) => redactCardRun(match),
   },
 ];
