@@ -131,6 +131,18 @@ describe('agent runner: events', () => {
     expect(failed?.payload['error']).toMatch(/observer down/);
   });
 
+  it('puts memory.operation.dead on the stream of the run whose operation used up its attempts', async () => {
+    const memoryModel = createMockLanguageModel(new Error('observer keeps crashing'));
+    const { runner, runStore, observationalMemory } = harness({ memoryModel, memory: { maxOperationAttempts: 1 } });
+    const run = await runner.start({ ...ids, prompt: 'hello' });
+    expect((await runner.wait(run.runId)).status).toBe('completed');
+    const dead = (await runStore.listEvents(run.runId, -1)).find((event) => event.type === 'memory.operation.dead');
+    expect(dead?.payload).toMatchObject({ operation_type: 'observe', attempts: 1, error: expect.stringMatching(/^gave up after 1 attempts: .*observer keeps crashing/), conversation_id: ids.conversationId });
+    const operationId = String(dead?.payload['operation_id']);
+    expect((await observationalMemory.inspect(ids)).operations.find((operation) => operation.operationId === operationId)?.status).toBe('dead');
+    expect((await observationalMemory.status(ids)).deadOperations).toBe(1);
+  });
+
   it('captures request snapshots, with the memory snippet only when opted in', async () => {
     for (const snapshotMemorySnippet of [false, true]) {
       const { runner, runStore } = harness({ runner: { forensics: { captureRequestEnvelope: true, snapshotMemorySnippet } } });

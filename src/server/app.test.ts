@@ -12,6 +12,7 @@ import { createWorkingMemory } from '../memory/working-memory.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
+import { memoryIdOf } from '../core/scope.js';
 import { createApp } from './app.js';
 import type { AppOptions } from './app.js';
 
@@ -174,6 +175,29 @@ describe('server: memory routes', () => {
     expect((await request(`${base}/observational/export?format=xml`)).status).toBe(400);
     const disabled = await json(await request(`${base}/observational/disable`, { method: 'POST' }));
     expect(disabled.status.enabled).toBe(false);
+  });
+
+  it('lists dead operations and retries one by hand', async () => {
+    const { request, store } = setup();
+    const scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
+    const memoryId = memoryIdOf(scope);
+    await store.appendMessages({ scope, memoryId, messages: [{ messageKey: 'm1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 2 }] });
+    await store.enqueueOperation({ operationId: 'op-dead', scope, memoryId, operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+    await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
+    await store.markOperationDead({ operationId: 'op-dead', memoryId, leaseOwner: 'w', errorText: 'gave up after 5 attempts: boom' });
+    const view = await json(await request(base));
+    expect(view.status.dead_operations).toBe(1);
+    expect(view.dead_operations).toMatchObject([{ operation_id: 'op-dead', operation_type: 'observe', status: 'dead', error: 'gave up after 5 attempts: boom', run_id: 'run-1' }]);
+    const retried = await request(`${base}/operations/op-dead/retry`, { method: 'POST' });
+    expect(retried.status).toBe(202);
+    expect(await json(retried)).toMatchObject({ operation: { operation_id: 'op-dead', status: 'queued', attempt: 0, scope_sequence: 2 }, status: { dead_operations: 0 } });
+    const again = await request(`${base}/operations/op-dead/retry`, { method: 'POST' });
+    expect(again.status).toBe(409);
+    expect((await json(again)).error.code).toBe('operation_not_dead');
+    const unknown = await request(`${base}/operations/op-nope/retry`, { method: 'POST' });
+    expect(unknown.status).toBe(404);
+    expect((await json(unknown)).error.code).toBe('operation_not_found');
+    expect((await request(`${base}/operations/op-dead/retry`, { method: 'POST', body: JSON.stringify({ extra: 1 }) })).status).toBe(400);
   });
 
   it('forgets a scope entirely', async () => {

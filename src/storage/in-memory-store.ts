@@ -400,12 +400,14 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       guard();
       const operation = findOperation(input.operationId);
       if (!operation || operation.memoryId !== input.memoryId || operation.status !== 'dead') return undefined;
+      // The next sequence counts the operation itself, as a new enqueue would.
+      const scopeSequence = nextSequence(scopeOperations(operation.memoryId));
       removeOperation(operation);
       deadCounts.set(operation.memoryId, (deadCounts.get(operation.memoryId) ?? 1) - 1);
       const at = nowIso();
       const retried: Operation = Object.freeze({
         ...operation,
-        scopeSequence: nextSequence(scopeOperations(operation.memoryId)),
+        scopeSequence,
         status: 'queued',
         attempt: 0,
         availableAt: at,

@@ -257,6 +257,12 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         [3, first.operationId],
         [4, later.operationId],
       ]);
+      // The last operation of its log, retried, still moves past its own place.
+      await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      await store.completeWithoutChange({ operationId: first.operationId, memoryId: idA, leaseOwner: 'w1', note: 'done' });
+      await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      await store.markOperationDead({ operationId: later.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'poison' });
+      expect((await store.retryDeadOperation({ memoryId: idA, operationId: later.operationId }))?.scopeSequence).toBe(5);
       await store.forget(idA);
       expect(await store.countDeadOperations(idA)).toBe(0);
     });
