@@ -62,8 +62,11 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
   const limits = options.limits ?? createTenantLimits();
   const reportFault = options.faults?.report ?? IGNORE_FAULTS;
 
-  app.onError((error, context) => {
+  app.onError(async (error, context) => {
     const response = errorResponse(error);
+    // A refused request is answered after a pause: a client that ignores Retry-After is
+    // slowed down at no CPU cost, instead of taking the event loop from other tenants.
+    if (response.status === 429) await limits.pauseBeforeRefusal();
     // A 500 is a fault: the details go to the log only.
     if (response.status === 500) reportFault({ component: 'http', message: `${context.req.method} ${new URL(context.req.url).pathname} failed`, error });
     return response;

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
 import { createAgentRunner } from '../agent/agent-runner.js';
 import { createLocalEventHub } from '../agent/event-hub.js';
@@ -26,7 +26,7 @@ function setup(limits: TenantLimitsOptions, apiKeys?: AppOptions['apiKeys']) {
   const hub = createLocalEventHub();
   const agentModel = createMockLanguageModel('final answer');
   const runner = createAgentRunner({ model: agentModel, observationalMemory, workingMemory, runStore, hub, memoryTools: [], workspace: WORKSPACE });
-  const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory, heartbeatMs: 50, limits: createTenantLimits({ ...limits, now: () => clock }), ...(apiKeys ? { apiKeys } : {}) });
+  const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory, heartbeatMs: 50, limits: createTenantLimits({ refusalDelayMs: 0, ...limits, now: () => clock }), ...(apiKeys ? { apiKeys } : {}) });
   const request = (path: string, init: RequestInit & { key?: string } = {}) => {
     const headers = new Headers(init.headers);
     if (init.key) headers.set('authorization', `Bearer ${init.key}`);
@@ -76,6 +76,23 @@ describe('tenant limits: writes per second', () => {
     const refused = await request('/v1/memory/acme/conv/agent/working/b', { method: 'PUT', body: '{not json', key: 'key-one' });
     await expectTooMany(refused, 'rate_limited', '1');
     expect((await request(put('acme', 'b').path, { ...put('acme', 'b').init, key: 'key-two' })).status).toBe(200);
+  });
+});
+
+describe('tenant limits: refusals', () => {
+  it('holds a refusal for refusalDelayMs before answering it', async () => {
+    vi.useFakeTimers();
+    try {
+      let waited = false;
+      const pause = createTenantLimits({ refusalDelayMs: 40 }).pauseBeforeRefusal().then(() => (waited = true));
+      await vi.advanceTimersByTimeAsync(39);
+      expect(waited).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await pause;
+      expect(waited).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

@@ -16,6 +16,11 @@ export interface TenantLimitsOptions {
   readonly maxSseConnections?: number;
   /** Write requests per second; bursts up to one second's worth. @default 50 */
   readonly maxWritesPerSecond?: number;
+  /**
+   * How long a refusal (429) waits before it is sent: a client that floods without honouring
+   * `Retry-After` then sends at most one request per connection per pause. @default 250
+   */
+  readonly refusalDelayMs?: number;
   /** Milliseconds clock for the token buckets. @default Date.now */
   readonly now?: () => number;
 }
@@ -28,6 +33,8 @@ export interface TenantLimits {
   acquireRun(principal: string): () => void;
   /** Counts an SSE stream in; throws `429 too_many_streams` at the cap. Call the returned function once when it closes. */
   acquireStream(principal: string): () => void;
+  /** Resolves after `refusalDelayMs`; the app waits for it before sending a 429. */
+  pauseBeforeRefusal(): Promise<void>;
 }
 
 interface Usage {
@@ -51,6 +58,8 @@ export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLim
   const maxRuns = positiveOption('maxConcurrentRuns', options.maxConcurrentRuns ?? 16);
   const maxStreams = positiveOption('maxSseConnections', options.maxSseConnections ?? 32);
   const rate = positiveOption('maxWritesPerSecond', options.maxWritesPerSecond ?? 50);
+  const refusalDelayMs = options.refusalDelayMs ?? 250;
+  if (!Number.isFinite(refusalDelayMs) || refusalDelayMs < 0) throw invalidOption('createTenantLimits', 'refusalDelayMs', `must be a non-negative number of milliseconds (got ${String(refusalDelayMs)})`, 'Leave it out for the default.');
   const now = options.now ?? Date.now;
   const usage = new Map<string, Usage>();
 
@@ -99,6 +108,7 @@ export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLim
       throw tooMany('rate_limited', `more than ${rate} write requests per second; retry after ${seconds} s`, seconds);
     },
     acquireRun: (principal) => acquire(principal, 'runs', maxRuns, () => tooMany('too_many_runs', `${maxRuns} runs are already queued or running for this API key; retry when one ends`, 1)),
+    pauseBeforeRefusal: () => (refusalDelayMs === 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, refusalDelayMs))),
     acquireStream: (principal) =>
       acquire(principal, 'streams', maxStreams, () => tooMany('too_many_streams', `${maxStreams} event streams are already open for this API key; close one first`, 1)),
   };
