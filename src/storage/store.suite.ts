@@ -191,18 +191,27 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     });
 
     test('requeues a failed attempt with a delay, and fails it for good without one', async () => {
+      // A delay no machine outlasts between two calls: the operation is surely not claimable yet.
       await enqueueObserve();
       const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
-      const retried = await store.failOperation({ operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w1', errorText: 'boom', retryAfterMs: 150 });
+      const retried = await store.failOperation({ operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w1', errorText: 'boom', retryAfterMs: 600_000 });
       expect(retried.status).toBe('queued');
       expect(retried.errorText).toBe('boom');
       expect(await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 })).toBeUndefined();
-      await sleep(200);
-      const second = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      expect(await store.countPendingOperations(idA)).toBe(1);
+      // A short delay: claimable once it has passed (polled; the deadline is only for liveness).
+      await enqueueObserve(scopeB);
+      const first = await store.claimOperation({ memoryId: idB, leaseOwner: 'w1', leaseMs: 60_000 });
+      await store.failOperation({ operationId: first!.operationId, memoryId: idB, leaseOwner: 'w1', errorText: 'boom', retryAfterMs: 20 });
+      let second = await store.claimOperation({ memoryId: idB, leaseOwner: 'w1', leaseMs: 60_000 });
+      for (const deadline = Date.now() + 20_000; second === undefined && Date.now() < deadline; ) {
+        await sleep(10);
+        second = await store.claimOperation({ memoryId: idB, leaseOwner: 'w1', leaseMs: 60_000 });
+      }
       expect(second?.attempt).toBe(2);
       const failed = await store.failOperation({ operationId: second!.operationId, memoryId: second!.memoryId, leaseOwner: 'w1', errorText: 'final' });
       expect(failed.status).toBe('failed');
-      expect(await store.countPendingOperations(idA)).toBe(0);
+      expect(await store.countPendingOperations(idB)).toBe(0);
     });
 
     test('parks a claimed operation as dead under its lease; it no longer blocks its scope', async () => {
