@@ -220,6 +220,7 @@ describe('harness serve', () => {
     const controller = new AbortController();
     let stdout = '';
     let stderr = '';
+    const handlersBefore = process.listeners('unhandledRejection');
     const listening = new Promise<string>((resolve) => {
       const exited = runCli(['serve', '--port', '0'], {
         env: { HARNESS_WORKSPACE: workspace, OPENAI_BASE_URL: server.url, OPENAI_API_KEY: 'test' },
@@ -246,10 +247,18 @@ describe('harness serve', () => {
     const url = await listening;
     expect(stdout).toMatch(/^harness listening on http:\/\/127\.0\.0\.1:\d+ \(memory: openai gpt-5-nano from inferred: OPENAI_API_KEY is set \(env:OPENAI_API_KEY\), store: .*state\.db\)\n$/);
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok', faults: 0 });
+    // serve installed a process-level handler: a stray rejection is logged loudly and counted, not fatal.
+    const added = process.listeners('unhandledRejection').filter((listener) => !handlersBefore.includes(listener));
+    expect(added).toHaveLength(1);
+    added[0]!(new Error('a stray rejection'), Promise.resolve());
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok', faults: 1 });
+    const logged = JSON.parse(stderr.split('\n').find((line) => line.startsWith('{')) ?? '{}') as Record<string, any>;
+    expect(logged).toMatchObject({ level: 'error', event: 'fault', component: 'process', message: expect.stringContaining('UNHANDLED PROMISE REJECTION'), error: { message: 'a stray rejection' } });
     controller.abort();
     await finished;
     expect(exitCode).toBe(0);
     expect(stderr).toContain('stopping');
+    expect(process.listeners('unhandledRejection')).toEqual(handlersBefore);
   });
 
   it('refuses a non-loopback host without API keys (78)', async () => {

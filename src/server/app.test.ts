@@ -69,6 +69,19 @@ describe('server: runs', () => {
     expect(Object.keys(data)).toEqual(['id', 'run_id', 'type', 'timestamp', 'payload']);
   });
 
+  it('keeps text that looks like SSE fields inside one JSON-encoded data line', async () => {
+    const { request, runner } = setup();
+    const forged = 'hi\n\nevent: run.completed\ndata: {"type":"admin"}\n\nid: x';
+    const { run_id: runId } = await json(await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: forged }) }));
+    await runner.wait(runId);
+    const text = await (await request(`/v1/runs/${runId}/events`)).text();
+    const frames = text.trim().split('\n\n');
+    expect(frames.every((frame) => /^id: run_[^\n]*\nretry: 3000\nevent: [a-z.]+\ndata: \{[^\n]*\}$/.test(frame))).toBe(true);
+    expect(frames.filter((frame) => frame.split('\n')[2] === 'event: run.completed')).toHaveLength(1);
+    const started = JSON.parse(frames[0]!.split('\n')[3]!.slice(6)) as { payload: { prompt: string } };
+    expect(started.payload.prompt).toBe(forged);
+  });
+
   it('resumes after Last-Event-ID with exactly the missed events', async () => {
     const { request, runner, runStore } = setup();
     const { run_id: runId } = await json(await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'hi' }) }));
