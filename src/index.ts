@@ -20,6 +20,7 @@ export { buildObservationSnippet, scoreObservation, UNSCORED_IMPORTANCE, SUPERSE
 export { buildWorkingMemorySnippet, DEFAULT_WORKING_MEMORY_LIMITS } from './core/working-memory.js';
 export type { WorkingMemoryLimitsConfig } from './core/working-memory.js';
 export { redactSecrets } from './core/redact-secrets.js';
+export { redactJsonText, redactValue } from './core/redact-value.js';
 export type { RedactionResult, SecretKind } from './core/redact-secrets.js';
 export { statusToJson } from './core/memory-status.js';
 export type { MemoryStatus, MemoryMode } from './core/memory-status.js';
