@@ -12,7 +12,6 @@
  *   concurrency.
  * @module
  */
-import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,7 +25,8 @@ import type { RunningServer } from '../src/server/serve.js';
 import { eventData, openSse } from '../test/e2e/sse-client.js';
 import { startScriptedOpenAIServer } from '../test/support/scripted-openai-server.js';
 import type { ScriptedReply, ScriptedRequest } from '../test/support/scripted-openai-server.js';
-import { verdict } from './measure.js';
+import { forkBenchChild } from './child-process.js';
+import { percentile, verdict } from './measure.js';
 
 const SERVER_FLAG = '--bench-harness-server';
 const STEPS = 10;
@@ -219,24 +219,9 @@ type ChildMessage = { type: 'ready'; url: string } | { type: 'settled'; runs: nu
 async function benchHttpLoad(): Promise<void> {
   console.log(`\n## Harness HTTP API under load: ${LOAD_REQUESTS.toLocaleString('en')} requests, ${LOAD_CONCURRENCY} concurrent, fetch keep-alive, loopback`);
   console.log('   the harness runs in a child process (SQLite, memory on, observe_min_tokens 1) with instant in-process models');
-  const child = fork(fileURLToPath(import.meta.url), [SERVER_FLAG], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const messages: ChildMessage[] = [];
-  const waiters: Array<() => void> = [];
-  child.on('message', (message) => {
-    messages.push(message as ChildMessage);
-    waiters.splice(0).forEach((wake) => wake());
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const receive = async <T extends ChildMessage['type']>(type: T): Promise<Extract<ChildMessage, { type: T }>> => {
-    for (;;) {
-      const index = messages.findIndex((message) => message.type === type);
-      if (index !== -1) return messages.splice(index, 1)[0] as Extract<ChildMessage, { type: T }>;
-      if (child.exitCode !== null) throw new Error(`the bench server exited with ${child.exitCode}`);
-      await Promise.race([new Promise<void>((resolve) => waiters.push(resolve)), exited]);
-    }
-  };
+  const child = forkBenchChild<ChildMessage>(fileURLToPath(import.meta.url), SERVER_FLAG);
   try {
-    const { url } = await receive('ready');
+    const { url } = await child.receive('ready');
     const getMemory = () => fetch(`${url}${LOAD_SCOPE}`);
     await load('warmup', 300, LOAD_CONCURRENCY, getMemory, 200);
     reportLoad(await load(`GET ${LOAD_SCOPE}`, LOAD_REQUESTS, LOAD_CONCURRENCY, getMemory, 200), 'none in issue 5 (figure only)');
@@ -249,15 +234,13 @@ async function benchHttpLoad(): Promise<void> {
       });
     await load('warmup', 100, LOAD_CONCURRENCY, (index) => postRun(LOAD_REQUESTS + index), 202);
     child.send('settle');
-    await receive('settled');
+    await child.receive('settled');
     reportLoad(await load('POST /v1/runs (instant model; runs execute meanwhile)', LOAD_REQUESTS, LOAD_CONCURRENCY, postRun, 202), 'none in issue 5 (figure only)');
     child.send('settle');
-    const settled = await receive('settled');
+    const settled = await child.receive('settled');
     console.log(`${'   then all runs finished (agent turn + observation each)'.padEnd(58)}  ${settled.ms.toFixed(0)} ms after the last POST; ${settled.runs.toLocaleString('en')} runs in total`);
   } finally {
-    if (child.connected) child.send('close');
-    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
-    if (child.exitCode === null) child.kill();
+    await child.close();
   }
 }
 
@@ -275,7 +258,14 @@ function instantModel(answer: (options: LanguageModelCallOptions) => string): La
 
 async function serveForLoad(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'hm-bench-load-'));
-  const env = { HARNESS_WORKSPACE: join(root, 'workspace'), HARNESS_MEMORY_DEFAULT_ENABLED: 'true', HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1' };
+  // The load is one client: the per-tenant limits would refuse most of it, so they are lifted here.
+  const env = {
+    HARNESS_WORKSPACE: join(root, 'workspace'),
+    HARNESS_MEMORY_DEFAULT_ENABLED: 'true',
+    HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1',
+    HARNESS_MAX_WRITES_PER_SECOND: '1000000',
+    HARNESS_MAX_CONCURRENT_RUNS: '1000000',
+  };
   const harness = await createHarness({
     config: loadConfig({ env, cwd: root, homeDir: join(root, 'home') }),
     env,
@@ -321,10 +311,6 @@ function median(values: readonly number[]): number {
   return percentile([...values].sort((a, b) => a - b), 0.5);
 }
 
-function percentile(sorted: readonly number[], fraction: number): number {
-  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1));
-  return sorted[index] ?? 0;
-}
 
 if (process.argv.includes(SERVER_FLAG) && process.send) {
   serveForLoad().catch((error: unknown) => {

@@ -100,7 +100,8 @@ export function verdict(pass: boolean): string {
   return pass ? 'ok' : 'MISSED';
 }
 
-function percentile(sorted: readonly number[], fraction: number): number {
+/** The value at `fraction` (0.5 for the median) of `sorted`, ascending. */
+export function percentile(sorted: readonly number[], fraction: number): number {
   const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1));
   return sorted[index] ?? 0;
 }

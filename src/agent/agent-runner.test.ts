@@ -124,11 +124,23 @@ describe('agent runner: events', () => {
 
   it('reports a failed observation as memory.observe.failed and still completes the run', async () => {
     const memoryModel = createMockLanguageModel(new Error('observer down'));
-    const { runner, runStore } = harness({ memoryModel, memory: { maxAttempts: 1 } });
+    const { runner, runStore } = harness({ memoryModel, memory: { maxOperationAttempts: 1 } });
     const run = await runner.start({ ...ids, prompt: 'hello' });
     expect((await runner.wait(run.runId)).status).toBe('completed');
     const failed = (await runStore.listEvents(run.runId, -1)).find((event) => event.type === 'memory.observe.failed');
     expect(failed?.payload['error']).toMatch(/observer down/);
+  });
+
+  it('puts memory.operation.dead on the stream of the run whose operation used up its attempts', async () => {
+    const memoryModel = createMockLanguageModel(new Error('observer keeps crashing'));
+    const { runner, runStore, observationalMemory } = harness({ memoryModel, memory: { maxOperationAttempts: 1 } });
+    const run = await runner.start({ ...ids, prompt: 'hello' });
+    expect((await runner.wait(run.runId)).status).toBe('completed');
+    const dead = (await runStore.listEvents(run.runId, -1)).find((event) => event.type === 'memory.operation.dead');
+    expect(dead?.payload).toMatchObject({ operation_type: 'observe', attempts: 1, error: expect.stringMatching(/^gave up after 1 attempts: .*observer keeps crashing/), conversation_id: ids.conversationId });
+    const operationId = String(dead?.payload['operation_id']);
+    expect((await observationalMemory.inspect(ids)).operations.find((operation) => operation.operationId === operationId)?.status).toBe('dead');
+    expect((await observationalMemory.status(ids)).deadOperations).toBe(1);
   });
 
   it('captures request snapshots, with the memory snippet only when opted in', async () => {
@@ -148,17 +160,24 @@ describe('agent runner: events', () => {
 
 describe('agent runner: loop', () => {
   it('publishes the final answer before the slow observation settles, then completes', async () => {
-    const memoryModel = createMockLanguageModel({ text: `IMPORTANCE:0.9\n${SENTINEL}`, delayMs: 300 });
+    // The observation is held until the test lets it go, so "before it settles" does not
+    // depend on how fast the machine is.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const memoryModel = createMockLanguageModel(async () => {
+      await held;
+      return { text: `IMPORTANCE:0.9\n${SENTINEL}` };
+    });
     const { runner, runStore } = harness({ memoryModel });
     const run = await runner.start({ ...ids, prompt: 'hello' });
-    const deadline = Date.now() + 2000;
     let seen = await runStore.getRun(run.runId);
-    while (seen?.output === null && Date.now() < deadline) {
+    while (seen?.output === null) {
       await new Promise((resolve) => setTimeout(resolve, 10));
       seen = await runStore.getRun(run.runId);
     }
     expect(seen?.output).toBe('done');
     expect(seen?.status).toBe('running');
+    release();
     expect((await runner.wait(run.runId)).status).toBe('completed');
   });
 
@@ -228,8 +247,8 @@ describe('agent runner: abandoned runs', () => {
     const live = await runner.start({ ...ids, prompt: 'live' });
     clock += 10 * 60 * 1000;
     const maintenance = runner.startMaintenance({ abandonAfterSeconds: 300, sweepMs: 20, heartbeatMs: 20 });
-    const deadline = Date.now() + 2000;
-    while ((await runStore.getRun('run_orphan'))?.status === 'running' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    // Polled until the sweep ran; the test's own timeout bounds it.
+    while ((await runStore.getRun('run_orphan'))?.status === 'running') await new Promise((resolve) => setTimeout(resolve, 10));
     const orphan = await runStore.getRun('run_orphan');
     expect(orphan?.status).toBe('failed');
     expect(orphan?.error?.code).toBe('RUN_ABANDONED');

@@ -4,7 +4,10 @@
  * @module
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { invalidOption, requireObject, requireOptions, requireString } from '../core/require-option.js';
 import { HarnessMemoryError } from '../core/errors.js';
+import { IGNORE_FAULTS } from '../core/fault.js';
+import type { FaultReporter } from '../core/fault.js';
 import { memoryIdOf, resolveScope } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR, estimateMessageTokens } from '../core/token-estimator.js';
@@ -60,6 +63,8 @@ export interface AgentRunnerOptions {
   estimator?: TokenEstimator;
   /** @default `run_<uuid>` */
   generateRunId?: () => string;
+  /** Told of faults the runner survives (a store write that failed as a run ended, …). @default ignored */
+  onFault?: FaultReporter;
 }
 
 /** Runs agents and tracks their runs. */
@@ -85,6 +90,7 @@ export interface AgentRunner {
 }
 
 const MAX_PROMPT_CHARS = 200_000;
+const RUN_STORE_METHODS = ['createRun', 'getRun', 'updateRun', 'appendEvent', 'listEvents', 'appendMessages', 'recentMessages'];
 
 /**
  * Creates the agent runner.
@@ -94,6 +100,14 @@ const MAX_PROMPT_CHARS = 200_000;
  * const done = await runner.wait(run.runId);
  */
 export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
+  const factory = 'createAgentRunner';
+  requireOptions(factory, options, 'Pass { model, observationalMemory, workingMemory, runStore, memoryTools, workspace }.');
+  requireObject(factory, 'model', options.model, ['doGenerate'], "Pass the agent's LanguageModel.");
+  requireObject(factory, 'observationalMemory', options.observationalMemory, ['observe', 'snippet', 'status', 'subscribe'], 'Pass the service from createObservationalMemory.');
+  requireObject(factory, 'workingMemory', options.workingMemory, ['snippet'], 'Pass the service from createWorkingMemory.');
+  requireObject(factory, 'runStore', options.runStore, RUN_STORE_METHODS, 'Pass a RunStore, such as createInMemoryRunStore().');
+  if (!Array.isArray(options.memoryTools)) throw invalidOption(factory, 'memoryTools', 'is required (an array of tools)', 'Pass [createWorkingMemoryTool(...), createObservationalMemoryTool(...)], or [] for none.');
+  requireString(factory, 'workspace', options.workspace, 'Pass the folder tools may write in (exports go to its .harness/observational-memory/).');
   const hub = options.hub ?? createLocalEventHub();
   const events = new RunEventEmitter(options.runStore, hub);
   const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
@@ -103,6 +117,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   const { runStore, observationalMemory: memory, workingMemory } = options;
   // Every model request of every run is built here.
   const preparer = createTurnPreparer({ observationalMemory: memory, workingMemory, runStore, historyMaxTokens: options.historyMaxTokens ?? 8000, estimator });
+  const reportFault = options.onFault ?? IGNORE_FAULTS;
 
   const runLoop = async (run: RunRecord, signal: AbortSignal): Promise<RunRecord> => {
     const scope = run.scope;
@@ -116,9 +131,14 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     };
     const usage = { inputTokens: 0, outputTokens: 0 };
     let observing: Promise<void> = Promise.resolve();
+    const forward = (type: string, payload: Record<string, unknown>): void => {
+      emitMemory(type, payload, step).catch((error: unknown) => reportFault({ component: 'runner', message: `could not store the ${type} event`, error, runId: run.runId }));
+    };
     const unsubscribe = memory.subscribe((event: ObservationalMemoryEvent) => {
       if (event.type === 'memory.reflection.completed' && event.runId === run.runId) {
-        void emitMemory('memory.reflection.completed', { trigger: event.trigger, operation_id: event.operationId }, step);
+        forward('memory.reflection.completed', { trigger: event.trigger, operation_id: event.operationId });
+      } else if (event.type === 'memory.operation.dead' && event.runId === run.runId) {
+        forward('memory.operation.dead', { operation_id: event.operationId, operation_type: event.operationType, error: event.error, attempts: event.attempts });
       }
     });
     const settle = async (): Promise<void> => {
@@ -175,7 +195,9 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
         const stepNumber = step;
         const snapshot = [...turn.history, ...transcript];
         // Observation runs beside the next turn, never in front of it; one at a time per run.
-        observing = observing.then(() => observeStep(scope, run, stepNumber, snapshot, memoryGeneration, emitMemory));
+        observing = observing
+          .then(() => observeStep(scope, run, stepNumber, snapshot, memoryGeneration, emitMemory))
+          .catch((error: unknown) => reportFault({ component: 'runner', message: 'observing a step failed outside its own error handling', error, runId: run.runId }));
         await emit('run.step.completed', { step: stepNumber });
         if (final) {
           await settle();
@@ -260,9 +282,31 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     return (await runStore.getRun(run.runId)) as RunRecord;
   };
 
+  /**
+   * A run whose own failure path failed (its store write or last event threw): the fault is
+   * reported, the run's end is written once more if the store lets us, and a record comes
+   * back either way, so nothing rejects in the background.
+   */
+  const endAfterFault = async (run: RunRecord, error: unknown, status: 'failed' | 'cancelled'): Promise<RunRecord> => {
+    reportFault({ component: 'runner', message: 'the run could not record its end', error, runId: run.runId });
+    const runError = status === 'failed' ? errorJson(error) : null;
+    const context = { conversationId: run.scope.conversationId };
+    try {
+      const ended = await runStore.updateRun(run.runId, { status, ...(runError ? { error: runError } : {}) });
+      await events.emit(run.runId, status === 'failed' ? 'run.failed' : 'run.cancelled', runError ? { error: runError } : {}, context);
+      return ended;
+    } catch (again) {
+      // Left as it is, the run is failed as abandoned by the sweep once its heartbeats stop.
+      reportFault({ component: 'runner', message: 'the run end could not be recorded a second time; the sweep will fail it as abandoned', error: again, runId: run.runId });
+      return { ...run, status, error: runError, updatedAt: new Date().toISOString() };
+    }
+  };
+
   const launch = (run: RunRecord): void => {
     const controller = new AbortController();
-    const done = runLoop(run, controller.signal).finally(() => active.delete(run.runId));
+    const done = runLoop(run, controller.signal)
+      .catch((error: unknown) => endAfterFault(run, error, controller.signal.aborted ? 'cancelled' : 'failed'))
+      .finally(() => active.delete(run.runId));
     active.set(run.runId, { controller, done });
   };
 
@@ -333,10 +377,12 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
       let chain: Promise<void> = Promise.resolve();
       // One maintenance task at a time; failures are retried on the next tick.
       const schedule = (task: () => Promise<void>): void => {
-        chain = chain.then(task).catch(() => undefined);
+        chain = chain.then(task).catch((error: unknown) => reportFault({ component: 'maintenance', message: 'the stale-run sweep failed; it runs again at its next tick', error }));
       };
       const heartbeat = async (): Promise<void> => {
-        for (const runId of active.keys()) await runStore.updateRun(runId, {}).catch(() => undefined);
+        for (const runId of active.keys()) {
+          await runStore.updateRun(runId, {}).catch((error: unknown) => reportFault({ component: 'maintenance', message: 'a run heartbeat failed; the next one retries', error, runId }));
+        }
       };
       const sweep = async (): Promise<void> => {
         for (const stale of await runStore.listStaleRuns(abandonAfterSeconds)) {

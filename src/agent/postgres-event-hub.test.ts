@@ -57,7 +57,7 @@ describe.skipIf(!url)('postgres event hub', () => {
     const local = collect(a!, 'run_1', 3);
     const otherRun = collect(b!, 'run_2', 1);
     for (const seq of [0, 1, 2]) a!.publish(event('run_1', seq));
-    const received = await within(remote.done, 5000);
+    const received = await within(remote.done, 20_000);
     expect(received.map((item) => [item.runId, item.seq]).sort()).toEqual([['run_1', 0], ['run_1', 1], ['run_1', 2]]);
     expect(received.every((item) => item.id === `run_1:${item.seq}`)).toBe(true);
     // The local subscriber got the full events at once; their echoes are not delivered again.
@@ -80,10 +80,10 @@ describe.skipIf(!url)('postgres event hub', () => {
     } finally {
       await admin.end();
     }
-    expect((await within(reconnected.done, 5000))[0]?.type).toBe('reconnected');
+    expect((await within(reconnected.done, 20_000))[0]?.type).toBe('reconnected');
     const woken = collect(b!, 'run_1', 1);
     a!.publish(event('run_1', 7));
-    expect((await within(woken.done, 5000))[0]).toMatchObject({ runId: 'run_1', seq: 7 });
+    expect((await within(woken.done, 20_000))[0]).toMatchObject({ runId: 'run_1', seq: 7 });
     await sleep(100);
     expect(isolated.events).toEqual([]);
   });

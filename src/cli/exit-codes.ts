@@ -24,7 +24,14 @@ export class UsageError extends Error {
 }
 
 /** Codes that mean the caller's arguments were wrong, so they exit 2. */
-const USAGE_CODES: ReadonlySet<HarnessMemoryErrorCode> = new Set(['SCOPE_INVALID', 'REQUEST_INVALID', 'WORKING_MEMORY_INVALID', 'EXPORT_INVALID']);
+const USAGE_CODES: ReadonlySet<HarnessMemoryErrorCode> = new Set([
+  'SCOPE_INVALID',
+  'REQUEST_INVALID',
+  'WORKING_MEMORY_INVALID',
+  'EXPORT_INVALID',
+  'OPERATION_NOT_FOUND',
+  'OPERATION_NOT_DEAD',
+]);
 
 /** Scope fields and the options that set them, so errors name what to fix. */
 const SCOPE_FLAGS: Readonly<Record<string, string>> = { tenant_id: '--tenant', conversation_id: '--conversation', agent_id: '--agent' };

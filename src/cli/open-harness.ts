@@ -6,6 +6,7 @@
 import { ConfigError, HarnessMemoryError } from '../core/errors.js';
 import type { LanguageModel } from '../llm/language-model.js';
 import { createHarness } from '../server/create-harness.js';
+import { createJsonLogger } from '../server/fault-log.js';
 import type { Harness } from '../server/create-harness.js';
 import type { CliContext } from './context.js';
 
@@ -21,7 +22,8 @@ export interface OpenHarnessOptions {
 
 /** Builds the harness from the context's configuration and environment. */
 export async function openHarness(context: CliContext, options: OpenHarnessOptions = {}): Promise<Harness> {
-  const base = { config: context.config(), env: context.env, startWorker: options.startWorker ?? false };
+  // Faults go to the command's stderr, as JSON lines.
+  const base = { config: context.config(), env: context.env, startWorker: options.startWorker ?? false, logger: createJsonLogger(context.stderr) };
   if (!options.modelsOptional) return createHarness(base);
   try {
     return await createHarness(base);

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedOpenAIServer } from '../../test/support/scripted-openai-server.js';
 import type { ScriptedRequest, ScriptedServer } from '../../test/support/scripted-openai-server.js';
+import { memoryIdOf } from '../core/scope.js';
+import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
 import { runCli } from './run-cli.js';
 
 let server: ScriptedServer;
@@ -129,6 +131,37 @@ describe('harness wm and memory', () => {
   });
 });
 
+describe('harness memory retry', () => {
+  it('shows a dead operation, retries it (exit 0), and refuses one that is not dead or unknown (exit 2)', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'hm-cli-'));
+    directories.push(workspace);
+    const scope = { tenantId: 'acme', conversationId: 'c-dead', agentId: 'default' };
+    const memoryId = memoryIdOf(scope);
+    const store = createSqliteStore({ path: join(workspace, '.harness', 'state.db') });
+    await store.appendMessages({ scope, memoryId, messages: [{ messageKey: 'm1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 2 }] });
+    await store.enqueueOperation({ operationId: 'op-dead', scope, memoryId, operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+    await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
+    await store.markOperationDead({ operationId: 'op-dead', memoryId, leaseOwner: 'w', errorText: 'gave up after 5 attempts: boom' });
+    await store.dispose();
+
+    const scopeArgs = ['--conversation', 'c-dead', '--tenant', 'acme'];
+    const show = await cli(['memory', 'show', ...scopeArgs], { workspace });
+    expect(show.stdout).toContain('- dead operations: 1');
+    expect(show.stdout).toContain('- op-dead (observe, 1 attempts): gave up after 5 attempts: boom');
+    const retried = await cli(['memory', 'retry', ...scopeArgs, 'op-dead'], { workspace });
+    expect(retried).toMatchObject({ code: 0, stderr: '' });
+    expect(retried.stdout).toBe('operation op-dead (observe) of acme/c-dead/default is queued again\n');
+    const status = JSON.parse((await cli(['memory', 'status', ...scopeArgs, '--format', 'json'], { workspace })).stdout) as { status: Record<string, number> };
+    expect(status.status).toMatchObject({ dead_operations: 0, pending_operations: 1 });
+    const again = await cli(['memory', 'retry', ...scopeArgs, 'op-dead'], { workspace });
+    expect(again.code).toBe(2);
+    expect(again.stderr).toBe('harness: operation op-dead is queued, not dead; only a dead operation can be retried by hand.\n');
+    const unknown = await cli(['memory', 'retry', ...scopeArgs, 'op-unknown'], { workspace });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('the scope has no operation op-unknown');
+  });
+});
+
 describe('harness config', () => {
   it('shows each key, value and source, with the API key masked, and the memory model', async () => {
     const result = await cli(['config'], { env: { OPENAI_API_KEY: 'sk-test-secret-123456' } });
@@ -193,6 +226,7 @@ describe('harness serve', () => {
     const controller = new AbortController();
     let stdout = '';
     let stderr = '';
+    const handlersBefore = process.listeners('unhandledRejection');
     const listening = new Promise<string>((resolve) => {
       const exited = runCli(['serve', '--port', '0'], {
         env: { HARNESS_WORKSPACE: workspace, OPENAI_BASE_URL: server.url, OPENAI_API_KEY: 'test' },
@@ -218,11 +252,19 @@ describe('harness serve', () => {
     const finished = new Promise<void>((resolve) => (done = resolve));
     const url = await listening;
     expect(stdout).toMatch(/^harness listening on http:\/\/127\.0\.0\.1:\d+ \(memory: openai gpt-5-nano from inferred: OPENAI_API_KEY is set \(env:OPENAI_API_KEY\), store: .*state\.db\)\n$/);
-    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok', faults: 0 });
+    // serve installed a process-level handler: a stray rejection is logged loudly and counted, not fatal.
+    const added = process.listeners('unhandledRejection').filter((listener) => !handlersBefore.includes(listener));
+    expect(added).toHaveLength(1);
+    added[0]!(new Error('a stray rejection'), Promise.resolve());
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok', faults: 1 });
+    const logged = JSON.parse(stderr.split('\n').find((line) => line.startsWith('{')) ?? '{}') as Record<string, any>;
+    expect(logged).toMatchObject({ level: 'error', event: 'fault', component: 'process', message: expect.stringContaining('UNHANDLED PROMISE REJECTION'), error: { message: 'a stray rejection' } });
     controller.abort();
     await finished;
     expect(exitCode).toBe(0);
     expect(stderr).toContain('stopping');
+    expect(process.listeners('unhandledRejection')).toEqual(handlersBefore);
   });
 
   it('refuses a non-loopback host without API keys (78)', async () => {

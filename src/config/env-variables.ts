@@ -37,6 +37,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   memory('snippet_max_tokens', 'integer'),
   memory('reflect_threshold_tokens', 'integer'),
   memory('stale_operation_seconds', 'integer'),
+  memory('max_operation_attempts', 'integer'),
   memory('redact_secrets', 'boolean'),
   memory('tool_importance_cap', 'number'),
   memory('llm_mode', 'string'),
@@ -51,6 +52,10 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: 'HARNESS_API_KEYS', key: 'server.api_keys', kind: 'list' },
   { name: 'HARNESS_HOST', key: 'server.host', kind: 'string' },
   { name: 'HARNESS_PORT', key: 'server.port', kind: 'integer' },
+  { name: 'HARNESS_REDACT_TRANSCRIPTS', key: 'server.redact_transcripts', kind: 'boolean' },
+  { name: 'HARNESS_MAX_CONCURRENT_RUNS', key: 'server.max_concurrent_runs', kind: 'integer' },
+  { name: 'HARNESS_MAX_SSE_CONNECTIONS', key: 'server.max_sse_connections', kind: 'integer' },
+  { name: 'HARNESS_MAX_WRITES_PER_SECOND', key: 'server.max_writes_per_second', kind: 'integer' },
   { name: 'OPENAI_API_KEY', key: 'openai.api_key', kind: 'secret' },
   { name: 'OPENAI_BASE_URL', key: 'openai.base_url', kind: 'secret' },
 ];

@@ -58,6 +58,7 @@ describe('config: defaults', () => {
       snippetMaxTokens: 900,
       reflectThresholdTokens: 4000,
       staleOperationSeconds: 300,
+      maxOperationAttempts: 5,
       redactSecrets: true,
       toolImportanceCap: 0.6,
       llmMode: undefined,
@@ -71,7 +72,7 @@ describe('config: defaults', () => {
     });
     expect(config.forensics).toEqual({ captureRequestEnvelope: false, snapshotMemorySnippet: false });
     expect(config.model).toEqual({ name: '', provider: 'openai', baseUrl: '' });
-    expect(config.server).toEqual({ host: '127.0.0.1', port: 8080, apiKeys: [] });
+    expect(config.server).toEqual({ host: '127.0.0.1', port: 8080, apiKeys: [], redactTranscripts: true, maxConcurrentRuns: 16, maxSseConnections: 32, maxWritesPerSecond: 50 });
     expect(config.providers).toEqual({});
     expect(config.openai).toEqual({ apiKey: '', baseUrl: '' });
   });
@@ -128,6 +129,26 @@ describe('config: cascade', () => {
     expect(config.server).toMatchObject({ host: '0.0.0.0', port: 9100 });
     expect(config.sources['memory.observe_min_tokens']).toBe('env:HARNESS_MEMORY_OBSERVE_MIN_TOKENS');
     expect(config.sources['model.name']).toBe('env:HARNESS_MODEL');
+  });
+
+  it('reads the hardening settings from [memory] and [server], and from their variables', () => {
+    const file = writeConfig(workspace, '[memory]\nmax_operation_attempts = 7\n[server]\nredact_transcripts = false\nmax_concurrent_runs = 3\nmax_sse_connections = 4\nmax_writes_per_second = 5\n');
+    const fromFile = load();
+    expect(fromFile.memory.maxOperationAttempts).toBe(7);
+    expect(fromFile.server).toMatchObject({ redactTranscripts: false, maxConcurrentRuns: 3, maxSseConnections: 4, maxWritesPerSecond: 5 });
+    expect(fromFile.sources['server.max_writes_per_second']).toBe(file);
+    const fromEnv = load({
+      HARNESS_MEMORY_MAX_OPERATION_ATTEMPTS: '2',
+      HARNESS_REDACT_TRANSCRIPTS: 'on',
+      HARNESS_MAX_CONCURRENT_RUNS: '30',
+      HARNESS_MAX_SSE_CONNECTIONS: '40',
+      HARNESS_MAX_WRITES_PER_SECOND: '60',
+    });
+    expect(fromEnv.memory.maxOperationAttempts).toBe(2);
+    expect(fromEnv.server).toMatchObject({ redactTranscripts: true, maxConcurrentRuns: 30, maxSseConnections: 40, maxWritesPerSecond: 60 });
+    expect(fromEnv.sources['server.redact_transcripts']).toBe('env:HARNESS_REDACT_TRANSCRIPTS');
+    expect(configErrorOf(() => load({ HARNESS_MEMORY_MAX_OPERATION_ATTEMPTS: '0' })).key).toBe('memory.max_operation_attempts');
+    expect(configErrorOf(() => load({ HARNESS_MAX_WRITES_PER_SECOND: 'lots' })).key).toBe('server.max_writes_per_second');
   });
 
   it('treats an empty environment variable as unset', () => {

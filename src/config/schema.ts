@@ -36,6 +36,7 @@ export interface MemoryFileSection {
   snippet_max_tokens?: number;
   reflect_threshold_tokens?: number;
   stale_operation_seconds?: number;
+  max_operation_attempts?: number;
   redact_secrets?: boolean;
   tool_importance_cap?: number;
   llm_mode?: MemoryLlmMode;
@@ -66,6 +67,10 @@ export interface ServerFileSection {
   port?: number;
   /** Entries shaped `"key:tenant"`. */
   api_keys?: string[];
+  redact_transcripts?: boolean;
+  max_concurrent_runs?: number;
+  max_sse_connections?: number;
+  max_writes_per_second?: number;
 }
 
 /** One `[providers.NAME]` table. `base_url` is required once all files are merged. */
@@ -126,6 +131,7 @@ const memoryShape = {
   snippet_max_tokens: positiveInteger(),
   reflect_threshold_tokens: positiveInteger(),
   stale_operation_seconds: positiveInteger(),
+  max_operation_attempts: positiveInteger(),
   redact_secrets: flag(),
   tool_importance_cap: unitInterval(),
   llm_mode: literal(MEMORY_LLM_MODES),
@@ -156,6 +162,10 @@ const serverShape = {
     .min(1, 'must be an integer from 1 to 65535')
     .max(65535, 'must be an integer from 1 to 65535'),
   api_keys: apiKeyEntries(),
+  redact_transcripts: flag(),
+  max_concurrent_runs: positiveInteger(),
+  max_sse_connections: positiveInteger(),
+  max_writes_per_second: positiveInteger(),
 } satisfies Record<keyof ServerFileSection, z.ZodType>;
 
 const providerShape = {
@@ -227,6 +237,8 @@ export interface MemoryConfig {
   readonly reflectThresholdTokens: number;
   /** Age after which a running observe or reflect operation counts as abandoned. @default 300 */
   readonly staleOperationSeconds: number;
+  /** Attempts a memory operation gets (retryable failures and crashes alike) before it is parked as `dead`. @default 5 */
+  readonly maxOperationAttempts: number;
   /** @default true */
   readonly redactSecrets: boolean;
   /** Highest importance of an observation made only from tool output, in [0, 1]. @default 0.6 */
@@ -281,6 +293,14 @@ export interface ServerConfig {
   readonly port: number;
   /** Empty means authentication is off. @default [] */
   readonly apiKeys: readonly ServerApiKey[];
+  /** Redact secrets from run prompts, outputs, errors, conversation messages and event payloads before they are stored (and so before SSE). @default true */
+  readonly redactTranscripts: boolean;
+  /** Runs queued or running at once, per API key (per tenant without keys), in this process. @default 16 */
+  readonly maxConcurrentRuns: number;
+  /** Open SSE event streams, per API key (per tenant without keys), in this process. @default 32 */
+  readonly maxSseConnections: number;
+  /** Write requests (POST, PUT, DELETE) per second, per API key (per tenant without keys); bursts up to one second's worth. @default 50 */
+  readonly maxWritesPerSecond: number;
 }
 
 /** One user-defined model provider (`[providers.NAME]`). */

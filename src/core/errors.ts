@@ -35,6 +35,10 @@ const MARKER = Symbol.for('harness-memory.error');
  *   (`haystack_sessions[3][2].content`).
  * - `EVAL_RESULTS_INVALID`: `{ path, line }`, a results file cannot be resumed: `line` (from 1)
  *   is not a result line and is not a truncated last line.
+ * - `OPTION_INVALID`: `{ factory, option }`, a factory was called without a required option, or with an empty one.
+ * - `OPERATION_DEAD`: `{ operationId }`, the operation used up its attempts and was parked as `dead`.
+ * - `OPERATION_NOT_FOUND`: `{ operationId }`, the scope has no operation with that id.
+ * - `OPERATION_NOT_DEAD`: `{ operationId, status }`, only a `dead` operation can be retried by hand.
  */
 export type HarnessMemoryErrorCode =
   | 'SCOPE_INVALID'
@@ -57,7 +61,11 @@ export type HarnessMemoryErrorCode =
   | 'RUN_NOT_FOUND'
   | 'RUN_NOT_COMPLETED'
   | 'EVAL_DATASET_INVALID'
-  | 'EVAL_RESULTS_INVALID';
+  | 'EVAL_RESULTS_INVALID'
+  | 'OPTION_INVALID'
+  | 'OPERATION_DEAD'
+  | 'OPERATION_NOT_FOUND'
+  | 'OPERATION_NOT_DEAD';
 
 /** Options for {@link HarnessMemoryError}. */
 export interface HarnessMemoryErrorOptions {

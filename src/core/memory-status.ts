@@ -29,6 +29,8 @@ export interface MemoryStatus {
   readonly activeContradictions: number;
   /** References reflections made that were dropped when applied: unknown seq, backwards supersession, self-reference. */
   readonly rejectedReferences: number;
+  /** Operations parked as `dead` (attempts used up), waiting to be retried by hand. */
+  readonly deadOperations: number;
   /** Effective thresholds (per-scope overrides over the defaults). */
   readonly config: ObservationConfig;
   /** ISO 8601 UTC; `null` for a scope never written. */
@@ -46,6 +48,8 @@ export function statusOf(input: {
   pendingOperations: number;
   /** The scope's active supersession set (see `activeReflectionLinks`); none when omitted. */
   activeLinks?: ReflectionLinks;
+  /** @default 0 */
+  deadOperations?: number;
 }): MemoryStatus {
   const record = input.record;
   return Object.freeze({
@@ -63,6 +67,7 @@ export function statusOf(input: {
     activeSupersessions: input.activeLinks?.supersessions.length ?? 0,
     activeContradictions: input.activeLinks?.contradictions.length ?? 0,
     rejectedReferences: record?.rejectedReferenceCount ?? 0,
+    deadOperations: input.deadOperations ?? 0,
     config: input.config,
     updatedAt: record?.updatedAt ?? null,
   });
@@ -85,6 +90,7 @@ export function statusToJson(status: MemoryStatus): Record<string, unknown> {
     active_supersessions: status.activeSupersessions,
     active_contradictions: status.activeContradictions,
     rejected_references: status.rejectedReferences,
+    dead_operations: status.deadOperations,
     config: configToJson(status.config),
     updated_at: status.updatedAt,
   };

@@ -8,10 +8,13 @@ export type SecretKind =
   | 'private_key'
   | 'jwt'
   | 'bearer_token'
+  | 'anthropic_key'
   | 'openai_key'
   | 'aws_access_key'
+  | 'aws_secret_key'
   | 'github_token'
   | 'slack_token'
+  | 'url_password'
   | 'card_number';
 
 /** The redacted text and how many secrets of each kind were replaced (kinds with none are absent). */
@@ -23,12 +26,17 @@ export interface RedactionResult {
 interface Rule {
   readonly kind: SecretKind;
   readonly pattern: RegExp;
-  /** Returns the replacement of a match (given its first capture group, if any). */
-  readonly replace?: (match: string, group: string | undefined) => string;
+  /** Returns the replacement of a match, given its capture groups. */
+  readonly replace?: (match: string, groups: readonly string[]) => string;
 }
 
 // Every token pattern starts with a lookbehind that refuses to start inside a longer run of
 // token characters: that keeps matching linear on long runs and avoids hits inside other words.
+// A character right after a backslash does not count: in JSON text (tool arguments and
+// results, as stored) `…\nsk-…` is an escaped newline, then a key.
+const startsAfter = (tokenCharacters: string): string => String.raw`(?<!(?<!\\)[${tokenCharacters}])`;
+const pattern = (source: string, flags = 'g'): RegExp => new RegExp(source, flags);
+
 // Order matters: whole blocks and specific formats come first, so `Bearer eyJ…` counts as a JWT
 // and a placeholder is never matched again by a later rule.
 const RULES: readonly Rule[] = [
@@ -38,40 +46,69 @@ const RULES: readonly Rule[] = [
       /-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]{0,40}PRIVATE KEY-----|$)/g,
   },
   // alg "none" tokens have an empty signature and still carry the payload, hence `*`.
-  { kind: 'jwt', pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g },
-  { kind: 'openai_key', pattern: /(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}/g },
-  { kind: 'aws_access_key', pattern: /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g },
+  { kind: 'jwt', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*`) },
+  // Before the OpenAI rule, which would take `sk-ant-…` for one of its own.
+  { kind: 'anthropic_key', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}sk-ant-[A-Za-z0-9_-]{20,}`) },
+  { kind: 'openai_key', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}sk-[A-Za-z0-9_-]{20,}`) },
+  { kind: 'aws_access_key', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}(?:AKIA|ASIA)[A-Z0-9]{16}\b`) },
+  {
+    // A secret access key is 40 characters with nothing to tell it apart, so only a labelled
+    // one (`aws_secret_access_key = …`, `"SecretAccessKey": "…"`) is taken.
+    kind: 'aws_secret_key',
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}((?:aws_?)?secret_?(?:access_?)?key(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])`, 'gi'),
+    replace: (_match, [label]) => `${label ?? ''}[REDACTED:aws_secret_key]`,
+  },
   {
     kind: 'github_token',
-    pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g,
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})`),
   },
-  { kind: 'slack_token', pattern: /(?<![A-Za-z0-9-])xox[abposr]-[A-Za-z0-9-]{10,}/g },
+  { kind: 'slack_token', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9-')}(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}`) },
+  {
+    // `scheme://user:password@host`: the password goes, the rest of the URL stays. Every part
+    // is bounded and the match cannot start inside a scheme-like run, which keeps it linear.
+    kind: 'url_password',
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9+.-')}([A-Za-z][A-Za-z0-9+.\-]{0,30}:\/\/[^\s:/?#@"'<>\\]{0,256}):(?!\[REDACTED:)[^\s/?#@"'<>\\]{1,256}@`),
+    replace: (_match, [prefix]) => `${prefix ?? ''}:[REDACTED:url_password]@`,
+  },
+  {
+    // `?password=…`, `&pwd=…` in a query string.
+    kind: 'url_password',
+    pattern: /([?&;](?:password|passwd|pwd|pass)=)(?!\[REDACTED:)[^&#\s"'<>\\]+/gi,
+    replace: (_match, [name]) => `${name ?? ''}[REDACTED:url_password]`,
+  },
   {
     kind: 'bearer_token',
     // The digit requirement keeps prose such as "Bearer authentication" intact.
-    pattern: /\b(bearer)[ \t]+(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}/gi,
-    replace: (_match, word) => `${word ?? 'Bearer'} [REDACTED:bearer_token]`,
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}(bearer)[ \t]+(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}`, 'gi'),
+    replace: (_match, [word]) => `${word ?? 'Bearer'} [REDACTED:bearer_token]`,
   },
   // Digit groups joined by single spaces or dashes, not inside a word such as a hex hash; the
   // window search is in `redactCardRun`.
   {
     kind: 'card_number',
-    pattern: /(?<!\w)\d+(?:[ -]\d+)*(?!\w)/g,
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}\d+(?:[ -]\d+)*(?!\w)`),
     replace: (match) => redactCardRun(match),
   },
 ];
 
 /**
- * Replaces private keys, JWTs, bearer tokens, OpenAI, AWS, GitHub and Slack keys and Luhn-valid
- * card numbers with `[REDACTED:<kind>]`. Idempotent: redacting the result again changes nothing.
+ * Replaces private keys, JWTs, bearer tokens, Anthropic and OpenAI keys, AWS access key ids and
+ * (labelled) secret keys, GitHub and Slack tokens, passwords in URLs (`scheme://user:pw@host`,
+ * `?password=`) and Luhn-valid card numbers with `[REDACTED:<kind>]`. Idempotent: redacting
+ * the result again changes nothing. Linear in the length of the text.
  */
 export function redactSecrets(text: string): RedactionResult {
   const counts: Partial<Record<SecretKind, number>> = {};
   let result = text;
   for (const rule of RULES) {
     result = result.replace(rule.pattern, (match: string, ...rest: unknown[]) => {
-      const group = typeof rest[0] === 'string' ? rest[0] : undefined;
-      const replaced = rule.replace ? rule.replace(match, group) : placeholder(rule.kind);
+      // The capture groups come first, then the match offset (a number).
+      const groups: string[] = [];
+      for (const item of rest) {
+        if (typeof item === 'number') break;
+        groups.push(typeof item === 'string' ? item : '');
+      }
+      const replaced = rule.replace ? rule.replace(match, groups) : placeholder(rule.kind);
       const added = countOf(replaced, rule.kind);
       if (added > 0) counts[rule.kind] = (counts[rule.kind] ?? 0) + added;
       return replaced;

@@ -4,6 +4,7 @@
  * @module
  */
 import { ModelCallError } from '../core/errors.js';
+import { requireObject } from '../core/require-option.js';
 import { isModelCallError } from './_model-call-errors.js';
 import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult } from './language-model.js';
 
@@ -34,6 +35,7 @@ export type CircuitBreakerModel = LanguageModel & { readonly state: CircuitState
  * const model = withCircuitBreaker(withRetries(base), { failureThreshold: 5, resetMs: 30_000 });
  */
 export function withCircuitBreaker(model: LanguageModel, options: CircuitBreakerOptions = {}): CircuitBreakerModel {
+  requireObject('withCircuitBreaker', 'model', model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).');
   const failureThreshold = options.failureThreshold ?? 5;
   const resetMs = options.resetMs ?? 30_000;
   const now = options.now ?? Date.now;

@@ -4,6 +4,7 @@
  * @module
  */
 import type { HarnessConfig } from '../config/schema.js';
+import { requireObject, requireOptions } from '../core/require-option.js';
 import { ConfigError } from '../core/errors.js';
 import { withCircuitBreaker, type CircuitBreakerModel, type CircuitBreakerOptions } from './circuit-breaker.js';
 import type { LanguageModel } from './language-model.js';
@@ -99,6 +100,8 @@ function chooseMode(settings: MemorySettings): { mode: MemoryModelMode; source: 
  * const observer = createModelObserver(model);
  */
 export function selectMemoryModel(input: SelectMemoryModelInput): MemoryModelSelection {
+  requireOptions('selectMemoryModel', input, 'Pass { config, env }.');
+  requireObject('selectMemoryModel', 'config', input.config, [], 'Pass the loaded configuration: loadConfig() from harness-memory/config.');
   const { config, env } = input;
   const createModel = input.createModel ?? createOpenAICompatibleModel;
   const settings = memorySettings(config, env);
@@ -221,6 +224,7 @@ export interface CreateAgentModelOptions {
  * @example const agent = createAgentModel(config, process.env);
  */
 export function createAgentModel(config: HarnessConfig, env: Env, options: CreateAgentModelOptions = {}): LanguageModel {
+  requireObject('createAgentModel', 'config', config, [], 'Pass the loaded configuration: loadConfig() from harness-memory/config.');
   const createModel = options.createModel ?? createOpenAICompatibleModel;
   return withRetries(createModel(agentModelSettings(config, env)), options.retry);
 }

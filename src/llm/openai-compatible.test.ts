@@ -194,12 +194,16 @@ describe('openai-compatible: streaming', () => {
 
 describe('openai-compatible: abort', () => {
   it('stops at once when the caller aborts, as a non-retryable error', async () => {
-    server.enqueue({ delayMs: 5_000, reply: { text: 'late' } });
+    // The reply never comes in time: only the abort can end the call, once the request arrived.
+    let arrived!: () => void;
+    const received = new Promise<void>((resolve) => (arrived = resolve));
+    server.enqueue(() => {
+      arrived();
+      return { delayMs: 600_000, reply: { text: 'late' } };
+    });
     const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm' });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 50);
-    const started = Date.now();
+    void received.then(() => controller.abort());
     await expect(model.doGenerate({ ...user('x'), abortSignal: controller.signal })).rejects.toMatchObject({ isRetryable: false, message: expect.stringMatching(/aborted/) });
-    expect(Date.now() - started).toBeLessThan(1_000);
   });
 });

@@ -4,6 +4,7 @@
  * @module
  */
 import OpenAI, { APIError } from 'openai';
+import { requireOptions, requireString } from '../core/require-option.js';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { ConfigError, ModelCallError } from '../core/errors.js';
 import { parseCompletion, StreamAssembler, toChatMessages, toChatTools } from './_chat-completions.js';
@@ -94,6 +95,10 @@ export function normalizeBaseUrl(baseUrl: string): string {
  * const { text } = await model.doGenerate({ messages: [{ role: 'user', content: 'Hi' }] });
  */
 export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings): OpenAICompatibleModel {
+  const factory = 'createOpenAICompatibleModel';
+  requireOptions(factory, settings, 'Pass { baseURL, modelId }.');
+  requireString(factory, 'baseURL', settings.baseURL, 'Pass the server URL, such as https://api.openai.com/v1 or http://127.0.0.1:11434.');
+  requireString(factory, 'modelId', settings.modelId, 'Pass the model id the server knows, such as gpt-4.1-mini.');
   const baseURL = normalizeBaseUrl(settings.baseURL);
   const url = `${baseURL}/chat/completions`;
   const timeoutMs = settings.timeout ?? DEFAULT_MODEL_TIMEOUT_MS;

@@ -110,12 +110,11 @@ describe('retrying model: limits', () => {
           options.abortSignal?.addEventListener('abort', () => reject(new ModelCallError({ message: 'aborted', retryable: false })));
         }),
     };
-    const started = Date.now();
+    // The model never answers by itself: only the budget's abort can end the call.
     await expect(withRetries(hanging, { maxTotalMs: 100 }).doGenerate(call)).rejects.toMatchObject({
       isRetryable: true,
       message: expect.stringMatching(/100 ms retry budget/),
     });
-    expect(Date.now() - started).toBeLessThan(1_000);
   });
 
   it('keeps its default total budget below the 300 s operation lease', () => {

@@ -4,6 +4,7 @@
  * @module
  */
 import { ModelCallError } from '../core/errors.js';
+import { requireObject } from '../core/require-option.js';
 import { isModelCallError } from './_model-call-errors.js';
 import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult } from './language-model.js';
 
@@ -42,6 +43,7 @@ const INNER = Symbol.for('harness-memory.retries.inner');
 
 /** The model under a {@link withRetries} layer, or the model itself when it has none. */
 export function withoutRetries(model: LanguageModel): LanguageModel {
+  requireObject('withoutRetries', 'model', model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).');
   return (model as { [INNER]?: LanguageModel })[INNER] ?? model;
 }
 
@@ -54,6 +56,7 @@ export function withoutRetries(model: LanguageModel): LanguageModel {
  * const model = withRetries(createOpenAICompatibleModel({ baseURL, modelId }), { maxAttempts: 3 });
  */
 export function withRetries(model: LanguageModel, policy: RetryPolicy = {}): LanguageModel {
+  requireObject('withRetries', 'model', model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).');
   const inner = withoutRetries(model);
   const settings = { ...DEFAULT_RETRY_POLICY, ...withoutUndefined(policy) };
   const sleep = policy.sleep ?? defaultSleep;

@@ -1,5 +1,6 @@
 import { HarnessMemoryError } from '../core/errors.js';
 import { buildObserverPrompt, buildReflectorPrompt } from '../core/memory-prompts.js';
+import { requireObject } from '../core/require-option.js';
 import type { MemoryPrompt, PromptMessage } from '../core/memory-prompts.js';
 import type { Observation, ObservationConfig, ParsedObservation, StoredReflection } from '../core/observation.js';
 import { isNothingToObserve, parseObservations } from '../core/parse-observations.js';
@@ -65,6 +66,7 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 65536;
  * observation in it otherwise is refused (`MODEL_OUTPUT_INVALID`, reason `empty`).
  */
 export function createModelObserver(model: LanguageModel, limits: ModelOutputLimits = {}): Observer {
+  requireObject('createModelObserver', 'model', model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).');
   return {
     async observe(input) {
       const text = await ask(model, 'observer', buildObserverPrompt(input), input.abortSignal, limits);
@@ -81,6 +83,7 @@ export function createModelObserver(model: LanguageModel, limits: ModelOutputLim
 
 /** A reflector backed by a language model. */
 export function createModelReflector(model: LanguageModel, limits: ModelOutputLimits = {}): Reflector {
+  requireObject('createModelReflector', 'model', model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).');
   return {
     async reflect(input) {
       return ask(model, 'reflector', buildReflectorPrompt(input), input.abortSignal, limits);

@@ -216,7 +216,7 @@ describe('observational memory: reflection', () => {
   });
 
   it('keeps the observation when the automatic reflection after it fails', async () => {
-    const { memory } = setup({ reflector: scriptedReflector(new Error('reflector down')), maxAttempts: 1, defaults: { observeMinTokens: 1, reflectThresholdTokens: 1 } });
+    const { memory } = setup({ reflector: scriptedReflector(new Error('reflector down')), maxOperationAttempts: 1, defaults: { observeMinTokens: 1, reflectThresholdTokens: 1 } });
     const result = await memory.observe({ scope, messages: messages(0, 1) });
     expect(result.observed).toBe(true);
     expect(result.reflected).toBe(false);
@@ -431,7 +431,7 @@ describe('observational memory: scopes', () => {
 describe('observational memory: background worker', () => {
   it('recovers an operation left in processing by a dead worker and applies it once', async () => {
     const store = createInMemoryStore();
-    const { memory, observer } = setup({ store, leaseMs: 50 });
+    const { memory, observer } = setup({ store, leaseMs: 60_000 });
     await memory.setEnabled(scope, true);
     const memoryId = memoryIdOf(scope);
     // A "crashed" process stored messages, enqueued, claimed, and died before applying.
@@ -440,8 +440,8 @@ describe('observational memory: background worker', () => {
     await store.claimOperation({ memoryId, leaseOwner: 'dead-worker', leaseMs: 20 });
     await new Promise((resolve) => setTimeout(resolve, 40));
     const worker = memory.startWorker({ pollMs: 10, staleCheckMs: 10 });
-    const deadline = Date.now() + 3000;
-    while ((await memory.status(scope)).observationCount === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    // Polled until the worker applied it; the test's own timeout bounds it.
+    while ((await memory.status(scope)).observationCount === 0) await new Promise((resolve) => setTimeout(resolve, 10));
     await worker.stop();
     const inspection = await memory.inspect(scope);
     expect(inspection.observations).toHaveLength(1);

@@ -4,6 +4,7 @@
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
+import { requireObject, requireOptions } from '../core/require-option.js';
 import { generateId as defaultGenerateId } from '../core/ids.js';
 import type { IdGenerator } from '../core/ids.js';
 import { parseExportFormat, renderExport } from '../core/memory-export.js';
@@ -54,7 +55,16 @@ export interface ObservationalMemoryOptions {
   redactSecrets?: boolean;
   /** How long a worker may hold an operation (the stale-operation window). @default 300000 */
   leaseMs?: number;
-  /** Attempts per operation for retryable model failures. @default 3 */
+  /**
+   * Attempts an operation gets, whatever ends them: a retryable failure (re-queued with
+   * backoff) or a crash that let its lease expire (re-queued by the stale check). Once they
+   * are used up it becomes `dead`: it stops blocking its scope, keeps its last error, emits
+   * `memory.operation.dead`, and runs again only when retried by hand. Failures that retrying
+   * cannot help (bad model output) fail the operation at once.
+   * @default 5
+   */
+  maxOperationAttempts?: number;
+  /** @deprecated The former name of {@link maxOperationAttempts}, used when that is not set. */
   maxAttempts?: number;
   /** Base of the exponential retry backoff. @default 1000 */
   retryDelayMs?: number;
@@ -80,6 +90,9 @@ export interface ObservationalMemoryOptions {
   faultPoint?: (point: 'after_claim' | 'after_llm') => void;
 }
 
+/** The store methods every observational-memory call relies on. */
+const MEMORY_STORE_METHODS = ['getRecord', 'appendMessages', 'enqueueOperation', 'claimOperation', 'completeObservation', 'failOperation', 'markOperationDead'];
+
 /**
  * Events of observational memory, reported on the scope (with the run that caused them):
  * `memory.observe.*` for every observe call that ran (or queued) an observe operation, also
@@ -101,6 +114,16 @@ export type ObservationalMemoryEvent =
   | { readonly type: 'memory.observe.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly error: string }
   | { readonly type: 'memory.reflection.completed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly trigger: 'auto' | 'reflect_now' }
   | { readonly type: 'memory.operation.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly operationType: string; readonly error: string; readonly willRetry: boolean }
+  /** The operation used up its attempts and was parked as `dead` with its last error. */
+  | {
+      readonly type: 'memory.operation.dead';
+      readonly scope: Scope;
+      readonly runId: string;
+      readonly operationId: string;
+      readonly operationType: string;
+      readonly error: string;
+      readonly attempts: number;
+    }
   /** The background worker hit a store error; it retries on its next poll. */
   | { readonly type: 'memory.worker.failed'; readonly error: string };
 
@@ -175,6 +198,13 @@ export interface ObservationalMemory {
   forget(scope: ScopeInput): Promise<void>;
   /** The scope's generation: 0 until it is first forgotten, then a new value at every forget. Never writes. */
   generation(scope: ScopeInput): Promise<number>;
+  /**
+   * Retries a `dead` operation by hand: it goes back to the queue, at the end of its scope's
+   * log, with fresh attempts; it runs at the scope's next observe or the background worker's
+   * next poll. Throws `OPERATION_NOT_FOUND` for an id the scope does not have, and
+   * `OPERATION_NOT_DEAD` for an operation that is not dead.
+   */
+  retryOperation(scope: ScopeInput, operationId: string): Promise<Operation>;
   /** Processes pending operations (of one scope, or all) until none is left or the timeout passes. */
   drain(scope?: ScopeInput, options?: { timeoutMs?: number }): Promise<void>;
   /** Subscribes to events; returns the unsubscribe function. */
@@ -196,6 +226,12 @@ export interface ObservationalMemory {
  * const snippet = await memory.snippet({ conversationId: 'c1' });
  */
 export function createObservationalMemory(options: ObservationalMemoryOptions): ObservationalMemory {
+  const factory = 'createObservationalMemory';
+  requireOptions(factory, options, 'Pass { store, model }.');
+  requireObject(factory, 'store', options.store, MEMORY_STORE_METHODS, 'Pass a MemoryStore, such as createInMemoryStore() or createSqliteStore({ path }).');
+  requireObject(factory, 'model', options.model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).', true);
+  requireObject(factory, 'observer', options.observer, ['observe'], 'Pass an Observer, such as createModelObserver(model), or leave it out.', true);
+  requireObject(factory, 'reflector', options.reflector, ['reflect'], 'Pass a Reflector, such as createModelReflector(model), or leave it out.', true);
   const mode = resolveMode(options.mode);
   const defaults = validateThresholds({ ...DEFAULT_OBSERVATION_CONFIG, ...options.defaults }, 'createObservationalMemory.defaults');
   const defaultEnabled = options.defaultEnabled ?? false;
@@ -233,10 +269,13 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       }
     }
   };
+  const maxAttempts = positive(options.maxOperationAttempts ?? options.maxAttempts ?? 5, options.maxOperationAttempts === undefined && options.maxAttempts !== undefined ? 'maxAttempts' : 'maxOperationAttempts');
   const onWorkerEvent = (event: WorkerEvent): void => {
     const base = { scope: event.operation.scope, runId: event.operation.runId, operationId: event.operation.operationId };
     if (event.type === 'reflection-completed') emit({ type: 'memory.reflection.completed', ...base, trigger: event.trigger });
-    else emit({ type: 'memory.operation.failed', ...base, operationType: event.operation.operationType, error: event.error.message, willRetry: event.willRetry });
+    else if (event.type === 'operation-dead') {
+      emit({ type: 'memory.operation.dead', ...base, operationType: event.operation.operationType, error: event.errorText, attempts: Math.min(event.operation.attempt, maxAttempts) });
+    } else emit({ type: 'memory.operation.failed', ...base, operationType: event.operation.operationType, error: event.error.message, willRetry: event.willRetry });
   };
   const worker: OperationWorkerContext = {
     store,
@@ -246,7 +285,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     generateId,
     workerId: generateId('worker'),
     leaseMs: positive(options.leaseMs ?? 300_000, 'leaseMs'),
-    maxAttempts: positive(options.maxAttempts ?? 3, 'maxAttempts'),
+    maxAttempts,
     retryDelayMs: options.retryDelayMs ?? 1000,
     maxBatchTokens: positive(options.maxBatchTokens ?? 16_000, 'maxBatchTokens'),
     toolImportanceCap: unitInterval(options.toolImportanceCap ?? DEFAULT_TOOL_IMPORTANCE_CAP, 'toolImportanceCap'),
@@ -305,8 +344,10 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     const memoryId = memoryIdOf(scope);
     const found = record ?? (await store.getRecord(memoryId));
     const { enabled, config } = effective(found);
-    const [pendingOperations, links] = found ? await Promise.all([store.countPendingOperations(memoryId), linksOf(memoryId, found)]) : [0, EMPTY_REFLECTION_LINKS];
-    return statusOf({ mode, memoryId, scope, record: found, enabled: mode !== 'off' && enabled, config, pendingOperations, activeLinks: activeReflectionLinks(links) });
+    const [pendingOperations, deadOperations, links] = found
+      ? await Promise.all([store.countPendingOperations(memoryId), store.countDeadOperations(memoryId), linksOf(memoryId, found)])
+      : [0, 0, EMPTY_REFLECTION_LINKS];
+    return statusOf({ mode, memoryId, scope, record: found, enabled: mode !== 'off' && enabled, config, pendingOperations, deadOperations, activeLinks: activeReflectionLinks(links) });
   };
 
   /** Stores the messages and, at the threshold, runs the observe operation; reports it on the scope's events. */
@@ -475,6 +516,25 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
     async generation(scopeInput) {
       return store.scopeGeneration(memoryIdOf(resolveScope(scopeInput)));
+    },
+
+    async retryOperation(scopeInput, operationId) {
+      const memoryId = memoryIdOf(resolveScope(scopeInput));
+      if (typeof operationId !== 'string' || operationId.trim() === '' || operationId.length > 200) {
+        throw new HarnessMemoryError({ code: 'OPERATION_NOT_FOUND', component: 'observational-memory', message: 'an operation id is required (at most 200 characters).', data: { operationId: String(operationId).slice(0, 200) } });
+      }
+      const retried = await store.retryDeadOperation({ memoryId, operationId });
+      if (retried) return retried;
+      const found = (await store.listOperations(memoryId)).find((operation) => operation.operationId === operationId);
+      if (!found) {
+        throw new HarnessMemoryError({ code: 'OPERATION_NOT_FOUND', component: 'observational-memory', message: `the scope has no operation ${operationId}; list them with inspect().`, data: { operationId } });
+      }
+      throw new HarnessMemoryError({
+        code: 'OPERATION_NOT_DEAD',
+        component: 'observational-memory',
+        message: `operation ${operationId} is ${found.status}, not dead; only a dead operation can be retried by hand.`,
+        data: { operationId, status: found.status },
+      });
     },
 
     async drain(scopeInput, drainOptions = {}) {

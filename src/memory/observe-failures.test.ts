@@ -27,7 +27,7 @@ beforeEach(async () => {
   server = await startScriptedOpenAIServer();
   store = createInMemoryStore();
   const model = withCircuitBreaker(createOpenAICompatibleModel({ baseURL: server.url, modelId: 'memory-model', apiKey: 'test', timeout: 400 }), { failureThreshold: 3, resetMs: 300 });
-  memory = createObservationalMemory({ store, observer: createModelObserver(model), defaultEnabled: true, defaults: { observeMinTokens: 1 }, retryDelayMs: 20, maxAttempts: 3 });
+  memory = createObservationalMemory({ store, observer: createModelObserver(model), defaultEnabled: true, defaults: { observeMinTokens: 1 }, retryDelayMs: 20, maxOperationAttempts: 3 });
 });
 
 afterEach(async () => {
@@ -58,21 +58,23 @@ describe('observe failures: retryable', () => {
     server.enqueue({ status: 429, headers: { 'retry-after': '1' }, body: { error: { message: 'slow down' } } }, GOOD);
     const first = await timed(observe());
     expect(first.error).toBeDefined();
-    expect(first.ms).toBeLessThan(1000);
+    // The caller did not wait for Retry-After: when observe returned, the retry had not been sent.
+    expect(server.requests).toHaveLength(1);
     expect(await unobserved()).toBe(1);
-    await memory.drain(scope, { timeoutMs: 5000 });
+    await memory.drain(scope, { timeoutMs: 30_000 });
     const [failed, retried] = server.requests;
     expect(retried!.receivedAt - failed!.receivedAt).toBeGreaterThanOrEqual(950);
     expect(await observations()).toEqual(['User prefers tabs']);
     expect(await unobserved()).toBe(0);
   });
 
-  it('fails the operation after bounded attempts on persistent 5xx, keeps the message, and observes it later', async () => {
+  it('parks the operation as dead after bounded attempts on persistent 5xx, keeps the message, and observes it later', async () => {
     server.setDefaultReply({ status: 503, body: { error: { message: 'down' } } });
     await expect(observe()).rejects.toBeDefined();
-    await memory.drain(scope, { timeoutMs: 5000 });
+    await memory.drain(scope, { timeoutMs: 30_000 });
     expect(server.requests).toHaveLength(3);
-    expect((await store.listOperations(memoryId)).at(-1)?.status).toBe('failed');
+    expect((await store.listOperations(memoryId)).at(-1)).toMatchObject({ status: 'dead', attempt: 3, errorText: expect.stringContaining('gave up after 3 attempts') });
+    expect((await memory.status(scope)).deadOperations).toBe(1);
     expect(await unobserved()).toBe(1);
     server.setDefaultReply(GOOD);
     await new Promise((resolve) => setTimeout(resolve, 350));
@@ -85,10 +87,10 @@ describe('observe failures: retryable', () => {
   });
 
   it('times out a slow model within bounded time and keeps the message', async () => {
-    server.enqueue({ delayMs: 2000, reply: GOOD });
+    // The answer would come after ten minutes: only the client timeout can end the call.
+    server.enqueue({ delayMs: 600_000, reply: GOOD });
     const result = await timed(observe());
-    expect(result.error).toBeDefined();
-    expect(result.ms).toBeLessThan(1500);
+    expect(result.error).toMatchObject({ code: 'MODEL_CALL_FAILED', isRetryable: true });
     expect(await unobserved()).toBe(1);
     expect(await observations()).toEqual([]);
   });
@@ -107,7 +109,6 @@ describe('observe failures: rejected answers', () => {
       server.enqueue(reply);
       const result = await timed(observe());
       expect(codeOf(result.error)).toEqual(['MODEL_OUTPUT_INVALID', reason]);
-      expect(result.ms).toBeLessThan(1000);
       expect(server.requests).toHaveLength(1);
       expect(await observations()).toEqual([]);
       expect(await unobserved()).toBe(1);
@@ -139,7 +140,7 @@ describe('observe failures: circuit breaker', () => {
     server.setDefaultReply({ status: 500, body: { error: { message: 'boom' } } });
     await observe('message number 0').catch(() => undefined);
     // Retries of the queued operation run into the failing model until the circuit opens.
-    await memory.drain(scope, { timeoutMs: 5000 }).catch(() => undefined);
+    await memory.drain(scope, { timeoutMs: 30_000 }).catch(() => undefined);
     const calls = server.requests.length;
     expect(calls).toBe(3);
     const fast = await timed(observe('message while open'));
@@ -150,7 +151,7 @@ describe('observe failures: circuit breaker', () => {
 
     server.setDefaultReply(GOOD);
     await new Promise((resolve) => setTimeout(resolve, 350));
-    await memory.drain(scope, { timeoutMs: 5000 });
+    await memory.drain(scope, { timeoutMs: 30_000 });
     await observe('message after recovery');
     expect(await unobserved()).toBe(0);
     const prompt = JSON.stringify(server.requests.at(-1)?.body) + JSON.stringify(server.requests.at(-2)?.body);

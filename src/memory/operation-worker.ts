@@ -7,6 +7,7 @@ import { parseReflection } from '../core/parse-reflection.js';
 import { activeReflectionLinks } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
 import { selectReflectionReferences } from '../core/reflection-references.js';
+import { redactSecrets } from '../core/redact-secrets.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore, Operation, PrefetchedObserve, StoredMessage } from '../storage/store.js';
 import type { Observer, Reflector } from './model-observer.js';
@@ -16,7 +17,7 @@ import { firstAfter } from './observation-cache.js';
 export interface OperationOutcome {
   readonly operationId: string;
   readonly operationType: Operation['operationType'];
-  readonly status: 'applied' | 'unchanged' | 'retrying' | 'failed';
+  readonly status: 'applied' | 'unchanged' | 'retrying' | 'failed' | 'dead';
   readonly observationsAdded: number;
   readonly reflected: boolean;
   /** True when the operation enqueued more work for its scope (a continuation or a reflection). */
@@ -29,7 +30,8 @@ export interface OperationOutcome {
 /** Events the worker reports. */
 export type WorkerEvent =
   | { readonly type: 'reflection-completed'; readonly operation: Operation; readonly trigger: 'auto' | 'reflect_now' }
-  | { readonly type: 'operation-failed'; readonly operation: Operation; readonly error: Error; readonly willRetry: boolean };
+  | { readonly type: 'operation-failed'; readonly operation: Operation; readonly error: Error; readonly willRetry: boolean }
+  | { readonly type: 'operation-dead'; readonly operation: Operation; readonly errorText: string };
 
 /** Everything the worker needs; owned by the observational memory service. */
 export interface OperationWorkerContext {
@@ -40,6 +42,7 @@ export interface OperationWorkerContext {
   readonly generateId: IdGenerator;
   readonly workerId: string;
   readonly leaseMs: number;
+  /** Attempts an operation gets, whatever ends them (a retryable failure, or a crash that let its lease expire); then it is `dead`. */
   readonly maxAttempts: number;
   readonly retryDelayMs: number;
   readonly maxBatchTokens: number;
@@ -71,6 +74,11 @@ export type WorkerFaultPoint = 'after_claim' | 'after_llm';
  */
 export async function runOperation(context: OperationWorkerContext, operation: Operation, prefetched?: PrefetchedObserve): Promise<OperationOutcome> {
   const lease = { operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: context.workerId };
+  // Claimed once more than allowed: every earlier attempt ended with its lease expiring (the
+  // process died or stalled), so running it again would likely crash again. Park it.
+  if (operation.attempt > context.maxAttempts) {
+    return bury(context, operation, `gave up after ${context.maxAttempts} attempts that never finished (the process stopped or stalled while holding the lease); last: ${operation.errorText || 'no error recorded'}`);
+  }
   context.faultPoint?.('after_claim');
   try {
     return operation.operationType === 'observe'
@@ -81,11 +89,17 @@ export async function runOperation(context: OperationWorkerContext, operation: O
     if (HarnessMemoryError.isInstance(failure) && failure.code === 'OPERATION_LEASE_LOST') {
       return outcome(operation, 'failed', 0, false, failure);
     }
-    const willRetry = isRetryable(failure) && operation.attempt < context.maxAttempts;
+    const retryable = isRetryable(failure);
+    const willRetry = retryable && operation.attempt < context.maxAttempts;
+    const errorText = redactSecrets(failure.message.slice(0, 2000)).text;
+    if (retryable && !willRetry) {
+      context.onEvent({ type: 'operation-failed', operation, error: failure, willRetry });
+      return bury(context, operation, `gave up after ${operation.attempt} attempts: ${errorText}`, failure);
+    }
     try {
       await context.store.failOperation({
         ...lease,
-        errorText: failure.message.slice(0, 2000),
+        errorText,
         ...(willRetry ? { retryAfterMs: retryDelay(context, operation.attempt, failure) } : {}),
       });
     } catch (storeError) {
@@ -94,6 +108,29 @@ export async function runOperation(context: OperationWorkerContext, operation: O
     context.onEvent({ type: 'operation-failed', operation, error: failure, willRetry });
     return outcome(operation, willRetry ? 'retrying' : 'failed', 0, false, failure);
   }
+}
+
+/** Parks an operation as `dead` (its attempts are used up) and reports it. */
+async function bury(context: OperationWorkerContext, operation: Operation, errorText: string, cause?: Error): Promise<OperationOutcome> {
+  const lease = { operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: context.workerId };
+  const text = redactSecrets(errorText.slice(0, 2000)).text;
+  // The caller sees the failure itself when there was one (a model error, say), else why the operation was parked.
+  const error =
+    cause ??
+    new HarnessMemoryError({
+      code: 'OPERATION_DEAD',
+      component: 'operation-worker',
+      message: `operation ${operation.operationId} is dead: ${text}. Retry it by hand once the cause is fixed.`,
+      data: { operationId: operation.operationId },
+    });
+  try {
+    await context.store.markOperationDead({ ...lease, errorText: text });
+  } catch (storeError) {
+    if (HarnessMemoryError.isInstance(storeError) && storeError.code === 'OPERATION_LEASE_LOST') return outcome(operation, 'failed', 0, false, storeError);
+    throw storeError;
+  }
+  context.onEvent({ type: 'operation-dead', operation, errorText: text });
+  return outcome(operation, 'dead', 0, false, error);
 }
 
 async function runObserve(context: OperationWorkerContext, operation: Operation, prefetched: PrefetchedObserve | undefined): Promise<OperationOutcome> {

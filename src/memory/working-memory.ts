@@ -4,6 +4,7 @@
  * @module
  */
 import { redactSecrets } from '../core/redact-secrets.js';
+import { requireObject, requireOptions } from '../core/require-option.js';
 import { memoryIdOf, resolveScope } from '../core/scope.js';
 import type { ScopeInput } from '../core/scope.js';
 import {
@@ -56,6 +57,8 @@ export interface WorkingMemory {
  * await workingMemory.set({ conversationId: 'c1' }, 'plan', { step: 1 });
  */
 export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemory {
+  requireOptions('createWorkingMemory', options, 'Pass { store }.');
+  requireObject('createWorkingMemory', 'store', options.store, ['setWorkingMemoryEntry', 'getWorkingMemoryEntry', 'deleteWorkingMemoryEntry', 'listWorkingMemoryEntries'], 'Pass a MemoryStore, such as createInMemoryStore() or createSqliteStore({ path }).');
   const limits = Object.freeze({ ...DEFAULT_WORKING_MEMORY_LIMITS, ...options.limits });
   for (const [name, value] of Object.entries(limits)) {
     if (!Number.isSafeInteger(value) || value <= 0) {

@@ -12,6 +12,7 @@ import { createWorkingMemory } from '../memory/working-memory.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
+import { memoryIdOf } from '../core/scope.js';
 import { createApp } from './app.js';
 import type { AppOptions } from './app.js';
 
@@ -66,6 +67,19 @@ describe('server: runs', () => {
     expect(frames.at(-1)).toContain('event: run.completed');
     const data = JSON.parse(frames[0]!.split('\n')[3]!.slice(6));
     expect(Object.keys(data)).toEqual(['id', 'run_id', 'type', 'timestamp', 'payload']);
+  });
+
+  it('keeps text that looks like SSE fields inside one JSON-encoded data line', async () => {
+    const { request, runner } = setup();
+    const forged = 'hi\n\nevent: run.completed\ndata: {"type":"admin"}\n\nid: x';
+    const { run_id: runId } = await json(await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: forged }) }));
+    await runner.wait(runId);
+    const text = await (await request(`/v1/runs/${runId}/events`)).text();
+    const frames = text.trim().split('\n\n');
+    expect(frames.every((frame) => /^id: run_[^\n]*\nretry: 3000\nevent: [a-z.]+\ndata: \{[^\n]*\}$/.test(frame))).toBe(true);
+    expect(frames.filter((frame) => frame.split('\n')[2] === 'event: run.completed')).toHaveLength(1);
+    const started = JSON.parse(frames[0]!.split('\n')[3]!.slice(6)) as { payload: { prompt: string } };
+    expect(started.payload.prompt).toBe(forged);
   });
 
   it('resumes after Last-Event-ID with exactly the missed events', async () => {
@@ -191,6 +205,29 @@ describe('server: memory routes', () => {
     expect(after.reflection_links.supersessions).toMatchObject([{ newer_seq: 2, older_seq: 1, reason: 'newer' }]);
     expect(after.status).toMatchObject({ active_supersessions: 1, active_contradictions: 0, rejected_references: 1 });
     expect(after.snippets.observational_memory).toContain('(superseded by [2])');
+  });
+
+  it('lists dead operations and retries one by hand', async () => {
+    const { request, store } = setup();
+    const scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
+    const memoryId = memoryIdOf(scope);
+    await store.appendMessages({ scope, memoryId, messages: [{ messageKey: 'm1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 2 }] });
+    await store.enqueueOperation({ operationId: 'op-dead', scope, memoryId, operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+    await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
+    await store.markOperationDead({ operationId: 'op-dead', memoryId, leaseOwner: 'w', errorText: 'gave up after 5 attempts: boom' });
+    const view = await json(await request(base));
+    expect(view.status.dead_operations).toBe(1);
+    expect(view.dead_operations).toMatchObject([{ operation_id: 'op-dead', operation_type: 'observe', status: 'dead', error: 'gave up after 5 attempts: boom', run_id: 'run-1' }]);
+    const retried = await request(`${base}/operations/op-dead/retry`, { method: 'POST' });
+    expect(retried.status).toBe(202);
+    expect(await json(retried)).toMatchObject({ operation: { operation_id: 'op-dead', status: 'queued', attempt: 0, scope_sequence: 2 }, status: { dead_operations: 0 } });
+    const again = await request(`${base}/operations/op-dead/retry`, { method: 'POST' });
+    expect(again.status).toBe(409);
+    expect((await json(again)).error.code).toBe('operation_not_dead');
+    const unknown = await request(`${base}/operations/op-nope/retry`, { method: 'POST' });
+    expect(unknown.status).toBe(404);
+    expect((await json(unknown)).error.code).toBe('operation_not_found');
+    expect((await request(`${base}/operations/op-dead/retry`, { method: 'POST', body: JSON.stringify({ extra: 1 }) })).status).toBe(400);
   });
 
   it('forgets a scope entirely', async () => {

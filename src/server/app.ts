@@ -3,17 +3,22 @@
  * @module
  */
 import { timingSafeEqual } from 'node:crypto';
+import { requireObject, requireOptions } from '../core/require-option.js';
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import type { AgentRunner } from '../agent/agent-runner.js';
 import type { EventHub } from '../agent/event-hub.js';
 import type { RunStore } from '../storage/run-store.js';
 import type { ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
+import { IGNORE_FAULTS } from '../core/fault.js';
+import { limitBody } from './body-limit.js';
+import type { FaultLog } from './fault-log.js';
 import { errorResponse, httpError, jsonError } from './http-error.js';
 import { memoryRoutes } from './routes/memory.js';
 import { runRoutes } from './routes/runs.js';
 import type { ServerEnv } from './server-env.js';
+import { createTenantLimits } from './tenant-limits.js';
+import type { TenantLimits } from './tenant-limits.js';
 
 /** Largest request body accepted (1 MiB). */
 export const MAX_BODY_BYTES: number = 1024 * 1024;
@@ -29,9 +34,14 @@ export interface AppOptions {
   readonly apiKeys?: ReadonlyArray<{ readonly key: string; readonly tenantId: string }>;
   /** SSE heartbeat interval. @default 15000 */
   readonly heartbeatMs?: number;
+  /** Per-tenant limits (runs, SSE streams, writes per second). @default createTenantLimits() */
+  readonly limits?: TenantLimits;
+  /** Where faults are logged and counted; `/healthz` shows the count. @default none (not counted) */
+  readonly faults?: FaultLog;
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Builds the HTTP app. Errors become `{error: {code, message}}` in one place.
@@ -40,10 +50,27 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
  * const response = await app.request('/healthz');
  */
 export function createApp(options: AppOptions): Hono<ServerEnv> {
+  requireOptions('createApp', options, 'Pass { runner, runStore, hub, observationalMemory, workingMemory }.');
+  requireObject('createApp', 'runner', options.runner, ['start', 'wait', 'cancel'], 'Pass the runner from createAgentRunner.');
+  requireObject('createApp', 'runStore', options.runStore, ['getRun', 'listEvents'], 'Pass the RunStore the runner uses.');
+  requireObject('createApp', 'hub', options.hub, ['publish', 'subscribe'], 'Pass the EventHub the runner publishes to (runner.hub).');
+  requireObject('createApp', 'observationalMemory', options.observationalMemory, ['inspect', 'status'], 'Pass the service from createObservationalMemory.');
+  requireObject('createApp', 'workingMemory', options.workingMemory, ['entries', 'snippet'], 'Pass the service from createWorkingMemory.');
   const app = new Hono<ServerEnv>();
   const keys = (options.apiKeys ?? []).map((entry) => ({ key: Buffer.from(entry.key), tenantId: entry.tenantId }));
 
-  app.onError((error) => errorResponse(error));
+  const limits = options.limits ?? createTenantLimits();
+  const reportFault = options.faults?.report ?? IGNORE_FAULTS;
+
+  app.onError(async (error, context) => {
+    const response = errorResponse(error);
+    // A refused request is answered after a pause: a client that ignores Retry-After is
+    // slowed down at no CPU cost, instead of taking the event loop from other tenants.
+    if (response.status === 429) await limits.pauseBeforeRefusal();
+    // A 500 is a fault: the details go to the log only.
+    if (response.status === 500) reportFault({ component: 'http', message: `${context.req.method} ${new URL(context.req.url).pathname} failed`, error });
+    return response;
+  });
   app.notFound((context) => jsonError(404, 'not_found', `no route for ${context.req.method} ${new URL(context.req.url).pathname}`));
 
   app.use('*', async function guardHost(context, next) {
@@ -56,20 +83,9 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
     await next();
   });
 
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: () => {
-        const response = jsonError(413, 'body_too_large', `request body is larger than ${MAX_BODY_BYTES} bytes`);
-        // The rest of the body is never read, so the connection cannot be reused.
-        response.headers.set('connection', 'close');
-        return response;
-      },
-    }),
-  );
+  app.use('*', limitBody({ maxBytes: MAX_BODY_BYTES }));
 
-  app.get('/healthz', (context) => context.json({ status: 'ok' }));
+  app.get('/healthz', (context) => context.json({ status: 'ok', faults: options.faults?.count() ?? 0 }));
 
   app.use('/v1/*', async function authenticate(context, next) {
     if (keys.length === 0) {
@@ -80,13 +96,26 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
     const match = /^Bearer\s+(.+)$/i.exec(header.trim());
     if (!match?.[1]) throw httpError(401, 'unauthorized', 'send Authorization: Bearer <api key>');
     const presented = Buffer.from(match[1]);
-    const found = keys.find((entry) => entry.key.length === presented.length && timingSafeEqual(entry.key, presented));
+    const index = keys.findIndex((entry) => entry.key.length === presented.length && timingSafeEqual(entry.key, presented));
+    const found = keys[index];
     if (!found) throw httpError(401, 'unauthorized', 'the API key is not valid');
     context.set('tenant', found.tenantId);
+    context.set('principal', `key:${index}`);
     return next();
   });
 
-  app.route('/v1/runs', runRoutes({ runner: options.runner, runStore: options.runStore, hub: options.hub, ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}) }));
-  app.route('/v1/memory', memoryRoutes({ observationalMemory: options.observationalMemory, workingMemory: options.workingMemory, runStore: options.runStore }));
+  app.use('/v1/*', async function limitWrites(context, next) {
+    // With API keys, writes are counted here, before the body is read; without, each route
+    // counts them against the tenant it names.
+    const principal = context.get('principal');
+    if (principal !== undefined && !READ_METHODS.has(context.req.method)) limits.admitWrite(principal);
+    return next();
+  });
+
+  app.route(
+    '/v1/runs',
+    runRoutes({ runner: options.runner, runStore: options.runStore, hub: options.hub, limits, onFault: reportFault, ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}) }),
+  );
+  app.route('/v1/memory', memoryRoutes({ observationalMemory: options.observationalMemory, workingMemory: options.workingMemory, runStore: options.runStore, limits }));
   return app;
 }

@@ -4,10 +4,12 @@
  * @module
  */
 import { createAgentRunner } from '../agent/agent-runner.js';
+import { requireObject, requireOptions } from '../core/require-option.js';
 import type { AgentRunner } from '../agent/agent-runner.js';
 import { createLocalEventHub } from '../agent/event-hub.js';
 import type { EventHub } from '../agent/event-hub.js';
-import { tokenConfigFrom } from '../config/load-config.js';
+import { join } from 'node:path';
+import { CONFIG_FILE_PATH, tokenConfigFrom } from '../config/load-config.js';
 import type { HarnessConfig } from '../config/schema.js';
 import { ConfigError } from '../core/errors.js';
 import type { LanguageModel } from '../llm/language-model.js';
@@ -17,6 +19,7 @@ import type { ObservationalMemory } from '../memory/observational-memory.js';
 import { createWorkingMemory } from '../memory/working-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
+import { createRedactingRunStore } from '../storage/redacting-run-store.js';
 import type { RunStore } from '../storage/run-store.js';
 import { createSqliteRunStore } from '../storage/sqlite/sqlite-run-store.js';
 import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
@@ -25,6 +28,9 @@ import { createObservationalMemoryTool } from '../tools/observational-memory-too
 import type { Tool } from '../tools/tool.js';
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
 import { createApp } from './app.js';
+import { createFaultLog, createJsonLogger } from './fault-log.js';
+import type { FaultLog, Logger } from './fault-log.js';
+import { createTenantLimits } from './tenant-limits.js';
 import type { ServerEnv } from './server-env.js';
 import type { Hono } from 'hono';
 
@@ -44,6 +50,8 @@ export interface HarnessOptions {
   startWorker?: boolean;
   /** SSE heartbeat interval. @default 15000 */
   heartbeatMs?: number;
+  /** Where faults (and other server log records) go, as JSON lines. @default stderr */
+  logger?: Logger;
 }
 
 /** A running harness. */
@@ -56,6 +64,8 @@ export interface Harness {
   readonly workingMemory: WorkingMemory;
   readonly runner: AgentRunner;
   readonly app: Hono<ServerEnv>;
+  /** Faults the harness survived: logged and counted (`/healthz` shows the count). */
+  readonly faults: FaultLog;
   /** How the memory model was chosen, for `harness config` and logs. */
   readonly memoryModel: { readonly mode: string; readonly modelId: string; readonly source: string };
   /** Waits for runs, stops the worker, closes the stores. */
@@ -71,10 +81,15 @@ export interface Harness {
  * const run = await harness.runner.start({ prompt: 'Hello' });
  */
 export async function createHarness(options: HarnessOptions): Promise<Harness> {
+  requireOptions('createHarness', options, 'Pass { config: loadConfig() }.');
+  requireObject('createHarness', 'config', options.config, [], 'Pass the loaded configuration: loadConfig() from harness-memory/config.');
   const { config } = options;
   const env = options.env ?? process.env;
   const backend = await openBackend(config);
-  const { store, runStore } = backend;
+  const { store } = backend;
+  // Secrets are redacted before anything reaches the run store, hence its events and SSE.
+  const runStore = config.server.redactTranscripts ? createRedactingRunStore(backend.runStore) : backend.runStore;
+  const faults = createFaultLog(options.logger ?? createJsonLogger());
   try {
     const agentModel = options.agentModel ?? createAgentModel(config, env);
     // The operation worker retries memory calls (with backoff, honouring Retry-After), so
@@ -91,6 +106,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       redactSecrets: config.memory.redactSecrets,
       toolImportanceCap: config.memory.toolImportanceCap,
       leaseMs: config.memory.staleOperationSeconds * 1000,
+      maxOperationAttempts: config.memory.maxOperationAttempts,
     });
     const workingMemory = createWorkingMemory({
       store,
@@ -101,6 +117,9 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       },
       redactSecrets: config.memory.redactSecrets,
     });
+    observationalMemory.subscribe((event) => {
+      if (event.type === 'memory.worker.failed') faults.report({ component: 'memory-worker', message: `the background memory worker failed and retries at its next poll: ${event.error}` });
+    });
     const hub = backend.hub ?? createLocalEventHub();
     const runner = createAgentRunner({
       model: agentModel,
@@ -108,12 +127,28 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       workingMemory,
       runStore,
       hub,
-      memoryTools: [createWorkingMemoryTool(workingMemory), createObservationalMemoryTool({ memory: observationalMemory })],
+      memoryTools: [createWorkingMemoryTool(workingMemory), createObservationalMemoryTool({ memory: observationalMemory, protectedPaths: protectedPathsOf(config) })],
       ...(options.tools ? { tools: options.tools } : {}),
       workspace: config.workspace,
       forensics: { captureRequestEnvelope: config.forensics.captureRequestEnvelope, snapshotMemorySnippet: config.forensics.snapshotMemorySnippet },
+      onFault: faults.report,
     });
-    const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory, apiKeys: config.server.apiKeys, ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}) });
+    const limits = createTenantLimits({
+      maxConcurrentRuns: config.server.maxConcurrentRuns,
+      maxSseConnections: config.server.maxSseConnections,
+      maxWritesPerSecond: config.server.maxWritesPerSecond,
+    });
+    const app = createApp({
+      runner,
+      runStore,
+      hub,
+      observationalMemory,
+      workingMemory,
+      apiKeys: config.server.apiKeys,
+      limits,
+      faults,
+      ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+    });
     // Stale work left by a crashed process is picked up within the lease plus this check.
     const maintenance = options.startWorker === false ? undefined : runner.startMaintenance();
     const worker = options.startWorker === false ? undefined : observationalMemory.startWorker({ pollMs: 500, staleCheckMs: Math.min(10_000, config.memory.staleOperationSeconds * 500) });
@@ -127,6 +162,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       workingMemory,
       runner,
       app,
+      faults,
       memoryModel: { mode: selection.mode, modelId: selection.modelId, source: selection.source },
       async dispose() {
         if (disposed) return;
@@ -141,6 +177,14 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     await backend.close();
     throw error;
   }
+}
+
+/** The files an export must never write: the SQLite file (and its journals) and the configuration files. */
+function protectedPathsOf(config: HarnessConfig): string[] {
+  const paths = [join(config.workspace, CONFIG_FILE_PATH)];
+  if (config.memory.dbDriver === 'sqlite' && config.memory.sqlitePath !== ':memory:') paths.push(config.memory.sqlitePath);
+  for (const source of Object.values(config.sources)) if (source.endsWith('.toml')) paths.push(source);
+  return [...new Set(paths)];
 }
 
 interface Backend {

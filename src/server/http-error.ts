@@ -30,17 +30,21 @@ const STATUS_BY_CODE: Readonly<Record<HarnessMemoryErrorCode, ContentfulStatusCo
   EVAL_DATASET_INVALID: 400,
   EVAL_RESULTS_INVALID: 500,
   SCOPE_FORGOTTEN: 409,
+  OPTION_INVALID: 500,
+  OPERATION_DEAD: 502,
+  OPERATION_NOT_FOUND: 404,
+  OPERATION_NOT_DEAD: 409,
 };
 
-/** An HTTP error with our JSON body. */
-export function httpError(status: ContentfulStatusCode, code: string, message: string): HTTPException {
-  return new HTTPException(status, { res: jsonError(status, code, message) });
+/** An HTTP error with our JSON body (and any extra headers, such as `retry-after`). */
+export function httpError(status: ContentfulStatusCode, code: string, message: string, headers?: Readonly<Record<string, string>>): HTTPException {
+  return new HTTPException(status, { res: jsonError(status, code, message, headers) });
 }
 
 /** A JSON error response. */
-export function jsonError(status: ContentfulStatusCode, code: string, message: string): Response {
+export function jsonError(status: ContentfulStatusCode, code: string, message: string, headers?: Readonly<Record<string, string>>): Response {
   const body: ErrorBody = { error: { code, message } };
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
 }
 
 /** Maps any thrown value to a JSON error response; the one place errors become responses. */

@@ -8,3 +8,8 @@ export { createApp, MAX_BODY_BYTES } from './app.js';
 export type { AppOptions } from './app.js';
 export { startServer } from './serve.js';
 export type { StartServerOptions, RunningServer } from './serve.js';
+export { createFaultLog, createJsonLogger } from './fault-log.js';
+export type { FaultLog, Logger, LogRecord } from './fault-log.js';
+export { createTenantLimits } from './tenant-limits.js';
+export type { TenantLimits, TenantLimitsOptions } from './tenant-limits.js';
+export { createRedactingRunStore } from '../storage/redacting-run-store.js';

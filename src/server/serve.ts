@@ -1,5 +1,6 @@
 import { serve } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
+import { requireObject } from '../core/require-option.js';
 import { ConfigError } from '../core/errors.js';
 import type { Harness } from './create-harness.js';
 
@@ -28,6 +29,7 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
  * any other host unless `insecure` is set.
  */
 export async function startServer(harness: Harness, options: StartServerOptions = {}): Promise<RunningServer> {
+  requireObject('startServer', 'harness', harness, ['dispose'], 'Pass the harness from createHarness({ config }).');
   const host = options.host ?? harness.config.server.host;
   const port = options.port ?? harness.config.server.port;
   if (!LOOPBACK.has(host) && harness.config.server.apiKeys.length === 0 && !options.insecure) {

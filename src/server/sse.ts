@@ -3,6 +3,7 @@ import { stream } from 'hono/streaming';
 import { TERMINAL_EVENT_TYPES } from '../agent/event-hub.js';
 import type { EventHub } from '../agent/event-hub.js';
 import type { RunEvent, RunStore } from '../storage/run-store.js';
+import type { FaultReporter } from '../core/fault.js';
 
 /** Options of {@link streamRunEvents}. */
 export interface StreamRunEventsOptions {
@@ -11,6 +12,10 @@ export interface StreamRunEventsOptions {
   readonly hub: EventHub;
   /** Interval of `: heartbeat` comments while idle. @default 15000 */
   readonly heartbeatMs?: number;
+  /** Told when the stream fails (the store cannot be read, say); the stream then sends an `error` event and ends. */
+  readonly onFault?: FaultReporter;
+  /** Called once when the stream ends, however it ends. */
+  readonly onClose?: () => void;
 }
 
 /** One SSE frame as the reference writes it: id, retry, event, data. */
@@ -80,6 +85,10 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
       }
     } finally {
       unsubscribe();
+      options.onClose?.();
     }
+  }, async (error, output) => {
+    options.onFault?.({ component: 'sse', message: 'a run event stream failed and was ended', error, runId: options.runId });
+    await output.write(`event: error\ndata: ${JSON.stringify({ error: { code: 'internal', message: 'the event stream failed; reconnect with Last-Event-ID to resume' } })}\n\n`);
   });
 }

@@ -53,6 +53,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
   // where each operation sits, and each scope's queued or processing ones in order.
   const locations = new Map<string, { memoryId: string; index: number }>();
   const pending = new Map<string, Operation[]>();
+  const deadCounts = new Map<string, number>();
   const workingMemory = new Map<string, Map<string, WorkingMemoryEntry>>();
   const workingMemoryVersions = new Map<string, number>();
   // Kept through forget: that is their point.
@@ -147,6 +148,18 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
     return frozen;
   }
 
+  /** Takes an operation out of its scope's log, keeping the other operations' locations right. */
+  function removeOperation(operation: Operation): void {
+    const list = scopeOperations(operation.memoryId);
+    const index = list.findIndex((candidate) => candidate.operationId === operation.operationId);
+    if (index < 0) return;
+    list.splice(index, 1);
+    locations.delete(operation.operationId);
+    for (let position = index; position < list.length; position++) {
+      locations.set((list[position] as Operation).operationId, { memoryId: operation.memoryId, index: position });
+    }
+  }
+
   function findOperation(operationId: string): Operation | undefined {
     const location = locations.get(operationId);
     return location ? operations.get(location.memoryId)?.[location.index] : undefined;
@@ -199,7 +212,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
           scope: record.scope,
           runId: input.runId,
           toolCallId: input.toolCallId,
-          scopeSequence: list.length + 1,
+          scopeSequence: nextSequence(list),
           operationType: input.enabled ? 'enable' : 'disable',
           status: 'applied',
           payload: Object.freeze({ enabled: input.enabled, ...(input.config ? { config: input.config } : {}) }),
@@ -264,7 +277,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
         scope: Object.freeze({ ...input.scope }),
         runId: input.runId,
         toolCallId: input.toolCallId,
-        scopeSequence: list.length + 1,
+        scopeSequence: nextSequence(list),
         operationType: input.operationType,
         status: 'queued',
         payload: Object.freeze({ ...input.payload }),
@@ -421,6 +434,39 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       return replaceOperation({ ...operation, status: 'failed', errorText: input.errorText, leaseOwner: null, leaseExpiresAt: null, updatedAt: at.toISOString() });
     },
 
+    async markOperationDead(input) {
+      guard();
+      const operation = holdLease(input);
+      deadCounts.set(operation.memoryId, (deadCounts.get(operation.memoryId) ?? 0) + 1);
+      return replaceOperation({ ...operation, status: 'dead', errorText: input.errorText, leaseOwner: null, leaseExpiresAt: null, updatedAt: nowIso() });
+    },
+
+    async retryDeadOperation(input) {
+      guard();
+      const operation = findOperation(input.operationId);
+      if (!operation || operation.memoryId !== input.memoryId || operation.status !== 'dead') return undefined;
+      // The next sequence counts the operation itself, as a new enqueue would.
+      const scopeSequence = nextSequence(scopeOperations(operation.memoryId));
+      removeOperation(operation);
+      deadCounts.set(operation.memoryId, (deadCounts.get(operation.memoryId) ?? 1) - 1);
+      const at = nowIso();
+      const retried: Operation = Object.freeze({
+        ...operation,
+        scopeSequence,
+        status: 'queued',
+        attempt: 0,
+        availableAt: at,
+        updatedAt: at,
+      });
+      appendOperation(retried);
+      return retried;
+    },
+
+    async countDeadOperations(memoryId) {
+      guard();
+      return deadCounts.get(memoryId) ?? 0;
+    },
+
     async requeueStaleOperations(input) {
       guard();
       const cutoff = new Date(now().getTime() - input.graceSeconds * 1000).toISOString();
@@ -502,6 +548,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       for (const operation of operations.get(memoryId) ?? []) locations.delete(operation.operationId);
       operations.delete(memoryId);
       pending.delete(memoryId);
+      deadCounts.delete(memoryId);
       workingMemory.delete(memoryId);
       workingMemoryVersions.delete(memoryId);
     },
@@ -512,6 +559,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       operations.clear();
       locations.clear();
       pending.clear();
+      deadCounts.clear();
       workingMemory.clear();
       workingMemoryVersions.clear();
       generations.clear();
@@ -522,6 +570,11 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
     if (expected !== undefined && (generations.get(memoryId) ?? 0) !== expected) throw scopeForgottenError(STORE_NAME, memoryId);
   }
   return store;
+}
+
+/** The scope sequence after the last one of a scope's log (kept in sequence order). */
+function nextSequence(list: readonly Operation[]): number {
+  return (list.at(-1)?.scopeSequence ?? 0) + 1;
 }
 
 function isPending(operation: Operation): boolean {

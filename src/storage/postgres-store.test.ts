@@ -142,6 +142,27 @@ describe.skipIf(!url)('postgres store', () => {
       expect(await store.scopeGeneration(memoryId)).toBe(0);
     });
 
+    it('upgrades a version-3 schema to the dead status: operations kept, dead ones stored and counted', async () => {
+      const pool = rawPool();
+      await migratePostgresSchema(pool, schema, POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 3));
+      const insert = `INSERT INTO "${schema}".om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
+        operation_type, status, payload_json, error_text, attempt, available_at, created_at, updated_at)
+        VALUES ($1, $2, 't', 'c', 'a', 'r', 's', $3, 'observe', $4, '{}', '', 0, now(), now(), now())`;
+      await pool.query(insert, ['op_a', memoryId, 1, 'applied']);
+      await pool.query(insert, ['op_b', memoryId, 2, 'queued']);
+      await expect(pool.query(insert, ['op_x', memoryId, 3, 'dead'])).rejects.toThrow(/om_operation_log_status_check/);
+      const store = await open();
+      expect((await store.listOperations(memoryId)).map((item) => [item.operationId, item.status])).toEqual([
+        ['op_a', 'applied'],
+        ['op_b', 'queued'],
+      ]);
+      const claimed = await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
+      await store.markOperationDead({ operationId: claimed!.operationId, memoryId, leaseOwner: 'w', errorText: 'gave up' });
+      expect(await store.countDeadOperations(memoryId)).toBe(1);
+      const indexes = await pool.query(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = 'om_operation_log_dead_idx'`, [schema]);
+      expect(indexes.rowCount).toBe(1);
+    });
+
     it('refuses a schema newer than it knows, and an invalid schema name', async () => {
       const pool = rawPool();
       await migratePostgresSchema(pool, schema);

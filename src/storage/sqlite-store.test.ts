@@ -65,6 +65,16 @@ describe('store: sqlite (backend)', () => {
     });
   }
 
+  /** The file is sound and the operation log has exactly its current indexes. */
+  function expectOperationLogIntact(check: Database.Database): void {
+    expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
+    expect(check.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'om_operation_log' ORDER BY name").pluck().all()).toEqual([
+      'om_operation_log_dead_idx',
+      'om_operation_log_pending_idx',
+      'om_operation_log_queued_idx',
+    ]);
+  }
+
   it('opens in WAL mode with the chosen durability, a 5 s busy timeout, and records the schema version', async () => {
     const database = track(new Database(files.path));
     track(createSqliteStore({ path: files.path, database }));
@@ -73,8 +83,8 @@ describe('store: sqlite (backend)', () => {
     expect(database.pragma('synchronous', { simple: true })).toBe(1);
     expect(database.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(database.pragma('secure_delete', { simple: true })).toBe(1);
-    expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual([1, 2, 3, 4, 5, 6, 7]);
-    expect(SQLITE_SCHEMA_VERSION).toBe(7);
+    expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual(SQLITE_MIGRATIONS.map((migration) => migration.version));
+    expect(SQLITE_SCHEMA_VERSION).toBe(8);
 
     const fullPath = join(files.directory, 'deep', 'er', 'full.db');
     const full = track(new Database(':memory:'));
@@ -241,11 +251,7 @@ describe('store: sqlite (backend)', () => {
     const next = await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: {}, runId: 'r', toolCallId: 't' });
     expect(next.scopeSequence).toBe(4);
     const check = track(new Database(files.path, { readonly: true }));
-    expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
-    expect(check.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'om_operation_log' ORDER BY name").pluck().all()).toEqual([
-      'om_operation_log_pending_idx',
-      'om_operation_log_queued_idx',
-    ]);
+    expectOperationLogIntact(check);
   });
 
   it('upgrades a version-5 database: scopes with working memory get a version, which writes then change', async () => {
@@ -291,6 +297,38 @@ describe('store: sqlite (backend)', () => {
     expect(await store.scopeGeneration(memoryId)).toBe(0);
     await store.forget(memoryId);
     expect(await store.scopeGeneration(memoryId)).not.toBe(0);
+  });
+
+  it('upgrades a version-6 database to the dead status: rows, order, leases and indexes kept', async () => {
+    const raw = new Database(files.path);
+    migrateSqliteDatabase(raw, SQLITE_MIGRATIONS.filter((migration) => migration.version <= 6));
+    const insertOperation = raw.prepare(`
+      INSERT INTO om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence, operation_type, status,
+        payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at)
+      VALUES (?, ?, 'acme', 'conv-1', 'agent-x', 'run-1', 'system', ?, 'observe', ?, '{"n":1}', ?, ?, ?, ?, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`);
+    insertOperation.run('op_a', memoryId, 1, 'failed', 'boom', 3, null, null);
+    insertOperation.run('op_b', memoryId, 2, 'processing', '', 4, 'old-worker', '2025-01-01T00:05:00.000Z');
+    insertOperation.run('op_c', memoryId, 3, 'queued', '', 0, null, null);
+    expect(() => insertOperation.run('op_x', memoryId, 9, 'dead', '', 0, null, null)).toThrow(/CHECK constraint/);
+    raw.close();
+
+    const store = track(createSqliteStore({ path: files.path }));
+    expect((await store.listOperations(memoryId)).map((item) => [item.operationId, item.scopeSequence, item.status, item.errorText, item.attempt, item.leaseOwner, item.payload])).toEqual([
+      ['op_a', 1, 'failed', 'boom', 3, null, { n: 1 }],
+      ['op_b', 2, 'processing', '', 4, 'old-worker', { n: 1 }],
+      ['op_c', 3, 'queued', '', 0, null, { n: 1 }],
+    ]);
+    expect(await store.requeueStaleOperations({ graceSeconds: 0 })).toBe(1);
+    const claimed = await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
+    expect(claimed).toMatchObject({ operationId: 'op_b', attempt: 5 });
+    await store.markOperationDead({ operationId: 'op_b', memoryId, leaseOwner: 'w', errorText: 'gave up' });
+    expect(await store.countDeadOperations(memoryId)).toBe(1);
+    expect((await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 }))?.operationId).toBe('op_c');
+    const check = track(new Database(files.path, { readonly: true }));
+    expectOperationLogIntact(check);
+    // The dead count reads the partial index, not the scope's whole log.
+    const plan = check.prepare("EXPLAIN QUERY PLAN SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND status = 'dead'").all(memoryId) as Array<{ detail: string }>;
+    expect(plan.map((row) => row.detail).join(' ')).toContain('om_operation_log_dead_idx');
   });
 
   it('keeps each scope\'s working-memory count and bytes equal to its entries through any sequence of writes', async () => {

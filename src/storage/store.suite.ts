@@ -191,18 +191,89 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     });
 
     test('requeues a failed attempt with a delay, and fails it for good without one', async () => {
+      // A delay no machine outlasts between two calls: the operation is surely not claimable yet.
       await enqueueObserve();
       const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
-      const retried = await store.failOperation({ operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w1', errorText: 'boom', retryAfterMs: 150 });
+      const retried = await store.failOperation({ operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w1', errorText: 'boom', retryAfterMs: 600_000 });
       expect(retried.status).toBe('queued');
       expect(retried.errorText).toBe('boom');
       expect(await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 })).toBeUndefined();
-      await sleep(200);
-      const second = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      expect(await store.countPendingOperations(idA)).toBe(1);
+      // A short delay: claimable once it has passed (polled; the deadline is only for liveness).
+      await enqueueObserve(scopeB);
+      const first = await store.claimOperation({ memoryId: idB, leaseOwner: 'w1', leaseMs: 60_000 });
+      await store.failOperation({ operationId: first!.operationId, memoryId: idB, leaseOwner: 'w1', errorText: 'boom', retryAfterMs: 20 });
+      let second = await store.claimOperation({ memoryId: idB, leaseOwner: 'w1', leaseMs: 60_000 });
+      for (const deadline = Date.now() + 20_000; second === undefined && Date.now() < deadline; ) {
+        await sleep(10);
+        second = await store.claimOperation({ memoryId: idB, leaseOwner: 'w1', leaseMs: 60_000 });
+      }
       expect(second?.attempt).toBe(2);
       const failed = await store.failOperation({ operationId: second!.operationId, memoryId: second!.memoryId, leaseOwner: 'w1', errorText: 'final' });
       expect(failed.status).toBe('failed');
-      expect(await store.countPendingOperations(idA)).toBe(0);
+      expect(await store.countPendingOperations(idB)).toBe(0);
+    });
+
+    test('parks a claimed operation as dead under its lease; it no longer blocks its scope', async () => {
+      const first = await enqueueObserve();
+      const second = await enqueueObserve();
+      const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      expect(claimed?.operationId).toBe(first.operationId);
+      await expect(store.markOperationDead({ operationId: first.operationId, memoryId: idA, leaseOwner: 'intruder', errorText: 'x' })).rejects.toSatisfy(
+        (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST',
+      );
+      const dead = await store.markOperationDead({ operationId: first.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'gave up after 5 attempts' });
+      expect(dead).toMatchObject({ operationId: first.operationId, status: 'dead', errorText: 'gave up after 5 attempts', leaseOwner: null, attempt: 1 });
+      expect(await store.countDeadOperations(idA)).toBe(1);
+      expect(await store.countDeadOperations(idB)).toBe(0);
+      expect(await store.countPendingOperations(idA)).toBe(1);
+      // The lease ended with it: the worker can neither apply nor fail it afterwards.
+      await expect(store.failOperation({ operationId: first.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'late' })).rejects.toSatisfy(
+        (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST',
+      );
+      expect(await store.requeueStaleOperations({ graceSeconds: 0 })).toBe(0);
+      const next = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      expect(next?.operationId).toBe(second.operationId);
+      expect((await store.listOperations(idA)).map((item) => [item.operationId, item.status])).toEqual([
+        [first.operationId, 'dead'],
+        [second.operationId, 'processing'],
+      ]);
+    });
+
+    test('retries a dead operation by hand at the end of its scope\'s log, with its attempts reset', async () => {
+      const first = await enqueueObserve();
+      const second = await enqueueObserve();
+      await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      await store.markOperationDead({ operationId: first.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'poison' });
+      await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      // Only a dead operation of that scope can be retried.
+      expect(await store.retryDeadOperation({ memoryId: idA, operationId: second.operationId })).toBeUndefined();
+      expect(await store.retryDeadOperation({ memoryId: idA, operationId: 'op-unknown' })).toBeUndefined();
+      expect(await store.retryDeadOperation({ memoryId: idB, operationId: first.operationId })).toBeUndefined();
+      const retried = await store.retryDeadOperation({ memoryId: idA, operationId: first.operationId });
+      expect(retried).toMatchObject({ operationId: first.operationId, status: 'queued', attempt: 0, scopeSequence: 3, errorText: 'poison', leaseOwner: null });
+      expect(await store.countDeadOperations(idA)).toBe(0);
+      expect(await store.retryDeadOperation({ memoryId: idA, operationId: first.operationId })).toBeUndefined();
+      // It waits behind the operation now processing, then runs like any queued one.
+      expect(await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 })).toBeUndefined();
+      await store.completeWithoutChange({ operationId: second.operationId, memoryId: idA, leaseOwner: 'w1', note: 'done' });
+      const again = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      expect(again).toMatchObject({ operationId: first.operationId, attempt: 1 });
+      const later = await enqueueObserve();
+      expect(later.scopeSequence).toBe(4);
+      expect((await store.listOperations(idA)).map((item) => [item.scopeSequence, item.operationId])).toEqual([
+        [2, second.operationId],
+        [3, first.operationId],
+        [4, later.operationId],
+      ]);
+      // The last operation of its log, retried, still moves past its own place.
+      await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      await store.completeWithoutChange({ operationId: first.operationId, memoryId: idA, leaseOwner: 'w1', note: 'done' });
+      await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      await store.markOperationDead({ operationId: later.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'poison' });
+      expect((await store.retryDeadOperation({ memoryId: idA, operationId: later.operationId }))?.scopeSequence).toBe(5);
+      await store.forget(idA);
+      expect(await store.countDeadOperations(idA)).toBe(0);
     });
 
     test('stores a reflection with its parsed form and recounts unreflected tokens', async () => {

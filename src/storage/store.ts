@@ -11,8 +11,12 @@ import type { PreparedMessage } from '../core/transcript.js';
 
 /** Kinds of operation in the operation log. */
 export type OperationType = 'enable' | 'disable' | 'observe' | 'reflect' | 'reflect_now';
-/** `queued → processing → applied | failed`. */
-export type OperationStatus = 'queued' | 'processing' | 'applied' | 'failed';
+/**
+ * `queued → processing → applied | failed | dead`. `dead`: the operation used up its attempts
+ * (see `maxOperationAttempts`); it no longer blocks its scope and goes back to `queued` only
+ * when retried by hand ({@link MemoryStore.retryDeadOperation}).
+ */
+export type OperationStatus = 'queued' | 'processing' | 'applied' | 'failed' | 'dead';
 
 /** One row of the operation log: an audit entry and, while queued, a unit of work. */
 export interface Operation {
@@ -237,6 +241,24 @@ export interface MemoryStore {
    * claimable after that delay; otherwise it becomes `failed`. Lease-checked.
    */
   failOperation(input: LeaseHandle & { errorText: string; retryAfterMs?: number }): Promise<Operation>;
+
+  /**
+   * Parks a claimed operation as `dead`, with `errorText`: it used up its attempts. Lease-checked,
+   * like {@link failOperation}. A dead operation no longer blocks the scope's later operations,
+   * and the messages it would have observed stay unobserved for a later observe.
+   */
+  markOperationDead(input: LeaseHandle & { errorText: string }): Promise<Operation>;
+
+  /**
+   * Retries a dead operation by hand, in one atomic step: it moves to the end of its scope's
+   * log (the next scope sequence, so the scope's order holds), `queued`, available now, with
+   * its attempts reset to 0 and its error text kept until the next attempt. Returns undefined
+   * when the scope has no dead operation with that id.
+   */
+  retryDeadOperation(input: { memoryId: string; operationId: string }): Promise<Operation | undefined>;
+
+  /** Count of the scope's `dead` operations. */
+  countDeadOperations(memoryId: string): Promise<number>;
 
   /**
    * Returns operations stuck in `processing` whose lease expired more than `graceSeconds`

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HarnessMemoryError } from '../core/errors.js';
 import type { Scope } from '../core/scope.js';
-import { resolveExportPath, writeFileAtomic } from './export-path.js';
+import { resolveExportPath, writeExport, writeFileAtomic, writeNewFile } from './export-path.js';
 
 const SCOPE: Scope = { tenantId: 'acme', conversationId: 'c:1', agentId: 'bot' };
 const NOW = (): Date => new Date('2025-01-02T03:04:05.678Z');
@@ -58,40 +58,38 @@ describe('export path: default destination', () => {
   });
 });
 
+const IN = '.harness/observational-memory';
+
 describe('export path: requested destination', () => {
-  it('accepts a relative path inside the workspace', async () => {
+  it('accepts a new file under .harness/observational-memory, relative or absolute', async () => {
     const workspace = temporaryDirectory();
-    const resolved = await resolveIn(workspace, 'exports/deep/memory.json');
-    expect(resolved.relativePath).toBe('exports/deep/memory.json');
-    expect(fs.statSync(path.join(workspace, 'exports', 'deep')).isDirectory()).toBe(true);
+    const resolved = await resolveIn(workspace, `${IN}/exports/deep/memory.json`);
+    expect(resolved.relativePath).toBe(`${IN}/exports/deep/memory.json`);
+    expect(fs.statSync(path.join(workspace, IN, 'exports', 'deep')).isDirectory()).toBe(true);
+    expect((await resolveIn(workspace, path.join(workspace, IN, 'abs.json'))).relativePath).toBe(`${IN}/abs.json`);
   });
 
-  it('accepts a .. segment that stays inside', async () => {
+  it('accepts a .. segment that stays inside the folder', async () => {
     const workspace = temporaryDirectory();
-    expect((await resolveIn(workspace, 'a/../b.json')).relativePath).toBe('b.json');
-  });
-
-  it('accepts an absolute path inside the workspace', async () => {
-    const workspace = temporaryDirectory();
-    expect((await resolveIn(workspace, path.join(workspace, 'out', 'm.json'))).relativePath).toBe('out/m.json');
+    expect((await resolveIn(workspace, `${IN}/a/../b.json`)).relativePath).toBe(`${IN}/b.json`);
   });
 
   it('accepts a workspace given as a symlink, by either of its paths', async () => {
     const real = temporaryDirectory();
     const link = path.join(temporaryDirectory(), 'workspace-link');
     fs.symlinkSync(real, link);
-    const viaLink = await resolveIn(link, path.join(link, 'm.json'));
-    expect(viaLink).toEqual({ absolutePath: path.join(fs.realpathSync(real), 'm.json'), relativePath: 'm.json' });
-    expect((await resolveIn(link, path.join(fs.realpathSync(real), 'n.json'))).relativePath).toBe('n.json');
-    expect((await resolveIn(link)).relativePath).toMatch(/^\.harness\//);
+    const viaLink = await resolveIn(link, path.join(link, IN, 'm.json'));
+    expect(viaLink).toEqual({ absolutePath: path.join(fs.realpathSync(real), IN, 'm.json'), relativePath: `${IN}/m.json` });
+    expect((await resolveIn(link, path.join(fs.realpathSync(real), IN, 'n.json'))).relativePath).toBe(`${IN}/n.json`);
+    expect((await resolveIn(link)).relativePath).toMatch(/^\.harness\/observational-memory\//);
   });
 
   it('refuses empty, over-long and NUL-containing paths', async () => {
     const workspace = temporaryDirectory();
     await refusal(resolveIn(workspace, ''));
     await refusal(resolveIn(workspace, '   '));
-    await refusal(resolveIn(workspace, `${'a/'.repeat(512)}x`));
-    await refusal(resolveIn(workspace, 'a\0b.json'));
+    await refusal(resolveIn(workspace, `${IN}/${'a/'.repeat(512)}x`));
+    await refusal(resolveIn(workspace, `${IN}/a\0b.json`));
   });
 
   it('refuses paths outside the workspace and names the path', async () => {
@@ -100,47 +98,110 @@ describe('export path: requested destination', () => {
     expect(error.message).toContain('"/etc/passwd"');
     expect(error.message).toContain('outside the workspace');
     await refusal(resolveIn(workspace, '../x'));
-    await refusal(resolveIn(workspace, 'a/../../x'));
+    await refusal(resolveIn(workspace, `${IN}/../../../x`));
     await refusal(resolveIn(workspace, path.join(temporaryDirectory(), 'x.json')));
-    await refusal(resolveIn(workspace, '.'));
     expect(fs.readdirSync(workspace)).toEqual([]);
   });
 
-  it('refuses a symlinked directory that leads outside', async () => {
+  it('refuses paths inside the workspace but outside .harness/observational-memory', async () => {
     const workspace = temporaryDirectory();
-    const outside = temporaryDirectory();
-    fs.symlinkSync(outside, path.join(workspace, 'link'));
-    const error = await refusal(resolveIn(workspace, 'link/sub/m.json'));
-    expect(error.message).toContain('link is a symlink');
-    expect(fs.readdirSync(outside)).toEqual([]);
+    for (const requested of ['.', 'package.json', 'notes/m.json', '.harness/state.json', IN, `${IN}/..`, `${IN}/../x.json`, '.harness/observational-memoryx/m.json']) {
+      const error = await refusal(resolveIn(workspace, requested));
+      expect(error.message, requested).toContain('exports are written only under .harness/observational-memory/');
+    }
+    expect(fs.readdirSync(workspace)).toEqual([]);
   });
 
-  it('refuses a symlinked directory even when it points inside', async () => {
+  it('refuses an existing file, and leaves it as it was', async () => {
     const workspace = temporaryDirectory();
-    fs.mkdirSync(path.join(workspace, 'real'));
-    fs.symlinkSync(path.join(workspace, 'real'), path.join(workspace, 'alias'));
-    await refusal(resolveIn(workspace, 'alias/m.json'));
+    fs.mkdirSync(path.join(workspace, IN), { recursive: true });
+    fs.writeFileSync(path.join(workspace, IN, 'taken.json'), 'keep');
+    const error = await refusal(resolveIn(workspace, `${IN}/taken.json`));
+    expect(error.message).toContain('it names an existing file, and exports only create new files');
+    expect(fs.readFileSync(path.join(workspace, IN, 'taken.json'), 'utf8')).toBe('keep');
+  });
+
+  it('refuses database, journal and configuration file names, and the protected paths whatever their names', async () => {
+    const workspace = temporaryDirectory();
+    for (const name of ['state.db', 'state.db-wal', 'state.db-shm', 'x.sqlite', 'x.SQLITE3', 'x-journal', 'config.toml']) {
+      const error = await refusal(resolveIn(workspace, `${IN}/${name}`));
+      expect(error.message, name).toContain('the name of a database, journal or configuration file');
+    }
+    const store = path.join(workspace, IN, 'store.data');
+    const options = { workspace, scope: SCOPE, format: 'json' as const, now: NOW, protectedPaths: [store, path.join(workspace, 'settings.txt')] };
+    expect((await refusal(resolveExportPath({ ...options, requestedPath: `${IN}/store.data` }))).message).toContain('a file the harness keeps its state or configuration in');
+    expect((await refusal(resolveExportPath({ ...options, requestedPath: path.join(workspace, 'settings.txt') }))).message).toContain('exports are written only under');
+    expect((await resolveExportPath({ ...options, requestedPath: `${IN}/store.json` })).relativePath).toBe(`${IN}/store.json`);
+  });
+
+  it('refuses a symlinked directory on the way: the export folder, .harness, or one below', async () => {
+    for (const planted of ['.harness', IN, `${IN}/link`]) {
+      const workspace = temporaryDirectory();
+      const outside = temporaryDirectory();
+      fs.mkdirSync(path.dirname(path.join(workspace, planted)), { recursive: true });
+      fs.symlinkSync(outside, path.join(workspace, planted));
+      const error = await refusal(resolveIn(workspace, `${IN}/link/sub/m.json`));
+      expect(error.message, planted).toContain(`${planted} is a symlink`);
+      expect(fs.readdirSync(outside)).toEqual([]);
+    }
   });
 
   it('refuses an existing target that is a symlink or a directory', async () => {
     const workspace = temporaryDirectory();
     const outsideFile = path.join(temporaryDirectory(), 'secret.txt');
     fs.writeFileSync(outsideFile, 'keep');
-    fs.symlinkSync(outsideFile, path.join(workspace, 'm.json'));
-    fs.mkdirSync(path.join(workspace, 'dir.json'));
-    expect((await refusal(resolveIn(workspace, 'm.json'))).message).toContain('the target is a symlink');
-    await refusal(resolveIn(workspace, 'dir.json'));
+    fs.mkdirSync(path.join(workspace, IN), { recursive: true });
+    fs.symlinkSync(outsideFile, path.join(workspace, IN, 'm.json'));
+    fs.mkdirSync(path.join(workspace, IN, 'dir.json'));
+    expect((await refusal(resolveIn(workspace, `${IN}/m.json`))).message).toContain('the target is a symlink');
+    await refusal(resolveIn(workspace, `${IN}/dir.json`));
     expect(fs.readFileSync(outsideFile, 'utf8')).toBe('keep');
   });
 
   it('refuses a path through an existing file', async () => {
     const workspace = temporaryDirectory();
-    fs.writeFileSync(path.join(workspace, 'file'), '');
-    await refusal(resolveIn(workspace, 'file/m.json'));
+    fs.mkdirSync(path.join(workspace, IN), { recursive: true });
+    fs.writeFileSync(path.join(workspace, IN, 'file'), '');
+    await refusal(resolveIn(workspace, `${IN}/file/m.json`));
   });
 
   it('refuses a workspace that does not exist', async () => {
-    await refusal(resolveIn(path.join(temporaryDirectory(), 'missing'), 'm.json'));
+    await refusal(resolveIn(path.join(temporaryDirectory(), 'missing'), `${IN}/m.json`));
+  });
+});
+
+describe('export path: new files only', () => {
+  it('writes a new file and never replaces one, leaving no temporary file', async () => {
+    const directory = temporaryDirectory();
+    const target = path.join(directory, 'm.json');
+    await writeNewFile(target, 'first');
+    await expect(writeNewFile(target, 'second')).rejects.toMatchObject({ code: 'EEXIST' });
+    expect(fs.readFileSync(target, 'utf8')).toBe('first');
+    expect(fs.readdirSync(directory)).toEqual(['m.json']);
+  });
+
+  it('never follows a symlink planted at the target', async () => {
+    const directory = temporaryDirectory();
+    const outsideFile = path.join(temporaryDirectory(), 'secret.txt');
+    fs.writeFileSync(outsideFile, 'keep');
+    fs.symlinkSync(outsideFile, path.join(directory, 'm.json'));
+    await expect(writeNewFile(path.join(directory, 'm.json'), 'new')).rejects.toMatchObject({ code: 'EEXIST' });
+    expect(fs.readFileSync(outsideFile, 'utf8')).toBe('keep');
+    expect(fs.readdirSync(directory)).toEqual(['m.json']);
+  });
+
+  it('moves on to the next default name when one is taken, and refuses a taken requested name', async () => {
+    const workspace = temporaryDirectory();
+    const options = { workspace, scope: SCOPE, format: 'json' as const, now: NOW };
+    const first = await writeExport({ ...options, content: '1' });
+    const second = await writeExport({ ...options, content: '2' });
+    expect([first.relativePath, second.relativePath]).toEqual([
+      '.harness/observational-memory/acme/c:1/bot/memory-20250102-030405.json',
+      '.harness/observational-memory/acme/c:1/bot/memory-20250102-030405-2.json',
+    ]);
+    expect(fs.readFileSync(first.absolutePath, 'utf8')).toBe('1');
+    await refusal(writeExport({ ...options, requestedPath: first.relativePath, content: '3' }));
+    expect(fs.readFileSync(first.absolutePath, 'utf8')).toBe('1');
   });
 });
 

@@ -1,10 +1,11 @@
 /**
- * Where memory exports may be written: inside the workspace only, never through a
- * symlink, and atomically.
+ * Where memory exports may be written: new files under the workspace's
+ * `.harness/observational-memory/` only, never through a symlink, never over an existing
+ * file, never a database or configuration file, and atomically.
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { constants as fsConstants, promises as fs } from 'node:fs';
 import type { Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -15,16 +16,29 @@ import type { Scope } from '../core/scope.js';
 /** Longest export path accepted, in characters. */
 export const MAX_EXPORT_PATH_LENGTH = 1024;
 
+/** The folder of the workspace that exports are written to, and only to. */
+export const EXPORT_DIRECTORY = '.harness/observational-memory';
+
 /** What {@link resolveExportPath} takes. */
 export interface ResolveExportPathOptions {
-  /** The directory exports must stay inside; it may itself be a symlink. */
+  /** The workspace; exports go under its `.harness/observational-memory/`. It may itself be a symlink. */
   workspace: string;
-  /** Relative to the workspace, or absolute inside it. @default `.harness/observational-memory/<tenant>/<conversation>/<agent>/memory-<YYYYMMDD-HHMMSS>.<json|md>` */
+  /**
+   * Relative to the workspace, or absolute inside it, and under `.harness/observational-memory/`.
+   * @default `.harness/observational-memory/<tenant>/<conversation>/<agent>/memory-<YYYYMMDD-HHMMSS>.<json|md>`
+   */
   requestedPath?: string | undefined;
   scope: Scope;
   format: ExportFormat;
   /** Clock for the default file name (UTC). @default () => new Date() */
   now?: () => Date;
+  /**
+   * Files an export must never be, whatever their names: the store's database and the
+   * configuration files. Names always refused besides: `*.db`, `*.sqlite`, `*.sqlite3`, `*-wal`,
+   * `*-shm`, `*-journal` (the database's own companions) and `config.toml`.
+   * @default []
+   */
+  protectedPaths?: readonly string[];
 }
 
 /** A checked export destination. */
@@ -35,12 +49,18 @@ export interface ResolvedExportPath {
   readonly relativePath: string;
 }
 
+// Names an export can never take: database files and their journals, and configuration.
+const PROTECTED_NAME = /(?:\.db|\.sqlite3?|-wal|-shm|-journal)$|^config\.toml$/i;
+
 /**
- * Checks an export destination and creates its missing directories (0o755). Throws
- * `EXPORT_INVALID` for empty, over-long or NUL-containing paths, paths outside the
- * workspace, and paths through or onto a symlink.
+ * Checks an export destination and creates its missing directories (0o755). The
+ * destination is a new file under `.harness/observational-memory/` of the workspace, never a
+ * database or configuration file; with no path, the default name (with `-2`, `-3`, … for
+ * `attempt` 2, 3, … when that name is taken). Throws `EXPORT_INVALID` naming the reason for
+ * empty, over-long or NUL-containing paths, paths outside that folder (after `..`), paths
+ * through or onto a symlink, existing files, and protected files.
  */
-export async function resolveExportPath(options: ResolveExportPathOptions): Promise<ResolvedExportPath> {
+export async function resolveExportPath(options: ResolveExportPathOptions, attempt = 1): Promise<ResolvedExportPath> {
   const { requestedPath } = options;
   const shown = requestedPath ?? '(default)';
   const refuse = (reason: string): HarnessMemoryError => exportPathError(shown, reason);
@@ -53,9 +73,10 @@ export async function resolveExportPath(options: ResolveExportPathOptions): Prom
     throw exportPathError(shown, `the workspace ${workspace} cannot be resolved`, error);
   }
 
-  const segments = requestedPath === undefined ? defaultSegments(options, refuse) : requestedSegments(requestedPath, workspace, workspaceReal, refuse);
+  const segments = requestedPath === undefined ? defaultSegments(options, refuse, attempt) : requestedSegments(requestedPath, workspace, workspaceReal, refuse);
   const absolutePath = path.join(workspaceReal, ...segments);
   const directory = path.dirname(absolutePath);
+  await refuseProtected(absolutePath, options.protectedPaths ?? [], refuse);
 
   // Every existing component below the workspace must be a real directory, not a symlink.
   let current = workspaceReal;
@@ -68,13 +89,67 @@ export async function resolveExportPath(options: ResolveExportPathOptions): Prom
   }
   const target = await lstatOrUndefined(absolutePath);
   if (target?.isSymbolicLink()) throw refuse('the target is a symlink');
-  if (target !== undefined && !target.isFile()) throw refuse('the target exists and is not a regular file');
+  // A default name taken by an export of the same second: the next suffix.
+  if (target !== undefined && requestedPath === undefined && attempt < MAX_DEFAULT_ATTEMPTS) return resolveExportPath(options, attempt + 1);
+  if (target !== undefined) throw refuse('it names an existing file, and exports only create new files');
 
   await fs.mkdir(directory, { recursive: true, mode: 0o755 });
   // Re-check after mkdir: a symlink planted meanwhile would change the real path.
   if ((await fs.realpath(directory)) !== directory) throw refuse('a directory on the path was replaced by a symlink');
   return { absolutePath, relativePath: segments.join('/') };
 }
+
+/**
+ * Resolves the destination and writes `content` to it as a new file ({@link writeNewFile}).
+ * With no requested path, a default name taken meanwhile (two exports in one second) moves
+ * on to the next suffix.
+ */
+export async function writeExport(options: ResolveExportPathOptions & { content: string | Uint8Array }): Promise<ResolvedExportPath> {
+  for (let attempt = 1; ; attempt++) {
+    const destination = await resolveExportPath(options, attempt);
+    try {
+      await writeNewFile(destination.absolutePath, options.content);
+      return destination;
+    } catch (error) {
+      const taken = (error as NodeJS.ErrnoException).code === 'EEXIST';
+      if (!taken) throw error;
+      if (options.requestedPath !== undefined || attempt >= MAX_DEFAULT_ATTEMPTS) throw exportPathError(options.requestedPath ?? destination.relativePath, 'it names an existing file, and exports only create new files', error);
+    }
+  }
+}
+
+/**
+ * Writes a new file, never replacing one: the content goes to a temporary file opened
+ * exclusively (`wx`, 0o644) in the same directory and synced, then is linked to the target,
+ * which fails with `EEXIST` if the target exists (where links are not supported, an
+ * exclusive copy does the same). A crash leaves at most the temporary file, never a partial
+ * target. The temporary file is always removed.
+ */
+export async function writeNewFile(absolutePath: string, content: string | Uint8Array): Promise<void> {
+  const directory = path.dirname(absolutePath);
+  const temporary = path.join(directory, `${path.basename(absolutePath)}.tmp-${randomBytes(6).toString('hex')}`);
+  let handle: FileHandle | undefined;
+  try {
+    handle = await fs.open(temporary, 'wx', 0o644);
+    await handle.writeFile(content);
+    await handle.sync();
+    await handle.close();
+    handle = undefined;
+    try {
+      await fs.link(temporary, absolutePath);
+    } catch (error) {
+      if (!LINK_UNSUPPORTED.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
+      await fs.copyFile(temporary, absolutePath, fsConstants.COPYFILE_EXCL);
+    }
+  } finally {
+    await handle?.close().catch(() => undefined);
+    await fs.rm(temporary, { force: true }).catch(() => undefined);
+  }
+  await syncDirectory(directory);
+}
+
+const MAX_DEFAULT_ATTEMPTS = 100;
+const LINK_UNSUPPORTED: ReadonlySet<string> = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV']);
 
 /**
  * Writes a file atomically: a temporary file (`wx`, 0o644) in the same directory, fsync,
@@ -100,14 +175,14 @@ export async function writeFileAtomic(absolutePath: string, content: string | Ui
   await syncDirectory(directory);
 }
 
-function defaultSegments(options: ResolveExportPathOptions, refuse: (reason: string) => HarnessMemoryError): string[] {
+function defaultSegments(options: ResolveExportPathOptions, refuse: (reason: string) => HarnessMemoryError, attempt: number): string[] {
   const { tenantId, conversationId, agentId } = options.scope;
   for (const part of [tenantId, conversationId, agentId]) {
     if (part === '' || part === '.' || part === '..' || /[/\\\0]/.test(part)) throw refuse(`scope id ${JSON.stringify(part)} cannot be a path part`);
   }
   const extension = options.format === 'markdown' ? 'md' : 'json';
   const stamp = (options.now ?? (() => new Date()))().toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-');
-  return ['.harness', 'observational-memory', tenantId, conversationId, agentId, `memory-${stamp}.${extension}`];
+  return [...EXPORT_DIRECTORY.split('/'), tenantId, conversationId, agentId, `memory-${stamp}${attempt > 1 ? `-${attempt}` : ''}.${extension}`];
 }
 
 function requestedSegments(requested: string, workspace: string, workspaceReal: string, refuse: (reason: string) => HarnessMemoryError): string[] {
@@ -117,9 +192,28 @@ function requestedSegments(requested: string, workspace: string, workspaceReal: 
   const resolved = path.resolve(workspace, requested);
   // An absolute path may name the workspace by its given path or by its real path.
   const inside = [relative(workspace, resolved), relative(workspaceReal, resolved)].find((candidate) => candidate !== undefined);
-  if (inside === undefined) throw refuse('it resolves outside the workspace');
-  if (inside === '') throw refuse('it names the workspace itself');
-  return inside.split('/');
+  if (inside === undefined) throw refuse(`it resolves outside the workspace; exports are written only under ${EXPORT_DIRECTORY}/`);
+  const segments = inside === '' ? [] : inside.split('/');
+  const [first, second] = EXPORT_DIRECTORY.split('/');
+  if (segments.length < 3 || segments[0] !== first || segments[1] !== second) {
+    throw refuse(`exports are written only under ${EXPORT_DIRECTORY}/ in the workspace; give a path there, or none for the default name`);
+  }
+  return segments;
+}
+
+/** Refuses database files, their journals and configuration files, by name and by path. */
+async function refuseProtected(absolutePath: string, protectedPaths: readonly string[], refuse: (reason: string) => HarnessMemoryError): Promise<void> {
+  const name = path.basename(absolutePath);
+  if (PROTECTED_NAME.test(name)) throw refuse(`${name} is the name of a database, journal or configuration file, which an export never writes`);
+  for (const given of protectedPaths) {
+    if (given.trim() === '' || given === ':memory:') continue;
+    const resolved = path.resolve(given);
+    // The protected file may be reached through a symlinked folder; compare real folders too.
+    const directory = await fs.realpath(path.dirname(resolved)).catch(() => path.dirname(resolved));
+    if (absolutePath === resolved || absolutePath === path.join(directory, path.basename(resolved))) {
+      throw refuse('it is a file the harness keeps its state or configuration in');
+    }
+  }
 }
 
 /** The forward-slash path of `target` below `base`, `''` for `base` itself, or undefined when outside. */
@@ -156,7 +250,7 @@ function exportPathError(requested: string, reason: string, cause?: unknown): Ha
   return new HarnessMemoryError({
     code: 'EXPORT_INVALID',
     component: 'export',
-    message: `cannot export to ${JSON.stringify(shown)}: ${reason}. Give a path relative to the workspace, with no symlinks.`,
+    message: `cannot export to ${JSON.stringify(shown)}: ${reason}. Give a new file name under ${EXPORT_DIRECTORY}/ (relative to the workspace, no symlinks), or no path for the default name.`,
     data: { path: shown },
     cause,
   });

@@ -10,6 +10,7 @@ import { createObservationalMemoryTool } from './observational-memory-tool.js';
 import type { Tool, ToolContext } from './tool.js';
 
 const NOW = (): Date => new Date('2025-01-02T03:04:05Z');
+const IN = '.harness/observational-memory';
 const temporaryDirectories: string[] = [];
 
 function temporaryDirectory(): string {
@@ -175,22 +176,22 @@ describe('observational_memory tool: export', () => {
 
   it('reads format and path nested under export', async () => {
     const { tool, context, workspace } = setup();
-    const result = await run(tool, { action: 'export', export: { format: 'markdown', path: 'notes/memory.md' } }, context);
-    expect(result.export).toMatchObject({ path: 'notes/memory.md', format: 'markdown' });
-    expect(fs.readFileSync(path.join(workspace, 'notes', 'memory.md'), 'utf8')).toContain('## Observations');
+    const result = await run(tool, { action: 'export', export: { format: 'markdown', path: `${IN}/notes/memory.md` } }, context);
+    expect(result.export).toMatchObject({ path: `${IN}/notes/memory.md`, format: 'markdown' });
+    expect(fs.readFileSync(path.join(workspace, IN, 'notes', 'memory.md'), 'utf8')).toContain('## Observations');
   });
 
   it('prefers the top-level format and path over the nested ones', async () => {
     const { tool, context } = setup();
-    const result = await run(tool, { action: 'export', format: 'json', path: 'top.json', export: { format: 'markdown', path: 'nested.md' } }, context);
-    expect(result.export).toMatchObject({ path: 'top.json', format: 'json' });
+    const result = await run(tool, { action: 'export', format: 'json', path: `${IN}/top.json`, export: { format: 'markdown', path: `${IN}/nested.md` } }, context);
+    expect(result.export).toMatchObject({ path: `${IN}/top.json`, format: 'json' });
   });
 
-  it('writes to an explicit relative or absolute path inside the workspace', async () => {
+  it('writes to an explicit relative or absolute path under .harness/observational-memory', async () => {
     const { tool, context, workspace } = setup();
-    expect((await run(tool, { action: 'export', path: 'out/deep/m.json' }, context)).export?.path).toBe('out/deep/m.json');
-    expect((await run(tool, { action: 'export', path: path.join(workspace, 'abs.json') }, context)).export?.path).toBe('abs.json');
-    expect(filesBelow(workspace)).toEqual(['abs.json', 'out/deep/m.json']);
+    expect((await run(tool, { action: 'export', path: `${IN}/out/deep/m.json` }, context)).export?.path).toBe(`${IN}/out/deep/m.json`);
+    expect((await run(tool, { action: 'export', path: path.join(workspace, IN, 'abs.json') }, context)).export?.path).toBe(`${IN}/abs.json`);
+    expect(filesBelow(workspace)).toEqual([`${IN}/abs.json`, `${IN}/out/deep/m.json`]);
   });
 
   it('refuses paths outside the workspace and writes nothing', async () => {
@@ -209,8 +210,9 @@ describe('observational_memory tool: export', () => {
   it('refuses a symlinked directory leading outside', async () => {
     const { tool, context, workspace } = setup();
     const outside = temporaryDirectory();
-    fs.symlinkSync(outside, path.join(workspace, 'link'));
-    const error = await rejection(tool.execute({ action: 'export', path: 'link/memory-x.json' }, context));
+    fs.mkdirSync(path.join(workspace, IN), { recursive: true });
+    fs.symlinkSync(outside, path.join(workspace, IN, 'link'));
+    const error = await rejection(tool.execute({ action: 'export', path: `${IN}/link/memory-x.json` }, context));
     expect(error.code).toBe('EXPORT_INVALID');
     expect(filesBelow(outside)).toEqual([]);
   });
@@ -219,8 +221,9 @@ describe('observational_memory tool: export', () => {
     const { tool, context, workspace } = setup();
     const outsideFile = path.join(temporaryDirectory(), 'secret.txt');
     fs.writeFileSync(outsideFile, 'keep');
-    fs.symlinkSync(outsideFile, path.join(workspace, 'm.json'));
-    expect((await rejection(tool.execute({ action: 'export', path: 'm.json' }, context))).code).toBe('EXPORT_INVALID');
+    fs.mkdirSync(path.join(workspace, IN), { recursive: true });
+    fs.symlinkSync(outsideFile, path.join(workspace, IN, 'm.json'));
+    expect((await rejection(tool.execute({ action: 'export', path: `${IN}/m.json` }, context))).code).toBe('EXPORT_INVALID');
     expect(fs.readFileSync(outsideFile, 'utf8')).toBe('keep');
   });
 

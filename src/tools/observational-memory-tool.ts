@@ -4,6 +4,7 @@
  * @module
  */
 import { z } from 'zod/v4';
+import { requireObject, requireOptions } from '../core/require-option.js';
 import { statusOf, statusToJson } from '../core/memory-status.js';
 import type { MemoryStatus } from '../core/memory-status.js';
 import { DEFAULT_OBSERVATION_CONFIG } from '../core/observation.js';
@@ -11,7 +12,7 @@ import type { ObservationConfig } from '../core/observation.js';
 import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import type { ObservationalMemory } from '../memory/observational-memory.js';
-import { resolveExportPath, writeFileAtomic } from './export-path.js';
+import { writeExport } from './export-path.js';
 import { actionSchema, defineTool, toolScope } from './tool.js';
 import type { Tool } from './tool.js';
 
@@ -25,7 +26,10 @@ const OBSERVATIONAL_MEMORY_ACTIONS = ['enable', 'disable', 'status', 'export', '
 
 const threshold = z.number().int().min(1);
 const exportFormat = z.string().optional().describe('json (default) or markdown');
-const exportPath = z.string().optional().describe('File path inside the workspace; defaults to .harness/observational-memory/<tenant>/<conversation>/<agent>/memory-<timestamp>.<json|md>');
+const exportPath = z
+  .string()
+  .optional()
+  .describe('A new file under .harness/observational-memory/ in the workspace (existing files are never replaced); defaults to .harness/observational-memory/<tenant>/<conversation>/<agent>/memory-<timestamp>.<json|md>');
 
 const observationalMemoryInput = z.object({
   action: actionSchema(OBSERVATIONAL_MEMORY_ACTIONS).describe('enable, disable, status, export or reflect_now'),
@@ -50,6 +54,8 @@ export interface ObservationalMemoryToolOptions {
   memory?: ObservationalMemory;
   /** Clock for default export file names. @default () => new Date() */
   now?: () => Date;
+  /** Files an export must never be, whatever their names: the store's database and the configuration files. @default [] */
+  protectedPaths?: readonly string[];
 }
 
 /**
@@ -61,6 +67,8 @@ export interface ObservationalMemoryToolOptions {
  * await tool.execute({ action: 'export', format: 'markdown' }, { runId: 'r1', workspace: process.cwd() });
  */
 export function createObservationalMemoryTool(options: ObservationalMemoryToolOptions): Tool {
+  requireOptions('createObservationalMemoryTool', options, 'Pass { memory } (or {} for a tool that reports memory as off).');
+  requireObject('createObservationalMemoryTool', 'memory', options.memory, ['status', 'setEnabled', 'export', 'reflectNow'], 'Pass the service from createObservationalMemory({ store, model }), or leave it out.', true);
   const { memory } = options;
   return defineTool({
     name: OBSERVATIONAL_MEMORY_TOOL_NAME,
@@ -84,14 +92,15 @@ export function createObservationalMemoryTool(options: ObservationalMemoryToolOp
         case 'export': {
           // Render first (read-only), so a failed export creates no directories.
           const result = await memory.export(scope, args.format ?? args.export?.format);
-          const destination = await resolveExportPath({
+          const destination = await writeExport({
             workspace: context.workspace,
             requestedPath: args.path ?? args.export?.path,
             scope,
             format: result.format,
+            content: result.content,
             ...(options.now ? { now: options.now } : {}),
+            ...(options.protectedPaths ? { protectedPaths: options.protectedPaths } : {}),
           });
-          await writeFileAtomic(destination.absolutePath, result.content);
           return { status: statusToJson(result.status), export: { path: destination.relativePath, format: result.format, bytes: result.bytes } };
         }
       }

@@ -4,6 +4,7 @@
  * @module
  */
 import { z } from 'zod/v4';
+import { invalidOption, requireObject, requireOptions, requireString } from '../core/require-option.js';
 import { HarnessMemoryError, ToolError } from '../core/errors.js';
 import { resolveScope } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
@@ -51,6 +52,11 @@ export interface Tool {
  * });
  */
 export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<Schema>): Tool {
+  requireOptions('defineTool', definition, 'Pass { name, description, inputSchema, execute }.');
+  requireString('defineTool', 'name', definition.name, 'Pass the name the model calls the tool by, such as "search".');
+  if (typeof definition.description !== 'string') throw invalidOption('defineTool', 'description', 'is required (a string)', 'Say what the tool does; the model reads it.');
+  requireObject('defineTool', 'inputSchema', definition.inputSchema, ['safeParse'], 'Pass a zod schema (zod/v4) of the arguments.');
+  if (typeof definition.execute !== 'function') throw invalidOption('defineTool', 'execute', 'is required (a function)', 'Pass the handler that runs the tool.');
   const { $schema: _ignored, ...parameters } = z.toJSONSchema(definition.inputSchema, { io: 'input' }) as Record<string, unknown>;
   return Object.freeze({
     name: definition.name,

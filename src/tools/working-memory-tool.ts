@@ -3,6 +3,7 @@
  * @module
  */
 import { z } from 'zod/v4';
+import { requireObject } from '../core/require-option.js';
 import { ToolError } from '../core/errors.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import { actionSchema, defineTool, toolScope } from './tool.js';
@@ -28,6 +29,7 @@ const workingMemoryInput = z.object({
  * await tool.execute({ action: 'set', key: 'plan', value: { step: 1 } }, { runId: 'r1', workspace: '.' });
  */
 export function createWorkingMemoryTool(workingMemory: WorkingMemory): Tool {
+  requireObject('createWorkingMemoryTool', 'workingMemory', workingMemory, ['set', 'get', 'delete', 'list'], 'Pass the service from createWorkingMemory({ store }).');
   return defineTool({
     name: WORKING_MEMORY_TOOL_NAME,
     description: 'Stores and retrieves explicit scoped working memory entries for the current run.',

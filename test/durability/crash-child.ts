@@ -11,7 +11,8 @@
  * as one JSON line.
  *
  * Environment: `DB_PATH` (required), `FAULT_POINT`, `FAULT_AT` (default 1), `OBSERVES`
- * (default 5), `PER_OBSERVE` (default 2), `RECOVER`.
+ * (default 5), `PER_OBSERVE` (default 2), `RECOVER`, `CRASH_ON_RECOVER` (recovery crashes at
+ * `FAULT_POINT` too), `MAX_OPERATION_ATTEMPTS`.
  * @module
  */
 import { memoryIdOf, resolveScope } from '../../src/core/scope.js';
@@ -32,10 +33,13 @@ const faultAt = Number(process.env['FAULT_AT'] ?? '1');
 const observes = Number(process.env['OBSERVES'] ?? '5');
 const perObserve = Number(process.env['PER_OBSERVE'] ?? '2');
 const recover = process.env['RECOVER'] === '1';
+// With RECOVER=1: still crash at FAULT_POINT (a poison operation that kills every process claiming it).
+const crashOnRecover = process.env['CRASH_ON_RECOVER'] === '1';
+const maxOperationAttempts = process.env['MAX_OPERATION_ATTEMPTS'] === undefined ? undefined : Number(process.env['MAX_OPERATION_ATTEMPTS']);
 
 let hits = 0;
 const hook = (point: FaultPoint): void => {
-  if (recover || point !== faultPoint) return;
+  if ((recover && !crashOnRecover) || point !== faultPoint) return;
   hits++;
   if (hits < faultAt) return;
   process.kill(process.pid, 'SIGKILL');
@@ -61,6 +65,7 @@ const memory = createObservationalMemory({
   leaseMs: 300,
   retryDelayMs: 10,
   faultPoint: hook,
+  ...(maxOperationAttempts === undefined ? {} : { maxOperationAttempts }),
   onEvent: (event) => {
     if (event.type === 'memory.operation.failed') process.stderr.write(`operation failed: ${event.error}\n`);
   },

@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startE2E, typesOf } from './e2e-harness.js';
 import type { E2E } from './e2e-harness.js';
@@ -81,6 +82,38 @@ async function expectTooLarge(method: string, path: string, body: Buffer, chunke
   expect(JSON.parse(text)).toEqual({ error: { code: 'body_too_large', message: `request body is larger than ${MIB} bytes` } });
 }
 
+/**
+ * A client that writes its whole request (head and body) before reading anything, as many
+ * simple clients do, then reads until the server closes. Resolves with the raw response,
+ * or with the socket error it met instead (a broken pipe or a reset).
+ */
+function writeAllThenRead(path: string, body: Buffer, chunked: boolean): Promise<{ response: string; error?: string }> {
+  const { hostname, port } = new URL(e2e.url);
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    const received: Buffer[] = [];
+    let error: string | undefined;
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    socket.on('error', (caught: NodeJS.ErrnoException) => (error = caught.code ?? caught.message));
+    socket.on('close', () => resolve({ response: Buffer.concat(received).toString('utf8'), ...(error ? { error } : {}) }));
+    socket.on('connect', () => {
+      const length = chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${body.length}`;
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${length}\r\n\r\n`);
+      const pieces = chunked ? [Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')] : [body];
+      let index = 0;
+      const pump = (): void => {
+        while (index < pieces.length) {
+          const more = socket.write(pieces[index++]!);
+          if (!more) return void socket.once('drain', pump);
+        }
+        // Only now, with everything written, does this client start reading.
+        socket.end();
+      };
+      pump();
+    });
+  });
+}
+
 describe('e2e: bad input over HTTP', () => {
   it('refuses bad run requests with 400 and a message naming the problem, and stores nothing', async () => {
     const post = (body: string, status: number, code: string, mentions?: string) => expectError('/v1/runs', { method: 'POST', body }, status, code, mentions);
@@ -120,6 +153,22 @@ describe('e2e: bad input over HTTP', () => {
     expect(e2e.countRows('harness_runs')).toBe(0);
     expect(e2e.countRows('working_memory_entries')).toBe(0);
     await expectEmptyScope(SCOPE_PATH);
+  });
+
+  it('delivers the 413 to a client that writes its whole body before reading, and to fetch', async () => {
+    for (const chunked of [false, true]) {
+      const { response, error } = await writeAllThenRead('/v1/runs', Buffer.alloc(8 * MIB, 0x20), chunked);
+      expect(error, `chunked=${chunked}`).toBeUndefined();
+      const [head = '', body] = response.split('\r\n\r\n');
+      expect(head.split('\r\n')[0]).toBe('HTTP/1.1 413 Payload Too Large');
+      expect(head.toLowerCase()).toContain('\r\nconnection: close');
+      expect(JSON.parse(body ?? '')).toEqual({ error: { code: 'body_too_large', message: `request body is larger than ${MIB} bytes` } });
+    }
+    const response = await fetch(`${e2e.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.alloc(4 * MIB, 0x20) });
+    expect(response.status).toBe(413);
+    expect(response.headers.get('connection')).toBe('close');
+    expect(await response.json()).toEqual({ error: { code: 'body_too_large', message: `request body is larger than ${MIB} bytes` } });
+    expect(e2e.countRows('harness_runs')).toBe(0);
   });
 
   it('refuses bad memory requests and invalid scope ids, and stores nothing', async () => {

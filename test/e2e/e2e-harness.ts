@@ -5,7 +5,7 @@
  * content: observer prompts, reflector prompts, and agent turns (by the run's prompt and step).
  * @module
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config/load-config.js';
 import { createHarness } from '../../src/server/create-harness.js';
 import type { Harness } from '../../src/server/create-harness.js';
 import { startServer } from '../../src/server/serve.js';
+import type { Tool } from '../../src/tools/tool.js';
 import type { RunningServer } from '../../src/server/serve.js';
 import { startScriptedOpenAIServer } from '../support/scripted-openai-server.js';
 import type { ScriptedReply, ScriptedRequest, ScriptedServer } from '../support/scripted-openai-server.js';
@@ -99,6 +100,8 @@ export interface StartE2EOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** @default 200 */
   readonly heartbeatMs?: number;
+  /** Tools besides the memory tools. */
+  readonly tools?: readonly Tool[];
 }
 
 /** A request to the harness: `json` is sent as the body, `key` as a bearer token. */
@@ -149,6 +152,8 @@ export async function startE2E(options: StartE2EOptions = {}): Promise<E2E> {
   const root = mkdtempSync(join(tmpdir(), 'hm-e2e-'));
   const workspace = join(root, 'workspace');
   const home = join(root, 'home');
+  // The workspace exists, as a real one does (on Postgres no SQLite file creates it).
+  mkdirSync(workspace);
   const env: Record<string, string> = {
     HARNESS_WORKSPACE: workspace,
     OPENAI_BASE_URL: model.url,
@@ -160,7 +165,7 @@ export async function startE2E(options: StartE2EOptions = {}): Promise<E2E> {
   let harness: Harness | undefined;
   try {
     const config = loadConfig({ env, cwd: root, homeDir: home });
-    harness = await createHarness({ config, env, heartbeatMs: options.heartbeatMs ?? 200 });
+    harness = await createHarness({ config, env, heartbeatMs: options.heartbeatMs ?? 200, ...(options.tools ? { tools: options.tools } : {}) });
     const server = await startServer(harness, { port: 0 });
     const dbPath = config.memory.sqlitePath;
     const api = (path: string, init: ApiInit = {}): Promise<Response> => {

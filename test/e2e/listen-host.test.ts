@@ -74,7 +74,7 @@ describe('e2e: listening host', () => {
     const insecure = await started(await harnessWith(), { host: '0.0.0.0', port: 0, insecure: true });
     const health = await fetch(`http://127.0.0.1:${insecure.port}/healthz`);
     expect(health.status).toBe(200);
-    expect(await health.json()).toEqual({ status: 'ok' });
+    expect(await health.json()).toEqual({ status: 'ok', faults: 0 });
 
     const keyed = await started(await harnessWith({ HARNESS_API_KEYS: 'k1:t1' }), { host: '0.0.0.0', port: 0 });
     expect((await fetch(`http://127.0.0.1:${keyed.port}/v1/memory/t1/c/a`)).status).toBe(401);

@@ -87,7 +87,8 @@ describe.skipIf(!url)('replicas: run events and run control across replicas', ()
     const spread = (frames.at(-1)?.receivedAt ?? 0) - (frames[0]?.receivedAt ?? 0);
     expect(spread).toBeGreaterThan(300);
     const lags = events.map((event, index) => (frames[index]?.receivedAt ?? 0) - Date.parse(event.timestamp));
-    expect(Math.max(...lags)).toBeLessThan(2000);
+    // Well under the 15 s heartbeat, whatever the machine's load: NOTIFY woke the stream.
+    expect(Math.max(...lags)).toBeLessThan(10_000);
 
     // Run state is the same on every replica.
     for (const replica of replicas) {

@@ -23,7 +23,7 @@
  * 100; `REPLICA_STALE_CHECK_MS`, default 250) instead of `createHarness`'s 1 s / 30 s, so a
  * stale lease is noticed soon after it expires. Stops cleanly on SIGTERM or when stdin closes.
  *
- * Environment: `REPLICA_NAME`, `HARNESS_MEMORY_*` (passed to `loadConfig`), `REPLICA_SLOW_FILE`,
+ * Environment: `REPLICA_NAME`, `HARNESS_MEMORY_*` and `HARNESS_MAX_*` (passed to `loadConfig`), `REPLICA_SLOW_FILE`,
  * `REPLICA_SLOW_MS` (default 30000), `REPLICA_POLL_MS`, `REPLICA_STALE_CHECK_MS`,
  * `REPLICA_HEARTBEAT_MS` (SSE heartbeat, default 15000 as in production).
  * @module
@@ -123,7 +123,7 @@ const agentModel: LanguageModel = {
 const root = mkdtempSync(join(tmpdir(), 'hm-replica-'));
 const env: Record<string, string> = { HARNESS_WORKSPACE: join(root, 'workspace') };
 for (const [key, value] of Object.entries(process.env)) {
-  if (key.startsWith('HARNESS_MEMORY_') && value !== undefined) env[key] = value;
+  if ((key.startsWith('HARNESS_MEMORY_') || key.startsWith('HARNESS_MAX_')) && value !== undefined) env[key] = value;
 }
 
 try {

@@ -42,9 +42,15 @@ export interface Replica {
   stop(timeoutMs?: number): Promise<ReplicaExit>;
 }
 
-/** The `HARNESS_MEMORY_*` variables of a replica on `schema`, plus `extra`. */
+/**
+ * The variables of a replica on `schema`, plus `extra`. The per-tenant limits are lifted:
+ * these tests send the traffic of many clients as one tenant, and test the store, not the limits.
+ */
 export function postgresEnv(url: string, schema: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
+    HARNESS_MAX_WRITES_PER_SECOND: '1000000',
+    HARNESS_MAX_CONCURRENT_RUNS: '1000000',
+    HARNESS_MAX_SSE_CONNECTIONS: '1000000',
     HARNESS_MEMORY_DB_DRIVER: 'postgres',
     HARNESS_MEMORY_DB_DSN: url,
     HARNESS_MEMORY_SCHEMA: schema,

@@ -1,5 +1,5 @@
 /**
- * `harness memory status|show|export|reflect|enable|disable|forget`: observational memory of
+ * `harness memory status|show|export|reflect|enable|disable|forget|retry`: observational memory of
  * one scope, through the ObservationalMemory API. No model is needed except by `reflect`.
  * @module
  */
@@ -12,7 +12,7 @@ import type { ObservationConfig } from '../../core/observation.js';
 import { memoryIdOf } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
 import type { Harness } from '../../server/create-harness.js';
-import { entryToJson } from '../../server/serialize.js';
+import { entryToJson, operationToJson } from '../../server/serialize.js';
 import { printLine } from '../context.js';
 import type { CliContext } from '../context.js';
 import { UsageError } from '../exit-codes.js';
@@ -65,6 +65,7 @@ export function registerMemoryCommand(program: Command, context: CliContext, _re
   sub('show', 'show everything stored: status, reflection, observations, working memory', 'markdown', async (harness, scope, options) => {
     const inspection = await harness.observationalMemory.inspect(scope);
     const entries = await harness.workingMemory.entries(scope);
+    const dead = inspection.operations.filter((operation) => operation.status === 'dead');
     if (options.format === 'json') {
       printJson(context, {
         status: statusToJson(inspection.status),
@@ -72,6 +73,7 @@ export function registerMemoryCommand(program: Command, context: CliContext, _re
         reflection: inspection.reflection?.raw ?? '',
         structured_reflection: inspection.reflection ? structuredReflectionToJson(inspection.reflection.structured) : null,
         reflection_links: reflectionLinksToJson(inspection.links),
+        dead_operations: dead.map(operationToJson),
         working_memory: entries.map(entryToJson),
       });
       return;
@@ -82,7 +84,12 @@ export function registerMemoryCommand(program: Command, context: CliContext, _re
       const importance = observation.importance === null ? 'unscored' : observation.importance.toFixed(2);
       lines.push(`- [${observation.seq}] (importance ${importance}; ${describeProvenance(observation)}) ${observation.content.replace(/\n/g, '\n  ')}`);
     }
-    lines.push('', ...linkSections(inspection.links), '', '## Working memory', '');
+    lines.push('', ...linkSections(inspection.links));
+    if (dead.length > 0) {
+      lines.push('', '## Dead operations (retry with `harness memory retry <operation-id>`)', '');
+      for (const operation of dead) lines.push(`- ${operation.operationId} (${operation.operationType}, ${operation.attempt} attempts): ${operation.errorText}`);
+    }
+    lines.push('', '## Working memory', '');
     if (entries.length === 0) lines.push('(none)');
     for (const entry of entries) lines.push(`- ${entry.key} = ${entry.valueJson}`);
     printLine(context, lines.join('\n'));
@@ -115,6 +122,21 @@ export function registerMemoryCommand(program: Command, context: CliContext, _re
     if (options.format === 'json') printJson(context, { status: statusToJson(status) });
     else printLine(context, `observational memory disabled for ${describeScope(scope)}\n\n${statusMarkdown(status)}`);
   });
+
+  withScopeOptions(memory.command('retry').description('retry a dead operation by hand: it runs again at the scope\'s next observe or the server\'s next worker poll'))
+    .argument('<operation-id>', 'the dead operation, as `memory show` lists it')
+    .addOption(new Option('--format <format>', 'output format').choices(['json', 'markdown']).default('markdown'))
+    .action(async (operationId: string, options: MemoryOptions) => {
+      const scope = scopeFrom(options);
+      const harness = await openHarness(context, { modelsOptional: true });
+      try {
+        const operation = await harness.observationalMemory.retryOperation(scope, operationId);
+        if (options.format === 'json') printJson(context, { operation: operationToJson(operation) });
+        else printLine(context, `operation ${operation.operationId} (${operation.operationType}) of ${describeScope(scope)} is queued again`);
+      } finally {
+        await harness.dispose();
+      }
+    });
 
   sub('forget', 'erase both memories and the conversation history of the scope', 'markdown', async (harness, scope, options) => {
     await harness.observationalMemory.forget(scope);
@@ -153,6 +175,7 @@ function statusMarkdown(status: MemoryStatus): string {
     `- last observed message: ${status.lastObservedMessageIndex < 0 ? 'none' : status.lastObservedMessageIndex}`,
     `- pending operations: ${status.pendingOperations}`,
     `- supersession set: ${status.activeSupersessions} supersession(s), ${status.activeContradictions} unresolved contradiction(s); ${status.rejectedReferences} reference(s) rejected`,
+    `- dead operations: ${status.deadOperations}`,
     `- thresholds: observe_min_tokens ${config.observeMinTokens}, snippet_max_tokens ${config.snippetMaxTokens}, reflect_threshold_tokens ${config.reflectThresholdTokens}`,
     `- updated: ${status.updatedAt ?? 'never'}`,
   ].join('\n');

@@ -50,6 +50,12 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
   });
   const { mode, modelId, source } = harness.memoryModel;
   const stop = stopRequested(context);
+  // Every background promise is caught where it is made; this only makes a missed one loud
+  // (logged and counted as a fault) instead of stopping the server.
+  const onUnhandledRejection = (reason: unknown): void => {
+    harness.faults.report({ component: 'process', message: 'UNHANDLED PROMISE REJECTION: a background promise was not caught where it was made (a bug; please report it)', error: reason });
+  };
+  process.on('unhandledRejection', onUnhandledRejection);
   try {
     const { memory } = harness.config;
     const store = memory.dbDriver === 'postgres' ? `postgres schema ${memory.schema === '' ? 'public' : memory.schema}` : memory.sqlitePath;
@@ -59,6 +65,7 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
   } finally {
     stop.dispose();
     await server.close();
+    process.off('unhandledRejection', onUnhandledRejection);
   }
   return EXIT_OK;
 }

@@ -8,8 +8,10 @@ import type { ObservationalMemory } from '../../memory/observational-memory.js';
 import type { WorkingMemory } from '../../memory/working-memory.js';
 import { httpError } from '../http-error.js';
 import { readJsonBody } from '../request-body.js';
-import { entryToJson } from '../serialize.js';
+import { entryToJson, operationToJson } from '../serialize.js';
 import type { ServerEnv } from '../server-env.js';
+import { admitTenantWrite } from '../tenant-limits.js';
+import type { TenantLimits } from '../tenant-limits.js';
 
 const positive = z.number().int().positive();
 const enableBody = z
@@ -25,6 +27,7 @@ export interface MemoryRoutesOptions {
   readonly observationalMemory: ObservationalMemory;
   readonly workingMemory: WorkingMemory;
   readonly runStore: RunStore;
+  readonly limits: TenantLimits;
 }
 
 /** `/v1/memory/{tenant}/{conversation}/{agent}`: inspect, forget, control both memories. */
@@ -37,6 +40,12 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
     const tenant = context.get('tenant');
     // Another tenant's memory does not exist, as far as this key can tell.
     if (tenant !== undefined && scope.tenantId !== tenant) throw httpError(404, 'not_found', 'no such memory scope');
+    return scope;
+  };
+  /** The scope of a write, counted against its tenant's write rate. */
+  const writeScopeOf = (context: Parameters<typeof scopeOf>[0] & { get: (key: 'principal') => string | undefined }): Scope => {
+    const scope = scopeOf(context);
+    admitTenantWrite(options.limits, context.get('principal'), scope.tenantId);
     return scope;
   };
 
@@ -52,20 +61,21 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
       reflection: inspection.reflection?.raw ?? '',
       structured_reflection: structured ? structuredReflectionToJson(structured) : null,
       reflection_links: reflectionLinksToJson(inspection.links),
+      dead_operations: inspection.operations.filter((operation) => operation.status === 'dead').map(operationToJson),
       working_memory: (await workingMemory.entries(scope)).map(entryToJson),
       snippets: { working_memory: await workingMemory.snippet(scope), observational_memory: await memory.snippet(scope) },
     });
   });
 
   app.delete(base, async (context) => {
-    const scope = scopeOf(context);
+    const scope = writeScopeOf(context);
     await memory.forget(scope);
     await options.runStore.forgetConversation(memoryIdOf(scope));
     return context.json({ forgotten: true, scope: { tenant_id: scope.tenantId, conversation_id: scope.conversationId, agent_id: scope.agentId } });
   });
 
   app.post(`${base}/observational/enable`, async (context) => {
-    const scope = scopeOf(context);
+    const scope = writeScopeOf(context);
     const body = await readJsonBody(context, enableBody);
     const config = body.config;
     const status = await memory.setEnabled(
@@ -81,16 +91,23 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
   });
 
   app.post(`${base}/observational/disable`, async (context) => {
-    const scope = scopeOf(context);
+    const scope = writeScopeOf(context);
     await readJsonBody(context, emptyBody);
     return context.json({ status: statusToJson(await memory.setEnabled(scope, false)) });
   });
 
   app.post(`${base}/observational/reflect`, async (context) => {
-    const scope = scopeOf(context);
+    const scope = writeScopeOf(context);
     await readJsonBody(context, emptyBody);
     const result = await memory.reflectNow(scope);
     return context.json({ reflected: result.reflected, status: statusToJson(result.status) });
+  });
+
+  app.post(`${base}/operations/:operationId/retry`, async (context) => {
+    const scope = writeScopeOf(context);
+    await readJsonBody(context, emptyBody);
+    const operation = await memory.retryOperation(scope, context.req.param('operationId'));
+    return context.json({ operation: operationToJson(operation), status: statusToJson(await memory.status(scope)) }, 202);
   });
 
   app.get(`${base}/observational/export`, async (context) => {
@@ -106,14 +123,14 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
   });
 
   app.put(`${base}/working/:key`, async (context) => {
-    const scope = scopeOf(context);
+    const scope = writeScopeOf(context);
     const body = await readJsonBody(context, putBody);
     const result = await workingMemory.set(scope, context.req.param('key'), body.value);
     return context.json({ ok: true, key: result.key, entry: entryToJson(result.entry) });
   });
 
   app.delete(`${base}/working/:key`, async (context) => {
-    const scope = scopeOf(context);
+    const scope = writeScopeOf(context);
     return context.json(await workingMemory.delete(scope, context.req.param('key')));
   });
 

@@ -8,6 +8,9 @@ import { readJsonBody } from '../request-body.js';
 import { runToJson } from '../serialize.js';
 import { streamRunEvents } from '../sse.js';
 import type { ServerEnv } from '../server-env.js';
+import { admitTenantWrite, principalOf } from '../tenant-limits.js';
+import type { TenantLimits } from '../tenant-limits.js';
+import type { FaultReporter } from '../../core/fault.js';
 
 const runBody = z
   .object({
@@ -29,12 +32,28 @@ export interface RunRoutesOptions {
   readonly runStore: RunStore;
   readonly hub: EventHub;
   readonly heartbeatMs?: number;
+  readonly limits: TenantLimits;
+  readonly onFault?: FaultReporter;
 }
 
 /** `/v1/runs`: create, read, continue, cancel, and the SSE event stream. */
 export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
   const app = new Hono<ServerEnv>();
-  const { runner, runStore } = options;
+  const { runner, runStore, limits } = options;
+
+  /** Starts a run counted against its principal until it ends (429 `too_many_runs` at the cap). */
+  const startCounted = async (principal: string, start: () => Promise<RunRecord>): Promise<RunRecord> => {
+    const release = limits.acquireRun(principal);
+    let run: RunRecord;
+    try {
+      run = await start();
+    } catch (error) {
+      release();
+      throw error;
+    }
+    runner.wait(run.runId).then(release, release);
+    return run;
+  };
 
   /** The run, only if the caller's tenant owns it: another tenant's run is 404. */
   const ownedRun = async (runId: string, tenant: string | undefined): Promise<RunRecord> => {
@@ -49,7 +68,9 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
     if (tenant !== undefined && body.tenant_id !== undefined && body.tenant_id !== '' && body.tenant_id !== tenant) {
       throw httpError(400, 'invalid_request', 'tenant_id does not match the tenant of the API key');
     }
-    const run = await runner.start({
+    const tenantId = tenant ?? (body.tenant_id || 'default');
+    admitTenantWrite(limits, context.get('principal'), tenantId);
+    const run = await startCounted(principalOf(context.get('principal'), tenantId), () => runner.start({
       prompt: body.prompt,
       ...definedOnly({
         tenantId: tenant ?? body.tenant_id,
@@ -59,7 +80,7 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
         systemPrompt: body.system_prompt,
         maxSteps: body.max_steps,
       }),
-    });
+    }));
     return context.json({ run_id: run.runId, status: run.status }, 202);
   });
 
@@ -67,13 +88,15 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
 
   app.post('/:id/continue', async (context) => {
     const previous = await ownedRun(context.req.param('id'), context.get('tenant'));
+    admitTenantWrite(limits, context.get('principal'), previous.scope.tenantId);
     const body = await readJsonBody(context, continueBody);
-    const run = await runner.continue(previous.runId, body.prompt);
+    const run = await startCounted(principalOf(context.get('principal'), previous.scope.tenantId), () => runner.continue(previous.runId, body.prompt));
     return context.json({ run_id: run.runId, status: run.status }, 202);
   });
 
   app.post('/:id/cancel', async (context) => {
     const run = await ownedRun(context.req.param('id'), context.get('tenant'));
+    admitTenantWrite(limits, context.get('principal'), run.scope.tenantId);
     if (!runner.isLocal(run.runId) && (run.status === 'queued' || run.status === 'running')) {
       throw httpError(409, 'run_not_local', `run ${run.runId} is executing in another harness process; send the cancel to the process that started it`);
     }
@@ -83,7 +106,15 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
 
   app.get('/:id/events', async (context) => {
     const run = await ownedRun(context.req.param('id'), context.get('tenant'));
-    return streamRunEvents(context, { runId: run.runId, runStore, hub: options.hub, ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}) });
+    const release = limits.acquireStream(principalOf(context.get('principal'), run.scope.tenantId));
+    return streamRunEvents(context, {
+      runId: run.runId,
+      runStore,
+      hub: options.hub,
+      onClose: release,
+      ...(options.onFault ? { onFault: options.onFault } : {}),
+      ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+    });
   });
 
   return app;

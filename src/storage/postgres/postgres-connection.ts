@@ -4,6 +4,7 @@
  * @module
  */
 import { createHash } from 'node:crypto';
+import { requireObject, requireOptions, requireString } from '../../core/require-option.js';
 import pg from 'pg';
 import type { CustomTypesConfig, Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { HarnessMemoryError, StoreError } from '../../core/errors.js';
@@ -72,16 +73,16 @@ export function validateSchemaName(schema: string, store: string): string {
 }
 
 /** Opens (or adopts) a pool for a store. */
-export function openPostgresConnection(options: PostgresConnectionOptions, store: string): PostgresConnection {
+export function openPostgresConnection(options: PostgresConnectionOptions, store: string, factory = 'createPostgresStore'): PostgresConnection {
+  requireOptions(factory, options, 'Pass { connectionString } or { pool }.');
+  if (options.pool !== undefined) requireObject(factory, 'pool', options.pool, ['query', 'connect'], 'Pass a pg.Pool, or a connectionString instead.');
+  else requireString(factory, 'connectionString', options.connectionString, 'Pass a postgres:// URL (for example postgres://user@127.0.0.1:5432/db) or an existing pool.');
   const schema = validateSchemaName(options.schema ?? 'public', store);
   const max = options.max ?? 10;
   if (!Number.isSafeInteger(max) || max < 1) {
     throw new StoreError({ store, message: `Option max must be a positive integer; got ${max}.`, data: { option: 'max' } });
   }
   if (options.pool) return Object.freeze({ pool: options.pool, ownsPool: false, schema, prefix: `"${schema}".` });
-  if (!options.connectionString) {
-    throw new StoreError({ store, message: 'Give connectionString (for example postgres://user@127.0.0.1:5432/db) or an existing pool.', data: { option: 'connectionString' } });
-  }
   // keepAlive: a connection dropped silently (NAT, failover) is noticed instead of hanging.
   const pool = new pg.Pool({ connectionString: options.connectionString, max, keepAlive: true });
   // An idle client whose server connection drops makes the pool emit 'error'; unhandled, that

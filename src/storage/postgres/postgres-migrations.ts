@@ -227,6 +227,14 @@ UPDATE ${s}om_memory_records AS r SET
 WHERE r.active_reflection IS NOT NULL;
 `;
 
+// The 'dead' operation status (attempts used up), and a partial index that keeps counting a
+// scope's dead operations cheap without touching any other write.
+const DEAD_OPERATIONS = (s: string): string => `
+ALTER TABLE ${s}om_operation_log DROP CONSTRAINT IF EXISTS om_operation_log_status_check;
+ALTER TABLE ${s}om_operation_log ADD CONSTRAINT om_operation_log_status_check CHECK (status IN ('queued', 'processing', 'applied', 'failed', 'dead'));
+CREATE INDEX om_operation_log_dead_idx ON ${s}om_operation_log (memory_id) WHERE status = 'dead';
+`;
+
 /** Every migration, in order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
   { version: 1, description: 'memory: records, leased operation log, markers, observations, messages, working memory', up: MEMORY_TABLES },
@@ -237,6 +245,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
     description: 'om_reflection_links (the supersession set per scope) and its counts; observation provenance (source, cited message seqs); scope and conversation generations, replaced by every forget',
     up: SUPERSESSION_SET_AND_PROVENANCE,
   },
+  { version: 5, description: "the 'dead' operation status, with a partial index of dead operations per scope", up: DEAD_OPERATIONS },
 ]);
 
 /** The schema version this code writes and reads. */

@@ -27,7 +27,7 @@ const RECENT_PAGE = 500;
  * const runs = await createPostgresRunStore({ connectionString: process.env.DATABASE_URL, schema: 'harness' });
  */
 export async function createPostgresRunStore(options: PostgresRunStoreOptions): Promise<RunStore> {
-  const connection = openPostgresConnection(options, STORE);
+  const connection = openPostgresConnection(options, STORE, 'createPostgresRunStore');
   const { pool, schema, prefix: s } = connection;
   try {
     await migratePostgresSchema(pool, schema);

@@ -50,6 +50,9 @@ export interface PostgresStatements {
   readonly finishLeased: string;
   /** $1 grace seconds. */
   readonly requeueStale: string;
+  /** $1 memoryId, $2 operationId; run under the scope's lock, like an enqueue. */
+  readonly retryDead: string;
+  readonly countDeadOfScope: string;
   readonly listOperations: string;
   readonly countPending: string;
   readonly countPendingOfScope: string;
@@ -191,6 +194,15 @@ export function buildStatements(s: string): PostgresStatements {
         SELECT operation_id FROM ${s}om_operation_log
         WHERE status = 'processing' AND lease_expires_at <= clock_timestamp() - make_interval(secs => $1::double precision)
         FOR UPDATE SKIP LOCKED)`,
+    // To the end of the scope's log: claims rely on a scope's older operations being final or
+    // pending, and a retried one takes the next sequence as a new enqueue would.
+    retryDead: `
+      UPDATE ${s}om_operation_log
+      SET scope_sequence = (SELECT MAX(scope_sequence) + 1 FROM ${s}om_operation_log WHERE memory_id = $1),
+        status = 'queued', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, available_at = now(), updated_at = now()
+      WHERE memory_id = $1 AND operation_id = $2 AND status = 'dead'
+      RETURNING *`,
+    countDeadOfScope: `SELECT count(*) AS count FROM ${s}om_operation_log WHERE memory_id = $1 AND status = 'dead'`,
     listOperations: `SELECT * FROM ${s}om_operation_log WHERE memory_id = $1 ORDER BY scope_sequence`,
     countPending: `SELECT count(*) AS count FROM ${s}om_operation_log WHERE status IN ('queued', 'processing')`,
     countPendingOfScope: `SELECT count(*) AS count FROM ${s}om_operation_log WHERE memory_id = $1 AND status IN ('queued', 'processing')`,

@@ -144,7 +144,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
   const finishLeased = async (
     target: Queryable,
     handle: LeaseHandle,
-    status: 'applied' | 'failed' | 'queued',
+    status: 'applied' | 'failed' | 'queued' | 'dead',
     errorText: string,
     retrySeconds: number | null = null,
   ): Promise<OperationRow> => {
@@ -321,6 +321,18 @@ function buildStore(connection: PostgresConnection): MemoryStore {
             : await finishLeased(pool, input, 'queued', input.errorText, seconds('retryAfterMs', input.retryAfterMs, 1));
         return toOperation(row);
       }),
+
+    markOperationDead: (input) => execute(async () => toOperation(await finishLeased(pool, input, 'dead', input.errorText))),
+
+    retryDeadOperation: (input) =>
+      execute(() =>
+        inScope(input.memoryId, async (client) => {
+          const row = await first<OperationRow>(client, sql.retryDead, [input.memoryId, input.operationId]);
+          return row && toOperation(row);
+        }),
+      ),
+
+    countDeadOperations: (memoryId) => execute(async () => (await first<{ count: number }>(pool, sql.countDeadOfScope, [memoryId]))?.count ?? 0),
 
     requeueStaleOperations: (input) =>
       execute(async () => (await query(pool, sql.requeueStale, [seconds('graceSeconds', input.graceSeconds, 1000)])).rowCount ?? 0),

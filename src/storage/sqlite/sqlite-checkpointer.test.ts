@@ -13,10 +13,10 @@ const memoryId = memoryIdOf(scope);
 const limits = { maxEntries: 100_000, maxTotalBytes: 100_000_000 };
 
 /**
- * Resolves once `check` holds, polling; fails after `timeoutMs`: a safety net, not a speed
- * check (a worker thread can take seconds to start on a loaded machine).
+ * Resolves once `check` holds, polling. The deadline is only for liveness: a worker thread
+ * can take seconds to start on a loaded machine.
  */
-async function eventually(check: () => boolean, timeoutMs = 30_000): Promise<void> {
+async function eventually(check: () => boolean, timeoutMs = 25_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
@@ -54,9 +54,13 @@ describe('sqlite store: background checkpoints', { timeout: 60_000 }, () => {
     expect(fileHas(files.path, canary)).toBe(false);
   });
 
-  it('keeps the log bounded under writes that never pause', async () => {
+  it('keeps the log bounded under writes that never pause: it restarts', async () => {
     const { store, database } = open();
     const walPages = () => statSync(`${files.path}-wal`).size / ((database.pragma('page_size', { simple: true }) as number) + 24);
+    // Bytes 12-15 of the log's header count its restarts (SQLite's checkpoint sequence).
+    const restarts = () => readFileSync(`${files.path}-wal`).readUInt32BE(12);
+    await setCanary(store, 'first write');
+    const restartsBefore = restarts();
     let largest = 0;
     // Observe cycles back to back: each commits a dozen pages, mostly of tables that only
     // grow, so the worker's checkpoints always trail the log and it could never restart
@@ -75,28 +79,34 @@ describe('sqlite store: background checkpoints', { timeout: 60_000 }, () => {
       });
       if (turn % 50 === 0) largest = Math.max(largest, walPages());
     }
-    expect(largest).toBeGreaterThan(0);
-    expect(largest).toBeLessThan(BACKSTOP_CHECKPOINT_PAGES * 1.2);
+    // How far past the backstop the log grows depends on how busy the machine is (the worker
+    // may hold a checkpoint while commits go on), so the test asserts what does not: the log
+    // restarted from its beginning instead of growing with every page written.
+    expect(largest).toBeGreaterThan(BACKSTOP_CHECKPOINT_PAGES / 2);
+    expect(restarts()).toBeGreaterThan(restartsBefore);
   });
 
   it('goes back to inline checkpoints, with a warning, when the worker cannot open the file', async () => {
-    const warnings: Error[] = [];
-    const listen = (warning: Error) => warnings.push(warning);
+    // Waits for the warning itself (the switch back to inline checkpoints comes just before
+    // it), however long the worker thread takes to start on a loaded machine.
+    let listen!: (warning: Error) => void;
+    const warned = new Promise<Error>((resolve) => {
+      listen = (warning: Error) => {
+        if ((warning as Error & { code?: string }).code === 'HARNESS_MEMORY_CHECKPOINTS') resolve(warning);
+      };
+    });
     process.on('warning', listen);
     try {
-      // The file is gone before the store starts its worker, which then cannot open it (the
-      // store's connection, opened before, keeps working on the unlinked file). Unlinking
-      // after the store returned raced the worker's start, and lost under load.
-      // A first store leaves the file migrated and in WAL mode, so the second has nothing to
-      // set up on the unlinked file but its own pragmas.
-      await createSqliteStore({ path: files.path, checkpoints: 'inline' }).dispose();
+      // The file is gone before the store starts its checkpoints, so the worker (which opens
+      // it by name, however soon) cannot; the store's connection keeps working on the
+      // unlinked file and its log.
       const database = files.track(new Database(files.path));
       database.pragma('journal_mode = WAL');
+      database.exec('CREATE TABLE IF NOT EXISTS created_before_unlink (x)');
       unlinkSync(files.path);
       const store = files.track(createSqliteStore({ path: files.path, database }));
-      await eventually(() => database.pragma('wal_autocheckpoint', { simple: true }) === 1000);
-      await eventually(() => warnings.some((warning) => (warning as Error & { code?: string }).code === 'HARNESS_MEMORY_CHECKPOINTS'));
-      expect(warnings.find((warning) => (warning as Error & { code?: string }).code === 'HARNESS_MEMORY_CHECKPOINTS')?.message).toMatch(/Background checkpoints of .*state\.db stopped/);
+      expect((await warned).message).toMatch(/Background checkpoints of .*state\.db stopped/);
+      expect(database.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
       await setCanary(store, 'still works');
       expect((await store.getWorkingMemoryEntry(memoryId, 'canary'))?.valueJson).toBe('"still works"');
     } finally {

@@ -349,6 +349,26 @@ function seedSupersessionSets(db: Database): void {
   }
 }
 
+// Version 8: the `dead` operation status. SQLite cannot change a CHECK constraint in place,
+// so the operation log is rebuilt from its own stored definition (whatever columns earlier
+// migrations gave it), with only the status list widened, and its indexes are recreated.
+// A partial index of dead operations keeps counting them per scope cheap; no other write
+// touches it.
+const STATUS_CHECK = "CHECK (status IN ('queued', 'processing', 'applied', 'failed'))";
+const STATUS_CHECK_WITH_DEAD = "CHECK (status IN ('queued', 'processing', 'applied', 'failed', 'dead'))";
+
+function allowDeadOperations(db: Database): void {
+  const definition = db.prepare<[], string>("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'om_operation_log'").pluck().get();
+  if (definition === undefined || !definition.includes(STATUS_CHECK)) {
+    throw new StoreError({ store: STORE_NAME, message: 'The operation log does not have the status check this migration expects; the file was changed by hand. Restore it from a backup.' });
+  }
+  const indexes = db.prepare<[], string>("SELECT sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'om_operation_log' AND sql IS NOT NULL").pluck().all();
+  db.exec(definition.replace(/^CREATE TABLE "?om_operation_log"?/, 'CREATE TABLE om_operation_log_next').replace(STATUS_CHECK, STATUS_CHECK_WITH_DEAD));
+  db.exec('INSERT INTO om_operation_log_next SELECT * FROM om_operation_log; DROP TABLE om_operation_log; ALTER TABLE om_operation_log_next RENAME TO om_operation_log;');
+  for (const index of indexes) db.exec(index);
+  db.exec("CREATE INDEX om_operation_log_dead_idx ON om_operation_log (memory_id) WHERE status = 'dead'");
+}
+
 /** A migration step that runs one SQL script. */
 const runSql =
   (sql: string) =>
@@ -391,6 +411,11 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
       db.exec(SUPERSESSION_SET_AND_PROVENANCE);
       seedSupersessionSets(db);
     },
+  },
+  {
+    version: 8,
+    description: "the 'dead' operation status (attempts used up), with a partial index of dead operations per scope",
+    up: allowDeadOperations,
   },
 ]);
 

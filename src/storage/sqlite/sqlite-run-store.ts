@@ -4,6 +4,7 @@
  * @module
  */
 import type { Database } from 'better-sqlite3';
+import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
 import { memoryIdOf } from '../../core/scope.js';
 import { toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
@@ -33,6 +34,8 @@ const RECENT_PAGE = 500;
 
 /** Creates the SQLite run store. */
 export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
+  requireOptions('createSqliteRunStore', options, 'Pass { path }.');
+  requireString('createSqliteRunStore', 'path', options.path, 'Pass the database file, such as .harness/state.db (\':memory:\' gives a private database for tests).');
   const db: Database = openSqliteFile(options.path, options.busyTimeoutMs ?? 5000);
   configureSqliteConnection(db, { busyTimeoutMs: options.busyTimeoutMs ?? 5000, synchronous: options.synchronous ?? 'NORMAL', path: options.path });
   migrateSqliteDatabase(db);

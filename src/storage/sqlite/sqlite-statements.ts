@@ -95,6 +95,9 @@ export interface SqliteStatements {
     OperationRow
   >;
   readonly requeueStaleOperations: Statement<Named<{ now: string; cutoff: string }>>;
+  /** A dead operation back to `queued` at the end of its scope's log, attempts reset. */
+  readonly retryDeadOperation: Statement<Named<{ memoryId: string; operationId: string; now: string }>, OperationRow>;
+  readonly countDeadOperationsOfScope: Statement<[string], number>;
   readonly listOperations: Statement<[string], OperationRow>;
   readonly countPendingOperations: Statement<[], number>;
   readonly countPendingOperationsOfScope: Statement<[string], number>;
@@ -303,6 +306,14 @@ export function prepareStatements(db: Database): SqliteStatements {
       UPDATE om_operation_log SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
         error_text = 'requeued after stale processing operation', updated_at = @now
       WHERE ${PENDING} AND status = 'processing' AND lease_expires_at <= @cutoff`),
+    // The new sequence is read before the row changes, so it is the scope's next one.
+    retryDeadOperation: prepare(`
+      UPDATE om_operation_log
+      SET scope_sequence = (SELECT MAX(scope_sequence) + 1 FROM om_operation_log WHERE memory_id = @memoryId),
+        status = 'queued', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, available_at = @now, updated_at = @now
+      WHERE memory_id = @memoryId AND status = 'dead' AND operation_id = @operationId
+      RETURNING *`),
+    countDeadOperationsOfScope: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND status = 'dead'`),
     listOperations: prepare('SELECT * FROM om_operation_log WHERE memory_id = ? ORDER BY scope_sequence'),
     countPendingOperations: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE ${PENDING}`),
     countPendingOperationsOfScope: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND ${PENDING}`),

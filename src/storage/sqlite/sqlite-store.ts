@@ -5,6 +5,7 @@
  * @module
  */
 import type { Database } from 'better-sqlite3';
+import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
 import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
@@ -92,6 +93,9 @@ type Input<K extends keyof MemoryStore> = MemoryStore[K] extends (input: infer I
  * const memory = createObservationalMemory({ store, model });
  */
 export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
+  requireOptions('createSqliteStore', options, 'Pass { path }.');
+  // An empty path would open an anonymous temporary database: nothing would persist.
+  requireString('createSqliteStore', 'path', options.path, 'Pass the database file, such as .harness/state.db (\':memory:\' gives a private database for tests).');
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   const synchronous = options.synchronous ?? 'NORMAL';
   const context = { path: options.path, busyTimeoutMs };
@@ -172,7 +176,7 @@ function buildStore(
     return row;
   };
 
-  const finishLeased = (handle: LeaseHandle, now: string, status: 'applied' | 'failed' | 'queued', errorText: string, availableAt: string | null = null): OperationRow => {
+  const finishLeased = (handle: LeaseHandle, now: string, status: 'applied' | 'failed' | 'queued' | 'dead', errorText: string, availableAt: string | null = null): OperationRow => {
     const row = statements.finishLeasedOperation.get({ ...leaseOf(handle), status, errorText, availableAt, now });
     if (!row) throw leaseLostError(handle.operationId, handle.leaseOwner);
     return row;
@@ -487,6 +491,13 @@ function buildStore(
     scopeGeneration: async (memoryId) => execute(() => statements.selectScopeGeneration.get(memoryId) ?? 0),
     completeWithoutChange: async (input) => write(() => completeWithoutChange(input)),
     failOperation: async (input) => write(() => failOperation(input)),
+    markOperationDead: async (input) => write(() => toOperation(finishLeased(input, readNow(), 'dead', input.errorText))),
+    retryDeadOperation: async (input) =>
+      write(() => {
+        const row = statements.retryDeadOperation.get({ memoryId: input.memoryId, operationId: input.operationId, now: readNow() });
+        return row && toOperation(row);
+      }),
+    countDeadOperations: async (memoryId) => execute(() => statements.countDeadOperationsOfScope.get(memoryId) ?? 0),
     requeueStaleOperations: async (input) => write(() => requeueStaleOperations(input)),
     listOperations: async (memoryId) => execute(() => statements.listOperations.all(memoryId).map(toOperation)),
     countPendingOperations: async (memoryId) => execute(() => (memoryId === undefined ? statements.countPendingOperations.get() : statements.countPendingOperationsOfScope.get(memoryId)) ?? 0),

@@ -1,0 +1,134 @@
+/**
+ * Per-tenant limits of the HTTP server: runs at once, SSE streams at once, and write
+ * requests per second (a token bucket), each kept per API key (per tenant without keys),
+ * so one busy tenant cannot take the server from the others.
+ * @module
+ */
+import type { HTTPException } from 'hono/http-exception';
+import { invalidOption } from '../core/require-option.js';
+import { httpError } from './http-error.js';
+
+/** Options of {@link createTenantLimits}. */
+export interface TenantLimitsOptions {
+  /** Runs queued or running at once. @default 16 */
+  readonly maxConcurrentRuns?: number;
+  /** Open SSE event streams. @default 32 */
+  readonly maxSseConnections?: number;
+  /** Write requests per second; bursts up to one second's worth. @default 50 */
+  readonly maxWritesPerSecond?: number;
+  /**
+   * How long a refusal (429) waits before it is sent: a client that floods without honouring
+   * `Retry-After` then sends at most one request per connection per pause. @default 250
+   */
+  readonly refusalDelayMs?: number;
+  /** Milliseconds clock for the token buckets. @default Date.now */
+  readonly now?: () => number;
+}
+
+/** The limits of one server. Every method is synchronous and keyed by principal. */
+export interface TenantLimits {
+  /** Takes a write token, or throws `429 rate_limited` with the seconds until the next one. */
+  admitWrite(principal: string): void;
+  /** Counts a run in; throws `429 too_many_runs` at the cap. Call the returned function once when the run ends. */
+  acquireRun(principal: string): () => void;
+  /** Counts an SSE stream in; throws `429 too_many_streams` at the cap. Call the returned function once when it closes. */
+  acquireStream(principal: string): () => void;
+  /** Resolves after `refusalDelayMs`; the app waits for it before sending a 429. */
+  pauseBeforeRefusal(): Promise<void>;
+}
+
+interface Usage {
+  runs: number;
+  streams: number;
+  tokens: number;
+  refilledAt: number;
+}
+
+// Idle principals are dropped once there are this many, so ids seen once do not pile up.
+const SWEEP_AT = 10_000;
+
+/**
+ * Creates the limits. A principal is any string naming who is asking (`key:<n>` with API
+ * keys, `tenant:<id>` without).
+ * @example
+ * const limits = createTenantLimits({ maxWritesPerSecond: 20 });
+ * limits.admitWrite('tenant:acme');
+ */
+export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLimits {
+  const maxRuns = positiveOption('maxConcurrentRuns', options.maxConcurrentRuns ?? 16);
+  const maxStreams = positiveOption('maxSseConnections', options.maxSseConnections ?? 32);
+  const rate = positiveOption('maxWritesPerSecond', options.maxWritesPerSecond ?? 50);
+  const refusalDelayMs = options.refusalDelayMs ?? 250;
+  if (!Number.isFinite(refusalDelayMs) || refusalDelayMs < 0) throw invalidOption('createTenantLimits', 'refusalDelayMs', `must be a non-negative number of milliseconds (got ${String(refusalDelayMs)})`, 'Leave it out for the default.');
+  const now = options.now ?? Date.now;
+  const usage = new Map<string, Usage>();
+
+  const usageOf = (principal: string): Usage => {
+    let found = usage.get(principal);
+    if (!found) {
+      if (usage.size >= SWEEP_AT) sweep();
+      found = { runs: 0, streams: 0, tokens: rate, refilledAt: now() };
+      usage.set(principal, found);
+    }
+    return found;
+  };
+  const sweep = (): void => {
+    for (const [principal, entry] of usage) {
+      refill(entry);
+      if (entry.runs === 0 && entry.streams === 0 && entry.tokens >= rate) usage.delete(principal);
+    }
+  };
+  const refill = (entry: Usage): void => {
+    const at = now();
+    entry.tokens = Math.min(rate, entry.tokens + ((at - entry.refilledAt) / 1000) * rate);
+    entry.refilledAt = at;
+  };
+  /** A counter that refuses past `max`, and a release that counts down once. */
+  const acquire = (principal: string, field: 'runs' | 'streams', max: number, refuse: () => HTTPException): (() => void) => {
+    const entry = usageOf(principal);
+    if (entry[field] >= max) throw refuse();
+    entry[field]++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      entry[field]--;
+    };
+  };
+
+  return {
+    admitWrite(principal) {
+      const entry = usageOf(principal);
+      refill(entry);
+      if (entry.tokens >= 1) {
+        entry.tokens -= 1;
+        return;
+      }
+      const seconds = Math.max(1, Math.ceil((1 - entry.tokens) / rate));
+      throw tooMany('rate_limited', `more than ${rate} write requests per second; retry after ${seconds} s`, seconds);
+    },
+    acquireRun: (principal) => acquire(principal, 'runs', maxRuns, () => tooMany('too_many_runs', `${maxRuns} runs are already queued or running for this API key; retry when one ends`, 1)),
+    pauseBeforeRefusal: () => (refusalDelayMs === 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, refusalDelayMs))),
+    acquireStream: (principal) =>
+      acquire(principal, 'streams', maxStreams, () => tooMany('too_many_streams', `${maxStreams} event streams are already open for this API key; close one first`, 1)),
+  };
+}
+
+function positiveOption(option: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw invalidOption('createTenantLimits', option, `must be a positive integer (got ${String(value)})`, 'Leave it out for the default.');
+  return value;
+}
+
+function tooMany(code: string, message: string, retryAfterSeconds: number): HTTPException {
+  return httpError(429, code, message, { 'retry-after': String(retryAfterSeconds) });
+}
+
+/** Who a request counts against: its API key (`principal`), or without keys the tenant it names. */
+export function principalOf(principal: string | undefined, tenantId: string): string {
+  return principal ?? `tenant:${tenantId}`;
+}
+
+/** Counts a write against `tenantId`, unless an API key's principal was already counted (by the app's middleware). */
+export function admitTenantWrite(limits: TenantLimits, principal: string | undefined, tenantId: string): void {
+  if (principal === undefined) limits.admitWrite(principalOf(undefined, tenantId));
+}

@@ -1,0 +1,69 @@
+/**
+ * A run store that redacts secrets before anything reaches the store it wraps: run prompts,
+ * system prompts, outputs and error messages, conversation messages (tool-call arguments and
+ * tool results included) and event payloads. Events are delivered live as stored, so SSE
+ * streams carry the redacted text too. Reads pass through.
+ * @module
+ */
+import { redactSecrets } from '../core/redact-secrets.js';
+import { requireObject } from '../core/require-option.js';
+import { redactJsonText, redactValue } from '../core/redact-value.js';
+import type { ConversationMessage, RunPatch, RunStore } from './run-store.js';
+
+/**
+ * Wraps `store` so that nothing it stores holds a secret. The record `createRun` returns
+ * keeps the prompt and system prompt as given, so the process running the run works with
+ * what the caller sent; every later read shows the redacted text.
+ * @example
+ * const runStore = createRedactingRunStore(createSqliteRunStore({ path: '.harness/state.db' }));
+ */
+export function createRedactingRunStore(store: RunStore): RunStore {
+  requireObject('createRedactingRunStore', 'store', store, ['createRun', 'updateRun', 'appendEvent', 'appendMessages'], 'Pass the RunStore to wrap.');
+  return {
+    specificationVersion: 'v1',
+    name: store.name,
+    async createRun(run) {
+      const stored = await store.createRun({
+        ...run,
+        prompt: redact(run.prompt),
+        systemPrompt: redact(run.systemPrompt),
+        output: run.output === null ? null : redact(run.output),
+        error: run.error === null ? null : { code: run.error.code, message: redact(run.error.message) },
+      });
+      return { ...stored, prompt: run.prompt, systemPrompt: run.systemPrompt };
+    },
+    getRun: (runId) => store.getRun(runId),
+    updateRun: (runId, patch) => store.updateRun(runId, redactPatch(patch)),
+    appendEvent: (runId, type, payload) => store.appendEvent(runId, type, redactValue(payload)),
+    listEvents: (runId, afterSeq) => store.listEvents(runId, afterSeq),
+    appendMessages: (memoryId, messages, options) => store.appendMessages(memoryId, messages.map(redactMessage), options),
+    recentMessages: (memoryId, maxTokens) => store.recentMessages(memoryId, maxTokens),
+    listStaleRuns: (olderThanSeconds) => store.listStaleRuns(olderThanSeconds),
+    forgetConversation: (memoryId) => store.forgetConversation(memoryId),
+    conversationGeneration: (memoryId) => store.conversationGeneration(memoryId),
+    dispose: () => store.dispose(),
+  };
+}
+
+function redact(text: string): string {
+  return redactSecrets(text).text;
+}
+
+function redactPatch(patch: RunPatch): RunPatch {
+  return {
+    ...patch,
+    ...(typeof patch.output === 'string' ? { output: redact(patch.output) } : {}),
+    ...(patch.error ? { error: { code: patch.error.code, message: redact(patch.error.message) } } : {}),
+  };
+}
+
+// Tool results and tool-call arguments are JSON: they are redacted inside their strings so
+// that they still parse when a later run replays them.
+function redactMessage(message: ConversationMessage): ConversationMessage {
+  return {
+    ...message,
+    content: message.role === 'tool' ? redactJsonText(message.content) : redact(message.content),
+    ...(message.toolCalls ? { toolCalls: message.toolCalls.map((call) => ({ ...call, arguments: redactJsonText(call.arguments) })) } : {}),
+  };
+}
+
