@@ -129,6 +129,17 @@ describe('eval conversation memory: replaying sessions', () => {
     expect(model.calls.length).toBe(3);
   });
 
+  it('sees a stop while it waits for a retry\'s backoff', async () => {
+    const controller = new AbortController();
+    const model = createMockLanguageModel(() => {
+      setImmediate(() => controller.abort(new Error('stopped by the user')));
+      throw new ModelCallError({ message: 'overloaded', statusCode: 503 });
+    });
+    const oneStep: EvalConversation = { ...conversation, sessions: [{ ...(conversation.sessions[0] as EvalConversation['sessions'][number]) }] };
+    await expect(rememberConversation(settings(model, { retryDelayMs: 600_000 }), scope, oneStep, controller.signal)).rejects.toThrow('stopped by the user');
+    expect(model.calls).toHaveLength(1);
+  });
+
   it('stops at once when aborted, reporting nothing', async () => {
     const controller = new AbortController();
     controller.abort(new Error('stopped by the user'));

@@ -179,13 +179,35 @@ async function replaySessions(
       }
     }
     signal?.throwIfAborted();
-    if (operations.failure === null) await memory.drain(scope, { timeoutMs: settings.leaseMs * 3 });
+    if (operations.failure === null) await drainScope(memory, scope, settings.leaseMs * 3, signal);
     return operations.failure;
   } catch (error) {
     if (signal?.aborted) throw signal.reason;
     return operations.failure ?? failureOf(error, 'remembering the conversation failed: ');
   } finally {
     unsubscribe();
+  }
+}
+
+const DRAIN_SLICE_MS = 1000;
+
+/**
+ * Drains the scope's pending work (retries waiting for their backoff included) for up to
+ * `totalMs`, a second at a time, so that a stop is seen within a second of the model call
+ * under way rather than after the whole wait.
+ */
+async function drainScope(memory: ObservationalMemory, scope: Scope, totalMs: number, signal: AbortSignal | undefined): Promise<void> {
+  const deadline = Date.now() + totalMs;
+  for (;;) {
+    try {
+      await memory.drain(scope, { timeoutMs: Math.max(1, Math.min(DRAIN_SLICE_MS, deadline - Date.now())) });
+      return;
+    } catch (error) {
+      // The service's own timeout (a store's errors name the store as their component).
+      const timedOut = HarnessMemoryError.isInstance(error) && error.code === 'STORE_FAILED' && error.component === 'observational-memory';
+      if (!timedOut || Date.now() >= deadline) throw error;
+      signal?.throwIfAborted();
+    }
   }
 }
 
