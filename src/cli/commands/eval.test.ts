@@ -378,6 +378,13 @@ describe('harness eval: failing model calls', () => {
     expect(run.stdout).toContain('errors: 2 (memory 0, answer 1, judge 1)');
   });
 
+  it('an answer call that fails once is retried, as the agent model\'s calls are', async () => {
+    server.setDefaultReply(failing((request) => evalRequestKind(request) === 'answer', UNAVAILABLE, 1));
+    const run = await harness(['eval', SAMPLE, '--limit', '1', '--json']);
+    expect(ofKind(run, 'answer')).toHaveLength(2);
+    expect(summaryOf(run)).toMatchObject({ errors: { total: 0 }, accuracy: { correct: 1 } });
+  });
+
   it('a memory model that keeps failing makes its conversation a memory-stage error; one that fails once is retried', async () => {
     server.setDefaultReply(failing((request) => evalRequestKind(request) === 'observer' && (messagesOf(request)[1]?.content ?? '').includes('- conversation_id: 1-'), BAD_REQUEST));
     const broken = await harness(['eval', SAMPLE, '--limit', '2', '--json']);
