@@ -202,6 +202,16 @@ describe('harness eval: what the observer sees', () => {
     expect(dates).toEqual([...dates].sort());
   });
 
+  it('warns of a date it cannot read, and still shows the observer the date as written', async () => {
+    const directory = workspace();
+    const [first] = JSON.parse(readFileSync(SAMPLE, 'utf8')) as Array<Record<string, unknown>>;
+    writeFileSync(join(directory, 'undated.json'), JSON.stringify([{ ...first, haystack_dates: ['2023/05/02 (Tue) 09:10', 'mid-May', '2023/05/21 (Sun) 12:05'] }]));
+    const run = await harness(['eval', 'undated.json'], { workspace: directory });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/^harness: warning: LongMemEval instance 0 \(question_id "ssu-01"\): haystack_dates\[1\] /);
+    expect(ofKind(run, 'observer').some((request) => (messagesOf(request).at(-1)?.content ?? '').includes('(session date: mid-May)\nWe adopted'))).toBe(true);
+  });
+
   it('draws a progress bar on stderr when it is a terminal', async () => {
     const run = await harness(['eval', SAMPLE, '--limit', '2'], { terminal: true });
     expect(run.code).toBe(0);
