@@ -10,7 +10,7 @@ import type { HarnessMemoryErrorCode } from '../core/errors.js';
 export const EXIT_OK = 0;
 /** A runtime failure: a failed or cancelled run, a store or model error. */
 export const EXIT_FAILURE = 1;
-/** Bad usage: an unknown command or option, a bad argument, an invalid scope id. */
+/** Bad usage: an unknown command or option, a bad argument, an invalid scope id, a malformed eval dataset or results file. */
 export const EXIT_USAGE = 2;
 /** A configuration error (`CONFIG_INVALID`), as sysexits' `EX_CONFIG`. */
 export const EXIT_CONFIG = 78;
@@ -23,7 +23,7 @@ export class UsageError extends Error {
   }
 }
 
-/** Codes that mean the caller's arguments were wrong, so they exit 2. */
+/** Codes that mean the caller's arguments (or the files they named) were wrong, so they exit 2. */
 const USAGE_CODES: ReadonlySet<HarnessMemoryErrorCode> = new Set([
   'SCOPE_INVALID',
   'REQUEST_INVALID',
@@ -31,6 +31,8 @@ const USAGE_CODES: ReadonlySet<HarnessMemoryErrorCode> = new Set([
   'EXPORT_INVALID',
   'OPERATION_NOT_FOUND',
   'OPERATION_NOT_DEAD',
+  'EVAL_DATASET_INVALID',
+  'EVAL_RESULTS_INVALID',
 ]);
 
 /** Scope fields and the options that set them, so errors name what to fix. */

@@ -8,6 +8,7 @@ import { Command } from 'commander';
 import { loadConfig } from '../config/load-config.js';
 import type { HarnessConfig } from '../config/schema.js';
 import { registerConfigCommand } from './commands/config.js';
+import { registerEvalCommand } from './commands/eval.js';
 import { registerMemoryCommand } from './commands/memory.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerServeCommand } from './commands/serve.js';
@@ -96,6 +97,7 @@ function buildProgram(context: CliContext, result: CommandResult): Command {
   registerMemoryCommand(program, context, result);
   registerWmCommand(program, context, result);
   registerConfigCommand(program, context, result);
+  registerEvalCommand(program, context, result);
   return program;
 }
 

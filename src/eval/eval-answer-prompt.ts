@@ -2,8 +2,9 @@
  * What the answer model is asked. Every baseline goes through the same prompt:
  *
  * 1. the system message of {@link buildAnswerPrompt};
- * 2. the memory: for `memory`, the system messages `prepareTurn` injects (working memory,
- *    then observational memory); for `full-context`, one system message holding
+ * 2. the memory: for `memory`, the messages `prepareTurn` injects (working memory, then
+ *    observational memory, as system messages; with `--history-tokens`, then the replayed
+ *    conversation history); for `full-context`, one system message holding
  *    {@link formatConversationHistory}; for `none`, nothing;
  * 3. the user message of {@link buildAnswerPrompt}: the question and its date.
  * @module

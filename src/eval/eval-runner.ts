@@ -1,0 +1,230 @@
+/**
+ * The eval runner: each conversation of a dataset given to the answer model as its baseline
+ * says (remembered through observational memory, whole, or not at all), then each of its
+ * questions answered and judged, one result line per question.
+ *
+ * Every baseline takes the same path: a {@link ConversationMemory} says what goes between the
+ * answer model's system message and the question, and everything else (the prompt, the
+ * answer, the judge, the counts) is shared.
+ * @module
+ */
+import { randomBytes } from 'node:crypto';
+import { DEFAULT_OBSERVATION_CONFIG } from '../core/observation.js';
+import type { ObservationConfig } from '../core/observation.js';
+import { resolveScope } from '../core/scope.js';
+import type { Scope } from '../core/scope.js';
+import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
+import type { TokenEstimator } from '../core/token-estimator.js';
+import type { LanguageModel } from '../llm/language-model.js';
+import { createWorkingMemory } from '../memory/working-memory.js';
+import type { RunStore } from '../storage/run-store.js';
+import type { MemoryStore } from '../storage/store.js';
+import { runConcurrently } from './_concurrent-pool.js';
+import { fullContextMemory, noMemory, rememberConversation } from './_conversation-memory.js';
+import type { ConversationMemory, MemoryBaselineSettings } from './_conversation-memory.js';
+import { askQuestion } from './_question-pass.js';
+import type { EvalConversation, EvalDataset } from './eval-dataset.js';
+import type { EvalBaseline, EvalModels, EvalResultLine } from './eval-results.js';
+
+/** The `memory` baseline's setup. */
+export interface EvalMemoryOptions {
+  /**
+   * The observer and reflector model. As in the harness, the operation worker retries its
+   * failures: give it without a retry layer of its own (`selectMemoryModel` with
+   * `retry: { maxAttempts: 1 }`).
+   */
+  readonly model: LanguageModel;
+  /** Where the eval's memories live: a store of its own, never the user's state. */
+  readonly store: MemoryStore;
+  /** Where the conversation's messages are kept for the replayed history; needed when `historyMaxTokens` > 0. */
+  readonly runStore?: RunStore;
+  /** Thresholds, from the loaded configuration. @default DEFAULT_OBSERVATION_CONFIG */
+  readonly thresholds?: Partial<ObservationConfig>;
+  /**
+   * Tokens of stored conversation history put before the question, as the agent runner's
+   * `historyMaxTokens` (which is 8000 in the harness). 0 measures the memory alone.
+   * @default 0
+   */
+  readonly historyMaxTokens?: number;
+  /** @default true */
+  readonly redactSecrets?: boolean;
+  /** @default 0.6 */
+  readonly toolImportanceCap?: number;
+  /** The operation lease; draining a conversation may take three of them (retries waiting for their backoff). @default 300000 */
+  readonly leaseMs?: number;
+  /** Base of the operation worker's retry backoff. @default 1000 */
+  readonly retryDelayMs?: number;
+  /** Keep each conversation's memory once its questions are done (for inspection). @default false: forgotten, so memory use stays flat over a long run */
+  readonly keep?: boolean;
+}
+
+/** Options of {@link runEval}. */
+export interface EvalRunOptions {
+  /** The dataset, already narrowed (`selectQuestions`). */
+  readonly dataset: EvalDataset;
+  readonly baseline: EvalBaseline;
+  /** The agent model, with its retry layer (`withRetries`). */
+  readonly answerModel: LanguageModel;
+  /** The judge, with its retry layer. @default answerModel */
+  readonly judgeModel?: LanguageModel;
+  /** The model id the judge is asked with (`--judge-model`), when not its own. */
+  readonly judgeModelId?: string;
+  /** The model names written on every result line. */
+  readonly models: EvalModels;
+  /** Required by the `memory` baseline. */
+  readonly memory?: EvalMemoryOptions;
+  /** Questions not to ask (those already in the results file, when resuming). */
+  readonly skipQuestionIds?: ReadonlySet<string>;
+  /** Conversations evaluated at once. @default 1 */
+  readonly concurrency?: number;
+  /** Stops the run: model calls under way are aborted, and their questions are not reported (a resume asks them). */
+  readonly signal?: AbortSignal;
+  /** Told of each finished question, in the order they finish; the run waits for it. A throw stops the run. */
+  readonly onResult: (result: EvalResultLine) => void | Promise<void>;
+  /** In every scope of the run (tenant `eval-<tag>`), so that no two runs share a scope. @default a time and random hex */
+  readonly runTag?: string;
+  /** @default RUNE_TOKEN_ESTIMATOR */
+  readonly estimator?: TokenEstimator;
+  /** @default Date.now */
+  readonly now?: () => number;
+}
+
+/** What a run came to. */
+export interface EvalRunOutcome {
+  /** The questions this run finished (answered, or recorded as errors), in the order they finished. */
+  readonly results: readonly EvalResultLine[];
+  /** True when the signal stopped the run before every question was asked. */
+  readonly interrupted: boolean;
+  readonly wallTimeMs: number;
+  /** The tenant of every scope of the run. */
+  readonly tenantId: string;
+}
+
+/** What every conversation of a run shares. */
+interface RunContext {
+  readonly options: EvalRunOptions;
+  readonly tenantId: string;
+  readonly memory: MemoryBaselineSettings | undefined;
+  readonly judgeModel: LanguageModel;
+  readonly estimator: TokenEstimator;
+  readonly now: () => number;
+  readonly results: EvalResultLine[];
+}
+
+/**
+ * Runs an eval: per conversation (`concurrency` at a time) a fresh scope of a tenant unique
+ * to the run; for the `memory` baseline its sessions are observed in date order through the
+ * real memory pipeline, then each question gets the memory `prepareTurn` builds, the answer
+ * model's response and the judge's verdict. A model call that still fails after its retries
+ * makes the question an error of its stage, not a wrong answer.
+ * @throws an error of `onResult` (such as a failed write), after the conversations under way end.
+ * @example
+ * const outcome = await runEval({ dataset, baseline: 'memory', answerModel, models, memory: { model: memoryModel, store: createInMemoryStore() }, onResult: (line) => writer.append(line) });
+ */
+export async function runEval(options: EvalRunOptions): Promise<EvalRunOutcome> {
+  const now = options.now ?? Date.now;
+  const started = now();
+  const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
+  const tenantId = `eval-${options.runTag ?? defaultRunTag(started)}`;
+  const context: RunContext = {
+    options,
+    tenantId,
+    memory: options.baseline === 'memory' ? memorySettings(options, estimator) : undefined,
+    judgeModel: options.judgeModel ?? options.answerModel,
+    estimator,
+    now,
+    results: [],
+  };
+  const signal = options.signal;
+  const conversations = options.dataset.conversations;
+  await runConcurrently(
+    conversations,
+    options.concurrency ?? 1,
+    async (conversation) => {
+      try {
+        await evaluateConversation(context, conversation);
+      } catch (error) {
+        // An interrupted conversation reports nothing; the run then stops quietly.
+        if (!signal?.aborted) throw error;
+      }
+    },
+    () => signal?.aborted === true,
+  );
+  const skip = options.skipQuestionIds ?? new Set<string>();
+  const asked = conversations.reduce((count, conversation) => count + conversation.questions.filter((question) => !skip.has(question.questionId)).length, 0);
+  return { results: context.results, interrupted: context.results.length < asked, wallTimeMs: now() - started, tenantId };
+}
+
+function memorySettings(options: EvalRunOptions, estimator: TokenEstimator): MemoryBaselineSettings {
+  const memory = options.memory;
+  if (memory === undefined) throw new TypeError('runEval: the memory baseline needs the memory option (its model and store)');
+  const historyMaxTokens = memory.historyMaxTokens ?? 0;
+  if (!Number.isSafeInteger(historyMaxTokens) || historyMaxTokens < 0) throw new RangeError(`historyMaxTokens must be a whole number of tokens, 0 or more; got ${historyMaxTokens}`);
+  if (historyMaxTokens > 0 && memory.runStore === undefined) throw new TypeError('runEval: historyMaxTokens > 0 needs a runStore to keep the history in');
+  return {
+    model: memory.model,
+    store: memory.store,
+    workingMemory: createWorkingMemory({ store: memory.store }),
+    runStore: historyMaxTokens > 0 ? memory.runStore : undefined,
+    historyMaxTokens,
+    thresholds: { ...DEFAULT_OBSERVATION_CONFIG, ...memory.thresholds },
+    redactSecrets: memory.redactSecrets ?? true,
+    toolImportanceCap: memory.toolImportanceCap,
+    leaseMs: memory.leaseMs ?? 300_000,
+    retryDelayMs: memory.retryDelayMs,
+    keep: memory.keep ?? false,
+    estimator,
+  };
+}
+
+async function evaluateConversation(context: RunContext, conversation: EvalConversation): Promise<void> {
+  const { options } = context;
+  const questions = conversation.questions.filter((question) => !options.skipQuestionIds?.has(question.questionId));
+  if (questions.length === 0) return;
+  const startedAt = context.now();
+  const memory = await conversationMemory(context, conversation);
+  try {
+    for (const [position, question] of questions.entries()) {
+      options.signal?.throwIfAborted();
+      // The memory was built for the first question; its tokens and time are counted there.
+      const first = position === 0;
+      const result = await askQuestion(
+        {
+          answerModel: options.answerModel,
+          judgeModel: context.judgeModel,
+          judgeModelId: options.judgeModelId,
+          baseline: options.baseline,
+          models: options.models,
+          estimator: context.estimator,
+          now: context.now,
+          signal: options.signal,
+        },
+        question,
+        memory,
+        { startedAt: first ? startedAt : context.now(), memoryUsage: first ? memory.usage : { inputTokens: 0, outputTokens: 0 } },
+      );
+      await options.onResult(result);
+      context.results.push(result);
+    }
+  } finally {
+    await memory.dispose();
+  }
+}
+
+function conversationMemory(context: RunContext, conversation: EvalConversation): Promise<ConversationMemory> {
+  if (context.memory !== undefined) return rememberConversation(context.memory, evalScope(context.tenantId, conversation), conversation, context.options.signal);
+  return Promise.resolve(context.options.baseline === 'full-context' ? fullContextMemory(conversation) : noMemory());
+}
+
+const SCOPE_ID_UNSAFE = /[^A-Za-z0-9._:@-]/g;
+
+/** The conversation's scope: the run's tenant, the conversation's position and (made safe) id, agent `eval`. */
+export function evalScope(tenantId: string, conversation: Pick<EvalConversation, 'index' | 'id'>): Scope {
+  const conversationId = `${conversation.index + 1}-${conversation.id.replace(SCOPE_ID_UNSAFE, '_')}`.slice(0, 128);
+  return resolveScope({ tenantId, conversationId, agentId: 'eval' });
+}
+
+function defaultRunTag(now: number): string {
+  const time = new Date(now).toISOString().replace(/[-:]/g, '').slice(0, 15);
+  return `${time}-${randomBytes(3).toString('hex')}`;
+}
