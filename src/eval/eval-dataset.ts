@@ -72,9 +72,14 @@ export interface EvalConversation {
   readonly id: string;
   /** Position of the instance in the file, from 0. */
   readonly index: number;
-  /** In date order, stably; a session without a readable date keeps its position. */
+  /**
+   * In date order, stably; a session without a readable date keeps its position. Empty when
+   * `lazy`: the dataset's `loadSessions` reads them.
+   */
   readonly sessions: readonly EvalSession[];
   readonly questions: readonly EvalQuestion[];
+  /** True when the sessions are still in the file (a large dataset): read them with the dataset's `loadSessions`. */
+  readonly lazy?: boolean;
 }
 
 /** A date that is missing or cannot be read. The dataset is usable; the runner shows these. */
@@ -93,6 +98,12 @@ export interface EvalDataset {
   readonly conversations: readonly EvalConversation[];
   /** Missing or unreadable dates; empty when the dataset gives no dates at all. */
   readonly problems: readonly EvalDatasetProblem[];
+  /**
+   * Reads the sessions of a conversation marked `lazy`. Present when the dataset was read
+   * from a file too large to hold whole ({@link EvalDatasetFile}): its conversations keep
+   * their questions in memory and read their sessions from the file when they are evaluated.
+   */
+  readonly loadSessions?: (conversation: EvalConversation) => Promise<readonly EvalSession[]>;
 }
 
 const PARSERS: Readonly<Record<EvalDatasetFormat, (value: unknown, index: number) => ParsedConversation>> = {
@@ -105,23 +116,45 @@ const PARSERS: Readonly<Record<EvalDatasetFormat, (value: unknown, index: number
  * element, and validates every field used. Sessions come out in date order.
  *
  * Memory: the result shares the message strings of `json` (LongMemEval) or adds one short
- * prefix per turn (LoCoMo), so it costs little beyond the parsed JSON, which the caller may
- * drop afterwards. Parsing needs the file as one string plus its parsed objects, a few times
- * the file's size in heap (raise `--max-old-space-size` for `longmemeval_s`); `longmemeval_m`
- * is larger than the longest string V8 allows (about 512 MiB), so `JSON.parse` cannot read
- * it at all: it would need a streaming JSON reader in front of this function.
+ * prefix per turn (LoCoMo), so it costs little beyond the parsed JSON. For files of hundreds
+ * of megabytes (`longmemeval_s`, `longmemeval_m`, which is larger than the longest string V8
+ * allows), use `readEvalDatasetFile`, which reads the file one instance at a time.
  *
  * @throws HarnessMemoryError `EVAL_DATASET_INVALID` naming the instance and the field, for
  * malformed input, an unknown format or repeated ids.
  * @example
- * const dataset = parseEvalDataset(JSON.parse(await readFile('longmemeval_s.json', 'utf8')));
+ * const dataset = parseEvalDataset(JSON.parse(await readFile('locomo10.json', 'utf8')));
  * for (const problem of dataset.problems) console.warn(problem.message);
  */
 export function parseEvalDataset(json: unknown): EvalDataset {
   const format = detectFormat(json);
-  const elements = json as readonly unknown[];
   const parse = PARSERS[format];
-  const parsed = elements.map((element, index) => parse(element, index));
+  return assembleEvalDataset(
+    format,
+    (json as readonly unknown[]).map((element, index) => parse(element, index)),
+  );
+}
+
+/**
+ * One element of a dataset file's top-level array, read as `format`: its conversation
+ * (sessions in date order) and its unreadable dates.
+ * @throws HarnessMemoryError `EVAL_DATASET_INVALID` naming the instance and the field.
+ */
+export function parseEvalElement(format: EvalDatasetFormat, element: unknown, index: number): ParsedConversation {
+  return PARSERS[format](element, index);
+}
+
+/** The format of a dataset whose top-level array starts with `first`. @throws HarnessMemoryError `EVAL_DATASET_INVALID` */
+export function detectEvalFormat(first: unknown): EvalDatasetFormat {
+  return detectFormat([first]);
+}
+
+/** The dataset of the parsed elements: ids checked unique, date problems listed when the dataset has dates. */
+export function assembleEvalDataset(
+  format: EvalDatasetFormat,
+  parsed: readonly ParsedConversation[],
+  loadSessions?: EvalDataset['loadSessions'],
+): EvalDataset {
   checkUniqueIds(format, parsed);
   const hasDates = parsed.some((instance) => instance.hasDate);
   const problems = hasDates
@@ -134,7 +167,8 @@ export function parseEvalDataset(json: unknown): EvalDataset {
         })),
       )
     : [];
-  return { format, conversations: parsed.map((instance) => instance.conversation), problems };
+  const conversations = parsed.map((instance) => instance.conversation);
+  return loadSessions === undefined ? { format, conversations, problems } : { format, conversations, problems, loadSessions };
 }
 
 function detectFormat(json: unknown): EvalDatasetFormat {
@@ -215,7 +249,10 @@ export function selectQuestions(dataset: EvalDataset, options: SelectQuestionsOp
     if (questions.length > 0) conversations.push({ ...conversation, questions });
   }
   const kept = new Set(conversations.map((conversation) => conversation.index));
-  return { format: dataset.format, conversations, problems: dataset.problems.filter((problem) => kept.has(problem.index)) };
+  const problems = dataset.problems.filter((problem) => kept.has(problem.index));
+  return dataset.loadSessions === undefined
+    ? { format: dataset.format, conversations, problems }
+    : { format: dataset.format, conversations, problems, loadSessions: dataset.loadSessions };
 }
 
 function checkTypes(dataset: EvalDataset, requested: readonly string[] | undefined): ReadonlySet<string> | null {

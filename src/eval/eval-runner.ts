@@ -211,9 +211,18 @@ async function evaluateConversation(context: RunContext, conversation: EvalConve
   }
 }
 
-function conversationMemory(context: RunContext, conversation: EvalConversation): Promise<ConversationMemory> {
+async function conversationMemory(context: RunContext, listed: EvalConversation): Promise<ConversationMemory> {
+  if (context.options.baseline === 'none') return noMemory();
+  const conversation = await withSessions(context.options.dataset, listed);
   if (context.memory !== undefined) return rememberConversation(context.memory, evalScope(context.tenantId, conversation), conversation, context.options.signal);
-  return Promise.resolve(context.options.baseline === 'full-context' ? fullContextMemory(conversation) : noMemory());
+  return fullContextMemory(conversation);
+}
+
+/** The conversation with its sessions, read from the dataset's file when it left them there. */
+async function withSessions(dataset: EvalDataset, conversation: EvalConversation): Promise<EvalConversation> {
+  if (conversation.lazy !== true) return conversation;
+  if (dataset.loadSessions === undefined) throw new TypeError(`runEval: conversation ${JSON.stringify(conversation.id)} is lazy, but the dataset has no loadSessions`);
+  return { ...conversation, sessions: await dataset.loadSessions(conversation), lazy: false };
 }
 
 const SCOPE_ID_UNSAFE = /[^A-Za-z0-9._:@-]/g;

@@ -3,14 +3,14 @@
  * LoCoMo-format data, with the configured models; a table by question type at the end.
  * @module
  */
-import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { InvalidArgumentError, Option } from 'commander';
 import type { Command } from 'commander';
 import { tokenConfigFrom } from '../../config/load-config.js';
 import type { HarnessConfig } from '../../config/schema.js';
 import { ConfigError, HarnessMemoryError } from '../../core/errors.js';
-import { parseEvalDataset, selectQuestions } from '../../eval/eval-dataset.js';
+import { readEvalDatasetFile } from '../../eval/eval-dataset-file.js';
+import { selectQuestions } from '../../eval/eval-dataset.js';
 import type { EvalDataset } from '../../eval/eval-dataset.js';
 import { formatEvalTable, summarizeEvalResults } from '../../eval/eval-report.js';
 import { checkResumable, EVAL_BASELINES, openEvalResultsWriter, readEvalResults } from '../../eval/eval-results.js';
@@ -125,25 +125,13 @@ async function evaluate(context: CliContext, datasetPath: string, options: EvalO
 }
 
 async function loadDataset(path: string, shownPath: string): Promise<EvalDataset> {
-  let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    return await readEvalDatasetFile(path, { shownPath });
   } catch (error) {
+    if (error instanceof HarnessMemoryError) throw error;
     const code = (error as NodeJS.ErrnoException).code;
     throw new UsageError(`cannot read the dataset ${shownPath}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new HarnessMemoryError({
-      code: 'EVAL_DATASET_INVALID',
-      component: 'eval',
-      message: `${shownPath} is not JSON (${(error as Error).message}). Give a LongMemEval or LoCoMo file as published.`,
-      data: {},
-    });
-  }
-  return parseEvalDataset(json);
 }
 
 interface EvalModelSet {
