@@ -104,7 +104,7 @@ describe('harness eval: the memory baseline on the shipped sample', () => {
   beforeAll(async () => {
     const directory = workspace();
     out = join(directory, 'results.jsonl');
-    run = await harness(['eval', SAMPLE, '--out', out, '--json'], { workspace: directory });
+    run = await harness(['eval', SAMPLE, '--out', out, '--history-tokens', '0', '--json'], { workspace: directory });
   });
 
   it('asks every question once and prints the table, then the JSON summary as the last line', () => {
@@ -244,15 +244,15 @@ describe('harness eval: baselines through the same path', () => {
   });
 
   it('memory under the default observe threshold never observes these short conversations, so it answers no better than none', async () => {
-    const run = await harness(['eval', SAMPLE, '--json'], { env: { HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '' } });
+    const run = await harness(['eval', SAMPLE, '--history-tokens', '0', '--json'], { env: { HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '' } });
     expect(run.code, run.stderr).toBe(0);
     expect(ofKind(run, 'observer')).toEqual([]);
     expect(summaryOf(run).accuracy.correct).toBe(SAMPLE_ABSTENTIONS);
     expect(ofKind(run, 'answer').every((request) => memoryOf(request) === '')).toBe(true);
   });
 
-  it('--observe-min-tokens overrides the configured threshold, and --history-tokens replays history as the runner does', async () => {
-    const run = await harness(['eval', SAMPLE, '--limit', '1', '--observe-min-tokens', '5000', '--history-tokens', '8000', '--json']);
+  it('--observe-min-tokens overrides the configured threshold, and history is replayed as the runner does (8,000 tokens by default)', async () => {
+    const run = await harness(['eval', SAMPLE, '--limit', '1', '--observe-min-tokens', '5000', '--json']);
     expect(run.code, run.stderr).toBe(0);
     expect(ofKind(run, 'observer')).toEqual([]);
     const messages = messagesOf(ofKind(run, 'answer')[0] as ScriptedRequest);

@@ -60,7 +60,7 @@ export function registerEvalCommand(program: Command, context: CliContext, resul
     .option('--json', 'print the summary as one JSON object on the last line of stdout')
     .addOption(new Option('--baseline <name>', 'what the answer model is given: the memory, the whole conversation, or nothing').choices(EVAL_BASELINES).default('memory'))
     .option('--judge-model <id>', 'model id of the judge, on the agent model\'s provider (default: the agent model)')
-    .option('--history-tokens <n>', 'memory baseline: also replay this many tokens of the newest conversation history, as the agent runner does (it replays 8000)', wholeNumber('--history-tokens'), 0)
+    .option('--history-tokens <n>', 'memory baseline: tokens of the newest conversation history replayed before the question, as the agent runner does; 0 measures the memory alone', wholeNumber('--history-tokens'), 8000)
     .option('--observe-min-tokens <n>', 'memory baseline: observe once this many tokens are unobserved (default: [memory] observe_min_tokens)', positiveInteger('--observe-min-tokens'))
     .option('--memory-db <file>', 'memory baseline: keep the memories in this SQLite file, for inspection (default: in memory, discarded)')
     .addHelpText(
