@@ -16,8 +16,9 @@ import type { LanguageModel } from '../llm/language-model.js';
 import type { ObservationalMemory, ObservationalMemoryEvent } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import type { Tool } from '../tools/tool.js';
-import { RunEventEmitter, createLocalEventHub } from './event-hub.js';
-import type { EventHub } from './event-hub.js';
+import { createLocalEventHub } from '../storage/local-event-hub.js';
+import type { EventHub } from '../storage/event-hub.js';
+import { RunEventEmitter } from './run-event-emitter.js';
 import { createTurnPreparer } from './prepare-turn.js';
 import type { ConversationMessage, RunRecord, RunStore, RunUsage } from '../storage/run-store.js';
 

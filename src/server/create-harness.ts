@@ -6,8 +6,8 @@
 import { createAgentRunner } from '../agent/agent-runner.js';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import type { AgentRunner } from '../agent/agent-runner.js';
-import { createLocalEventHub } from '../agent/event-hub.js';
-import type { EventHub } from '../agent/event-hub.js';
+import { createLocalEventHub } from '../storage/local-event-hub.js';
+import type { EventHub } from '../storage/event-hub.js';
 import { join } from 'node:path';
 import { CONFIG_FILE_PATH, tokenConfigFrom } from '../config/load-config.js';
 import type { HarnessConfig } from '../config/schema.js';

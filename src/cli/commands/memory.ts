@@ -14,10 +14,9 @@ import type { Scope } from '../../core/scope.js';
 import type { Harness } from '../../server/create-harness.js';
 import { entryToJson, operationToJson } from '../../server/serialize.js';
 import { printLine } from '../context.js';
-import type { CliContext } from '../context.js';
+import type { CliContext, CommandResult } from '../context.js';
 import { UsageError } from '../exit-codes.js';
 import { openHarness } from '../open-harness.js';
-import type { CommandResult } from '../run-cli.js';
 import { describeScope, positiveInteger, scopeFrom, withScopeOptions } from '../scope-options.js';
 import type { ScopeOptions } from '../scope-options.js';
 
