@@ -263,7 +263,9 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     if (!tool) return { content: JSON.stringify({ error: { code: 'TOOL_NOT_FOUND', message: `unknown tool "${name}"; available tools are ${[...toolsByName.keys()].join(', ')}` } }), ok: false };
     try {
       const parsed: unknown = args.trim() === '' ? {} : JSON.parse(args);
+      // The resolved scope goes as it is; the ids stay for tools that read them.
       const result = await tool.execute(parsed, {
+        scope: context.scope,
         tenantId: context.scope.tenantId,
         conversationId: context.scope.conversationId,
         agentId: context.scope.agentId,

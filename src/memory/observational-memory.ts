@@ -174,6 +174,8 @@ export interface MemoryInspection {
   /** The scope's active supersession set: every supersession, and the contradictions no later supersession resolved. */
   readonly links: ReflectionLinks;
   readonly operations: readonly Operation[];
+  /** The `<observational-memory>` snippet the next turn gets (as {@link ObservationalMemory.snippet}), from the same read. */
+  readonly snippet: string;
 }
 
 /** The observational memory service. */
@@ -340,9 +342,12 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     }
   };
 
-  const currentStatus = async (scope: Scope, record?: MemoryRecord): Promise<MemoryStatus> => {
+  const currentStatus = async (scope: Scope, record?: MemoryRecord): Promise<MemoryStatus> =>
+    statusFrom(scope, record ?? (await store.getRecord(memoryIdOf(scope))));
+
+  /** The status of a scope whose record (or its absence) was just read. */
+  const statusFrom = async (scope: Scope, found: MemoryRecord | undefined): Promise<MemoryStatus> => {
     const memoryId = memoryIdOf(scope);
-    const found = record ?? (await store.getRecord(memoryId));
     const { enabled, config } = effective(found);
     const [pendingOperations, deadOperations, links] = found
       ? await Promise.all([store.countPendingOperations(memoryId), store.countDeadOperations(memoryId), linksOf(memoryId, found)])
@@ -421,11 +426,24 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     return result;
   };
 
+  /** The scope's snippet from a record already read (and, when at hand, its observations and links). */
+  const snippetOf = async (memoryId: string, record: MemoryRecord | undefined, observations?: readonly Observation[], links?: ReflectionLinks): Promise<string> => {
+    if (!record) return '';
+    const { enabled, config } = effective(record);
+    if (!enabled) return '';
+    const cached = snippetCache.get(memoryId, record.stateVersion);
+    if (cached !== undefined) return cached;
+    const [listed, linked] = await Promise.all([observations ?? observationCache.get(memoryId, record), links ?? linksOf(memoryId, record)]);
+    const text = buildObservationSnippet({ observations: listed, reflection: record.reflection, links: activeReflectionLinks(linked), maxTokens: config.snippetMaxTokens, estimator });
+    snippetCache.set(memoryId, record.stateVersion, text);
+    return text;
+  };
+
   const service: ObservationalMemory = {
     mode,
 
     async observe(request) {
-      const scope = resolveScope({ ...request.scope, runId: request.runId ?? request.scope.runId });
+      const scope = resolveScope(request.scope, request.runId);
       const prepared = prepareTranscript(request.messages, estimator, { redact: options.redactSecrets ?? true });
       const skipped = (reason: NonNullable<ObserveResult['reason']>, count = 0): ObserveResult => ({ status: 'skipped', reason, observed: false, reflected: false, observationCount: count });
       if (mode === 'off') return skipped('mode_off');
@@ -439,7 +457,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
     async reflectNow(scopeInput, meta = {}) {
       requireMode('reflect');
-      const scope = resolveScope({ ...scopeInput, runId: meta.runId ?? scopeInput.runId });
+      const scope = resolveScope(scopeInput, meta.runId);
       const record = await store.getRecord(memoryIdOf(scope));
       if (!record || !effective(record).enabled || record.observationCount === 0) {
         return { reflected: false, status: await currentStatus(scope, record) };
@@ -451,18 +469,8 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
     async snippet(scopeInput) {
       if (mode === 'off') return '';
-      const scope = resolveScope(scopeInput);
-      const memoryId = memoryIdOf(scope);
-      const record = await store.getRecord(memoryId);
-      if (!record) return '';
-      const { enabled, config } = effective(record);
-      if (!enabled) return '';
-      const cached = snippetCache.get(memoryId, record.stateVersion);
-      if (cached !== undefined) return cached;
-      const [observations, links] = await Promise.all([observationCache.get(memoryId, record), linksOf(memoryId, record)]);
-      const text = buildObservationSnippet({ observations, reflection: record.reflection, links: activeReflectionLinks(links), maxTokens: config.snippetMaxTokens, estimator });
-      snippetCache.set(memoryId, record.stateVersion, text);
-      return text;
+      const memoryId = memoryIdOf(resolveScope(scopeInput));
+      return snippetOf(memoryId, await store.getRecord(memoryId));
     },
 
     async status(scopeInput) {
@@ -471,7 +479,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
     async setEnabled(scopeInput, enabled, config, meta = {}) {
       requireMode(enabled ? 'enable' : 'disable');
-      const scope = resolveScope({ ...scopeInput, runId: meta.runId ?? scopeInput.runId });
+      const scope = resolveScope(scopeInput, meta.runId);
       const overrides = config === undefined ? undefined : validateOverrides(config);
       const record = await store.updateSettings({
         scope,
@@ -497,13 +505,17 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       const scope = resolveScope(scopeInput);
       const memoryId = memoryIdOf(scope);
       const record = await store.getRecord(memoryId);
-      return {
-        status: await currentStatus(scope, record),
-        observations: record ? await store.listObservations(memoryId) : [],
-        reflection: record?.reflection ?? null,
-        links: record ? activeReflectionLinks(await linksOf(memoryId, record)) : EMPTY_REFLECTION_LINKS,
-        operations: record ? await store.listOperations(memoryId) : [],
-      };
+      if (!record) {
+        return { status: await statusFrom(scope, undefined), observations: [], reflection: null, links: EMPTY_REFLECTION_LINKS, operations: [], snippet: '' };
+      }
+      const [status, observations, links, operations] = await Promise.all([
+        statusFrom(scope, record),
+        store.listObservations(memoryId),
+        linksOf(memoryId, record),
+        store.listOperations(memoryId),
+      ]);
+      const snippet = mode === 'off' ? '' : await snippetOf(memoryId, record, observations, links);
+      return { status, observations, reflection: record.reflection ?? null, links: activeReflectionLinks(links), operations, snippet };
     },
 
     async forget(scopeInput) {

@@ -174,6 +174,39 @@ describe('server: memory routes', () => {
     expect(await json(await request(`${base}/working/plan`, { method: 'DELETE' }))).toEqual({ ok: true, key: 'plan', deleted: true });
   });
 
+  it('resolves the scope once and reads each store once for an inspection, snippets included (issue 17)', async () => {
+    const store = createInMemoryStore();
+    const calls = { getRecord: 0, listWorkingMemoryEntries: 0 };
+    const counted = {
+      ...store,
+      getRecord: (memoryId: string) => {
+        calls.getRecord += 1;
+        return store.getRecord(memoryId);
+      },
+      listWorkingMemoryEntries: (memoryId: string) => {
+        calls.listWorkingMemoryEntries += 1;
+        return store.listWorkingMemoryEntries(memoryId);
+      },
+    };
+    const memoryModel = createMockLanguageModel('IMPORTANCE:0.9\nremembered fact');
+    const observationalMemory = createObservationalMemory({ store: counted, observer: createModelObserver(memoryModel), defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    const workingMemory = createWorkingMemory({ store: counted });
+    const runStore = createInMemoryRunStore();
+    const hub = createLocalEventHub();
+    const runner = createAgentRunner({ model: createMockLanguageModel('ok'), observationalMemory, workingMemory, runStore, hub, memoryTools: [], workspace: WORKSPACE });
+    const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory });
+    const scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
+    await observationalMemory.observe({ scope, messages: [{ id: '1', role: 'user', content: 'hello there' }] });
+    await workingMemory.set(scope, 'plan', 1);
+    calls.getRecord = 0;
+    calls.listWorkingMemoryEntries = 0;
+    const view = await json(await app.request(base));
+    expect(calls).toEqual({ getRecord: 1, listWorkingMemoryEntries: 1 });
+    expect(view.snippets.observational_memory).toBe(await observationalMemory.snippet(scope));
+    expect(view.snippets.observational_memory).toContain('remembered fact');
+    expect(view.snippets.working_memory).toBe(await workingMemory.snippet(scope));
+  });
+
   it('enables with config, disables, reflects and exports', async () => {
     const { request, observationalMemory } = setup();
     const enabled = await json(await request(`${base}/observational/enable`, { method: 'POST', body: JSON.stringify({ config: { observe_min_tokens: 11, snippet_max_tokens: 22, reflect_threshold_tokens: 33 } }) }));
