@@ -18,7 +18,16 @@ export interface ForgetConversationTarget {
  * Erases both memories of `scope`, then its conversation history. Each store gives the
  * scope a new generation, so work started before the forget stores nothing more; export
  * files already written are not touched.
- * @example await forgetConversation(harness, resolveScope({ conversationId: 'c1' }));
+ * @example
+ * ```ts
+ * import { resolveScope } from 'harness-memory';
+ * import { forgetConversation } from 'harness-memory/agent';
+ * import { loadConfig } from 'harness-memory/config';
+ * import { createHarness } from 'harness-memory/server';
+ *
+ * const harness = await createHarness({ config: loadConfig() });
+ * await forgetConversation(harness, resolveScope({ conversationId: 'c1' }));
+ * ```
  */
 export async function forgetConversation(target: ForgetConversationTarget, scope: Scope): Promise<void> {
   await target.observationalMemory.forget(scope);

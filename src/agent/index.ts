@@ -13,6 +13,8 @@ export { TERMINAL_EVENT_TYPES } from '../storage/event-hub.js';
 export type { EventHub } from '../storage/event-hub.js';
 export { createLocalEventHub } from '../storage/local-event-hub.js';
 export type { LocalEventHub } from '../storage/local-event-hub.js';
+export { forgetConversation } from './forget-conversation.js';
+export type { ForgetConversationTarget } from './forget-conversation.js';
 export { pairToolCalls } from '../core/tool-call-pairs.js';
 export type { ToolCallMessage } from '../core/tool-call-pairs.js';
 export { createInMemoryRunStore } from '../storage/in-memory-run-store.js';

@@ -223,9 +223,15 @@ export interface ObservationalMemory {
 /**
  * Creates the observational memory service.
  * @example
+ * ```ts
+ * import { createInMemoryStore, createObservationalMemory } from 'harness-memory';
+ * import { createOpenAICompatibleModel } from 'harness-memory/llm';
+ *
+ * const model = createOpenAICompatibleModel({ baseURL: 'http://127.0.0.1:11434/v1', modelId: 'llama3.2' });
  * const memory = createObservationalMemory({ store: createInMemoryStore(), model, defaultEnabled: true });
- * await memory.observe({ scope: { conversationId: 'c1' }, messages });
+ * await memory.observe({ scope: { conversationId: 'c1' }, messages: [{ id: 'm1', role: 'user', content: 'I prefer tabs.' }] });
  * const snippet = await memory.snippet({ conversationId: 'c1' });
+ * ```
  */
 export function createObservationalMemory(options: ObservationalMemoryOptions): ObservationalMemory {
   const factory = 'createObservationalMemory';

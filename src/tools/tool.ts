@@ -49,12 +49,17 @@ export interface Tool {
 /**
  * Builds a {@link Tool} from a zod schema and a handler.
  * @example
+ * ```ts
+ * import { z } from 'zod/v4';
+ * import { defineTool } from 'harness-memory/tools';
+ *
  * const echo = defineTool({
  *   name: 'echo',
  *   description: 'Echoes its text.',
  *   inputSchema: z.object({ text: z.string() }),
  *   execute: async ({ text }) => ({ text }),
  * });
+ * ```
  */
 export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<Schema>): Tool {
   requireOptions('defineTool', definition, 'Pass { name, description, inputSchema, execute }.');
