@@ -3,6 +3,7 @@
  * `<workspace>/.harness/config.toml` < environment variables. Validated once, then frozen.
  * @module
  */
+import { deepFreeze } from '../core/deep-freeze.js';
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
@@ -268,13 +269,6 @@ function toProvider(name: string, entry: ProviderFileEntry, sources: Record<stri
   };
 }
 
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
-}
 
 /** The observation thresholds of a loaded config, as the core expects them. */
 export function tokenConfigFrom(config: HarnessConfig): ObservationConfig {

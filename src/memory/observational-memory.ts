@@ -6,219 +6,43 @@
 import { HarnessMemoryError } from '../core/errors.js';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import { generateId as defaultGenerateId } from '../core/ids.js';
-import type { IdGenerator } from '../core/ids.js';
 import { parseExportFormat, renderExport } from '../core/memory-export.js';
-import type { ExportFormat } from '../core/memory-export.js';
 import { statusOf } from '../core/memory-status.js';
-import type { MemoryMode, MemoryStatus } from '../core/memory-status.js';
+import type { MemoryStatus } from '../core/memory-status.js';
 import { DEFAULT_OBSERVATION_CONFIG, DEFAULT_TOOL_IMPORTANCE_CAP } from '../core/observation.js';
-import type { MemoryRecord, Observation, ObservationConfig, StoredReflection } from '../core/observation.js';
+import type { MemoryRecord, Observation, ObservationConfig } from '../core/observation.js';
 import { activeReflectionLinks, EMPTY_REFLECTION_LINKS } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
 import { buildObservationSnippet } from '../core/observation-snippet.js';
 import { memoryIdOf, resolveScope } from '../core/scope.js';
-import type { Scope, ScopeInput } from '../core/scope.js';
-import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
+import type { Scope } from '../core/scope.js';
+import type { IdGenerator } from '../core/ids.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
+import type { MemoryStore } from '../storage/store.js';
+import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
 import { prepareTranscript } from '../core/transcript.js';
-import type { TranscriptMessage } from '../core/transcript.js';
-import type { LanguageModel } from '../llm/language-model.js';
-import type { MemoryStore, Operation, PrefetchedObserve } from '../storage/store.js';
+import type { Operation } from '../storage/store.js';
 import { createModelObserver, createModelReflector } from './model-observer.js';
-import type { Observer, Reflector } from './model-observer.js';
-import { runOperation } from './operation-worker.js';
+import type { ObservationalMemory, ObservationalMemoryEvent, ObservationalMemoryOptions, ObserveRequest, ObserveResult } from './observational-memory-api.js';
+import { createOperationScheduler } from './operation-scheduler.js';
 import { SnippetCache } from './snippet-cache.js';
 import type { OperationOutcome, OperationWorkerContext, WorkerEvent } from './operation-worker.js';
 import { ObservationCache } from './observation-cache.js';
 import { KeyedLock } from './scope-lock.js';
 import { positive, resolveMode, unitInterval, validateOverrides, validateThresholds } from './memory-settings.js';
 
-/** Options of {@link createObservationalMemory}. */
-export interface ObservationalMemoryOptions {
-  /** Where memory lives. Use `createInMemoryStore()` (lost on exit) or the SQLite store. */
-  store: MemoryStore;
-  /** Model for both the observer and the reflector. */
-  model?: LanguageModel;
-  /** Overrides the observer built from `model`. */
-  observer?: Observer;
-  /** Overrides the reflector built from `model`. */
-  reflector?: Reflector;
-  /** @default 'auto' */
-  mode?: MemoryMode;
-  /** Whether scopes never enabled or disabled explicitly observe. @default false */
-  defaultEnabled?: boolean;
-  /** Default thresholds for scopes without overrides. @default 1200 / 900 / 4000 */
-  defaults?: Partial<ObservationConfig>;
-  /** @default RuneTokenEstimator */
-  estimator?: TokenEstimator;
-  /** Redact secrets from transcript text before it is stored or sent to the model. @default true */
-  redactSecrets?: boolean;
-  /** How long a worker may hold an operation (the stale-operation window). @default 300000 */
-  leaseMs?: number;
-  /**
-   * Attempts an operation gets, whatever ends them: a retryable failure (re-queued with
-   * backoff) or a crash that let its lease expire (re-queued by the stale check). Once they
-   * are used up it becomes `dead`: it stops blocking its scope, keeps its last error, emits
-   * `memory.operation.dead`, and runs again only when retried by hand. Failures that retrying
-   * cannot help (bad model output) fail the operation at once.
-   * @default 5
-   */
-  maxOperationAttempts?: number;
-  /** @deprecated The former name of {@link maxOperationAttempts}, used when that is not set. */
-  maxAttempts?: number;
-  /** Base of the exponential retry backoff. @default 1000 */
-  retryDelayMs?: number;
-  /**
-   * Most transcript tokens sent to the observer in one call, each message counted as the
-   * observer sees it (a message over 8,000 characters is clipped). A batch always holds at
-   * least one message, so no message can stop observation. @default 16000
-   */
-  maxBatchTokens?: number;
-  /**
-   * Highest importance an observation may have when everything it came from is tool output
-   * (`[memory] tool_importance_cap`): a web page or file cannot plant a top-priority fact.
-   * A number in [0, 1]. @default 0.6
-   */
-  toolImportanceCap?: number;
-  /** @default () => new Date() */
-  now?: () => Date;
-  /** @default ULID ids */
-  generateId?: IdGenerator;
-  /** Called for memory events (reflections completed, operations failed). */
-  onEvent?: (event: ObservationalMemoryEvent) => void;
-  /** Testing hook: called at step boundaries of an operation; crash tests kill the process there. */
-  faultPoint?: (point: 'after_claim' | 'after_llm') => void;
-}
-
 /** The store methods every observational-memory call relies on. */
 const MEMORY_STORE_METHODS = ['getRecord', 'appendMessages', 'enqueueOperation', 'claimOperation', 'completeObservation', 'failOperation', 'markOperationDead'];
 
-/**
- * Events of observational memory, reported on the scope (with the run that caused them):
- * `memory.observe.*` for every observe call that ran (or queued) an observe operation, also
- * when the run that asked for it has already ended.
- */
-export type ObservationalMemoryEvent =
-  | { readonly type: 'memory.observe.started'; readonly scope: Scope; readonly runId: string; readonly operationId: string }
-  | {
-      readonly type: 'memory.observe.completed';
-      readonly scope: Scope;
-      readonly runId: string;
-      readonly operationId: string;
-      readonly status: 'applied' | 'queued';
-      readonly observed: boolean;
-      readonly reflected: boolean;
-      readonly observationCount: number;
-    }
-  /** The observation failed, or it succeeded and the reflection after it failed. */
-  | { readonly type: 'memory.observe.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly error: string }
-  | { readonly type: 'memory.reflection.completed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly trigger: 'auto' | 'reflect_now' }
-  | { readonly type: 'memory.operation.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly operationType: string; readonly error: string; readonly willRetry: boolean }
-  /** The operation used up its attempts and was parked as `dead` with its last error. */
-  | {
-      readonly type: 'memory.operation.dead';
-      readonly scope: Scope;
-      readonly runId: string;
-      readonly operationId: string;
-      readonly operationType: string;
-      readonly error: string;
-      readonly attempts: number;
-    }
-  /** The background worker hit a store error; it retries on its next poll. */
-  | { readonly type: 'memory.worker.failed'; readonly error: string };
-
-/** What {@link ObservationalMemory.observe} takes. */
-export interface ObserveRequest {
-  /** Scope ids; missing tenant and agent become `default`, a missing conversation the run id. */
-  readonly scope: ScopeInput;
-  readonly runId?: string;
-  readonly toolCallId?: string;
-  /** The transcript, or just its new part; each message needs an `id` or `index`. */
-  readonly messages: readonly TranscriptMessage[];
-  /**
-   * The scope's generation ({@link ObservationalMemory.generation}) read before these
-   * messages were gathered. When the scope was forgotten since, nothing is stored and the
-   * call answers `skipped` with reason `forgotten`: forgotten messages never come back.
-   */
-  readonly generation?: number;
-}
-
-/** What an observe call came to. */
-export interface ObserveResult {
-  /** `applied` when the observer ran; `queued` when another worker holds the scope or a retry is pending. */
-  readonly status: 'applied' | 'skipped' | 'queued';
-  /** Why nothing was observed: `mode_off`, `disabled`, `no_messages`, `below_threshold`, `forgotten` (see `generation`). */
-  readonly reason?: 'mode_off' | 'disabled' | 'no_messages' | 'below_threshold' | 'forgotten';
-  readonly observed: boolean;
-  readonly reflected: boolean;
-  /** Observations in the scope afterwards. */
-  readonly observationCount: number;
-  /** Set when the observation succeeded but the reflection after it failed. */
-  readonly reflectionError?: string;
-  readonly operationId?: string;
-}
-
-/** What an export produced. */
-export interface ExportResult {
-  readonly format: ExportFormat;
-  readonly content: string;
-  readonly bytes: number;
-  readonly status: MemoryStatus;
-}
-
-/** Everything stored for a scope, for inspection. */
-export interface MemoryInspection {
-  readonly status: MemoryStatus;
-  readonly observations: readonly Observation[];
-  readonly reflection: StoredReflection | null;
-  /** The scope's active supersession set: every supersession, and the contradictions no later supersession resolved. */
-  readonly links: ReflectionLinks;
-  readonly operations: readonly Operation[];
-  /** The `<observational-memory>` snippet the next turn gets (as {@link ObservationalMemory.snippet}), from the same read. */
-  readonly snippet: string;
-}
-
-/** The observational memory service. */
-export interface ObservationalMemory {
-  readonly mode: 'off' | 'local_coordinator';
-  /** Stores new messages; when enough are unobserved, runs the observer (and, when due, the reflector). */
-  observe(request: ObserveRequest): Promise<ObserveResult>;
-  /** Reflects now, whatever the thresholds. A no-op when disabled or empty. */
-  reflectNow(scope: ScopeInput, options?: { runId?: string; toolCallId?: string }): Promise<{ reflected: boolean; status: MemoryStatus }>;
-  /** The `<observational-memory>` snippet for the next turn, or `""`. Never writes. */
-  snippet(scope: ScopeInput): Promise<string>;
-  /** Never writes; an untouched scope reports the current defaults. */
-  status(scope: ScopeInput): Promise<MemoryStatus>;
-  /** Enables or disables a scope; `config` overrides thresholds per field. */
-  setEnabled(scope: ScopeInput, enabled: boolean, config?: Partial<ObservationConfig>, options?: { runId?: string; toolCallId?: string }): Promise<MemoryStatus>;
-  export(scope: ScopeInput, format?: string): Promise<ExportResult>;
-  inspect(scope: ScopeInput): Promise<MemoryInspection>;
-  /**
-   * Deletes everything the scope remembers (export files already written are not touched).
-   * The scope gets a new {@link generation}, so observe calls holding the old one store nothing.
-   */
-  forget(scope: ScopeInput): Promise<void>;
-  /** The scope's generation: 0 until it is first forgotten, then a new value at every forget. Never writes. */
-  generation(scope: ScopeInput): Promise<number>;
-  /**
-   * Retries a `dead` operation by hand: it goes back to the queue, at the end of its scope's
-   * log, with fresh attempts; it runs at the scope's next observe or the background worker's
-   * next poll. Throws `OPERATION_NOT_FOUND` for an id the scope does not have, and
-   * `OPERATION_NOT_DEAD` for an operation that is not dead.
-   */
-  retryOperation(scope: ScopeInput, operationId: string): Promise<Operation>;
-  /** Processes pending operations (of one scope, or all) until none is left or the timeout passes. */
-  drain(scope?: ScopeInput, options?: { timeoutMs?: number }): Promise<void>;
-  /** Subscribes to events; returns the unsubscribe function. */
-  subscribe(listener: (event: ObservationalMemoryEvent) => void): () => void;
-  /**
-   * Starts a background worker: at once and then every `staleCheckMs` it returns stale
-   * `processing` operations (lease expired, by the store's clock) to `queued`, and every
-   * `pollMs` it runs queued operations of any scope, so work left by a crashed process,
-   * or retries waiting for their backoff, complete without a new observe call.
-   */
-  startWorker(options?: { pollMs?: number; staleCheckMs?: number }): { stop(): Promise<void> };
-}
+export type {
+  ObservationalMemoryOptions,
+  ObservationalMemoryEvent,
+  ObserveRequest,
+  ObserveResult,
+  ExportResult,
+  MemoryInspection,
+  ObservationalMemory,
+} from './observational-memory-api.js';
 
 /**
  * Creates the observational memory service.
@@ -277,52 +101,10 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       }
     }
   };
-  const maxAttempts = positive(options.maxOperationAttempts ?? options.maxAttempts ?? 5, options.maxOperationAttempts === undefined && options.maxAttempts !== undefined ? 'maxAttempts' : 'maxOperationAttempts');
-  const onWorkerEvent = (event: WorkerEvent): void => {
-    const base = { scope: event.operation.scope, runId: event.operation.runId, operationId: event.operation.operationId };
-    if (event.type === 'reflection-completed') emit({ type: 'memory.reflection.completed', ...base, trigger: event.trigger });
-    else if (event.type === 'operation-dead') {
-      emit({ type: 'memory.operation.dead', ...base, operationType: event.operation.operationType, error: event.errorText, attempts: Math.min(event.operation.attempt, maxAttempts) });
-    } else emit({ type: 'memory.operation.failed', ...base, operationType: event.operation.operationType, error: event.error.message, willRetry: event.willRetry });
-  };
-  const worker: OperationWorkerContext = {
-    store,
-    observer: options.observer ?? (options.model ? createModelObserver(options.model) : undefined),
-    reflector: options.reflector ?? (options.model ? createModelReflector(options.model) : undefined),
-    estimator,
-    generateId,
-    workerId: generateId('worker'),
-    leaseMs: positive(options.leaseMs ?? 300_000, 'leaseMs'),
-    maxAttempts,
-    retryDelayMs: options.retryDelayMs ?? 1000,
-    maxBatchTokens: positive(options.maxBatchTokens ?? 16_000, 'maxBatchTokens'),
-    toolImportanceCap: unitInterval(options.toolImportanceCap ?? DEFAULT_TOOL_IMPORTANCE_CAP, 'toolImportanceCap'),
-    effective,
-    onEvent: onWorkerEvent,
-    observationsOf: (memoryId, record) => observationCache.get(memoryId, record),
-    observationsApplied: (memoryId, record, observations) => observationCache.add(memoryId, record, observations),
-    linksOf,
-    now,
-    faultPoint: options.faultPoint,
-  };
+  const worker = workerContextOf(options, { store, estimator, generateId, now, effective, emit, observationCache, linksOf });
 
-  /**
-   * Runs `first` (already claimed, with what its claim prefetched) if given, then claimable
-   * operations of the scope, in order, under the scope's lock. Once the `wanted` operation
-   * ran and left no follow-up work, it stops: whatever else is queued belongs to other
-   * callers, who run it themselves (or the background worker does).
-   */
-  const processScope = (memoryId: string, first?: Operation, wanted?: string, prefetched?: PrefetchedObserve): Promise<Map<string, OperationOutcome>> =>
-    locks.run(memoryId, async () => {
-      const outcomes = new Map<string, OperationOutcome>();
-      const claim = () => store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
-      for (let operation = first ?? (await claim()); operation; operation = await claim()) {
-        const result = await runOperation(worker, operation, prefetched);
-        outcomes.set(operation.operationId, result);
-        if (wanted !== undefined && outcomes.has(wanted) && !result.followUp) break;
-      }
-      return outcomes;
-    });
+  const scheduler = createOperationScheduler({ worker, locks, onWorkerFailed: (error) => emit({ type: 'memory.worker.failed', error: error.message }) });
+  const processScope = scheduler.processScope;
 
   type OperationMeta = { runId?: string | undefined; toolCallId?: string | undefined };
   const enqueue = (scope: Scope, operationType: 'observe' | 'reflect_now', payload: Record<string, unknown>, meta: OperationMeta): Promise<Operation> =>
@@ -557,22 +339,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
     async drain(scopeInput, drainOptions = {}) {
       const memoryId = scopeInput === undefined ? undefined : memoryIdOf(resolveScope(scopeInput));
-      const deadline = Date.now() + (drainOptions.timeoutMs ?? 60_000);
-      for (;;) {
-        if (memoryId !== undefined) await processScope(memoryId);
-        else {
-          for (;;) {
-            const operation = await store.claimOperation({ leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
-            if (!operation) break;
-            await locks.run(operation.memoryId, () => runOperation(worker, operation));
-          }
-        }
-        if ((await store.countPendingOperations(memoryId)) === 0) return;
-        if (Date.now() >= deadline) {
-          throw new HarnessMemoryError({ code: 'STORE_FAILED', component: 'observational-memory', message: 'drain timed out with operations still pending; they stay queued and will be retried.' });
-        }
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
+      return scheduler.drain(memoryId, drainOptions.timeoutMs ?? 60_000);
     },
 
     subscribe(listener) {
@@ -581,49 +348,53 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     },
 
     startWorker(workerOptions = {}) {
-      const pollMs = workerOptions.pollMs ?? 1000;
-      const staleCheckMs = workerOptions.staleCheckMs ?? 30_000;
-      let stopped = false;
-      let lastStaleCheck = 0;
-      let wake: (() => void) | undefined;
-      const loop = async (): Promise<void> => {
-        while (!stopped) {
-          try {
-            if (Date.now() - lastStaleCheck >= staleCheckMs) {
-              lastStaleCheck = Date.now();
-              await store.requeueStaleOperations({ graceSeconds: 0 });
-            }
-            for (;;) {
-              if (stopped) break;
-              const operation = await store.claimOperation({ leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
-              if (!operation) break;
-              await locks.run(operation.memoryId, () => runOperation(worker, operation));
-            }
-          } catch (error) {
-            emit({ type: 'memory.worker.failed', error: (error as Error).message });
-          }
-          if (stopped) break;
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, pollMs);
-            // Idle polling must not keep a process alive; stop() wakes the loop itself.
-            timer.unref?.();
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
-          wake = undefined;
-        }
-      };
-      const running = loop();
-      return {
-        async stop() {
-          stopped = true;
-          wake?.();
-          await running;
-        },
-      };
+      return scheduler.startWorker(workerOptions);
     },
   };
   return service;
+}
+
+/** What {@link workerContextOf} takes from the service besides its options. */
+interface WorkerDependencies {
+  readonly store: MemoryStore;
+  readonly estimator: TokenEstimator;
+  readonly generateId: IdGenerator;
+  readonly now: () => Date;
+  readonly effective: OperationWorkerContext['effective'];
+  readonly emit: (event: ObservationalMemoryEvent) => void;
+  readonly observationCache: ObservationCache;
+  readonly linksOf: OperationWorkerContext['linksOf'];
+}
+
+/** The operation worker's context: the service's options checked, its events turned into the service's. */
+function workerContextOf(options: ObservationalMemoryOptions, dependencies: WorkerDependencies): OperationWorkerContext {
+  const { store, estimator, generateId, now, effective, emit, observationCache, linksOf } = dependencies;
+  const maxAttempts = positive(options.maxOperationAttempts ?? options.maxAttempts ?? 5, options.maxOperationAttempts === undefined && options.maxAttempts !== undefined ? 'maxAttempts' : 'maxOperationAttempts');
+  const onWorkerEvent = (event: WorkerEvent): void => {
+    const base = { scope: event.operation.scope, runId: event.operation.runId, operationId: event.operation.operationId };
+    if (event.type === 'reflection-completed') emit({ type: 'memory.reflection.completed', ...base, trigger: event.trigger });
+    else if (event.type === 'operation-dead') {
+      emit({ type: 'memory.operation.dead', ...base, operationType: event.operation.operationType, error: event.errorText, attempts: Math.min(event.operation.attempt, maxAttempts) });
+    } else emit({ type: 'memory.operation.failed', ...base, operationType: event.operation.operationType, error: event.error.message, willRetry: event.willRetry });
+  };
+  return {
+    store,
+    observer: options.observer ?? (options.model ? createModelObserver(options.model) : undefined),
+    reflector: options.reflector ?? (options.model ? createModelReflector(options.model) : undefined),
+    estimator,
+    generateId,
+    workerId: generateId('worker'),
+    leaseMs: positive(options.leaseMs ?? 300_000, 'leaseMs'),
+    maxAttempts,
+    retryDelayMs: options.retryDelayMs ?? 1000,
+    maxBatchTokens: positive(options.maxBatchTokens ?? 16_000, 'maxBatchTokens'),
+    toolImportanceCap: unitInterval(options.toolImportanceCap ?? DEFAULT_TOOL_IMPORTANCE_CAP, 'toolImportanceCap'),
+    effective,
+    onEvent: onWorkerEvent,
+    observationsOf: (memoryId, record) => observationCache.get(memoryId, record),
+    observationsApplied: (memoryId, record, observations) => observationCache.add(memoryId, record, observations),
+    linksOf,
+    now,
+    faultPoint: options.faultPoint,
+  };
 }
