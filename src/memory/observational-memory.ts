@@ -7,13 +7,8 @@ import { HarnessMemoryError } from '../core/errors.js';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import { generateId as defaultGenerateId } from '../core/ids.js';
 import { parseExportFormat, renderExport } from '../core/memory-export.js';
-import { statusOf } from '../core/memory-status.js';
-import type { MemoryStatus } from '../core/memory-status.js';
 import { DEFAULT_OBSERVATION_CONFIG, DEFAULT_TOOL_IMPORTANCE_CAP } from '../core/observation.js';
-import type { MemoryRecord, Observation, ObservationConfig } from '../core/observation.js';
 import { activeReflectionLinks, EMPTY_REFLECTION_LINKS } from '../core/reflection-links.js';
-import type { ReflectionLinks } from '../core/reflection-links.js';
-import { buildObservationSnippet } from '../core/observation-snippet.js';
 import { memoryIdOf, resolveScope } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import type { IdGenerator } from '../core/ids.js';
@@ -23,11 +18,13 @@ import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
 import { prepareTranscript } from '../core/transcript.js';
 import type { Operation } from '../storage/store.js';
 import { createModelObserver, createModelReflector } from './model-observer.js';
-import type { ObservationalMemory, ObservationalMemoryEvent, ObservationalMemoryOptions, ObserveRequest, ObserveResult } from './observational-memory-api.js';
+import type { ObservationalMemory, ObservationalMemoryEvent, ObservationalMemoryOptions, ObserveResult } from './observational-memory-api.js';
 import { createOperationScheduler } from './operation-scheduler.js';
-import { SnippetCache } from './snippet-cache.js';
-import type { OperationOutcome, OperationWorkerContext, WorkerEvent } from './operation-worker.js';
-import { ObservationCache } from './observation-cache.js';
+import { createScopeReader } from './scope-reader.js';
+import { observeScope } from './observe-scope.js';
+import type { ObserveDependencies } from './observe-scope.js';
+import type { OperationWorkerContext, WorkerEvent } from './operation-worker.js';
+import type { ObservationCache } from './observation-cache.js';
 import { KeyedLock } from './scope-lock.js';
 import { positive, resolveMode, unitInterval, validateOverrides, validateThresholds } from './memory-settings.js';
 
@@ -66,7 +63,6 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
   requireObject(factory, 'reflector', options.reflector, ['reflect'], 'Pass a Reflector, such as createModelReflector(model), or leave it out.', true);
   const mode = resolveMode(options.mode);
   const defaults = validateThresholds({ ...DEFAULT_OBSERVATION_CONFIG, ...options.defaults }, 'createObservationalMemory.defaults');
-  const defaultEnabled = options.defaultEnabled ?? false;
   const store = options.store;
   const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
   const now = options.now ?? (() => new Date());
@@ -74,24 +70,8 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
   const listeners = new Set<(event: ObservationalMemoryEvent) => void>();
   if (options.onEvent) listeners.add(options.onEvent);
   const locks = new KeyedLock();
-  const snippetCache = new SnippetCache();
-  const observationCache = new ObservationCache(store);
-  // The set only grows (until forget makes a new record), so its counts identify it.
-  const linksCache = new SnippetCache<ReflectionLinks, string>();
-  const linksOf = async (memoryId: string, record: MemoryRecord): Promise<ReflectionLinks> => {
-    if (record.supersessionCount === 0 && record.contradictionCount === 0) return EMPTY_REFLECTION_LINKS;
-    const version = `${record.createdAt}|${record.supersessionCount}|${record.contradictionCount}`;
-    const cached = linksCache.get(memoryId, version);
-    if (cached) return cached;
-    const links = await store.listReflectionLinks(memoryId);
-    linksCache.set(memoryId, version, links);
-    return links;
-  };
-
-  const effective = (record: Pick<MemoryRecord, 'enabled' | 'config'> | undefined): { enabled: boolean; config: ObservationConfig } => ({
-    enabled: record?.enabled ?? defaultEnabled,
-    config: { ...defaults, ...record?.config },
-  });
+  const reader = createScopeReader({ store, mode, defaults, defaultEnabled: options.defaultEnabled ?? false, estimator });
+  const { effective, linksOf, statusFrom, currentStatus, snippetOf, observationCache } = reader;
   const emit = (event: ObservationalMemoryEvent): void => {
     for (const listener of listeners) {
       try {
@@ -130,102 +110,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     }
   };
 
-  const currentStatus = async (scope: Scope, record?: MemoryRecord): Promise<MemoryStatus> =>
-    statusFrom(scope, record ?? (await store.getRecord(memoryIdOf(scope))));
-
-  /** The status of a scope whose record (or its absence) was just read. */
-  const statusFrom = async (scope: Scope, found: MemoryRecord | undefined): Promise<MemoryStatus> => {
-    const memoryId = memoryIdOf(scope);
-    const { enabled, config } = effective(found);
-    const [pendingOperations, deadOperations, links] = found
-      ? await Promise.all([store.countPendingOperations(memoryId), store.countDeadOperations(memoryId), linksOf(memoryId, found)])
-      : [0, 0, EMPTY_REFLECTION_LINKS];
-    return statusOf({ mode, memoryId, scope, record: found, enabled: mode !== 'off' && enabled, config, pendingOperations, deadOperations, activeLinks: activeReflectionLinks(links) });
-  };
-
-  /** Stores the messages and, at the threshold, runs the observe operation; reports it on the scope's events. */
-  const observeScope = async (
-    scope: Scope,
-    prepared: ReturnType<typeof prepareTranscript>,
-    request: ObserveRequest,
-    skipped: (reason: NonNullable<ObserveResult['reason']>, count?: number) => ObserveResult,
-  ): Promise<ObserveResult> => {
-    const memoryId = memoryIdOf(scope);
-    const runId = request.runId ?? 'unknown';
-    const generation = request.generation === undefined ? {} : { generation: request.generation };
-    let operation: Operation;
-    let run: () => Promise<Map<string, OperationOutcome>>;
-    if (store.appendMessagesAndClaim && prepared.length > 0) {
-      // One transaction reads the settings, stores the messages, enqueues and claims: the
-      // enqueue is still the commit point.
-      const result = await store.appendMessagesAndClaim({
-        scope,
-        memoryId,
-        messages: prepared,
-        ...generation,
-        settings: (record) => {
-          const { enabled, config } = effective(record);
-          return { enabled, minTokens: config.observeMinTokens };
-        },
-        operation: { operationId: generateId('op'), payload: { messages: prepared.length }, runId, toolCallId: request.toolCallId ?? 'system' },
-        leaseOwner: worker.workerId,
-        leaseMs: worker.leaseMs,
-      });
-      if (result.disabled) return skipped('disabled', result.record?.observationCount ?? 0);
-      if (!result.operation) return skipped('below_threshold', result.record.observationCount);
-      operation = result.operation;
-      run = () => processScope(memoryId, result.claimed, result.operation?.operationId, result.prefetched);
-    } else {
-      const record = await store.getRecord(memoryId);
-      const { enabled, config } = effective(record);
-      if (!enabled) return skipped('disabled', record?.observationCount ?? 0);
-      if (prepared.length === 0) return skipped('no_messages', record?.observationCount ?? 0);
-      const appended = await store.appendMessages({ scope, memoryId, messages: prepared, ...generation });
-      if (appended.unobservedTokens < config.observeMinTokens) return skipped('below_threshold', appended.record.observationCount);
-      operation = await enqueue(scope, 'observe', { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens }, request);
-      run = () => processScope(memoryId);
-    }
-    const base = { scope, runId, operationId: operation.operationId };
-    emit({ type: 'memory.observe.started', ...base });
-    let outcomes: Map<string, OperationOutcome>;
-    try {
-      outcomes = await run();
-    } catch (error) {
-      emit({ type: 'memory.observe.failed', ...base, error: (error as Error).message });
-      throw error;
-    }
-    const own = outcomes.get(operation.operationId);
-    if (own?.error && own.status !== 'applied') {
-      emit({ type: 'memory.observe.failed', ...base, error: own.error.message });
-      throw own.error;
-    }
-    const reflections = [...outcomes.values()].filter((item) => item.operationType === 'reflect');
-    const reflectionFailure = reflections.find((item) => item.error)?.error;
-    const result: ObserveResult = {
-      status: own ? 'applied' : 'queued',
-      observed: [...outcomes.values()].some((item) => item.operationType === 'observe' && item.observationsAdded > 0),
-      reflected: reflections.some((item) => item.reflected),
-      observationCount: own?.observationCount ?? (await store.getRecord(memoryId))?.observationCount ?? 0,
-      operationId: operation.operationId,
-      ...(reflectionFailure ? { reflectionError: reflectionFailure.message } : {}),
-    };
-    emit({ type: 'memory.observe.completed', ...base, status: result.status === 'applied' ? 'applied' : 'queued', observed: result.observed, reflected: result.reflected, observationCount: result.observationCount });
-    if (reflectionFailure) emit({ type: 'memory.observe.failed', ...base, error: reflectionFailure.message });
-    return result;
-  };
-
-  /** The scope's snippet from a record already read (and, when at hand, its observations and links). */
-  const snippetOf = async (memoryId: string, record: MemoryRecord | undefined, observations?: readonly Observation[], links?: ReflectionLinks): Promise<string> => {
-    if (!record) return '';
-    const { enabled, config } = effective(record);
-    if (!enabled) return '';
-    const cached = snippetCache.get(memoryId, record.stateVersion);
-    if (cached !== undefined) return cached;
-    const [listed, linked] = await Promise.all([observations ?? observationCache.get(memoryId, record), links ?? linksOf(memoryId, record)]);
-    const text = buildObservationSnippet({ observations: listed, reflection: record.reflection, links: activeReflectionLinks(linked), maxTokens: config.snippetMaxTokens, estimator });
-    snippetCache.set(memoryId, record.stateVersion, text);
-    return text;
-  };
+  const observeDependencies: ObserveDependencies = { store, effective, generateId, worker, processScope, enqueue, emit };
 
   const service: ObservationalMemory = {
     mode,
@@ -236,7 +121,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       const skipped = (reason: NonNullable<ObserveResult['reason']>, count = 0): ObserveResult => ({ status: 'skipped', reason, observed: false, reflected: false, observationCount: count });
       if (mode === 'off') return skipped('mode_off');
       try {
-        return await observeScope(scope, prepared, request, skipped);
+        return await observeScope(observeDependencies, scope, prepared, request, skipped);
       } catch (error) {
         if (HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_FORGOTTEN') return skipped('forgotten');
         throw error;
@@ -309,9 +194,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     async forget(scopeInput) {
       const memoryId = memoryIdOf(resolveScope(scopeInput));
       await locks.run(memoryId, () => store.forget(memoryId));
-      snippetCache.delete(memoryId);
-      observationCache.delete(memoryId);
-      linksCache.delete(memoryId);
+      reader.forget(memoryId);
     },
 
     async generation(scopeInput) {
