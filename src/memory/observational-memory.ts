@@ -8,15 +8,12 @@ import { requireObject, requireOptions } from '../core/require-option.js';
 import { generateId as defaultGenerateId } from '../core/ids.js';
 import { parseExportFormat, renderExport } from '../core/memory-export.js';
 import { DEFAULT_OBSERVATION_CONFIG, DEFAULT_TOOL_IMPORTANCE_CAP } from '../core/observation.js';
-import { activeReflectionLinks, EMPTY_REFLECTION_LINKS } from '../core/reflection-links.js';
 import { memoryIdOf, resolveScope } from '../core/scope.js';
-import type { Scope } from '../core/scope.js';
 import type { IdGenerator } from '../core/ids.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore } from '../storage/store.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
 import { prepareTranscript } from '../core/transcript.js';
-import type { Operation } from '../storage/store.js';
 import { createModelObserver, createModelReflector } from './model-observer.js';
 import type { ObservationalMemory, ObservationalMemoryEvent, ObservationalMemoryOptions, ObserveResult } from './observational-memory-api.js';
 import { createOperationScheduler } from './operation-scheduler.js';
@@ -55,12 +52,7 @@ export type {
  * ```
  */
 export function createObservationalMemory(options: ObservationalMemoryOptions): ObservationalMemory {
-  const factory = 'createObservationalMemory';
-  requireOptions(factory, options, 'Pass { store, model }.');
-  requireObject(factory, 'store', options.store, MEMORY_STORE_METHODS, 'Pass a MemoryStore, such as createInMemoryStore() or createSqliteStore({ path }).');
-  requireObject(factory, 'model', options.model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).', true);
-  requireObject(factory, 'observer', options.observer, ['observe'], 'Pass an Observer, such as createModelObserver(model), or leave it out.', true);
-  requireObject(factory, 'reflector', options.reflector, ['reflect'], 'Pass a Reflector, such as createModelReflector(model), or leave it out.', true);
+  validateMemoryOptions(options);
   const mode = resolveMode(options.mode);
   const defaults = validateThresholds({ ...DEFAULT_OBSERVATION_CONFIG, ...options.defaults }, 'createObservationalMemory.defaults');
   const store = options.store;
@@ -71,44 +63,14 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
   if (options.onEvent) listeners.add(options.onEvent);
   const locks = new KeyedLock();
   const reader = createScopeReader({ store, mode, defaults, defaultEnabled: options.defaultEnabled ?? false, estimator });
-  const { effective, linksOf, statusFrom, currentStatus, snippetOf, observationCache } = reader;
-  const emit = (event: ObservationalMemoryEvent): void => {
-    for (const listener of listeners) {
-      try {
-        listener(event);
-      } catch {
-        // A failing subscriber must never fail the memory work it is told about.
-      }
-    }
-  };
+  const { effective, linksOf, currentStatus, snippetOf, observationCache } = reader;
+  const emit = (event: ObservationalMemoryEvent): void => notify(listeners, event);
   const worker = workerContextOf(options, { store, estimator, generateId, now, effective, emit, observationCache, linksOf });
 
   const scheduler = createOperationScheduler({ worker, locks, onWorkerFailed: (error) => emit({ type: 'memory.worker.failed', error: error.message }) });
-  const processScope = scheduler.processScope;
+  const { processScope, enqueue, enqueueAndRun } = scheduler;
 
-  type OperationMeta = { runId?: string | undefined; toolCallId?: string | undefined };
-  const enqueue = (scope: Scope, operationType: 'observe' | 'reflect_now', payload: Record<string, unknown>, meta: OperationMeta): Promise<Operation> =>
-    store.enqueueOperation({
-      operationId: generateId('op'),
-      scope,
-      memoryId: memoryIdOf(scope),
-      operationType,
-      payload,
-      runId: meta.runId ?? 'unknown',
-      toolCallId: meta.toolCallId ?? 'system',
-    });
-
-  const enqueueAndRun = async (scope: Scope, operationType: 'observe' | 'reflect_now', payload: Record<string, unknown>, meta: OperationMeta) => {
-    const operation = await enqueue(scope, operationType, payload, meta);
-    const outcomes = await processScope(memoryIdOf(scope));
-    return { operation, own: outcomes.get(operation.operationId), outcomes };
-  };
-
-  const requireMode = (action: string): void => {
-    if (mode === 'off') {
-      throw new HarnessMemoryError({ code: 'MEMORY_DISABLED', component: 'observational-memory', message: `observational memory is disabled by mode; cannot ${action}. Set memory mode to "auto" to use it.` });
-    }
-  };
+  const requireMode = (action: string): void => requireModeOn(mode, action);
 
   const observeDependencies: ObserveDependencies = { store, effective, generateId, worker, processScope, enqueue, emit };
 
@@ -175,20 +137,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     },
 
     async inspect(scopeInput) {
-      const scope = resolveScope(scopeInput);
-      const memoryId = memoryIdOf(scope);
-      const record = await store.getRecord(memoryId);
-      if (!record) {
-        return { status: await statusFrom(scope, undefined), observations: [], reflection: null, links: EMPTY_REFLECTION_LINKS, operations: [], snippet: '' };
-      }
-      const [status, observations, links, operations] = await Promise.all([
-        statusFrom(scope, record),
-        store.listObservations(memoryId),
-        linksOf(memoryId, record),
-        store.listOperations(memoryId),
-      ]);
-      const snippet = mode === 'off' ? '' : await snippetOf(memoryId, record, observations, links);
-      return { status, observations, reflection: record.reflection ?? null, links: activeReflectionLinks(links), operations, snippet };
+      return reader.inspect(resolveScope(scopeInput));
     },
 
     async forget(scopeInput) {
@@ -202,22 +151,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     },
 
     async retryOperation(scopeInput, operationId) {
-      const memoryId = memoryIdOf(resolveScope(scopeInput));
-      if (typeof operationId !== 'string' || operationId.trim() === '' || operationId.length > 200) {
-        throw new HarnessMemoryError({ code: 'OPERATION_NOT_FOUND', component: 'observational-memory', message: 'an operation id is required (at most 200 characters).', data: { operationId: String(operationId).slice(0, 200) } });
-      }
-      const retried = await store.retryDeadOperation({ memoryId, operationId });
-      if (retried) return retried;
-      const found = (await store.listOperations(memoryId)).find((operation) => operation.operationId === operationId);
-      if (!found) {
-        throw new HarnessMemoryError({ code: 'OPERATION_NOT_FOUND', component: 'observational-memory', message: `the scope has no operation ${operationId}; list them with inspect().`, data: { operationId } });
-      }
-      throw new HarnessMemoryError({
-        code: 'OPERATION_NOT_DEAD',
-        component: 'observational-memory',
-        message: `operation ${operationId} is ${found.status}, not dead; only a dead operation can be retried by hand.`,
-        data: { operationId, status: found.status },
-      });
+      return scheduler.retryDead(memoryIdOf(resolveScope(scopeInput)), operationId);
     },
 
     async drain(scopeInput, drainOptions = {}) {
@@ -280,4 +214,30 @@ function workerContextOf(options: ObservationalMemoryOptions, dependencies: Work
     now,
     faultPoint: options.faultPoint,
   };
+}
+
+function validateMemoryOptions(options: ObservationalMemoryOptions): void {
+  const factory = 'createObservationalMemory';
+  requireOptions(factory, options, 'Pass { store, model }.');
+  requireObject(factory, 'store', options.store, MEMORY_STORE_METHODS, 'Pass a MemoryStore, such as createInMemoryStore() or createSqliteStore({ path }).');
+  requireObject(factory, 'model', options.model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).', true);
+  requireObject(factory, 'observer', options.observer, ['observe'], 'Pass an Observer, such as createModelObserver(model), or leave it out.', true);
+  requireObject(factory, 'reflector', options.reflector, ['reflect'], 'Pass a Reflector, such as createModelReflector(model), or leave it out.', true);
+}
+
+/** Tells every listener; a failing subscriber must never fail the memory work it is told about. */
+function notify(listeners: ReadonlySet<(event: ObservationalMemoryEvent) => void>, event: ObservationalMemoryEvent): void {
+  for (const listener of listeners) {
+    try {
+      listener(event);
+    } catch {
+      // Ignored on purpose: see above.
+    }
+  }
+}
+
+function requireModeOn(mode: 'off' | 'local_coordinator', action: string): void {
+  if (mode === 'off') {
+    throw new HarnessMemoryError({ code: 'MEMORY_DISABLED', component: 'observational-memory', message: `observational memory is disabled by mode; cannot ${action}. Set memory mode to "auto" to use it.` });
+  }
 }

@@ -6,6 +6,8 @@
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
+import { memoryIdOf } from '../core/scope.js';
+import type { Scope } from '../core/scope.js';
 import type { Operation, PrefetchedObserve } from '../storage/store.js';
 import { runOperation } from './operation-worker.js';
 import type { OperationOutcome, OperationWorkerContext } from './operation-worker.js';
@@ -28,6 +30,15 @@ export interface WorkerLoopOptions {
   readonly staleCheckMs?: number;
 }
 
+/** Who asked for an operation: a run's tool call, or the system. */
+export interface OperationMeta {
+  readonly runId?: string | undefined;
+  readonly toolCallId?: string | undefined;
+}
+
+/** Operations a service enqueues itself (`observe` at the threshold, `reflect_now` on demand). */
+export type EnqueuedOperationType = 'observe' | 'reflect_now';
+
 /** Runs queued operations, for callers or in the background. */
 export interface OperationScheduler {
   /**
@@ -37,8 +48,23 @@ export interface OperationScheduler {
    * callers, who run it themselves (or the background worker does).
    */
   processScope(memoryId: string, first?: Operation, wanted?: string, prefetched?: PrefetchedObserve): Promise<Map<string, OperationOutcome>>;
+  /** Enqueues an operation of the scope. */
+  enqueue(scope: Scope, operationType: EnqueuedOperationType, payload: Record<string, unknown>, meta: OperationMeta): Promise<Operation>;
+  /** Enqueues an operation, then runs the scope's queue; `own` is the outcome of the one enqueued. */
+  enqueueAndRun(
+    scope: Scope,
+    operationType: EnqueuedOperationType,
+    payload: Record<string, unknown>,
+    meta: OperationMeta,
+  ): Promise<{ operation: Operation; own: OperationOutcome | undefined; outcomes: Map<string, OperationOutcome> }>;
   /** Processes pending operations (of one scope, or all) until none is left; `STORE_FAILED` after `timeoutMs`. */
   drain(memoryId: string | undefined, timeoutMs: number): Promise<void>;
+  /**
+   * Retries a `dead` operation by hand (back to the queue at the end of its scope's log).
+   * Throws `OPERATION_NOT_FOUND` for an id the scope does not have, `OPERATION_NOT_DEAD` for
+   * an operation that is not dead.
+   */
+  retryDead(memoryId: string, operationId: string): Promise<Operation>;
   /** Starts the background worker loop; `stop` waits for the tick under way. */
   startWorker(options?: WorkerLoopOptions): { stop(): Promise<void> };
 }
@@ -69,8 +95,44 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
       return outcomes;
     });
 
+  const enqueue: OperationScheduler['enqueue'] = (scope, operationType, payload, meta) =>
+    store.enqueueOperation({
+      operationId: worker.generateId('op'),
+      scope,
+      memoryId: memoryIdOf(scope),
+      operationType,
+      payload,
+      runId: meta.runId ?? 'unknown',
+      toolCallId: meta.toolCallId ?? 'system',
+    });
+
   return {
     processScope,
+    enqueue,
+
+    async enqueueAndRun(scope, operationType, payload, meta) {
+      const operation = await enqueue(scope, operationType, payload, meta);
+      const outcomes = await processScope(memoryIdOf(scope));
+      return { operation, own: outcomes.get(operation.operationId), outcomes };
+    },
+
+    async retryDead(memoryId, operationId) {
+      if (typeof operationId !== 'string' || operationId.trim() === '' || operationId.length > 200) {
+        throw new HarnessMemoryError({ code: 'OPERATION_NOT_FOUND', component: 'observational-memory', message: 'an operation id is required (at most 200 characters).', data: { operationId: String(operationId).slice(0, 200) } });
+      }
+      const retried = await store.retryDeadOperation({ memoryId, operationId });
+      if (retried) return retried;
+      const found = (await store.listOperations(memoryId)).find((operation) => operation.operationId === operationId);
+      if (!found) {
+        throw new HarnessMemoryError({ code: 'OPERATION_NOT_FOUND', component: 'observational-memory', message: `the scope has no operation ${operationId}; list them with inspect().`, data: { operationId } });
+      }
+      throw new HarnessMemoryError({
+        code: 'OPERATION_NOT_DEAD',
+        component: 'observational-memory',
+        message: `operation ${operationId} is ${found.status}, not dead; only a dead operation can be retried by hand.`,
+        data: { operationId, status: found.status },
+      });
+    },
 
     async drain(memoryId, timeoutMs) {
       const deadline = Date.now() + timeoutMs;

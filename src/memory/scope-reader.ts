@@ -15,6 +15,7 @@ import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore } from '../storage/store.js';
+import type { MemoryInspection } from './observational-memory-api.js';
 import { ObservationCache } from './observation-cache.js';
 import { SnippetCache } from './snippet-cache.js';
 
@@ -50,6 +51,8 @@ export interface ScopeReader {
   currentStatus(scope: Scope, record?: MemoryRecord): Promise<MemoryStatus>;
   /** The snippet from a record already read (and, when at hand, its observations and links); `""` when disabled. */
   snippetOf(memoryId: string, record: MemoryRecord | undefined, observations?: readonly Observation[], links?: ReflectionLinks): Promise<string>;
+  /** Everything stored for a scope, read once, with the snippet the next turn gets. */
+  inspect(scope: Scope): Promise<MemoryInspection>;
   /** Drops everything cached for a scope (after forget). */
   forget(memoryId: string): void;
 }
@@ -86,7 +89,7 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
     return statusOf({ mode, memoryId, scope, record: found, enabled: mode !== 'off' && enabled, config, pendingOperations, deadOperations, activeLinks: activeReflectionLinks(links) });
   };
 
-  return {
+  const reader: ScopeReader = {
     observationCache,
     effective,
     linksOf,
@@ -105,10 +108,26 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
       snippetCache.set(memoryId, record.stateVersion, text);
       return text;
     },
+    async inspect(scope) {
+      const memoryId = memoryIdOf(scope);
+      const record = await store.getRecord(memoryId);
+      if (!record) {
+        return { status: await statusFrom(scope, undefined), observations: [], reflection: null, links: EMPTY_REFLECTION_LINKS, operations: [], snippet: '' };
+      }
+      const [status, observations, links, operations] = await Promise.all([
+        statusFrom(scope, record),
+        store.listObservations(memoryId),
+        linksOf(memoryId, record),
+        store.listOperations(memoryId),
+      ]);
+      const snippet = mode === 'off' ? '' : await reader.snippetOf(memoryId, record, observations, links);
+      return { status, observations, reflection: record.reflection ?? null, links: activeReflectionLinks(links), operations, snippet };
+    },
     forget(memoryId) {
       snippetCache.delete(memoryId);
       observationCache.delete(memoryId);
       linksCache.delete(memoryId);
     },
   };
+  return reader;
 }
