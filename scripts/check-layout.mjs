@@ -6,7 +6,8 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
-const root = resolve(dirname(new URL(import.meta.url).pathname), '..');
+// The checked tree: this repository, or the folder given as the first argument (tests use one).
+const root = process.argv[2] ? resolve(process.argv[2]) : resolve(dirname(new URL(import.meta.url).pathname), '..');
 const THIS_FILE = 'scripts/check-layout.mjs';
 const problems = [];
 
