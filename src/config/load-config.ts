@@ -120,8 +120,12 @@ function defaultSettings(): Settings {
  * malformed (TOML syntax, unknown key, bad value, unknown `HARNESS_MEMORY_*` variable) throws a
  * {@link ConfigError} naming the file or variable and the key.
  * @example
+ * ```ts
+ * import { loadConfig } from 'harness-memory/config';
+ *
  * const config = loadConfig({ workspace: '/srv/project' });
- * config.memory.observeMinTokens; // 1200 unless a file or HARNESS_MEMORY_OBSERVE_MIN_TOKENS says otherwise
+ * console.log(config.memory.observeMinTokens); // 1200 unless a file or HARNESS_MEMORY_OBSERVE_MIN_TOKENS says otherwise
+ * ```
  */
 export function loadConfig(options: LoadConfigOptions = {}): HarnessConfig {
   const env = options.env ?? process.env;

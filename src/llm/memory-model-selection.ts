@@ -96,8 +96,16 @@ function chooseMode(settings: MemorySettings): { mode: MemoryModelMode; source: 
  * `HARNESS_MEMORY_LLM_MODEL`, `_BASE_URL` and `_API_KEY` settings override in every mode.
  * Missing pieces throw a `ConfigError` naming the setting or variable to set.
  * @example
+ * ```ts
+ * import { createModelObserver } from 'harness-memory';
+ * import { loadConfig } from 'harness-memory/config';
+ * import { createAgentModel, selectMemoryModel } from 'harness-memory/llm';
+ *
+ * const config = loadConfig();
  * const { model, mode } = selectMemoryModel({ config, env: process.env, inheritModel: createAgentModel(config, process.env) });
  * const observer = createModelObserver(model);
+ * console.log(mode, observer);
+ * ```
  */
 export function selectMemoryModel(input: SelectMemoryModelInput): MemoryModelSelection {
   requireOptions('selectMemoryModel', input, 'Pass { config, env }.');

@@ -81,8 +81,13 @@ export function normalizeBaseUrl(baseUrl: string): string {
  * (`maxRetries: 0`): wrap the model with `withRetries` for the single retry layer.
  * Every failure is a `ModelCallError` that says whether retrying can help.
  * @example
+ * ```ts
+ * import { createOpenAICompatibleModel } from 'harness-memory/llm';
+ *
  * const model = createOpenAICompatibleModel({ baseURL: 'http://127.0.0.1:11434', modelId: 'llama3.2' });
  * const { text } = await model.doGenerate({ messages: [{ role: 'user', content: 'Hi' }] });
+ * console.log(text);
+ * ```
  */
 export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings): OpenAICompatibleModel {
   const factory = 'createOpenAICompatibleModel';

@@ -77,8 +77,13 @@ export interface Harness {
  * model, the memory model chosen as the spec says, both memories, the tools, the runner
  * and the HTTP app.
  * @example
+ * ```ts
+ * import { loadConfig } from 'harness-memory/config';
+ * import { createHarness } from 'harness-memory/server';
+ *
  * const harness = await createHarness({ config: loadConfig() });
- * const run = await harness.runner.start({ prompt: 'Hello' });
+ * const run = await harness.runner.start({ prompt: 'Hello', conversationId: 'c1' });
+ * ```
  */
 export async function createHarness(options: HarnessOptions): Promise<Harness> {
   requireOptions('createHarness', options, 'Pass { config: loadConfig() }.');
