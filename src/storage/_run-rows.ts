@@ -57,6 +57,9 @@ export interface ConversationMessageRow {
   token_count: number;
 }
 
+/** The columns of {@link ConversationMessageRow}, as a history read selects them. */
+export const HISTORY_COLUMNS = 'position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count';
+
 /** A JSON column: JSON text (SQLite) is parsed, throwing if it does not parse; a decoded value (Postgres) is taken as it is. */
 export function decodeJson(value: unknown): unknown {
   return typeof value === 'string' ? JSON.parse(value) : value;
@@ -106,4 +109,73 @@ export function toConversationMessage(row: ConversationMessageRow): Conversation
     ...(row.tool_calls_json !== null ? { toolCalls: decodeJson(row.tool_calls_json) as LanguageModelToolCall[] } : {}),
     tokenCount: row.token_count,
   };
+}
+
+/** Rows asked for by a conversation's first history page when nothing is known of it. */
+const FIRST_HISTORY_PAGE = 32;
+/** The largest history page. */
+const MAX_HISTORY_PAGE = 1024;
+/** Rows asked for beyond what the last read needed: a few messages arrive between turns. */
+const HISTORY_PAGE_SLACK = 8;
+/** Conversations whose last page size is remembered. */
+const HISTORY_HINTS = 4096;
+
+/**
+ * Sizes of the keyset pages a history read asks for, newest first: about as many rows as the
+ * conversation's last read needed (so a steady conversation costs one page of the rows its
+ * budget takes), doubling only while the budget is not spent.
+ */
+export class HistoryPageSizes {
+  readonly #needed = new Map<string, number>();
+
+  /** The first page for `memoryId`. */
+  first(memoryId: string): number {
+    const needed = this.#needed.get(memoryId);
+    return needed === undefined ? FIRST_HISTORY_PAGE : Math.min(MAX_HISTORY_PAGE, needed + HISTORY_PAGE_SLACK);
+  }
+
+  /** The page after one of `previous` rows that did not spend the budget. */
+  next(previous: number): number {
+    return Math.min(MAX_HISTORY_PAGE, previous * 2);
+  }
+
+  /** Notes that the read of `memoryId` needed `rows` rows (those it kept and the one that did not fit). */
+  remember(memoryId: string, rows: number): void {
+    this.#needed.delete(memoryId);
+    this.#needed.set(memoryId, rows);
+    if (this.#needed.size > HISTORY_HINTS) this.#needed.delete(this.#needed.keys().next().value as string);
+  }
+}
+
+/**
+ * Reads a conversation's newest messages within `maxTokens` a keyset page at a time (sized
+ * by `sizes`), oldest first, through `page(before, limit)`: rows with a position below
+ * `before`, newest first. Stops at the first message that does not fit.
+ */
+export async function readRecentHistory(
+  memoryId: string,
+  maxTokens: number,
+  sizes: HistoryPageSizes,
+  page: (before: number, limit: number) => ConversationMessageRow[] | Promise<ConversationMessageRow[]>,
+): Promise<ConversationMessageRow[]> {
+  const rows: ConversationMessageRow[] = [];
+  let before = Number.MAX_SAFE_INTEGER;
+  let limit = sizes.first(memoryId);
+  let used = 0;
+  for (;;) {
+    const batch = await page(before, limit);
+    for (const row of batch) {
+      if (used + row.token_count > maxTokens) {
+        sizes.remember(memoryId, rows.length + 1);
+        return rows.reverse();
+      }
+      used += row.token_count;
+      rows.push(row);
+    }
+    if (batch.length < limit) break;
+    before = (batch.at(-1) as ConversationMessageRow).position;
+    limit = sizes.next(limit);
+  }
+  sizes.remember(memoryId, rows.length + 1);
+  return rows.reverse();
 }

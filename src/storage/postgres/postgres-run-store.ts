@@ -5,7 +5,7 @@
  */
 import { StoreError } from '../../core/errors.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HISTORY_COLUMNS, HistoryPageSizes, readRecentHistory, toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
 import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
@@ -19,7 +19,6 @@ import { migratePostgresSchema } from './postgres-migrations.js';
 export type PostgresRunStoreOptions = PostgresConnectionOptions;
 
 const STORE = 'postgres-runs';
-const RECENT_PAGE = 500;
 
 /**
  * Creates the Postgres run store, migrating the schema first (shared with the memory store).
@@ -36,6 +35,8 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     throw toStoreError(error, STORE, schema);
   }
   let disposed = false;
+  const pageSizes = new HistoryPageSizes();
+  const recentSql = `SELECT ${HISTORY_COLUMNS} FROM ${s}harness_conversation_messages WHERE memory_id = $1 AND position < $2 ORDER BY position DESC LIMIT $3`;
   const lockConversation = scopeLockSql(schema, 'conversation', 1);
 
   const wrap = async <T>(work: () => Promise<T>): Promise<T> => {
@@ -149,27 +150,10 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
       }),
     recentMessages: (memoryId, maxTokens) =>
       wrap(async () => {
-        // Read newest first, a page at a time, until the budget is spent.
-        const rows: ConversationMessageRow[] = [];
-        let before = Number.MAX_SAFE_INTEGER;
-        let used = 0;
-        for (;;) {
-          const page = (
-            await query<ConversationMessageRow>(pool, `SELECT * FROM ${s}harness_conversation_messages WHERE memory_id = $1 AND position < $2 ORDER BY position DESC LIMIT $3`, [
-              memoryId,
-              before,
-              RECENT_PAGE,
-            ])
-          ).rows;
-          for (const row of page) {
-            if (used + row.token_count > maxTokens) return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
-            used += row.token_count;
-            rows.push(row);
-          }
-          if (page.length < RECENT_PAGE) break;
-          before = page.at(-1)?.position ?? 0;
-        }
-        return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
+        const rows = await readRecentHistory(memoryId, maxTokens, pageSizes, async (before, limit) =>
+          (await query<ConversationMessageRow>(pool, recentSql, [memoryId, before, limit])).rows,
+        );
+        return takeRecent(rows.map(toConversationMessage), maxTokens);
       }),
     listStaleRuns: (olderThanSeconds) =>
       wrap(async () => {

@@ -7,7 +7,7 @@ import type { Database } from 'better-sqlite3';
 import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HISTORY_COLUMNS, HistoryPageSizes, readRecentHistory, toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
 import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
@@ -30,7 +30,6 @@ export interface SqliteRunStoreOptions {
 }
 
 const STORE = 'sqlite-runs';
-const RECENT_PAGE = 500;
 
 /** Creates the SQLite run store. */
 export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
@@ -41,6 +40,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
   migrateSqliteDatabase(db);
   const checkpointer = (options.checkpoints ?? 'background') === 'background' ? useBackgroundCheckpoints(db, { synchronous: options.synchronous ?? 'NORMAL' }) : undefined;
   let disposed = false;
+  const pageSizes = new HistoryPageSizes();
 
   const statements = {
     insertRun: db.prepare(
@@ -61,7 +61,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
        VALUES (@memory_id, @position, @message_id, @run_id, @role, @content, @name, @tool_call_id, @tool_calls_json, @token_count)`,
     ),
     recent: db.prepare<[string, number, number], ConversationMessageRow>(
-      'SELECT * FROM harness_conversation_messages WHERE memory_id = ? AND position < ? ORDER BY position DESC LIMIT ?',
+      `SELECT ${HISTORY_COLUMNS} FROM harness_conversation_messages WHERE memory_id = ? AND position < ? ORDER BY position DESC LIMIT ?`,
     ),
     staleRuns: db.prepare<[string], RunRow>(`SELECT * FROM harness_runs WHERE status IN ('queued', 'running') AND updated_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) ORDER BY created_at`),
     forgetMessages: db.prepare<[string]>('DELETE FROM harness_conversation_messages WHERE memory_id = ?'),
@@ -190,24 +190,9 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       );
     },
     async recentMessages(memoryId, maxTokens) {
-      return wrap(() => {
-        // Read newest first, a page at a time, until the budget is spent.
-        const rows: ConversationMessageRow[] = [];
-        let before = Number.MAX_SAFE_INTEGER;
-        let used = 0;
-        for (;;) {
-          const page = statements.recent.all(memoryId, before, RECENT_PAGE);
-          if (page.length === 0) break;
-          for (const row of page) {
-            if (used + row.token_count > maxTokens) return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
-            used += row.token_count;
-            rows.push(row);
-          }
-          before = page.at(-1)?.position ?? 0;
-          if (page.length < RECENT_PAGE) break;
-        }
-        return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
-      });
+      guard();
+      const rows = await readRecentHistory(memoryId, maxTokens, pageSizes, (before, limit) => wrap(() => statements.recent.all(memoryId, before, limit)));
+      return takeRecent(rows.map(toConversationMessage), maxTokens);
     },
     async listStaleRuns(olderThanSeconds) {
       return wrap(() => statements.staleRuns.all(`-${Math.max(0, olderThanSeconds)} seconds`).map(toRunRecord));
