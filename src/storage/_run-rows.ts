@@ -60,6 +60,27 @@ export interface ConversationMessageRow {
 /** The columns of {@link ConversationMessageRow}, as a history read selects them. */
 export const HISTORY_COLUMNS = 'position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count';
 
+/**
+ * One statement (so one snapshot) reading a conversation's generation and a keyset page of its
+ * messages, newest first: placeholders for the memory id (twice: SQLite numbers each `?`), the
+ * position bound and the limit. `direction`
+ * `'newer'` reads positions above the bound, `'older'` below. With no message, one row whose
+ * position is null carries the generation. `prefix` is the schema prefix (Postgres).
+ */
+export function historyPageSql(prefix: string, direction: 'newer' | 'older', placeholders: readonly [string, string, string, string]): string {
+  const [memoryId, sameMemoryId, bound, limit] = placeholders;
+  const columns = HISTORY_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
+  return `SELECT g.generation, ${columns} FROM (SELECT COALESCE((SELECT generation FROM ${prefix}harness_conversation_generations WHERE memory_id = ${memoryId}), 0) AS generation) AS g
+    LEFT JOIN (SELECT ${HISTORY_COLUMNS} FROM ${prefix}harness_conversation_messages WHERE memory_id = ${sameMemoryId} AND position ${direction === 'newer' ? '>' : '<'} ${bound}
+      ORDER BY position DESC LIMIT ${limit}) AS m ON 1 = 1
+    ORDER BY m.position DESC NULLS LAST`;
+}
+
+/** The generation and the messages of rows read by {@link historyPageSql}. */
+export function historyPageOf(rows: ReadonlyArray<ConversationMessageRow & { generation: number }>): { generation: number; rows: ConversationMessageRow[] } {
+  return { generation: Number(rows[0]?.generation ?? 0), rows: rows.filter((row) => row.position !== null) };
+}
+
 /** A JSON column: JSON text (SQLite) is parsed, throwing if it does not parse; a decoded value (Postgres) is taken as it is. */
 export function decodeJson(value: unknown): unknown {
   return typeof value === 'string' ? JSON.parse(value) : value;
@@ -148,34 +169,37 @@ export class HistoryPageSizes {
 }
 
 /**
- * Reads a conversation's newest messages within `maxTokens` a keyset page at a time (sized
- * by `sizes`), oldest first, through `page(before, limit)`: rows with a position below
- * `before`, newest first. Stops at the first message that does not fit.
+ * Reads a conversation's newest messages a keyset page at a time (sized by `sizes`) through
+ * `page(before, limit)` (rows with a position below `before`, newest first), until a message
+ * over `maxTokens` is reached or the rows run out (`exhausted`). Returns every row read, oldest
+ * first: the newest ones within the budget, and before them the rest of the last page.
  */
 export async function readRecentHistory(
   memoryId: string,
   maxTokens: number,
   sizes: HistoryPageSizes,
   page: (before: number, limit: number) => ConversationMessageRow[] | Promise<ConversationMessageRow[]>,
-): Promise<ConversationMessageRow[]> {
+): Promise<{ rows: ConversationMessageRow[]; exhausted: boolean }> {
   const rows: ConversationMessageRow[] = [];
   let before = Number.MAX_SAFE_INTEGER;
   let limit = sizes.first(memoryId);
   let used = 0;
+  let kept = 0;
   for (;;) {
     const batch = await page(before, limit);
+    rows.push(...batch);
     for (const row of batch) {
       if (used + row.token_count > maxTokens) {
-        sizes.remember(memoryId, rows.length + 1);
-        return rows.reverse();
+        sizes.remember(memoryId, kept + 1);
+        return { rows: rows.reverse(), exhausted: false };
       }
       used += row.token_count;
-      rows.push(row);
+      kept++;
     }
     if (batch.length < limit) break;
     before = (batch.at(-1) as ConversationMessageRow).position;
     limit = sizes.next(limit);
   }
-  sizes.remember(memoryId, rows.length + 1);
-  return rows.reverse();
+  sizes.remember(memoryId, kept + 1);
+  return { rows: rows.reverse(), exhausted: true };
 }

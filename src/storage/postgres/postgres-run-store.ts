@@ -5,7 +5,8 @@
  */
 import { StoreError } from '../../core/errors.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { HISTORY_COLUMNS, HistoryPageSizes, readRecentHistory, toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HistoryPageSizes, historyPageOf, historyPageSql, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HistoryCache } from '../_history-cache.js';
 import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
@@ -35,8 +36,16 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     throw toStoreError(error, STORE, schema);
   }
   let disposed = false;
-  const pageSizes = new HistoryPageSizes();
-  const recentSql = `SELECT ${HISTORY_COLUMNS} FROM ${s}harness_conversation_messages WHERE memory_id = $1 AND position < $2 ORDER BY position DESC LIMIT $3`;
+  type PageRow = ConversationMessageRow & { generation: number };
+  const newerSql = historyPageSql(s, 'newer', ['$1', '$1', '$2', '$3']);
+  const olderSql = historyPageSql(s, 'older', ['$1', '$1', '$2', '$3']);
+  const history = new HistoryCache(
+    {
+      newer: async (memoryId, after, limit) => historyPageOf((await query<PageRow>(pool, newerSql, [memoryId, after, limit])).rows),
+      older: async (memoryId, before, limit) => historyPageOf((await query<PageRow>(pool, olderSql, [memoryId, before, limit])).rows),
+    },
+    new HistoryPageSizes(),
+  );
   const lockConversation = scopeLockSql(schema, 'conversation', 1);
 
   const wrap = async <T>(work: () => Promise<T>): Promise<T> => {
@@ -148,13 +157,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
           );
         });
       }),
-    recentMessages: (memoryId, maxTokens) =>
-      wrap(async () => {
-        const rows = await readRecentHistory(memoryId, maxTokens, pageSizes, async (before, limit) =>
-          (await query<ConversationMessageRow>(pool, recentSql, [memoryId, before, limit])).rows,
-        );
-        return takeRecent(rows.map(toConversationMessage), maxTokens);
-      }),
+    recentMessages: (memoryId, maxTokens) => wrap(async () => takeRecent(await history.recent(memoryId, maxTokens), maxTokens)),
     listStaleRuns: (olderThanSeconds) =>
       wrap(async () => {
         const result = await query<RunRow>(

@@ -7,7 +7,8 @@ import type { Database } from 'better-sqlite3';
 import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { HISTORY_COLUMNS, HistoryPageSizes, readRecentHistory, toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HistoryPageSizes, historyPageOf, historyPageSql, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HistoryCache } from '../_history-cache.js';
 import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
@@ -40,7 +41,6 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
   migrateSqliteDatabase(db);
   const checkpointer = (options.checkpoints ?? 'background') === 'background' ? useBackgroundCheckpoints(db, { synchronous: options.synchronous ?? 'NORMAL' }) : undefined;
   let disposed = false;
-  const pageSizes = new HistoryPageSizes();
 
   const statements = {
     insertRun: db.prepare(
@@ -60,9 +60,8 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       `INSERT OR IGNORE INTO harness_conversation_messages (memory_id, position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count)
        VALUES (@memory_id, @position, @message_id, @run_id, @role, @content, @name, @tool_call_id, @tool_calls_json, @token_count)`,
     ),
-    recent: db.prepare<[string, number, number], ConversationMessageRow>(
-      `SELECT ${HISTORY_COLUMNS} FROM harness_conversation_messages WHERE memory_id = ? AND position < ? ORDER BY position DESC LIMIT ?`,
-    ),
+    newerMessages: db.prepare<[string, string, number, number], ConversationMessageRow & { generation: number }>(historyPageSql('', 'newer', ['?', '?', '?', '?'])),
+    olderMessages: db.prepare<[string, string, number, number], ConversationMessageRow & { generation: number }>(historyPageSql('', 'older', ['?', '?', '?', '?'])),
     staleRuns: db.prepare<[string], RunRow>(`SELECT * FROM harness_runs WHERE status IN ('queued', 'running') AND updated_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) ORDER BY created_at`),
     forgetMessages: db.prepare<[string]>('DELETE FROM harness_conversation_messages WHERE memory_id = ?'),
     selectGeneration: db.prepare<[string], number>('SELECT generation FROM harness_conversation_generations WHERE memory_id = ?').pluck(),
@@ -91,6 +90,13 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     checkpointer?.noteCommit();
     return result;
   };
+  const history = new HistoryCache(
+    {
+      newer: async (memoryId, after, limit) => wrap(() => historyPageOf(statements.newerMessages.all(memoryId, memoryId, after, limit))),
+      older: async (memoryId, before, limit) => wrap(() => historyPageOf(statements.olderMessages.all(memoryId, memoryId, before, limit))),
+    },
+    new HistoryPageSizes(),
+  );
   const missing = (runId: string): StoreError => new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
 
   return {
@@ -191,8 +197,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     },
     async recentMessages(memoryId, maxTokens) {
       guard();
-      const rows = await readRecentHistory(memoryId, maxTokens, pageSizes, (before, limit) => wrap(() => statements.recent.all(memoryId, before, limit)));
-      return takeRecent(rows.map(toConversationMessage), maxTokens);
+      return takeRecent(await history.recent(memoryId, maxTokens), maxTokens);
     },
     async listStaleRuns(olderThanSeconds) {
       return wrap(() => statements.staleRuns.all(`-${Math.max(0, olderThanSeconds)} seconds`).map(toRunRecord));
