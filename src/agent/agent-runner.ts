@@ -224,6 +224,12 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     }
   };
 
+  const observesScope = async (scope: Scope): Promise<boolean> => {
+    if (memory.isEnabled) return memory.isEnabled(scope);
+    const status = await memory.status(scope);
+    return status.mode !== 'off' && status.enabled;
+  };
+
   const observeStep = async (
     scope: Scope,
     run: RunRecord,
@@ -233,9 +239,8 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     emit: (type: string, payload: Record<string, unknown>, step: number) => Promise<void>,
   ): Promise<void> => {
     try {
-      const status = await memory.status(scope);
       // Disabled scopes make no memory events (the reference emitted them on every step).
-      if (status.mode === 'off' || !status.enabled) return;
+      if (!(await observesScope(scope))) return;
       await emit('memory.observe.started', { step }, step);
       const result = await memory.observe({
         scope,
