@@ -91,9 +91,29 @@ export function openPostgresConnection(options: PostgresConnectionOptions, store
   return Object.freeze({ pool, ownsPool: true, schema, prefix: `"${schema}".` });
 }
 
-/** Runs one statement with {@link PG_TYPES}. */
+/** Names of prepared statements, by statement text. */
+const statementNames = new Map<string, string>();
+
+/**
+ * The name a statement is prepared under on each connection: the same text always gets the
+ * same name, so the server parses and plans it once per connection, not on every call.
+ */
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `hm_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
+/**
+ * Runs one statement with {@link PG_TYPES}. A statement with parameters is prepared once per
+ * connection (named); one without (DDL, `BEGIN`) goes as a simple query.
+ */
 export async function query<R extends QueryResultRow>(target: Queryable, text: string, values: readonly unknown[] = []): Promise<QueryResult<R>> {
-  return target.query<R>({ text, values: [...values], types: PG_TYPES });
+  if (values.length === 0) return target.query<R>({ text, types: PG_TYPES });
+  return target.query<R>({ name: statementName(text), text, values: [...values], types: PG_TYPES });
 }
 
 // deadlock_detected and serialization_failure: the transaction did nothing, so it is retried.
