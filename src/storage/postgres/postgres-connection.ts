@@ -123,13 +123,15 @@ const MAX_ATTEMPTS = 4;
 /**
  * Runs `work` in a READ COMMITTED transaction on one client, committing on success and
  * rolling back on any error. Deadlocks and serialization failures are retried a few times.
+ * `begin` replaces `BEGIN` with a simple query that starts with it (say, `BEGIN` and a lock
+ * in one round trip).
  */
-export async function transaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+export async function transaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>, options: { begin?: (client: PoolClient) => string } = {}): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     let broken: Error | undefined;
     try {
-      await client.query('BEGIN');
+      await client.query(options.begin ? options.begin(client) : 'BEGIN');
       const result = await work(client);
       await client.query('COMMIT');
       return result;
@@ -165,6 +167,11 @@ export function lockKey32(text: string): number {
  */
 export function scopeLockSql(schema: string, kind: 'memory' | 'conversation', param: number): string {
   return `SELECT pg_advisory_xact_lock(${lockKey32(`harness-memory:${kind}:${schema}`)}, hashtext($${param}))`;
+}
+
+/** `BEGIN` and the lock of {@link scopeLockSql} for `id` in one simple query (the id quoted by the client). */
+export function beginWithScopeLock(schema: string, kind: 'memory' | 'conversation', id: string, client: PoolClient): string {
+  return `BEGIN; SELECT pg_advisory_xact_lock(${lockKey32(`harness-memory:${kind}:${schema}`)}, hashtext(${client.escapeLiteral(id)}))`;
 }
 
 /** The SQLSTATE of a pg error, if any. */

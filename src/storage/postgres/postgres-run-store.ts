@@ -12,7 +12,7 @@ import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
-import { disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
+import { beginWithScopeLock, disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnectionOptions } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
 
@@ -124,7 +124,6 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
         // Positions are assigned under the conversation's lock, which a forget takes too; known
         // ids and repeats in the batch are skipped.
         await transaction(pool, async (client) => {
-          await query(client, lockConversation, [memoryId]);
           if (appendOptions.generation !== undefined) {
             const found = (await query<{ generation: number }>(client, `SELECT generation FROM ${s}harness_conversation_generations WHERE memory_id = $1`, [memoryId])).rows[0];
             if ((found?.generation ?? 0) !== appendOptions.generation) throw scopeForgottenError(STORE, memoryId);
@@ -155,7 +154,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
               column((message) => message.tokenCount),
             ],
           );
-        });
+        }, { begin: (client) => beginWithScopeLock(schema, 'conversation', memoryId, client) });
       }),
     recentMessages: (memoryId, maxTokens) => wrap(async () => takeRecent(await history.recent(memoryId, maxTokens), maxTokens)),
     listStaleRuns: (olderThanSeconds) =>

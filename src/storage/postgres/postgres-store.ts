@@ -10,7 +10,7 @@ import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
 import type { AppendAndClaimResult, AppendMessagesResult, LeaseHandle, MemoryStore } from '../store.js';
-import { disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
+import { beginWithScopeLock, disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
 import { checkReflectionReferences } from '../../core/reflection-links.js';
@@ -85,10 +85,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
 
   /** A transaction holding the scope's lock from its first statement. */
   const inScope = <T>(memoryId: string, work: (client: PoolClient) => Promise<T>): Promise<T> =>
-    transaction(pool, async (client) => {
-      await query(client, lockScope, [memoryId]);
-      return work(client);
-    });
+    transaction(pool, work, { begin: (client) => beginWithScopeLock(schema, 'memory', memoryId, client) });
 
   /** Throws `SCOPE_FORGOTTEN` when the caller's generation is not the scope's any more; call it holding the scope's lock. */
   const checkGeneration = async (client: PoolClient, memoryId: string, expected: number | undefined): Promise<void> => {
@@ -217,7 +214,9 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           const current = existing && toRecord(existing);
           const settings = input.settings(current);
           if (!settings.enabled) return { disabled: true, record: current };
-          const appended = await appendIn(client, input);
+          // The generation was checked above, under the same lock.
+          const { generation: _checked, ...unchecked } = input;
+          const appended = await appendIn(client, unchecked);
           if (appended.unobservedTokens < settings.minTokens) return appended;
           const operation = toOperation(await insertOperation(client, { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' }, 'queued', 0));
           const claimed = await first<OperationRow>(client, sql.claimOfScope, [input.leaseOwner, seconds('leaseMs', input.leaseMs, 1), input.memoryId]);
