@@ -10,7 +10,7 @@ import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
 import type { AppendAndClaimResult, AppendMessagesResult, LeaseHandle, MemoryStore } from '../store.js';
-import { beginWithScopeLock, disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
+import { beginWithScopeLock, disposedError, openPostgresConnection, query, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
 import { checkReflectionReferences } from '../../core/reflection-links.js';
@@ -66,8 +66,8 @@ function buildStore(connection: PostgresConnection): MemoryStore {
   // Why an advisory lock per scope, not a row lock on the record: working-memory entries and
   // queued operations exist without a record row, and a lock must exist before the first
   // row does. The lock lasts until commit, so a scope's seq assignment (messages, operations,
-  // observations) and its limit checks see every earlier writer's committed rows.
-  const lockScope = scopeLockSql(schema, 'memory', 1);
+  // observations) and its limit checks see every earlier writer's committed rows. It is
+  // taken with BEGIN, in one round trip (beginWithScopeLock).
   let disposed = false;
 
   const execute = async <T>(work: () => Promise<T>): Promise<T> => {
@@ -151,17 +151,21 @@ function buildStore(connection: PostgresConnection): MemoryStore {
   };
 
   /**
-   * Applies a leased operation: takes its scope's lock (before any row lock, the order every
-   * writer follows, so apply and forget cannot deadlock), checks and ends the lease, then runs
-   * `work` in the same transaction. A lapsed lease rolls everything back.
+   * Applies a leased operation: takes its scope's lock with `BEGIN` (before any row lock, the
+   * order every writer follows, so apply and forget cannot deadlock), checks and ends the
+   * lease, then runs `work` in the same transaction. A lapsed lease rolls everything back.
    */
   const applyLeased = <T>(handle: LeaseHandle, work: (client: PoolClient, operation: OperationRow) => Promise<T>): Promise<T> =>
-    transaction(pool, async (client) => {
-      const found = await first<{ memory_id: string }>(client, sql.selectOperationScope, [handle.operationId]);
-      if (!found) throw leaseLost(handle);
-      await query(client, lockScope, [found.memory_id]);
-      return work(client, await finishLeased(client, handle, 'applied', ''));
-    });
+    transaction(
+      pool,
+      async (client) => {
+        const operation = await finishLeased(client, handle, 'applied', '');
+        // The handle names the scope locked above; an operation of another scope is not this lease.
+        if (operation.memory_id !== handle.memoryId) throw leaseLost(handle);
+        return work(client, operation);
+      },
+      { begin: (client) => beginWithScopeLock(schema, 'memory', handle.memoryId, client) },
+    );
 
   const insertOperation = async (
     client: PoolClient,
