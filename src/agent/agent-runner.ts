@@ -15,6 +15,7 @@ import type { TokenEstimator } from '../core/token-estimator.js';
 import type { LanguageModel } from '../llm/language-model.js';
 import type { ObservationalMemory, ObservationalMemoryEvent } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
+import { StoredMessageKeys } from '../memory/stored-message-keys.js';
 import type { Tool } from '../tools/tool.js';
 import { RunEventEmitter, createLocalEventHub } from './event-hub.js';
 import type { EventHub } from './event-hub.js';
@@ -230,6 +231,9 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     return status.mode !== 'off' && status.enabled;
   };
 
+  // Message ids each conversation's memory has taken, by scope generation (see observeStep).
+  const handedOver = new StoredMessageKeys();
+
   const observeStep = async (
     scope: Scope,
     run: RunRecord,
@@ -242,11 +246,16 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
       // Disabled scopes make no memory events (the reference emitted them on every step).
       if (!(await observesScope(scope))) return;
       await emit('memory.observe.started', { step }, step);
+      // The replayed history was handed over by earlier steps and runs: only what memory has
+      // not taken yet is handed over again (all of it after a failure or a forget).
+      const memoryId = memoryIdOf(scope);
+      const known = handedOver.known(memoryId, generation);
+      const fresh = known ? transcript.filter((message) => !known.has(message.messageId)) : transcript;
       const result = await memory.observe({
         scope,
         runId: run.runId,
         generation,
-        messages: transcript.map((message) => ({
+        messages: fresh.map((message) => ({
           id: message.messageId,
           role: message.role,
           content: message.content,
@@ -255,6 +264,9 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
           ...(message.toolCalls ? { toolCalls: message.toolCalls } : {}),
         })),
       });
+      if (result.status !== 'skipped' || result.reason === 'below_threshold' || result.reason === 'no_messages') {
+        handedOver.add(memoryId, generation, fresh.map((message) => message.messageId));
+      }
       await emit('memory.observe.completed', { step, observed: result.observed, reflected: result.reflected, observation: result.observationCount }, step);
       if (result.reflectionError) await emit('memory.observe.failed', { step, error: result.reflectionError }, step);
     } catch (error) {
