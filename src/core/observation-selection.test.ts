@@ -131,11 +131,15 @@ describe('snippet: the bounded selection equals a full re-selection (issue 16)',
       steps++;
       const roll = next();
       if (roll < 0.8) {
-        const text = content(next);
-        // Scores in tenths, so equal scores (ties broken by age) are common.
-        const importance = next() < 0.15 ? null : Math.round(next() * 10) / 10;
-        log.push({ seq: log.length + 1, content: text, importance, tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(text), createdAt: '', sourceStartSeq: 1, sourceEndSeq: 1, source: 'user', sourceMessageSeqs: [], operationId: 'op' });
-      } else if (roll < 0.92 && log.length > 1) {
+        // An observe operation appends one to four observations at once.
+        const count = Math.min(10_000 - log.length, 1 + Math.floor(next() * 4));
+        for (let added = 0; added < count; added++) {
+          const text = content(next);
+          // Scores in tenths, so equal scores (ties broken by age) are common.
+          const importance = next() < 0.15 ? null : Math.round(next() * 10) / 10;
+          log.push({ seq: log.length + 1, content: text, importance, tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(text), createdAt: '', sourceStartSeq: 1, sourceEndSeq: 1, source: 'user', sourceMessageSeqs: [], operationId: 'op' });
+        }
+      } else if (roll < 0.9 && log.length > 1) {
         const newer = 2 + Math.floor(next() * (log.length - 1));
         superseded.set(1 + Math.floor(next() * (newer - 1)), newer);
       } else if (roll < 0.98) {
