@@ -15,6 +15,7 @@ import type { TokenEstimator } from '../core/token-estimator.js';
 import type { LanguageModel } from '../llm/language-model.js';
 import type { ObservationalMemory, ObservationalMemoryEvent } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
+import { StoredMessageKeys } from '../memory/stored-message-keys.js';
 import type { Tool } from '../tools/tool.js';
 import { RunEventEmitter, createLocalEventHub } from './event-hub.js';
 import type { EventHub } from './event-hub.js';
@@ -224,6 +225,15 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     }
   };
 
+  const observesScope = async (scope: Scope): Promise<boolean> => {
+    if (memory.isEnabled) return memory.isEnabled(scope);
+    const status = await memory.status(scope);
+    return status.mode !== 'off' && status.enabled;
+  };
+
+  // Message ids each conversation's memory has taken, by scope generation (see observeStep).
+  const handedOver = new StoredMessageKeys();
+
   const observeStep = async (
     scope: Scope,
     run: RunRecord,
@@ -233,15 +243,19 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     emit: (type: string, payload: Record<string, unknown>, step: number) => Promise<void>,
   ): Promise<void> => {
     try {
-      const status = await memory.status(scope);
       // Disabled scopes make no memory events (the reference emitted them on every step).
-      if (status.mode === 'off' || !status.enabled) return;
+      if (!(await observesScope(scope))) return;
       await emit('memory.observe.started', { step }, step);
+      // The replayed history was handed over by earlier steps and runs: only what memory has
+      // not taken yet is handed over again (all of it after a failure or a forget).
+      const memoryId = memoryIdOf(scope);
+      const known = handedOver.known(memoryId, generation);
+      const fresh = known ? transcript.filter((message) => !known.has(message.messageId)) : transcript;
       const result = await memory.observe({
         scope,
         runId: run.runId,
         generation,
-        messages: transcript.map((message) => ({
+        messages: fresh.map((message) => ({
           id: message.messageId,
           role: message.role,
           content: message.content,
@@ -250,6 +264,9 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
           ...(message.toolCalls ? { toolCalls: message.toolCalls } : {}),
         })),
       });
+      if (result.status !== 'skipped' || result.reason === 'below_threshold' || result.reason === 'no_messages') {
+        handedOver.add(memoryId, generation, fresh.map((message) => message.messageId));
+      }
       await emit('memory.observe.completed', { step, observed: result.observed, reflected: result.reflected, observation: result.observationCount }, step);
       if (result.reflectionError) await emit('memory.observe.failed', { step, error: result.reflectionError }, step);
     } catch (error) {

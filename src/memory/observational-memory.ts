@@ -21,6 +21,7 @@ import type { Scope, ScopeInput } from '../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import { prepareTranscript } from '../core/transcript.js';
+import type { PreparedMessage } from '../core/transcript.js';
 import type { TranscriptMessage } from '../core/transcript.js';
 import type { LanguageModel } from '../llm/language-model.js';
 import type { MemoryStore, Operation, PrefetchedObserve } from '../storage/store.js';
@@ -30,6 +31,7 @@ import { runOperation } from './operation-worker.js';
 import { SnippetCache } from './snippet-cache.js';
 import type { OperationOutcome, OperationWorkerContext, WorkerEvent } from './operation-worker.js';
 import { ObservationCache } from './observation-cache.js';
+import { StoredMessageKeys } from './stored-message-keys.js';
 import { KeyedLock } from './scope-lock.js';
 import { positive, resolveMode, unitInterval, validateOverrides, validateThresholds } from './memory-settings.js';
 
@@ -187,6 +189,11 @@ export interface ObservationalMemory {
   snippet(scope: ScopeInput): Promise<string>;
   /** Never writes; an untouched scope reports the current defaults. */
   status(scope: ScopeInput): Promise<MemoryStatus>;
+  /**
+   * Whether observe would store anything for the scope now (the mode is not off and the
+   * scope is enabled): `status` without its counts, one read. Never writes.
+   */
+  isEnabled?(scope: ScopeInput): Promise<boolean>;
   /** Enables or disables a scope; `config` overrides thresholds per field. */
   setEnabled(scope: ScopeInput, enabled: boolean, config?: Partial<ObservationConfig>, options?: { runId?: string; toolCallId?: string }): Promise<MemoryStatus>;
   export(scope: ScopeInput, format?: string): Promise<ExportResult>;
@@ -351,6 +358,10 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
   };
 
   /** Stores the messages and, at the threshold, runs the observe operation; reports it on the scope's events. */
+  const storedKeys = new StoredMessageKeys();
+  const noteStored = (memoryId: string, generation: number | undefined, messages: readonly PreparedMessage[]): void => {
+    if (generation !== undefined) storedKeys.add(memoryId, generation, messages.map((message) => message.messageKey));
+  };
   const observeScope = async (
     scope: Scope,
     prepared: ReturnType<typeof prepareTranscript>,
@@ -379,6 +390,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
         leaseMs: worker.leaseMs,
       });
       if (result.disabled) return skipped('disabled', result.record?.observationCount ?? 0);
+      noteStored(memoryId, request.generation, prepared);
       if (!result.operation) return skipped('below_threshold', result.record.observationCount);
       operation = result.operation;
       run = () => processScope(memoryId, result.claimed, result.operation?.operationId, result.prefetched);
@@ -388,6 +400,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       if (!enabled) return skipped('disabled', record?.observationCount ?? 0);
       if (prepared.length === 0) return skipped('no_messages', record?.observationCount ?? 0);
       const appended = await store.appendMessages({ scope, memoryId, messages: prepared, ...generation });
+      noteStored(memoryId, request.generation, prepared);
       if (appended.unobservedTokens < config.observeMinTokens) return skipped('below_threshold', appended.record.observationCount);
       operation = await enqueue(scope, 'observe', { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens }, request);
       run = () => processScope(memoryId);
@@ -426,7 +439,8 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
     async observe(request) {
       const scope = resolveScope({ ...request.scope, runId: request.runId ?? request.scope.runId });
-      const prepared = prepareTranscript(request.messages, estimator, { redact: options.redactSecrets ?? true });
+      const known = request.generation === undefined ? undefined : storedKeys.known(memoryIdOf(scope), request.generation);
+      const prepared = prepareTranscript(request.messages, estimator, { redact: options.redactSecrets ?? true, skip: known });
       const skipped = (reason: NonNullable<ObserveResult['reason']>, count = 0): ObserveResult => ({ status: 'skipped', reason, observed: false, reflected: false, observationCount: count });
       if (mode === 'off') return skipped('mode_off');
       try {
@@ -467,6 +481,11 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
     async status(scopeInput) {
       return currentStatus(resolveScope(scopeInput));
+    },
+
+    async isEnabled(scopeInput) {
+      if (mode === 'off') return false;
+      return effective(await store.getRecord(memoryIdOf(resolveScope(scopeInput)))).enabled;
     },
 
     async setEnabled(scopeInput, enabled, config, meta = {}) {
@@ -511,6 +530,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       await locks.run(memoryId, () => store.forget(memoryId));
       snippetCache.delete(memoryId);
       observationCache.delete(memoryId);
+      storedKeys.delete(memoryId);
       linksCache.delete(memoryId);
     },
 

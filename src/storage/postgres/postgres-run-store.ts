@@ -5,13 +5,14 @@
  */
 import { StoreError } from '../../core/errors.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HistoryPageSizes, historyPageOf, historyPageSql, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HistoryCache } from '../_history-cache.js';
 import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
-import { disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
+import { beginWithScopeLock, disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnectionOptions } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
 
@@ -19,7 +20,6 @@ import { migratePostgresSchema } from './postgres-migrations.js';
 export type PostgresRunStoreOptions = PostgresConnectionOptions;
 
 const STORE = 'postgres-runs';
-const RECENT_PAGE = 500;
 
 /**
  * Creates the Postgres run store, migrating the schema first (shared with the memory store).
@@ -36,6 +36,16 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     throw toStoreError(error, STORE, schema);
   }
   let disposed = false;
+  type PageRow = ConversationMessageRow & { generation: number };
+  const newerSql = historyPageSql(s, 'newer', ['$1', '$1', '$2', '$3']);
+  const olderSql = historyPageSql(s, 'older', ['$1', '$1', '$2', '$3']);
+  const history = new HistoryCache(
+    {
+      newer: async (memoryId, after, limit) => historyPageOf((await query<PageRow>(pool, newerSql, [memoryId, after, limit])).rows),
+      older: async (memoryId, before, limit) => historyPageOf((await query<PageRow>(pool, olderSql, [memoryId, before, limit])).rows),
+    },
+    new HistoryPageSizes(),
+  );
   const lockConversation = scopeLockSql(schema, 'conversation', 1);
 
   const wrap = async <T>(work: () => Promise<T>): Promise<T> => {
@@ -114,7 +124,6 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
         // Positions are assigned under the conversation's lock, which a forget takes too; known
         // ids and repeats in the batch are skipped.
         await transaction(pool, async (client) => {
-          await query(client, lockConversation, [memoryId]);
           if (appendOptions.generation !== undefined) {
             const found = (await query<{ generation: number }>(client, `SELECT generation FROM ${s}harness_conversation_generations WHERE memory_id = $1`, [memoryId])).rows[0];
             if ((found?.generation ?? 0) !== appendOptions.generation) throw scopeForgottenError(STORE, memoryId);
@@ -145,32 +154,9 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
               column((message) => message.tokenCount),
             ],
           );
-        });
+        }, { begin: (client) => beginWithScopeLock(schema, 'conversation', memoryId, client) });
       }),
-    recentMessages: (memoryId, maxTokens) =>
-      wrap(async () => {
-        // Read newest first, a page at a time, until the budget is spent.
-        const rows: ConversationMessageRow[] = [];
-        let before = Number.MAX_SAFE_INTEGER;
-        let used = 0;
-        for (;;) {
-          const page = (
-            await query<ConversationMessageRow>(pool, `SELECT * FROM ${s}harness_conversation_messages WHERE memory_id = $1 AND position < $2 ORDER BY position DESC LIMIT $3`, [
-              memoryId,
-              before,
-              RECENT_PAGE,
-            ])
-          ).rows;
-          for (const row of page) {
-            if (used + row.token_count > maxTokens) return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
-            used += row.token_count;
-            rows.push(row);
-          }
-          if (page.length < RECENT_PAGE) break;
-          before = page.at(-1)?.position ?? 0;
-        }
-        return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
-      }),
+    recentMessages: (memoryId, maxTokens) => wrap(async () => takeRecent(await history.recent(memoryId, maxTokens), maxTokens)),
     listStaleRuns: (olderThanSeconds) =>
       wrap(async () => {
         const result = await query<RunRow>(

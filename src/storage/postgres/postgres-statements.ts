@@ -42,7 +42,6 @@ export interface PostgresStatements {
 
   /** $1 id, $2 memoryId, $3..$5 scope, $6 runId, $7 toolCallId, $8 type, $9 status, $10 payload, $11 attempt. */
   readonly insertOperation: string;
-  readonly selectOperationScope: string;
   /** $1 leaseOwner, $2 lease seconds (, $3 memoryId). */
   readonly claimOfScope: string;
   readonly claimOfAnyScope: string;
@@ -175,7 +174,6 @@ export function buildStatements(s: string): PostgresStatements {
       SELECT $1, $2, $3, $4, $5, $6, $7, COALESCE(MAX(scope_sequence), 0) + 1, $8, $9, $10::jsonb, '', $11, NULL, NULL, now(), now(), now()
       FROM ${s}om_operation_log WHERE memory_id = $2
       RETURNING *`,
-    selectOperationScope: `SELECT memory_id FROM ${s}om_operation_log WHERE operation_id = $1`,
     claimOfScope: claim(`SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE q.memory_id = $3 AND ${claimable} ORDER BY q.scope_sequence`),
     claimOfAnyScope: claim(`SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE ${claimable} ORDER BY q.created_at, q.log_position`),
     // The lease check: only the holder, only before expiry by the database clock. The row

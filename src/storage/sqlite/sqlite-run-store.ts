@@ -7,7 +7,8 @@ import type { Database } from 'better-sqlite3';
 import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HistoryPageSizes, historyPageOf, historyPageSql, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HistoryCache } from '../_history-cache.js';
 import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
@@ -30,7 +31,6 @@ export interface SqliteRunStoreOptions {
 }
 
 const STORE = 'sqlite-runs';
-const RECENT_PAGE = 500;
 
 /** Creates the SQLite run store. */
 export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
@@ -60,9 +60,8 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       `INSERT OR IGNORE INTO harness_conversation_messages (memory_id, position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count)
        VALUES (@memory_id, @position, @message_id, @run_id, @role, @content, @name, @tool_call_id, @tool_calls_json, @token_count)`,
     ),
-    recent: db.prepare<[string, number, number], ConversationMessageRow>(
-      'SELECT * FROM harness_conversation_messages WHERE memory_id = ? AND position < ? ORDER BY position DESC LIMIT ?',
-    ),
+    newerMessages: db.prepare<[string, string, number, number], ConversationMessageRow & { generation: number }>(historyPageSql('', 'newer', ['?', '?', '?', '?'])),
+    olderMessages: db.prepare<[string, string, number, number], ConversationMessageRow & { generation: number }>(historyPageSql('', 'older', ['?', '?', '?', '?'])),
     staleRuns: db.prepare<[string], RunRow>(`SELECT * FROM harness_runs WHERE status IN ('queued', 'running') AND updated_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) ORDER BY created_at`),
     forgetMessages: db.prepare<[string]>('DELETE FROM harness_conversation_messages WHERE memory_id = ?'),
     selectGeneration: db.prepare<[string], number>('SELECT generation FROM harness_conversation_generations WHERE memory_id = ?').pluck(),
@@ -91,6 +90,13 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     checkpointer?.noteCommit();
     return result;
   };
+  const history = new HistoryCache(
+    {
+      newer: async (memoryId, after, limit) => wrap(() => historyPageOf(statements.newerMessages.all(memoryId, memoryId, after, limit))),
+      older: async (memoryId, before, limit) => wrap(() => historyPageOf(statements.olderMessages.all(memoryId, memoryId, before, limit))),
+    },
+    new HistoryPageSizes(),
+  );
   const missing = (runId: string): StoreError => new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
 
   return {
@@ -190,24 +196,8 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       );
     },
     async recentMessages(memoryId, maxTokens) {
-      return wrap(() => {
-        // Read newest first, a page at a time, until the budget is spent.
-        const rows: ConversationMessageRow[] = [];
-        let before = Number.MAX_SAFE_INTEGER;
-        let used = 0;
-        for (;;) {
-          const page = statements.recent.all(memoryId, before, RECENT_PAGE);
-          if (page.length === 0) break;
-          for (const row of page) {
-            if (used + row.token_count > maxTokens) return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
-            used += row.token_count;
-            rows.push(row);
-          }
-          before = page.at(-1)?.position ?? 0;
-          if (page.length < RECENT_PAGE) break;
-        }
-        return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
-      });
+      guard();
+      return takeRecent(await history.recent(memoryId, maxTokens), maxTokens);
     },
     async listStaleRuns(olderThanSeconds) {
       return wrap(() => statements.staleRuns.all(`-${Math.max(0, olderThanSeconds)} seconds`).map(toRunRecord));
