@@ -32,6 +32,7 @@ export interface PostgresStatements {
   readonly markMessagesObserved: string;
 
   /** $1 memoryId, $2 last seq, $3 source start, $4 source end, $5 operationId, $6..$10 arrays (content, tokens, importance, source, cited seqs as JSON). */
+  /** The apply plan's observations: $1 memoryId, $2 seqs, $3 source start, $4 source end, $5 operation, then the columns as arrays. */
   readonly insertObservations: string;
   readonly listObservations: string;
   /** Two markers; $1 memoryId, $2 cycleId, $3 tokens, then id, type, start, end, payload for each. */
@@ -153,8 +154,8 @@ export function buildStatements(s: string): PostgresStatements {
 
     insertObservations: `
       INSERT INTO ${s}om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, source, source_seqs_json, operation_id)
-      SELECT $1, $2::bigint + ord, content, token_count, importance, now(), $3, $4, source, source_seqs_json, $5
-      FROM unnest($6::text[], $7::bigint[], $8::double precision[], $9::text[], $10::jsonb[]) WITH ORDINALITY AS t(content, token_count, importance, source, source_seqs_json, ord)
+      SELECT $1, seq, content, token_count, importance, now(), $3, $4, source, source_seqs_json, $5
+      FROM unnest($2::bigint[], $6::text[], $7::bigint[], $8::double precision[], $9::text[], $10::jsonb[]) AS t(seq, content, token_count, importance, source, source_seqs_json)
       RETURNING *`,
     listObservations: `SELECT * FROM ${s}om_observations WHERE memory_id = $1 AND seq > $2 ORDER BY seq`,
     insertMarkerPair: `

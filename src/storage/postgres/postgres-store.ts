@@ -13,7 +13,7 @@ import type { AppendAndClaimResult, AppendMessagesResult, LeaseHandle, MemorySto
 import { beginWithScopeLock, disposedError, openPostgresConnection, query, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
-import { checkReflectionReferences } from '../../core/reflection-links.js';
+import { planObservationApply, planReflectionApply } from '../apply-plan.js';
 import {
   newScopeGeneration,
   newWorkingMemoryVersion,
@@ -27,6 +27,7 @@ import {
   toStoredMessage,
   toWorkingMemoryEntry,
 } from '../_memory-rows.js';
+import { toApplyPosition } from '../_memory-rows.js';
 import type { MarkerRow, MessageRow, ObservationRow, OperationRow, RecordRow, ReflectionLinkRow, WorkingMemoryRow } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { buildStatements } from './postgres-statements.js';
@@ -262,27 +263,26 @@ function buildStore(connection: PostgresConnection): MemoryStore {
         applyLeased(input, async (client, operation) => {
           const memoryId = operation.memory_id;
           const current = await recordOf(client, memoryId);
-          const startSeq = current.observed_through_message_seq + 1;
-          const throughSeq = Math.max(current.observed_through_message_seq, input.throughMessageSeq);
-          const lastSeq = current.last_observation_seq + input.observations.length;
-          const tokens = input.observations.reduce((sum, item) => sum + item.tokenCount, 0);
+          const plan = planObservationApply(toApplyPosition(current), input);
+          const planned = plan.observations;
           let observations: Observation[] = [];
-          if (input.observations.length > 0) {
+          if (planned.length > 0) {
             const inserted = await rows<ObservationRow>(client, sql.insertObservations, [
-              memoryId, current.last_observation_seq, startSeq, throughSeq, operation.operation_id,
-              input.observations.map((item) => item.content), input.observations.map((item) => item.tokenCount), input.observations.map((item) => item.importance),
-              input.observations.map((item) => item.source ?? 'mixed'), input.observations.map((item) => seqsJson(item.sourceMessageSeqs)),
+              memoryId, planned.map((item) => item.seq), plan.startSeq, plan.throughSeq, operation.operation_id,
+              planned.map((item) => item.content), planned.map((item) => item.tokenCount), planned.map((item) => item.importance),
+              planned.map((item) => item.source), planned.map((item) => seqsJson(item.sourceMessageSeqs)),
             ]);
             observations = inserted.map(toObservation).sort((a, b) => a.seq - b.seq);
           }
-          await query(client, sql.markMessagesObserved, [memoryId, throughSeq]);
+          await query(client, sql.markMessagesObserved, [memoryId, plan.throughSeq]);
+          const [start, end] = plan.markers;
           await query(client, sql.insertMarkerPair, [
-            memoryId, operation.operation_id, tokens,
-            input.markerIds.start, 'observation_start', startSeq, startSeq, JSON.stringify({ seq: current.last_observation_seq + 1 }),
-            input.markerIds.end, 'observation_end', throughSeq, throughSeq, JSON.stringify({ seq: lastSeq }),
+            memoryId, operation.operation_id, plan.tokens,
+            start.markerId, start.markerType, start.messageSeqStart, start.messageSeqEnd, JSON.stringify(start.payload),
+            end.markerId, end.markerType, end.messageSeqStart, end.messageSeqEnd, JSON.stringify(end.payload),
           ]);
           const row = swapped(
-            await first<RecordRow>(client, sql.applyObservations, [memoryId, current.state_version, throughSeq, observations.length, lastSeq, tokens]),
+            await first<RecordRow>(client, sql.applyObservations, [memoryId, current.state_version, plan.throughSeq, observations.length, plan.lastObservationSeq, plan.tokens]),
             memoryId,
           );
           return { record: toRecord(row), observations };
@@ -295,22 +295,18 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           const memoryId = operation.memory_id;
           const current = await recordOf(client, memoryId);
           const { reflection } = input;
-          const at = current.observed_through_message_seq;
+          const plan = planReflectionApply(toApplyPosition(current), input);
+          const { marker, links } = plan;
           await query(client, sql.insertMarker, [
-            input.markerId, memoryId, 'reflection_end', operation.operation_id, at, at, reflection.tokenCount, JSON.stringify({ last_reflected_seq: reflection.throughSeq }),
+            marker.markerId, memoryId, marker.markerType, operation.operation_id, marker.messageSeqStart, marker.messageSeqEnd, marker.tokenCount, JSON.stringify(marker.payload),
           ]);
-          const checked = checkReflectionReferences(reflection.structured, current.last_observation_seq);
-          const links = [
-            ...checked.supersessions.map((item) => ['supersession', item.newerSeq, item.olderSeq, item.reason] as const),
-            ...checked.contradictions.map((item) => ['contradiction', item.seqA, item.seqB, item.detail] as const),
-          ];
           const added = links.length === 0 ? [] : await rows<{ kind: string }>(client, sql.insertReflectionLinks, [
-            memoryId, links.map((link) => link[0]), links.map((link) => link[1]), links.map((link) => link[2]), links.map((link) => link[3]), operation.operation_id,
+            memoryId, links.map((link) => link.kind), links.map((link) => link.firstSeq), links.map((link) => link.secondSeq), links.map((link) => link.detail), operation.operation_id,
           ]);
           const row = swapped(
             await first<RecordRow>(client, sql.applyReflection, [
               memoryId, current.state_version, reflection.raw, JSON.stringify(reflection.structured), reflection.tokenCount, reflection.throughSeq, reflection.createdAt,
-              added.filter((link) => link.kind === 'supersession').length, added.filter((link) => link.kind === 'contradiction').length, checked.rejected,
+              added.filter((link) => link.kind === 'supersession').length, added.filter((link) => link.kind === 'contradiction').length, plan.rejected,
             ]),
             memoryId,
           );
