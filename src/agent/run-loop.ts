@@ -12,6 +12,7 @@ import { estimateMessageTokens } from '../core/token-estimator.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { LanguageModel } from '../llm/language-model.js';
 import type { ObservationalMemory, ObservationalMemoryEvent } from '../memory/observational-memory.js';
+import { StoredMessageKeys } from '../memory/stored-message-keys.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../storage/run-store.js';
 import { cancelled, errorJson, forgottenError, usageJson } from './_run-errors.js';
 import type { RunErrorJson } from './_run-errors.js';
@@ -64,6 +65,8 @@ interface RunState {
 /** The loop over `options`. */
 export function createRunLoop(options: RunLoopOptions): RunLoop {
   const { runStore, events, memory } = options;
+  // Message ids each conversation's memory has taken, by scope generation (see observeStep).
+  const handedOver = new StoredMessageKeys();
 
   const append = async (state: RunState, message: Omit<ConversationMessage, 'tokenCount' | 'runId'>): Promise<void> => {
     const tokenCount = estimateMessageTokens(options.estimator, { content: message.content, toolCalls: message.toolCalls });
@@ -120,7 +123,7 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
     const snapshot = [...turn.history, ...state.transcript];
     // Observation runs beside the next turn, never in front of it; one at a time per run.
     state.observing = state.observing
-      .then(() => observeStep(options, state, step, snapshot))
+      .then(() => observeStep(options, handedOver, state, step, snapshot))
       .catch((error: unknown) => options.reportFault({ component: 'runner', message: 'observing a step failed outside its own error handling', error, runId: run.runId }));
     await emit('run.step.completed', { step });
     return final ? result.text : undefined;
@@ -212,19 +215,29 @@ function forwardRunMemoryEvents(memory: ObservationalMemory, state: RunState, re
 }
 
 /** Hands a step's transcript to observational memory and reports how it went on the run's stream. */
-async function observeStep(options: RunLoopOptions, state: RunState, step: number, transcript: readonly ConversationMessage[]): Promise<void> {
+async function observeStep(
+  options: RunLoopOptions,
+  handedOver: StoredMessageKeys,
+  state: RunState,
+  step: number,
+  transcript: readonly ConversationMessage[],
+): Promise<void> {
   const { memory } = options;
   const emit = state.emitMemory;
+  const generation = state.memoryGeneration;
   try {
-    const status = await memory.status(state.scope);
     // Disabled scopes make no memory events (the reference emitted them on every step).
-    if (status.mode === 'off' || !status.enabled) return;
+    if (!(await observesScope(memory, state.scope))) return;
     await emit('memory.observe.started', { step }, step);
+    // The replayed history was handed over by earlier steps and runs: only what memory has
+    // not taken yet is handed over again (all of it after a failure or a forget).
+    const known = handedOver.known(state.memoryId, generation);
+    const fresh = known ? transcript.filter((message) => !known.has(message.messageId)) : transcript;
     const result = await memory.observe({
       scope: state.scope,
       runId: state.run.runId,
-      generation: state.memoryGeneration,
-      messages: transcript.map((message) => ({
+      generation,
+      messages: fresh.map((message) => ({
         id: message.messageId,
         role: message.role,
         content: message.content,
@@ -233,11 +246,20 @@ async function observeStep(options: RunLoopOptions, state: RunState, step: numbe
         ...(message.toolCalls ? { toolCalls: message.toolCalls } : {}),
       })),
     });
+    if (result.status !== 'skipped' || result.reason === 'below_threshold' || result.reason === 'no_messages') {
+      handedOver.add(state.memoryId, generation, fresh.map((message) => message.messageId));
+    }
     await emit('memory.observe.completed', { step, observed: result.observed, reflected: result.reflected, observation: result.observationCount }, step);
     if (result.reflectionError) await emit('memory.observe.failed', { step, error: result.reflectionError }, step);
   } catch (error) {
     await emit('memory.observe.failed', { step, error: errorJson(error).message }, step).catch(() => undefined);
   }
+}
+
+async function observesScope(memory: ObservationalMemory, scope: Scope): Promise<boolean> {
+  if (memory.isEnabled) return memory.isEnabled(scope);
+  const status = await memory.status(scope);
+  return status.mode !== 'off' && status.enabled;
 }
 
 async function settleWithin(work: Promise<void>, timeoutMs: number): Promise<void> {

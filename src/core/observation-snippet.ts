@@ -2,6 +2,7 @@ import type { Observation, StoredReflection } from './observation.js';
 import type { Contradiction, Supersession } from './reflection.js';
 import { supersededBy } from './reflection-links.js';
 import { neutralizeMarkup, renderDataLines, stripInvisible } from './sanitize-text.js';
+import { SELECTION_BLOCK, selectionIndexOf } from './selection-index.js';
 import type { TokenEstimator } from './token-estimator.js';
 
 /** Importance given to an observation the observer did not score. */
@@ -21,7 +22,6 @@ const CLOSE_TAG = '</observational-memory>';
 const SUPERSESSIONS_HEADER = '⚠️ Preference changes (most recent wins):';
 const CONTRADICTIONS_HEADER = '⚠️ Unresolved contradictions:';
 const CONTINUATION_INDENT = '  ';
-const RECENT_WINDOW = 256;
 
 /** The supersessions and contradictions a snippet applies (a scope's active supersession set). */
 export interface SnippetLinks {
@@ -162,17 +162,12 @@ function selectObservations(
   if (count === 0 || budget <= 0) return [];
   const cost = (line: string): number => estimator.estimate(`${line}\n`);
 
-  // Scores are computed only for observations that are ever compared (see below); the
-  // buffer is shared between calls so a turn does not allocate one per observation.
+  // Scores are computed only for observations inside the window; the buffers are shared
+  // between calls so a turn does not allocate one per observation.
   const scores = scoreBuffer(count);
-  const scoreAt = (index: number): number => {
-    const observation = observations[index] as Observation;
-    const score = scoreObservation(observation.importance, count - 1 - index, superseded.has(observation.seq));
-    scores[index] = score;
-    return score;
-  };
   // Higher score first; the older observation first among equals.
   const byScore = (a: number, b: number): number => (scores[b] as number) - (scores[a] as number) || a - b;
+  const heap = new IndexHeap(indexBuffer(count), byScore);
 
   const chosen: number[] = [];
   const lines = new Map<number, string>();
@@ -196,40 +191,120 @@ function selectObservations(
     lines.set(index, line);
   };
 
-  // Exact greedy fill without sorting everything: an observation of age >= W scores at
-  // most 1 / (1 + W), so the newest W observations scoring above that bound come first,
-  // in order. The rest is then taken in score order from a heap, and only while anything
-  // left could still fit: the remaining budget only shrinks, and the smallest stored token
-  // count left bounds every line's cost from below.
-  const window = Math.min(count, RECENT_WINDOW);
-  const bound = window < count ? 1 / (1 + window) : -1;
-  const recent: number[] = [];
-  for (let index = count - window; index < count; index++) {
-    scoreAt(index);
-    recent.push(index);
-  }
-  recent.sort(byScore);
-  // The candidates left for the heap, in a buffer shared between calls like the scores.
-  const heap = new IndexHeap(indexBuffer(count), byScore);
-  let smallest = Number.POSITIVE_INFINITY;
-  const keep = (index: number): void => {
-    const tokens = (observations[index] as Observation).tokenCount;
-    heap.add(index);
-    if (tokens < smallest) smallest = tokens;
+  // The exact greedy fill over the whole log (score order, each taken when it fits), with
+  // work bounded by the budget rather than the log: a best-first walk of the selection
+  // index. A node's observations score at most `largest importance / (1 + age of its
+  // newest)`, so an observation is taken only once no unvisited node could beat it, and a
+  // node whose lowest floor exceeds what is left of the budget is never opened (the budget
+  // only shrinks). Superseded observations (a few) are scored up front: their floor is their
+  // stored token count and their importance 0.1.
+  const index = selectionIndexOf(observations, estimator, (observation) => lineCostOf(observation, known, cost), UNSCORED_IMPORTANCE);
+  const nodes = new NodeQueue();
+  const top = index.levels.length - 1;
+  const boundOf = (level: number, node: number): number => {
+    const span = SELECTION_BLOCK ** (level + 1);
+    const newest = Math.min(count, (node + 1) * span) - 1;
+    return Math.max(0, index.levels[level]?.maxImportance[node] as number) / (count - newest);
   };
-  for (const index of recent) {
-    if ((scores[index] as number) > bound) consider(index);
-    else if ((observations[index] as Observation).tokenCount <= remaining) keep(index);
+  nodes.push(top, 0, boundOf(top, 0));
+  let smallest = Number.POSITIVE_INFINITY;
+  const offer = (position: number, floor: number): void => {
+    if (floor > remaining) return;
+    const observation = observations[position] as Observation;
+    scores[position] = scoreObservation(observation.importance, count - 1 - position, superseded.has(observation.seq));
+    heap.push(position);
+    if (floor < smallest) smallest = floor;
+  };
+  for (const seq of superseded.keys()) {
+    const position = positionOfSeq(observations, seq);
+    if (position !== -1) offer(position, (observations[position] as Observation).tokenCount);
   }
-  for (let index = 0; index < count - window; index++) {
-    if ((observations[index] as Observation).tokenCount > remaining) continue;
-    scoreAt(index);
-    keep(index);
+  for (;;) {
+    if (heap.size > 0 && (nodes.size === 0 || (scores[heap.peek()] as number) > nodes.bound())) {
+      consider(heap.pop());
+      continue;
+    }
+    if (nodes.size === 0) break;
+    const { level, node } = nodes.pop();
+    if ((index.levels[level]?.minFloor[node] as number) > remaining) continue;
+    const first = node * SELECTION_BLOCK;
+    const last = Math.min(first + SELECTION_BLOCK, level === 0 ? count : (index.levels[level - 1]?.minFloor.length as number));
+    for (let child = first; child < last; child++) {
+      if (level > 0) nodes.push(level - 1, child, boundOf(level - 1, child));
+      else if (!superseded.has((observations[child] as Observation).seq)) offer(child, index.floors[child] as number);
+    }
+    if (nodes.size === 0 && remaining < smallest) break;
   }
-  heap.heapify();
-  while (heap.size > 0 && remaining >= smallest) consider(heap.pop());
   chosen.sort((a, b) => a - b);
-  return chosen.map((index) => ({ index, line: lines.get(index) as string }));
+  return chosen.map((item) => ({ index: item, line: lines.get(item) as string }));
+}
+
+/** The rendered (unsuperseded) line's cost of an observation, measured once. */
+function lineCostOf(observation: Observation, known: WeakMap<Observation, number>, cost: (line: string) => number): number {
+  let lineCost = known.get(observation);
+  if (lineCost === undefined) {
+    lineCost = cost(`- [${observation.seq}] ${renderDataLines(observation.content, CONTINUATION_INDENT)}`);
+    known.set(observation, lineCost);
+  }
+  return lineCost;
+}
+
+/** The position of `seq` in seq-ordered observations, or -1. */
+function positionOfSeq(observations: readonly Observation[], seq: number): number {
+  let low = 0;
+  let high = observations.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((observations[middle] as Observation).seq < seq) low = middle + 1;
+    else high = middle;
+  }
+  return observations[low]?.seq === seq ? low : -1;
+}
+
+/** Nodes of the selection index to visit, highest bound first. */
+class NodeQueue {
+  readonly #items: Array<{ level: number; node: number; bound: number }> = [];
+
+  get size(): number {
+    return this.#items.length;
+  }
+
+  /** The highest bound queued. */
+  bound(): number {
+    return (this.#items[0] as { bound: number }).bound;
+  }
+
+  push(level: number, node: number, bound: number): void {
+    const items = this.#items;
+    let at = items.length;
+    items.push({ level, node, bound });
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if ((items[parent] as { bound: number }).bound >= bound) break;
+      [items[at], items[parent]] = [items[parent] as { level: number; node: number; bound: number }, items[at] as { level: number; node: number; bound: number }];
+      at = parent;
+    }
+  }
+
+  pop(): { level: number; node: number } {
+    const items = this.#items;
+    const top = items[0] as { level: number; node: number; bound: number };
+    const last = items.pop() as { level: number; node: number; bound: number };
+    if (items.length > 0) {
+      items[0] = last;
+      let at = 0;
+      for (;;) {
+        const left = 2 * at + 1;
+        if (left >= items.length) break;
+        const right = left + 1;
+        const child = right < items.length && (items[right] as { bound: number }).bound > (items[left] as { bound: number }).bound ? right : left;
+        if ((items[child] as { bound: number }).bound <= (items[at] as { bound: number }).bound) break;
+        [items[at], items[child]] = [items[child] as { level: number; node: number; bound: number }, items[at] as { level: number; node: number; bound: number }];
+        at = child;
+      }
+    }
+    return top;
+  }
 }
 
 /**
@@ -263,7 +338,7 @@ function indexBuffer(count: number): Int32Array {
 
 /**
  * A binary heap of indices over a caller's buffer, first by `compare` (negative: the first
- * argument goes first): fill with {@link add}, then {@link heapify} (linear time), then pop.
+ * argument goes first).
  */
 class IndexHeap {
   readonly #items: Int32Array;
@@ -279,12 +354,23 @@ class IndexHeap {
     return this.#length;
   }
 
-  add(index: number): void {
-    this.#items[this.#length++] = index;
+  /** The first index, without taking it. */
+  peek(): number {
+    return this.#items[0] as number;
   }
 
-  heapify(): void {
-    for (let index = (this.#length >> 1) - 1; index >= 0; index--) this.#siftDown(index);
+  push(index: number): void {
+    const items = this.#items;
+    let at = this.#length++;
+    items[at] = index;
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if (this.#compare(items[at] as number, items[parent] as number) >= 0) return;
+      const swap = items[parent] as number;
+      items[parent] = items[at] as number;
+      items[at] = swap;
+      at = parent;
+    }
   }
 
   pop(): number {

@@ -37,19 +37,20 @@ const SNIPPET_PREFIXES = ['<working-memory>', '<observational-memory>'];
 /**
  * Validates, filters and renders messages for storage. The harness's own prompts
  * (system messages) and memory snippets are never observed; a `context_reset` system
- * message is. Secrets are redacted when `redact` is on.
+ * message is. Secrets are redacted when `redact` is on. Messages whose key is in `skip`
+ * (known stored) are left out.
  */
 export function prepareTranscript(
   messages: readonly TranscriptMessage[],
   estimator: TokenEstimator,
-  options: { redact: boolean },
+  options: { redact: boolean; skip?: ReadonlySet<string> | undefined },
 ): PreparedMessage[] {
   if (!Array.isArray(messages)) throw invalid(-1, 'messages must be an array');
   const prepared: PreparedMessage[] = [];
   const seen = new Set<string>();
   messages.forEach((message, position) => {
     const key = messageKeyOf(message, position);
-    if (seen.has(key)) return;
+    if (seen.has(key) || options.skip?.has(key)) return;
     seen.add(key);
     const role = typeof message.role === 'string' ? message.role.trim().toLowerCase() : '';
     const name = typeof message.name === 'string' ? message.name : '';

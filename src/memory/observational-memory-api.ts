@@ -168,6 +168,11 @@ export interface ObservationalMemory {
   snippet(scope: ScopeInput): Promise<string>;
   /** Never writes; an untouched scope reports the current defaults. */
   status(scope: ScopeInput): Promise<MemoryStatus>;
+  /**
+   * Whether observe would store anything for the scope now (the mode is not off and the
+   * scope is enabled): `status` without its counts, one read. Never writes.
+   */
+  isEnabled?(scope: ScopeInput): Promise<boolean>;
   /** Enables or disables a scope; `config` overrides thresholds per field. */
   setEnabled(scope: ScopeInput, enabled: boolean, config?: Partial<ObservationConfig>, options?: { runId?: string; toolCallId?: string }): Promise<MemoryStatus>;
   export(scope: ScopeInput, format?: string): Promise<ExportResult>;

@@ -14,6 +14,8 @@ import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore } from '../storage/store.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
 import { prepareTranscript } from '../core/transcript.js';
+import type { PreparedMessage } from '../core/transcript.js';
+import { StoredMessageKeys } from './stored-message-keys.js';
 import { createModelObserver, createModelReflector } from './model-observer.js';
 import type { ObservationalMemory, ObservationalMemoryEvent, ObservationalMemoryOptions, ObserveResult } from './observational-memory-api.js';
 import { createOperationScheduler } from './operation-scheduler.js';
@@ -72,14 +74,20 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
   const requireMode = (action: string): void => requireModeOn(mode, action);
 
-  const observeDependencies: ObserveDependencies = { store, effective, generateId, worker, processScope, enqueue, emit };
+  // Message keys this process stored per scope generation: observe leaves them out before redacting and writing.
+  const storedKeys = new StoredMessageKeys();
+  const noteStored = (memoryId: string, generation: number | undefined, messages: readonly PreparedMessage[]): void => {
+    if (generation !== undefined) storedKeys.add(memoryId, generation, messages.map((message) => message.messageKey));
+  };
+  const observeDependencies: ObserveDependencies = { store, effective, generateId, worker, processScope, enqueue, emit, noteStored };
 
   const service: ObservationalMemory = {
     mode,
 
     async observe(request) {
       const scope = resolveScope(request.scope, request.runId);
-      const prepared = prepareTranscript(request.messages, estimator, { redact: options.redactSecrets ?? true });
+      const known = request.generation === undefined ? undefined : storedKeys.known(memoryIdOf(scope), request.generation);
+      const prepared = prepareTranscript(request.messages, estimator, { redact: options.redactSecrets ?? true, skip: known });
       const skipped = (reason: NonNullable<ObserveResult['reason']>, count = 0): ObserveResult => ({ status: 'skipped', reason, observed: false, reflected: false, observationCount: count });
       if (mode === 'off') return skipped('mode_off');
       try {
@@ -110,6 +118,11 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
     async status(scopeInput) {
       return currentStatus(resolveScope(scopeInput));
+    },
+
+    async isEnabled(scopeInput) {
+      if (mode === 'off') return false;
+      return effective(await store.getRecord(memoryIdOf(resolveScope(scopeInput)))).enabled;
     },
 
     async setEnabled(scopeInput, enabled, config, meta = {}) {
@@ -144,6 +157,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       const memoryId = memoryIdOf(resolveScope(scopeInput));
       await locks.run(memoryId, () => store.forget(memoryId));
       reader.forget(memoryId);
+      storedKeys.delete(memoryId);
     },
 
     async generation(scopeInput) {

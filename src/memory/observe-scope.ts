@@ -23,6 +23,8 @@ export interface ObserveDependencies {
   readonly processScope: OperationScheduler['processScope'];
   readonly enqueue: (scope: Scope, operationType: 'observe', payload: Record<string, unknown>, request: ObserveRequest) => Promise<Operation>;
   readonly emit: (event: ObservationalMemoryEvent) => void;
+  /** Told of messages stored under the caller's generation, so later calls can leave them out. */
+  readonly noteStored: (memoryId: string, generation: number | undefined, messages: readonly PreparedMessage[]) => void;
 }
 
 /** Stores the messages and, at the threshold, runs the observe operation; reports it on the scope's events. */
@@ -33,7 +35,7 @@ export async function observeScope(
   request: ObserveRequest,
   skipped: (reason: NonNullable<ObserveResult['reason']>, count?: number) => ObserveResult,
 ): Promise<ObserveResult> {
-  const { store, effective, generateId, worker, processScope, enqueue, emit } = dependencies;
+  const { store, effective, generateId, worker, processScope, enqueue, emit, noteStored } = dependencies;
   const memoryId = memoryIdOf(scope);
   const runId = request.runId ?? 'unknown';
   const generation = request.generation === undefined ? {} : { generation: request.generation };
@@ -56,6 +58,7 @@ export async function observeScope(
       leaseMs: worker.leaseMs,
     });
     if (result.disabled) return skipped('disabled', result.record?.observationCount ?? 0);
+    noteStored(memoryId, request.generation, prepared);
     if (!result.operation) return skipped('below_threshold', result.record.observationCount);
     operation = result.operation;
     run = () => processScope(memoryId, result.claimed, result.operation?.operationId, result.prefetched);
@@ -65,6 +68,7 @@ export async function observeScope(
     if (!enabled) return skipped('disabled', record?.observationCount ?? 0);
     if (prepared.length === 0) return skipped('no_messages', record?.observationCount ?? 0);
     const appended = await store.appendMessages({ scope, memoryId, messages: prepared, ...generation });
+    noteStored(memoryId, request.generation, prepared);
     if (appended.unobservedTokens < config.observeMinTokens) return skipped('below_threshold', appended.record.observationCount);
     operation = await enqueue(scope, 'observe', { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens }, request);
     run = () => processScope(memoryId);

@@ -11,6 +11,7 @@
  * @module
  */
 import { deepFreeze } from '../core/deep-freeze.js';
+import type { ApplyPosition } from './apply-plan.js';
 import { randomInt } from 'node:crypto';
 import { OBSERVATION_SOURCES } from '../core/observation.js';
 import type { MemoryRecord, Observation, ObservationConfig, ObservationSource, StoredReflection } from '../core/observation.js';
@@ -357,3 +358,8 @@ export function newWorkingMemoryVersion(): number {
  * random, as a working-memory version, so it never repeats the one a running caller holds.
  */
 export const newScopeGeneration: () => number = newWorkingMemoryVersion;
+
+/** Where a record row stands, as the apply plan reads it. */
+export function toApplyPosition(row: RecordRow): ApplyPosition {
+  return { observedThroughMessageSeq: row.observed_through_message_seq, lastObservationSeq: row.last_observation_seq };
+}

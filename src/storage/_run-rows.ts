@@ -57,6 +57,30 @@ export interface ConversationMessageRow {
   token_count: number;
 }
 
+/** The columns of {@link ConversationMessageRow}, as a history read selects them. */
+export const HISTORY_COLUMNS = 'position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count';
+
+/**
+ * One statement (so one snapshot) reading a conversation's generation and a keyset page of its
+ * messages, newest first: placeholders for the memory id (twice: SQLite numbers each `?`), the
+ * position bound and the limit. `direction`
+ * `'newer'` reads positions above the bound, `'older'` below. With no message, one row whose
+ * position is null carries the generation. `prefix` is the schema prefix (Postgres).
+ */
+export function historyPageSql(prefix: string, direction: 'newer' | 'older', placeholders: readonly [string, string, string, string]): string {
+  const [memoryId, sameMemoryId, bound, limit] = placeholders;
+  const columns = HISTORY_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
+  return `SELECT g.generation, ${columns} FROM (SELECT COALESCE((SELECT generation FROM ${prefix}harness_conversation_generations WHERE memory_id = ${memoryId}), 0) AS generation) AS g
+    LEFT JOIN (SELECT ${HISTORY_COLUMNS} FROM ${prefix}harness_conversation_messages WHERE memory_id = ${sameMemoryId} AND position ${direction === 'newer' ? '>' : '<'} ${bound}
+      ORDER BY position DESC LIMIT ${limit}) AS m ON 1 = 1
+    ORDER BY m.position DESC NULLS LAST`;
+}
+
+/** The generation and the messages of rows read by {@link historyPageSql}. */
+export function historyPageOf(rows: ReadonlyArray<ConversationMessageRow & { generation: number }>): { generation: number; rows: ConversationMessageRow[] } {
+  return { generation: Number(rows[0]?.generation ?? 0), rows: rows.filter((row) => row.position !== null) };
+}
+
 /** A JSON column: JSON text (SQLite) is parsed, throwing if it does not parse; a decoded value (Postgres) is taken as it is. */
 export function decodeJson(value: unknown): unknown {
   return typeof value === 'string' ? JSON.parse(value) : value;
@@ -106,4 +130,76 @@ export function toConversationMessage(row: ConversationMessageRow): Conversation
     ...(row.tool_calls_json !== null ? { toolCalls: decodeJson(row.tool_calls_json) as ToolCall[] } : {}),
     tokenCount: row.token_count,
   };
+}
+
+/** Rows asked for by a conversation's first history page when nothing is known of it. */
+const FIRST_HISTORY_PAGE = 32;
+/** The largest history page. */
+const MAX_HISTORY_PAGE = 1024;
+/** Rows asked for beyond what the last read needed: a few messages arrive between turns. */
+const HISTORY_PAGE_SLACK = 8;
+/** Conversations whose last page size is remembered. */
+const HISTORY_HINTS = 4096;
+
+/**
+ * Sizes of the keyset pages a history read asks for, newest first: about as many rows as the
+ * conversation's last read needed (so a steady conversation costs one page of the rows its
+ * budget takes), doubling only while the budget is not spent.
+ */
+export class HistoryPageSizes {
+  readonly #needed = new Map<string, number>();
+
+  /** The first page for `memoryId`. */
+  first(memoryId: string): number {
+    const needed = this.#needed.get(memoryId);
+    return needed === undefined ? FIRST_HISTORY_PAGE : Math.min(MAX_HISTORY_PAGE, needed + HISTORY_PAGE_SLACK);
+  }
+
+  /** The page after one of `previous` rows that did not spend the budget. */
+  next(previous: number): number {
+    return Math.min(MAX_HISTORY_PAGE, previous * 2);
+  }
+
+  /** Notes that the read of `memoryId` needed `rows` rows (those it kept and the one that did not fit). */
+  remember(memoryId: string, rows: number): void {
+    this.#needed.delete(memoryId);
+    this.#needed.set(memoryId, rows);
+    if (this.#needed.size > HISTORY_HINTS) this.#needed.delete(this.#needed.keys().next().value as string);
+  }
+}
+
+/**
+ * Reads a conversation's newest messages a keyset page at a time (sized by `sizes`) through
+ * `page(before, limit)` (rows with a position below `before`, newest first), until a message
+ * over `maxTokens` is reached or the rows run out (`exhausted`). Returns every row read, oldest
+ * first: the newest ones within the budget, and before them the rest of the last page.
+ */
+export async function readRecentHistory(
+  memoryId: string,
+  maxTokens: number,
+  sizes: HistoryPageSizes,
+  page: (before: number, limit: number) => ConversationMessageRow[] | Promise<ConversationMessageRow[]>,
+): Promise<{ rows: ConversationMessageRow[]; exhausted: boolean }> {
+  const rows: ConversationMessageRow[] = [];
+  let before = Number.MAX_SAFE_INTEGER;
+  let limit = sizes.first(memoryId);
+  let used = 0;
+  let kept = 0;
+  for (;;) {
+    const batch = await page(before, limit);
+    rows.push(...batch);
+    for (const row of batch) {
+      if (used + row.token_count > maxTokens) {
+        sizes.remember(memoryId, kept + 1);
+        return { rows: rows.reverse(), exhausted: false };
+      }
+      used += row.token_count;
+      kept++;
+    }
+    if (batch.length < limit) break;
+    before = (batch.at(-1) as ConversationMessageRow).position;
+    limit = sizes.next(limit);
+  }
+  sizes.remember(memoryId, kept + 1);
+  return { rows: rows.reverse(), exhausted: true };
 }

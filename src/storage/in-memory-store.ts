@@ -5,7 +5,7 @@
  */
 import { StoreError } from '../core/errors.js';
 import type { MemoryRecord, Observation } from '../core/observation.js';
-import { checkReflectionReferences } from '../core/reflection-links.js';
+import { planObservationApply, planReflectionApply } from './apply-plan.js';
 import type { StoredContradiction, StoredSupersession } from '../core/reflection-links.js';
 import type { Scope } from '../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../core/working-memory.js';
@@ -321,38 +321,18 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       const state = scopes.get(operation.memoryId);
       if (!state) throw missingScope(operation.memoryId);
       const at = nowIso();
-      const startSeq = state.record.observedThroughMessageSeq + 1;
-      const throughSeq = Math.max(state.record.observedThroughMessageSeq, input.throughMessageSeq);
-      let seq = state.record.lastObservationSeq;
-      let tokens = 0;
-      const inserted: Observation[] = [];
-      for (const candidate of input.observations) {
-        seq++;
-        tokens += candidate.tokenCount;
-        inserted.push(
-          Object.freeze({
-            seq,
-            content: candidate.content,
-            tokenCount: candidate.tokenCount,
-            importance: candidate.importance,
-            createdAt: at,
-            sourceStartSeq: startSeq,
-            sourceEndSeq: throughSeq,
-            source: candidate.source ?? 'mixed',
-            sourceMessageSeqs: Object.freeze([...(candidate.sourceMessageSeqs ?? [])]),
-            operationId: operation.operationId,
-          }),
-        );
-      }
+      const plan = planObservationApply(state.record, input);
+      const inserted: Observation[] = plan.observations.map((planned) =>
+        Object.freeze({ ...planned, sourceMessageSeqs: Object.freeze([...planned.sourceMessageSeqs]), createdAt: at, operationId: operation.operationId }),
+      );
+      const { throughSeq, tokens } = plan;
       state.observations.push(...inserted);
       state.messages = state.messages.filter((message) => message.seq > throughSeq);
-      const firstSeq = state.record.lastObservationSeq + 1;
-      marker(state, { markerId: input.markerIds.start, markerType: 'observation_start', cycleId: operation.operationId, messageSeqStart: startSeq, messageSeqEnd: startSeq, tokenCount: tokens, payload: { seq: firstSeq } });
-      marker(state, { markerId: input.markerIds.end, markerType: 'observation_end', cycleId: operation.operationId, messageSeqStart: throughSeq, messageSeqEnd: throughSeq, tokenCount: tokens, payload: { seq } });
+      for (const planned of plan.markers) marker(state, { ...planned, cycleId: operation.operationId });
       const record = update(state, {
         observedThroughMessageSeq: throughSeq,
         observationCount: state.record.observationCount + inserted.length,
-        lastObservationSeq: seq,
+        lastObservationSeq: plan.lastObservationSeq,
         activeObservationTokens: state.record.activeObservationTokens + tokens,
         unreflectedObservationTokens: state.record.unreflectedObservationTokens + tokens,
       });
@@ -368,30 +348,25 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       const unreflected = state.observations
         .filter((observation) => observation.seq > input.reflection.throughSeq)
         .reduce((sum, observation) => sum + observation.tokenCount, 0);
-      marker(state, {
-        markerId: input.markerId,
-        markerType: 'reflection_end',
-        cycleId: operation.operationId,
-        messageSeqStart: state.record.observedThroughMessageSeq,
-        messageSeqEnd: state.record.observedThroughMessageSeq,
-        tokenCount: input.reflection.tokenCount,
-        payload: { last_reflected_seq: input.reflection.throughSeq },
-      });
-      const checked = checkReflectionReferences(input.reflection.structured, state.record.lastObservationSeq);
+      const plan = planReflectionApply(state.record, input);
+      marker(state, { ...plan.marker, cycleId: operation.operationId });
       const at = nowIso();
       const found = { operationId: operation.operationId, createdAt: at };
-      for (const item of checked.supersessions) {
-        if (!state.supersessions.some((known) => known.newerSeq === item.newerSeq && known.olderSeq === item.olderSeq)) state.supersessions.push(Object.freeze({ ...item, ...found }));
-      }
-      for (const item of checked.contradictions) {
-        if (!state.contradictions.some((known) => known.seqA === item.seqA && known.seqB === item.seqB)) state.contradictions.push(Object.freeze({ ...item, ...found }));
+      for (const link of plan.links) {
+        if (link.kind === 'supersession') {
+          if (!state.supersessions.some((known) => known.newerSeq === link.firstSeq && known.olderSeq === link.secondSeq)) {
+            state.supersessions.push(Object.freeze({ newerSeq: link.firstSeq, olderSeq: link.secondSeq, reason: link.detail, ...found }));
+          }
+        } else if (!state.contradictions.some((known) => known.seqA === link.firstSeq && known.seqB === link.secondSeq)) {
+          state.contradictions.push(Object.freeze({ seqA: link.firstSeq, seqB: link.secondSeq, detail: link.detail, ...found }));
+        }
       }
       const record = update(state, {
         reflection: Object.freeze({ ...input.reflection }),
         unreflectedObservationTokens: unreflected,
         supersessionCount: state.supersessions.length,
         contradictionCount: state.contradictions.length,
-        rejectedReferenceCount: state.record.rejectedReferenceCount + checked.rejected,
+        rejectedReferenceCount: state.record.rejectedReferenceCount + plan.rejected,
       });
       finish(operation, 'applied', '');
       return record;

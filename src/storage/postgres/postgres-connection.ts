@@ -91,9 +91,29 @@ export function openPostgresConnection(options: PostgresConnectionOptions, store
   return Object.freeze({ pool, ownsPool: true, schema, prefix: `"${schema}".` });
 }
 
-/** Runs one statement with {@link PG_TYPES}. */
+/** Names of prepared statements, by statement text. */
+const statementNames = new Map<string, string>();
+
+/**
+ * The name a statement is prepared under on each connection: the same text always gets the
+ * same name, so the server parses and plans it once per connection, not on every call.
+ */
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `hm_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
+/**
+ * Runs one statement with {@link PG_TYPES}. A statement with parameters is prepared once per
+ * connection (named); one without (DDL, `BEGIN`) goes as a simple query.
+ */
 export async function query<R extends QueryResultRow>(target: Queryable, text: string, values: readonly unknown[] = []): Promise<QueryResult<R>> {
-  return target.query<R>({ text, values: [...values], types: PG_TYPES });
+  if (values.length === 0) return target.query<R>({ text, types: PG_TYPES });
+  return target.query<R>({ name: statementName(text), text, values: [...values], types: PG_TYPES });
 }
 
 // deadlock_detected and serialization_failure: the transaction did nothing, so it is retried.
@@ -103,13 +123,15 @@ const MAX_ATTEMPTS = 4;
 /**
  * Runs `work` in a READ COMMITTED transaction on one client, committing on success and
  * rolling back on any error. Deadlocks and serialization failures are retried a few times.
+ * `begin` replaces `BEGIN` with a simple query that starts with it (say, `BEGIN` and a lock
+ * in one round trip).
  */
-export async function transaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+export async function transaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>, options: { begin?: (client: PoolClient) => string } = {}): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     let broken: Error | undefined;
     try {
-      await client.query('BEGIN');
+      await client.query(options.begin ? options.begin(client) : 'BEGIN');
       const result = await work(client);
       await client.query('COMMIT');
       return result;
@@ -145,6 +167,11 @@ export function lockKey32(text: string): number {
  */
 export function scopeLockSql(schema: string, kind: 'memory' | 'conversation', param: number): string {
   return `SELECT pg_advisory_xact_lock(${lockKey32(`harness-memory:${kind}:${schema}`)}, hashtext($${param}))`;
+}
+
+/** `BEGIN` and the lock of {@link scopeLockSql} for `id` in one simple query (the id quoted by the client). */
+export function beginWithScopeLock(schema: string, kind: 'memory' | 'conversation', id: string, client: PoolClient): string {
+  return `BEGIN; SELECT pg_advisory_xact_lock(${lockKey32(`harness-memory:${kind}:${schema}`)}, hashtext(${client.escapeLiteral(id)}))`;
 }
 
 /** The SQLSTATE of a pg error, if any. */

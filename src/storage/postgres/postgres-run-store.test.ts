@@ -26,6 +26,7 @@ describe.skipIf(!url)('postgres run store', () => {
       return createPostgresRunStore({ connectionString, schema: suiteSchema, max: 4 });
     },
     cleanup: () => schemas.empty(suiteSchema),
+    openPeer: () => createPostgresRunStore({ connectionString, schema: suiteSchema, max: 2 }),
   });
 
   describe('run store: postgres (replicas)', () => {

@@ -5,22 +5,21 @@
  */
 import { StoreError } from '../../core/errors.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HistoryPageSizes, historyPageOf, historyPageSql, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HistoryCache } from '../_history-cache.js';
 import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
-import { createStoreGuard } from '../_store-guard.js';
-import { openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
-import type { PostgresConnectionOptions, Queryable } from './postgres-connection.js';
+import { beginWithScopeLock, disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
+import type { PostgresConnectionOptions } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
 
 /** Options of {@link createPostgresRunStore}: the same connection options as the memory store. */
 export type PostgresRunStoreOptions = PostgresConnectionOptions;
 
 const STORE = 'postgres-runs';
-const RECENT_PAGE = 500;
 
 /**
  * Creates the Postgres run store, migrating the schema first (shared with the memory store).
@@ -36,10 +35,27 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     if (connection.ownsPool) await pool.end().catch(() => {});
     throw toStoreError(error, STORE, schema);
   }
-  const guard = createStoreGuard({ store: STORE, toError: (error) => toStoreError(error, STORE, schema) });
+  let disposed = false;
+  type PageRow = ConversationMessageRow & { generation: number };
+  const newerSql = historyPageSql(s, 'newer', ['$1', '$1', '$2', '$3']);
+  const olderSql = historyPageSql(s, 'older', ['$1', '$1', '$2', '$3']);
+  const history = new HistoryCache(
+    {
+      newer: async (memoryId, after, limit) => historyPageOf((await query<PageRow>(pool, newerSql, [memoryId, after, limit])).rows),
+      older: async (memoryId, before, limit) => historyPageOf((await query<PageRow>(pool, olderSql, [memoryId, before, limit])).rows),
+    },
+    new HistoryPageSizes(),
+  );
   const lockConversation = scopeLockSql(schema, 'conversation', 1);
 
-  const wrap = <T>(work: () => Promise<T>): Promise<T> => guard.runAsync(work);
+  const wrap = async <T>(work: () => Promise<T>): Promise<T> => {
+    if (disposed) throw disposedError(STORE);
+    try {
+      return await work();
+    } catch (error) {
+      throw toStoreError(error, STORE, schema);
+    }
+  };
   const missing = (runId: string): StoreError => new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
   const errorJson = (error: RunRecord['error']): string | null => (error ? JSON.stringify(error) : null);
 
@@ -104,18 +120,43 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     appendMessages: (memoryId, messages, appendOptions = {}) =>
       wrap(async () => {
         if (messages.length === 0 && appendOptions.generation === undefined) return;
+        const column = <T>(pick: (message: ConversationMessage) => T): T[] => messages.map(pick);
         // Positions are assigned under the conversation's lock, which a forget takes too; known
         // ids and repeats in the batch are skipped.
         await transaction(pool, async (client) => {
-          await query(client, lockConversation, [memoryId]);
           if (appendOptions.generation !== undefined) {
             const found = (await query<{ generation: number }>(client, `SELECT generation FROM ${s}harness_conversation_generations WHERE memory_id = $1`, [memoryId])).rows[0];
             if ((found?.generation ?? 0) !== appendOptions.generation) throw scopeForgottenError(STORE, memoryId);
           }
-          if (messages.length > 0) await insertConversationMessages(client, s, memoryId, messages);
-        });
+          if (messages.length === 0) return;
+          await query(
+            client,
+            `WITH input AS (
+               SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::json[], $9::bigint[])
+                 WITH ORDINALITY AS t(message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count, ord)),
+             fresh AS (
+               SELECT DISTINCT ON (message_id) * FROM input AS i
+               WHERE NOT EXISTS (SELECT 1 FROM ${s}harness_conversation_messages AS m WHERE m.memory_id = $1 AND m.message_id = i.message_id)
+               ORDER BY message_id, ord)
+             INSERT INTO ${s}harness_conversation_messages (memory_id, position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count)
+             SELECT $1, (SELECT COALESCE(MAX(position), 0) FROM ${s}harness_conversation_messages WHERE memory_id = $1) + row_number() OVER (ORDER BY ord),
+               message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count
+             FROM fresh`,
+            [
+              memoryId,
+              column((message) => message.messageId),
+              column((message) => message.runId),
+              column((message) => message.role),
+              column((message) => message.content),
+              column((message) => message.name ?? null),
+              column((message) => message.toolCallId ?? null),
+              column((message) => (message.toolCalls ? JSON.stringify(message.toolCalls) : null)),
+              column((message) => message.tokenCount),
+            ],
+          );
+        }, { begin: (client) => beginWithScopeLock(schema, 'conversation', memoryId, client) });
       }),
-    recentMessages: (memoryId, maxTokens) => wrap(() => readRecentMessages(pool, s, memoryId, maxTokens)),
+    recentMessages: (memoryId, maxTokens) => wrap(async () => takeRecent(await history.recent(memoryId, maxTokens), maxTokens)),
     listStaleRuns: (olderThanSeconds) =>
       wrap(async () => {
         const result = await query<RunRow>(
@@ -142,62 +183,9 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
         }),
       ),
     dispose: async () => {
-      if (!guard.dispose()) return;
+      if (disposed) return;
+      disposed = true;
       if (connection.ownsPool) await pool.end();
     },
   };
-}
-
-/** Inserts the messages whose ids the conversation does not hold yet, at the next positions; call it under the conversation's lock. */
-async function insertConversationMessages(client: Queryable, s: string, memoryId: string, messages: readonly ConversationMessage[]): Promise<void> {
-  const column = <T>(pick: (message: ConversationMessage) => T): T[] => messages.map(pick);
-  await query(
-    client,
-    `WITH input AS (
-       SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::json[], $9::bigint[])
-         WITH ORDINALITY AS t(message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count, ord)),
-     fresh AS (
-       SELECT DISTINCT ON (message_id) * FROM input AS i
-       WHERE NOT EXISTS (SELECT 1 FROM ${s}harness_conversation_messages AS m WHERE m.memory_id = $1 AND m.message_id = i.message_id)
-       ORDER BY message_id, ord)
-     INSERT INTO ${s}harness_conversation_messages (memory_id, position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count)
-     SELECT $1, (SELECT COALESCE(MAX(position), 0) FROM ${s}harness_conversation_messages WHERE memory_id = $1) + row_number() OVER (ORDER BY ord),
-       message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count
-     FROM fresh`,
-    [
-      memoryId,
-      column((message) => message.messageId),
-      column((message) => message.runId),
-      column((message) => message.role),
-      column((message) => message.content),
-      column((message) => message.name ?? null),
-      column((message) => message.toolCallId ?? null),
-      column((message) => (message.toolCalls ? JSON.stringify(message.toolCalls) : null)),
-      column((message) => message.tokenCount),
-    ],
-  );
-}
-
-/** The newest messages of a conversation within `maxTokens`, read newest first a page at a time until the budget is spent. */
-async function readRecentMessages(pool: Queryable, s: string, memoryId: string, maxTokens: number): Promise<ConversationMessage[]> {
-  const rows: ConversationMessageRow[] = [];
-  let before = Number.MAX_SAFE_INTEGER;
-  let used = 0;
-  for (;;) {
-    const page = (
-      await query<ConversationMessageRow>(pool, `SELECT * FROM ${s}harness_conversation_messages WHERE memory_id = $1 AND position < $2 ORDER BY position DESC LIMIT $3`, [
-        memoryId,
-        before,
-        RECENT_PAGE,
-      ])
-    ).rows;
-    for (const row of page) {
-      if (used + row.token_count > maxTokens) return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
-      used += row.token_count;
-      rows.push(row);
-    }
-    if (page.length < RECENT_PAGE) break;
-    before = page.at(-1)?.position ?? 0;
-  }
-  return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
 }

@@ -32,6 +32,7 @@ export interface PostgresStatements {
   readonly markMessagesObserved: string;
 
   /** $1 memoryId, $2 last seq, $3 source start, $4 source end, $5 operationId, $6..$10 arrays (content, tokens, importance, source, cited seqs as JSON). */
+  /** The apply plan's observations: $1 memoryId, $2 seqs, $3 source start, $4 source end, $5 operation, then the columns as arrays. */
   readonly insertObservations: string;
   readonly listObservations: string;
   /** Two markers; $1 memoryId, $2 cycleId, $3 tokens, then id, type, start, end, payload for each. */
@@ -42,7 +43,6 @@ export interface PostgresStatements {
 
   /** $1 id, $2 memoryId, $3..$5 scope, $6 runId, $7 toolCallId, $8 type, $9 status, $10 payload, $11 attempt. */
   readonly insertOperation: string;
-  readonly selectOperationScope: string;
   /** $1 leaseOwner, $2 lease seconds (, $3 memoryId). */
   readonly claimOfScope: string;
   readonly claimOfAnyScope: string;
@@ -154,8 +154,8 @@ export function buildStatements(s: string): PostgresStatements {
 
     insertObservations: `
       INSERT INTO ${s}om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, source, source_seqs_json, operation_id)
-      SELECT $1, $2::bigint + ord, content, token_count, importance, now(), $3, $4, source, source_seqs_json, $5
-      FROM unnest($6::text[], $7::bigint[], $8::double precision[], $9::text[], $10::jsonb[]) WITH ORDINALITY AS t(content, token_count, importance, source, source_seqs_json, ord)
+      SELECT $1, seq, content, token_count, importance, now(), $3, $4, source, source_seqs_json, $5
+      FROM unnest($2::bigint[], $6::text[], $7::bigint[], $8::double precision[], $9::text[], $10::jsonb[]) AS t(seq, content, token_count, importance, source, source_seqs_json)
       RETURNING *`,
     listObservations: `SELECT * FROM ${s}om_observations WHERE memory_id = $1 AND seq > $2 ORDER BY seq`,
     insertMarkerPair: `
@@ -175,7 +175,6 @@ export function buildStatements(s: string): PostgresStatements {
       SELECT $1, $2, $3, $4, $5, $6, $7, COALESCE(MAX(scope_sequence), 0) + 1, $8, $9, $10::jsonb, '', $11, NULL, NULL, now(), now(), now()
       FROM ${s}om_operation_log WHERE memory_id = $2
       RETURNING *`,
-    selectOperationScope: `SELECT memory_id FROM ${s}om_operation_log WHERE operation_id = $1`,
     claimOfScope: claim(`SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE q.memory_id = $3 AND ${claimable} ORDER BY q.scope_sequence`),
     claimOfAnyScope: claim(`SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE ${claimable} ORDER BY q.created_at, q.log_position`),
     // The lease check: only the holder, only before expiry by the database clock. The row

@@ -9,11 +9,11 @@ import { StoreError } from '../../core/errors.js';
 import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
-import type { AppendAndClaimResult, AppendMessagesResult, LeaseHandle, MemoryStore } from '../store.js';
-import { disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
+import type { AppendAndClaimResult, AppendMessagesResult, LeaseHandle, MemoryStore, PrefetchedObserve } from '../store.js';
+import { beginWithScopeLock, disposedError, openPostgresConnection, query, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
-import { checkReflectionReferences } from '../../core/reflection-links.js';
+import { planObservationApply, planReflectionApply } from '../apply-plan.js';
 import {
   newScopeGeneration,
   newWorkingMemoryVersion,
@@ -27,6 +27,7 @@ import {
   toStoredMessage,
   toWorkingMemoryEntry,
 } from '../_memory-rows.js';
+import { toApplyPosition } from '../_memory-rows.js';
 import type { MarkerRow, MessageRow, ObservationRow, OperationRow, RecordRow, ReflectionLinkRow, WorkingMemoryRow } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { buildStatements } from './postgres-statements.js';
@@ -66,8 +67,8 @@ function buildStore(connection: PostgresConnection): MemoryStore {
   // Why an advisory lock per scope, not a row lock on the record: working-memory entries and
   // queued operations exist without a record row, and a lock must exist before the first
   // row does. The lock lasts until commit, so a scope's seq assignment (messages, operations,
-  // observations) and its limit checks see every earlier writer's committed rows.
-  const lockScope = scopeLockSql(schema, 'memory', 1);
+  // observations) and its limit checks see every earlier writer's committed rows. It is
+  // taken with BEGIN, in one round trip (beginWithScopeLock).
   let disposed = false;
 
   const execute = async <T>(work: () => Promise<T>): Promise<T> => {
@@ -85,10 +86,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
 
   /** A transaction holding the scope's lock from its first statement. */
   const inScope = <T>(memoryId: string, work: (client: PoolClient) => Promise<T>): Promise<T> =>
-    transaction(pool, async (client) => {
-      await query(client, lockScope, [memoryId]);
-      return work(client);
-    });
+    transaction(pool, work, { begin: (client) => beginWithScopeLock(schema, 'memory', memoryId, client) });
 
   /** Throws `SCOPE_FORGOTTEN` when the caller's generation is not the scope's any more; call it holding the scope's lock. */
   const checkGeneration = async (client: PoolClient, memoryId: string, expected: number | undefined): Promise<void> => {
@@ -154,17 +152,21 @@ function buildStore(connection: PostgresConnection): MemoryStore {
   };
 
   /**
-   * Applies a leased operation: takes its scope's lock (before any row lock, the order every
-   * writer follows, so apply and forget cannot deadlock), checks and ends the lease, then runs
-   * `work` in the same transaction. A lapsed lease rolls everything back.
+   * Applies a leased operation: takes its scope's lock with `BEGIN` (before any row lock, the
+   * order every writer follows, so apply and forget cannot deadlock), checks and ends the
+   * lease, then runs `work` in the same transaction. A lapsed lease rolls everything back.
    */
   const applyLeased = <T>(handle: LeaseHandle, work: (client: PoolClient, operation: OperationRow) => Promise<T>): Promise<T> =>
-    transaction(pool, async (client) => {
-      const found = await first<{ memory_id: string }>(client, sql.selectOperationScope, [handle.operationId]);
-      if (!found) throw leaseLost(handle);
-      await query(client, lockScope, [found.memory_id]);
-      return work(client, await finishLeased(client, handle, 'applied', ''));
-    });
+    transaction(
+      pool,
+      async (client) => {
+        const operation = await finishLeased(client, handle, 'applied', '');
+        // The handle names the scope locked above; an operation of another scope is not this lease.
+        if (operation.memory_id !== handle.memoryId) throw leaseLost(handle);
+        return work(client, operation);
+      },
+      { begin: (client) => beginWithScopeLock(schema, 'memory', handle.memoryId, client) },
+    );
 
   const insertOperation = async (
     client: PoolClient,
@@ -217,11 +219,24 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           const current = existing && toRecord(existing);
           const settings = input.settings(current);
           if (!settings.enabled) return { disabled: true, record: current };
-          const appended = await appendIn(client, input);
+          // The generation was checked above, under the same lock.
+          const { generation: _checked, ...unchecked } = input;
+          const appended = await appendIn(client, unchecked);
           if (appended.unobservedTokens < settings.minTokens) return appended;
           const operation = toOperation(await insertOperation(client, { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' }, 'queued', 0));
-          const claimed = await first<OperationRow>(client, sql.claimOfScope, [input.leaseOwner, seconds('leaseMs', input.leaseMs, 1), input.memoryId]);
-          return { ...appended, operation, ...(claimed ? { claimed: toOperation(claimed) } : {}) };
+          const claimedRow = await first<OperationRow>(client, sql.claimOfScope, [input.leaseOwner, seconds('leaseMs', input.leaseMs, 1), input.memoryId]);
+          if (!claimedRow) return { ...appended, operation };
+          const claimed = toOperation(claimedRow);
+          // What the worker reads first, read here: two round trips fewer for the apply.
+          const prefetched: PrefetchedObserve | undefined =
+            claimed.operationType === 'observe'
+              ? {
+                  operationId: claimed.operationId,
+                  record: appended.record,
+                  messages: (await rows<MessageRow>(client, sql.listUnobservedMessages, [input.memoryId, appended.record.lastMessageSeq])).map(toStoredMessage),
+                }
+              : undefined;
+          return { ...appended, operation, claimed, ...(prefetched ? { prefetched } : {}) };
         }),
       ),
 
@@ -248,27 +263,26 @@ function buildStore(connection: PostgresConnection): MemoryStore {
         applyLeased(input, async (client, operation) => {
           const memoryId = operation.memory_id;
           const current = await recordOf(client, memoryId);
-          const startSeq = current.observed_through_message_seq + 1;
-          const throughSeq = Math.max(current.observed_through_message_seq, input.throughMessageSeq);
-          const lastSeq = current.last_observation_seq + input.observations.length;
-          const tokens = input.observations.reduce((sum, item) => sum + item.tokenCount, 0);
+          const plan = planObservationApply(toApplyPosition(current), input);
+          const planned = plan.observations;
           let observations: Observation[] = [];
-          if (input.observations.length > 0) {
+          if (planned.length > 0) {
             const inserted = await rows<ObservationRow>(client, sql.insertObservations, [
-              memoryId, current.last_observation_seq, startSeq, throughSeq, operation.operation_id,
-              input.observations.map((item) => item.content), input.observations.map((item) => item.tokenCount), input.observations.map((item) => item.importance),
-              input.observations.map((item) => item.source ?? 'mixed'), input.observations.map((item) => seqsJson(item.sourceMessageSeqs)),
+              memoryId, planned.map((item) => item.seq), plan.startSeq, plan.throughSeq, operation.operation_id,
+              planned.map((item) => item.content), planned.map((item) => item.tokenCount), planned.map((item) => item.importance),
+              planned.map((item) => item.source), planned.map((item) => seqsJson(item.sourceMessageSeqs)),
             ]);
             observations = inserted.map(toObservation).sort((a, b) => a.seq - b.seq);
           }
-          await query(client, sql.markMessagesObserved, [memoryId, throughSeq]);
+          await query(client, sql.markMessagesObserved, [memoryId, plan.throughSeq]);
+          const [start, end] = plan.markers;
           await query(client, sql.insertMarkerPair, [
-            memoryId, operation.operation_id, tokens,
-            input.markerIds.start, 'observation_start', startSeq, startSeq, JSON.stringify({ seq: current.last_observation_seq + 1 }),
-            input.markerIds.end, 'observation_end', throughSeq, throughSeq, JSON.stringify({ seq: lastSeq }),
+            memoryId, operation.operation_id, plan.tokens,
+            start.markerId, start.markerType, start.messageSeqStart, start.messageSeqEnd, JSON.stringify(start.payload),
+            end.markerId, end.markerType, end.messageSeqStart, end.messageSeqEnd, JSON.stringify(end.payload),
           ]);
           const row = swapped(
-            await first<RecordRow>(client, sql.applyObservations, [memoryId, current.state_version, throughSeq, observations.length, lastSeq, tokens]),
+            await first<RecordRow>(client, sql.applyObservations, [memoryId, current.state_version, plan.throughSeq, observations.length, plan.lastObservationSeq, plan.tokens]),
             memoryId,
           );
           return { record: toRecord(row), observations };
@@ -281,22 +295,18 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           const memoryId = operation.memory_id;
           const current = await recordOf(client, memoryId);
           const { reflection } = input;
-          const at = current.observed_through_message_seq;
+          const plan = planReflectionApply(toApplyPosition(current), input);
+          const { marker, links } = plan;
           await query(client, sql.insertMarker, [
-            input.markerId, memoryId, 'reflection_end', operation.operation_id, at, at, reflection.tokenCount, JSON.stringify({ last_reflected_seq: reflection.throughSeq }),
+            marker.markerId, memoryId, marker.markerType, operation.operation_id, marker.messageSeqStart, marker.messageSeqEnd, marker.tokenCount, JSON.stringify(marker.payload),
           ]);
-          const checked = checkReflectionReferences(reflection.structured, current.last_observation_seq);
-          const links = [
-            ...checked.supersessions.map((item) => ['supersession', item.newerSeq, item.olderSeq, item.reason] as const),
-            ...checked.contradictions.map((item) => ['contradiction', item.seqA, item.seqB, item.detail] as const),
-          ];
           const added = links.length === 0 ? [] : await rows<{ kind: string }>(client, sql.insertReflectionLinks, [
-            memoryId, links.map((link) => link[0]), links.map((link) => link[1]), links.map((link) => link[2]), links.map((link) => link[3]), operation.operation_id,
+            memoryId, links.map((link) => link.kind), links.map((link) => link.firstSeq), links.map((link) => link.secondSeq), links.map((link) => link.detail), operation.operation_id,
           ]);
           const row = swapped(
             await first<RecordRow>(client, sql.applyReflection, [
               memoryId, current.state_version, reflection.raw, JSON.stringify(reflection.structured), reflection.tokenCount, reflection.throughSeq, reflection.createdAt,
-              added.filter((link) => link.kind === 'supersession').length, added.filter((link) => link.kind === 'contradiction').length, checked.rejected,
+              added.filter((link) => link.kind === 'supersession').length, added.filter((link) => link.kind === 'contradiction').length, plan.rejected,
             ]),
             memoryId,
           );

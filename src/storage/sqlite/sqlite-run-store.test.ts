@@ -12,4 +12,5 @@ runRunStoreSuite({
     return createSqliteRunStore({ path: join(directory, 'state.db') });
   },
   cleanup: () => rmSync(directory, { recursive: true, force: true }),
+  openPeer: () => createSqliteRunStore({ path: join(directory, 'state.db') }),
 });

@@ -6,14 +6,14 @@
 import type { Database } from 'better-sqlite3';
 import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
-import { createStoreGuard } from '../_store-guard.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { toConversationMessage, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HistoryPageSizes, historyPageOf, historyPageSql, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HistoryCache } from '../_history-cache.js';
 import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
-import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
+import type { RunStore } from '../run-store.js';
 import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } from './sqlite-connection.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
 import { SQL_NOW } from './sqlite-statements.js';
@@ -31,7 +31,6 @@ export interface SqliteRunStoreOptions {
 }
 
 const STORE = 'sqlite-runs';
-const RECENT_PAGE = 500;
 
 /** Creates the SQLite run store. */
 export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
@@ -41,21 +40,63 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
   configureSqliteConnection(db, { busyTimeoutMs: options.busyTimeoutMs ?? 5000, synchronous: options.synchronous ?? 'NORMAL', path: options.path });
   migrateSqliteDatabase(db);
   const checkpointer = (options.checkpoints ?? 'background') === 'background' ? useBackgroundCheckpoints(db, { synchronous: options.synchronous ?? 'NORMAL' }) : undefined;
-  const guard = createStoreGuard({
-    store: STORE,
-    disposedMessage: 'The run store was disposed.',
-    toError: (error) => new StoreError({ store: STORE, message: `SQLite failed: ${(error as Error).message}`, cause: error }),
-  });
+  let disposed = false;
 
-  const statements = prepareRunStatements(db);
+  const statements = {
+    insertRun: db.prepare(
+      `INSERT INTO harness_runs (run_id, memory_id, tenant_id, conversation_id, agent_id, status, prompt, model, system_prompt, max_steps, output, error_json, steps, input_tokens, output_tokens, parent_run_id, created_at, updated_at)
+       VALUES (@run_id, @memory_id, @tenant_id, @conversation_id, @agent_id, @status, @prompt, @model, @system_prompt, @max_steps, @output, @error_json, @steps, @input_tokens, @output_tokens, @parent_run_id, ${SQL_NOW}, ${SQL_NOW})`,
+    ),
+    getRun: db.prepare<[string], RunRow>('SELECT * FROM harness_runs WHERE run_id = ?'),
+    updateRun: db.prepare(
+      `UPDATE harness_runs SET status = @status, output = @output, error_json = @error_json, steps = @steps, input_tokens = @input_tokens, output_tokens = @output_tokens, updated_at = ${SQL_NOW} WHERE run_id = @run_id`,
+    ),
+    nextSeq: db.prepare<[string], number>('SELECT COALESCE(MAX(seq), -1) + 1 FROM harness_run_events WHERE run_id = ?').pluck(),
+    insertEvent: db.prepare<[string, number, string, string]>(`INSERT INTO harness_run_events (run_id, seq, type, timestamp, payload_json) VALUES (?, ?, ?, ${SQL_NOW}, ?)`),
+    getEvent: db.prepare<[string, number], RunEventRow>('SELECT * FROM harness_run_events WHERE run_id = ? AND seq = ?'),
+    listEvents: db.prepare<[string, number], RunEventRow>('SELECT * FROM harness_run_events WHERE run_id = ? AND seq > ? ORDER BY seq'),
+    nextPosition: db.prepare<[string], number>('SELECT COALESCE(MAX(position), 0) + 1 FROM harness_conversation_messages WHERE memory_id = ?').pluck(),
+    insertMessage: db.prepare(
+      `INSERT OR IGNORE INTO harness_conversation_messages (memory_id, position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count)
+       VALUES (@memory_id, @position, @message_id, @run_id, @role, @content, @name, @tool_call_id, @tool_calls_json, @token_count)`,
+    ),
+    newerMessages: db.prepare<[string, string, number, number], ConversationMessageRow & { generation: number }>(historyPageSql('', 'newer', ['?', '?', '?', '?'])),
+    olderMessages: db.prepare<[string, string, number, number], ConversationMessageRow & { generation: number }>(historyPageSql('', 'older', ['?', '?', '?', '?'])),
+    staleRuns: db.prepare<[string], RunRow>(`SELECT * FROM harness_runs WHERE status IN ('queued', 'running') AND updated_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) ORDER BY created_at`),
+    forgetMessages: db.prepare<[string]>('DELETE FROM harness_conversation_messages WHERE memory_id = ?'),
+    selectGeneration: db.prepare<[string], number>('SELECT generation FROM harness_conversation_generations WHERE memory_id = ?').pluck(),
+    writeGeneration: db.prepare<[string, number]>(
+      'INSERT INTO harness_conversation_generations (memory_id, generation) VALUES (?, ?) ON CONFLICT (memory_id) DO UPDATE SET generation = excluded.generation',
+    ),
+    forgetEvents: db.prepare<[string]>('DELETE FROM harness_run_events WHERE run_id IN (SELECT run_id FROM harness_runs WHERE memory_id = ?)'),
+    forgetRuns: db.prepare<[string]>('DELETE FROM harness_runs WHERE memory_id = ?'),
+  };
 
-  const wrap = <T>(work: () => T): T => guard.run(work);
+  const guard = (): void => {
+    if (disposed) throw new StoreError({ store: STORE, code: 'STORE_DISPOSED', message: 'The run store was disposed.' });
+  };
+  const wrap = <T>(work: () => T): T => {
+    guard();
+    try {
+      return work();
+    } catch (error) {
+      if (StoreError.isInstance(error)) throw error;
+      throw new StoreError({ store: STORE, message: `SQLite failed: ${(error as Error).message}`, cause: error });
+    }
+  };
   /** A write transaction, counted for the background checkpoints. */
   const write = <T>(work: () => T): T => {
     const result = wrap(work);
     checkpointer?.noteCommit();
     return result;
   };
+  const history = new HistoryCache(
+    {
+      newer: async (memoryId, after, limit) => wrap(() => historyPageOf(statements.newerMessages.all(memoryId, memoryId, after, limit))),
+      older: async (memoryId, before, limit) => wrap(() => historyPageOf(statements.olderMessages.all(memoryId, memoryId, before, limit))),
+    },
+    new HistoryPageSizes(),
+  );
   const missing = (runId: string): StoreError => new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
 
   return {
@@ -64,7 +105,24 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     async createRun(run) {
       return write(() => {
         db.transaction(() => {
-          statements.insertRun.run(runRowParams(run));
+          statements.insertRun.run({
+            run_id: run.runId,
+            memory_id: memoryIdOf(run.scope),
+            tenant_id: run.scope.tenantId,
+            conversation_id: run.scope.conversationId,
+            agent_id: run.scope.agentId,
+            status: run.status,
+            prompt: run.prompt,
+            model: run.model,
+            system_prompt: run.systemPrompt,
+            max_steps: run.maxSteps,
+            output: run.output,
+            error_json: run.error ? JSON.stringify(run.error) : null,
+            steps: run.steps,
+            input_tokens: run.usage.inputTokens,
+            output_tokens: run.usage.outputTokens,
+            parent_run_id: run.parentRunId,
+          });
         }).immediate();
         return toRunRecord(statements.getRun.get(run.runId) as RunRow);
       });
@@ -117,13 +175,29 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
         db
           .transaction(() => {
             if (appendOptions.generation !== undefined && (statements.selectGeneration.get(memoryId) ?? 0) !== appendOptions.generation) throw scopeForgottenError(STORE, memoryId);
-            insertMessages(statements, memoryId, messages);
+            let position = statements.nextPosition.get(memoryId) ?? 1;
+            for (const message of messages) {
+              const result = statements.insertMessage.run({
+                memory_id: memoryId,
+                position,
+                message_id: message.messageId,
+                run_id: message.runId,
+                role: message.role,
+                content: message.content,
+                name: message.name ?? null,
+                tool_call_id: message.toolCallId ?? null,
+                tool_calls_json: message.toolCalls ? JSON.stringify(message.toolCalls) : null,
+                token_count: message.tokenCount,
+              });
+              if (result.changes === 1) position++;
+            }
           })
           .immediate(),
       );
     },
     async recentMessages(memoryId, maxTokens) {
-      return wrap(() => readRecentMessages(statements, memoryId, maxTokens));
+      guard();
+      return takeRecent(await history.recent(memoryId, maxTokens), maxTokens);
     },
     async listStaleRuns(olderThanSeconds) {
       return wrap(() => statements.staleRuns.all(`-${Math.max(0, olderThanSeconds)} seconds`).map(toRunRecord));
@@ -143,106 +217,10 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       });
     },
     async dispose() {
-      if (!guard.dispose()) return;
+      if (disposed) return;
+      disposed = true;
       await checkpointer?.stop();
       db.close();
     },
   };
-}
-
-type RunStatements = ReturnType<typeof prepareRunStatements>;
-
-/** The statements of the run store, prepared once per connection. */
-function prepareRunStatements(db: Database) {
-  return {
-    insertRun: db.prepare(
-      `INSERT INTO harness_runs (run_id, memory_id, tenant_id, conversation_id, agent_id, status, prompt, model, system_prompt, max_steps, output, error_json, steps, input_tokens, output_tokens, parent_run_id, created_at, updated_at)
-       VALUES (@run_id, @memory_id, @tenant_id, @conversation_id, @agent_id, @status, @prompt, @model, @system_prompt, @max_steps, @output, @error_json, @steps, @input_tokens, @output_tokens, @parent_run_id, ${SQL_NOW}, ${SQL_NOW})`,
-    ),
-    getRun: db.prepare<[string], RunRow>('SELECT * FROM harness_runs WHERE run_id = ?'),
-    updateRun: db.prepare(
-      `UPDATE harness_runs SET status = @status, output = @output, error_json = @error_json, steps = @steps, input_tokens = @input_tokens, output_tokens = @output_tokens, updated_at = ${SQL_NOW} WHERE run_id = @run_id`,
-    ),
-    nextSeq: db.prepare<[string], number>('SELECT COALESCE(MAX(seq), -1) + 1 FROM harness_run_events WHERE run_id = ?').pluck(),
-    insertEvent: db.prepare<[string, number, string, string]>(`INSERT INTO harness_run_events (run_id, seq, type, timestamp, payload_json) VALUES (?, ?, ?, ${SQL_NOW}, ?)`),
-    getEvent: db.prepare<[string, number], RunEventRow>('SELECT * FROM harness_run_events WHERE run_id = ? AND seq = ?'),
-    listEvents: db.prepare<[string, number], RunEventRow>('SELECT * FROM harness_run_events WHERE run_id = ? AND seq > ? ORDER BY seq'),
-    nextPosition: db.prepare<[string], number>('SELECT COALESCE(MAX(position), 0) + 1 FROM harness_conversation_messages WHERE memory_id = ?').pluck(),
-    insertMessage: db.prepare(
-      `INSERT OR IGNORE INTO harness_conversation_messages (memory_id, position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count)
-       VALUES (@memory_id, @position, @message_id, @run_id, @role, @content, @name, @tool_call_id, @tool_calls_json, @token_count)`,
-    ),
-    recent: db.prepare<[string, number, number], ConversationMessageRow>(
-      'SELECT * FROM harness_conversation_messages WHERE memory_id = ? AND position < ? ORDER BY position DESC LIMIT ?',
-    ),
-    staleRuns: db.prepare<[string], RunRow>(`SELECT * FROM harness_runs WHERE status IN ('queued', 'running') AND updated_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) ORDER BY created_at`),
-    forgetMessages: db.prepare<[string]>('DELETE FROM harness_conversation_messages WHERE memory_id = ?'),
-    selectGeneration: db.prepare<[string], number>('SELECT generation FROM harness_conversation_generations WHERE memory_id = ?').pluck(),
-    writeGeneration: db.prepare<[string, number]>(
-      'INSERT INTO harness_conversation_generations (memory_id, generation) VALUES (?, ?) ON CONFLICT (memory_id) DO UPDATE SET generation = excluded.generation',
-    ),
-    forgetEvents: db.prepare<[string]>('DELETE FROM harness_run_events WHERE run_id IN (SELECT run_id FROM harness_runs WHERE memory_id = ?)'),
-    forgetRuns: db.prepare<[string]>('DELETE FROM harness_runs WHERE memory_id = ?'),
-  };
-}
-
-/** The row of a new run. */
-function runRowParams(run: Omit<RunRecord, 'createdAt' | 'updatedAt'>): Record<string, unknown> {
-  return {
-    run_id: run.runId,
-    memory_id: memoryIdOf(run.scope),
-    tenant_id: run.scope.tenantId,
-    conversation_id: run.scope.conversationId,
-    agent_id: run.scope.agentId,
-    status: run.status,
-    prompt: run.prompt,
-    model: run.model,
-    system_prompt: run.systemPrompt,
-    max_steps: run.maxSteps,
-    output: run.output,
-    error_json: run.error ? JSON.stringify(run.error) : null,
-    steps: run.steps,
-    input_tokens: run.usage.inputTokens,
-    output_tokens: run.usage.outputTokens,
-    parent_run_id: run.parentRunId,
-  };
-}
-
-/** The newest messages of a conversation within `maxTokens`, read newest first a page at a time until the budget is spent. */
-function readRecentMessages(statements: RunStatements, memoryId: string, maxTokens: number): ConversationMessage[] {
-  const rows: ConversationMessageRow[] = [];
-  let before = Number.MAX_SAFE_INTEGER;
-  let used = 0;
-  for (;;) {
-    const page = statements.recent.all(memoryId, before, RECENT_PAGE);
-    if (page.length === 0) break;
-    for (const row of page) {
-      if (used + row.token_count > maxTokens) return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
-      used += row.token_count;
-      rows.push(row);
-    }
-    before = page.at(-1)?.position ?? 0;
-    if (page.length < RECENT_PAGE) break;
-  }
-  return takeRecent(rows.reverse().map(toConversationMessage), maxTokens);
-}
-
-/** Inserts the messages whose ids the conversation does not hold yet, at the next positions; call it inside the write transaction. */
-function insertMessages(statements: RunStatements, memoryId: string, messages: readonly ConversationMessage[]): void {
-  let position = statements.nextPosition.get(memoryId) ?? 1;
-  for (const message of messages) {
-    const result = statements.insertMessage.run({
-      memory_id: memoryId,
-      position,
-      message_id: message.messageId,
-      run_id: message.runId,
-      role: message.role,
-      content: message.content,
-      name: message.name ?? null,
-      tool_call_id: message.toolCallId ?? null,
-      tool_calls_json: message.toolCalls ? JSON.stringify(message.toolCalls) : null,
-      token_count: message.tokenCount,
-    });
-    if (result.changes === 1) position++;
-  }
 }

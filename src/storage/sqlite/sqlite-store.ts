@@ -7,7 +7,6 @@
 import type { Database } from 'better-sqlite3';
 import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
-import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
 import type { AppendAndClaimResult, LeaseHandle, MemoryStore, Operation, PrefetchedObserve } from '../store.js';
@@ -15,7 +14,7 @@ import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } f
 import type { BackgroundCheckpoints } from './sqlite-checkpointer.js';
 import { conflictError, disposedError, leaseLostError, missingRecordError, STORE_NAME, toStoreError } from './sqlite-errors.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
-import { checkReflectionReferences } from '../../core/reflection-links.js';
+import { planObservationApply, planReflectionApply, type PlannedMarker } from '../apply-plan.js';
 import {
   newScopeGeneration,
   newWorkingMemoryVersion,
@@ -30,7 +29,7 @@ import {
   toWorkingMemoryEntry,
 } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
-import type { MarkerRow, ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
+import { toApplyPosition as positionOf, type MarkerRow, type ObservationRow, type OperationRow, type RecordRow } from '../_memory-rows.js';
 import { prepareStatements } from './sqlite-statements.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
 import type { SqliteStatements } from './sqlite-statements.js';
@@ -188,10 +187,21 @@ function buildStore(
     if (changes !== 1) throw leaseLostError(handle.operationId, handle.leaseOwner);
   };
 
-  const insertMarker = (row: Omit<MarkerRow, 'payload_json'> & { payload: Record<string, unknown> }): void => {
+  const insertMarker = (row: Omit<MarkerRow, 'payload_json'> & { payload: Readonly<Record<string, unknown>> }): void => {
     const { payload, ...columns } = row;
     statements.insertMarker.run({ ...columns, payload_json: JSON.stringify(payload) });
   };
+  const markerRow = (memoryId: string, operationId: string, marker: PlannedMarker, now: string) => ({
+    marker_id: marker.markerId,
+    memory_id: memoryId,
+    marker_type: marker.markerType,
+    cycle_id: operationId,
+    message_index_start: marker.messageSeqStart,
+    message_index_end: marker.messageSeqEnd,
+    token_count: marker.tokenCount,
+    payload: marker.payload,
+    created_at: now,
+  });
 
   const updateSettings = (input: Input<'updateSettings'>) => {
     const now = readNow();
@@ -330,36 +340,36 @@ function buildStore(
     markApplied(input, now, '');
     const { memoryId, operationId } = input;
     const current = recordOf(memoryId);
-    const startSeq = current.observed_through_message_seq + 1;
-    const throughSeq = Math.max(current.observed_through_message_seq, input.throughMessageSeq);
-    let seq = current.last_observation_seq;
-    let tokens = 0;
-    const observations: Observation[] = [];
-    for (const candidate of input.observations) {
-      seq++;
-      tokens += candidate.tokenCount;
+    const plan = planObservationApply(positionOf(current), input);
+    const observations = plan.observations.map((planned) => {
       const row: ObservationRow = {
         memory_id: memoryId,
-        seq,
-        content: candidate.content,
-        token_count: candidate.tokenCount,
-        importance: candidate.importance,
+        seq: planned.seq,
+        content: planned.content,
+        token_count: planned.tokenCount,
+        importance: planned.importance,
         created_at: now,
-        source_start_seq: startSeq,
-        source_end_seq: throughSeq,
-        source: candidate.source ?? 'mixed',
-        source_seqs_json: seqsJson(candidate.sourceMessageSeqs),
+        source_start_seq: planned.sourceStartSeq,
+        source_end_seq: planned.sourceEndSeq,
+        source: planned.source,
+        source_seqs_json: seqsJson(planned.sourceMessageSeqs),
         operation_id: operationId,
       };
       statements.insertObservation.run(row);
-      observations.push(toObservation(row));
-    }
+      return toObservation(row);
+    });
     faultPoint?.('mid_apply');
-    const cycle = { memory_id: memoryId, cycle_id: operationId, token_count: tokens, created_at: now };
-    insertMarker({ ...cycle, marker_id: input.markerIds.start, marker_type: 'observation_start', message_index_start: startSeq, message_index_end: startSeq, payload: { seq: current.last_observation_seq + 1 } });
-    insertMarker({ ...cycle, marker_id: input.markerIds.end, marker_type: 'observation_end', message_index_start: throughSeq, message_index_end: throughSeq, payload: { seq } });
+    for (const marker of plan.markers) insertMarker(markerRow(memoryId, operationId, marker, now));
     const row = swapped(
-      statements.applyObservations.get({ memoryId, stateVersion: current.state_version, throughSeq, count: observations.length, lastObservationSeq: seq, tokens, now }),
+      statements.applyObservations.get({
+        memoryId,
+        stateVersion: current.state_version,
+        throughSeq: plan.throughSeq,
+        count: observations.length,
+        lastObservationSeq: plan.lastObservationSeq,
+        tokens: plan.tokens,
+        now,
+      }),
       memoryId,
     );
     faultPoint?.('before_mark_applied');
@@ -372,26 +382,15 @@ function buildStore(
     const { memoryId, operationId } = input;
     const current = recordOf(memoryId);
     const { reflection } = input;
-    insertMarker({
-      marker_id: input.markerId,
-      memory_id: memoryId,
-      marker_type: 'reflection_end',
-      cycle_id: operationId,
-      message_index_start: current.observed_through_message_seq,
-      message_index_end: current.observed_through_message_seq,
-      token_count: reflection.tokenCount,
-      payload: { last_reflected_seq: reflection.throughSeq },
-      created_at: now,
-    });
-    const checked = checkReflectionReferences(reflection.structured, current.last_observation_seq);
+    const plan = planReflectionApply(positionOf(current), input);
+    insertMarker(markerRow(memoryId, operationId, plan.marker, now));
     const link = { memory_id: memoryId, operation_id: operationId, created_at: now };
     let addedSupersessions = 0;
     let addedContradictions = 0;
-    for (const item of checked.supersessions) {
-      addedSupersessions += statements.insertReflectionLink.run({ ...link, kind: 'supersession', first_seq: item.newerSeq, second_seq: item.olderSeq, detail: item.reason }).changes;
-    }
-    for (const item of checked.contradictions) {
-      addedContradictions += statements.insertReflectionLink.run({ ...link, kind: 'contradiction', first_seq: item.seqA, second_seq: item.seqB, detail: item.detail }).changes;
+    for (const planned of plan.links) {
+      const added = statements.insertReflectionLink.run({ ...link, kind: planned.kind, first_seq: planned.firstSeq, second_seq: planned.secondSeq, detail: planned.detail }).changes;
+      if (planned.kind === 'supersession') addedSupersessions += added;
+      else addedContradictions += added;
     }
     const row = swapped(
       statements.applyReflection.get({
@@ -404,7 +403,7 @@ function buildStore(
         createdAt: reflection.createdAt,
         addedSupersessions,
         addedContradictions,
-        rejected: checked.rejected,
+        rejected: plan.rejected,
         now,
       }),
       memoryId,

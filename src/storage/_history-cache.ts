@@ -1,0 +1,125 @@
+/**
+ * The newest part of each conversation's history, kept by a run store between turns and
+ * brought up to date by reading only the messages appended since (with the conversation's
+ * generation, in the same snapshot). Private to `src/storage/`.
+ * @module
+ */
+import { readRecentHistory, toConversationMessage } from './_run-rows.js';
+import type { ConversationMessageRow, HistoryPageSizes } from './_run-rows.js';
+import type { ConversationMessage } from './run-store.js';
+
+/** What a store reads for {@link HistoryCache}; each call is one snapshot of the database. */
+export interface HistorySource {
+  /**
+   * The conversation's generation, and up to `limit` of its messages with a position above
+   * `after`, newest first.
+   */
+  newer(memoryId: string, after: number, limit: number): Promise<{ generation: number; rows: ConversationMessageRow[] }>;
+  /** The generation, and up to `limit` messages with a position below `before`, newest first. */
+  older(memoryId: string, before: number, limit: number): Promise<{ generation: number; rows: ConversationMessageRow[] }>;
+}
+
+interface Entry {
+  generation: number;
+  /** Oldest first. */
+  messages: ConversationMessage[];
+  positions: number[];
+  /** The newest position read (0 when the conversation had none). */
+  lastPosition: number;
+  /** Whether `messages` starts at the conversation's first message. */
+  complete: boolean;
+}
+
+/** New messages read in one go before a full read is cheaper. */
+const DELTA_LIMIT = 64;
+/** Messages kept beyond what the last read returned, so a slightly larger budget is still served. */
+const KEEP_EXTRA = 16;
+/** Conversations held. */
+const CONVERSATIONS = 256;
+
+/**
+ * Serves `recentMessages` from the conversation's cached tail when its generation is
+ * unchanged: one read of the messages appended since (usually none or a few) instead of a
+ * page of the whole budget. Positions only grow within a generation (appends take the next
+ * one under the conversation's lock; only a forget deletes, and it changes the generation),
+ * so the tail plus what came after is exactly what a fresh read would return.
+ */
+export class HistoryCache {
+  readonly #entries = new Map<string, Entry>();
+  readonly #source: HistorySource;
+  readonly #sizes: HistoryPageSizes;
+
+  constructor(source: HistorySource, sizes: HistoryPageSizes) {
+    this.#source = source;
+    this.#sizes = sizes;
+  }
+
+  /** The newest messages within `maxTokens`, oldest first. */
+  async recent(memoryId: string, maxTokens: number): Promise<ConversationMessage[]> {
+    const entry = this.#entries.get(memoryId);
+    if (entry) {
+      const { generation, rows } = await this.#source.newer(memoryId, entry.lastPosition, DELTA_LIMIT);
+      if (generation === entry.generation && rows.length < DELTA_LIMIT) {
+        for (let index = rows.length - 1; index >= 0; index--) {
+          const row = rows[index] as ConversationMessageRow;
+          entry.messages.push(toConversationMessage(row));
+          entry.positions.push(row.position);
+          entry.lastPosition = row.position;
+        }
+        const start = startWithin(entry.messages, maxTokens, entry.complete);
+        if (start !== undefined) return this.#keep(memoryId, entry, start);
+      }
+    }
+    return this.#readAfresh(memoryId, maxTokens);
+  }
+
+  async #readAfresh(memoryId: string, maxTokens: number): Promise<ConversationMessage[]> {
+    let generation: number | undefined;
+    let consistent = true;
+    const read = await readRecentHistory(memoryId, maxTokens, this.#sizes, async (before, limit) => {
+      const page = await this.#source.older(memoryId, before, limit);
+      if (generation === undefined) generation = page.generation;
+      // A forget between two pages: the result may mix generations, so it is not kept.
+      else if (page.generation !== generation) consistent = false;
+      return page.rows;
+    });
+    const messages = read.rows.map(toConversationMessage);
+    const start = startWithin(messages, maxTokens, true) ?? 0;
+    if (!consistent || generation === undefined) {
+      this.#entries.delete(memoryId);
+      return messages.slice(start);
+    }
+    const positions = read.rows.map((row) => row.position);
+    const entry: Entry = { generation, messages, positions, lastPosition: positions.at(-1) ?? 0, complete: read.exhausted };
+    return this.#keep(memoryId, entry, start);
+  }
+
+  /** Keeps the entry (trimmed to what was returned and a little more) and returns `messages[start..]`. */
+  #keep(memoryId: string, entry: Entry, start: number): ConversationMessage[] {
+    const from = Math.max(0, start - 1 - KEEP_EXTRA);
+    if (from > 0) {
+      entry.messages = entry.messages.slice(from);
+      entry.positions = entry.positions.slice(from);
+      entry.complete = false;
+      start -= from;
+    }
+    this.#entries.delete(memoryId);
+    this.#entries.set(memoryId, entry);
+    if (this.#entries.size > CONVERSATIONS) this.#entries.delete(this.#entries.keys().next().value as string);
+    return entry.messages.slice(start);
+  }
+}
+
+/**
+ * Where the newest messages within `maxTokens` start in `messages` (oldest first): found when
+ * a message over the budget is reached, or when `complete` (nothing older exists); otherwise
+ * undefined (older messages must be read).
+ */
+function startWithin(messages: readonly ConversationMessage[], maxTokens: number, complete: boolean): number | undefined {
+  let used = 0;
+  for (let index = messages.length - 1; index >= 0; index--) {
+    used += (messages[index] as ConversationMessage).tokenCount;
+    if (used > maxTokens) return index + 1;
+  }
+  return complete ? 0 : undefined;
+}

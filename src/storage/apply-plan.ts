@@ -1,0 +1,129 @@
+import type { ObservationSource, StoredReflection } from '../core/observation.js';
+import { checkReflectionReferences } from '../core/reflection-links.js';
+import type { Marker, NewObservation } from './store.js';
+
+/** Where a scope stands before an apply: the message cursor and the last observation seq. */
+export interface ApplyPosition {
+  readonly observedThroughMessageSeq: number;
+  readonly lastObservationSeq: number;
+}
+
+/** One observation as the plan numbers it, before the store stamps `createdAt` and the operation. */
+export interface PlannedObservation {
+  readonly seq: number;
+  readonly content: string;
+  readonly tokenCount: number;
+  readonly importance: number | null;
+  readonly source: ObservationSource;
+  readonly sourceMessageSeqs: readonly number[];
+  readonly sourceStartSeq: number;
+  readonly sourceEndSeq: number;
+}
+
+/** A marker as the plan lays it out; the store adds the scope, the cycle (its operation) and the time. */
+export type PlannedMarker = Omit<Marker, 'memoryId' | 'cycleId' | 'createdAt'>;
+
+/** Everything a store writes to apply one observe operation. */
+export interface ObservationApplyPlan {
+  /** The first message seq the batch covers (the cursor plus one). */
+  readonly startSeq: number;
+  /** The new cursor: never behind the old one. */
+  readonly throughSeq: number;
+  readonly observations: readonly PlannedObservation[];
+  /** The scope's last observation seq after the apply. */
+  readonly lastObservationSeq: number;
+  /** The batch's token total, added to the active and unreflected totals. */
+  readonly tokens: number;
+  /** `observation_start` then `observation_end`. */
+  readonly markers: readonly [PlannedMarker, PlannedMarker];
+}
+
+/**
+ * The one rule for applying an observe operation, executed by every store: observations
+ * take the next seqs in order, each spans the batch's message range, the cursor never moves
+ * back, and the two markers carry the first and last seq of the cycle.
+ */
+export function planObservationApply(
+  position: ApplyPosition,
+  input: { readonly observations: readonly NewObservation[]; readonly throughMessageSeq: number; readonly markerIds: { readonly start: string; readonly end: string } },
+): ObservationApplyPlan {
+  const startSeq = position.observedThroughMessageSeq + 1;
+  const throughSeq = Math.max(position.observedThroughMessageSeq, input.throughMessageSeq);
+  let tokens = 0;
+  const observations = input.observations.map((candidate, index): PlannedObservation => {
+    tokens += candidate.tokenCount;
+    return {
+      seq: position.lastObservationSeq + index + 1,
+      content: candidate.content,
+      tokenCount: candidate.tokenCount,
+      importance: candidate.importance,
+      source: candidate.source ?? 'mixed',
+      sourceMessageSeqs: candidate.sourceMessageSeqs ?? [],
+      sourceStartSeq: startSeq,
+      sourceEndSeq: throughSeq,
+    };
+  });
+  const lastObservationSeq = position.lastObservationSeq + observations.length;
+  const marker = (markerId: string, markerType: 'observation_start' | 'observation_end', at: number, seq: number): PlannedMarker => ({
+    markerId,
+    markerType,
+    messageSeqStart: at,
+    messageSeqEnd: at,
+    tokenCount: tokens,
+    payload: { seq },
+  });
+  return {
+    startSeq,
+    throughSeq,
+    observations,
+    lastObservationSeq,
+    tokens,
+    markers: [
+      marker(input.markerIds.start, 'observation_start', startSeq, position.lastObservationSeq + 1),
+      marker(input.markerIds.end, 'observation_end', throughSeq, lastObservationSeq),
+    ],
+  };
+}
+
+/** One link of the supersession set as a store writes it: a supersession (newer, older) or a contradiction (a, b). */
+export interface PlannedLink {
+  readonly kind: 'supersession' | 'contradiction';
+  readonly firstSeq: number;
+  readonly secondSeq: number;
+  readonly detail: string;
+}
+
+/** Everything a store writes to apply one reflection. */
+export interface ReflectionApplyPlan {
+  readonly marker: PlannedMarker;
+  /** Supersessions first, then contradictions, each checked against the scope; a store keeps a pair already in its set as it was. */
+  readonly links: readonly PlannedLink[];
+  /** References dropped by the check, added to the record's count. */
+  readonly rejected: number;
+}
+
+/**
+ * The one rule for applying a reflection, executed by every store: a `reflection_end` marker
+ * at the cursor, and the reflection's references checked against the scope's seqs
+ * ({@link checkReflectionReferences}) before they join the supersession set.
+ */
+export function planReflectionApply(position: ApplyPosition, input: { readonly reflection: StoredReflection; readonly markerId: string }): ReflectionApplyPlan {
+  const { reflection } = input;
+  const at = position.observedThroughMessageSeq;
+  const checked = checkReflectionReferences(reflection.structured, position.lastObservationSeq);
+  return {
+    marker: {
+      markerId: input.markerId,
+      markerType: 'reflection_end',
+      messageSeqStart: at,
+      messageSeqEnd: at,
+      tokenCount: reflection.tokenCount,
+      payload: { last_reflected_seq: reflection.throughSeq },
+    },
+    links: [
+      ...checked.supersessions.map((item): PlannedLink => ({ kind: 'supersession', firstSeq: item.newerSeq, secondSeq: item.olderSeq, detail: item.reason })),
+      ...checked.contradictions.map((item): PlannedLink => ({ kind: 'contradiction', firstSeq: item.seqA, secondSeq: item.seqB, detail: item.detail })),
+    ],
+    rejected: checked.rejected,
+  };
+}
