@@ -48,7 +48,8 @@ export async function runCli(argv: readonly string[], options: RunCliOptions): P
     signal: options.signal,
     color: options.stderr.isTTY === true && (options.env['NO_COLOR'] ?? '') === '' && options.env['TERM'] !== 'dumb',
     config() {
-      config ??= loadConfig({ env: options.env, cwd, ...(options.homeDir === undefined ? {} : { homeDir: options.homeDir }) });
+      const onWarning = (message: string): void => void options.stderr.write(`harness: warning: ${message}\n`);
+      config ??= loadConfig({ env: options.env, cwd, onWarning, ...(options.homeDir === undefined ? {} : { homeDir: options.homeDir }) });
       return config;
     },
   };

@@ -16,8 +16,15 @@ export interface EnvVariable {
   readonly kind: EnvKind;
 }
 
-/** Prefix reserved for memory settings: an unknown variable with it is an error. */
+/** Prefix of the memory settings' variables. */
 export const MEMORY_ENV_PREFIX = 'HARNESS_MEMORY_';
+
+/** Prefix of every variable the harness reads; an unknown one is warned about, naming the nearest known one. */
+export const ENV_PREFIX = 'HARNESS_';
+
+/** Variables with the prefix that are read outside the config cascade, or reserved for our own tests. */
+const OTHER_NAMES = new Set(['HARNESS_WORKSPACE']);
+const RESERVED_PREFIX = 'HARNESS_TEST_';
 
 const memory = (key: string, kind: EnvKind): EnvVariable => ({
   name: `${MEMORY_ENV_PREFIX}${key.toUpperCase()}`,
@@ -64,17 +71,15 @@ const KNOWN_NAMES = new Set(ENV_VARIABLES.map((variable) => variable.name));
 const TRUE_WORDS = new Set(['true', '1', 'yes', 'on']);
 const FALSE_WORDS = new Set(['false', '0', 'no', 'off']);
 
-/** Reads `env` into one layer per set variable. An empty (or blank) variable counts as unset. */
-export function readEnvironment(env: Readonly<Record<string, string | undefined>>): ConfigLayer[] {
-  for (const name of Object.keys(env)) {
-    if (name.startsWith(MEMORY_ENV_PREFIX) && !KNOWN_NAMES.has(name) && isSet(env[name])) {
-      const known = ENV_VARIABLES.filter((variable) => variable.name.startsWith(MEMORY_ENV_PREFIX));
-      throw new ConfigError({
-        key: `memory.${name.slice(MEMORY_ENV_PREFIX.length).toLowerCase()}`,
-        source: `env:${name}`,
-        message: `unknown variable; known ${MEMORY_ENV_PREFIX}* variables: ${known.map((variable) => variable.name).join(', ')}`,
-      });
-    }
+/**
+ * Reads `env` into one layer per set variable. An empty (or blank) variable counts as unset.
+ * An unknown `HARNESS_*` variable is not an error (a shell may hold one for another tool, or
+ * an old name): `warn` gets a message naming it and the nearest known variable.
+ */
+export function readEnvironment(env: Readonly<Record<string, string | undefined>>, warn: (message: string) => void = () => {}): ConfigLayer[] {
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith(ENV_PREFIX) || name.startsWith(RESERVED_PREFIX) || KNOWN_NAMES.has(name) || OTHER_NAMES.has(name) || !isSet(env[name])) continue;
+    warn(`${name} is not a harness variable and is ignored; did you mean ${nearestKnownName(name)}?`);
   }
   const layers: ConfigLayer[] = [];
   for (const variable of ENV_VARIABLES) {
@@ -123,4 +128,27 @@ function convert(variable: EnvVariable, raw: string, source: string): unknown {
     default:
       return value;
   }
+}
+
+/** The known variable closest to `name` by edit distance (ties: the first in {@link ENV_VARIABLES}). */
+export function nearestKnownName(name: string): string {
+  let best = '';
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const known of [...ENV_VARIABLES.map((variable) => variable.name), ...OTHER_NAMES]) {
+    const distance = editDistance(name, known);
+    if (distance < bestDistance) [best, bestDistance] = [known, distance];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
 }

@@ -325,11 +325,26 @@ describe('config: errors', () => {
     expect(configErrorOf(() => load({ HARNESS_PORT: '70000' })).key).toBe('server.port');
   });
 
-  it('rejects an unknown HARNESS_MEMORY_ variable and lists the known ones', () => {
-    const error = configErrorOf(() => load({ HARNESS_MEMORY_OBSERVE_MIN: '10' }));
-    expect(error.source).toBe('env:HARNESS_MEMORY_OBSERVE_MIN');
-    expect(error.message).toContain('unknown variable');
-    expect(error.message).toContain('HARNESS_MEMORY_OBSERVE_MIN_TOKENS');
+  it('warns of an unknown HARNESS_ variable, naming the nearest known one, and loads the rest', () => {
+    const warnings: string[] = [];
+    const config = loadConfig({
+      homeDir: home,
+      workspace,
+      env: { HARNESS_MEMORY_OBSERVE_MIN: '10', HARNESS_MEMORY_DIR: '/tmp/x', HARNESS_PROT: '9000', HARNESS_MEMORY_SNIPPET_MAX_TOKENS: '900', HARNESS_TEST_POSTGRES_URL: 'postgres://x' },
+      onWarning: (message) => warnings.push(message),
+    });
+    expect(config.memory.snippetMaxTokens).toBe(900);
+    expect(warnings).toEqual([
+      expect.stringMatching(/^HARNESS_MEMORY_DIR is not a harness variable and is ignored; did you mean HARNESS_MEMORY_\w+\?$/),
+      'HARNESS_MEMORY_OBSERVE_MIN is not a harness variable and is ignored; did you mean HARNESS_MEMORY_OBSERVE_MIN_TOKENS?',
+      'HARNESS_PROT is not a harness variable and is ignored; did you mean HARNESS_PORT?',
+    ]);
+  });
+
+  it('says nothing of a blank unknown variable, HARNESS_WORKSPACE or the test suite\'s HARNESS_TEST_ variables', () => {
+    const warnings: string[] = [];
+    loadConfig({ homeDir: home, workspace, env: { HARNESS_UNUSED: ' ', HARNESS_WORKSPACE: workspace, HARNESS_TEST_X: '1' }, onWarning: (message) => warnings.push(message) });
+    expect(warnings).toEqual([]);
   });
 
   it.each(['no-colon-secret', ':tenant-a', 'key-secret:'])('rejects the api key entry %j without echoing it', (entry) => {

@@ -51,6 +51,11 @@ export interface LoadConfigOptions {
   homeDir?: string;
   /** The environment variables. @default process.env */
   env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Told about what is ignored but probably meant: an unknown `HARNESS_*` variable.
+   * @default a process warning with the code `HARNESS_CONFIG`
+   */
+  onWarning?: (message: string) => void;
 }
 
 /** Where a config file lives, relative to the home directory or the workspace. */
@@ -117,8 +122,8 @@ function defaultSettings(): Settings {
 
 /**
  * Loads, validates and deep-freezes the configuration. A missing file is skipped; anything
- * malformed (TOML syntax, unknown key, bad value, unknown `HARNESS_MEMORY_*` variable) throws a
- * {@link ConfigError} naming the file or variable and the key.
+ * malformed (TOML syntax, unknown key, bad value) throws a {@link ConfigError} naming the file
+ * or variable and the key. An unknown `HARNESS_*` variable is only a warning (`onWarning`).
  * @example
  * ```ts
  * import { loadConfig } from 'harness-memory/config';
@@ -133,7 +138,7 @@ export function loadConfig(options: LoadConfigOptions = {}): HarnessConfig {
   const homeFile = resolve(options.homeDir ?? homedir(), CONFIG_FILE_PATH);
   const workspaceFile = resolve(workspace, CONFIG_FILE_PATH);
   const files = homeFile === workspaceFile ? [homeFile] : [homeFile, workspaceFile];
-  const layers = [...files.flatMap(readFileLayer), ...readEnvironment(env)];
+  const layers = [...files.flatMap(readFileLayer), ...readEnvironment(env, options.onWarning ?? warnProcess)];
 
   const settings = defaultSettings();
   const sources: Record<string, string> = { workspace: workspaceSource };
@@ -143,6 +148,10 @@ export function loadConfig(options: LoadConfigOptions = {}): HarnessConfig {
   for (const layer of layers) applyLayer(settings, layer, sources);
 
   return deepFreeze(toConfig(settings, workspace, sources));
+}
+
+function warnProcess(message: string): void {
+  process.emitWarning(message, { code: 'HARNESS_CONFIG' });
 }
 
 function resolveWorkspace(
