@@ -1,0 +1,127 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * The package as a user gets it: `npm pack` (whose prepack builds), the tarball unpacked into
+ * a fresh project's node_modules, and its declared dependencies beside it. There is no
+ * registry here, so each dependency is linked from this checkout's node_modules rather than
+ * installed; only what package.json declares is linked, so an undeclared import fails as it
+ * would for a user. Then every subpath is imported by Node and type-checked by tsc.
+ */
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  exports: Record<string, unknown>;
+  dependencies: Record<string, string>;
+  bin: Record<string, string>;
+};
+const subpaths = Object.keys(manifest.exports).filter((key) => key !== './package.json');
+const specifier = (subpath: string): string => (subpath === '.' ? 'harness-memory' : `harness-memory/${subpath.slice(2)}`);
+
+/** What each subpath must offer, by name; the import test also uses a few of them. */
+const EXPECTED: Record<string, readonly string[]> = {
+  '.': ['createObservationalMemory', 'createWorkingMemory', 'createInMemoryStore', 'HarnessMemoryError', 'redactSecrets'],
+  './storage/in-memory': ['createInMemoryStore', 'createInMemoryRunStore'],
+  './storage/sqlite': ['createSqliteStore', 'createSqliteRunStore'],
+  './storage/postgres': ['createPostgresStore', 'createPostgresRunStore'],
+  './config': ['loadConfig'],
+  './tools': ['createWorkingMemoryTool', 'createObservationalMemoryTool'],
+  './llm': ['createOpenAICompatibleModel', 'withRetries'],
+  './server': ['createHarness'],
+  './agent': ['createAgentRunner', 'createTurnPreparer', 'createInMemoryRunStore'],
+};
+
+let project = '';
+
+beforeAll(async () => {
+  project = mkdtempSync(join(tmpdir(), 'harness-packed-'));
+  const { stdout } = await run('npm', ['pack', '--json', '--silent', '--pack-destination', project], { cwd: root, maxBuffer: 64 * 1024 * 1024 });
+  const [{ filename }] = JSON.parse(stdout.slice(stdout.indexOf('['))) as [{ filename: string }];
+  const installed = join(project, 'node_modules', 'harness-memory');
+  mkdirSync(installed, { recursive: true });
+  await run('tar', ['-xzf', join(project, filename), '-C', installed, '--strip-components=1']);
+  for (const name of [...Object.keys(manifest.dependencies), '@types/node', '@types/better-sqlite3', '@types/pg']) {
+    mkdirSync(join(project, 'node_modules', name, '..'), { recursive: true });
+    symlinkSync(join(root, 'node_modules', name), join(project, 'node_modules', name), 'dir');
+  }
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+}, 180_000);
+
+afterAll(() => {
+  if (project) rmSync(project, { recursive: true, force: true });
+});
+
+describe('the packed package', () => {
+  it('ships only dist, the README, the CHANGELOG and package.json (no sources, tests or maps of tests)', async () => {
+    const { stdout } = await run('tar', ['-tzf', join(project, readdirTarball())]);
+    const files = stdout.trim().split('\n').map((line) => line.replace(/^package\//, ''));
+    expect(files).toContain('dist/index.js');
+    expect(files.filter((file) => !/^(dist\/|README\.md$|CHANGELOG\.md$|package\.json$|LICENSE)/.test(file))).toEqual([]);
+    expect(files.filter((file) => /\.test\.(js|d\.ts)$/.test(file))).toEqual([]);
+  });
+
+  it('imports the root entry and every subpath from Node, each with what it promises, and uses them', async () => {
+    expect(subpaths.sort()).toEqual(Object.keys(EXPECTED).sort());
+    const lines = [
+      ...subpaths.map((subpath, index) => `import * as m${index} from '${specifier(subpath)}';`),
+      `const modules = { ${subpaths.map((subpath, index) => `'${subpath}': m${index}`).join(', ')} };`,
+      `const expected = ${JSON.stringify(EXPECTED)};`,
+      `for (const [subpath, names] of Object.entries(expected)) for (const name of names) if (modules[subpath][name] === undefined) throw new Error(subpath + ' lacks ' + name);`,
+      `const { createObservationalMemory, createWorkingMemory } = m0;`,
+      `const { createSqliteStore } = modules['./storage/sqlite'];`,
+      `const store = createSqliteStore({ path: 'memory.db' });`,
+      `const workingMemory = createWorkingMemory({ store });`,
+      `const scope = { tenantId: 'acme', conversationId: 'c1', agentId: 'a1' };`,
+      `await workingMemory.set(scope, 'plan', { step: 1 });`,
+      `const memory = createObservationalMemory({ store });`,
+      `const status = await memory.status(scope);`,
+      `const config = modules['./config'].loadConfig({ workspace: '.', env: {} });`,
+      `console.log(JSON.stringify({ snippet: await workingMemory.snippet(scope), enabled: status.enabled, port: config.server.port }));`,
+      `await memory.dispose?.(); await store.dispose();`,
+    ];
+    writeFileSync(join(project, 'consumer.mjs'), `${lines.join('\n')}\n`);
+    const { stdout } = await run(process.execPath, ['consumer.mjs'], { cwd: project });
+    const result = JSON.parse(stdout) as { snippet: string; port: number };
+    expect(result.snippet).toContain('plan');
+    expect(result.port).toBe(8080);
+  }, 60_000);
+
+  it('type-checks a TypeScript consumer of every subpath against the shipped declarations', async () => {
+    const lines = [
+      ...subpaths.map((subpath, index) => `import * as m${index} from '${specifier(subpath)}';`),
+      `import type { ObservationalMemory, WorkingMemory, MemoryStore } from 'harness-memory';`,
+      `import type { RunStore } from 'harness-memory/agent';`,
+      `const store: MemoryStore = m0.createInMemoryStore();`,
+      `const memory: ObservationalMemory = m0.createObservationalMemory({ store });`,
+      `const workingMemory: WorkingMemory = m0.createWorkingMemory({ store });`,
+      `const runs: RunStore = m1.createInMemoryRunStore();`,
+      `export const used = [memory, workingMemory, runs, ${subpaths.map((_, index) => `m${index}`).join(', ')}];`,
+    ];
+    writeFileSync(join(project, 'consumer.ts'), `${lines.join('\n')}\n`);
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { module: 'node16', moduleResolution: 'node16', target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] }, files: ['consumer.ts'] }),
+    );
+    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const result = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: project }).then(
+      () => '',
+      (error: { stdout?: string }) => error.stdout ?? String(error),
+    );
+    expect(result).toBe('');
+  }, 120_000);
+
+  it('runs the harness command from the installed bin', async () => {
+    const { stdout } = await run(process.execPath, [join(project, 'node_modules', 'harness-memory', manifest.bin['harness'] ?? ''), '--help'], { cwd: project });
+    expect(stdout).toContain('Usage: harness');
+  });
+});
+
+function readdirTarball(): string {
+  const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+  return `harness-memory-${version}.tgz`;
+}
