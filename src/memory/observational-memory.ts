@@ -76,9 +76,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
   // Message keys this process stored per scope generation: observe leaves them out before redacting and writing.
   const storedKeys = new StoredMessageKeys();
-  const noteStored = (memoryId: string, generation: number | undefined, messages: readonly PreparedMessage[]): void => {
-    if (generation !== undefined) storedKeys.add(memoryId, generation, messages.map((message) => message.messageKey));
-  };
+  const noteStored = noteStoredIn(storedKeys);
   const observeDependencies: ObserveDependencies = { store, effective, generateId, worker, processScope, enqueue, emit, noteStored };
 
   const service: ObservationalMemory = {
@@ -116,14 +114,9 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       return snippetOf(memoryId, await store.getRecord(memoryId));
     },
 
-    async status(scopeInput) {
-      return currentStatus(resolveScope(scopeInput));
-    },
+    status: async (scopeInput) => currentStatus(resolveScope(scopeInput)),
 
-    async isEnabled(scopeInput) {
-      if (mode === 'off') return false;
-      return effective(await store.getRecord(memoryIdOf(resolveScope(scopeInput)))).enabled;
-    },
+    isEnabled: async (scopeInput) => reader.isEnabled(memoryIdOf(resolveScope(scopeInput))),
 
     async setEnabled(scopeInput, enabled, config, meta = {}) {
       requireMode(enabled ? 'enable' : 'disable');
@@ -149,9 +142,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       return { format: parsed, content, bytes: Buffer.byteLength(content, 'utf8'), status: inspection.status };
     },
 
-    async inspect(scopeInput) {
-      return reader.inspect(resolveScope(scopeInput));
-    },
+    inspect: async (scopeInput) => reader.inspect(resolveScope(scopeInput)),
 
     async forget(scopeInput) {
       const memoryId = memoryIdOf(resolveScope(scopeInput));
@@ -160,13 +151,9 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       storedKeys.delete(memoryId);
     },
 
-    async generation(scopeInput) {
-      return store.scopeGeneration(memoryIdOf(resolveScope(scopeInput)));
-    },
+    generation: async (scopeInput) => store.scopeGeneration(memoryIdOf(resolveScope(scopeInput))),
 
-    async retryOperation(scopeInput, operationId) {
-      return scheduler.retryDead(memoryIdOf(resolveScope(scopeInput)), operationId);
-    },
+    retryOperation: async (scopeInput, operationId) => scheduler.retryDead(memoryIdOf(resolveScope(scopeInput)), operationId),
 
     async drain(scopeInput, drainOptions = {}) {
       const memoryId = scopeInput === undefined ? undefined : memoryIdOf(resolveScope(scopeInput));
@@ -178,9 +165,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       return () => listeners.delete(listener);
     },
 
-    startWorker(workerOptions = {}) {
-      return scheduler.startWorker(workerOptions);
-    },
+    startWorker: (workerOptions = {}) => scheduler.startWorker(workerOptions),
   };
   return service;
 }
@@ -254,4 +239,11 @@ function requireModeOn(mode: 'off' | 'local_coordinator', action: string): void 
   if (mode === 'off') {
     throw new HarnessMemoryError({ code: 'MEMORY_DISABLED', component: 'observational-memory', message: `observational memory is disabled by mode; cannot ${action}. Set memory mode to "auto" to use it.` });
   }
+}
+
+/** Records the keys of messages stored under a caller's generation, so its later calls leave them out. */
+function noteStoredIn(storedKeys: StoredMessageKeys): ObserveDependencies['noteStored'] {
+  return (memoryId, generation, messages: readonly PreparedMessage[]) => {
+    if (generation !== undefined) storedKeys.add(memoryId, generation, messages.map((message) => message.messageKey));
+  };
 }

@@ -51,6 +51,8 @@ export interface ScopeReader {
   currentStatus(scope: Scope, record?: MemoryRecord): Promise<MemoryStatus>;
   /** The snippet from a record already read (and, when at hand, its observations and links); `""` when disabled. */
   snippetOf(memoryId: string, record: MemoryRecord | undefined, observations?: readonly Observation[], links?: ReflectionLinks): Promise<string>;
+  /** Whether observe would store anything for the scope now (mode not off, scope enabled); one read. */
+  isEnabled(memoryId: string): Promise<boolean>;
   /** Everything stored for a scope, read once, with the snippet the next turn gets. */
   inspect(scope: Scope): Promise<MemoryInspection>;
   /** Drops everything cached for a scope (after forget). */
@@ -107,6 +109,10 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
       const text = buildObservationSnippet({ observations: listed, reflection: record.reflection, links: activeReflectionLinks(linked), maxTokens: config.snippetMaxTokens, estimator });
       snippetCache.set(memoryId, record.stateVersion, text);
       return text;
+    },
+    async isEnabled(memoryId) {
+      if (mode === 'off') return false;
+      return effective(await store.getRecord(memoryId)).enabled;
     },
     async inspect(scope) {
       const memoryId = memoryIdOf(scope);
