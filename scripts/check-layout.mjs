@@ -51,7 +51,7 @@ for (const file of sourceFiles.filter((path) => path.includes('/src/core/') && !
   }
 }
 
-const FORBIDDEN_AT_ROOT = ['better-sqlite3', 'pg', 'hono', '@hono/node-server', 'commander', 'openai'];
+const FORBIDDEN_AT_ROOT = ['better-sqlite3', 'pg', 'hono', '@hono/node-server', 'commander', 'openai', 'ai', '@ai-sdk/provider'];
 const seen = new Set();
 function visit(file, chain) {
   if (seen.has(file)) return;
