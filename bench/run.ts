@@ -5,6 +5,7 @@
  * Flags: `--json` prints the turn figures of issue 16 as one JSON object on the last line;
  * `--summary` runs only those (the quick check).
  */
+import { benchAiSdk } from './ai-sdk.js';
 import { benchHarness } from './harness.js';
 import { benchPostgres } from './postgres.js';
 import { benchSnippet } from './snippet.js';
@@ -26,6 +27,7 @@ if (!flags.has('--summary')) {
   await benchStorage();
   await benchHarness();
   await benchTenantLimits();
+  await benchAiSdk();
   await benchPostgres();
 }
 if (flags.has('--json')) console.log(JSON.stringify(summary));

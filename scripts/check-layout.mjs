@@ -57,7 +57,7 @@ const ADAPTERS = [
 ];
 
 /** Packages the root entry must never load, through any chain of imports. */
-const FORBIDDEN_AT_ROOT = ['better-sqlite3', 'pg', 'hono', '@hono/node-server', 'commander', 'openai'];
+const FORBIDDEN_AT_ROOT = ['better-sqlite3', 'pg', 'hono', '@hono/node-server', 'commander', 'openai', 'ai', '@ai-sdk/provider'];
 const CORE_ALLOWED_BUILTINS = new Set(['node:crypto']);
 
 // ---------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * The package as a user gets it: `npm pack` (whose prepack builds), the tarball unpacked into
  * a fresh project's node_modules, and its declared dependencies beside it. There is no
  * registry here, so each dependency is linked from this checkout's node_modules rather than
- * installed; only what package.json declares is linked, so an undeclared import fails as it
+ * installed; only what package.json declares (dependencies and optional peers) is linked, so an undeclared import fails as it
  * would for a user. Then every subpath is imported by Node and type-checked by tsc.
  */
 const run = promisify(execFile);
@@ -18,6 +18,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   exports: Record<string, unknown>;
   dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
   bin: Record<string, string>;
 };
 const subpaths = Object.keys(manifest.exports).filter((key) => key !== './package.json');
@@ -34,6 +35,7 @@ const EXPECTED: Record<string, readonly string[]> = {
   './llm': ['createOpenAICompatibleModel', 'withRetries'],
   './server': ['createHarness'],
   './agent': ['createAgentRunner', 'createTurnPreparer', 'createInMemoryRunStore'],
+  './ai-sdk': ['createMemoryMiddleware', 'createMemoryTools'],
 };
 
 let project = '';
@@ -45,7 +47,11 @@ beforeAll(async () => {
   const installed = join(project, 'node_modules', 'harness-memory');
   mkdirSync(installed, { recursive: true });
   await run('tar', ['-xzf', join(project, filename), '-C', installed, '--strip-components=1']);
-  for (const name of [...Object.keys(manifest.dependencies), '@types/node', '@types/better-sqlite3', '@types/pg']) {
+  // The optional peers (ai, @ai-sdk/provider) are linked as a user of harness-memory/ai-sdk installs them.
+  // @ai-sdk/provider's declarations import 'json-schema' types it does not depend on: with
+  // skipLibCheck off, its users need @types/json-schema, as this consumer does.
+  const types = ['@types/node', '@types/better-sqlite3', '@types/pg', '@types/json-schema'];
+  for (const name of [...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies), ...types]) {
     mkdirSync(join(project, 'node_modules', name, '..'), { recursive: true });
     symlinkSync(join(root, 'node_modules', name), join(project, 'node_modules', name), 'dir');
   }

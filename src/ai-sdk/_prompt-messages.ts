@@ -1,0 +1,114 @@
+/**
+ * AI SDK prompt and response parts as transcript messages, each with an id derived from what
+ * it says, so a message a chat UI sends again is recognised rather than observed twice.
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import type { LanguageModelV3Content, LanguageModelV3Message, LanguageModelV3Prompt, LanguageModelV3ToolResultPart } from '@ai-sdk/provider';
+import type { TranscriptMessage } from '../core/transcript.js';
+
+/** Marks the system messages the middleware put in front of a prompt, so it can replace them. */
+export const MEMORY_BLOCK_OPTION = 'harnessMemory';
+
+type Unidentified = Omit<TranscriptMessage, 'id'>;
+type ToolCallLike = { readonly toolCallId: string; readonly toolName: string; readonly input: unknown };
+
+/** Whether the middleware put this message there (it carries the block marker). */
+export function isMemoryBlock(message: LanguageModelV3Message): boolean {
+  const options = message.providerOptions?.[MEMORY_BLOCK_OPTION] as { block?: unknown } | undefined;
+  return message.role === 'system' && options?.block === true;
+}
+
+/** The conversation messages of a prompt (system messages left out: they are instructions, not what was said). */
+export function promptToTranscript(prompt: LanguageModelV3Prompt): Unidentified[] {
+  const messages: Unidentified[] = [];
+  for (const message of prompt) {
+    if (message.role === 'user') messages.push({ role: 'user', content: textOf(message.content) });
+    else if (message.role === 'assistant') {
+      const calls = message.content.filter((part) => part.type === 'tool-call');
+      messages.push(assistantMessage(textOf(message.content), calls));
+      for (const part of message.content) if (part.type === 'tool-result') messages.push(toolResultMessage(part));
+    } else if (message.role === 'tool') {
+      for (const part of message.content) if (part.type === 'tool-result') messages.push(toolResultMessage(part));
+    }
+  }
+  return messages;
+}
+
+/** What a model call answered, rendered as the AI SDK will send it back in the next prompt. */
+export function responseToTranscript(content: readonly LanguageModelV3Content[]): Unidentified[] {
+  const calls: ToolCallLike[] = [];
+  let text = '';
+  const results: Unidentified[] = [];
+  for (const part of content) {
+    if (part.type === 'text') text += part.text;
+    else if (part.type === 'tool-call') calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: parseInput(part.input) });
+    else if (part.type === 'tool-result') results.push({ role: 'tool', toolCallId: part.toolCallId, name: part.toolName, content: stringify(part.result) });
+  }
+  if (text === '' && calls.length === 0) return results;
+  return [assistantMessage(text, calls), ...results];
+}
+
+/**
+ * Gives each message an id from its role, what it says and how many identical messages came
+ * before it, so the same history sent again yields the same ids.
+ */
+export function identify(messages: readonly Unidentified[]): TranscriptMessage[] {
+  const seen = new Map<string, number>();
+  return messages.map((message) => {
+    const key = JSON.stringify([message.role, message.content ?? '', message.name ?? '', message.toolCallId ?? '', message.toolCalls ?? []]);
+    const occurrence = seen.get(key) ?? 0;
+    seen.set(key, occurrence + 1);
+    const id = `ai-sdk:${createHash('sha256').update(`${key}\u0000${occurrence}`).digest('hex').slice(0, 32)}`;
+    return { ...message, id };
+  });
+}
+
+function assistantMessage(text: string, calls: readonly ToolCallLike[]): Unidentified {
+  if (calls.length === 0) return { role: 'assistant', content: text };
+  return {
+    role: 'assistant',
+    content: text,
+    toolCalls: calls.map((call) => ({ id: call.toolCallId, name: call.toolName, arguments: stringify(call.input) })),
+  };
+}
+
+function toolResultMessage(part: LanguageModelV3ToolResultPart): Unidentified {
+  return { role: 'tool', toolCallId: part.toolCallId, name: part.toolName, content: outputText(part.output) };
+}
+
+function outputText(output: LanguageModelV3ToolResultPart['output']): string {
+  switch (output.type) {
+    case 'text':
+    case 'error-text':
+      return output.value;
+    case 'json':
+    case 'error-json':
+      return stringify(output.value);
+    case 'execution-denied':
+      return `execution denied${output.reason ? `: ${output.reason}` : ''}`;
+    case 'content':
+      return output.value.map((item) => (item.type === 'text' ? item.text : `[${item.type}]`)).join('\n');
+    default:
+      return stringify(output);
+  }
+}
+
+function textOf(parts: ReadonlyArray<{ readonly type: string; readonly text?: string }>): string {
+  return parts
+    .filter((part) => part.type === 'text')
+    .map((part) => part.text ?? '')
+    .join('');
+}
+
+function parseInput(input: string): unknown {
+  try {
+    return JSON.parse(input);
+  } catch {
+    return input;
+  }
+}
+
+function stringify(value: unknown): string {
+  return typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+}

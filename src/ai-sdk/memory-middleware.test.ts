@@ -1,0 +1,204 @@
+import { createOpenAICompatible as createCompatible6 } from '@ai-sdk/openai-compatible';
+import * as ai6 from 'ai';
+import { MockLanguageModelV3 as Mock6, convertArrayToReadableStream as toStream6 } from 'ai/test';
+import * as ai7 from 'ai-v7';
+import { MockLanguageModelV3 as Mock7, convertArrayToReadableStream as toStream7 } from 'ai-v7/test';
+import { createOpenAICompatible as createCompatible7 } from 'ai-sdk-openai-compatible-v3';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { startScriptedOpenAIServer, type ScriptedServer } from '../../test/support/scripted-openai-server.js';
+import { createMockLanguageModel, type MockLanguageModel } from '../../test/support/mock-language-model.js';
+import { createObservationalMemory, type ObservationalMemory } from '../memory/observational-memory.js';
+import { createWorkingMemory, type WorkingMemory } from '../memory/working-memory.js';
+import { createInMemoryStore } from '../storage/in-memory-store.js';
+import { createMemoryMiddleware, createMemoryTools } from './index.js';
+
+type Ai = typeof ai6;
+interface Version {
+  readonly label: string;
+  readonly ai: Ai;
+  readonly Mock: typeof Mock6;
+  readonly toStream: typeof toStream6;
+  readonly compatible: typeof createCompatible6;
+  readonly twoSteps: () => unknown;
+}
+
+const VERSIONS: Version[] = [
+  { label: 'ai 6 with @ai-sdk/openai-compatible 2', ai: ai6, Mock: Mock6, toStream: toStream6, compatible: createCompatible6, twoSteps: () => ai6.stepCountIs(2) },
+  {
+    label: 'ai 7 with @ai-sdk/openai-compatible 3',
+    ai: ai7 as unknown as Ai,
+    Mock: Mock7 as unknown as typeof Mock6,
+    toStream: toStream7 as unknown as typeof toStream6,
+    compatible: createCompatible7 as unknown as typeof createCompatible6,
+    twoSteps: () => (ai7 as unknown as { isStepCount(n: number): unknown }).isStepCount(2),
+  },
+];
+
+const scope = { tenantId: 'acme', conversationId: 'chat-1', agentId: 'helper' };
+const usage = { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 2, text: 2, reasoning: 0 } };
+
+function observedText(model: MockLanguageModel): string[] {
+  return model.calls.map((call) => JSON.stringify(call.messages));
+}
+
+function requestMessages(server: ScriptedServer, index: number): { role: string; content: string }[] {
+  return ((server.requests[index]?.body ?? {}) as { messages: { role: string; content: string }[] }).messages;
+}
+
+describe.each(VERSIONS)('AI SDK middleware: $label', (version) => {
+  const { ai } = version;
+  let server: ScriptedServer;
+  let observer: MockLanguageModel;
+  let memory: ObservationalMemory;
+  let workingMemory: WorkingMemory;
+
+  beforeEach(async () => {
+    server = await startScriptedOpenAIServer({ strict: true });
+    observer = createMockLanguageModel('IMPORTANCE: 0.9\nThe user\'s favourite colour is teal.');
+    const store = createInMemoryStore();
+    memory = createObservationalMemory({ store, model: observer, defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    workingMemory = createWorkingMemory({ store });
+  });
+
+  afterEach(async () => {
+    await server.close();
+  });
+
+  const compatibleModel = () => version.compatible({ name: 'scripted', baseURL: server.url, apiKey: 'k' }).chatModel('scripted-model');
+
+  it('generateText: the second call of a scope is shown what the first one taught, before its own system prompt', async () => {
+    const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
+    const model = ai.wrapLanguageModel({ model: compatibleModel(), middleware });
+    server.enqueue({ text: 'Noted: teal.' }, { text: 'Teal!' });
+    await workingMemory.set(scope, 'plan', { step: 1 });
+    const first = await ai.generateText({ model, prompt: 'My favourite colour is teal.' });
+    expect(first.text).toBe('Noted: teal.');
+    await middleware.flush();
+    const second = await ai.generateText({ model, system: 'You are brief.', prompt: 'What is my favourite colour?' });
+    expect(second.text).toBe('Teal!');
+    const sent = requestMessages(server, 1);
+    expect(sent.map((message) => message.role)).toEqual(['system', 'system', 'system', 'user']);
+    expect(sent[0]?.content).toBe('<working-memory>\nplan: {"step":1}\n</working-memory>');
+    expect(sent[1]?.content).toContain("The user's favourite colour is teal.");
+    expect(sent[2]?.content).toBe('You are brief.');
+    expect(observedText(observer).join('\n')).toContain('My favourite colour is teal.');
+    expect(observedText(observer).join('\n')).toContain('Noted: teal.');
+  });
+
+  it('streamText: observation starts when the stream ends, and the next call holds what it taught', async () => {
+    const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
+    const model = ai.wrapLanguageModel({ model: compatibleModel(), middleware });
+    server.enqueue({ text: 'Teal it is.' }, { text: 'Teal.' });
+    const streamed = ai.streamText({ model, prompt: 'Remember: my favourite colour is teal.' });
+    expect(await streamed.text).toBe('Teal it is.');
+    await middleware.flush();
+    expect(observedText(observer).join('\n')).toContain('Teal it is.');
+    const again = ai.streamText({ model, prompt: 'Colour?' });
+    expect(await again.text).toBe('Teal.');
+    expect(requestMessages(server, 1)[0]?.content).toContain("The user's favourite colour is teal.");
+  });
+
+  it('observes a message once, though a chat UI sends the whole history every turn', async () => {
+    const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
+    const model = ai.wrapLanguageModel({ model: compatibleModel(), middleware });
+    server.enqueue({ text: 'Hello Ada.' }, { text: 'Teal.' }, { text: 'Bye.' });
+    const history: { role: 'user' | 'assistant'; content: string }[] = [{ role: 'user', content: 'I am Ada.' }];
+    for (const next of ['My favourite colour is teal.', 'Goodbye.']) {
+      const result = await ai.generateText({ model, messages: history });
+      history.push({ role: 'assistant', content: result.text }, { role: 'user', content: next });
+      await middleware.flush();
+    }
+    await ai.generateText({ model, messages: history });
+    await middleware.flush();
+    const prompts = observedText(observer);
+    expect(prompts.filter((prompt) => prompt.includes('I am Ada.'))).toHaveLength(1);
+    expect(prompts.filter((prompt) => prompt.includes('Hello Ada.'))).toHaveLength(1);
+    expect(prompts.filter((prompt) => prompt.includes('Goodbye.'))).toHaveLength(1);
+  });
+
+  it('passes a stream through chunk for chunk, as the unwrapped model sends it', async () => {
+    const chunks = [
+      { type: 'stream-start', warnings: [] },
+      { type: 'text-start', id: 't1' },
+      { type: 'text-delta', id: 't1', delta: 'Hel' },
+      { type: 'text-delta', id: 't1', delta: 'lo' },
+      { type: 'text-end', id: 't1' },
+      { type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input: '{"q":"x"}' },
+      { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage },
+    ];
+    const inner = new version.Mock({ doStream: async () => ({ stream: version.toStream(chunks as never[]) }) });
+    const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
+    const model = ai.wrapLanguageModel({ model: inner as never, middleware }) as unknown as { doStream(options: unknown): Promise<{ stream: ReadableStream<unknown> }> };
+    const { stream } = await model.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }] });
+    const received: unknown[] = [];
+    for await (const chunk of stream as unknown as AsyncIterable<unknown>) received.push(chunk);
+    expect(received).toEqual(chunks);
+    await middleware.flush();
+    expect(observedText(observer).join('\n')).toContain('Hello');
+  });
+
+  it('gives the memory tools to generateText: a working-memory entry set by a tool call is stored in the scope', async () => {
+    const inner = new version.Mock({
+      doGenerate: async () => ({ content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] }) as never,
+    });
+    let call = 0;
+    inner.doGenerate = (async () => {
+      call++;
+      if (call === 1) {
+        return { content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'working_memory', input: JSON.stringify({ action: 'set', key: 'goal', value: 'ship it' }) }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] };
+      }
+      return { content: [{ type: 'text', text: 'stored' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
+    }) as never;
+    const tools = createMemoryTools({ memory, workingMemory, scope });
+    const result = await ai.generateText({ model: inner as never, tools: tools as never, stopWhen: version.twoSteps() as never, prompt: 'Remember the goal.' });
+    expect(result.text).toBe('stored');
+    expect(await workingMemory.get(scope, 'goal')).toMatchObject({ found: true, value: JSON.stringify('ship it') });
+    const refused = await (tools.working_memory.execute as (input: unknown, options: unknown) => Promise<unknown>)({ action: 'set' }, { toolCallId: 'c2', messages: [] });
+    expect(refused).toMatchObject({ error: { code: 'TOOL_INPUT_INVALID' } });
+  });
+
+  it('never fails the model call when memory fails: the failure is logged and onError is told', async () => {
+    const broken = {
+      ...memory,
+      mode: 'local_coordinator' as const,
+      snippet: async () => {
+        throw new Error('store is down');
+      },
+      observe: async () => {
+        throw new Error('store is still down');
+      },
+    } as ObservationalMemory;
+    const onError = vi.fn();
+    const warn = vi.fn();
+    const middleware = createMemoryMiddleware({ memory: broken, workingMemory, scope, onError, logger: { warn } });
+    const model = ai.wrapLanguageModel({ model: compatibleModel(), middleware });
+    server.enqueue({ text: 'Still here.' });
+    const result = await ai.generateText({ model, prompt: 'Hi' });
+    await middleware.flush();
+    expect(result.text).toBe('Still here.');
+    expect(onError.mock.calls.map(([error, phase]) => [(error as Error).message, phase])).toEqual([
+      ['store is down', 'prepare'],
+      ['store is still down', 'observe'],
+    ]);
+    expect(warn).toHaveBeenCalledTimes(2);
+  });
+
+  it('replaces its own block rather than stacking a second copy', async () => {
+    await workingMemory.set(scope, 'plan', 'A');
+    const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
+    const params = { prompt: [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'Hi' }] }] };
+    const once = await middleware.transformParams?.({ type: 'generate', params, model: {} as never });
+    const twice = await middleware.transformParams?.({ type: 'generate', params: once as never, model: {} as never });
+    expect(twice?.prompt.filter((message) => message.role === 'system')).toHaveLength(1);
+    expect(twice?.prompt).toHaveLength(2);
+  });
+});
+
+describe('createMemoryMiddleware: options checked at the door', () => {
+  it('names a missing option', () => {
+    const store = createInMemoryStore();
+    const workingMemory = createWorkingMemory({ store });
+    expect(() => createMemoryMiddleware({ workingMemory, scope } as never)).toThrow(/memory/);
+    expect(() => createMemoryMiddleware({ memory: createObservationalMemory({ store }), workingMemory } as never)).toThrow(/scope/);
+  });
+});

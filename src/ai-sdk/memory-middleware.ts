@@ -1,0 +1,168 @@
+/**
+ * Observational and working memory for any AI SDK model, as language-model middleware.
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import type { LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3Middleware, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { createTurnPreparer } from '../agent/prepare-turn.js';
+import { invalidOption, requireObject, requireOptions } from '../core/require-option.js';
+import { memoryIdOf, resolveScope, type ScopeInput } from '../core/scope.js';
+import type { TranscriptMessage } from '../core/transcript.js';
+import type { ObservationalMemory } from '../memory/observational-memory.js';
+import type { WorkingMemory } from '../memory/working-memory.js';
+import { MEMORY_BLOCK_OPTION, identify, isMemoryBlock, promptToTranscript, responseToTranscript } from './_prompt-messages.js';
+
+/** Where a memory failure happened; the model call went on either way. */
+export type MemoryMiddlewarePhase = 'prepare' | 'observe';
+
+/** What {@link createMemoryMiddleware} takes. */
+export interface MemoryMiddlewareOptions {
+  readonly memory: ObservationalMemory;
+  readonly workingMemory: WorkingMemory;
+  /** The scope of every call, or a function of the call's params (for example reading `providerOptions`). */
+  readonly scope: ScopeInput | ((params: LanguageModelV3CallOptions) => ScopeInput);
+  /** Called with every memory failure; the model call is never failed by one. */
+  readonly onError?: (error: Error, phase: MemoryMiddlewarePhase) => void;
+  /** Where failures are logged. @default console */
+  readonly logger?: { warn(message: string): void };
+  /** Message ids remembered per scope, so a resent history is not handed to the store again. @default 10000 */
+  readonly maxSeenPerScope?: number;
+}
+
+/** The middleware, plus a way to wait for the observations it started. */
+export interface MemoryMiddleware extends LanguageModelV3Middleware {
+  /** Resolves when every observation started so far has finished (or failed). */
+  flush(): Promise<void>;
+}
+
+const MAX_SCOPES_SEEN = 1000;
+
+/**
+ * Creates AI SDK middleware that puts the working-memory and observational-memory snippets in
+ * front of every call (exactly what the harness's runner injects, replacing its own earlier
+ * block), and after each call hands the messages it has not seen, with the response, to
+ * `memory.observe` off the critical path: a generate result returns at once, a stream passes
+ * through untouched and observation starts when it ends.
+ * @example
+ * const model = wrapLanguageModel({ model: openai('gpt-5-mini'), middleware: createMemoryMiddleware({ memory, workingMemory, scope: { tenantId: 'acme', conversationId: 'c1' } }) });
+ */
+export function createMemoryMiddleware(options: MemoryMiddlewareOptions): MemoryMiddleware {
+  requireOptions('createMemoryMiddleware', options, 'Pass { memory, workingMemory, scope }.');
+  requireObject('createMemoryMiddleware', 'memory', options.memory, ['observe', 'snippet'], 'Pass the service from createObservationalMemory({ store }).');
+  requireObject('createMemoryMiddleware', 'workingMemory', options.workingMemory, ['snippet'], 'Pass the service from createWorkingMemory({ store }).');
+  if (options.scope === null || (typeof options.scope !== 'object' && typeof options.scope !== 'function')) {
+    throw invalidOption('createMemoryMiddleware', 'scope', 'is required (scope ids, or a function of the call params)', "Pass { tenantId, conversationId, agentId } or (params) => ({ ... }).");
+  }
+  const maxSeen = options.maxSeenPerScope ?? 10_000;
+  if (!Number.isSafeInteger(maxSeen) || maxSeen < 1) throw invalidOption('createMemoryMiddleware', 'maxSeenPerScope', `must be a positive integer, got ${JSON.stringify(maxSeen)}`, 'Leave it out for 10000.');
+  const { memory } = options;
+  const logger = options.logger ?? console;
+  const preparer = createTurnPreparer({ observationalMemory: memory, workingMemory: options.workingMemory, historyMaxTokens: 0 });
+  const pending = new Set<Promise<void>>();
+  const seenByScope = new Map<string, Set<string>>();
+
+  const report = (error: unknown, phase: MemoryMiddlewarePhase): void => {
+    const failure = error instanceof Error ? error : new Error(String(error));
+    logger.warn(`harness-memory: ${phase} failed, the model call went on without it: ${failure.message}`);
+    try {
+      options.onError?.(failure, phase);
+    } catch {
+      // A throwing onError must not fail the model call either.
+    }
+  };
+
+  const scopeOf = (params: LanguageModelV3CallOptions) => resolveScope(typeof options.scope === 'function' ? options.scope(params) : options.scope);
+
+  const seenOf = (memoryId: string): Set<string> => {
+    let seen = seenByScope.get(memoryId);
+    if (seen) {
+      seenByScope.delete(memoryId);
+    } else {
+      seen = new Set();
+      if (seenByScope.size >= MAX_SCOPES_SEEN) seenByScope.delete(seenByScope.keys().next().value as string);
+    }
+    seenByScope.set(memoryId, seen);
+    return seen;
+  };
+
+  const observe = (params: LanguageModelV3CallOptions, content: readonly LanguageModelV3Content[]): void => {
+    const task = (async () => {
+      const scope = scopeOf(params);
+      const messages = identify([...promptToTranscript(params.prompt), ...responseToTranscript(content)]);
+      const seen = seenOf(memoryIdOf(scope));
+      const fresh: TranscriptMessage[] = messages.filter((message) => !seen.has(message.id as string));
+      if (fresh.length === 0) return;
+      await memory.observe({ scope, runId: `ai-sdk-${randomUUID()}`, messages: fresh });
+      for (const message of fresh) seen.add(message.id as string);
+      for (const id of seen) {
+        if (seen.size <= maxSeen) break;
+        seen.delete(id);
+      }
+    })().catch((error: unknown) => report(error, 'observe'));
+    pending.add(task);
+    void task.finally(() => pending.delete(task));
+  };
+
+  return {
+    specificationVersion: 'v3',
+
+    async transformParams({ params }) {
+      const prompt = params.prompt.filter((message) => !isMemoryBlock(message));
+      try {
+        const turn = await preparer.prepareTurn(scopeOf(params));
+        for (const failure of turn.failures) report(failure.error, 'prepare');
+        const block = turn.messages.map((message) => ({
+          role: 'system' as const,
+          content: message.content ?? '',
+          providerOptions: { [MEMORY_BLOCK_OPTION]: { block: true } },
+        }));
+        return { ...params, prompt: [...block, ...prompt] };
+      } catch (error) {
+        report(error, 'prepare');
+        return { ...params, prompt };
+      }
+    },
+
+    async wrapGenerate({ doGenerate, params }) {
+      const result = await doGenerate();
+      observe(params, result.content);
+      return result;
+    },
+
+    async wrapStream({ doStream, params }) {
+      const result = await doStream();
+      const content = new StreamContent();
+      const stream = result.stream.pipeThrough(
+        new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
+          transform(part, controller) {
+            controller.enqueue(part);
+            content.add(part);
+          },
+          flush() {
+            observe(params, content.parts());
+          },
+        }),
+      );
+      return { ...result, stream };
+    },
+
+    async flush() {
+      while (pending.size > 0) await Promise.all(pending);
+    },
+  };
+}
+
+/** Gathers a stream's text and tool calls into the content a generate call would have answered. */
+class StreamContent {
+  readonly #texts = new Map<string, string>();
+  readonly #calls: LanguageModelV3Content[] = [];
+
+  add(part: LanguageModelV3StreamPart): void {
+    if (part.type === 'text-delta') this.#texts.set(part.id, (this.#texts.get(part.id) ?? '') + part.delta);
+    else if (part.type === 'tool-call' || part.type === 'tool-result') this.#calls.push(part);
+  }
+
+  parts(): LanguageModelV3Content[] {
+    return [...[...this.#texts.values()].map((text) => ({ type: 'text' as const, text })), ...this.#calls];
+  }
+}
