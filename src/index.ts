@@ -5,8 +5,8 @@
  * adapters and the model client live at their own subpaths.
  * @module
  */
-export { HarnessMemoryError, ConfigError, StoreError, ToolError, ModelCallError } from './core/errors.js';
-export type { HarnessMemoryErrorCode, HarnessMemoryErrorOptions } from './core/errors.js';
+export { HarnessMemoryError, ConfigError, StoreError, ToolError, ModelCallError, HARNESS_MEMORY_ERROR_CODES, RUN_ERROR_CODES } from './core/errors.js';
+export type { HarnessMemoryErrorCode, HarnessMemoryErrorOptions, RunErrorCode } from './core/errors.js';
 export { resolveScope, assertScope, validateScopeId, memoryIdOf, DEFAULT_SCOPE_ID, MAX_SCOPE_ID_LENGTH } from './core/scope.js';
 export type { Scope, ScopeInput } from './core/scope.js';
 export { RuneTokenEstimator, RUNE_TOKEN_ESTIMATOR, estimateMessageTokens, countCodePoints } from './core/token-estimator.js';

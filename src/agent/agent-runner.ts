@@ -1,26 +1,30 @@
 /**
- * The agent loop: memory snippets in every turn, tools run, transcript handed to
- * observational memory after each step, events on the run's stream.
+ * The agent runner: starts, continues, cancels and waits for runs. The loop of one run is
+ * `run-loop.ts`, tool calls go through `tool-dispatch.ts`, and heartbeats and the
+ * abandoned-run sweep are `run-maintenance.ts`.
  * @module
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { invalidOption, requireObject, requireOptions, requireString } from '../core/require-option.js';
 import { HarnessMemoryError } from '../core/errors.js';
 import { IGNORE_FAULTS } from '../core/fault.js';
 import type { FaultReporter } from '../core/fault.js';
-import { memoryIdOf, resolveScope } from '../core/scope.js';
-import type { Scope } from '../core/scope.js';
-import { RUNE_TOKEN_ESTIMATOR, estimateMessageTokens } from '../core/token-estimator.js';
+import { resolveScope } from '../core/scope.js';
+import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { LanguageModel } from '../llm/language-model.js';
-import type { ObservationalMemory, ObservationalMemoryEvent } from '../memory/observational-memory.js';
+import type { ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
-import { StoredMessageKeys } from '../memory/stored-message-keys.js';
 import type { Tool } from '../tools/tool.js';
-import { RunEventEmitter, createLocalEventHub } from './event-hub.js';
-import type { EventHub } from './event-hub.js';
+import { createLocalEventHub } from '../storage/local-event-hub.js';
+import type { EventHub } from '../storage/event-hub.js';
+import type { RunRecord, RunStore } from '../storage/run-store.js';
+import { errorJson, invalidRequest, notFound } from './_run-errors.js';
 import { createTurnPreparer } from './prepare-turn.js';
-import type { ConversationMessage, RunRecord, RunStore, RunUsage } from '../storage/run-store.js';
+import { RunEventEmitter } from './run-event-emitter.js';
+import { createRunLoop } from './run-loop.js';
+import { startRunMaintenance } from './run-maintenance.js';
+import { createToolDispatcher } from './tool-dispatch.js';
 
 /** A run request, as `POST /v1/runs` takes it. */
 export interface RunRequest {
@@ -101,203 +105,26 @@ const RUN_STORE_METHODS = ['createRun', 'getRun', 'updateRun', 'appendEvent', 'l
  * const done = await runner.wait(run.runId);
  */
 export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
-  const factory = 'createAgentRunner';
-  requireOptions(factory, options, 'Pass { model, observationalMemory, workingMemory, runStore, memoryTools, workspace }.');
-  requireObject(factory, 'model', options.model, ['doGenerate'], "Pass the agent's LanguageModel.");
-  requireObject(factory, 'observationalMemory', options.observationalMemory, ['observe', 'snippet', 'status', 'subscribe'], 'Pass the service from createObservationalMemory.');
-  requireObject(factory, 'workingMemory', options.workingMemory, ['snippet'], 'Pass the service from createWorkingMemory.');
-  requireObject(factory, 'runStore', options.runStore, RUN_STORE_METHODS, 'Pass a RunStore, such as createInMemoryRunStore().');
-  if (!Array.isArray(options.memoryTools)) throw invalidOption(factory, 'memoryTools', 'is required (an array of tools)', 'Pass [createWorkingMemoryTool(...), createObservationalMemoryTool(...)], or [] for none.');
-  requireString(factory, 'workspace', options.workspace, 'Pass the folder tools may write in (exports go to its .harness/observational-memory/).');
+  validateRunnerOptions(options);
   const hub = options.hub ?? createLocalEventHub();
   const events = new RunEventEmitter(options.runStore, hub);
   const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
-  const tools = [...options.memoryTools, ...(options.tools ?? [])];
-  const toolsByName = new Map(tools.map((tool) => [tool.name, tool]));
   const active = new Map<string, { controller: AbortController; done: Promise<RunRecord> }>();
   const { runStore, observationalMemory: memory, workingMemory } = options;
-  // Every model request of every run is built here.
-  const preparer = createTurnPreparer({ observationalMemory: memory, workingMemory, runStore, historyMaxTokens: options.historyMaxTokens ?? 8000, estimator });
   const reportFault = options.onFault ?? IGNORE_FAULTS;
-
-  const runLoop = async (run: RunRecord, signal: AbortSignal): Promise<RunRecord> => {
-    const scope = run.scope;
-    const memoryId = memoryIdOf(scope);
-    let step = 0;
-    // Set just before the terminal event: memory events after it are left to the scope's subscribers.
-    let closed = false;
-    const emit = (type: string, payload: Record<string, unknown> = {}) => events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step });
-    const emitMemory = async (type: string, payload: Record<string, unknown>, at: number): Promise<void> => {
-      if (!closed) await events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step: at });
-    };
-    const usage = { inputTokens: 0, outputTokens: 0 };
-    let observing: Promise<void> = Promise.resolve();
-    const forward = (type: string, payload: Record<string, unknown>): void => {
-      emitMemory(type, payload, step).catch((error: unknown) => reportFault({ component: 'runner', message: `could not store the ${type} event`, error, runId: run.runId }));
-    };
-    const unsubscribe = memory.subscribe((event: ObservationalMemoryEvent) => {
-      if (event.type === 'memory.reflection.completed' && event.runId === run.runId) {
-        forward('memory.reflection.completed', { trigger: event.trigger, operation_id: event.operationId });
-      } else if (event.type === 'memory.operation.dead' && event.runId === run.runId) {
-        forward('memory.operation.dead', { operation_id: event.operationId, operation_type: event.operationType, error: event.error, attempts: event.attempts });
-      }
-    });
-    const settle = async (): Promise<void> => {
-      await settleWithin(observing, options.settleTimeoutMs ?? 60_000);
-      closed = true;
-    };
-    try {
-      await runStore.updateRun(run.runId, { status: 'running' });
-      await emit('run.started', { prompt: run.prompt, model: run.model, tenant_id: scope.tenantId, agent_id: scope.agentId });
-      // Read once: a forget after this point makes every later write of the run, and its next turn, refuse.
-      const [generation, memoryGeneration] = await Promise.all([runStore.conversationGeneration(memoryId), memory.mode === 'off' ? Promise.resolve(0) : memory.generation(scope)]);
-      // The run's own messages; earlier history is read afresh for every turn.
-      const transcript: ConversationMessage[] = [];
-      const append = async (message: Omit<ConversationMessage, 'tokenCount' | 'runId'>): Promise<void> => {
-        const stored: ConversationMessage = { ...message, runId: run.runId, tokenCount: estimateMessageTokens(estimator, { content: message.content, toolCalls: message.toolCalls }) };
-        await runStore.appendMessages(memoryId, [stored], { generation });
-        transcript.push(stored);
-      };
-      await append({ messageId: `${run.runId}:user`, role: 'user', content: run.prompt });
-
-      while (step < run.maxSteps) {
-        if (signal.aborted) throw cancelled();
-        step++;
-        const turn = await preparer.prepareTurn(scope, { systemPrompt: run.systemPrompt, transcript, generation });
-        for (const failure of turn.failures) await emit('memory.snippet.failed', { step, source: failure.source, error: errorJson(failure.error).message });
-        if (options.forensics?.captureRequestEnvelope) {
-          await emit('llm.request.snapshot', {
-            prompt_hash: createHash('sha256').update(JSON.stringify(turn.messages)).digest('hex'),
-            tool_names: tools.map((tool) => tool.name),
-            ...(options.forensics.snapshotMemorySnippet ? { memory_snippet: turn.snippets.observationalMemory } : {}),
-          });
-        }
-        const result = await options.model.doGenerate({
-          messages: turn.messages,
-          tools: tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters })),
-          ...(run.model !== '' ? { modelId: run.model } : {}),
-          abortSignal: signal,
-        });
-        usage.inputTokens += result.usage.inputTokens;
-        usage.outputTokens += result.usage.outputTokens;
-        await append({ messageId: `${run.runId}:assistant:${step}`, role: 'assistant', content: result.text, ...(result.toolCalls.length > 0 ? { toolCalls: result.toolCalls } : {}) });
-        const final = result.toolCalls.length === 0;
-        await emit('assistant.message', { content: result.text, final, tool_calls: result.toolCalls.map((call) => ({ id: call.id, name: call.name })) });
-        if (final) await runStore.updateRun(run.runId, { output: result.text, steps: step, usage });
-
-        for (const call of result.toolCalls) {
-          if (signal.aborted) throw cancelled();
-          await emit('tool.call.started', { tool_call_id: call.id, name: call.name });
-          const { content, ok } = await runTool(call.name, call.arguments, { runId: run.runId, toolCallId: call.id, scope });
-          await append({ messageId: `${run.runId}:tool:${step}:${call.id}`, role: 'tool', content, toolCallId: call.id, name: call.name });
-          await emit('tool.call.completed', { tool_call_id: call.id, name: call.name, ok });
-        }
-
-        const stepNumber = step;
-        const snapshot = [...turn.history, ...transcript];
-        // Observation runs beside the next turn, never in front of it; one at a time per run.
-        observing = observing
-          .then(() => observeStep(scope, run, stepNumber, snapshot, memoryGeneration, emitMemory))
-          .catch((error: unknown) => reportFault({ component: 'runner', message: 'observing a step failed outside its own error handling', error, runId: run.runId }));
-        await emit('run.step.completed', { step: stepNumber });
-        if (final) {
-          await settle();
-          await runStore.updateRun(run.runId, { status: 'completed', output: result.text, steps: step, usage });
-          await emit('run.completed', { output: result.text, steps: step, usage: usageJson(usage) });
-          return (await runStore.getRun(run.runId)) as RunRecord;
-        }
-      }
-      await settle();
-      return await fail(run, { code: 'MAX_STEPS', message: `the run reached max_steps (${run.maxSteps}) without a final answer` }, step, usage, emit);
-    } catch (error) {
-      await settle();
-      // A forget deletes the run with its conversation (SQLite, Postgres): nothing is left to record it on.
-      const stored = await runStore.getRun(run.runId).catch(() => run);
-      if (!stored) return Object.freeze({ ...run, status: 'failed' as const, error: forgottenError(run), steps: step, usage });
-      if (signal.aborted) {
-        await runStore.updateRun(run.runId, { status: 'cancelled', steps: step, usage });
-        await emit('run.cancelled', {});
-        return (await runStore.getRun(run.runId)) as RunRecord;
-      }
-      return await fail(run, errorJson(error), step, usage, emit);
-    } finally {
-      unsubscribe();
-    }
-  };
-
-  const observesScope = async (scope: Scope): Promise<boolean> => {
-    if (memory.isEnabled) return memory.isEnabled(scope);
-    const status = await memory.status(scope);
-    return status.mode !== 'off' && status.enabled;
-  };
-
-  // Message ids each conversation's memory has taken, by scope generation (see observeStep).
-  const handedOver = new StoredMessageKeys();
-
-  const observeStep = async (
-    scope: Scope,
-    run: RunRecord,
-    step: number,
-    transcript: readonly ConversationMessage[],
-    generation: number,
-    emit: (type: string, payload: Record<string, unknown>, step: number) => Promise<void>,
-  ): Promise<void> => {
-    try {
-      // Disabled scopes make no memory events (the reference emitted them on every step).
-      if (!(await observesScope(scope))) return;
-      await emit('memory.observe.started', { step }, step);
-      // The replayed history was handed over by earlier steps and runs: only what memory has
-      // not taken yet is handed over again (all of it after a failure or a forget).
-      const memoryId = memoryIdOf(scope);
-      const known = handedOver.known(memoryId, generation);
-      const fresh = known ? transcript.filter((message) => !known.has(message.messageId)) : transcript;
-      const result = await memory.observe({
-        scope,
-        runId: run.runId,
-        generation,
-        messages: fresh.map((message) => ({
-          id: message.messageId,
-          role: message.role,
-          content: message.content,
-          ...(message.name ? { name: message.name } : {}),
-          ...(message.toolCallId ? { toolCallId: message.toolCallId } : {}),
-          ...(message.toolCalls ? { toolCalls: message.toolCalls } : {}),
-        })),
-      });
-      if (result.status !== 'skipped' || result.reason === 'below_threshold' || result.reason === 'no_messages') {
-        handedOver.add(memoryId, generation, fresh.map((message) => message.messageId));
-      }
-      await emit('memory.observe.completed', { step, observed: result.observed, reflected: result.reflected, observation: result.observationCount }, step);
-      if (result.reflectionError) await emit('memory.observe.failed', { step, error: result.reflectionError }, step);
-    } catch (error) {
-      await emit('memory.observe.failed', { step, error: errorJson(error).message }, step).catch(() => undefined);
-    }
-  };
-
-  const runTool = async (name: string, args: string, context: { runId: string; toolCallId: string; scope: Scope }): Promise<{ content: string; ok: boolean }> => {
-    const tool = toolsByName.get(name);
-    if (!tool) return { content: JSON.stringify({ error: { code: 'TOOL_NOT_FOUND', message: `unknown tool "${name}"; available tools are ${[...toolsByName.keys()].join(', ')}` } }), ok: false };
-    try {
-      const parsed: unknown = args.trim() === '' ? {} : JSON.parse(args);
-      const result = await tool.execute(parsed, {
-        tenantId: context.scope.tenantId,
-        conversationId: context.scope.conversationId,
-        agentId: context.scope.agentId,
-        runId: context.runId,
-        toolCallId: context.toolCallId,
-        workspace: options.workspace,
-      });
-      return { content: JSON.stringify(result), ok: true };
-    } catch (error) {
-      return { content: JSON.stringify({ error: errorJson(error) }), ok: false };
-    }
-  };
-
-  const fail = async (run: RunRecord, error: { code: string; message: string }, steps: number, usage: RunUsage, emit: (type: string, payload: Record<string, unknown>) => Promise<unknown>): Promise<RunRecord> => {
-    await runStore.updateRun(run.runId, { status: 'failed', error, steps, usage });
-    await emit('run.failed', { error });
-    return (await runStore.getRun(run.runId)) as RunRecord;
-  };
+  const runLoop = createRunLoop({
+    model: options.model,
+    memory,
+    runStore,
+    events,
+    // Every model request of every run is built here.
+    preparer: createTurnPreparer({ observationalMemory: memory, workingMemory, runStore, historyMaxTokens: options.historyMaxTokens ?? 8000, estimator }),
+    tools: createToolDispatcher({ tools: [...options.memoryTools, ...(options.tools ?? [])], workspace: options.workspace }),
+    estimator,
+    settleTimeoutMs: options.settleTimeoutMs ?? 60_000,
+    ...(options.forensics ? { forensics: options.forensics } : {}),
+    reportFault,
+  });
 
   /**
    * A run whose own failure path failed (its store write or last event threw): the fault is
@@ -325,6 +152,13 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
       .catch((error: unknown) => endAfterFault(run, error, controller.signal.aborted ? 'cancelled' : 'failed'))
       .finally(() => active.delete(run.runId));
     active.set(run.runId, { controller, done });
+  };
+
+  /** The stored run; `RUN_NOT_FOUND` when there is none. */
+  const recordOf = async (runId: string): Promise<RunRecord> => {
+    const run = await runStore.getRun(runId);
+    if (!run) throw notFound(runId);
+    return run;
   };
 
   const runner: AgentRunner = {
@@ -366,20 +200,12 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     },
     async cancel(runId) {
       const entry = active.get(runId);
-      if (entry) {
-        entry.controller.abort();
-        return entry.done;
-      }
-      const run = await runStore.getRun(runId);
-      if (!run) throw notFound(runId);
-      return run;
+      if (!entry) return recordOf(runId);
+      entry.controller.abort();
+      return entry.done;
     },
     async wait(runId) {
-      const entry = active.get(runId);
-      if (entry) return entry.done;
-      const run = await runStore.getRun(runId);
-      if (!run) throw notFound(runId);
-      return run;
+      return active.get(runId)?.done ?? recordOf(runId);
     },
     async settle() {
       while (active.size > 0) await Promise.allSettled([...active.values()].map((entry) => entry.done));
@@ -388,71 +214,19 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
       return active.has(runId);
     },
     startMaintenance(maintenanceOptions = {}) {
-      const heartbeatMs = maintenanceOptions.heartbeatMs ?? 30_000;
-      const sweepMs = maintenanceOptions.sweepMs ?? 60_000;
-      const abandonAfterSeconds = maintenanceOptions.abandonAfterSeconds ?? 300;
-      let chain: Promise<void> = Promise.resolve();
-      // One maintenance task at a time; failures are retried on the next tick.
-      const schedule = (task: () => Promise<void>): void => {
-        chain = chain.then(task).catch((error: unknown) => reportFault({ component: 'maintenance', message: 'the stale-run sweep failed; it runs again at its next tick', error }));
-      };
-      const heartbeat = async (): Promise<void> => {
-        for (const runId of active.keys()) {
-          await runStore.updateRun(runId, {}).catch((error: unknown) => reportFault({ component: 'maintenance', message: 'a run heartbeat failed; the next one retries', error, runId }));
-        }
-      };
-      const sweep = async (): Promise<void> => {
-        for (const stale of await runStore.listStaleRuns(abandonAfterSeconds)) {
-          if (active.has(stale.runId)) continue;
-          const run = await runStore.getRun(stale.runId);
-          if (!run || (run.status !== 'queued' && run.status !== 'running')) continue;
-          const error = { code: 'RUN_ABANDONED', message: `the harness process running this run stopped before it finished (no heartbeat for ${abandonAfterSeconds} s)` };
-          await runStore.updateRun(run.runId, { status: 'failed', error });
-          await events.emit(run.runId, 'run.failed', { error }, { conversationId: run.scope.conversationId });
-        }
-      };
-      schedule(sweep);
-      const timers = [setInterval(() => schedule(heartbeat), heartbeatMs), setInterval(() => schedule(sweep), sweepMs)];
-      for (const timer of timers) timer.unref?.();
-      return {
-        async stop() {
-          for (const timer of timers) clearInterval(timer);
-          await chain;
-        },
-      };
+      return startRunMaintenance({ runStore, events, activeRunIds: () => active.keys(), isActive: (runId) => active.has(runId), reportFault }, maintenanceOptions);
     },
   };
   return runner;
 }
 
-async function settleWithin(work: Promise<void>, timeoutMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-  clearTimeout(timer);
-}
-
-function usageJson(usage: RunUsage): Record<string, number> {
-  return { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens };
-}
-
-function errorJson(error: unknown): { code: string; message: string } {
-  if (HarnessMemoryError.isInstance(error)) return { code: error.code, message: error.detail };
-  if (error instanceof Error) return { code: 'INTERNAL', message: error.message };
-  return { code: 'INTERNAL', message: String(error) };
-}
-
-function cancelled(): Error {
-  return new Error('run cancelled');
-}
-
-function forgottenError(run: RunRecord): { code: string; message: string } {
-  return { code: 'SCOPE_FORGOTTEN', message: `conversation ${run.scope.conversationId} was forgotten while run ${run.runId} was active; the run stopped and stored nothing more` };
-}
-
-function invalidRequest(message: string): HarnessMemoryError {
-  return new HarnessMemoryError({ code: 'REQUEST_INVALID', component: 'runner', message: `${message}.` });
-}
-
-function notFound(runId: string): HarnessMemoryError {
-  return new HarnessMemoryError({ code: 'RUN_NOT_FOUND', component: 'runner', message: `run ${runId} was not found.`, data: { runId } });
+function validateRunnerOptions(options: AgentRunnerOptions): void {
+  const factory = 'createAgentRunner';
+  requireOptions(factory, options, 'Pass { model, observationalMemory, workingMemory, runStore, memoryTools, workspace }.');
+  requireObject(factory, 'model', options.model, ['doGenerate'], "Pass the agent's LanguageModel.");
+  requireObject(factory, 'observationalMemory', options.observationalMemory, ['observe', 'snippet', 'status', 'subscribe'], 'Pass the service from createObservationalMemory.');
+  requireObject(factory, 'workingMemory', options.workingMemory, ['snippet'], 'Pass the service from createWorkingMemory.');
+  requireObject(factory, 'runStore', options.runStore, RUN_STORE_METHODS, 'Pass a RunStore, such as createInMemoryRunStore().');
+  if (!Array.isArray(options.memoryTools)) throw invalidOption(factory, 'memoryTools', 'is required (an array of tools)', 'Pass [createWorkingMemoryTool(...), createObservationalMemoryTool(...)], or [] for none.');
+  requireString(factory, 'workspace', options.workspace, 'Pass the folder tools may write in (exports go to its .harness/observational-memory/).');
 }

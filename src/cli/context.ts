@@ -64,3 +64,8 @@ export function stopRequested(context: CliContext, onStop?: () => void): { stopp
     },
   };
 }
+
+/** Holds the exit code a command chose. */
+export interface CommandResult {
+  exitCode: number;
+}

@@ -15,10 +15,10 @@ export const EXIT_USAGE = 2;
 /** A configuration error (`CONFIG_INVALID`), as sysexits' `EX_CONFIG`. */
 export const EXIT_CONFIG = 78;
 
-/** A mistake in the command line that the argument parser cannot see. */
-export class UsageError extends Error {
+/** A mistake in the command line that the argument parser cannot see (`USAGE_INVALID`, exit code 2). */
+export class UsageError extends HarnessMemoryError {
   constructor(message: string) {
-    super(message);
+    super({ code: 'USAGE_INVALID', component: 'cli', message });
     this.name = 'UsageError';
   }
 }
@@ -33,6 +33,7 @@ const USAGE_CODES: ReadonlySet<HarnessMemoryErrorCode> = new Set([
   'OPERATION_NOT_DEAD',
   'EVAL_DATASET_INVALID',
   'EVAL_RESULTS_INVALID',
+  'USAGE_INVALID',
 ]);
 
 /** Scope fields and the options that set them, so errors name what to fix. */

@@ -13,7 +13,7 @@ import { registerMemoryCommand } from './commands/memory.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerServeCommand } from './commands/serve.js';
 import { registerWmCommand } from './commands/wm.js';
-import type { CliContext, CliStream } from './context.js';
+import type { CliContext, CliStream, CommandResult } from './context.js';
 import { EXIT_OK, errorMessageOf, exitCodeOf } from './exit-codes.js';
 
 /** Options of {@link runCli}. */
@@ -28,11 +28,6 @@ export interface RunCliOptions {
   readonly homeDir?: string;
   /** Stops `serve` (and cancels `run`) when aborted, as SIGINT does. */
   readonly signal?: AbortSignal;
-}
-
-/** Holds the exit code a command chose. */
-export interface CommandResult {
-  exitCode: number;
 }
 
 /**

@@ -3,6 +3,7 @@
  * `<workspace>/.harness/config.toml` < environment variables. Validated once, then frozen.
  * @module
  */
+import { deepFreeze } from '../core/deep-freeze.js';
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
@@ -124,8 +125,12 @@ function defaultSettings(): Settings {
  * malformed (TOML syntax, unknown key, bad value) throws a {@link ConfigError} naming the file
  * or variable and the key. An unknown `HARNESS_*` variable is only a warning (`onWarning`).
  * @example
+ * ```ts
+ * import { loadConfig } from 'harness-memory/config';
+ *
  * const config = loadConfig({ workspace: '/srv/project' });
- * config.memory.observeMinTokens; // 1200 unless a file or HARNESS_MEMORY_OBSERVE_MIN_TOKENS says otherwise
+ * console.log(config.memory.observeMinTokens); // 1200 unless a file or HARNESS_MEMORY_OBSERVE_MIN_TOKENS says otherwise
+ * ```
  */
 export function loadConfig(options: LoadConfigOptions = {}): HarnessConfig {
   const env = options.env ?? process.env;
@@ -277,13 +282,6 @@ function toProvider(name: string, entry: ProviderFileEntry, sources: Record<stri
   };
 }
 
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
-}
 
 /** The observation thresholds of a loaded config, as the core expects them. */
 export function tokenConfigFrom(config: HarnessConfig): ObservationConfig {

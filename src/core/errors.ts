@@ -39,33 +39,55 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `OPERATION_DEAD`: `{ operationId }`, the operation used up its attempts and was parked as `dead`.
  * - `OPERATION_NOT_FOUND`: `{ operationId }`, the scope has no operation with that id.
  * - `OPERATION_NOT_DEAD`: `{ operationId, status }`, only a `dead` operation can be retried by hand.
+ * - `USAGE_INVALID`: `{}`, a `harness` command line is wrong in a way its parser cannot see (exit code 2).
+ *
+ * Runs and tool results also carry the codes of {@link RUN_ERROR_CODES}.
  */
-export type HarnessMemoryErrorCode =
-  | 'SCOPE_INVALID'
-  | 'CONFIG_INVALID'
-  | 'TOOL_INPUT_INVALID'
-  | 'WORKING_MEMORY_INVALID'
-  | 'WORKING_MEMORY_LIMIT'
-  | 'OBSERVE_INPUT_INVALID'
-  | 'EXPORT_INVALID'
-  | 'MEMORY_DISABLED'
-  | 'MODEL_NOT_CONFIGURED'
-  | 'MODEL_OUTPUT_INVALID'
-  | 'MODEL_CALL_FAILED'
-  | 'STORE_CONFLICT'
-  | 'STORE_FAILED'
-  | 'STORE_DISPOSED'
-  | 'OPERATION_LEASE_LOST'
-  | 'SCOPE_FORGOTTEN'
-  | 'REQUEST_INVALID'
-  | 'RUN_NOT_FOUND'
-  | 'RUN_NOT_COMPLETED'
-  | 'EVAL_DATASET_INVALID'
-  | 'EVAL_RESULTS_INVALID'
-  | 'OPTION_INVALID'
-  | 'OPERATION_DEAD'
-  | 'OPERATION_NOT_FOUND'
-  | 'OPERATION_NOT_DEAD';
+/** Every {@link HarnessMemoryErrorCode}, in the order documented above. */
+export const HARNESS_MEMORY_ERROR_CODES = [
+  'SCOPE_INVALID',
+  'CONFIG_INVALID',
+  'TOOL_INPUT_INVALID',
+  'WORKING_MEMORY_INVALID',
+  'WORKING_MEMORY_LIMIT',
+  'OBSERVE_INPUT_INVALID',
+  'EXPORT_INVALID',
+  'MEMORY_DISABLED',
+  'MODEL_NOT_CONFIGURED',
+  'MODEL_OUTPUT_INVALID',
+  'MODEL_CALL_FAILED',
+  'STORE_CONFLICT',
+  'STORE_FAILED',
+  'STORE_DISPOSED',
+  'OPERATION_LEASE_LOST',
+  'SCOPE_FORGOTTEN',
+  'REQUEST_INVALID',
+  'RUN_NOT_FOUND',
+  'RUN_NOT_COMPLETED',
+  'EVAL_DATASET_INVALID',
+  'EVAL_RESULTS_INVALID',
+  'OPTION_INVALID',
+  'OPERATION_DEAD',
+  'OPERATION_NOT_FOUND',
+  'OPERATION_NOT_DEAD',
+  'USAGE_INVALID',
+] as const;
+
+/** The code of a thrown {@link HarnessMemoryError}. */
+export type HarnessMemoryErrorCode = (typeof HARNESS_MEMORY_ERROR_CODES)[number];
+
+/**
+ * Codes a run can end with (`run.error.code`, the `run.failed` event) or a tool result can
+ * carry, besides the {@link HarnessMemoryErrorCode}s of errors thrown during the run:
+ * - `MAX_STEPS`: the run reached `max_steps` without a final answer.
+ * - `RUN_ABANDONED`: the process running the run stopped (no heartbeat for `abandonAfterSeconds`).
+ * - `TOOL_NOT_FOUND`: the model called a tool the run does not offer (a tool result; the run goes on).
+ * - `INTERNAL`: an unexpected error that is not a `HarnessMemoryError`; the message says what.
+ */
+export const RUN_ERROR_CODES = ['MAX_STEPS', 'RUN_ABANDONED', 'TOOL_NOT_FOUND', 'INTERNAL'] as const;
+
+/** A code of {@link RUN_ERROR_CODES}. */
+export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];
 
 /** Options for {@link HarnessMemoryError}. */
 export interface HarnessMemoryErrorOptions {
@@ -82,8 +104,15 @@ export interface HarnessMemoryErrorOptions {
  * Base class of every error harness-memory throws. Use {@link HarnessMemoryError.isInstance}
  * rather than `instanceof`: it also works across duplicated copies of the package.
  * @example
- * try { memory.scope({ tenantId: '../x', runId: 'r1' }); }
- * catch (error) { if (HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_INVALID') { ... } }
+ * ```ts
+ * import { HarnessMemoryError, resolveScope } from 'harness-memory';
+ *
+ * try {
+ *   resolveScope({ tenantId: '../x', runId: 'r1' });
+ * } catch (error) {
+ *   if (HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_INVALID') console.error(error.data['field']);
+ * }
+ * ```
  */
 export class HarnessMemoryError extends Error {
   readonly code: HarnessMemoryErrorCode;

@@ -48,3 +48,19 @@ describe('scope: memory id', () => {
     expect(memoryIdOf({ tenantId: 'a', conversationId: 'b', agentId: 'c' })).toBe('1:a/1:b/1:c');
   });
 });
+
+describe('scope: resolved once', () => {
+  it('returns a scope it resolved as it is, checking only a given run id', () => {
+    const scope = resolveScope({ tenantId: 'acme', conversationId: 'c1' });
+    expect(resolveScope(scope)).toBe(scope);
+    expect(assertScope(scope)).toBe(scope);
+    expect(resolveScope(scope, 'run_1')).toBe(scope);
+    expect(fieldOf(() => resolveScope(scope, 'bad id'))).toBe('run_id');
+  });
+
+  it('validates a look-alike object that it did not resolve', () => {
+    const lookAlike = { tenantId: 'acme', conversationId: '..', agentId: 'default' };
+    expect(fieldOf(() => resolveScope(lookAlike))).toBe('conversation_id');
+    expect(fieldOf(() => assertScope(lookAlike))).toBe('conversation_id');
+  });
+});

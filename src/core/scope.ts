@@ -23,6 +23,21 @@ export const MAX_SCOPE_ID_LENGTH = 128;
 
 const SCOPE_ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
 
+// Scopes this module validated (frozen, so they cannot have changed since): passing one on
+// resolves it once, at the door, however many services it goes through.
+const RESOLVED = new WeakSet<Scope>();
+
+/** True for a scope returned by {@link resolveScope} or {@link assertScope}: already valid. */
+export function isResolvedScope(value: unknown): value is Scope {
+  return typeof value === 'object' && value !== null && RESOLVED.has(value as Scope);
+}
+
+function resolved(scope: Scope): Scope {
+  const frozen = Object.freeze(scope);
+  RESOLVED.add(frozen);
+  return frozen;
+}
+
 /**
  * Checks one id: 1 to 128 characters of letters, digits and `. _ : @ -`, and not `.` or `..`.
  * Throws `SCOPE_INVALID` naming the field otherwise.
@@ -44,19 +59,29 @@ export function validateScopeId(field: string, value: unknown): string {
 
 /**
  * Applies the spec's fallbacks and validates: tenant and agent default to `default`, the
- * conversation to the run id. With neither a conversation id nor a run id it throws:
- * there is no shared catch-all conversation.
+ * conversation to the run id (`runId`, else `input.runId`). With neither a conversation id
+ * nor a run id it throws: there is no shared catch-all conversation. A scope this function
+ * already returned comes back as it is (only a given run id is checked), so a scope
+ * resolved at the door is validated once.
  */
-export function resolveScope(input: ScopeInput): Scope {
+export function resolveScope(input: ScopeInput, runId?: string | null): Scope {
+  const run = blankToUndefined(runId ?? input.runId);
+  if (isResolvedScope(input)) {
+    if (run !== undefined) validateScopeId('run_id', run);
+    return input;
+  }
+  return resolveFresh(input, run);
+}
+
+function resolveFresh(input: ScopeInput, runId: string | undefined): Scope {
   const tenantId = blankToUndefined(input.tenantId) ?? DEFAULT_SCOPE_ID;
   const agentId = blankToUndefined(input.agentId) ?? DEFAULT_SCOPE_ID;
-  const runId = blankToUndefined(input.runId);
   const conversation = blankToUndefined(input.conversationId);
   if (conversation === undefined && runId === undefined) {
     throw scopeError('conversation_id', undefined, 'conversation_id is required when there is no run id to fall back to');
   }
   if (runId !== undefined) validateScopeId('run_id', runId);
-  return Object.freeze({
+  return resolved({
     tenantId: validateScopeId('tenant_id', tenantId),
     conversationId: validateScopeId('conversation_id', conversation ?? runId),
     agentId: validateScopeId('agent_id', agentId),
@@ -65,11 +90,12 @@ export function resolveScope(input: ScopeInput): Scope {
 
 /** Validates a complete scope given by a caller (every field required). */
 export function assertScope(scope: unknown): Scope {
+  if (isResolvedScope(scope)) return scope;
   if (typeof scope !== 'object' || scope === null) {
     throw scopeError('scope', scope, 'scope must be an object with tenantId, conversationId and agentId');
   }
   const candidate = scope as Record<string, unknown>;
-  return Object.freeze({
+  return resolved({
     tenantId: validateScopeId('tenant_id', candidate['tenantId']),
     conversationId: validateScopeId('conversation_id', candidate['conversationId']),
     agentId: validateScopeId('agent_id', candidate['agentId']),

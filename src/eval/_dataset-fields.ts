@@ -3,7 +3,7 @@
  * field path, so a malformed dataset fails with EVAL_DATASET_INVALID, never a TypeError.
  */
 import { HarnessMemoryError } from '../core/errors.js';
-import type { EvalConversation, EvalDatasetFormat } from './eval-dataset.js';
+import type { EvalConversation, EvalDatasetFormat } from './eval-conversation.js';
 
 /** Which instance of the file is being read, for error messages. */
 export interface InstanceContext {

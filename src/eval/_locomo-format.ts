@@ -5,7 +5,7 @@
 import type { InstanceContext, ParsedConversation, UndatedField } from './_dataset-fields.js';
 import { expectAnswer, expectArray, expectRecord, expectString, expectText, invalidField } from './_dataset-fields.js';
 import { DATE_EXAMPLES, orderByDate, parseDatasetDate } from './_session-dates.js';
-import type { EvalMessage, EvalQuestion, EvalSession } from './eval-dataset.js';
+import type { EvalMessage, EvalQuestion, EvalSession } from './eval-conversation.js';
 
 /** The category of adversarial questions, whose answer is not in the conversation. */
 export const LOCOMO_ADVERSARIAL_CATEGORY = 5;

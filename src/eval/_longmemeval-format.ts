@@ -5,8 +5,8 @@
 import type { InstanceContext, ParsedConversation, UndatedField } from './_dataset-fields.js';
 import { expectAnswer, expectArray, expectRecord, expectString, expectText, invalidField, jsonTypeOf, optionalStringArray } from './_dataset-fields.js';
 import { DATE_EXAMPLES, orderByDate, parseDatasetDate } from './_session-dates.js';
-import type { EvalMessage, EvalQuestion, EvalSession } from './eval-dataset.js';
-import { LONGMEMEVAL_QUESTION_TYPES } from './eval-dataset.js';
+import type { EvalMessage, EvalQuestion, EvalSession } from './eval-conversation.js';
+import { LONGMEMEVAL_QUESTION_TYPES } from './eval-conversation.js';
 
 /** Suffix of the `question_id` of an abstention instance (the answer is not in the haystack). */
 const ABSTENTION_SUFFIX = '_abs';

@@ -10,11 +10,11 @@ import type {
   FinishReason,
   LanguageModelMessage,
   LanguageModelResult,
+  LanguageModelStreamPart,
   LanguageModelTool,
   LanguageModelToolCall,
   LanguageModelUsage,
 } from './language-model.js';
-import type { LanguageModelStreamPart } from './openai-compatible.js';
 
 /** Maps our messages to chat completions messages. */
 export function toChatMessages(messages: readonly LanguageModelMessage[]): ChatCompletionMessageParam[] {

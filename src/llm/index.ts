@@ -42,3 +42,4 @@ export {
   type MemoryModelSelection,
   type SelectMemoryModelInput,
 } from './memory-model-selection.js';
+export type { ModelProviderSettings, ModelSelectionConfig } from './model-selection-config.js';

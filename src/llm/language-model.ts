@@ -4,12 +4,10 @@
  * @module
  */
 
+import type { ToolCall } from '../core/conversation-message.js';
+
 /** A tool call the model asked for. `arguments` is the raw JSON text. */
-export interface LanguageModelToolCall {
-  readonly id: string;
-  readonly name: string;
-  readonly arguments: string;
-}
+export type LanguageModelToolCall = ToolCall;
 
 /** One chat message sent to the model. */
 export interface LanguageModelMessage {
@@ -58,6 +56,18 @@ export interface LanguageModelResult {
   /** The refusal text, when the model refused. */
   readonly refusal?: string;
 }
+
+/** One event of a streamed answer. `finish` comes last and carries the assembled result. */
+export type LanguageModelStreamPart =
+  | { readonly type: 'text-delta'; readonly delta: string }
+  | {
+      readonly type: 'tool-call-delta';
+      readonly index: number;
+      readonly id?: string;
+      readonly name?: string;
+      readonly argumentsDelta: string;
+    }
+  | { readonly type: 'finish'; readonly result: LanguageModelResult };
 
 /** A chat model. Call `doGenerate` through the services; it is not meant for direct use. */
 export interface LanguageModel {

@@ -3,11 +3,11 @@
  * own agent model. Reference behaviour section 7.
  * @module
  */
-import type { HarnessConfig } from '../config/schema.js';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import { ConfigError } from '../core/errors.js';
 import { withCircuitBreaker, type CircuitBreakerModel, type CircuitBreakerOptions } from './circuit-breaker.js';
 import type { LanguageModel } from './language-model.js';
+import type { ModelSelectionConfig } from './model-selection-config.js';
 import { createOpenAICompatibleModel, DEFAULT_MODEL_TIMEOUT_MS, type OpenAICompatibleSettings } from './openai-compatible.js';
 import { BUILT_IN_PROVIDERS, isLoopbackUrl, nonBlank, resolveProvider } from './provider-registry.js';
 import { withoutRetries, withRetries, type RetryPolicy } from './retrying-model.js';
@@ -22,7 +22,7 @@ export const DEFAULT_AGENT_MODEL = 'gpt-4.1-mini';
 
 /** Input of {@link selectMemoryModel}. */
 export interface SelectMemoryModelInput {
-  readonly config: HarnessConfig;
+  readonly config: ModelSelectionConfig;
   /** Read for provider API keys, and ahead of `config` for the variables it also holds. */
   readonly env: Readonly<Record<string, string | undefined>>;
   /** The harness's agent model, used by the `inherit` mode. */
@@ -54,14 +54,14 @@ interface Setting {
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** An env variable wins over the loaded config, as in the cascade; blank counts as unset. */
-function read(env: Env, name: string, configValue: string | undefined, config: HarnessConfig, key: string): Setting | undefined {
+function read(env: Env, name: string, configValue: string | undefined, config: ModelSelectionConfig, key: string): Setting | undefined {
   const fromEnv = nonBlank(env[name]);
   if (fromEnv !== undefined) return { value: fromEnv, source: `env:${name}` };
   const fromConfig = nonBlank(configValue);
   return fromConfig === undefined ? undefined : { value: fromConfig, source: config.sources[key] ?? 'config' };
 }
 
-function memorySettings(config: HarnessConfig, env: Env) {
+function memorySettings(config: ModelSelectionConfig, env: Env) {
   const { memory } = config;
   return {
     mode: read(env, 'HARNESS_MEMORY_LLM_MODE', memory.llmMode, config, 'memory.llm_mode'),
@@ -96,8 +96,16 @@ function chooseMode(settings: MemorySettings): { mode: MemoryModelMode; source: 
  * `HARNESS_MEMORY_LLM_MODEL`, `_BASE_URL` and `_API_KEY` settings override in every mode.
  * Missing pieces throw a `ConfigError` naming the setting or variable to set.
  * @example
+ * ```ts
+ * import { createModelObserver } from 'harness-memory';
+ * import { loadConfig } from 'harness-memory/config';
+ * import { createAgentModel, selectMemoryModel } from 'harness-memory/llm';
+ *
+ * const config = loadConfig();
  * const { model, mode } = selectMemoryModel({ config, env: process.env, inheritModel: createAgentModel(config, process.env) });
  * const observer = createModelObserver(model);
+ * console.log(mode, observer);
+ * ```
  */
 export function selectMemoryModel(input: SelectMemoryModelInput): MemoryModelSelection {
   requireOptions('selectMemoryModel', input, 'Pass { config, env }.');
@@ -193,7 +201,7 @@ interface AgentOverrides {
   readonly modelId?: string | undefined;
 }
 
-function agentModelSettings(config: HarnessConfig, env: Env, overrides: AgentOverrides = {}): OpenAICompatibleSettings {
+function agentModelSettings(config: ModelSelectionConfig, env: Env, overrides: AgentOverrides = {}): OpenAICompatibleSettings {
   const name = nonBlank(config.model.provider) ?? 'openai';
   const source = config.sources['model.provider'] ?? 'default';
   const provider = resolveProvider(name, config, env, { key: 'model.provider', source });
@@ -223,7 +231,7 @@ export interface CreateAgentModelOptions {
  * key from the provider's variable (none needed on loopback). Wrapped in `withRetries`.
  * @example const agent = createAgentModel(config, process.env);
  */
-export function createAgentModel(config: HarnessConfig, env: Env, options: CreateAgentModelOptions = {}): LanguageModel {
+export function createAgentModel(config: ModelSelectionConfig, env: Env, options: CreateAgentModelOptions = {}): LanguageModel {
   requireObject('createAgentModel', 'config', config, [], 'Pass the loaded configuration: loadConfig() from harness-memory/config.');
   const createModel = options.createModel ?? createOpenAICompatibleModel;
   return withRetries(createModel(agentModelSettings(config, env)), options.retry);

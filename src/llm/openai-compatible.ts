@@ -9,7 +9,9 @@ import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/ch
 import { ConfigError, ModelCallError } from '../core/errors.js';
 import { parseCompletion, StreamAssembler, toChatMessages, toChatTools } from './_chat-completions.js';
 import { toModelCallError } from './_model-call-errors.js';
-import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult } from './language-model.js';
+import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult, LanguageModelStreamPart } from './language-model.js';
+
+export type { LanguageModelStreamPart } from './language-model.js';
 
 /** Whole-call timeout of a model call, in milliseconds (the reference's 90 s). */
 export const DEFAULT_MODEL_TIMEOUT_MS = 90_000;
@@ -37,18 +39,6 @@ export interface OpenAICompatibleSettings {
   /** Body field for `maxOutputTokens`; some older servers know only `max_tokens`. @default "max_completion_tokens" */
   readonly maxTokensParameter?: 'max_tokens' | 'max_completion_tokens';
 }
-
-/** One event of a streamed answer. `finish` comes last and carries the assembled result. */
-export type LanguageModelStreamPart =
-  | { readonly type: 'text-delta'; readonly delta: string }
-  | {
-      readonly type: 'tool-call-delta';
-      readonly index: number;
-      readonly id?: string;
-      readonly name?: string;
-      readonly argumentsDelta: string;
-    }
-  | { readonly type: 'finish'; readonly result: LanguageModelResult };
 
 /** An OpenAI-compatible model: a {@link LanguageModel} that can also stream. */
 export interface OpenAICompatibleModel extends LanguageModel {
@@ -91,8 +81,13 @@ export function normalizeBaseUrl(baseUrl: string): string {
  * (`maxRetries: 0`): wrap the model with `withRetries` for the single retry layer.
  * Every failure is a `ModelCallError` that says whether retrying can help.
  * @example
+ * ```ts
+ * import { createOpenAICompatibleModel } from 'harness-memory/llm';
+ *
  * const model = createOpenAICompatibleModel({ baseURL: 'http://127.0.0.1:11434', modelId: 'llama3.2' });
  * const { text } = await model.doGenerate({ messages: [{ role: 'user', content: 'Hi' }] });
+ * console.log(text);
+ * ```
  */
 export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings): OpenAICompatibleModel {
   const factory = 'createOpenAICompatibleModel';

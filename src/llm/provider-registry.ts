@@ -3,7 +3,7 @@
  * `[providers.NAME]` tables of the config, which override a built-in of the same name.
  * @module
  */
-import type { HarnessConfig } from '../config/schema.js';
+import type { ModelSelectionConfig } from './model-selection-config.js';
 import { ConfigError } from '../core/errors.js';
 
 /** A provider: where it lives and where its API key comes from. */
@@ -32,7 +32,7 @@ export const BUILT_IN_PROVIDERS: Readonly<Record<string, ProviderDefinition>> = 
 });
 
 /** Every provider: the built-ins, overridden and extended by `config.providers`. */
-export function listProviders(config: Pick<HarnessConfig, 'providers' | 'sources'>): Readonly<Record<string, ProviderDefinition>> {
+export function listProviders(config: Pick<ModelSelectionConfig, 'providers' | 'sources'>): Readonly<Record<string, ProviderDefinition>> {
   const providers: Record<string, ProviderDefinition> = { ...BUILT_IN_PROVIDERS };
   for (const [name, entry] of Object.entries(config.providers)) {
     providers[name] = {
@@ -54,7 +54,7 @@ export function listProviders(config: Pick<HarnessConfig, 'providers' | 'sources
  */
 export function resolveProvider(
   name: string,
-  config: Pick<HarnessConfig, 'providers' | 'sources' | 'openai'>,
+  config: Pick<ModelSelectionConfig, 'providers' | 'sources' | 'openai'>,
   env: Readonly<Record<string, string | undefined>>,
   origin: { readonly key: string; readonly source: string } = { key: 'provider', source: 'provider registry' },
 ): ResolvedProvider {

@@ -53,7 +53,11 @@ export function withoutRetries(model: LanguageModel): LanguageModel {
  * abort signal fired. Wrapping a model that already retries replaces its policy rather than
  * stacking a second layer.
  * @example
- * const model = withRetries(createOpenAICompatibleModel({ baseURL, modelId }), { maxAttempts: 3 });
+ * ```ts
+ * import { createOpenAICompatibleModel, withRetries } from 'harness-memory/llm';
+ *
+ * const model = withRetries(createOpenAICompatibleModel({ baseURL: 'http://127.0.0.1:11434', modelId: 'llama3.2' }), { maxAttempts: 3 });
+ * ```
  */
 export function withRetries(model: LanguageModel, policy: RetryPolicy = {}): LanguageModel {
   requireObject('withRetries', 'model', model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).');

@@ -53,8 +53,12 @@ export interface WorkingMemory {
 /**
  * Creates the working memory service.
  * @example
+ * ```ts
+ * import { createInMemoryStore, createWorkingMemory } from 'harness-memory';
+ *
  * const workingMemory = createWorkingMemory({ store: createInMemoryStore() });
  * await workingMemory.set({ conversationId: 'c1' }, 'plan', { step: 1 });
+ * ```
  */
 export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemory {
   requireOptions('createWorkingMemory', options, 'Pass { store }.');

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
 import { createAgentRunner } from '../agent/agent-runner.js';
-import { createLocalEventHub } from '../agent/event-hub.js';
+import { createLocalEventHub } from '../storage/local-event-hub.js';
 import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
 import { createModelObserver, createModelReflector } from '../memory/model-observer.js';
 import { createObservationalMemory } from '../memory/observational-memory.js';
@@ -172,6 +172,39 @@ describe('server: memory routes', () => {
     expect(view.snippets.working_memory).toBe('<working-memory>\nplan: {"step":1}\n</working-memory>');
     expect(view.status).toMatchObject({ enabled: true, observation_count: 0 });
     expect(await json(await request(`${base}/working/plan`, { method: 'DELETE' }))).toEqual({ ok: true, key: 'plan', deleted: true });
+  });
+
+  it('resolves the scope once and reads each store once for an inspection, snippets included (issue 17)', async () => {
+    const store = createInMemoryStore();
+    const calls = { getRecord: 0, listWorkingMemoryEntries: 0 };
+    const counted = {
+      ...store,
+      getRecord: (memoryId: string) => {
+        calls.getRecord += 1;
+        return store.getRecord(memoryId);
+      },
+      listWorkingMemoryEntries: (memoryId: string) => {
+        calls.listWorkingMemoryEntries += 1;
+        return store.listWorkingMemoryEntries(memoryId);
+      },
+    };
+    const memoryModel = createMockLanguageModel('IMPORTANCE:0.9\nremembered fact');
+    const observationalMemory = createObservationalMemory({ store: counted, observer: createModelObserver(memoryModel), defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    const workingMemory = createWorkingMemory({ store: counted });
+    const runStore = createInMemoryRunStore();
+    const hub = createLocalEventHub();
+    const runner = createAgentRunner({ model: createMockLanguageModel('ok'), observationalMemory, workingMemory, runStore, hub, memoryTools: [], workspace: WORKSPACE });
+    const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory });
+    const scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
+    await observationalMemory.observe({ scope, messages: [{ id: '1', role: 'user', content: 'hello there' }] });
+    await workingMemory.set(scope, 'plan', 1);
+    calls.getRecord = 0;
+    calls.listWorkingMemoryEntries = 0;
+    const view = await json(await app.request(base));
+    expect(calls).toEqual({ getRecord: 1, listWorkingMemoryEntries: 1 });
+    expect(view.snippets.observational_memory).toBe(await observationalMemory.snippet(scope));
+    expect(view.snippets.observational_memory).toContain('remembered fact');
+    expect(view.snippets.working_memory).toBe(await workingMemory.snippet(scope));
   });
 
   it('enables with config, disables, reflects and exports', async () => {

@@ -6,7 +6,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import { Hono } from 'hono';
 import type { AgentRunner } from '../agent/agent-runner.js';
-import type { EventHub } from '../agent/event-hub.js';
+import type { EventHub } from '../storage/event-hub.js';
 import type { RunStore } from '../storage/run-store.js';
 import type { ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';

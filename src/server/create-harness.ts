@@ -6,8 +6,8 @@
 import { createAgentRunner } from '../agent/agent-runner.js';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import type { AgentRunner } from '../agent/agent-runner.js';
-import { createLocalEventHub } from '../agent/event-hub.js';
-import type { EventHub } from '../agent/event-hub.js';
+import { createLocalEventHub } from '../storage/local-event-hub.js';
+import type { EventHub } from '../storage/event-hub.js';
 import { join } from 'node:path';
 import { CONFIG_FILE_PATH, tokenConfigFrom } from '../config/load-config.js';
 import type { HarnessConfig } from '../config/schema.js';
@@ -77,8 +77,13 @@ export interface Harness {
  * model, the memory model chosen as the spec says, both memories, the tools, the runner
  * and the HTTP app.
  * @example
+ * ```ts
+ * import { loadConfig } from 'harness-memory/config';
+ * import { createHarness } from 'harness-memory/server';
+ *
  * const harness = await createHarness({ config: loadConfig() });
- * const run = await harness.runner.start({ prompt: 'Hello' });
+ * const run = await harness.runner.start({ prompt: 'Hello', conversationId: 'c1' });
+ * ```
  */
 export async function createHarness(options: HarnessOptions): Promise<Harness> {
   requireOptions('createHarness', options, 'Pass { config: loadConfig() }.');

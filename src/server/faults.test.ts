@@ -11,7 +11,7 @@ import { withInjectedFaults } from '../../test/support/failing-stores.js';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
 import { scriptedObserver, scriptedReflector } from '../../test/support/scripted-models.js';
 import { createAgentRunner } from '../agent/agent-runner.js';
-import { createLocalEventHub } from '../agent/event-hub.js';
+import { createLocalEventHub } from '../storage/local-event-hub.js';
 import type { RunRecord } from '../storage/run-store.js';
 import { createObservationalMemory } from '../memory/observational-memory.js';
 import { createWorkingMemory } from '../memory/working-memory.js';

@@ -34,6 +34,7 @@ const STATUS_BY_CODE: Readonly<Record<HarnessMemoryErrorCode, ContentfulStatusCo
   OPERATION_DEAD: 502,
   OPERATION_NOT_FOUND: 404,
   OPERATION_NOT_DEAD: 409,
+  USAGE_INVALID: 400,
 };
 
 /** An HTTP error with our JSON body (and any extra headers, such as `retry-after`). */

@@ -1,7 +1,6 @@
 import pg from 'pg';
-import { createPostgresEventHub } from '../agent/postgres-event-hub.js';
-import { createPostgresRunStore, createPostgresStore } from '../storage/postgres/index.js';
-import type { EventHub } from '../agent/event-hub.js';
+import { createPostgresEventHub, createPostgresRunStore, createPostgresStore } from '../storage/postgres/index.js';
+import type { EventHub } from '../storage/event-hub.js';
 import type { RunStore } from '../storage/run-store.js';
 import type { MemoryStore } from '../storage/store.js';
 

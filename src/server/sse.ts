@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
-import { TERMINAL_EVENT_TYPES } from '../agent/event-hub.js';
-import type { EventHub } from '../agent/event-hub.js';
+import { TERMINAL_EVENT_TYPES } from '../storage/event-hub.js';
+import type { EventHub } from '../storage/event-hub.js';
 import type { RunEvent, RunStore } from '../storage/run-store.js';
 import type { FaultReporter } from '../core/fault.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
 import { createAgentRunner } from '../agent/agent-runner.js';
-import { createLocalEventHub } from '../agent/event-hub.js';
+import { createLocalEventHub } from '../storage/local-event-hub.js';
 import { createObservationalMemory } from '../memory/observational-memory.js';
 import { createWorkingMemory } from '../memory/working-memory.js';
 import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';

@@ -10,6 +10,7 @@
  * {@link decodeFlag}.
  * @module
  */
+import { deepFreeze } from '../core/deep-freeze.js';
 import type { ApplyPosition } from './apply-plan.js';
 import { randomInt } from 'node:crypto';
 import { OBSERVATION_SOURCES } from '../core/observation.js';
@@ -230,13 +231,6 @@ export function readStructured(json: unknown): StructuredReflection | undefined 
   return structured;
 }
 
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const item of Object.values(value)) deepFreeze(item);
-  }
-  return value;
-}
 
 /** Maps an operation row. */
 export function toOperation(row: OperationRow): Operation {

@@ -8,7 +8,7 @@
  * hence `unknown` and {@link decodeJson}.
  * @module
  */
-import type { LanguageModelToolCall } from '../llm/language-model.js';
+import type { ToolCall } from '../core/conversation-message.js';
 import type { ConversationMessage, RunEvent, RunRecord, RunStatus } from './run-store.js';
 
 /** A row of `harness_runs`. */
@@ -127,7 +127,7 @@ export function toConversationMessage(row: ConversationMessageRow): Conversation
     content: row.content,
     ...(row.name !== null ? { name: row.name } : {}),
     ...(row.tool_call_id !== null ? { toolCallId: row.tool_call_id } : {}),
-    ...(row.tool_calls_json !== null ? { toolCalls: decodeJson(row.tool_calls_json) as LanguageModelToolCall[] } : {}),
+    ...(row.tool_calls_json !== null ? { toolCalls: decodeJson(row.tool_calls_json) as ToolCall[] } : {}),
     tokenCount: row.token_count,
   };
 }

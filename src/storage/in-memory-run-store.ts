@@ -1,4 +1,5 @@
 import { StoreError } from '../core/errors.js';
+import { createStoreGuard } from './_store-guard.js';
 import { newScopeGeneration } from './_memory-rows.js';
 import { scopeForgottenError } from './_store-errors.js';
 import type { ConversationMessage, RunEvent, RunRecord, RunStore } from './run-store.js';
@@ -17,10 +18,8 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
   const conversations = new Map<string, { ids: Set<string>; messages: ConversationMessage[] }>();
   // Kept through forget: that is their point.
   const generations = new Map<string, number>();
-  let disposed = false;
-  const guard = (): void => {
-    if (disposed) throw new StoreError({ store: 'in-memory-runs', code: 'STORE_DISPOSED', message: 'The run store was disposed.' });
-  };
+  const storeGuard = createStoreGuard({ store: 'in-memory-runs', disposedMessage: 'The run store was disposed.' });
+  const guard = storeGuard.check;
   const missing = (runId: string): StoreError => new StoreError({ store: 'in-memory-runs', message: `Run ${runId} does not exist.`, data: { runId } });
 
   return {
@@ -93,7 +92,7 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       generations.set(memoryId, newScopeGeneration());
     },
     async dispose() {
-      disposed = true;
+      storeGuard.dispose();
     },
   };
 }

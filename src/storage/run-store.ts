@@ -5,7 +5,9 @@
  * @module
  */
 import type { Scope } from '../core/scope.js';
-import type { LanguageModelToolCall } from '../llm/language-model.js';
+import type { ConversationMessage } from '../core/conversation-message.js';
+
+export type { ConversationMessage } from '../core/conversation-message.js';
 
 /** Lifecycle of a run. */
 export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
@@ -45,19 +47,6 @@ export interface RunEvent {
   /** ISO 8601 UTC. */
   readonly timestamp: string;
   readonly payload: Readonly<Record<string, unknown>>;
-}
-
-/** A message of a conversation's history, as replayed into later runs. */
-export interface ConversationMessage {
-  /** Stable identity; also the identity observational memory uses. */
-  readonly messageId: string;
-  readonly runId: string;
-  readonly role: 'user' | 'assistant' | 'tool';
-  readonly content: string;
-  readonly name?: string;
-  readonly toolCallId?: string;
-  readonly toolCalls?: readonly LanguageModelToolCall[];
-  readonly tokenCount: number;
 }
 
 /** Fields a run update may change. */

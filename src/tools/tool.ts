@@ -6,11 +6,16 @@
 import { z } from 'zod/v4';
 import { invalidOption, requireObject, requireOptions, requireString } from '../core/require-option.js';
 import { HarnessMemoryError, ToolError } from '../core/errors.js';
-import { resolveScope } from '../core/scope.js';
+import { assertScope, resolveScope } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 
 /** Who is calling a tool and where it may write. */
 export interface ToolContext {
+  /**
+   * The resolved scope of the call (the agent runner passes its run's). When given, it is
+   * the scope, and the id fields below are only informative.
+   */
+  scope?: Scope;
   tenantId?: string;
   conversationId?: string;
   agentId?: string;
@@ -44,12 +49,17 @@ export interface Tool {
 /**
  * Builds a {@link Tool} from a zod schema and a handler.
  * @example
+ * ```ts
+ * import { z } from 'zod/v4';
+ * import { defineTool } from 'harness-memory/tools';
+ *
  * const echo = defineTool({
  *   name: 'echo',
  *   description: 'Echoes its text.',
  *   inputSchema: z.object({ text: z.string() }),
  *   execute: async ({ text }) => ({ text }),
  * });
+ * ```
  */
 export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<Schema>): Tool {
   requireOptions('defineTool', definition, 'Pass { name, description, inputSchema, execute }.');
@@ -90,10 +100,12 @@ export function actionSchema<const Action extends string>(toolActions: readonly 
 }
 
 /**
- * The scope of a tool call: tenant and agent default to `default`, the conversation to the
- * run id. Throws `SCOPE_INVALID` when the call has neither.
+ * The scope of a tool call: `context.scope` when given (a scope already resolved is taken as
+ * it is); else from the ids, tenant and agent defaulting to `default`, the conversation to
+ * the run id. Throws `SCOPE_INVALID` when the call has neither.
  */
 export function toolScope(context: Omit<ToolContext, 'workspace'>): Scope {
+  if (context.scope !== undefined) return assertScope(context.scope);
   if (isBlank(context.conversationId) && isBlank(context.runId)) {
     throw new HarnessMemoryError({
       code: 'SCOPE_INVALID',

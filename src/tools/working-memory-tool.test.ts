@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { HarnessMemoryError, ToolError } from '../core/errors.js';
 import { createWorkingMemory } from '../memory/working-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
+import { resolveScope } from '../core/scope.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
 import type { Tool, ToolContext } from './tool.js';
 import { createWorkingMemoryTool } from './working-memory-tool.js';
@@ -129,5 +130,21 @@ describe('working_memory tool: definition', () => {
       required: ['action'],
       properties: { action: { type: 'string', enum: ['set', 'get', 'delete', 'list'] }, key: { type: 'string' } },
     });
+  });
+});
+
+describe('working_memory tool: scope', () => {
+  it('writes to the resolved scope the context carries, not one rebuilt from ids (issue 17)', async () => {
+    const { tool, workingMemory } = setup();
+    const scope = resolveScope({ tenantId: 'acme', conversationId: 'c9', agentId: 'a1' });
+    await tool.execute({ action: 'set', key: 'plan', value: 1 }, { scope, conversationId: 'ignored', runId: 'r1', workspace: '/nonexistent' });
+    expect((await workingMemory.get(scope, 'plan')).found).toBe(true);
+    expect((await workingMemory.get({ conversationId: 'ignored' }, 'plan')).found).toBe(false);
+  });
+
+  it('validates a scope it was handed that was never resolved', async () => {
+    const { tool } = setup();
+    const scope = { tenantId: 'acme', conversationId: 'bad id', agentId: 'a1' };
+    expect((await rejection(tool.execute({ action: 'list' }, { scope, workspace: '/nonexistent' }))).code).toBe('SCOPE_INVALID');
   });
 });

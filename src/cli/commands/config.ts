@@ -9,10 +9,9 @@ import type { HarnessConfig } from '../../config/schema.js';
 import type { LanguageModel } from '../../llm/language-model.js';
 import { createAgentModel, selectMemoryModel } from '../../llm/memory-model-selection.js';
 import { printLine } from '../context.js';
-import type { CliContext } from '../context.js';
+import type { CliContext, CommandResult } from '../context.js';
 import { EXIT_OK, errorMessageOf } from '../exit-codes.js';
 import { isModelConfigError } from '../open-harness.js';
-import type { CommandResult } from '../run-cli.js';
 
 /** Registers `config`. */
 export function registerConfigCommand(program: Command, context: CliContext, result: CommandResult): void {

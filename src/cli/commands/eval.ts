@@ -26,9 +26,8 @@ import { createSqliteRunStore } from '../../storage/sqlite/sqlite-run-store.js';
 import { createSqliteStore } from '../../storage/sqlite/sqlite-store.js';
 import type { MemoryStore } from '../../storage/store.js';
 import { printLine, stopRequested } from '../context.js';
-import type { CliContext } from '../context.js';
+import type { CliContext, CommandResult } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../exit-codes.js';
-import type { CommandResult } from '../run-cli.js';
 import { positiveInteger } from '../scope-options.js';
 import { Spinner } from '../spinner.js';
 

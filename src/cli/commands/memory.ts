@@ -9,15 +9,14 @@ import type { MemoryStatus } from '../../core/memory-status.js';
 import { linkSections } from '../../core/memory-export.js';
 import { describeProvenance, observationToJson, reflectionLinksToJson, scopeToJson, statusToJson, structuredReflectionToJson } from '../../core/memory-status.js';
 import type { ObservationConfig } from '../../core/observation.js';
-import { memoryIdOf } from '../../core/scope.js';
+import { forgetConversation } from '../../agent/forget-conversation.js';
 import type { Scope } from '../../core/scope.js';
 import type { Harness } from '../../server/create-harness.js';
 import { entryToJson, operationToJson } from '../../server/serialize.js';
 import { printLine } from '../context.js';
-import type { CliContext } from '../context.js';
+import type { CliContext, CommandResult } from '../context.js';
 import { UsageError } from '../exit-codes.js';
 import { openHarness } from '../open-harness.js';
-import type { CommandResult } from '../run-cli.js';
 import { describeScope, positiveInteger, scopeFrom, withScopeOptions } from '../scope-options.js';
 import type { ScopeOptions } from '../scope-options.js';
 
@@ -139,8 +138,7 @@ export function registerMemoryCommand(program: Command, context: CliContext, _re
     });
 
   sub('forget', 'erase both memories and the conversation history of the scope', 'markdown', async (harness, scope, options) => {
-    await harness.observationalMemory.forget(scope);
-    await harness.runStore.forgetConversation(memoryIdOf(scope));
+    await forgetConversation(harness, scope);
     if (options.format === 'json') printJson(context, { forgotten: true, scope: scopeToJson(scope) });
     else printLine(context, `forgot observational memory, working memory and conversation history of ${describeScope(scope)}`);
   });

@@ -3,15 +3,14 @@
  * @module
  */
 import type { Command } from 'commander';
-import { TERMINAL_EVENT_TYPES } from '../../agent/event-hub.js';
+import { TERMINAL_EVENT_TYPES } from '../../storage/event-hub.js';
 import type { Harness } from '../../server/create-harness.js';
 import { stopRequested } from '../context.js';
-import type { CliContext } from '../context.js';
+import type { CliContext, CommandResult } from '../context.js';
 import { createEventView } from '../event-view.js';
 import type { EventView } from '../event-view.js';
 import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.js';
 import { openHarness } from '../open-harness.js';
-import type { CommandResult } from '../run-cli.js';
 import { positiveInteger } from '../scope-options.js';
 
 interface RunOptions {

@@ -6,10 +6,9 @@ import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
 import { startServer } from '../../server/serve.js';
 import { dim, printLine, stopRequested } from '../context.js';
-import type { CliContext } from '../context.js';
+import type { CliContext, CommandResult } from '../context.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { openHarness } from '../open-harness.js';
-import type { CommandResult } from '../run-cli.js';
 
 interface ServeOptions {
   readonly host?: string;

@@ -7,10 +7,9 @@ import type { Scope } from '../../core/scope.js';
 import type { Harness } from '../../server/create-harness.js';
 import { entryToJson } from '../../server/serialize.js';
 import { dim, printLine } from '../context.js';
-import type { CliContext } from '../context.js';
+import type { CliContext, CommandResult } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.js';
 import { openHarness } from '../open-harness.js';
-import type { CommandResult } from '../run-cli.js';
 import { describeScope, scopeFrom, withScopeOptions } from '../scope-options.js';
 import type { ScopeOptions } from '../scope-options.js';
 

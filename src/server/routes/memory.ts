@@ -2,8 +2,10 @@ import { Hono } from 'hono';
 import { z } from 'zod/v4';
 import type { RunStore } from '../../storage/run-store.js';
 import { observationToJson, reflectionLinksToJson, statusToJson, structuredReflectionToJson } from '../../core/memory-status.js';
-import { memoryIdOf, resolveScope } from '../../core/scope.js';
+import { forgetConversation } from '../../agent/forget-conversation.js';
+import { resolveScope } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
+import { buildWorkingMemorySnippet } from '../../core/working-memory.js';
 import type { ObservationalMemory } from '../../memory/observational-memory.js';
 import type { WorkingMemory } from '../../memory/working-memory.js';
 import { httpError } from '../http-error.js';
@@ -53,7 +55,8 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
 
   app.get(base, async (context) => {
     const scope = scopeOf(context);
-    const inspection = await memory.inspect(scope);
+    // The scope was resolved above: the services take it as it is, and each store is read once.
+    const [inspection, entries] = await Promise.all([memory.inspect(scope), workingMemory.entries(scope)]);
     const structured = inspection.reflection?.structured;
     return context.json({
       status: statusToJson(inspection.status),
@@ -62,15 +65,14 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
       structured_reflection: structured ? structuredReflectionToJson(structured) : null,
       reflection_links: reflectionLinksToJson(inspection.links),
       dead_operations: inspection.operations.filter((operation) => operation.status === 'dead').map(operationToJson),
-      working_memory: (await workingMemory.entries(scope)).map(entryToJson),
-      snippets: { working_memory: await workingMemory.snippet(scope), observational_memory: await memory.snippet(scope) },
+      working_memory: entries.map(entryToJson),
+      snippets: { working_memory: buildWorkingMemorySnippet(entries), observational_memory: inspection.snippet },
     });
   });
 
   app.delete(base, async (context) => {
     const scope = writeScopeOf(context);
-    await memory.forget(scope);
-    await options.runStore.forgetConversation(memoryIdOf(scope));
+    await forgetConversation({ observationalMemory: memory, runStore: options.runStore }, scope);
     return context.json({ forgotten: true, scope: { tenant_id: scope.tenantId, conversation_id: scope.conversationId, agent_id: scope.agentId } });
   });
 

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod/v4';
 import type { AgentRunner } from '../../agent/agent-runner.js';
-import type { EventHub } from '../../agent/event-hub.js';
+import type { EventHub } from '../../storage/event-hub.js';
 import type { RunRecord, RunStore } from '../../storage/run-store.js';
 import { httpError } from '../http-error.js';
 import { readJsonBody } from '../request-body.js';

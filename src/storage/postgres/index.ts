@@ -8,4 +8,6 @@ export type { PostgresStoreOptions } from './postgres-store.js';
 export { createPostgresRunStore } from './postgres-run-store.js';
 export type { PostgresRunStoreOptions } from './postgres-run-store.js';
 export type { PostgresConnectionOptions } from './postgres-connection.js';
+export { createPostgresEventHub } from './postgres-event-hub.js';
+export type { PostgresEventHub, PostgresEventHubOptions } from './postgres-event-hub.js';
 export { migratePostgresSchema, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';

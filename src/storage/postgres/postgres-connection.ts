@@ -194,7 +194,4 @@ export function toStoreError(error: unknown, store: string, schema: string): Har
   });
 }
 
-/** The error for any use after `dispose()`. */
-export function disposedError(store: string): StoreError {
-  return new StoreError({ store, code: 'STORE_DISPOSED', message: 'The store was disposed; create a new one.' });
-}
+export { disposedError } from '../_store-guard.js';

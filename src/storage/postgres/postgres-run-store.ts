@@ -12,7 +12,8 @@ import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
-import { beginWithScopeLock, disposedError, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
+import { createStoreGuard } from '../_store-guard.js';
+import { beginWithScopeLock, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnectionOptions } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
 
@@ -35,7 +36,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     if (connection.ownsPool) await pool.end().catch(() => {});
     throw toStoreError(error, STORE, schema);
   }
-  let disposed = false;
+  const guard = createStoreGuard({ store: STORE, toError: (error) => toStoreError(error, STORE, schema) });
   type PageRow = ConversationMessageRow & { generation: number };
   const newerSql = historyPageSql(s, 'newer', ['$1', '$1', '$2', '$3']);
   const olderSql = historyPageSql(s, 'older', ['$1', '$1', '$2', '$3']);
@@ -48,14 +49,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
   );
   const lockConversation = scopeLockSql(schema, 'conversation', 1);
 
-  const wrap = async <T>(work: () => Promise<T>): Promise<T> => {
-    if (disposed) throw disposedError(STORE);
-    try {
-      return await work();
-    } catch (error) {
-      throw toStoreError(error, STORE, schema);
-    }
-  };
+  const wrap = <T>(work: () => Promise<T>): Promise<T> => guard.runAsync(work);
   const missing = (runId: string): StoreError => new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
   const errorJson = (error: RunRecord['error']): string | null => (error ? JSON.stringify(error) : null);
 
@@ -183,8 +177,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
         }),
       ),
     dispose: async () => {
-      if (disposed) return;
-      disposed = true;
+      if (!guard.dispose()) return;
       if (connection.ownsPool) await pool.end();
     },
   };

@@ -3,6 +3,7 @@
  * @module
  */
 import { HarnessMemoryError, StoreError } from '../../core/errors.js';
+import { disposedError as sharedDisposedError } from '../_store-guard.js';
 
 /** Name of this adapter. */
 export const STORE_NAME = 'sqlite';
@@ -64,7 +65,7 @@ export function missingRecordError(memoryId: string): StoreError {
 
 /** The error for any use after `dispose()`. */
 export function disposedError(): StoreError {
-  return new StoreError({ store: STORE_NAME, code: 'STORE_DISPOSED', message: 'The store was disposed; create a new one.' });
+  return sharedDisposedError(STORE_NAME);
 }
 
 function sqliteCodeOf(error: unknown): string | undefined {

@@ -6,6 +6,7 @@
 import type { Database } from 'better-sqlite3';
 import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
+import { createStoreGuard } from '../_store-guard.js';
 import { memoryIdOf } from '../../core/scope.js';
 import { HistoryPageSizes, historyPageOf, historyPageSql, toRunEvent, toRunRecord } from '../_run-rows.js';
 import { HistoryCache } from '../_history-cache.js';
@@ -40,7 +41,11 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
   configureSqliteConnection(db, { busyTimeoutMs: options.busyTimeoutMs ?? 5000, synchronous: options.synchronous ?? 'NORMAL', path: options.path });
   migrateSqliteDatabase(db);
   const checkpointer = (options.checkpoints ?? 'background') === 'background' ? useBackgroundCheckpoints(db, { synchronous: options.synchronous ?? 'NORMAL' }) : undefined;
-  let disposed = false;
+  const guard = createStoreGuard({
+    store: STORE,
+    disposedMessage: 'The run store was disposed.',
+    toError: (error) => new StoreError({ store: STORE, message: `SQLite failed: ${(error as Error).message}`, cause: error }),
+  });
 
   const statements = {
     insertRun: db.prepare(
@@ -72,18 +77,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     forgetRuns: db.prepare<[string]>('DELETE FROM harness_runs WHERE memory_id = ?'),
   };
 
-  const guard = (): void => {
-    if (disposed) throw new StoreError({ store: STORE, code: 'STORE_DISPOSED', message: 'The run store was disposed.' });
-  };
-  const wrap = <T>(work: () => T): T => {
-    guard();
-    try {
-      return work();
-    } catch (error) {
-      if (StoreError.isInstance(error)) throw error;
-      throw new StoreError({ store: STORE, message: `SQLite failed: ${(error as Error).message}`, cause: error });
-    }
-  };
+  const wrap = <T>(work: () => T): T => guard.run(work);
   /** A write transaction, counted for the background checkpoints. */
   const write = <T>(work: () => T): T => {
     const result = wrap(work);
@@ -196,7 +190,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       );
     },
     async recentMessages(memoryId, maxTokens) {
-      guard();
+      guard.check();
       return takeRecent(await history.recent(memoryId, maxTokens), maxTokens);
     },
     async listStaleRuns(olderThanSeconds) {
@@ -217,8 +211,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       });
     },
     async dispose() {
-      if (disposed) return;
-      disposed = true;
+      if (!guard.dispose()) return;
       await checkpointer?.stop();
       db.close();
     },

@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runRunStoreSuite } from './run-store.suite.js';
-import { createSqliteRunStore } from './sqlite/sqlite-run-store.js';
+import { runRunStoreSuite } from '../run-store.suite.js';
+import { createSqliteRunStore } from './sqlite-run-store.js';
 
 let directory = '';
 runRunStoreSuite({

@@ -6,12 +6,12 @@
  */
 import type { Notification, PoolClient } from 'pg';
 import { createHash } from 'node:crypto';
-import { StoreError } from '../core/errors.js';
-import { openPostgresConnection, validateSchemaName } from '../storage/postgres/postgres-connection.js';
-import type { PostgresConnectionOptions } from '../storage/postgres/postgres-connection.js';
-import type { RunEvent } from '../storage/run-store.js';
-import { createLocalEventHub } from './event-hub.js';
-import type { EventHub } from './event-hub.js';
+import { StoreError } from '../../core/errors.js';
+import { openPostgresConnection, validateSchemaName } from './postgres-connection.js';
+import type { PostgresConnectionOptions } from './postgres-connection.js';
+import type { RunEvent } from '../run-store.js';
+import { createLocalEventHub } from '../local-event-hub.js';
+import type { EventHub } from '../event-hub.js';
 
 /**
  * Options of {@link createPostgresEventHub}. With `pool`, the hub keeps one of its connections

@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresTestSchemas, postgresTestUrl } from '../../test/support/postgres-schema.js';
-import type { PostgresTestSchemas } from '../../test/support/postgres-schema.js';
-import type { RunEvent } from '../storage/run-store.js';
+import { createPostgresTestSchemas, postgresTestUrl } from '../../../test/support/postgres-schema.js';
+import type { PostgresTestSchemas } from '../../../test/support/postgres-schema.js';
+import type { RunEvent } from '../run-store.js';
 import { createPostgresEventHub } from './postgres-event-hub.js';
 import type { PostgresEventHub } from './postgres-event-hub.js';
 

@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresTestSchemas, postgresTestUrl } from '../../test/support/postgres-schema.js';
-import type { PostgresTestSchemas } from '../../test/support/postgres-schema.js';
-import { createPostgresRunStore } from './postgres/postgres-run-store.js';
-import type { RunStore } from './run-store.js';
-import { runRunStoreSuite } from './run-store.suite.js';
+import { createPostgresTestSchemas, postgresTestUrl } from '../../../test/support/postgres-schema.js';
+import type { PostgresTestSchemas } from '../../../test/support/postgres-schema.js';
+import { createPostgresRunStore } from './postgres-run-store.js';
+import type { RunStore } from '../run-store.js';
+import { runRunStoreSuite } from '../run-store.suite.js';
 
 const url = postgresTestUrl();
 

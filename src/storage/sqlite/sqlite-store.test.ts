@@ -3,17 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { HarnessMemoryError } from '../core/errors.js';
-import { createUlidGenerator } from '../core/ids.js';
-import { parseReflection } from '../core/parse-reflection.js';
-import { memoryIdOf } from '../core/scope.js';
-import type { Scope } from '../core/scope.js';
-import { migrateSqliteDatabase, SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite/sqlite-migrations.js';
-import { createWorkingMemory } from '../memory/working-memory.js';
-import { createSqliteStore } from './sqlite/sqlite-store.js';
-import type { MemoryStore } from './store.js';
-import { runStoreSuite } from './store.suite.js';
-import { useSqliteTestFiles } from '../../test/support/sqlite-test-files.js';
+import { HarnessMemoryError } from '../../core/errors.js';
+import { createUlidGenerator } from '../../core/ids.js';
+import { parseReflection } from '../../core/parse-reflection.js';
+import { memoryIdOf } from '../../core/scope.js';
+import type { Scope } from '../../core/scope.js';
+import { migrateSqliteDatabase, SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
+import { createWorkingMemory } from '../../memory/working-memory.js';
+import { createSqliteStore } from './sqlite-store.js';
+import type { MemoryStore } from '../store.js';
+import { runStoreSuite } from '../store.suite.js';
+import { useSqliteTestFiles } from '../../../test/support/sqlite-test-files.js';
 
 let suiteDirectory: string | undefined;
 

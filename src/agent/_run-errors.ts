@@ -1,0 +1,45 @@
+/**
+ * The `{code, message}` shapes a run ends with, and the runner's own thrown errors.
+ * Private to the agent folder.
+ * @module
+ */
+import { HarnessMemoryError } from '../core/errors.js';
+import type { RunRecord, RunUsage } from '../storage/run-store.js';
+
+/** A run's error as stored and streamed. */
+export interface RunErrorJson {
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Any thrown value as a run error: its code when it is ours, else `INTERNAL`. */
+export function errorJson(error: unknown): RunErrorJson {
+  if (HarnessMemoryError.isInstance(error)) return { code: error.code, message: error.detail };
+  if (error instanceof Error) return { code: 'INTERNAL', message: error.message };
+  return { code: 'INTERNAL', message: String(error) };
+}
+
+/** Token usage as the events and the API show it. */
+export function usageJson(usage: RunUsage): Record<string, number> {
+  return { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens };
+}
+
+/** Thrown inside the loop when the run's signal was aborted. */
+export function cancelled(): Error {
+  return new Error('run cancelled');
+}
+
+/** The end of a run whose conversation was forgotten while it ran. */
+export function forgottenError(run: RunRecord): RunErrorJson {
+  return { code: 'SCOPE_FORGOTTEN', message: `conversation ${run.scope.conversationId} was forgotten while run ${run.runId} was active; the run stopped and stored nothing more` };
+}
+
+/** A run request the runner refuses. */
+export function invalidRequest(message: string): HarnessMemoryError {
+  return new HarnessMemoryError({ code: 'REQUEST_INVALID', component: 'runner', message: `${message}.` });
+}
+
+/** No such run. */
+export function notFound(runId: string): HarnessMemoryError {
+  return new HarnessMemoryError({ code: 'RUN_NOT_FOUND', component: 'runner', message: `run ${runId} was not found.`, data: { runId } });
+}

@@ -1,0 +1,270 @@
+/**
+ * The run loop: for each step, a turn prepared with both memories, the model called, tools
+ * dispatched, the transcript stored and handed to observational memory beside the next
+ * turn; the run's events on its stream, the terminal event last.
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import type { FaultReporter } from '../core/fault.js';
+import { memoryIdOf } from '../core/scope.js';
+import type { Scope } from '../core/scope.js';
+import { estimateMessageTokens } from '../core/token-estimator.js';
+import type { TokenEstimator } from '../core/token-estimator.js';
+import type { LanguageModel } from '../llm/language-model.js';
+import type { ObservationalMemory, ObservationalMemoryEvent } from '../memory/observational-memory.js';
+import { StoredMessageKeys } from '../memory/stored-message-keys.js';
+import type { ConversationMessage, RunRecord, RunStore } from '../storage/run-store.js';
+import { cancelled, errorJson, forgottenError, usageJson } from './_run-errors.js';
+import type { RunErrorJson } from './_run-errors.js';
+import type { TurnPreparer } from './prepare-turn.js';
+import type { RunEventEmitter } from './run-event-emitter.js';
+import type { ToolDispatcher } from './tool-dispatch.js';
+
+/** What the loop works with; the runner builds it once. */
+export interface RunLoopOptions {
+  readonly model: LanguageModel;
+  readonly memory: ObservationalMemory;
+  readonly runStore: RunStore;
+  readonly events: RunEventEmitter;
+  readonly preparer: TurnPreparer;
+  readonly tools: ToolDispatcher;
+  readonly estimator: TokenEstimator;
+  readonly settleTimeoutMs: number;
+  readonly forensics?: { readonly captureRequestEnvelope?: boolean; readonly snapshotMemorySnippet?: boolean };
+  readonly reportFault: FaultReporter;
+}
+
+/** Runs one run to its end and resolves with its final record. */
+export type RunLoop = (run: RunRecord, signal: AbortSignal) => Promise<RunRecord>;
+
+type Emit = (type: string, payload?: Record<string, unknown>) => Promise<unknown>;
+type EmitAt = (type: string, payload: Record<string, unknown>, step: number) => Promise<void>;
+
+/** The state of one run as the loop goes. */
+interface RunState {
+  readonly run: RunRecord;
+  readonly scope: Scope;
+  readonly memoryId: string;
+  readonly signal: AbortSignal;
+  readonly usage: { inputTokens: number; outputTokens: number };
+  /** The run's own messages; earlier history is read afresh for every turn. */
+  readonly transcript: ConversationMessage[];
+  step: number;
+  /** Set just before the terminal event: memory events after it are left to the scope's subscribers. */
+  closed: boolean;
+  /** Observations of earlier steps, one at a time per run. */
+  observing: Promise<void>;
+  /** The conversation's generation (run store), read once at the start. */
+  generation: number;
+  /** The scope's memory generation, read once at the start. */
+  memoryGeneration: number;
+  readonly emit: Emit;
+  readonly emitMemory: EmitAt;
+}
+
+/** The loop over `options`. */
+export function createRunLoop(options: RunLoopOptions): RunLoop {
+  const { runStore, events, memory } = options;
+  // Message ids each conversation's memory has taken, by scope generation (see observeStep).
+  const handedOver = new StoredMessageKeys();
+
+  const append = async (state: RunState, message: Omit<ConversationMessage, 'tokenCount' | 'runId'>): Promise<void> => {
+    const tokenCount = estimateMessageTokens(options.estimator, { content: message.content, toolCalls: message.toolCalls });
+    const stored: ConversationMessage = { ...message, runId: state.run.runId, tokenCount };
+    await runStore.appendMessages(state.memoryId, [stored], { generation: state.generation });
+    state.transcript.push(stored);
+  };
+
+  const settle = async (state: RunState): Promise<void> => {
+    await settleWithin(state.observing, options.settleTimeoutMs);
+    state.closed = true;
+  };
+
+  const fail = async (state: RunState, error: RunErrorJson): Promise<RunRecord> => {
+    await runStore.updateRun(state.run.runId, { status: 'failed', error, steps: state.step, usage: state.usage });
+    await state.emit('run.failed', { error });
+    return (await runStore.getRun(state.run.runId)) as RunRecord;
+  };
+
+  /** One step: a turn, the model's answer, its tool calls. Resolves with the final text, if the answer was final. */
+  const takeStep = async (state: RunState): Promise<string | undefined> => {
+    const { run, scope, signal, usage, emit } = state;
+    const step = state.step;
+    const turn = await options.preparer.prepareTurn(scope, { systemPrompt: run.systemPrompt, transcript: state.transcript, generation: state.generation });
+    for (const failure of turn.failures) await emit('memory.snippet.failed', { step, source: failure.source, error: errorJson(failure.error).message });
+    if (options.forensics?.captureRequestEnvelope) {
+      await emit('llm.request.snapshot', {
+        prompt_hash: createHash('sha256').update(JSON.stringify(turn.messages)).digest('hex'),
+        tool_names: options.tools.names,
+        ...(options.forensics.snapshotMemorySnippet ? { memory_snippet: turn.snippets.observationalMemory } : {}),
+      });
+    }
+    const result = await options.model.doGenerate({
+      messages: turn.messages,
+      tools: options.tools.definitions,
+      ...(run.model !== '' ? { modelId: run.model } : {}),
+      abortSignal: signal,
+    });
+    usage.inputTokens += result.usage.inputTokens;
+    usage.outputTokens += result.usage.outputTokens;
+    await append(state, { messageId: `${run.runId}:assistant:${step}`, role: 'assistant', content: result.text, ...(result.toolCalls.length > 0 ? { toolCalls: result.toolCalls } : {}) });
+    const final = result.toolCalls.length === 0;
+    await emit('assistant.message', { content: result.text, final, tool_calls: result.toolCalls.map((call) => ({ id: call.id, name: call.name })) });
+    if (final) await runStore.updateRun(run.runId, { output: result.text, steps: step, usage });
+
+    for (const call of result.toolCalls) {
+      if (signal.aborted) throw cancelled();
+      await emit('tool.call.started', { tool_call_id: call.id, name: call.name });
+      const { content, ok } = await options.tools.dispatch(call.name, call.arguments, { runId: run.runId, toolCallId: call.id, scope });
+      await append(state, { messageId: `${run.runId}:tool:${step}:${call.id}`, role: 'tool', content, toolCallId: call.id, name: call.name });
+      await emit('tool.call.completed', { tool_call_id: call.id, name: call.name, ok });
+    }
+
+    const snapshot = [...turn.history, ...state.transcript];
+    // Observation runs beside the next turn, never in front of it; one at a time per run.
+    state.observing = state.observing
+      .then(() => observeStep(options, handedOver, state, step, snapshot))
+      .catch((error: unknown) => options.reportFault({ component: 'runner', message: 'observing a step failed outside its own error handling', error, runId: run.runId }));
+    await emit('run.step.completed', { step });
+    return final ? result.text : undefined;
+  };
+
+  /** The end of a run that threw: cancelled, forgotten, or failed. */
+  const endAfterError = async (state: RunState, error: unknown): Promise<RunRecord> => {
+    await settle(state);
+    const { run } = state;
+    // A forget deletes the run with its conversation (SQLite, Postgres): nothing is left to record it on.
+    const stored = await runStore.getRun(run.runId).catch(() => run);
+    if (!stored) return Object.freeze({ ...run, status: 'failed' as const, error: forgottenError(run), steps: state.step, usage: state.usage });
+    if (state.signal.aborted) {
+      await runStore.updateRun(run.runId, { status: 'cancelled', steps: state.step, usage: state.usage });
+      await state.emit('run.cancelled', {});
+      return (await runStore.getRun(run.runId)) as RunRecord;
+    }
+    return fail(state, errorJson(error));
+  };
+
+  return async function runLoop(run, signal) {
+    const state = newRunState(events, run, signal);
+    const unsubscribe = forwardRunMemoryEvents(memory, state, options.reportFault);
+    try {
+      await runStore.updateRun(run.runId, { status: 'running' });
+      await state.emit('run.started', { prompt: run.prompt, model: run.model, tenant_id: state.scope.tenantId, agent_id: state.scope.agentId });
+      // Read once: a forget after this point makes every later write of the run, and its next turn, refuse.
+      [state.generation, state.memoryGeneration] = await Promise.all([
+        runStore.conversationGeneration(state.memoryId),
+        memory.mode === 'off' ? Promise.resolve(0) : memory.generation(state.scope),
+      ]);
+      await append(state, { messageId: `${run.runId}:user`, role: 'user', content: run.prompt });
+      while (state.step < run.maxSteps) {
+        if (signal.aborted) throw cancelled();
+        state.step++;
+        const output = await takeStep(state);
+        if (output !== undefined) {
+          await settle(state);
+          await runStore.updateRun(run.runId, { status: 'completed', output, steps: state.step, usage: state.usage });
+          await state.emit('run.completed', { output, steps: state.step, usage: usageJson(state.usage) });
+          return (await runStore.getRun(run.runId)) as RunRecord;
+        }
+      }
+      await settle(state);
+      return await fail(state, { code: 'MAX_STEPS', message: `the run reached max_steps (${run.maxSteps}) without a final answer` });
+    } catch (error) {
+      return await endAfterError(state, error);
+    } finally {
+      unsubscribe();
+    }
+  };
+}
+
+function newRunState(events: RunEventEmitter, run: RunRecord, signal: AbortSignal): RunState {
+  const scope = run.scope;
+  const state: RunState = {
+    run,
+    scope,
+    memoryId: memoryIdOf(scope),
+    signal,
+    usage: { inputTokens: 0, outputTokens: 0 },
+    transcript: [],
+    step: 0,
+    closed: false,
+    observing: Promise.resolve(),
+    generation: 0,
+    memoryGeneration: 0,
+    emit: (type, payload = {}) => events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step: state.step }),
+    emitMemory: async (type, payload, at) => {
+      if (!state.closed) await events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step: at });
+    },
+  };
+  return state;
+}
+
+/** Puts the memory service's events about this run on the run's stream; returns the unsubscribe function. */
+function forwardRunMemoryEvents(memory: ObservationalMemory, state: RunState, reportFault: FaultReporter): () => void {
+  const { runId } = state.run;
+  const forward = (type: string, payload: Record<string, unknown>): void => {
+    state.emitMemory(type, payload, state.step).catch((error: unknown) => reportFault({ component: 'runner', message: `could not store the ${type} event`, error, runId }));
+  };
+  return memory.subscribe((event: ObservationalMemoryEvent) => {
+    if (event.type === 'memory.reflection.completed' && event.runId === runId) {
+      forward('memory.reflection.completed', { trigger: event.trigger, operation_id: event.operationId });
+    } else if (event.type === 'memory.operation.dead' && event.runId === runId) {
+      forward('memory.operation.dead', { operation_id: event.operationId, operation_type: event.operationType, error: event.error, attempts: event.attempts });
+    }
+  });
+}
+
+/** Hands a step's transcript to observational memory and reports how it went on the run's stream. */
+async function observeStep(
+  options: RunLoopOptions,
+  handedOver: StoredMessageKeys,
+  state: RunState,
+  step: number,
+  transcript: readonly ConversationMessage[],
+): Promise<void> {
+  const { memory } = options;
+  const emit = state.emitMemory;
+  const generation = state.memoryGeneration;
+  try {
+    // Disabled scopes make no memory events (the reference emitted them on every step).
+    if (!(await observesScope(memory, state.scope))) return;
+    await emit('memory.observe.started', { step }, step);
+    // The replayed history was handed over by earlier steps and runs: only what memory has
+    // not taken yet is handed over again (all of it after a failure or a forget).
+    const known = handedOver.known(state.memoryId, generation);
+    const fresh = known ? transcript.filter((message) => !known.has(message.messageId)) : transcript;
+    const result = await memory.observe({
+      scope: state.scope,
+      runId: state.run.runId,
+      generation,
+      messages: fresh.map((message) => ({
+        id: message.messageId,
+        role: message.role,
+        content: message.content,
+        ...(message.name ? { name: message.name } : {}),
+        ...(message.toolCallId ? { toolCallId: message.toolCallId } : {}),
+        ...(message.toolCalls ? { toolCalls: message.toolCalls } : {}),
+      })),
+    });
+    if (result.status !== 'skipped' || result.reason === 'below_threshold' || result.reason === 'no_messages') {
+      handedOver.add(state.memoryId, generation, fresh.map((message) => message.messageId));
+    }
+    await emit('memory.observe.completed', { step, observed: result.observed, reflected: result.reflected, observation: result.observationCount }, step);
+    if (result.reflectionError) await emit('memory.observe.failed', { step, error: result.reflectionError }, step);
+  } catch (error) {
+    await emit('memory.observe.failed', { step, error: errorJson(error).message }, step).catch(() => undefined);
+  }
+}
+
+async function observesScope(memory: ObservationalMemory, scope: Scope): Promise<boolean> {
+  if (memory.isEnabled) return memory.isEnabled(scope);
+  const status = await memory.status(scope);
+  return status.mode !== 'off' && status.enabled;
+}
+
+async function settleWithin(work: Promise<void>, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  clearTimeout(timer);
+}
+

@@ -1,0 +1,205 @@
+/**
+ * The API of the observational memory service: its options, requests, results, events and
+ * the service interface. `createObservationalMemory` (observational-memory.ts) builds it.
+ * @module
+ */
+import type { ExportFormat } from '../core/memory-export.js';
+import type { MemoryMode, MemoryStatus } from '../core/memory-status.js';
+import type { Observation, ObservationConfig, StoredReflection } from '../core/observation.js';
+import type { ReflectionLinks } from '../core/reflection-links.js';
+import type { Scope, ScopeInput } from '../core/scope.js';
+import type { TokenEstimator } from '../core/token-estimator.js';
+import type { TranscriptMessage } from '../core/transcript.js';
+import type { IdGenerator } from '../core/ids.js';
+import type { LanguageModel } from '../llm/language-model.js';
+import type { MemoryStore, Operation } from '../storage/store.js';
+import type { Observer, Reflector } from './model-observer.js';
+
+/** Options of {@link createObservationalMemory}. */
+export interface ObservationalMemoryOptions {
+  /** Where memory lives. Use `createInMemoryStore()` (lost on exit) or the SQLite store. */
+  store: MemoryStore;
+  /** Model for both the observer and the reflector. */
+  model?: LanguageModel;
+  /** Overrides the observer built from `model`. */
+  observer?: Observer;
+  /** Overrides the reflector built from `model`. */
+  reflector?: Reflector;
+  /** @default 'auto' */
+  mode?: MemoryMode;
+  /** Whether scopes never enabled or disabled explicitly observe. @default false */
+  defaultEnabled?: boolean;
+  /** Default thresholds for scopes without overrides. @default 1200 / 900 / 4000 */
+  defaults?: Partial<ObservationConfig>;
+  /** @default RuneTokenEstimator */
+  estimator?: TokenEstimator;
+  /** Redact secrets from transcript text before it is stored or sent to the model. @default true */
+  redactSecrets?: boolean;
+  /** How long a worker may hold an operation (the stale-operation window). @default 300000 */
+  leaseMs?: number;
+  /**
+   * Attempts an operation gets, whatever ends them: a retryable failure (re-queued with
+   * backoff) or a crash that let its lease expire (re-queued by the stale check). Once they
+   * are used up it becomes `dead`: it stops blocking its scope, keeps its last error, emits
+   * `memory.operation.dead`, and runs again only when retried by hand. Failures that retrying
+   * cannot help (bad model output) fail the operation at once.
+   * @default 5
+   */
+  maxOperationAttempts?: number;
+  /** @deprecated The former name of {@link maxOperationAttempts}, used when that is not set. */
+  maxAttempts?: number;
+  /** Base of the exponential retry backoff. @default 1000 */
+  retryDelayMs?: number;
+  /**
+   * Most transcript tokens sent to the observer in one call, each message counted as the
+   * observer sees it (a message over 8,000 characters is clipped). A batch always holds at
+   * least one message, so no message can stop observation. @default 16000
+   */
+  maxBatchTokens?: number;
+  /**
+   * Highest importance an observation may have when everything it came from is tool output
+   * (`[memory] tool_importance_cap`): a web page or file cannot plant a top-priority fact.
+   * A number in [0, 1]. @default 0.6
+   */
+  toolImportanceCap?: number;
+  /** @default () => new Date() */
+  now?: () => Date;
+  /** @default ULID ids */
+  generateId?: IdGenerator;
+  /** Called for memory events (reflections completed, operations failed). */
+  onEvent?: (event: ObservationalMemoryEvent) => void;
+  /** Testing hook: called at step boundaries of an operation; crash tests kill the process there. */
+  faultPoint?: (point: 'after_claim' | 'after_llm') => void;
+}
+
+/**
+ * Events of observational memory, reported on the scope (with the run that caused them):
+ * `memory.observe.*` for every observe call that ran (or queued) an observe operation, also
+ * when the run that asked for it has already ended.
+ */
+export type ObservationalMemoryEvent =
+  | { readonly type: 'memory.observe.started'; readonly scope: Scope; readonly runId: string; readonly operationId: string }
+  | {
+      readonly type: 'memory.observe.completed';
+      readonly scope: Scope;
+      readonly runId: string;
+      readonly operationId: string;
+      readonly status: 'applied' | 'queued';
+      readonly observed: boolean;
+      readonly reflected: boolean;
+      readonly observationCount: number;
+    }
+  /** The observation failed, or it succeeded and the reflection after it failed. */
+  | { readonly type: 'memory.observe.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly error: string }
+  | { readonly type: 'memory.reflection.completed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly trigger: 'auto' | 'reflect_now' }
+  | { readonly type: 'memory.operation.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly operationType: string; readonly error: string; readonly willRetry: boolean }
+  /** The operation used up its attempts and was parked as `dead` with its last error. */
+  | {
+      readonly type: 'memory.operation.dead';
+      readonly scope: Scope;
+      readonly runId: string;
+      readonly operationId: string;
+      readonly operationType: string;
+      readonly error: string;
+      readonly attempts: number;
+    }
+  /** The background worker hit a store error; it retries on its next poll. */
+  | { readonly type: 'memory.worker.failed'; readonly error: string };
+
+/** What {@link ObservationalMemory.observe} takes. */
+export interface ObserveRequest {
+  /** Scope ids; missing tenant and agent become `default`, a missing conversation the run id. */
+  readonly scope: ScopeInput;
+  readonly runId?: string;
+  readonly toolCallId?: string;
+  /** The transcript, or just its new part; each message needs an `id` or `index`. */
+  readonly messages: readonly TranscriptMessage[];
+  /**
+   * The scope's generation ({@link ObservationalMemory.generation}) read before these
+   * messages were gathered. When the scope was forgotten since, nothing is stored and the
+   * call answers `skipped` with reason `forgotten`: forgotten messages never come back.
+   */
+  readonly generation?: number;
+}
+
+/** What an observe call came to. */
+export interface ObserveResult {
+  /** `applied` when the observer ran; `queued` when another worker holds the scope or a retry is pending. */
+  readonly status: 'applied' | 'skipped' | 'queued';
+  /** Why nothing was observed: `mode_off`, `disabled`, `no_messages`, `below_threshold`, `forgotten` (see `generation`). */
+  readonly reason?: 'mode_off' | 'disabled' | 'no_messages' | 'below_threshold' | 'forgotten';
+  readonly observed: boolean;
+  readonly reflected: boolean;
+  /** Observations in the scope afterwards. */
+  readonly observationCount: number;
+  /** Set when the observation succeeded but the reflection after it failed. */
+  readonly reflectionError?: string;
+  readonly operationId?: string;
+}
+
+/** What an export produced. */
+export interface ExportResult {
+  readonly format: ExportFormat;
+  readonly content: string;
+  readonly bytes: number;
+  readonly status: MemoryStatus;
+}
+
+/** Everything stored for a scope, for inspection. */
+export interface MemoryInspection {
+  readonly status: MemoryStatus;
+  readonly observations: readonly Observation[];
+  readonly reflection: StoredReflection | null;
+  /** The scope's active supersession set: every supersession, and the contradictions no later supersession resolved. */
+  readonly links: ReflectionLinks;
+  readonly operations: readonly Operation[];
+  /** The `<observational-memory>` snippet the next turn gets (as {@link ObservationalMemory.snippet}), from the same read. */
+  readonly snippet: string;
+}
+
+/** The observational memory service. */
+export interface ObservationalMemory {
+  readonly mode: 'off' | 'local_coordinator';
+  /** Stores new messages; when enough are unobserved, runs the observer (and, when due, the reflector). */
+  observe(request: ObserveRequest): Promise<ObserveResult>;
+  /** Reflects now, whatever the thresholds. A no-op when disabled or empty. */
+  reflectNow(scope: ScopeInput, options?: { runId?: string; toolCallId?: string }): Promise<{ reflected: boolean; status: MemoryStatus }>;
+  /** The `<observational-memory>` snippet for the next turn, or `""`. Never writes. */
+  snippet(scope: ScopeInput): Promise<string>;
+  /** Never writes; an untouched scope reports the current defaults. */
+  status(scope: ScopeInput): Promise<MemoryStatus>;
+  /**
+   * Whether observe would store anything for the scope now (the mode is not off and the
+   * scope is enabled): `status` without its counts, one read. Never writes.
+   */
+  isEnabled?(scope: ScopeInput): Promise<boolean>;
+  /** Enables or disables a scope; `config` overrides thresholds per field. */
+  setEnabled(scope: ScopeInput, enabled: boolean, config?: Partial<ObservationConfig>, options?: { runId?: string; toolCallId?: string }): Promise<MemoryStatus>;
+  export(scope: ScopeInput, format?: string): Promise<ExportResult>;
+  inspect(scope: ScopeInput): Promise<MemoryInspection>;
+  /**
+   * Deletes everything the scope remembers (export files already written are not touched).
+   * The scope gets a new {@link generation}, so observe calls holding the old one store nothing.
+   */
+  forget(scope: ScopeInput): Promise<void>;
+  /** The scope's generation: 0 until it is first forgotten, then a new value at every forget. Never writes. */
+  generation(scope: ScopeInput): Promise<number>;
+  /**
+   * Retries a `dead` operation by hand: it goes back to the queue, at the end of its scope's
+   * log, with fresh attempts; it runs at the scope's next observe or the background worker's
+   * next poll. Throws `OPERATION_NOT_FOUND` for an id the scope does not have, and
+   * `OPERATION_NOT_DEAD` for an operation that is not dead.
+   */
+  retryOperation(scope: ScopeInput, operationId: string): Promise<Operation>;
+  /** Processes pending operations (of one scope, or all) until none is left or the timeout passes. */
+  drain(scope?: ScopeInput, options?: { timeoutMs?: number }): Promise<void>;
+  /** Subscribes to events; returns the unsubscribe function. */
+  subscribe(listener: (event: ObservationalMemoryEvent) => void): () => void;
+  /**
+   * Starts a background worker: at once and then every `staleCheckMs` it returns stale
+   * `processing` operations (lease expired, by the store's clock) to `queued`, and every
+   * `pollMs` it runs queued operations of any scope, so work left by a crashed process,
+   * or retries waiting for their backoff, complete without a new observe call.
+   */
+  startWorker(options?: { pollMs?: number; staleCheckMs?: number }): { stop(): Promise<void> };
+}

@@ -1,0 +1,190 @@
+/**
+ * When operations run: a scope's queue under its lock (for the observe or reflect call
+ * waiting on it), `drain` until nothing is pending, and the background worker loop that
+ * requeues stale operations and runs what any scope left queued. What one operation does is
+ * `operation-worker.ts`.
+ * @module
+ */
+import { HarnessMemoryError } from '../core/errors.js';
+import { memoryIdOf } from '../core/scope.js';
+import type { Scope } from '../core/scope.js';
+import type { Operation, PrefetchedObserve } from '../storage/store.js';
+import { runOperation } from './operation-worker.js';
+import type { OperationOutcome, OperationWorkerContext } from './operation-worker.js';
+import type { KeyedLock } from './scope-lock.js';
+
+/** Options of {@link createOperationScheduler}. */
+export interface OperationSchedulerOptions {
+  readonly worker: OperationWorkerContext;
+  /** The per-scope locks the service also takes (forget holds the scope's). */
+  readonly locks: KeyedLock;
+  /** Told when a background worker tick failed; the worker goes on at its next poll. */
+  readonly onWorkerFailed: (error: Error) => void;
+}
+
+/** Options of {@link OperationScheduler.startWorker}. */
+export interface WorkerLoopOptions {
+  /** @default 1000 */
+  readonly pollMs?: number;
+  /** @default 30000 */
+  readonly staleCheckMs?: number;
+}
+
+/** Who asked for an operation: a run's tool call, or the system. */
+export interface OperationMeta {
+  readonly runId?: string | undefined;
+  readonly toolCallId?: string | undefined;
+}
+
+/** Operations a service enqueues itself (`observe` at the threshold, `reflect_now` on demand). */
+export type EnqueuedOperationType = 'observe' | 'reflect_now';
+
+/** Runs queued operations, for callers or in the background. */
+export interface OperationScheduler {
+  /**
+   * Runs `first` (already claimed, with what its claim prefetched) if given, then claimable
+   * operations of the scope, in order, under the scope's lock. Once the `wanted` operation
+   * ran and left no follow-up work, it stops: whatever else is queued belongs to other
+   * callers, who run it themselves (or the background worker does).
+   */
+  processScope(memoryId: string, first?: Operation, wanted?: string, prefetched?: PrefetchedObserve): Promise<Map<string, OperationOutcome>>;
+  /** Enqueues an operation of the scope. */
+  enqueue(scope: Scope, operationType: EnqueuedOperationType, payload: Record<string, unknown>, meta: OperationMeta): Promise<Operation>;
+  /** Enqueues an operation, then runs the scope's queue; `own` is the outcome of the one enqueued. */
+  enqueueAndRun(
+    scope: Scope,
+    operationType: EnqueuedOperationType,
+    payload: Record<string, unknown>,
+    meta: OperationMeta,
+  ): Promise<{ operation: Operation; own: OperationOutcome | undefined; outcomes: Map<string, OperationOutcome> }>;
+  /** Processes pending operations (of one scope, or all) until none is left; `STORE_FAILED` after `timeoutMs`. */
+  drain(memoryId: string | undefined, timeoutMs: number): Promise<void>;
+  /**
+   * Retries a `dead` operation by hand (back to the queue at the end of its scope's log).
+   * Throws `OPERATION_NOT_FOUND` for an id the scope does not have, `OPERATION_NOT_DEAD` for
+   * an operation that is not dead.
+   */
+  retryDead(memoryId: string, operationId: string): Promise<Operation>;
+  /** Starts the background worker loop; `stop` waits for the tick under way. */
+  startWorker(options?: WorkerLoopOptions): { stop(): Promise<void> };
+}
+
+/** The scheduler over one service's worker context and locks. */
+export function createOperationScheduler(options: OperationSchedulerOptions): OperationScheduler {
+  const { worker, locks } = options;
+  const { store } = worker;
+
+  /** Claims and runs operations of any scope until none is claimable (or `stopped` says so). */
+  const runClaimable = async (stopped: () => boolean = () => false): Promise<void> => {
+    while (!stopped()) {
+      const operation = await store.claimOperation({ leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
+      if (!operation) return;
+      await locks.run(operation.memoryId, () => runOperation(worker, operation));
+    }
+  };
+
+  const processScope: OperationScheduler['processScope'] = (memoryId, first, wanted, prefetched) =>
+    locks.run(memoryId, async () => {
+      const outcomes = new Map<string, OperationOutcome>();
+      const claim = () => store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
+      for (let operation = first ?? (await claim()); operation; operation = await claim()) {
+        const result = await runOperation(worker, operation, prefetched);
+        outcomes.set(operation.operationId, result);
+        if (wanted !== undefined && outcomes.has(wanted) && !result.followUp) break;
+      }
+      return outcomes;
+    });
+
+  const enqueue: OperationScheduler['enqueue'] = (scope, operationType, payload, meta) =>
+    store.enqueueOperation({
+      operationId: worker.generateId('op'),
+      scope,
+      memoryId: memoryIdOf(scope),
+      operationType,
+      payload,
+      runId: meta.runId ?? 'unknown',
+      toolCallId: meta.toolCallId ?? 'system',
+    });
+
+  return {
+    processScope,
+    enqueue,
+
+    async enqueueAndRun(scope, operationType, payload, meta) {
+      const operation = await enqueue(scope, operationType, payload, meta);
+      const outcomes = await processScope(memoryIdOf(scope));
+      return { operation, own: outcomes.get(operation.operationId), outcomes };
+    },
+
+    async retryDead(memoryId, operationId) {
+      if (typeof operationId !== 'string' || operationId.trim() === '' || operationId.length > 200) {
+        throw new HarnessMemoryError({ code: 'OPERATION_NOT_FOUND', component: 'observational-memory', message: 'an operation id is required (at most 200 characters).', data: { operationId: String(operationId).slice(0, 200) } });
+      }
+      const retried = await store.retryDeadOperation({ memoryId, operationId });
+      if (retried) return retried;
+      const found = (await store.listOperations(memoryId)).find((operation) => operation.operationId === operationId);
+      if (!found) {
+        throw new HarnessMemoryError({ code: 'OPERATION_NOT_FOUND', component: 'observational-memory', message: `the scope has no operation ${operationId}; list them with inspect().`, data: { operationId } });
+      }
+      throw new HarnessMemoryError({
+        code: 'OPERATION_NOT_DEAD',
+        component: 'observational-memory',
+        message: `operation ${operationId} is ${found.status}, not dead; only a dead operation can be retried by hand.`,
+        data: { operationId, status: found.status },
+      });
+    },
+
+    async drain(memoryId, timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        if (memoryId !== undefined) await processScope(memoryId);
+        else await runClaimable();
+        if ((await store.countPendingOperations(memoryId)) === 0) return;
+        if (Date.now() >= deadline) {
+          throw new HarnessMemoryError({ code: 'STORE_FAILED', component: 'observational-memory', message: 'drain timed out with operations still pending; they stay queued and will be retried.' });
+        }
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    },
+
+    startWorker(loopOptions = {}) {
+      const pollMs = loopOptions.pollMs ?? 1000;
+      const staleCheckMs = loopOptions.staleCheckMs ?? 30_000;
+      let stopped = false;
+      let lastStaleCheck = 0;
+      let wake: (() => void) | undefined;
+      const loop = async (): Promise<void> => {
+        while (!stopped) {
+          try {
+            if (Date.now() - lastStaleCheck >= staleCheckMs) {
+              lastStaleCheck = Date.now();
+              await store.requeueStaleOperations({ graceSeconds: 0 });
+            }
+            await runClaimable(() => stopped);
+          } catch (error) {
+            options.onWorkerFailed(error as Error);
+          }
+          if (stopped) break;
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, pollMs);
+            // Idle polling must not keep a process alive; stop() wakes the loop itself.
+            timer.unref?.();
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = undefined;
+        }
+      };
+      const running = loop();
+      return {
+        async stop() {
+          stopped = true;
+          wake?.();
+          await running;
+        },
+      };
+    },
+  };
+}

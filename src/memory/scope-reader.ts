@@ -1,0 +1,139 @@
+/**
+ * The read side of observational memory: a scope's effective settings, its status, its
+ * supersession set and its snippet, each built from a record already read and served from
+ * in-process caches keyed by what identifies the state (the record's `stateVersion`, the
+ * set's counts). Never writes.
+ * @module
+ */
+import { statusOf } from '../core/memory-status.js';
+import type { MemoryStatus } from '../core/memory-status.js';
+import type { MemoryRecord, Observation, ObservationConfig } from '../core/observation.js';
+import { buildObservationSnippet } from '../core/observation-snippet.js';
+import { activeReflectionLinks, EMPTY_REFLECTION_LINKS } from '../core/reflection-links.js';
+import type { ReflectionLinks } from '../core/reflection-links.js';
+import { memoryIdOf } from '../core/scope.js';
+import type { Scope } from '../core/scope.js';
+import type { TokenEstimator } from '../core/token-estimator.js';
+import type { MemoryStore } from '../storage/store.js';
+import type { MemoryInspection } from './observational-memory-api.js';
+import { ObservationCache } from './observation-cache.js';
+import { SnippetCache } from './snippet-cache.js';
+
+/** Options of {@link createScopeReader}. */
+export interface ScopeReaderOptions {
+  readonly store: MemoryStore;
+  /** The service's resolved mode. */
+  readonly mode: 'off' | 'local_coordinator';
+  /** Thresholds of scopes without overrides. */
+  readonly defaults: ObservationConfig;
+  /** Whether scopes never enabled or disabled explicitly observe. */
+  readonly defaultEnabled: boolean;
+  readonly estimator: TokenEstimator;
+}
+
+/** Whether a scope observes, and its thresholds. */
+export interface EffectiveSettings {
+  readonly enabled: boolean;
+  readonly config: ObservationConfig;
+}
+
+/** The read side of one service. */
+export interface ScopeReader {
+  /** The scope's cached observations (incrementally kept). */
+  readonly observationCache: ObservationCache;
+  /** A record's settings with the service's defaults filled in. */
+  effective(record: Pick<MemoryRecord, 'enabled' | 'config'> | undefined): EffectiveSettings;
+  /** The scope's whole supersession set, cached by its counts (the set only grows until forget). */
+  linksOf(memoryId: string, record: MemoryRecord): Promise<ReflectionLinks>;
+  /** The status of a scope whose record (or its absence) was just read. */
+  statusFrom(scope: Scope, record: MemoryRecord | undefined): Promise<MemoryStatus>;
+  /** The status, reading the record unless given. */
+  currentStatus(scope: Scope, record?: MemoryRecord): Promise<MemoryStatus>;
+  /** The snippet from a record already read (and, when at hand, its observations and links); `""` when disabled. */
+  snippetOf(memoryId: string, record: MemoryRecord | undefined, observations?: readonly Observation[], links?: ReflectionLinks): Promise<string>;
+  /** Whether observe would store anything for the scope now (mode not off, scope enabled); one read. */
+  isEnabled(memoryId: string): Promise<boolean>;
+  /** Everything stored for a scope, read once, with the snippet the next turn gets. */
+  inspect(scope: Scope): Promise<MemoryInspection>;
+  /** Drops everything cached for a scope (after forget). */
+  forget(memoryId: string): void;
+}
+
+/** The reader over `options.store`. */
+export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
+  const { store, mode, defaults, defaultEnabled, estimator } = options;
+  const snippetCache = new SnippetCache();
+  const observationCache = new ObservationCache(store);
+  // The set only grows (until forget makes a new record), so its counts identify it.
+  const linksCache = new SnippetCache<ReflectionLinks, string>();
+
+  const effective: ScopeReader['effective'] = (record) => ({
+    enabled: record?.enabled ?? defaultEnabled,
+    config: { ...defaults, ...record?.config },
+  });
+
+  const linksOf: ScopeReader['linksOf'] = async (memoryId, record) => {
+    if (record.supersessionCount === 0 && record.contradictionCount === 0) return EMPTY_REFLECTION_LINKS;
+    const version = `${record.createdAt}|${record.supersessionCount}|${record.contradictionCount}`;
+    const cached = linksCache.get(memoryId, version);
+    if (cached) return cached;
+    const links = await store.listReflectionLinks(memoryId);
+    linksCache.set(memoryId, version, links);
+    return links;
+  };
+
+  const statusFrom: ScopeReader['statusFrom'] = async (scope, found) => {
+    const memoryId = memoryIdOf(scope);
+    const { enabled, config } = effective(found);
+    const [pendingOperations, deadOperations, links] = found
+      ? await Promise.all([store.countPendingOperations(memoryId), store.countDeadOperations(memoryId), linksOf(memoryId, found)])
+      : [0, 0, EMPTY_REFLECTION_LINKS];
+    return statusOf({ mode, memoryId, scope, record: found, enabled: mode !== 'off' && enabled, config, pendingOperations, deadOperations, activeLinks: activeReflectionLinks(links) });
+  };
+
+  const reader: ScopeReader = {
+    observationCache,
+    effective,
+    linksOf,
+    statusFrom,
+    async currentStatus(scope, record) {
+      return statusFrom(scope, record ?? (await store.getRecord(memoryIdOf(scope))));
+    },
+    async snippetOf(memoryId, record, observations, links) {
+      if (!record) return '';
+      const { enabled, config } = effective(record);
+      if (!enabled) return '';
+      const cached = snippetCache.get(memoryId, record.stateVersion);
+      if (cached !== undefined) return cached;
+      const [listed, linked] = await Promise.all([observations ?? observationCache.get(memoryId, record), links ?? linksOf(memoryId, record)]);
+      const text = buildObservationSnippet({ observations: listed, reflection: record.reflection, links: activeReflectionLinks(linked), maxTokens: config.snippetMaxTokens, estimator });
+      snippetCache.set(memoryId, record.stateVersion, text);
+      return text;
+    },
+    async isEnabled(memoryId) {
+      if (mode === 'off') return false;
+      return effective(await store.getRecord(memoryId)).enabled;
+    },
+    async inspect(scope) {
+      const memoryId = memoryIdOf(scope);
+      const record = await store.getRecord(memoryId);
+      if (!record) {
+        return { status: await statusFrom(scope, undefined), observations: [], reflection: null, links: EMPTY_REFLECTION_LINKS, operations: [], snippet: '' };
+      }
+      const [status, observations, links, operations] = await Promise.all([
+        statusFrom(scope, record),
+        store.listObservations(memoryId),
+        linksOf(memoryId, record),
+        store.listOperations(memoryId),
+      ]);
+      const snippet = mode === 'off' ? '' : await reader.snippetOf(memoryId, record, observations, links);
+      return { status, observations, reflection: record.reflection ?? null, links: activeReflectionLinks(links), operations, snippet };
+    },
+    forget(memoryId) {
+      snippetCache.delete(memoryId);
+      observationCache.delete(memoryId);
+      linksCache.delete(memoryId);
+    },
+  };
+  return reader;
+}
