@@ -44,6 +44,8 @@ export type {
   ExportResult,
   MemoryInspection,
 } from './memory/observational-memory.js';
+export { MAX_IMPORT_OBSERVATIONS, MAX_IMPORTED_OBSERVATION_LENGTH } from './memory/import-observations.js';
+export type { ObservationImport } from './memory/import-observations.js';
 export { createWorkingMemory } from './memory/working-memory.js';
 export type { WorkingMemory, WorkingMemoryOptions, WorkingMemoryGetResult } from './memory/working-memory.js';
 export { createModelObserver, createModelReflector } from './memory/model-observer.js';

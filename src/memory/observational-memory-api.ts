@@ -13,6 +13,7 @@ import type { TranscriptMessage } from '../core/transcript.js';
 import type { IdGenerator } from '../core/ids.js';
 import type { LanguageModel } from '../llm/language-model.js';
 import type { MemoryStore, Operation } from '../storage/store.js';
+import type { ObservationImport } from './import-observations.js';
 import type { Observer, Reflector } from './model-observer.js';
 
 /** Options of {@link createObservationalMemory}. */
@@ -174,6 +175,18 @@ export interface ObservationalMemory {
    */
   isEnabled?(scope: ScopeInput): Promise<boolean>;
   /** Enables or disables a scope; `config` overrides thresholds per field. */
+  /**
+   * Appends observations brought in from elsewhere (another memory system, a test, a
+   * benchmark), in the order given, after the scope's last seq; no observer runs. Each is
+   * checked (`OBSERVE_INPUT_INVALID` names the observation and field), cleaned of invisible
+   * characters and redacted like observer output, with provenance `import` (or `client`). The
+   * next snippet includes them; the import is logged as an applied `import` operation.
+   */
+  importObservations(
+    scope: ScopeInput,
+    observations: readonly ObservationImport[],
+    options?: { runId?: string; toolCallId?: string },
+  ): Promise<{ observations: Observation[]; status: MemoryStatus }>;
   setEnabled(scope: ScopeInput, enabled: boolean, config?: Partial<ObservationConfig>, options?: { runId?: string; toolCallId?: string }): Promise<MemoryStatus>;
   export(scope: ScopeInput, format?: string): Promise<ExportResult>;
   inspect(scope: ScopeInput): Promise<MemoryInspection>;

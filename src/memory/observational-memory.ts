@@ -26,6 +26,7 @@ import type { OperationWorkerContext, WorkerEvent } from './operation-worker.js'
 import type { ObservationCache } from './observation-cache.js';
 import { KeyedLock } from './scope-lock.js';
 import { positive, resolveMode, unitInterval, validateOverrides, validateThresholds } from './memory-settings.js';
+import { prepareImport } from './import-observations.js';
 
 /** The store methods every observational-memory call relies on. */
 const MEMORY_STORE_METHODS = ['getRecord', 'appendMessages', 'enqueueOperation', 'claimOperation', 'completeObservation', 'failOperation', 'markOperationDead'];
@@ -132,6 +133,21 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
         operationId: generateId('op'),
       });
       return currentStatus(scope, record);
+    },
+
+    async importObservations(scopeInput, observations, meta = {}) {
+      requireMode('import');
+      const scope = resolveScope(scopeInput, meta.runId);
+      const memoryId = memoryIdOf(scope);
+      const prepared = prepareImport(observations, estimator, options.redactSecrets ?? true);
+      if (!store.importObservations) {
+        throw new HarnessMemoryError({ code: 'STORE_FAILED', component: 'import', message: 'this store cannot import observations (it has no importObservations).', data: { memoryId } });
+      }
+      const importInto = store.importObservations.bind(store);
+      const result = await locks.run(memoryId, () =>
+        importInto({ scope, memoryId, observations: prepared, runId: meta.runId ?? 'unknown', toolCallId: meta.toolCallId ?? 'system', operationId: generateId('op') }),
+      );
+      return { observations: result.observations, status: await currentStatus(scope, result.record) };
     },
 
     async export(scopeInput, format) {

@@ -1,6 +1,6 @@
 import type { ObservationSource, StoredReflection } from '../core/observation.js';
 import { checkReflectionReferences } from '../core/reflection-links.js';
-import type { Marker, NewObservation } from './store.js';
+import type { ImportedObservation, Marker, NewObservation } from './store.js';
 
 /** Where a scope stands before an apply: the message cursor and the last observation seq. */
 export interface ApplyPosition {
@@ -126,4 +126,37 @@ export function planReflectionApply(position: ApplyPosition, input: { readonly r
     ],
     rejected: checked.rejected,
   };
+}
+
+/** Everything a store writes to import observations. */
+export interface ImportApplyPlan {
+  readonly observations: readonly (PlannedObservation & { readonly createdAt: string | undefined })[];
+  /** The cursor, unchanged: imported observations come from no stored message. */
+  readonly throughSeq: number;
+  readonly lastObservationSeq: number;
+  readonly tokens: number;
+}
+
+/**
+ * The one rule for importing observations, executed by every store: the next seqs in the
+ * order given, no message span (0 to 0), provenance `import` unless said, and the cursor
+ * left where it is.
+ */
+export function planImportApply(position: ApplyPosition, observations: readonly ImportedObservation[]): ImportApplyPlan {
+  let tokens = 0;
+  const planned = observations.map((item, index) => {
+    tokens += item.tokenCount;
+    return {
+      seq: position.lastObservationSeq + index + 1,
+      content: item.content,
+      tokenCount: item.tokenCount,
+      importance: item.importance,
+      source: item.source ?? 'import',
+      sourceMessageSeqs: item.sourceMessageSeqs ?? [],
+      sourceStartSeq: 0,
+      sourceEndSeq: 0,
+      createdAt: item.createdAt,
+    };
+  });
+  return { observations: planned, throughSeq: position.observedThroughMessageSeq, lastObservationSeq: position.lastObservationSeq + planned.length, tokens };
 }

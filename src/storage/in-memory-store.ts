@@ -5,7 +5,7 @@
  */
 import { StoreError } from '../core/errors.js';
 import type { MemoryRecord, Observation } from '../core/observation.js';
-import { planObservationApply, planReflectionApply } from './apply-plan.js';
+import { planImportApply, planObservationApply, planReflectionApply } from './apply-plan.js';
 import type { StoredContradiction, StoredSupersession } from '../core/reflection-links.js';
 import type { Scope } from '../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../core/working-memory.js';
@@ -313,6 +313,44 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
         leaseExpiresAt: new Date(at.getTime() + input.leaseMs).toISOString(),
         updatedAt: at.toISOString(),
       });
+    },
+
+    async importObservations(input) {
+      guard();
+      const state = ensureScope(input.scope, input.memoryId);
+      const at = nowIso();
+      const plan = planImportApply(state.record, input.observations);
+      const inserted: Observation[] = plan.observations.map(({ createdAt, ...planned }) =>
+        Object.freeze({ ...planned, sourceMessageSeqs: Object.freeze([...planned.sourceMessageSeqs]), createdAt: createdAt ?? at, operationId: input.operationId }),
+      );
+      state.observations.push(...inserted);
+      const record = update(state, {
+        observationCount: state.record.observationCount + inserted.length,
+        lastObservationSeq: plan.lastObservationSeq,
+        activeObservationTokens: state.record.activeObservationTokens + plan.tokens,
+        unreflectedObservationTokens: state.record.unreflectedObservationTokens + plan.tokens,
+      });
+      appendOperation(
+        Object.freeze({
+          operationId: input.operationId,
+          memoryId: input.memoryId,
+          scope: record.scope,
+          runId: input.runId,
+          toolCallId: input.toolCallId,
+          scopeSequence: nextSequence(scopeOperations(input.memoryId)),
+          operationType: 'import',
+          status: 'applied',
+          payload: Object.freeze({ count: inserted.length }),
+          errorText: '',
+          attempt: 1,
+          leaseOwner: null,
+          leaseExpiresAt: null,
+          availableAt: at,
+          createdAt: at,
+          updatedAt: at,
+        } satisfies Operation),
+      );
+      return { record, observations: inserted };
     },
 
     async completeObservation(input) {

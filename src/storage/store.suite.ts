@@ -97,6 +97,32 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       ]);
     });
 
+    test('imports observations after the last seq, in the order given, logged as an applied import', async () => {
+      const importInto = (observations: Parameters<NonNullable<MemoryStore['importObservations']>>[0]['observations']) =>
+        store.importObservations!({ scope: scopeA, memoryId: idA, observations, runId: 'r', toolCallId: 't', operationId: generateId('op') });
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('m1', 'hello')] });
+      const first = await importInto([
+        { content: 'likes tea', importance: 0.8, tokenCount: 3, createdAt: '2025-01-02T03:04:05.000Z' },
+        { content: 'lives in Lyon', importance: null, tokenCount: 4, source: 'client' },
+      ]);
+      const second = await importInto([{ content: 'works nights', importance: 0.5, tokenCount: 2 }]);
+      expect(first.observations.map((item) => [item.seq, item.content, item.source])).toEqual([
+        [1, 'likes tea', 'import'],
+        [2, 'lives in Lyon', 'client'],
+      ]);
+      expect(first.observations[0]?.createdAt).toBe('2025-01-02T03:04:05.000Z');
+      expect(second.observations.map((item) => item.seq)).toEqual([3]);
+      expect(second.record).toMatchObject({ observationCount: 3, lastObservationSeq: 3, activeObservationTokens: 9, unreflectedObservationTokens: 9, observedThroughMessageSeq: 0 });
+      expect(second.record.stateVersion).toBeGreaterThan(first.record.stateVersion);
+      expect((await store.listObservations(idA)).map((item) => item.content)).toEqual(['likes tea', 'lives in Lyon', 'works nights']);
+      expect((await store.listUnobservedMessages(idA, 10)).map((item) => item.messageKey)).toEqual(['m1']);
+      expect((await store.listOperations(idA)).map((item) => [item.operationType, item.status, item.payload])).toEqual([
+        ['import', 'applied', { count: 2 }],
+        ['import', 'applied', { count: 1 }],
+      ]);
+      expect(await store.listObservations(idB)).toEqual([]);
+    });
+
     test('numbers operations per scope without gaps or repeats, even when enqueued concurrently', async () => {
       await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
       const made = await Promise.all(Array.from({ length: 40 }, () => enqueueObserve()));

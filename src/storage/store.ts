@@ -10,7 +10,7 @@ import type { Scope } from '../core/scope.js';
 import type { PreparedMessage } from '../core/transcript.js';
 
 /** Kinds of operation in the operation log. */
-export type OperationType = 'enable' | 'disable' | 'observe' | 'reflect' | 'reflect_now';
+export type OperationType = 'enable' | 'disable' | 'observe' | 'reflect' | 'reflect_now' | 'import';
 /**
  * `queued → processing → applied | failed | dead`. `dead`: the operation used up its attempts
  * (see `maxOperationAttempts`); it no longer blocks its scope and goes back to `queued` only
@@ -62,6 +62,12 @@ export interface NewObservation {
   readonly source?: ObservationSource;
   /** Message seqs the observer cited, within the batch. @default [] */
   readonly sourceMessageSeqs?: readonly number[];
+}
+
+/** An observation brought in from elsewhere (another memory system, a test, a benchmark). */
+export interface ImportedObservation extends NewObservation {
+  /** When it was first observed. @default the import's time */
+  readonly createdAt?: string;
 }
 
 /** A marker written at an observation or reflection cycle boundary. */
@@ -145,6 +151,21 @@ export interface MemoryStore {
     toolCallId: string;
     operationId: string;
   }): Promise<MemoryRecord>;
+
+  /**
+   * Appends observations brought in from elsewhere, in the order given, with the next seqs,
+   * in one transaction (creating the record if missing): the message cursor does not move,
+   * the token totals and the state version follow, and an `applied` operation of type
+   * `import` records it. Optional: a store without it cannot import.
+   */
+  importObservations?(input: {
+    scope: Scope;
+    memoryId: string;
+    observations: readonly ImportedObservation[];
+    runId: string;
+    toolCallId: string;
+    operationId: string;
+  }): Promise<{ record: MemoryRecord; observations: Observation[] }>;
 
   /**
    * Creates the record if missing (following the defaults), stores the messages whose keys are new (in order), and

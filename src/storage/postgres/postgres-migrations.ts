@@ -235,6 +235,13 @@ ALTER TABLE ${s}om_operation_log ADD CONSTRAINT om_operation_log_status_check CH
 CREATE INDEX om_operation_log_dead_idx ON ${s}om_operation_log (memory_id) WHERE status = 'dead';
 `;
 
+// The 'import' operation type: observations brought in from elsewhere are logged as applied.
+const IMPORT_OPERATIONS = (s: string): string => `
+ALTER TABLE ${s}om_operation_log DROP CONSTRAINT IF EXISTS om_operation_log_operation_type_check;
+ALTER TABLE ${s}om_operation_log ADD CONSTRAINT om_operation_log_operation_type_check
+  CHECK (operation_type IN ('enable', 'disable', 'observe', 'reflect', 'reflect_now', 'import'));
+`;
+
 /** Every migration, in order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
   { version: 1, description: 'memory: records, leased operation log, markers, observations, messages, working memory', up: MEMORY_TABLES },
@@ -246,6 +253,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
     up: SUPERSESSION_SET_AND_PROVENANCE,
   },
   { version: 5, description: "the 'dead' operation status, with a partial index of dead operations per scope", up: DEAD_OPERATIONS },
+  { version: 6, description: "the 'import' operation type (importObservations)", up: IMPORT_OPERATIONS },
 ]);
 
 /** The schema version this code writes and reads. */

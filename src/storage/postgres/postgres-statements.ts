@@ -34,6 +34,8 @@ export interface PostgresStatements {
   /** $1 memoryId, $2 last seq, $3 source start, $4 source end, $5 operationId, $6..$10 arrays (content, tokens, importance, source, cited seqs as JSON). */
   /** The apply plan's observations: $1 memoryId, $2 seqs, $3 source start, $4 source end, $5 operation, then the columns as arrays. */
   readonly insertObservations: string;
+  /** $1 memoryId, $2 seqs, $3 operation, then content, tokens, importance, source, cited seqs and created_at (null: now) as arrays. */
+  readonly importObservations: string;
   readonly listObservations: string;
   /** Two markers; $1 memoryId, $2 cycleId, $3 tokens, then id, type, start, end, payload for each. */
   readonly insertMarkerPair: string;
@@ -156,6 +158,11 @@ export function buildStatements(s: string): PostgresStatements {
       INSERT INTO ${s}om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, source, source_seqs_json, operation_id)
       SELECT $1, seq, content, token_count, importance, now(), $3, $4, source, source_seqs_json, $5
       FROM unnest($2::bigint[], $6::text[], $7::bigint[], $8::double precision[], $9::text[], $10::jsonb[]) AS t(seq, content, token_count, importance, source, source_seqs_json)
+      RETURNING *`,
+    importObservations: `
+      INSERT INTO ${s}om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, source, source_seqs_json, operation_id)
+      SELECT $1, seq, content, token_count, importance, COALESCE(created_at, now()), 0, 0, source, source_seqs_json, $3
+      FROM unnest($2::bigint[], $4::text[], $5::bigint[], $6::double precision[], $7::text[], $8::jsonb[], $9::timestamptz[]) AS t(seq, content, token_count, importance, source, source_seqs_json, created_at)
       RETURNING *`,
     listObservations: `SELECT * FROM ${s}om_observations WHERE memory_id = $1 AND seq > $2 ORDER BY seq`,
     insertMarkerPair: `

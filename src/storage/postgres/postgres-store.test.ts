@@ -163,6 +163,20 @@ describe.skipIf(!url)('postgres store', () => {
       expect(indexes.rowCount).toBe(1);
     });
 
+    it('upgrades a version-5 schema to the import operation type: imports are logged, other types still refused', async () => {
+      const pool = rawPool();
+      await migratePostgresSchema(pool, schema, POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 5));
+      const insert = `INSERT INTO "${schema}".om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
+        operation_type, status, payload_json, error_text, attempt, available_at, created_at, updated_at)
+        VALUES ($1, $2, 't', 'c', 'a', 'r', 's', $3, $4, 'applied', '{}', '', 1, now(), now(), now())`;
+      await expect(pool.query(insert, ['op_i', memoryId, 1, 'import'])).rejects.toThrow(/om_operation_log_operation_type_check/);
+      const store = await open();
+      const { observations } = await store.importObservations!({ scope, memoryId, observations: [{ content: 'kept', importance: 0.7, tokenCount: 1 }], runId: 'r', toolCallId: 't', operationId: 'op_import' });
+      expect(observations.map((item) => item.seq)).toEqual([1]);
+      expect((await store.listOperations(memoryId)).map((item) => item.operationType)).toEqual(['import']);
+      await expect(pool.query(insert, ['op_x', memoryId, 9, 'teleport'])).rejects.toThrow(/om_operation_log_operation_type_check/);
+    });
+
     it('refuses a schema newer than it knows, and an invalid schema name', async () => {
       const pool = rawPool();
       await migratePostgresSchema(pool, schema);

@@ -13,7 +13,7 @@ import type { AppendAndClaimResult, AppendMessagesResult, LeaseHandle, MemorySto
 import { beginWithScopeLock, disposedError, openPostgresConnection, query, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
-import { planObservationApply, planReflectionApply } from '../apply-plan.js';
+import { planImportApply, planObservationApply, planReflectionApply } from '../apply-plan.js';
 import {
   newScopeGeneration,
   newWorkingMemoryVersion,
@@ -257,6 +257,27 @@ function buildStore(connection: PostgresConnection): MemoryStore {
             : await first<OperationRow>(pool, sql.claimOfScope, [input.leaseOwner, leaseSeconds, input.memoryId]);
         return row && toOperation(row);
       }),
+
+    importObservations: (input) =>
+      execute(() =>
+        inScope(input.memoryId, async (client) => {
+          const { memoryId } = input;
+          const current = await ensureRecord(client, input.scope, memoryId);
+          const plan = planImportApply(toApplyPosition(current), input.observations);
+          const planned = plan.observations;
+          const inserted = planned.length === 0 ? [] : await rows<ObservationRow>(client, sql.importObservations, [
+            memoryId, planned.map((item) => item.seq), input.operationId,
+            planned.map((item) => item.content), planned.map((item) => item.tokenCount), planned.map((item) => item.importance),
+            planned.map((item) => item.source), planned.map((item) => seqsJson(item.sourceMessageSeqs)), planned.map((item) => item.createdAt ?? null),
+          ]);
+          const row = swapped(
+            await first<RecordRow>(client, sql.applyObservations, [memoryId, current.state_version, plan.throughSeq, inserted.length, plan.lastObservationSeq, plan.tokens]),
+            memoryId,
+          );
+          await insertOperation(client, { ...input, operationType: 'import', payload: { count: inserted.length } }, 'applied', 1);
+          return { record: toRecord(row), observations: inserted.map(toObservation).sort((a, b) => a.seq - b.seq) };
+        }),
+      ),
 
     completeObservation: (input) =>
       execute(() =>

@@ -14,7 +14,7 @@ import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } f
 import type { BackgroundCheckpoints } from './sqlite-checkpointer.js';
 import { conflictError, disposedError, leaseLostError, missingRecordError, STORE_NAME, toStoreError } from './sqlite-errors.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
-import { planObservationApply, planReflectionApply, type PlannedMarker } from '../apply-plan.js';
+import { planImportApply, planObservationApply, planReflectionApply, type PlannedMarker } from '../apply-plan.js';
 import {
   newScopeGeneration,
   newWorkingMemoryVersion,
@@ -335,6 +335,57 @@ function buildStore(
     return row && toOperation(row);
   };
 
+  const importObservations = (input: NonNullable<MemoryStore['importObservations']> extends (input: infer I) => unknown ? I : never) => {
+    const now = readNow();
+    const { memoryId, operationId } = input;
+    const current = ensureRecord(input.scope, memoryId, now);
+    const plan = planImportApply(positionOf(current), input.observations);
+    const observations = plan.observations.map((planned) => {
+      const row: ObservationRow = {
+        memory_id: memoryId,
+        seq: planned.seq,
+        content: planned.content,
+        token_count: planned.tokenCount,
+        importance: planned.importance,
+        created_at: planned.createdAt ?? now,
+        source_start_seq: planned.sourceStartSeq,
+        source_end_seq: planned.sourceEndSeq,
+        source: planned.source,
+        source_seqs_json: seqsJson(planned.sourceMessageSeqs),
+        operation_id: operationId,
+      };
+      statements.insertObservation.run(row);
+      return toObservation(row);
+    });
+    const row = swapped(
+      statements.applyObservations.get({
+        memoryId,
+        stateVersion: current.state_version,
+        throughSeq: plan.throughSeq,
+        count: observations.length,
+        lastObservationSeq: plan.lastObservationSeq,
+        tokens: plan.tokens,
+        now,
+      }),
+      memoryId,
+    );
+    statements.insertOperation.get({
+      operationId,
+      memoryId,
+      ...pickScope(input.scope),
+      runId: input.runId,
+      toolCallId: input.toolCallId,
+      operationType: 'import',
+      status: 'applied',
+      payloadJson: JSON.stringify({ count: observations.length }),
+      attempt: 1,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+      now,
+    });
+    return { record: toRecord(row), observations };
+  };
+
   const completeObservation = (input: Input<'completeObservation'>) => {
     const now = readNow();
     markApplied(input, now, '');
@@ -484,6 +535,7 @@ function buildStore(
       });
       return candidate === undefined ? undefined : write(() => claimOperationBody(input));
     },
+    importObservations: async (input) => write(() => importObservations(input)),
     completeObservation: async (input) => write(() => completeObservation(input)),
     completeReflection: async (input) => write(() => completeReflection(input)),
     listReflectionLinks: async (memoryId) => execute(() => toReflectionLinks(statements.listReflectionLinks.all(memoryId))),

@@ -1,0 +1,67 @@
+/**
+ * Checks and cleans observations brought in from elsewhere before a store appends them.
+ * @module
+ */
+import { HarnessMemoryError } from '../core/errors.js';
+import { redactSecrets } from '../core/redact-secrets.js';
+import { stripInvisible } from '../core/sanitize-text.js';
+import type { TokenEstimator } from '../core/token-estimator.js';
+import type { ImportedObservation } from '../storage/store.js';
+
+/** One observation to import, as a caller gives it. */
+export interface ObservationImport {
+  readonly content: string;
+  /** In [0, 1]; `null` or left out: unscored. */
+  readonly importance?: number | null;
+  /** `import` (the default) or `client` (told by a user through a client, such as "remember that…"). */
+  readonly source?: 'import' | 'client';
+  /** ISO 8601; when it was first observed. @default the import's time */
+  readonly createdAt?: string;
+}
+
+/** The most observations one import takes. */
+export const MAX_IMPORT_OBSERVATIONS = 10_000;
+/** The longest observation an import takes, in UTF-16 code units. */
+export const MAX_IMPORTED_OBSERVATION_LENGTH = 16_384;
+
+/**
+ * Validates an import and turns it into what a store appends: invisible characters stripped,
+ * secrets redacted (unless `redact` is false), tokens counted. Throws `OBSERVE_INPUT_INVALID`
+ * naming the observation and the field.
+ */
+export function prepareImport(observations: unknown, estimator: TokenEstimator, redact: boolean): ImportedObservation[] {
+  if (!Array.isArray(observations)) throw invalid(-1, 'observations must be an array');
+  if (observations.length > MAX_IMPORT_OBSERVATIONS) throw invalid(-1, `at most ${MAX_IMPORT_OBSERVATIONS} observations per import, got ${observations.length}`);
+  return observations.map((item: unknown, index): ImportedObservation => {
+    if (item === null || typeof item !== 'object') throw invalid(index, 'must be an object with content');
+    const { content, importance, source, createdAt } = item as Record<string, unknown>;
+    if (typeof content !== 'string') throw invalid(index, 'content must be a string');
+    if (content.length > MAX_IMPORTED_OBSERVATION_LENGTH) throw invalid(index, `content is longer than ${MAX_IMPORTED_OBSERVATION_LENGTH} characters`);
+    const cleaned = stripInvisible(content).trim();
+    if (cleaned === '') throw invalid(index, 'content is empty');
+    const text = redact ? redactSecrets(cleaned).text : cleaned;
+    if (importance !== undefined && importance !== null && (typeof importance !== 'number' || !(importance >= 0 && importance <= 1))) {
+      throw invalid(index, `importance must be a number from 0 to 1 or null, got ${JSON.stringify(importance)}`);
+    }
+    if (source !== undefined && source !== 'import' && source !== 'client') throw invalid(index, `source must be "import" or "client", got ${JSON.stringify(source)}`);
+    if (createdAt !== undefined && (typeof createdAt !== 'string' || Number.isNaN(Date.parse(createdAt)))) {
+      throw invalid(index, `createdAt must be an ISO 8601 date, got ${JSON.stringify(createdAt)}`);
+    }
+    return {
+      content: text,
+      importance: typeof importance === 'number' ? importance : null,
+      tokenCount: estimator.estimate(text),
+      source: source ?? 'import',
+      ...(createdAt === undefined ? {} : { createdAt: new Date(createdAt).toISOString() }),
+    };
+  });
+}
+
+function invalid(index: number, problem: string): HarnessMemoryError {
+  return new HarnessMemoryError({
+    code: 'OBSERVE_INPUT_INVALID',
+    component: 'import',
+    message: index >= 0 ? `importObservations: observation ${index}: ${problem}.` : `importObservations: ${problem}.`,
+    data: { index },
+  });
+}
