@@ -257,3 +257,46 @@ describe('agent runner: abandoned runs', () => {
     await maintenance.stop();
   });
 });
+
+describe('agent runner: start({ onEvent })', () => {
+  it('hands the caller every event of the run in seq order, the terminal one last, without a hub subscription', async () => {
+    const { runner, agentModel, runStore } = harness();
+    agentModel.enqueue({ toolCalls: [{ id: 'call-1', name: 'working_memory', arguments: JSON.stringify({ action: 'set', key: 'k', value: 1 }) }] }, 'All set.');
+    const seen: { seq: number; type: string }[] = [];
+    let finished!: () => void;
+    const ended = new Promise<void>((resolve) => (finished = resolve));
+    const run = await runner.start({ ...ids, prompt: 'Set k.' }, {
+      onEvent: (event) => {
+        seen.push({ seq: event.seq, type: event.type });
+        if (event.type === 'run.completed') finished();
+      },
+    });
+    await ended;
+    await runner.wait(run.runId);
+    const stored = await runStore.listEvents(run.runId, -1);
+    const terminal = stored.findIndex((event) => event.type === 'run.completed');
+    expect(seen).toEqual(stored.slice(0, terminal + 1).map((event) => ({ seq: event.seq, type: event.type })));
+    expect(seen.at(-1)?.type).toBe('run.completed');
+    expect(seen.map((event) => event.type)).toContain('tool.call.completed');
+  });
+
+  it('survives a callback that throws: the run completes and each throw is reported as a fault', async () => {
+    const faults: string[] = [];
+    const { runner } = harness({ runner: { onFault: (fault) => faults.push(fault.message) } });
+    const run = await runner.start({ ...ids, prompt: 'Hi' }, {
+      onEvent: () => {
+        throw new Error('caller bug');
+      },
+    });
+    expect((await runner.wait(run.runId)).status).toBe('completed');
+    expect(faults.length).toBeGreaterThan(0);
+    expect(faults.every((message) => message.startsWith('the onEvent callback threw on '))).toBe(true);
+    expect(faults.at(-1)).toBe('the onEvent callback threw on run.completed');
+  });
+
+  it('refuses an onEvent that is not a function before storing the run', async () => {
+    const { runner, runStore } = harness();
+    await expect(runner.start({ ...ids, prompt: 'Hi' }, { onEvent: 'nope' as never })).rejects.toMatchObject({ message: expect.stringContaining('onEvent must be a function') });
+    expect(await runStore.listStaleRuns(0)).toEqual([]);
+  });
+});

@@ -18,7 +18,8 @@ import type { WorkingMemory } from '../memory/working-memory.js';
 import type { Tool } from '../tools/tool.js';
 import { createLocalEventHub } from '../storage/local-event-hub.js';
 import type { EventHub } from '../storage/event-hub.js';
-import type { RunRecord, RunStore } from '../storage/run-store.js';
+import type { RunEvent, RunRecord, RunStore } from '../storage/run-store.js';
+import { TERMINAL_EVENT_TYPES } from '../storage/event-hub.js';
 import { errorJson, invalidRequest, notFound } from './_run-errors.js';
 import { createTurnPreparer } from './prepare-turn.js';
 import { RunEventEmitter } from './run-event-emitter.js';
@@ -75,8 +76,13 @@ export interface AgentRunnerOptions {
 /** Runs agents and tracks their runs. */
 export interface AgentRunner {
   readonly hub: EventHub;
-  /** Creates a run and starts it in the background; resolves once the run is stored. */
-  start(request: RunRequest, options?: { parentRunId?: string }): Promise<RunRecord>;
+  /**
+   * Creates a run and starts it in the background; resolves once the run is stored.
+   * `onEvent` sees every event of the run as it is stored, in order, the terminal one
+   * (`run.completed`, `run.failed`, `run.cancelled`) last, without subscribing to the hub. A
+   * callback that throws is reported as a fault and never breaks the run.
+   */
+  start(request: RunRequest, options?: { parentRunId?: string; onEvent?: (event: RunEvent) => void }): Promise<RunRecord>;
   /** A new run in the same scope as `runId`. */
   continue(runId: string, prompt: string): Promise<RunRecord>;
   cancel(runId: string): Promise<RunRecord>;
@@ -107,11 +113,21 @@ const RUN_STORE_METHODS = ['createRun', 'getRun', 'updateRun', 'appendEvent', 'l
 export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   validateRunnerOptions(options);
   const hub = options.hub ?? createLocalEventHub();
-  const events = new RunEventEmitter(options.runStore, hub);
+  const reportFault = options.onFault ?? IGNORE_FAULTS;
+  const callbacks = new Map<string, (event: RunEvent) => void>();
+  const events = new RunEventEmitter(options.runStore, hub, (event) => {
+    const callback = callbacks.get(event.runId);
+    if (!callback) return;
+    if (TERMINAL_EVENT_TYPES.has(event.type)) callbacks.delete(event.runId);
+    try {
+      callback(event);
+    } catch (error) {
+      reportFault({ component: 'runner', message: `the onEvent callback threw on ${event.type}`, error, runId: event.runId });
+    }
+  });
   const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
   const active = new Map<string, { controller: AbortController; done: Promise<RunRecord> }>();
   const { runStore, observationalMemory: memory, workingMemory } = options;
-  const reportFault = options.onFault ?? IGNORE_FAULTS;
   const runLoop = createRunLoop({
     model: options.model,
     memory,
@@ -168,6 +184,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
       if (request.prompt.length > MAX_PROMPT_CHARS) throw invalidRequest(`prompt is longer than ${MAX_PROMPT_CHARS} characters`);
       const maxSteps = request.maxSteps ?? options.defaultMaxSteps ?? 10;
       if (!Number.isSafeInteger(maxSteps) || maxSteps < 1 || maxSteps > 100) throw invalidRequest('max_steps must be an integer from 1 to 100');
+      if (startOptions.onEvent !== undefined && typeof startOptions.onEvent !== 'function') throw invalidRequest('onEvent must be a function');
       const runId = options.generateRunId?.() ?? `run_${randomUUID()}`;
       const scope = resolveScope({ tenantId: request.tenantId, conversationId: request.conversationId, agentId: request.agentId, runId });
       const run = await runStore.createRun({
@@ -184,6 +201,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
         usage: { inputTokens: 0, outputTokens: 0 },
         parentRunId: startOptions.parentRunId ?? null,
       });
+      if (startOptions.onEvent) callbacks.set(runId, startOptions.onEvent);
       launch(run);
       return run;
     },

@@ -14,10 +14,13 @@ export class RunEventEmitter {
   readonly #store: RunStore;
   readonly #hub: EventHub;
   readonly #lock = new KeyedLock();
+  readonly #afterEach: ((event: RunEvent) => void) | undefined;
 
-  constructor(store: RunStore, hub: EventHub) {
+  /** `afterEach` sees every event once it is stored and published, in seq order per run. */
+  constructor(store: RunStore, hub: EventHub, afterEach?: (event: RunEvent) => void) {
     this.#store = store;
     this.#hub = hub;
+    this.#afterEach = afterEach;
   }
 
   /** Appends an event to the run's history and delivers it live. */
@@ -31,6 +34,7 @@ export class RunEventEmitter {
       };
       const event = await this.#store.appendEvent(runId, type, enriched);
       this.#hub.publish(event);
+      this.#afterEach?.(event);
       return event;
     });
   }
