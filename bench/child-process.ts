@@ -17,7 +17,10 @@ export interface BenchChild<Message extends { type: string }> {
 
 /** Forks `moduleUrl` under tsx with `flag`, its output shown as ours. */
 export function forkBenchChild<Message extends { type: string }>(moduleUrl: string, flag: string): BenchChild<Message> {
-  const child: ChildProcess = fork(moduleUrl, [flag], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child: ChildProcess = fork(moduleUrl, [flag], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const messages: Message[] = [];
   const waiters: Array<() => void> = [];
   child.on('message', (message) => {

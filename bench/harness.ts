@@ -40,7 +40,9 @@ const LOAD_SCOPE = '/v1/memory/bench/load-conv/agent';
 /** Prints every harness figure: memory overhead on a 10-step run, then HTTP load. */
 export async function benchHarness(): Promise<void> {
   const [load1] = loadavg();
-  console.log(`\n(harness figures: ${availableParallelism()} CPUs, load average ${load1?.toFixed(2) ?? '?'} at start; timings are wall-clock)`);
+  console.log(
+    `\n(harness figures: ${availableParallelism()} CPUs, load average ${load1?.toFixed(2) ?? '?'} at start; timings are wall-clock)`,
+  );
   await benchMemoryOverhead();
   await benchHttpLoad();
 }
@@ -67,8 +69,10 @@ function chatMessages(request: ScriptedRequest): Array<{ role: string; content?:
 function benchReply(request: ScriptedRequest): ScriptedReply {
   const messages = chatMessages(request);
   const head = `${messages[0]?.content ?? ''}\n${messages[1]?.content ?? ''}`;
-  if (head.includes('structured reflection')) return { delayMs: OBSERVER_DELAY_MS, reply: { text: 'SUMMARY:\nThe user runs a benchmark.\n' } };
-  if (head.includes('observational memory processor')) return { delayMs: OBSERVER_DELAY_MS, reply: { text: 'IMPORTANCE:0.6\nThe user runs a ten-step benchmark task.' } };
+  if (head.includes('structured reflection'))
+    return { delayMs: OBSERVER_DELAY_MS, reply: { text: 'SUMMARY:\nThe user runs a benchmark.\n' } };
+  if (head.includes('observational memory processor'))
+    return { delayMs: OBSERVER_DELAY_MS, reply: { text: 'IMPORTANCE:0.6\nThe user runs a ten-step benchmark task.' } };
   let lastUser = -1;
   messages.forEach((message, index) => {
     if (message.role === 'user') lastUser = index;
@@ -76,14 +80,32 @@ function benchReply(request: ScriptedRequest): ScriptedReply {
   const step = messages.slice(lastUser + 1).filter((message) => message.role === 'assistant').length;
   const answer =
     step < STEPS - 1
-      ? { text: `step ${step}`, toolCalls: [{ id: `call_${step}`, name: 'working_memory', arguments: { action: 'set', key: `step_${step}`, value: { done: true } } }] }
+      ? {
+          text: `step ${step}`,
+          toolCalls: [
+            {
+              id: `call_${step}`,
+              name: 'working_memory',
+              arguments: { action: 'set', key: `step_${step}`, value: { done: true } },
+            },
+          ],
+        }
       : { text: 'All ten steps are done.' };
   return { delayMs: AGENT_DELAY_MS, reply: answer };
 }
 
-async function startVariant(name: Variant['name'], modelUrl: string, memoryEnv: Record<string, string>): Promise<Variant> {
+async function startVariant(
+  name: Variant['name'],
+  modelUrl: string,
+  memoryEnv: Record<string, string>,
+): Promise<Variant> {
   const root = mkdtempSync(join(tmpdir(), 'hm-bench-harness-'));
-  const env = { HARNESS_WORKSPACE: join(root, 'workspace'), OPENAI_BASE_URL: modelUrl, OPENAI_API_KEY: 'bench', ...memoryEnv };
+  const env = {
+    HARNESS_WORKSPACE: join(root, 'workspace'),
+    OPENAI_BASE_URL: modelUrl,
+    OPENAI_API_KEY: 'bench',
+    ...memoryEnv,
+  };
   const harness = await createHarness({ config: loadConfig({ env, cwd: root, homeDir: join(root, 'home') }), env });
   return { name, server: await startServer(harness, { port: 0 }), root };
 }
@@ -103,19 +125,29 @@ async function timeRun(variant: Variant, conversationId: string): Promise<RunTim
   for await (const frame of stream) {
     const event = eventData(frame);
     if (event.type === 'assistant.message' && event.payload['final'] === true) finalMs = performance.now() - start;
-    if (event.type === 'run.failed' || event.type === 'run.cancelled') throw new Error(`bench run ended with ${event.type}: ${frame.data}`);
+    if (event.type === 'run.failed' || event.type === 'run.cancelled')
+      throw new Error(`bench run ended with ${event.type}: ${frame.data}`);
     if (event.type === 'run.completed') return { finalMs, completedMs: performance.now() - start };
   }
   throw new Error('the event stream closed before run.completed');
 }
 
 async function benchMemoryOverhead(): Promise<void> {
-  console.log(`\n## Harness: time to the final answer of a ${STEPS}-step run (${STEPS - 1} tool calls, then the answer)`);
-  console.log(`   agent model ${AGENT_DELAY_MS} ms a turn, observer ${OBSERVER_DELAY_MS} ms; real OpenAI-compatible client over HTTP to a scripted`);
-  console.log('   server; runs started with POST /v1/runs and timed on their SSE stream; memory on vs [memory] mode = off, interleaved');
+  console.log(
+    `\n## Harness: time to the final answer of a ${STEPS}-step run (${STEPS - 1} tool calls, then the answer)`,
+  );
+  console.log(
+    `   agent model ${AGENT_DELAY_MS} ms a turn, observer ${OBSERVER_DELAY_MS} ms; real OpenAI-compatible client over HTTP to a scripted`,
+  );
+  console.log(
+    '   server; runs started with POST /v1/runs and timed on their SSE stream; memory on vs [memory] mode = off, interleaved',
+  );
   const model = await startScriptedOpenAIServer();
   model.setDefaultReply(benchReply);
-  const on = await startVariant('memory on', model.url, { HARNESS_MEMORY_DEFAULT_ENABLED: 'true', HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1' });
+  const on = await startVariant('memory on', model.url, {
+    HARNESS_MEMORY_DEFAULT_ENABLED: 'true',
+    HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1',
+  });
   const off = await startVariant('memory off', model.url, { HARNESS_MEMORY_MODE: 'off' });
   try {
     const timings = new Map<Variant['name'], RunTiming[]>([
@@ -129,7 +161,10 @@ async function benchMemoryOverhead(): Promise<void> {
       for (const variant of order) {
         const before = model.requests.length;
         const timing = await timeRun(variant, `bench-${variant.name.replace(' ', '-')}-${repetition + 1}`);
-        if (variant === on) observerCalls += model.requests.slice(before).filter((request) => chatMessages(request)[1]?.content?.includes('observational memory processor')).length;
+        if (variant === on)
+          observerCalls += model.requests
+            .slice(before)
+            .filter((request) => chatMessages(request)[1]?.content?.includes('observational memory processor')).length;
         if (repetition >= 0) timings.get(variant.name)?.push(timing);
       }
     }
@@ -138,10 +173,16 @@ async function benchMemoryOverhead(): Promise<void> {
     const onFinal = median(onTimes.map((timing) => timing.finalMs));
     const offFinal = median(offTimes.map((timing) => timing.finalMs));
     const list = (values: readonly RunTiming[]) => values.map((timing) => timing.finalMs.toFixed(0)).join(', ');
-    console.log(`${'memory off: time to final answer'.padEnd(58)}  median ${offFinal.toFixed(1).padStart(8)} ms  (runs: ${list(offTimes)} ms)`);
-    console.log(`${'memory on:  time to final answer'.padEnd(58)}  median ${onFinal.toFixed(1).padStart(8)} ms  (runs: ${list(onTimes)} ms)`);
+    console.log(
+      `${'memory off: time to final answer'.padEnd(58)}  median ${offFinal.toFixed(1).padStart(8)} ms  (runs: ${list(offTimes)} ms)`,
+    );
+    console.log(
+      `${'memory on:  time to final answer'.padEnd(58)}  median ${onFinal.toFixed(1).padStart(8)} ms  (runs: ${list(onTimes)} ms)`,
+    );
     const ratio = onFinal / offFinal;
-    console.log(`${'final answer, memory on / memory off'.padEnd(58)}  ratio ${ratio.toFixed(3).padStart(9)}     target ≤ 1.1  ${verdict(ratio <= 1.1)}`);
+    console.log(
+      `${'final answer, memory on / memory off'.padEnd(58)}  ratio ${ratio.toFixed(3).padStart(9)}     target ≤ 1.1  ${verdict(ratio <= 1.1)}`,
+    );
     const onDone = median(onTimes.map((timing) => timing.completedMs));
     const offDone = median(offTimes.map((timing) => timing.completedMs));
     console.log(
@@ -169,7 +210,13 @@ interface LoadResult {
 }
 
 /** Sends `total` requests, `concurrency` at a time, each body read to the end. */
-async function load(name: string, total: number, concurrency: number, send: (index: number) => Promise<Response>, okStatus: number): Promise<LoadResult> {
+async function load(
+  name: string,
+  total: number,
+  concurrency: number,
+  send: (index: number) => Promise<Response>,
+  okStatus: number,
+): Promise<LoadResult> {
   const latencies: number[] = [];
   let next = 0;
   let errors = 0;
@@ -197,7 +244,14 @@ async function load(name: string, total: number, concurrency: number, send: (ind
   const seconds = (performance.now() - start) / 1000;
   if (firstError !== '') console.log(`   ${name}: ${errors} errors; first: ${firstError}`);
   latencies.sort((a, b) => a - b);
-  return { name, count: total, errors, seconds, medianMs: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99) };
+  return {
+    name,
+    count: total,
+    errors,
+    seconds,
+    medianMs: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+  };
 }
 
 function reportLoad(result: LoadResult, target: string): void {
@@ -217,14 +271,21 @@ function reportLoad(result: LoadResult, target: string): void {
 type ChildMessage = { type: 'ready'; url: string } | { type: 'settled'; runs: number; ms: number };
 
 async function benchHttpLoad(): Promise<void> {
-  console.log(`\n## Harness HTTP API under load: ${LOAD_REQUESTS.toLocaleString('en')} requests, ${LOAD_CONCURRENCY} concurrent, fetch keep-alive, loopback`);
-  console.log('   the harness runs in a child process (SQLite, memory on, observe_min_tokens 1) with instant in-process models');
+  console.log(
+    `\n## Harness HTTP API under load: ${LOAD_REQUESTS.toLocaleString('en')} requests, ${LOAD_CONCURRENCY} concurrent, fetch keep-alive, loopback`,
+  );
+  console.log(
+    '   the harness runs in a child process (SQLite, memory on, observe_min_tokens 1) with instant in-process models',
+  );
   const child = forkBenchChild<ChildMessage>(fileURLToPath(import.meta.url), SERVER_FLAG);
   try {
     const { url } = await child.receive('ready');
     const getMemory = () => fetch(`${url}${LOAD_SCOPE}`);
     await load('warmup', 300, LOAD_CONCURRENCY, getMemory, 200);
-    reportLoad(await load(`GET ${LOAD_SCOPE}`, LOAD_REQUESTS, LOAD_CONCURRENCY, getMemory, 200), 'none in issue 5 (figure only)');
+    reportLoad(
+      await load(`GET ${LOAD_SCOPE}`, LOAD_REQUESTS, LOAD_CONCURRENCY, getMemory, 200),
+      'none in issue 5 (figure only)',
+    );
 
     const postRun = (index: number) =>
       fetch(`${url}/v1/runs`, {
@@ -235,10 +296,21 @@ async function benchHttpLoad(): Promise<void> {
     await load('warmup', 100, LOAD_CONCURRENCY, (index) => postRun(LOAD_REQUESTS + index), 202);
     child.send('settle');
     await child.receive('settled');
-    reportLoad(await load('POST /v1/runs (instant model; runs execute meanwhile)', LOAD_REQUESTS, LOAD_CONCURRENCY, postRun, 202), 'none in issue 5 (figure only)');
+    reportLoad(
+      await load(
+        'POST /v1/runs (instant model; runs execute meanwhile)',
+        LOAD_REQUESTS,
+        LOAD_CONCURRENCY,
+        postRun,
+        202,
+      ),
+      'none in issue 5 (figure only)',
+    );
     child.send('settle');
     const settled = await child.receive('settled');
-    console.log(`${'   then all runs finished (agent turn + observation each)'.padEnd(58)}  ${settled.ms.toFixed(0)} ms after the last POST; ${settled.runs.toLocaleString('en')} runs in total`);
+    console.log(
+      `${'   then all runs finished (agent turn + observation each)'.padEnd(58)}  ${settled.ms.toFixed(0)} ms after the last POST; ${settled.runs.toLocaleString('en')} runs in total`,
+    );
   } finally {
     await child.close();
   }
@@ -252,7 +324,12 @@ function instantModel(answer: (options: LanguageModelCallOptions) => string): La
     specificationVersion: 'v1',
     provider: 'bench',
     modelId: 'instant',
-    doGenerate: async (options): Promise<LanguageModelResult> => ({ text: answer(options), toolCalls: [], finishReason: 'stop', usage: { inputTokens: 10, outputTokens: 5 } }),
+    doGenerate: async (options): Promise<LanguageModelResult> => ({
+      text: answer(options),
+      toolCalls: [],
+      finishReason: 'stop',
+      usage: { inputTokens: 10, outputTokens: 5 },
+    }),
   };
 }
 
@@ -271,16 +348,28 @@ async function serveForLoad(): Promise<void> {
     env,
     agentModel: instantModel(() => 'Done.'),
     memoryModel: instantModel((options) =>
-      options.messages[0]?.content.includes('structured reflection') ? 'SUMMARY:\nThe user runs load tests.\n' : 'IMPORTANCE:0.6\nThe user asked for a load-test answer.',
+      options.messages[0]?.content.includes('structured reflection')
+        ? 'SUMMARY:\nThe user runs load tests.\n'
+        : 'IMPORTANCE:0.6\nThe user asked for a load-test answer.',
     ),
   });
   const server = await startServer(harness, { port: 0 });
   // The scope read under load: observations from a few runs, and working-memory entries.
   for (let index = 0; index < 5; index++) {
-    const run = await harness.runner.start({ prompt: `Seed fact ${index}: the user prefers option ${index}.`, tenantId: 'bench', conversationId: 'load-conv', agentId: 'agent' });
+    const run = await harness.runner.start({
+      prompt: `Seed fact ${index}: the user prefers option ${index}.`,
+      tenantId: 'bench',
+      conversationId: 'load-conv',
+      agentId: 'agent',
+    });
     await harness.runner.wait(run.runId);
   }
-  for (let index = 0; index < 5; index++) await harness.workingMemory.set({ tenantId: 'bench', conversationId: 'load-conv', agentId: 'agent' }, `key_${index}`, { index, note: 'seeded' });
+  for (let index = 0; index < 5; index++)
+    await harness.workingMemory.set(
+      { tenantId: 'bench', conversationId: 'load-conv', agentId: 'agent' },
+      `key_${index}`,
+      { index, note: 'seeded' },
+    );
   process.on('message', (message) => {
     void (async () => {
       if (message === 'settle') {
@@ -308,9 +397,11 @@ function countRuns(sqlitePath: string): number {
 }
 
 function median(values: readonly number[]): number {
-  return percentile([...values].sort((a, b) => a - b), 0.5);
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
 }
-
 
 if (process.argv.includes(SERVER_FLAG) && process.send) {
   serveForLoad().catch((error: unknown) => {

@@ -82,7 +82,11 @@ export interface WindowedRate extends Rate {
  * Operations per second of `work` run back to back `windows × perWindow` times: the
  * overall rate, and the rate of each window of `perWindow` (to show how steady it was).
  */
-export async function throughputInWindows(name: string, work: (index: number) => unknown, options: { windows: number; perWindow: number }): Promise<WindowedRate> {
+export async function throughputInWindows(
+  name: string,
+  work: (index: number) => unknown,
+  options: { windows: number; perWindow: number },
+): Promise<WindowedRate> {
   const windowRates: number[] = [];
   let index = 0;
   const start = process.hrtime.bigint();

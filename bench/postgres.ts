@@ -59,7 +59,9 @@ const INSTANT_OBSERVER: Observer = {
 export async function benchPostgres(): Promise<void> {
   const url = process.env['HARNESS_TEST_POSTGRES_URL'];
   const [load1] = loadavg();
-  console.log(`\n# Postgres (issue 6): ${availableParallelism()} CPUs, load average ${load1?.toFixed(2) ?? '?'} at start`);
+  console.log(
+    `\n# Postgres (issue 6): ${availableParallelism()} CPUs, load average ${load1?.toFixed(2) ?? '?'} at start`,
+  );
   if (!url) {
     console.log('skipped: HARNESS_TEST_POSTGRES_URL is unset (for example postgres://postgres@127.0.0.1:5432/test)');
     return;
@@ -68,12 +70,18 @@ export async function benchPostgres(): Promise<void> {
   const directory = mkdtempSync(join(tmpdir(), 'harness-memory-bench-pg-'));
   const admin = new pg.Pool({ connectionString: url, max: 2 });
   try {
-    const server = await admin.query<{ version: string; synchronous_commit: string }>(`SELECT split_part(version(), ' on ', 1) AS version, current_setting('synchronous_commit') AS synchronous_commit`);
-    console.log(`   ${server.rows[0]?.version ?? 'PostgreSQL'} at ${redact(url)}, synchronous_commit=${server.rows[0]?.synchronous_commit ?? '?'}; schema ${schema} (dropped afterwards)`);
+    const server = await admin.query<{ version: string; synchronous_commit: string }>(
+      `SELECT split_part(version(), ' on ', 1) AS version, current_setting('synchronous_commit') AS synchronous_commit`,
+    );
+    console.log(
+      `   ${server.rows[0]?.version ?? 'PostgreSQL'} at ${redact(url)}, synchronous_commit=${server.rows[0]?.synchronous_commit ?? '?'}; schema ${schema} (dropped afterwards)`,
+    );
     await benchPerTurnRead(url, schema, directory);
     await benchObserveRate(url, schema, directory, admin);
   } finally {
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch((error: unknown) => console.error(`could not drop schema ${schema}: ${String(error)}`));
+    await admin
+      .query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+      .catch((error: unknown) => console.error(`could not drop schema ${schema}: ${String(error)}`));
     await admin.end();
     rmSync(directory, { recursive: true, force: true });
   }
@@ -82,33 +90,58 @@ export async function benchPostgres(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Per-turn read
 
-async function readFigures(backend: string, store: MemoryStore): Promise<{ steady: Measurement; afterWrite: Measurement; buildSeconds: number; chars: number }> {
+async function readFigures(
+  backend: string,
+  store: MemoryStore,
+): Promise<{ steady: Measurement; afterWrite: Measurement; buildSeconds: number; chars: number }> {
   const scope = resolveScope({ tenantId: 'bench', conversationId: 'per-turn-read' });
   const buildStart = process.hrtime.bigint();
   await populateScope(store, scope, OBSERVATIONS, ENTRIES);
   const buildSeconds = Number(process.hrtime.bigint() - buildStart) / 1e9;
-  const memory = createObservationalMemory({ store, observer: INSTANT_OBSERVER, defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+  const memory = createObservationalMemory({
+    store,
+    observer: INSTANT_OBSERVER,
+    defaultEnabled: true,
+    defaults: { observeMinTokens: 1 },
+  });
   const workingMemory = createWorkingMemory({ store });
   const read = async () => `${await workingMemory.snippet(scope)}${await memory.snippet(scope)}`;
   const chars = (await read()).length;
   const label = `${backend}, ${OBSERVATIONS.toLocaleString('en')} obs, ${ENTRIES} entries`;
   const steady = await measure(`${label}: read, steady`, read, { samples: 2_000, warmup: 50 });
-  const written: NewObservation = { content: 'The user changed the deploy window to Thursday.', importance: 0.8, tokenCount: 12 };
-  const afterWrite = await measure(`${label}: read, after a write`, read, { samples: 100, warmup: 5, before: () => addObservations(store, scope, [written]) });
+  const written: NewObservation = {
+    content: 'The user changed the deploy window to Thursday.',
+    importance: 0.8,
+    tokenCount: 12,
+  };
+  const afterWrite = await measure(`${label}: read, after a write`, read, {
+    samples: 100,
+    warmup: 5,
+    before: () => addObservations(store, scope, [written]),
+  });
   return { steady, afterWrite, buildSeconds, chars };
 }
 
 async function benchPerTurnRead(url: string, schema: string, directory: string): Promise<void> {
-  console.log(`\n## Per-turn read: working-memory + observational-memory snippets, one scope, ${OBSERVATIONS.toLocaleString('en')} observations, ${ENTRIES} entries`);
-  console.log('   "steady" = snippet cache warm (consecutive turns); "after a write" = one new observation stored (untimed) before each read');
+  console.log(
+    `\n## Per-turn read: working-memory + observational-memory snippets, one scope, ${OBSERVATIONS.toLocaleString('en')} observations, ${ENTRIES} entries`,
+  );
+  console.log(
+    '   "steady" = snippet cache warm (consecutive turns); "after a write" = one new observation stored (untimed) before each read',
+  );
   const sqlite = createSqliteStore({ path: join(directory, 'read.db') });
   const postgres = await createPostgresStore({ connectionString: url, schema, max: 4 });
   try {
-    for (const [backend, store] of [['sqlite', sqlite], ['postgres', postgres]] as const) {
+    for (const [backend, store] of [
+      ['sqlite', sqlite],
+      ['postgres', postgres],
+    ] as const) {
       const figures = await readFigures(backend, store);
       report(figures.steady);
       report(figures.afterWrite);
-      console.log(`    ${backend}: snippets ${figures.chars} chars; fixture built in ${figures.buildSeconds.toFixed(2)} s`);
+      console.log(
+        `    ${backend}: snippets ${figures.chars} chars; fixture built in ${figures.buildSeconds.toFixed(2)} s`,
+      );
     }
   } finally {
     await sqlite.dispose();
@@ -129,7 +162,10 @@ interface RunRequest {
   readonly prefix: string;
 }
 
-type ChildMessage = { type: 'ready' } | { type: 'done'; count: number; errors: string[]; drainedAt: number } | { type: 'failed'; error: string };
+type ChildMessage =
+  | { type: 'ready' }
+  | { type: 'done'; count: number; errors: string[]; drainedAt: number }
+  | { type: 'failed'; error: string };
 
 interface Child {
   send(message: RunRequest | { type: 'close' }): void;
@@ -140,8 +176,14 @@ interface Child {
 /** A child process with `instances` harnesses (each its own pool). */
 function startChild(env: Record<string, string>, instances: number): Child {
   // Only our HARNESS_MEMORY_* variables: the config loader refuses unknown ones.
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('HARNESS_MEMORY_')));
-  const child = fork(fileURLToPath(import.meta.url), [REPLICA_FLAG], { execArgv: ['--import', 'tsx'], env: { ...inherited, ...env, BENCH_INSTANCES: String(instances) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => !key.startsWith('HARNESS_MEMORY_')),
+  );
+  const child = fork(fileURLToPath(import.meta.url), [REPLICA_FLAG], {
+    execArgv: ['--import', 'tsx'],
+    env: { ...inherited, ...env, BENCH_INSTANCES: String(instances) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const messages: ChildMessage[] = [];
   const waiters: Array<() => void> = [];
   child.on('message', (message) => {
@@ -188,18 +230,23 @@ async function observeRate(
     await Promise.all(children.map((child) => child.receive('ready')));
     // Warm-up (JIT, pools, prepared plans), untimed, on scopes of its own.
     const warmPrefix = `warm-${generateId('p')}`;
-    children.forEach((child) => child.send({ type: 'run', startAt: Date.now(), durationMs: 500, clients: shape.clients, prefix: warmPrefix }));
+    children.forEach((child) =>
+      child.send({ type: 'run', startAt: Date.now(), durationMs: 500, clients: shape.clients, prefix: warmPrefix }),
+    );
     await Promise.all(children.map((child) => child.receive('done')));
 
     const prefix = `rate-${generateId('p')}`;
     const startAt = Date.now() + 200;
-    children.forEach((child) => child.send({ type: 'run', startAt, durationMs: RATE_SECONDS * 1000, clients: shape.clients, prefix }));
+    children.forEach((child) =>
+      child.send({ type: 'run', startAt, durationMs: RATE_SECONDS * 1000, clients: shape.clients, prefix }),
+    );
     const done = await Promise.all(children.map((child) => child.receive('done')));
     const errors = done.flatMap((item) => item.errors);
     if (errors.length > 0) throw new Error(`observe failed in a replica: ${errors.slice(0, 3).join('; ')}`);
     const issued = done.reduce((sum, item) => sum + item.count, 0);
     const applied = await countApplied(prefix);
-    if (applied !== issued) throw new Error(`${name}: ${issued} observes issued but ${applied} observe operations applied`);
+    if (applied !== issued)
+      throw new Error(`${name}: ${issued} observes issued but ${applied} observe operations applied`);
     const seconds = (Math.max(...done.map((item) => item.drainedAt)) - startAt) / 1000;
     return { name, clients: shape.processes * shape.instances * shape.clients, applied, seconds };
   } finally {
@@ -208,31 +255,83 @@ async function observeRate(
 }
 
 async function benchObserveRate(url: string, schema: string, directory: string, admin: pg.Pool): Promise<void> {
-  console.log(`\n## Observe operations applied per second: ${SCOPES} fresh scopes, ${CLIENTS_PER_REPLICA} concurrent clients per replica for ${RATE_SECONDS} s, instant memory model`);
-  console.log('   each replica is a createHarness instance (on Postgres its own pool of 10 + LISTEN connection) with its background worker, hosted in child processes;');
-  console.log('   the clients run inside it and call observationalMemory.observe (no HTTP). Applied/s counts operations applied in the log, until every replica drained.');
-  const common = { HARNESS_MEMORY_DEFAULT_ENABLED: 'true', HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1', HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: '1000000' };
+  console.log(
+    `\n## Observe operations applied per second: ${SCOPES} fresh scopes, ${CLIENTS_PER_REPLICA} concurrent clients per replica for ${RATE_SECONDS} s, instant memory model`,
+  );
+  console.log(
+    '   each replica is a createHarness instance (on Postgres its own pool of 10 + LISTEN connection) with its background worker, hosted in child processes;',
+  );
+  console.log(
+    '   the clients run inside it and call observationalMemory.observe (no HTTP). Applied/s counts operations applied in the log, until every replica drained.',
+  );
+  const common = {
+    HARNESS_MEMORY_DEFAULT_ENABLED: 'true',
+    HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1',
+    HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: '1000000',
+  };
   const sqlitePath = join(directory, 'rate.db');
-  const sqliteEnv = { ...common, HARNESS_MEMORY_DB_DRIVER: 'sqlite', HARNESS_MEMORY_SQLITE_PATH: sqlitePath, BENCH_ROOT: directory };
-  const postgresEnv = { ...common, HARNESS_MEMORY_DB_DRIVER: 'postgres', HARNESS_MEMORY_DB_DSN: url, HARNESS_MEMORY_SCHEMA: schema, BENCH_ROOT: directory };
+  const sqliteEnv = {
+    ...common,
+    HARNESS_MEMORY_DB_DRIVER: 'sqlite',
+    HARNESS_MEMORY_SQLITE_PATH: sqlitePath,
+    BENCH_ROOT: directory,
+  };
+  const postgresEnv = {
+    ...common,
+    HARNESS_MEMORY_DB_DRIVER: 'postgres',
+    HARNESS_MEMORY_DB_DSN: url,
+    HARNESS_MEMORY_SCHEMA: schema,
+    BENCH_ROOT: directory,
+  };
   const countSqlite = async (prefix: string): Promise<number> => {
     const db = new Database(sqlitePath, { readonly: true, fileMustExist: true });
     try {
-      return (db.prepare(`SELECT COUNT(*) AS n FROM om_operation_log WHERE operation_type = 'observe' AND status = 'applied' AND run_id LIKE ?`).get(`${prefix}%`) as { n: number }).n;
+      return (
+        db
+          .prepare(
+            `SELECT COUNT(*) AS n FROM om_operation_log WHERE operation_type = 'observe' AND status = 'applied' AND run_id LIKE ?`,
+          )
+          .get(`${prefix}%`) as { n: number }
+      ).n;
     } finally {
       db.close();
     }
   };
   const countPostgres = async (prefix: string): Promise<number> =>
-    (await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".om_operation_log WHERE operation_type = 'observe' AND status = 'applied' AND starts_with(run_id, $1)`, [prefix])).rows[0]?.n ?? 0;
+    (
+      await admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM "${schema}".om_operation_log WHERE operation_type = 'observe' AND status = 'applied' AND starts_with(run_id, $1)`,
+        [prefix],
+      )
+    ).rows[0]?.n ?? 0;
 
   const perReplica = CLIENTS_PER_REPLICA;
   const results = [
     await observeRate('sqlite, 1 replica', sqliteEnv, { processes: 1, instances: 1, clients: perReplica }, countSqlite),
-    await observeRate('postgres, 1 replica', postgresEnv, { processes: 1, instances: 1, clients: perReplica }, countPostgres),
-    await observeRate('postgres, 1 replica, 3× the clients', postgresEnv, { processes: 1, instances: 1, clients: 3 * perReplica }, countPostgres),
-    await observeRate('postgres, 3 replicas in 1 process (3 harnesses, 3 pools)', postgresEnv, { processes: 1, instances: 3, clients: perReplica }, countPostgres),
-    await observeRate('postgres, 3 replicas, 3 processes', postgresEnv, { processes: 3, instances: 1, clients: perReplica }, countPostgres),
+    await observeRate(
+      'postgres, 1 replica',
+      postgresEnv,
+      { processes: 1, instances: 1, clients: perReplica },
+      countPostgres,
+    ),
+    await observeRate(
+      'postgres, 1 replica, 3× the clients',
+      postgresEnv,
+      { processes: 1, instances: 1, clients: 3 * perReplica },
+      countPostgres,
+    ),
+    await observeRate(
+      'postgres, 3 replicas in 1 process (3 harnesses, 3 pools)',
+      postgresEnv,
+      { processes: 1, instances: 3, clients: perReplica },
+      countPostgres,
+    ),
+    await observeRate(
+      'postgres, 3 replicas, 3 processes',
+      postgresEnv,
+      { processes: 3, instances: 1, clients: perReplica },
+      countPostgres,
+    ),
   ];
   for (const result of results) {
     const rate = result.applied / result.seconds;
@@ -255,14 +354,23 @@ async function benchObserveRate(url: string, schema: string, directory: string, 
 // The replica child
 
 function instantMemoryModel(): LanguageModel {
-  const answer = (text: string): LanguageModelResult => ({ text, toolCalls: [], finishReason: 'stop', usage: { inputTokens: 10, outputTokens: 5 } });
+  const answer = (text: string): LanguageModelResult => ({
+    text,
+    toolCalls: [],
+    finishReason: 'stop',
+    usage: { inputTokens: 10, outputTokens: 5 },
+  });
   return {
     specificationVersion: 'v1',
     provider: 'bench',
     modelId: 'instant',
     async doGenerate(options) {
       const system = options.messages[0]?.content ?? '';
-      return answer(system.includes('structured reflection') ? 'SUMMARY:\nThe user runs a bench.\n' : 'IMPORTANCE:0.5\nThe user said a turn mattered.');
+      return answer(
+        system.includes('structured reflection')
+          ? 'SUMMARY:\nThe user runs a bench.\n'
+          : 'IMPORTANCE:0.5\nThe user said a turn mattered.',
+      );
     },
   };
 }
@@ -270,12 +378,14 @@ function instantMemoryModel(): LanguageModel {
 async function replicaMain(): Promise<void> {
   const root = mkdtempSync(join(process.env['BENCH_ROOT'] ?? tmpdir(), 'replica-'));
   const env: Record<string, string> = { HARNESS_WORKSPACE: root };
-  for (const [key, value] of Object.entries(process.env)) if (key.startsWith('HARNESS_MEMORY_') && value !== undefined) env[key] = value;
+  for (const [key, value] of Object.entries(process.env))
+    if (key.startsWith('HARNESS_MEMORY_') && value !== undefined) env[key] = value;
   const model = instantMemoryModel();
   const config = loadConfig({ env, cwd: root, homeDir: join(root, 'home') });
   const instances = Number(process.env['BENCH_INSTANCES'] ?? '1');
   const harnesses: Harness[] = [];
-  for (let index = 0; index < instances; index++) harnesses.push(await createHarness({ config, env, agentModel: model, memoryModel: model }));
+  for (let index = 0; index < instances; index++)
+    harnesses.push(await createHarness({ config, env, agentModel: model, memoryModel: model }));
   const replica = generateId('r');
   let counter = 0;
   process.on('message', (message: RunRequest | { type: 'close' }) => {
@@ -298,7 +408,9 @@ async function replicaMain(): Promise<void> {
             await harness.observationalMemory.observe({
               scope: { tenantId: 'bench', conversationId: `${message.prefix}-${index % SCOPES}` },
               runId: `${message.prefix}-${replica}-${index}`,
-              messages: [{ id: `${replica}-${index}`, role: 'user', content: `Turn ${index}: keep the deploy window in mind.` }],
+              messages: [
+                { id: `${replica}-${index}`, role: 'user', content: `Turn ${index}: keep the deploy window in mind.` },
+              ],
             });
             count++;
           } catch (error) {
@@ -309,7 +421,9 @@ async function replicaMain(): Promise<void> {
       };
       await Promise.all(harnesses.flatMap((harness) => Array.from({ length: message.clients }, () => client(harness))));
       // Operations another replica held are left queued for whoever holds the scope next.
-      await Promise.all(harnesses.map((harness) => harness.observationalMemory.drain(undefined, { timeoutMs: 60_000 })));
+      await Promise.all(
+        harnesses.map((harness) => harness.observationalMemory.drain(undefined, { timeoutMs: 60_000 })),
+      );
       process.send?.({ type: 'done', count, errors, drainedAt: Date.now() });
     })().catch((error: unknown) => process.send?.({ type: 'failed', error: String(error) }));
   });

@@ -81,15 +81,30 @@ const INSTANT_AGENT: LanguageModel = {
   specificationVersion: 'v1',
   provider: 'bench',
   modelId: 'instant',
-  doGenerate: async () => ({ text: 'Done.', toolCalls: [], finishReason: 'stop', usage: { inputTokens: 10, outputTokens: 2 } }),
+  doGenerate: async () => ({
+    text: 'Done.',
+    toolCalls: [],
+    finishReason: 'stop',
+    usage: { inputTokens: 10, outputTokens: 2 },
+  }),
 };
 
 /** Conversation messages of 20 to 80 tokens, users and assistants taking turns. */
 function conversationMessages(memoryId: string, first: number, count: number): ConversationMessage[] {
   return Array.from({ length: count }, (_, offset) => {
     const index = first + offset;
-    const content = `Message ${index}: ${'we talked about the deploy window and the reviewer again '.repeat(1 + (index % 5))}`.slice(0, 80 + (index % 7) * 40);
-    return { messageId: `${memoryId}:m${index}`, runId: `run-${Math.floor(index / 2)}`, role: index % 2 === 0 ? 'user' : 'assistant', content, tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(content) };
+    const content =
+      `Message ${index}: ${'we talked about the deploy window and the reviewer again '.repeat(1 + (index % 5))}`.slice(
+        0,
+        80 + (index % 7) * 40,
+      );
+    return {
+      messageId: `${memoryId}:m${index}`,
+      runId: `run-${Math.floor(index / 2)}`,
+      role: index % 2 === 0 ? 'user' : 'assistant',
+      content,
+      tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(content),
+    };
   });
 }
 
@@ -100,16 +115,29 @@ async function summarize(backend: Backend): Promise<BackendSummary> {
     const scope = resolveScope(input);
     const memoryId = memoryIdOf(scope);
     await populateScope(store, scope, OBSERVATIONS, ENTRIES);
-    for (let first = 0; first < MESSAGES; first += 500) await runStore.appendMessages(memoryId, conversationMessages(memoryId, first, 500));
-    const memory = createObservationalMemory({ store, observer: INSTANT_OBSERVER, defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    for (let first = 0; first < MESSAGES; first += 500)
+      await runStore.appendMessages(memoryId, conversationMessages(memoryId, first, 500));
+    const memory = createObservationalMemory({
+      store,
+      observer: INSTANT_OBSERVER,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
     const workingMemory = createWorkingMemory({ store });
     const preparer = createTurnPreparer({ observationalMemory: memory, workingMemory, runStore });
     const label = `${backend.name}, ${OBSERVATIONS.toLocaleString('en')} obs, ${MESSAGES.toLocaleString('en')} messages`;
-    const written: NewObservation = { content: 'The user changed the deploy window to Thursday.', importance: 0.8, tokenCount: 12 };
+    const written: NewObservation = {
+      content: 'The user changed the deploy window to Thursday.',
+      importance: 0.8,
+      tokenCount: 12,
+    };
     let writes = 0;
     const write = async (): Promise<void> => {
       await addObservations(store, scope, [written]);
-      await workingMemory.set(input, entryKey(writes++ % ENTRIES), { note: 'changed after the last turn', turn: writes });
+      await workingMemory.set(input, entryKey(writes++ % ENTRIES), {
+        note: 'changed after the last turn',
+        turn: writes,
+      });
     };
     const snippets = async (): Promise<string> => `${await workingMemory.snippet(input)}${await memory.snippet(input)}`;
     const prepare = () => preparer.prepareTurn(input);
@@ -117,25 +145,46 @@ async function summarize(backend: Backend): Promise<BackendSummary> {
     console.log(`   ${backend.name}: a turn replays ${history} messages of history`);
 
     const turnRead = await measure(`${label}: snippets, steady`, snippets, { samples: 2_000, warmup: 50 });
-    const turnReadAfterWrite = await measure(`${label}: snippets, after a write`, snippets, { samples: 200, warmup: 20, before: write });
+    const turnReadAfterWrite = await measure(`${label}: snippets, after a write`, snippets, {
+      samples: 200,
+      warmup: 20,
+      before: write,
+    });
     const preTurn = await measure(`${label}: pre-turn read, steady`, prepare, { samples: 2_000, warmup: 50 });
-    const preTurnAfterWrite = await measure(`${label}: pre-turn read, after a write`, prepare, { samples: 200, warmup: 20, before: write });
+    const preTurnAfterWrite = await measure(`${label}: pre-turn read, after a write`, prepare, {
+      samples: 200,
+      warmup: 20,
+      before: write,
+    });
     for (const item of [turnRead, turnReadAfterWrite]) report(item);
     report(preTurn, `p99 ≤ 1 ms: ${verdict(preTurn.p99Ms <= 1)}`);
     report(preTurnAfterWrite, `p99 ≤ 1.5 ms: ${verdict(preTurnAfterWrite.p99Ms <= 1.5)}`);
 
     const rate = { maxSeconds: 1.5, minCount: 200 };
-    const wmGet = await throughputWithin(`${backend.name}: working memory get`, (index) => workingMemory.get(input, entryKey(index % ENTRIES)), { ...rate, maxCount: 500_000 });
+    const wmGet = await throughputWithin(
+      `${backend.name}: working memory get`,
+      (index) => workingMemory.get(input, entryKey(index % ENTRIES)),
+      { ...rate, maxCount: 500_000 },
+    );
     const wmSet = await throughputWithin(
       `${backend.name}: working memory set`,
-      (index) => workingMemory.set(input, entryKey(index % ENTRIES), { note: 'replaced value of about the same size', turn: index }),
+      (index) =>
+        workingMemory.set(input, entryKey(index % ENTRIES), {
+          note: 'replaced value of about the same size',
+          turn: index,
+        }),
       { ...rate, maxCount: 100_000 },
     );
     const fresh: ScopeInput = { tenantId: 'bench', conversationId: 'observe-fresh' };
-    for (let index = 0; index < 50; index++) await memory.observe({ scope: fresh, messages: [{ id: `warm-${index}`, role: 'user', content: 'warm up' }] });
+    for (let index = 0; index < 50; index++)
+      await memory.observe({ scope: fresh, messages: [{ id: `warm-${index}`, role: 'user', content: 'warm up' }] });
     const observe = await throughputWithin(
       `${backend.name}: observe, instant observer`,
-      (index) => memory.observe({ scope: fresh, messages: [{ id: `turn-${index}`, role: 'user', content: `Turn ${index}: keep the deploy window in mind.` }] }),
+      (index) =>
+        memory.observe({
+          scope: fresh,
+          messages: [{ id: `turn-${index}`, role: 'user', content: `Turn ${index}: keep the deploy window in mind.` }],
+        }),
       { ...rate, maxCount: 20_000 },
     );
     reportRate(wmSet, `≥ 50,000/s: ${verdict(wmSet.opsPerSecond >= 50_000)}`);
@@ -159,16 +208,32 @@ async function summarize(backend: Backend): Promise<BackendSummary> {
 }
 
 /** Medians of one-step runs, memory on minus memory off, below and above the observe threshold. */
-async function memoryTurnOverhead(store: MemoryStore, runStore: RunStore, backend: string): Promise<BackendSummary['memory_turn_overhead_ms']> {
+async function memoryTurnOverhead(
+  store: MemoryStore,
+  runStore: RunStore,
+  backend: string,
+): Promise<BackendSummary['memory_turn_overhead_ms']> {
   const workspace = mkdtempSync(join(tmpdir(), 'hm-bench-turn-'));
   try {
     const runnerWith = (memoryOptions: Parameters<typeof createObservationalMemory>[0]) => {
       const observationalMemory = createObservationalMemory(memoryOptions);
-      return createAgentRunner({ model: INSTANT_AGENT, observationalMemory, workingMemory: createWorkingMemory({ store }), runStore, memoryTools: [], workspace });
+      return createAgentRunner({
+        model: INSTANT_AGENT,
+        observationalMemory,
+        workingMemory: createWorkingMemory({ store }),
+        runStore,
+        memoryTools: [],
+        workspace,
+      });
     };
     const variants = {
       off: runnerWith({ store, mode: 'off' }),
-      below: runnerWith({ store, observer: INSTANT_OBSERVER, defaultEnabled: true, defaults: { observeMinTokens: 1_000_000 } }),
+      below: runnerWith({
+        store,
+        observer: INSTANT_OBSERVER,
+        defaultEnabled: true,
+        defaults: { observeMinTokens: 1_000_000 },
+      }),
       above: runnerWith({ store, observer: INSTANT_OBSERVER, defaultEnabled: true, defaults: { observeMinTokens: 1 } }),
     };
     const times: Record<keyof typeof variants, number[]> = { off: [], below: [], above: [] };
@@ -179,15 +244,26 @@ async function memoryTurnOverhead(store: MemoryStore, runStore: RunStore, backen
         const name = names[(index + 30 + offset) % names.length] as keyof typeof variants;
         const runner = variants[name];
         const start = process.hrtime.bigint();
-        const run = await runner.start({ prompt: `Turn ${index}: keep the deploy window in mind.`, tenantId: 'bench', conversationId: `overhead-${name}` });
+        const run = await runner.start({
+          prompt: `Turn ${index}: keep the deploy window in mind.`,
+          tenantId: 'bench',
+          conversationId: `overhead-${name}`,
+        });
         const done = await runner.wait(run.runId);
         if (done.status !== 'completed') throw new Error(`bench: a ${name} run ended ${done.status}`);
         if (index >= 0) times[name].push(Number(process.hrtime.bigint() - start) / 1e6);
       }
     }
-    const median = (values: number[]): number => percentile([...values].sort((a, b) => a - b), 0.5);
+    const median = (values: number[]): number =>
+      percentile(
+        [...values].sort((a, b) => a - b),
+        0.5,
+      );
     const off = median(times.off);
-    const result = { below_threshold: round(median(times.below) - off, 3), above_threshold: round(median(times.above) - off, 3) };
+    const result = {
+      below_threshold: round(median(times.below) - off, 3),
+      above_threshold: round(median(times.above) - off, 3),
+    };
     console.log(
       `${`${backend}: one-step run, memory off`.padEnd(58)}  median ${off.toFixed(3).padStart(8)} ms; memory on adds ${result.below_threshold.toFixed(3)} ms below the observe threshold, ` +
         `${result.above_threshold.toFixed(3)} ms above it (target ≤ 0.5 ms: ${verdict(result.below_threshold <= 0.5 && result.above_threshold <= 0.5)})`,
@@ -205,7 +281,9 @@ function round(value: number, digits: number): number {
 
 /** Measures the issue-16 figures on SQLite (and Postgres when configured) and returns them. */
 export async function benchSummary(): Promise<BenchSummary> {
-  console.log(`\n# Turn figures (issue 16): ${MESSAGES.toLocaleString('en')} messages, ${OBSERVATIONS.toLocaleString('en')} observations, ${ENTRIES} entries per scope`);
+  console.log(
+    `\n# Turn figures (issue 16): ${MESSAGES.toLocaleString('en')} messages, ${OBSERVATIONS.toLocaleString('en')} observations, ${ENTRIES} entries per scope`,
+  );
   const directory = mkdtempSync(join(tmpdir(), 'hm-bench-summary-'));
   const url = process.env['HARNESS_TEST_POSTGRES_URL'];
   const schema = `hm_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -224,7 +302,10 @@ export async function benchSummary(): Promise<BenchSummary> {
     }
     const postgres = await summarize({
       name: 'postgres',
-      open: async () => ({ store: await createPostgresStore({ connectionString: url, schema, max: 4 }), runStore: await createPostgresRunStore({ connectionString: url, schema, max: 4 }) }),
+      open: async () => ({
+        store: await createPostgresStore({ connectionString: url, schema, max: 4 }),
+        runStore: await createPostgresRunStore({ connectionString: url, schema, max: 4 }),
+      }),
     });
     return { sqlite, postgres };
   } finally {

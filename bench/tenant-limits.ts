@@ -62,7 +62,13 @@ async function calm(url: string, ms: number): Promise<Traffic> {
   for (let index = 0; performance.now() < end; index++) {
     const tick = new Promise((resolve) => setTimeout(resolve, CALM_INTERVAL_MS));
     await timed(traffic, () =>
-      index % 2 === 0 ? fetch(`${base}/working`, { headers }) : fetch(`${base}/working/k${index % 20}`, { method: 'PUT', headers, body: JSON.stringify({ value: { index } }) }),
+      index % 2 === 0
+        ? fetch(`${base}/working`, { headers })
+        : fetch(`${base}/working/k${index % 20}`, {
+            method: 'PUT',
+            headers,
+            body: JSON.stringify({ value: { index } }),
+          }),
     );
     await tick;
   }
@@ -78,8 +84,16 @@ function flood(url: string): { stop(): Promise<Traffic> } {
     for (let index = 0; !stopped; index++) {
       await timed(traffic, () =>
         index % 10 === 0
-          ? fetch(`${url}/v1/runs`, { method: 'POST', headers, body: JSON.stringify({ prompt: `flood ${worker}-${index}`, conversation_id: `flood-${worker}` }) })
-          : fetch(`${url}/v1/memory/flood/conv-${worker}/agent/working/k${index % 50}`, { method: 'PUT', headers, body: JSON.stringify({ value: index }) }),
+          ? fetch(`${url}/v1/runs`, {
+              method: 'POST',
+              headers,
+              body: JSON.stringify({ prompt: `flood ${worker}-${index}`, conversation_id: `flood-${worker}` }),
+            })
+          : fetch(`${url}/v1/memory/flood/conv-${worker}/agent/working/k${index % 50}`, {
+              method: 'PUT',
+              headers,
+              body: JSON.stringify({ value: index }),
+            }),
       );
     }
   };
@@ -95,13 +109,17 @@ function flood(url: string): { stop(): Promise<Traffic> } {
 
 function row(name: string, traffic: Traffic, seconds: number): string {
   const sorted = [...traffic.latencies].sort((a, b) => a - b);
-  const ok = [...traffic.statuses].filter(([status]) => status >= 200 && status < 300).reduce((sum, [, count]) => sum + count, 0);
+  const ok = [...traffic.statuses]
+    .filter(([status]) => status >= 200 && status < 300)
+    .reduce((sum, [, count]) => sum + count, 0);
   const refused = traffic.statuses.get(429) ?? 0;
   const other = sorted.length - ok - refused;
   const ms = (value: number) => `${value.toFixed(1).padStart(7)} ms`;
   return [
     name.padEnd(34),
-    `${Math.round(sorted.length / seconds).toLocaleString('en').padStart(6)} req/s`,
+    `${Math.round(sorted.length / seconds)
+      .toLocaleString('en')
+      .padStart(6)} req/s`,
     `2xx ${String(ok).padStart(6)}`,
     `429 ${String(refused).padStart(6)}`,
     `other ${String(other).padStart(3)}`,
@@ -115,8 +133,12 @@ function row(name: string, traffic: Traffic, seconds: number): string {
 /** Prints the calm tenant's latency alone and during the other tenant's flood, and the flood's. */
 export async function benchTenantLimits(): Promise<void> {
   const [load1] = loadavg();
-  console.log(`\n## Per-tenant limits: one tenant floods (${FLOOD_CONCURRENCY} loops of writes and runs, no pause), another sends a read or a write every ${CALM_INTERVAL_MS} ms`);
-  console.log(`   default limits (50 writes/s, 16 runs, 32 streams per API key); harness in a child process with instant models; ${availableParallelism()} CPUs, load average ${load1?.toFixed(2) ?? '?'}`);
+  console.log(
+    `\n## Per-tenant limits: one tenant floods (${FLOOD_CONCURRENCY} loops of writes and runs, no pause), another sends a read or a write every ${CALM_INTERVAL_MS} ms`,
+  );
+  console.log(
+    `   default limits (50 writes/s, 16 runs, 32 streams per API key); harness in a child process with instant models; ${availableParallelism()} CPUs, load average ${load1?.toFixed(2) ?? '?'}`,
+  );
   const child = forkBenchChild<ChildMessage>(fileURLToPath(import.meta.url), SERVER_FLAG);
   try {
     const { url } = await child.receive('ready');
@@ -151,14 +173,24 @@ function instantModel(text: string): LanguageModel {
     specificationVersion: 'v1',
     provider: 'bench',
     modelId: 'instant',
-    doGenerate: async () => ({ text, toolCalls: [], finishReason: 'stop', usage: { inputTokens: 10, outputTokens: 5 } }),
+    doGenerate: async () => ({
+      text,
+      toolCalls: [],
+      finishReason: 'stop',
+      usage: { inputTokens: 10, outputTokens: 5 },
+    }),
   };
 }
 
 async function serveWithLimits(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'hm-bench-limits-'));
   const env = { HARNESS_WORKSPACE: join(root, 'workspace'), HARNESS_API_KEYS: `${KEYS.flood}:flood,${KEYS.calm}:calm` };
-  const harness = await createHarness({ config: loadConfig({ env, cwd: root, homeDir: join(root, 'home') }), env, agentModel: instantModel('Done.'), memoryModel: instantModel('IMPORTANCE:0.5\nnoted') });
+  const harness = await createHarness({
+    config: loadConfig({ env, cwd: root, homeDir: join(root, 'home') }),
+    env,
+    agentModel: instantModel('Done.'),
+    memoryModel: instantModel('IMPORTANCE:0.5\nnoted'),
+  });
   const server = await startServer(harness, { port: 0 });
   process.on('message', (message) => {
     if (message !== 'close') return;

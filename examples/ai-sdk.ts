@@ -25,12 +25,20 @@ import { createSqliteStore } from 'harness-memory/storage/sqlite';
 
 const store = createSqliteStore({ path: '.harness/example-ai-sdk.db' });
 const observer = createOpenAICompatibleModel({ baseURL, apiKey: 'local', modelId: 'memory-model' });
-const memory = createObservationalMemory({ store, model: observer, defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+const memory = createObservationalMemory({
+  store,
+  model: observer,
+  defaultEnabled: true,
+  defaults: { observeMinTokens: 1 },
+});
 const workingMemory = createWorkingMemory({ store });
 const scope = { tenantId: 'acme', conversationId: `chat-${Date.now()}`, agentId: 'assistant' };
 
 const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
-const model = wrapLanguageModel({ model: createOpenAICompatible({ name: 'local', baseURL }).chatModel('chat-model'), middleware });
+const model = wrapLanguageModel({
+  model: createOpenAICompatible({ name: 'local', baseURL }).chatModel('chat-model'),
+  middleware,
+});
 const tools = createMemoryTools({ memory, workingMemory, scope });
 
 await generateText({ model, tools, prompt: 'I am allergic to peanuts.' });

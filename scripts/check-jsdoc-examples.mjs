@@ -60,7 +60,9 @@ const written = examples.map((example, index) => {
   const code = example.code.replace(/from\s+'(harness-memory(?:\/[^']*)?)'/g, (match, specifier) => {
     const source = sourceOfSubpath(specifier);
     if (source === undefined) {
-      problems.push(`${relative(root, example.file)}:${example.line}: imports ${specifier}, which package.json does not export`);
+      problems.push(
+        `${relative(root, example.file)}:${example.line}: imports ${specifier}, which package.json does not export`,
+      );
       return match;
     }
     return `from '${relative(outDir, source).replace(/\.ts$/, '.js')}'`;
@@ -73,17 +75,32 @@ const written = examples.map((example, index) => {
 if (problems.length === 0 && written.length > 0) {
   writeFileSync(
     join(outDir, 'tsconfig.json'),
-    JSON.stringify({ extends: relative(outDir, join(root, 'tsconfig.json')), compilerOptions: { noEmit: true, rootDir: relative(outDir, root), noUnusedLocals: false }, include: written }, null, 2),
+    JSON.stringify(
+      {
+        extends: relative(outDir, join(root, 'tsconfig.json')),
+        compilerOptions: { noEmit: true, rootDir: relative(outDir, root), noUnusedLocals: false },
+        include: written,
+      },
+      null,
+      2,
+    ),
   );
   try {
-    execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(outDir, 'tsconfig.json')], { cwd: root, stdio: 'pipe' });
+    execFileSync(
+      process.execPath,
+      [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(outDir, 'tsconfig.json')],
+      { cwd: root, stdio: 'pipe' },
+    );
   } catch (error) {
     const output = `${error.stdout ?? ''}${error.stderr ?? ''}`;
     // Name the source line of each example an error is in.
-    const mapped = output.replace(/(?:node_modules\/\.cache\/jsdoc-examples\/)?(example-\d+\.ts)\((\d+),(\d+)\)/g, (match, name, line) => {
-      const example = examples[Number(/\d+/.exec(name)[0])];
-      return `${relative(root, example.file)}:${example.line + Number(line) - 2} (${name} line ${line})`;
-    });
+    const mapped = output.replace(
+      /(?:node_modules\/\.cache\/jsdoc-examples\/)?(example-\d+\.ts)\((\d+),(\d+)\)/g,
+      (match, name, line) => {
+        const example = examples[Number(/\d+/.exec(name)[0])];
+        return `${relative(root, example.file)}:${example.line + Number(line) - 2} (${name} line ${line})`;
+      },
+    );
     problems.push(mapped.trim());
   }
 }

@@ -34,7 +34,11 @@ const LAYERS = [
 
 /** Edges the rank order allows that the house still forbids: [from, to, why]. */
 const FORBIDDEN_EDGES = [
-  ['llm', 'config', 'the llm layer takes its own plain input (ModelSelectionConfig); pass the loaded config from a composition root'],
+  [
+    'llm',
+    'config',
+    'the llm layer takes its own plain input (ModelSelectionConfig); pass the loaded config from a composition root',
+  ],
   ['storage', 'config', 'ports and adapters depend on core alone; pass plain options'],
   ['storage', 'llm', 'ports depend on core alone; shared transcript types live in core/conversation-message.ts'],
   ['memory', 'config', 'services take plain options; composition roots read the config'],
@@ -57,7 +61,16 @@ const ADAPTERS = [
 ];
 
 /** Packages the root entry must never load, through any chain of imports. */
-const FORBIDDEN_AT_ROOT = ['better-sqlite3', 'pg', 'hono', '@hono/node-server', 'commander', 'openai', 'ai', '@ai-sdk/provider'];
+const FORBIDDEN_AT_ROOT = [
+  'better-sqlite3',
+  'pg',
+  'hono',
+  '@hono/node-server',
+  'commander',
+  'openai',
+  'ai',
+  '@ai-sdk/provider',
+];
 const CORE_ALLOWED_BUILTINS = new Set(['node:crypto']);
 
 // ---------------------------------------------------------------------------------------
@@ -72,7 +85,9 @@ function walk(directory) {
   return files;
 }
 
-const sourceFiles = ['src', 'test', 'bench'].flatMap((folder) => (existsSync(join(root, folder)) ? walk(join(root, folder)) : []));
+const sourceFiles = ['src', 'test', 'bench'].flatMap((folder) =>
+  existsSync(join(root, folder)) ? walk(join(root, folder)) : [],
+);
 
 const KEBAB = /^_?[a-z0-9]+(-[a-z0-9]+)*(\.(test|suite|test-d|examples))?\.(ts|mjs|js|json|txt|md)$/;
 for (const file of sourceFiles) {
@@ -127,7 +142,9 @@ for (const folder of new Set(srcFiles.map(folderOf))) {
 const forbidden = new Map(FORBIDDEN_EDGES.map(([from, to, why]) => [`${from}>${to}`, why]));
 function adapterOf(file) {
   const path = relative(SRC, file).split(sep).join('/');
-  return ADAPTERS.find((adapter) => (adapter.path.endsWith('/') ? path.startsWith(adapter.path) : path === adapter.path));
+  return ADAPTERS.find((adapter) =>
+    adapter.path.endsWith('/') ? path.startsWith(adapter.path) : path === adapter.path,
+  );
 }
 
 const graph = new Map();
@@ -158,12 +175,22 @@ for (const file of srcFiles) {
     if (from === to || fromLayer === undefined || toLayer === undefined) {
       // Same folder, the root entry, or an unknown folder (reported above).
     } else if (toLayer.rank > fromLayer.rank) {
-      problems.push(`${name}: ${from} (rank ${fromLayer.rank}) imports ${relative(root, target)} from ${to} (rank ${toLayer.rank}), a higher layer`);
+      problems.push(
+        `${name}: ${from} (rank ${fromLayer.rank}) imports ${relative(root, target)} from ${to} (rank ${toLayer.rank}), a higher layer`,
+      );
     } else if (forbidden.has(`${from}>${to}`)) {
-      problems.push(`${name}: ${from} must not import ${to} (${relative(root, target)}): ${forbidden.get(`${from}>${to}`)}`);
+      problems.push(
+        `${name}: ${from} must not import ${to} (${relative(root, target)}): ${forbidden.get(`${from}>${to}`)}`,
+      );
     }
     const adapter = adapterOf(target);
-    if (adapter !== undefined && adapter !== adapterOf(file) && from !== '' && !COMPOSITION_ROOTS.includes(from) && !adapter.alsoFrom.includes(from)) {
+    if (
+      adapter !== undefined &&
+      adapter !== adapterOf(file) &&
+      from !== '' &&
+      !COMPOSITION_ROOTS.includes(from) &&
+      !adapter.alsoFrom.includes(from)
+    ) {
       problems.push(
         `${name}: imports the adapter ${relative(root, target)}; adapters are reached only from a composition root (${COMPOSITION_ROOTS.join(', ')}): depend on the port and have it passed in`,
       );
@@ -227,7 +254,9 @@ function circles() {
 }
 for (const component of circles()) {
   const names = component.map((file) => relative(root, file)).sort();
-  problems.push(`import circle (type imports count): ${names.join(' <-> ')}; move the shared types to a file both can import`);
+  problems.push(
+    `import circle (type imports count): ${names.join(' <-> ')}; move the shared types to a file both can import`,
+  );
 }
 
 // The root entry never loads a database driver, HTTP framework or model SDK.
@@ -250,4 +279,6 @@ if (problems.length > 0) {
   console.error(`Layout check failed (rules in ${THIS_FILE}):\n- ${problems.join('\n- ')}`);
   process.exit(1);
 }
-console.log(`Layout check passed (${sourceFiles.length} files; ${srcFiles.length} in the layer order ${LAYERS.map((layer) => layer.folder).join(' < ')}).`);
+console.log(
+  `Layout check passed (${sourceFiles.length} files; ${srcFiles.length} in the layer order ${LAYERS.map((layer) => layer.folder).join(' < ')}).`,
+);

@@ -24,28 +24,40 @@ interface ChatMessage {
 }
 
 function messagesOf(request: ScriptedRequest): ChatMessage[] {
-  const messages = (request.body as { messages?: Array<{ role: string; content: unknown }> } | undefined)?.messages ?? [];
-  return messages.map((message) => ({ role: message.role, content: typeof message.content === 'string' ? message.content : '' }));
+  const messages =
+    (request.body as { messages?: Array<{ role: string; content: unknown }> } | undefined)?.messages ?? [];
+  return messages.map((message) => ({
+    role: message.role,
+    content: typeof message.content === 'string' ? message.content : '',
+  }));
 }
 
 function isMemoryRequest(request: ScriptedRequest): boolean {
-  return messagesOf(request).some((message) => message.content.includes('observational memory processor') || message.content.includes('structured reflection'));
+  return messagesOf(request).some(
+    (message) =>
+      message.content.includes('observational memory processor') || message.content.includes('structured reflection'),
+  );
 }
 
 /** The scripted model: observer and reflector prompts get memory answers, the agent gets its script. */
 function reply(request: ScriptedRequest): ScriptedReply {
   const messages = messagesOf(request);
   const prompt = messages.map((message) => message.content).join('\n');
-  if (prompt.includes('structured reflection')) return { text: 'SUMMARY:\nThe user prefers tabs over spaces.\n\nSUPERSESSIONS:\n\nCONTRADICTIONS:\n' };
+  if (prompt.includes('structured reflection'))
+    return { text: 'SUMMARY:\nThe user prefers tabs over spaces.\n\nSUPERSESSIONS:\n\nCONTRADICTIONS:\n' };
   if (prompt.includes('observational memory processor')) {
     const segment = prompt.slice(prompt.lastIndexOf('New transcript segment:'));
-    if (segment.includes('I prefer tabs over spaces')) return { text: 'IMPORTANCE:0.9\nUser prefers tabs over spaces.' };
+    if (segment.includes('I prefer tabs over spaces'))
+      return { text: 'IMPORTANCE:0.9\nUser prefers tabs over spaces.' };
     return { text: 'IMPORTANCE:0.3\nThe agent confirmed the plan to reformat src/ with tabs.' };
   }
   const last = messages.at(-1);
-  if (last?.role === 'tool') return { text: 'Noted: tabs over spaces. I saved the plan (step 1: reformat src/ with tabs) to working memory.' };
+  if (last?.role === 'tool')
+    return { text: 'Noted: tabs over spaces. I saved the plan (step 1: reformat src/ with tabs) to working memory.' };
   if (last?.content.includes('I prefer tabs over spaces')) {
-    return { toolCalls: [{ id: 'call_plan', name: 'working_memory', arguments: { action: 'set', key: 'plan', value: PLAN } }] };
+    return {
+      toolCalls: [{ id: 'call_plan', name: 'working_memory', arguments: { action: 'set', key: 'plan', value: PLAN } }],
+    };
   }
   return { text: 'Tabs: you told me you prefer them. We are at step 1 of the plan: run the formatter on src/.' };
 }
@@ -64,7 +76,8 @@ function indent(text: string): string {
 async function runOnce(harness: Harness, prompt: string): Promise<{ output: string; events: string[] }> {
   const run = await harness.runner.start({ prompt, conversationId: CONVERSATION });
   const done = await harness.runner.wait(run.runId);
-  if (done.status !== 'completed') throw new Error(`run ${run.runId} ended ${done.status}: ${done.error?.message ?? ''}`);
+  if (done.status !== 'completed')
+    throw new Error(`run ${run.runId} ended ${done.status}: ${done.error?.message ?? ''}`);
   const events = (await harness.runStore.listEvents(run.runId, -1)).map((event) => event.type);
   return { output: done.output ?? '', events };
 }
@@ -91,7 +104,9 @@ async function main(): Promise<void> {
     harness = await createHarness({ config, env });
     const scope = { tenantId: 'default', conversationId: CONVERSATION, agentId: 'default' };
     console.log(`workspace: ${workspace} (removed at the end)`);
-    console.log(`memory model: ${harness.memoryModel.mode} ${harness.memoryModel.modelId} (${harness.memoryModel.source})`);
+    console.log(
+      `memory model: ${harness.memoryModel.mode} ${harness.memoryModel.modelId} (${harness.memoryModel.source})`,
+    );
 
     heading(`Run 1 (conversation ${CONVERSATION})`);
     console.log(`user: ${RUN_1_PROMPT}`);
@@ -102,9 +117,12 @@ async function main(): Promise<void> {
     heading('Stored after run 1');
     const inspection = await harness.observationalMemory.inspect(scope);
     for (const observation of inspection.observations) {
-      console.log(`observation [${observation.seq}] importance ${observation.importance ?? 'unscored'}: ${observation.content}`);
+      console.log(
+        `observation [${observation.seq}] importance ${observation.importance ?? 'unscored'}: ${observation.content}`,
+      );
     }
-    for (const entry of await harness.workingMemory.entries(scope)) console.log(`working memory: ${entry.key} = ${entry.valueJson}`);
+    for (const entry of await harness.workingMemory.entries(scope))
+      console.log(`working memory: ${entry.key} = ${entry.valueJson}`);
 
     heading(`Run 2 (same conversation ${CONVERSATION})`);
     console.log(`user: ${RUN_2_PROMPT}`);
@@ -113,13 +131,19 @@ async function main(): Promise<void> {
     console.log(`answer: ${second.output}`);
 
     heading("Run 2's first model request: its system messages, in order");
-    const request = server.requests.slice(before).find((item) => item.path === '/v1/chat/completions' && !isMemoryRequest(item));
+    const request = server.requests
+      .slice(before)
+      .find((item) => item.path === '/v1/chat/completions' && !isMemoryRequest(item));
     if (!request) throw new Error('run 2 made no agent request');
     const systems = messagesOf(request).filter((message) => message.role === 'system');
     systems.forEach((message, index) => console.log(`system message ${index + 1}:\n${indent(message.content)}`));
 
     const joined = systems.map((message) => message.content).join('\n');
-    const ok = joined.includes('<working-memory>') && joined.includes('"step":1') && joined.includes('<observational-memory>') && joined.includes('User prefers tabs over spaces.');
+    const ok =
+      joined.includes('<working-memory>') &&
+      joined.includes('"step":1') &&
+      joined.includes('<observational-memory>') &&
+      joined.includes('User prefers tabs over spaces.');
     heading(ok ? 'Result' : 'Result: FAILED');
     console.log(
       ok

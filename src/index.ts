@@ -5,23 +5,61 @@
  * adapters and the model client live at their own subpaths.
  * @module
  */
-export { HarnessMemoryError, ConfigError, StoreError, ToolError, ModelCallError, HARNESS_MEMORY_ERROR_CODES, RUN_ERROR_CODES } from './core/errors.js';
+export {
+  HarnessMemoryError,
+  ConfigError,
+  StoreError,
+  ToolError,
+  ModelCallError,
+  HARNESS_MEMORY_ERROR_CODES,
+  RUN_ERROR_CODES,
+} from './core/errors.js';
 export type { HarnessMemoryErrorCode, HarnessMemoryErrorOptions, RunErrorCode } from './core/errors.js';
-export { resolveScope, assertScope, validateScopeId, memoryIdOf, DEFAULT_SCOPE_ID, MAX_SCOPE_ID_LENGTH } from './core/scope.js';
+export {
+  resolveScope,
+  assertScope,
+  validateScopeId,
+  memoryIdOf,
+  DEFAULT_SCOPE_ID,
+  MAX_SCOPE_ID_LENGTH,
+} from './core/scope.js';
 export type { Scope, ScopeInput } from './core/scope.js';
-export { RuneTokenEstimator, RUNE_TOKEN_ESTIMATOR, estimateMessageTokens, countCodePoints } from './core/token-estimator.js';
+export {
+  RuneTokenEstimator,
+  RUNE_TOKEN_ESTIMATOR,
+  estimateMessageTokens,
+  countCodePoints,
+} from './core/token-estimator.js';
 export type { TokenEstimator, EstimableMessage } from './core/token-estimator.js';
 export { DEFAULT_OBSERVATION_CONFIG, DEFAULT_TOOL_IMPORTANCE_CAP, OBSERVATION_SOURCES } from './core/observation.js';
-export type { Observation, ObservationConfig, ObservationSource, ParsedObservation, StoredReflection, MemoryRecord } from './core/observation.js';
+export type {
+  Observation,
+  ObservationConfig,
+  ObservationSource,
+  ParsedObservation,
+  StoredReflection,
+  MemoryRecord,
+} from './core/observation.js';
 export type { StructuredReflection, Supersession, Contradiction } from './core/reflection.js';
 export { activeReflectionLinks, checkReflectionReferences, EMPTY_REFLECTION_LINKS } from './core/reflection-links.js';
-export type { CheckedReferences, ReflectionLinks, StoredContradiction, StoredSupersession } from './core/reflection-links.js';
+export type {
+  CheckedReferences,
+  ReflectionLinks,
+  StoredContradiction,
+  StoredSupersession,
+} from './core/reflection-links.js';
 export { maxReflectorInputTokens } from './core/memory-prompts.js';
 export { pairToolCalls } from './core/tool-call-pairs.js';
 export type { ToolCallMessage } from './core/tool-call-pairs.js';
 export { isNothingToObserve, parseObservations } from './core/parse-observations.js';
 export { parseReflection } from './core/parse-reflection.js';
-export { buildObservationSnippet, scoreObservation, SNIPPET_PREAMBLE, UNSCORED_IMPORTANCE, SUPERSEDED_IMPORTANCE } from './core/observation-snippet.js';
+export {
+  buildObservationSnippet,
+  scoreObservation,
+  SNIPPET_PREAMBLE,
+  UNSCORED_IMPORTANCE,
+  SUPERSEDED_IMPORTANCE,
+} from './core/observation-snippet.js';
 export type { ObservationSnippetInput, SnippetLinks } from './core/observation-snippet.js';
 export { buildWorkingMemorySnippet, DEFAULT_WORKING_MEMORY_LIMITS } from './core/working-memory.js';
 export type { WorkingMemoryLimitsConfig } from './core/working-memory.js';
@@ -52,7 +90,15 @@ export { createModelObserver, createModelReflector } from './memory/model-observ
 export type { Observer, Reflector, ObserverInput, ReflectorInput, ModelOutputLimits } from './memory/model-observer.js';
 export { createInMemoryStore } from './storage/in-memory-store.js';
 export type { InMemoryStoreOptions } from './storage/in-memory-store.js';
-export type { MemoryStore, Operation, OperationType, OperationStatus, StoredMessage, WorkingMemoryEntry, Marker } from './storage/store.js';
+export type {
+  MemoryStore,
+  Operation,
+  OperationType,
+  OperationStatus,
+  StoredMessage,
+  WorkingMemoryEntry,
+  Marker,
+} from './storage/store.js';
 export type {
   LanguageModel,
   LanguageModelMessage,

@@ -30,9 +30,14 @@ describe('eval samples: the shipped LongMemEval-format sample', () => {
     expect(dataset.conversations.length).toBeGreaterThanOrEqual(30);
     expect(questionTypesOf(dataset).sort()).toEqual([...LONGMEMEVAL_QUESTION_TYPES].sort());
     for (const type of LONGMEMEVAL_QUESTION_TYPES) {
-      expect(questions.filter((question) => question.questionType === type && !question.abstention).length, type).toBeGreaterThanOrEqual(4);
+      expect(
+        questions.filter((question) => question.questionType === type && !question.abstention).length,
+        type,
+      ).toBeGreaterThanOrEqual(4);
     }
-    const abstentionTypes = new Set(questions.filter((question) => question.abstention).map((question) => question.questionType));
+    const abstentionTypes = new Set(
+      questions.filter((question) => question.abstention).map((question) => question.questionType),
+    );
     expect(abstentionTypes.size).toBeGreaterThanOrEqual(5);
   });
 
@@ -51,9 +56,14 @@ describe('eval samples: the shipped LongMemEval-format sample', () => {
   it('writes dates whose weekday is right, with every session before its question', () => {
     for (const conversation of dataset.conversations) {
       const question = conversation.questions[0];
-      for (const dated of [...conversation.sessions, { date: question?.questionDate ?? null, timestamp: question?.questionTimestamp ?? null }]) {
+      for (const dated of [
+        ...conversation.sessions,
+        { date: question?.questionDate ?? null, timestamp: question?.questionTimestamp ?? null },
+      ]) {
         const weekday = /\((\w{3})\)/.exec(dated.date ?? '')?.[1];
-        expect(weekday, `${conversation.id}: ${dated.date}`).toBe(WEEKDAYS[new Date(dated.timestamp ?? Number.NaN).getUTCDay()]);
+        expect(weekday, `${conversation.id}: ${dated.date}`).toBe(
+          WEEKDAYS[new Date(dated.timestamp ?? Number.NaN).getUTCDay()],
+        );
       }
       const lastSession = Math.max(...conversation.sessions.map((session) => session.timestamp ?? 0));
       expect(question?.questionTimestamp ?? 0, conversation.id).toBeGreaterThan(lastSession);
@@ -79,14 +89,26 @@ describe('eval samples: the LoCoMo-format fixture', () => {
   it('reads without a problem and covers every category', () => {
     expect(dataset.format).toBe('locomo');
     expect(dataset.problems).toEqual([]);
-    expect(questionTypesOf(dataset).sort()).toEqual(['category-1', 'category-2', 'category-3', 'category-4', 'category-5']);
+    expect(questionTypesOf(dataset).sort()).toEqual([
+      'category-1',
+      'category-2',
+      'category-3',
+      'category-4',
+      'category-5',
+    ]);
   });
 
   it('holds an image caption, a numeric answer and an adversarial question without an answer', () => {
-    const messages = dataset.conversations.flatMap((conversation) => conversation.sessions.flatMap((session) => session.messages));
+    const messages = dataset.conversations.flatMap((conversation) =>
+      conversation.sessions.flatMap((session) => session.messages),
+    );
     expect(messages.some((message) => message.content.includes('shared an image: '))).toBe(true);
     const questions = dataset.conversations.flatMap((conversation) => conversation.questions);
     expect(questions.some((question) => question.answer === '2')).toBe(true);
-    expect(questions.some((question) => question.category === 5 && question.answer === '' && question.adversarialAnswer !== undefined)).toBe(true);
+    expect(
+      questions.some(
+        (question) => question.category === 5 && question.answer === '' && question.adversarialAnswer !== undefined,
+      ),
+    ).toBe(true);
   });
 });

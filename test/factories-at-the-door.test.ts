@@ -7,8 +7,22 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod/v4';
 import { createAgentRunner } from '../src/agent/agent-runner.js';
 import { loadConfig } from '../src/config/load-config.js';
-import { createInMemoryStore, createModelObserver, createModelReflector, createObservationalMemory, createWorkingMemory, HarnessMemoryError } from '../src/index.js';
-import { createAgentModel, createOpenAICompatibleModel, selectMemoryModel, withCircuitBreaker, withoutRetries, withRetries } from '../src/llm/index.js';
+import {
+  createInMemoryStore,
+  createModelObserver,
+  createModelReflector,
+  createObservationalMemory,
+  createWorkingMemory,
+  HarnessMemoryError,
+} from '../src/index.js';
+import {
+  createAgentModel,
+  createOpenAICompatibleModel,
+  selectMemoryModel,
+  withCircuitBreaker,
+  withoutRetries,
+  withRetries,
+} from '../src/llm/index.js';
 import { createApp, createHarness, startServer } from '../src/server/index.js';
 import { createFaultLog } from '../src/server/fault-log.js';
 import { createTenantLimits } from '../src/server/tenant-limits.js';
@@ -19,11 +33,28 @@ import { createSqliteRunStore, createSqliteStore } from '../src/storage/sqlite/i
 import { createObservationalMemoryTool, createWorkingMemoryTool, defineTool } from '../src/tools/index.js';
 
 const store = createInMemoryStore();
-const model = { specificationVersion: 'v1' as const, provider: 'test', modelId: 'm', doGenerate: async () => ({ text: '', toolCalls: [], finishReason: 'stop' as const, usage: { inputTokens: 0, outputTokens: 0 } }) };
+const model = {
+  specificationVersion: 'v1' as const,
+  provider: 'test',
+  modelId: 'm',
+  doGenerate: async () => ({
+    text: '',
+    toolCalls: [],
+    finishReason: 'stop' as const,
+    usage: { inputTokens: 0, outputTokens: 0 },
+  }),
+};
 const memory = createObservationalMemory({ store });
 const workingMemory = createWorkingMemory({ store });
 const runStore = createInMemoryRunStore();
-const runnerOptions = { model, observationalMemory: memory, workingMemory, runStore, memoryTools: [], workspace: '/tmp' };
+const runnerOptions = {
+  model,
+  observationalMemory: memory,
+  workingMemory,
+  runStore,
+  memoryTools: [],
+  workspace: '/tmp',
+};
 
 // [factory, call, the option the error must name]
 const cases: Array<[string, () => unknown, string]> = [
@@ -49,8 +80,16 @@ const cases: Array<[string, () => unknown, string]> = [
   ['createPostgresRunStore', () => createPostgresRunStore({ connectionString: ' ' }), 'connectionString'],
   ['createOpenAICompatibleModel', () => createOpenAICompatibleModel({} as never), 'baseURL'],
   ['createOpenAICompatibleModel', () => createOpenAICompatibleModel({ baseURL: '', modelId: 'm' }), 'baseURL'],
-  ['createOpenAICompatibleModel', () => createOpenAICompatibleModel({ baseURL: 'http://127.0.0.1:1' } as never), 'modelId'],
-  ['createOpenAICompatibleModel', () => createOpenAICompatibleModel({ baseURL: 'http://127.0.0.1:1', modelId: '' }), 'modelId'],
+  [
+    'createOpenAICompatibleModel',
+    () => createOpenAICompatibleModel({ baseURL: 'http://127.0.0.1:1' } as never),
+    'modelId',
+  ],
+  [
+    'createOpenAICompatibleModel',
+    () => createOpenAICompatibleModel({ baseURL: 'http://127.0.0.1:1', modelId: '' }),
+    'modelId',
+  ],
   ['withRetries', () => withRetries(undefined as never), 'model'],
   ['withoutRetries', () => withoutRetries({} as never), 'model'],
   ['withCircuitBreaker', () => withCircuitBreaker(undefined as never), 'model'],
@@ -85,7 +124,11 @@ async function failureOf(call: () => unknown): Promise<unknown> {
   } catch (error) {
     return error;
   }
-  if (result instanceof Promise) return result.then(() => undefined, (error: unknown) => error);
+  if (result instanceof Promise)
+    return result.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
   return undefined;
 }
 

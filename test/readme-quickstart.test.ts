@@ -11,7 +11,11 @@ describe('readme: library quickstart', () => {
     const workingMemory = createWorkingMemory({ store });
     const scope = { tenantId: 'acme', conversationId: 'conv-42', agentId: 'coder' };
 
-    await memory.observe({ scope, runId: 'run-1', messages: [{ id: 'msg-1', role: 'user', content: 'Please always use tabs in this repo.' }] });
+    await memory.observe({
+      scope,
+      runId: 'run-1',
+      messages: [{ id: 'msg-1', role: 'user', content: 'Please always use tabs in this repo.' }],
+    });
     await workingMemory.set(scope, 'plan', { step: 1, target: 'auth.go' });
     const system = [await workingMemory.snippet(scope), await memory.snippet(scope)].filter(Boolean);
 

@@ -31,7 +31,10 @@ export function cancelled(): Error {
 
 /** The end of a run whose conversation was forgotten while it ran. */
 export function forgottenError(run: RunRecord): RunErrorJson {
-  return { code: 'SCOPE_FORGOTTEN', message: `conversation ${run.scope.conversationId} was forgotten while run ${run.runId} was active; the run stopped and stored nothing more` };
+  return {
+    code: 'SCOPE_FORGOTTEN',
+    message: `conversation ${run.scope.conversationId} was forgotten while run ${run.runId} was active; the run stopped and stored nothing more`,
+  };
 }
 
 /** A run request the runner refuses. */
@@ -41,5 +44,10 @@ export function invalidRequest(message: string): HarnessMemoryError {
 
 /** No such run. */
 export function notFound(runId: string): HarnessMemoryError {
-  return new HarnessMemoryError({ code: 'RUN_NOT_FOUND', component: 'runner', message: `run ${runId} was not found.`, data: { runId } });
+  return new HarnessMemoryError({
+    code: 'RUN_NOT_FOUND',
+    component: 'runner',
+    message: `run ${runId} was not found.`,
+    data: { runId },
+  });
 }

@@ -43,7 +43,14 @@ function gate(): { promise: Promise<void>; open: () => void } {
   return { promise, open };
 }
 
-function runnerOver(parts: { store: MemoryStore; runStore: RunStore; model: LanguageModel; memory?: ObservationalMemory; tools?: Tool[]; runner?: Partial<AgentRunnerOptions> }) {
+function runnerOver(parts: {
+  store: MemoryStore;
+  runStore: RunStore;
+  model: LanguageModel;
+  memory?: ObservationalMemory;
+  tools?: Tool[];
+  runner?: Partial<AgentRunnerOptions>;
+}) {
   const observationalMemory = parts.memory ?? createObservationalMemory({ store: parts.store, defaultEnabled: false });
   const workingMemory = createWorkingMemory({ store: parts.store });
   const runner = createAgentRunner({
@@ -75,7 +82,12 @@ describe('agent runner: the transcript stays valid after a cancel (issue 12)', (
           return { done: true };
         },
       });
-      server.enqueue({ toolCalls: [{ id: 'call_a', name: 'slow_step', arguments: {} }, { id: 'call_b', name: 'slow_step', arguments: {} }] });
+      server.enqueue({
+        toolCalls: [
+          { id: 'call_a', name: 'slow_step', arguments: {} },
+          { id: 'call_b', name: 'slow_step', arguments: {} },
+        ],
+      });
       server.setDefaultReply({ text: 'all good' });
       const store = createInMemoryStore();
       const runStore = createInMemoryRunStore();
@@ -87,14 +99,25 @@ describe('agent runner: the transcript stays valid after a cancel (issue 12)', (
       release.open();
       expect((await cancelling).status).toBe('cancelled');
       // The first call has its result, the second none: the stored history is incomplete.
-      expect((await runStore.recentMessages(memoryId, 10_000)).map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
+      expect((await runStore.recentMessages(memoryId, 10_000)).map((message) => message.role)).toEqual([
+        'user',
+        'assistant',
+        'tool',
+      ]);
 
       const second = await runner.start({ ...scope, prompt: 'and now?' });
       const done = await runner.wait(second.runId);
       expect(done.error).toBeNull();
       expect(done).toMatchObject({ status: 'completed', output: 'all good' });
-      const sent = server.requests.at(-1)?.body as { messages: Array<{ role: string; tool_calls?: Array<{ id: string }>; tool_call_id?: string }> };
-      expect(sent.messages.map((message) => [message.role, message.tool_calls?.map((call) => call.id).join(',') ?? message.tool_call_id ?? ''])).toEqual([
+      const sent = server.requests.at(-1)?.body as {
+        messages: Array<{ role: string; tool_calls?: Array<{ id: string }>; tool_call_id?: string }>;
+      };
+      expect(
+        sent.messages.map((message) => [
+          message.role,
+          message.tool_calls?.map((call) => call.id).join(',') ?? message.tool_call_id ?? '',
+        ]),
+      ).toEqual([
         ['user', ''],
         ['assistant', 'call_a'],
         ['tool', 'call_a'],
@@ -115,7 +138,12 @@ describe('agent runner: events in order, failures visible (issue 12)', () => {
     });
     const store = createInMemoryStore();
     const runStore = createInMemoryRunStore();
-    const memory = createObservationalMemory({ store, observer, defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    const memory = createObservationalMemory({
+      store,
+      observer,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
     const scopeEvents: ObservationalMemoryEvent[] = [];
     const late = new Promise<void>((resolve) =>
       memory.subscribe((event) => {
@@ -123,7 +151,13 @@ describe('agent runner: events in order, failures visible (issue 12)', () => {
         if (event.type === 'memory.observe.completed') resolve();
       }),
     );
-    const { runner } = runnerOver({ store, runStore, model: createMockLanguageModel('done'), memory, runner: { settleTimeoutMs: 1 } });
+    const { runner } = runnerOver({
+      store,
+      runStore,
+      model: createMockLanguageModel('done'),
+      memory,
+      runner: { settleTimeoutMs: 1 },
+    });
     const run = await runner.start({ ...scope, prompt: 'I prefer tabs.' });
     expect((await runner.wait(run.runId)).status).toBe('completed');
     held.open();
@@ -133,7 +167,12 @@ describe('agent runner: events in order, failures visible (issue 12)', () => {
     expect(types.at(-1)).toBe('run.completed');
     expect(types.filter((type) => type === 'run.completed')).toHaveLength(1);
     expect(types).not.toContain('memory.observe.completed');
-    expect(scopeEvents.find((event) => event.type === 'memory.observe.completed')).toMatchObject({ runId: run.runId, scope, observed: true, observationCount: 1 });
+    expect(scopeEvents.find((event) => event.type === 'memory.observe.completed')).toMatchObject({
+      runId: run.runId,
+      scope,
+      observed: true,
+      observationCount: 1,
+    });
   });
 
   it('goes on without a snippet that cannot be built and says so with memory.snippet.failed', async () => {
@@ -143,7 +182,14 @@ describe('agent runner: events in order, failures visible (issue 12)', () => {
     const runStore = createInMemoryRunStore();
     const model = createMockLanguageModel('done');
     const observationalMemory = createObservationalMemory({ store, defaultEnabled: false });
-    const runner = createAgentRunner({ model, observationalMemory, workingMemory: createWorkingMemory({ store: broken }), runStore, memoryTools: [], workspace: WORKSPACE });
+    const runner = createAgentRunner({
+      model,
+      observationalMemory,
+      workingMemory: createWorkingMemory({ store: broken }),
+      runStore,
+      memoryTools: [],
+      workspace: WORKSPACE,
+    });
     const run = await runner.start({ ...scope, prompt: 'hello', systemPrompt: 'sys' });
     expect((await runner.wait(run.runId)).status).toBe('completed');
     const failed = (await runStore.listEvents(run.runId, -1)).filter((event) => event.type === 'memory.snippet.failed');
@@ -186,7 +232,9 @@ async function forgetDuringRun(backend: Backend): Promise<void> {
   const model = createMockLanguageModel('done');
   const memory = createObservationalMemory({
     store: local.store,
-    observer: scriptedObserver((input) => `IMPORTANCE: 0.9\n${input.messages.map((message) => message.content).join(' / ')}`),
+    observer: scriptedObserver(
+      (input) => `IMPORTANCE: 0.9\n${input.messages.map((message) => message.content).join(' / ')}`,
+    ),
     defaultEnabled: true,
     defaults: { observeMinTokens: 1 },
   });
@@ -238,17 +286,23 @@ describe('agent runner: forget during an active run (issue 12)', () => {
   });
 
   const url = postgresTestUrl();
-  it.skipIf(!url)('brings nothing forgotten back when another replica sharing the Postgres schema forgets', async () => {
-    const schemas = createPostgresTestSchemas(url ?? '');
-    const schema = schemas.next();
-    const open = async () => ({ store: await createPostgresStore({ connectionString: url ?? '', schema, max: 3 }), runStore: await createPostgresRunStore({ connectionString: url ?? '', schema, max: 3 }) });
-    const local = await open();
-    const remote = await open();
-    try {
-      await forgetDuringRun({ local, remote, close: async () => undefined });
-    } finally {
-      for (const handle of [local.runStore, local.store, remote.runStore, remote.store]) await handle.dispose();
-      await schemas.dropAll();
-    }
-  });
+  it.skipIf(!url)(
+    'brings nothing forgotten back when another replica sharing the Postgres schema forgets',
+    async () => {
+      const schemas = createPostgresTestSchemas(url ?? '');
+      const schema = schemas.next();
+      const open = async () => ({
+        store: await createPostgresStore({ connectionString: url ?? '', schema, max: 3 }),
+        runStore: await createPostgresRunStore({ connectionString: url ?? '', schema, max: 3 }),
+      });
+      const local = await open();
+      const remote = await open();
+      try {
+        await forgetDuringRun({ local, remote, close: async () => undefined });
+      } finally {
+        for (const handle of [local.runStore, local.store, remote.runStore, remote.store]) await handle.dispose();
+        await schemas.dropAll();
+      }
+    },
+  );
 });

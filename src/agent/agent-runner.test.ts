@@ -21,7 +21,13 @@ afterAll(() => rmSync(WORKSPACE, { recursive: true, force: true }));
 
 const SENTINEL = 'SENTINEL_RECALL_user_prefers_tabs_over_spaces_42';
 
-function harness(options: { memory?: Partial<ObservationalMemoryOptions>; runner?: Partial<AgentRunnerOptions>; memoryModel?: MockLanguageModel } = {}) {
+function harness(
+  options: {
+    memory?: Partial<ObservationalMemoryOptions>;
+    runner?: Partial<AgentRunnerOptions>;
+    memoryModel?: MockLanguageModel;
+  } = {},
+) {
   const store = createInMemoryStore();
   const agentModel = createMockLanguageModel('done');
   const memoryModel = options.memoryModel ?? createMockLanguageModel(`IMPORTANCE:0.9\n${SENTINEL}`);
@@ -40,7 +46,10 @@ function harness(options: { memory?: Partial<ObservationalMemoryOptions>; runner
     observationalMemory,
     workingMemory,
     runStore,
-    memoryTools: [createWorkingMemoryTool(workingMemory), createObservationalMemoryTool({ memory: observationalMemory })],
+    memoryTools: [
+      createWorkingMemoryTool(workingMemory),
+      createObservationalMemoryTool({ memory: observationalMemory }),
+    ],
     workspace: WORKSPACE,
     ...options.runner,
   });
@@ -53,15 +62,31 @@ describe('agent runner: memory across runs', () => {
   it('injects working memory, then observational memory, then the system prompt into the next run (cross-run recall)', async () => {
     const { runner, agentModel, memoryModel } = harness();
     agentModel.enqueue(
-      { toolCalls: [{ id: 'call-1', name: 'working_memory', arguments: JSON.stringify({ action: 'set', key: 'plan', value: { step: 1, target: 'auth.go' } }) }] },
+      {
+        toolCalls: [
+          {
+            id: 'call-1',
+            name: 'working_memory',
+            arguments: JSON.stringify({ action: 'set', key: 'plan', value: { step: 1, target: 'auth.go' } }),
+          },
+        ],
+      },
       'I will remember that you prefer tabs.',
     );
-    const first = await runner.start({ ...ids, prompt: 'I prefer tabs over spaces.', systemPrompt: 'You are a coder.' });
+    const first = await runner.start({
+      ...ids,
+      prompt: 'I prefer tabs over spaces.',
+      systemPrompt: 'You are a coder.',
+    });
     expect((await runner.wait(first.runId)).status).toBe('completed');
     expect(memoryModel.calls.length).toBeGreaterThan(0);
 
     agentModel.calls.length = 0;
-    const second = await runner.start({ ...ids, prompt: 'Which indentation do I like?', systemPrompt: 'You are a coder.' });
+    const second = await runner.start({
+      ...ids,
+      prompt: 'Which indentation do I like?',
+      systemPrompt: 'You are a coder.',
+    });
     await runner.wait(second.runId);
     const request = agentModel.calls[0]?.messages ?? [];
     expect(request[0]).toMatchObject({ role: 'system' });
@@ -97,7 +122,14 @@ describe('agent runner: events', () => {
     expect(index('run.step.completed')).toBeLessThan(index('run.completed'));
     const events = await runStore.listEvents(run.runId, -1);
     const completed = events.find((event) => event.type === 'memory.observe.completed');
-    expect(completed?.payload).toMatchObject({ step: 1, observed: true, reflected: false, observation: 1, schema_version: '1', conversation_id: 'conv-recall-1' });
+    expect(completed?.payload).toMatchObject({
+      step: 1,
+      observed: true,
+      reflected: false,
+      observation: 1,
+      schema_version: '1',
+      conversation_id: 'conv-recall-1',
+    });
     expect(events.map((event) => event.seq)).toEqual(events.map((_, position) => position));
     expect(events[0]?.id).toBe(`${run.runId}:0`);
   });
@@ -111,11 +143,18 @@ describe('agent runner: events', () => {
   });
 
   it('emits memory.reflection.completed for reflect_now called as a tool', async () => {
-    const memoryModel = createMockLanguageModel((options) => (options.messages[0]?.content.includes('structured reflection') ? 'SUMMARY:\nTabs.' : `IMPORTANCE:0.9\n${SENTINEL}`));
+    const memoryModel = createMockLanguageModel((options) =>
+      options.messages[0]?.content.includes('structured reflection')
+        ? 'SUMMARY:\nTabs.'
+        : `IMPORTANCE:0.9\n${SENTINEL}`,
+    );
     const { runner, runStore, agentModel } = harness({ memoryModel });
     agentModel.enqueue('first');
     await runner.wait((await runner.start({ ...ids, prompt: 'I like tabs' })).runId);
-    agentModel.enqueue({ toolCalls: [{ id: 'c1', name: 'observational_memory', arguments: '{"action":"reflect_now"}' }] }, 'reflected');
+    agentModel.enqueue(
+      { toolCalls: [{ id: 'c1', name: 'observational_memory', arguments: '{"action":"reflect_now"}' }] },
+      'reflected',
+    );
     const run = await runner.start({ ...ids, prompt: 'reflect please' });
     await runner.wait(run.runId);
     const types = (await runStore.listEvents(run.runId, -1)).map((event) => event.type);
@@ -137,19 +176,31 @@ describe('agent runner: events', () => {
     const run = await runner.start({ ...ids, prompt: 'hello' });
     expect((await runner.wait(run.runId)).status).toBe('completed');
     const dead = (await runStore.listEvents(run.runId, -1)).find((event) => event.type === 'memory.operation.dead');
-    expect(dead?.payload).toMatchObject({ operation_type: 'observe', attempts: 1, error: expect.stringMatching(/^gave up after 1 attempts: .*observer keeps crashing/), conversation_id: ids.conversationId });
+    expect(dead?.payload).toMatchObject({
+      operation_type: 'observe',
+      attempts: 1,
+      error: expect.stringMatching(/^gave up after 1 attempts: .*observer keeps crashing/),
+      conversation_id: ids.conversationId,
+    });
     const operationId = String(dead?.payload['operation_id']);
-    expect((await observationalMemory.inspect(ids)).operations.find((operation) => operation.operationId === operationId)?.status).toBe('dead');
+    expect(
+      (await observationalMemory.inspect(ids)).operations.find((operation) => operation.operationId === operationId)
+        ?.status,
+    ).toBe('dead');
     expect((await observationalMemory.status(ids)).deadOperations).toBe(1);
   });
 
   it('captures request snapshots, with the memory snippet only when opted in', async () => {
     for (const snapshotMemorySnippet of [false, true]) {
-      const { runner, runStore } = harness({ runner: { forensics: { captureRequestEnvelope: true, snapshotMemorySnippet } } });
+      const { runner, runStore } = harness({
+        runner: { forensics: { captureRequestEnvelope: true, snapshotMemorySnippet } },
+      });
       await runner.wait((await runner.start({ ...ids, prompt: 'I like tabs' })).runId);
       const run = await runner.start({ ...ids, prompt: 'again' });
       await runner.wait(run.runId);
-      const snapshot = (await runStore.listEvents(run.runId, -1)).find((event) => event.type === 'llm.request.snapshot');
+      const snapshot = (await runStore.listEvents(run.runId, -1)).find(
+        (event) => event.type === 'llm.request.snapshot',
+      );
       expect(snapshot?.payload).toMatchObject({ step: 1, tool_names: ['working_memory', 'observational_memory'] });
       expect(snapshot?.payload['prompt_hash']).toMatch(/^[0-9a-f]{64}$/);
       if (snapshotMemorySnippet) expect(String(snapshot?.payload['memory_snippet'])).toContain(SENTINEL);
@@ -183,20 +234,34 @@ describe('agent runner: loop', () => {
 
   it('feeds tool errors back to the model and goes on', async () => {
     const { runner, agentModel, runStore } = harness();
-    agentModel.enqueue({ toolCalls: [{ id: 'c1', name: 'no_such_tool', arguments: '{}' }, { id: 'c2', name: 'working_memory', arguments: '{"action":"explode"}' }] }, 'recovered');
+    agentModel.enqueue(
+      {
+        toolCalls: [
+          { id: 'c1', name: 'no_such_tool', arguments: '{}' },
+          { id: 'c2', name: 'working_memory', arguments: '{"action":"explode"}' },
+        ],
+      },
+      'recovered',
+    );
     const run = await runner.start({ ...ids, prompt: 'go' });
     const done = await runner.wait(run.runId);
     expect(done).toMatchObject({ status: 'completed', output: 'recovered', steps: 2 });
     const toolMessages = agentModel.calls[1]?.messages.filter((message) => message.role === 'tool') ?? [];
     expect(JSON.parse(toolMessages[0]?.content ?? '{}').error.message).toContain('unknown tool "no_such_tool"');
     expect(JSON.parse(toolMessages[1]?.content ?? '{}').error.message).toContain('unsupported action');
-    const completed = (await runStore.listEvents(run.runId, -1)).filter((event) => event.type === 'tool.call.completed');
+    const completed = (await runStore.listEvents(run.runId, -1)).filter(
+      (event) => event.type === 'tool.call.completed',
+    );
     expect(completed.map((event) => event.payload['ok'])).toEqual([false, false]);
   });
 
   it('fails a run that reaches max_steps without a final answer', async () => {
     const { runner, agentModel } = harness();
-    agentModel.enqueue(...Array.from({ length: 5 }, (_, index) => ({ toolCalls: [{ id: `c${index}`, name: 'working_memory', arguments: '{"action":"list"}' }] })));
+    agentModel.enqueue(
+      ...Array.from({ length: 5 }, (_, index) => ({
+        toolCalls: [{ id: `c${index}`, name: 'working_memory', arguments: '{"action":"list"}' }],
+      })),
+    );
     const run = await runner.start({ ...ids, prompt: 'loop', maxSteps: 3 });
     const done = await runner.wait(run.runId);
     expect(done.status).toBe('failed');
@@ -206,7 +271,12 @@ describe('agent runner: loop', () => {
 
   it('cancels a running run', async () => {
     const { runner, agentModel, runStore } = harness();
-    agentModel.enqueue((options) => new Promise<never>((_, reject) => options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted')))));
+    agentModel.enqueue(
+      (options) =>
+        new Promise<never>((_, reject) =>
+          options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted'))),
+        ),
+    );
     const run = await runner.start({ ...ids, prompt: 'slow' });
     await new Promise((resolve) => setTimeout(resolve, 20));
     const cancelled = await runner.cancel(run.runId);
@@ -241,14 +311,28 @@ describe('agent runner: abandoned runs', () => {
     const runStore = createInMemoryRunStore({ now: () => new Date(clock) });
     const { runner, agentModel } = harness({ runner: { runStore } });
     // A run left `running` by a process that crashed.
-    await runStore.createRun({ runId: 'run_orphan', scope: { tenantId: 't', conversationId: 'c', agentId: 'a' }, status: 'running', prompt: 'p', model: '', systemPrompt: '', maxSteps: 3, output: null, error: null, steps: 1, usage: { inputTokens: 0, outputTokens: 0 }, parentRunId: null });
+    await runStore.createRun({
+      runId: 'run_orphan',
+      scope: { tenantId: 't', conversationId: 'c', agentId: 'a' },
+      status: 'running',
+      prompt: 'p',
+      model: '',
+      systemPrompt: '',
+      maxSteps: 3,
+      output: null,
+      error: null,
+      steps: 1,
+      usage: { inputTokens: 0, outputTokens: 0 },
+      parentRunId: null,
+    });
     // A live run of this process, slow to answer.
     agentModel.enqueue({ text: 'slow', delayMs: 300 });
     const live = await runner.start({ ...ids, prompt: 'live' });
     clock += 10 * 60 * 1000;
     const maintenance = runner.startMaintenance({ abandonAfterSeconds: 300, sweepMs: 20, heartbeatMs: 20 });
     // Polled until the sweep ran; the test's own timeout bounds it.
-    while ((await runStore.getRun('run_orphan'))?.status === 'running') await new Promise((resolve) => setTimeout(resolve, 10));
+    while ((await runStore.getRun('run_orphan'))?.status === 'running')
+      await new Promise((resolve) => setTimeout(resolve, 10));
     const orphan = await runStore.getRun('run_orphan');
     expect(orphan?.status).toBe('failed');
     expect(orphan?.error?.code).toBe('RUN_ABANDONED');
@@ -261,16 +345,26 @@ describe('agent runner: abandoned runs', () => {
 describe('agent runner: start({ onEvent })', () => {
   it('hands the caller every event of the run in seq order, the terminal one last, without a hub subscription', async () => {
     const { runner, agentModel, runStore } = harness();
-    agentModel.enqueue({ toolCalls: [{ id: 'call-1', name: 'working_memory', arguments: JSON.stringify({ action: 'set', key: 'k', value: 1 }) }] }, 'All set.');
+    agentModel.enqueue(
+      {
+        toolCalls: [
+          { id: 'call-1', name: 'working_memory', arguments: JSON.stringify({ action: 'set', key: 'k', value: 1 }) },
+        ],
+      },
+      'All set.',
+    );
     const seen: { seq: number; type: string }[] = [];
     let finished!: () => void;
     const ended = new Promise<void>((resolve) => (finished = resolve));
-    const run = await runner.start({ ...ids, prompt: 'Set k.' }, {
-      onEvent: (event) => {
-        seen.push({ seq: event.seq, type: event.type });
-        if (event.type === 'run.completed') finished();
+    const run = await runner.start(
+      { ...ids, prompt: 'Set k.' },
+      {
+        onEvent: (event) => {
+          seen.push({ seq: event.seq, type: event.type });
+          if (event.type === 'run.completed') finished();
+        },
       },
-    });
+    );
     await ended;
     await runner.wait(run.runId);
     const stored = await runStore.listEvents(run.runId, -1);
@@ -283,11 +377,14 @@ describe('agent runner: start({ onEvent })', () => {
   it('survives a callback that throws: the run completes and each throw is reported as a fault', async () => {
     const faults: string[] = [];
     const { runner } = harness({ runner: { onFault: (fault) => faults.push(fault.message) } });
-    const run = await runner.start({ ...ids, prompt: 'Hi' }, {
-      onEvent: () => {
-        throw new Error('caller bug');
+    const run = await runner.start(
+      { ...ids, prompt: 'Hi' },
+      {
+        onEvent: () => {
+          throw new Error('caller bug');
+        },
       },
-    });
+    );
     expect((await runner.wait(run.runId)).status).toBe('completed');
     expect(faults.length).toBeGreaterThan(0);
     expect(faults.every((message) => message.startsWith('the onEvent callback threw on '))).toBe(true);
@@ -296,7 +393,9 @@ describe('agent runner: start({ onEvent })', () => {
 
   it('refuses an onEvent that is not a function before storing the run', async () => {
     const { runner, runStore } = harness();
-    await expect(runner.start({ ...ids, prompt: 'Hi' }, { onEvent: 'nope' as never })).rejects.toMatchObject({ message: expect.stringContaining('onEvent must be a function') });
+    await expect(runner.start({ ...ids, prompt: 'Hi' }, { onEvent: 'nope' as never })).rejects.toMatchObject({
+      message: expect.stringContaining('onEvent must be a function'),
+    });
     expect(await runStore.listStaleRuns(0)).toEqual([]);
   });
 });

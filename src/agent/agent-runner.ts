@@ -55,7 +55,10 @@ export interface AgentRunnerOptions {
   workspace: string;
   /** @default 10 */
   defaultMaxSteps?: number;
-  /** Tokens of earlier conversation history replayed into a run; older history is left to observational memory. @default 8000 */
+  /**
+   * Tokens of earlier conversation history replayed into a run; older history is left to observational memory.
+   * @default 8000
+   */
   historyMaxTokens?: number;
   /**
    * How long the terminal event (`run.completed`, `run.failed`, `run.cancelled`) waits for
@@ -82,7 +85,10 @@ export interface AgentRunner {
    * (`run.completed`, `run.failed`, `run.cancelled`) last, without subscribing to the hub. A
    * callback that throws is reported as a fault and never breaks the run.
    */
-  start(request: RunRequest, options?: { parentRunId?: string; onEvent?: (event: RunEvent) => void }): Promise<RunRecord>;
+  start(
+    request: RunRequest,
+    options?: { parentRunId?: string; onEvent?: (event: RunEvent) => void },
+  ): Promise<RunRecord>;
   /** A new run in the same scope as `runId`. */
   continue(runId: string, prompt: string): Promise<RunRecord>;
   cancel(runId: string): Promise<RunRecord>;
@@ -97,11 +103,21 @@ export interface AgentRunner {
    * and at once and every `sweepMs` fails runs of any process that stopped heartbeating for
    * `abandonAfterSeconds` (`RUN_ABANDONED`, with a `run.failed` event so their streams end).
    */
-  startMaintenance(options?: { heartbeatMs?: number; sweepMs?: number; abandonAfterSeconds?: number }): { stop(): Promise<void> };
+  startMaintenance(options?: { heartbeatMs?: number; sweepMs?: number; abandonAfterSeconds?: number }): {
+    stop(): Promise<void>;
+  };
 }
 
 const MAX_PROMPT_CHARS = 200_000;
-const RUN_STORE_METHODS = ['createRun', 'getRun', 'updateRun', 'appendEvent', 'listEvents', 'appendMessages', 'recentMessages'];
+const RUN_STORE_METHODS = [
+  'createRun',
+  'getRun',
+  'updateRun',
+  'appendEvent',
+  'listEvents',
+  'appendMessages',
+  'recentMessages',
+];
 
 /**
  * Creates the agent runner.
@@ -122,7 +138,12 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     try {
       callback(event);
     } catch (error) {
-      reportFault({ component: 'runner', message: `the onEvent callback threw on ${event.type}`, error, runId: event.runId });
+      reportFault({
+        component: 'runner',
+        message: `the onEvent callback threw on ${event.type}`,
+        error,
+        runId: event.runId,
+      });
     }
   });
   const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
@@ -134,8 +155,17 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     runStore,
     events,
     // Every model request of every run is built here.
-    preparer: createTurnPreparer({ observationalMemory: memory, workingMemory, runStore, historyMaxTokens: options.historyMaxTokens ?? 8000, estimator }),
-    tools: createToolDispatcher({ tools: [...options.memoryTools, ...(options.tools ?? [])], workspace: options.workspace }),
+    preparer: createTurnPreparer({
+      observationalMemory: memory,
+      workingMemory,
+      runStore,
+      historyMaxTokens: options.historyMaxTokens ?? 8000,
+      estimator,
+    }),
+    tools: createToolDispatcher({
+      tools: [...options.memoryTools, ...(options.tools ?? [])],
+      workspace: options.workspace,
+    }),
     estimator,
     settleTimeoutMs: options.settleTimeoutMs ?? 60_000,
     ...(options.forensics ? { forensics: options.forensics } : {}),
@@ -153,11 +183,21 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     const context = { conversationId: run.scope.conversationId };
     try {
       const ended = await runStore.updateRun(run.runId, { status, ...(runError ? { error: runError } : {}) });
-      await events.emit(run.runId, status === 'failed' ? 'run.failed' : 'run.cancelled', runError ? { error: runError } : {}, context);
+      await events.emit(
+        run.runId,
+        status === 'failed' ? 'run.failed' : 'run.cancelled',
+        runError ? { error: runError } : {},
+        context,
+      );
       return ended;
     } catch (again) {
       // Left as it is, the run is failed as abandoned by the sweep once its heartbeats stop.
-      reportFault({ component: 'runner', message: 'the run end could not be recorded a second time; the sweep will fail it as abandoned', error: again, runId: run.runId });
+      reportFault({
+        component: 'runner',
+        message: 'the run end could not be recorded a second time; the sweep will fail it as abandoned',
+        error: again,
+        runId: run.runId,
+      });
       return { ...run, status, error: runError, updatedAt: new Date().toISOString() };
     }
   };
@@ -180,13 +220,22 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   const runner: AgentRunner = {
     hub,
     async start(request, startOptions = {}) {
-      if (typeof request.prompt !== 'string' || request.prompt.trim() === '') throw invalidRequest('prompt is required');
-      if (request.prompt.length > MAX_PROMPT_CHARS) throw invalidRequest(`prompt is longer than ${MAX_PROMPT_CHARS} characters`);
+      if (typeof request.prompt !== 'string' || request.prompt.trim() === '')
+        throw invalidRequest('prompt is required');
+      if (request.prompt.length > MAX_PROMPT_CHARS)
+        throw invalidRequest(`prompt is longer than ${MAX_PROMPT_CHARS} characters`);
       const maxSteps = request.maxSteps ?? options.defaultMaxSteps ?? 10;
-      if (!Number.isSafeInteger(maxSteps) || maxSteps < 1 || maxSteps > 100) throw invalidRequest('max_steps must be an integer from 1 to 100');
-      if (startOptions.onEvent !== undefined && typeof startOptions.onEvent !== 'function') throw invalidRequest('onEvent must be a function');
+      if (!Number.isSafeInteger(maxSteps) || maxSteps < 1 || maxSteps > 100)
+        throw invalidRequest('max_steps must be an integer from 1 to 100');
+      if (startOptions.onEvent !== undefined && typeof startOptions.onEvent !== 'function')
+        throw invalidRequest('onEvent must be a function');
       const runId = options.generateRunId?.() ?? `run_${randomUUID()}`;
-      const scope = resolveScope({ tenantId: request.tenantId, conversationId: request.conversationId, agentId: request.agentId, runId });
+      const scope = resolveScope({
+        tenantId: request.tenantId,
+        conversationId: request.conversationId,
+        agentId: request.agentId,
+        runId,
+      });
       const run = await runStore.createRun({
         runId,
         scope,
@@ -209,10 +258,23 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
       const previous = await runStore.getRun(runId);
       if (!previous) throw notFound(runId);
       if (previous.status === 'queued' || previous.status === 'running') {
-        throw new HarnessMemoryError({ code: 'RUN_NOT_COMPLETED', component: 'runner', message: `run ${runId} has not finished; continue it once it has.`, data: { runId } });
+        throw new HarnessMemoryError({
+          code: 'RUN_NOT_COMPLETED',
+          component: 'runner',
+          message: `run ${runId} has not finished; continue it once it has.`,
+          data: { runId },
+        });
       }
       return runner.start(
-        { prompt, tenantId: previous.scope.tenantId, conversationId: previous.scope.conversationId, agentId: previous.scope.agentId, model: previous.model, systemPrompt: previous.systemPrompt, maxSteps: previous.maxSteps },
+        {
+          prompt,
+          tenantId: previous.scope.tenantId,
+          conversationId: previous.scope.conversationId,
+          agentId: previous.scope.agentId,
+          model: previous.model,
+          systemPrompt: previous.systemPrompt,
+          maxSteps: previous.maxSteps,
+        },
         { parentRunId: runId },
       );
     },
@@ -232,7 +294,10 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
       return active.has(runId);
     },
     startMaintenance(maintenanceOptions = {}) {
-      return startRunMaintenance({ runStore, events, activeRunIds: () => active.keys(), isActive: (runId) => active.has(runId), reportFault }, maintenanceOptions);
+      return startRunMaintenance(
+        { runStore, events, activeRunIds: () => active.keys(), isActive: (runId) => active.has(runId), reportFault },
+        maintenanceOptions,
+      );
     },
   };
   return runner;
@@ -240,11 +305,44 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
 
 function validateRunnerOptions(options: AgentRunnerOptions): void {
   const factory = 'createAgentRunner';
-  requireOptions(factory, options, 'Pass { model, observationalMemory, workingMemory, runStore, memoryTools, workspace }.');
+  requireOptions(
+    factory,
+    options,
+    'Pass { model, observationalMemory, workingMemory, runStore, memoryTools, workspace }.',
+  );
   requireObject(factory, 'model', options.model, ['doGenerate'], "Pass the agent's LanguageModel.");
-  requireObject(factory, 'observationalMemory', options.observationalMemory, ['observe', 'snippet', 'status', 'subscribe'], 'Pass the service from createObservationalMemory.');
-  requireObject(factory, 'workingMemory', options.workingMemory, ['snippet'], 'Pass the service from createWorkingMemory.');
-  requireObject(factory, 'runStore', options.runStore, RUN_STORE_METHODS, 'Pass a RunStore, such as createInMemoryRunStore().');
-  if (!Array.isArray(options.memoryTools)) throw invalidOption(factory, 'memoryTools', 'is required (an array of tools)', 'Pass [createWorkingMemoryTool(...), createObservationalMemoryTool(...)], or [] for none.');
-  requireString(factory, 'workspace', options.workspace, 'Pass the folder tools may write in (exports go to its .harness/observational-memory/).');
+  requireObject(
+    factory,
+    'observationalMemory',
+    options.observationalMemory,
+    ['observe', 'snippet', 'status', 'subscribe'],
+    'Pass the service from createObservationalMemory.',
+  );
+  requireObject(
+    factory,
+    'workingMemory',
+    options.workingMemory,
+    ['snippet'],
+    'Pass the service from createWorkingMemory.',
+  );
+  requireObject(
+    factory,
+    'runStore',
+    options.runStore,
+    RUN_STORE_METHODS,
+    'Pass a RunStore, such as createInMemoryRunStore().',
+  );
+  if (!Array.isArray(options.memoryTools))
+    throw invalidOption(
+      factory,
+      'memoryTools',
+      'is required (an array of tools)',
+      'Pass [createWorkingMemoryTool(...), createObservationalMemoryTool(...)], or [] for none.',
+    );
+  requireString(
+    factory,
+    'workspace',
+    options.workspace,
+    'Pass the folder tools may write in (exports go to its .harness/observational-memory/).',
+  );
 }

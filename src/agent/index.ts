@@ -6,7 +6,13 @@
  * @module
  */
 export { createTurnPreparer } from './prepare-turn.js';
-export type { PreparedTurn, PrepareTurnOptions, SnippetFailure, TurnPreparer, TurnPreparerOptions } from './prepare-turn.js';
+export type {
+  PreparedTurn,
+  PrepareTurnOptions,
+  SnippetFailure,
+  TurnPreparer,
+  TurnPreparerOptions,
+} from './prepare-turn.js';
 export { createAgentRunner } from './agent-runner.js';
 export type { AgentRunner, AgentRunnerOptions, RunRequest } from './agent-runner.js';
 export { TERMINAL_EVENT_TYPES } from '../storage/event-hub.js';

@@ -12,7 +12,12 @@ import { createTurnPreparer } from './prepare-turn.js';
 const scope = { tenantId: 'tenant-t', conversationId: 'conv-turn', agentId: 'agent-x' };
 const memoryId = memoryIdOf(scope);
 
-const message = (messageId: string, role: ConversationMessage['role'], content: string, extra: Partial<ConversationMessage> = {}): ConversationMessage => ({
+const message = (
+  messageId: string,
+  role: ConversationMessage['role'],
+  content: string,
+  extra: Partial<ConversationMessage> = {},
+): ConversationMessage => ({
   messageId,
   runId: messageId.split(':')[0] ?? 'run',
   role,
@@ -23,7 +28,12 @@ const message = (messageId: string, role: ConversationMessage['role'], content: 
 
 async function setup() {
   const store = createInMemoryStore();
-  const observationalMemory = createObservationalMemory({ store, observer: scriptedObserver('IMPORTANCE: 0.9\nUser prefers tabs.'), defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+  const observationalMemory = createObservationalMemory({
+    store,
+    observer: scriptedObserver('IMPORTANCE: 0.9\nUser prefers tabs.'),
+    defaultEnabled: true,
+    defaults: { observeMinTokens: 1 },
+  });
   const workingMemory = createWorkingMemory({ store });
   const runStore = createInMemoryRunStore();
   await workingMemory.set(scope, 'plan', { step: 1 });
@@ -34,7 +44,10 @@ async function setup() {
 describe('prepareTurn', () => {
   it('puts working memory, observational memory, the system prompt, the history, then the transcript', async () => {
     const { observationalMemory, workingMemory, runStore } = await setup();
-    await runStore.appendMessages(memoryId, [message('r1:user', 'user', 'earlier question'), message('r1:assistant', 'assistant', 'earlier answer')]);
+    await runStore.appendMessages(memoryId, [
+      message('r1:user', 'user', 'earlier question'),
+      message('r1:assistant', 'assistant', 'earlier answer'),
+    ]);
     const own = [message('r2:user', 'user', 'current question')];
     // The current run's messages are stored too: the history leaves them out.
     await runStore.appendMessages(memoryId, own);
@@ -56,13 +69,22 @@ describe('prepareTurn', () => {
 
   it('keeps the history within its budget but never cuts the transcript', async () => {
     const { observationalMemory, workingMemory, runStore } = await setup();
-    await runStore.appendMessages(memoryId, Array.from({ length: 10 }, (_, index) => message(`r1:${index}`, index % 2 === 0 ? 'user' : 'assistant', 'x'.repeat(40))));
+    await runStore.appendMessages(
+      memoryId,
+      Array.from({ length: 10 }, (_, index) =>
+        message(`r1:${index}`, index % 2 === 0 ? 'user' : 'assistant', 'x'.repeat(40)),
+      ),
+    );
     const own = [message('r2:user', 'user', 'y'.repeat(400))];
     const preparer = createTurnPreparer({ observationalMemory, workingMemory, runStore, historyMaxTokens: 30 });
     const turn = await preparer.prepareTurn(scope, { transcript: own });
     expect(turn.history.map((item) => item.messageId)).toEqual(['r1:7', 'r1:8', 'r1:9']);
     expect(turn.messages.at(-1)).toEqual({ role: 'user', content: 'y'.repeat(400) });
-    expect(await createTurnPreparer({ observationalMemory, workingMemory }).prepareTurn(scope, { transcript: own }).then((result) => result.history)).toEqual([]);
+    expect(
+      await createTurnPreparer({ observationalMemory, workingMemory })
+        .prepareTurn(scope, { transcript: own })
+        .then((result) => result.history),
+    ).toEqual([]);
   });
 
   it('leaves out tool calls without results and results without calls, so a strict server accepts the history (issue 12)', async () => {
@@ -76,7 +98,11 @@ describe('prepareTurn', () => {
     ]);
     const preparer = createTurnPreparer({ observationalMemory, workingMemory, runStore });
     const turn = await preparer.prepareTurn(scope, { transcript: [message('r2:user', 'user', 'again')] });
-    expect(turn.messages.filter((item) => item.role !== 'system').map((item) => [item.role, item.toolCalls?.map((entry) => entry.id) ?? item.toolCallId ?? item.content])).toEqual([
+    expect(
+      turn.messages
+        .filter((item) => item.role !== 'system')
+        .map((item) => [item.role, item.toolCalls?.map((entry) => entry.id) ?? item.toolCallId ?? item.content]),
+    ).toEqual([
       ['user', 'go'],
       ['assistant', ['c1']],
       ['tool', 'c1'],
@@ -88,9 +114,21 @@ describe('prepareTurn', () => {
     const { observationalMemory, runStore } = await setup();
     const broken = createInMemoryStore();
     await broken.dispose();
-    const preparer = createTurnPreparer({ observationalMemory, workingMemory: createWorkingMemory({ store: broken }), runStore });
-    const turn = await preparer.prepareTurn(scope, { systemPrompt: 'sys', transcript: [message('r1:user', 'user', 'hi')] });
-    expect(turn.failures.map((failure) => [failure.source, HarnessMemoryError.isInstance(failure.error) ? failure.error.code : ''])).toEqual([['working_memory', 'STORE_DISPOSED']]);
+    const preparer = createTurnPreparer({
+      observationalMemory,
+      workingMemory: createWorkingMemory({ store: broken }),
+      runStore,
+    });
+    const turn = await preparer.prepareTurn(scope, {
+      systemPrompt: 'sys',
+      transcript: [message('r1:user', 'user', 'hi')],
+    });
+    expect(
+      turn.failures.map((failure) => [
+        failure.source,
+        HarnessMemoryError.isInstance(failure.error) ? failure.error.code : '',
+      ]),
+    ).toEqual([['working_memory', 'STORE_DISPOSED']]);
     expect(turn.messages.map((item) => item.content.split('\n')[0])).toEqual(['<observational-memory>', 'sys', 'hi']);
   });
 
@@ -100,8 +138,8 @@ describe('prepareTurn', () => {
     const generation = await runStore.conversationGeneration(memoryId);
     await preparer.prepareTurn(scope, { generation });
     await runStore.forgetConversation(memoryId);
-    await expect(preparer.prepareTurn(scope, { generation, transcript: [message('r1:user', 'user', 'forgotten prompt')] })).rejects.toSatisfy(
-      (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_FORGOTTEN',
-    );
+    await expect(
+      preparer.prepareTurn(scope, { generation, transcript: [message('r1:user', 'user', 'forgotten prompt')] }),
+    ).rejects.toSatisfy((error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_FORGOTTEN');
   });
 });

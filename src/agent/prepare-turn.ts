@@ -48,10 +48,16 @@ export interface SnippetFailure {
 
 /** What {@link TurnPreparer.prepareTurn} built. */
 export interface PreparedTurn {
-  /** Exactly what goes to the model, in order: working-memory snippet, observational-memory snippet (each a system message when non-empty), system prompt, history, transcript. */
+  /**
+   * Exactly what goes to the model, in order: working-memory snippet, observational-memory snippet (each a
+   * system message when non-empty), system prompt, history, transcript.
+   */
   readonly messages: readonly LanguageModelMessage[];
   readonly snippets: { readonly workingMemory: string; readonly observationalMemory: string };
-  /** The stored history put into the turn (the newest within `historyMaxTokens`, the transcript's own messages left out), as sent. */
+  /**
+   * The stored history put into the turn (the newest within `historyMaxTokens`, the transcript's own messages
+   * left out), as sent.
+   */
   readonly history: readonly ConversationMessage[];
   /** A snippet that could not be built: the turn goes on without it. */
   readonly failures: readonly SnippetFailure[];
@@ -79,11 +85,18 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
   const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
   const historyMaxTokens = options.historyMaxTokens ?? 8000;
   if (!Number.isSafeInteger(historyMaxTokens) || historyMaxTokens < 0) {
-    throw new ConfigError({ key: 'historyMaxTokens', source: 'createTurnPreparer', message: `must be a non-negative integer, got ${JSON.stringify(historyMaxTokens)}` });
+    throw new ConfigError({
+      key: 'historyMaxTokens',
+      source: 'createTurnPreparer',
+      message: `must be a non-negative integer, got ${JSON.stringify(historyMaxTokens)}`,
+    });
   }
-  const tokensOf = (message: ConversationMessage): number => (Number.isFinite(message.tokenCount) ? message.tokenCount : estimator.estimate(message.content));
+  const tokensOf = (message: ConversationMessage): number =>
+    Number.isFinite(message.tokenCount) ? message.tokenCount : estimator.estimate(message.content);
 
-  const snippetsOf = async (scope: Scope): Promise<{ workingMemory: string; observationalMemory: string; failures: SnippetFailure[] }> => {
+  const snippetsOf = async (
+    scope: Scope,
+  ): Promise<{ workingMemory: string; observationalMemory: string; failures: SnippetFailure[] }> => {
     const [working, observational] = await Promise.allSettled([
       workingMemory.snippet(scope),
       observationalMemory.mode === 'off' ? Promise.resolve('') : observationalMemory.snippet(scope),
@@ -91,21 +104,34 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
     const failures: SnippetFailure[] = [];
     const valueOf = (result: PromiseSettledResult<string>, source: SnippetFailure['source']): string => {
       if (result.status === 'fulfilled') return result.value;
-      failures.push({ source, error: result.reason instanceof Error ? result.reason : new Error(String(result.reason)) });
+      failures.push({
+        source,
+        error: result.reason instanceof Error ? result.reason : new Error(String(result.reason)),
+      });
       return '';
     };
-    return { workingMemory: valueOf(working, 'working_memory'), observationalMemory: valueOf(observational, 'observational_memory'), failures };
+    return {
+      workingMemory: valueOf(working, 'working_memory'),
+      observationalMemory: valueOf(observational, 'observational_memory'),
+      failures,
+    };
   };
 
-  const historyOf = async (memoryId: string, transcript: readonly ConversationMessage[]): Promise<ConversationMessage[]> => {
+  const historyOf = async (
+    memoryId: string,
+    transcript: readonly ConversationMessage[],
+  ): Promise<ConversationMessage[]> => {
     if (!runStore || historyMaxTokens === 0) return [];
     const own = new Set(transcript.map((message) => message.messageId));
     // The transcript's messages may be stored already: read enough to leave them out.
     const ownTokens = transcript.reduce((sum, message) => sum + tokensOf(message), 0);
-    const recent = (await runStore.recentMessages(memoryId, historyMaxTokens + ownTokens)).filter((message) => !own.has(message.messageId));
+    const recent = (await runStore.recentMessages(memoryId, historyMaxTokens + ownTokens)).filter(
+      (message) => !own.has(message.messageId),
+    );
     let start = recent.length;
     let used = 0;
-    while (start > 0 && used + tokensOf(recent[start - 1] as ConversationMessage) <= historyMaxTokens) used += tokensOf(recent[--start] as ConversationMessage);
+    while (start > 0 && used + tokensOf(recent[start - 1] as ConversationMessage) <= historyMaxTokens)
+      used += tokensOf(recent[--start] as ConversationMessage);
     return recent.slice(start);
   };
 
@@ -116,7 +142,11 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
       const transcript = turnOptions.transcript ?? [];
       const [snippets, stored] = await Promise.all([snippetsOf(scope), historyOf(memoryId, transcript)]);
       // Read after the history: a forget before that read shows here, one after it came after this turn.
-      if (turnOptions.generation !== undefined && runStore && (await runStore.conversationGeneration(memoryId)) !== turnOptions.generation) {
+      if (
+        turnOptions.generation !== undefined &&
+        runStore &&
+        (await runStore.conversationGeneration(memoryId)) !== turnOptions.generation
+      ) {
         throw new HarnessMemoryError({
           code: 'SCOPE_FORGOTTEN',
           component: 'turn',
@@ -129,7 +159,8 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
       const messages: LanguageModelMessage[] = [];
       if (snippets.workingMemory !== '') messages.push({ role: 'system', content: snippets.workingMemory });
       if (snippets.observationalMemory !== '') messages.push({ role: 'system', content: snippets.observationalMemory });
-      if (turnOptions.systemPrompt !== undefined && turnOptions.systemPrompt !== '') messages.push({ role: 'system', content: turnOptions.systemPrompt });
+      if (turnOptions.systemPrompt !== undefined && turnOptions.systemPrompt !== '')
+        messages.push({ role: 'system', content: turnOptions.systemPrompt });
       for (const message of conversation) messages.push(toModelMessage(message));
       return {
         messages,

@@ -24,7 +24,12 @@ export class RunEventEmitter {
   }
 
   /** Appends an event to the run's history and delivers it live. */
-  emit(runId: string, type: string, payload: Record<string, unknown>, context: { conversationId: string; step?: number }): Promise<RunEvent> {
+  emit(
+    runId: string,
+    type: string,
+    payload: Record<string, unknown>,
+    context: { conversationId: string; step?: number },
+  ): Promise<RunEvent> {
     return this.#lock.run(runId, async () => {
       const enriched = {
         ...payload,

@@ -69,7 +69,10 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
   const handedOver = new StoredMessageKeys();
 
   const append = async (state: RunState, message: Omit<ConversationMessage, 'tokenCount' | 'runId'>): Promise<void> => {
-    const tokenCount = estimateMessageTokens(options.estimator, { content: message.content, toolCalls: message.toolCalls });
+    const tokenCount = estimateMessageTokens(options.estimator, {
+      content: message.content,
+      toolCalls: message.toolCalls,
+    });
     const stored: ConversationMessage = { ...message, runId: state.run.runId, tokenCount };
     await runStore.appendMessages(state.memoryId, [stored], { generation: state.generation });
     state.transcript.push(stored);
@@ -90,8 +93,13 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
   const takeStep = async (state: RunState): Promise<string | undefined> => {
     const { run, scope, signal, usage, emit } = state;
     const step = state.step;
-    const turn = await options.preparer.prepareTurn(scope, { systemPrompt: run.systemPrompt, transcript: state.transcript, generation: state.generation });
-    for (const failure of turn.failures) await emit('memory.snippet.failed', { step, source: failure.source, error: errorJson(failure.error).message });
+    const turn = await options.preparer.prepareTurn(scope, {
+      systemPrompt: run.systemPrompt,
+      transcript: state.transcript,
+      generation: state.generation,
+    });
+    for (const failure of turn.failures)
+      await emit('memory.snippet.failed', { step, source: failure.source, error: errorJson(failure.error).message });
     if (options.forensics?.captureRequestEnvelope) {
       await emit('llm.request.snapshot', {
         prompt_hash: createHash('sha256').update(JSON.stringify(turn.messages)).digest('hex'),
@@ -107,16 +115,35 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
     });
     usage.inputTokens += result.usage.inputTokens;
     usage.outputTokens += result.usage.outputTokens;
-    await append(state, { messageId: `${run.runId}:assistant:${step}`, role: 'assistant', content: result.text, ...(result.toolCalls.length > 0 ? { toolCalls: result.toolCalls } : {}) });
+    await append(state, {
+      messageId: `${run.runId}:assistant:${step}`,
+      role: 'assistant',
+      content: result.text,
+      ...(result.toolCalls.length > 0 ? { toolCalls: result.toolCalls } : {}),
+    });
     const final = result.toolCalls.length === 0;
-    await emit('assistant.message', { content: result.text, final, tool_calls: result.toolCalls.map((call) => ({ id: call.id, name: call.name })) });
+    await emit('assistant.message', {
+      content: result.text,
+      final,
+      tool_calls: result.toolCalls.map((call) => ({ id: call.id, name: call.name })),
+    });
     if (final) await runStore.updateRun(run.runId, { output: result.text, steps: step, usage });
 
     for (const call of result.toolCalls) {
       if (signal.aborted) throw cancelled();
       await emit('tool.call.started', { tool_call_id: call.id, name: call.name });
-      const { content, ok } = await options.tools.dispatch(call.name, call.arguments, { runId: run.runId, toolCallId: call.id, scope });
-      await append(state, { messageId: `${run.runId}:tool:${step}:${call.id}`, role: 'tool', content, toolCallId: call.id, name: call.name });
+      const { content, ok } = await options.tools.dispatch(call.name, call.arguments, {
+        runId: run.runId,
+        toolCallId: call.id,
+        scope,
+      });
+      await append(state, {
+        messageId: `${run.runId}:tool:${step}:${call.id}`,
+        role: 'tool',
+        content,
+        toolCallId: call.id,
+        name: call.name,
+      });
       await emit('tool.call.completed', { tool_call_id: call.id, name: call.name, ok });
     }
 
@@ -124,7 +151,14 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
     // Observation runs beside the next turn, never in front of it; one at a time per run.
     state.observing = state.observing
       .then(() => observeStep(options, handedOver, state, step, snapshot))
-      .catch((error: unknown) => options.reportFault({ component: 'runner', message: 'observing a step failed outside its own error handling', error, runId: run.runId }));
+      .catch((error: unknown) =>
+        options.reportFault({
+          component: 'runner',
+          message: 'observing a step failed outside its own error handling',
+          error,
+          runId: run.runId,
+        }),
+      );
     await emit('run.step.completed', { step });
     return final ? result.text : undefined;
   };
@@ -135,7 +169,14 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
     const { run } = state;
     // A forget deletes the run with its conversation (SQLite, Postgres): nothing is left to record it on.
     const stored = await runStore.getRun(run.runId).catch(() => run);
-    if (!stored) return Object.freeze({ ...run, status: 'failed' as const, error: forgottenError(run), steps: state.step, usage: state.usage });
+    if (!stored)
+      return Object.freeze({
+        ...run,
+        status: 'failed' as const,
+        error: forgottenError(run),
+        steps: state.step,
+        usage: state.usage,
+      });
     if (state.signal.aborted) {
       await runStore.updateRun(run.runId, { status: 'cancelled', steps: state.step, usage: state.usage });
       await state.emit('run.cancelled', {});
@@ -149,7 +190,12 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
     const unsubscribe = forwardRunMemoryEvents(memory, state, options.reportFault);
     try {
       await runStore.updateRun(run.runId, { status: 'running' });
-      await state.emit('run.started', { prompt: run.prompt, model: run.model, tenant_id: state.scope.tenantId, agent_id: state.scope.agentId });
+      await state.emit('run.started', {
+        prompt: run.prompt,
+        model: run.model,
+        tenant_id: state.scope.tenantId,
+        agent_id: state.scope.agentId,
+      });
       // Read once: a forget after this point makes every later write of the run, and its next turn, refuse.
       [state.generation, state.memoryGeneration] = await Promise.all([
         runStore.conversationGeneration(state.memoryId),
@@ -168,7 +214,10 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
         }
       }
       await settle(state);
-      return await fail(state, { code: 'MAX_STEPS', message: `the run reached max_steps (${run.maxSteps}) without a final answer` });
+      return await fail(state, {
+        code: 'MAX_STEPS',
+        message: `the run reached max_steps (${run.maxSteps}) without a final answer`,
+      });
     } catch (error) {
       return await endAfterError(state, error);
     } finally {
@@ -191,9 +240,11 @@ function newRunState(events: RunEventEmitter, run: RunRecord, signal: AbortSigna
     observing: Promise.resolve(),
     generation: 0,
     memoryGeneration: 0,
-    emit: (type, payload = {}) => events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step: state.step }),
+    emit: (type, payload = {}) =>
+      events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step: state.step }),
     emitMemory: async (type, payload, at) => {
-      if (!state.closed) await events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step: at });
+      if (!state.closed)
+        await events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step: at });
     },
   };
   return state;
@@ -203,13 +254,22 @@ function newRunState(events: RunEventEmitter, run: RunRecord, signal: AbortSigna
 function forwardRunMemoryEvents(memory: ObservationalMemory, state: RunState, reportFault: FaultReporter): () => void {
   const { runId } = state.run;
   const forward = (type: string, payload: Record<string, unknown>): void => {
-    state.emitMemory(type, payload, state.step).catch((error: unknown) => reportFault({ component: 'runner', message: `could not store the ${type} event`, error, runId }));
+    state
+      .emitMemory(type, payload, state.step)
+      .catch((error: unknown) =>
+        reportFault({ component: 'runner', message: `could not store the ${type} event`, error, runId }),
+      );
   };
   return memory.subscribe((event: ObservationalMemoryEvent) => {
     if (event.type === 'memory.reflection.completed' && event.runId === runId) {
       forward('memory.reflection.completed', { trigger: event.trigger, operation_id: event.operationId });
     } else if (event.type === 'memory.operation.dead' && event.runId === runId) {
-      forward('memory.operation.dead', { operation_id: event.operationId, operation_type: event.operationType, error: event.error, attempts: event.attempts });
+      forward('memory.operation.dead', {
+        operation_id: event.operationId,
+        operation_type: event.operationType,
+        error: event.error,
+        attempts: event.attempts,
+      });
     }
   });
 }
@@ -247,9 +307,17 @@ async function observeStep(
       })),
     });
     if (result.status !== 'skipped' || result.reason === 'below_threshold' || result.reason === 'no_messages') {
-      handedOver.add(state.memoryId, generation, fresh.map((message) => message.messageId));
+      handedOver.add(
+        state.memoryId,
+        generation,
+        fresh.map((message) => message.messageId),
+      );
     }
-    await emit('memory.observe.completed', { step, observed: result.observed, reflected: result.reflected, observation: result.observationCount }, step);
+    await emit(
+      'memory.observe.completed',
+      { step, observed: result.observed, reflected: result.reflected, observation: result.observationCount },
+      step,
+    );
     if (result.reflectionError) await emit('memory.observe.failed', { step, error: result.reflectionError }, step);
   } catch (error) {
     await emit('memory.observe.failed', { step, error: errorJson(error).message }, step).catch(() => undefined);
@@ -267,4 +335,3 @@ async function settleWithin(work: Promise<void>, timeoutMs: number): Promise<voi
   await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
   clearTimeout(timer);
 }
-

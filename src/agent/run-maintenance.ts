@@ -45,11 +45,24 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
   const { runStore, events, reportFault } = target;
   let chain: Promise<void> = Promise.resolve();
   const schedule = (task: () => Promise<void>): void => {
-    chain = chain.then(task).catch((error: unknown) => reportFault({ component: 'maintenance', message: 'the stale-run sweep failed; it runs again at its next tick', error }));
+    chain = chain.then(task).catch((error: unknown) =>
+      reportFault({
+        component: 'maintenance',
+        message: 'the stale-run sweep failed; it runs again at its next tick',
+        error,
+      }),
+    );
   };
   const heartbeat = async (): Promise<void> => {
     for (const runId of target.activeRunIds()) {
-      await runStore.updateRun(runId, {}).catch((error: unknown) => reportFault({ component: 'maintenance', message: 'a run heartbeat failed; the next one retries', error, runId }));
+      await runStore.updateRun(runId, {}).catch((error: unknown) =>
+        reportFault({
+          component: 'maintenance',
+          message: 'a run heartbeat failed; the next one retries',
+          error,
+          runId,
+        }),
+      );
     }
   };
   const sweep = async (): Promise<void> => {
@@ -57,7 +70,10 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
       if (target.isActive(stale.runId)) continue;
       const run = await runStore.getRun(stale.runId);
       if (!run || (run.status !== 'queued' && run.status !== 'running')) continue;
-      const error = { code: 'RUN_ABANDONED', message: `the harness process running this run stopped before it finished (no heartbeat for ${abandonAfterSeconds} s)` };
+      const error = {
+        code: 'RUN_ABANDONED',
+        message: `the harness process running this run stopped before it finished (no heartbeat for ${abandonAfterSeconds} s)`,
+      };
       await runStore.updateRun(run.runId, { status: 'failed', error });
       await events.emit(run.runId, 'run.failed', { error }, { conversationId: run.scope.conversationId });
     }

@@ -42,7 +42,11 @@ export interface ToolDispatcherOptions {
 /** The dispatcher over `tools`; a later tool of the same name wins. */
 export function createToolDispatcher(options: ToolDispatcherOptions): ToolDispatcher {
   const toolsByName = new Map(options.tools.map((tool) => [tool.name, tool]));
-  const definitions = options.tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters }));
+  const definitions = options.tools.map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    parameters: tool.parameters,
+  }));
   return {
     names: options.tools.map((tool) => tool.name),
     definitions,

@@ -4,7 +4,12 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import type { LanguageModelV3Content, LanguageModelV3Message, LanguageModelV3Prompt, LanguageModelV3ToolResultPart } from '@ai-sdk/provider';
+import type {
+  LanguageModelV3Content,
+  LanguageModelV3Message,
+  LanguageModelV3Prompt,
+  LanguageModelV3ToolResultPart,
+} from '@ai-sdk/provider';
 import type { TranscriptMessage } from '../core/transcript.js';
 
 /** Marks the system messages the middleware put in front of a prompt, so it can replace them. */
@@ -42,8 +47,10 @@ export function responseToTranscript(content: readonly LanguageModelV3Content[])
   const results: Unidentified[] = [];
   for (const part of content) {
     if (part.type === 'text') text += part.text;
-    else if (part.type === 'tool-call') calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: parseInput(part.input) });
-    else if (part.type === 'tool-result') results.push({ role: 'tool', toolCallId: part.toolCallId, name: part.toolName, content: stringify(part.result) });
+    else if (part.type === 'tool-call')
+      calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: parseInput(part.input) });
+    else if (part.type === 'tool-result')
+      results.push({ role: 'tool', toolCallId: part.toolCallId, name: part.toolName, content: stringify(part.result) });
   }
   if (text === '' && calls.length === 0) return results;
   return [assistantMessage(text, calls), ...results];
@@ -56,7 +63,13 @@ export function responseToTranscript(content: readonly LanguageModelV3Content[])
 export function identify(messages: readonly Unidentified[]): TranscriptMessage[] {
   const seen = new Map<string, number>();
   return messages.map((message) => {
-    const key = JSON.stringify([message.role, message.content ?? '', message.name ?? '', message.toolCallId ?? '', message.toolCalls ?? []]);
+    const key = JSON.stringify([
+      message.role,
+      message.content ?? '',
+      message.name ?? '',
+      message.toolCallId ?? '',
+      message.toolCalls ?? [],
+    ]);
     const occurrence = seen.get(key) ?? 0;
     seen.set(key, occurrence + 1);
     const id = `ai-sdk:${createHash('sha256').update(`${key}\u0000${occurrence}`).digest('hex').slice(0, 32)}`;

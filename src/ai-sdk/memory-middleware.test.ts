@@ -23,7 +23,14 @@ interface Version {
 }
 
 const VERSIONS: Version[] = [
-  { label: 'ai 6 with @ai-sdk/openai-compatible 2', ai: ai6, Mock: Mock6, toStream: toStream6, compatible: createCompatible6, twoSteps: () => ai6.stepCountIs(2) },
+  {
+    label: 'ai 6 with @ai-sdk/openai-compatible 2',
+    ai: ai6,
+    Mock: Mock6,
+    toStream: toStream6,
+    compatible: createCompatible6,
+    twoSteps: () => ai6.stepCountIs(2),
+  },
   {
     label: 'ai 7 with @ai-sdk/openai-compatible 3',
     ai: ai7 as unknown as Ai,
@@ -35,7 +42,10 @@ const VERSIONS: Version[] = [
 ];
 
 const scope = { tenantId: 'acme', conversationId: 'chat-1', agentId: 'helper' };
-const usage = { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 2, text: 2, reasoning: 0 } };
+const usage = {
+  inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 2, text: 2, reasoning: 0 },
+};
 
 function observedText(model: MockLanguageModel): string[] {
   return model.calls.map((call) => JSON.stringify(call.messages));
@@ -54,9 +64,14 @@ describe.each(VERSIONS)('AI SDK middleware: $label', (version) => {
 
   beforeEach(async () => {
     server = await startScriptedOpenAIServer({ strict: true });
-    observer = createMockLanguageModel('IMPORTANCE: 0.9\nThe user\'s favourite colour is teal.');
+    observer = createMockLanguageModel("IMPORTANCE: 0.9\nThe user's favourite colour is teal.");
     const store = createInMemoryStore();
-    memory = createObservationalMemory({ store, model: observer, defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    memory = createObservationalMemory({
+      store,
+      model: observer,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
     workingMemory = createWorkingMemory({ store });
   });
 
@@ -64,7 +79,8 @@ describe.each(VERSIONS)('AI SDK middleware: $label', (version) => {
     await server.close();
   });
 
-  const compatibleModel = () => version.compatible({ name: 'scripted', baseURL: server.url, apiKey: 'k' }).chatModel('scripted-model');
+  const compatibleModel = () =>
+    version.compatible({ name: 'scripted', baseURL: server.url, apiKey: 'k' }).chatModel('scripted-model');
 
   it('generateText: the second call of a scope is shown what the first one taught, before its own system prompt', async () => {
     const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
@@ -128,7 +144,9 @@ describe.each(VERSIONS)('AI SDK middleware: $label', (version) => {
     ];
     const inner = new version.Mock({ doStream: async () => ({ stream: version.toStream(chunks as never[]) }) });
     const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
-    const model = ai.wrapLanguageModel({ model: inner as never, middleware }) as unknown as { doStream(options: unknown): Promise<{ stream: ReadableStream<unknown> }> };
+    const model = ai.wrapLanguageModel({ model: inner as never, middleware }) as unknown as {
+      doStream(options: unknown): Promise<{ stream: ReadableStream<unknown> }>;
+    };
     const { stream } = await model.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }] });
     const received: unknown[] = [];
     for await (const chunk of stream as unknown as AsyncIterable<unknown>) received.push(chunk);
@@ -139,21 +157,52 @@ describe.each(VERSIONS)('AI SDK middleware: $label', (version) => {
 
   it('gives the memory tools to generateText: a working-memory entry set by a tool call is stored in the scope', async () => {
     const inner = new version.Mock({
-      doGenerate: async () => ({ content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] }) as never,
+      doGenerate: async () =>
+        ({
+          content: [{ type: 'text', text: 'done' }],
+          finishReason: { unified: 'stop', raw: 'stop' },
+          usage,
+          warnings: [],
+        }) as never,
     });
     let call = 0;
     inner.doGenerate = (async () => {
       call++;
       if (call === 1) {
-        return { content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'working_memory', input: JSON.stringify({ action: 'set', key: 'goal', value: 'ship it' }) }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] };
+        return {
+          content: [
+            {
+              type: 'tool-call',
+              toolCallId: 'c1',
+              toolName: 'working_memory',
+              input: JSON.stringify({ action: 'set', key: 'goal', value: 'ship it' }),
+            },
+          ],
+          finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+          usage,
+          warnings: [],
+        };
       }
-      return { content: [{ type: 'text', text: 'stored' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
+      return {
+        content: [{ type: 'text', text: 'stored' }],
+        finishReason: { unified: 'stop', raw: 'stop' },
+        usage,
+        warnings: [],
+      };
     }) as never;
     const tools = createMemoryTools({ memory, workingMemory, scope });
-    const result = await ai.generateText({ model: inner as never, tools: tools as never, stopWhen: version.twoSteps() as never, prompt: 'Remember the goal.' });
+    const result = await ai.generateText({
+      model: inner as never,
+      tools: tools as never,
+      stopWhen: version.twoSteps() as never,
+      prompt: 'Remember the goal.',
+    });
     expect(result.text).toBe('stored');
     expect(await workingMemory.get(scope, 'goal')).toMatchObject({ found: true, value: JSON.stringify('ship it') });
-    const refused = await (tools.working_memory.execute as (input: unknown, options: unknown) => Promise<unknown>)({ action: 'set' }, { toolCallId: 'c2', messages: [] });
+    const refused = await (tools.working_memory.execute as (input: unknown, options: unknown) => Promise<unknown>)(
+      { action: 'set' },
+      { toolCallId: 'c2', messages: [] },
+    );
     expect(refused).toMatchObject({ error: { code: 'TOOL_INPUT_INVALID' } });
   });
 
@@ -199,6 +248,8 @@ describe('createMemoryMiddleware: options checked at the door', () => {
     const store = createInMemoryStore();
     const workingMemory = createWorkingMemory({ store });
     expect(() => createMemoryMiddleware({ workingMemory, scope } as never)).toThrow(/memory/);
-    expect(() => createMemoryMiddleware({ memory: createObservationalMemory({ store }), workingMemory } as never)).toThrow(/scope/);
+    expect(() =>
+      createMemoryMiddleware({ memory: createObservationalMemory({ store }), workingMemory } as never),
+    ).toThrow(/scope/);
   });
 });

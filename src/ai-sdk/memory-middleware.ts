@@ -3,14 +3,25 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import type { LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3Middleware, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import type {
+  LanguageModelV3CallOptions,
+  LanguageModelV3Content,
+  LanguageModelV3Middleware,
+  LanguageModelV3StreamPart,
+} from '@ai-sdk/provider';
 import { createTurnPreparer } from '../agent/prepare-turn.js';
 import { invalidOption, requireObject, requireOptions } from '../core/require-option.js';
 import { memoryIdOf, resolveScope, type ScopeInput } from '../core/scope.js';
 import type { TranscriptMessage } from '../core/transcript.js';
 import type { ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
-import { MEMORY_BLOCK_OPTION, identify, isMemoryBlock, promptToTranscript, responseToTranscript } from './_prompt-messages.js';
+import {
+  MEMORY_BLOCK_OPTION,
+  identify,
+  isMemoryBlock,
+  promptToTranscript,
+  responseToTranscript,
+} from './_prompt-messages.js';
 
 /** Where a memory failure happened; the model call went on either way. */
 export type MemoryMiddlewarePhase = 'prepare' | 'observe';
@@ -48,16 +59,43 @@ const MAX_SCOPES_SEEN = 1000;
  */
 export function createMemoryMiddleware(options: MemoryMiddlewareOptions): MemoryMiddleware {
   requireOptions('createMemoryMiddleware', options, 'Pass { memory, workingMemory, scope }.');
-  requireObject('createMemoryMiddleware', 'memory', options.memory, ['observe', 'snippet'], 'Pass the service from createObservationalMemory({ store }).');
-  requireObject('createMemoryMiddleware', 'workingMemory', options.workingMemory, ['snippet'], 'Pass the service from createWorkingMemory({ store }).');
+  requireObject(
+    'createMemoryMiddleware',
+    'memory',
+    options.memory,
+    ['observe', 'snippet'],
+    'Pass the service from createObservationalMemory({ store }).',
+  );
+  requireObject(
+    'createMemoryMiddleware',
+    'workingMemory',
+    options.workingMemory,
+    ['snippet'],
+    'Pass the service from createWorkingMemory({ store }).',
+  );
   if (options.scope === null || (typeof options.scope !== 'object' && typeof options.scope !== 'function')) {
-    throw invalidOption('createMemoryMiddleware', 'scope', 'is required (scope ids, or a function of the call params)', "Pass { tenantId, conversationId, agentId } or (params) => ({ ... }).");
+    throw invalidOption(
+      'createMemoryMiddleware',
+      'scope',
+      'is required (scope ids, or a function of the call params)',
+      'Pass { tenantId, conversationId, agentId } or (params) => ({ ... }).',
+    );
   }
   const maxSeen = options.maxSeenPerScope ?? 10_000;
-  if (!Number.isSafeInteger(maxSeen) || maxSeen < 1) throw invalidOption('createMemoryMiddleware', 'maxSeenPerScope', `must be a positive integer, got ${JSON.stringify(maxSeen)}`, 'Leave it out for 10000.');
+  if (!Number.isSafeInteger(maxSeen) || maxSeen < 1)
+    throw invalidOption(
+      'createMemoryMiddleware',
+      'maxSeenPerScope',
+      `must be a positive integer, got ${JSON.stringify(maxSeen)}`,
+      'Leave it out for 10000.',
+    );
   const { memory } = options;
   const logger = options.logger ?? console;
-  const preparer = createTurnPreparer({ observationalMemory: memory, workingMemory: options.workingMemory, historyMaxTokens: 0 });
+  const preparer = createTurnPreparer({
+    observationalMemory: memory,
+    workingMemory: options.workingMemory,
+    historyMaxTokens: 0,
+  });
   const pending = new Set<Promise<void>>();
   const seenByScope = new Map<string, Set<string>>();
 
@@ -71,7 +109,8 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
     }
   };
 
-  const scopeOf = (params: LanguageModelV3CallOptions) => resolveScope(typeof options.scope === 'function' ? options.scope(params) : options.scope);
+  const scopeOf = (params: LanguageModelV3CallOptions) =>
+    resolveScope(typeof options.scope === 'function' ? options.scope(params) : options.scope);
 
   const seenOf = (memoryId: string): Set<string> => {
     let seen = seenByScope.get(memoryId);

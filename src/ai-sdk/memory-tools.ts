@@ -29,10 +29,17 @@ export interface MemoryToolsOptions {
  * @example
  * const result = await generateText({ model, tools: createMemoryTools({ memory, workingMemory, scope }), prompt });
  */
-export function createMemoryTools(options: MemoryToolsOptions): Record<'working_memory' | 'observational_memory', AiSdkTool> {
+export function createMemoryTools(
+  options: MemoryToolsOptions,
+): Record<'working_memory' | 'observational_memory', AiSdkTool> {
   requireOptions('createMemoryTools', options, 'Pass { workingMemory, scope } and, for observational memory, memory.');
   if (options.scope === null || (typeof options.scope !== 'object' && typeof options.scope !== 'function')) {
-    throw invalidOption('createMemoryTools', 'scope', 'is required (scope ids, or a function returning them)', "Pass { tenantId, conversationId, agentId }.");
+    throw invalidOption(
+      'createMemoryTools',
+      'scope',
+      'is required (scope ids, or a function returning them)',
+      'Pass { tenantId, conversationId, agentId }.',
+    );
   }
   const workspace = options.workspace ?? process.cwd();
   const scopeOf = () => resolveScope(typeof options.scope === 'function' ? options.scope() : options.scope);
@@ -42,7 +49,12 @@ export function createMemoryTools(options: MemoryToolsOptions): Record<'working_
     async execute(input: unknown, call: { toolCallId: string }) {
       const scope = scopeOf();
       try {
-        return await tool.execute(input, { ...scope, runId: `ai-sdk-${call.toolCallId}`, toolCallId: call.toolCallId, workspace });
+        return await tool.execute(input, {
+          ...scope,
+          runId: `ai-sdk-${call.toolCallId}`,
+          toolCallId: call.toolCallId,
+          workspace,
+        });
       } catch (error) {
         if (error instanceof HarnessMemoryError) return { error: { code: error.code, message: error.message } };
         throw error;
@@ -51,6 +63,8 @@ export function createMemoryTools(options: MemoryToolsOptions): Record<'working_
   });
   return {
     working_memory: wrap(createWorkingMemoryTool(options.workingMemory)),
-    observational_memory: wrap(createObservationalMemoryTool(options.memory === undefined ? {} : { memory: options.memory })),
+    observational_memory: wrap(
+      createObservationalMemoryTool(options.memory === undefined ? {} : { memory: options.memory }),
+    ),
   };
 }

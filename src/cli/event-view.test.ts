@@ -22,7 +22,14 @@ describe('cli: event view', () => {
   it('says when a turn went on without a memory snippet (issue 12)', () => {
     const { context: cli, stderr } = context();
     const view = createEventView(cli, { json: false });
-    view.show({ id: 'r:3', runId: 'r', seq: 3, type: 'memory.snippet.failed', timestamp: '', payload: { step: 2, source: 'observational_memory', error: 'store failed' } });
+    view.show({
+      id: 'r:3',
+      runId: 'r',
+      seq: 3,
+      type: 'memory.snippet.failed',
+      timestamp: '',
+      payload: { step: 2, source: 'observational_memory', error: 'store failed' },
+    });
     view.close();
     expect(stderr()).toContain('· memory: step 2 went on without the observational memory snippet: store failed');
   });

@@ -41,11 +41,15 @@ export function createEventView(context: CliContext, options: { json: boolean })
       if (options.json) out(JSON.stringify(eventToJson(event)));
       switch (event.type) {
         case 'run.started':
-          note(`· run ${event.runId} (tenant ${str(payload['tenant_id'])}, conversation ${str(payload['conversation_id'])}, agent ${str(payload['agent_id'])}${payload['model'] ? `, model ${str(payload['model'])}` : ''})`);
+          note(
+            `· run ${event.runId} (tenant ${str(payload['tenant_id'])}, conversation ${str(payload['conversation_id'])}, agent ${str(payload['agent_id'])}${payload['model'] ? `, model ${str(payload['model'])}` : ''})`,
+          );
           spinner.update('the model is working (step 1)');
           break;
         case 'llm.request.snapshot':
-          note(`· llm request, step ${step ?? '?'}: sha256 ${str(payload['prompt_hash']).slice(0, 12)}, tools ${Array.isArray(payload['tool_names']) ? payload['tool_names'].join(', ') : ''}`);
+          note(
+            `· llm request, step ${step ?? '?'}: sha256 ${str(payload['prompt_hash']).slice(0, 12)}, tools ${Array.isArray(payload['tool_names']) ? payload['tool_names'].join(', ') : ''}`,
+          );
           break;
         case 'assistant.message': {
           const content = str(payload['content']);
@@ -77,20 +81,26 @@ export function createEventView(context: CliContext, options: { json: boolean })
           note(`· memory: step ${step ?? '?'} failed: ${str(payload['error'])}`);
           break;
         case 'memory.snippet.failed':
-          note(`· memory: step ${step ?? '?'} went on without the ${str(payload['source']).replace('_', ' ')} snippet: ${str(payload['error'])}`);
+          note(
+            `· memory: step ${step ?? '?'} went on without the ${str(payload['source']).replace('_', ' ')} snippet: ${str(payload['error'])}`,
+          );
           break;
         case 'memory.reflection.completed':
           note(`· memory: reflection completed (${str(payload['trigger'])})`);
           break;
         case 'run.completed': {
           const usage = (payload['usage'] ?? {}) as Record<string, unknown>;
-          note(`· run completed: ${str(payload['steps'])} steps, ${str(usage['input_tokens'])} tokens in, ${str(usage['output_tokens'])} out; conversation ${str(payload['conversation_id'])}`);
+          note(
+            `· run completed: ${str(payload['steps'])} steps, ${str(usage['input_tokens'])} tokens in, ${str(usage['output_tokens'])} out; conversation ${str(payload['conversation_id'])}`,
+          );
           break;
         }
         case 'run.failed': {
           const error = (payload['error'] ?? {}) as Record<string, unknown>;
           spinner.clear();
-          context.stderr.write(`harness: run failed: ${str(error['code'])}: ${str(error['message']).replace(/\s*\n\s*/g, ' ')}\n`);
+          context.stderr.write(
+            `harness: run failed: ${str(error['code'])}: ${str(error['message']).replace(/\s*\n\s*/g, ' ')}\n`,
+          );
           break;
         }
         case 'run.cancelled':

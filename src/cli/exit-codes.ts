@@ -10,7 +10,10 @@ import type { HarnessMemoryErrorCode } from '../core/errors.js';
 export const EXIT_OK = 0;
 /** A runtime failure: a failed or cancelled run, a store or model error. */
 export const EXIT_FAILURE = 1;
-/** Bad usage: an unknown command or option, a bad argument, an invalid scope id, a malformed eval dataset or results file. */
+/**
+ * Bad usage: an unknown command or option, a bad argument, an invalid scope id, a malformed eval dataset or
+ * results file.
+ */
 export const EXIT_USAGE = 2;
 /** A configuration error (`CONFIG_INVALID`), as sysexits' `EX_CONFIG`. */
 export const EXIT_CONFIG = 78;
@@ -37,7 +40,11 @@ const USAGE_CODES: ReadonlySet<HarnessMemoryErrorCode> = new Set([
 ]);
 
 /** Scope fields and the options that set them, so errors name what to fix. */
-const SCOPE_FLAGS: Readonly<Record<string, string>> = { tenant_id: '--tenant', conversation_id: '--conversation', agent_id: '--agent' };
+const SCOPE_FLAGS: Readonly<Record<string, string>> = {
+  tenant_id: '--tenant',
+  conversation_id: '--conversation',
+  agent_id: '--agent',
+};
 
 /** The exit code for an error. */
 export function exitCodeOf(error: unknown): number {

@@ -5,4 +5,9 @@
  */
 import { runCli } from './run-cli.js';
 
-process.exitCode = await runCli(process.argv.slice(2), { env: process.env, stdout: process.stdout, stderr: process.stderr, cwd: process.cwd() });
+process.exitCode = await runCli(process.argv.slice(2), {
+  env: process.env,
+  stdout: process.stdout,
+  stderr: process.stderr,
+  cwd: process.cwd(),
+});

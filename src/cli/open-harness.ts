@@ -23,7 +23,12 @@ export interface OpenHarnessOptions {
 /** Builds the harness from the context's configuration and environment. */
 export async function openHarness(context: CliContext, options: OpenHarnessOptions = {}): Promise<Harness> {
   // Faults go to the command's stderr, as JSON lines.
-  const base = { config: context.config(), env: context.env, startWorker: options.startWorker ?? false, logger: createJsonLogger(context.stderr) };
+  const base = {
+    config: context.config(),
+    env: context.env,
+    startWorker: options.startWorker ?? false,
+    logger: createJsonLogger(context.stderr),
+  };
   if (!options.modelsOptional) return createHarness(base);
   try {
     return await createHarness(base);
@@ -34,7 +39,11 @@ export async function openHarness(context: CliContext, options: OpenHarnessOptio
       return await createHarness({ ...base, agentModel: unconfiguredModel('agent', error) });
     } catch (second) {
       if (!isModelConfigError(second)) throw second;
-      return createHarness({ ...base, agentModel: unconfiguredModel('agent', error), memoryModel: unconfiguredModel('memory', second) });
+      return createHarness({
+        ...base,
+        agentModel: unconfiguredModel('agent', error),
+        memoryModel: unconfiguredModel('memory', second),
+      });
     }
   }
 }

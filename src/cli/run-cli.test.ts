@@ -13,16 +13,26 @@ const directories: string[] = [];
 
 function messagesOf(request: ScriptedRequest): Array<{ role: string; content: string }> {
   const messages = (request.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? [];
-  return messages.map((message) => ({ role: message.role, content: typeof message.content === 'string' ? message.content : JSON.stringify(message.content) }));
+  return messages.map((message) => ({
+    role: message.role,
+    content: typeof message.content === 'string' ? message.content : JSON.stringify(message.content),
+  }));
 }
 
 const isMemoryRequest = (request: ScriptedRequest): boolean =>
-  messagesOf(request).some((message) => message.content.includes('observational memory processor') || message.content.includes('structured reflection'));
+  messagesOf(request).some(
+    (message) =>
+      message.content.includes('observational memory processor') || message.content.includes('structured reflection'),
+  );
 
 beforeAll(async () => {
   server = await startScriptedOpenAIServer();
   // Memory requests get an observation; agent requests a plain answer.
-  server.setDefaultReply((request) => (isMemoryRequest(request) ? { text: 'IMPORTANCE:0.9\nUser likes short answers.' } : { text: 'Hello from the scripted model.' }));
+  server.setDefaultReply((request) =>
+    isMemoryRequest(request)
+      ? { text: 'IMPORTANCE:0.9\nUser likes short answers.' }
+      : { text: 'Hello from the scripted model.' },
+  );
 });
 
 afterAll(async () => {
@@ -55,19 +65,29 @@ describe('harness run', () => {
   });
 
   it('--json prints one parseable event per line, run.completed last, and nothing else', async () => {
-    const result = await cli(['run', 'Say hello', '--json', '--conversation', 'c-json'], { env: { HARNESS_MEMORY_DEFAULT_ENABLED: 'true', HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1' } });
+    const result = await cli(['run', 'Say hello', '--json', '--conversation', 'c-json'], {
+      env: { HARNESS_MEMORY_DEFAULT_ENABLED: 'true', HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1' },
+    });
     expect(result.code).toBe(0);
-    const events = result.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const events = result.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     for (const event of events) expect(Object.keys(event)).toEqual(['id', 'run_id', 'type', 'timestamp', 'payload']);
     const types = events.map((event) => event.type);
     expect(types[0]).toBe('run.started');
     expect(types.at(-1)).toBe('run.completed');
     expect(types).toContain('memory.observe.completed');
-    expect(events.find((event) => event.type === 'assistant.message')?.payload).toMatchObject({ content: 'Hello from the scripted model.', final: true });
+    expect(events.find((event) => event.type === 'assistant.message')?.payload).toMatchObject({
+      content: 'Hello from the scripted model.',
+      final: true,
+    });
   });
 
   it('exits 1 with one line when the model fails', async () => {
-    const result = await cli(['run', 'Say hello', '--max-steps', '1'], { env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' } });
+    const result = await cli(['run', 'Say hello', '--max-steps', '1'], {
+      env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' },
+    });
     expect(result.code).toBe(1);
     const lines = result.stderr.trim().split('\n');
     expect(lines.at(-1)).toMatch(/^harness: run failed: MODEL_CALL_FAILED: /);
@@ -83,7 +103,9 @@ describe('harness wm and memory', () => {
     expect(get).toMatchObject({ code: 0, stdout: '{"step":1,"target":"auth.go"}\n' });
     await cli(['wm', 'set', ...scope, 'note', 'use tabs'], { workspace: set.workspace });
     const list = await cli(['wm', 'list', ...scope, '--json'], { workspace: set.workspace });
-    expect(JSON.parse(list.stdout).entries.map((entry: { key: string; value: unknown }) => [entry.key, entry.value])).toEqual([
+    expect(
+      JSON.parse(list.stdout).entries.map((entry: { key: string; value: unknown }) => [entry.key, entry.value]),
+    ).toEqual([
       ['note', 'use tabs'],
       ['plan', { step: 1, target: 'auth.go' }],
     ]);
@@ -94,35 +116,64 @@ describe('harness wm and memory', () => {
   });
 
   it('memory enable then memory status shows enabled, with the thresholds given', async () => {
-    const enable = await cli(['memory', 'enable', '--conversation', 'c-mem', '--observe-min-tokens', '50', '--config', 'snippet_max_tokens=300']);
+    const enable = await cli([
+      'memory',
+      'enable',
+      '--conversation',
+      'c-mem',
+      '--observe-min-tokens',
+      '50',
+      '--config',
+      'snippet_max_tokens=300',
+    ]);
     expect(enable.code).toBe(0);
-    const status = await cli(['memory', 'status', '--conversation', 'c-mem', '--format', 'json'], { workspace: enable.workspace });
+    const status = await cli(['memory', 'status', '--conversation', 'c-mem', '--format', 'json'], {
+      workspace: enable.workspace,
+    });
     expect(status.code).toBe(0);
-    expect(JSON.parse(status.stdout).status).toMatchObject({ enabled: true, config: { observe_min_tokens: 50, snippet_max_tokens: 300 } });
+    expect(JSON.parse(status.stdout).status).toMatchObject({
+      enabled: true,
+      config: { observe_min_tokens: 50, snippet_max_tokens: 300 },
+    });
     const text = await cli(['memory', 'status', '--conversation', 'c-mem'], { workspace: enable.workspace });
     expect(text.stdout).toContain('- enabled: yes');
   });
 
   it('memory commands work without any model configured', async () => {
-    const result = await cli(['memory', 'status', '--conversation', 'c1'], { env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } });
+    const result = await cli(['memory', 'status', '--conversation', 'c1'], {
+      env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
+    });
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('- enabled: no');
   });
 
   it('memory forget erases both memories and the conversation; export prints the content', async () => {
-    const run = await cli(['run', 'Remember this', '--conversation', 'c-forget'], { env: { HARNESS_MEMORY_DEFAULT_ENABLED: 'true', HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1' } });
+    const run = await cli(['run', 'Remember this', '--conversation', 'c-forget'], {
+      env: { HARNESS_MEMORY_DEFAULT_ENABLED: 'true', HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1' },
+    });
     expect(run.code).toBe(0);
     const { workspace } = run;
     await cli(['wm', 'set', '--conversation', 'c-forget', 'plan', '1'], { workspace });
-    const exported = await cli(['memory', 'export', '--conversation', 'c-forget', '--format', 'markdown'], { workspace });
+    const exported = await cli(['memory', 'export', '--conversation', 'c-forget', '--format', 'markdown'], {
+      workspace,
+    });
     expect(exported.stdout).toContain('User likes short answers.');
-    const show = await cli(['memory', 'show', '--conversation', 'c-forget'], { workspace, env: { HARNESS_MEMORY_DEFAULT_ENABLED: 'true' } });
+    const show = await cli(['memory', 'show', '--conversation', 'c-forget'], {
+      workspace,
+      env: { HARNESS_MEMORY_DEFAULT_ENABLED: 'true' },
+    });
     expect(show.stdout).toContain('User likes short answers.');
-    expect(show.stdout).toMatch(/- \[1\] \(importance 0\.90; (user|mixed), messages? [\d–, ]+\) User likes short answers\./);
+    expect(show.stdout).toMatch(
+      /- \[1\] \(importance 0\.90; (user|mixed), messages? [\d–, ]+\) User likes short answers\./,
+    );
     expect(show.stdout).toContain('## Supersessions\n\n- (none)');
-    expect(show.stdout).toContain('- supersession set: 0 supersession(s), 0 unresolved contradiction(s); 0 reference(s) rejected');
+    expect(show.stdout).toContain(
+      '- supersession set: 0 supersession(s), 0 unresolved contradiction(s); 0 reference(s) rejected',
+    );
     expect(show.stdout).toContain('- plan = 1');
-    const shown = JSON.parse((await cli(['memory', 'show', '--conversation', 'c-forget', '--format', 'json'], { workspace })).stdout);
+    const shown = JSON.parse(
+      (await cli(['memory', 'show', '--conversation', 'c-forget', '--format', 'json'], { workspace })).stdout,
+    );
     expect(shown.observations[0]).toHaveProperty('source');
     expect(shown.reflection_links).toEqual({ supersessions: [], contradictions: [] });
     expect((await cli(['memory', 'forget', '--conversation', 'c-forget'], { workspace })).code).toBe(0);
@@ -138,10 +189,27 @@ describe('harness memory retry', () => {
     const scope = { tenantId: 'acme', conversationId: 'c-dead', agentId: 'default' };
     const memoryId = memoryIdOf(scope);
     const store = createSqliteStore({ path: join(workspace, '.harness', 'state.db') });
-    await store.appendMessages({ scope, memoryId, messages: [{ messageKey: 'm1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 2 }] });
-    await store.enqueueOperation({ operationId: 'op-dead', scope, memoryId, operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+    await store.appendMessages({
+      scope,
+      memoryId,
+      messages: [{ messageKey: 'm1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 2 }],
+    });
+    await store.enqueueOperation({
+      operationId: 'op-dead',
+      scope,
+      memoryId,
+      operationType: 'observe',
+      payload: {},
+      runId: 'run-1',
+      toolCallId: 'system',
+    });
     await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
-    await store.markOperationDead({ operationId: 'op-dead', memoryId, leaseOwner: 'w', errorText: 'gave up after 5 attempts: boom' });
+    await store.markOperationDead({
+      operationId: 'op-dead',
+      memoryId,
+      leaseOwner: 'w',
+      errorText: 'gave up after 5 attempts: boom',
+    });
     await store.dispose();
 
     const scopeArgs = ['--conversation', 'c-dead', '--tenant', 'acme'];
@@ -151,11 +219,15 @@ describe('harness memory retry', () => {
     const retried = await cli(['memory', 'retry', ...scopeArgs, 'op-dead'], { workspace });
     expect(retried).toMatchObject({ code: 0, stderr: '' });
     expect(retried.stdout).toBe('operation op-dead (observe) of acme/c-dead/default is queued again\n');
-    const status = JSON.parse((await cli(['memory', 'status', ...scopeArgs, '--format', 'json'], { workspace })).stdout) as { status: Record<string, number> };
+    const status = JSON.parse(
+      (await cli(['memory', 'status', ...scopeArgs, '--format', 'json'], { workspace })).stdout,
+    ) as { status: Record<string, number> };
     expect(status.status).toMatchObject({ dead_operations: 0, pending_operations: 1 });
     const again = await cli(['memory', 'retry', ...scopeArgs, 'op-dead'], { workspace });
     expect(again.code).toBe(2);
-    expect(again.stderr).toBe('harness: operation op-dead is queued, not dead; only a dead operation can be retried by hand.\n');
+    expect(again.stderr).toBe(
+      'harness: operation op-dead is queued, not dead; only a dead operation can be retried by hand.\n',
+    );
     const unknown = await cli(['memory', 'retry', ...scopeArgs, 'op-unknown'], { workspace });
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('the scope has no operation op-unknown');
@@ -170,8 +242,15 @@ describe('harness config', () => {
     expect(result.stdout).toMatch(/^openai\.api_key\s+\*\*\*\*3456\s+env:OPENAI_API_KEY$/m);
     expect(result.stdout).toMatch(/^memory model: openai gpt-5-nano from inferred: OPENAI_API_KEY is set/m);
     const json = await cli(['config', '--json'], { env: { OPENAI_API_KEY: 'sk-test-secret-123456' } });
-    const parsed = JSON.parse(json.stdout) as { rows: Array<{ key: string; value: string; source: string }>; memory_model: Record<string, string> };
-    expect(parsed.rows.find((row) => row.key === 'openai.api_key')).toEqual({ key: 'openai.api_key', value: '****3456', source: 'env:OPENAI_API_KEY' });
+    const parsed = JSON.parse(json.stdout) as {
+      rows: Array<{ key: string; value: string; source: string }>;
+      memory_model: Record<string, string>;
+    };
+    expect(parsed.rows.find((row) => row.key === 'openai.api_key')).toEqual({
+      key: 'openai.api_key',
+      value: '****3456',
+      source: 'env:OPENAI_API_KEY',
+    });
     expect(parsed.memory_model).toMatchObject({ mode: 'openai', model_id: 'gpt-5-nano' });
   });
 });
@@ -192,10 +271,14 @@ describe('harness errors and exit codes', () => {
   });
 
   it('a bad configuration value exits 78 with one line naming the variable', async () => {
-    const result = await cli(['memory', 'status', '--conversation', 'c1'], { env: { HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '-1' } });
+    const result = await cli(['memory', 'status', '--conversation', 'c1'], {
+      env: { HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '-1' },
+    });
     expect(result.code).toBe(78);
     expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
-    expect(result.stderr).toMatch(/^harness: configuration: env:HARNESS_MEMORY_OBSERVE_MIN_TOKENS: memory\.observe_min_tokens: /);
+    expect(result.stderr).toMatch(
+      /^harness: configuration: env:HARNESS_MEMORY_OBSERVE_MIN_TOKENS: memory\.observe_min_tokens: /,
+    );
   });
 
   it('an invalid scope id exits 2 with one line naming the option and the field', async () => {
@@ -251,7 +334,9 @@ describe('harness serve', () => {
     let done: () => void = () => {};
     const finished = new Promise<void>((resolve) => (done = resolve));
     const url = await listening;
-    expect(stdout).toMatch(/^harness listening on http:\/\/127\.0\.0\.1:\d+ \(memory: openai gpt-5-nano from inferred: OPENAI_API_KEY is set \(env:OPENAI_API_KEY\), store: .*state\.db\)\n$/);
+    expect(stdout).toMatch(
+      /^harness listening on http:\/\/127\.0\.0\.1:\d+ \(memory: openai gpt-5-nano from inferred: OPENAI_API_KEY is set \(env:OPENAI_API_KEY\), store: .*state\.db\)\n$/,
+    );
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok', faults: 0 });
     // serve installed a process-level handler: a stray rejection is logged loudly and counted, not fatal.
     const added = process.listeners('unhandledRejection').filter((listener) => !handlersBefore.includes(listener));
@@ -259,7 +344,13 @@ describe('harness serve', () => {
     added[0]!(new Error('a stray rejection'), Promise.resolve());
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok', faults: 1 });
     const logged = JSON.parse(stderr.split('\n').find((line) => line.startsWith('{')) ?? '{}') as Record<string, any>;
-    expect(logged).toMatchObject({ level: 'error', event: 'fault', component: 'process', message: expect.stringContaining('UNHANDLED PROMISE REJECTION'), error: { message: 'a stray rejection' } });
+    expect(logged).toMatchObject({
+      level: 'error',
+      event: 'fault',
+      component: 'process',
+      message: expect.stringContaining('UNHANDLED PROMISE REJECTION'),
+      error: { message: 'a stray rejection' },
+    });
     controller.abort();
     await finished;
     expect(exitCode).toBe(0);
@@ -270,6 +361,8 @@ describe('harness serve', () => {
   it('refuses a non-loopback host without API keys (78)', async () => {
     const result = await cli(['serve', '--host', '0.0.0.0', '--port', '0']);
     expect(result.code).toBe(78);
-    expect(result.stderr).toMatch(/^harness: configuration: --host: server\.host: refusing to listen on 0\.0\.0\.0 without API keys/);
+    expect(result.stderr).toMatch(
+      /^harness: configuration: --host: server\.host: refusing to listen on 0\.0\.0\.0 without API keys/,
+    );
   });
 });

@@ -49,7 +49,12 @@ export async function runCli(argv: readonly string[], options: RunCliOptions): P
     color: options.stderr.isTTY === true && (options.env['NO_COLOR'] ?? '') === '' && options.env['TERM'] !== 'dumb',
     config() {
       const onWarning = (message: string): void => void options.stderr.write(`harness: warning: ${message}\n`);
-      config ??= loadConfig({ env: options.env, cwd, onWarning, ...(options.homeDir === undefined ? {} : { homeDir: options.homeDir }) });
+      config ??= loadConfig({
+        env: options.env,
+        cwd,
+        onWarning,
+        ...(options.homeDir === undefined ? {} : { homeDir: options.homeDir }),
+      });
       return config;
     },
   };
@@ -61,7 +66,11 @@ export async function runCli(argv: readonly string[], options: RunCliOptions): P
   } catch (error) {
     const code = exitCodeOf(error);
     // Commander has already printed help (or the version) for these.
-    const printed = typeof error === 'object' && error !== null && 'code' in error && /^commander\.(help|helpDisplayed|version)$/.test(String(error.code));
+    const printed =
+      typeof error === 'object' &&
+      error !== null &&
+      'code' in error &&
+      /^commander\.(help|helpDisplayed|version)$/.test(String(error.code));
     if (!printed) {
       options.stderr.write(`harness: ${errorMessageOf(error)}\n`);
       if (argv.includes('--verbose') && error instanceof Error) options.stderr.write(`${stackOf(error)}\n`);

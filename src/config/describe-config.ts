@@ -58,7 +58,12 @@ function maskSecret(secret: string): string {
 function maskDsn(dsn: string): string {
   if (dsn === '') return '""';
   return dsn
-    .replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)([^/]*)@/i, (_, head: string, password: string) => `${head}${maskSecret(password)}@`)
-    .replace(/(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)/gi, (_, head: string, password: string) => `${head}${maskSecret(password.replace(/^'|'$/g, ''))}`);
+    .replace(
+      /^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)([^/]*)@/i,
+      (_, head: string, password: string) => `${head}${maskSecret(password)}@`,
+    )
+    .replace(
+      /(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)/gi,
+      (_, head: string, password: string) => `${head}${maskSecret(password.replace(/^'|'$/g, ''))}`,
+    );
 }
-

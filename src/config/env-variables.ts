@@ -76,9 +76,19 @@ const FALSE_WORDS = new Set(['false', '0', 'no', 'off']);
  * An unknown `HARNESS_*` variable is not an error (a shell may hold one for another tool, or
  * an old name): `warn` gets a message naming it and the nearest known variable.
  */
-export function readEnvironment(env: Readonly<Record<string, string | undefined>>, warn: (message: string) => void = () => {}): ConfigLayer[] {
+export function readEnvironment(
+  env: Readonly<Record<string, string | undefined>>,
+  warn: (message: string) => void = () => {},
+): ConfigLayer[] {
   for (const name of Object.keys(env).sort()) {
-    if (!name.startsWith(ENV_PREFIX) || name.startsWith(RESERVED_PREFIX) || KNOWN_NAMES.has(name) || OTHER_NAMES.has(name) || !isSet(env[name])) continue;
+    if (
+      !name.startsWith(ENV_PREFIX) ||
+      name.startsWith(RESERVED_PREFIX) ||
+      KNOWN_NAMES.has(name) ||
+      OTHER_NAMES.has(name) ||
+      !isSet(env[name])
+    )
+      continue;
     warn(`${name} is not a harness variable and is ignored; did you mean ${nearestKnownName(name)}?`);
   }
   const layers: ConfigLayer[] = [];
@@ -146,7 +156,11 @@ function editDistance(a: string, b: string): number {
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
     for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      current[j] = Math.min(
+        (previous[j] ?? 0) + 1,
+        (current[j - 1] ?? 0) + 1,
+        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
     }
     previous = current;
   }

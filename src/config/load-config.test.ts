@@ -72,7 +72,15 @@ describe('config: defaults', () => {
     });
     expect(config.forensics).toEqual({ captureRequestEnvelope: false, snapshotMemorySnippet: false });
     expect(config.model).toEqual({ name: '', provider: 'openai', baseUrl: '' });
-    expect(config.server).toEqual({ host: '127.0.0.1', port: 8080, apiKeys: [], redactTranscripts: true, maxConcurrentRuns: 16, maxSseConnections: 32, maxWritesPerSecond: 50 });
+    expect(config.server).toEqual({
+      host: '127.0.0.1',
+      port: 8080,
+      apiKeys: [],
+      redactTranscripts: true,
+      maxConcurrentRuns: 16,
+      maxSseConnections: 32,
+      maxWritesPerSecond: 50,
+    });
     expect(config.providers).toEqual({});
     expect(config.openai).toEqual({ apiKey: '', baseUrl: '' });
   });
@@ -83,7 +91,11 @@ describe('config: defaults', () => {
     expect(sources['memory.llm_mode']).toBe('default');
     expect(sources['server.api_keys']).toBe('default');
     expect(sources['openai.api_key']).toBe('default');
-    expect(Object.entries(sources).filter(([key]) => key !== 'workspace').every(([, source]) => source === 'default')).toBe(true);
+    expect(
+      Object.entries(sources)
+        .filter(([key]) => key !== 'workspace')
+        .every(([, source]) => source === 'default'),
+    ).toBe(true);
     expect(sources['workspace']).toBe('options.workspace');
   });
 
@@ -132,10 +144,18 @@ describe('config: cascade', () => {
   });
 
   it('reads the hardening settings from [memory] and [server], and from their variables', () => {
-    const file = writeConfig(workspace, '[memory]\nmax_operation_attempts = 7\n[server]\nredact_transcripts = false\nmax_concurrent_runs = 3\nmax_sse_connections = 4\nmax_writes_per_second = 5\n');
+    const file = writeConfig(
+      workspace,
+      '[memory]\nmax_operation_attempts = 7\n[server]\nredact_transcripts = false\nmax_concurrent_runs = 3\nmax_sse_connections = 4\nmax_writes_per_second = 5\n',
+    );
     const fromFile = load();
     expect(fromFile.memory.maxOperationAttempts).toBe(7);
-    expect(fromFile.server).toMatchObject({ redactTranscripts: false, maxConcurrentRuns: 3, maxSseConnections: 4, maxWritesPerSecond: 5 });
+    expect(fromFile.server).toMatchObject({
+      redactTranscripts: false,
+      maxConcurrentRuns: 3,
+      maxSseConnections: 4,
+      maxWritesPerSecond: 5,
+    });
     expect(fromFile.sources['server.max_writes_per_second']).toBe(file);
     const fromEnv = load({
       HARNESS_MEMORY_MAX_OPERATION_ATTEMPTS: '2',
@@ -145,10 +165,19 @@ describe('config: cascade', () => {
       HARNESS_MAX_WRITES_PER_SECOND: '60',
     });
     expect(fromEnv.memory.maxOperationAttempts).toBe(2);
-    expect(fromEnv.server).toMatchObject({ redactTranscripts: true, maxConcurrentRuns: 30, maxSseConnections: 40, maxWritesPerSecond: 60 });
+    expect(fromEnv.server).toMatchObject({
+      redactTranscripts: true,
+      maxConcurrentRuns: 30,
+      maxSseConnections: 40,
+      maxWritesPerSecond: 60,
+    });
     expect(fromEnv.sources['server.redact_transcripts']).toBe('env:HARNESS_REDACT_TRANSCRIPTS');
-    expect(configErrorOf(() => load({ HARNESS_MEMORY_MAX_OPERATION_ATTEMPTS: '0' })).key).toBe('memory.max_operation_attempts');
-    expect(configErrorOf(() => load({ HARNESS_MAX_WRITES_PER_SECOND: 'lots' })).key).toBe('server.max_writes_per_second');
+    expect(configErrorOf(() => load({ HARNESS_MEMORY_MAX_OPERATION_ATTEMPTS: '0' })).key).toBe(
+      'memory.max_operation_attempts',
+    );
+    expect(configErrorOf(() => load({ HARNESS_MAX_WRITES_PER_SECOND: 'lots' })).key).toBe(
+      'server.max_writes_per_second',
+    );
   });
 
   it('treats an empty environment variable as unset', () => {
@@ -183,8 +212,14 @@ describe('config: cascade', () => {
   });
 
   it('reads providers and merges one provider across files', () => {
-    writeConfig(home, '[providers.openrouter]\nbase_url = "https://openrouter.ai/api"\napi_key_env = "OPENROUTER_API_KEY"\n');
-    const workspaceFile = writeConfig(workspace, '[providers.openrouter]\nmodel = "x/small"\n[providers.local-llm]\nbase_url = "http://localhost:11434"\n');
+    writeConfig(
+      home,
+      '[providers.openrouter]\nbase_url = "https://openrouter.ai/api"\napi_key_env = "OPENROUTER_API_KEY"\n',
+    );
+    const workspaceFile = writeConfig(
+      workspace,
+      '[providers.openrouter]\nmodel = "x/small"\n[providers.local-llm]\nbase_url = "http://localhost:11434"\n',
+    );
     const config = load();
     expect(config.providers).toEqual({
       openrouter: { baseUrl: 'https://openrouter.ai/api', apiKeyEnv: 'OPENROUTER_API_KEY', model: 'x/small' },
@@ -229,19 +264,38 @@ describe('config: cascade', () => {
 
   it.each(['1.5', '-0.1', 'high'])('rejects HARNESS_MEMORY_TOOL_IMPORTANCE_CAP=%s', (value) => {
     const error = configErrorOf(() => load({ HARNESS_MEMORY_TOOL_IMPORTANCE_CAP: value }));
-    expect(error).toMatchObject({ key: 'memory.tool_importance_cap', source: 'env:HARNESS_MEMORY_TOOL_IMPORTANCE_CAP' });
+    expect(error).toMatchObject({
+      key: 'memory.tool_importance_cap',
+      source: 'env:HARNESS_MEMORY_TOOL_IMPORTANCE_CAP',
+    });
     expect(error.message).toContain('must be a number from 0 to 1');
   });
 
   it('hands the token thresholds to the core with tokenConfigFrom', () => {
     writeConfig(workspace, '[memory]\nsnippet_max_tokens = 700\n');
-    expect(tokenConfigFrom(load())).toEqual({ observeMinTokens: 1200, snippetMaxTokens: 700, reflectThresholdTokens: 4000 });
+    expect(tokenConfigFrom(load())).toEqual({
+      observeMinTokens: 1200,
+      snippetMaxTokens: 700,
+      reflectThresholdTokens: 4000,
+    });
   });
 
   it('returns a deeply frozen result', () => {
-    writeConfig(workspace, '[server]\napi_keys = ["key-one:tenant-a"]\n[providers.openrouter]\nbase_url = "https://o"\n');
+    writeConfig(
+      workspace,
+      '[server]\napi_keys = ["key-one:tenant-a"]\n[providers.openrouter]\nbase_url = "https://o"\n',
+    );
     const config = load();
-    for (const part of [config, config.memory, config.server, config.server.apiKeys, config.server.apiKeys[0], config.providers, config.providers['openrouter'], config.sources]) {
+    for (const part of [
+      config,
+      config.memory,
+      config.server,
+      config.server.apiKeys,
+      config.server.apiKeys[0],
+      config.providers,
+      config.providers['openrouter'],
+      config.sources,
+    ]) {
       expect(Object.isFrozen(part)).toBe(true);
     }
     expect(() => {
@@ -286,16 +340,22 @@ describe('config: errors', () => {
     expect(error.message).toContain('HARNESS_MEMORY_LLM_API_KEY');
   });
 
-  it.each(['0', '-5', '1.5', '"1200"'])('rejects observe_min_tokens = %s in a file instead of replacing it', (value) => {
-    const file = writeConfig(workspace, `[memory]\nobserve_min_tokens = ${value}\n`);
-    const error = configErrorOf(() => load());
-    expect(error).toMatchObject({ key: 'memory.observe_min_tokens', source: file });
-    expect(error.message).toContain('must be a positive integer');
-  });
+  it.each(['0', '-5', '1.5', '"1200"'])(
+    'rejects observe_min_tokens = %s in a file instead of replacing it',
+    (value) => {
+      const file = writeConfig(workspace, `[memory]\nobserve_min_tokens = ${value}\n`);
+      const error = configErrorOf(() => load());
+      expect(error).toMatchObject({ key: 'memory.observe_min_tokens', source: file });
+      expect(error.message).toContain('must be a positive integer');
+    },
+  );
 
   it.each(['0', '-5', '1.5', 'many'])('rejects HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS=%s', (value) => {
     const error = configErrorOf(() => load({ HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: value }));
-    expect(error).toMatchObject({ key: 'memory.reflect_threshold_tokens', source: 'env:HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS' });
+    expect(error).toMatchObject({
+      key: 'memory.reflect_threshold_tokens',
+      source: 'env:HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS',
+    });
     expect(error.message).toContain('must be a positive integer');
   });
 
@@ -330,30 +390,46 @@ describe('config: errors', () => {
     const config = loadConfig({
       homeDir: home,
       workspace,
-      env: { HARNESS_MEMORY_OBSERVE_MIN: '10', HARNESS_MEMORY_DIR: '/tmp/x', HARNESS_PROT: '9000', HARNESS_MEMORY_SNIPPET_MAX_TOKENS: '900', HARNESS_TEST_POSTGRES_URL: 'postgres://x' },
+      env: {
+        HARNESS_MEMORY_OBSERVE_MIN: '10',
+        HARNESS_MEMORY_DIR: '/tmp/x',
+        HARNESS_PROT: '9000',
+        HARNESS_MEMORY_SNIPPET_MAX_TOKENS: '900',
+        HARNESS_TEST_POSTGRES_URL: 'postgres://x',
+      },
       onWarning: (message) => warnings.push(message),
     });
     expect(config.memory.snippetMaxTokens).toBe(900);
     expect(warnings).toEqual([
-      expect.stringMatching(/^HARNESS_MEMORY_DIR is not a harness variable and is ignored; did you mean HARNESS_MEMORY_\w+\?$/),
+      expect.stringMatching(
+        /^HARNESS_MEMORY_DIR is not a harness variable and is ignored; did you mean HARNESS_MEMORY_\w+\?$/,
+      ),
       'HARNESS_MEMORY_OBSERVE_MIN is not a harness variable and is ignored; did you mean HARNESS_MEMORY_OBSERVE_MIN_TOKENS?',
       'HARNESS_PROT is not a harness variable and is ignored; did you mean HARNESS_PORT?',
     ]);
   });
 
-  it('says nothing of a blank unknown variable, HARNESS_WORKSPACE or the test suite\'s HARNESS_TEST_ variables', () => {
+  it("says nothing of a blank unknown variable, HARNESS_WORKSPACE or the test suite's HARNESS_TEST_ variables", () => {
     const warnings: string[] = [];
-    loadConfig({ homeDir: home, workspace, env: { HARNESS_UNUSED: ' ', HARNESS_WORKSPACE: workspace, HARNESS_TEST_X: '1' }, onWarning: (message) => warnings.push(message) });
+    loadConfig({
+      homeDir: home,
+      workspace,
+      env: { HARNESS_UNUSED: ' ', HARNESS_WORKSPACE: workspace, HARNESS_TEST_X: '1' },
+      onWarning: (message) => warnings.push(message),
+    });
     expect(warnings).toEqual([]);
   });
 
-  it.each(['no-colon-secret', ':tenant-a', 'key-secret:'])('rejects the api key entry %j without echoing it', (entry) => {
-    const file = writeConfig(workspace, `[server]\napi_keys = ["good-key:tenant", ${JSON.stringify(entry)}]\n`);
-    const error = configErrorOf(() => load());
-    expect(error).toMatchObject({ key: 'server.api_keys', source: file });
-    expect(error.message).toContain('entry 2');
-    expect(error.message).not.toContain('secret');
-  });
+  it.each(['no-colon-secret', ':tenant-a', 'key-secret:'])(
+    'rejects the api key entry %j without echoing it',
+    (entry) => {
+      const file = writeConfig(workspace, `[server]\napi_keys = ["good-key:tenant", ${JSON.stringify(entry)}]\n`);
+      const error = configErrorOf(() => load());
+      expect(error).toMatchObject({ key: 'server.api_keys', source: file });
+      expect(error.message).toContain('entry 2');
+      expect(error.message).not.toContain('secret');
+    },
+  );
 
   it('rejects a bad api key entry in HARNESS_API_KEYS', () => {
     const error = configErrorOf(() => load({ HARNESS_API_KEYS: 'key-one:tenant-a,key-two' }));
@@ -370,11 +446,18 @@ describe('config: errors', () => {
 
 describe('config: describeConfig', () => {
   it('lists every setting with its value and source', () => {
-    const file = writeConfig(workspace, '[memory]\nobserve_min_tokens = 3000\n[providers.openrouter]\nbase_url = "https://o"\n');
+    const file = writeConfig(
+      workspace,
+      '[memory]\nobserve_min_tokens = 3000\n[providers.openrouter]\nbase_url = "https://o"\n',
+    );
     const rows = describeConfig(load({ HARNESS_MEMORY_MODE: 'off' }));
     expect(rows).toContainEqual({ key: 'memory.observe_min_tokens', value: '3000', source: file });
     expect(rows).toContainEqual({ key: 'memory.mode', value: 'off', source: 'env:HARNESS_MEMORY_MODE' });
-    expect(rows).toContainEqual({ key: 'memory.sqlite_path', value: join(workspace, '.harness', 'state.db'), source: 'default' });
+    expect(rows).toContainEqual({
+      key: 'memory.sqlite_path',
+      value: join(workspace, '.harness', 'state.db'),
+      source: 'default',
+    });
     expect(rows).toContainEqual({ key: 'providers.openrouter.base_url', value: 'https://o', source: file });
     expect(rows.map((row) => row.key)).toContain('forensics.snapshot_memory_snippet');
   });

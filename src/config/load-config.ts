@@ -9,7 +9,11 @@ import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { ConfigError } from '../core/errors.js';
-import { DEFAULT_OBSERVATION_CONFIG, DEFAULT_TOOL_IMPORTANCE_CAP, type ObservationConfig } from '../core/observation.js';
+import {
+  DEFAULT_OBSERVATION_CONFIG,
+  DEFAULT_TOOL_IMPORTANCE_CAP,
+  type ObservationConfig,
+} from '../core/observation.js';
 import { DEFAULT_WORKING_MEMORY_LIMITS } from '../core/working-memory.js';
 import { readEnvironment } from './env-variables.js';
 import {
@@ -129,7 +133,8 @@ function defaultSettings(): Settings {
  * import { loadConfig } from 'harness-memory/config';
  *
  * const config = loadConfig({ workspace: '/srv/project' });
- * console.log(config.memory.observeMinTokens); // 1200 unless a file or HARNESS_MEMORY_OBSERVE_MIN_TOKENS says otherwise
+ * // 1200 unless a file or HARNESS_MEMORY_OBSERVE_MIN_TOKENS says otherwise:
+ * console.log(config.memory.observeMinTokens);
  * ```
  */
 export function loadConfig(options: LoadConfigOptions = {}): HarnessConfig {
@@ -160,7 +165,8 @@ function resolveWorkspace(
 ): { workspace: string; workspaceSource: string } {
   const cwd = options.cwd ?? process.cwd();
   const fromEnv = env['HARNESS_WORKSPACE']?.trim() ? env['HARNESS_WORKSPACE'] : undefined;
-  if (options.workspace !== undefined) return { workspace: resolve(cwd, options.workspace), workspaceSource: 'options.workspace' };
+  if (options.workspace !== undefined)
+    return { workspace: resolve(cwd, options.workspace), workspaceSource: 'options.workspace' };
   if (fromEnv !== undefined) return { workspace: resolve(cwd, fromEnv), workspaceSource: 'env:HARNESS_WORKSPACE' };
   return { workspace: resolve(cwd), workspaceSource: options.cwd === undefined ? 'process.cwd()' : 'options.cwd' };
 }
@@ -172,7 +178,12 @@ function readFileLayer(path: string): ConfigLayer[] {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return [];
-    throw new ConfigError({ key: '(file)', source: path, message: `cannot be read (${code ?? String(error)})`, cause: error });
+    throw new ConfigError({
+      key: '(file)',
+      source: path,
+      message: `cannot be read (${code ?? String(error)})`,
+      cause: error,
+    });
   }
   let data: unknown;
   try {
@@ -273,7 +284,11 @@ function toConfig(settings: Settings, workspace: string, sources: Record<string,
 function toProvider(name: string, entry: ProviderFileEntry, sources: Record<string, string>): ProviderConfig {
   if (entry.base_url === undefined) {
     const source = Object.entries(sources).find(([key]) => key.startsWith(`providers.${name}.`))?.[1] ?? 'default';
-    throw new ConfigError({ key: `providers.${name}.base_url`, source, message: 'is required for every [providers.NAME] table' });
+    throw new ConfigError({
+      key: `providers.${name}.base_url`,
+      source,
+      message: 'is required for every [providers.NAME] table',
+    });
   }
   return {
     baseUrl: entry.base_url,
@@ -281,7 +296,6 @@ function toProvider(name: string, entry: ProviderFileEntry, sources: Record<stri
     ...(entry.model === undefined ? {} : { model: entry.model }),
   };
 }
-
 
 /** The observation thresholds of a loaded config, as the core expects them. */
 export function tokenConfigFrom(config: HarnessConfig): ObservationConfig {

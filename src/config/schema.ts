@@ -94,8 +94,7 @@ const POSITIVE_INTEGER = 'must be a positive integer';
 
 const text = () => z.string({ error: 'must be a string' });
 const flag = () => z.boolean({ error: 'must be true or false' });
-const positiveInteger = () =>
-  z.number({ error: POSITIVE_INTEGER }).int(POSITIVE_INTEGER).positive(POSITIVE_INTEGER);
+const positiveInteger = () => z.number({ error: POSITIVE_INTEGER }).int(POSITIVE_INTEGER).positive(POSITIVE_INTEGER);
 const UNIT_INTERVAL = 'must be a number from 0 to 1';
 const unitInterval = () => z.number({ error: UNIT_INTERVAL }).min(0, UNIT_INTERVAL).max(1, UNIT_INTERVAL);
 const literal = <const T extends string>(values: readonly T[]) =>
@@ -223,7 +222,10 @@ export interface MemoryConfig {
   readonly dbDriver: MemoryDbDriver;
   /** Postgres connection string. @default "" */
   readonly dbDsn: string;
-  /** Absolute path of the SQLite file (relative settings are resolved against the workspace). @default "<workspace>/.harness/state.db" */
+  /**
+   * Absolute path of the SQLite file (relative settings are resolved against the workspace). @default
+   * "<workspace>/.harness/state.db"
+   */
   readonly sqlitePath: string;
   /** Postgres schema. @default "" */
   readonly schema: string;
@@ -237,7 +239,10 @@ export interface MemoryConfig {
   readonly reflectThresholdTokens: number;
   /** Age after which a running observe or reflect operation counts as abandoned. @default 300 */
   readonly staleOperationSeconds: number;
-  /** Attempts a memory operation gets (retryable failures and crashes alike) before it is parked as `dead`. @default 5 */
+  /**
+   * Attempts a memory operation gets (retryable failures and crashes alike) before it is parked as `dead`.
+   * @default 5
+   */
   readonly maxOperationAttempts: number;
   /** @default true */
   readonly redactSecrets: boolean;
@@ -293,13 +298,19 @@ export interface ServerConfig {
   readonly port: number;
   /** Empty means authentication is off. @default [] */
   readonly apiKeys: readonly ServerApiKey[];
-  /** Redact secrets from run prompts, outputs, errors, conversation messages and event payloads before they are stored (and so before SSE). @default true */
+  /**
+   * Redact secrets from run prompts, outputs, errors, conversation messages and event payloads before they are
+   * stored (and so before SSE). @default true
+   */
   readonly redactTranscripts: boolean;
   /** Runs queued or running at once, per API key (per tenant without keys), in this process. @default 16 */
   readonly maxConcurrentRuns: number;
   /** Open SSE event streams, per API key (per tenant without keys), in this process. @default 32 */
   readonly maxSseConnections: number;
-  /** Write requests (POST, PUT, DELETE) per second, per API key (per tenant without keys); bursts up to one second's worth. @default 50 */
+  /**
+   * Write requests (POST, PUT, DELETE) per second, per API key (per tenant without keys); bursts up to one
+   * second's worth. @default 50
+   */
   readonly maxWritesPerSecond: number;
 }
 
@@ -369,7 +380,11 @@ function configErrorFromIssue(issue: z.core.$ZodIssue, source: string): ConfigEr
   if (issue.code === 'unrecognized_keys') {
     const unknown = issue.keys[0] ?? '';
     if (path.length === 0) {
-      return new ConfigError({ key: unknown, source, message: `unknown section [${unknown}]; known sections: ${SECTIONS}` });
+      return new ConfigError({
+        key: unknown,
+        source,
+        message: `unknown section [${unknown}]; known sections: ${SECTIONS}`,
+      });
     }
     const section = path[0] === 'providers' ? 'providers' : (path[0] as keyof ConfigFile);
     const known = CONFIG_FILE_KEYS[section]?.join(', ') ?? '';

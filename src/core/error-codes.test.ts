@@ -16,7 +16,8 @@ function errorCodeSection(): string {
 describe('errors: the documented code list (issue 17)', () => {
   it('lists every thrown and every run error code in the README, each as a table row', () => {
     const section = errorCodeSection();
-    for (const code of [...HARNESS_MEMORY_ERROR_CODES, ...RUN_ERROR_CODES]) expect(section).toContain(`| \`${code}\` |`);
+    for (const code of [...HARNESS_MEMORY_ERROR_CODES, ...RUN_ERROR_CODES])
+      expect(section).toContain(`| \`${code}\` |`);
   });
 
   it('documents every thrown code in the JSDoc list of errors.ts', () => {

@@ -9,7 +9,10 @@ describe('createUlidGenerator', () => {
     expect(id).toMatch(/^op_/);
     const ulid = id.slice(3);
     expect(ulid).toMatch(ULID);
-    const time = Array.from(ulid.slice(0, 10)).reduce((sum, char) => sum * 32 + '0123456789ABCDEFGHJKMNPQRSTVWXYZ'.indexOf(char), 0);
+    const time = Array.from(ulid.slice(0, 10)).reduce(
+      (sum, char) => sum * 32 + '0123456789ABCDEFGHJKMNPQRSTVWXYZ'.indexOf(char),
+      0,
+    );
     expect(time).toBe(1_700_000_000_000);
   });
 

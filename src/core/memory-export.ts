@@ -1,5 +1,12 @@
 import type { MemoryStatus } from './memory-status.js';
-import { configToJson, describeProvenance, observationToJson, reflectionLinksToJson, statusToJson, structuredReflectionToJson } from './memory-status.js';
+import {
+  configToJson,
+  describeProvenance,
+  observationToJson,
+  reflectionLinksToJson,
+  statusToJson,
+  structuredReflectionToJson,
+} from './memory-status.js';
 import type { Observation, StoredReflection } from './observation.js';
 import { EMPTY_REFLECTION_LINKS } from './reflection-links.js';
 import type { ReflectionLinks } from './reflection-links.js';
@@ -12,7 +19,12 @@ export const EXPORT_FORMATS: readonly ExportFormat[] = ['json', 'markdown'];
 
 /** Normalises a requested format: trimmed, lowercased, empty means `json`. */
 export function parseExportFormat(format: unknown): ExportFormat {
-  const value = typeof format === 'string' ? format.trim().toLowerCase() : format === undefined || format === null ? '' : String(format);
+  const value =
+    typeof format === 'string'
+      ? format.trim().toLowerCase()
+      : format === undefined || format === null
+        ? ''
+        : String(format);
   if (value === '') return 'json';
   if (value === 'json' || value === 'markdown') return value;
   throw new HarnessMemoryError({
@@ -71,7 +83,10 @@ function renderMarkdown(input: ExportInput): string {
   if (reflection !== '') lines.push('## Reflection', '', reflection, '');
   lines.push('## Observations', '');
   if (input.observations.length === 0) lines.push('- (none)');
-  for (const observation of input.observations) lines.push(`- [${observation.seq}] (${describeProvenance(observation)}) ${observation.content.replace(/\n/g, '\n  ')}`);
+  for (const observation of input.observations)
+    lines.push(
+      `- [${observation.seq}] (${describeProvenance(observation)}) ${observation.content.replace(/\n/g, '\n  ')}`,
+    );
   lines.push('', ...linkSections(input.links ?? EMPTY_REFLECTION_LINKS));
   return `${lines.join('\n')}\n`;
 }
@@ -80,10 +95,14 @@ function renderMarkdown(input: ExportInput): string {
 export function linkSections(links: ReflectionLinks): string[] {
   const lines = ['## Supersessions', ''];
   if (links.supersessions.length === 0) lines.push('- (none)');
-  for (const item of links.supersessions) lines.push(`- [${item.newerSeq}] replaces [${item.olderSeq}]${oneLine(item.reason) === '' ? '' : `: ${oneLine(item.reason)}`}`);
+  for (const item of links.supersessions)
+    lines.push(
+      `- [${item.newerSeq}] replaces [${item.olderSeq}]${oneLine(item.reason) === '' ? '' : `: ${oneLine(item.reason)}`}`,
+    );
   lines.push('', '## Contradictions', '');
   if (links.contradictions.length === 0) lines.push('- (none)');
-  for (const item of links.contradictions) lines.push(`- [${item.seqA}] vs [${item.seqB}]${oneLine(item.detail) === '' ? '' : `: ${oneLine(item.detail)}`}`);
+  for (const item of links.contradictions)
+    lines.push(`- [${item.seqA}] vs [${item.seqB}]${oneLine(item.detail) === '' ? '' : `: ${oneLine(item.detail)}`}`);
   return lines;
 }
 

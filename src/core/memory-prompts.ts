@@ -21,7 +21,10 @@ export interface PromptMessage {
 export const MAX_PROMPT_MESSAGE_CHARS = 8000;
 /** Longest line of an earlier observation given to the reflector to reference. */
 export const MAX_REFERENCE_LINE_CHARS = 240;
-/** Longest line of a new observation given to the reflector (an observation holds at most 2,000 characters; fencing may lengthen it). */
+/**
+ * Longest line of a new observation given to the reflector (an observation holds at most 2,000 characters;
+ * fencing may lengthen it).
+ */
 export const MAX_OBSERVATION_LINE_CHARS = 2400;
 /** Characters of the existing reflection given to a memory model per token of `reflect_threshold_tokens`. */
 const REFLECTION_CHARS_PER_THRESHOLD_TOKEN = 4;
@@ -63,7 +66,9 @@ export function buildObserverPrompt(input: {
     'Current memory summary:',
     '<existing-memory>',
     input.reflection ? clippedReflection(input.reflection, input.config) : '(no reflection yet)',
-    ...(input.unreflected.length > 0 ? input.unreflected.map((observation) => `- [${observation.seq}] ${oneLine(observation.content)}`) : ['- (none)']),
+    ...(input.unreflected.length > 0
+      ? input.unreflected.map((observation) => `- [${observation.seq}] ${oneLine(observation.content)}`)
+      : ['- (none)']),
     '</existing-memory>',
     '',
     `Observe threshold: ${input.config.observeMinTokens} tokens.`,
@@ -92,7 +97,7 @@ export function buildReflectorPrompt(input: {
   references?: readonly Observation[];
 }): MemoryPrompt {
   const system = [
-    'You produce a structured reflection of an AI agent\'s observational memory, with the sections SUMMARY, SUPERSESSIONS and CONTRADICTIONS.',
+    "You produce a structured reflection of an AI agent's observational memory, with the sections SUMMARY, SUPERSESSIONS and CONTRADICTIONS.",
     DATA_RULE,
   ].join('\n');
   const references = input.references ?? [];
@@ -113,9 +118,23 @@ export function buildReflectorPrompt(input: {
     scopeBlock(input.scope),
     `Reflection threshold: ${input.config.reflectThresholdTokens} tokens.`,
     '',
-    ...(input.reflection ? ['Existing reflection:', '<existing-memory>', clippedReflection(input.reflection, input.config), '</existing-memory>', ''] : []),
+    ...(input.reflection
+      ? [
+          'Existing reflection:',
+          '<existing-memory>',
+          clippedReflection(input.reflection, input.config),
+          '</existing-memory>',
+          '',
+        ]
+      : []),
     ...(references.length > 0
-      ? ['Earlier observations still in force (one line each, clipped):', '<existing-memory>', ...references.map((observation) => `- [seq:${observation.seq}] ${referenceLine(observation)}`), '</existing-memory>', '']
+      ? [
+          'Earlier observations still in force (one line each, clipped):',
+          '<existing-memory>',
+          ...references.map((observation) => `- [seq:${observation.seq}] ${referenceLine(observation)}`),
+          '</existing-memory>',
+          '',
+        ]
       : []),
     'New observations:',
     '<observations>',
@@ -145,7 +164,9 @@ export function reflectorObservationLine(observation: Observation): string {
  * conversation has run.
  */
 export function maxReflectorInputTokens(config: ObservationConfig): number {
-  return 1700 + config.reflectThresholdTokens + reflectorNewObservationTokens(config) + reflectorReferenceTokens(config);
+  return (
+    1700 + config.reflectThresholdTokens + reflectorNewObservationTokens(config) + reflectorReferenceTokens(config)
+  );
 }
 
 /** Tokens of new observations one reflection takes (the oldest not yet reflected first). */
@@ -159,7 +180,12 @@ export function reflectorReferenceTokens(config: ObservationConfig): number {
 }
 
 function scopeBlock(scope: Scope): string {
-  return [`Scope:`, `- tenant_id: ${scope.tenantId}`, `- conversation_id: ${scope.conversationId}`, `- agent_id: ${scope.agentId}`].join('\n');
+  return [
+    `Scope:`,
+    `- tenant_id: ${scope.tenantId}`,
+    `- conversation_id: ${scope.conversationId}`,
+    `- agent_id: ${scope.agentId}`,
+  ].join('\n');
 }
 
 function transcriptLines(messages: readonly PromptMessage[]): string[] {
@@ -168,7 +194,8 @@ function transcriptLines(messages: readonly PromptMessage[]): string[] {
     const content = message.content.trim();
     if (content === '') continue;
     const role = message.role.trim() === '' ? 'unknown' : message.role.trim();
-    const name = message.name !== undefined && message.name.trim() !== '' ? ` (${oneLine(message.name.trim()).slice(0, 64)})` : '';
+    const name =
+      message.name !== undefined && message.name.trim() !== '' ? ` (${oneLine(message.name.trim()).slice(0, 64)})` : '';
     lines.push(`[${message.seq}] ${role}${name}: ${fence(clipMessage(content))}`);
   }
   return lines;
@@ -186,9 +213,15 @@ export function clipMessage(content: string): string {
   return `${head} …[message clipped: ${content.length - head.length} more characters cut, of ${content.length}]`;
 }
 
-/** The existing reflection for a memory-model prompt, clipped to `reflect_threshold_tokens` (at 4 characters a token). */
+/**
+ * The existing reflection for a memory-model prompt, clipped to `reflect_threshold_tokens` (at 4 characters a
+ * token).
+ */
 function clippedReflection(reflection: StoredReflection, config: ObservationConfig): string {
-  return clipChars(fence(reflection.raw), Math.max(config.reflectThresholdTokens, 1) * REFLECTION_CHARS_PER_THRESHOLD_TOKEN);
+  return clipChars(
+    fence(reflection.raw),
+    Math.max(config.reflectThresholdTokens, 1) * REFLECTION_CHARS_PER_THRESHOLD_TOKEN,
+  );
 }
 
 function fence(text: string): string {

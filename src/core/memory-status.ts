@@ -27,7 +27,10 @@ export interface MemoryStatus {
   readonly activeSupersessions: number;
   /** Contradictions in the set not resolved by a later supersession of either side. */
   readonly activeContradictions: number;
-  /** References reflections made that were dropped when applied: unknown seq, backwards supersession, self-reference. */
+  /**
+   * References reflections made that were dropped when applied: unknown seq, backwards supersession,
+   * self-reference.
+   */
   readonly rejectedReferences: number;
   /** Operations parked as `dead` (attempts used up), waiting to be retried by hand. */
   readonly deadOperations: number;
@@ -130,11 +133,26 @@ export function observationToJson(observation: Observation): Record<string, unkn
   };
 }
 
-/** The wire form of a supersession set: `{supersessions: [{newer_seq, older_seq, reason, operation_id, created_at}], contradictions: [{seq_a, seq_b, detail, …}]}`. */
+/**
+ * The wire form of a supersession set: `{supersessions: [{newer_seq, older_seq, reason, operation_id,
+ * created_at}], contradictions: [{seq_a, seq_b, detail, …}]}`.
+ */
 export function reflectionLinksToJson(links: ReflectionLinks): Record<string, unknown> {
   return {
-    supersessions: links.supersessions.map((item) => ({ newer_seq: item.newerSeq, older_seq: item.olderSeq, reason: item.reason, operation_id: item.operationId, created_at: item.createdAt })),
-    contradictions: links.contradictions.map((item) => ({ seq_a: item.seqA, seq_b: item.seqB, detail: item.detail, operation_id: item.operationId, created_at: item.createdAt })),
+    supersessions: links.supersessions.map((item) => ({
+      newer_seq: item.newerSeq,
+      older_seq: item.olderSeq,
+      reason: item.reason,
+      operation_id: item.operationId,
+      created_at: item.createdAt,
+    })),
+    contradictions: links.contradictions.map((item) => ({
+      seq_a: item.seqA,
+      seq_b: item.seqB,
+      detail: item.detail,
+      operation_id: item.operationId,
+      created_at: item.createdAt,
+    })),
   };
 }
 
@@ -144,7 +162,11 @@ export function describeProvenance(observation: Observation): string {
   const start = observation.sourceStartSeq - 1;
   const end = observation.sourceEndSeq - 1;
   const messages =
-    cited.length > 0 ? `message${cited.length > 1 ? 's' : ''} ${cited.join(', ')}` : start === end ? `message ${start}` : `messages ${start}–${end}`;
+    cited.length > 0
+      ? `message${cited.length > 1 ? 's' : ''} ${cited.join(', ')}`
+      : start === end
+        ? `message ${start}`
+        : `messages ${start}–${end}`;
   return `${observation.source}, ${messages}`;
 }
 
@@ -152,8 +174,16 @@ export function describeProvenance(observation: Observation): string {
 export function structuredReflectionToJson(structured: StructuredReflection): Record<string, unknown> {
   return {
     summary: structured.summary,
-    supersessions: structured.supersessions.map((item) => ({ newer_seq: item.newerSeq, older_seq: item.olderSeq, reason: item.reason })),
-    contradictions: structured.contradictions.map((item) => ({ seq_a: item.seqA, seq_b: item.seqB, detail: item.detail })),
+    supersessions: structured.supersessions.map((item) => ({
+      newer_seq: item.newerSeq,
+      older_seq: item.olderSeq,
+      reason: item.reason,
+    })),
+    contradictions: structured.contradictions.map((item) => ({
+      seq_a: item.seqA,
+      seq_b: item.seqB,
+      detail: item.detail,
+    })),
     schema_version: structured.schemaVersion,
   };
 }

@@ -26,12 +26,20 @@ export interface ObservationProvenance {
  * for several roles or any other role. When that source is `tool`, its importance is capped
  * at `toolImportanceCap` (an unscored one too, when the cap is below the 0.5 it counts as).
  */
-export function provenanceOf(observation: ParsedObservation, batch: readonly BatchMessage[], toolImportanceCap: number): ObservationProvenance {
+export function provenanceOf(
+  observation: ParsedObservation,
+  batch: readonly BatchMessage[],
+  toolImportanceCap: number,
+): ObservationProvenance {
   const roles = new Map(batch.map((message) => [message.seq, message.role]));
   const cited = [...new Set(observation.sourceSeqs ?? [])].filter((seq) => roles.has(seq)).sort((a, b) => a - b);
   const from = cited.length > 0 ? cited.map((seq) => roles.get(seq) as string) : batch.map((message) => message.role);
   const source = sourceOf(from);
-  return { source, sourceMessageSeqs: cited, importance: source === 'tool' ? capImportance(observation.importance, toolImportanceCap) : observation.importance };
+  return {
+    source,
+    sourceMessageSeqs: cited,
+    importance: source === 'tool' ? capImportance(observation.importance, toolImportanceCap) : observation.importance,
+  };
 }
 
 function sourceOf(roles: readonly string[]): ObservationSource {

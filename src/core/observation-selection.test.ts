@@ -25,7 +25,12 @@ function random(seed: number): () => number {
  * stored token count and its rendered line fit what is left of the budget, which then
  * loses the line's cost.
  */
-function fullSelection(observations: readonly Observation[], superseded: ReadonlyMap<number, number>, budget: number, estimator: TokenEstimator): number[] {
+function fullSelection(
+  observations: readonly Observation[],
+  superseded: ReadonlyMap<number, number>,
+  budget: number,
+  estimator: TokenEstimator,
+): number[] {
   const count = observations.length;
   const scores = new Float64Array(count);
   const costs = new Float64Array(count);
@@ -109,7 +114,23 @@ function render(observation: Observation, marker: string, estimator: TokenEstima
   return estimator.estimate(`- [${observation.seq}] ${marker}${renderDataLines(observation.content, '  ')}\n`);
 }
 
-const WORDS = ['the', 'user', 'prefers', 'tabs', 'deploys', 'on', 'Fridays', 'in', 'Berlin', 'ok', 'uses', 'Go', '1.22', 'monorepo', 'review'];
+const WORDS = [
+  'the',
+  'user',
+  'prefers',
+  'tabs',
+  'deploys',
+  'on',
+  'Fridays',
+  'in',
+  'Berlin',
+  'ok',
+  'uses',
+  'Go',
+  '1.22',
+  'monorepo',
+  'review',
+];
 
 function content(next: () => number): string {
   // Mostly 3 to 60 words, as observers write; now and then a single word, which a nearly spent budget can still take.
@@ -137,7 +158,18 @@ describe('snippet: the bounded selection equals a full re-selection (issue 16)',
           const text = content(next);
           // Scores in tenths, so equal scores (ties broken by age) are common.
           const importance = next() < 0.15 ? null : Math.round(next() * 10) / 10;
-          log.push({ seq: log.length + 1, content: text, importance, tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(text), createdAt: '', sourceStartSeq: 1, sourceEndSeq: 1, source: 'user', sourceMessageSeqs: [], operationId: 'op' });
+          log.push({
+            seq: log.length + 1,
+            content: text,
+            importance,
+            tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(text),
+            createdAt: '',
+            sourceStartSeq: 1,
+            sourceEndSeq: 1,
+            source: 'user',
+            sourceMessageSeqs: [],
+            operationId: 'op',
+          });
         }
       } else if (roll < 0.9 && log.length > 1) {
         const newer = 2 + Math.floor(next() * (log.length - 1));
@@ -150,7 +182,12 @@ describe('snippet: the bounded selection equals a full re-selection (issue 16)',
       const bounded = selectObservationIndices(log, superseded, budget, estimator);
       const full = fullSelection(log, superseded, budget, estimator);
       if (bounded.length !== full.length || bounded.some((index, position) => index !== full[position])) {
-        expect({ step: steps, observations: log.length, budget, bounded }).toEqual({ step: steps, observations: log.length, budget, bounded: full });
+        expect({ step: steps, observations: log.length, budget, bounded }).toEqual({
+          step: steps,
+          observations: log.length,
+          budget,
+          bounded: full,
+        });
       }
     }
     expect(log.length).toBe(10_000);

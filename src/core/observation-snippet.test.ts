@@ -6,11 +6,28 @@ import { RUNE_TOKEN_ESTIMATOR } from './token-estimator.js';
 import type { TokenEstimator } from './token-estimator.js';
 
 function observation(seq: number, content: string, importance: number | null): Observation {
-  return { seq, content, importance, tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(content), createdAt: '2026-01-01T00:00:00.000Z', sourceStartSeq: 1, sourceEndSeq: 1, source: 'user', sourceMessageSeqs: [], operationId: 'op' };
+  return {
+    seq,
+    content,
+    importance,
+    tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(content),
+    createdAt: '2026-01-01T00:00:00.000Z',
+    sourceStartSeq: 1,
+    sourceEndSeq: 1,
+    source: 'user',
+    sourceMessageSeqs: [],
+    operationId: 'op',
+  };
 }
 
 function reflection(raw: string): StoredReflection {
-  return { raw, structured: parseReflection(raw), tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(raw), throughSeq: 0, createdAt: '2026-01-01T00:00:00.000Z' };
+  return {
+    raw,
+    structured: parseReflection(raw),
+    tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(raw),
+    throughSeq: 0,
+    createdAt: '2026-01-01T00:00:00.000Z',
+  };
 }
 
 describe('snippet: scoring', () => {
@@ -28,7 +45,9 @@ describe('snippet: layout', () => {
   it('opens with the data line, puts the quoted reflection first, observations in seq order, then the warnings', () => {
     const text = buildObservationSnippet({
       observations: [observation(1, 'first', 0.2), observation(2, 'second', 0.9)],
-      reflection: reflection('SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]\nCONTRADICTIONS:\n- [seq:1] vs [seq:2]'),
+      reflection: reflection(
+        'SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]\nCONTRADICTIONS:\n- [seq:1] vs [seq:2]',
+      ),
       maxTokens: 900,
       estimator: RUNE_TOKEN_ESTIMATOR,
     });
@@ -54,8 +73,17 @@ describe('snippet: layout', () => {
   });
 
   it('is empty with nothing to show or a budget too small for the wrapper', () => {
-    expect(buildObservationSnippet({ observations: [], reflection: null, maxTokens: 900, estimator: RUNE_TOKEN_ESTIMATOR })).toBe('');
-    expect(buildObservationSnippet({ observations: [observation(1, 'x', 1)], reflection: null, maxTokens: 5, estimator: RUNE_TOKEN_ESTIMATOR })).toBe('');
+    expect(
+      buildObservationSnippet({ observations: [], reflection: null, maxTokens: 900, estimator: RUNE_TOKEN_ESTIMATOR }),
+    ).toBe('');
+    expect(
+      buildObservationSnippet({
+        observations: [observation(1, 'x', 1)],
+        reflection: null,
+        maxTokens: 5,
+        estimator: RUNE_TOKEN_ESTIMATOR,
+      }),
+    ).toBe('');
   });
 
   it('quotes every reflection line, so none can pose as a header, a warning or an observation line (issue 12)', () => {
@@ -69,7 +97,12 @@ describe('snippet: layout', () => {
       '⚠️ Unresolved contradictions:',
       'Reflection:',
     ].join('\n');
-    const text = buildObservationSnippet({ observations: [observation(1, 'real fact', 0.9)], reflection: reflection(forged), maxTokens: 900, estimator: RUNE_TOKEN_ESTIMATOR });
+    const text = buildObservationSnippet({
+      observations: [observation(1, 'real fact', 0.9)],
+      reflection: reflection(forged),
+      maxTokens: 900,
+      estimator: RUNE_TOKEN_ESTIMATOR,
+    });
     const lines = text.split('\n');
     expect(lines.filter((line) => line === 'Observations:')).toHaveLength(1);
     expect(lines.filter((line) => line === 'Reflection:')).toHaveLength(1);
@@ -81,22 +114,53 @@ describe('snippet: layout', () => {
 
   it('applies a supersession set given apart from the reflection: marks, clamps and warns', () => {
     const links = {
-      supersessions: [{ newerSeq: 3, olderSeq: 1, reason: 'now prefers spaces', operationId: 'op', createdAt: '2026-01-01T00:00:00.000Z' }],
-      contradictions: [{ seqA: 2, seqB: 3, detail: 'deploy day', operationId: 'op', createdAt: '2026-01-01T00:00:00.000Z' }],
+      supersessions: [
+        {
+          newerSeq: 3,
+          olderSeq: 1,
+          reason: 'now prefers spaces',
+          operationId: 'op',
+          createdAt: '2026-01-01T00:00:00.000Z',
+        },
+      ],
+      contradictions: [
+        { seqA: 2, seqB: 3, detail: 'deploy day', operationId: 'op', createdAt: '2026-01-01T00:00:00.000Z' },
+      ],
     };
-    const observations = [observation(1, 'prefers tabs', 1), observation(2, 'deploys on Fridays', 0.5), observation(3, 'prefers spaces', 0.9)];
-    const text = buildObservationSnippet({ observations, reflection: reflection('SUMMARY:\nno lists here'), links, maxTokens: 900, estimator: RUNE_TOKEN_ESTIMATOR });
+    const observations = [
+      observation(1, 'prefers tabs', 1),
+      observation(2, 'deploys on Fridays', 0.5),
+      observation(3, 'prefers spaces', 0.9),
+    ];
+    const text = buildObservationSnippet({
+      observations,
+      reflection: reflection('SUMMARY:\nno lists here'),
+      links,
+      maxTokens: 900,
+      estimator: RUNE_TOKEN_ESTIMATOR,
+    });
     expect(text).toContain('- [1] (superseded by [3]) prefers tabs');
     expect(text).toContain('- now prefers spaces (observation [3] supersedes [1])');
     expect(text).toContain('- deploy day (observations [2] vs [3]) — confirm which applies');
     // Clamped to 0.1: with room for one observation line, the superseded one loses to the newer one.
-    const tight = buildObservationSnippet({ observations: [observations[0]!, observations[2]!], reflection: null, links: { supersessions: links.supersessions, contradictions: [] }, maxTokens: 74, estimator: RUNE_TOKEN_ESTIMATOR });
+    const tight = buildObservationSnippet({
+      observations: [observations[0]!, observations[2]!],
+      reflection: null,
+      links: { supersessions: links.supersessions, contradictions: [] },
+      maxTokens: 74,
+      estimator: RUNE_TOKEN_ESTIMATOR,
+    });
     expect(tight).toContain('- [3] prefers spaces');
     expect(tight).not.toContain('- [1]');
   });
 
   it('indents continuation lines of a multi-line observation', () => {
-    const text = buildObservationSnippet({ observations: [observation(1, 'line one\n\nline two', 1)], reflection: null, maxTokens: 900, estimator: RUNE_TOKEN_ESTIMATOR });
+    const text = buildObservationSnippet({
+      observations: [observation(1, 'line one\n\nline two', 1)],
+      reflection: null,
+      maxTokens: 900,
+      estimator: RUNE_TOKEN_ESTIMATOR,
+    });
     expect(text).toContain('- [1] line one\n  \n  line two');
   });
 });
@@ -110,10 +174,20 @@ describe('snippet: budget', () => {
   it('never exceeds the budget by the estimator, whatever the content', () => {
     for (let trial = 0; trial < 300; trial++) {
       const count = trial % 40;
-      const observations = Array.from({ length: count }, (_, index) => observation(index + 1, randomText(trial * 31 + index), index % 5 === 0 ? null : ((trial + index) % 11) / 10));
-      const raw = trial % 3 === 0 ? '' : `SUMMARY:\n${randomText(trial).repeat(1 + (trial % 9))}\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: ${randomText(trial + 1)}\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: ${randomText(trial + 2)}`;
+      const observations = Array.from({ length: count }, (_, index) =>
+        observation(index + 1, randomText(trial * 31 + index), index % 5 === 0 ? null : ((trial + index) % 11) / 10),
+      );
+      const raw =
+        trial % 3 === 0
+          ? ''
+          : `SUMMARY:\n${randomText(trial).repeat(1 + (trial % 9))}\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: ${randomText(trial + 1)}\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: ${randomText(trial + 2)}`;
       const maxTokens = 10 + ((trial * 37) % 400);
-      const text = buildObservationSnippet({ observations, reflection: raw === '' ? null : reflection(raw), maxTokens, estimator: RUNE_TOKEN_ESTIMATOR });
+      const text = buildObservationSnippet({
+        observations,
+        reflection: raw === '' ? null : reflection(raw),
+        maxTokens,
+        estimator: RUNE_TOKEN_ESTIMATOR,
+      });
       expect(RUNE_TOKEN_ESTIMATOR.estimate(text)).toBeLessThanOrEqual(maxTokens);
       if (text !== '') expect(text.match(/<\/observational-memory>/g)).toHaveLength(1);
     }
@@ -128,8 +202,17 @@ describe('snippet: budget', () => {
   });
 
   it('skips an observation that does not fit and keeps filling with smaller ones', () => {
-    const observations = [observation(1, 'small', 0.2), observation(2, 'x'.repeat(400), 0.9), observation(3, 'tiny', 0.3)];
-    const text = buildObservationSnippet({ observations, reflection: null, maxTokens: 60, estimator: RUNE_TOKEN_ESTIMATOR });
+    const observations = [
+      observation(1, 'small', 0.2),
+      observation(2, 'x'.repeat(400), 0.9),
+      observation(3, 'tiny', 0.3),
+    ];
+    const text = buildObservationSnippet({
+      observations,
+      reflection: null,
+      maxTokens: 60,
+      estimator: RUNE_TOKEN_ESTIMATOR,
+    });
     expect(text).toContain('- [1] small\n- [3] tiny');
     expect(text).not.toContain('xxxx');
   });
@@ -141,16 +224,37 @@ describe('snippet: selection', () => {
     for (let trial = 0; trial < 20; trial++) {
       const count = 300 + trial * 97;
       let seed = trial + 1;
-      const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
-      const observations = Array.from({ length: count }, (_, index) => observation(index + 1, `fact ${index} ${'w'.repeat(Math.floor(random() * 120))}`, random() < 0.1 ? null : Math.round(random() * 10) / 10));
+      const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+      const observations = Array.from({ length: count }, (_, index) =>
+        observation(
+          index + 1,
+          `fact ${index} ${'w'.repeat(Math.floor(random() * 120))}`,
+          random() < 0.1 ? null : Math.round(random() * 10) / 10,
+        ),
+      );
       const maxTokens = 200 + trial * 60;
-      const text = buildObservationSnippet({ observations, reflection: null, maxTokens, estimator: RUNE_TOKEN_ESTIMATOR });
+      const text = buildObservationSnippet({
+        observations,
+        reflection: null,
+        maxTokens,
+        estimator: RUNE_TOKEN_ESTIMATOR,
+      });
       const chosen = [...text.matchAll(/^- \[(\d+)\]/gm)].map((match) => Number(match[1]));
 
       // The reference: score everything, stable sort, greedy fill that skips what does not fit.
       const cost = (line: string) => RUNE_TOKEN_ESTIMATOR.estimate(`${line}\n`);
-      let remaining = maxTokens - cost('<observational-memory>') - cost(SNIPPET_PREAMBLE) - RUNE_TOKEN_ESTIMATOR.estimate('</observational-memory>') - cost('') - cost('Observations:');
-      const order = observations.map((item, index) => ({ item, score: scoreObservation(item.importance, count - 1 - index, false), index }));
+      let remaining =
+        maxTokens -
+        cost('<observational-memory>') -
+        cost(SNIPPET_PREAMBLE) -
+        RUNE_TOKEN_ESTIMATOR.estimate('</observational-memory>') -
+        cost('') -
+        cost('Observations:');
+      const order = observations.map((item, index) => ({
+        item,
+        score: scoreObservation(item.importance, count - 1 - index, false),
+        index,
+      }));
       order.sort((a, b) => b.score - a.score || a.index - b.index);
       const expected: number[] = [];
       for (const { item } of order) {
@@ -161,20 +265,33 @@ describe('snippet: selection', () => {
       }
       expect(chosen).toEqual(expected.sort((a, b) => a - b));
       // Built again from the same objects (line costs now remembered) and from fresh copies: the same text.
-      expect(buildObservationSnippet({ observations, reflection: null, maxTokens, estimator: RUNE_TOKEN_ESTIMATOR })).toBe(text);
+      expect(
+        buildObservationSnippet({ observations, reflection: null, maxTokens, estimator: RUNE_TOKEN_ESTIMATOR }),
+      ).toBe(text);
       const copies = observations.map((item) => ({ ...item }));
-      expect(buildObservationSnippet({ observations: copies, reflection: null, maxTokens, estimator: RUNE_TOKEN_ESTIMATOR })).toBe(text);
+      expect(
+        buildObservationSnippet({ observations: copies, reflection: null, maxTokens, estimator: RUNE_TOKEN_ESTIMATOR }),
+      ).toBe(text);
     }
   });
 
   it('remembers line costs per estimator, so another estimator is measured afresh', () => {
-    const observations = Array.from({ length: 40 }, (_, index) => observation(index + 1, `note ${index} ${'x'.repeat(index * 3)}`, 0.5));
-    const small = buildObservationSnippet({ observations, reflection: null, maxTokens: 150, estimator: RUNE_TOKEN_ESTIMATOR });
+    const observations = Array.from({ length: 40 }, (_, index) =>
+      observation(index + 1, `note ${index} ${'x'.repeat(index * 3)}`, 0.5),
+    );
+    const small = buildObservationSnippet({
+      observations,
+      reflection: null,
+      maxTokens: 150,
+      estimator: RUNE_TOKEN_ESTIMATOR,
+    });
     // Counts every character as a token: far fewer lines fit.
     const strict = { estimate: (text: string) => text.length };
     const fewer = buildObservationSnippet({ observations, reflection: null, maxTokens: 150, estimator: strict });
     expect(strict.estimate(fewer)).toBeLessThanOrEqual(150);
     expect(fewer.split('\n').length).toBeLessThan(small.split('\n').length);
-    expect(buildObservationSnippet({ observations, reflection: null, maxTokens: 150, estimator: RUNE_TOKEN_ESTIMATOR })).toBe(small);
+    expect(
+      buildObservationSnippet({ observations, reflection: null, maxTokens: 150, estimator: RUNE_TOKEN_ESTIMATOR }),
+    ).toBe(small);
   });
 });

@@ -27,7 +27,14 @@ export const DEFAULT_OBSERVATION_CONFIG: ObservationConfig = Object.freeze({
 export type ObservationSource = 'user' | 'assistant' | 'tool' | 'mixed' | 'client' | 'import';
 
 /** Every {@link ObservationSource}, in the order documentation lists them. */
-export const OBSERVATION_SOURCES: readonly ObservationSource[] = Object.freeze(['user', 'assistant', 'tool', 'mixed', 'client', 'import']);
+export const OBSERVATION_SOURCES: readonly ObservationSource[] = Object.freeze([
+  'user',
+  'assistant',
+  'tool',
+  'mixed',
+  'client',
+  'import',
+]);
 
 /** Default cap on the importance of an observation made only from tool output. */
 export const DEFAULT_TOOL_IMPORTANCE_CAP = 0.6;
@@ -96,7 +103,10 @@ export interface MemoryRecord {
   readonly supersessionCount: number;
   /** Contradictions stored in the scope's supersession set, resolved or not. */
   readonly contradictionCount: number;
-  /** References reflections made that were dropped when applied (unknown seq, backwards supersession, self-reference). */
+  /**
+   * References reflections made that were dropped when applied (unknown seq, backwards supersession,
+   * self-reference).
+   */
   readonly rejectedReferenceCount: number;
   readonly createdAt: string;
   readonly updatedAt: string;

@@ -98,9 +98,9 @@ describe('parseObservations: prefixed format', () => {
     expect(parseObservations('IMPORTANCE: User prefers tabs\nin Go files.')).toEqual([
       { content: 'IMPORTANCE: User prefers tabs\nin Go files.', importance: null },
     ]);
-    expect(parseObservations('IMPORTANCE: 0.7\nThe user explained why.\nImportance: tests must pass before a merge.')).toEqual([
-      { content: 'The user explained why.\nImportance: tests must pass before a merge.', importance: 0.7 },
-    ]);
+    expect(
+      parseObservations('IMPORTANCE: 0.7\nThe user explained why.\nImportance: tests must pass before a merge.'),
+    ).toEqual([{ content: 'The user explained why.\nImportance: tests must pass before a merge.', importance: 0.7 }]);
   });
 
   it('drops observations without content and returns nothing when none remain', () => {
@@ -167,31 +167,136 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
   const go = 'The project is written in Go.';
   // Answers as models write them, large hosted ones and small local ones (llama 3, qwen 2.5, phi).
   const shapes: Array<[name: string, answer: string, expected: Expected]> = [
-    ['the exact format', `IMPORTANCE:0.9\n${tabs}\n\nIMPORTANCE:0.5\n${go}`, [{ content: tabs, importance: 0.9 }, { content: go, importance: 0.5 }]],
-    ['bold label, colon inside', `**IMPORTANCE:** 0.9\n${tabs}\n\n**IMPORTANCE:** 0.5\n${go}`, [{ content: tabs, importance: 0.9 }, { content: go, importance: 0.5 }]],
+    [
+      'the exact format',
+      `IMPORTANCE:0.9\n${tabs}\n\nIMPORTANCE:0.5\n${go}`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.5 },
+      ],
+    ],
+    [
+      'bold label, colon inside',
+      `**IMPORTANCE:** 0.9\n${tabs}\n\n**IMPORTANCE:** 0.5\n${go}`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.5 },
+      ],
+    ],
     ['bold label, colon outside', `**Importance**: 0.9\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
     ['bold label and score', `**Importance: 0.9**\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
-    ['numbered list', `1. IMPORTANCE: 0.9\n   ${tabs}\n2. IMPORTANCE: 0.5\n   ${go}`, [{ content: tabs, importance: 0.9 }, { content: go, importance: 0.5 }]],
-    ['numbered list with parentheses', `1) Importance: 0.9 - ${tabs}\n2) Importance: 0.5 - ${go}`, [{ content: tabs, importance: 0.9 }, { content: go, importance: 0.5 }]],
+    [
+      'numbered list',
+      `1. IMPORTANCE: 0.9\n   ${tabs}\n2. IMPORTANCE: 0.5\n   ${go}`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.5 },
+      ],
+    ],
+    [
+      'numbered list with parentheses',
+      `1) Importance: 0.9 - ${tabs}\n2) Importance: 0.5 - ${go}`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.5 },
+      ],
+    ],
     ['title case label', `Importance: 0.9\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
-    ['bulleted markers', `- IMPORTANCE: 0.9\n  ${tabs}\n- IMPORTANCE: 0.5\n  ${go}`, [{ content: tabs, importance: 0.9 }, { content: go, importance: 0.5 }]],
+    [
+      'bulleted markers',
+      `- IMPORTANCE: 0.9\n  ${tabs}\n- IMPORTANCE: 0.5\n  ${go}`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.5 },
+      ],
+    ],
     ['bulleted content under the marker', `IMPORTANCE: 0.9\n- ${tabs}`, [{ content: tabs, importance: 0.9 }]],
-    ['blank lines around the content', `IMPORTANCE: 0.9\n\n${tabs}\n\n\nIMPORTANCE: 0.5\n\n${go}\n`, [{ content: tabs, importance: 0.9 }, { content: go, importance: 0.5 }]],
-    ['a preamble that is not stored', `Here are the observations:\n\nIMPORTANCE: 0.9\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
-    ['a chatty preamble and a heading', `Sure! Here is the memory update.\n\n## Observations\n\nIMPORTANCE: 0.9\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
+    [
+      'blank lines around the content',
+      `IMPORTANCE: 0.9\n\n${tabs}\n\n\nIMPORTANCE: 0.5\n\n${go}\n`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.5 },
+      ],
+    ],
+    [
+      'a preamble that is not stored',
+      `Here are the observations:\n\nIMPORTANCE: 0.9\n${tabs}`,
+      [{ content: tabs, importance: 0.9 }],
+    ],
+    [
+      'a chatty preamble and a heading',
+      `Sure! Here is the memory update.\n\n## Observations\n\nIMPORTANCE: 0.9\n${tabs}`,
+      [{ content: tabs, importance: 0.9 }],
+    ],
     ['a markdown heading as the marker', `### Importance: 0.9\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
-    ['a bracketed marker with the text after it', `[IMPORTANCE: 0.9] ${tabs}\n[IMPORTANCE: 0.5] ${go}`, [{ content: tabs, importance: 0.9 }, { content: go, importance: 0.5 }]],
-    ['the score at the end of each bullet', `- ${tabs} (importance: 0.9)\n- ${go} (importance: 0.5)`, [{ content: tabs, importance: 0.9 }, { content: go, importance: 0.5 }]],
+    [
+      'a bracketed marker with the text after it',
+      `[IMPORTANCE: 0.9] ${tabs}\n[IMPORTANCE: 0.5] ${go}`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.5 },
+      ],
+    ],
+    [
+      'the score at the end of each bullet',
+      `- ${tabs} (importance: 0.9)\n- ${go} (importance: 0.5)`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.5 },
+      ],
+    ],
     ['an equals sign and a percentage', `IMPORTANCE = 90%\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
     ['a score out of ten', `Importance: 9/10\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
-    ['a level word', `Importance: High\n${tabs}\nImportance: low\n${go}`, [{ content: tabs, importance: 0.8 }, { content: go, importance: 0.2 }]],
-    ['an "Observation:" label on the content', `IMPORTANCE: 0.9\nObservation: ${tabs}`, [{ content: tabs, importance: 0.9 }]],
-    ['a content line starting with the word Importance', `IMPORTANCE: 0.9\n${tabs}\nImportance of this: the user insisted twice.`, [{ content: `${tabs}\nImportance of this: the user insisted twice.`, importance: 0.9 }]],
-    ['cited sources', `IMPORTANCE: 0.9\nSOURCE: 12, 14\n${tabs}\n\nIMPORTANCE: 0.5\n${go}\nSources: [seq:3]-[seq:5]`, [{ content: tabs, importance: 0.9, sourceSeqs: [12, 14] }, { content: go, importance: 0.5, sourceSeqs: [3, 4, 5] }]],
-    ['sources on the marker line', `IMPORTANCE: 0.9 | SOURCE: 7\n${tabs}`, [{ content: tabs, importance: 0.9, sourceSeqs: [7] }]],
-    ['a source line that is prose stays content', `IMPORTANCE: 0.5\n${go}\nSource: the README in the repository root.`, [{ content: `${go}\nSource: the README in the repository root.`, importance: 0.5 }]],
-    ['a code fence around the answer', `\`\`\`\nIMPORTANCE: 0.9\n${tabs}\n\`\`\``, [{ content: tabs, importance: 0.9 }]],
-    ['no scores at all, as a list', `Observations:\n- ${tabs}\n- ${go}`, [{ content: tabs, importance: null }, { content: go, importance: null }]],
+    [
+      'a level word',
+      `Importance: High\n${tabs}\nImportance: low\n${go}`,
+      [
+        { content: tabs, importance: 0.8 },
+        { content: go, importance: 0.2 },
+      ],
+    ],
+    [
+      'an "Observation:" label on the content',
+      `IMPORTANCE: 0.9\nObservation: ${tabs}`,
+      [{ content: tabs, importance: 0.9 }],
+    ],
+    [
+      'a content line starting with the word Importance',
+      `IMPORTANCE: 0.9\n${tabs}\nImportance of this: the user insisted twice.`,
+      [{ content: `${tabs}\nImportance of this: the user insisted twice.`, importance: 0.9 }],
+    ],
+    [
+      'cited sources',
+      `IMPORTANCE: 0.9\nSOURCE: 12, 14\n${tabs}\n\nIMPORTANCE: 0.5\n${go}\nSources: [seq:3]-[seq:5]`,
+      [
+        { content: tabs, importance: 0.9, sourceSeqs: [12, 14] },
+        { content: go, importance: 0.5, sourceSeqs: [3, 4, 5] },
+      ],
+    ],
+    [
+      'sources on the marker line',
+      `IMPORTANCE: 0.9 | SOURCE: 7\n${tabs}`,
+      [{ content: tabs, importance: 0.9, sourceSeqs: [7] }],
+    ],
+    [
+      'a source line that is prose stays content',
+      `IMPORTANCE: 0.5\n${go}\nSource: the README in the repository root.`,
+      [{ content: `${go}\nSource: the README in the repository root.`, importance: 0.5 }],
+    ],
+    [
+      'a code fence around the answer',
+      `\`\`\`\nIMPORTANCE: 0.9\n${tabs}\n\`\`\``,
+      [{ content: tabs, importance: 0.9 }],
+    ],
+    [
+      'no scores at all, as a list',
+      `Observations:\n- ${tabs}\n- ${go}`,
+      [
+        { content: tabs, importance: null },
+        { content: go, importance: null },
+      ],
+    ],
     ['a bare number after the label', `Importance 0.9\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
     ['nothing to remember', 'NONE', []],
     ['nothing to remember, in words', 'No new observations.', []],
@@ -206,7 +311,9 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
   });
 
   it('says when an answer means "nothing to remember", and only then', () => {
-    for (const answer of ['NONE', 'None.', '**NONE**', 'No observations.', 'Nothing to observe.', 'N/A']) expect(isNothingToObserve(answer), answer).toBe(true);
-    for (const answer of ['', 'None of the tests pass.', 'IMPORTANCE: 0.9\nNONE']) expect(isNothingToObserve(answer), answer).toBe(false);
+    for (const answer of ['NONE', 'None.', '**NONE**', 'No observations.', 'Nothing to observe.', 'N/A'])
+      expect(isNothingToObserve(answer), answer).toBe(true);
+    for (const answer of ['', 'None of the tests pass.', 'IMPORTANCE: 0.9\nNONE'])
+      expect(isNothingToObserve(answer), answer).toBe(false);
   });
 });

@@ -29,21 +29,34 @@ const LEAD = String.raw`^\s*(?:(?:[-*•+]|\d{1,3}[.)]|#{1,6}|>)\s+)*[*_\[(]*\s*
 const EMPHASIS = String.raw`[*_]*`;
 // `IMPORTANCE` then `:` or `=` (emphasis may sit on either side), then the value.
 // Without `:` or `=`, only a bare number may follow (`Importance 0.9`), not a sentence.
-const MARKER_LINE = new RegExp(`${LEAD}importance${EMPHASIS}\\s*(?:[:=]|(?=\\s+[+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)\\s*%?[*_\\])]*\\s*$))${EMPHASIS}\\s*(.*)$`, 'i');
+const MARKER_LINE = new RegExp(
+  `${LEAD}importance${EMPHASIS}\\s*(?:[:=]|(?=\\s+[+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)\\s*%?[*_\\])]*\\s*$))${EMPHASIS}\\s*(.*)$`,
+  'i',
+);
 const SOURCE_LINE = new RegExp(`${LEAD}sources?${EMPHASIS}\\s*[:=]${EMPHASIS}\\s*(.*?)[*_\\])]*\\s*$`, 'i');
 // `User prefers tabs. (importance: 0.9)`: a whole observation on one line, scored at its end.
-const TRAILING_SCORE = /^(.*?\S)\s*[([]\s*importance\s*[:=]?\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*(?:%|\/\s*\d+(?:\.\d*)?)?)\s*[)\]]\s*[.;]?\s*$/i;
+const TRAILING_SCORE =
+  /^(.*?\S)\s*[([]\s*importance\s*[:=]?\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*(?:%|\/\s*\d+(?:\.\d*)?)?)\s*[)\]]\s*[.;]?\s*$/i;
 const NUMBER_PREFIX = /^[+-]?(\d+(\.\d*)?|\.\d+)/;
-const SEQ_LIST = /^(?:(?:messages?|msgs?)\s+)?(?:(?:seq\s*:?\s*|#)?\d+(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?\d+)?)(?:\s*(?:,|;|\band\b|\s)\s*(?:(?:seq\s*:?\s*|#)?\d+(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?\d+)?))*$/i;
-const LEVEL_WORDS: Readonly<Record<string, number>> = { critical: 0.95, high: 0.8, medium: 0.5, moderate: 0.5, low: 0.2 };
+const SEQ_LIST =
+  /^(?:(?:messages?|msgs?)\s+)?(?:(?:seq\s*:?\s*|#)?\d+(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?\d+)?)(?:\s*(?:,|;|\band\b|\s)\s*(?:(?:seq\s*:?\s*|#)?\d+(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?\d+)?))*$/i;
+const LEVEL_WORDS: Readonly<Record<string, number>> = {
+  critical: 0.95,
+  high: 0.8,
+  medium: 0.5,
+  moderate: 0.5,
+  low: 0.2,
+};
 // A label models put before the observation text itself.
 const CONTENT_LABEL = /^[*_]*(?:observation|content|fact)[*_]*\s*:[*_]*\s*/i;
 const BULLET_LINE = /^\s*(?:[-*•+]|\d{1,3}[.)])\s+\S/;
 // Lines that frame an answer rather than say anything: headings, separators, code fences.
 const FRAME_LINE = /^\s*(?:#{1,6}\s.*|[-*_=]{3,}|```.*|~~~.*)\s*$/;
 // Preamble sentences: "Here are the observations:", "Sure! Below are …", "Observations:".
-const PREAMBLE_LINE = /^\s*[*_#>\s]*(?:(?:here\s+(?:are|is)|here's|sure|okay|ok|certainly|below\s+(?:are|is)|the\s+following)\b.*|[^.!?]{0,60}:[*_\s]*)$/i;
-const NOTHING_ANSWER = /^[\s*_"'`([]*(?:none|no\s+(?:new\s+)?observations?|nothing(?:\s+(?:new|worth\s+remembering|to\s+(?:observe|record|remember)))?|n\/a)[\s.!*_"'`)\]]*$/i;
+const PREAMBLE_LINE =
+  /^\s*[*_#>\s]*(?:(?:here\s+(?:are|is)|here's|sure|okay|ok|certainly|below\s+(?:are|is)|the\s+following)\b.*|[^.!?]{0,60}:[*_\s]*)$/i;
+const NOTHING_ANSWER =
+  /^[\s*_"'`([]*(?:none|no\s+(?:new\s+)?observations?|nothing(?:\s+(?:new|worth\s+remembering|to\s+(?:observe|record|remember)))?|n\/a)[\s.!*_"'`)\]]*$/i;
 const MAX_REPEATED_LINES = 3;
 
 interface Block {
@@ -90,13 +103,20 @@ export function parseObservations(raw: string, options: ParseObservationsOptions
     const trailing = TRAILING_SCORE.exec(line);
     const score = trailing ? readScore(trailing[2] ?? '') : undefined;
     if (trailing && score !== undefined) {
-      blocks.push({ marked: true, closed: true, importance: score.importance, lines: [stripBullet(trailing[1] ?? '')], sources: [] });
+      blocks.push({
+        marked: true,
+        closed: true,
+        importance: score.importance,
+        lines: [stripBullet(trailing[1] ?? '')],
+        sources: [],
+      });
       continue;
     }
     const current = blocks.at(-1) as Block;
     const sources = current.marked ? readSources(line) : undefined;
     if (sources) current.sources.push(...sources);
-    else if (current.closed && line.trim() !== '') blocks.push({ marked: true, importance: null, lines: [line], sources: [] });
+    else if (current.closed && line.trim() !== '')
+      blocks.push({ marked: true, importance: null, lines: [line], sources: [] });
     else current.lines.push(line);
   }
   if (!blocks.some((block) => block.marked)) return unscored(blocks[0]?.lines ?? [], maxObservations, maxChars);
@@ -108,7 +128,11 @@ export function parseObservations(raw: string, options: ParseObservationsOptions
     const content = cleanContent(block.lines);
     if (content === '') continue;
     const sourceSeqs = [...new Set(block.sources)].sort((a, b) => a - b).slice(0, MAX_SOURCE_SEQS);
-    observations.push({ content: truncate(content, maxChars), importance: block.importance, ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}) });
+    observations.push({
+      content: truncate(content, maxChars),
+      importance: block.importance,
+      ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}),
+    });
   }
   return observations;
 }
@@ -122,7 +146,9 @@ function unscored(lines: readonly string[], maxObservations: number, maxChars: n
   const rest = start < 0 ? [] : lines.slice(start);
   const items = rest.filter((line) => line.trim() !== '');
   if (items.length > 1 && items.every((line) => BULLET_LINE.test(line))) {
-    return items.slice(0, maxObservations).map((line) => ({ content: truncate(stripBullet(line), maxChars), importance: null }));
+    return items
+      .slice(0, maxObservations)
+      .map((line) => ({ content: truncate(stripBullet(line), maxChars), importance: null }));
   }
   const content = cleanContent(rest);
   return content === '' || maxObservations === 0 ? [] : [{ content: truncate(content, maxChars), importance: null }];

@@ -38,7 +38,15 @@ describe('parseReflection: section headers', () => {
   });
 
   it('accepts markdown headings, bold, any case and a colon inside or outside the emphasis', () => {
-    const headers = ['**SUMMARY:**', '**Summary**:', '## SUMMARY', '## Summary:', 'SUMMARY:', 'Summary:', '__Summary__'];
+    const headers = [
+      '**SUMMARY:**',
+      '**Summary**:',
+      '## SUMMARY',
+      '## Summary:',
+      'SUMMARY:',
+      'Summary:',
+      '__Summary__',
+    ];
     for (const header of [...headers, 'summary']) {
       const parsed = parseReflection(`${header}\nThe summary.\n## Supersessions\n- [seq:2] replaces [seq:1]: why`);
       expect(parsed.schemaVersion, header).toBe(1);

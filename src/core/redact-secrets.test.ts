@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { redactSecrets } from './redact-secrets.js';
 
 // Built from pieces so the fixtures do not look like live credentials to secret scanners.
-const JWT = ['eyJhbGciOiJIUzI1NiJ9', 'eyJzdWIiOiIxMjM0NTY3ODkwIn0', 'dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U'].join('.');
+const JWT = ['eyJhbGciOiJIUzI1NiJ9', 'eyJzdWIiOiIxMjM0NTY3ODkwIn0', 'dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U'].join(
+  '.',
+);
 const PEM = [
   '-----BEGIN RSA PRIVATE KEY-----',
   'MIIEowIBAAKCAQEA1c7+9z5Pad7OejecsQ0bu3aumgIE',
@@ -108,9 +110,15 @@ describe('redactSecrets: more key kinds', () => {
 
   it('redacts an AWS secret access key when it is labelled, keeping the label', () => {
     expect(AWS_SECRET).toHaveLength(40);
-    expect(redactSecrets(`aws_secret_access_key = ${AWS_SECRET}`).text).toBe('aws_secret_access_key = [REDACTED:aws_secret_key]');
-    expect(redactSecrets(`AWS_SECRET_ACCESS_KEY=${AWS_SECRET}\n`).text).toBe('AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret_key]\n');
-    expect(redactSecrets(`{"SecretAccessKey": "${AWS_SECRET}"}`).text).toBe('{"SecretAccessKey": "[REDACTED:aws_secret_key]"}');
+    expect(redactSecrets(`aws_secret_access_key = ${AWS_SECRET}`).text).toBe(
+      'aws_secret_access_key = [REDACTED:aws_secret_key]',
+    );
+    expect(redactSecrets(`AWS_SECRET_ACCESS_KEY=${AWS_SECRET}\n`).text).toBe(
+      'AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret_key]\n',
+    );
+    expect(redactSecrets(`{"SecretAccessKey": "${AWS_SECRET}"}`).text).toBe(
+      '{"SecretAccessKey": "[REDACTED:aws_secret_key]"}',
+    );
   });
 
   it('keeps an unlabelled 40-character string and a labelled one of the wrong length', () => {
@@ -132,12 +140,19 @@ describe('redactSecrets: passwords in URLs', () => {
   });
 
   it('redacts password query parameters', () => {
-    expect(redactSecrets('https://x.test/login?user=a&password=hunter2&next=/').text).toBe('https://x.test/login?user=a&password=[REDACTED:url_password]&next=/');
+    expect(redactSecrets('https://x.test/login?user=a&password=hunter2&next=/').text).toBe(
+      'https://x.test/login?user=a&password=[REDACTED:url_password]&next=/',
+    );
     expect(redactSecrets('https://x.test/?PWD=abc#frag').text).toBe('https://x.test/?PWD=[REDACTED:url_password]#frag');
   });
 
   it('keeps URLs without a password: a user only, a port, an @ in the path', () => {
-    for (const url of ['https://user@example.com/x', 'http://example.com:8080/a@b', 'mailto:someone@example.com', 'https://x.test/?passport=1']) {
+    for (const url of [
+      'https://user@example.com/x',
+      'http://example.com:8080/a@b',
+      'mailto:someone@example.com',
+      'https://x.test/?passport=1',
+    ]) {
       expect(redactSecrets(url).text).toBe(url);
     }
   });
@@ -145,13 +160,28 @@ describe('redactSecrets: passwords in URLs', () => {
 
 describe('redactSecrets: JSON text', () => {
   it('finds secrets right after an escape such as \\n, as in stored tool arguments', () => {
-    const text = JSON.stringify({ all: `first\n${OPENAI}\n${ANTHROPIC}\nAKIAIOSFODNN7EXAMPLE\n${GITHUB}\n${SLACK}\n${JWT}\nBearer abc123def456\n4111111111111111\nredis://u:pw1@h\naws_secret_access_key=${AWS_SECRET}` });
+    const text = JSON.stringify({
+      all: `first\n${OPENAI}\n${ANTHROPIC}\nAKIAIOSFODNN7EXAMPLE\n${GITHUB}\n${SLACK}\n${JWT}\nBearer abc123def456\n4111111111111111\nredis://u:pw1@h\naws_secret_access_key=${AWS_SECRET}`,
+    });
     const { text: redacted, counts } = redactSecrets(text);
-    expect(counts).toEqual({ openai_key: 1, anthropic_key: 1, aws_access_key: 1, github_token: 1, slack_token: 1, jwt: 1, bearer_token: 1, card_number: 1, url_password: 1, aws_secret_key: 1 });
+    expect(counts).toEqual({
+      openai_key: 1,
+      anthropic_key: 1,
+      aws_access_key: 1,
+      github_token: 1,
+      slack_token: 1,
+      jwt: 1,
+      bearer_token: 1,
+      card_number: 1,
+      url_password: 1,
+      aws_secret_key: 1,
+    });
     expect(JSON.parse(redacted)).toEqual({
       all: 'first\n[REDACTED:openai_key]\n[REDACTED:anthropic_key]\n[REDACTED:aws_access_key]\n[REDACTED:github_token]\n[REDACTED:slack_token]\n[REDACTED:jwt]\nBearer [REDACTED:bearer_token]\n[REDACTED:card_number]\nredis://u:[REDACTED:url_password]@h\naws_secret_access_key=[REDACTED:aws_secret_key]',
     });
-    expect(redactSecrets(JSON.stringify({ 'aws_secret_access_key': AWS_SECRET })).text).toBe('{"aws_secret_access_key":"[REDACTED:aws_secret_key]"}');
+    expect(redactSecrets(JSON.stringify({ aws_secret_access_key: AWS_SECRET })).text).toBe(
+      '{"aws_secret_access_key":"[REDACTED:aws_secret_key]"}',
+    );
   });
 });
 

@@ -42,11 +42,13 @@ const pattern = (source: string, flags = 'g'): RegExp => new RegExp(source, flag
 const RULES: readonly Rule[] = [
   {
     kind: 'private_key',
-    pattern:
-      /-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]{0,40}PRIVATE KEY-----|$)/g,
+    pattern: /-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]{0,40}PRIVATE KEY-----|$)/g,
   },
   // alg "none" tokens have an empty signature and still carry the payload, hence `*`.
-  { kind: 'jwt', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*`) },
+  {
+    kind: 'jwt',
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*`),
+  },
   // Before the OpenAI rule, which would take `sk-ant-…` for one of its own.
   { kind: 'anthropic_key', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}sk-ant-[A-Za-z0-9_-]{20,}`) },
   { kind: 'openai_key', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}sk-[A-Za-z0-9_-]{20,}`) },
@@ -55,19 +57,29 @@ const RULES: readonly Rule[] = [
     // A secret access key is 40 characters with nothing to tell it apart, so only a labelled
     // one (`aws_secret_access_key = …`, `"SecretAccessKey": "…"`) is taken.
     kind: 'aws_secret_key',
-    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}((?:aws_?)?secret_?(?:access_?)?key(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])`, 'gi'),
+    pattern: pattern(
+      String.raw`${startsAfter('A-Za-z0-9_')}((?:aws_?)?secret_?(?:access_?)?key(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])`,
+      'gi',
+    ),
     replace: (_match, [label]) => `${label ?? ''}[REDACTED:aws_secret_key]`,
   },
   {
     kind: 'github_token',
-    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})`),
+    pattern: pattern(
+      String.raw`${startsAfter('A-Za-z0-9_')}(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})`,
+    ),
   },
-  { kind: 'slack_token', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9-')}(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}`) },
+  {
+    kind: 'slack_token',
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9-')}(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}`),
+  },
   {
     // `scheme://user:password@host`: the password goes, the rest of the URL stays. Every part
     // is bounded and the match cannot start inside a scheme-like run, which keeps it linear.
     kind: 'url_password',
-    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9+.-')}([A-Za-z][A-Za-z0-9+.\-]{0,30}:\/\/[^\s:/?#@"'<>\\]{0,256}):(?!\[REDACTED:)[^\s/?#@"'<>\\]{1,256}@`),
+    pattern: pattern(
+      String.raw`${startsAfter('A-Za-z0-9+.-')}([A-Za-z][A-Za-z0-9+.\-]{0,30}:\/\/[^\s:/?#@"'<>\\]{0,256}):(?!\[REDACTED:)[^\s/?#@"'<>\\]{1,256}@`,
+    ),
     replace: (_match, [prefix]) => `${prefix ?? ''}:[REDACTED:url_password]@`,
   },
   {
@@ -79,7 +91,10 @@ const RULES: readonly Rule[] = [
   {
     kind: 'bearer_token',
     // The digit requirement keeps prose such as "Bearer authentication" intact.
-    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}(bearer)[ \t]+(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}`, 'gi'),
+    pattern: pattern(
+      String.raw`${startsAfter('A-Za-z0-9_')}(bearer)[ \t]+(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}`,
+      'gi',
+    ),
     replace: (_match, [word]) => `${word ?? 'Bearer'} [REDACTED:bearer_token]`,
   },
   // Digit groups joined by single spaces or dashes, not inside a word such as a hex hash; the

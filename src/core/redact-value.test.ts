@@ -5,8 +5,20 @@ const OPENAI = `sk-proj-${'Ab3_'.repeat(8)}`;
 
 describe('redactValue', () => {
   it('redacts every string of a nested value, keys kept', () => {
-    const value = { prompt: `use ${OPENAI}`, list: ['plain', { deep: `Bearer abc123def456` }], count: 3, flag: true, none: null };
-    expect(redactValue(value)).toEqual({ prompt: 'use [REDACTED:openai_key]', list: ['plain', { deep: 'Bearer [REDACTED:bearer_token]' }], count: 3, flag: true, none: null });
+    const value = {
+      prompt: `use ${OPENAI}`,
+      list: ['plain', { deep: `Bearer abc123def456` }],
+      count: 3,
+      flag: true,
+      none: null,
+    };
+    expect(redactValue(value)).toEqual({
+      prompt: 'use [REDACTED:openai_key]',
+      list: ['plain', { deep: 'Bearer [REDACTED:bearer_token]' }],
+      count: 3,
+      flag: true,
+      none: null,
+    });
     expect(value.prompt).toBe(`use ${OPENAI}`);
   });
 
@@ -24,9 +36,17 @@ describe('redactValue', () => {
 
 describe('redactJsonText', () => {
   it('redacts inside JSON strings and keeps valid JSON, even for an unterminated private key', () => {
-    const text = JSON.stringify({ key: OPENAI, pem: '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC', after: 'kept' });
+    const text = JSON.stringify({
+      key: OPENAI,
+      pem: '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC',
+      after: 'kept',
+    });
     const redacted = redactJsonText(text);
-    expect(JSON.parse(redacted)).toEqual({ key: '[REDACTED:openai_key]', pem: '[REDACTED:private_key]', after: 'kept' });
+    expect(JSON.parse(redacted)).toEqual({
+      key: '[REDACTED:openai_key]',
+      pem: '[REDACTED:private_key]',
+      after: 'kept',
+    });
   });
 
   it('returns JSON without secrets byte for byte, and redacts text that is not JSON', () => {

@@ -26,13 +26,19 @@ export interface ReflectionLinks {
 }
 
 /** The set of a scope that has none. */
-export const EMPTY_REFLECTION_LINKS: ReflectionLinks = Object.freeze({ supersessions: Object.freeze([]), contradictions: Object.freeze([]) });
+export const EMPTY_REFLECTION_LINKS: ReflectionLinks = Object.freeze({
+  supersessions: Object.freeze([]),
+  contradictions: Object.freeze([]),
+});
 
 /** What {@link checkReflectionReferences} keeps of a reflection, and how many references it dropped. */
 export interface CheckedReferences {
   readonly supersessions: readonly Supersession[];
   readonly contradictions: readonly Contradiction[];
-  /** References dropped: a seq the scope never assigned, a supersession whose newer seq is not greater than its older one, a self-reference. */
+  /**
+   * References dropped: a seq the scope never assigned, a supersession whose newer seq is not greater than its
+   * older one, a self-reference.
+   */
   readonly rejected: number;
 }
 
@@ -42,7 +48,10 @@ export interface CheckedReferences {
  * Contradictions are stored with the smaller seq first; repeats of a pair are kept once and
  * are not counted as rejected.
  */
-export function checkReflectionReferences(structured: StructuredReflection, lastObservationSeq: number): CheckedReferences {
+export function checkReflectionReferences(
+  structured: StructuredReflection,
+  lastObservationSeq: number,
+): CheckedReferences {
   if (structured.schemaVersion !== 1) return { supersessions: [], contradictions: [], rejected: 0 };
   const exists = (seq: number): boolean => Number.isSafeInteger(seq) && seq >= 1 && seq <= lastObservationSeq;
   let rejected = 0;
@@ -96,6 +105,10 @@ export function supersededBy(links: { readonly supersessions: readonly Supersess
 export function activeReflectionLinks(links: ReflectionLinks): ReflectionLinks {
   if (links.contradictions.length === 0) return links;
   const superseded = supersededBy(links);
-  const contradictions = links.contradictions.filter((item) => !superseded.has(item.seqA) && !superseded.has(item.seqB));
-  return contradictions.length === links.contradictions.length ? links : { supersessions: links.supersessions, contradictions };
+  const contradictions = links.contradictions.filter(
+    (item) => !superseded.has(item.seqA) && !superseded.has(item.seqB),
+  );
+  return contradictions.length === links.contradictions.length
+    ? links
+    : { supersessions: links.supersessions, contradictions };
 }

@@ -6,7 +6,11 @@ import { provenanceOf } from './observation-provenance.js';
 import { selectReflectionReferences } from './reflection-references.js';
 import { RUNE_TOKEN_ESTIMATOR } from './token-estimator.js';
 
-const observation = (seq: number, importance: number | null, content = `fact number ${seq} ${'w'.repeat(seq % 7)}`): Observation => ({
+const observation = (
+  seq: number,
+  importance: number | null,
+  content = `fact number ${seq} ${'w'.repeat(seq % 7)}`,
+): Observation => ({
   seq,
   content,
   importance,
@@ -21,7 +25,9 @@ const observation = (seq: number, importance: number | null, content = `fact num
 
 describe('reflection references (issue 12)', () => {
   it('offers reflected, unsuperseded observations: old important ones included, superseded and new ones left out', () => {
-    const observations = Array.from({ length: 400 }, (_, index) => observation(index + 1, index === 4 || index === 9 ? 0.95 : 0.3));
+    const observations = Array.from({ length: 400 }, (_, index) =>
+      observation(index + 1, index === 4 || index === 9 ? 0.95 : 0.3),
+    );
     const chosen = selectReflectionReferences({
       observations,
       throughSeq: 380,
@@ -34,12 +40,25 @@ describe('reflection references (issue 12)', () => {
     expect(seqs).not.toContain(10);
     expect(Math.max(...seqs)).toBeLessThanOrEqual(380);
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
-    const tokens = chosen.reduce((sum, item) => sum + RUNE_TOKEN_ESTIMATOR.estimate(`- [seq:${item.seq}] ${referenceLine(item)}\n`), 0);
-    expect(tokens).toBeLessThanOrEqual(reflectorReferenceTokens({ ...DEFAULT_OBSERVATION_CONFIG, snippetMaxTokens: 200 }));
+    const tokens = chosen.reduce(
+      (sum, item) => sum + RUNE_TOKEN_ESTIMATOR.estimate(`- [seq:${item.seq}] ${referenceLine(item)}\n`),
+      0,
+    );
+    expect(tokens).toBeLessThanOrEqual(
+      reflectorReferenceTokens({ ...DEFAULT_OBSERVATION_CONFIG, snippetMaxTokens: 200 }),
+    );
   });
 
   it('offers nothing before the first reflection', () => {
-    expect(selectReflectionReferences({ observations: [observation(1, 1)], throughSeq: 0, links: { supersessions: [] }, config: DEFAULT_OBSERVATION_CONFIG, estimator: RUNE_TOKEN_ESTIMATOR })).toEqual([]);
+    expect(
+      selectReflectionReferences({
+        observations: [observation(1, 1)],
+        throughSeq: 0,
+        links: { supersessions: [] },
+        config: DEFAULT_OBSERVATION_CONFIG,
+        estimator: RUNE_TOKEN_ESTIMATOR,
+      }),
+    ).toEqual([]);
   });
 });
 
@@ -50,11 +69,31 @@ describe('observation provenance (issue 12)', () => {
     { seq: 6, role: 'tool' },
   ];
   it('takes the source from the cited messages of the batch, or else from the whole batch', () => {
-    expect(provenanceOf({ content: 'c', importance: 0.9, sourceSeqs: [6, 6, 99] }, batch, 0.6)).toEqual({ source: 'tool', sourceMessageSeqs: [6], importance: 0.6 });
-    expect(provenanceOf({ content: 'c', importance: 0.9, sourceSeqs: [5, 4] }, batch, 0.6)).toEqual({ source: 'mixed', sourceMessageSeqs: [4, 5], importance: 0.9 });
-    expect(provenanceOf({ content: 'c', importance: 0.9, sourceSeqs: [1] }, batch, 0.6)).toEqual({ source: 'mixed', sourceMessageSeqs: [], importance: 0.9 });
-    expect(provenanceOf({ content: 'c', importance: null }, [{ seq: 1, role: 'user' }], 0.6)).toEqual({ source: 'user', sourceMessageSeqs: [], importance: null });
-    expect(provenanceOf({ content: 'c', importance: 0.4 }, [{ seq: 1, role: 'tool' }], 0.6)).toEqual({ source: 'tool', sourceMessageSeqs: [], importance: 0.4 });
+    expect(provenanceOf({ content: 'c', importance: 0.9, sourceSeqs: [6, 6, 99] }, batch, 0.6)).toEqual({
+      source: 'tool',
+      sourceMessageSeqs: [6],
+      importance: 0.6,
+    });
+    expect(provenanceOf({ content: 'c', importance: 0.9, sourceSeqs: [5, 4] }, batch, 0.6)).toEqual({
+      source: 'mixed',
+      sourceMessageSeqs: [4, 5],
+      importance: 0.9,
+    });
+    expect(provenanceOf({ content: 'c', importance: 0.9, sourceSeqs: [1] }, batch, 0.6)).toEqual({
+      source: 'mixed',
+      sourceMessageSeqs: [],
+      importance: 0.9,
+    });
+    expect(provenanceOf({ content: 'c', importance: null }, [{ seq: 1, role: 'user' }], 0.6)).toEqual({
+      source: 'user',
+      sourceMessageSeqs: [],
+      importance: null,
+    });
+    expect(provenanceOf({ content: 'c', importance: 0.4 }, [{ seq: 1, role: 'tool' }], 0.6)).toEqual({
+      source: 'tool',
+      sourceMessageSeqs: [],
+      importance: 0.4,
+    });
     expect(provenanceOf({ content: 'c', importance: null }, [{ seq: 1, role: 'tool' }], 0.3).importance).toBe(0.3);
   });
 });

@@ -35,7 +35,8 @@ export function selectReflectionReferences(input: ReflectionReferencesInput): Ob
   const { observations, throughSeq, config, estimator } = input;
   if (throughSeq <= 0 || observations.length === 0) return [];
   const superseded = supersededBy(input.links);
-  const eligible = (observation: Observation): boolean => observation.seq <= throughSeq && !superseded.has(observation.seq);
+  const eligible = (observation: Observation): boolean =>
+    observation.seq <= throughSeq && !superseded.has(observation.seq);
   const candidates: Observation[] = [];
   const seen = new Set<number>();
   const consider = (observation: Observation): void => {
@@ -43,7 +44,8 @@ export function selectReflectionReferences(input: ReflectionReferencesInput): Ob
     seen.add(observation.seq);
     candidates.push(observation);
   };
-  for (const index of selectObservationIndices(observations, superseded, config.snippetMaxTokens, estimator)) consider(observations[index] as Observation);
+  for (const index of selectObservationIndices(observations, superseded, config.snippetMaxTokens, estimator))
+    consider(observations[index] as Observation);
   for (let index = observations.length - 1; index >= 0; index--) {
     const observation = observations[index] as Observation;
     if ((observation.importance ?? 0) >= REFERENCE_IMPORTANCE_FLOOR) consider(observation);

@@ -18,13 +18,20 @@ export function invalidOption(factory: string, option: string, problem: string, 
 
 /** The options object itself: a factory called with nothing (or not an object) fails here. */
 export function requireOptions<T>(factory: string, options: T, hint: string): NonNullable<T> {
-  if (typeof options !== 'object' || options === null) throw invalidOption(factory, 'options', 'is required (an object)', hint);
+  if (typeof options !== 'object' || options === null)
+    throw invalidOption(factory, 'options', 'is required (an object)', hint);
   return options as NonNullable<T>;
 }
 
 /** A non-empty string (not only spaces). */
 export function requireString(factory: string, option: string, value: unknown, hint: string): string {
-  if (typeof value !== 'string') throw invalidOption(factory, option, value === undefined ? 'is required' : `must be a string (got ${typeof value})`, hint);
+  if (typeof value !== 'string')
+    throw invalidOption(
+      factory,
+      option,
+      value === undefined ? 'is required' : `must be a string (got ${typeof value})`,
+      hint,
+    );
   if (value.trim() === '') throw invalidOption(factory, option, 'must not be empty', hint);
   return value;
 }
@@ -33,10 +40,24 @@ export function requireString(factory: string, option: string, value: unknown, h
  * An object with the given methods: a store, a model, a service. `undefined` is refused
  * unless `optional` (then it passes through).
  */
-export function requireObject<T>(factory: string, option: string, value: T, methods: readonly string[], hint: string, optional = false): T {
+export function requireObject<T>(
+  factory: string,
+  option: string,
+  value: T,
+  methods: readonly string[],
+  hint: string,
+  optional = false,
+): T {
   if (value === undefined && optional) return value;
-  if (typeof value !== 'object' || value === null) throw invalidOption(factory, option, value == null ? 'is required' : `must be an object (got ${typeof value})`, hint);
+  if (typeof value !== 'object' || value === null)
+    throw invalidOption(
+      factory,
+      option,
+      value == null ? 'is required' : `must be an object (got ${typeof value})`,
+      hint,
+    );
   const missing = methods.filter((method) => typeof (value as Record<string, unknown>)[method] !== 'function');
-  if (missing.length > 0) throw invalidOption(factory, option, `is missing ${missing.map((method) => `${method}()`).join(', ')}`, hint);
+  if (missing.length > 0)
+    throw invalidOption(factory, option, `is missing ${missing.map((method) => `${method}()`).join(', ')}`, hint);
   return value;
 }

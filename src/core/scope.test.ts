@@ -14,8 +14,16 @@ const fieldOf = (fn: () => unknown): unknown => {
 
 describe('scope: defaults', () => {
   it('falls back to default tenant and agent and to the run id for the conversation', () => {
-    expect(resolveScope({ runId: 'run_1' })).toEqual({ tenantId: 'default', conversationId: 'run_1', agentId: 'default' });
-    expect(resolveScope({ tenantId: ' t ', conversationId: 'c', agentId: '', runId: 'r' })).toEqual({ tenantId: 't', conversationId: 'c', agentId: 'default' });
+    expect(resolveScope({ runId: 'run_1' })).toEqual({
+      tenantId: 'default',
+      conversationId: 'run_1',
+      agentId: 'default',
+    });
+    expect(resolveScope({ tenantId: ' t ', conversationId: 'c', agentId: '', runId: 'r' })).toEqual({
+      tenantId: 't',
+      conversationId: 'c',
+      agentId: 'default',
+    });
   });
 
   it('refuses a scope with neither conversation id nor run id instead of sharing a bucket', () => {
@@ -26,12 +34,29 @@ describe('scope: defaults', () => {
 
 describe('scope: validation', () => {
   it('accepts letters, digits and . _ : @ - up to 128 characters', () => {
-    for (const id of ['a', 'A-z_0.9:x@y', 'x'.repeat(128), '...', '.a']) expect(validateScopeId('tenant_id', id)).toBe(id);
+    for (const id of ['a', 'A-z_0.9:x@y', 'x'.repeat(128), '...', '.a'])
+      expect(validateScopeId('tenant_id', id)).toBe(id);
   });
 
   it('rejects traversal, separators, encodings, control bytes and over-long ids, naming the field', () => {
-    for (const id of ['.', '..', '../../etc', '%2e%2e%2f', '..\\x', '/abs', 'a\0b', 'a b', 'a|b', 'é', 'x'.repeat(129), '']) {
-      expect(fieldOf(() => resolveScope({ tenantId: 'ok', conversationId: id === '' ? 'c' : id, agentId: 'a' })) ?? fieldOf(() => validateScopeId('conversation_id', id))).toBe('conversation_id');
+    for (const id of [
+      '.',
+      '..',
+      '../../etc',
+      '%2e%2e%2f',
+      '..\\x',
+      '/abs',
+      'a\0b',
+      'a b',
+      'a|b',
+      'é',
+      'x'.repeat(129),
+      '',
+    ]) {
+      expect(
+        fieldOf(() => resolveScope({ tenantId: 'ok', conversationId: id === '' ? 'c' : id, agentId: 'a' })) ??
+          fieldOf(() => validateScopeId('conversation_id', id)),
+      ).toBe('conversation_id');
     }
     expect(fieldOf(() => resolveScope({ tenantId: '../x', runId: 'r' }))).toBe('tenant_id');
     expect(fieldOf(() => resolveScope({ agentId: 'a/b', runId: 'r' }))).toBe('agent_id');

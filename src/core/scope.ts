@@ -48,7 +48,11 @@ export function validateScopeId(field: string, value: unknown): string {
   }
   if (value.length === 0) throw scopeError(field, value, `${field} must not be empty`);
   if (value.length > MAX_SCOPE_ID_LENGTH) {
-    throw scopeError(field, value, `${field} is ${value.length} characters long; at most ${MAX_SCOPE_ID_LENGTH} are allowed`);
+    throw scopeError(
+      field,
+      value,
+      `${field} is ${value.length} characters long; at most ${MAX_SCOPE_ID_LENGTH} are allowed`,
+    );
   }
   if (!SCOPE_ID_PATTERN.test(value)) {
     throw scopeError(field, value, `${field} may contain only letters, digits and . _ : @ -`);
@@ -78,7 +82,11 @@ function resolveFresh(input: ScopeInput, runId: string | undefined): Scope {
   const agentId = blankToUndefined(input.agentId) ?? DEFAULT_SCOPE_ID;
   const conversation = blankToUndefined(input.conversationId);
   if (conversation === undefined && runId === undefined) {
-    throw scopeError('conversation_id', undefined, 'conversation_id is required when there is no run id to fall back to');
+    throw scopeError(
+      'conversation_id',
+      undefined,
+      'conversation_id is required when there is no run id to fall back to',
+    );
   }
   if (runId !== undefined) validateScopeId('run_id', runId);
   return resolved({

@@ -52,7 +52,12 @@ export function selectionIndexOf(
   }
   const count = observations.length;
   let index = byArray.get(observations);
-  if (!index || index.length > count || observations[0] !== index.first || observations[index.length - 1] !== index.last) {
+  if (
+    !index ||
+    index.length > count ||
+    observations[0] !== index.first ||
+    observations[index.length - 1] !== index.last
+  ) {
     index = { length: 0, first: observations[0], last: undefined, floors: [], importance: [], levels: [] };
     byArray.set(observations, index);
   }

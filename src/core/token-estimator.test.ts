@@ -19,7 +19,12 @@ describe('token estimator: runes', () => {
   });
 
   it('costs a message its content plus tool-call names and arguments', () => {
-    expect(estimateMessageTokens(estimator, { content: 'hello world!', toolCalls: [{ name: 'abcd', arguments: '{"a":1}' }] })).toBe(3 + 1 + 2);
+    expect(
+      estimateMessageTokens(estimator, {
+        content: 'hello world!',
+        toolCalls: [{ name: 'abcd', arguments: '{"a":1}' }],
+      }),
+    ).toBe(3 + 1 + 2);
     expect(estimateMessageTokens(estimator, { content: null })).toBe(0);
   });
 });

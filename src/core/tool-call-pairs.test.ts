@@ -3,13 +3,27 @@ import { pairToolCalls } from './tool-call-pairs.js';
 import type { ToolCallMessage } from './tool-call-pairs.js';
 
 const user = (content: string): ToolCallMessage => ({ role: 'user', content });
-const calls = (content: string, ...ids: string[]): ToolCallMessage => ({ role: 'assistant', content, toolCalls: ids.map((id) => ({ id })) });
+const calls = (content: string, ...ids: string[]): ToolCallMessage => ({
+  role: 'assistant',
+  content,
+  toolCalls: ids.map((id) => ({ id })),
+});
 const result = (id: string): ToolCallMessage => ({ role: 'tool', content: `result ${id}`, toolCallId: id });
-const shape = (messages: readonly ToolCallMessage[]) => messages.map((message) => [message.role, message.toolCallId ?? message.toolCalls?.map((call) => call.id).join(',') ?? message.content]);
+const shape = (messages: readonly ToolCallMessage[]) =>
+  messages.map((message) => [
+    message.role,
+    message.toolCallId ?? message.toolCalls?.map((call) => call.id).join(',') ?? message.content,
+  ]);
 
 describe('tool-call pairs (issue 12)', () => {
   it('keeps a history whose every call has its result as it is', () => {
-    const history = [user('go'), calls('', 'c1', 'c2'), result('c2'), result('c1'), { role: 'assistant', content: 'done' }];
+    const history = [
+      user('go'),
+      calls('', 'c1', 'c2'),
+      result('c2'),
+      result('c1'),
+      { role: 'assistant', content: 'done' },
+    ];
     const paired = pairToolCalls(history);
     expect(paired).toEqual(history);
     expect(paired[1]).toBe(history[1]);
@@ -30,12 +44,27 @@ describe('tool-call pairs (issue 12)', () => {
       ['assistant', 'Let me look.'],
       ['user', 'next'],
     ]);
-    expect(pairToolCalls([user('go'), calls('  ', 'c1'), user('next')]).map((message) => message.role)).toEqual(['user', 'user']);
+    expect(pairToolCalls([user('go'), calls('  ', 'c1'), user('next')]).map((message) => message.role)).toEqual([
+      'user',
+      'user',
+    ]);
     expect(pairToolCalls([calls('Let me look.', 'c1')])[0]).not.toHaveProperty('toolCalls');
   });
 
   it('drops a result without its call: at the start of a history cut by a budget, after another message, or repeated', () => {
-    expect(shape(pairToolCalls([result('c0'), user('go'), result('c9'), calls('', 'c1'), result('c1'), result('c1'), result('c7')]))).toEqual([
+    expect(
+      shape(
+        pairToolCalls([
+          result('c0'),
+          user('go'),
+          result('c9'),
+          calls('', 'c1'),
+          result('c1'),
+          result('c1'),
+          result('c7'),
+        ]),
+      ),
+    ).toEqual([
       ['user', 'go'],
       ['assistant', 'c1'],
       ['tool', 'c1'],

@@ -39,7 +39,12 @@ export function pairToolCalls<T extends ToolCallMessage>(messages: readonly T[])
     const results = new Map<string, T>();
     for (; index < messages.length && (messages[index] as T).role === 'tool'; index++) {
       const result = messages[index] as T;
-      if (result.toolCallId !== undefined && !results.has(result.toolCallId) && calls.some((call) => call.id === result.toolCallId)) results.set(result.toolCallId, result);
+      if (
+        result.toolCallId !== undefined &&
+        !results.has(result.toolCallId) &&
+        calls.some((call) => call.id === result.toolCallId)
+      )
+        results.set(result.toolCallId, result);
     }
     const answered = calls.filter((call) => results.has(call.id));
     if (answered.length === calls.length) paired.push(message);

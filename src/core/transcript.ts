@@ -85,7 +85,8 @@ function messageKeyOf(message: TranscriptMessage, position: number): string {
     return `id:${message.id}`;
   }
   if (message.index !== undefined) {
-    if (!Number.isSafeInteger(message.index) || message.index < 0) throw invalid(position, 'index must be a non-negative integer');
+    if (!Number.isSafeInteger(message.index) || message.index < 0)
+      throw invalid(position, 'index must be a non-negative integer');
     return `index:${message.index}`;
   }
   throw invalid(

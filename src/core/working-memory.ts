@@ -24,8 +24,9 @@ export const MAX_WORKING_MEMORY_KEY_LENGTH = 128;
 export const MAX_WORKING_MEMORY_DEPTH = 32;
 
 // Control characters (C0, DEL, C1) and the invisible or direction-changing characters.
-// oxlint-disable-next-line no-control-regex -- matching control characters is the point
-const FORBIDDEN_KEY_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|[\u{e0000}-\u{e007f}]/u;
+const FORBIDDEN_KEY_CHARACTERS =
+  // oxlint-disable-next-line no-control-regex -- matching control characters is the point
+  /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|[\u{e0000}-\u{e007f}]/u;
 
 /**
  * Normalises and checks a key. Every path (set, get, delete) trims the same way.
@@ -68,7 +69,9 @@ export function encodeWorkingMemoryValue(value: unknown, maxValueBytes: number):
  * The `<working-memory>` snippet: one `key: <json>` line per entry, sorted by key,
  * or `""` when there are none. Keys and values cannot open or close tags.
  */
-export function buildWorkingMemorySnippet(entries: ReadonlyArray<{ readonly key: string; readonly valueJson: string }>): string {
+export function buildWorkingMemorySnippet(
+  entries: ReadonlyArray<{ readonly key: string; readonly valueJson: string }>,
+): string {
   if (entries.length === 0) return '';
   const lines = ['<working-memory>'];
   for (const entry of entries) {
@@ -84,7 +87,11 @@ export function utf8Length(text: string): number {
 }
 
 /** The error a store throws when a scope-wide limit would be passed. */
-export function workingMemoryLimitError(limit: 'entries' | 'total_bytes', actual: number, max: number): HarnessMemoryError {
+export function workingMemoryLimitError(
+  limit: 'entries' | 'total_bytes',
+  actual: number,
+  max: number,
+): HarnessMemoryError {
   return new HarnessMemoryError({
     code: 'WORKING_MEMORY_LIMIT',
     component: 'working-memory',
@@ -97,7 +104,8 @@ export function workingMemoryLimitError(limit: 'entries' | 'total_bytes', actual
 }
 
 function checkPlainJson(value: unknown, depth: number, seen: Set<object>): void {
-  if (depth > MAX_WORKING_MEMORY_DEPTH) throw invalid('value', `value is nested deeper than ${MAX_WORKING_MEMORY_DEPTH} levels`);
+  if (depth > MAX_WORKING_MEMORY_DEPTH)
+    throw invalid('value', `value is nested deeper than ${MAX_WORKING_MEMORY_DEPTH} levels`);
   if (value === null || value === undefined) return;
   switch (typeof value) {
     case 'string':
@@ -123,5 +131,10 @@ function checkPlainJson(value: unknown, depth: number, seen: Set<object>): void 
 }
 
 function invalid(field: string, message: string): HarnessMemoryError {
-  return new HarnessMemoryError({ code: 'WORKING_MEMORY_INVALID', component: 'working-memory', message: `${message}.`, data: { field } });
+  return new HarnessMemoryError({
+    code: 'WORKING_MEMORY_INVALID',
+    component: 'working-memory',
+    message: `${message}.`,
+    data: { field },
+  });
 }

@@ -54,11 +54,18 @@ describe('eval concurrent pool', () => {
 
   it('starts nothing more once asked to stop', async () => {
     const started: number[] = [];
-    await runConcurrently([0, 1, 2, 3], 1, async (item) => void started.push(item), () => started.length >= 2);
+    await runConcurrently(
+      [0, 1, 2, 3],
+      1,
+      async (item) => void started.push(item),
+      () => started.length >= 2,
+    );
     expect(started).toEqual([0, 1]);
   });
 
   it('refuses a concurrency that is not a whole number of at least 1', async () => {
-    await expect(runConcurrently([1], 0, async () => {})).rejects.toThrow('concurrency must be a whole number, 1 or more; got 0');
+    await expect(runConcurrently([1], 0, async () => {})).rejects.toThrow(
+      'concurrency must be a whole number, 1 or more; got 0',
+    );
   });
 });

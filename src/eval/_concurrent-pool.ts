@@ -5,8 +5,14 @@
  * `shouldStop()` says so, or an item's work throws, no further item starts; the items under
  * way are waited for, then the first error is rethrown.
  */
-export async function runConcurrently<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>, shouldStop: () => boolean = () => false): Promise<void> {
-  if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a whole number, 1 or more; got ${concurrency}`);
+export async function runConcurrently<T>(
+  items: readonly T[],
+  concurrency: number,
+  work: (item: T) => Promise<void>,
+  shouldStop: () => boolean = () => false,
+): Promise<void> {
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1)
+    throw new RangeError(`concurrency must be a whole number, 1 or more; got ${concurrency}`);
   let next = 0;
   let failure: { readonly error: unknown } | undefined;
   const worker = async (): Promise<void> => {

@@ -42,7 +42,9 @@ export interface ConversationMemory {
 
 /** `full-context`: the whole haystack, as one system message. */
 export function fullContextMemory(conversation: EvalConversation): ConversationMemory {
-  const messages: LanguageModelMessage[] = [{ role: 'system', content: formatConversationHistory(conversation.sessions) }];
+  const messages: LanguageModelMessage[] = [
+    { role: 'system', content: formatConversationHistory(conversation.sessions) },
+  ];
   return staticMemory(messages);
 }
 
@@ -52,7 +54,11 @@ export function noMemory(): ConversationMemory {
 }
 
 function staticMemory(messages: readonly LanguageModelMessage[]): ConversationMemory {
-  return { usage: { inputTokens: 0, outputTokens: 0 }, inject: () => Promise.resolve({ messages }), dispose: () => Promise.resolve() };
+  return {
+    usage: { inputTokens: 0, outputTokens: 0 },
+    inject: () => Promise.resolve({ messages }),
+    dispose: () => Promise.resolve(),
+  };
 }
 
 /** What {@link rememberConversation} shares across conversations. */
@@ -80,7 +86,12 @@ export interface MemoryBaselineSettings {
  * the conversation a memory-stage error.
  * @throws the signal's reason when it aborts; nothing of the conversation is then reported.
  */
-export async function rememberConversation(settings: MemoryBaselineSettings, scope: Scope, conversation: EvalConversation, signal?: AbortSignal): Promise<ConversationMemory> {
+export async function rememberConversation(
+  settings: MemoryBaselineSettings,
+  scope: Scope,
+  conversation: EvalConversation,
+  signal?: AbortSignal,
+): Promise<ConversationMemory> {
   const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
   const memory = createObservationalMemory({
     store: settings.store,
@@ -118,17 +129,26 @@ export async function rememberConversation(settings: MemoryBaselineSettings, sco
       if (failure !== null) return { failure };
       const turn = await preparer.prepareTurn(scope);
       const snippetFailure = turn.failures[0];
-      if (snippetFailure !== undefined) return { failure: failureOf(snippetFailure.error, `the ${snippetFailure.source} snippet could not be built: `) };
+      if (snippetFailure !== undefined)
+        return {
+          failure: failureOf(snippetFailure.error, `the ${snippetFailure.source} snippet could not be built: `),
+        };
       return { messages: turn.messages };
     },
     dispose,
   };
 }
 
-/** The first line of every remembered message: observer batches follow token counts, not sessions, so each message carries its session's date. */
+/**
+ * The first line of every remembered message: observer batches follow token counts, not sessions, so each
+ * message carries its session's date.
+ */
 export const SESSION_DATE_LINE_PREFIX = '(session date: ';
 
-/** A message as the eval stores and observes it: `(session date: <date>)` on a first line, when the session has a date. */
+/**
+ * A message as the eval stores and observes it: `(session date: <date>)` on a first line, when the session has a
+ * date.
+ */
 export function datedContent(session: Pick<EvalSession, 'date'>, message: Pick<EvalMessage, 'content'>): string {
   return session.date === null ? message.content : `${SESSION_DATE_LINE_PREFIX}${session.date})\n${message.content}`;
 }
@@ -159,9 +179,13 @@ async function replaySessions(
   const unsubscribe = memory.subscribe((event) => {
     if (event.type !== 'memory.operation.failed') return;
     reported.add(event.error);
-    // Events carry the error's whole message; its `[harness-memory] [component]` prefix says nothing to a reader of the results.
+    // Events carry the error's whole message; its `[harness-memory] [component]` prefix says nothing to a reader
+    // of the results.
     const detail = event.error.replace(/^\[harness-memory\] \[[^\]]*\] /, '');
-    if (!event.willRetry) operations.failure ??= { message: `the memory model's ${event.operationType} operation failed after its retries: ${detail}` };
+    if (!event.willRetry)
+      operations.failure ??= {
+        message: `the memory model's ${event.operationType} operation failed after its retries: ${detail}`,
+      };
   });
   try {
     for (const [sessionIndex, session] of sessions.entries()) {
@@ -169,8 +193,16 @@ async function replaySessions(
       for (const step of stepsOf(session.messages)) {
         signal?.throwIfAborted();
         if (operations.failure !== null) return operations.failure;
-        const messages = step.map((message) => ({ id: message.id, role: message.role, content: datedContent(session, message) }));
-        if (settings.runStore) await settings.runStore.appendMessages(memoryId, messages.map((message) => historyMessage(message, runId, settings.estimator)));
+        const messages = step.map((message) => ({
+          id: message.id,
+          role: message.role,
+          content: datedContent(session, message),
+        }));
+        if (settings.runStore)
+          await settings.runStore.appendMessages(
+            memoryId,
+            messages.map((message) => historyMessage(message, runId, settings.estimator)),
+          );
         try {
           await memory.observe({ scope, runId, messages });
         } catch (error) {
@@ -196,7 +228,12 @@ const DRAIN_SLICE_MS = 1000;
  * `totalMs`, a second at a time, so that a stop is seen within a second of the model call
  * under way rather than after the whole wait.
  */
-async function drainScope(memory: ObservationalMemory, scope: Scope, totalMs: number, signal: AbortSignal | undefined): Promise<void> {
+async function drainScope(
+  memory: ObservationalMemory,
+  scope: Scope,
+  totalMs: number,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const deadline = Date.now() + totalMs;
   for (;;) {
     try {
@@ -204,15 +241,28 @@ async function drainScope(memory: ObservationalMemory, scope: Scope, totalMs: nu
       return;
     } catch (error) {
       // The service's own timeout (a store's errors name the store as their component).
-      const timedOut = HarnessMemoryError.isInstance(error) && error.code === 'STORE_FAILED' && error.component === 'observational-memory';
+      const timedOut =
+        HarnessMemoryError.isInstance(error) &&
+        error.code === 'STORE_FAILED' &&
+        error.component === 'observational-memory';
       if (!timedOut || Date.now() >= deadline) throw error;
       signal?.throwIfAborted();
     }
   }
 }
 
-function historyMessage(message: { id: string; role: EvalMessage['role']; content: string }, runId: string, estimator: TokenEstimator): ConversationMessage {
-  return { messageId: message.id, runId, role: message.role, content: message.content, tokenCount: estimator.estimate(message.content) };
+function historyMessage(
+  message: { id: string; role: EvalMessage['role']; content: string },
+  runId: string,
+  estimator: TokenEstimator,
+): ConversationMessage {
+  return {
+    messageId: message.id,
+    runId,
+    role: message.role,
+    content: message.content,
+    tokenCount: estimator.estimate(message.content),
+  };
 }
 
 /** An error as a result line's `error` (without the stage). */

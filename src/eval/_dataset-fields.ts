@@ -47,7 +47,12 @@ export function invalidField(context: InstanceContext, field: string, problem: s
     code: 'EVAL_DATASET_INVALID',
     component: 'eval',
     message: `${describeInstance(context)}: ${field} ${problem}. Check the dataset file: it must be an unmodified LongMemEval or LoCoMo file, or follow the same format.`,
-    data: { format: context.format, index: context.index, ...(context.id === undefined ? {} : { id: context.id }), field },
+    data: {
+      format: context.format,
+      index: context.index,
+      ...(context.id === undefined ? {} : { id: context.id }),
+      field,
+    },
   });
 }
 
@@ -91,12 +96,19 @@ export function expectText(value: unknown, context: InstanceContext, field: stri
 /** A gold answer: a string, or a finite number (published files have both), as text. */
 export function expectAnswer(value: unknown, context: InstanceContext, field: string): string {
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  if (typeof value !== 'string') throw invalidField(context, field, `must be a string or a number, got ${jsonTypeOf(value)}`);
+  if (typeof value !== 'string')
+    throw invalidField(context, field, `must be a string or a number, got ${jsonTypeOf(value)}`);
   return value;
 }
 
 /** An optional array of strings (absent or null gives `undefined`), checked element by element. */
-export function optionalStringArray(value: unknown, context: InstanceContext, field: string): readonly string[] | undefined {
+export function optionalStringArray(
+  value: unknown,
+  context: InstanceContext,
+  field: string,
+): readonly string[] | undefined {
   if (value === undefined || value === null) return undefined;
-  return expectArray(value, context, field).map((element, position) => expectString(element, context, `${field}[${position}]`));
+  return expectArray(value, context, field).map((element, position) =>
+    expectString(element, context, `${field}[${position}]`),
+  );
 }

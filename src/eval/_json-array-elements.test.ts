@@ -54,15 +54,18 @@ describe('readJsonArrayElements', () => {
 
   it('matches JSON.parse on random arrays of random values', async () => {
     let seed = 7;
-    const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const value = (depth: number): unknown => {
       const pick = Math.floor(random() * (depth > 3 ? 4 : 6));
       if (pick === 0) return Math.round(random() * 1e6) / 100;
-      if (pick === 1) return ['', '"', '\\', ']', '}', ',', 'é', '\n'].map((piece) => (random() < 0.5 ? piece : '')).join('x');
+      if (pick === 1)
+        return ['', '"', '\\', ']', '}', ',', 'é', '\n'].map((piece) => (random() < 0.5 ? piece : '')).join('x');
       if (pick === 2) return random() < 0.5;
       if (pick === 3) return null;
       if (pick === 4) return Array.from({ length: Math.floor(random() * 4) }, () => value(depth + 1));
-      return Object.fromEntries(Array.from({ length: Math.floor(random() * 4) }, (_, index) => [`k${index}"]`, value(depth + 1)]));
+      return Object.fromEntries(
+        Array.from({ length: Math.floor(random() * 4) }, (_, index) => [`k${index}"]`, value(depth + 1)]),
+      );
     };
     for (let round = 0; round < 40; round += 1) {
       const array = Array.from({ length: Math.floor(random() * 6) }, () => value(0));

@@ -60,8 +60,21 @@ interface ScanState {
  * @throws JsonArrayShapeError when the file does not hold exactly one JSON array (a
  * malformed element is found later, by `JSON.parse` of its bytes).
  */
-export async function* readJsonArrayElements(path: string, chunkBytes: number = 1 << 20): AsyncGenerator<JsonArrayElement> {
-  const state: ScanState = { phase: 'before', depth: 0, inString: false, escaped: false, elementStart: -1, primitive: false, expectElement: false, pieces: [], index: 0 };
+export async function* readJsonArrayElements(
+  path: string,
+  chunkBytes: number = 1 << 20,
+): AsyncGenerator<JsonArrayElement> {
+  const state: ScanState = {
+    phase: 'before',
+    depth: 0,
+    inString: false,
+    escaped: false,
+    elementStart: -1,
+    primitive: false,
+    expectElement: false,
+    pieces: [],
+    index: 0,
+  };
   let offset = 0;
   for await (const chunk of createReadStream(path, { highWaterMark: chunkBytes }) as AsyncIterable<Buffer>) {
     yield* scanChunk(state, chunk, offset);
@@ -69,7 +82,8 @@ export async function* readJsonArrayElements(path: string, chunkBytes: number = 
     offset += chunk.length;
   }
   if (state.phase === 'before') throw new JsonArrayShapeError('the file holds no JSON array', offset);
-  if (state.phase === 'inside') throw new JsonArrayShapeError('the file ends inside its top-level array (is it truncated?)', offset);
+  if (state.phase === 'inside')
+    throw new JsonArrayShapeError('the file ends inside its top-level array (is it truncated?)', offset);
 }
 
 function* scanChunk(state: ScanState, chunk: Buffer, offset: number): Generator<JsonArrayElement> {
@@ -82,12 +96,18 @@ function* scanChunk(state: ScanState, chunk: Buffer, offset: number): Generator<
         state.phase = 'inside';
         continue;
       }
-      throw new JsonArrayShapeError(state.phase === 'before' ? 'the file is not a JSON array (its first character is not "[")' : 'the file goes on after its top-level array', at);
+      throw new JsonArrayShapeError(
+        state.phase === 'before'
+          ? 'the file is not a JSON array (its first character is not "[")'
+          : 'the file goes on after its top-level array',
+        at,
+      );
     }
     if (state.elementStart < 0) {
       if (isSpace(byte)) continue;
       if (byte === COMMA) {
-        if (state.expectElement || state.index === 0) throw new JsonArrayShapeError('the array has an empty element (a stray ",")', at);
+        if (state.expectElement || state.index === 0)
+          throw new JsonArrayShapeError('the array has an empty element (a stray ",")', at);
         state.expectElement = true;
         continue;
       }
@@ -96,7 +116,8 @@ function* scanChunk(state: ScanState, chunk: Buffer, offset: number): Generator<
         state.phase = 'after';
         continue;
       }
-      if (state.index > 0 && !state.expectElement) throw new JsonArrayShapeError('two elements of the array are not separated by ","', at);
+      if (state.index > 0 && !state.expectElement)
+        throw new JsonArrayShapeError('two elements of the array are not separated by ","', at);
       state.elementStart = at;
       state.expectElement = false;
       state.primitive = byte !== OPEN_BRACE && byte !== OPEN_BRACKET;

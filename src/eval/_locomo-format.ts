@@ -44,51 +44,100 @@ export function parseLocomoSample(value: unknown, index: number): ParsedConversa
   };
 }
 
-function readSessions(conversation: Record<string, unknown>, context: InstanceContext, speakers: Speakers, undated: UndatedField[]): EvalSession[] {
+function readSessions(
+  conversation: Record<string, unknown>,
+  context: InstanceContext,
+  speakers: Speakers,
+  undated: UndatedField[],
+): EvalSession[] {
   const keys = Object.keys(conversation)
     .map((key) => ({ key, number: Number(SESSION_KEY.exec(key)?.[1] ?? Number.NaN) }))
     .filter(({ number }) => !Number.isNaN(number))
     .sort((left, right) => left.number - right.number);
-  if (keys.length === 0) throw invalidField(context, 'conversation', 'has no session_N lists; a LoCoMo conversation holds session_1, session_2, ...');
+  if (keys.length === 0)
+    throw invalidField(
+      context,
+      'conversation',
+      'has no session_N lists; a LoCoMo conversation holds session_1, session_2, ...',
+    );
   return keys.map(({ key, number }) => {
     const dateField = `conversation.${key}_date_time`;
     const rawDate = conversation[`${key}_date_time`];
-    const dateText = rawDate === undefined || rawDate === null ? null : expectString(rawDate, context, dateField).trim() || null;
+    const dateText =
+      rawDate === undefined || rawDate === null ? null : expectString(rawDate, context, dateField).trim() || null;
     const timestamp = dateText === null ? null : parseDatasetDate(dateText);
     if (timestamp === null) {
       undated.push({
         field: dateField,
-        problem: dateText === null ? 'is missing; the session keeps its place in the order' : `${JSON.stringify(dateText)} is not a date like ${DATE_EXAMPLES}; the session keeps its place in the order`,
+        problem:
+          dateText === null
+            ? 'is missing; the session keeps its place in the order'
+            : `${JSON.stringify(dateText)} is not a date like ${DATE_EXAMPLES}; the session keeps its place in the order`,
       });
     }
     const turns = expectArray(conversation[key], context, `conversation.${key}`);
-    return { id: key, date: dateText, timestamp, messages: turns.map((turn, position) => readTurn(turn, `conversation.${key}[${position}]`, context, speakers, `s${number}m${position + 1}`)) };
+    return {
+      id: key,
+      date: dateText,
+      timestamp,
+      messages: turns.map((turn, position) =>
+        readTurn(turn, `conversation.${key}[${position}]`, context, speakers, `s${number}m${position + 1}`),
+      ),
+    };
   });
 }
 
-function readTurn(value: unknown, field: string, context: InstanceContext, speakers: Speakers, id: string): EvalMessage {
+function readTurn(
+  value: unknown,
+  field: string,
+  context: InstanceContext,
+  speakers: Speakers,
+  id: string,
+): EvalMessage {
   const turn = expectRecord(value, context, field);
   const speaker = expectString(turn['speaker'], context, `${field}.speaker`);
   if (speaker !== speakers.user && speaker !== speakers.assistant) {
-    throw invalidField(context, `${field}.speaker`, `is ${JSON.stringify(speaker)}, neither speaker_a (${JSON.stringify(speakers.user)}) nor speaker_b (${JSON.stringify(speakers.assistant)})`);
+    throw invalidField(
+      context,
+      `${field}.speaker`,
+      `is ${JSON.stringify(speaker)}, neither speaker_a (${JSON.stringify(speakers.user)}) nor speaker_b (${JSON.stringify(speakers.assistant)})`,
+    );
   }
   const text = expectString(turn['text'], context, `${field}.text`);
   const caption = turn['blip_caption'];
   if (caption !== undefined && caption !== null) expectString(caption, context, `${field}.blip_caption`);
-  const image = typeof caption === 'string' && caption.trim() !== '' ? `\n[${speaker} shared an image: ${caption.trim()}]` : '';
+  const image =
+    typeof caption === 'string' && caption.trim() !== '' ? `\n[${speaker} shared an image: ${caption.trim()}]` : '';
   return { id, role: speaker === speakers.user ? 'user' : 'assistant', content: `${speaker}: ${text}${image}` };
 }
 
-function readQuestion(value: unknown, position: number, context: InstanceContext, lastDated: EvalSession | null): EvalQuestion {
+function readQuestion(
+  value: unknown,
+  position: number,
+  context: InstanceContext,
+  lastDated: EvalSession | null,
+): EvalQuestion {
   const field = `qa[${position}]`;
   const item = expectRecord(value, context, field);
   const category = item['category'];
-  if (typeof category !== 'number' || !Number.isInteger(category) || category < 1 || category > LOCOMO_ADVERSARIAL_CATEGORY) {
-    throw invalidField(context, `${field}.category`, `must be an integer from 1 to ${LOCOMO_ADVERSARIAL_CATEGORY}, got ${JSON.stringify(category) ?? 'nothing'}`);
+  if (
+    typeof category !== 'number' ||
+    !Number.isInteger(category) ||
+    category < 1 ||
+    category > LOCOMO_ADVERSARIAL_CATEGORY
+  ) {
+    throw invalidField(
+      context,
+      `${field}.category`,
+      `must be an integer from 1 to ${LOCOMO_ADVERSARIAL_CATEGORY}, got ${JSON.stringify(category) ?? 'nothing'}`,
+    );
   }
   const adversarial = category === LOCOMO_ADVERSARIAL_CATEGORY;
   // Adversarial items often have no `answer`: the right response is that it was never said.
-  const answer = adversarial && (item['answer'] === undefined || item['answer'] === null) ? '' : expectAnswer(item['answer'], context, `${field}.answer`);
+  const answer =
+    adversarial && (item['answer'] === undefined || item['answer'] === null)
+      ? ''
+      : expectAnswer(item['answer'], context, `${field}.answer`);
   const adversarialAnswer = item['adversarial_answer'];
   const answerSessionIds = evidenceSessions(item['evidence']);
   return {
@@ -102,7 +151,9 @@ function readQuestion(value: unknown, position: number, context: InstanceContext
     abstention: adversarial,
     category,
     ...(answerSessionIds.length === 0 ? {} : { answerSessionIds }),
-    ...(adversarialAnswer === undefined || adversarialAnswer === null ? {} : { adversarialAnswer: expectAnswer(adversarialAnswer, context, `${field}.adversarial_answer`) }),
+    ...(adversarialAnswer === undefined || adversarialAnswer === null
+      ? {}
+      : { adversarialAnswer: expectAnswer(adversarialAnswer, context, `${field}.adversarial_answer`) }),
   };
 }
 

@@ -51,7 +51,12 @@ interface Measured {
  * question with its date), then the judge.
  * @throws the signal's reason when it aborts: an interrupted question is not reported.
  */
-export async function askQuestion(settings: QuestionPassSettings, question: EvalQuestion, memory: ConversationMemory, start: QuestionStart): Promise<EvalResultLine> {
+export async function askQuestion(
+  settings: QuestionPassSettings,
+  question: EvalQuestion,
+  memory: ConversationMemory,
+  start: QuestionStart,
+): Promise<EvalResultLine> {
   let injection: Injection;
   try {
     injection = await memory.inject();
@@ -61,19 +66,34 @@ export async function askQuestion(settings: QuestionPassSettings, question: Eval
   settings.signal?.throwIfAborted();
   const measured: Measured =
     'failure' in injection
-      ? { snippetTokens: 0, evidenceHit: null, hypothesis: null, answerInputTokens: 0, reply: null, error: { stage: 'memory', ...injection.failure } }
+      ? {
+          snippetTokens: 0,
+          evidenceHit: null,
+          hypothesis: null,
+          answerInputTokens: 0,
+          reply: null,
+          error: { stage: 'memory', ...injection.failure },
+        }
       : await answerAndJudge(settings, question, injection.messages);
   return resultLine(settings, question, start, measured);
 }
 
-async function answerAndJudge(settings: QuestionPassSettings, question: EvalQuestion, memoryMessages: readonly LanguageModelMessage[]): Promise<Measured> {
+async function answerAndJudge(
+  settings: QuestionPassSettings,
+  question: EvalQuestion,
+  memoryMessages: readonly LanguageModelMessage[],
+): Promise<Measured> {
   const memoryText = memoryMessages.map((message) => message.content).join('\n');
   const base = {
     snippetTokens: memoryMessages.reduce((sum, message) => sum + settings.estimator.estimate(message.content), 0),
     evidenceHit: evidenceHit(question, memoryText),
   };
   const prompt = buildAnswerPrompt(question);
-  const messages: LanguageModelMessage[] = [{ role: 'system', content: prompt.system }, ...memoryMessages, { role: 'user', content: prompt.user }];
+  const messages: LanguageModelMessage[] = [
+    { role: 'system', content: prompt.system },
+    ...memoryMessages,
+    { role: 'user', content: prompt.user },
+  ];
   let hypothesis: string;
   let answerInputTokens: number;
   try {
@@ -82,7 +102,13 @@ async function answerAndJudge(settings: QuestionPassSettings, question: EvalQues
     answerInputTokens = inputTokensOf(answer, messages, settings.estimator);
   } catch (error) {
     settings.signal?.throwIfAborted();
-    return { ...base, hypothesis: null, answerInputTokens: 0, reply: null, error: { stage: 'answer', ...failureOf(error) } };
+    return {
+      ...base,
+      hypothesis: null,
+      answerInputTokens: 0,
+      reply: null,
+      error: { stage: 'answer', ...failureOf(error) },
+    };
   }
   try {
     const judgePrompt = buildJudgePrompt(question, hypothesis);
@@ -106,7 +132,12 @@ function abortOption(signal: AbortSignal | undefined): { abortSignal?: AbortSign
 }
 
 /** The line, its fields in the documented order. */
-function resultLine(settings: QuestionPassSettings, question: EvalQuestion, start: QuestionStart, measured: Measured): EvalResultLine {
+function resultLine(
+  settings: QuestionPassSettings,
+  question: EvalQuestion,
+  start: QuestionStart,
+  measured: Measured,
+): EvalResultLine {
   const { error } = measured;
   return {
     question_id: question.questionId,
@@ -117,7 +148,15 @@ function resultLine(settings: QuestionPassSettings, question: EvalQuestion, star
     hypothesis: measured.hypothesis,
     verdict: error === undefined ? (measured.reply?.verdict ?? null) : null,
     judge_reason: measured.reply?.reason ?? '',
-    ...(error === undefined ? {} : { error: { stage: error.stage, message: error.message, ...(error.code === undefined ? {} : { code: error.code }) } }),
+    ...(error === undefined
+      ? {}
+      : {
+          error: {
+            stage: error.stage,
+            message: error.message,
+            ...(error.code === undefined ? {} : { code: error.code }),
+          },
+        }),
     snippet_tokens: measured.snippetTokens,
     memory_input_tokens: start.memoryUsage.inputTokens,
     memory_output_tokens: start.memoryUsage.outputTokens,

@@ -11,7 +11,20 @@ const LOCOMO_DATE = /^(\d{1,2}):(\d{2})\s*([ap])\.?\s*m\.?\s+on\s+(\d{1,2})\s+([
 // Hand-written datasets: `2023-05-20`, `2023-05-20T14:30`, `2023-05-20 14:30:00Z`.
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?(?:\.\d+)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
-const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
+const MONTHS = [
+  'january',
+  'february',
+  'march',
+  'april',
+  'may',
+  'june',
+  'july',
+  'august',
+  'september',
+  'october',
+  'november',
+  'december',
+];
 
 /** The examples named in messages about a date that cannot be read. */
 export const DATE_EXAMPLES = '"2023/05/20 (Sat) 02:21", "1:56 pm on 8 May, 2023" or "2023-05-20T02:21"';
@@ -23,7 +36,15 @@ export const DATE_EXAMPLES = '"2023/05/20 (Sat) 02:21", "1:56 pm on 8 May, 2023"
 export function parseDatasetDate(text: string): number | null {
   const trimmed = text.trim();
   const longMemEval = LONGMEMEVAL_DATE.exec(trimmed);
-  if (longMemEval) return utc(Number(longMemEval[1]), Number(longMemEval[2]), Number(longMemEval[3]), Number(longMemEval[4] ?? 0), Number(longMemEval[5] ?? 0), 0);
+  if (longMemEval)
+    return utc(
+      Number(longMemEval[1]),
+      Number(longMemEval[2]),
+      Number(longMemEval[3]),
+      Number(longMemEval[4] ?? 0),
+      Number(longMemEval[5] ?? 0),
+      0,
+    );
   const locomo = LOCOMO_DATE.exec(trimmed);
   if (locomo) return locomoTimestamp(locomo);
   const iso = ISO_DATE.exec(trimmed);
@@ -40,7 +61,14 @@ function locomoTimestamp(match: RegExpExecArray): number | null {
 }
 
 function isoTimestamp(match: RegExpExecArray): number | null {
-  const local = utc(Number(match[1]), Number(match[2]), Number(match[3]), Number(match[4] ?? 0), Number(match[5] ?? 0), Number(match[6] ?? 0));
+  const local = utc(
+    Number(match[1]),
+    Number(match[2]),
+    Number(match[3]),
+    Number(match[4] ?? 0),
+    Number(match[5] ?? 0),
+    Number(match[6] ?? 0),
+  );
   const zone = match[7];
   if (local === null || zone === undefined || zone === 'Z') return local;
   const digits = zone.replace(':', '');
@@ -70,7 +98,9 @@ function utc(year: number, month: number, day: number, hour: number, minute: num
  * a timestamp keeps its position in the list; the dated sessions are sorted among the others.
  */
 export function orderByDate<T extends { readonly timestamp: number | null }>(sessions: readonly T[]): T[] {
-  const dated = sessions.filter((session) => session.timestamp !== null).sort((left, right) => (left.timestamp ?? 0) - (right.timestamp ?? 0));
+  const dated = sessions
+    .filter((session) => session.timestamp !== null)
+    .sort((left, right) => (left.timestamp ?? 0) - (right.timestamp ?? 0));
   let next = 0;
   return sessions.map((session) => (session.timestamp === null ? session : (dated[next++] ?? session)));
 }

@@ -5,13 +5,22 @@ import { withUsageCounter } from './_usage-counter.js';
 import type { TokenUsage } from './_usage-counter.js';
 
 function modelReporting(usage: LanguageModelResult['usage'], text: string): LanguageModel {
-  return { specificationVersion: 'v1', provider: 'test', modelId: 'm', doGenerate: async () => ({ text, toolCalls: [], finishReason: 'stop', usage }) };
+  return {
+    specificationVersion: 'v1',
+    provider: 'test',
+    modelId: 'm',
+    doGenerate: async () => ({ text, toolCalls: [], finishReason: 'stop', usage }),
+  };
 }
 
 describe('eval usage counter', () => {
   it('sums the usage the server reports over calls', async () => {
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
-    const model = withUsageCounter(modelReporting({ inputTokens: 120, outputTokens: 30 }, 'ok'), usage, RUNE_TOKEN_ESTIMATOR);
+    const model = withUsageCounter(
+      modelReporting({ inputTokens: 120, outputTokens: 30 }, 'ok'),
+      usage,
+      RUNE_TOKEN_ESTIMATOR,
+    );
     await model.doGenerate({ messages: [{ role: 'user', content: 'hi' }] });
     await model.doGenerate({ messages: [{ role: 'user', content: 'hi' }] });
     expect(usage).toEqual({ inputTokens: 240, outputTokens: 60 });
@@ -20,15 +29,31 @@ describe('eval usage counter', () => {
 
   it('estimates the prompt and the answer when the server reports no usage', async () => {
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
-    const model = withUsageCounter(modelReporting({ inputTokens: 0, outputTokens: 0 }, 'twelve chars'), usage, RUNE_TOKEN_ESTIMATOR);
-    await model.doGenerate({ messages: [{ role: 'system', content: 'x'.repeat(40) }, { role: 'user', content: 'y'.repeat(20) }] });
+    const model = withUsageCounter(
+      modelReporting({ inputTokens: 0, outputTokens: 0 }, 'twelve chars'),
+      usage,
+      RUNE_TOKEN_ESTIMATOR,
+    );
+    await model.doGenerate({
+      messages: [
+        { role: 'system', content: 'x'.repeat(40) },
+        { role: 'user', content: 'y'.repeat(20) },
+      ],
+    });
     expect(usage).toEqual({ inputTokens: 15, outputTokens: 3 });
   });
 
   it('counts nothing for a call that fails', async () => {
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
-    const failing: LanguageModel = { specificationVersion: 'v1', provider: 'test', modelId: 'm', doGenerate: () => Promise.reject(new Error('down')) };
-    await expect(withUsageCounter(failing, usage, RUNE_TOKEN_ESTIMATOR).doGenerate({ messages: [] })).rejects.toThrow('down');
+    const failing: LanguageModel = {
+      specificationVersion: 'v1',
+      provider: 'test',
+      modelId: 'm',
+      doGenerate: () => Promise.reject(new Error('down')),
+    };
+    await expect(withUsageCounter(failing, usage, RUNE_TOKEN_ESTIMATOR).doGenerate({ messages: [] })).rejects.toThrow(
+      'down',
+    );
     expect(usage).toEqual({ inputTokens: 0, outputTokens: 0 });
   });
 });

@@ -15,8 +15,14 @@ export interface TokenUsage {
  * The input tokens of a call as the server reported them; estimated from the messages when
  * it reported none (some OpenAI-compatible servers send no usage).
  */
-export function inputTokensOf(result: LanguageModelResult, messages: readonly LanguageModelMessage[], estimator: TokenEstimator): number {
-  return result.usage.inputTokens > 0 ? result.usage.inputTokens : messages.reduce((sum, message) => sum + estimator.estimate(message.content), 0);
+export function inputTokensOf(
+  result: LanguageModelResult,
+  messages: readonly LanguageModelMessage[],
+  estimator: TokenEstimator,
+): number {
+  return result.usage.inputTokens > 0
+    ? result.usage.inputTokens
+    : messages.reduce((sum, message) => sum + estimator.estimate(message.content), 0);
 }
 
 /**

@@ -44,7 +44,10 @@ export interface EvalQuestion {
   /** LongMemEval's `question_type`; for LoCoMo `category-<N>`. */
   readonly questionType: string;
   readonly question: string;
-  /** The gold answer as text (numbers become text); for preference questions a rubric. May be empty for LoCoMo category 5. */
+  /**
+   * The gold answer as text (numbers become text); for preference questions a rubric. May be empty for LoCoMo
+   * category 5.
+   */
   readonly answer: string;
   /** When the question is asked, as the file writes it; LoCoMo: the last session's date. */
   readonly questionDate: string | null;

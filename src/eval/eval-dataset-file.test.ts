@@ -16,7 +16,13 @@ afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 /** Every conversation with its sessions, loaded from the file when the dataset left them there. */
 async function loaded(dataset: EvalDataset): Promise<unknown[]> {
-  return Promise.all(dataset.conversations.map(async (conversation) => ({ ...conversation, lazy: false, sessions: conversation.lazy ? await dataset.loadSessions?.(conversation) : conversation.sessions })));
+  return Promise.all(
+    dataset.conversations.map(async (conversation) => ({
+      ...conversation,
+      lazy: false,
+      sessions: conversation.lazy ? await dataset.loadSessions?.(conversation) : conversation.sessions,
+    })),
+  );
 }
 
 describe('readEvalDatasetFile', () => {
@@ -30,7 +36,9 @@ describe('readEvalDatasetFile', () => {
     expect(streamed.format).toBe(whole.format);
     expect(streamed.problems).toEqual(whole.problems);
     // Only the questions are held; the sessions stay in the file until asked for.
-    expect(streamed.conversations.every((conversation) => conversation.lazy === true && conversation.sessions.length === 0)).toBe(true);
+    expect(
+      streamed.conversations.every((conversation) => conversation.lazy === true && conversation.sessions.length === 0),
+    ).toBe(true);
     expect(await loaded(streamed)).toEqual(await loaded(whole));
   });
 
@@ -46,10 +54,18 @@ describe('readEvalDatasetFile', () => {
     const broken = join(directory, 'broken.json');
     const sample = JSON.parse(readFileSync(SAMPLE, 'utf8')) as unknown[];
     writeFileSync(broken, `[${JSON.stringify(sample[0])}, {"question_id": "x", oops}]`);
-    await expect(readEvalDatasetFile(broken, { wholeFileMaxBytes: 0, shownPath: 'broken.json' })).rejects.toMatchObject({ code: 'EVAL_DATASET_INVALID', message: expect.stringContaining('broken.json is not JSON: element 1 of its top-level array') });
+    await expect(readEvalDatasetFile(broken, { wholeFileMaxBytes: 0, shownPath: 'broken.json' })).rejects.toMatchObject(
+      {
+        code: 'EVAL_DATASET_INVALID',
+        message: expect.stringContaining('broken.json is not JSON: element 1 of its top-level array'),
+      },
+    );
     const object = join(directory, 'object.json');
     writeFileSync(object, '{"data": []}');
-    await expect(readEvalDatasetFile(object, { wholeFileMaxBytes: 0 })).rejects.toMatchObject({ code: 'EVAL_DATASET_INVALID', message: expect.stringContaining('is not a JSON array of instances') });
+    await expect(readEvalDatasetFile(object, { wholeFileMaxBytes: 0 })).rejects.toMatchObject({
+      code: 'EVAL_DATASET_INVALID',
+      message: expect.stringContaining('is not a JSON array of instances'),
+    });
   });
 
   it('names the instance and the field of a malformed instance, as a whole read does', async () => {
@@ -67,27 +83,35 @@ describe('readEvalDatasetFile', () => {
     writeFileSync(path, readFileSync(SAMPLE));
     const streamed = await readEvalDatasetFile(path, { wholeFileMaxBytes: 0 });
     writeFileSync(path, '[]');
-    await expect(streamed.loadSessions?.(streamed.conversations[3]!)).rejects.toMatchObject({ code: 'EVAL_DATASET_INVALID', message: expect.stringContaining('changed while the eval ran') });
+    await expect(streamed.loadSessions?.(streamed.conversations[3]!)).rejects.toMatchObject({
+      code: 'EVAL_DATASET_INVALID',
+      message: expect.stringContaining('changed while the eval ran'),
+    });
   });
 
-  it.each(['full-context', 'memory'] as const)('gives the answer model the same prompts from a file read by instance (%s baseline)', async (baseline) => {
-    const prompts = async (dataset: EvalDataset): Promise<string[]> => {
-      const answer = createMockLanguageModel('I do not know.');
-      const memory = createMockLanguageModel((options) => ({ text: `IMPORTANCE: 0.8\nremembered: ${options.messages.at(-1)?.content.length ?? 0} characters` }));
-      await runEval({
-        dataset: selectQuestions(dataset, { limit: 3 }),
-        baseline,
-        answerModel: answer,
-        judgeModel: createMockLanguageModel('Verdict: no'),
-        models: { memory: 'mock/memory', answer: 'mock/answer', judge: 'mock/judge' },
-        memory: { model: memory, store: createInMemoryStore(), thresholds: { observeMinTokens: 1 } },
-        runTag: 'same',
-        onResult: () => undefined,
-      });
-      return answer.calls.map((call) => call.messages.map((message) => message.content).join('\n---\n'));
-    };
-    const whole = await prompts(await readEvalDatasetFile(SAMPLE));
-    expect(whole).toHaveLength(3);
-    expect(await prompts(await readEvalDatasetFile(SAMPLE, { wholeFileMaxBytes: 0 }))).toEqual(whole);
-  });
+  it.each(['full-context', 'memory'] as const)(
+    'gives the answer model the same prompts from a file read by instance (%s baseline)',
+    async (baseline) => {
+      const prompts = async (dataset: EvalDataset): Promise<string[]> => {
+        const answer = createMockLanguageModel('I do not know.');
+        const memory = createMockLanguageModel((options) => ({
+          text: `IMPORTANCE: 0.8\nremembered: ${options.messages.at(-1)?.content.length ?? 0} characters`,
+        }));
+        await runEval({
+          dataset: selectQuestions(dataset, { limit: 3 }),
+          baseline,
+          answerModel: answer,
+          judgeModel: createMockLanguageModel('Verdict: no'),
+          models: { memory: 'mock/memory', answer: 'mock/answer', judge: 'mock/judge' },
+          memory: { model: memory, store: createInMemoryStore(), thresholds: { observeMinTokens: 1 } },
+          runTag: 'same',
+          onResult: () => undefined,
+        });
+        return answer.calls.map((call) => call.messages.map((message) => message.content).join('\n---\n'));
+      };
+      const whole = await prompts(await readEvalDatasetFile(SAMPLE));
+      expect(whole).toHaveLength(3);
+      expect(await prompts(await readEvalDatasetFile(SAMPLE, { wholeFileMaxBytes: 0 }))).toEqual(whole);
+    },
+  );
 });

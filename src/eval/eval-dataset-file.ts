@@ -16,7 +16,10 @@ import type { EvalConversation, EvalDataset, EvalDatasetFormat, EvalSession } fr
 export interface ReadEvalDatasetOptions {
   /** How the file is named in error messages. @default the path */
   readonly shownPath?: string;
-  /** Files larger than this are read one instance at a time, their sessions left in the file until needed. @default 64 MiB */
+  /**
+   * Files larger than this are read one instance at a time, their sessions left in the file until needed.
+   * @default 64 MiB
+   */
   readonly wholeFileMaxBytes?: number;
 }
 
@@ -37,7 +40,8 @@ interface ByteRange {
 export async function readEvalDatasetFile(path: string, options: ReadEvalDatasetOptions = {}): Promise<EvalDataset> {
   const shownPath = options.shownPath ?? path;
   const { size } = await stat(path);
-  if (size <= (options.wholeFileMaxBytes ?? 64 * 1024 * 1024)) return parseEvalDataset(parseJson(await readFile(path, 'utf8'), shownPath));
+  if (size <= (options.wholeFileMaxBytes ?? 64 * 1024 * 1024))
+    return parseEvalDataset(parseJson(await readFile(path, 'utf8'), shownPath));
   return readByInstance(path, shownPath);
 }
 
@@ -54,27 +58,48 @@ async function readByInstance(path: string, shownPath: string): Promise<EvalData
       parsed.push({ ...instance, conversation: { ...instance.conversation, sessions: [], lazy: true } });
     }
   } catch (error) {
-    if (error instanceof JsonArrayShapeError) throw invalid(`${shownPath} is not a JSON array of instances: ${error.message} (at byte ${error.offset}). Give a LongMemEval or LoCoMo file as published.`);
+    if (error instanceof JsonArrayShapeError)
+      throw invalid(
+        `${shownPath} is not a JSON array of instances: ${error.message} (at byte ${error.offset}). Give a LongMemEval or LoCoMo file as published.`,
+      );
     throw error;
   }
   if (format === undefined) return parseEvalDataset([]);
   const chosen = format;
-  return assembleEvalDataset(chosen, parsed, (conversation) => loadSessions(path, shownPath, chosen, ranges, conversation));
+  return assembleEvalDataset(chosen, parsed, (conversation) =>
+    loadSessions(path, shownPath, chosen, ranges, conversation),
+  );
 }
 
-async function loadSessions(path: string, shownPath: string, format: EvalDatasetFormat, ranges: ReadonlyMap<number, ByteRange>, conversation: EvalConversation): Promise<readonly EvalSession[]> {
+async function loadSessions(
+  path: string,
+  shownPath: string,
+  format: EvalDatasetFormat,
+  ranges: ReadonlyMap<number, ByteRange>,
+  conversation: EvalConversation,
+): Promise<readonly EvalSession[]> {
   const range = ranges.get(conversation.index);
   if (range === undefined) throw new RangeError(`loadSessions: instance ${conversation.index} is not in ${shownPath}`);
   const bytes = Buffer.alloc(range.end - range.start);
   const file = await open(path, 'r');
   try {
     const { bytesRead } = await file.read(bytes, 0, bytes.length, range.start);
-    if (bytesRead !== bytes.length) throw invalid(`${shownPath} changed while the eval ran: instance ${conversation.index} is no longer where it was.`);
+    if (bytesRead !== bytes.length)
+      throw invalid(
+        `${shownPath} changed while the eval ran: instance ${conversation.index} is no longer where it was.`,
+      );
   } finally {
     await file.close();
   }
-  const instance = parseEvalElement(format, parseJson(bytes.toString('utf8'), shownPath, conversation.index), conversation.index);
-  if (instance.conversation.id !== conversation.id) throw invalid(`${shownPath} changed while the eval ran: instance ${conversation.index} is no longer ${JSON.stringify(conversation.id)}.`);
+  const instance = parseEvalElement(
+    format,
+    parseJson(bytes.toString('utf8'), shownPath, conversation.index),
+    conversation.index,
+  );
+  if (instance.conversation.id !== conversation.id)
+    throw invalid(
+      `${shownPath} changed while the eval ran: instance ${conversation.index} is no longer ${JSON.stringify(conversation.id)}.`,
+    );
   return instance.conversation.sessions;
 }
 
@@ -83,7 +108,9 @@ function parseJson(text: string, shownPath: string, index?: number): unknown {
     return JSON.parse(text) as unknown;
   } catch (error) {
     const where = index === undefined ? '' : `: element ${index} of its top-level array`;
-    throw invalid(`${shownPath} is not JSON${where} (${(error as Error).message}). Give a LongMemEval or LoCoMo file as published.`);
+    throw invalid(
+      `${shownPath} is not JSON${where} (${(error as Error).message}). Give a LongMemEval or LoCoMo file as published.`,
+    );
   }
 }
 

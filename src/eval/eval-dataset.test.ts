@@ -37,7 +37,15 @@ function locomoSample(overrides: Json = {}, conversationOverrides: Json = {}): J
       session_2_date_time: '4:05 pm on 20 June, 2023',
       session_2: [{ speaker: 'Ben', dia_id: 'D2:1', text: 'I started pottery classes.' }],
       session_10_date_time: '9:00 am on 2 July, 2023',
-      session_10: [{ speaker: 'Ana', dia_id: 'D10:1', text: 'Look at my garden!', img_url: ['https://example.invalid/x.jpg'], blip_caption: 'a photo of tomatoes' }],
+      session_10: [
+        {
+          speaker: 'Ana',
+          dia_id: 'D10:1',
+          text: 'Look at my garden!',
+          img_url: ['https://example.invalid/x.jpg'],
+          blip_caption: 'a photo of tomatoes',
+        },
+      ],
       session_1_date_time: '1:56 pm on 8 May, 2023',
       session_1: [
         { speaker: 'Ana', dia_id: 'D1:1', text: 'I moved to Porto last week.' },
@@ -48,7 +56,12 @@ function locomoSample(overrides: Json = {}, conversationOverrides: Json = {}): J
     qa: [
       { question: 'Where did Ana move?', answer: 'Porto', evidence: ['D1:1'], category: 4 },
       { question: 'When did Ben start pottery?', answer: 2023, evidence: ['D2:1', 'D2:1; D10:1'], category: 2 },
-      { question: 'What did Ben say about his dog?', evidence: [], category: 5, adversarial_answer: 'It is called Rex' },
+      {
+        question: 'What did Ben say about his dog?',
+        evidence: [],
+        category: 5,
+        adversarial_answer: 'It is called Rex',
+      },
     ],
     ...overrides,
   };
@@ -100,7 +113,9 @@ describe('eval dataset: LongMemEval', () => {
   });
 
   it('keeps an undated session in its place and reports the field', () => {
-    const instance = longMemEvalInstance({ haystack_dates: ['2023/05/20 (Sat) 02:21', 'sometime in May', '2023/05/01 (Mon) 08:00'] });
+    const instance = longMemEvalInstance({
+      haystack_dates: ['2023/05/20 (Sat) 02:21', 'sometime in May', '2023/05/01 (Mon) 08:00'],
+    });
     const dataset = parseEvalDataset([instance]);
     expect(dataset.conversations[0]?.sessions.map((session) => session.id)).toEqual(['s-c', 's-b', 's-a']);
     expect(dataset.problems).toEqual([
@@ -108,7 +123,9 @@ describe('eval dataset: LongMemEval', () => {
         index: 0,
         id: 'q1',
         field: 'haystack_dates[1]',
-        message: expect.stringContaining('LongMemEval instance 0 (question_id "q1"): haystack_dates[1] "sometime in May" is not a date') as unknown,
+        message: expect.stringContaining(
+          'LongMemEval instance 0 (question_id "q1"): haystack_dates[1] "sometime in May" is not a date',
+        ) as unknown,
       },
     ]);
   });
@@ -135,7 +152,9 @@ describe('eval dataset: LongMemEval', () => {
   });
 
   it('accepts a repeated session id, keeping message ids distinct', () => {
-    const [conversation] = parseEvalDataset([longMemEvalInstance({ haystack_session_ids: ['x', 'y', 'x'] })]).conversations;
+    const [conversation] = parseEvalDataset([
+      longMemEvalInstance({ haystack_session_ids: ['x', 'y', 'x'] }),
+    ]).conversations;
     expect(conversation?.sessions.map((session) => session.id)).toEqual(['y', 'x', 'x']);
     const messageIds = conversation?.sessions.flatMap((session) => session.messages.map((message) => message.id)) ?? [];
     expect(new Set(messageIds).size).toBe(messageIds.length);
@@ -143,7 +162,11 @@ describe('eval dataset: LongMemEval', () => {
 
   it('names sessions session_<n> when the file gives no session ids', () => {
     const dataset = parseEvalDataset([longMemEvalInstance({ haystack_session_ids: undefined })]);
-    expect(dataset.conversations[0]?.sessions.map((session) => session.id)).toEqual(['session_2', 'session_1', 'session_3']);
+    expect(dataset.conversations[0]?.sessions.map((session) => session.id)).toEqual([
+      'session_2',
+      'session_1',
+      'session_3',
+    ]);
   });
 });
 
@@ -154,7 +177,15 @@ describe('eval dataset: LoCoMo', () => {
     expect(dataset.problems).toEqual([]);
     const [conversation] = dataset.conversations;
     expect(conversation?.id).toBe('conv-1');
-    expect(conversation?.questions.map((question) => [question.questionId, question.questionType, question.answer, question.abstention, question.category])).toEqual([
+    expect(
+      conversation?.questions.map((question) => [
+        question.questionId,
+        question.questionType,
+        question.answer,
+        question.abstention,
+        question.category,
+      ]),
+    ).toEqual([
       ['conv-1:q1', 'category-4', 'Porto', false, 4],
       ['conv-1:q2', 'category-2', '2023', false, 2],
       ['conv-1:q3', 'category-5', '', true, 5],
@@ -171,13 +202,19 @@ describe('eval dataset: LoCoMo', () => {
       { id: 's1m1', role: 'user', content: 'Ana: I moved to Porto last week.' },
       { id: 's1m2', role: 'assistant', content: 'Ben: How exciting!' },
     ]);
-    expect(conversation?.sessions[2]?.messages[0]?.content).toBe('Ana: Look at my garden!\n[Ana shared an image: a photo of tomatoes]');
+    expect(conversation?.sessions[2]?.messages[0]?.content).toBe(
+      'Ana: Look at my garden!\n[Ana shared an image: a photo of tomatoes]',
+    );
     expect(conversation?.sessions[2]?.timestamp).toBe(Date.UTC(2023, 6, 2, 9, 0));
   });
 
   it('asks every question at the date of the last session', () => {
     const [conversation] = parseEvalDataset([locomoSample()]).conversations;
-    expect(conversation?.questions.map((question) => question.questionDate)).toEqual(['9:00 am on 2 July, 2023', '9:00 am on 2 July, 2023', '9:00 am on 2 July, 2023']);
+    expect(conversation?.questions.map((question) => question.questionDate)).toEqual([
+      '9:00 am on 2 July, 2023',
+      '9:00 am on 2 July, 2023',
+      '9:00 am on 2 July, 2023',
+    ]);
   });
 
   it('reports an unreadable session date, naming the sample and the field', () => {
@@ -185,27 +222,77 @@ describe('eval dataset: LoCoMo', () => {
     expect(dataset.problems.map((problem) => problem.message)).toEqual([
       'LoCoMo sample 0 (sample_id "conv-1"): conversation.session_2_date_time "the day after" is not a date like "2023/05/20 (Sat) 02:21", "1:56 pm on 8 May, 2023" or "2023-05-20T02:21"; the session keeps its place in the order.',
     ]);
-    expect(dataset.conversations[0]?.sessions.map((session) => session.id)).toEqual(['session_1', 'session_2', 'session_10']);
+    expect(dataset.conversations[0]?.sessions.map((session) => session.id)).toEqual([
+      'session_1',
+      'session_2',
+      'session_10',
+    ]);
   });
 });
 
 describe('eval dataset: malformed input', () => {
   const longMemEvalCases: Array<[string, Json, string]> = [
-    ['a non-string message', { haystack_sessions: [[{ role: 'user', content: 'hi' }], [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }, { role: 'user', content: 3 }]], haystack_dates: undefined, haystack_session_ids: undefined }, 'haystack_sessions[1][2].content must be a string, got number'],
-    ['an unknown role', { haystack_sessions: [[{ role: 'system', content: 'x' }], [], []] }, 'haystack_sessions[0][0].role must be "user" or "assistant", got "system"'],
-    ['a session that is not a list', { haystack_sessions: [[], {}, []] }, 'haystack_sessions[1] must be an array, got object'],
-    ['a turn that is not an object', { haystack_sessions: [[], [null], []] }, 'haystack_sessions[1][0] must be an object, got null'],
+    [
+      'a non-string message',
+      {
+        haystack_sessions: [
+          [{ role: 'user', content: 'hi' }],
+          [
+            { role: 'user', content: 'a' },
+            { role: 'user', content: 'b' },
+            { role: 'user', content: 3 },
+          ],
+        ],
+        haystack_dates: undefined,
+        haystack_session_ids: undefined,
+      },
+      'haystack_sessions[1][2].content must be a string, got number',
+    ],
+    [
+      'an unknown role',
+      { haystack_sessions: [[{ role: 'system', content: 'x' }], [], []] },
+      'haystack_sessions[0][0].role must be "user" or "assistant", got "system"',
+    ],
+    [
+      'a session that is not a list',
+      { haystack_sessions: [[], {}, []] },
+      'haystack_sessions[1] must be an array, got object',
+    ],
+    [
+      'a turn that is not an object',
+      { haystack_sessions: [[], [null], []] },
+      'haystack_sessions[1][0] must be an object, got null',
+    ],
     ['no sessions', { haystack_sessions: undefined }, 'haystack_sessions must be an array, got undefined'],
     ['a missing question', { question: undefined }, 'question must be a string, got undefined'],
     ['an empty question id', { question_id: ' ' }, 'question_id must not be empty'],
     ['an answer that is an object', { answer: { text: 'x' } }, 'answer must be a string or a number, got object'],
-    ['a numeric date', { haystack_dates: ['2023/05/20 (Sat) 02:21', 5, '2023/05/20 (Sat) 02:21'] }, 'haystack_dates[1] must be a string, got number'],
-    ['too few dates', { haystack_dates: ['2023/05/20 (Sat) 02:21'] }, 'haystack_dates has 1 entries but haystack_sessions has 3'],
-    ['an unknown question type', { question_type: 'trivia' }, 'question_type is "trivia"; expected one of single-session-user, single-session-assistant, single-session-preference, knowledge-update, temporal-reasoning, multi-session'],
-    ['answer session ids that are not strings', { answer_session_ids: [1] }, 'answer_session_ids[0] must be a string, got number'],
+    [
+      'a numeric date',
+      { haystack_dates: ['2023/05/20 (Sat) 02:21', 5, '2023/05/20 (Sat) 02:21'] },
+      'haystack_dates[1] must be a string, got number',
+    ],
+    [
+      'too few dates',
+      { haystack_dates: ['2023/05/20 (Sat) 02:21'] },
+      'haystack_dates has 1 entries but haystack_sessions has 3',
+    ],
+    [
+      'an unknown question type',
+      { question_type: 'trivia' },
+      'question_type is "trivia"; expected one of single-session-user, single-session-assistant, single-session-preference, knowledge-update, temporal-reasoning, multi-session',
+    ],
+    [
+      'answer session ids that are not strings',
+      { answer_session_ids: [1] },
+      'answer_session_ids[0] must be a string, got number',
+    ],
   ];
   it.each(longMemEvalCases)('names the instance and the field for %s', (_name, overrides, expected) => {
-    const error = datasetError([longMemEvalInstance({ question_id: 'first' }), longMemEvalInstance({ question_id: 'q9', ...overrides })]);
+    const error = datasetError([
+      longMemEvalInstance({ question_id: 'first' }),
+      longMemEvalInstance({ question_id: 'q9', ...overrides }),
+    ]);
     expect(error.code).toBe('EVAL_DATASET_INVALID');
     const id = overrides['question_id'] === ' ' ? 'no question_id' : 'question_id "q9"';
     expect(error.detail).toContain(`LongMemEval instance 1 (${id}): ${expected}`);
@@ -213,16 +300,56 @@ describe('eval dataset: malformed input', () => {
   });
 
   const locomoCases: Array<[string, Json, Json, string]> = [
-    ['a text that is not a string', {}, { session_2: [{ speaker: 'Ben', text: null }] }, 'conversation.session_2[0].text must be a string, got null'],
-    ['an unknown speaker', {}, { session_2: [{ speaker: 'Cy', text: 'hi' }] }, 'conversation.session_2[0].speaker is "Cy", neither speaker_a ("Ana") nor speaker_b ("Ben")'],
-    ['a caption that is not a string', {}, { session_2: [{ speaker: 'Ben', text: 'hi', blip_caption: 7 }] }, 'conversation.session_2[0].blip_caption must be a string, got number'],
+    [
+      'a text that is not a string',
+      {},
+      { session_2: [{ speaker: 'Ben', text: null }] },
+      'conversation.session_2[0].text must be a string, got null',
+    ],
+    [
+      'an unknown speaker',
+      {},
+      { session_2: [{ speaker: 'Cy', text: 'hi' }] },
+      'conversation.session_2[0].speaker is "Cy", neither speaker_a ("Ana") nor speaker_b ("Ben")',
+    ],
+    [
+      'a caption that is not a string',
+      {},
+      { session_2: [{ speaker: 'Ben', text: 'hi', blip_caption: 7 }] },
+      'conversation.session_2[0].blip_caption must be a string, got number',
+    ],
     ['a session that is not a list', {}, { session_2: 'hello' }, 'conversation.session_2 must be an array, got string'],
-    ['a date that is not a string', {}, { session_2_date_time: 12 }, 'conversation.session_2_date_time must be a string, got number'],
+    [
+      'a date that is not a string',
+      {},
+      { session_2_date_time: 12 },
+      'conversation.session_2_date_time must be a string, got number',
+    ],
     ['a missing speaker name', {}, { speaker_b: undefined }, 'conversation.speaker_b must be a string, got undefined'],
-    ['a session numbered with a leading zero that is not a list', {}, { session_02: 'x' }, 'conversation.session_02 must be an array, got string'],
-    ['a conversation without sessions', { conversation: { speaker_a: 'Ana', speaker_b: 'Ben' } }, {}, 'conversation has no session_N lists'],
-    ['a category out of range', { qa: [{ question: 'x', answer: 'y', category: 6 }] }, {}, 'qa[0].category must be an integer from 1 to 5, got 6'],
-    ['a missing answer outside category 5', { qa: [{ question: 'x', category: 1 }] }, {}, 'qa[0].answer must be a string or a number, got undefined'],
+    [
+      'a session numbered with a leading zero that is not a list',
+      {},
+      { session_02: 'x' },
+      'conversation.session_02 must be an array, got string',
+    ],
+    [
+      'a conversation without sessions',
+      { conversation: { speaker_a: 'Ana', speaker_b: 'Ben' } },
+      {},
+      'conversation has no session_N lists',
+    ],
+    [
+      'a category out of range',
+      { qa: [{ question: 'x', answer: 'y', category: 6 }] },
+      {},
+      'qa[0].category must be an integer from 1 to 5, got 6',
+    ],
+    [
+      'a missing answer outside category 5',
+      { qa: [{ question: 'x', category: 1 }] },
+      {},
+      'qa[0].answer must be a string or a number, got undefined',
+    ],
     ['qa that is not a list', { qa: {} }, {}, 'qa must be an array, got object'],
   ];
   it.each(locomoCases)('names the sample and the field for %s', (_name, overrides, conversationOverrides, expected) => {
@@ -245,8 +372,12 @@ describe('eval dataset: malformed input', () => {
   });
 
   it('refuses a repeated question_id or sample_id', () => {
-    expect(datasetError([longMemEvalInstance(), longMemEvalInstance()]).detail).toContain('LongMemEval instance 1 (question_id "q1"): question_id repeats the question_id of instance 0');
-    expect(datasetError([locomoSample(), locomoSample()]).detail).toContain('LoCoMo sample 1 (sample_id "conv-1"): sample_id repeats the sample_id of instance 0');
+    expect(datasetError([longMemEvalInstance(), longMemEvalInstance()]).detail).toContain(
+      'LongMemEval instance 1 (question_id "q1"): question_id repeats the question_id of instance 0',
+    );
+    expect(datasetError([locomoSample(), locomoSample()]).detail).toContain(
+      'LoCoMo sample 1 (sample_id "conv-1"): sample_id repeats the sample_id of instance 0',
+    );
   });
 
   it('throws only EVAL_DATASET_INVALID, never a TypeError, whatever field is broken', () => {
@@ -284,7 +415,15 @@ describe('eval dataset: dates', () => {
     expect(parseDatasetDate(text)).toBe(expected);
   });
 
-  it.each(['2023/02/30 (Thu) 10:00', '2023/05/20 (Sat) 25:00', '13:00 pm on 8 May, 2023', '1:56 pm on 8 Mayday, 2023', 'yesterday', '', '2023-13-01'])('refuses %j', (text) => {
+  it.each([
+    '2023/02/30 (Thu) 10:00',
+    '2023/05/20 (Sat) 25:00',
+    '13:00 pm on 8 May, 2023',
+    '1:56 pm on 8 Mayday, 2023',
+    'yesterday',
+    '',
+    '2023-13-01',
+  ])('refuses %j', (text) => {
     expect(parseDatasetDate(text)).toBeNull();
   });
 });
@@ -308,9 +447,14 @@ describe('eval dataset: selecting questions', () => {
 
   it('keeps the first N questions in file order', () => {
     const { longMemEval, locomo } = twoFormats();
-    expect(selectQuestions(longMemEval, { limit: 2 }).conversations.map((conversation) => conversation.id)).toEqual(['a', 'b']);
+    expect(selectQuestions(longMemEval, { limit: 2 }).conversations.map((conversation) => conversation.id)).toEqual([
+      'a',
+      'b',
+    ]);
     const chosen = selectQuestions(locomo, { limit: 4 });
-    expect(chosen.conversations.map((conversation) => conversation.questions.map((question) => question.questionId))).toEqual([['conv-1:q1', 'conv-1:q2', 'conv-1:q3'], ['conv-2:q1']]);
+    expect(
+      chosen.conversations.map((conversation) => conversation.questions.map((question) => question.questionId)),
+    ).toEqual([['conv-1:q1', 'conv-1:q2', 'conv-1:q3'], ['conv-2:q1']]);
   });
 
   it('filters by type before the limit and keeps the problems of the kept conversations only', () => {
@@ -318,9 +462,17 @@ describe('eval dataset: selecting questions', () => {
     const temporal = selectQuestions(longMemEval, { types: ['temporal-reasoning'], limit: 1 });
     expect(temporal.conversations.map((conversation) => conversation.id)).toEqual(['b']);
     expect(temporal.problems).toEqual([]);
-    expect(selectQuestions(longMemEval, { types: [' temporal-reasoning ', ''] }).problems.map((problem) => problem.id)).toEqual(['c', 'c', 'c']);
+    expect(
+      selectQuestions(longMemEval, { types: [' temporal-reasoning ', ''] }).problems.map((problem) => problem.id),
+    ).toEqual(['c', 'c', 'c']);
     const adversarial = selectQuestions(locomo, { types: ['category-5'] });
-    expect(adversarial.conversations.map((conversation) => [conversation.id, conversation.questions.length, conversation.sessions.length])).toEqual([
+    expect(
+      adversarial.conversations.map((conversation) => [
+        conversation.id,
+        conversation.questions.length,
+        conversation.sessions.length,
+      ]),
+    ).toEqual([
       ['conv-1', 1, 3],
       ['conv-2', 1, 3],
     ]);
@@ -334,7 +486,9 @@ describe('eval dataset: selecting questions', () => {
 
   it.each([0, -1, 1.5, Number.NaN])('refuses the limit %s', (limit) => {
     const { longMemEval } = twoFormats();
-    expect(() => selectQuestions(longMemEval, { limit })).toThrow(expect.objectContaining({ code: 'REQUEST_INVALID', data: { field: 'limit' } }) as Error);
+    expect(() => selectQuestions(longMemEval, { limit })).toThrow(
+      expect.objectContaining({ code: 'REQUEST_INVALID', data: { field: 'limit' } }) as Error,
+    );
   });
 
   it('refuses a type absent from the dataset, listing the valid ones', () => {
@@ -342,7 +496,9 @@ describe('eval dataset: selecting questions', () => {
     expect(() => selectQuestions(longMemEval, { types: ['temporal-reasoning', 'multi-session'] })).toThrow(
       '--types: "multi-session" is not a question type of this dataset; valid types: single-session-user, temporal-reasoning.',
     );
-    expect(() => selectQuestions(longMemEval, { types: [' '] })).toThrow('--types names no question type; valid types: single-session-user, temporal-reasoning.');
+    expect(() => selectQuestions(longMemEval, { types: [' '] })).toThrow(
+      '--types names no question type; valid types: single-session-user, temporal-reasoning.',
+    );
   });
 });
 
@@ -357,7 +513,8 @@ function seededRandom(seed: number): () => number {
 function leafPaths(value: unknown, prefix: Array<string | number> = []): Array<Array<string | number>> {
   const paths: Array<Array<string | number>> = [prefix];
   if (Array.isArray(value)) value.forEach((element, index) => paths.push(...leafPaths(element, [...prefix, index])));
-  else if (typeof value === 'object' && value !== null) for (const [key, element] of Object.entries(value)) paths.push(...leafPaths(element, [...prefix, key]));
+  else if (typeof value === 'object' && value !== null)
+    for (const [key, element] of Object.entries(value)) paths.push(...leafPaths(element, [...prefix, key]));
   return paths.filter((path) => path.length > 0);
 }
 

@@ -60,7 +60,10 @@ export function parseEvalElement(format: EvalDatasetFormat, element: unknown, in
   return PARSERS[format](element, index);
 }
 
-/** The format of a dataset whose top-level array starts with `first`. @throws HarnessMemoryError `EVAL_DATASET_INVALID` */
+/**
+ * The format of a dataset whose top-level array starts with `first`. @throws HarnessMemoryError
+ * `EVAL_DATASET_INVALID`
+ */
 export function detectEvalFormat(first: unknown): EvalDatasetFormat {
   return detectFormat([first]);
 }
@@ -84,7 +87,9 @@ export function assembleEvalDataset(
       )
     : [];
   const conversations = parsed.map((instance) => instance.conversation);
-  return loadSessions === undefined ? { format, conversations, problems } : { format, conversations, problems, loadSessions };
+  return loadSessions === undefined
+    ? { format, conversations, problems }
+    : { format, conversations, problems, loadSessions };
 }
 
 function detectFormat(json: unknown): EvalDatasetFormat {
@@ -96,7 +101,8 @@ function detectFormat(json: unknown): EvalDatasetFormat {
   let found: string;
   if (!Array.isArray(json)) found = `a JSON ${jsonTypeOf(json)}`;
   else if (json.length === 0) found = 'an empty array';
-  else if (isRecord(first)) found = `an array whose first element has the keys ${Object.keys(first).slice(0, 8).join(', ') || '(none)'}`;
+  else if (isRecord(first))
+    found = `an array whose first element has the keys ${Object.keys(first).slice(0, 8).join(', ') || '(none)'}`;
   else found = `an array whose first element is ${jsonTypeOf(first)}`;
   return unknownFormat(found);
 }
@@ -129,7 +135,8 @@ function checkUniqueIds(format: EvalDatasetFormat, parsed: readonly ParsedConver
 /** The question types present in a dataset, in order of first appearance. */
 export function questionTypesOf(dataset: EvalDataset): string[] {
   const types = new Set<string>();
-  for (const conversation of dataset.conversations) for (const question of conversation.questions) types.add(question.questionType);
+  for (const conversation of dataset.conversations)
+    for (const question of conversation.questions) types.add(question.questionType);
   return [...types];
 }
 
@@ -160,7 +167,9 @@ export function selectQuestions(dataset: EvalDataset, options: SelectQuestionsOp
   const conversations: EvalConversation[] = [];
   for (const conversation of dataset.conversations) {
     if (remaining <= 0) break;
-    const questions = conversation.questions.filter((question) => types === null || types.has(question.questionType)).slice(0, remaining);
+    const questions = conversation.questions
+      .filter((question) => types === null || types.has(question.questionType))
+      .slice(0, remaining);
     remaining -= questions.length;
     if (questions.length > 0) conversations.push({ ...conversation, questions });
   }
@@ -175,10 +184,14 @@ function checkTypes(dataset: EvalDataset, requested: readonly string[] | undefin
   if (requested === undefined) return null;
   const wanted = requested.map((type) => type.trim()).filter((type) => type !== '');
   const valid = questionTypesOf(dataset);
-  if (wanted.length === 0) throw optionError('types', `--types names no question type; valid types: ${valid.join(', ')}.`);
+  if (wanted.length === 0)
+    throw optionError('types', `--types names no question type; valid types: ${valid.join(', ')}.`);
   const unknown = wanted.filter((type) => !valid.includes(type));
   if (unknown.length > 0) {
-    throw optionError('types', `--types: ${unknown.map((type) => JSON.stringify(type)).join(', ')} ${unknown.length === 1 ? 'is not a question type' : 'are not question types'} of this dataset; valid types: ${valid.join(', ')}.`);
+    throw optionError(
+      'types',
+      `--types: ${unknown.map((type) => JSON.stringify(type)).join(', ')} ${unknown.length === 1 ? 'is not a question type' : 'are not question types'} of this dataset; valid types: ${valid.join(', ')}.`,
+    );
   }
   return new Set(wanted);
 }

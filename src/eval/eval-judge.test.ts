@@ -3,7 +3,13 @@ import type { JudgedQuestion, JudgeVerdict } from './eval-judge.js';
 import { buildJudgePrompt, judgeKindOf, parseJudgeReply } from './eval-judge.js';
 
 function question(overrides: Partial<JudgedQuestion> = {}): JudgedQuestion {
-  return { questionType: 'single-session-user', question: 'What is my cat called?', answer: 'Miso', abstention: false, ...overrides };
+  return {
+    questionType: 'single-session-user',
+    question: 'What is my cat called?',
+    answer: 'Miso',
+    abstention: false,
+    ...overrides,
+  };
 }
 
 describe('eval judge: kinds', () => {
@@ -47,22 +53,37 @@ describe('eval judge: prompts', () => {
       ['single-session-preference', false],
       ['multi-session', true],
     ] as const) {
-      rules.set(questionType + String(abstention), buildJudgePrompt(question({ questionType, abstention }), 'x').user.split('\n')[0] ?? '');
+      rules.set(
+        questionType + String(abstention),
+        buildJudgePrompt(question({ questionType, abstention }), 'x').user.split('\n')[0] ?? '',
+      );
     }
     expect(new Set(rules.values()).size).toBe(5);
-    expect(rules.get('temporal-reasoningfalse')).toContain('one away from the reference (19 days for 18) is still right');
+    expect(rules.get('temporal-reasoningfalse')).toContain(
+      'one away from the reference (19 days for 18) is still right',
+    );
     expect(rules.get('knowledge-updatefalse')).toContain('right even if it also mentions earlier values');
     expect(rules.get('single-session-preferencefalse')).toContain('need not cover every point of the rubric');
-    expect(rules.get('multi-sessiontrue')).toContain('Say yes only when the response says that the information is not available');
+    expect(rules.get('multi-sessiontrue')).toContain(
+      'Say yes only when the response says that the information is not available',
+    );
   });
 
   it('labels the rubric of a preference question and the explanation of an abstention question', () => {
-    expect(buildJudgePrompt(question({ questionType: 'single-session-preference', answer: 'Suggest vegan recipes' }), 'x').user).toContain('<rubric>\nSuggest vegan recipes\n</rubric>');
-    expect(buildJudgePrompt(question({ abstention: true, answer: 'You never named a cat.' }), 'x').user).toContain('<explanation>\nYou never named a cat.\n</explanation>');
+    expect(
+      buildJudgePrompt(question({ questionType: 'single-session-preference', answer: 'Suggest vegan recipes' }), 'x')
+        .user,
+    ).toContain('<rubric>\nSuggest vegan recipes\n</rubric>');
+    expect(buildJudgePrompt(question({ abstention: true, answer: 'You never named a cat.' }), 'x').user).toContain(
+      '<explanation>\nYou never named a cat.\n</explanation>',
+    );
   });
 
   it('names the trap answer of a LoCoMo adversarial question and explains a missing answer', () => {
-    const prompt = buildJudgePrompt(question({ questionType: 'category-5', abstention: true, answer: '', adversarialAnswer: 'Rex' }), 'It is Rex.');
+    const prompt = buildJudgePrompt(
+      question({ questionType: 'category-5', abstention: true, answer: '', adversarialAnswer: 'Rex' }),
+      'It is Rex.',
+    );
     expect(prompt.user).toContain('A response that gives or accepts the answer "Rex" is wrong.');
     expect(prompt.user).toContain('<explanation>\nThe conversations never give this information.\n</explanation>');
   });
@@ -112,13 +133,25 @@ describe('eval judge: reading the reply', () => {
     expect(parseJudgeReply(reply).verdict).toBe(verdict);
   });
 
-  it.each(['', '   \n  ', 'I cannot decide.', 'The answer is no longer relevant to the user.', 'No response was given by the judge model here'])('reads %j as unparsable', (reply) => {
+  it.each([
+    '',
+    '   \n  ',
+    'I cannot decide.',
+    'The answer is no longer relevant to the user.',
+    'No response was given by the judge model here',
+  ])('reads %j as unparsable', (reply) => {
     expect(parseJudgeReply(reply).verdict).toBe('unparsable');
   });
 
   it('keeps the reasoning apart from the verdict line', () => {
-    expect(parseJudgeReply('The dates differ by one day, which is allowed.\nVerdict: yes')).toEqual({ verdict: 'correct', reason: 'The dates differ by one day, which is allowed.' });
-    expect(parseJudgeReply('No, the response says Lisbon.')).toEqual({ verdict: 'incorrect', reason: 'the response says Lisbon.' });
+    expect(parseJudgeReply('The dates differ by one day, which is allowed.\nVerdict: yes')).toEqual({
+      verdict: 'correct',
+      reason: 'The dates differ by one day, which is allowed.',
+    });
+    expect(parseJudgeReply('No, the response says Lisbon.')).toEqual({
+      verdict: 'incorrect',
+      reason: 'the response says Lisbon.',
+    });
     expect(parseJudgeReply('Yes')).toEqual({ verdict: 'correct', reason: '' });
     expect(parseJudgeReply('I cannot decide.')).toEqual({ verdict: 'unparsable', reason: 'I cannot decide.' });
   });

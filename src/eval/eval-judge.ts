@@ -24,7 +24,8 @@ export interface JudgeReply {
 }
 
 /** The question fields the judge reads. */
-export type JudgedQuestion = Pick<EvalQuestion, 'questionType' | 'question' | 'answer' | 'abstention'> & Pick<Partial<EvalQuestion>, 'adversarialAnswer'>;
+export type JudgedQuestion = Pick<EvalQuestion, 'questionType' | 'question' | 'answer' | 'abstention'> &
+  Pick<Partial<EvalQuestion>, 'adversarialAnswer'>;
 
 const MAX_REASON_CHARS = 1000;
 
@@ -42,7 +43,7 @@ const RULES: Readonly<Record<Exclude<JudgeKind, 'abstention'>, string>> = {
   temporal: `${GENERAL_RULE} Counting days, weeks or months between dates is easy to get off by one: when the question asks for such a count, a response that is one away from the reference (19 days for 18) is still right.`,
   'knowledge-update': `${GENERAL_RULE} The user's information changed over time and the reference is its latest value. A response that gives this latest value as the answer is right even if it also mentions earlier values.`,
   preference:
-    'The reference is not an answer but a rubric: it describes what a response suited to this particular user looks like. Say yes when the response recalls and uses what the user said about themselves as the rubric describes; it need not cover every point of the rubric. Say no when it ignores or misremembers the user\'s personal information, or gives advice that could be for anyone.',
+    "The reference is not an answer but a rubric: it describes what a response suited to this particular user looks like. Say yes when the response recalls and uses what the user said about themselves as the rubric describes; it need not cover every point of the rubric. Say no when it ignores or misremembers the user's personal information, or gives advice that could be for anyone.",
 };
 
 const REFERENCE_TAGS: Readonly<Record<JudgeKind, string>> = {
@@ -74,7 +75,10 @@ export function judgeKindOf(question: Pick<EvalQuestion, 'questionType' | 'abste
  */
 export function buildJudgePrompt(question: JudgedQuestion, response: string): EvalPrompt {
   const kind = judgeKindOf(question);
-  const reference = kind === 'abstention' && question.answer.trim() === '' ? 'The conversations never give this information.' : question.answer;
+  const reference =
+    kind === 'abstention' && question.answer.trim() === ''
+      ? 'The conversations never give this information.'
+      : question.answer;
   const user = [
     `Rule: ${kind === 'abstention' ? abstentionRule(question.adversarialAnswer) : RULES[kind]}`,
     '',
@@ -90,7 +94,10 @@ export function buildJudgePrompt(question: JudgedQuestion, response: string): Ev
 }
 
 function abstentionRule(adversarialAnswer: string | undefined): string {
-  const trap = adversarialAnswer === undefined || adversarialAnswer.trim() === '' ? '' : ` A response that gives or accepts the answer ${JSON.stringify(adversarialAnswer.trim())} is wrong.`;
+  const trap =
+    adversarialAnswer === undefined || adversarialAnswer.trim() === ''
+      ? ''
+      : ` A response that gives or accepts the answer ${JSON.stringify(adversarialAnswer.trim())} is wrong.`;
   return (
     'This question cannot be answered from the conversations; the explanation says what is missing. Say yes only when the response says that the information is not available, not known or never mentioned; it may add related facts that were said. ' +
     `Say no when it answers the question as if the information were known.${trap}`
@@ -119,7 +126,8 @@ const VERDICT_WORDS: Readonly<Record<string, Verdict>> = {
 const LABELLED_VERDICT =
   /\b(?:final\s+)?(?:verdict|(?<!(?:reference|gold|correct|expected|right|true|given|model's|response's|its)\s+)answer|judge?ment|grade|decision|result|label|evaluation|assessment|output)\s*(?:is|:|=|-|—)\s*["'([]?\s*(?:(not\s+correct|partially\s+correct|partly\s+correct|incorrect|correct|wrong)\b|(yes|no|true|false|right)(?=\s*(?:[.!,;:)\]"'—-]|$)))/gi;
 // A line that starts with the verdict: `Yes`, `no.`, `CORRECT`, `No - it names the old gym`.
-const LEADING_VERDICT = /^["'([]?\s*(not\s+correct|partially\s+correct|partly\s+correct|incorrect|correct|wrong|yes|no|true|false|right)(?=\s*(?:[.!,;:)\]"'—-]|$))/i;
+const LEADING_VERDICT =
+  /^["'([]?\s*(not\s+correct|partially\s+correct|partly\s+correct|incorrect|correct|wrong|yes|no|true|false|right)(?=\s*(?:[.!,;:)\]"'—-]|$))/i;
 // Sentences that state a verdict without a label; the last one in the reply wins.
 const INCORRECT_PHRASES =
   /\b(?:is|was|seems|appears)\s+(?:not\s+|in)correct\b|\bisn'?t\s+correct\b|\bpart(?:ial)?ly\s+correct\b|\bincorrect\b|\bwrong\b|\b(?:does\s+not|doesn'?t|did\s+not|didn'?t|fails\s+to|failed\s+to)\s+(?:correctly\s+)?(?:contain|include|match|give|provide|state|mention|identify|answer|reflect|capture|recall)\b/gi;
@@ -163,7 +171,9 @@ function labelledVerdict(lines: readonly string[]): FoundVerdict | null {
     const line = lines[index] ?? '';
     const match = [...line.matchAll(LABELLED_VERDICT)].pop();
     if (match === undefined) continue;
-    const rest = (line.slice(0, match.index) + line.slice(match.index + match[0].length)).replace(/^[\s.,;:!)\]"'—-]+/, '').trim();
+    const rest = (line.slice(0, match.index) + line.slice(match.index + match[0].length))
+      .replace(/^[\s.,;:!)\]"'—-]+/, '')
+      .trim();
     return { verdict: verdictOf(match[1] ?? match[2] ?? ''), lineIndex: index, rest };
   }
   return null;
@@ -174,14 +184,18 @@ function leadingVerdict(lines: readonly string[]): FoundVerdict | null {
     const line = lines[index] ?? '';
     const match = LEADING_VERDICT.exec(line);
     if (match === null) continue;
-    const rest = line.slice(match[0].length).replace(/^[\s.,;:!)\]"'—-]+/, '').trim();
+    const rest = line
+      .slice(match[0].length)
+      .replace(/^[\s.,;:!)\]"'—-]+/, '')
+      .trim();
     return { verdict: verdictOf(match[1] ?? ''), lineIndex: index, rest };
   }
   return null;
 }
 
 function lastPhraseVerdict(text: string): Verdict | null {
-  const lastIndex = (pattern: RegExp): number => [...text.matchAll(pattern)].reduce((latest, match) => Math.max(latest, match.index), -1);
+  const lastIndex = (pattern: RegExp): number =>
+    [...text.matchAll(pattern)].reduce((latest, match) => Math.max(latest, match.index), -1);
   const incorrectAt = lastIndex(INCORRECT_PHRASES);
   const correctAt = lastIndex(CORRECT_PHRASES);
   if (incorrectAt === -1 && correctAt === -1) return null;

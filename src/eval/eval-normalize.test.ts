@@ -55,16 +55,28 @@ describe('eval normalize: containsAnswer', () => {
 });
 
 describe('eval normalize: evidenceHit', () => {
-  const memory = '<observational-memory>\nObservations:\n- [1] User switched gyms to Iron Temple in March.\n</observational-memory>';
+  const memory =
+    '<observational-memory>\nObservations:\n- [1] User switched gyms to Iron Temple in March.\n</observational-memory>';
 
   it('counts a factual question as a hit or a miss', () => {
-    expect(evidenceHit({ answer: 'Iron Temple', abstention: false, questionType: 'knowledge-update' }, memory)).toBe(true);
-    expect(evidenceHit({ answer: 'Gold Gym', abstention: false, questionType: 'knowledge-update' }, memory)).toBe(false);
+    expect(evidenceHit({ answer: 'Iron Temple', abstention: false, questionType: 'knowledge-update' }, memory)).toBe(
+      true,
+    );
+    expect(evidenceHit({ answer: 'Gold Gym', abstention: false, questionType: 'knowledge-update' }, memory)).toBe(
+      false,
+    );
   });
 
   it('leaves out abstention and preference questions and empty answers', () => {
-    expect(evidenceHit({ answer: 'Iron Temple', abstention: true, questionType: 'single-session-user' }, memory)).toBeNull();
-    expect(evidenceHit({ answer: 'The user would prefer Iron Temple', abstention: false, questionType: 'single-session-preference' }, memory)).toBeNull();
+    expect(
+      evidenceHit({ answer: 'Iron Temple', abstention: true, questionType: 'single-session-user' }, memory),
+    ).toBeNull();
+    expect(
+      evidenceHit(
+        { answer: 'The user would prefer Iron Temple', abstention: false, questionType: 'single-session-preference' },
+        memory,
+      ),
+    ).toBeNull();
     expect(evidenceHit({ answer: ' . ', abstention: false, questionType: 'category-1' }, memory)).toBeNull();
   });
 });

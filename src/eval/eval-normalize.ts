@@ -6,7 +6,18 @@
 import type { EvalQuestion } from './eval-dataset.js';
 
 const UNITS = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'];
-const TEENS = ['ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen', 'seventeen', 'eighteen', 'nineteen'];
+const TEENS = [
+  'ten',
+  'eleven',
+  'twelve',
+  'thirteen',
+  'fourteen',
+  'fifteen',
+  'sixteen',
+  'seventeen',
+  'eighteen',
+  'nineteen',
+];
 const TENS = ['', '', 'twenty', 'thirty', 'forty', 'fifty', 'sixty', 'seventy', 'eighty', 'ninety'];
 const ARTICLES: ReadonlySet<string> = new Set(['a', 'an', 'the']);
 // The combining accents of Latin, Greek and Cyrillic letters; other scripts' marks (such as
@@ -32,7 +43,11 @@ const PART_SEPARATOR = /,(?!\d{3}(?!\d))|;|&|\band\b/i;
  */
 export function normalizeAnswer(text: string): string {
   const folded = text.normalize('NFKD').replace(LATIN_ACCENTS, '').normalize('NFKC').toLowerCase();
-  const spaced = folded.replace(APOSTROPHES, '').replace(THOUSANDS_COMMA, '$1').replace(PUNCTUATION, ' ').replace(LONE_DOT, ' ');
+  const spaced = folded
+    .replace(APOSTROPHES, '')
+    .replace(THOUSANDS_COMMA, '$1')
+    .replace(PUNCTUATION, ' ')
+    .replace(LONE_DOT, ' ');
   const words = spaced.split(/\s+/).filter((word) => word !== '' && !ARTICLES.has(word));
   return numberWordsToDigits(words).join(' ');
 }
@@ -83,7 +98,10 @@ export function containsAnswer(text: string, answer: string): boolean {
  * @example
  * evidenceHit(question, snippet); // true | false | null
  */
-export function evidenceHit(question: Pick<EvalQuestion, 'answer' | 'abstention' | 'questionType'>, memoryText: string): boolean | null {
+export function evidenceHit(
+  question: Pick<EvalQuestion, 'answer' | 'abstention' | 'questionType'>,
+  memoryText: string,
+): boolean | null {
   if (question.abstention || question.questionType === 'single-session-preference') return null;
   if (normalizeAnswer(question.answer) === '') return null;
   return containsAnswer(memoryText, question.answer);

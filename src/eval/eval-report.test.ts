@@ -6,7 +6,12 @@ import type { EvalResultLine } from './eval-results.js';
 const models = { memory: 'openai/gpt-5-mini', answer: 'openai/gpt-5-mini', judge: 'openai/gpt-4o' };
 
 function failed(stage: 'memory' | 'answer' | 'judge', overrides: Partial<EvalResultLine>): EvalResultLine {
-  return resultLine({ verdict: null, hypothesis: stage === 'judge' ? 'x' : null, error: { stage, message: 'HTTP 503' }, ...overrides });
+  return resultLine({
+    verdict: null,
+    hypothesis: stage === 'judge' ? 'x' : null,
+    error: { stage, message: 'HTTP 503' },
+    ...overrides,
+  });
 }
 
 describe('eval report: percentile', () => {
@@ -35,26 +40,78 @@ describe('eval report: percentile', () => {
 
 describe('eval report: LongMemEval summary', () => {
   const results: EvalResultLine[] = [
-    resultLine({ question_id: 'u1', snippet_tokens: 100, memory_input_tokens: 1000, memory_output_tokens: 100, answer_input_tokens: 300 }),
-    resultLine({ question_id: 'u2', verdict: 'incorrect', evidence_hit: false, snippet_tokens: 300, memory_input_tokens: 2000, memory_output_tokens: 200, answer_input_tokens: 500 }),
+    resultLine({
+      question_id: 'u1',
+      snippet_tokens: 100,
+      memory_input_tokens: 1000,
+      memory_output_tokens: 100,
+      answer_input_tokens: 300,
+    }),
+    resultLine({
+      question_id: 'u2',
+      verdict: 'incorrect',
+      evidence_hit: false,
+      snippet_tokens: 300,
+      memory_input_tokens: 2000,
+      memory_output_tokens: 200,
+      answer_input_tokens: 500,
+    }),
     resultLine({ question_id: 'u3', verdict: 'unparsable', snippet_tokens: 200 }),
-    failed('memory', { question_id: 'u4', evidence_hit: null, snippet_tokens: 0, memory_input_tokens: 500, memory_output_tokens: 0, answer_input_tokens: 0 }),
+    failed('memory', {
+      question_id: 'u4',
+      evidence_hit: null,
+      snippet_tokens: 0,
+      memory_input_tokens: 500,
+      memory_output_tokens: 0,
+      answer_input_tokens: 0,
+    }),
     resultLine({ question_id: 't1', question_type: 'temporal-reasoning', evidence_hit: false, snippet_tokens: 400 }),
-    failed('judge', { question_id: 't2', question_type: 'temporal-reasoning', evidence_hit: true, snippet_tokens: 500 }),
-    resultLine({ question_id: 't3_abs', question_type: 'temporal-reasoning', abstention: true, evidence_hit: null, snippet_tokens: 600 }),
-    resultLine({ question_id: 'p1', question_type: 'single-session-preference', evidence_hit: null, snippet_tokens: 700 }),
+    failed('judge', {
+      question_id: 't2',
+      question_type: 'temporal-reasoning',
+      evidence_hit: true,
+      snippet_tokens: 500,
+    }),
+    resultLine({
+      question_id: 't3_abs',
+      question_type: 'temporal-reasoning',
+      abstention: true,
+      evidence_hit: null,
+      snippet_tokens: 600,
+    }),
+    resultLine({
+      question_id: 'p1',
+      question_type: 'single-session-preference',
+      evidence_hit: null,
+      snippet_tokens: 700,
+    }),
   ];
-  const summary = summarizeEvalResults(results, { format: 'longmemeval', baseline: 'memory', models, wallTimeMs: 3_725_400 });
+  const summary = summarizeEvalResults(results, {
+    format: 'longmemeval',
+    baseline: 'memory',
+    models,
+    wallTimeMs: 3_725_400,
+  });
 
   it('counts accuracy over judged questions, errors apart, an unparsable verdict as not correct', () => {
     expect(summary.questions).toBe(8);
-    expect(summary.accuracy).toMatchObject({ overall: 4 / 6, correct: 4, judged: 6, errors: 2, excluded_from_overall: [] });
+    expect(summary.accuracy).toMatchObject({
+      overall: 4 / 6,
+      correct: 4,
+      judged: 6,
+      errors: 2,
+      excluded_from_overall: [],
+    });
     expect(summary.accuracy.by_type).toEqual({
       'single-session-user': { accuracy: 1 / 3, correct: 1, judged: 3, errors: 1, unparsable: 1 },
       'single-session-preference': { accuracy: 1, correct: 1, judged: 1, errors: 0, unparsable: 0 },
       'temporal-reasoning': { accuracy: 1, correct: 2, judged: 2, errors: 1, unparsable: 0 },
     });
-    expect(Object.keys(summary.accuracy.by_type)).toEqual(['single-session-user', 'single-session-preference', 'temporal-reasoning']);
+    expect(Object.keys(summary.accuracy.by_type)).toEqual([
+      'single-session-user',
+      'single-session-preference',
+      'temporal-reasoning',
+    ]);
     expect(summary.accuracy.abstention).toEqual({ accuracy: 1, correct: 1, judged: 1, errors: 0, unparsable: 0 });
     expect(summary.errors).toEqual({ total: 2, memory: 1, answer: 0, judge: 1 });
     expect(summary.unparsable).toBe(1);
@@ -97,7 +154,12 @@ describe('eval report: LongMemEval summary', () => {
   });
 
   it('shows dashes for a run with no results', () => {
-    const empty = summarizeEvalResults([], { format: 'longmemeval', baseline: 'none', models: { ...models, memory: null }, wallTimeMs: 999 });
+    const empty = summarizeEvalResults([], {
+      format: 'longmemeval',
+      baseline: 'none',
+      models: { ...models, memory: null },
+      wallTimeMs: 999,
+    });
     expect(empty.accuracy.overall).toBeNull();
     expect(empty.snippet_tokens).toEqual({ median: null, p95: null });
     const table = formatEvalTable(empty);
@@ -111,15 +173,38 @@ describe('eval report: LongMemEval summary', () => {
 describe('eval report: LoCoMo summary', () => {
   const results: EvalResultLine[] = [
     resultLine({ question_id: 'c:q1', question_type: 'category-1', category: 1 }),
-    resultLine({ question_id: 'c:q2', question_type: 'category-2', category: 2, verdict: 'incorrect', evidence_hit: false }),
+    resultLine({
+      question_id: 'c:q2',
+      question_type: 'category-2',
+      category: 2,
+      verdict: 'incorrect',
+      evidence_hit: false,
+    }),
     resultLine({ question_id: 'c:q3', question_type: 'category-10', category: 5, verdict: 'incorrect' }),
-    resultLine({ question_id: 'c:q4', question_type: 'category-5', category: 5, abstention: true, evidence_hit: null, verdict: 'incorrect' }),
+    resultLine({
+      question_id: 'c:q4',
+      question_type: 'category-5',
+      category: 5,
+      abstention: true,
+      evidence_hit: null,
+      verdict: 'incorrect',
+    }),
     resultLine({ question_id: 'c:q5', question_type: 'category-5', category: 5, abstention: true, evidence_hit: null }),
   ];
-  const summary = summarizeEvalResults(results, { format: 'locomo', baseline: 'full-context', models, wallTimeMs: 59_600 });
+  const summary = summarizeEvalResults(results, {
+    format: 'locomo',
+    baseline: 'full-context',
+    models,
+    wallTimeMs: 59_600,
+  });
 
   it('leaves category 5 out of the overall figure and shows it on its own', () => {
-    expect(summary.accuracy).toMatchObject({ overall: 1 / 3, correct: 1, judged: 3, excluded_from_overall: ['category-5'] });
+    expect(summary.accuracy).toMatchObject({
+      overall: 1 / 3,
+      correct: 1,
+      judged: 3,
+      excluded_from_overall: ['category-5'],
+    });
     expect(summary.accuracy.abstention).toEqual({ accuracy: 0.5, correct: 1, judged: 2, errors: 0, unparsable: 0 });
     expect(summary.by_category?.['5']).toEqual({ accuracy: 1 / 3, correct: 1, judged: 3, errors: 0, unparsable: 0 });
     expect(Object.keys(summary.accuracy.by_type)).toEqual(['category-1', 'category-2', 'category-5', 'category-10']);

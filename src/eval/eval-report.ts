@@ -124,7 +124,14 @@ export function summarizeEvalResults(results: readonly EvalResultLine[], options
       abstention: accuracyOf(results.filter((result) => result.abstention)),
       excluded_from_overall: excluded,
     },
-    ...(options.format === 'locomo' ? { by_category: mapGroups(groupBy(results, (result) => String(result.category ?? '?')), accuracyOf) } : {}),
+    ...(options.format === 'locomo'
+      ? {
+          by_category: mapGroups(
+            groupBy(results, (result) => String(result.category ?? '?')),
+            accuracyOf,
+          ),
+        }
+      : {}),
     errors: {
       total: errors.length,
       memory: errors.filter((result) => result.error?.stage === 'memory').length,
@@ -134,8 +141,14 @@ export function summarizeEvalResults(results: readonly EvalResultLine[], options
     unparsable: results.filter((result) => result.verdict === 'unparsable').length,
     evidence_recall: { ...evidenceRecallOf(inOverall), by_type: mapGroups(byType, evidenceRecallOf) },
     snippet_tokens: {
-      median: percentile(built.map((result) => result.snippet_tokens), 0.5),
-      p95: percentile(built.map((result) => result.snippet_tokens), 0.95),
+      median: percentile(
+        built.map((result) => result.snippet_tokens),
+        0.5,
+      ),
+      p95: percentile(
+        built.map((result) => result.snippet_tokens),
+        0.95,
+      ),
     },
     memory_input_tokens: tokensOf(results, (result) => result.memory_input_tokens),
     memory_output_tokens: tokensOf(results, (result) => result.memory_output_tokens),
@@ -167,7 +180,10 @@ function tokensOf(results: readonly EvalResultLine[], tokens: (result: EvalResul
   return { total, per_question: results.length === 0 ? null : total / results.length };
 }
 
-function groupBy(results: readonly EvalResultLine[], key: (result: EvalResultLine) => string): Map<string, EvalResultLine[]> {
+function groupBy(
+  results: readonly EvalResultLine[],
+  key: (result: EvalResultLine) => string,
+): Map<string, EvalResultLine[]> {
   const groups = new Map<string, EvalResultLine[]>();
   for (const result of results) {
     const name = key(result);
@@ -187,7 +203,10 @@ function compareTypes(left: string, right: string): number {
   return rank(left) - rank(right) || left.localeCompare(right, 'en', { numeric: true });
 }
 
-function mapGroups<T>(groups: ReadonlyMap<string, readonly EvalResultLine[]>, figure: (results: readonly EvalResultLine[]) => T): Record<string, T> {
+function mapGroups<T>(
+  groups: ReadonlyMap<string, readonly EvalResultLine[]>,
+  figure: (results: readonly EvalResultLine[]) => T,
+): Record<string, T> {
   return Object.fromEntries([...groups].map(([name, results]) => [name, figure(results)]));
 }
 
@@ -206,13 +225,33 @@ export function formatEvalTable(summary: EvalSummary): string {
   }
   const { overall: accuracy, correct, judged, errors } = summary.accuracy;
   rows.push(accuracyRow('overall', { accuracy, correct, judged, errors }, summary.evidence_recall));
-  rows.push(accuracyRow(summary.format === 'locomo' ? 'adversarial (category 5)' : 'abstention', summary.accuracy.abstention, undefined));
+  rows.push(
+    accuracyRow(
+      summary.format === 'locomo' ? 'adversarial (category 5)' : 'abstention',
+      summary.accuracy.abstention,
+      undefined,
+    ),
+  );
   return [...alignColumns(rows), '', ...footerLines(summary)].join('\n');
 }
 
-function accuracyRow(name: string, figure: Omit<AccuracyFigure, 'unparsable'>, evidence: EvidenceRecallFigure | undefined): string[] {
-  const evidenceText = evidence === undefined || evidence.counted === 0 ? '-' : `${percent(evidence.recall)} (${evidence.hits}/${evidence.counted})`;
-  return [name, String(figure.judged + figure.errors), String(figure.correct), percent(figure.accuracy), String(figure.errors), evidenceText];
+function accuracyRow(
+  name: string,
+  figure: Omit<AccuracyFigure, 'unparsable'>,
+  evidence: EvidenceRecallFigure | undefined,
+): string[] {
+  const evidenceText =
+    evidence === undefined || evidence.counted === 0
+      ? '-'
+      : `${percent(evidence.recall)} (${evidence.hits}/${evidence.counted})`;
+  return [
+    name,
+    String(figure.judged + figure.errors),
+    String(figure.correct),
+    percent(figure.accuracy),
+    String(figure.errors),
+    evidenceText,
+  ];
 }
 
 function alignColumns(rows: readonly string[][]): string[] {

@@ -18,7 +18,6 @@ afterEach(() => {
 });
 
 describe('eval results: writing and reading', () => {
-
   it('reads a missing file as empty', async () => {
     const file = await readEvalResults(path);
     expect(file.lines).toEqual([]);
@@ -30,7 +29,13 @@ describe('eval results: writing and reading', () => {
     const writer = await openEvalResultsWriter(path);
     expect(writer.repairedTail).toBeNull();
     const first = resultLine();
-    const second = resultLine({ question_id: 'conv-1:q3', question_type: 'category-5', category: 5, abstention: true, evidence_hit: null });
+    const second = resultLine({
+      question_id: 'conv-1:q3',
+      question_type: 'category-5',
+      category: 5,
+      abstention: true,
+      evidence_hit: null,
+    });
     await writer.append(first);
     await writer.append(second);
     await writer.close();
@@ -42,16 +47,29 @@ describe('eval results: writing and reading', () => {
 
   it('keeps lines whole and in call order when appends overlap', async () => {
     const writer = await openEvalResultsWriter(path, { syncEvery: 7 });
-    const lines = Array.from({ length: 60 }, (_unused, index) => resultLine({ question_id: `q${index}`, hypothesis: 'x'.repeat(index * 997) }));
+    const lines = Array.from({ length: 60 }, (_unused, index) =>
+      resultLine({ question_id: `q${index}`, hypothesis: 'x'.repeat(index * 997) }),
+    );
     await Promise.all(lines.map((line) => writer.append(line)));
     await writer.close();
-    expect((await readEvalResults(path)).lines.map((line) => line.question_id)).toEqual(lines.map((line) => line.question_id));
+    expect((await readEvalResults(path)).lines.map((line) => line.question_id)).toEqual(
+      lines.map((line) => line.question_id),
+    );
   });
 
   it('appends to an existing file, the last line of a question superseding earlier ones', async () => {
     const first = await openEvalResultsWriter(path);
-    await first.append(resultLine({ question_id: 'a', verdict: null, hypothesis: null, error: { stage: 'answer', message: 'HTTP 503', code: 'MODEL_CALL_FAILED' } }));
-    await first.append(resultLine({ question_id: 'b', verdict: null, hypothesis: null, error: { stage: 'memory', message: 'timeout' } }));
+    await first.append(
+      resultLine({
+        question_id: 'a',
+        verdict: null,
+        hypothesis: null,
+        error: { stage: 'answer', message: 'HTTP 503', code: 'MODEL_CALL_FAILED' },
+      }),
+    );
+    await first.append(
+      resultLine({ question_id: 'b', verdict: null, hypothesis: null, error: { stage: 'memory', message: 'timeout' } }),
+    );
     await first.close();
     const second = await openEvalResultsWriter(path);
     await second.append(resultLine({ question_id: 'a', verdict: 'incorrect' }));
@@ -109,7 +127,10 @@ describe('eval results: writing and reading', () => {
   });
 
   it('refuses a complete line that is not a result, naming its line number', async () => {
-    writeFileSync(path, `${JSON.stringify(resultLine())}\n\n{"question_id":"x"}\n${JSON.stringify(resultLine({ question_id: 'z' }))}\n`);
+    writeFileSync(
+      path,
+      `${JSON.stringify(resultLine())}\n\n{"question_id":"x"}\n${JSON.stringify(resultLine({ question_id: 'z' }))}\n`,
+    );
     const error = await readEvalResults(path).catch((thrown: unknown) => thrown);
     expect(HarnessMemoryError.isInstance(error)).toBe(true);
     expect((error as HarnessMemoryError).code).toBe('EVAL_RESULTS_INVALID');
@@ -128,16 +149,21 @@ describe('eval results: writing and reading', () => {
   });
 
   it('refuses a sync cadence below one line', async () => {
-    await expect(openEvalResultsWriter(path, { syncEvery: 0 })).rejects.toThrow('syncEvery must be a whole number of lines');
+    await expect(openEvalResultsWriter(path, { syncEvery: 0 })).rejects.toThrow(
+      'syncEvery must be a whole number of lines',
+    );
     expect(existsSync(path)).toBe(false);
   });
 
-  it.skipIf(!existsSync('/dev/full'))('refuses every line after a failed write (needs /dev/full, which fails writes with ENOSPC)', async () => {
-    const writer = await openEvalResultsWriter('/dev/full');
-    await expect(writer.append(resultLine())).rejects.toThrow(/ENOSPC/);
-    await expect(writer.append(resultLine({ question_id: 'q2' }))).rejects.toThrow(/ENOSPC/);
-    await writer.close();
-  });
+  it.skipIf(!existsSync('/dev/full'))(
+    'refuses every line after a failed write (needs /dev/full, which fails writes with ENOSPC)',
+    async () => {
+      const writer = await openEvalResultsWriter('/dev/full');
+      await expect(writer.append(resultLine())).rejects.toThrow(/ENOSPC/);
+      await expect(writer.append(resultLine({ question_id: 'q2' }))).rejects.toThrow(/ENOSPC/);
+      await writer.close();
+    },
+  );
 
   it('does not count lines written by another program until they are complete', async () => {
     const writer = await openEvalResultsWriter(path);
@@ -148,7 +174,10 @@ describe('eval results: writing and reading', () => {
   });
 
   it('reports the line number of each result, blank lines included', async () => {
-    writeFileSync(path, `${JSON.stringify(resultLine({ question_id: 'a' }))}\n\n${JSON.stringify(resultLine({ question_id: 'b' }))}`);
+    writeFileSync(
+      path,
+      `${JSON.stringify(resultLine({ question_id: 'a' }))}\n\n${JSON.stringify(resultLine({ question_id: 'b' }))}`,
+    );
     expect((await readEvalResults(path)).lineNumbers).toEqual([1, 3]);
   });
 });
@@ -167,7 +196,10 @@ describe('eval results: resuming', () => {
     ['another answer model', { models: { ...models, answer: 'ollama/llama3.1' } }, 'answer ollama/llama3.1, judge'],
     ['another memory model', { models: { ...models, memory: null } }, 'baseline memory, memory -, answer'],
   ])('refuses a file with %s, naming the line', async (_name, overrides, found) => {
-    writeFileSync(path, `${JSON.stringify(resultLine({ question_id: 'a' }))}\n\n${JSON.stringify(resultLine({ question_id: 'b', ...overrides }))}\n`);
+    writeFileSync(
+      path,
+      `${JSON.stringify(resultLine({ question_id: 'a' }))}\n\n${JSON.stringify(resultLine({ question_id: 'b', ...overrides }))}\n`,
+    );
     const file = await readEvalResults(path);
     let thrown: unknown;
     try {

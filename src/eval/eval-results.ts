@@ -51,11 +51,17 @@ export interface EvalResultLine {
   readonly error?: { readonly stage: EvalStage; readonly message: string; readonly code?: string };
   /** Tokens of the memory injected before the question (0 for `none`; the haystack for `full-context`). */
   readonly snippet_tokens: number;
-  /** Observer and reflector tokens spent remembering this question's conversation (LoCoMo: the conversation's, on its first question). */
+  /**
+   * Observer and reflector tokens spent remembering this question's conversation (LoCoMo: the conversation's, on
+   * its first question).
+   */
   readonly memory_input_tokens: number;
   readonly memory_output_tokens: number;
   readonly answer_input_tokens: number;
-  /** Whether the gold answer appears in the injected memory; `null` when the question does not count (see `evidenceHit`). */
+  /**
+   * Whether the gold answer appears in the injected memory; `null` when the question does not count (see
+   * `evidenceHit`).
+   */
   readonly evidence_hit: boolean | null;
   /** ISO 8601 time the question started. */
   readonly started_at: string;
@@ -73,7 +79,9 @@ const RESULT_LINE = z.object({
   hypothesis: z.string().nullable(),
   verdict: z.enum(['correct', 'incorrect', 'unparsable']).nullable(),
   judge_reason: z.string(),
-  error: z.object({ stage: z.enum(['memory', 'answer', 'judge']), message: z.string(), code: z.string().optional() }).optional(),
+  error: z
+    .object({ stage: z.enum(['memory', 'answer', 'judge']), message: z.string(), code: z.string().optional() })
+    .optional(),
   snippet_tokens: TOKENS,
   memory_input_tokens: TOKENS,
   memory_output_tokens: TOKENS,
@@ -85,7 +93,10 @@ const RESULT_LINE = z.object({
 });
 
 /** A line as the reader found it: a result, blank, or not a result (with why). */
-type ParsedLine = { readonly kind: 'result'; readonly result: EvalResultLine } | { readonly kind: 'blank' } | { readonly kind: 'invalid'; readonly problem: string };
+type ParsedLine =
+  | { readonly kind: 'result'; readonly result: EvalResultLine }
+  | { readonly kind: 'blank' }
+  | { readonly kind: 'invalid'; readonly problem: string };
 
 function parseLine(text: string): ParsedLine {
   if (text.trim() === '') return { kind: 'blank' };
@@ -98,7 +109,10 @@ function parseLine(text: string): ParsedLine {
   const parsed = RESULT_LINE.safeParse(json);
   if (parsed.success) return { kind: 'result', result: parsed.data as EvalResultLine };
   const issue = parsed.error.issues[0];
-  return { kind: 'invalid', problem: issue === undefined ? 'not a result line' : `${issue.path.join('.') || '(line)'}: ${issue.message}` };
+  return {
+    kind: 'invalid',
+    problem: issue === undefined ? 'not a result line' : `${issue.path.join('.') || '(line)'}: ${issue.message}`,
+  };
 }
 
 /** A results file read for `--resume`. */
@@ -181,9 +195,17 @@ function resultsError(path: string, line: number, problem: string, cause?: unkno
  * @example
  * checkResumable(previous, 'results.jsonl', { baseline: 'memory', models });
  */
-export function checkResumable(file: EvalResultsFile, path: string, run: { readonly baseline: EvalBaseline; readonly models: EvalModels }): void {
+export function checkResumable(
+  file: EvalResultsFile,
+  path: string,
+  run: { readonly baseline: EvalBaseline; readonly models: EvalModels },
+): void {
   const index = file.lines.findIndex(
-    (line) => line.baseline !== run.baseline || line.models.memory !== run.models.memory || line.models.answer !== run.models.answer || line.models.judge !== run.models.judge,
+    (line) =>
+      line.baseline !== run.baseline ||
+      line.models.memory !== run.models.memory ||
+      line.models.answer !== run.models.answer ||
+      line.models.judge !== run.models.judge,
   );
   const line = file.lines[index];
   if (line === undefined) return;
@@ -221,9 +243,13 @@ export interface EvalResultsWriter {
  * await writer.append(result);
  * await writer.close();
  */
-export async function openEvalResultsWriter(path: string, options: EvalResultsWriterOptions = {}): Promise<EvalResultsWriter> {
+export async function openEvalResultsWriter(
+  path: string,
+  options: EvalResultsWriterOptions = {},
+): Promise<EvalResultsWriter> {
   const syncEvery = options.syncEvery ?? 1;
-  if (!Number.isSafeInteger(syncEvery) || syncEvery < 1) throw new RangeError(`syncEvery must be a whole number of lines, 1 or more; got ${syncEvery}`);
+  if (!Number.isSafeInteger(syncEvery) || syncEvery < 1)
+    throw new RangeError(`syncEvery must be a whole number of lines, 1 or more; got ${syncEvery}`);
   const handle = await open(path, 'a+');
   try {
     const repairedTail = await repairTail(handle);

@@ -33,7 +33,12 @@ function dataset(): EvalDataset {
     },
     {
       sample_id: 'walk-2',
-      conversation: { speaker_a: 'Cy', speaker_b: 'Di', session_1_date_time: '9:00 am on 3 May, 2023', session_1: [{ speaker: 'Cy', dia_id: 'D1:1', text: 'I keep bees.' }] },
+      conversation: {
+        speaker_a: 'Cy',
+        speaker_b: 'Di',
+        session_1_date_time: '9:00 am on 3 May, 2023',
+        session_1: [{ speaker: 'Cy', dia_id: 'D1:1', text: 'I keep bees.' }],
+      },
       qa: [{ question: 'What does Cy keep?', answer: 'bees', evidence: ['D1:1'], category: 1 }],
     },
   ]);
@@ -42,9 +47,15 @@ function dataset(): EvalDataset {
 const userPrompt = (options: LanguageModelCallOptions): string => options.messages.at(-1)?.content ?? '';
 
 function models() {
-  const memory = createMockLanguageModel((options) => ({ text: `IMPORTANCE:0.9\n${/\[\d+\] user: ([^\n]*)\n(.*)/.exec(userPrompt(options))?.[2] ?? 'nothing'}` }));
-  const answer = createMockLanguageModel((options) => (options.messages.some((message) => message.content.includes('Porto')) ? 'Porto' : 'I do not know.'));
-  const judge = createMockLanguageModel((options) => (userPrompt(options).includes('<response>\nPorto\n</response>') ? 'Verdict: yes' : 'Verdict: no'));
+  const memory = createMockLanguageModel((options) => ({
+    text: `IMPORTANCE:0.9\n${/\[\d+\] user: ([^\n]*)\n(.*)/.exec(userPrompt(options))?.[2] ?? 'nothing'}`,
+  }));
+  const answer = createMockLanguageModel((options) =>
+    options.messages.some((message) => message.content.includes('Porto')) ? 'Porto' : 'I do not know.',
+  );
+  const judge = createMockLanguageModel((options) =>
+    userPrompt(options).includes('<response>\nPorto\n</response>') ? 'Verdict: yes' : 'Verdict: no',
+  );
   return { memory, answer, judge };
 }
 
@@ -83,14 +94,24 @@ describe('eval runner', () => {
       [0, 0],
       [10, 5],
     ]);
-    expect(run.lines[0]).toMatchObject({ category: 4, abstention: false, baseline: 'memory', evidence_hit: true, answer_input_tokens: 10, models: MODELS });
+    expect(run.lines[0]).toMatchObject({
+      category: 4,
+      abstention: false,
+      baseline: 'memory',
+      evidence_hit: true,
+      answer_input_tokens: 10,
+      models: MODELS,
+    });
     expect(run.lines[2]).toMatchObject({ abstention: true, evidence_hit: null });
     expect(outcome.results).toEqual(run.lines);
   });
 
   it('skips the questions it is told to, and calls no model for a conversation left with none', async () => {
     const memory = models().memory;
-    const run = options({ skipQuestionIds: new Set(['walk 1:q1', 'walk 1:q2', 'walk 1:q3']), memory: { model: memory, store: createInMemoryStore(), thresholds: { observeMinTokens: 1 } } });
+    const run = options({
+      skipQuestionIds: new Set(['walk 1:q1', 'walk 1:q2', 'walk 1:q3']),
+      memory: { model: memory, store: createInMemoryStore(), thresholds: { observeMinTokens: 1 } },
+    });
     await runEval(run);
     expect(run.lines.map((line) => line.question_id)).toEqual(['walk-2:q1']);
     expect((run.answerModel as MockLanguageModel).calls).toHaveLength(1);
@@ -130,14 +151,22 @@ describe('eval runner', () => {
   });
 
   it('needs the memory option for the memory baseline, and a run store to replay history', async () => {
-    await expect(runEval(options({ memory: undefined }))).rejects.toThrow('the memory baseline needs the memory option');
-    await expect(runEval(options({ memory: { model: models().memory, store: createInMemoryStore(), historyMaxTokens: 100 } }))).rejects.toThrow('needs a runStore');
+    await expect(runEval(options({ memory: undefined }))).rejects.toThrow(
+      'the memory baseline needs the memory option',
+    );
+    await expect(
+      runEval(options({ memory: { model: models().memory, store: createInMemoryStore(), historyMaxTokens: 100 } })),
+    ).rejects.toThrow('needs a runStore');
   });
 });
 
 describe('eval runner: scopes', () => {
-  it('gives each conversation a valid scope of the run\'s tenant, its position keeping ids apart', () => {
-    expect(evalScope('eval-x', { index: 0, id: 'walk 1/ä' })).toEqual({ tenantId: 'eval-x', conversationId: '1-walk_1__', agentId: 'eval' });
+  it("gives each conversation a valid scope of the run's tenant, its position keeping ids apart", () => {
+    expect(evalScope('eval-x', { index: 0, id: 'walk 1/ä' })).toEqual({
+      tenantId: 'eval-x',
+      conversationId: '1-walk_1__',
+      agentId: 'eval',
+    });
     expect(evalScope('eval-x', { index: 1, id: 'walk 1/ä' }).conversationId).toBe('2-walk_1__');
     expect(evalScope('eval-x', { index: 0, id: 'x'.repeat(300) }).conversationId).toHaveLength(128);
   });

@@ -50,11 +50,17 @@ export interface EvalMemoryOptions {
   readonly redactSecrets?: boolean;
   /** @default 0.6 */
   readonly toolImportanceCap?: number;
-  /** The operation lease; draining a conversation may take three of them (retries waiting for their backoff). @default 300000 */
+  /**
+   * The operation lease; draining a conversation may take three of them (retries waiting for their backoff).
+   * @default 300000
+   */
   readonly leaseMs?: number;
   /** Base of the operation worker's retry backoff. @default 1000 */
   readonly retryDelayMs?: number;
-  /** Keep each conversation's memory once its questions are done (for inspection). @default false: forgotten, so memory use stays flat over a long run */
+  /**
+   * Keep each conversation's memory once its questions are done (for inspection). @default false: forgotten, so
+   * memory use stays flat over a long run
+   */
   readonly keep?: boolean;
 }
 
@@ -81,7 +87,10 @@ export interface EvalRunOptions {
   readonly signal?: AbortSignal;
   /** Told of each finished question, in the order they finish; the run waits for it. A throw stops the run. */
   readonly onResult: (result: EvalResultLine) => void | Promise<void>;
-  /** In every scope of the run (tenant `eval-<tag>`), so that no two runs share a scope. @default a time and random hex */
+  /**
+   * In every scope of the run (tenant `eval-<tag>`), so that no two runs share a scope. @default a time and
+   * random hex
+   */
   readonly runTag?: string;
   /** @default RUNE_TOKEN_ESTIMATOR */
   readonly estimator?: TokenEstimator;
@@ -151,16 +160,27 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunOutcome> 
     () => signal?.aborted === true,
   );
   const skip = options.skipQuestionIds ?? new Set<string>();
-  const asked = conversations.reduce((count, conversation) => count + conversation.questions.filter((question) => !skip.has(question.questionId)).length, 0);
-  return { results: context.results, interrupted: context.results.length < asked, wallTimeMs: now() - started, tenantId };
+  const asked = conversations.reduce(
+    (count, conversation) => count + conversation.questions.filter((question) => !skip.has(question.questionId)).length,
+    0,
+  );
+  return {
+    results: context.results,
+    interrupted: context.results.length < asked,
+    wallTimeMs: now() - started,
+    tenantId,
+  };
 }
 
 function memorySettings(options: EvalRunOptions, estimator: TokenEstimator): MemoryBaselineSettings {
   const memory = options.memory;
-  if (memory === undefined) throw new TypeError('runEval: the memory baseline needs the memory option (its model and store)');
+  if (memory === undefined)
+    throw new TypeError('runEval: the memory baseline needs the memory option (its model and store)');
   const historyMaxTokens = memory.historyMaxTokens ?? 0;
-  if (!Number.isSafeInteger(historyMaxTokens) || historyMaxTokens < 0) throw new RangeError(`historyMaxTokens must be a whole number of tokens, 0 or more; got ${historyMaxTokens}`);
-  if (historyMaxTokens > 0 && memory.runStore === undefined) throw new TypeError('runEval: historyMaxTokens > 0 needs a runStore to keep the history in');
+  if (!Number.isSafeInteger(historyMaxTokens) || historyMaxTokens < 0)
+    throw new RangeError(`historyMaxTokens must be a whole number of tokens, 0 or more; got ${historyMaxTokens}`);
+  if (historyMaxTokens > 0 && memory.runStore === undefined)
+    throw new TypeError('runEval: historyMaxTokens > 0 needs a runStore to keep the history in');
   return {
     model: memory.model,
     store: memory.store,
@@ -201,7 +221,10 @@ async function evaluateConversation(context: RunContext, conversation: EvalConve
         },
         question,
         memory,
-        { startedAt: first ? startedAt : context.now(), memoryUsage: first ? memory.usage : { inputTokens: 0, outputTokens: 0 } },
+        {
+          startedAt: first ? startedAt : context.now(),
+          memoryUsage: first ? memory.usage : { inputTokens: 0, outputTokens: 0 },
+        },
       );
       await options.onResult(result);
       context.results.push(result);
@@ -214,14 +237,23 @@ async function evaluateConversation(context: RunContext, conversation: EvalConve
 async function conversationMemory(context: RunContext, listed: EvalConversation): Promise<ConversationMemory> {
   if (context.options.baseline === 'none') return noMemory();
   const conversation = await withSessions(context.options.dataset, listed);
-  if (context.memory !== undefined) return rememberConversation(context.memory, evalScope(context.tenantId, conversation), conversation, context.options.signal);
+  if (context.memory !== undefined)
+    return rememberConversation(
+      context.memory,
+      evalScope(context.tenantId, conversation),
+      conversation,
+      context.options.signal,
+    );
   return fullContextMemory(conversation);
 }
 
 /** The conversation with its sessions, read from the dataset's file when it left them there. */
 async function withSessions(dataset: EvalDataset, conversation: EvalConversation): Promise<EvalConversation> {
   if (conversation.lazy !== true) return conversation;
-  if (dataset.loadSessions === undefined) throw new TypeError(`runEval: conversation ${JSON.stringify(conversation.id)} is lazy, but the dataset has no loadSessions`);
+  if (dataset.loadSessions === undefined)
+    throw new TypeError(
+      `runEval: conversation ${JSON.stringify(conversation.id)} is lazy, but the dataset has no loadSessions`,
+    );
   return { ...conversation, sessions: await dataset.loadSessions(conversation), lazy: false };
 }
 

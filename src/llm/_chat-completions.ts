@@ -32,12 +32,19 @@ export function toChatMessages(messages: readonly LanguageModelMessage[]): ChatC
           role: 'assistant',
           content: message.content === '' ? null : message.content,
           ...name,
-          tool_calls: calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })),
+          tool_calls: calls.map((call) => ({
+            id: call.id,
+            type: 'function',
+            function: { name: call.name, arguments: call.arguments },
+          })),
         };
       }
       case 'tool':
         if (!message.toolCallId) {
-          throw new ModelCallError({ message: `Message ${index} has role "tool" but no toolCallId; set it to the id of the call it answers.`, retryable: false });
+          throw new ModelCallError({
+            message: `Message ${index} has role "tool" but no toolCallId; set it to the id of the call it answers.`,
+            retryable: false,
+          });
         }
         return { role: 'tool', content: message.content, tool_call_id: message.toolCallId };
     }
@@ -59,7 +66,9 @@ const toolCallSchema = z.object({
   type: z.string().nullish(),
   function: z.object({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish(),
 });
-const usageSchema = z.object({ prompt_tokens: z.number().nullish(), completion_tokens: z.number().nullish() }).nullish();
+const usageSchema = z
+  .object({ prompt_tokens: z.number().nullish(), completion_tokens: z.number().nullish() })
+  .nullish();
 const messageSchema = z.object({
   content: z.string().nullish(),
   refusal: z.string().nullish(),
@@ -116,7 +125,9 @@ export function parseCompletion(body: unknown, url: string): LanguageModelResult
   const refusal = message.refusal ?? undefined;
   const toolCalls = (message.tool_calls ?? []).flatMap((call, index): LanguageModelToolCall[] => {
     if (call.type && call.type !== 'function') return [];
-    return [{ id: call.id ?? `call_${index}`, name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' }];
+    return [
+      { id: call.id ?? `call_${index}`, name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' },
+    ];
   });
   return {
     text: message.content ?? '',

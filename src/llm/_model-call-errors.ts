@@ -51,7 +51,12 @@ export function toModelCallError(error: unknown, context: CallContext): ModelCal
   if (isModelCallError(error)) return error;
   const { url } = context;
   if (context.aborted) {
-    return new ModelCallError({ message: `The call to ${url} was aborted by the caller.`, url, retryable: false, cause: error });
+    return new ModelCallError({
+      message: `The call to ${url} was aborted by the caller.`,
+      url,
+      retryable: false,
+      cause: error,
+    });
   }
   if (context.timedOut || error instanceof APIConnectionTimeoutError) {
     return new ModelCallError({
@@ -86,7 +91,10 @@ function fromStatusError(error: APIError, context: CallContext): ModelCallError 
   const { url } = context;
   const status = typeof error.status === 'number' ? error.status : undefined;
   const body = context.responseBody ?? (error.error === undefined ? undefined : JSON.stringify({ error: error.error }));
-  const quota = error.code === 'insufficient_quota' || error.type === 'insufficient_quota' || (body ?? '').includes('insufficient_quota');
+  const quota =
+    error.code === 'insufficient_quota' ||
+    error.type === 'insufficient_quota' ||
+    (body ?? '').includes('insufficient_quota');
   const retryAfterMs = parseRetryAfter(error.headers);
   const retryable = status === undefined ? true : !quota && (status === 408 || status === 429 || status >= 500);
   return new ModelCallError({

@@ -21,16 +21,22 @@ const unavailable = { status: 503, body: { error: { message: 'down' } } };
 function breaker(options: { failureThreshold?: number } = {}) {
   let clock = 1_000_000;
   const states: CircuitState[] = [];
-  const model = withCircuitBreaker(createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm', provider: 'local' }), {
-    failureThreshold: options.failureThreshold ?? 3,
-    resetMs: 30_000,
-    now: () => clock,
-    onStateChange: (state) => states.push(state),
-  });
+  const model = withCircuitBreaker(
+    createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm', provider: 'local' }),
+    {
+      failureThreshold: options.failureThreshold ?? 3,
+      resetMs: 30_000,
+      now: () => clock,
+      onStateChange: (state) => states.push(state),
+    },
+  );
   return { model, states, advance: (ms: number) => void (clock += ms) };
 }
 
-async function failTimes(model: { doGenerate: (options: typeof call) => Promise<unknown> }, times: number): Promise<void> {
+async function failTimes(
+  model: { doGenerate: (options: typeof call) => Promise<unknown> },
+  times: number,
+): Promise<void> {
   for (let index = 0; index < times; index += 1) await model.doGenerate(call).catch(() => undefined);
 }
 
@@ -46,7 +52,9 @@ describe('circuit breaker: opening', () => {
       code: 'MODEL_CALL_FAILED',
       isRetryable: true,
       retryAfterMs: 30_000,
-      message: expect.stringMatching(/circuit for local\/m is open after 3 consecutive failures.*will try again at .* \(in 30000 ms\)/),
+      message: expect.stringMatching(
+        /circuit for local\/m is open after 3 consecutive failures.*will try again at .* \(in 30000 ms\)/,
+      ),
     });
     expect(server.requests).toHaveLength(3);
   });
@@ -109,7 +117,9 @@ describe('circuit breaker: recovery', () => {
     await failTimes(model, 3);
     advance(30_000);
     const trial = model.doGenerate(call);
-    await expect(model.doGenerate(call)).rejects.toMatchObject({ message: expect.stringMatching(/after the trial call in flight/) });
+    await expect(model.doGenerate(call)).rejects.toMatchObject({
+      message: expect.stringMatching(/after the trial call in flight/),
+    });
     await expect(trial).resolves.toMatchObject({ text: 'trial' });
     expect(model.state).toBe('closed');
     expect(server.requests).toHaveLength(4);

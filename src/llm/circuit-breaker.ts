@@ -35,7 +35,13 @@ export type CircuitBreakerModel = LanguageModel & { readonly state: CircuitState
  * const model = withCircuitBreaker(withRetries(base), { failureThreshold: 5, resetMs: 30_000 });
  */
 export function withCircuitBreaker(model: LanguageModel, options: CircuitBreakerOptions = {}): CircuitBreakerModel {
-  requireObject('withCircuitBreaker', 'model', model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).');
+  requireObject(
+    'withCircuitBreaker',
+    'model',
+    model,
+    ['doGenerate'],
+    'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).',
+  );
   const failureThreshold = options.failureThreshold ?? 5;
   const resetMs = options.resetMs ?? 30_000;
   const now = options.now ?? Date.now;
@@ -53,7 +59,9 @@ export function withCircuitBreaker(model: LanguageModel, options: CircuitBreaker
 
   function failFast(): ModelCallError {
     const retryAfterMs = Math.max(0, openedAt + resetMs - now());
-    const when = trialInFlight ? 'after the trial call in flight' : `at ${new Date(openedAt + resetMs).toISOString()} (in ${retryAfterMs} ms)`;
+    const when = trialInFlight
+      ? 'after the trial call in flight'
+      : `at ${new Date(openedAt + resetMs).toISOString()} (in ${retryAfterMs} ms)`;
     return new ModelCallError({
       message: `The circuit for ${model.provider}/${model.modelId} is open after ${failures} consecutive failures; calls fail fast and it will try again ${when}.`,
       retryable: true,

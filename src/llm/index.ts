@@ -23,7 +23,12 @@ export {
   type OpenAICompatibleSettings,
 } from './openai-compatible.js';
 export { withRetries, withoutRetries, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retrying-model.js';
-export { withCircuitBreaker, type CircuitBreakerModel, type CircuitBreakerOptions, type CircuitState } from './circuit-breaker.js';
+export {
+  withCircuitBreaker,
+  type CircuitBreakerModel,
+  type CircuitBreakerOptions,
+  type CircuitState,
+} from './circuit-breaker.js';
 export {
   BUILT_IN_PROVIDERS,
   isLoopbackUrl,

@@ -60,32 +60,68 @@ const errorOf = (run: () => unknown): ConfigError => {
 
 describe('memory model selection: priority', () => {
   it('uses llm_mode when set, over llm_provider and OPENAI_API_KEY', () => {
-    const chosen = select({ HARNESS_MEMORY_LLM_MODE: 'inherit', HARNESS_MEMORY_LLM_PROVIDER: 'ollama', OPENAI_API_KEY: 'sk' }, '', { inheritModel: agent() });
-    expect(chosen).toMatchObject({ mode: 'inherit', modelId: 'agent-model', source: 'llm_mode from env:HARNESS_MEMORY_LLM_MODE' });
-    expect(select({ OPENAI_API_KEY: 'sk' }, '[memory]\nllm_mode = "openai"\nllm_provider = "ollama"\n').mode).toBe('openai');
+    const chosen = select(
+      { HARNESS_MEMORY_LLM_MODE: 'inherit', HARNESS_MEMORY_LLM_PROVIDER: 'ollama', OPENAI_API_KEY: 'sk' },
+      '',
+      { inheritModel: agent() },
+    );
+    expect(chosen).toMatchObject({
+      mode: 'inherit',
+      modelId: 'agent-model',
+      source: 'llm_mode from env:HARNESS_MEMORY_LLM_MODE',
+    });
+    expect(select({ OPENAI_API_KEY: 'sk' }, '[memory]\nllm_mode = "openai"\nllm_provider = "ollama"\n').mode).toBe(
+      'openai',
+    );
   });
 
   it('lets HARNESS_MEMORY_LLM_MODE override llm_mode in TOML', () => {
-    expect(select({ HARNESS_MEMORY_LLM_MODE: 'provider', HARNESS_MEMORY_LLM_MODEL: 'x' }, '[memory]\nllm_mode = "openai"\nllm_provider = "ollama"\n').mode).toBe('provider');
+    expect(
+      select(
+        { HARNESS_MEMORY_LLM_MODE: 'provider', HARNESS_MEMORY_LLM_MODEL: 'x' },
+        '[memory]\nllm_mode = "openai"\nllm_provider = "ollama"\n',
+      ).mode,
+    ).toBe('provider');
   });
 
   it('infers provider when llm_provider is set in TOML or env, even with OPENAI_API_KEY', () => {
     const fromToml = select({ OPENAI_API_KEY: 'sk' }, '[memory]\nllm_provider = "ollama"\nllm_model = "llama3.2"\n');
     expect(fromToml).toMatchObject({ mode: 'provider', modelId: 'llama3.2', baseUrl: 'http://127.0.0.1:11434/v1' });
     expect(fromToml.source).toMatch(/^inferred: llm_provider is set \(.*config\.toml\)$/);
-    const fromEnv = select({ HARNESS_MEMORY_LLM_PROVIDER: 'ollama', HARNESS_MEMORY_LLM_MODEL: 'phi', OPENAI_API_KEY: 'sk' });
-    expect(fromEnv).toMatchObject({ mode: 'provider', source: 'inferred: llm_provider is set (env:HARNESS_MEMORY_LLM_PROVIDER)' });
+    const fromEnv = select({
+      HARNESS_MEMORY_LLM_PROVIDER: 'ollama',
+      HARNESS_MEMORY_LLM_MODEL: 'phi',
+      OPENAI_API_KEY: 'sk',
+    });
+    expect(fromEnv).toMatchObject({
+      mode: 'provider',
+      source: 'inferred: llm_provider is set (env:HARNESS_MEMORY_LLM_PROVIDER)',
+    });
   });
 
   it('infers openai when OPENAI_API_KEY is set: gpt-5-nano, 90 s, api.openai.com', () => {
     const chosen = select({ OPENAI_API_KEY: 'sk-main' });
-    expect(chosen).toMatchObject({ mode: 'openai', modelId: 'gpt-5-nano', source: 'inferred: OPENAI_API_KEY is set (env:OPENAI_API_KEY)' });
-    expect(chosen.settings).toEqual({ provider: 'openai', baseURL: 'https://api.openai.com/v1', modelId: 'gpt-5-nano', apiKey: 'sk-main', timeout: 90_000 });
+    expect(chosen).toMatchObject({
+      mode: 'openai',
+      modelId: 'gpt-5-nano',
+      source: 'inferred: OPENAI_API_KEY is set (env:OPENAI_API_KEY)',
+    });
+    expect(chosen.settings).toEqual({
+      provider: 'openai',
+      baseURL: 'https://api.openai.com/v1',
+      modelId: 'gpt-5-nano',
+      apiKey: 'sk-main',
+      timeout: 90_000,
+    });
   });
 
   it('infers inherit when neither is set, and uses the agent model behind retries and a breaker', async () => {
     const chosen = select({}, '', { inheritModel: agent() });
-    expect(chosen).toMatchObject({ mode: 'inherit', modelId: 'agent-model', source: 'inferred: neither llm_provider nor OPENAI_API_KEY is set' });
+    expect(chosen).toMatchObject({
+      mode: 'inherit',
+      modelId: 'agent-model',
+      source: 'inferred: neither llm_provider nor OPENAI_API_KEY is set',
+    });
     expect(chosen.model.state).toBe('closed');
     await chosen.model.doGenerate(call);
     expect(server.requests[0]?.body).toMatchObject({ model: 'agent-model' });
@@ -94,24 +130,47 @@ describe('memory model selection: priority', () => {
 
 describe('memory model selection: overrides', () => {
   it('picks the openai base URL from llm_base_url, then OPENAI_BASE_URL, and the key from HARNESS_MEMORY_LLM_API_KEY first', () => {
-    expect(select({ OPENAI_API_KEY: 'sk', OPENAI_BASE_URL: 'http://proxy:4000' }).settings?.baseURL).toBe('http://proxy:4000');
-    const overridden = select({ OPENAI_API_KEY: 'sk', OPENAI_BASE_URL: 'http://proxy:4000', HARNESS_MEMORY_LLM_BASE_URL: 'http://memory:5000', HARNESS_MEMORY_LLM_API_KEY: 'mem-key' });
+    expect(select({ OPENAI_API_KEY: 'sk', OPENAI_BASE_URL: 'http://proxy:4000' }).settings?.baseURL).toBe(
+      'http://proxy:4000',
+    );
+    const overridden = select({
+      OPENAI_API_KEY: 'sk',
+      OPENAI_BASE_URL: 'http://proxy:4000',
+      HARNESS_MEMORY_LLM_BASE_URL: 'http://memory:5000',
+      HARNESS_MEMORY_LLM_API_KEY: 'mem-key',
+    });
     expect(overridden.settings).toMatchObject({ baseURL: 'http://memory:5000', apiKey: 'mem-key' });
-    expect(select({ OPENAI_API_KEY: 'sk' }, '[memory]\nllm_base_url = "http://toml:1"\nllm_model = "gpt-x"\n').settings).toMatchObject({ baseURL: 'http://toml:1', modelId: 'gpt-x' });
+    expect(
+      select({ OPENAI_API_KEY: 'sk' }, '[memory]\nllm_base_url = "http://toml:1"\nllm_model = "gpt-x"\n').settings,
+    ).toMatchObject({ baseURL: 'http://toml:1', modelId: 'gpt-x' });
   });
 
   it('overrides the provider model, base URL and key', () => {
     const chosen = select(
-      { HARNESS_MEMORY_LLM_MODEL: 'm2', HARNESS_MEMORY_LLM_BASE_URL: 'http://other:1', HARNESS_MEMORY_LLM_API_KEY: 'k2' },
+      {
+        HARNESS_MEMORY_LLM_MODEL: 'm2',
+        HARNESS_MEMORY_LLM_BASE_URL: 'http://other:1',
+        HARNESS_MEMORY_LLM_API_KEY: 'k2',
+      },
       '[memory]\nllm_provider = "openrouter"\n',
     );
-    expect(chosen.settings).toEqual({ provider: 'openrouter', baseURL: 'http://other:1', modelId: 'm2', apiKey: 'k2', timeout: 90_000 });
+    expect(chosen.settings).toEqual({
+      provider: 'openrouter',
+      baseURL: 'http://other:1',
+      modelId: 'm2',
+      apiKey: 'k2',
+      timeout: 90_000,
+    });
   });
 
   it('falls back from llm_model to the provider model, then to the harness model', () => {
     const toml = '[providers.local]\nbase_url = "http://127.0.0.1:9"\nmodel = "provider-default"\n';
-    expect(select({ HARNESS_MEMORY_LLM_PROVIDER: 'local', HARNESS_MODEL: 'harness-model' }, toml).modelId).toBe('provider-default');
-    expect(select({ HARNESS_MEMORY_LLM_PROVIDER: 'ollama', HARNESS_MODEL: 'harness-model' }).modelId).toBe('harness-model');
+    expect(select({ HARNESS_MEMORY_LLM_PROVIDER: 'local', HARNESS_MODEL: 'harness-model' }, toml).modelId).toBe(
+      'provider-default',
+    );
+    expect(select({ HARNESS_MEMORY_LLM_PROVIDER: 'ollama', HARNESS_MODEL: 'harness-model' }).modelId).toBe(
+      'harness-model',
+    );
   });
 
   it('sends llm_model as the model id of an inherited model', async () => {
@@ -128,7 +187,10 @@ describe('memory model selection: overrides', () => {
 
   it('reaches a configured provider through the real client', async () => {
     server.enqueue({ text: 'from provider' });
-    const chosen = select({}, `[memory]\nllm_provider = "local"\n[providers.local]\nbase_url = "${server.origin}/"\nmodel = "tiny"\n`);
+    const chosen = select(
+      {},
+      `[memory]\nllm_provider = "local"\n[providers.local]\nbase_url = "${server.origin}/"\nmodel = "tiny"\n`,
+    );
     expect((await chosen.model.doGenerate(call)).text).toBe('from provider');
     expect(server.requests[0]).toMatchObject({ path: '/v1/chat/completions', body: { model: 'tiny' } });
   });
@@ -142,13 +204,16 @@ describe('memory model selection: errors', () => {
   });
 
   it('lists the known providers for an unknown one', () => {
-    expect(errorOf(() => select({ HARNESS_MEMORY_LLM_PROVIDER: 'nope' })).message).toContain('known providers: ollama, openai, openrouter');
+    expect(errorOf(() => select({ HARNESS_MEMORY_LLM_PROVIDER: 'nope' })).message).toContain(
+      'known providers: ollama, openai, openrouter',
+    );
   });
 
   it('names every place a model can come from when the provider has none', () => {
     const error = errorOf(() => select({ HARNESS_MEMORY_LLM_PROVIDER: 'ollama' }));
     expect(error.key).toBe('memory.llm_model');
-    for (const name of ['llm_model', 'HARNESS_MEMORY_LLM_MODEL', '[providers.ollama]', '[model] name', 'HARNESS_MODEL']) expect(error.message).toContain(name);
+    for (const name of ['llm_model', 'HARNESS_MEMORY_LLM_MODEL', '[providers.ollama]', '[model] name', 'HARNESS_MODEL'])
+      expect(error.message).toContain(name);
   });
 
   it('asks for the provider key when a remote provider has none', () => {
@@ -163,7 +228,8 @@ describe('memory model selection: errors', () => {
 
   it('asks to configure the agent model in inherit mode without one', () => {
     const error = errorOf(() => select({}));
-    for (const name of ['HARNESS_MODEL', '[model]', 'OPENAI_BASE_URL', 'OPENAI_API_KEY']) expect(error.message).toContain(name);
+    for (const name of ['HARNESS_MODEL', '[model]', 'OPENAI_BASE_URL', 'OPENAI_API_KEY'])
+      expect(error.message).toContain(name);
   });
 
   it('rejects an unknown mode given only in env', () => {
@@ -178,7 +244,10 @@ describe('memory model selection: agent model', () => {
     const model = createAgentModel(configWith(env), env);
     expect(withoutRetries(model)).not.toBe(model);
     await model.doGenerate(call);
-    expect(server.requests[0]).toMatchObject({ body: { model: 'agent-4' }, headers: { authorization: 'Bearer sk-agent' } });
+    expect(server.requests[0]).toMatchObject({
+      body: { model: 'agent-4' },
+      headers: { authorization: 'Bearer sk-agent' },
+    });
   });
 
   it('defaults to gpt-4.1-mini and allows no key on a loopback base URL', async () => {

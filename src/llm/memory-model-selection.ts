@@ -8,7 +8,11 @@ import { ConfigError } from '../core/errors.js';
 import { withCircuitBreaker, type CircuitBreakerModel, type CircuitBreakerOptions } from './circuit-breaker.js';
 import type { LanguageModel } from './language-model.js';
 import type { ModelSelectionConfig } from './model-selection-config.js';
-import { createOpenAICompatibleModel, DEFAULT_MODEL_TIMEOUT_MS, type OpenAICompatibleSettings } from './openai-compatible.js';
+import {
+  createOpenAICompatibleModel,
+  DEFAULT_MODEL_TIMEOUT_MS,
+  type OpenAICompatibleSettings,
+} from './openai-compatible.js';
 import { BUILT_IN_PROVIDERS, isLoopbackUrl, nonBlank, resolveProvider } from './provider-registry.js';
 import { withoutRetries, withRetries, type RetryPolicy } from './retrying-model.js';
 
@@ -54,7 +58,13 @@ interface Setting {
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** An env variable wins over the loaded config, as in the cascade; blank counts as unset. */
-function read(env: Env, name: string, configValue: string | undefined, config: ModelSelectionConfig, key: string): Setting | undefined {
+function read(
+  env: Env,
+  name: string,
+  configValue: string | undefined,
+  config: ModelSelectionConfig,
+  key: string,
+): Setting | undefined {
   const fromEnv = nonBlank(env[name]);
   if (fromEnv !== undefined) return { value: fromEnv, source: `env:${name}` };
   const fromConfig = nonBlank(configValue);
@@ -81,12 +91,17 @@ function chooseMode(settings: MemorySettings): { mode: MemoryModelMode; source: 
   const { mode, provider, openaiKey } = settings;
   if (mode !== undefined) {
     if (mode.value !== 'inherit' && mode.value !== 'openai' && mode.value !== 'provider') {
-      throw new ConfigError({ key: 'memory.llm_mode', source: mode.source, message: `must be one of: inherit, openai, provider (got ${JSON.stringify(mode.value)})` });
+      throw new ConfigError({
+        key: 'memory.llm_mode',
+        source: mode.source,
+        message: `must be one of: inherit, openai, provider (got ${JSON.stringify(mode.value)})`,
+      });
     }
     return { mode: mode.value, source: `llm_mode from ${mode.source}` };
   }
   if (provider !== undefined) return { mode: 'provider', source: `inferred: llm_provider is set (${provider.source})` };
-  if (openaiKey !== undefined) return { mode: 'openai', source: `inferred: OPENAI_API_KEY is set (${openaiKey.source})` };
+  if (openaiKey !== undefined)
+    return { mode: 'openai', source: `inferred: OPENAI_API_KEY is set (${openaiKey.source})` };
   return { mode: 'inherit', source: 'inferred: neither llm_provider nor OPENAI_API_KEY is set' };
 }
 
@@ -109,7 +124,13 @@ function chooseMode(settings: MemorySettings): { mode: MemoryModelMode; source: 
  */
 export function selectMemoryModel(input: SelectMemoryModelInput): MemoryModelSelection {
   requireOptions('selectMemoryModel', input, 'Pass { config, env }.');
-  requireObject('selectMemoryModel', 'config', input.config, [], 'Pass the loaded configuration: loadConfig() from harness-memory/config.');
+  requireObject(
+    'selectMemoryModel',
+    'config',
+    input.config,
+    [],
+    'Pass the loaded configuration: loadConfig() from harness-memory/config.',
+  );
   const { config, env } = input;
   const createModel = input.createModel ?? createOpenAICompatibleModel;
   const settings = memorySettings(config, env);
@@ -121,11 +142,21 @@ export function selectMemoryModel(input: SelectMemoryModelInput): MemoryModelSel
   if (mode === 'openai') {
     const apiKey = settings.apiKey ?? settings.openaiKey;
     if (apiKey === undefined) {
-      throw new ConfigError({ key: 'memory.llm_api_key', source: modeSource, message: 'the openai memory mode needs an API key: set HARNESS_MEMORY_LLM_API_KEY or OPENAI_API_KEY' });
+      throw new ConfigError({
+        key: 'memory.llm_api_key',
+        source: modeSource,
+        message: 'the openai memory mode needs an API key: set HARNESS_MEMORY_LLM_API_KEY or OPENAI_API_KEY',
+      });
     }
     baseUrl = settings.baseUrl?.value ?? settings.openaiBaseUrl?.value ?? BUILT_IN_PROVIDERS['openai']?.baseUrl ?? '';
     const modelId = settings.model?.value ?? DEFAULT_MEMORY_OPENAI_MODEL;
-    base = createModel({ provider: 'openai', baseURL: baseUrl, modelId, apiKey: apiKey.value, timeout: DEFAULT_MODEL_TIMEOUT_MS });
+    base = createModel({
+      provider: 'openai',
+      baseURL: baseUrl,
+      modelId,
+      apiKey: apiKey.value,
+      timeout: DEFAULT_MODEL_TIMEOUT_MS,
+    });
   } else if (mode === 'provider') {
     const chosen = providerSettings(settings, input, modeSource);
     baseUrl = chosen.baseURL;
@@ -159,12 +190,23 @@ export function selectMemoryModel(input: SelectMemoryModelInput): MemoryModelSel
   return { mode, model, modelId: model.modelId, source, ...(baseUrl === undefined ? {} : { baseUrl }) };
 }
 
-function providerSettings(settings: MemorySettings, input: SelectMemoryModelInput, modeSource: string): OpenAICompatibleSettings {
+function providerSettings(
+  settings: MemorySettings,
+  input: SelectMemoryModelInput,
+  modeSource: string,
+): OpenAICompatibleSettings {
   if (settings.provider === undefined) {
-    throw new ConfigError({ key: 'memory.llm_provider', source: modeSource, message: 'memory llm provider is required: set [memory] llm_provider or HARNESS_MEMORY_LLM_PROVIDER' });
+    throw new ConfigError({
+      key: 'memory.llm_provider',
+      source: modeSource,
+      message: 'memory llm provider is required: set [memory] llm_provider or HARNESS_MEMORY_LLM_PROVIDER',
+    });
   }
   const name = settings.provider.value;
-  const provider = resolveProvider(name, input.config, input.env, { key: 'memory.llm_provider', source: settings.provider.source });
+  const provider = resolveProvider(name, input.config, input.env, {
+    key: 'memory.llm_provider',
+    source: settings.provider.source,
+  });
   const modelId = settings.model?.value ?? provider.model ?? settings.harnessModel?.value;
   if (modelId === undefined) {
     throw new ConfigError({
@@ -182,7 +224,13 @@ function providerSettings(settings: MemorySettings, input: SelectMemoryModelInpu
       message: `provider "${name}" needs an API key: set ${provider.apiKeyEnv} or HARNESS_MEMORY_LLM_API_KEY`,
     });
   }
-  return { provider: name, baseURL, modelId, ...(apiKey === undefined ? {} : { apiKey }), timeout: DEFAULT_MODEL_TIMEOUT_MS };
+  return {
+    provider: name,
+    baseURL,
+    modelId,
+    ...(apiKey === undefined ? {} : { apiKey }),
+    timeout: DEFAULT_MODEL_TIMEOUT_MS,
+  };
 }
 
 function withModelId(model: LanguageModel, modelId: string): LanguageModel {
@@ -201,19 +249,40 @@ interface AgentOverrides {
   readonly modelId?: string | undefined;
 }
 
-function agentModelSettings(config: ModelSelectionConfig, env: Env, overrides: AgentOverrides = {}): OpenAICompatibleSettings {
+function agentModelSettings(
+  config: ModelSelectionConfig,
+  env: Env,
+  overrides: AgentOverrides = {},
+): OpenAICompatibleSettings {
   const name = nonBlank(config.model.provider) ?? 'openai';
   const source = config.sources['model.provider'] ?? 'default';
   const provider = resolveProvider(name, config, env, { key: 'model.provider', source });
   // OPENAI_BASE_URL points the openai provider elsewhere; it must not redirect other providers.
-  const openaiBaseUrl = name === 'openai' ? read(env, 'OPENAI_BASE_URL', config.openai.baseUrl, config, 'openai.base_url')?.value : undefined;
+  const openaiBaseUrl =
+    name === 'openai'
+      ? read(env, 'OPENAI_BASE_URL', config.openai.baseUrl, config, 'openai.base_url')?.value
+      : undefined;
   const baseURL = overrides.baseUrl ?? nonBlank(config.model.baseUrl) ?? openaiBaseUrl ?? provider.baseUrl;
-  const modelId = overrides.modelId ?? read(env, 'HARNESS_MODEL', config.model.name, config, 'model.name')?.value ?? provider.model ?? DEFAULT_AGENT_MODEL;
+  const modelId =
+    overrides.modelId ??
+    read(env, 'HARNESS_MODEL', config.model.name, config, 'model.name')?.value ??
+    provider.model ??
+    DEFAULT_AGENT_MODEL;
   const apiKey = overrides.apiKey ?? provider.apiKey;
   if (apiKey === undefined && provider.apiKeyEnv !== undefined && !isLoopbackUrl(baseURL)) {
-    throw new ConfigError({ key: 'model.provider', source, message: `the agent model's provider "${name}" at ${baseURL} needs an API key: set ${provider.apiKeyEnv}` });
+    throw new ConfigError({
+      key: 'model.provider',
+      source,
+      message: `the agent model's provider "${name}" at ${baseURL} needs an API key: set ${provider.apiKeyEnv}`,
+    });
   }
-  return { provider: name, baseURL, modelId, ...(apiKey === undefined ? {} : { apiKey }), timeout: DEFAULT_MODEL_TIMEOUT_MS };
+  return {
+    provider: name,
+    baseURL,
+    modelId,
+    ...(apiKey === undefined ? {} : { apiKey }),
+    timeout: DEFAULT_MODEL_TIMEOUT_MS,
+  };
 }
 
 /** Options of {@link createAgentModel}. */
@@ -231,8 +300,18 @@ export interface CreateAgentModelOptions {
  * key from the provider's variable (none needed on loopback). Wrapped in `withRetries`.
  * @example const agent = createAgentModel(config, process.env);
  */
-export function createAgentModel(config: ModelSelectionConfig, env: Env, options: CreateAgentModelOptions = {}): LanguageModel {
-  requireObject('createAgentModel', 'config', config, [], 'Pass the loaded configuration: loadConfig() from harness-memory/config.');
+export function createAgentModel(
+  config: ModelSelectionConfig,
+  env: Env,
+  options: CreateAgentModelOptions = {},
+): LanguageModel {
+  requireObject(
+    'createAgentModel',
+    'config',
+    config,
+    [],
+    'Pass the loaded configuration: loadConfig() from harness-memory/config.',
+  );
   const createModel = options.createModel ?? createOpenAICompatibleModel;
   return withRetries(createModel(agentModelSettings(config, env)), options.retry);
 }

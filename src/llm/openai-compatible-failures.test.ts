@@ -26,7 +26,11 @@ const fastRetries = { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 20 };
 
 describe('openai-compatible failures: status codes and retries', () => {
   it('waits at least Retry-After before retrying a 429, within the attempt cap', async () => {
-    server.enqueue({ status: 429, body: { error: { message: 'Rate limit reached', type: 'requests' } }, headers: { 'retry-after': '1' } });
+    server.enqueue({
+      status: 429,
+      body: { error: { message: 'Rate limit reached', type: 'requests' } },
+      headers: { 'retry-after': '1' },
+    });
     const model = withRetries(modelAt(), fastRetries);
     const result = await model.doGenerate(call);
     expect(result.text).toBe('ok');
@@ -44,28 +48,54 @@ describe('openai-compatible failures: status codes and retries', () => {
 
   it('stops a persistent 503 at maxAttempts with the last error', async () => {
     server.setDefaultReply({ status: 503, body: { error: { message: 'overloaded' } } });
-    const error = await withRetries(modelAt(), fastRetries).doGenerate(call).catch((thrown: unknown) => thrown);
-    expect(error).toMatchObject({ code: 'MODEL_CALL_FAILED', statusCode: 503, isRetryable: true, url: `${server.url}/chat/completions` });
+    const error = await withRetries(modelAt(), fastRetries)
+      .doGenerate(call)
+      .catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({
+      code: 'MODEL_CALL_FAILED',
+      statusCode: 503,
+      isRetryable: true,
+      url: `${server.url}/chat/completions`,
+    });
     expect(server.requests).toHaveLength(3);
   });
 
   it('does not retry a 429 whose body says insufficient_quota', async () => {
-    server.setDefaultReply({ status: 429, body: { error: { message: 'You exceeded your current quota', type: 'insufficient_quota', code: 'insufficient_quota' } } });
-    const error = await withRetries(modelAt(), fastRetries).doGenerate(call).catch((thrown: unknown) => thrown);
-    expect(error).toMatchObject({ statusCode: 429, isRetryable: false, message: expect.stringMatching(/out of quota/) });
+    server.setDefaultReply({
+      status: 429,
+      body: {
+        error: { message: 'You exceeded your current quota', type: 'insufficient_quota', code: 'insufficient_quota' },
+      },
+    });
+    const error = await withRetries(modelAt(), fastRetries)
+      .doGenerate(call)
+      .catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({
+      statusCode: 429,
+      isRetryable: false,
+      message: expect.stringMatching(/out of quota/),
+    });
     expect(server.requests).toHaveLength(1);
   });
 
   it('does not retry a 400, and keeps a raw non-OpenAI error body', async () => {
     server.setDefaultReply({ status: 400, body: { object: 'error', message: 'model "m" does not exist' } });
-    const error = await withRetries(modelAt(), fastRetries).doGenerate(call).catch((thrown: unknown) => thrown);
-    expect(error).toMatchObject({ statusCode: 400, isRetryable: false, responseBody: '{"object":"error","message":"model \\"m\\" does not exist"}' });
+    const error = await withRetries(modelAt(), fastRetries)
+      .doGenerate(call)
+      .catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({
+      statusCode: 400,
+      isRetryable: false,
+      responseBody: '{"object":"error","message":"model \\"m\\" does not exist"}',
+    });
     expect(server.requests).toHaveLength(1);
   });
 
   it('truncates a long error body to 2 KiB', async () => {
     server.enqueue({ status: 502, body: 'x'.repeat(10_000) });
-    const error = (await modelAt().doGenerate(call).catch((thrown: unknown) => thrown)) as { responseBody: string; isRetryable: boolean };
+    const error = (await modelAt()
+      .doGenerate(call)
+      .catch((thrown: unknown) => thrown)) as { responseBody: string; isRetryable: boolean };
     expect(error.isRetryable).toBe(true);
     expect(Buffer.byteLength(error.responseBody)).toBeLessThanOrEqual(2048 + 3);
   });
@@ -75,27 +105,40 @@ describe('openai-compatible failures: timeouts and broken connections', () => {
   it('times out a slow server with a retryable error in bounded time', async () => {
     // The reply would come after ten minutes: only the timeout can end the call (bounded by the test's own timeout).
     server.enqueue({ delayMs: 600_000, reply: { text: 'too late' } });
-    const error = await modelAt({ timeout: 200 }).doGenerate(call).catch((thrown: unknown) => thrown);
-    expect(error).toMatchObject({ code: 'MODEL_CALL_FAILED', isRetryable: true, message: expect.stringMatching(/timed out after 200 ms/) });
+    const error = await modelAt({ timeout: 200 })
+      .doGenerate(call)
+      .catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({
+      code: 'MODEL_CALL_FAILED',
+      isRetryable: true,
+      message: expect.stringMatching(/timed out after 200 ms/),
+    });
   });
 
   it('fails on a body cut mid-way and returns no partial text', async () => {
     server.enqueue({ truncateAfterBytes: 60, reply: { text: 'a long answer that never arrives in full' } });
-    const error = await modelAt().doGenerate(call).catch((thrown: unknown) => thrown);
+    const error = await modelAt()
+      .doGenerate(call)
+      .catch((thrown: unknown) => thrown);
     expect(error).toMatchObject({ code: 'MODEL_CALL_FAILED', isRetryable: true });
   });
 
   it('reports a refused connection as retryable', async () => {
     const closed = await startScriptedOpenAIServer();
     await closed.close();
-    const error = await createOpenAICompatibleModel({ baseURL: closed.url, modelId: 'm' }).doGenerate(call).catch((thrown: unknown) => thrown);
+    const error = await createOpenAICompatibleModel({ baseURL: closed.url, modelId: 'm' })
+      .doGenerate(call)
+      .catch((thrown: unknown) => thrown);
     expect(error).toMatchObject({ isRetryable: true, message: expect.stringMatching(/Could not reach/) });
   });
 });
 
 describe('openai-compatible failures: streams cut short', () => {
   it('throws when the stream is cut mid-way, after yielding no finish part', async () => {
-    server.enqueue({ truncateAfterBytes: 400, reply: { text: 'This streamed answer is going to be cut off somewhere in the middle.' } });
+    server.enqueue({
+      truncateAfterBytes: 400,
+      reply: { text: 'This streamed answer is going to be cut off somewhere in the middle.' },
+    });
     const parts: string[] = [];
     const error = await (async () => {
       for await (const part of modelAt().doStream(call)) parts.push(part.type);
@@ -105,9 +148,19 @@ describe('openai-compatible failures: streams cut short', () => {
   });
 
   it('throws when a stream ends cleanly without a finish reason', async () => {
-    const chunk = { id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'half an ans' }, finish_reason: null }] };
-    server.enqueue({ status: 200, body: `data: ${JSON.stringify(chunk)}\n\n`, headers: { 'content-type': 'text/event-stream' } });
-    await expect(modelAt({ stream: true }).doGenerate(call)).rejects.toMatchObject({ message: expect.stringMatching(/ended before the model finished/) });
+    const chunk = {
+      id: 'c',
+      object: 'chat.completion.chunk',
+      choices: [{ index: 0, delta: { content: 'half an ans' }, finish_reason: null }],
+    };
+    server.enqueue({
+      status: 200,
+      body: `data: ${JSON.stringify(chunk)}\n\n`,
+      headers: { 'content-type': 'text/event-stream' },
+    });
+    await expect(modelAt({ stream: true }).doGenerate(call)).rejects.toMatchObject({
+      message: expect.stringMatching(/ended before the model finished/),
+    });
   });
 });
 
@@ -136,15 +189,26 @@ describe('openai-compatible failures: bad answers reach the observer as rejectio
   it('rejects a length-truncated answer after exactly one request', async () => {
     server.enqueue({ text: 'IMPORTANCE:0.8\nThe user is called Ada and prefers', finishReason: 'length' });
     const observer = createModelObserver(withCircuitBreaker(withRetries(modelAt(), fastRetries)));
-    await expect(observer.observe(observerInput)).rejects.toMatchObject({ code: 'MODEL_OUTPUT_INVALID', data: { reason: 'truncated' } });
+    await expect(observer.observe(observerInput)).rejects.toMatchObject({
+      code: 'MODEL_OUTPUT_INVALID',
+      data: { reason: 'truncated' },
+    });
     expect(server.requests).toHaveLength(1);
   });
 
   it('rejects a refusal in the reflector', async () => {
     server.enqueue({ refusal: 'I cannot summarise this.' });
     const reflector = createModelReflector(withRetries(modelAt(), fastRetries));
-    const input = { scope: observerInput.scope, config: DEFAULT_OBSERVATION_CONFIG, reflection: null, observations: [] };
-    await expect(reflector.reflect(input)).rejects.toMatchObject({ code: 'MODEL_OUTPUT_INVALID', data: { reason: 'refused' } });
+    const input = {
+      scope: observerInput.scope,
+      config: DEFAULT_OBSERVATION_CONFIG,
+      reflection: null,
+      observations: [],
+    };
+    await expect(reflector.reflect(input)).rejects.toMatchObject({
+      code: 'MODEL_OUTPUT_INVALID',
+      data: { reason: 'refused' },
+    });
     expect(server.requests).toHaveLength(1);
   });
 });

@@ -28,8 +28,18 @@ describe('openai-compatible: requests', () => {
   it('sends model, messages and the bearer key, and returns the text and usage', async () => {
     server.enqueue({ text: 'Hello!', usage: { promptTokens: 12, completionTokens: 3 } });
     const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'small-model', apiKey: 'sk-test' });
-    const result = await model.doGenerate({ messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }] });
-    expect(result).toEqual({ text: 'Hello!', toolCalls: [], finishReason: 'stop', usage: { inputTokens: 12, outputTokens: 3 } });
+    const result = await model.doGenerate({
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Hi' },
+      ],
+    });
+    expect(result).toEqual({
+      text: 'Hello!',
+      toolCalls: [],
+      finishReason: 'stop',
+      usage: { inputTokens: 12, outputTokens: 3 },
+    });
     expect(server.requests[0]?.headers['authorization']).toBe('Bearer sk-test');
     expect(bodyOf(0)).toMatchObject({
       model: 'small-model',
@@ -57,7 +67,14 @@ describe('openai-compatible: requests', () => {
 });
 
 describe('openai-compatible: base URL', () => {
-  const variants = (origin: string) => [origin, `${origin}/`, `${origin}/v1`, `${origin}/v1/`, `${origin}/v1//`, ` ${origin}/v1/chat/completions `];
+  const variants = (origin: string) => [
+    origin,
+    `${origin}/`,
+    `${origin}/v1`,
+    `${origin}/v1/`,
+    `${origin}/v1//`,
+    ` ${origin}/v1/chat/completions `,
+  ];
 
   it('reaches /v1/chat/completions exactly once whether or not /v1 or a trailing slash is given', async () => {
     for (const baseURL of variants(server.origin)) {
@@ -74,7 +91,9 @@ describe('openai-compatible: base URL', () => {
 
   it('rejects a base URL that is not http(s) with a ConfigError', () => {
     expect(() => normalizeBaseUrl('localhost:11434')).toThrow(ConfigError);
-    expect(() => createOpenAICompatibleModel({ baseURL: 'not a url', modelId: 'm' })).toThrow(/must be an http\(s\) URL/);
+    expect(() => createOpenAICompatibleModel({ baseURL: 'not a url', modelId: 'm' })).toThrow(
+      /must be an http\(s\) URL/,
+    );
   });
 });
 
@@ -89,15 +108,29 @@ describe('openai-compatible: tool calls', () => {
         { role: 'tool', content: 'a small feline', toolCallId: 'call_9' },
       ],
     });
-    expect(bodyOf(0).tools).toEqual([{ type: 'function', function: { name: 'lookup', description: 'Looks a word up.', parameters: lookupTool.parameters } }]);
+    expect(bodyOf(0).tools).toEqual([
+      {
+        type: 'function',
+        function: { name: 'lookup', description: 'Looks a word up.', parameters: lookupTool.parameters },
+      },
+    ]);
     expect(bodyOf(0).messages.slice(1)).toEqual([
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'lookup', arguments: '{"word":"cat"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'lookup', arguments: '{"word":"cat"}' } }],
+      },
       { role: 'tool', content: 'a small feline', tool_call_id: 'call_9' },
     ]);
   });
 
   it('parses tool calls from the answer', async () => {
-    server.enqueue({ toolCalls: [{ id: 'call_1', name: 'lookup', arguments: { word: 'dog' } }, { id: 'call_2', name: 'lookup', arguments: '{}' }] });
+    server.enqueue({
+      toolCalls: [
+        { id: 'call_1', name: 'lookup', arguments: { word: 'dog' } },
+        { id: 'call_2', name: 'lookup', arguments: '{}' },
+      ],
+    });
     const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm' });
     const result = await model.doGenerate({ ...user('x'), tools: [lookupTool] });
     expect(result.finishReason).toBe('tool-calls');
@@ -110,7 +143,10 @@ describe('openai-compatible: tool calls', () => {
 
   it('refuses a tool message without toolCallId before sending anything', async () => {
     const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm' });
-    await expect(model.doGenerate({ messages: [{ role: 'tool', content: 'x' }] })).rejects.toMatchObject({ isRetryable: false, message: expect.stringMatching(/toolCallId/) });
+    await expect(model.doGenerate({ messages: [{ role: 'tool', content: 'x' }] })).rejects.toMatchObject({
+      isRetryable: false,
+      message: expect.stringMatching(/toolCallId/),
+    });
     expect(server.requests).toHaveLength(0);
   });
 });
@@ -132,19 +168,30 @@ describe('openai-compatible: finish reasons', () => {
   it('maps a refusal field to finishReason refusal with the refusal text', async () => {
     server.enqueue({ refusal: 'I cannot help with that.' });
     const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm' });
-    expect(await model.doGenerate(user('x'))).toMatchObject({ finishReason: 'refusal', refusal: 'I cannot help with that.', text: '' });
+    expect(await model.doGenerate(user('x'))).toMatchObject({
+      finishReason: 'refusal',
+      refusal: 'I cannot help with that.',
+      text: '',
+    });
   });
 
   it('treats zero choices as a non-retryable error', async () => {
     server.enqueue({ status: 200, body: { id: 'x', object: 'chat.completion', choices: [] } });
     const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm' });
-    await expect(model.doGenerate(user('x'))).rejects.toMatchObject({ code: 'MODEL_CALL_FAILED', isRetryable: false, message: expect.stringMatching(/zero choices/) });
+    await expect(model.doGenerate(user('x'))).rejects.toMatchObject({
+      code: 'MODEL_CALL_FAILED',
+      isRetryable: false,
+      message: expect.stringMatching(/zero choices/),
+    });
   });
 
   it('treats a body that is not a chat completion as an error', async () => {
     server.enqueue({ status: 200, body: '<html>proxy login</html>' });
     const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm' });
-    await expect(model.doGenerate(user('x'))).rejects.toMatchObject({ code: 'MODEL_CALL_FAILED', responseBody: expect.stringContaining('proxy login') });
+    await expect(model.doGenerate(user('x'))).rejects.toMatchObject({
+      code: 'MODEL_CALL_FAILED',
+      responseBody: expect.stringContaining('proxy login'),
+    });
   });
 });
 
@@ -164,13 +211,23 @@ describe('openai-compatible: streaming', () => {
     expect(deltas.join('')).toBe('Streaming works fine.');
     expect(parts.at(-1)).toEqual({
       type: 'finish',
-      result: { text: 'Streaming works fine.', toolCalls: [], finishReason: 'stop', usage: { inputTokens: 11, outputTokens: 7 } },
+      result: {
+        text: 'Streaming works fine.',
+        toolCalls: [],
+        finishReason: 'stop',
+        usage: { inputTokens: 11, outputTokens: 7 },
+      },
     });
     expect(bodyOf(0)).toMatchObject({ stream: true, stream_options: { include_usage: true } });
   });
 
   it('assembles tool-call deltas into whole tool calls', async () => {
-    server.enqueue({ toolCalls: [{ id: 'call_a', name: 'lookup', arguments: { word: 'streaming' } }, { id: 'call_b', name: 'lookup', arguments: { word: 'b' } }] });
+    server.enqueue({
+      toolCalls: [
+        { id: 'call_a', name: 'lookup', arguments: { word: 'streaming' } },
+        { id: 'call_b', name: 'lookup', arguments: { word: 'b' } },
+      ],
+    });
     const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm' });
     const parts = await collect(model.doStream({ ...user('x'), tools: [lookupTool] }));
     expect(parts.filter((part) => part.type === 'tool-call-delta').length).toBeGreaterThan(4);
@@ -204,6 +261,9 @@ describe('openai-compatible: abort', () => {
     const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm' });
     const controller = new AbortController();
     void received.then(() => controller.abort());
-    await expect(model.doGenerate({ ...user('x'), abortSignal: controller.signal })).rejects.toMatchObject({ isRetryable: false, message: expect.stringMatching(/aborted/) });
+    await expect(model.doGenerate({ ...user('x'), abortSignal: controller.signal })).rejects.toMatchObject({
+      isRetryable: false,
+      message: expect.stringMatching(/aborted/),
+    });
   });
 });

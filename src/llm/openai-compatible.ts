@@ -9,7 +9,12 @@ import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/ch
 import { ConfigError, ModelCallError } from '../core/errors.js';
 import { parseCompletion, StreamAssembler, toChatMessages, toChatTools } from './_chat-completions.js';
 import { toModelCallError } from './_model-call-errors.js';
-import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult, LanguageModelStreamPart } from './language-model.js';
+import type {
+  LanguageModel,
+  LanguageModelCallOptions,
+  LanguageModelResult,
+  LanguageModelStreamPart,
+} from './language-model.js';
 
 export type { LanguageModelStreamPart } from './language-model.js';
 
@@ -92,7 +97,12 @@ export function normalizeBaseUrl(baseUrl: string): string {
 export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings): OpenAICompatibleModel {
   const factory = 'createOpenAICompatibleModel';
   requireOptions(factory, settings, 'Pass { baseURL, modelId }.');
-  requireString(factory, 'baseURL', settings.baseURL, 'Pass the server URL, such as https://api.openai.com/v1 or http://127.0.0.1:11434.');
+  requireString(
+    factory,
+    'baseURL',
+    settings.baseURL,
+    'Pass the server URL, such as https://api.openai.com/v1 or http://127.0.0.1:11434.',
+  );
   requireString(factory, 'modelId', settings.modelId, 'Pass the model id the server knows, such as gpt-4.1-mini.');
   const baseURL = normalizeBaseUrl(settings.baseURL);
   const url = `${baseURL}/chat/completions`;
@@ -207,7 +217,11 @@ function capturingFetch(base: typeof globalThis.fetch, bodies: WeakMap<object, s
     const response = await base(input, init);
     if (response.ok) return response;
     const text = await response.text();
-    const copy = new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
+    const copy = new Response(text, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
     bodies.set(copy.headers, text);
     return copy;
   };

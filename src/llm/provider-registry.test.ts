@@ -43,23 +43,45 @@ describe('provider registry: config entries', () => {
     );
     expect(Object.keys(listProviders(config)).sort()).toEqual(['ollama', 'openai', 'openrouter', 'vllm']);
     const vllm = resolveProvider('vllm', config, { VLLM_KEY: 'v' });
-    expect(vllm).toMatchObject({ name: 'vllm', baseUrl: 'http://10.0.0.5:8000', apiKeyEnv: 'VLLM_KEY', model: 'qwen', apiKey: 'v' });
+    expect(vllm).toMatchObject({
+      name: 'vllm',
+      baseUrl: 'http://10.0.0.5:8000',
+      apiKeyEnv: 'VLLM_KEY',
+      model: 'qwen',
+      apiKey: 'v',
+    });
     expect(vllm.source).toMatch(/config\.toml$/);
     expect(resolveProvider('ollama', config, {})).toMatchObject({ baseUrl: 'http://gpu-box:11434', model: 'llama3.2' });
   });
 
   it('names the known providers and the setting when the name is unknown', () => {
     const config = configWith('[providers.local]\nbase_url = "http://127.0.0.1:8080"\n');
-    const run = () => resolveProvider('anthropic', config, {}, { key: 'memory.llm_provider', source: 'env:HARNESS_MEMORY_LLM_PROVIDER' });
+    const run = () =>
+      resolveProvider(
+        'anthropic',
+        config,
+        {},
+        { key: 'memory.llm_provider', source: 'env:HARNESS_MEMORY_LLM_PROVIDER' },
+      );
     expect(run).toThrow(ConfigError);
-    expect(run).toThrow('env:HARNESS_MEMORY_LLM_PROVIDER: memory.llm_provider: unknown provider "anthropic"; known providers: local, ollama, openai, openrouter');
+    expect(run).toThrow(
+      'env:HARNESS_MEMORY_LLM_PROVIDER: memory.llm_provider: unknown provider "anthropic"; known providers: local, ollama, openai, openrouter',
+    );
     expect(() => resolveProvider('toString', config, {})).toThrow(/unknown provider/);
   });
 });
 
 describe('provider registry: loopback', () => {
   it('recognises URLs on this machine', () => {
-    expect(['http://127.0.0.1:11434/v1', 'http://localhost:8000', 'http://[::1]:9000'].map(isLoopbackUrl)).toEqual([true, true, true]);
-    expect(['https://api.openai.com/v1', 'http://10.0.0.5', 'nonsense'].map(isLoopbackUrl)).toEqual([false, false, false]);
+    expect(['http://127.0.0.1:11434/v1', 'http://localhost:8000', 'http://[::1]:9000'].map(isLoopbackUrl)).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    expect(['https://api.openai.com/v1', 'http://10.0.0.5', 'nonsense'].map(isLoopbackUrl)).toEqual([
+      false,
+      false,
+      false,
+    ]);
   });
 });

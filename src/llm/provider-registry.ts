@@ -27,12 +27,19 @@ export interface ResolvedProvider extends ProviderDefinition {
 /** The providers known without any config. */
 export const BUILT_IN_PROVIDERS: Readonly<Record<string, ProviderDefinition>> = Object.freeze({
   openai: { name: 'openai', baseUrl: 'https://api.openai.com/v1', apiKeyEnv: 'OPENAI_API_KEY', source: 'built-in' },
-  openrouter: { name: 'openrouter', baseUrl: 'https://openrouter.ai/api/v1', apiKeyEnv: 'OPENROUTER_API_KEY', source: 'built-in' },
+  openrouter: {
+    name: 'openrouter',
+    baseUrl: 'https://openrouter.ai/api/v1',
+    apiKeyEnv: 'OPENROUTER_API_KEY',
+    source: 'built-in',
+  },
   ollama: { name: 'ollama', baseUrl: 'http://127.0.0.1:11434/v1', source: 'built-in' },
 });
 
 /** Every provider: the built-ins, overridden and extended by `config.providers`. */
-export function listProviders(config: Pick<ModelSelectionConfig, 'providers' | 'sources'>): Readonly<Record<string, ProviderDefinition>> {
+export function listProviders(
+  config: Pick<ModelSelectionConfig, 'providers' | 'sources'>,
+): Readonly<Record<string, ProviderDefinition>> {
   const providers: Record<string, ProviderDefinition> = { ...BUILT_IN_PROVIDERS };
   for (const [name, entry] of Object.entries(config.providers)) {
     providers[name] = {

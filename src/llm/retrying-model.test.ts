@@ -3,7 +3,12 @@ import { ModelCallError } from '../core/errors.js';
 import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult } from './language-model.js';
 import { DEFAULT_RETRY_POLICY, withoutRetries, withRetries, type RetryPolicy } from './retrying-model.js';
 
-const OK: LanguageModelResult = { text: 'ok', toolCalls: [], finishReason: 'stop', usage: { inputTokens: 0, outputTokens: 0 } };
+const OK: LanguageModelResult = {
+  text: 'ok',
+  toolCalls: [],
+  finishReason: 'stop',
+  usage: { inputTokens: 0, outputTokens: 0 },
+};
 const call = { messages: [{ role: 'user' as const, content: 'x' }] };
 
 /** A model that throws the scripted errors in turn, then answers OK. */
@@ -78,7 +83,10 @@ describe('retrying model: backoff', () => {
   it('reports each retry to onRetry', async () => {
     const time = fakeTime(1);
     const events: number[] = [];
-    await withRetries(failingModel(retryable()), { ...time.policy, onRetry: (event) => events.push(event.attempt) }).doGenerate(call);
+    await withRetries(failingModel(retryable()), {
+      ...time.policy,
+      onRetry: (event) => events.push(event.attempt),
+    }).doGenerate(call);
     expect(events).toEqual([1]);
   });
 });
@@ -95,7 +103,9 @@ describe('retrying model: limits', () => {
   it('stops when the next wait would overrun maxTotalMs', async () => {
     const time = fakeTime(1);
     const model = failingModel(retryable(), retryable(), retryable(), retryable());
-    await expect(withRetries(model, { ...time.policy, maxTotalMs: 1_200 }).doGenerate(call)).rejects.toBeInstanceOf(ModelCallError);
+    await expect(withRetries(model, { ...time.policy, maxTotalMs: 1_200 }).doGenerate(call)).rejects.toBeInstanceOf(
+      ModelCallError,
+    );
     expect(time.waits).toEqual([500]);
     expect(model.calls).toHaveLength(2);
   });
@@ -107,7 +117,9 @@ describe('retrying model: limits', () => {
       modelId: 'm',
       doGenerate: (options) =>
         new Promise((_, reject) => {
-          options.abortSignal?.addEventListener('abort', () => reject(new ModelCallError({ message: 'aborted', retryable: false })));
+          options.abortSignal?.addEventListener('abort', () =>
+            reject(new ModelCallError({ message: 'aborted', retryable: false })),
+          );
         }),
     };
     // The model never answers by itself: only the budget's abort can end the call.
@@ -118,7 +130,13 @@ describe('retrying model: limits', () => {
   });
 
   it('keeps its default total budget below the 300 s operation lease', () => {
-    expect(DEFAULT_RETRY_POLICY).toEqual({ maxAttempts: 4, maxTotalMs: 120_000, baseDelayMs: 500, factor: 2, maxDelayMs: 10_000 });
+    expect(DEFAULT_RETRY_POLICY).toEqual({
+      maxAttempts: 4,
+      maxTotalMs: 120_000,
+      baseDelayMs: 500,
+      factor: 2,
+      maxDelayMs: 10_000,
+    });
     expect(DEFAULT_RETRY_POLICY.maxTotalMs).toBeLessThan(300_000);
   });
 });
@@ -138,10 +156,14 @@ describe('retrying model: what is not retried', () => {
     const controller = new AbortController();
     const model = failingModel(retryable(), retryable());
     const policy = { ...fakeTime(1).policy, sleep: async () => controller.abort() };
-    await expect(withRetries(model, policy).doGenerate({ ...call, abortSignal: controller.signal })).rejects.toBeInstanceOf(ModelCallError);
+    await expect(
+      withRetries(model, policy).doGenerate({ ...call, abortSignal: controller.signal }),
+    ).rejects.toBeInstanceOf(ModelCallError);
     expect(model.calls).toHaveLength(1);
     const already = failingModel(retryable());
-    await expect(withRetries(already, fakeTime(1).policy).doGenerate({ ...call, abortSignal: AbortSignal.abort() })).rejects.toBeInstanceOf(ModelCallError);
+    await expect(
+      withRetries(already, fakeTime(1).policy).doGenerate({ ...call, abortSignal: AbortSignal.abort() }),
+    ).rejects.toBeInstanceOf(ModelCallError);
     expect(already.calls).toHaveLength(1);
   });
 

@@ -32,18 +32,29 @@ export interface RetryPolicy {
   /** The clock. @default Date.now */
   readonly now?: () => number;
   /** Called before each wait, for logs and events. */
-  readonly onRetry?: (event: { readonly attempt: number; readonly delayMs: number; readonly error: ModelCallError }) => void;
+  readonly onRetry?: (event: {
+    readonly attempt: number;
+    readonly delayMs: number;
+    readonly error: ModelCallError;
+  }) => void;
 }
 
 /** Defaults of {@link RetryPolicy}. */
-export const DEFAULT_RETRY_POLICY: Readonly<Required<Pick<RetryPolicy, 'maxAttempts' | 'maxTotalMs' | 'baseDelayMs' | 'factor' | 'maxDelayMs'>>> =
-  Object.freeze({ maxAttempts: 4, maxTotalMs: 120_000, baseDelayMs: 500, factor: 2, maxDelayMs: 10_000 });
+export const DEFAULT_RETRY_POLICY: Readonly<
+  Required<Pick<RetryPolicy, 'maxAttempts' | 'maxTotalMs' | 'baseDelayMs' | 'factor' | 'maxDelayMs'>>
+> = Object.freeze({ maxAttempts: 4, maxTotalMs: 120_000, baseDelayMs: 500, factor: 2, maxDelayMs: 10_000 });
 
 const INNER = Symbol.for('harness-memory.retries.inner');
 
 /** The model under a {@link withRetries} layer, or the model itself when it has none. */
 export function withoutRetries(model: LanguageModel): LanguageModel {
-  requireObject('withoutRetries', 'model', model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).');
+  requireObject(
+    'withoutRetries',
+    'model',
+    model,
+    ['doGenerate'],
+    'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).',
+  );
   return (model as { [INNER]?: LanguageModel })[INNER] ?? model;
 }
 
@@ -60,7 +71,13 @@ export function withoutRetries(model: LanguageModel): LanguageModel {
  * ```
  */
 export function withRetries(model: LanguageModel, policy: RetryPolicy = {}): LanguageModel {
-  requireObject('withRetries', 'model', model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).');
+  requireObject(
+    'withRetries',
+    'model',
+    model,
+    ['doGenerate'],
+    'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).',
+  );
   const inner = withoutRetries(model);
   const settings = { ...DEFAULT_RETRY_POLICY, ...withoutUndefined(policy) };
   const sleep = policy.sleep ?? defaultSleep;
@@ -84,7 +101,8 @@ export function withRetries(model: LanguageModel, policy: RetryPolicy = {}): Lan
           error = thrown;
         }
         if (attempt >= settings.maxAttempts) throw error;
-        const backoff = random() * Math.min(settings.maxDelayMs, settings.baseDelayMs * settings.factor ** (attempt - 1));
+        const backoff =
+          random() * Math.min(settings.maxDelayMs, settings.baseDelayMs * settings.factor ** (attempt - 1));
         const delayMs = Math.max(backoff, error.retryAfterMs ?? 0);
         const remaining = settings.maxTotalMs - (now() - started);
         // A server asking for more time than is left would only make us fail later.

@@ -19,7 +19,9 @@ function setup(options: Partial<ObservationalMemoryOptions> = {}) {
   let clock = Date.parse('2026-01-01T00:00:00.000Z');
   const now = () => new Date(clock);
   const store = createInMemoryStore({ now });
-  const observer = scriptedObserver((input) => `IMPORTANCE:0.5\nobserved messages ${input.messages.map((message) => message.seq).join(',')}`);
+  const observer = scriptedObserver(
+    (input) => `IMPORTANCE:0.5\nobserved messages ${input.messages.map((message) => message.seq).join(',')}`,
+  );
   const events: ObservationalMemoryEvent[] = [];
   const memory = createObservationalMemory({
     store,
@@ -38,8 +40,27 @@ function setup(options: Partial<ObservationalMemoryOptions> = {}) {
 describe('dead operations: a crash loop', () => {
   it('parks an operation whose attempts all ended in a crash, runs later ones, and loses no message', async () => {
     const { store, observer, memory, events, advance } = setup();
-    await store.appendMessages({ scope, memoryId, messages: messages(0, 2).map((message, index) => ({ messageKey: message.id, role: message.role, name: '', toolCallId: '', content: message.content, tokenCount: 10 + index })) });
-    const poison = await store.enqueueOperation({ operationId: 'op-poison', scope, memoryId, operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+    await store.appendMessages({
+      scope,
+      memoryId,
+      messages: messages(0, 2).map((message, index) => ({
+        messageKey: message.id,
+        role: message.role,
+        name: '',
+        toolCallId: '',
+        content: message.content,
+        tokenCount: 10 + index,
+      })),
+    });
+    const poison = await store.enqueueOperation({
+      operationId: 'op-poison',
+      scope,
+      memoryId,
+      operationType: 'observe',
+      payload: {},
+      runId: 'run-1',
+      toolCallId: 'system',
+    });
     // Three processes claim it and die holding the lease; each time the stale check requeues it.
     for (let attempt = 1; attempt <= 3; attempt++) {
       expect((await store.claimOperation({ leaseOwner: `crashed-${attempt}`, leaseMs: 1000 }))?.attempt).toBe(attempt);
@@ -49,10 +70,29 @@ describe('dead operations: a crash loop', () => {
 
     await memory.drain(scope);
     expect(observer.calls).toHaveLength(0);
-    const parked = (await store.listOperations(memoryId)).find((operation) => operation.operationId === poison.operationId);
-    expect(parked).toMatchObject({ status: 'dead', errorText: expect.stringMatching(/^gave up after 3 attempts that never finished .*requeued after stale processing operation$/) });
-    expect(events).toContainEqual({ type: 'memory.operation.dead', scope, runId: 'run-1', operationId: 'op-poison', operationType: 'observe', error: parked!.errorText, attempts: 3 });
-    expect(await memory.status(scope)).toMatchObject({ deadOperations: 1, pendingOperations: 0, lastObservedMessageIndex: -1 });
+    const parked = (await store.listOperations(memoryId)).find(
+      (operation) => operation.operationId === poison.operationId,
+    );
+    expect(parked).toMatchObject({
+      status: 'dead',
+      errorText: expect.stringMatching(
+        /^gave up after 3 attempts that never finished .*requeued after stale processing operation$/,
+      ),
+    });
+    expect(events).toContainEqual({
+      type: 'memory.operation.dead',
+      scope,
+      runId: 'run-1',
+      operationId: 'op-poison',
+      operationType: 'observe',
+      error: parked!.errorText,
+      attempts: 3,
+    });
+    expect(await memory.status(scope)).toMatchObject({
+      deadOperations: 1,
+      pendingOperations: 0,
+      lastObservedMessageIndex: -1,
+    });
 
     // The scope goes on: the next observe covers the dead operation's messages too.
     const later = await memory.observe({ scope, runId: 'run-2', messages: messages(2, 1) });
@@ -65,7 +105,9 @@ describe('dead operations: a crash loop', () => {
     expect(retried).toMatchObject({ status: 'queued', attempt: 0 });
     expect((await memory.status(scope)).deadOperations).toBe(0);
     await memory.drain(scope);
-    expect((await store.listOperations(memoryId)).find((operation) => operation.operationId === 'op-poison')).toMatchObject({ status: 'applied', attempt: 1 });
+    expect(
+      (await store.listOperations(memoryId)).find((operation) => operation.operationId === 'op-poison'),
+    ).toMatchObject({ status: 'applied', attempt: 1 });
   });
 
   it('refuses to retry an unknown operation or one that is not dead', async () => {
@@ -74,10 +116,13 @@ describe('dead operations: a crash loop', () => {
     await expect(memory.retryOperation(scope, 'op-missing')).rejects.toSatisfy(isCode('OPERATION_NOT_FOUND'));
     await expect(memory.retryOperation(scope, '')).rejects.toSatisfy(isCode('OPERATION_NOT_FOUND'));
     await expect(memory.retryOperation(scope, result.operationId!)).rejects.toSatisfy(
-      (error: unknown) => isCode('OPERATION_NOT_DEAD')(error) && (error as HarnessMemoryError).data['status'] === 'applied',
+      (error: unknown) =>
+        isCode('OPERATION_NOT_DEAD')(error) && (error as HarnessMemoryError).data['status'] === 'applied',
     );
     // Another scope's operation is unknown here.
-    await expect(memory.retryOperation({ ...scope, conversationId: 'other' }, result.operationId!)).rejects.toSatisfy(isCode('OPERATION_NOT_FOUND'));
+    await expect(memory.retryOperation({ ...scope, conversationId: 'other' }, result.operationId!)).rejects.toSatisfy(
+      isCode('OPERATION_NOT_FOUND'),
+    );
     expect((await store.listOperations(memoryId)).map((operation) => operation.status)).toEqual(['applied']);
   });
 });
@@ -96,7 +141,11 @@ describe('dead operations: retryable failures', () => {
     await memory.drain(scope);
     const [first] = await store.listOperations(memoryId);
     // The stored error is redacted like everything else the store keeps.
-    expect(first).toMatchObject({ status: 'dead', attempt: 2, errorText: 'gave up after 2 attempts: [harness-memory] [llm] upstream 503 for [REDACTED:openai_key]' });
+    expect(first).toMatchObject({
+      status: 'dead',
+      attempt: 2,
+      errorText: 'gave up after 2 attempts: [harness-memory] [llm] upstream 503 for [REDACTED:openai_key]',
+    });
     const operationEvents = events.filter((event) => event.type.startsWith('memory.operation.'));
     expect(operationEvents.map((event) => [event.type, 'willRetry' in event ? event.willRetry : undefined])).toEqual([
       ['memory.operation.failed', true],

@@ -41,7 +41,9 @@ describe('ObservationalMemory.importObservations', () => {
   it('redacts secrets and strips invisible characters before storing', async () => {
     const store = createInMemoryStore();
     const memory = createObservationalMemory({ store, defaultEnabled: true });
-    const { observations } = await memory.importObservations(scope, [{ content: 'key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD\u200b here' }]);
+    const { observations } = await memory.importObservations(scope, [
+      { content: 'key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD\u200b here' },
+    ]);
     expect(observations[0]?.content).not.toContain('sk-proj-abcdefghijklmnopqrstuvwxyz');
     expect(observations[0]?.content).not.toContain('\u200b');
   });
@@ -57,7 +59,10 @@ describe('ObservationalMemory.importObservations', () => {
   ])('refuses %j, naming the observation and the field, and stores nothing', async (input, message) => {
     const store = createInMemoryStore();
     const memory = createObservationalMemory({ store, defaultEnabled: true });
-    await expect(memory.importObservations(scope, input as never)).rejects.toMatchObject({ code: 'OBSERVE_INPUT_INVALID', message: expect.stringMatching(message) });
+    await expect(memory.importObservations(scope, input as never)).rejects.toMatchObject({
+      code: 'OBSERVE_INPUT_INVALID',
+      message: expect.stringMatching(message),
+    });
     expect(await store.listObservations('acme/c1/a1').catch(() => [])).toEqual([]);
     expect((await memory.status(scope)).observationCount).toBe(0);
   });

@@ -29,21 +29,32 @@ export const MAX_IMPORTED_OBSERVATION_LENGTH = 16_384;
  * secrets redacted (unless `redact` is false), tokens counted. Throws `OBSERVE_INPUT_INVALID`
  * naming the observation and the field.
  */
-export function prepareImport(observations: unknown, estimator: TokenEstimator, redact: boolean): ImportedObservation[] {
+export function prepareImport(
+  observations: unknown,
+  estimator: TokenEstimator,
+  redact: boolean,
+): ImportedObservation[] {
   if (!Array.isArray(observations)) throw invalid(-1, 'observations must be an array');
-  if (observations.length > MAX_IMPORT_OBSERVATIONS) throw invalid(-1, `at most ${MAX_IMPORT_OBSERVATIONS} observations per import, got ${observations.length}`);
+  if (observations.length > MAX_IMPORT_OBSERVATIONS)
+    throw invalid(-1, `at most ${MAX_IMPORT_OBSERVATIONS} observations per import, got ${observations.length}`);
   return observations.map((item: unknown, index): ImportedObservation => {
     if (item === null || typeof item !== 'object') throw invalid(index, 'must be an object with content');
     const { content, importance, source, createdAt } = item as Record<string, unknown>;
     if (typeof content !== 'string') throw invalid(index, 'content must be a string');
-    if (content.length > MAX_IMPORTED_OBSERVATION_LENGTH) throw invalid(index, `content is longer than ${MAX_IMPORTED_OBSERVATION_LENGTH} characters`);
+    if (content.length > MAX_IMPORTED_OBSERVATION_LENGTH)
+      throw invalid(index, `content is longer than ${MAX_IMPORTED_OBSERVATION_LENGTH} characters`);
     const cleaned = stripInvisible(content).trim();
     if (cleaned === '') throw invalid(index, 'content is empty');
     const text = redact ? redactSecrets(cleaned).text : cleaned;
-    if (importance !== undefined && importance !== null && (typeof importance !== 'number' || !(importance >= 0 && importance <= 1))) {
+    if (
+      importance !== undefined &&
+      importance !== null &&
+      (typeof importance !== 'number' || !(importance >= 0 && importance <= 1))
+    ) {
       throw invalid(index, `importance must be a number from 0 to 1 or null, got ${JSON.stringify(importance)}`);
     }
-    if (source !== undefined && source !== 'import' && source !== 'client') throw invalid(index, `source must be "import" or "client", got ${JSON.stringify(source)}`);
+    if (source !== undefined && source !== 'import' && source !== 'client')
+      throw invalid(index, `source must be "import" or "client", got ${JSON.stringify(source)}`);
     if (createdAt !== undefined && (typeof createdAt !== 'string' || Number.isNaN(Date.parse(createdAt)))) {
       throw invalid(index, `createdAt must be an ISO 8601 date, got ${JSON.stringify(createdAt)}`);
     }

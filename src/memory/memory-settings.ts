@@ -8,7 +8,11 @@ export function resolveMode(mode: MemoryMode | undefined): 'off' | 'local_coordi
   const value = (mode ?? 'auto').trim().toLowerCase();
   if (value === 'off') return 'off';
   if (value === 'auto' || value === 'local_coordinator' || value === '') return 'local_coordinator';
-  throw new ConfigError({ key: 'memory.mode', source: 'createObservationalMemory', message: `unsupported memory mode "${value}"; valid modes are auto, off, local_coordinator` });
+  throw new ConfigError({
+    key: 'memory.mode',
+    source: 'createObservationalMemory',
+    message: `unsupported memory mode "${value}"; valid modes are auto, off, local_coordinator`,
+  });
 }
 
 const THRESHOLD_KEYS = {
@@ -38,10 +42,18 @@ export function validateOverrides(config: Partial<ObservationConfig>): Partial<O
     if (value === undefined) continue;
     const key = (THRESHOLD_KEYS as Record<string, string>)[field];
     if (key === undefined) {
-      throw new ConfigError({ key: field, source: 'observational_memory.enable', message: `unknown setting; valid settings are ${Object.values(THRESHOLD_KEYS).join(', ')}` });
+      throw new ConfigError({
+        key: field,
+        source: 'observational_memory.enable',
+        message: `unknown setting; valid settings are ${Object.values(THRESHOLD_KEYS).join(', ')}`,
+      });
     }
     if (!Number.isSafeInteger(value) || value <= 0) {
-      throw new ConfigError({ key, source: 'observational_memory.enable', message: `must be a positive integer, got ${JSON.stringify(value)}` });
+      throw new ConfigError({
+        key,
+        source: 'observational_memory.enable',
+        message: `must be a positive integer, got ${JSON.stringify(value)}`,
+      });
     }
     result[field] = value;
   }
@@ -51,7 +63,11 @@ export function validateOverrides(config: Partial<ObservationConfig>): Partial<O
 /** A positive finite number, or a ConfigError naming the option. */
 export function positive(value: number, name: string): number {
   if (!Number.isFinite(value) || value <= 0) {
-    throw new ConfigError({ key: name, source: 'createObservationalMemory', message: `must be a positive number, got ${value}` });
+    throw new ConfigError({
+      key: name,
+      source: 'createObservationalMemory',
+      message: `must be a positive number, got ${value}`,
+    });
   }
   return value;
 }
@@ -59,7 +75,11 @@ export function positive(value: number, name: string): number {
 /** A number in [0, 1], or a ConfigError naming the option. */
 export function unitInterval(value: number, name: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1) {
-    throw new ConfigError({ key: name, source: 'createObservationalMemory', message: `must be a number from 0 to 1, got ${JSON.stringify(value)}` });
+    throw new ConfigError({
+      key: name,
+      source: 'createObservationalMemory',
+      message: `must be a number from 0 to 1, got ${JSON.stringify(value)}`,
+    });
   }
   return value;
 }

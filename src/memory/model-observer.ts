@@ -66,7 +66,13 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 65536;
  * observation in it otherwise is refused (`MODEL_OUTPUT_INVALID`, reason `empty`).
  */
 export function createModelObserver(model: LanguageModel, limits: ModelOutputLimits = {}): Observer {
-  requireObject('createModelObserver', 'model', model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).');
+  requireObject(
+    'createModelObserver',
+    'model',
+    model,
+    ['doGenerate'],
+    'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).',
+  );
   return {
     async observe(input) {
       const text = await ask(model, 'observer', buildObserverPrompt(input), input.abortSignal, limits);
@@ -83,7 +89,13 @@ export function createModelObserver(model: LanguageModel, limits: ModelOutputLim
 
 /** A reflector backed by a language model. */
 export function createModelReflector(model: LanguageModel, limits: ModelOutputLimits = {}): Reflector {
-  requireObject('createModelReflector', 'model', model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).');
+  requireObject(
+    'createModelReflector',
+    'model',
+    model,
+    ['doGenerate'],
+    'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).',
+  );
   return {
     async reflect(input) {
       return ask(model, 'reflector', buildReflectorPrompt(input), input.abortSignal, limits);
@@ -92,7 +104,13 @@ export function createModelReflector(model: LanguageModel, limits: ModelOutputLi
 }
 
 /** Sends a memory prompt and returns the accepted answer text. */
-async function ask(model: LanguageModel, role: 'observer' | 'reflector', prompt: MemoryPrompt, abortSignal: AbortSignal | undefined, limits: ModelOutputLimits): Promise<string> {
+async function ask(
+  model: LanguageModel,
+  role: 'observer' | 'reflector',
+  prompt: MemoryPrompt,
+  abortSignal: AbortSignal | undefined,
+  limits: ModelOutputLimits,
+): Promise<string> {
   const result = await model.doGenerate({
     messages: [
       { role: 'system', content: prompt.system },
@@ -109,14 +127,26 @@ async function ask(model: LanguageModel, role: 'observer' | 'reflector', prompt:
  */
 export function acceptOutput(role: 'observer' | 'reflector', result: LanguageModelResult, maxBytes: number): string {
   if (result.finishReason === 'length') {
-    throw outputError(role, 'truncated', `${role} answer was cut off by the token limit (finish_reason length); nothing was stored`);
+    throw outputError(
+      role,
+      'truncated',
+      `${role} answer was cut off by the token limit (finish_reason length); nothing was stored`,
+    );
   }
   if (result.finishReason === 'content-filter' || result.finishReason === 'refusal' || result.refusal) {
-    throw outputError(role, 'refused', `${role} model refused or was filtered (${result.finishReason}); nothing was stored`);
+    throw outputError(
+      role,
+      'refused',
+      `${role} model refused or was filtered (${result.finishReason}); nothing was stored`,
+    );
   }
   const bytes = utf8Length(result.text);
   if (bytes > maxBytes) {
-    throw outputError(role, 'too_large', `${role} answer is ${bytes} bytes, over the ${maxBytes}-byte cap; nothing was stored`);
+    throw outputError(
+      role,
+      'too_large',
+      `${role} answer is ${bytes} bytes, over the ${maxBytes}-byte cap; nothing was stored`,
+    );
   }
   const text = result.text.trim();
   if (text === '') throw outputError(role, 'empty', `${role} returned empty output`);
@@ -124,5 +154,10 @@ export function acceptOutput(role: 'observer' | 'reflector', result: LanguageMod
 }
 
 function outputError(role: string, reason: string, message: string): HarnessMemoryError {
-  return new HarnessMemoryError({ code: 'MODEL_OUTPUT_INVALID', component: role, message: `${message}.`, data: { role, reason } });
+  return new HarnessMemoryError({
+    code: 'MODEL_OUTPUT_INVALID',
+    component: role,
+    message: `${message}.`,
+    data: { role, reason },
+  });
 }

@@ -8,18 +8,38 @@ import { ObservationCache } from './observation-cache.js';
 import type { ObservationCacheStats } from './observation-cache.js';
 
 const generateId = createUlidGenerator();
-const SCOPES: Scope[] = Array.from({ length: 40 }, (_, index) => ({ tenantId: 'tenant', conversationId: `conv-${index}`, agentId: 'agent' }));
+const SCOPES: Scope[] = Array.from({ length: 40 }, (_, index) => ({
+  tenantId: 'tenant',
+  conversationId: `conv-${index}`,
+  agentId: 'agent',
+}));
 
 async function addObservations(store: MemoryStore, scope: Scope, count: number): Promise<void> {
   const memoryId = memoryIdOf(scope);
-  const appended = await store.appendMessages({ scope, memoryId, messages: [{ messageKey: generateId('m'), role: 'user', name: '', toolCallId: '', content: 'x', tokenCount: 1 }] });
-  await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: {}, runId: 'r', toolCallId: 't' });
+  const appended = await store.appendMessages({
+    scope,
+    memoryId,
+    messages: [{ messageKey: generateId('m'), role: 'user', name: '', toolCallId: '', content: 'x', tokenCount: 1 }],
+  });
+  await store.enqueueOperation({
+    operationId: generateId('op'),
+    scope,
+    memoryId,
+    operationType: 'observe',
+    payload: {},
+    runId: 'r',
+    toolCallId: 't',
+  });
   const claimed = await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
   await store.completeObservation({
     operationId: claimed!.operationId,
     memoryId,
     leaseOwner: 'w',
-    observations: Array.from({ length: count }, (_, index) => ({ content: `fact ${index}`, importance: 0.5, tokenCount: 2 })),
+    observations: Array.from({ length: count }, (_, index) => ({
+      content: `fact ${index}`,
+      importance: 0.5,
+      tokenCount: 2,
+    })),
     throughMessageSeq: appended.record.lastMessageSeq,
     markerIds: { start: generateId('mk'), end: generateId('mk') },
   });
@@ -30,7 +50,10 @@ async function addObservations(store: MemoryStore, scope: Scope, count: number):
  * the two reads one after the other (`serial`) or at once (`concurrent`). Some steps drop a
  * scope from the cache, so reads of uncached scopes keep happening.
  */
-async function runWorkload(mode: 'serial' | 'concurrent', maxTotal: number): Promise<{ stats: ObservationCacheStats; steps: ObservationCacheStats[] }> {
+async function runWorkload(
+  mode: 'serial' | 'concurrent',
+  maxTotal: number,
+): Promise<{ stats: ObservationCacheStats; steps: ObservationCacheStats[] }> {
   const store = createInMemoryStore();
   const cache = new ObservationCache(store, maxTotal);
   let seed = 11;
@@ -73,7 +96,9 @@ describe('observation cache: counting (issue 12)', () => {
     const serialTight = await runWorkload('serial', tight);
     const concurrent = await runWorkload('concurrent', tight);
     expect(serialTight.stats).toEqual(serial.stats);
-    expect(concurrent.stats.hits / (concurrent.stats.hits + concurrent.stats.misses)).toBe(serial.stats.hits / (serial.stats.hits + serial.stats.misses));
+    expect(concurrent.stats.hits / (concurrent.stats.hits + concurrent.stats.misses)).toBe(
+      serial.stats.hits / (serial.stats.hits + serial.stats.misses),
+    );
     expect(concurrent.stats).toEqual(serial.stats);
   });
 
@@ -81,7 +106,10 @@ describe('observation cache: counting (issue 12)', () => {
     const store = createInMemoryStore();
     await addObservations(store, SCOPES[0]!, 3);
     let reads = 0;
-    const counting: MemoryStore = { ...store, listObservations: (memoryId, options) => (reads++, store.listObservations(memoryId, options)) };
+    const counting: MemoryStore = {
+      ...store,
+      listObservations: (memoryId, options) => (reads++, store.listObservations(memoryId, options)),
+    };
     const cache = new ObservationCache(counting);
     const memoryId = memoryIdOf(SCOPES[0]!);
     const record = (await store.getRecord(memoryId))!;

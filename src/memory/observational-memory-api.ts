@@ -79,7 +79,12 @@ export interface ObservationalMemoryOptions {
  * when the run that asked for it has already ended.
  */
 export type ObservationalMemoryEvent =
-  | { readonly type: 'memory.observe.started'; readonly scope: Scope; readonly runId: string; readonly operationId: string }
+  | {
+      readonly type: 'memory.observe.started';
+      readonly scope: Scope;
+      readonly runId: string;
+      readonly operationId: string;
+    }
   | {
       readonly type: 'memory.observe.completed';
       readonly scope: Scope;
@@ -91,9 +96,29 @@ export type ObservationalMemoryEvent =
       readonly observationCount: number;
     }
   /** The observation failed, or it succeeded and the reflection after it failed. */
-  | { readonly type: 'memory.observe.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly error: string }
-  | { readonly type: 'memory.reflection.completed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly trigger: 'auto' | 'reflect_now' }
-  | { readonly type: 'memory.operation.failed'; readonly scope: Scope; readonly runId: string; readonly operationId: string; readonly operationType: string; readonly error: string; readonly willRetry: boolean }
+  | {
+      readonly type: 'memory.observe.failed';
+      readonly scope: Scope;
+      readonly runId: string;
+      readonly operationId: string;
+      readonly error: string;
+    }
+  | {
+      readonly type: 'memory.reflection.completed';
+      readonly scope: Scope;
+      readonly runId: string;
+      readonly operationId: string;
+      readonly trigger: 'auto' | 'reflect_now';
+    }
+  | {
+      readonly type: 'memory.operation.failed';
+      readonly scope: Scope;
+      readonly runId: string;
+      readonly operationId: string;
+      readonly operationType: string;
+      readonly error: string;
+      readonly willRetry: boolean;
+    }
   /** The operation used up its attempts and was parked as `dead` with its last error. */
   | {
       readonly type: 'memory.operation.dead';
@@ -127,7 +152,10 @@ export interface ObserveRequest {
 export interface ObserveResult {
   /** `applied` when the observer ran; `queued` when another worker holds the scope or a retry is pending. */
   readonly status: 'applied' | 'skipped' | 'queued';
-  /** Why nothing was observed: `mode_off`, `disabled`, `no_messages`, `below_threshold`, `forgotten` (see `generation`). */
+  /**
+   * Why nothing was observed: `mode_off`, `disabled`, `no_messages`, `below_threshold`, `forgotten` (see
+   * `generation`).
+   */
   readonly reason?: 'mode_off' | 'disabled' | 'no_messages' | 'below_threshold' | 'forgotten';
   readonly observed: boolean;
   readonly reflected: boolean;
@@ -154,7 +182,10 @@ export interface MemoryInspection {
   /** The scope's active supersession set: every supersession, and the contradictions no later supersession resolved. */
   readonly links: ReflectionLinks;
   readonly operations: readonly Operation[];
-  /** The `<observational-memory>` snippet the next turn gets (as {@link ObservationalMemory.snippet}), from the same read. */
+  /**
+   * The `<observational-memory>` snippet the next turn gets (as {@link ObservationalMemory.snippet}), from the
+   * same read.
+   */
   readonly snippet: string;
 }
 
@@ -164,7 +195,10 @@ export interface ObservationalMemory {
   /** Stores new messages; when enough are unobserved, runs the observer (and, when due, the reflector). */
   observe(request: ObserveRequest): Promise<ObserveResult>;
   /** Reflects now, whatever the thresholds. A no-op when disabled or empty. */
-  reflectNow(scope: ScopeInput, options?: { runId?: string; toolCallId?: string }): Promise<{ reflected: boolean; status: MemoryStatus }>;
+  reflectNow(
+    scope: ScopeInput,
+    options?: { runId?: string; toolCallId?: string },
+  ): Promise<{ reflected: boolean; status: MemoryStatus }>;
   /** The `<observational-memory>` snippet for the next turn, or `""`. Never writes. */
   snippet(scope: ScopeInput): Promise<string>;
   /** Never writes; an untouched scope reports the current defaults. */
@@ -187,7 +221,12 @@ export interface ObservationalMemory {
     observations: readonly ObservationImport[],
     options?: { runId?: string; toolCallId?: string },
   ): Promise<{ observations: Observation[]; status: MemoryStatus }>;
-  setEnabled(scope: ScopeInput, enabled: boolean, config?: Partial<ObservationConfig>, options?: { runId?: string; toolCallId?: string }): Promise<MemoryStatus>;
+  setEnabled(
+    scope: ScopeInput,
+    enabled: boolean,
+    config?: Partial<ObservationConfig>,
+    options?: { runId?: string; toolCallId?: string },
+  ): Promise<MemoryStatus>;
   export(scope: ScopeInput, format?: string): Promise<ExportResult>;
   inspect(scope: ScopeInput): Promise<MemoryInspection>;
   /**

@@ -17,7 +17,12 @@ import { prepareTranscript } from '../core/transcript.js';
 import type { PreparedMessage } from '../core/transcript.js';
 import { StoredMessageKeys } from './stored-message-keys.js';
 import { createModelObserver, createModelReflector } from './model-observer.js';
-import type { ObservationalMemory, ObservationalMemoryEvent, ObservationalMemoryOptions, ObserveResult } from './observational-memory-api.js';
+import type {
+  ObservationalMemory,
+  ObservationalMemoryEvent,
+  ObservationalMemoryOptions,
+  ObserveResult,
+} from './observational-memory-api.js';
 import { createOperationScheduler } from './operation-scheduler.js';
 import { createScopeReader } from './scope-reader.js';
 import { observeScope } from './observe-scope.js';
@@ -29,7 +34,15 @@ import { positive, resolveMode, unitInterval, validateOverrides, validateThresho
 import { prepareImport } from './import-observations.js';
 
 /** The store methods every observational-memory call relies on. */
-const MEMORY_STORE_METHODS = ['getRecord', 'appendMessages', 'enqueueOperation', 'claimOperation', 'completeObservation', 'failOperation', 'markOperationDead'];
+const MEMORY_STORE_METHODS = [
+  'getRecord',
+  'appendMessages',
+  'enqueueOperation',
+  'claimOperation',
+  'completeObservation',
+  'failOperation',
+  'markOperationDead',
+];
 
 export type {
   ObservationalMemoryOptions,
@@ -57,7 +70,10 @@ export type {
 export function createObservationalMemory(options: ObservationalMemoryOptions): ObservationalMemory {
   validateMemoryOptions(options);
   const mode = resolveMode(options.mode);
-  const defaults = validateThresholds({ ...DEFAULT_OBSERVATION_CONFIG, ...options.defaults }, 'createObservationalMemory.defaults');
+  const defaults = validateThresholds(
+    { ...DEFAULT_OBSERVATION_CONFIG, ...options.defaults },
+    'createObservationalMemory.defaults',
+  );
   const store = options.store;
   const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
   const now = options.now ?? (() => new Date());
@@ -65,12 +81,31 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
   const listeners = new Set<(event: ObservationalMemoryEvent) => void>();
   if (options.onEvent) listeners.add(options.onEvent);
   const locks = new KeyedLock();
-  const reader = createScopeReader({ store, mode, defaults, defaultEnabled: options.defaultEnabled ?? false, estimator });
+  const reader = createScopeReader({
+    store,
+    mode,
+    defaults,
+    defaultEnabled: options.defaultEnabled ?? false,
+    estimator,
+  });
   const { effective, linksOf, currentStatus, snippetOf, observationCache } = reader;
   const emit = (event: ObservationalMemoryEvent): void => notify(listeners, event);
-  const worker = workerContextOf(options, { store, estimator, generateId, now, effective, emit, observationCache, linksOf });
+  const worker = workerContextOf(options, {
+    store,
+    estimator,
+    generateId,
+    now,
+    effective,
+    emit,
+    observationCache,
+    linksOf,
+  });
 
-  const scheduler = createOperationScheduler({ worker, locks, onWorkerFailed: (error) => emit({ type: 'memory.worker.failed', error: error.message }) });
+  const scheduler = createOperationScheduler({
+    worker,
+    locks,
+    onWorkerFailed: (error) => emit({ type: 'memory.worker.failed', error: error.message }),
+  });
   const { processScope, enqueue, enqueueAndRun } = scheduler;
 
   const requireMode = (action: string): void => requireModeOn(mode, action);
@@ -78,16 +113,35 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
   // Message keys this process stored per scope generation: observe leaves them out before redacting and writing.
   const storedKeys = new StoredMessageKeys();
   const noteStored = noteStoredIn(storedKeys);
-  const observeDependencies: ObserveDependencies = { store, effective, generateId, worker, processScope, enqueue, emit, noteStored };
+  const observeDependencies: ObserveDependencies = {
+    store,
+    effective,
+    generateId,
+    worker,
+    processScope,
+    enqueue,
+    emit,
+    noteStored,
+  };
 
   const service: ObservationalMemory = {
     mode,
 
     async observe(request) {
       const scope = resolveScope(request.scope, request.runId);
-      const known = request.generation === undefined ? undefined : storedKeys.known(memoryIdOf(scope), request.generation);
-      const prepared = prepareTranscript(request.messages, estimator, { redact: options.redactSecrets ?? true, skip: known });
-      const skipped = (reason: NonNullable<ObserveResult['reason']>, count = 0): ObserveResult => ({ status: 'skipped', reason, observed: false, reflected: false, observationCount: count });
+      const known =
+        request.generation === undefined ? undefined : storedKeys.known(memoryIdOf(scope), request.generation);
+      const prepared = prepareTranscript(request.messages, estimator, {
+        redact: options.redactSecrets ?? true,
+        skip: known,
+      });
+      const skipped = (reason: NonNullable<ObserveResult['reason']>, count = 0): ObserveResult => ({
+        status: 'skipped',
+        reason,
+        observed: false,
+        reflected: false,
+        observationCount: count,
+      });
       if (mode === 'off') return skipped('mode_off');
       try {
         return await observeScope(observeDependencies, scope, prepared, request, skipped);
@@ -141,11 +195,23 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       const memoryId = memoryIdOf(scope);
       const prepared = prepareImport(observations, estimator, options.redactSecrets ?? true);
       if (!store.importObservations) {
-        throw new HarnessMemoryError({ code: 'STORE_FAILED', component: 'import', message: 'this store cannot import observations (it has no importObservations).', data: { memoryId } });
+        throw new HarnessMemoryError({
+          code: 'STORE_FAILED',
+          component: 'import',
+          message: 'this store cannot import observations (it has no importObservations).',
+          data: { memoryId },
+        });
       }
       const importInto = store.importObservations.bind(store);
       const result = await locks.run(memoryId, () =>
-        importInto({ scope, memoryId, observations: prepared, runId: meta.runId ?? 'unknown', toolCallId: meta.toolCallId ?? 'system', operationId: generateId('op') }),
+        importInto({
+          scope,
+          memoryId,
+          observations: prepared,
+          runId: meta.runId ?? 'unknown',
+          toolCallId: meta.toolCallId ?? 'system',
+          operationId: generateId('op'),
+        }),
       );
       return { observations: result.observations, status: await currentStatus(scope, result.record) };
     },
@@ -169,7 +235,8 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
     generation: async (scopeInput) => store.scopeGeneration(memoryIdOf(resolveScope(scopeInput))),
 
-    retryOperation: async (scopeInput, operationId) => scheduler.retryDead(memoryIdOf(resolveScope(scopeInput)), operationId),
+    retryOperation: async (scopeInput, operationId) =>
+      scheduler.retryDead(memoryIdOf(resolveScope(scopeInput)), operationId),
 
     async drain(scopeInput, drainOptions = {}) {
       const memoryId = scopeInput === undefined ? undefined : memoryIdOf(resolveScope(scopeInput));
@@ -199,15 +266,41 @@ interface WorkerDependencies {
 }
 
 /** The operation worker's context: the service's options checked, its events turned into the service's. */
-function workerContextOf(options: ObservationalMemoryOptions, dependencies: WorkerDependencies): OperationWorkerContext {
+function workerContextOf(
+  options: ObservationalMemoryOptions,
+  dependencies: WorkerDependencies,
+): OperationWorkerContext {
   const { store, estimator, generateId, now, effective, emit, observationCache, linksOf } = dependencies;
-  const maxAttempts = positive(options.maxOperationAttempts ?? options.maxAttempts ?? 5, options.maxOperationAttempts === undefined && options.maxAttempts !== undefined ? 'maxAttempts' : 'maxOperationAttempts');
+  const maxAttempts = positive(
+    options.maxOperationAttempts ?? options.maxAttempts ?? 5,
+    options.maxOperationAttempts === undefined && options.maxAttempts !== undefined
+      ? 'maxAttempts'
+      : 'maxOperationAttempts',
+  );
   const onWorkerEvent = (event: WorkerEvent): void => {
-    const base = { scope: event.operation.scope, runId: event.operation.runId, operationId: event.operation.operationId };
-    if (event.type === 'reflection-completed') emit({ type: 'memory.reflection.completed', ...base, trigger: event.trigger });
+    const base = {
+      scope: event.operation.scope,
+      runId: event.operation.runId,
+      operationId: event.operation.operationId,
+    };
+    if (event.type === 'reflection-completed')
+      emit({ type: 'memory.reflection.completed', ...base, trigger: event.trigger });
     else if (event.type === 'operation-dead') {
-      emit({ type: 'memory.operation.dead', ...base, operationType: event.operation.operationType, error: event.errorText, attempts: Math.min(event.operation.attempt, maxAttempts) });
-    } else emit({ type: 'memory.operation.failed', ...base, operationType: event.operation.operationType, error: event.error.message, willRetry: event.willRetry });
+      emit({
+        type: 'memory.operation.dead',
+        ...base,
+        operationType: event.operation.operationType,
+        error: event.errorText,
+        attempts: Math.min(event.operation.attempt, maxAttempts),
+      });
+    } else
+      emit({
+        type: 'memory.operation.failed',
+        ...base,
+        operationType: event.operation.operationType,
+        error: event.error.message,
+        willRetry: event.willRetry,
+      });
   };
   return {
     store,
@@ -234,14 +327,44 @@ function workerContextOf(options: ObservationalMemoryOptions, dependencies: Work
 function validateMemoryOptions(options: ObservationalMemoryOptions): void {
   const factory = 'createObservationalMemory';
   requireOptions(factory, options, 'Pass { store, model }.');
-  requireObject(factory, 'store', options.store, MEMORY_STORE_METHODS, 'Pass a MemoryStore, such as createInMemoryStore() or createSqliteStore({ path }).');
-  requireObject(factory, 'model', options.model, ['doGenerate'], 'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).', true);
-  requireObject(factory, 'observer', options.observer, ['observe'], 'Pass an Observer, such as createModelObserver(model), or leave it out.', true);
-  requireObject(factory, 'reflector', options.reflector, ['reflect'], 'Pass a Reflector, such as createModelReflector(model), or leave it out.', true);
+  requireObject(
+    factory,
+    'store',
+    options.store,
+    MEMORY_STORE_METHODS,
+    'Pass a MemoryStore, such as createInMemoryStore() or createSqliteStore({ path }).',
+  );
+  requireObject(
+    factory,
+    'model',
+    options.model,
+    ['doGenerate'],
+    'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).',
+    true,
+  );
+  requireObject(
+    factory,
+    'observer',
+    options.observer,
+    ['observe'],
+    'Pass an Observer, such as createModelObserver(model), or leave it out.',
+    true,
+  );
+  requireObject(
+    factory,
+    'reflector',
+    options.reflector,
+    ['reflect'],
+    'Pass a Reflector, such as createModelReflector(model), or leave it out.',
+    true,
+  );
 }
 
 /** Tells every listener; a failing subscriber must never fail the memory work it is told about. */
-function notify(listeners: ReadonlySet<(event: ObservationalMemoryEvent) => void>, event: ObservationalMemoryEvent): void {
+function notify(
+  listeners: ReadonlySet<(event: ObservationalMemoryEvent) => void>,
+  event: ObservationalMemoryEvent,
+): void {
   for (const listener of listeners) {
     try {
       listener(event);
@@ -253,13 +376,22 @@ function notify(listeners: ReadonlySet<(event: ObservationalMemoryEvent) => void
 
 function requireModeOn(mode: 'off' | 'local_coordinator', action: string): void {
   if (mode === 'off') {
-    throw new HarnessMemoryError({ code: 'MEMORY_DISABLED', component: 'observational-memory', message: `observational memory is disabled by mode; cannot ${action}. Set memory mode to "auto" to use it.` });
+    throw new HarnessMemoryError({
+      code: 'MEMORY_DISABLED',
+      component: 'observational-memory',
+      message: `observational memory is disabled by mode; cannot ${action}. Set memory mode to "auto" to use it.`,
+    });
   }
 }
 
 /** Records the keys of messages stored under a caller's generation, so its later calls leave them out. */
 function noteStoredIn(storedKeys: StoredMessageKeys): ObserveDependencies['noteStored'] {
   return (memoryId, generation, messages: readonly PreparedMessage[]) => {
-    if (generation !== undefined) storedKeys.add(memoryId, generation, messages.map((message) => message.messageKey));
+    if (generation !== undefined)
+      storedKeys.add(
+        memoryId,
+        generation,
+        messages.map((message) => message.messageKey),
+      );
   };
 }

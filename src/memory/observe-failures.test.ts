@@ -26,8 +26,18 @@ let memory: ObservationalMemory;
 beforeEach(async () => {
   server = await startScriptedOpenAIServer();
   store = createInMemoryStore();
-  const model = withCircuitBreaker(createOpenAICompatibleModel({ baseURL: server.url, modelId: 'memory-model', apiKey: 'test', timeout: 400 }), { failureThreshold: 3, resetMs: 300 });
-  memory = createObservationalMemory({ store, observer: createModelObserver(model), defaultEnabled: true, defaults: { observeMinTokens: 1 }, retryDelayMs: 20, maxOperationAttempts: 3 });
+  const model = withCircuitBreaker(
+    createOpenAICompatibleModel({ baseURL: server.url, modelId: 'memory-model', apiKey: 'test', timeout: 400 }),
+    { failureThreshold: 3, resetMs: 300 },
+  );
+  memory = createObservationalMemory({
+    store,
+    observer: createModelObserver(model),
+    defaultEnabled: true,
+    defaults: { observeMinTokens: 1 },
+    retryDelayMs: 20,
+    maxOperationAttempts: 3,
+  });
 });
 
 afterEach(async () => {
@@ -51,7 +61,8 @@ async function timed<T>(work: Promise<T>): Promise<{ ms: number; value?: T; erro
 
 const unobserved = async () => (await store.listUnobservedMessages(memoryId, 1_000_000)).length;
 const observations = async () => (await store.listObservations(memoryId)).map((item) => item.content);
-const codeOf = (error: unknown) => (HarnessMemoryError.isInstance(error) ? [error.code, error.data['reason']] : [String(error)]);
+const codeOf = (error: unknown) =>
+  HarnessMemoryError.isInstance(error) ? [error.code, error.data['reason']] : [String(error)];
 
 describe('observe failures: retryable', () => {
   it('honours Retry-After on a 429, then observes the same message once', async () => {
@@ -73,7 +84,11 @@ describe('observe failures: retryable', () => {
     await expect(observe()).rejects.toBeDefined();
     await memory.drain(scope, { timeoutMs: 30_000 });
     expect(server.requests).toHaveLength(3);
-    expect((await store.listOperations(memoryId)).at(-1)).toMatchObject({ status: 'dead', attempt: 3, errorText: expect.stringContaining('gave up after 3 attempts') });
+    expect((await store.listOperations(memoryId)).at(-1)).toMatchObject({
+      status: 'dead',
+      attempt: 3,
+      errorText: expect.stringContaining('gave up after 3 attempts'),
+    });
     expect((await memory.status(scope)).deadOperations).toBe(1);
     expect(await unobserved()).toBe(1);
     server.setDefaultReply(GOOD);
@@ -114,19 +129,27 @@ describe('observe failures: rejected answers', () => {
       expect(await unobserved()).toBe(1);
       const operation = (await store.listOperations(memoryId)).at(-1);
       expect(operation?.status).toBe('failed');
-      expect(operation?.errorText).toContain(reason === 'too_large' ? 'cap' : reason === 'refused' ? 'refused' : reason === 'empty' ? 'empty' : 'cut off');
+      expect(operation?.errorText).toContain(
+        reason === 'too_large' ? 'cap' : reason === 'refused' ? 'refused' : reason === 'empty' ? 'empty' : 'cut off',
+      );
     });
   }
 
   it('fails on a connection cut mid-body, storing no partial observation', async () => {
-    server.enqueue({ truncateAfterBytes: 40, reply: GOOD }, { truncateAfterBytes: 40, reply: GOOD }, { truncateAfterBytes: 40, reply: GOOD });
+    server.enqueue(
+      { truncateAfterBytes: 40, reply: GOOD },
+      { truncateAfterBytes: 40, reply: GOOD },
+      { truncateAfterBytes: 40, reply: GOOD },
+    );
     await expect(observe()).rejects.toBeDefined();
     expect(await observations()).toEqual([]);
     expect(await unobserved()).toBe(1);
   });
 
   it('bounds an observer that produces junk', async () => {
-    const blocks = Array.from({ length: 200 }, (_, index) => `IMPORTANCE:0.5\nJunk ${index} ${'y'.repeat(3000)}`).join('\n\n');
+    const blocks = Array.from({ length: 200 }, (_, index) => `IMPORTANCE:0.5\nJunk ${index} ${'y'.repeat(3000)}`).join(
+      '\n\n',
+    );
     server.enqueue({ text: blocks.slice(0, 60_000) });
     await observe();
     const stored = await store.listObservations(memoryId);

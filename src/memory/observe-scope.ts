@@ -21,7 +21,12 @@ export interface ObserveDependencies {
   readonly generateId: IdGenerator;
   readonly worker: OperationWorkerContext;
   readonly processScope: OperationScheduler['processScope'];
-  readonly enqueue: (scope: Scope, operationType: 'observe', payload: Record<string, unknown>, request: ObserveRequest) => Promise<Operation>;
+  readonly enqueue: (
+    scope: Scope,
+    operationType: 'observe',
+    payload: Record<string, unknown>,
+    request: ObserveRequest,
+  ) => Promise<Operation>;
   readonly emit: (event: ObservationalMemoryEvent) => void;
   /** Told of messages stored under the caller's generation, so later calls can leave them out. */
   readonly noteStored: (memoryId: string, generation: number | undefined, messages: readonly PreparedMessage[]) => void;
@@ -53,7 +58,12 @@ export async function observeScope(
         const { enabled, config } = effective(record);
         return { enabled, minTokens: config.observeMinTokens };
       },
-      operation: { operationId: generateId('op'), payload: { messages: prepared.length }, runId, toolCallId: request.toolCallId ?? 'system' },
+      operation: {
+        operationId: generateId('op'),
+        payload: { messages: prepared.length },
+        runId,
+        toolCallId: request.toolCallId ?? 'system',
+      },
       leaseOwner: worker.workerId,
       leaseMs: worker.leaseMs,
     });
@@ -69,8 +79,14 @@ export async function observeScope(
     if (prepared.length === 0) return skipped('no_messages', record?.observationCount ?? 0);
     const appended = await store.appendMessages({ scope, memoryId, messages: prepared, ...generation });
     noteStored(memoryId, request.generation, prepared);
-    if (appended.unobservedTokens < config.observeMinTokens) return skipped('below_threshold', appended.record.observationCount);
-    operation = await enqueue(scope, 'observe', { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens }, request);
+    if (appended.unobservedTokens < config.observeMinTokens)
+      return skipped('below_threshold', appended.record.observationCount);
+    operation = await enqueue(
+      scope,
+      'observe',
+      { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens },
+      request,
+    );
     run = () => processScope(memoryId);
   }
   const base = { scope, runId, operationId: operation.operationId };
@@ -97,7 +113,14 @@ export async function observeScope(
     operationId: operation.operationId,
     ...(reflectionFailure ? { reflectionError: reflectionFailure.message } : {}),
   };
-  emit({ type: 'memory.observe.completed', ...base, status: result.status === 'applied' ? 'applied' : 'queued', observed: result.observed, reflected: result.reflected, observationCount: result.observationCount });
+  emit({
+    type: 'memory.observe.completed',
+    ...base,
+    status: result.status === 'applied' ? 'applied' : 'queued',
+    observed: result.observed,
+    reflected: result.reflected,
+    observationCount: result.observationCount,
+  });
   if (reflectionFailure) emit({ type: 'memory.observe.failed', ...base, error: reflectionFailure.message });
   return result;
 }

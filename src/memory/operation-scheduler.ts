@@ -47,9 +47,19 @@ export interface OperationScheduler {
    * ran and left no follow-up work, it stops: whatever else is queued belongs to other
    * callers, who run it themselves (or the background worker does).
    */
-  processScope(memoryId: string, first?: Operation, wanted?: string, prefetched?: PrefetchedObserve): Promise<Map<string, OperationOutcome>>;
+  processScope(
+    memoryId: string,
+    first?: Operation,
+    wanted?: string,
+    prefetched?: PrefetchedObserve,
+  ): Promise<Map<string, OperationOutcome>>;
   /** Enqueues an operation of the scope. */
-  enqueue(scope: Scope, operationType: EnqueuedOperationType, payload: Record<string, unknown>, meta: OperationMeta): Promise<Operation>;
+  enqueue(
+    scope: Scope,
+    operationType: EnqueuedOperationType,
+    payload: Record<string, unknown>,
+    meta: OperationMeta,
+  ): Promise<Operation>;
   /** Enqueues an operation, then runs the scope's queue; `own` is the outcome of the one enqueued. */
   enqueueAndRun(
     scope: Scope,
@@ -118,13 +128,23 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
 
     async retryDead(memoryId, operationId) {
       if (typeof operationId !== 'string' || operationId.trim() === '' || operationId.length > 200) {
-        throw new HarnessMemoryError({ code: 'OPERATION_NOT_FOUND', component: 'observational-memory', message: 'an operation id is required (at most 200 characters).', data: { operationId: String(operationId).slice(0, 200) } });
+        throw new HarnessMemoryError({
+          code: 'OPERATION_NOT_FOUND',
+          component: 'observational-memory',
+          message: 'an operation id is required (at most 200 characters).',
+          data: { operationId: String(operationId).slice(0, 200) },
+        });
       }
       const retried = await store.retryDeadOperation({ memoryId, operationId });
       if (retried) return retried;
       const found = (await store.listOperations(memoryId)).find((operation) => operation.operationId === operationId);
       if (!found) {
-        throw new HarnessMemoryError({ code: 'OPERATION_NOT_FOUND', component: 'observational-memory', message: `the scope has no operation ${operationId}; list them with inspect().`, data: { operationId } });
+        throw new HarnessMemoryError({
+          code: 'OPERATION_NOT_FOUND',
+          component: 'observational-memory',
+          message: `the scope has no operation ${operationId}; list them with inspect().`,
+          data: { operationId },
+        });
       }
       throw new HarnessMemoryError({
         code: 'OPERATION_NOT_DEAD',
@@ -141,7 +161,11 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
         else await runClaimable();
         if ((await store.countPendingOperations(memoryId)) === 0) return;
         if (Date.now() >= deadline) {
-          throw new HarnessMemoryError({ code: 'STORE_FAILED', component: 'observational-memory', message: 'drain timed out with operations still pending; they stay queued and will be retried.' });
+          throw new HarnessMemoryError({
+            code: 'STORE_FAILED',
+            component: 'observational-memory',
+            message: 'drain timed out with operations still pending; they stay queued and will be retried.',
+          });
         }
         await new Promise((resolve) => setTimeout(resolve, 25));
       }

@@ -1,6 +1,11 @@
 import { HarnessMemoryError, ModelCallError } from '../core/errors.js';
 import type { IdGenerator } from '../core/ids.js';
-import { clipMessage, MAX_PROMPT_MESSAGE_CHARS, reflectorNewObservationTokens, reflectorObservationLine } from '../core/memory-prompts.js';
+import {
+  clipMessage,
+  MAX_PROMPT_MESSAGE_CHARS,
+  reflectorNewObservationTokens,
+  reflectorObservationLine,
+} from '../core/memory-prompts.js';
 import type { MemoryRecord, Observation, ObservationConfig } from '../core/observation.js';
 import { provenanceOf } from '../core/observation-provenance.js';
 import { parseReflection } from '../core/parse-reflection.js';
@@ -30,7 +35,12 @@ export interface OperationOutcome {
 /** Events the worker reports. */
 export type WorkerEvent =
   | { readonly type: 'reflection-completed'; readonly operation: Operation; readonly trigger: 'auto' | 'reflect_now' }
-  | { readonly type: 'operation-failed'; readonly operation: Operation; readonly error: Error; readonly willRetry: boolean }
+  | {
+      readonly type: 'operation-failed';
+      readonly operation: Operation;
+      readonly error: Error;
+      readonly willRetry: boolean;
+    }
   | { readonly type: 'operation-dead'; readonly operation: Operation; readonly errorText: string };
 
 /** Everything the worker needs; owned by the observational memory service. */
@@ -42,7 +52,10 @@ export interface OperationWorkerContext {
   readonly generateId: IdGenerator;
   readonly workerId: string;
   readonly leaseMs: number;
-  /** Attempts an operation gets, whatever ends them (a retryable failure, or a crash that let its lease expire); then it is `dead`. */
+  /**
+   * Attempts an operation gets, whatever ends them (a retryable failure, or a crash that let its lease expire);
+   * then it is `dead`.
+   */
   readonly maxAttempts: number;
   readonly retryDelayMs: number;
   readonly maxBatchTokens: number;
@@ -72,12 +85,20 @@ export type WorkerFaultPoint = 'after_claim' | 'after_llm';
  * then applies the result atomically under the lease. Failures are recorded, and the
  * messages stay unobserved so nothing is lost.
  */
-export async function runOperation(context: OperationWorkerContext, operation: Operation, prefetched?: PrefetchedObserve): Promise<OperationOutcome> {
+export async function runOperation(
+  context: OperationWorkerContext,
+  operation: Operation,
+  prefetched?: PrefetchedObserve,
+): Promise<OperationOutcome> {
   const lease = { operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: context.workerId };
   // Claimed once more than allowed: every earlier attempt ended with its lease expiring (the
   // process died or stalled), so running it again would likely crash again. Park it.
   if (operation.attempt > context.maxAttempts) {
-    return bury(context, operation, `gave up after ${context.maxAttempts} attempts that never finished (the process stopped or stalled while holding the lease); last: ${operation.errorText || 'no error recorded'}`);
+    return bury(
+      context,
+      operation,
+      `gave up after ${context.maxAttempts} attempts that never finished (the process stopped or stalled while holding the lease); last: ${operation.errorText || 'no error recorded'}`,
+    );
   }
   context.faultPoint?.('after_claim');
   try {
@@ -111,7 +132,12 @@ export async function runOperation(context: OperationWorkerContext, operation: O
 }
 
 /** Parks an operation as `dead` (its attempts are used up) and reports it. */
-async function bury(context: OperationWorkerContext, operation: Operation, errorText: string, cause?: Error): Promise<OperationOutcome> {
+async function bury(
+  context: OperationWorkerContext,
+  operation: Operation,
+  errorText: string,
+  cause?: Error,
+): Promise<OperationOutcome> {
   const lease = { operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: context.workerId };
   const text = redactSecrets(errorText.slice(0, 2000)).text;
   // The caller sees the failure itself when there was one (a model error, say), else why the operation was parked.
@@ -126,14 +152,19 @@ async function bury(context: OperationWorkerContext, operation: Operation, error
   try {
     await context.store.markOperationDead({ ...lease, errorText: text });
   } catch (storeError) {
-    if (HarnessMemoryError.isInstance(storeError) && storeError.code === 'OPERATION_LEASE_LOST') return outcome(operation, 'failed', 0, false, storeError);
+    if (HarnessMemoryError.isInstance(storeError) && storeError.code === 'OPERATION_LEASE_LOST')
+      return outcome(operation, 'failed', 0, false, storeError);
     throw storeError;
   }
   context.onEvent({ type: 'operation-dead', operation, errorText: text });
   return outcome(operation, 'dead', 0, false, error);
 }
 
-async function runObserve(context: OperationWorkerContext, operation: Operation, prefetched: PrefetchedObserve | undefined): Promise<OperationOutcome> {
+async function runObserve(
+  context: OperationWorkerContext,
+  operation: Operation,
+  prefetched: PrefetchedObserve | undefined,
+): Promise<OperationOutcome> {
   const { store } = context;
   const lease = { operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: context.workerId };
   const record = prefetched ? prefetched.record : await store.getRecord(operation.memoryId);
@@ -142,7 +173,9 @@ async function runObserve(context: OperationWorkerContext, operation: Operation,
     await store.completeWithoutChange({ ...lease, note: 'scope disabled' });
     return outcome(operation, 'unchanged', 0, false);
   }
-  const pending = prefetched ? prefetched.messages : await store.listUnobservedMessages(operation.memoryId, record.lastMessageSeq);
+  const pending = prefetched
+    ? prefetched.messages
+    : await store.listUnobservedMessages(operation.memoryId, record.lastMessageSeq);
   // The threshold is the unobserved total, as when the operation was enqueued, not the
   // batch's: a batch cut short by a large message, or a threshold above the batch cap, must
   // still be observed (the progress guarantee).
@@ -153,13 +186,22 @@ async function runObserve(context: OperationWorkerContext, operation: Operation,
   const batch = takeBatch(pending, context.maxBatchTokens, context.estimator);
   if (!context.observer) throw notConfigured('observer');
   const all = await context.observationsOf(operation.memoryId, record);
-  const unreflected = recentWithin(all, firstAfter(all, record.reflection?.throughSeq ?? 0), config.reflectThresholdTokens);
+  const unreflected = recentWithin(
+    all,
+    firstAfter(all, record.reflection?.throughSeq ?? 0),
+    config.reflectThresholdTokens,
+  );
   const observer = context.observer;
   const parsed = await withinLease(context, (abortSignal) =>
     observer.observe({
       scope: record.scope,
       config,
-      messages: batch.map((message) => ({ seq: message.seq, role: message.role, content: message.content, ...(message.name ? { name: message.name } : {}) })),
+      messages: batch.map((message) => ({
+        seq: message.seq,
+        role: message.role,
+        content: message.content,
+        ...(message.name ? { name: message.name } : {}),
+      })),
       reflection: record.reflection,
       unreflected,
       abortSignal,
@@ -177,7 +219,15 @@ async function runObserve(context: OperationWorkerContext, operation: Operation,
     markerIds: { start: context.generateId('mk'), end: context.generateId('mk') },
   });
   const enqueue = (operationType: 'observe' | 'reflect', payload: Record<string, unknown>): Promise<Operation> =>
-    store.enqueueOperation({ operationId: context.generateId('op'), scope: record.scope, memoryId: operation.memoryId, operationType, payload, runId: operation.runId, toolCallId: operation.toolCallId });
+    store.enqueueOperation({
+      operationId: context.generateId('op'),
+      scope: record.scope,
+      memoryId: operation.memoryId,
+      operationType,
+      payload,
+      runId: operation.runId,
+      toolCallId: operation.toolCallId,
+    });
   context.observationsApplied(operation.memoryId, applied.record, applied.observations);
   let followUp = false;
   const rest = pending.filter((message) => message.seq > throughMessageSeq);
@@ -185,11 +235,19 @@ async function runObserve(context: OperationWorkerContext, operation: Operation,
     await enqueue('observe', { messages: rest.length, continued_from: operation.operationId });
     followUp = true;
   }
-  if (context.reflector && config.reflectThresholdTokens > 0 && applied.record.unreflectedObservationTokens >= config.reflectThresholdTokens) {
+  if (
+    context.reflector &&
+    config.reflectThresholdTokens > 0 &&
+    applied.record.unreflectedObservationTokens >= config.reflectThresholdTokens
+  ) {
     await enqueue('reflect', { unreflected_tokens: applied.record.unreflectedObservationTokens });
     followUp = true;
   }
-  return { ...outcome(operation, 'applied', applied.observations.length, false), followUp, observationCount: applied.record.observationCount };
+  return {
+    ...outcome(operation, 'applied', applied.observations.length, false),
+    followUp,
+    observationCount: applied.record.observationCount,
+  };
 }
 
 async function runReflect(context: OperationWorkerContext, operation: Operation): Promise<OperationOutcome> {
@@ -198,7 +256,9 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
   const record = await store.getRecord(operation.memoryId);
   const { enabled, config } = context.effective(record);
   const automatic = operation.operationType === 'reflect';
-  const due = automatic ? (record?.unreflectedObservationTokens ?? 0) >= config.reflectThresholdTokens && config.reflectThresholdTokens > 0 : true;
+  const due = automatic
+    ? (record?.unreflectedObservationTokens ?? 0) >= config.reflectThresholdTokens && config.reflectThresholdTokens > 0
+    : true;
   if (!record || !enabled || record.observationCount === 0 || !due) {
     await store.completeWithoutChange({ ...lease, note: 'nothing to reflect' });
     return outcome(operation, 'unchanged', 0, false);
@@ -211,21 +271,47 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
   // input is bounded by the configuration, however long the conversation.
   const all = await context.observationsOf(operation.memoryId, record);
   // Counted as the lines the prompt shows, so the bound holds however short the observations.
-  const lineCost = (observation: Observation): number => context.estimator.estimate(`${reflectorObservationLine(observation)}\n`);
-  let observations = oldestWithin(all, firstAfter(all, previousThrough), reflectorNewObservationTokens(config), lineCost);
-  if (observations.length === 0) observations = recentWithin(all, 0, Math.max(config.reflectThresholdTokens, 1), lineCost);
+  const lineCost = (observation: Observation): number =>
+    context.estimator.estimate(`${reflectorObservationLine(observation)}\n`);
+  let observations = oldestWithin(
+    all,
+    firstAfter(all, previousThrough),
+    reflectorNewObservationTokens(config),
+    lineCost,
+  );
+  if (observations.length === 0)
+    observations = recentWithin(all, 0, Math.max(config.reflectThresholdTokens, 1), lineCost);
   const links = activeReflectionLinks(await context.linksOf(operation.memoryId, record));
   const listed = new Set(observations.map((observation) => observation.seq));
-  const references = selectReflectionReferences({ observations: all, throughSeq: previousThrough, links, config, estimator: context.estimator }).filter(
-    (observation) => !listed.has(observation.seq),
-  );
+  const references = selectReflectionReferences({
+    observations: all,
+    throughSeq: previousThrough,
+    links,
+    config,
+    estimator: context.estimator,
+  }).filter((observation) => !listed.has(observation.seq));
   const reflector = context.reflector;
-  const raw = await withinLease(context, (abortSignal) => reflector.reflect({ scope: record.scope, config, reflection: record.reflection, observations, references, abortSignal }));
+  const raw = await withinLease(context, (abortSignal) =>
+    reflector.reflect({
+      scope: record.scope,
+      config,
+      reflection: record.reflection,
+      observations,
+      references,
+      abortSignal,
+    }),
+  );
   context.faultPoint?.('after_llm');
   const throughSeq = Math.max(previousThrough, observations.at(-1)?.seq ?? 0);
   await store.completeReflection({
     ...lease,
-    reflection: { raw, structured: parseReflection(raw), tokenCount: context.estimator.estimate(raw), throughSeq, createdAt: context.now().toISOString() },
+    reflection: {
+      raw,
+      structured: parseReflection(raw),
+      tokenCount: context.estimator.estimate(raw),
+      throughSeq,
+      createdAt: context.now().toISOString(),
+    },
     markerId: context.generateId('mk'),
   });
   context.onEvent({ type: 'reflection-completed', operation, trigger: automatic ? 'auto' : 'reflect_now' });
@@ -237,9 +323,15 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
  * ends while the result can still be applied. The timer is cleared as soon as the call
  * settles: `AbortSignal.timeout` would leave one timer per operation pending for minutes.
  */
-async function withinLease<T>(context: OperationWorkerContext, call: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
+async function withinLease<T>(
+  context: OperationWorkerContext,
+  call: (abortSignal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new DOMException('The model call ran past 80% of the operation lease.', 'TimeoutError')), Math.max(1, Math.floor(context.leaseMs * 0.8)));
+  const timer = setTimeout(
+    () => controller.abort(new DOMException('The model call ran past 80% of the operation lease.', 'TimeoutError')),
+    Math.max(1, Math.floor(context.leaseMs * 0.8)),
+  );
   timer.unref?.();
   try {
     return await call(controller.signal);
@@ -257,7 +349,10 @@ function takeBatch(messages: readonly StoredMessage[], maxTokens: number, estima
   const batch: StoredMessage[] = [];
   let tokens = 0;
   for (const message of messages) {
-    const cost = message.content.length > MAX_PROMPT_MESSAGE_CHARS ? estimator.estimate(clipMessage(message.content)) : message.tokenCount;
+    const cost =
+      message.content.length > MAX_PROMPT_MESSAGE_CHARS
+        ? estimator.estimate(clipMessage(message.content))
+        : message.tokenCount;
     if (batch.length > 0 && tokens + cost > maxTokens) break;
     batch.push(message);
     tokens += cost;
@@ -277,7 +372,12 @@ function sumTokens(messages: readonly StoredMessage[]): number {
 const storedTokens = (observation: Observation): number => observation.tokenCount;
 
 /** The newest observations at or after `start` whose cost fits `maxTokens` (at least one), oldest first. */
-function recentWithin(observations: readonly Observation[], start: number, maxTokens: number, cost = storedTokens): Observation[] {
+function recentWithin(
+  observations: readonly Observation[],
+  start: number,
+  maxTokens: number,
+  cost = storedTokens,
+): Observation[] {
   const kept: Observation[] = [];
   let tokens = 0;
   for (let index = observations.length - 1; index >= start; index--) {
@@ -291,7 +391,12 @@ function recentWithin(observations: readonly Observation[], start: number, maxTo
 }
 
 /** The oldest observations at or after `start` whose cost fits `maxTokens` (at least one). */
-function oldestWithin(observations: readonly Observation[], start: number, maxTokens: number, cost = storedTokens): Observation[] {
+function oldestWithin(
+  observations: readonly Observation[],
+  start: number,
+  maxTokens: number,
+  cost = storedTokens,
+): Observation[] {
   const kept: Observation[] = [];
   let tokens = 0;
   for (let index = start; index < observations.length; index++) {
@@ -336,5 +441,13 @@ function outcome(
   reflected: boolean,
   error?: Error,
 ): OperationOutcome {
-  return { operationId: operation.operationId, operationType: operation.operationType, status, observationsAdded, reflected, followUp: false, ...(error ? { error } : {}) };
+  return {
+    operationId: operation.operationId,
+    operationType: operation.operationType,
+    status,
+    observationsAdded,
+    reflected,
+    followUp: false,
+    ...(error ? { error } : {}),
+  };
 }

@@ -50,7 +50,12 @@ export interface ScopeReader {
   /** The status, reading the record unless given. */
   currentStatus(scope: Scope, record?: MemoryRecord): Promise<MemoryStatus>;
   /** The snippet from a record already read (and, when at hand, its observations and links); `""` when disabled. */
-  snippetOf(memoryId: string, record: MemoryRecord | undefined, observations?: readonly Observation[], links?: ReflectionLinks): Promise<string>;
+  snippetOf(
+    memoryId: string,
+    record: MemoryRecord | undefined,
+    observations?: readonly Observation[],
+    links?: ReflectionLinks,
+  ): Promise<string>;
   /** Whether observe would store anything for the scope now (mode not off, scope enabled); one read. */
   isEnabled(memoryId: string): Promise<boolean>;
   /** Everything stored for a scope, read once, with the snippet the next turn gets. */
@@ -86,9 +91,23 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
     const memoryId = memoryIdOf(scope);
     const { enabled, config } = effective(found);
     const [pendingOperations, deadOperations, links] = found
-      ? await Promise.all([store.countPendingOperations(memoryId), store.countDeadOperations(memoryId), linksOf(memoryId, found)])
+      ? await Promise.all([
+          store.countPendingOperations(memoryId),
+          store.countDeadOperations(memoryId),
+          linksOf(memoryId, found),
+        ])
       : [0, 0, EMPTY_REFLECTION_LINKS];
-    return statusOf({ mode, memoryId, scope, record: found, enabled: mode !== 'off' && enabled, config, pendingOperations, deadOperations, activeLinks: activeReflectionLinks(links) });
+    return statusOf({
+      mode,
+      memoryId,
+      scope,
+      record: found,
+      enabled: mode !== 'off' && enabled,
+      config,
+      pendingOperations,
+      deadOperations,
+      activeLinks: activeReflectionLinks(links),
+    });
   };
 
   const reader: ScopeReader = {
@@ -105,8 +124,17 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
       if (!enabled) return '';
       const cached = snippetCache.get(memoryId, record.stateVersion);
       if (cached !== undefined) return cached;
-      const [listed, linked] = await Promise.all([observations ?? observationCache.get(memoryId, record), links ?? linksOf(memoryId, record)]);
-      const text = buildObservationSnippet({ observations: listed, reflection: record.reflection, links: activeReflectionLinks(linked), maxTokens: config.snippetMaxTokens, estimator });
+      const [listed, linked] = await Promise.all([
+        observations ?? observationCache.get(memoryId, record),
+        links ?? linksOf(memoryId, record),
+      ]);
+      const text = buildObservationSnippet({
+        observations: listed,
+        reflection: record.reflection,
+        links: activeReflectionLinks(linked),
+        maxTokens: config.snippetMaxTokens,
+        estimator,
+      });
       snippetCache.set(memoryId, record.stateVersion, text);
       return text;
     },
@@ -118,7 +146,14 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
       const memoryId = memoryIdOf(scope);
       const record = await store.getRecord(memoryId);
       if (!record) {
-        return { status: await statusFrom(scope, undefined), observations: [], reflection: null, links: EMPTY_REFLECTION_LINKS, operations: [], snippet: '' };
+        return {
+          status: await statusFrom(scope, undefined),
+          observations: [],
+          reflection: null,
+          links: EMPTY_REFLECTION_LINKS,
+          operations: [],
+          snippet: '',
+        };
       }
       const [status, observations, links, operations] = await Promise.all([
         statusFrom(scope, record),
@@ -127,7 +162,14 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
         store.listOperations(memoryId),
       ]);
       const snippet = mode === 'off' ? '' : await reader.snippetOf(memoryId, record, observations, links);
-      return { status, observations, reflection: record.reflection ?? null, links: activeReflectionLinks(links), operations, snippet };
+      return {
+        status,
+        observations,
+        reflection: record.reflection ?? null,
+        links: activeReflectionLinks(links),
+        operations,
+        snippet,
+      };
     },
     forget(memoryId) {
       snippetCache.delete(memoryId);

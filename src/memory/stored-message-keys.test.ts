@@ -24,7 +24,11 @@ function recordingStore(): { store: MemoryStore; appended: string[][] } {
 describe('observational memory: messages known stored (issue 16)', () => {
   it('hands the store only messages it has not stored under the same generation', async () => {
     const { store, appended } = recordingStore();
-    const memory = createObservationalMemory({ store, defaultEnabled: true, defaults: { observeMinTokens: 1_000_000 } });
+    const memory = createObservationalMemory({
+      store,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1_000_000 },
+    });
     const generation = await memory.generation(scope);
     const history = [
       { id: 'a', role: 'user', content: 'first' },
@@ -40,8 +44,16 @@ describe('observational memory: messages known stored (issue 16)', () => {
 
   it('knows nothing after a forget, which gives the scope a new generation', async () => {
     const { store, appended } = recordingStore();
-    const memory = createObservationalMemory({ store, defaultEnabled: true, defaults: { observeMinTokens: 1_000_000 } });
-    await memory.observe({ scope, generation: await memory.generation(scope), messages: [{ id: 'a', role: 'user', content: 'first' }] });
+    const memory = createObservationalMemory({
+      store,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1_000_000 },
+    });
+    await memory.observe({
+      scope,
+      generation: await memory.generation(scope),
+      messages: [{ id: 'a', role: 'user', content: 'first' }],
+    });
     await memory.forget(scope);
     const after = await memory.generation(scope);
     await memory.observe({ scope, generation: after, messages: [{ id: 'a', role: 'user', content: 'first again' }] });
@@ -55,7 +67,11 @@ describe('observational memory: messages known stored (issue 16)', () => {
     expect(keys.known('m', 2)).toBeUndefined();
     keys.add('m', 2, ['c']);
     expect([...(keys.known('m', 2) ?? [])]).toEqual(['c']);
-    keys.add('m', 2, Array.from({ length: 5000 }, (_, index) => `k${index}`));
+    keys.add(
+      'm',
+      2,
+      Array.from({ length: 5000 }, (_, index) => `k${index}`),
+    );
     const held = keys.known('m', 2);
     expect(held?.size).toBe(4096);
     expect(held?.has('k4999')).toBe(true);

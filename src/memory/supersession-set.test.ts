@@ -24,7 +24,13 @@ const SPACES = 'User now prefers spaces for indentation, not tabs.';
 function fact(run: number): { text: string; importance: number } {
   if (run === 10) return { text: TABS.padEnd(WIDTH, '.'), importance: 0.9 };
   if (run === 40) return { text: SPACES.padEnd(WIDTH, '.'), importance: 0.9 };
-  return { text: `Run ${String(run).padStart(2, '0')}: worked on module ${String(run).padStart(2, '0')} and its unit tests`.padEnd(WIDTH, '.'), importance: 0.5 };
+  return {
+    text: `Run ${String(run).padStart(2, '0')}: worked on module ${String(run).padStart(2, '0')} and its unit tests`.padEnd(
+      WIDTH,
+      '.',
+    ),
+    importance: 0.5,
+  };
 }
 
 /**
@@ -42,7 +48,10 @@ function reflectorModel() {
     };
     const tabs = seqOf(TABS);
     const spaces = seqOf(SPACES);
-    const supersession = !said && tabs !== undefined && spaces !== undefined ? `- [seq:${spaces}] replaces [seq:${tabs}]: the user switched to spaces` : '';
+    const supersession =
+      !said && tabs !== undefined && spaces !== undefined
+        ? `- [seq:${spaces}] replaces [seq:${tabs}]: the user switched to spaces`
+        : '';
     if (supersession !== '') said = true;
     return `SUMMARY:\nA long coding session over many modules.\n\nSUPERSESSIONS:\n${supersession}\n\nCONTRADICTIONS:\n`;
   });
@@ -52,16 +61,30 @@ describe('observational memory: the supersession set (issue 12)', () => {
   it('keeps a supersession found in the second of three reflections over 60 runs, and the reflector input within its bound', async () => {
     const observationTokens = RUNE_TOKEN_ESTIMATOR.estimate(fact(1).text);
     // Twenty observations of equal cost make a reflection: at runs 20, 40 and 60.
-    const config: ObservationConfig = { observeMinTokens: 1, snippetMaxTokens: 3000, reflectThresholdTokens: observationTokens * 20 - 1 };
+    const config: ObservationConfig = {
+      observeMinTokens: 1,
+      snippetMaxTokens: 3000,
+      reflectThresholdTokens: observationTokens * 20 - 1,
+    };
     const model = reflectorModel();
     const observer = scriptedObserver((input) => {
       const run = Number(/run (\d+)/.exec(input.messages[0]?.content ?? '')?.[1]);
       const { text, importance } = fact(run);
       return `IMPORTANCE: ${importance}\n${text}`;
     });
-    const memory = createObservationalMemory({ store: createInMemoryStore(), observer, reflector: createModelReflector(model), defaultEnabled: true, defaults: config });
+    const memory = createObservationalMemory({
+      store: createInMemoryStore(),
+      observer,
+      reflector: createModelReflector(model),
+      defaultEnabled: true,
+      defaults: config,
+    });
     for (let run = 1; run <= 60; run++) {
-      await memory.observe({ scope, runId: `run-${run}`, messages: [{ id: `u${run}`, role: 'user', content: `run ${run}: please continue` }] });
+      await memory.observe({
+        scope,
+        runId: `run-${run}`,
+        messages: [{ id: `u${run}`, role: 'user', content: `run ${run}: please continue` }],
+      });
     }
     expect(model.calls).toHaveLength(3);
 
@@ -81,9 +104,13 @@ describe('observational memory: the supersession set (issue 12)', () => {
 
     const snippet = await memory.snippet(scope);
     const lines = snippet.split('\n');
-    expect(lines.filter((line) => line.includes('prefers tabs'))).toEqual([`- [10] (superseded by [40]) ${fact(10).text}`]);
+    expect(lines.filter((line) => line.includes('prefers tabs'))).toEqual([
+      `- [10] (superseded by [40]) ${fact(10).text}`,
+    ]);
     expect(lines.filter((line) => line.includes('prefers spaces'))).toEqual([`- [40] ${fact(40).text}`]);
-    expect(snippet).toContain('⚠️ Preference changes (most recent wins):\n- the user switched to spaces (observation [40] supersedes [10])');
+    expect(snippet).toContain(
+      '⚠️ Preference changes (most recent wins):\n- the user switched to spaces (observation [40] supersedes [10])',
+    );
     const status = await memory.status(scope);
     expect(status).toMatchObject({ activeSupersessions: 1, activeContradictions: 0, rejectedReferences: 0 });
     const inspection = await memory.inspect(scope);
@@ -97,9 +124,18 @@ describe('observational memory: the supersession set (issue 12)', () => {
     // Each reflection answers with about 60 KB, and every observation is short and full of `<`.
     const model = createMockLanguageModel(`SUMMARY:\n${'<b>'.repeat(20_000)}\nSUPERSESSIONS:\nCONTRADICTIONS:\n`);
     let call = 0;
-    const observer = scriptedObserver(() => Array.from({ length: 40 }, (_, index) => `IMPORTANCE: 0.9\n<x${call++}${index}>`).join('\n\n'));
-    const memory = createObservationalMemory({ store: createInMemoryStore(), observer, reflector: createModelReflector(model), defaultEnabled: true, defaults: config });
-    for (let run = 0; run < 12; run++) await memory.observe({ scope, messages: [{ id: `m${run}`, role: 'user', content: `run ${run}` }] });
+    const observer = scriptedObserver(() =>
+      Array.from({ length: 40 }, (_, index) => `IMPORTANCE: 0.9\n<x${call++}${index}>`).join('\n\n'),
+    );
+    const memory = createObservationalMemory({
+      store: createInMemoryStore(),
+      observer,
+      reflector: createModelReflector(model),
+      defaultEnabled: true,
+      defaults: config,
+    });
+    for (let run = 0; run < 12; run++)
+      await memory.observe({ scope, messages: [{ id: `m${run}`, role: 'user', content: `run ${run}` }] });
     expect(model.calls.length).toBeGreaterThanOrEqual(3);
     for (const sent of model.calls) {
       const text = sent.messages.map((message) => message.content).join('\n');
@@ -108,13 +144,27 @@ describe('observational memory: the supersession set (issue 12)', () => {
   });
 
   it('ranks the superseded observation at 0.1 in every later snippet', async () => {
-    const observer = scriptedObserver('IMPORTANCE: 1.0\nUser prefers tabs.', 'IMPORTANCE: 0.3\nUser now prefers spaces.', ...Array.from({ length: 4 }, (_, index) => `IMPORTANCE: 0.2\nMinor note ${index}.`));
-    const reflector = scriptedReflector('SUMMARY:\ns\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: switched\nCONTRADICTIONS:\n', 'SUMMARY:\ns\nSUPERSESSIONS:\nCONTRADICTIONS:\n');
-    const memory = createObservationalMemory({ store: createInMemoryStore(), observer, reflector, defaultEnabled: true, defaults: { observeMinTokens: 1, snippetMaxTokens: 95 } });
+    const observer = scriptedObserver(
+      'IMPORTANCE: 1.0\nUser prefers tabs.',
+      'IMPORTANCE: 0.3\nUser now prefers spaces.',
+      ...Array.from({ length: 4 }, (_, index) => `IMPORTANCE: 0.2\nMinor note ${index}.`),
+    );
+    const reflector = scriptedReflector(
+      'SUMMARY:\ns\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: switched\nCONTRADICTIONS:\n',
+      'SUMMARY:\ns\nSUPERSESSIONS:\nCONTRADICTIONS:\n',
+    );
+    const memory = createObservationalMemory({
+      store: createInMemoryStore(),
+      observer,
+      reflector,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1, snippetMaxTokens: 95 },
+    });
     await memory.observe({ scope, messages: [{ id: 'a', role: 'user', content: 'tabs please' }] });
     await memory.observe({ scope, messages: [{ id: 'b', role: 'user', content: 'spaces now' }] });
     await memory.reflectNow(scope);
-    for (let index = 0; index < 4; index++) await memory.observe({ scope, messages: [{ id: `n${index}`, role: 'user', content: `note ${index}` }] });
+    for (let index = 0; index < 4; index++)
+      await memory.observe({ scope, messages: [{ id: `n${index}`, role: 'user', content: `note ${index}` }] });
     // A second reflection that does not repeat the supersession: it stays in force.
     await memory.reflectNow(scope);
     const snippet = await memory.snippet(scope);
@@ -141,25 +191,42 @@ describe('observational memory: the supersession set (issue 12)', () => {
       ].join('\n'),
       'SUMMARY:\ns\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: now resolves 1 vs 2\nCONTRADICTIONS:\n',
     );
-    const memory = createObservationalMemory({ store: createInMemoryStore(), observer, reflector, defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    const memory = createObservationalMemory({
+      store: createInMemoryStore(),
+      observer,
+      reflector,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
     for (const id of ['a', 'b', 'c']) await memory.observe({ scope, messages: [{ id, role: 'user', content: id }] });
     await memory.reflectNow(scope);
     let status = await memory.status(scope);
     // Two contradictions are stored; "1 vs 2" is resolved already, 2 being superseded by 3.
     expect(status).toMatchObject({ activeSupersessions: 1, activeContradictions: 1, rejectedReferences: 3 });
-    expect(statusToJson(status)).toMatchObject({ active_supersessions: 1, active_contradictions: 1, rejected_references: 3 });
+    expect(statusToJson(status)).toMatchObject({
+      active_supersessions: 1,
+      active_contradictions: 1,
+      rejected_references: 3,
+    });
     expect((await memory.inspect(scope)).links.contradictions.map((item) => [item.seqA, item.seqB])).toEqual([[1, 3]]);
     await memory.reflectNow(scope);
     status = await memory.status(scope);
     // Superseding 1 resolves "1 vs 3" too.
     expect(status).toMatchObject({ activeSupersessions: 2, activeContradictions: 0, rejectedReferences: 3 });
     const exported = JSON.parse((await memory.export(scope, 'json')).content);
-    expect(exported.reflection_links.supersessions.map((item: { newer_seq: number; older_seq: number }) => [item.newer_seq, item.older_seq])).toEqual([
+    expect(
+      exported.reflection_links.supersessions.map((item: { newer_seq: number; older_seq: number }) => [
+        item.newer_seq,
+        item.older_seq,
+      ]),
+    ).toEqual([
       [2, 1],
       [3, 2],
     ]);
     expect(exported.reflection_links.contradictions).toEqual([]);
-    expect((await memory.export(scope, 'markdown')).content).toContain('## Supersessions\n\n- [2] replaces [1]: now resolves 1 vs 2\n- [3] replaces [2]: fine');
+    expect((await memory.export(scope, 'markdown')).content).toContain(
+      '## Supersessions\n\n- [2] replaces [1]: now resolves 1 vs 2\n- [3] replaces [2]: fine',
+    );
   });
 });
 
@@ -167,28 +234,54 @@ describe('observational memory: observe events on the scope (issue 12)', () => {
   it('reports every observe operation with its scope and run, also a failed one', async () => {
     const events: ObservationalMemoryEvent[] = [];
     const observer = scriptedObserver('IMPORTANCE: 0.5\nfine', new Error('observer down'));
-    const memory = createObservationalMemory({ store: createInMemoryStore(), observer, defaultEnabled: true, maxAttempts: 1, defaults: { observeMinTokens: 1 } });
+    const memory = createObservationalMemory({
+      store: createInMemoryStore(),
+      observer,
+      defaultEnabled: true,
+      maxAttempts: 1,
+      defaults: { observeMinTokens: 1 },
+    });
     memory.subscribe((event) => events.push(event));
     await memory.observe({ scope, runId: 'run-a', messages: [{ id: 'a', role: 'user', content: 'a' }] });
-    await expect(memory.observe({ scope, runId: 'run-b', messages: [{ id: 'b', role: 'user', content: 'b' }] })).rejects.toThrow(/observer down/);
+    await expect(
+      memory.observe({ scope, runId: 'run-b', messages: [{ id: 'b', role: 'user', content: 'b' }] }),
+    ).rejects.toThrow(/observer down/);
     const observeEvents = events.filter((event) => event.type.startsWith('memory.observe.'));
-    expect(observeEvents.map((event) => [event.type, 'runId' in event ? event.runId : '', 'scope' in event ? event.scope.conversationId : ''])).toEqual([
+    expect(
+      observeEvents.map((event) => [
+        event.type,
+        'runId' in event ? event.runId : '',
+        'scope' in event ? event.scope.conversationId : '',
+      ]),
+    ).toEqual([
       ['memory.observe.started', 'run-a', 'conv-long'],
       ['memory.observe.completed', 'run-a', 'conv-long'],
       ['memory.observe.started', 'run-b', 'conv-long'],
       ['memory.observe.failed', 'run-b', 'conv-long'],
     ]);
-    expect(observeEvents[1]).toMatchObject({ status: 'applied', observed: true, reflected: false, observationCount: 1 });
+    expect(observeEvents[1]).toMatchObject({
+      status: 'applied',
+      observed: true,
+      reflected: false,
+      observationCount: 1,
+    });
   });
 });
 
 describe('observational memory: subscribers', () => {
   it('completes an observation whose subscriber throws', async () => {
-    const memory = createObservationalMemory({ store: createInMemoryStore(), observer: scriptedObserver('IMPORTANCE: 0.5\nnoted'), defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    const memory = createObservationalMemory({
+      store: createInMemoryStore(),
+      observer: scriptedObserver('IMPORTANCE: 0.5\nnoted'),
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
     memory.subscribe(() => {
       throw new Error('subscriber broke');
     });
-    expect(await memory.observe({ scope, runId: 'run-x', messages: [{ id: 'a', role: 'user', content: 'a' }] })).toMatchObject({ status: 'applied', observed: true });
+    expect(
+      await memory.observe({ scope, runId: 'run-x', messages: [{ id: 'a', role: 'user', content: 'a' }] }),
+    ).toMatchObject({ status: 'applied', observed: true });
   });
 });
 
@@ -196,16 +289,30 @@ describe('observational memory: forget and generations (issue 12)', () => {
   it('stores nothing from an observe holding the generation from before a forget', async () => {
     const observer = scriptedObserver('IMPORTANCE: 0.5\nnoted');
     const store = createInMemoryStore();
-    const memory = createObservationalMemory({ store, observer, defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    const memory = createObservationalMemory({
+      store,
+      observer,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
     const generation = await memory.generation(scope);
     await memory.observe({ scope, messages: [{ id: 'a', role: 'user', content: 'secret plan' }], generation });
     await memory.forget(scope);
-    const late = await memory.observe({ scope, messages: [{ id: 'a', role: 'user', content: 'secret plan' }, { id: 'b', role: 'user', content: 'more' }], generation });
+    const late = await memory.observe({
+      scope,
+      messages: [
+        { id: 'a', role: 'user', content: 'secret plan' },
+        { id: 'b', role: 'user', content: 'more' },
+      ],
+      generation,
+    });
     expect(late).toMatchObject({ status: 'skipped', reason: 'forgotten' });
     expect((await memory.inspect(scope)).observations).toEqual([]);
     expect(await store.getRecord((await memory.status(scope)).memoryId)).toBeUndefined();
     const fresh = await memory.generation(scope);
     expect(fresh).not.toBe(generation);
-    expect(await memory.observe({ scope, messages: [{ id: 'c', role: 'user', content: 'after' }], generation: fresh })).toMatchObject({ status: 'applied' });
+    expect(
+      await memory.observe({ scope, messages: [{ id: 'c', role: 'user', content: 'after' }], generation: fresh }),
+    ).toMatchObject({ status: 'applied' });
   });
 });

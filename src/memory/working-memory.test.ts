@@ -10,11 +10,17 @@ describe('working memory: entries', () => {
   it('stores values as JSON and answers get with a JSON-encoded string', async () => {
     const memory = createWorkingMemory({ store: createInMemoryStore() });
     expect(await memory.set(scope, 'plan', { step: 1, target: 'auth.go' })).toMatchObject({ ok: true, key: 'plan' });
-    expect(await memory.get(scope, 'plan')).toEqual({ key: 'plan', value: '{"step":1,"target":"auth.go"}', found: true });
+    expect(await memory.get(scope, 'plan')).toEqual({
+      key: 'plan',
+      value: '{"step":1,"target":"auth.go"}',
+      found: true,
+    });
     expect(await memory.get(scope, 'missing')).toEqual({ key: 'missing', value: '', found: false });
     await memory.set(scope, 'name', 'tabs');
     await memory.set(scope, 'nothing', undefined);
-    expect(await memory.list(scope)).toEqual({ entries: { name: '"tabs"', nothing: 'null', plan: '{"step":1,"target":"auth.go"}' } });
+    expect(await memory.list(scope)).toEqual({
+      entries: { name: '"tabs"', nothing: 'null', plan: '{"step":1,"target":"auth.go"}' },
+    });
   });
 
   it('trims keys the same way on every path', async () => {
@@ -49,7 +55,10 @@ describe('working memory: entries', () => {
   });
 
   it('enforces the per-scope entry count and total size', async () => {
-    const memory = createWorkingMemory({ store: createInMemoryStore(), limits: { maxEntries: 3, maxTotalBytes: 1000 } });
+    const memory = createWorkingMemory({
+      store: createInMemoryStore(),
+      limits: { maxEntries: 3, maxTotalBytes: 1000 },
+    });
     for (const key of ['a', 'b', 'c']) await memory.set(scope, key, 1);
     await expect(memory.set(scope, 'd', 1)).rejects.toThrow(/3 entries, the limit/);
     await memory.set(scope, 'a', 2);

@@ -62,11 +62,21 @@ export interface WorkingMemory {
  */
 export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemory {
   requireOptions('createWorkingMemory', options, 'Pass { store }.');
-  requireObject('createWorkingMemory', 'store', options.store, ['setWorkingMemoryEntry', 'getWorkingMemoryEntry', 'deleteWorkingMemoryEntry', 'listWorkingMemoryEntries'], 'Pass a MemoryStore, such as createInMemoryStore() or createSqliteStore({ path }).');
+  requireObject(
+    'createWorkingMemory',
+    'store',
+    options.store,
+    ['setWorkingMemoryEntry', 'getWorkingMemoryEntry', 'deleteWorkingMemoryEntry', 'listWorkingMemoryEntries'],
+    'Pass a MemoryStore, such as createInMemoryStore() or createSqliteStore({ path }).',
+  );
   const limits = Object.freeze({ ...DEFAULT_WORKING_MEMORY_LIMITS, ...options.limits });
   for (const [name, value] of Object.entries(limits)) {
     if (!Number.isSafeInteger(value) || value <= 0) {
-      throw new ConfigError({ key: name, source: 'createWorkingMemory.limits', message: `must be a positive integer, got ${JSON.stringify(value)}` });
+      throw new ConfigError({
+        key: name,
+        source: 'createWorkingMemory.limits',
+        message: `must be a positive integer, got ${JSON.stringify(value)}`,
+      });
     }
   }
   const { store } = options;
@@ -102,7 +112,8 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
     },
     async list(scopeInput) {
       const entries: Record<string, string> = {};
-      for (const entry of await store.listWorkingMemoryEntries(target(scopeInput).memoryId)) entries[entry.key] = entry.valueJson;
+      for (const entry of await store.listWorkingMemoryEntries(target(scopeInput).memoryId))
+        entries[entry.key] = entry.valueJson;
       return { entries };
     },
     async entries(scopeInput) {
@@ -131,7 +142,12 @@ function redactValue(value: unknown): unknown {
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
       // defineProperty, not assignment: a "__proto__" key must stay a plain own property.
-      Object.defineProperty(out, redactSecrets(key).text, { value: redactValue(item), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, redactSecrets(key).text, {
+        value: redactValue(item),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return out;
   }

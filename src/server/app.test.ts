@@ -23,7 +23,13 @@ afterAll(() => rmSync(WORKSPACE, { recursive: true, force: true }));
 function setup(apiKeys?: AppOptions['apiKeys']) {
   const store = createInMemoryStore();
   const memoryModel = createMockLanguageModel('IMPORTANCE:0.9\nCANARY_tenant_a_fact');
-  const observationalMemory = createObservationalMemory({ store, observer: createModelObserver(memoryModel), reflector: createModelReflector(memoryModel), defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+  const observationalMemory = createObservationalMemory({
+    store,
+    observer: createModelObserver(memoryModel),
+    reflector: createModelReflector(memoryModel),
+    defaultEnabled: true,
+    defaults: { observeMinTokens: 1 },
+  });
   const workingMemory = createWorkingMemory({ store });
   const runStore = createInMemoryRunStore();
   const hub = createLocalEventHub();
@@ -34,10 +40,21 @@ function setup(apiKeys?: AppOptions['apiKeys']) {
     workingMemory,
     runStore,
     hub,
-    memoryTools: [createWorkingMemoryTool(workingMemory), createObservationalMemoryTool({ memory: observationalMemory })],
+    memoryTools: [
+      createWorkingMemoryTool(workingMemory),
+      createObservationalMemoryTool({ memory: observationalMemory }),
+    ],
     workspace: WORKSPACE,
   });
-  const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory, heartbeatMs: 50, ...(apiKeys ? { apiKeys } : {}) });
+  const app = createApp({
+    runner,
+    runStore,
+    hub,
+    observationalMemory,
+    workingMemory,
+    heartbeatMs: 50,
+    ...(apiKeys ? { apiKeys } : {}),
+  });
   const request = (path: string, init: RequestInit & { key?: string } = {}) => {
     const headers = new Headers(init.headers);
     if (init.key) headers.set('authorization', `Bearer ${init.key}`);
@@ -52,13 +69,24 @@ const json = async (response: Response) => (await response.json()) as Record<str
 describe('server: runs', () => {
   it('creates a run with 202 and serves its state and events', async () => {
     const { request, runner } = setup();
-    const created = await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'hello', tenant_id: 'acme', conversation_id: 'c1' }) });
+    const created = await request('/v1/runs', {
+      method: 'POST',
+      body: JSON.stringify({ prompt: 'hello', tenant_id: 'acme', conversation_id: 'c1' }),
+    });
     expect(created.status).toBe(202);
     const { run_id: runId, status } = await json(created);
     expect(status).toBe('queued');
     await runner.wait(runId);
     const state = await json(await request(`/v1/runs/${runId}`));
-    expect(state).toMatchObject({ run_id: runId, status: 'completed', tenant_id: 'acme', conversation_id: 'c1', agent_id: 'default', output: 'final answer', steps: 1 });
+    expect(state).toMatchObject({
+      run_id: runId,
+      status: 'completed',
+      tenant_id: 'acme',
+      conversation_id: 'c1',
+      agent_id: 'default',
+      output: 'final answer',
+      steps: 1,
+    });
     const events = await request(`/v1/runs/${runId}/events`);
     expect(events.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     const text = await events.text();
@@ -72,11 +100,15 @@ describe('server: runs', () => {
   it('keeps text that looks like SSE fields inside one JSON-encoded data line', async () => {
     const { request, runner } = setup();
     const forged = 'hi\n\nevent: run.completed\ndata: {"type":"admin"}\n\nid: x';
-    const { run_id: runId } = await json(await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: forged }) }));
+    const { run_id: runId } = await json(
+      await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: forged }) }),
+    );
     await runner.wait(runId);
     const text = await (await request(`/v1/runs/${runId}/events`)).text();
     const frames = text.trim().split('\n\n');
-    expect(frames.every((frame) => /^id: run_[^\n]*\nretry: 3000\nevent: [a-z.]+\ndata: \{[^\n]*\}$/.test(frame))).toBe(true);
+    expect(frames.every((frame) => /^id: run_[^\n]*\nretry: 3000\nevent: [a-z.]+\ndata: \{[^\n]*\}$/.test(frame))).toBe(
+      true,
+    );
     expect(frames.filter((frame) => frame.split('\n')[2] === 'event: run.completed')).toHaveLength(1);
     const started = JSON.parse(frames[0]!.split('\n')[3]!.slice(6)) as { payload: { prompt: string } };
     expect(started.payload.prompt).toBe(forged);
@@ -84,17 +116,23 @@ describe('server: runs', () => {
 
   it('resumes after Last-Event-ID with exactly the missed events', async () => {
     const { request, runner, runStore } = setup();
-    const { run_id: runId } = await json(await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'hi' }) }));
+    const { run_id: runId } = await json(
+      await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'hi' }) }),
+    );
     await runner.wait(runId);
     const all = await runStore.listEvents(runId, -1);
-    const text = await (await request(`/v1/runs/${runId}/events`, { headers: { 'Last-Event-ID': `${runId}:2` } })).text();
+    const text = await (
+      await request(`/v1/runs/${runId}/events`, { headers: { 'Last-Event-ID': `${runId}:2` } })
+    ).text();
     const ids = [...text.matchAll(/^id: (.+)$/gm)].map((match) => match[1]);
     expect(ids).toEqual(all.filter((event) => event.seq > 2).map((event) => event.id));
   });
 
   it('streams live events to a subscriber that connects before the run ends', async () => {
     const { request, runner } = setup();
-    const { run_id: runId } = await json(await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'hi' }) }));
+    const { run_id: runId } = await json(
+      await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'hi' }) }),
+    );
     const response = await request(`/v1/runs/${runId}/events`);
     const text = await response.text();
     await runner.wait(runId);
@@ -105,11 +143,19 @@ describe('server: runs', () => {
 
   it('continues a run in the same scope and refuses to continue one still running', async () => {
     const { request, runner } = setup();
-    const { run_id: runId } = await json(await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'one', conversation_id: 'conv-9' }) }));
-    const early = await request(`/v1/runs/${runId}/continue`, { method: 'POST', body: JSON.stringify({ prompt: 'two' }) });
+    const { run_id: runId } = await json(
+      await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'one', conversation_id: 'conv-9' }) }),
+    );
+    const early = await request(`/v1/runs/${runId}/continue`, {
+      method: 'POST',
+      body: JSON.stringify({ prompt: 'two' }),
+    });
     expect([202, 409]).toContain(early.status);
     await runner.settle();
-    const next = await request(`/v1/runs/${runId}/continue`, { method: 'POST', body: JSON.stringify({ prompt: 'three' }) });
+    const next = await request(`/v1/runs/${runId}/continue`, {
+      method: 'POST',
+      body: JSON.stringify({ prompt: 'three' }),
+    });
     expect(next.status).toBe(202);
     const nextId = (await json(next)).run_id;
     await runner.wait(nextId);
@@ -140,7 +186,10 @@ describe('server: bad input', () => {
 
   it('rejects bodies over 1 MiB with 413 before any work', async () => {
     const { request } = setup();
-    const response = await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'x'.repeat(1024 * 1024 + 10) }) });
+    const response = await request('/v1/runs', {
+      method: 'POST',
+      body: JSON.stringify({ prompt: 'x'.repeat(1024 * 1024 + 10) }),
+    });
     expect(response.status).toBe(413);
     expect((await json(response)).error.code).toBe('body_too_large');
   });
@@ -165,13 +214,19 @@ describe('server: memory routes', () => {
 
   it('sets, lists and deletes working memory, and shows both snippets', async () => {
     const { request } = setup();
-    expect((await request(`${base}/working/plan`, { method: 'PUT', body: JSON.stringify({ value: { step: 1 } }) })).status).toBe(200);
+    expect(
+      (await request(`${base}/working/plan`, { method: 'PUT', body: JSON.stringify({ value: { step: 1 } }) })).status,
+    ).toBe(200);
     const listed = await json(await request(`${base}/working`));
     expect(listed.entries).toMatchObject([{ key: 'plan', value: { step: 1 } }]);
     const view = await json(await request(base));
     expect(view.snippets.working_memory).toBe('<working-memory>\nplan: {"step":1}\n</working-memory>');
     expect(view.status).toMatchObject({ enabled: true, observation_count: 0 });
-    expect(await json(await request(`${base}/working/plan`, { method: 'DELETE' }))).toEqual({ ok: true, key: 'plan', deleted: true });
+    expect(await json(await request(`${base}/working/plan`, { method: 'DELETE' }))).toEqual({
+      ok: true,
+      key: 'plan',
+      deleted: true,
+    });
   });
 
   it('resolves the scope once and reads each store once for an inspection, snippets included (issue 17)', async () => {
@@ -189,11 +244,24 @@ describe('server: memory routes', () => {
       },
     };
     const memoryModel = createMockLanguageModel('IMPORTANCE:0.9\nremembered fact');
-    const observationalMemory = createObservationalMemory({ store: counted, observer: createModelObserver(memoryModel), defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    const observationalMemory = createObservationalMemory({
+      store: counted,
+      observer: createModelObserver(memoryModel),
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
     const workingMemory = createWorkingMemory({ store: counted });
     const runStore = createInMemoryRunStore();
     const hub = createLocalEventHub();
-    const runner = createAgentRunner({ model: createMockLanguageModel('ok'), observationalMemory, workingMemory, runStore, hub, memoryTools: [], workspace: WORKSPACE });
+    const runner = createAgentRunner({
+      model: createMockLanguageModel('ok'),
+      observationalMemory,
+      workingMemory,
+      runStore,
+      hub,
+      memoryTools: [],
+      workspace: WORKSPACE,
+    });
     const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory });
     const scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
     await observationalMemory.observe({ scope, messages: [{ id: '1', role: 'user', content: 'hello there' }] });
@@ -209,10 +277,31 @@ describe('server: memory routes', () => {
 
   it('enables with config, disables, reflects and exports', async () => {
     const { request, observationalMemory } = setup();
-    const enabled = await json(await request(`${base}/observational/enable`, { method: 'POST', body: JSON.stringify({ config: { observe_min_tokens: 11, snippet_max_tokens: 22, reflect_threshold_tokens: 33 } }) }));
-    expect(enabled.status.config).toEqual({ observe_min_tokens: 11, snippet_max_tokens: 22, reflect_threshold_tokens: 33 });
-    expect((await request(`${base}/observational/enable`, { method: 'POST', body: JSON.stringify({ config: { observe_min_tokens: 0 } }) })).status).toBe(400);
-    await observationalMemory.observe({ scope: { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' }, messages: [{ id: '1', role: 'user', content: 'x'.repeat(100) }] });
+    const enabled = await json(
+      await request(`${base}/observational/enable`, {
+        method: 'POST',
+        body: JSON.stringify({
+          config: { observe_min_tokens: 11, snippet_max_tokens: 22, reflect_threshold_tokens: 33 },
+        }),
+      }),
+    );
+    expect(enabled.status.config).toEqual({
+      observe_min_tokens: 11,
+      snippet_max_tokens: 22,
+      reflect_threshold_tokens: 33,
+    });
+    expect(
+      (
+        await request(`${base}/observational/enable`, {
+          method: 'POST',
+          body: JSON.stringify({ config: { observe_min_tokens: 0 } }),
+        })
+      ).status,
+    ).toBe(400);
+    await observationalMemory.observe({
+      scope: { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' },
+      messages: [{ id: '1', role: 'user', content: 'x'.repeat(100) }],
+    });
     const reflected = await json(await request(`${base}/observational/reflect`, { method: 'POST' }));
     expect(reflected.status.reflection_present).toBe(true);
     const markdown = await request(`${base}/observational/export?format=markdown`);
@@ -223,16 +312,25 @@ describe('server: memory routes', () => {
     expect(disabled.status.enabled).toBe(false);
   });
 
-  it('shows each observation\'s provenance, the active supersession set and its counts (issue 12)', async () => {
+  it("shows each observation's provenance, the active supersession set and its counts (issue 12)", async () => {
     const { request, observationalMemory, memoryModel } = setup();
     const scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
     await observationalMemory.observe({ scope, messages: [{ id: '1', role: 'tool', content: 'page text' }] });
     await observationalMemory.observe({ scope, messages: [{ id: '2', role: 'user', content: 'second' }] });
     const before = await json(await request(base));
-    expect(before.observations[0]).toMatchObject({ seq: 1, source: 'tool', importance: 0.6, source_start_index: 0, source_end_index: 0, source_message_indexes: [] });
+    expect(before.observations[0]).toMatchObject({
+      seq: 1,
+      source: 'tool',
+      importance: 0.6,
+      source_start_index: 0,
+      source_end_index: 0,
+      source_message_indexes: [],
+    });
     expect(before.reflection_links).toEqual({ supersessions: [], contradictions: [] });
     expect(before.status).toMatchObject({ active_supersessions: 0, active_contradictions: 0, rejected_references: 0 });
-    memoryModel.enqueue('SUMMARY:\ns\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: newer\n- [seq:1] replaces [seq:2]: backwards\nCONTRADICTIONS:\n');
+    memoryModel.enqueue(
+      'SUMMARY:\ns\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: newer\n- [seq:1] replaces [seq:2]: backwards\nCONTRADICTIONS:\n',
+    );
     expect((await request(`${base}/observational/reflect`, { method: 'POST' })).status).toBe(200);
     const after = await json(await request(base));
     expect(after.reflection_links.supersessions).toMatchObject([{ newer_seq: 2, older_seq: 1, reason: 'newer' }]);
@@ -244,23 +342,54 @@ describe('server: memory routes', () => {
     const { request, store } = setup();
     const scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
     const memoryId = memoryIdOf(scope);
-    await store.appendMessages({ scope, memoryId, messages: [{ messageKey: 'm1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 2 }] });
-    await store.enqueueOperation({ operationId: 'op-dead', scope, memoryId, operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+    await store.appendMessages({
+      scope,
+      memoryId,
+      messages: [{ messageKey: 'm1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 2 }],
+    });
+    await store.enqueueOperation({
+      operationId: 'op-dead',
+      scope,
+      memoryId,
+      operationType: 'observe',
+      payload: {},
+      runId: 'run-1',
+      toolCallId: 'system',
+    });
     await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
-    await store.markOperationDead({ operationId: 'op-dead', memoryId, leaseOwner: 'w', errorText: 'gave up after 5 attempts: boom' });
+    await store.markOperationDead({
+      operationId: 'op-dead',
+      memoryId,
+      leaseOwner: 'w',
+      errorText: 'gave up after 5 attempts: boom',
+    });
     const view = await json(await request(base));
     expect(view.status.dead_operations).toBe(1);
-    expect(view.dead_operations).toMatchObject([{ operation_id: 'op-dead', operation_type: 'observe', status: 'dead', error: 'gave up after 5 attempts: boom', run_id: 'run-1' }]);
+    expect(view.dead_operations).toMatchObject([
+      {
+        operation_id: 'op-dead',
+        operation_type: 'observe',
+        status: 'dead',
+        error: 'gave up after 5 attempts: boom',
+        run_id: 'run-1',
+      },
+    ]);
     const retried = await request(`${base}/operations/op-dead/retry`, { method: 'POST' });
     expect(retried.status).toBe(202);
-    expect(await json(retried)).toMatchObject({ operation: { operation_id: 'op-dead', status: 'queued', attempt: 0, scope_sequence: 2 }, status: { dead_operations: 0 } });
+    expect(await json(retried)).toMatchObject({
+      operation: { operation_id: 'op-dead', status: 'queued', attempt: 0, scope_sequence: 2 },
+      status: { dead_operations: 0 },
+    });
     const again = await request(`${base}/operations/op-dead/retry`, { method: 'POST' });
     expect(again.status).toBe(409);
     expect((await json(again)).error.code).toBe('operation_not_dead');
     const unknown = await request(`${base}/operations/op-nope/retry`, { method: 'POST' });
     expect(unknown.status).toBe(404);
     expect((await json(unknown)).error.code).toBe('operation_not_found');
-    expect((await request(`${base}/operations/op-dead/retry`, { method: 'POST', body: JSON.stringify({ extra: 1 }) })).status).toBe(400);
+    expect(
+      (await request(`${base}/operations/op-dead/retry`, { method: 'POST', body: JSON.stringify({ extra: 1 }) }))
+        .status,
+    ).toBe(400);
   });
 
   it('forgets a scope entirely', async () => {
@@ -277,8 +406,13 @@ describe('server: memory routes', () => {
     const response = await request('/v1/memory/acme/bad%20id/agent-x');
     expect(response.status).toBe(400);
     expect((await json(response)).error.code).toBe('scope_invalid');
-    expect((await request(`${base}/working/${'k'.repeat(200)}`, { method: 'PUT', body: '{"value":1}' })).status).toBe(400);
-    expect((await request(`${base}/working/big`, { method: 'PUT', body: JSON.stringify({ value: 'x'.repeat(10_000) }) })).status).toBe(413);
+    expect((await request(`${base}/working/${'k'.repeat(200)}`, { method: 'PUT', body: '{"value":1}' })).status).toBe(
+      400,
+    );
+    expect(
+      (await request(`${base}/working/big`, { method: 'PUT', body: JSON.stringify({ value: 'x'.repeat(10_000) }) }))
+        .status,
+    ).toBe(413);
   });
 });
 
@@ -289,8 +423,16 @@ describe('server: tenant isolation with API keys', () => {
       { key: 'key-b', tenantId: 'tenant-b' },
     ]);
     expect((await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'x' }) })).status).toBe(401);
-    expect((await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'x' }), key: 'wrong' })).status).toBe(401);
-    const created = await json(await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'CANARY please remember', conversation_id: 'c1' }), key: 'key-a' }));
+    expect(
+      (await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'x' }), key: 'wrong' })).status,
+    ).toBe(401);
+    const created = await json(
+      await request('/v1/runs', {
+        method: 'POST',
+        body: JSON.stringify({ prompt: 'CANARY please remember', conversation_id: 'c1' }),
+        key: 'key-a',
+      }),
+    );
     await runner.settle();
     const runId = created.run_id;
     expect((await json(await request(`/v1/runs/${runId}`, { key: 'key-a' }))).tenant_id).toBe('tenant-a');
@@ -305,7 +447,11 @@ describe('server: tenant isolation with API keys', () => {
     ] as const) {
       expect((await request(path, { method, body: '{"prompt":"x"}', key: 'key-b' })).status).toBe(404);
     }
-    const memoryPaths = ['/v1/memory/tenant-a/c1/default', '/v1/memory/tenant-a/c1/default/working', '/v1/memory/tenant-a/c1/default/observational/export'];
+    const memoryPaths = [
+      '/v1/memory/tenant-a/c1/default',
+      '/v1/memory/tenant-a/c1/default/working',
+      '/v1/memory/tenant-a/c1/default/observational/export',
+    ];
     for (const path of memoryPaths) {
       const response = await request(path, { key: 'key-b' });
       expect(response.status, path).toBe(404);
@@ -315,6 +461,14 @@ describe('server: tenant isolation with API keys', () => {
     const own = await json(await request('/v1/memory/tenant-a/c1/default', { key: 'key-a' }));
     expect(JSON.stringify(own)).toContain('CANARY');
     // Asking for another tenant in the body is refused.
-    expect((await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'x', tenant_id: 'tenant-a' }), key: 'key-b' })).status).toBe(400);
+    expect(
+      (
+        await request('/v1/runs', {
+          method: 'POST',
+          body: JSON.stringify({ prompt: 'x', tenant_id: 'tenant-a' }),
+          key: 'key-b',
+        })
+      ).status,
+    ).toBe(400);
   });
 });

@@ -51,11 +51,41 @@ const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 export function createApp(options: AppOptions): Hono<ServerEnv> {
   requireOptions('createApp', options, 'Pass { runner, runStore, hub, observationalMemory, workingMemory }.');
-  requireObject('createApp', 'runner', options.runner, ['start', 'wait', 'cancel'], 'Pass the runner from createAgentRunner.');
-  requireObject('createApp', 'runStore', options.runStore, ['getRun', 'listEvents'], 'Pass the RunStore the runner uses.');
-  requireObject('createApp', 'hub', options.hub, ['publish', 'subscribe'], 'Pass the EventHub the runner publishes to (runner.hub).');
-  requireObject('createApp', 'observationalMemory', options.observationalMemory, ['inspect', 'status'], 'Pass the service from createObservationalMemory.');
-  requireObject('createApp', 'workingMemory', options.workingMemory, ['entries', 'snippet'], 'Pass the service from createWorkingMemory.');
+  requireObject(
+    'createApp',
+    'runner',
+    options.runner,
+    ['start', 'wait', 'cancel'],
+    'Pass the runner from createAgentRunner.',
+  );
+  requireObject(
+    'createApp',
+    'runStore',
+    options.runStore,
+    ['getRun', 'listEvents'],
+    'Pass the RunStore the runner uses.',
+  );
+  requireObject(
+    'createApp',
+    'hub',
+    options.hub,
+    ['publish', 'subscribe'],
+    'Pass the EventHub the runner publishes to (runner.hub).',
+  );
+  requireObject(
+    'createApp',
+    'observationalMemory',
+    options.observationalMemory,
+    ['inspect', 'status'],
+    'Pass the service from createObservationalMemory.',
+  );
+  requireObject(
+    'createApp',
+    'workingMemory',
+    options.workingMemory,
+    ['entries', 'snippet'],
+    'Pass the service from createWorkingMemory.',
+  );
   const app = new Hono<ServerEnv>();
   const keys = (options.apiKeys ?? []).map((entry) => ({ key: Buffer.from(entry.key), tenantId: entry.tenantId }));
 
@@ -68,17 +98,25 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
     // slowed down at no CPU cost, instead of taking the event loop from other tenants.
     if (response.status === 429) await limits.pauseBeforeRefusal();
     // A 500 is a fault: the details go to the log only.
-    if (response.status === 500) reportFault({ component: 'http', message: `${context.req.method} ${new URL(context.req.url).pathname} failed`, error });
+    if (response.status === 500)
+      reportFault({
+        component: 'http',
+        message: `${context.req.method} ${new URL(context.req.url).pathname} failed`,
+        error,
+      });
     return response;
   });
-  app.notFound((context) => jsonError(404, 'not_found', `no route for ${context.req.method} ${new URL(context.req.url).pathname}`));
+  app.notFound((context) =>
+    jsonError(404, 'not_found', `no route for ${context.req.method} ${new URL(context.req.url).pathname}`),
+  );
 
   app.use('*', async function guardHost(context, next) {
     // Without API keys the server trusts loopback callers only; a foreign Host header
     // means DNS rebinding from a browser, so refuse it.
     if (keys.length === 0) {
       const host = (context.req.header('host') ?? 'localhost').replace(/:\d+$/, '').toLowerCase();
-      if (!LOOPBACK_HOSTS.has(host)) throw httpError(403, 'forbidden_host', `host ${host.slice(0, 100)} is not served without API keys`);
+      if (!LOOPBACK_HOSTS.has(host))
+        throw httpError(403, 'forbidden_host', `host ${host.slice(0, 100)} is not served without API keys`);
     }
     await next();
   });
@@ -96,7 +134,9 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
     const match = /^Bearer\s+(.+)$/i.exec(header.trim());
     if (!match?.[1]) throw httpError(401, 'unauthorized', 'send Authorization: Bearer <api key>');
     const presented = Buffer.from(match[1]);
-    const index = keys.findIndex((entry) => entry.key.length === presented.length && timingSafeEqual(entry.key, presented));
+    const index = keys.findIndex(
+      (entry) => entry.key.length === presented.length && timingSafeEqual(entry.key, presented),
+    );
     const found = keys[index];
     if (!found) throw httpError(401, 'unauthorized', 'the API key is not valid');
     context.set('tenant', found.tenantId);
@@ -114,8 +154,23 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
 
   app.route(
     '/v1/runs',
-    runRoutes({ runner: options.runner, runStore: options.runStore, hub: options.hub, limits, onFault: reportFault, ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}) }),
+    runRoutes({
+      runner: options.runner,
+      runStore: options.runStore,
+      hub: options.hub,
+      limits,
+      onFault: reportFault,
+      ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+    }),
   );
-  app.route('/v1/memory', memoryRoutes({ observationalMemory: options.observationalMemory, workingMemory: options.workingMemory, runStore: options.runStore, limits }));
+  app.route(
+    '/v1/memory',
+    memoryRoutes({
+      observationalMemory: options.observationalMemory,
+      workingMemory: options.workingMemory,
+      runStore: options.runStore,
+      limits,
+    }),
+  );
   return app;
 }

@@ -31,7 +31,9 @@ export function limitBody(options: BodyLimitOptions): MiddlewareHandler {
   return async function bodyLimit(context, next) {
     const body = context.req.raw.body;
     if (!body) return next();
-    const declared = context.req.raw.headers.has('transfer-encoding') ? Number.NaN : Number(context.req.raw.headers.get('content-length'));
+    const declared = context.req.raw.headers.has('transfer-encoding')
+      ? Number.NaN
+      : Number(context.req.raw.headers.get('content-length'));
     const reader = body.getReader();
     if (declared > maxBytes) return tooLarge(maxBytes, reader, 0, drain);
     const chunks: Uint8Array[] = [];
@@ -55,8 +57,15 @@ export function limitBody(options: BodyLimitOptions): MiddlewareHandler {
  * has the whole answer, but the stream ends (and the server closes the connection) only
  * once the rest of the request body has been discarded or the bound is reached.
  */
-function tooLarge(maxBytes: number, reader: ReadableStreamDefaultReader<Uint8Array>, alreadyRead: number, drain: { bytes: number; ms: number }): Response {
-  const bytes = ENCODER.encode(JSON.stringify({ error: { code: 'body_too_large', message: `request body is larger than ${maxBytes} bytes` } }));
+function tooLarge(
+  maxBytes: number,
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  alreadyRead: number,
+  drain: { bytes: number; ms: number },
+): Response {
+  const bytes = ENCODER.encode(
+    JSON.stringify({ error: { code: 'body_too_large', message: `request body is larger than ${maxBytes} bytes` } }),
+  );
   const stream = new ReadableStream<Uint8Array>({
     async start(controller) {
       controller.enqueue(bytes);
@@ -66,11 +75,19 @@ function tooLarge(maxBytes: number, reader: ReadableStreamDefaultReader<Uint8Arr
   });
   return new Response(stream, {
     status: 413,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.byteLength), connection: 'close' },
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(bytes.byteLength),
+      connection: 'close',
+    },
   });
 }
 
-async function discard(reader: ReadableStreamDefaultReader<Uint8Array>, alreadyRead: number, drain: { bytes: number; ms: number }): Promise<void> {
+async function discard(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  alreadyRead: number,
+  drain: { bytes: number; ms: number },
+): Promise<void> {
   let read = alreadyRead;
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<'timeout'>((resolve) => {

@@ -87,7 +87,13 @@ export interface Harness {
  */
 export async function createHarness(options: HarnessOptions): Promise<Harness> {
   requireOptions('createHarness', options, 'Pass { config: loadConfig() }.');
-  requireObject('createHarness', 'config', options.config, [], 'Pass the loaded configuration: loadConfig() from harness-memory/config.');
+  requireObject(
+    'createHarness',
+    'config',
+    options.config,
+    [],
+    'Pass the loaded configuration: loadConfig() from harness-memory/config.',
+  );
   const { config } = options;
   const env = options.env ?? process.env;
   const backend = await openBackend(config);
@@ -100,7 +106,12 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     // The operation worker retries memory calls (with backoff, honouring Retry-After), so
     // the client layer makes one attempt: retries are never stacked.
     const selection = options.memoryModel
-      ? { mode: 'custom', modelId: options.memoryModel.modelId, source: 'createHarness({ memoryModel })', model: options.memoryModel }
+      ? {
+          mode: 'custom',
+          modelId: options.memoryModel.modelId,
+          source: 'createHarness({ memoryModel })',
+          model: options.memoryModel,
+        }
       : selectMemoryModel({ config, env, inheritModel: agentModel, retry: { maxAttempts: 1 } });
     const observationalMemory = createObservationalMemory({
       store,
@@ -123,7 +134,11 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       redactSecrets: config.memory.redactSecrets,
     });
     observationalMemory.subscribe((event) => {
-      if (event.type === 'memory.worker.failed') faults.report({ component: 'memory-worker', message: `the background memory worker failed and retries at its next poll: ${event.error}` });
+      if (event.type === 'memory.worker.failed')
+        faults.report({
+          component: 'memory-worker',
+          message: `the background memory worker failed and retries at its next poll: ${event.error}`,
+        });
     });
     const hub = backend.hub ?? createLocalEventHub();
     const runner = createAgentRunner({
@@ -132,10 +147,16 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       workingMemory,
       runStore,
       hub,
-      memoryTools: [createWorkingMemoryTool(workingMemory), createObservationalMemoryTool({ memory: observationalMemory, protectedPaths: protectedPathsOf(config) })],
+      memoryTools: [
+        createWorkingMemoryTool(workingMemory),
+        createObservationalMemoryTool({ memory: observationalMemory, protectedPaths: protectedPathsOf(config) }),
+      ],
       ...(options.tools ? { tools: options.tools } : {}),
       workspace: config.workspace,
-      forensics: { captureRequestEnvelope: config.forensics.captureRequestEnvelope, snapshotMemorySnippet: config.forensics.snapshotMemorySnippet },
+      forensics: {
+        captureRequestEnvelope: config.forensics.captureRequestEnvelope,
+        snapshotMemorySnippet: config.forensics.snapshotMemorySnippet,
+      },
       onFault: faults.report,
     });
     const limits = createTenantLimits({
@@ -156,7 +177,13 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     });
     // Stale work left by a crashed process is picked up within the lease plus this check.
     const maintenance = options.startWorker === false ? undefined : runner.startMaintenance();
-    const worker = options.startWorker === false ? undefined : observationalMemory.startWorker({ pollMs: 500, staleCheckMs: Math.min(10_000, config.memory.staleOperationSeconds * 500) });
+    const worker =
+      options.startWorker === false
+        ? undefined
+        : observationalMemory.startWorker({
+            pollMs: 500,
+            staleCheckMs: Math.min(10_000, config.memory.staleOperationSeconds * 500),
+          });
     let disposed = false;
     return {
       config,
@@ -187,7 +214,8 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
 /** The files an export must never write: the SQLite file (and its journals) and the configuration files. */
 function protectedPathsOf(config: HarnessConfig): string[] {
   const paths = [join(config.workspace, CONFIG_FILE_PATH)];
-  if (config.memory.dbDriver === 'sqlite' && config.memory.sqlitePath !== ':memory:') paths.push(config.memory.sqlitePath);
+  if (config.memory.dbDriver === 'sqlite' && config.memory.sqlitePath !== ':memory:')
+    paths.push(config.memory.sqlitePath);
   for (const source of Object.values(config.sources)) if (source.endsWith('.toml')) paths.push(source);
   return [...new Set(paths)];
 }
@@ -204,14 +232,24 @@ interface Backend {
 async function openBackend(config: HarnessConfig): Promise<Backend> {
   if (config.memory.dbDriver === 'postgres') {
     if (config.memory.dbDsn.trim() === '') {
-      throw new ConfigError({ key: 'memory.db_dsn', source: config.sources['memory.db_dsn'] ?? 'default', message: 'db_driver is "postgres" but no DSN is set; set [memory] db_dsn or HARNESS_MEMORY_DB_DSN' });
+      throw new ConfigError({
+        key: 'memory.db_dsn',
+        source: config.sources['memory.db_dsn'] ?? 'default',
+        message: 'db_driver is "postgres" but no DSN is set; set [memory] db_dsn or HARNESS_MEMORY_DB_DSN',
+      });
     }
     // Loaded only when chosen, so SQLite users never load pg.
     const { openPostgresBackend } = await import('./postgres-backend.js');
-    return openPostgresBackend({ connectionString: config.memory.dbDsn, schema: config.memory.schema === '' ? 'public' : config.memory.schema });
+    return openPostgresBackend({
+      connectionString: config.memory.dbDsn,
+      schema: config.memory.schema === '' ? 'public' : config.memory.schema,
+    });
   }
   const store = createSqliteStore({ path: config.memory.sqlitePath });
-  const runStore = config.memory.sqlitePath === ':memory:' ? createInMemoryRunStore() : createSqliteRunStore({ path: config.memory.sqlitePath });
+  const runStore =
+    config.memory.sqlitePath === ':memory:'
+      ? createInMemoryRunStore()
+      : createSqliteRunStore({ path: config.memory.sqlitePath });
   return {
     store,
     runStore,

@@ -9,7 +9,10 @@ import type { Fault, FaultReporter } from '../core/fault.js';
 import { redactSecrets } from '../core/redact-secrets.js';
 
 /** One structured log record; written as one JSON line. */
-export type LogRecord = Readonly<Record<string, unknown>> & { readonly level: 'error' | 'warn' | 'info'; readonly event: string };
+export type LogRecord = Readonly<Record<string, unknown>> & {
+  readonly level: 'error' | 'warn' | 'info';
+  readonly event: string;
+};
 
 /** Where the server writes its log. */
 export interface Logger {
@@ -45,7 +48,13 @@ export interface FaultLog {
 
 /** Creates a fault log writing to `logger`. */
 export function createFaultLog(logger: Logger): FaultLog {
-  requireObject('createFaultLog', 'logger', logger, ['log'], 'Pass a Logger, such as createJsonLogger(process.stderr).');
+  requireObject(
+    'createFaultLog',
+    'logger',
+    logger,
+    ['log'],
+    'Pass a Logger, such as createJsonLogger(process.stderr).',
+  );
   const counts = new Map<string, number>();
   let total = 0;
   return {

@@ -64,11 +64,22 @@ function setup() {
     workingMemory,
     runStore: runStore.store,
     hub,
-    memoryTools: [createWorkingMemoryTool(workingMemory), createObservationalMemoryTool({ memory: observationalMemory })],
+    memoryTools: [
+      createWorkingMemoryTool(workingMemory),
+      createObservationalMemoryTool({ memory: observationalMemory }),
+    ],
     workspace: WORKSPACE,
     onFault: faults.report,
   });
-  const app = createApp({ runner, runStore: runStore.store, hub, observationalMemory, workingMemory, faults, heartbeatMs: 50 });
+  const app = createApp({
+    runner,
+    runStore: runStore.store,
+    hub,
+    observationalMemory,
+    workingMemory,
+    faults,
+    heartbeatMs: 50,
+  });
   const json = async (path: string, init: RequestInit = {}) => {
     const response = await app.request(path, { ...init, headers: { 'content-type': 'application/json' } });
     return { status: response.status, body: (await response.json()) as Record<string, any> };
@@ -90,7 +101,20 @@ function setup() {
     expect(await events.text()).toContain('event: run.completed');
     return Number(health.body['faults']);
   };
-  return { app, runner, json, startRun, expectServing, agentModel, observationalMemory, memoryStore, runStore, faults, log, observer };
+  return {
+    app,
+    runner,
+    json,
+    startRun,
+    expectServing,
+    agentModel,
+    observationalMemory,
+    memoryStore,
+    runStore,
+    faults,
+    log,
+    observer,
+  };
 }
 
 const statusIs = (status: string) => (_runId: string, patch: Partial<RunRecord>) => patch.status === status;
@@ -98,7 +122,10 @@ const statusIs = (status: string) => (_runId: string, patch: Partial<RunRecord>)
 describe('faults: where a run ends', () => {
   it('run completed: the store refuses every end of one run; the run is reported, the server goes on', async () => {
     const { startRun, runner, runStore, expectServing, log } = setup();
-    runStore.faults.inject({ method: 'updateRun', when: (_runId, patch) => patch.status === 'completed' || patch.status === 'failed' });
+    runStore.faults.inject({
+      method: 'updateRun',
+      when: (_runId, patch) => patch.status === 'completed' || patch.status === 'failed',
+    });
     const runId = await startRun('first');
     const ended = await runner.wait(runId);
     expect(ended).toMatchObject({ runId, status: 'failed', error: { code: 'STORE_FAILED' } });
@@ -142,7 +169,9 @@ describe('faults: where a run ends', () => {
     const inModel = new Promise<void>((resolve) => (started = resolve));
     agentModel.enqueue((options) => {
       started();
-      return new Promise<never>((_, reject) => options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted'))));
+      return new Promise<never>((_, reject) =>
+        options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted'))),
+      );
     });
     runStore.faults.inject({ method: 'updateRun', when: statusIs('cancelled') });
     const runId = await startRun('slow');
@@ -154,7 +183,10 @@ describe('faults: where a run ends', () => {
 
   it('a step event cannot be stored, nor the failure after it', async () => {
     const { startRun, runner, runStore, expectServing } = setup();
-    runStore.faults.inject({ method: 'appendEvent', when: (_runId, type) => type === 'run.step.completed' || type === 'run.failed' });
+    runStore.faults.inject({
+      method: 'appendEvent',
+      when: (_runId, type) => type === 'run.step.completed' || type === 'run.failed',
+    });
     const runId = await startRun('first');
     expect(await runner.wait(runId)).toMatchObject({ status: 'failed', error: { code: 'STORE_FAILED' } });
     // Once when the run's own failure path failed, once when the second try failed too.
@@ -169,7 +201,9 @@ describe('faults: event streams', () => {
     await runner.wait(runId);
     runStore.faults.inject({ method: 'listEvents' });
     const text = await (await app.request(`/v1/runs/${runId}/events`)).text();
-    expect(text).toBe('event: error\ndata: {"error":{"code":"internal","message":"the event stream failed; reconnect with Last-Event-ID to resume"}}\n\n');
+    expect(text).toBe(
+      'event: error\ndata: {"error":{"code":"internal","message":"the event stream failed; reconnect with Last-Event-ID to resume"}}\n\n',
+    );
     expect(await expectServing()).toBe(1);
   });
 });
@@ -187,7 +221,11 @@ describe('faults: where a memory operation ends', () => {
 
   it('reflection apply fails, and so does the event that would report a reflection', async () => {
     const { observationalMemory, memoryStore, runStore, expectServing } = setup();
-    await observationalMemory.observe({ scope: { tenantId: 'acme', conversationId: 'conv-faults', agentId: 'agent-x' }, runId: 'run-x', messages: [{ id: 'm1', role: 'user', content: 'I prefer tabs' }] });
+    await observationalMemory.observe({
+      scope: { tenantId: 'acme', conversationId: 'conv-faults', agentId: 'agent-x' },
+      runId: 'run-x',
+      messages: [{ id: 'm1', role: 'user', content: 'I prefer tabs' }],
+    });
     memoryStore.faults.inject({ method: 'completeReflection', times: 1 });
     const scope = { tenantId: 'acme', conversationId: 'conv-faults', agentId: 'agent-x' };
     await expect(observationalMemory.reflectNow(scope)).rejects.toBeDefined();
@@ -199,8 +237,19 @@ describe('faults: where a memory operation ends', () => {
 
   it('a reflection event of a live run cannot be stored: the fault is logged, the run completes', async () => {
     const { startRun, runner, runStore, agentModel, expectServing, observationalMemory } = setup();
-    await observationalMemory.observe({ scope: { tenantId: 'acme', conversationId: 'conv-faults', agentId: 'agent-x' }, runId: 'run-x', messages: [{ id: 'm1', role: 'user', content: 'I prefer tabs' }] });
-    agentModel.enqueue({ toolCalls: [{ id: 'call-1', name: 'observational_memory', arguments: JSON.stringify({ action: 'reflect_now' }) }] }, 'done');
+    await observationalMemory.observe({
+      scope: { tenantId: 'acme', conversationId: 'conv-faults', agentId: 'agent-x' },
+      runId: 'run-x',
+      messages: [{ id: 'm1', role: 'user', content: 'I prefer tabs' }],
+    });
+    agentModel.enqueue(
+      {
+        toolCalls: [
+          { id: 'call-1', name: 'observational_memory', arguments: JSON.stringify({ action: 'reflect_now' }) },
+        ],
+      },
+      'done',
+    );
     runStore.faults.inject({ method: 'appendEvent', when: (_runId, type) => type === 'memory.reflection.completed' });
     const runId = await startRun('I prefer tabs; reflect now');
     expect((await runner.wait(runId)).status).toBe('completed');
@@ -222,7 +271,10 @@ describe('faults: maintenance', () => {
     runStore.faults.inject({ method: 'updateRun', when: (_runId, patch) => Object.keys(patch).length === 0 });
     const maintenance = runner.startMaintenance({ heartbeatMs: 5, sweepMs: 5 });
     // Wait (for the events, not a set time) until both kinds of failure were met, twice.
-    while (runStore.faults.failed.filter((method) => method === 'listStaleRuns').length < 2 || runStore.faults.failed.filter((method) => method === 'updateRun').length < 2) {
+    while (
+      runStore.faults.failed.filter((method) => method === 'listStaleRuns').length < 2 ||
+      runStore.faults.failed.filter((method) => method === 'updateRun').length < 2
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     await maintenance.stop();

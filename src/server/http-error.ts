@@ -38,14 +38,27 @@ const STATUS_BY_CODE: Readonly<Record<HarnessMemoryErrorCode, ContentfulStatusCo
 };
 
 /** An HTTP error with our JSON body (and any extra headers, such as `retry-after`). */
-export function httpError(status: ContentfulStatusCode, code: string, message: string, headers?: Readonly<Record<string, string>>): HTTPException {
+export function httpError(
+  status: ContentfulStatusCode,
+  code: string,
+  message: string,
+  headers?: Readonly<Record<string, string>>,
+): HTTPException {
   return new HTTPException(status, { res: jsonError(status, code, message, headers) });
 }
 
 /** A JSON error response. */
-export function jsonError(status: ContentfulStatusCode, code: string, message: string, headers?: Readonly<Record<string, string>>): Response {
+export function jsonError(
+  status: ContentfulStatusCode,
+  code: string,
+  message: string,
+  headers?: Readonly<Record<string, string>>,
+): Response {
   const body: ErrorBody = { error: { code, message } };
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+  });
 }
 
 /** Maps any thrown value to a JSON error response; the one place errors become responses. */

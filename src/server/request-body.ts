@@ -6,7 +6,10 @@ import { httpError } from './http-error.js';
  * Reads and validates a JSON body: malformed JSON is 400 `invalid_json` naming the problem;
  * unknown fields or wrong types are 400 `invalid_request` listing each issue.
  */
-export async function readJsonBody<Schema extends z.ZodType>(context: Context, schema: Schema): Promise<z.output<Schema>> {
+export async function readJsonBody<Schema extends z.ZodType>(
+  context: Context,
+  schema: Schema,
+): Promise<z.output<Schema>> {
   const text = await context.req.text();
   let data: unknown;
   if (text.trim() === '') data = {};
@@ -19,7 +22,9 @@ export async function readJsonBody<Schema extends z.ZodType>(context: Context, s
   }
   const parsed = schema.safeParse(data);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(body)'}: ${issue.message}`);
+    const issues = parsed.error.issues.map(
+      (issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(body)'}: ${issue.message}`,
+    );
     throw httpError(400, 'invalid_request', issues.join('; '));
   }
   return parsed.data;

@@ -24,7 +24,12 @@ export function runToJson(run: RunRecord): Record<string, unknown> {
 
 /** The wire form of a working-memory entry (value decoded). */
 export function entryToJson(entry: WorkingMemoryEntry): Record<string, unknown> {
-  return { key: entry.key, value: JSON.parse(entry.valueJson) as unknown, created_at: entry.createdAt, updated_at: entry.updatedAt };
+  return {
+    key: entry.key,
+    value: JSON.parse(entry.valueJson) as unknown,
+    created_at: entry.createdAt,
+    updated_at: entry.updatedAt,
+  };
 }
 
 /** The wire form of an operation, as the memory routes and the CLI show dead ones. */

@@ -3,7 +3,10 @@ export interface ServerEnv {
   Variables: {
     /** The API key's tenant, or undefined when the server runs without keys. */
     tenant: string | undefined;
-    /** Who the request counts against for the limits: `key:<n>` with API keys, undefined without (routes then use the tenant). */
+    /**
+     * Who the request counts against for the limits: `key:<n>` with API keys, undefined without (routes then use
+     * the tenant).
+     */
     principal: string | undefined;
   };
 }

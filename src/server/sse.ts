@@ -20,7 +20,13 @@ export interface StreamRunEventsOptions {
 
 /** One SSE frame as the reference writes it: id, retry, event, data. */
 export function formatFrame(event: RunEvent): string {
-  const data = JSON.stringify({ id: event.id, run_id: event.runId, type: event.type, timestamp: event.timestamp, payload: event.payload });
+  const data = JSON.stringify({
+    id: event.id,
+    run_id: event.runId,
+    type: event.type,
+    timestamp: event.timestamp,
+    payload: event.payload,
+  });
   return `id: ${event.id}\nretry: 3000\nevent: ${event.type}\ndata: ${data}\n\n`;
 }
 
@@ -45,50 +51,61 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
   context.header('Connection', 'keep-alive');
   context.header('X-Accel-Buffering', 'no');
   let last = resumeAfter(context.req.header('Last-Event-ID'), options.runId);
-  return stream(context, async (output) => {
-    let wake: (() => void) | undefined;
-    let pending = false;
-    const unsubscribe = options.hub.subscribe(options.runId, () => {
-      pending = true;
-      wake?.();
-    });
-    let closed = false;
-    output.onAbort(() => {
-      closed = true;
-      wake?.();
-    });
-    try {
-      while (!closed) {
-        pending = false;
-        const events = await options.runStore.listEvents(options.runId, last);
-        for (const event of events) {
-          await output.write(formatFrame(event));
-          last = event.seq;
-          if (TERMINAL_EVENT_TYPES.has(event.type)) return;
+  return stream(
+    context,
+    async (output) => {
+      let wake: (() => void) | undefined;
+      let pending = false;
+      const unsubscribe = options.hub.subscribe(options.runId, () => {
+        pending = true;
+        wake?.();
+      });
+      let closed = false;
+      output.onAbort(() => {
+        closed = true;
+        wake?.();
+      });
+      try {
+        while (!closed) {
+          pending = false;
+          const events = await options.runStore.listEvents(options.runId, last);
+          for (const event of events) {
+            await output.write(formatFrame(event));
+            last = event.seq;
+            if (TERMINAL_EVENT_TYPES.has(event.type)) return;
+          }
+          if (pending) continue;
+          // Resumed after the terminal event (EventSource reconnects so after every close):
+          // there is nothing more to send, so end instead of heartbeating forever.
+          if (events.length === 0 && last >= 0) {
+            const [current] = await options.runStore.listEvents(options.runId, last - 1);
+            if (current && TERMINAL_EVENT_TYPES.has(current.type)) return;
+          }
+          const timedOut = await new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => resolve(true), options.heartbeatMs ?? 15_000);
+            wake = () => {
+              clearTimeout(timer);
+              resolve(false);
+            };
+          });
+          wake = undefined;
+          if (timedOut && !closed) await output.write(': heartbeat\n\n');
         }
-        if (pending) continue;
-        // Resumed after the terminal event (EventSource reconnects so after every close):
-        // there is nothing more to send, so end instead of heartbeating forever.
-        if (events.length === 0 && last >= 0) {
-          const [current] = await options.runStore.listEvents(options.runId, last - 1);
-          if (current && TERMINAL_EVENT_TYPES.has(current.type)) return;
-        }
-        const timedOut = await new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(true), options.heartbeatMs ?? 15_000);
-          wake = () => {
-            clearTimeout(timer);
-            resolve(false);
-          };
-        });
-        wake = undefined;
-        if (timedOut && !closed) await output.write(': heartbeat\n\n');
+      } finally {
+        unsubscribe();
+        options.onClose?.();
       }
-    } finally {
-      unsubscribe();
-      options.onClose?.();
-    }
-  }, async (error, output) => {
-    options.onFault?.({ component: 'sse', message: 'a run event stream failed and was ended', error, runId: options.runId });
-    await output.write(`event: error\ndata: ${JSON.stringify({ error: { code: 'internal', message: 'the event stream failed; reconnect with Last-Event-ID to resume' } })}\n\n`);
-  });
+    },
+    async (error, output) => {
+      options.onFault?.({
+        component: 'sse',
+        message: 'a run event stream failed and was ended',
+        error,
+        runId: options.runId,
+      });
+      await output.write(
+        `event: error\ndata: ${JSON.stringify({ error: { code: 'internal', message: 'the event stream failed; reconnect with Last-Event-ID to resume' } })}\n\n`,
+      );
+    },
+  );
 }

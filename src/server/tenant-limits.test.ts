@@ -25,8 +25,25 @@ function setup(limits: TenantLimitsOptions, apiKeys?: AppOptions['apiKeys']) {
   const runStore = createInMemoryRunStore();
   const hub = createLocalEventHub();
   const agentModel = createMockLanguageModel('final answer');
-  const runner = createAgentRunner({ model: agentModel, observationalMemory, workingMemory, runStore, hub, memoryTools: [], workspace: WORKSPACE });
-  const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory, heartbeatMs: 50, limits: createTenantLimits({ refusalDelayMs: 0, ...limits, now: () => clock }), ...(apiKeys ? { apiKeys } : {}) });
+  const runner = createAgentRunner({
+    model: agentModel,
+    observationalMemory,
+    workingMemory,
+    runStore,
+    hub,
+    memoryTools: [],
+    workspace: WORKSPACE,
+  });
+  const app = createApp({
+    runner,
+    runStore,
+    hub,
+    observationalMemory,
+    workingMemory,
+    heartbeatMs: 50,
+    limits: createTenantLimits({ refusalDelayMs: 0, ...limits, now: () => clock }),
+    ...(apiKeys ? { apiKeys } : {}),
+  });
   const request = (path: string, init: RequestInit & { key?: string } = {}) => {
     const headers = new Headers(init.headers);
     if (init.key) headers.set('authorization', `Bearer ${init.key}`);
@@ -52,12 +69,16 @@ async function expectTooMany(response: Response, code: string, retryAfter: strin
   expect(((await response.json()) as { error: { code: string } }).error.code).toBe(code);
 }
 
-const put = (tenant: string, key: string) => ({ path: `/v1/memory/${tenant}/conv/agent/working/${key}`, init: { method: 'PUT', body: JSON.stringify({ value: 1 }) } });
+const put = (tenant: string, key: string) => ({
+  path: `/v1/memory/${tenant}/conv/agent/working/${key}`,
+  init: { method: 'PUT', body: JSON.stringify({ value: 1 }) },
+});
 
 describe('tenant limits: writes per second', () => {
   it('answers 429 rate_limited with Retry-After past the bucket, per tenant, and refills with time', async () => {
     const { request, advance } = setup({ maxWritesPerSecond: 2 });
-    for (const key of ['a', 'b']) expect((await request(put('acme', key).path, put('acme', key).init)).status).toBe(200);
+    for (const key of ['a', 'b'])
+      expect((await request(put('acme', key).path, put('acme', key).init)).status).toBe(200);
     await expectTooMany(await request(put('acme', 'c').path, put('acme', 'c').init), 'rate_limited', '1');
     // Reads are not counted, and another tenant has its own bucket.
     expect((await request('/v1/memory/acme/conv/agent/working')).status).toBe(200);
@@ -73,7 +94,11 @@ describe('tenant limits: writes per second', () => {
       { key: 'key-two', tenantId: 'acme' },
     ]);
     expect((await request(put('acme', 'a').path, { ...put('acme', 'a').init, key: 'key-one' })).status).toBe(200);
-    const refused = await request('/v1/memory/acme/conv/agent/working/b', { method: 'PUT', body: '{not json', key: 'key-one' });
+    const refused = await request('/v1/memory/acme/conv/agent/working/b', {
+      method: 'PUT',
+      body: '{not json',
+      key: 'key-one',
+    });
     await expectTooMany(refused, 'rate_limited', '1');
     expect((await request(put('acme', 'b').path, { ...put('acme', 'b').init, key: 'key-two' })).status).toBe(200);
   });
@@ -84,7 +109,9 @@ describe('tenant limits: refusals', () => {
     vi.useFakeTimers();
     try {
       let waited = false;
-      const pause = createTenantLimits({ refusalDelayMs: 40 }).pauseBeforeRefusal().then(() => (waited = true));
+      const pause = createTenantLimits({ refusalDelayMs: 40 })
+        .pauseBeforeRefusal()
+        .then(() => (waited = true));
       await vi.advanceTimersByTimeAsync(39);
       expect(waited).toBe(false);
       await vi.advanceTimersByTimeAsync(1);
@@ -100,21 +127,39 @@ describe('tenant limits: concurrent runs and event streams', () => {
   it('answers 429 too_many_runs at the cap, for that tenant only, until a run ends', async () => {
     const { request, runner, holdNextAnswer } = setup({ maxConcurrentRuns: 1 });
     const release = holdNextAnswer();
-    const first = (await (await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'one', tenant_id: 'acme' }) })).json()) as { run_id: string };
-    await expectTooMany(await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'two', tenant_id: 'acme' }) }), 'too_many_runs', '1');
-    await expectTooMany(await request(`/v1/runs/${first.run_id}/continue`, { method: 'POST', body: JSON.stringify({ prompt: 'two' }) }), 'too_many_runs', '1');
-    const other = await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'three', tenant_id: 'globex' }) });
+    const first = (await (
+      await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'one', tenant_id: 'acme' }) })
+    ).json()) as { run_id: string };
+    await expectTooMany(
+      await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'two', tenant_id: 'acme' }) }),
+      'too_many_runs',
+      '1',
+    );
+    await expectTooMany(
+      await request(`/v1/runs/${first.run_id}/continue`, { method: 'POST', body: JSON.stringify({ prompt: 'two' }) }),
+      'too_many_runs',
+      '1',
+    );
+    const other = await request('/v1/runs', {
+      method: 'POST',
+      body: JSON.stringify({ prompt: 'three', tenant_id: 'globex' }),
+    });
     expect(other.status).toBe(202);
     release();
     await runner.settle();
-    expect((await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'four', tenant_id: 'acme' }) })).status).toBe(202);
+    expect(
+      (await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'four', tenant_id: 'acme' }) }))
+        .status,
+    ).toBe(202);
     await runner.settle();
   });
 
   it('answers 429 too_many_streams at the cap, until a stream closes', async () => {
     const { request, runner, holdNextAnswer } = setup({ maxSseConnections: 1 });
     const release = holdNextAnswer();
-    const { run_id: runId } = (await (await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'one', tenant_id: 'acme' }) })).json()) as { run_id: string };
+    const { run_id: runId } = (await (
+      await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'one', tenant_id: 'acme' }) })
+    ).json()) as { run_id: string };
     const open = await request(`/v1/runs/${runId}/events`);
     expect(open.status).toBe(200);
     await expectTooMany(await request(`/v1/runs/${runId}/events`), 'too_many_streams', '1');

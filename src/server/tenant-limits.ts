@@ -31,7 +31,10 @@ export interface TenantLimits {
   admitWrite(principal: string): void;
   /** Counts a run in; throws `429 too_many_runs` at the cap. Call the returned function once when the run ends. */
   acquireRun(principal: string): () => void;
-  /** Counts an SSE stream in; throws `429 too_many_streams` at the cap. Call the returned function once when it closes. */
+  /**
+   * Counts an SSE stream in; throws `429 too_many_streams` at the cap. Call the returned function once when it
+   * closes.
+   */
   acquireStream(principal: string): () => void;
   /** Resolves after `refusalDelayMs`; the app waits for it before sending a 429. */
   pauseBeforeRefusal(): Promise<void>;
@@ -59,7 +62,13 @@ export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLim
   const maxStreams = positiveOption('maxSseConnections', options.maxSseConnections ?? 32);
   const rate = positiveOption('maxWritesPerSecond', options.maxWritesPerSecond ?? 50);
   const refusalDelayMs = options.refusalDelayMs ?? 250;
-  if (!Number.isFinite(refusalDelayMs) || refusalDelayMs < 0) throw invalidOption('createTenantLimits', 'refusalDelayMs', `must be a non-negative number of milliseconds (got ${String(refusalDelayMs)})`, 'Leave it out for the default.');
+  if (!Number.isFinite(refusalDelayMs) || refusalDelayMs < 0)
+    throw invalidOption(
+      'createTenantLimits',
+      'refusalDelayMs',
+      `must be a non-negative number of milliseconds (got ${String(refusalDelayMs)})`,
+      'Leave it out for the default.',
+    );
   const now = options.now ?? Date.now;
   const usage = new Map<string, Usage>();
 
@@ -84,7 +93,12 @@ export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLim
     entry.refilledAt = at;
   };
   /** A counter that refuses past `max`, and a release that counts down once. */
-  const acquire = (principal: string, field: 'runs' | 'streams', max: number, refuse: () => HTTPException): (() => void) => {
+  const acquire = (
+    principal: string,
+    field: 'runs' | 'streams',
+    max: number,
+    refuse: () => HTTPException,
+  ): (() => void) => {
     const entry = usageOf(principal);
     if (entry[field] >= max) throw refuse();
     entry[field]++;
@@ -107,15 +121,35 @@ export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLim
       const seconds = Math.max(1, Math.ceil((1 - entry.tokens) / rate));
       throw tooMany('rate_limited', `more than ${rate} write requests per second; retry after ${seconds} s`, seconds);
     },
-    acquireRun: (principal) => acquire(principal, 'runs', maxRuns, () => tooMany('too_many_runs', `${maxRuns} runs are already queued or running for this API key; retry when one ends`, 1)),
-    pauseBeforeRefusal: () => (refusalDelayMs === 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, refusalDelayMs))),
+    acquireRun: (principal) =>
+      acquire(principal, 'runs', maxRuns, () =>
+        tooMany(
+          'too_many_runs',
+          `${maxRuns} runs are already queued or running for this API key; retry when one ends`,
+          1,
+        ),
+      ),
+    pauseBeforeRefusal: () =>
+      refusalDelayMs === 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, refusalDelayMs)),
     acquireStream: (principal) =>
-      acquire(principal, 'streams', maxStreams, () => tooMany('too_many_streams', `${maxStreams} event streams are already open for this API key; close one first`, 1)),
+      acquire(principal, 'streams', maxStreams, () =>
+        tooMany(
+          'too_many_streams',
+          `${maxStreams} event streams are already open for this API key; close one first`,
+          1,
+        ),
+      ),
   };
 }
 
 function positiveOption(option: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 1) throw invalidOption('createTenantLimits', option, `must be a positive integer (got ${String(value)})`, 'Leave it out for the default.');
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw invalidOption(
+      'createTenantLimits',
+      option,
+      `must be a positive integer (got ${String(value)})`,
+      'Leave it out for the default.',
+    );
   return value;
 }
 

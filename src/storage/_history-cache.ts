@@ -14,9 +14,17 @@ export interface HistorySource {
    * The conversation's generation, and up to `limit` of its messages with a position above
    * `after`, newest first.
    */
-  newer(memoryId: string, after: number, limit: number): Promise<{ generation: number; rows: ConversationMessageRow[] }>;
+  newer(
+    memoryId: string,
+    after: number,
+    limit: number,
+  ): Promise<{ generation: number; rows: ConversationMessageRow[] }>;
   /** The generation, and up to `limit` messages with a position below `before`, newest first. */
-  older(memoryId: string, before: number, limit: number): Promise<{ generation: number; rows: ConversationMessageRow[] }>;
+  older(
+    memoryId: string,
+    before: number,
+    limit: number,
+  ): Promise<{ generation: number; rows: ConversationMessageRow[] }>;
 }
 
 interface Entry {
@@ -90,7 +98,13 @@ export class HistoryCache {
       return messages.slice(start);
     }
     const positions = read.rows.map((row) => row.position);
-    const entry: Entry = { generation, messages, positions, lastPosition: positions.at(-1) ?? 0, complete: read.exhausted };
+    const entry: Entry = {
+      generation,
+      messages,
+      positions,
+      lastPosition: positions.at(-1) ?? 0,
+      complete: read.exhausted,
+    };
     return this.#keep(memoryId, entry, start);
   }
 
@@ -115,7 +129,11 @@ export class HistoryCache {
  * a message over the budget is reached, or when `complete` (nothing older exists); otherwise
  * undefined (older messages must be read).
  */
-function startWithin(messages: readonly ConversationMessage[], maxTokens: number, complete: boolean): number | undefined {
+function startWithin(
+  messages: readonly ConversationMessage[],
+  maxTokens: number,
+  complete: boolean,
+): number | undefined {
   let used = 0;
   for (let index = messages.length - 1; index >= 0; index--) {
     used += (messages[index] as ConversationMessage).tokenCount;

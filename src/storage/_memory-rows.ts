@@ -14,7 +14,13 @@ import { deepFreeze } from '../core/deep-freeze.js';
 import type { ApplyPosition } from './apply-plan.js';
 import { randomInt } from 'node:crypto';
 import { OBSERVATION_SOURCES } from '../core/observation.js';
-import type { MemoryRecord, Observation, ObservationConfig, ObservationSource, StoredReflection } from '../core/observation.js';
+import type {
+  MemoryRecord,
+  Observation,
+  ObservationConfig,
+  ObservationSource,
+  StoredReflection,
+} from '../core/observation.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import type { StructuredReflection } from '../core/reflection.js';
 import type { ReflectionLinks, StoredContradiction, StoredSupersession } from '../core/reflection-links.js';
@@ -52,7 +58,10 @@ export interface RecordRow {
   updated_at: string;
 }
 
-/** A row of `om_reflection_links`: a supersession (`first_seq` replaces `second_seq`) or a contradiction (`first_seq < second_seq`). */
+/**
+ * A row of `om_reflection_links`: a supersession (`first_seq` replaces `second_seq`) or a contradiction
+ * (`first_seq < second_seq`).
+ */
 export interface ReflectionLinkRow {
   memory_id: string;
   kind: string;
@@ -153,7 +162,9 @@ export function decodeJsonObject(value: unknown): Record<string, unknown> {
       return {};
     }
   }
-  return typeof decoded === 'object' && decoded !== null && !Array.isArray(decoded) ? (decoded as Record<string, unknown>) : {};
+  return typeof decoded === 'object' && decoded !== null && !Array.isArray(decoded)
+    ? (decoded as Record<string, unknown>)
+    : {};
 }
 
 /** A flag column: SQLite's 0/1 or Postgres's boolean; null stays null. */
@@ -161,7 +172,11 @@ function decodeFlag(value: number | boolean | null): boolean | null {
   return typeof value === 'number' ? value !== 0 : value;
 }
 
-const CONFIG_FIELDS: ReadonlyArray<keyof ObservationConfig> = ['observeMinTokens', 'snippetMaxTokens', 'reflectThresholdTokens'];
+const CONFIG_FIELDS: ReadonlyArray<keyof ObservationConfig> = [
+  'observeMinTokens',
+  'snippetMaxTokens',
+  'reflectThresholdTokens',
+];
 
 /** Reads `config_json` (text or decoded): only the known fields, only positive integers. */
 export function parseConfig(value: unknown): Partial<ObservationConfig> {
@@ -212,7 +227,10 @@ function toReflection(row: RecordRow): StoredReflection | null {
 const structuredCache = new Map<string, StructuredReflection>();
 const STRUCTURED_CACHE_LIMIT = 256;
 
-/** A stored parsed reflection (JSON text or decoded), or undefined when it is missing or damaged (then re-derive it from the raw text). */
+/**
+ * A stored parsed reflection (JSON text or decoded), or undefined when it is missing or damaged (then re-derive
+ * it from the raw text).
+ */
 export function readStructured(json: unknown): StructuredReflection | undefined {
   if (json === null || json === undefined) return undefined;
   if (typeof json === 'string') {
@@ -221,16 +239,22 @@ export function readStructured(json: unknown): StructuredReflection | undefined 
   }
   const value = decodeJsonObject(json);
   const { summary, supersessions, contradictions, schemaVersion } = value;
-  if (typeof summary !== 'string' || !Array.isArray(supersessions) || !Array.isArray(contradictions) || (schemaVersion !== 0 && schemaVersion !== 1)) return undefined;
+  if (
+    typeof summary !== 'string' ||
+    !Array.isArray(supersessions) ||
+    !Array.isArray(contradictions) ||
+    (schemaVersion !== 0 && schemaVersion !== 1)
+  )
+    return undefined;
   // Frozen throughout, so one parsed copy can be shared by every record that carries it.
   const structured = deepFreeze(value) as unknown as StructuredReflection;
   if (typeof json === 'string') {
-    if (structuredCache.size >= STRUCTURED_CACHE_LIMIT) structuredCache.delete(structuredCache.keys().next().value as string);
+    if (structuredCache.size >= STRUCTURED_CACHE_LIMIT)
+      structuredCache.delete(structuredCache.keys().next().value as string);
     structuredCache.set(json, structured);
   }
   return structured;
 }
-
 
 /** Maps an operation row. */
 export function toOperation(row: OperationRow): Operation {
@@ -315,10 +339,15 @@ export function toReflectionLinks(rows: readonly ReflectionLinkRow[]): Reflectio
   const contradictions: StoredContradiction[] = [];
   for (const row of rows) {
     const found = { operationId: row.operation_id, createdAt: row.created_at };
-    if (row.kind === 'supersession') supersessions.push(Object.freeze({ newerSeq: row.first_seq, olderSeq: row.second_seq, reason: row.detail, ...found }));
-    else contradictions.push(Object.freeze({ seqA: row.first_seq, seqB: row.second_seq, detail: row.detail, ...found }));
+    if (row.kind === 'supersession')
+      supersessions.push(
+        Object.freeze({ newerSeq: row.first_seq, olderSeq: row.second_seq, reason: row.detail, ...found }),
+      );
+    else
+      contradictions.push(Object.freeze({ seqA: row.first_seq, seqB: row.second_seq, detail: row.detail, ...found }));
   }
-  const byFirstThenSecond = (a: readonly [number, number], b: readonly [number, number]): number => a[0] - b[0] || a[1] - b[1];
+  const byFirstThenSecond = (a: readonly [number, number], b: readonly [number, number]): number =>
+    a[0] - b[0] || a[1] - b[1];
   supersessions.sort((a, b) => byFirstThenSecond([a.newerSeq, a.olderSeq], [b.newerSeq, b.olderSeq]));
   contradictions.sort((a, b) => byFirstThenSecond([a.seqA, a.seqB], [b.seqA, b.seqB]));
   return { supersessions, contradictions };
@@ -341,7 +370,12 @@ export function toMarker(row: MarkerRow): Marker {
 
 /** Maps a working-memory row. */
 export function toWorkingMemoryEntry(row: WorkingMemoryRow): WorkingMemoryEntry {
-  return Object.freeze({ key: row.entry_key, valueJson: row.entry_json, createdAt: row.created_at, updatedAt: row.updated_at });
+  return Object.freeze({
+    key: row.entry_key,
+    valueJson: row.entry_json,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  });
 }
 
 /**

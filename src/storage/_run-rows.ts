@@ -58,7 +58,8 @@ export interface ConversationMessageRow {
 }
 
 /** The columns of {@link ConversationMessageRow}, as a history read selects them. */
-export const HISTORY_COLUMNS = 'position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count';
+export const HISTORY_COLUMNS =
+  'position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count';
 
 /**
  * One statement (so one snapshot) reading a conversation's generation and a keyset page of its
@@ -67,9 +68,15 @@ export const HISTORY_COLUMNS = 'position, message_id, run_id, role, content, nam
  * `'newer'` reads positions above the bound, `'older'` below. With no message, one row whose
  * position is null carries the generation. `prefix` is the schema prefix (Postgres).
  */
-export function historyPageSql(prefix: string, direction: 'newer' | 'older', placeholders: readonly [string, string, string, string]): string {
+export function historyPageSql(
+  prefix: string,
+  direction: 'newer' | 'older',
+  placeholders: readonly [string, string, string, string],
+): string {
   const [memoryId, sameMemoryId, bound, limit] = placeholders;
-  const columns = HISTORY_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
+  const columns = HISTORY_COLUMNS.split(', ')
+    .map((column) => `m.${column}`)
+    .join(', ');
   return `SELECT g.generation, ${columns} FROM (SELECT COALESCE((SELECT generation FROM ${prefix}harness_conversation_generations WHERE memory_id = ${memoryId}), 0) AS generation) AS g
     LEFT JOIN (SELECT ${HISTORY_COLUMNS} FROM ${prefix}harness_conversation_messages WHERE memory_id = ${sameMemoryId} AND position ${direction === 'newer' ? '>' : '<'} ${bound}
       ORDER BY position DESC LIMIT ${limit}) AS m ON 1 = 1
@@ -77,11 +84,17 @@ export function historyPageSql(prefix: string, direction: 'newer' | 'older', pla
 }
 
 /** The generation and the messages of rows read by {@link historyPageSql}. */
-export function historyPageOf(rows: ReadonlyArray<ConversationMessageRow & { generation: number }>): { generation: number; rows: ConversationMessageRow[] } {
+export function historyPageOf(rows: ReadonlyArray<ConversationMessageRow & { generation: number }>): {
+  generation: number;
+  rows: ConversationMessageRow[];
+} {
   return { generation: Number(rows[0]?.generation ?? 0), rows: rows.filter((row) => row.position !== null) };
 }
 
-/** A JSON column: JSON text (SQLite) is parsed, throwing if it does not parse; a decoded value (Postgres) is taken as it is. */
+/**
+ * A JSON column: JSON text (SQLite) is parsed, throwing if it does not parse; a decoded value (Postgres) is
+ * taken as it is.
+ */
 export function decodeJson(value: unknown): unknown {
   return typeof value === 'string' ? JSON.parse(value) : value;
 }
@@ -97,7 +110,10 @@ export function toRunRecord(row: RunRow): RunRecord {
     systemPrompt: row.system_prompt,
     maxSteps: row.max_steps,
     output: row.output,
-    error: row.error_json === null || row.error_json === '' ? null : (decodeJson(row.error_json) as { code: string; message: string }),
+    error:
+      row.error_json === null || row.error_json === ''
+        ? null
+        : (decodeJson(row.error_json) as { code: string; message: string }),
     steps: row.steps,
     usage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
     parentRunId: row.parent_run_id,

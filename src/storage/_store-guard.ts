@@ -37,7 +37,13 @@ export function disposedError(store: string, message = 'The store was disposed; 
 export function createStoreGuard(options: StoreGuardOptions): StoreGuard {
   let disposed = false;
   const toError =
-    options.toError ?? ((error: unknown) => new StoreError({ store: options.store, message: `${options.store} failed: ${error instanceof Error ? error.message : String(error)}`, cause: error }));
+    options.toError ??
+    ((error: unknown) =>
+      new StoreError({
+        store: options.store,
+        message: `${options.store} failed: ${error instanceof Error ? error.message : String(error)}`,
+        cause: error,
+      }));
   const mapped = (error: unknown): unknown => (HarnessMemoryError.isInstance(error) ? error : toError(error));
   const check = (): void => {
     if (disposed) throw disposedError(options.store, options.disposedMessage);

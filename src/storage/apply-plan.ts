@@ -45,7 +45,11 @@ export interface ObservationApplyPlan {
  */
 export function planObservationApply(
   position: ApplyPosition,
-  input: { readonly observations: readonly NewObservation[]; readonly throughMessageSeq: number; readonly markerIds: { readonly start: string; readonly end: string } },
+  input: {
+    readonly observations: readonly NewObservation[];
+    readonly throughMessageSeq: number;
+    readonly markerIds: { readonly start: string; readonly end: string };
+  },
 ): ObservationApplyPlan {
   const startSeq = position.observedThroughMessageSeq + 1;
   const throughSeq = Math.max(position.observedThroughMessageSeq, input.throughMessageSeq);
@@ -64,7 +68,12 @@ export function planObservationApply(
     };
   });
   const lastObservationSeq = position.lastObservationSeq + observations.length;
-  const marker = (markerId: string, markerType: 'observation_start' | 'observation_end', at: number, seq: number): PlannedMarker => ({
+  const marker = (
+    markerId: string,
+    markerType: 'observation_start' | 'observation_end',
+    at: number,
+    seq: number,
+  ): PlannedMarker => ({
     markerId,
     markerType,
     messageSeqStart: at,
@@ -96,7 +105,10 @@ export interface PlannedLink {
 /** Everything a store writes to apply one reflection. */
 export interface ReflectionApplyPlan {
   readonly marker: PlannedMarker;
-  /** Supersessions first, then contradictions, each checked against the scope; a store keeps a pair already in its set as it was. */
+  /**
+   * Supersessions first, then contradictions, each checked against the scope; a store keeps a pair already in
+   * its set as it was.
+   */
   readonly links: readonly PlannedLink[];
   /** References dropped by the check, added to the record's count. */
   readonly rejected: number;
@@ -107,7 +119,10 @@ export interface ReflectionApplyPlan {
  * at the cursor, and the reflection's references checked against the scope's seqs
  * ({@link checkReflectionReferences}) before they join the supersession set.
  */
-export function planReflectionApply(position: ApplyPosition, input: { readonly reflection: StoredReflection; readonly markerId: string }): ReflectionApplyPlan {
+export function planReflectionApply(
+  position: ApplyPosition,
+  input: { readonly reflection: StoredReflection; readonly markerId: string },
+): ReflectionApplyPlan {
   const { reflection } = input;
   const at = position.observedThroughMessageSeq;
   const checked = checkReflectionReferences(reflection.structured, position.lastObservationSeq);
@@ -121,8 +136,18 @@ export function planReflectionApply(position: ApplyPosition, input: { readonly r
       payload: { last_reflected_seq: reflection.throughSeq },
     },
     links: [
-      ...checked.supersessions.map((item): PlannedLink => ({ kind: 'supersession', firstSeq: item.newerSeq, secondSeq: item.olderSeq, detail: item.reason })),
-      ...checked.contradictions.map((item): PlannedLink => ({ kind: 'contradiction', firstSeq: item.seqA, secondSeq: item.seqB, detail: item.detail })),
+      ...checked.supersessions.map((item): PlannedLink => ({
+        kind: 'supersession',
+        firstSeq: item.newerSeq,
+        secondSeq: item.olderSeq,
+        detail: item.reason,
+      })),
+      ...checked.contradictions.map((item): PlannedLink => ({
+        kind: 'contradiction',
+        firstSeq: item.seqA,
+        secondSeq: item.seqB,
+        detail: item.detail,
+      })),
     ],
     rejected: checked.rejected,
   };
@@ -142,7 +167,10 @@ export interface ImportApplyPlan {
  * order given, no message span (0 to 0), provenance `import` unless said, and the cursor
  * left where it is.
  */
-export function planImportApply(position: ApplyPosition, observations: readonly ImportedObservation[]): ImportApplyPlan {
+export function planImportApply(
+  position: ApplyPosition,
+  observations: readonly ImportedObservation[],
+): ImportApplyPlan {
   let tokens = 0;
   const planned = observations.map((item, index) => {
     tokens += item.tokenCount;
@@ -158,5 +186,10 @@ export function planImportApply(position: ApplyPosition, observations: readonly 
       createdAt: item.createdAt,
     };
   });
-  return { observations: planned, throughSeq: position.observedThroughMessageSeq, lastObservationSeq: position.lastObservationSeq + planned.length, tokens };
+  return {
+    observations: planned,
+    throughSeq: position.observedThroughMessageSeq,
+    lastObservationSeq: position.lastObservationSeq + planned.length,
+    tokens,
+  };
 }

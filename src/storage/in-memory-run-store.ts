@@ -20,7 +20,8 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
   const generations = new Map<string, number>();
   const storeGuard = createStoreGuard({ store: 'in-memory-runs', disposedMessage: 'The run store was disposed.' });
   const guard = storeGuard.check;
-  const missing = (runId: string): StoreError => new StoreError({ store: 'in-memory-runs', message: `Run ${runId} does not exist.`, data: { runId } });
+  const missing = (runId: string): StoreError =>
+    new StoreError({ store: 'in-memory-runs', message: `Run ${runId} does not exist.`, data: { runId } });
 
   return {
     specificationVersion: 'v1',
@@ -50,7 +51,14 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       const list = events.get(runId);
       if (!list) throw missing(runId);
       const seq = list.length;
-      const event: RunEvent = Object.freeze({ id: `${runId}:${seq}`, runId, seq, type, timestamp: now().toISOString(), payload: Object.freeze({ ...payload }) });
+      const event: RunEvent = Object.freeze({
+        id: `${runId}:${seq}`,
+        runId,
+        seq,
+        type,
+        timestamp: now().toISOString(),
+        payload: Object.freeze({ ...payload }),
+      });
       list.push(event);
       return event;
     },
@@ -60,7 +68,8 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
     },
     async appendMessages(memoryId, messages, appendOptions = {}) {
       guard();
-      if (appendOptions.generation !== undefined && (generations.get(memoryId) ?? 0) !== appendOptions.generation) throw scopeForgottenError('in-memory-runs', memoryId);
+      if (appendOptions.generation !== undefined && (generations.get(memoryId) ?? 0) !== appendOptions.generation)
+        throw scopeForgottenError('in-memory-runs', memoryId);
       let conversation = conversations.get(memoryId);
       if (!conversation) {
         conversation = { ids: new Set(), messages: [] };
@@ -80,7 +89,9 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
     async listStaleRuns(olderThanSeconds) {
       guard();
       const cutoff = new Date(now().getTime() - olderThanSeconds * 1000).toISOString();
-      return [...runs.values()].filter((run) => (run.status === 'queued' || run.status === 'running') && run.updatedAt <= cutoff);
+      return [...runs.values()].filter(
+        (run) => (run.status === 'queued' || run.status === 'running') && run.updatedAt <= cutoff,
+      );
     },
     async conversationGeneration(memoryId) {
       guard();

@@ -66,7 +66,12 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
 
   const nowIso = (): string => now().toISOString();
   const guard = (): void => {
-    if (disposed) throw new StoreError({ store: STORE_NAME, code: 'STORE_DISPOSED', message: 'The store was disposed; create a new one.' });
+    if (disposed)
+      throw new StoreError({
+        store: STORE_NAME,
+        code: 'STORE_DISPOSED',
+        message: 'The store was disposed; create a new one.',
+      });
   };
 
   function ensureScope(scope: Scope, memoryId: string): ScopeState {
@@ -106,7 +111,12 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
   }
 
   function update(state: ScopeState, patch: Partial<MemoryRecord>): MemoryRecord {
-    state.record = Object.freeze({ ...state.record, ...patch, stateVersion: state.record.stateVersion + 1, updatedAt: nowIso() });
+    state.record = Object.freeze({
+      ...state.record,
+      ...patch,
+      stateVersion: state.record.stateVersion + 1,
+      updatedAt: nowIso(),
+    });
     return state.record;
   }
 
@@ -321,7 +331,12 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       const at = nowIso();
       const plan = planImportApply(state.record, input.observations);
       const inserted: Observation[] = plan.observations.map(({ createdAt, ...planned }) =>
-        Object.freeze({ ...planned, sourceMessageSeqs: Object.freeze([...planned.sourceMessageSeqs]), createdAt: createdAt ?? at, operationId: input.operationId }),
+        Object.freeze({
+          ...planned,
+          sourceMessageSeqs: Object.freeze([...planned.sourceMessageSeqs]),
+          createdAt: createdAt ?? at,
+          operationId: input.operationId,
+        }),
       );
       state.observations.push(...inserted);
       const record = update(state, {
@@ -361,7 +376,12 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       const at = nowIso();
       const plan = planObservationApply(state.record, input);
       const inserted: Observation[] = plan.observations.map((planned) =>
-        Object.freeze({ ...planned, sourceMessageSeqs: Object.freeze([...planned.sourceMessageSeqs]), createdAt: at, operationId: operation.operationId }),
+        Object.freeze({
+          ...planned,
+          sourceMessageSeqs: Object.freeze([...planned.sourceMessageSeqs]),
+          createdAt: at,
+          operationId: operation.operationId,
+        }),
       );
       const { throughSeq, tokens } = plan;
       state.observations.push(...inserted);
@@ -392,11 +412,19 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       const found = { operationId: operation.operationId, createdAt: at };
       for (const link of plan.links) {
         if (link.kind === 'supersession') {
-          if (!state.supersessions.some((known) => known.newerSeq === link.firstSeq && known.olderSeq === link.secondSeq)) {
-            state.supersessions.push(Object.freeze({ newerSeq: link.firstSeq, olderSeq: link.secondSeq, reason: link.detail, ...found }));
+          if (
+            !state.supersessions.some((known) => known.newerSeq === link.firstSeq && known.olderSeq === link.secondSeq)
+          ) {
+            state.supersessions.push(
+              Object.freeze({ newerSeq: link.firstSeq, olderSeq: link.secondSeq, reason: link.detail, ...found }),
+            );
           }
-        } else if (!state.contradictions.some((known) => known.seqA === link.firstSeq && known.seqB === link.secondSeq)) {
-          state.contradictions.push(Object.freeze({ seqA: link.firstSeq, seqB: link.secondSeq, detail: link.detail, ...found }));
+        } else if (
+          !state.contradictions.some((known) => known.seqA === link.firstSeq && known.seqB === link.secondSeq)
+        ) {
+          state.contradictions.push(
+            Object.freeze({ seqA: link.firstSeq, seqB: link.secondSeq, detail: link.detail, ...found }),
+          );
         }
       }
       const record = update(state, {
@@ -414,7 +442,9 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       guard();
       const state = scopes.get(memoryId);
       return {
-        supersessions: [...(state?.supersessions ?? [])].sort((a, b) => a.newerSeq - b.newerSeq || a.olderSeq - b.olderSeq),
+        supersessions: [...(state?.supersessions ?? [])].sort(
+          (a, b) => a.newerSeq - b.newerSeq || a.olderSeq - b.olderSeq,
+        ),
         contradictions: [...(state?.contradictions ?? [])].sort((a, b) => a.seqA - b.seqA || a.seqB - b.seqB),
       };
     },
@@ -444,14 +474,28 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
           updatedAt: at.toISOString(),
         });
       }
-      return replaceOperation({ ...operation, status: 'failed', errorText: input.errorText, leaseOwner: null, leaseExpiresAt: null, updatedAt: at.toISOString() });
+      return replaceOperation({
+        ...operation,
+        status: 'failed',
+        errorText: input.errorText,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        updatedAt: at.toISOString(),
+      });
     },
 
     async markOperationDead(input) {
       guard();
       const operation = holdLease(input);
       deadCounts.set(operation.memoryId, (deadCounts.get(operation.memoryId) ?? 0) + 1);
-      return replaceOperation({ ...operation, status: 'dead', errorText: input.errorText, leaseOwner: null, leaseExpiresAt: null, updatedAt: nowIso() });
+      return replaceOperation({
+        ...operation,
+        status: 'dead',
+        errorText: input.errorText,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        updatedAt: nowIso(),
+      });
     },
 
     async retryDeadOperation(input) {
@@ -488,11 +532,23 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       const stale: Operation[] = [];
       for (const queue of pending.values()) {
         for (const operation of queue) {
-          if (operation.status === 'processing' && operation.leaseExpiresAt !== null && operation.leaseExpiresAt <= cutoff) stale.push(operation);
+          if (
+            operation.status === 'processing' &&
+            operation.leaseExpiresAt !== null &&
+            operation.leaseExpiresAt <= cutoff
+          )
+            stale.push(operation);
         }
       }
       for (const operation of stale) {
-        replaceOperation({ ...operation, status: 'queued', leaseOwner: null, leaseExpiresAt: null, errorText: 'requeued after stale processing operation', updatedAt: nowIso() });
+        replaceOperation({
+          ...operation,
+          status: 'queued',
+          leaseOwner: null,
+          leaseExpiresAt: null,
+          errorText: 'requeued after stale processing operation',
+          updatedAt: nowIso(),
+        });
         count++;
       }
       return count;
@@ -519,14 +575,21 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
         workingMemory.set(input.memoryId, entries);
       }
       const existing = entries.get(input.key);
-      if (!existing && entries.size >= input.limits.maxEntries) throw workingMemoryLimitError('entries', entries.size + 1, input.limits.maxEntries);
+      if (!existing && entries.size >= input.limits.maxEntries)
+        throw workingMemoryLimitError('entries', entries.size + 1, input.limits.maxEntries);
       let total = utf8Length(input.key) + utf8Length(input.valueJson);
       for (const entry of entries.values()) {
         if (entry.key !== input.key) total += utf8Length(entry.key) + utf8Length(entry.valueJson);
       }
-      if (total > input.limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, input.limits.maxTotalBytes);
+      if (total > input.limits.maxTotalBytes)
+        throw workingMemoryLimitError('total_bytes', total, input.limits.maxTotalBytes);
       const at = nowIso();
-      const entry: WorkingMemoryEntry = Object.freeze({ key: input.key, valueJson: input.valueJson, createdAt: existing?.createdAt ?? at, updatedAt: at });
+      const entry: WorkingMemoryEntry = Object.freeze({
+        key: input.key,
+        valueJson: input.valueJson,
+        createdAt: existing?.createdAt ?? at,
+        updatedAt: at,
+      });
       entries.set(input.key, entry);
       workingMemoryChanged(input.memoryId);
       return entry;
@@ -580,7 +643,8 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
   };
 
   function checkGeneration(memoryId: string, expected: number | undefined): void {
-    if (expected !== undefined && (generations.get(memoryId) ?? 0) !== expected) throw scopeForgottenError(STORE_NAME, memoryId);
+    if (expected !== undefined && (generations.get(memoryId) ?? 0) !== expected)
+      throw scopeForgottenError(STORE_NAME, memoryId);
   }
   return store;
 }

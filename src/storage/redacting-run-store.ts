@@ -18,7 +18,13 @@ import type { ConversationMessage, RunPatch, RunStore } from './run-store.js';
  * const runStore = createRedactingRunStore(createSqliteRunStore({ path: '.harness/state.db' }));
  */
 export function createRedactingRunStore(store: RunStore): RunStore {
-  requireObject('createRedactingRunStore', 'store', store, ['createRun', 'updateRun', 'appendEvent', 'appendMessages'], 'Pass the RunStore to wrap.');
+  requireObject(
+    'createRedactingRunStore',
+    'store',
+    store,
+    ['createRun', 'updateRun', 'appendEvent', 'appendMessages'],
+    'Pass the RunStore to wrap.',
+  );
   return {
     specificationVersion: 'v1',
     name: store.name,
@@ -36,7 +42,8 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     updateRun: (runId, patch) => store.updateRun(runId, redactPatch(patch)),
     appendEvent: (runId, type, payload) => store.appendEvent(runId, type, redactValue(payload)),
     listEvents: (runId, afterSeq) => store.listEvents(runId, afterSeq),
-    appendMessages: (memoryId, messages, options) => store.appendMessages(memoryId, messages.map(redactMessage), options),
+    appendMessages: (memoryId, messages, options) =>
+      store.appendMessages(memoryId, messages.map(redactMessage), options),
     recentMessages: (memoryId, maxTokens) => store.recentMessages(memoryId, maxTokens),
     listStaleRuns: (olderThanSeconds) => store.listStaleRuns(olderThanSeconds),
     forgetConversation: (memoryId) => store.forgetConversation(memoryId),
@@ -63,7 +70,8 @@ function redactMessage(message: ConversationMessage): ConversationMessage {
   return {
     ...message,
     content: message.role === 'tool' ? redactJsonText(message.content) : redact(message.content),
-    ...(message.toolCalls ? { toolCalls: message.toolCalls.map((call) => ({ ...call, arguments: redactJsonText(call.arguments) })) } : {}),
+    ...(message.toolCalls
+      ? { toolCalls: message.toolCalls.map((call) => ({ ...call, arguments: redactJsonText(call.arguments) })) }
+      : {}),
   };
 }
-

@@ -8,14 +8,30 @@ export interface RunStoreSuiteOptions {
   name: string;
   create: () => Promise<RunStore> | RunStore;
   cleanup?: () => Promise<void> | void;
-  /** A second store on the same database as the last one `create` made (another process or replica), when the adapter has one. */
+  /**
+   * A second store on the same database as the last one `create` made (another process or replica), when the
+   * adapter has one.
+   */
   openPeer?: () => Promise<RunStore> | RunStore;
 }
 
 const scope = { tenantId: 't', conversationId: 'c', agentId: 'a' };
 
 function newRun(runId: string): Omit<RunRecord, 'createdAt' | 'updatedAt'> {
-  return { runId, scope, status: 'queued', prompt: 'p', model: '', systemPrompt: '', maxSteps: 5, output: null, error: null, steps: 0, usage: { inputTokens: 0, outputTokens: 0 }, parentRunId: null };
+  return {
+    runId,
+    scope,
+    status: 'queued',
+    prompt: 'p',
+    model: '',
+    systemPrompt: '',
+    maxSteps: 5,
+    output: null,
+    error: null,
+    steps: 0,
+    usage: { inputTokens: 0, outputTokens: 0 },
+    parentRunId: null,
+  };
 }
 
 function message(id: string, tokenCount: number, role: ConversationMessage['role'] = 'user'): ConversationMessage {
@@ -37,8 +53,19 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
     it('creates, reads and updates runs', async () => {
       const created = await store.createRun(newRun('run_1'));
       expect(created).toMatchObject({ runId: 'run_1', status: 'queued', scope });
-      const updated = await store.updateRun('run_1', { status: 'completed', output: 'answer', error: null, steps: 2, usage: { inputTokens: 3, outputTokens: 4 } });
-      expect(updated).toMatchObject({ status: 'completed', output: 'answer', steps: 2, usage: { inputTokens: 3, outputTokens: 4 } });
+      const updated = await store.updateRun('run_1', {
+        status: 'completed',
+        output: 'answer',
+        error: null,
+        steps: 2,
+        usage: { inputTokens: 3, outputTokens: 4 },
+      });
+      expect(updated).toMatchObject({
+        status: 'completed',
+        output: 'answer',
+        steps: 2,
+        usage: { inputTokens: 3, outputTokens: 4 },
+      });
       expect(await store.getRun('run_1')).toEqual(updated);
       expect(await store.getRun('run_2')).toBeUndefined();
       await expect(store.updateRun('run_2', { status: 'failed' })).rejects.toThrow();
@@ -58,7 +85,12 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
     });
 
     it('keeps conversation history, skips known ids, and returns the recent part within a budget', async () => {
-      await store.appendMessages('m1', [message('a', 10), message('b', 10), message('c', 10, 'tool'), message('d', 10, 'assistant')]);
+      await store.appendMessages('m1', [
+        message('a', 10),
+        message('b', 10),
+        message('c', 10, 'tool'),
+        message('d', 10, 'assistant'),
+      ]);
       await store.appendMessages('m1', [message('b', 10), message('e', 10)]);
       expect((await store.recentMessages('m1', 1000)).map((item) => item.messageId)).toEqual(['a', 'b', 'c', 'd', 'e']);
       // Three fit, but a history never starts with an orphaned tool result.
@@ -71,7 +103,8 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
     it('returns exactly the newest messages within the budget, whatever the page sizes it read in (issue 16)', async () => {
       // Token counts from 1 to 97, pseudo-random: budgets end inside pages, at their edges and past them.
       const all = Array.from({ length: 1_500 }, (_, index) => message(`h${index}`, 1 + ((index * 7919) % 97)));
-      for (let first = 0; first < all.length; first += 250) await store.appendMessages('m1', all.slice(first, first + 250));
+      for (let first = 0; first < all.length; first += 250)
+        await store.appendMessages('m1', all.slice(first, first + 250));
       const expected = (count: number, budget: number): string[] => {
         const kept: string[] = [];
         let used = 0;
@@ -85,41 +118,59 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       };
       // Budgets shrinking and growing in turn, so a remembered page size is too small, right and too large.
       for (const budget of [0, 1, 50, 8_000, 120, 40_000, 60, 200_000, 2_500, 2_600, 10]) {
-        expect((await store.recentMessages('m1', budget)).map((item) => item.messageId), `budget ${budget}`).toEqual(expected(1_500, budget));
+        expect(
+          (await store.recentMessages('m1', budget)).map((item) => item.messageId),
+          `budget ${budget}`,
+        ).toEqual(expected(1_500, budget));
       }
       // The conversation grows between reads: the newest messages are always there.
       const more = Array.from({ length: 40 }, (_, index) => message(`n${index}`, 90));
       all.push(...more);
       await store.appendMessages('m1', more);
-      expect((await store.recentMessages('m1', 2_600)).map((item) => item.messageId)).toEqual(expected(all.length, 2_600));
-      expect((await store.recentMessages('m1', 8_000)).map((item) => item.messageId)).toEqual(expected(all.length, 8_000));
+      expect((await store.recentMessages('m1', 2_600)).map((item) => item.messageId)).toEqual(
+        expected(all.length, 2_600),
+      );
+      expect((await store.recentMessages('m1', 8_000)).map((item) => item.messageId)).toEqual(
+        expected(all.length, 8_000),
+      );
     });
 
-    if (options.openPeer) it('reads history written or forgotten by another store on the same database, never a stale copy (issue 16)', async () => {
-      const peer = await (options.openPeer as NonNullable<typeof options.openPeer>)();
-      try {
-        const ids = async (budget: number): Promise<string[]> => (await store.recentMessages('m1', budget)).map((item) => item.messageId);
-        await peer.appendMessages('m1', Array.from({ length: 30 }, (_, index) => message(`p${index}`, 10)));
-        expect(await ids(100)).toEqual(Array.from({ length: 10 }, (_, index) => `p${20 + index}`));
-        // Appended elsewhere after this store's read: a few, then more than one delta read takes.
-        await peer.appendMessages('m1', [message('q0', 10), message('q1', 10)]);
-        expect(await ids(40)).toEqual(['p28', 'p29', 'q0', 'q1']);
-        await peer.appendMessages('m1', Array.from({ length: 100 }, (_, index) => message(`r${index}`, 1)));
-        expect((await ids(1_000)).length).toBe(132);
-        // Forgotten elsewhere, then the same number of messages written again.
-        await peer.forgetConversation('m1');
-        expect(await ids(1_000)).toEqual([]);
-        await peer.appendMessages('m1', Array.from({ length: 132 }, (_, index) => message(`s${index}`, 1)));
-        const after = await ids(1_000);
-        expect(after.length).toBe(132);
-        expect(after.every((id) => id.startsWith('s'))).toBe(true);
-        await peer.forgetConversation('m1');
-        await peer.appendMessages('m1', [message('t0', 1)]);
-        expect(await ids(1_000)).toEqual(['t0']);
-      } finally {
-        await peer.dispose();
-      }
-    });
+    if (options.openPeer)
+      it('reads history written or forgotten by another store on the same database, never a stale copy (issue 16)', async () => {
+        const peer = await (options.openPeer as NonNullable<typeof options.openPeer>)();
+        try {
+          const ids = async (budget: number): Promise<string[]> =>
+            (await store.recentMessages('m1', budget)).map((item) => item.messageId);
+          await peer.appendMessages(
+            'm1',
+            Array.from({ length: 30 }, (_, index) => message(`p${index}`, 10)),
+          );
+          expect(await ids(100)).toEqual(Array.from({ length: 10 }, (_, index) => `p${20 + index}`));
+          // Appended elsewhere after this store's read: a few, then more than one delta read takes.
+          await peer.appendMessages('m1', [message('q0', 10), message('q1', 10)]);
+          expect(await ids(40)).toEqual(['p28', 'p29', 'q0', 'q1']);
+          await peer.appendMessages(
+            'm1',
+            Array.from({ length: 100 }, (_, index) => message(`r${index}`, 1)),
+          );
+          expect((await ids(1_000)).length).toBe(132);
+          // Forgotten elsewhere, then the same number of messages written again.
+          await peer.forgetConversation('m1');
+          expect(await ids(1_000)).toEqual([]);
+          await peer.appendMessages(
+            'm1',
+            Array.from({ length: 132 }, (_, index) => message(`s${index}`, 1)),
+          );
+          const after = await ids(1_000);
+          expect(after.length).toBe(132);
+          expect(after.every((id) => id.startsWith('s'))).toBe(true);
+          await peer.forgetConversation('m1');
+          await peer.appendMessages('m1', [message('t0', 1)]);
+          expect(await ids(1_000)).toEqual(['t0']);
+        } finally {
+          await peer.dispose();
+        }
+      });
 
     it('lists queued or running runs that stopped heartbeating, by the store clock', async () => {
       await store.createRun(newRun('run_1'));
@@ -151,8 +202,26 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
     });
 
     it('round-trips tool calls in messages', async () => {
-      const withCalls: ConversationMessage = { messageId: 'x', runId: 'r', role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'working_memory', arguments: '{"action":"list"}' }], tokenCount: 5 };
-      await store.appendMessages('m1', [withCalls, { messageId: 'y', runId: 'r', role: 'tool', content: '{}', toolCallId: 'c1', name: 'working_memory', tokenCount: 1 }]);
+      const withCalls: ConversationMessage = {
+        messageId: 'x',
+        runId: 'r',
+        role: 'assistant',
+        content: '',
+        toolCalls: [{ id: 'c1', name: 'working_memory', arguments: '{"action":"list"}' }],
+        tokenCount: 5,
+      };
+      await store.appendMessages('m1', [
+        withCalls,
+        {
+          messageId: 'y',
+          runId: 'r',
+          role: 'tool',
+          content: '{}',
+          toolCallId: 'c1',
+          name: 'working_memory',
+          tokenCount: 1,
+        },
+      ]);
       const [first, second] = await store.recentMessages('m1', 100);
       expect(first?.toolCalls).toEqual(withCalls.toolCalls);
       expect(second).toMatchObject({ toolCallId: 'c1', name: 'working_memory' });

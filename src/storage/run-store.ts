@@ -68,7 +68,11 @@ export interface RunStore {
    * `generation`, writes nothing and throws `SCOPE_FORGOTTEN` unless the conversation's
    * generation (see {@link conversationGeneration}) is still that value.
    */
-  appendMessages(memoryId: string, messages: readonly ConversationMessage[], options?: { generation?: number }): Promise<void>;
+  appendMessages(
+    memoryId: string,
+    messages: readonly ConversationMessage[],
+    options?: { generation?: number },
+  ): Promise<void>;
   /** The most recent messages of a conversation whose tokens fit `maxTokens`, oldest first. */
   recentMessages(memoryId: string, maxTokens: number): Promise<ConversationMessage[]>;
   /**

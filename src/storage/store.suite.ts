@@ -51,7 +51,15 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     };
 
     const enqueueObserve = (scope = scopeA) =>
-      store.enqueueOperation({ operationId: generateId('op'), scope, memoryId: memoryIdOf(scope), operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+      store.enqueueOperation({
+        operationId: generateId('op'),
+        scope,
+        memoryId: memoryIdOf(scope),
+        operationType: 'observe',
+        payload: {},
+        runId: 'run-1',
+        toolCallId: 'system',
+      });
 
     test('returns no record for a scope never written', async () => {
       expect(await store.getRecord(idA)).toBeUndefined();
@@ -71,8 +79,16 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     });
 
     test('skips messages whose key it already holds', async () => {
-      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a'), message('id:2', 'b')] });
-      const again = await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:2', 'b'), message('id:3', 'c')] });
+      await store.appendMessages({
+        scope: scopeA,
+        memoryId: idA,
+        messages: [message('id:1', 'a'), message('id:2', 'b')],
+      });
+      const again = await store.appendMessages({
+        scope: scopeA,
+        memoryId: idA,
+        messages: [message('id:2', 'b'), message('id:3', 'c')],
+      });
       expect(again.inserted).toBe(1);
       expect(again.unobservedTokens).toBe(30);
       const pending = await store.listUnobservedMessages(idA, 100);
@@ -84,8 +100,24 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     });
 
     test('merges settings per field and logs the change as an applied operation', async () => {
-      const first = await store.updateSettings({ scope: scopeA, memoryId: idA, enabled: true, config: { observeMinTokens: 11 }, runId: 'r', toolCallId: 't', operationId: generateId('op') });
-      const second = await store.updateSettings({ scope: scopeA, memoryId: idA, enabled: false, config: { snippetMaxTokens: 22 }, runId: 'r', toolCallId: 't', operationId: generateId('op') });
+      const first = await store.updateSettings({
+        scope: scopeA,
+        memoryId: idA,
+        enabled: true,
+        config: { observeMinTokens: 11 },
+        runId: 'r',
+        toolCallId: 't',
+        operationId: generateId('op'),
+      });
+      const second = await store.updateSettings({
+        scope: scopeA,
+        memoryId: idA,
+        enabled: false,
+        config: { snippetMaxTokens: 22 },
+        runId: 'r',
+        toolCallId: 't',
+        operationId: generateId('op'),
+      });
       expect(first.enabled).toBe(true);
       expect(second.enabled).toBe(false);
       expect(second.config).toEqual({ observeMinTokens: 11, snippetMaxTokens: 22 });
@@ -98,8 +130,17 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     });
 
     test('imports observations after the last seq, in the order given, logged as an applied import', async () => {
-      const importInto = (observations: Parameters<NonNullable<MemoryStore['importObservations']>>[0]['observations']) =>
-        store.importObservations!({ scope: scopeA, memoryId: idA, observations, runId: 'r', toolCallId: 't', operationId: generateId('op') });
+      const importInto = (
+        observations: Parameters<NonNullable<MemoryStore['importObservations']>>[0]['observations'],
+      ) =>
+        store.importObservations!({
+          scope: scopeA,
+          memoryId: idA,
+          observations,
+          runId: 'r',
+          toolCallId: 't',
+          operationId: generateId('op'),
+        });
       await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('m1', 'hello')] });
       const first = await importInto([
         { content: 'likes tea', importance: 0.8, tokenCount: 3, createdAt: '2025-01-02T03:04:05.000Z' },
@@ -112,9 +153,19 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       ]);
       expect(first.observations[0]?.createdAt).toBe('2025-01-02T03:04:05.000Z');
       expect(second.observations.map((item) => item.seq)).toEqual([3]);
-      expect(second.record).toMatchObject({ observationCount: 3, lastObservationSeq: 3, activeObservationTokens: 9, unreflectedObservationTokens: 9, observedThroughMessageSeq: 0 });
+      expect(second.record).toMatchObject({
+        observationCount: 3,
+        lastObservationSeq: 3,
+        activeObservationTokens: 9,
+        unreflectedObservationTokens: 9,
+        observedThroughMessageSeq: 0,
+      });
       expect(second.record.stateVersion).toBeGreaterThan(first.record.stateVersion);
-      expect((await store.listObservations(idA)).map((item) => item.content)).toEqual(['likes tea', 'lives in Lyon', 'works nights']);
+      expect((await store.listObservations(idA)).map((item) => item.content)).toEqual([
+        'likes tea',
+        'lives in Lyon',
+        'works nights',
+      ]);
       expect((await store.listUnobservedMessages(idA, 10)).map((item) => item.messageKey)).toEqual(['m1']);
       expect((await store.listOperations(idA)).map((item) => [item.operationType, item.status, item.payload])).toEqual([
         ['import', 'applied', { count: 2 }],
@@ -127,7 +178,9 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
       const made = await Promise.all(Array.from({ length: 40 }, () => enqueueObserve()));
       const other = await enqueueObserve(scopeB);
-      expect(made.map((item) => item.scopeSequence).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, index) => index + 1));
+      expect(made.map((item) => item.scopeSequence).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 40 }, (_, index) => index + 1),
+      );
       expect(other.scopeSequence).toBe(1);
       expect(made.every((item) => item.status === 'queued' && item.attempt === 0)).toBe(true);
     });
@@ -149,7 +202,11 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     });
 
     test('applies observations atomically: seqs, cursor, markers and status', async () => {
-      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a'), message('id:2', 'b'), message('id:3', 'c')] });
+      await store.appendMessages({
+        scope: scopeA,
+        memoryId: idA,
+        messages: [message('id:1', 'a'), message('id:2', 'b'), message('id:3', 'c')],
+      });
       await enqueueObserve();
       const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
       const lease = { operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w1' };
@@ -162,7 +219,9 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         throughMessageSeq: 2,
         markerIds: { start: generateId('mk'), end: generateId('mk') },
       });
-      expect(result.observations.map((item) => [item.seq, item.importance, item.sourceStartSeq, item.sourceEndSeq])).toEqual([
+      expect(
+        result.observations.map((item) => [item.seq, item.importance, item.sourceStartSeq, item.sourceEndSeq]),
+      ).toEqual([
         [1, 0.9, 1, 2],
         [2, null, 1, 2],
       ]);
@@ -171,7 +230,10 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(result.record.activeObservationTokens).toBe(9);
       expect(result.record.unreflectedObservationTokens).toBe(9);
       expect((await store.listUnobservedMessages(idA, 10)).map((item) => item.seq)).toEqual([3]);
-      expect((await store.listMarkers(idA)).map((item) => item.markerType)).toEqual(['observation_start', 'observation_end']);
+      expect((await store.listMarkers(idA)).map((item) => item.markerType)).toEqual([
+        'observation_start',
+        'observation_end',
+      ]);
       expect((await store.listOperations(idA))[0]?.status).toBe('applied');
       expect(await store.listObservations(idA, { afterSeq: 1 })).toHaveLength(1);
       expect(await store.countPendingOperations(idA)).toBe(0);
@@ -189,7 +251,9 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         throughMessageSeq: 1,
         markerIds: { start: generateId('mk'), end: generateId('mk') },
       });
-      await expect(attempt).rejects.toSatisfy((error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST');
+      await expect(attempt).rejects.toSatisfy(
+        (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST',
+      );
       expect(await store.listObservations(idA)).toEqual([]);
       expect(await store.listMarkers(idA)).toEqual([]);
     });
@@ -200,8 +264,17 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 1 });
       await sleep(30);
       await expect(
-        store.completeObservation({ operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w1', observations: [{ content: 'x', importance: 1, tokenCount: 1 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } }),
-      ).rejects.toSatisfy((error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST');
+        store.completeObservation({
+          operationId: claimed!.operationId,
+          memoryId: claimed!.memoryId,
+          leaseOwner: 'w1',
+          observations: [{ content: 'x', importance: 1, tokenCount: 1 }],
+          throughMessageSeq: 1,
+          markerIds: { start: generateId('mk'), end: generateId('mk') },
+        }),
+      ).rejects.toSatisfy(
+        (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST',
+      );
       expect(await store.requeueStaleOperations({ graceSeconds: 0 })).toBe(1);
       const again = await store.claimOperation({ memoryId: idA, leaseOwner: 'w2', leaseMs: 60_000 });
       expect(again?.operationId).toBe(claimed!.operationId);
@@ -220,7 +293,13 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       // A delay no machine outlasts between two calls: the operation is surely not claimable yet.
       await enqueueObserve();
       const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
-      const retried = await store.failOperation({ operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w1', errorText: 'boom', retryAfterMs: 600_000 });
+      const retried = await store.failOperation({
+        operationId: claimed!.operationId,
+        memoryId: claimed!.memoryId,
+        leaseOwner: 'w1',
+        errorText: 'boom',
+        retryAfterMs: 600_000,
+      });
       expect(retried.status).toBe('queued');
       expect(retried.errorText).toBe('boom');
       expect(await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 })).toBeUndefined();
@@ -228,14 +307,25 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       // A short delay: claimable once it has passed (polled; the deadline is only for liveness).
       await enqueueObserve(scopeB);
       const first = await store.claimOperation({ memoryId: idB, leaseOwner: 'w1', leaseMs: 60_000 });
-      await store.failOperation({ operationId: first!.operationId, memoryId: idB, leaseOwner: 'w1', errorText: 'boom', retryAfterMs: 20 });
+      await store.failOperation({
+        operationId: first!.operationId,
+        memoryId: idB,
+        leaseOwner: 'w1',
+        errorText: 'boom',
+        retryAfterMs: 20,
+      });
       let second = await store.claimOperation({ memoryId: idB, leaseOwner: 'w1', leaseMs: 60_000 });
-      for (const deadline = Date.now() + 20_000; second === undefined && Date.now() < deadline; ) {
+      for (const deadline = Date.now() + 20_000; second === undefined && Date.now() < deadline;) {
         await sleep(10);
         second = await store.claimOperation({ memoryId: idB, leaseOwner: 'w1', leaseMs: 60_000 });
       }
       expect(second?.attempt).toBe(2);
-      const failed = await store.failOperation({ operationId: second!.operationId, memoryId: second!.memoryId, leaseOwner: 'w1', errorText: 'final' });
+      const failed = await store.failOperation({
+        operationId: second!.operationId,
+        memoryId: second!.memoryId,
+        leaseOwner: 'w1',
+        errorText: 'final',
+      });
       expect(failed.status).toBe('failed');
       expect(await store.countPendingOperations(idB)).toBe(0);
     });
@@ -245,16 +335,36 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       const second = await enqueueObserve();
       const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
       expect(claimed?.operationId).toBe(first.operationId);
-      await expect(store.markOperationDead({ operationId: first.operationId, memoryId: idA, leaseOwner: 'intruder', errorText: 'x' })).rejects.toSatisfy(
+      await expect(
+        store.markOperationDead({
+          operationId: first.operationId,
+          memoryId: idA,
+          leaseOwner: 'intruder',
+          errorText: 'x',
+        }),
+      ).rejects.toSatisfy(
         (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST',
       );
-      const dead = await store.markOperationDead({ operationId: first.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'gave up after 5 attempts' });
-      expect(dead).toMatchObject({ operationId: first.operationId, status: 'dead', errorText: 'gave up after 5 attempts', leaseOwner: null, attempt: 1 });
+      const dead = await store.markOperationDead({
+        operationId: first.operationId,
+        memoryId: idA,
+        leaseOwner: 'w1',
+        errorText: 'gave up after 5 attempts',
+      });
+      expect(dead).toMatchObject({
+        operationId: first.operationId,
+        status: 'dead',
+        errorText: 'gave up after 5 attempts',
+        leaseOwner: null,
+        attempt: 1,
+      });
       expect(await store.countDeadOperations(idA)).toBe(1);
       expect(await store.countDeadOperations(idB)).toBe(0);
       expect(await store.countPendingOperations(idA)).toBe(1);
       // The lease ended with it: the worker can neither apply nor fail it afterwards.
-      await expect(store.failOperation({ operationId: first.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'late' })).rejects.toSatisfy(
+      await expect(
+        store.failOperation({ operationId: first.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'late' }),
+      ).rejects.toSatisfy(
         (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST',
       );
       expect(await store.requeueStaleOperations({ graceSeconds: 0 })).toBe(0);
@@ -266,23 +376,40 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       ]);
     });
 
-    test('retries a dead operation by hand at the end of its scope\'s log, with its attempts reset', async () => {
+    test("retries a dead operation by hand at the end of its scope's log, with its attempts reset", async () => {
       const first = await enqueueObserve();
       const second = await enqueueObserve();
       await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
-      await store.markOperationDead({ operationId: first.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'poison' });
+      await store.markOperationDead({
+        operationId: first.operationId,
+        memoryId: idA,
+        leaseOwner: 'w1',
+        errorText: 'poison',
+      });
       await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
       // Only a dead operation of that scope can be retried.
       expect(await store.retryDeadOperation({ memoryId: idA, operationId: second.operationId })).toBeUndefined();
       expect(await store.retryDeadOperation({ memoryId: idA, operationId: 'op-unknown' })).toBeUndefined();
       expect(await store.retryDeadOperation({ memoryId: idB, operationId: first.operationId })).toBeUndefined();
       const retried = await store.retryDeadOperation({ memoryId: idA, operationId: first.operationId });
-      expect(retried).toMatchObject({ operationId: first.operationId, status: 'queued', attempt: 0, scopeSequence: 3, errorText: 'poison', leaseOwner: null });
+      expect(retried).toMatchObject({
+        operationId: first.operationId,
+        status: 'queued',
+        attempt: 0,
+        scopeSequence: 3,
+        errorText: 'poison',
+        leaseOwner: null,
+      });
       expect(await store.countDeadOperations(idA)).toBe(0);
       expect(await store.retryDeadOperation({ memoryId: idA, operationId: first.operationId })).toBeUndefined();
       // It waits behind the operation now processing, then runs like any queued one.
       expect(await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 })).toBeUndefined();
-      await store.completeWithoutChange({ operationId: second.operationId, memoryId: idA, leaseOwner: 'w1', note: 'done' });
+      await store.completeWithoutChange({
+        operationId: second.operationId,
+        memoryId: idA,
+        leaseOwner: 'w1',
+        note: 'done',
+      });
       const again = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
       expect(again).toMatchObject({ operationId: first.operationId, attempt: 1 });
       const later = await enqueueObserve();
@@ -294,10 +421,22 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       ]);
       // The last operation of its log, retried, still moves past its own place.
       await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
-      await store.completeWithoutChange({ operationId: first.operationId, memoryId: idA, leaseOwner: 'w1', note: 'done' });
+      await store.completeWithoutChange({
+        operationId: first.operationId,
+        memoryId: idA,
+        leaseOwner: 'w1',
+        note: 'done',
+      });
       await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
-      await store.markOperationDead({ operationId: later.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'poison' });
-      expect((await store.retryDeadOperation({ memoryId: idA, operationId: later.operationId }))?.scopeSequence).toBe(5);
+      await store.markOperationDead({
+        operationId: later.operationId,
+        memoryId: idA,
+        leaseOwner: 'w1',
+        errorText: 'poison',
+      });
+      expect((await store.retryDeadOperation({ memoryId: idA, operationId: later.operationId }))?.scopeSequence).toBe(
+        5,
+      );
       await store.forget(idA);
       expect(await store.countDeadOperations(idA)).toBe(0);
     });
@@ -317,14 +456,28 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         throughMessageSeq: 1,
         markerIds: { start: generateId('mk'), end: generateId('mk') },
       });
-      await store.enqueueOperation({ operationId: generateId('op'), scope: scopeA, memoryId: idA, operationType: 'reflect_now', payload: {}, runId: 'r', toolCallId: 't' });
+      await store.enqueueOperation({
+        operationId: generateId('op'),
+        scope: scopeA,
+        memoryId: idA,
+        operationType: 'reflect_now',
+        payload: {},
+        runId: 'r',
+        toolCallId: 't',
+      });
       const reflect = await store.claimOperation({ memoryId: idA, leaseOwner: 'w', leaseMs: 60_000 });
       const raw = 'SUMMARY:\nshort\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n\nCONTRADICTIONS:\n';
       const record = await store.completeReflection({
         operationId: reflect!.operationId,
         memoryId: reflect!.memoryId,
         leaseOwner: 'w',
-        reflection: { raw, structured: parseReflection(raw), tokenCount: 9, throughSeq: 1, createdAt: new Date().toISOString() },
+        reflection: {
+          raw,
+          structured: parseReflection(raw),
+          tokenCount: 9,
+          throughSeq: 1,
+          createdAt: new Date().toISOString(),
+        },
         markerId: generateId('mk'),
       });
       expect(record.unreflectedObservationTokens).toBe(7);
@@ -335,7 +488,10 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect((await store.listMarkers(idA)).at(-1)?.markerType).toBe('reflection_end');
     });
 
-    const observeAs = async (observations: Parameters<MemoryStore['completeObservation']>[0]['observations'], throughMessageSeq: number) => {
+    const observeAs = async (
+      observations: Parameters<MemoryStore['completeObservation']>[0]['observations'],
+      throughMessageSeq: number,
+    ) => {
       await enqueueObserve();
       const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w', leaseMs: 60_000 });
       return store.completeObservation({
@@ -348,28 +504,54 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       });
     };
     const reflectAs = async (raw: string, throughSeq: number) => {
-      const operation = await store.enqueueOperation({ operationId: generateId('op'), scope: scopeA, memoryId: idA, operationType: 'reflect_now', payload: {}, runId: 'r', toolCallId: 't' });
+      const operation = await store.enqueueOperation({
+        operationId: generateId('op'),
+        scope: scopeA,
+        memoryId: idA,
+        operationType: 'reflect_now',
+        payload: {},
+        runId: 'r',
+        toolCallId: 't',
+      });
       const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w', leaseMs: 60_000 });
       const record = await store.completeReflection({
         operationId: claimed!.operationId,
         memoryId: claimed!.memoryId,
         leaseOwner: 'w',
-        reflection: { raw, structured: parseReflection(raw), tokenCount: 9, throughSeq, createdAt: new Date().toISOString() },
+        reflection: {
+          raw,
+          structured: parseReflection(raw),
+          tokenCount: 9,
+          throughSeq,
+          createdAt: new Date().toISOString(),
+        },
         markerId: generateId('mk'),
       });
       return { record, operationId: operation.operationId };
     };
 
-    test('stores each observation\'s provenance: its source and the message seqs it cites', async () => {
-      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a'), message('id:2', 'b'), message('id:3', 'c')] });
+    test("stores each observation's provenance: its source and the message seqs it cites", async () => {
+      await store.appendMessages({
+        scope: scopeA,
+        memoryId: idA,
+        messages: [message('id:1', 'a'), message('id:2', 'b'), message('id:3', 'c')],
+      });
       const { observations } = await observeAs(
         [
-          { content: 'from the tool output', importance: 0.6, tokenCount: 4, source: 'tool', sourceMessageSeqs: [2, 3] },
+          {
+            content: 'from the tool output',
+            importance: 0.6,
+            tokenCount: 4,
+            source: 'tool',
+            sourceMessageSeqs: [2, 3],
+          },
           { content: 'no provenance given', importance: 0.5, tokenCount: 4 },
         ],
         3,
       );
-      expect(observations.map((item) => [item.source, item.sourceMessageSeqs, item.sourceStartSeq, item.sourceEndSeq])).toEqual([
+      expect(
+        observations.map((item) => [item.source, item.sourceMessageSeqs, item.sourceStartSeq, item.sourceEndSeq]),
+      ).toEqual([
         ['tool', [2, 3], 1, 3],
         ['mixed', [], 1, 3],
       ]);
@@ -378,7 +560,10 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
 
     test('grows the supersession set across reflections, dropping and counting references that do not hold (issue 12)', async () => {
       await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
-      await observeAs(['tabs', 'Go', 'spaces', 'Rust', 'Zig'].map((content) => ({ content, importance: 0.5, tokenCount: 2 })), 1);
+      await observeAs(
+        ['tabs', 'Go', 'spaces', 'Rust', 'Zig'].map((content) => ({ content, importance: 0.5, tokenCount: 2 })),
+        1,
+      );
       const first = await reflectAs(
         [
           'SUMMARY:',
@@ -397,7 +582,10 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       );
       expect(first.record).toMatchObject({ supersessionCount: 1, contradictionCount: 1, rejectedReferenceCount: 4 });
       // The second reflection does not repeat the first's findings: they stay in the set.
-      const second = await reflectAs('SUMMARY:\ntwo\nSUPERSESSIONS:\n- [seq:4] replaces [seq:2]: now Rust\n- [seq:3] replaces [seq:1]: again\n- [seq:2] replaces [seq:1]: Go over tabs\nCONTRADICTIONS:\n', 5);
+      const second = await reflectAs(
+        'SUMMARY:\ntwo\nSUPERSESSIONS:\n- [seq:4] replaces [seq:2]: now Rust\n- [seq:3] replaces [seq:1]: again\n- [seq:2] replaces [seq:1]: Go over tabs\nCONTRADICTIONS:\n',
+        5,
+      );
       expect(second.record).toMatchObject({ supersessionCount: 3, contradictionCount: 1, rejectedReferenceCount: 4 });
       expect(await store.getRecord(idA)).toEqual(second.record);
       const links = await store.listReflectionLinks(idA);
@@ -407,7 +595,9 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         [3, 1, 'now spaces', first.operationId],
         [4, 2, 'now Rust', second.operationId],
       ]);
-      expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail, item.operationId])).toEqual([[2, 5, 'which language', first.operationId]]);
+      expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail, item.operationId])).toEqual([
+        [2, 5, 'which language', first.operationId],
+      ]);
       expect(links.supersessions[0]?.createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
       expect(await store.listReflectionLinks(idB)).toEqual({ supersessions: [], contradictions: [] });
       await store.forget(idA);
@@ -422,7 +612,9 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(afterFirst).not.toBe(0);
       expect(await store.scopeGeneration(idB)).toBe(0);
       const forgotten = (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_FORGOTTEN';
-      await expect(store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:2', 'late')], generation: 0 })).rejects.toSatisfy(forgotten);
+      await expect(
+        store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:2', 'late')], generation: 0 }),
+      ).rejects.toSatisfy(forgotten);
       if (store.appendMessagesAndClaim) {
         const late = store.appendMessagesAndClaim({
           scope: scopeA,
@@ -439,7 +631,12 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await store.getRecord(idA)).toBeUndefined();
       expect(await store.listUnobservedMessages(idA, 100)).toEqual([]);
       // Work that read the new generation, or none, goes on; a second forget moves it again.
-      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:4', 'new')], generation: afterFirst });
+      await store.appendMessages({
+        scope: scopeA,
+        memoryId: idA,
+        messages: [message('id:4', 'new')],
+        generation: afterFirst,
+      });
       await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:5', 'any')] });
       expect((await store.listUnobservedMessages(idA, 100)).map((item) => item.messageKey)).toEqual(['id:4', 'id:5']);
       await store.forget(idA);
@@ -448,12 +645,19 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
 
     test('keeps working-memory entries sorted by key bytes, with timestamps', async () => {
       const limits = { maxEntries: 10, maxTotalBytes: 10_000 };
-      for (const key of ['b', 'a', 'B', 'é', 'a2']) await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key, valueJson: `"${key}"`, limits });
+      for (const key of ['b', 'a', 'B', 'é', 'a2'])
+        await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key, valueJson: `"${key}"`, limits });
       const entries = await store.listWorkingMemoryEntries(idA);
       expect(entries.map((entry) => entry.key)).toEqual(['B', 'a', 'a2', 'b', 'é']);
       const first = await store.getWorkingMemoryEntry(idA, 'a');
       await sleep(5);
-      const updated = await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'a', valueJson: '{"x":1}', limits });
+      const updated = await store.setWorkingMemoryEntry({
+        scope: scopeA,
+        memoryId: idA,
+        key: 'a',
+        valueJson: '{"x":1}',
+        limits,
+      });
       expect(updated.createdAt).toBe(first?.createdAt);
       expect(updated.updatedAt >= (first?.updatedAt ?? '')).toBe(true);
       expect((await store.getWorkingMemoryEntry(idA, 'a'))?.valueJson).toBe('{"x":1}');
@@ -466,20 +670,37 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       const limits = { maxEntries: 2, maxTotalBytes: 30 };
       await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k1', valueJson: '"v"', limits });
       await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k2', valueJson: '"v"', limits });
-      await expect(store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k3', valueJson: '"v"', limits })).rejects.toSatisfy(
+      await expect(
+        store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k3', valueJson: '"v"', limits }),
+      ).rejects.toSatisfy(
         (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'WORKING_MEMORY_LIMIT',
       );
       await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k2', valueJson: '"replaced"', limits });
-      await expect(store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k2', valueJson: `"${'x'.repeat(40)}"`, limits })).rejects.toSatisfy(
+      await expect(
+        store.setWorkingMemoryEntry({
+          scope: scopeA,
+          memoryId: idA,
+          key: 'k2',
+          valueJson: `"${'x'.repeat(40)}"`,
+          limits,
+        }),
+      ).rejects.toSatisfy(
         (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'WORKING_MEMORY_LIMIT',
       );
-      expect((await store.listWorkingMemoryEntries(idA)).map((entry) => entry.valueJson)).toEqual(['"v"', '"replaced"']);
+      expect((await store.listWorkingMemoryEntries(idA)).map((entry) => entry.valueJson)).toEqual([
+        '"v"',
+        '"replaced"',
+      ]);
     });
 
     test('changes the working-memory version on every write of the scope, and only then', async () => {
       // Optional in the port: a store without it skips this test by name, saying so.
-      expect(store.workingMemoryVersion, 'workingMemoryVersion is not implemented; list this test in `skip`').toBeTypeOf('function');
-      const version = (memoryId: string) => (store.workingMemoryVersion as (memoryId: string) => Promise<number>)(memoryId);
+      expect(
+        store.workingMemoryVersion,
+        'workingMemoryVersion is not implemented; list this test in `skip`',
+      ).toBeTypeOf('function');
+      const version = (memoryId: string) =>
+        (store.workingMemoryVersion as (memoryId: string) => Promise<number>)(memoryId);
       const limits = { maxEntries: 5, maxTotalBytes: 1000 };
       expect(await version(idA)).toBe(0);
       const seen = new Set<number>([0]);
@@ -512,7 +733,13 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
 
     test('never shows one scope the data of another', async () => {
       await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'secret-a')] });
-      await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k', valueJson: '"a"', limits: { maxEntries: 5, maxTotalBytes: 1000 } });
+      await store.setWorkingMemoryEntry({
+        scope: scopeA,
+        memoryId: idA,
+        key: 'k',
+        valueJson: '"a"',
+        limits: { maxEntries: 5, maxTotalBytes: 1000 },
+      });
       expect(await store.getRecord(idB)).toBeUndefined();
       expect(await store.listUnobservedMessages(idB, 100)).toEqual([]);
       expect(await store.listWorkingMemoryEntries(idB)).toEqual([]);
@@ -521,7 +748,11 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     });
 
     test('loses no message when many appends to one scope run concurrently', async () => {
-      await Promise.all(Array.from({ length: 50 }, (_, index) => store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message(`id:${index}`, `m${index}`, 1)] })));
+      await Promise.all(
+        Array.from({ length: 50 }, (_, index) =>
+          store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message(`id:${index}`, `m${index}`, 1)] }),
+        ),
+      );
       const pending = await store.listUnobservedMessages(idA, 1000);
       expect(pending).toHaveLength(50);
       expect(new Set(pending.map((item) => item.seq)).size).toBe(50);
@@ -532,7 +763,13 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
       await store.appendMessages({ scope: scopeB, memoryId: idB, messages: [message('id:1', 'b')] });
       await enqueueObserve();
-      await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k', valueJson: '1', limits: { maxEntries: 5, maxTotalBytes: 1000 } });
+      await store.setWorkingMemoryEntry({
+        scope: scopeA,
+        memoryId: idA,
+        key: 'k',
+        valueJson: '1',
+        limits: { maxEntries: 5, maxTotalBytes: 1000 },
+      });
       await store.forget(idA);
       expect(await store.getRecord(idA)).toBeUndefined();
       expect(await store.listOperations(idA)).toEqual([]);
@@ -553,30 +790,74 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     test('appends, enqueues and claims in one call when the adapter has the fast path', async () => {
       if (!store.appendMessagesAndClaim) return;
       const operation = (operationId: string) => ({ operationId, payload: {}, runId: 'r', toolCallId: 't' });
-      const below = appended(await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a', 5)], settings: observeFrom(20), operation: operation('op-1'), leaseOwner: 'w', leaseMs: 60_000 }));
+      const below = appended(
+        await store.appendMessagesAndClaim({
+          scope: scopeA,
+          memoryId: idA,
+          messages: [message('id:1', 'a', 5)],
+          settings: observeFrom(20),
+          operation: operation('op-1'),
+          leaseOwner: 'w',
+          leaseMs: 60_000,
+        }),
+      );
       expect(below.operation).toBeUndefined();
       expect(below.claimed).toBeUndefined();
       expect(await store.listOperations(idA)).toEqual([]);
-      const reached = appended(await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:2', 'b', 15)], settings: observeFrom(20), operation: operation('op-2'), leaseOwner: 'w', leaseMs: 60_000 }));
+      const reached = appended(
+        await store.appendMessagesAndClaim({
+          scope: scopeA,
+          memoryId: idA,
+          messages: [message('id:2', 'b', 15)],
+          settings: observeFrom(20),
+          operation: operation('op-2'),
+          leaseOwner: 'w',
+          leaseMs: 60_000,
+        }),
+      );
       expect(reached.unobservedTokens).toBe(20);
       expect(reached.operation?.operationId).toBe('op-2');
       expect(reached.claimed).toMatchObject({ operationId: 'op-2', status: 'processing', leaseOwner: 'w', attempt: 1 });
       expect(reached.claimed?.leaseExpiresAt && reached.claimed.leaseExpiresAt > reached.claimed.createdAt).toBe(true);
-      expect((await store.listOperations(idA)).map((item) => [item.operationId, item.status, item.leaseOwner])).toEqual([['op-2', 'processing', 'w']]);
+      expect((await store.listOperations(idA)).map((item) => [item.operationId, item.status, item.leaseOwner])).toEqual(
+        [['op-2', 'processing', 'w']],
+      );
       if (reached.prefetched) {
         expect(reached.prefetched.operationId).toBe('op-2');
         expect(reached.prefetched.record).toEqual(await store.getRecord(idA));
-        expect(reached.prefetched.messages).toEqual(await store.listUnobservedMessages(idA, reached.record.lastMessageSeq));
+        expect(reached.prefetched.messages).toEqual(
+          await store.listUnobservedMessages(idA, reached.record.lastMessageSeq),
+        );
         expect(reached.prefetched.messages.map((item) => item.messageKey)).toEqual(['id:1', 'id:2']);
       }
       // With an operation of the scope already processing, the new one stays queued.
-      const next = appended(await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:3', 'c', 15)], settings: observeFrom(20), operation: operation('op-3'), leaseOwner: 'w', leaseMs: 60_000 }));
+      const next = appended(
+        await store.appendMessagesAndClaim({
+          scope: scopeA,
+          memoryId: idA,
+          messages: [message('id:3', 'c', 15)],
+          settings: observeFrom(20),
+          operation: operation('op-3'),
+          leaseOwner: 'w',
+          leaseMs: 60_000,
+        }),
+      );
       expect(next.operation?.status).toBe('queued');
       expect(next.claimed).toBeUndefined();
       expect(next.prefetched).toBeUndefined();
       await store.completeWithoutChange({ operationId: 'op-2', memoryId: idA, leaseOwner: 'w', note: 'done' });
       // An older queued operation of the scope runs first: the call claims it, not the new one.
-      const older = appended(await store.appendMessagesAndClaim({ scope: scopeA, memoryId: idA, messages: [message('id:4', 'd', 15)], settings: observeFrom(20), operation: operation('op-4'), leaseOwner: 'w', leaseMs: 60_000 }));
+      const older = appended(
+        await store.appendMessagesAndClaim({
+          scope: scopeA,
+          memoryId: idA,
+          messages: [message('id:4', 'd', 15)],
+          settings: observeFrom(20),
+          operation: operation('op-4'),
+          leaseOwner: 'w',
+          leaseMs: 60_000,
+        }),
+      );
       expect(older.operation).toMatchObject({ operationId: 'op-4', status: 'queued' });
       expect(older.claimed).toMatchObject({ operationId: 'op-3', status: 'processing' });
       if (older.prefetched) expect(older.prefetched.operationId).toBe('op-3');
@@ -601,7 +882,14 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       const fresh = await store.appendMessagesAndClaim(input('id:1', false));
       expect(fresh).toEqual({ disabled: true, record: undefined });
       expect(await store.getRecord(idA)).toBeUndefined();
-      await store.updateSettings({ scope: scopeA, memoryId: idA, enabled: false, runId: 'r', toolCallId: 't', operationId: 'op-off' });
+      await store.updateSettings({
+        scope: scopeA,
+        memoryId: idA,
+        enabled: false,
+        runId: 'r',
+        toolCallId: 't',
+        operationId: 'op-off',
+      });
       const stored = await store.getRecord(idA);
       const off = await store.appendMessagesAndClaim(input('id:2', false));
       expect(off).toEqual({ disabled: true, record: stored });
@@ -614,16 +902,26 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     test('the fast path prefetches nothing for a claimed operation that is not an observe', async () => {
       if (!store.appendMessagesAndClaim) return;
       await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a', 5)] });
-      await store.enqueueOperation({ operationId: 'op-r', scope: scopeA, memoryId: idA, operationType: 'reflect_now', payload: {}, runId: 'r', toolCallId: 't' });
-      const result = appended(await store.appendMessagesAndClaim({
+      await store.enqueueOperation({
+        operationId: 'op-r',
         scope: scopeA,
         memoryId: idA,
-        messages: [message('id:2', 'b', 5)],
-        settings: observeFrom(1),
-        operation: { operationId: 'op-o', payload: {}, runId: 'r', toolCallId: 't' },
-        leaseOwner: 'w',
-        leaseMs: 60_000,
-      }));
+        operationType: 'reflect_now',
+        payload: {},
+        runId: 'r',
+        toolCallId: 't',
+      });
+      const result = appended(
+        await store.appendMessagesAndClaim({
+          scope: scopeA,
+          memoryId: idA,
+          messages: [message('id:2', 'b', 5)],
+          settings: observeFrom(1),
+          operation: { operationId: 'op-o', payload: {}, runId: 'r', toolCallId: 't' },
+          leaseOwner: 'w',
+          leaseMs: 60_000,
+        }),
+      );
       expect(result.claimed?.operationId).toBe('op-r');
       expect(result.prefetched).toBeUndefined();
     });
@@ -631,7 +929,9 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     test('disposes idempotently and refuses work afterwards', async () => {
       await store.dispose();
       await store.dispose();
-      await expect(store.getRecord(idA)).rejects.toSatisfy((error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'STORE_DISPOSED');
+      await expect(store.getRecord(idA)).rejects.toSatisfy(
+        (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'STORE_DISPOSED',
+      );
     });
   });
 }

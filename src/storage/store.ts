@@ -4,7 +4,13 @@
  * there is no unscoped read.
  * @module
  */
-import type { MemoryRecord, Observation, ObservationConfig, ObservationSource, StoredReflection } from '../core/observation.js';
+import type {
+  MemoryRecord,
+  Observation,
+  ObservationConfig,
+  ObservationSource,
+  StoredReflection,
+} from '../core/observation.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
 import type { Scope } from '../core/scope.js';
 import type { PreparedMessage } from '../core/transcript.js';
@@ -111,7 +117,12 @@ export interface AppendMessagesResult {
 /** Result of {@link MemoryStore.appendMessagesAndClaim}. */
 export type AppendAndClaimResult =
   | { readonly disabled: true; readonly record: MemoryRecord | undefined }
-  | (AppendMessagesResult & { readonly disabled?: undefined; readonly operation?: Operation; readonly claimed?: Operation; readonly prefetched?: PrefetchedObserve });
+  | (AppendMessagesResult & {
+      readonly disabled?: undefined;
+      readonly operation?: Operation;
+      readonly claimed?: Operation;
+      readonly prefetched?: PrefetchedObserve;
+    });
 
 /** What a claimed observe operation reads first, read in the transaction that claimed it. */
 export interface PrefetchedObserve {
@@ -173,7 +184,12 @@ export interface MemoryStore {
    * nothing and throws `SCOPE_FORGOTTEN` unless the scope's generation (see
    * {@link scopeGeneration}) is still that value: messages of a forgotten scope never come back.
    */
-  appendMessages(input: { scope: Scope; memoryId: string; messages: readonly NewMessage[]; generation?: number }): Promise<AppendMessagesResult>;
+  appendMessages(input: {
+    scope: Scope;
+    memoryId: string;
+    messages: readonly NewMessage[];
+    generation?: number;
+  }): Promise<AppendMessagesResult>;
 
   /**
    * Optional fast path, one transaction instead of four calls. It reads the scope's record
@@ -234,11 +250,13 @@ export interface MemoryStore {
    * state version and marks the operation `applied`. Throws `OPERATION_LEASE_LOST` if the
    * lease lapsed or was taken over.
    */
-  completeObservation(input: LeaseHandle & {
-    observations: readonly NewObservation[];
-    throughMessageSeq: number;
-    markerIds: { start: string; end: string };
-  }): Promise<{ record: MemoryRecord; observations: Observation[] }>;
+  completeObservation(
+    input: LeaseHandle & {
+      observations: readonly NewObservation[];
+      throughMessageSeq: number;
+      markerIds: { start: string; end: string };
+    },
+  ): Promise<{ record: MemoryRecord; observations: Observation[] }>;
 
   /**
    * Applies a reflection atomically under the lease, like {@link completeObservation}, and
@@ -251,7 +269,10 @@ export interface MemoryStore {
    */
   completeReflection(input: LeaseHandle & { reflection: StoredReflection; markerId: string }): Promise<MemoryRecord>;
 
-  /** The scope's supersession set; supersessions ordered by newer, then older seq; contradictions by `seqA`, then `seqB`. */
+  /**
+   * The scope's supersession set; supersessions ordered by newer, then older seq; contradictions by `seqA`, then
+   * `seqB`.
+   */
   listReflectionLinks(memoryId: string): Promise<ReflectionLinks>;
 
   /** Marks a claimed operation applied without changing memory (nothing to do). */
@@ -294,7 +315,13 @@ export interface MemoryStore {
   countPendingOperations(memoryId?: string): Promise<number>;
 
   /** Inserts or replaces an entry, enforcing `limits` atomically. */
-  setWorkingMemoryEntry(input: { scope: Scope; memoryId: string; key: string; valueJson: string; limits: WorkingMemoryLimits }): Promise<WorkingMemoryEntry>;
+  setWorkingMemoryEntry(input: {
+    scope: Scope;
+    memoryId: string;
+    key: string;
+    valueJson: string;
+    limits: WorkingMemoryLimits;
+  }): Promise<WorkingMemoryEntry>;
   getWorkingMemoryEntry(memoryId: string, key: string): Promise<WorkingMemoryEntry | undefined>;
   /** True if an entry was removed. */
   deleteWorkingMemoryEntry(memoryId: string, key: string): Promise<boolean>;

@@ -53,7 +53,12 @@ describe('export confinement: hostile paths', () => {
 
     const store = createSqliteStore({ path: dbPath });
     const scope = { tenantId: 'acme', conversationId: 'conv', agentId: 'agent' };
-    const memory = createObservationalMemory({ store, observer: scriptedObserver('IMPORTANCE:0.9\nUser prefers tabs'), defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    const memory = createObservationalMemory({
+      store,
+      observer: scriptedObserver('IMPORTANCE:0.9\nUser prefers tabs'),
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
     await memory.observe({ scope, runId: 'run-1', messages: [{ id: 'm1', role: 'user', content: 'I prefer tabs' }] });
     const tool = createObservationalMemoryTool({ memory, protectedPaths: [dbPath, configPath] });
     const context = { ...scope, runId: 'run-1', workspace };
@@ -94,7 +99,8 @@ describe('export confinement: hostile paths', () => {
     }
     // Nothing was written anywhere, and what was there is as it was. (The database's own
     // files change as SQLite checkpoints; they are checked by opening it below.)
-    const withoutDatabase = (files: Record<string, string>) => Object.fromEntries(Object.entries(files).filter(([key]) => !key.includes('state.db')));
+    const withoutDatabase = (files: Record<string, string>) =>
+      Object.fromEntries(Object.entries(files).filter(([key]) => !key.includes('state.db')));
     expect(withoutDatabase(snapshot(root))).toEqual(withoutDatabase(before));
     await store.dispose();
 
@@ -102,8 +108,13 @@ describe('export confinement: hostile paths', () => {
     try {
       const again = createObservationalMemory({ store: reopened, defaultEnabled: true });
       expect((await again.status(scope)).observationCount).toBe(1);
-      const exported = (await createObservationalMemoryTool({ memory: again }).execute({ action: 'export' }, context)) as { export: { path: string } };
-      expect(exported.export.path).toMatch(/^\.harness\/observational-memory\/acme\/conv\/agent\/memory-\d{8}-\d{6}\.json$/);
+      const exported = (await createObservationalMemoryTool({ memory: again }).execute(
+        { action: 'export' },
+        context,
+      )) as { export: { path: string } };
+      expect(exported.export.path).toMatch(
+        /^\.harness\/observational-memory\/acme\/conv\/agent\/memory-\d{8}-\d{6}\.json$/,
+      );
     } finally {
       await reopened.dispose();
     }

@@ -79,7 +79,10 @@ describe('export path: requested destination', () => {
     const link = path.join(temporaryDirectory(), 'workspace-link');
     fs.symlinkSync(real, link);
     const viaLink = await resolveIn(link, path.join(link, IN, 'm.json'));
-    expect(viaLink).toEqual({ absolutePath: path.join(fs.realpathSync(real), IN, 'm.json'), relativePath: `${IN}/m.json` });
+    expect(viaLink).toEqual({
+      absolutePath: path.join(fs.realpathSync(real), IN, 'm.json'),
+      relativePath: `${IN}/m.json`,
+    });
     expect((await resolveIn(link, path.join(fs.realpathSync(real), IN, 'n.json'))).relativePath).toBe(`${IN}/n.json`);
     expect((await resolveIn(link)).relativePath).toMatch(/^\.harness\/observational-memory\//);
   });
@@ -105,7 +108,16 @@ describe('export path: requested destination', () => {
 
   it('refuses paths inside the workspace but outside .harness/observational-memory', async () => {
     const workspace = temporaryDirectory();
-    for (const requested of ['.', 'package.json', 'notes/m.json', '.harness/state.json', IN, `${IN}/..`, `${IN}/../x.json`, '.harness/observational-memoryx/m.json']) {
+    for (const requested of [
+      '.',
+      'package.json',
+      'notes/m.json',
+      '.harness/state.json',
+      IN,
+      `${IN}/..`,
+      `${IN}/../x.json`,
+      '.harness/observational-memoryx/m.json',
+    ]) {
       const error = await refusal(resolveIn(workspace, requested));
       expect(error.message, requested).toContain('exports are written only under .harness/observational-memory/');
     }
@@ -123,15 +135,35 @@ describe('export path: requested destination', () => {
 
   it('refuses database, journal and configuration file names, and the protected paths whatever their names', async () => {
     const workspace = temporaryDirectory();
-    for (const name of ['state.db', 'state.db-wal', 'state.db-shm', 'x.sqlite', 'x.SQLITE3', 'x-journal', 'config.toml']) {
+    for (const name of [
+      'state.db',
+      'state.db-wal',
+      'state.db-shm',
+      'x.sqlite',
+      'x.SQLITE3',
+      'x-journal',
+      'config.toml',
+    ]) {
       const error = await refusal(resolveIn(workspace, `${IN}/${name}`));
       expect(error.message, name).toContain('the name of a database, journal or configuration file');
     }
     const store = path.join(workspace, IN, 'store.data');
-    const options = { workspace, scope: SCOPE, format: 'json' as const, now: NOW, protectedPaths: [store, path.join(workspace, 'settings.txt')] };
-    expect((await refusal(resolveExportPath({ ...options, requestedPath: `${IN}/store.data` }))).message).toContain('a file the harness keeps its state or configuration in');
-    expect((await refusal(resolveExportPath({ ...options, requestedPath: path.join(workspace, 'settings.txt') }))).message).toContain('exports are written only under');
-    expect((await resolveExportPath({ ...options, requestedPath: `${IN}/store.json` })).relativePath).toBe(`${IN}/store.json`);
+    const options = {
+      workspace,
+      scope: SCOPE,
+      format: 'json' as const,
+      now: NOW,
+      protectedPaths: [store, path.join(workspace, 'settings.txt')],
+    };
+    expect((await refusal(resolveExportPath({ ...options, requestedPath: `${IN}/store.data` }))).message).toContain(
+      'a file the harness keeps its state or configuration in',
+    );
+    expect(
+      (await refusal(resolveExportPath({ ...options, requestedPath: path.join(workspace, 'settings.txt') }))).message,
+    ).toContain('exports are written only under');
+    expect((await resolveExportPath({ ...options, requestedPath: `${IN}/store.json` })).relativePath).toBe(
+      `${IN}/store.json`,
+    );
   });
 
   it('refuses a symlinked directory on the way: the export folder, .harness, or one below', async () => {

@@ -73,7 +73,10 @@ export async function resolveExportPath(options: ResolveExportPathOptions, attem
     throw exportPathError(shown, `the workspace ${workspace} cannot be resolved`, error);
   }
 
-  const segments = requestedPath === undefined ? defaultSegments(options, refuse, attempt) : requestedSegments(requestedPath, workspace, workspaceReal, refuse);
+  const segments =
+    requestedPath === undefined
+      ? defaultSegments(options, refuse, attempt)
+      : requestedSegments(requestedPath, workspace, workspaceReal, refuse);
   const absolutePath = path.join(workspaceReal, ...segments);
   const directory = path.dirname(absolutePath);
   await refuseProtected(absolutePath, options.protectedPaths ?? [], refuse);
@@ -90,7 +93,8 @@ export async function resolveExportPath(options: ResolveExportPathOptions, attem
   const target = await lstatOrUndefined(absolutePath);
   if (target?.isSymbolicLink()) throw refuse('the target is a symlink');
   // A default name taken by an export of the same second: the next suffix.
-  if (target !== undefined && requestedPath === undefined && attempt < MAX_DEFAULT_ATTEMPTS) return resolveExportPath(options, attempt + 1);
+  if (target !== undefined && requestedPath === undefined && attempt < MAX_DEFAULT_ATTEMPTS)
+    return resolveExportPath(options, attempt + 1);
   if (target !== undefined) throw refuse('it names an existing file, and exports only create new files');
 
   await fs.mkdir(directory, { recursive: true, mode: 0o755 });
@@ -104,7 +108,9 @@ export async function resolveExportPath(options: ResolveExportPathOptions, attem
  * With no requested path, a default name taken meanwhile (two exports in one second) moves
  * on to the next suffix.
  */
-export async function writeExport(options: ResolveExportPathOptions & { content: string | Uint8Array }): Promise<ResolvedExportPath> {
+export async function writeExport(
+  options: ResolveExportPathOptions & { content: string | Uint8Array },
+): Promise<ResolvedExportPath> {
   for (let attempt = 1; ; attempt++) {
     const destination = await resolveExportPath(options, attempt);
     try {
@@ -113,7 +119,12 @@ export async function writeExport(options: ResolveExportPathOptions & { content:
     } catch (error) {
       const taken = (error as NodeJS.ErrnoException).code === 'EEXIST';
       if (!taken) throw error;
-      if (options.requestedPath !== undefined || attempt >= MAX_DEFAULT_ATTEMPTS) throw exportPathError(options.requestedPath ?? destination.relativePath, 'it names an existing file, and exports only create new files', error);
+      if (options.requestedPath !== undefined || attempt >= MAX_DEFAULT_ATTEMPTS)
+        throw exportPathError(
+          options.requestedPath ?? destination.relativePath,
+          'it names an existing file, and exports only create new files',
+          error,
+        );
     }
   }
 }
@@ -175,36 +186,63 @@ export async function writeFileAtomic(absolutePath: string, content: string | Ui
   await syncDirectory(directory);
 }
 
-function defaultSegments(options: ResolveExportPathOptions, refuse: (reason: string) => HarnessMemoryError, attempt: number): string[] {
+function defaultSegments(
+  options: ResolveExportPathOptions,
+  refuse: (reason: string) => HarnessMemoryError,
+  attempt: number,
+): string[] {
   const { tenantId, conversationId, agentId } = options.scope;
   for (const part of [tenantId, conversationId, agentId]) {
-    if (part === '' || part === '.' || part === '..' || /[/\\\0]/.test(part)) throw refuse(`scope id ${JSON.stringify(part)} cannot be a path part`);
+    if (part === '' || part === '.' || part === '..' || /[/\\\0]/.test(part))
+      throw refuse(`scope id ${JSON.stringify(part)} cannot be a path part`);
   }
   const extension = options.format === 'markdown' ? 'md' : 'json';
   const stamp = (options.now ?? (() => new Date()))().toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-');
-  return [...EXPORT_DIRECTORY.split('/'), tenantId, conversationId, agentId, `memory-${stamp}${attempt > 1 ? `-${attempt}` : ''}.${extension}`];
+  return [
+    ...EXPORT_DIRECTORY.split('/'),
+    tenantId,
+    conversationId,
+    agentId,
+    `memory-${stamp}${attempt > 1 ? `-${attempt}` : ''}.${extension}`,
+  ];
 }
 
-function requestedSegments(requested: string, workspace: string, workspaceReal: string, refuse: (reason: string) => HarnessMemoryError): string[] {
+function requestedSegments(
+  requested: string,
+  workspace: string,
+  workspaceReal: string,
+  refuse: (reason: string) => HarnessMemoryError,
+): string[] {
   if (requested.trim() === '') throw refuse('the path is empty');
-  if (requested.length > MAX_EXPORT_PATH_LENGTH) throw refuse(`the path is longer than ${MAX_EXPORT_PATH_LENGTH} characters`);
+  if (requested.length > MAX_EXPORT_PATH_LENGTH)
+    throw refuse(`the path is longer than ${MAX_EXPORT_PATH_LENGTH} characters`);
   if (requested.includes('\0')) throw refuse('the path contains a NUL byte');
   const resolved = path.resolve(workspace, requested);
   // An absolute path may name the workspace by its given path or by its real path.
-  const inside = [relative(workspace, resolved), relative(workspaceReal, resolved)].find((candidate) => candidate !== undefined);
-  if (inside === undefined) throw refuse(`it resolves outside the workspace; exports are written only under ${EXPORT_DIRECTORY}/`);
+  const inside = [relative(workspace, resolved), relative(workspaceReal, resolved)].find(
+    (candidate) => candidate !== undefined,
+  );
+  if (inside === undefined)
+    throw refuse(`it resolves outside the workspace; exports are written only under ${EXPORT_DIRECTORY}/`);
   const segments = inside === '' ? [] : inside.split('/');
   const [first, second] = EXPORT_DIRECTORY.split('/');
   if (segments.length < 3 || segments[0] !== first || segments[1] !== second) {
-    throw refuse(`exports are written only under ${EXPORT_DIRECTORY}/ in the workspace; give a path there, or none for the default name`);
+    throw refuse(
+      `exports are written only under ${EXPORT_DIRECTORY}/ in the workspace; give a path there, or none for the default name`,
+    );
   }
   return segments;
 }
 
 /** Refuses database files, their journals and configuration files, by name and by path. */
-async function refuseProtected(absolutePath: string, protectedPaths: readonly string[], refuse: (reason: string) => HarnessMemoryError): Promise<void> {
+async function refuseProtected(
+  absolutePath: string,
+  protectedPaths: readonly string[],
+  refuse: (reason: string) => HarnessMemoryError,
+): Promise<void> {
   const name = path.basename(absolutePath);
-  if (PROTECTED_NAME.test(name)) throw refuse(`${name} is the name of a database, journal or configuration file, which an export never writes`);
+  if (PROTECTED_NAME.test(name))
+    throw refuse(`${name} is the name of a database, journal or configuration file, which an export never writes`);
   for (const given of protectedPaths) {
     if (given.trim() === '' || given === ':memory:') continue;
     const resolved = path.resolve(given);

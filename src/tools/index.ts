@@ -6,7 +6,18 @@
 export { defineTool, toolScope } from './tool.js';
 export type { Tool, ToolContext, ToolDefinition } from './tool.js';
 export { WORKING_MEMORY_TOOL_NAME, createWorkingMemoryTool } from './working-memory-tool.js';
-export { MEMORY_NOT_CONFIGURED_WARNING, OBSERVATIONAL_MEMORY_TOOL_NAME, createObservationalMemoryTool } from './observational-memory-tool.js';
+export {
+  MEMORY_NOT_CONFIGURED_WARNING,
+  OBSERVATIONAL_MEMORY_TOOL_NAME,
+  createObservationalMemoryTool,
+} from './observational-memory-tool.js';
 export type { ObservationalMemoryToolOptions } from './observational-memory-tool.js';
-export { EXPORT_DIRECTORY, MAX_EXPORT_PATH_LENGTH, resolveExportPath, writeExport, writeFileAtomic, writeNewFile } from './export-path.js';
+export {
+  EXPORT_DIRECTORY,
+  MAX_EXPORT_PATH_LENGTH,
+  resolveExportPath,
+  writeExport,
+  writeFileAtomic,
+  writeNewFile,
+} from './export-path.js';
 export type { ResolveExportPathOptions, ResolvedExportPath } from './export-path.js';

@@ -27,10 +27,20 @@ function setup(): { tool: Tool; memory: ObservationalMemory; context: ToolContex
     defaultEnabled: false,
   });
   const workspace = temporaryDirectory();
-  return { tool: createObservationalMemoryTool({ memory, now: NOW }), memory, context: { runId: 'r1', workspace }, workspace };
+  return {
+    tool: createObservationalMemoryTool({ memory, now: NOW }),
+    memory,
+    context: { runId: 'r1', workspace },
+    workspace,
+  };
 }
 
-type Result = { status: Record<string, unknown>; warnings?: string[]; export?: { path: string; format: string; bytes: number }; reflected?: boolean };
+type Result = {
+  status: Record<string, unknown>;
+  warnings?: string[];
+  export?: { path: string; format: string; bytes: number };
+  reflected?: boolean;
+};
 
 async function run(tool: Tool, args: unknown, context: ToolContext): Promise<Result> {
   return (await tool.execute(args, context)) as Result;
@@ -54,7 +64,11 @@ function filesBelow(directory: string): string[] {
 }
 
 async function observeSomething(memory: ObservationalMemory): Promise<void> {
-  await memory.observe({ scope: { runId: 'r1' }, runId: 'r1', messages: [{ id: 'm1', role: 'user', content: 'I always indent with tabs, please remember.' }] });
+  await memory.observe({
+    scope: { runId: 'r1' },
+    runId: 'r1',
+    messages: [{ id: 'm1', role: 'user', content: 'I always indent with tabs, please remember.' }],
+  });
 }
 
 afterEach(() => {
@@ -78,21 +92,38 @@ describe('observational_memory tool: actions', () => {
 
   it('enables with the given config and disables again', async () => {
     const { tool, context } = setup();
-    const enabled = await run(tool, { action: 'enable', config: { observe_min_tokens: 11, snippet_max_tokens: 22, reflect_threshold_tokens: 33 } }, context);
-    expect(enabled.status).toMatchObject({ enabled: true, config: { observe_min_tokens: 11, snippet_max_tokens: 22, reflect_threshold_tokens: 33 } });
+    const enabled = await run(
+      tool,
+      { action: 'enable', config: { observe_min_tokens: 11, snippet_max_tokens: 22, reflect_threshold_tokens: 33 } },
+      context,
+    );
+    expect(enabled.status).toMatchObject({
+      enabled: true,
+      config: { observe_min_tokens: 11, snippet_max_tokens: 22, reflect_threshold_tokens: 33 },
+    });
     const disabled = await run(tool, { action: 'disable' }, context);
-    expect(disabled.status).toMatchObject({ enabled: false, config: { observe_min_tokens: 11, snippet_max_tokens: 22, reflect_threshold_tokens: 33 } });
+    expect(disabled.status).toMatchObject({
+      enabled: false,
+      config: { observe_min_tokens: 11, snippet_max_tokens: 22, reflect_threshold_tokens: 33 },
+    });
   });
 
   it('keeps the defaults for config fields left out', async () => {
     const { tool, context } = setup();
     const result = await run(tool, { action: 'enable', config: { snippet_max_tokens: 50 } }, context);
-    expect(result.status['config']).toEqual({ observe_min_tokens: 1200, snippet_max_tokens: 50, reflect_threshold_tokens: 4000 });
+    expect(result.status['config']).toEqual({
+      observe_min_tokens: 1200,
+      snippet_max_tokens: 50,
+      reflect_threshold_tokens: 4000,
+    });
   });
 
   it('reflects now and says whether it did', async () => {
     const { tool, memory, context } = setup();
-    expect(await run(tool, { action: 'reflect_now' }, context)).toMatchObject({ reflected: false, status: { reflection_present: false } });
+    expect(await run(tool, { action: 'reflect_now' }, context)).toMatchObject({
+      reflected: false,
+      status: { reflection_present: false },
+    });
     await run(tool, { action: 'enable', config: { observe_min_tokens: 1 } }, context);
     await observeSomething(memory);
     const result = await run(tool, { action: 'reflect_now' }, context);
@@ -112,7 +143,9 @@ describe('observational_memory tool: input errors', () => {
     const { tool, context } = setup();
     const error = await rejection(tool.execute({ action: 'review' }, context));
     expect(error).toBeInstanceOf(ToolError);
-    expect(error.message).toContain('unsupported action "review"; valid actions are enable, disable, status, export, reflect_now');
+    expect(error.message).toContain(
+      'unsupported action "review"; valid actions are enable, disable, status, export, reflect_now',
+    );
   });
 
   it('rejects zero, negative and fractional thresholds', async () => {
@@ -142,7 +175,11 @@ describe('observational_memory tool: input errors', () => {
 describe('observational_memory tool: scope', () => {
   it('falls back to the run id for the conversation and takes tenant and agent from the context', async () => {
     const { tool, workspace } = setup();
-    const result = await run(tool, { action: 'status' }, { tenantId: 'acme', agentId: 'bot', runId: 'run-9', workspace });
+    const result = await run(
+      tool,
+      { action: 'status' },
+      { tenantId: 'acme', agentId: 'bot', runId: 'run-9', workspace },
+    );
     expect(result.status['scope']).toEqual({ tenant_id: 'acme', conversation_id: 'run-9', agent_id: 'bot' });
   });
 
@@ -159,38 +196,66 @@ describe('observational_memory tool: export', () => {
     await run(tool, { action: 'enable', config: { observe_min_tokens: 1 } }, context);
     await observeSomething(memory);
     const result = await run(tool, { action: 'export' }, context);
-    expect(result.export).toEqual({ path: '.harness/observational-memory/default/r1/default/memory-20250102-030405.json', format: 'json', bytes: expect.any(Number) });
+    expect(result.export).toEqual({
+      path: '.harness/observational-memory/default/r1/default/memory-20250102-030405.json',
+      format: 'json',
+      bytes: expect.any(Number),
+    });
     const content = fs.readFileSync(path.join(workspace, result.export?.path ?? ''), 'utf8');
     expect(Buffer.byteLength(content)).toBe(result.export?.bytes);
-    expect(JSON.parse(content)).toMatchObject({ observations: [{ content: 'User prefers tabs' }], status: { observation_count: 1 } });
+    expect(JSON.parse(content)).toMatchObject({
+      observations: [{ content: 'User prefers tabs' }],
+      status: { observation_count: 1 },
+    });
     expect(result.status).toMatchObject({ observation_count: 1 });
   });
 
   it('writes markdown to a .md file when format is given at the top level', async () => {
     const { tool, context, workspace } = setup();
     const result = await run(tool, { action: 'export', format: ' Markdown ' }, context);
-    expect(result.export?.path).toMatch(/^\.harness\/observational-memory\/default\/r1\/default\/memory-20250102-030405\.md$/);
+    expect(result.export?.path).toMatch(
+      /^\.harness\/observational-memory\/default\/r1\/default\/memory-20250102-030405\.md$/,
+    );
     expect(result.export?.format).toBe('markdown');
-    expect(fs.readFileSync(path.join(workspace, result.export?.path ?? ''), 'utf8')).toMatch(/^# Observational Memory Export\n/);
+    expect(fs.readFileSync(path.join(workspace, result.export?.path ?? ''), 'utf8')).toMatch(
+      /^# Observational Memory Export\n/,
+    );
   });
 
   it('reads format and path nested under export', async () => {
     const { tool, context, workspace } = setup();
-    const result = await run(tool, { action: 'export', export: { format: 'markdown', path: `${IN}/notes/memory.md` } }, context);
+    const result = await run(
+      tool,
+      { action: 'export', export: { format: 'markdown', path: `${IN}/notes/memory.md` } },
+      context,
+    );
     expect(result.export).toMatchObject({ path: `${IN}/notes/memory.md`, format: 'markdown' });
     expect(fs.readFileSync(path.join(workspace, IN, 'notes', 'memory.md'), 'utf8')).toContain('## Observations');
   });
 
   it('prefers the top-level format and path over the nested ones', async () => {
     const { tool, context } = setup();
-    const result = await run(tool, { action: 'export', format: 'json', path: `${IN}/top.json`, export: { format: 'markdown', path: `${IN}/nested.md` } }, context);
+    const result = await run(
+      tool,
+      {
+        action: 'export',
+        format: 'json',
+        path: `${IN}/top.json`,
+        export: { format: 'markdown', path: `${IN}/nested.md` },
+      },
+      context,
+    );
     expect(result.export).toMatchObject({ path: `${IN}/top.json`, format: 'json' });
   });
 
   it('writes to an explicit relative or absolute path under .harness/observational-memory', async () => {
     const { tool, context, workspace } = setup();
-    expect((await run(tool, { action: 'export', path: `${IN}/out/deep/m.json` }, context)).export?.path).toBe(`${IN}/out/deep/m.json`);
-    expect((await run(tool, { action: 'export', path: path.join(workspace, IN, 'abs.json') }, context)).export?.path).toBe(`${IN}/abs.json`);
+    expect((await run(tool, { action: 'export', path: `${IN}/out/deep/m.json` }, context)).export?.path).toBe(
+      `${IN}/out/deep/m.json`,
+    );
+    expect(
+      (await run(tool, { action: 'export', path: path.join(workspace, IN, 'abs.json') }, context)).export?.path,
+    ).toBe(`${IN}/abs.json`);
     expect(filesBelow(workspace)).toEqual([`${IN}/abs.json`, `${IN}/out/deep/m.json`]);
   });
 
@@ -223,7 +288,9 @@ describe('observational_memory tool: export', () => {
     fs.writeFileSync(outsideFile, 'keep');
     fs.mkdirSync(path.join(workspace, IN), { recursive: true });
     fs.symlinkSync(outsideFile, path.join(workspace, IN, 'm.json'));
-    expect((await rejection(tool.execute({ action: 'export', path: `${IN}/m.json` }, context))).code).toBe('EXPORT_INVALID');
+    expect((await rejection(tool.execute({ action: 'export', path: `${IN}/m.json` }, context))).code).toBe(
+      'EXPORT_INVALID',
+    );
     expect(fs.readFileSync(outsideFile, 'utf8')).toBe('keep');
   });
 
@@ -235,8 +302,12 @@ describe('observational_memory tool: export', () => {
   });
   it('creates nothing when the memory mode is off', async () => {
     const workspace = temporaryDirectory();
-    const tool = createObservationalMemoryTool({ memory: createObservationalMemory({ store: createInMemoryStore(), mode: 'off' }) });
-    expect((await rejection(tool.execute({ action: 'export' }, { runId: 'r1', workspace }))).code).toBe('MEMORY_DISABLED');
+    const tool = createObservationalMemoryTool({
+      memory: createObservationalMemory({ store: createInMemoryStore(), mode: 'off' }),
+    });
+    expect((await rejection(tool.execute({ action: 'export' }, { runId: 'r1', workspace }))).code).toBe(
+      'MEMORY_DISABLED',
+    );
     expect(fs.readdirSync(workspace)).toEqual([]);
   });
 });

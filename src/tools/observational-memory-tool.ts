@@ -29,7 +29,9 @@ const exportFormat = z.string().optional().describe('json (default) or markdown'
 const exportPath = z
   .string()
   .optional()
-  .describe('A new file under .harness/observational-memory/ in the workspace (existing files are never replaced); defaults to .harness/observational-memory/<tenant>/<conversation>/<agent>/memory-<timestamp>.<json|md>');
+  .describe(
+    'A new file under .harness/observational-memory/ in the workspace (existing files are never replaced); defaults to .harness/observational-memory/<tenant>/<conversation>/<agent>/memory-<timestamp>.<json|md>',
+  );
 
 const observationalMemoryInput = z.object({
   action: actionSchema(OBSERVATIONAL_MEMORY_ACTIONS).describe('enable, disable, status, export or reflect_now'),
@@ -45,7 +47,10 @@ const observationalMemoryInput = z.object({
   format: exportFormat,
   path: exportPath,
   // The reference harness reads these nested under `export`; its docs show them top level.
-  export: z.object({ format: exportFormat, path: exportPath }).optional().describe('Alternative to the top-level format and path'),
+  export: z
+    .object({ format: exportFormat, path: exportPath })
+    .optional()
+    .describe('Alternative to the top-level format and path'),
 });
 
 /** Options of {@link createObservationalMemoryTool}. */
@@ -54,7 +59,10 @@ export interface ObservationalMemoryToolOptions {
   memory?: ObservationalMemory;
   /** Clock for default export file names. @default () => new Date() */
   now?: () => Date;
-  /** Files an export must never be, whatever their names: the store's database and the configuration files. @default [] */
+  /**
+   * Files an export must never be, whatever their names: the store's database and the configuration files.
+   * @default []
+   */
   protectedPaths?: readonly string[];
 }
 
@@ -67,16 +75,29 @@ export interface ObservationalMemoryToolOptions {
  * await tool.execute({ action: 'export', format: 'markdown' }, { runId: 'r1', workspace: process.cwd() });
  */
 export function createObservationalMemoryTool(options: ObservationalMemoryToolOptions): Tool {
-  requireOptions('createObservationalMemoryTool', options, 'Pass { memory } (or {} for a tool that reports memory as off).');
-  requireObject('createObservationalMemoryTool', 'memory', options.memory, ['status', 'setEnabled', 'export', 'reflectNow'], 'Pass the service from createObservationalMemory({ store, model }), or leave it out.', true);
+  requireOptions(
+    'createObservationalMemoryTool',
+    options,
+    'Pass { memory } (or {} for a tool that reports memory as off).',
+  );
+  requireObject(
+    'createObservationalMemoryTool',
+    'memory',
+    options.memory,
+    ['status', 'setEnabled', 'export', 'reflectNow'],
+    'Pass the service from createObservationalMemory({ store, model }), or leave it out.',
+    true,
+  );
   const { memory } = options;
   return defineTool({
     name: OBSERVATIONAL_MEMORY_TOOL_NAME,
-    description: 'Enables, disables, reports, exports or reflects the observational memory of the current conversation.',
+    description:
+      'Enables, disables, reports, exports or reflects the observational memory of the current conversation.',
     inputSchema: observationalMemoryInput,
     async execute(args, context) {
       const scope = toolScope(context);
-      if (memory === undefined) return { status: statusToJson(offStatus(scope)), warnings: [MEMORY_NOT_CONFIGURED_WARNING] };
+      if (memory === undefined)
+        return { status: statusToJson(offStatus(scope)), warnings: [MEMORY_NOT_CONFIGURED_WARNING] };
       const meta = { runId: context.runId, toolCallId: context.toolCallId };
       switch (args.action) {
         case 'enable':
@@ -101,22 +122,43 @@ export function createObservationalMemoryTool(options: ObservationalMemoryToolOp
             ...(options.now ? { now: options.now } : {}),
             ...(options.protectedPaths ? { protectedPaths: options.protectedPaths } : {}),
           });
-          return { status: statusToJson(result.status), export: { path: destination.relativePath, format: result.format, bytes: result.bytes } };
+          return {
+            status: statusToJson(result.status),
+            export: { path: destination.relativePath, format: result.format, bytes: result.bytes },
+          };
         }
       }
     },
   });
 }
 
-function toConfig(config: { observe_min_tokens?: number | undefined; snippet_max_tokens?: number | undefined; reflect_threshold_tokens?: number | undefined } | undefined): Partial<ObservationConfig> | undefined {
+function toConfig(
+  config:
+    | {
+        observe_min_tokens?: number | undefined;
+        snippet_max_tokens?: number | undefined;
+        reflect_threshold_tokens?: number | undefined;
+      }
+    | undefined,
+): Partial<ObservationConfig> | undefined {
   if (config === undefined) return undefined;
   return {
     ...(config.observe_min_tokens === undefined ? {} : { observeMinTokens: config.observe_min_tokens }),
     ...(config.snippet_max_tokens === undefined ? {} : { snippetMaxTokens: config.snippet_max_tokens }),
-    ...(config.reflect_threshold_tokens === undefined ? {} : { reflectThresholdTokens: config.reflect_threshold_tokens }),
+    ...(config.reflect_threshold_tokens === undefined
+      ? {}
+      : { reflectThresholdTokens: config.reflect_threshold_tokens }),
   };
 }
 
 function offStatus(scope: Scope): MemoryStatus {
-  return statusOf({ mode: 'off', memoryId: memoryIdOf(scope), scope, record: undefined, enabled: false, config: DEFAULT_OBSERVATION_CONFIG, pendingOperations: 0 });
+  return statusOf({
+    mode: 'off',
+    memoryId: memoryIdOf(scope),
+    scope,
+    record: undefined,
+    enabled: false,
+    config: DEFAULT_OBSERVATION_CONFIG,
+    pendingOperations: 0,
+  });
 }

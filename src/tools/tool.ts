@@ -64,10 +64,26 @@ export interface Tool {
 export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<Schema>): Tool {
   requireOptions('defineTool', definition, 'Pass { name, description, inputSchema, execute }.');
   requireString('defineTool', 'name', definition.name, 'Pass the name the model calls the tool by, such as "search".');
-  if (typeof definition.description !== 'string') throw invalidOption('defineTool', 'description', 'is required (a string)', 'Say what the tool does; the model reads it.');
-  requireObject('defineTool', 'inputSchema', definition.inputSchema, ['safeParse'], 'Pass a zod schema (zod/v4) of the arguments.');
-  if (typeof definition.execute !== 'function') throw invalidOption('defineTool', 'execute', 'is required (a function)', 'Pass the handler that runs the tool.');
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(definition.inputSchema, { io: 'input' }) as Record<string, unknown>;
+  if (typeof definition.description !== 'string')
+    throw invalidOption(
+      'defineTool',
+      'description',
+      'is required (a string)',
+      'Say what the tool does; the model reads it.',
+    );
+  requireObject(
+    'defineTool',
+    'inputSchema',
+    definition.inputSchema,
+    ['safeParse'],
+    'Pass a zod schema (zod/v4) of the arguments.',
+  );
+  if (typeof definition.execute !== 'function')
+    throw invalidOption('defineTool', 'execute', 'is required (a function)', 'Pass the handler that runs the tool.');
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(definition.inputSchema, { io: 'input' }) as Record<
+    string,
+    unknown
+  >;
   return Object.freeze({
     name: definition.name,
     description: definition.description,
@@ -76,8 +92,15 @@ export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<
     async execute(args: unknown, context: ToolContext): Promise<unknown> {
       const parsed = definition.inputSchema.safeParse(args);
       if (!parsed.success) {
-        const issues = parsed.error.issues.map((issue) => `${issue.path.length === 0 ? '(root)' : issue.path.map(String).join('.')}: ${issue.message}`);
-        throw new ToolError({ toolName: definition.name, message: `invalid arguments: ${issues.join('; ')}`, issues, cause: parsed.error });
+        const issues = parsed.error.issues.map(
+          (issue) => `${issue.path.length === 0 ? '(root)' : issue.path.map(String).join('.')}: ${issue.message}`,
+        );
+        throw new ToolError({
+          toolName: definition.name,
+          message: `invalid arguments: ${issues.join('; ')}`,
+          issues,
+          cause: parsed.error,
+        });
       }
       return definition.execute(parsed.data, context);
     },
@@ -88,13 +111,17 @@ export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<
  * The action argument every memory tool shares: trimmed and lowercased before the enum
  * check, with messages naming the valid actions.
  */
-export function actionSchema<const Action extends string>(toolActions: readonly [Action, ...Action[]]): z.ZodType<Action, unknown> {
+export function actionSchema<const Action extends string>(
+  toolActions: readonly [Action, ...Action[]],
+): z.ZodType<Action, unknown> {
   const list = toolActions.join(', ');
   return z.preprocess(
     (value) => (typeof value === 'string' ? value.trim().toLowerCase() : value),
     z.enum(toolActions, {
       error: (issue) =>
-        issue.input === undefined || issue.input === '' ? `action is required; valid actions are ${list}` : `unsupported action ${JSON.stringify(issue.input)}; valid actions are ${list}`,
+        issue.input === undefined || issue.input === ''
+          ? `action is required; valid actions are ${list}`
+          : `unsupported action ${JSON.stringify(issue.input)}; valid actions are ${list}`,
     }),
   ) as unknown as z.ZodType<Action, unknown>;
 }
@@ -114,7 +141,12 @@ export function toolScope(context: Omit<ToolContext, 'workspace'>): Scope {
       data: { field: 'conversation_id' },
     });
   }
-  return resolveScope({ tenantId: context.tenantId, conversationId: context.conversationId, agentId: context.agentId, runId: context.runId });
+  return resolveScope({
+    tenantId: context.tenantId,
+    conversationId: context.conversationId,
+    agentId: context.agentId,
+    runId: context.runId,
+  });
 }
 
 function isBlank(value: string | undefined): boolean {

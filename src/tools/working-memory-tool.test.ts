@@ -26,17 +26,33 @@ async function rejection(promise: Promise<unknown>): Promise<HarnessMemoryError>
 describe('working_memory tool: actions', () => {
   it('answers set, get, delete and list in the reference shapes', async () => {
     const { tool } = setup();
-    expect(await tool.execute({ action: 'set', key: ' plan ', value: { step: 1 } }, CONTEXT)).toEqual({ ok: true, key: 'plan' });
-    expect(await tool.execute({ action: 'set', key: 'note', value: 'tabs' }, CONTEXT)).toEqual({ ok: true, key: 'note' });
-    expect(await tool.execute({ action: 'get', key: 'plan' }, CONTEXT)).toEqual({ key: 'plan', value: '{"step":1}', found: true });
-    expect(await tool.execute({ action: 'list' }, CONTEXT)).toEqual({ entries: { note: '"tabs"', plan: '{"step":1}' } });
+    expect(await tool.execute({ action: 'set', key: ' plan ', value: { step: 1 } }, CONTEXT)).toEqual({
+      ok: true,
+      key: 'plan',
+    });
+    expect(await tool.execute({ action: 'set', key: 'note', value: 'tabs' }, CONTEXT)).toEqual({
+      ok: true,
+      key: 'note',
+    });
+    expect(await tool.execute({ action: 'get', key: 'plan' }, CONTEXT)).toEqual({
+      key: 'plan',
+      value: '{"step":1}',
+      found: true,
+    });
+    expect(await tool.execute({ action: 'list' }, CONTEXT)).toEqual({
+      entries: { note: '"tabs"', plan: '{"step":1}' },
+    });
     expect(await tool.execute({ action: 'delete', key: 'plan' }, CONTEXT)).toEqual({ ok: true, key: 'plan' });
     expect(await tool.execute({ action: 'list' }, CONTEXT)).toEqual({ entries: { note: '"tabs"' } });
   });
 
   it('answers an empty value and found false for a missing key', async () => {
     const { tool } = setup();
-    expect(await tool.execute({ action: 'get', key: 'missing' }, CONTEXT)).toEqual({ key: 'missing', value: '', found: false });
+    expect(await tool.execute({ action: 'get', key: 'missing' }, CONTEXT)).toEqual({
+      key: 'missing',
+      value: '',
+      found: false,
+    });
   });
 
   it('deletes a missing key without error', async () => {
@@ -47,7 +63,11 @@ describe('working_memory tool: actions', () => {
   it('stores null when set has no value', async () => {
     const { tool } = setup();
     await tool.execute({ action: 'set', key: 'empty' }, CONTEXT);
-    expect(await tool.execute({ action: 'get', key: 'empty' }, CONTEXT)).toEqual({ key: 'empty', value: 'null', found: true });
+    expect(await tool.execute({ action: 'get', key: 'empty' }, CONTEXT)).toEqual({
+      key: 'empty',
+      value: 'null',
+      found: true,
+    });
   });
 
   it('trims and lowercases the action', async () => {
@@ -64,7 +84,9 @@ describe('working_memory tool: input errors', () => {
     expect(error).toBeInstanceOf(ToolError);
     expect(error.code).toBe('TOOL_INPUT_INVALID');
     expect(error.message).toContain('action: unsupported action "purge"; valid actions are set, get, delete, list');
-    expect((error as ToolError).issues).toEqual(['action: unsupported action "purge"; valid actions are set, get, delete, list']);
+    expect((error as ToolError).issues).toEqual([
+      'action: unsupported action "purge"; valid actions are set, get, delete, list',
+    ]);
   });
 
   it('rejects a missing or blank action as required', async () => {
@@ -91,8 +113,12 @@ describe('working_memory tool: input errors', () => {
   it('passes the service errors through unchanged', async () => {
     const workingMemory = createWorkingMemory({ store: createInMemoryStore(), limits: { maxValueBytes: 16 } });
     const tool = createWorkingMemoryTool(workingMemory);
-    expect((await rejection(tool.execute({ action: 'set', key: 'a\nb', value: 1 }, CONTEXT))).code).toBe('WORKING_MEMORY_INVALID');
-    expect((await rejection(tool.execute({ action: 'set', key: 'big', value: 'x'.repeat(100) }, CONTEXT))).code).toBe('WORKING_MEMORY_LIMIT');
+    expect((await rejection(tool.execute({ action: 'set', key: 'a\nb', value: 1 }, CONTEXT))).code).toBe(
+      'WORKING_MEMORY_INVALID',
+    );
+    expect((await rejection(tool.execute({ action: 'set', key: 'big', value: 'x'.repeat(100) }, CONTEXT))).code).toBe(
+      'WORKING_MEMORY_LIMIT',
+    );
   });
 });
 
@@ -105,15 +131,24 @@ describe('working_memory tool: scope', () => {
 
   it('keeps tenants, conversations and agents apart', async () => {
     const { tool } = setup();
-    await tool.execute({ action: 'set', key: 'k', value: 1 }, { tenantId: 't1', conversationId: 'c1', agentId: 'a1', workspace: '/nonexistent' });
-    for (const other of [{ tenantId: 't2', conversationId: 'c1', agentId: 'a1' }, { tenantId: 't1', conversationId: 'c2', agentId: 'a1' }, { tenantId: 't1', conversationId: 'c1', agentId: 'a2' }]) {
+    await tool.execute(
+      { action: 'set', key: 'k', value: 1 },
+      { tenantId: 't1', conversationId: 'c1', agentId: 'a1', workspace: '/nonexistent' },
+    );
+    for (const other of [
+      { tenantId: 't2', conversationId: 'c1', agentId: 'a1' },
+      { tenantId: 't1', conversationId: 'c2', agentId: 'a1' },
+      { tenantId: 't1', conversationId: 'c1', agentId: 'a2' },
+    ]) {
       expect(await tool.execute({ action: 'list' }, { ...other, workspace: '/nonexistent' })).toEqual({ entries: {} });
     }
   });
 
   it('requires a conversation or run id', async () => {
     const { tool } = setup();
-    const error = await rejection(tool.execute({ action: 'list' }, { tenantId: 't1', conversationId: '  ', workspace: '/nonexistent' }));
+    const error = await rejection(
+      tool.execute({ action: 'list' }, { tenantId: 't1', conversationId: '  ', workspace: '/nonexistent' }),
+    );
     expect(error.code).toBe('SCOPE_INVALID');
     expect(error.message).toContain('run context is required');
   });
@@ -137,7 +172,10 @@ describe('working_memory tool: scope', () => {
   it('writes to the resolved scope the context carries, not one rebuilt from ids (issue 17)', async () => {
     const { tool, workingMemory } = setup();
     const scope = resolveScope({ tenantId: 'acme', conversationId: 'c9', agentId: 'a1' });
-    await tool.execute({ action: 'set', key: 'plan', value: 1 }, { scope, conversationId: 'ignored', runId: 'r1', workspace: '/nonexistent' });
+    await tool.execute(
+      { action: 'set', key: 'plan', value: 1 },
+      { scope, conversationId: 'ignored', runId: 'r1', workspace: '/nonexistent' },
+    );
     expect((await workingMemory.get(scope, 'plan')).found).toBe(true);
     expect((await workingMemory.get({ conversationId: 'ignored' }, 'plan')).found).toBe(false);
   });
@@ -145,6 +183,8 @@ describe('working_memory tool: scope', () => {
   it('validates a scope it was handed that was never resolved', async () => {
     const { tool } = setup();
     const scope = { tenantId: 'acme', conversationId: 'bad id', agentId: 'a1' };
-    expect((await rejection(tool.execute({ action: 'list' }, { scope, workspace: '/nonexistent' }))).code).toBe('SCOPE_INVALID');
+    expect((await rejection(tool.execute({ action: 'list' }, { scope, workspace: '/nonexistent' }))).code).toBe(
+      'SCOPE_INVALID',
+    );
   });
 });

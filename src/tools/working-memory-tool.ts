@@ -29,7 +29,13 @@ const workingMemoryInput = z.object({
  * await tool.execute({ action: 'set', key: 'plan', value: { step: 1 } }, { runId: 'r1', workspace: '.' });
  */
 export function createWorkingMemoryTool(workingMemory: WorkingMemory): Tool {
-  requireObject('createWorkingMemoryTool', 'workingMemory', workingMemory, ['set', 'get', 'delete', 'list'], 'Pass the service from createWorkingMemory({ store }).');
+  requireObject(
+    'createWorkingMemoryTool',
+    'workingMemory',
+    workingMemory,
+    ['set', 'get', 'delete', 'list'],
+    'Pass the service from createWorkingMemory({ store }).',
+  );
   return defineTool({
     name: WORKING_MEMORY_TOOL_NAME,
     description: 'Stores and retrieves explicit scoped working memory entries for the current run.',
@@ -40,7 +46,11 @@ export function createWorkingMemoryTool(workingMemory: WorkingMemory): Tool {
       const key = args.key;
       if (key === undefined || key.trim() === '') {
         const issue = `key: key is required for the "${args.action}" action`;
-        throw new ToolError({ toolName: WORKING_MEMORY_TOOL_NAME, message: `invalid arguments: ${issue}`, issues: [issue] });
+        throw new ToolError({
+          toolName: WORKING_MEMORY_TOOL_NAME,
+          message: `invalid arguments: ${issue}`,
+          issues: [issue],
+        });
       }
       if (args.action === 'set') {
         const result = await workingMemory.set(scope, key, args.value);

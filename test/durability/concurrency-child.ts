@@ -57,7 +57,11 @@ try {
   const statuses: Record<string, number> = {};
   for (let index = 0; index < count; index++) {
     const scope = index % 2 === 0 ? shared : own;
-    const result = await memory.observe({ scope, runId: `run-${proc}`, messages: [{ id: `${proc}-m${index}`, role: 'user', content: `${proc} message ${index}` }] });
+    const result = await memory.observe({
+      scope,
+      runId: `run-${proc}`,
+      messages: [{ id: `${proc}-m${index}`, role: 'user', content: `${proc} message ${index}` }],
+    });
     statuses[result.status] = (statuses[result.status] ?? 0) + 1;
     await workingMemory.set(scope, `${proc}-k${index}`, { proc, index });
   }
@@ -66,7 +70,9 @@ try {
   await memory.drain(shared, { timeoutMs: 20_000 });
   await memory.drain(own, { timeoutMs: 20_000 });
   await store.dispose();
-  process.stdout.write(`${JSON.stringify({ proc, count, workMs: Math.round(workMs), statuses, pendingBeforeDrain, observerCalls: observer.calls.length, failures })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ proc, count, workMs: Math.round(workMs), statuses, pendingBeforeDrain, observerCalls: observer.calls.length, failures })}\n`,
+  );
   process.exitCode = failures === 0 ? 0 : 1;
 } catch (error) {
   const code = (error as { code?: unknown }).code;

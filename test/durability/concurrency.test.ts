@@ -13,9 +13,11 @@ import type { AuditRows, ChildResult } from './durability-support.js';
 const COUNT = 1000;
 const PROCS = ['p0', 'p1'] as const;
 const SHARED = memoryIdOf({ tenantId: 'tenant-c', conversationId: 'conv-shared', agentId: 'agent-x' });
-const ownOf = (proc: string): string => memoryIdOf({ tenantId: 'tenant-c', conversationId: `conv-own-${proc}`, agentId: 'agent-x' });
+const ownOf = (proc: string): string =>
+  memoryIdOf({ tenantId: 'tenant-c', conversationId: `conv-own-${proc}`, agentId: 'agent-x' });
 // Even iterations go to the shared scope, odd ones to the process's own.
-const indexesOf = (scope: 'shared' | 'own'): number[] => Array.from({ length: COUNT }, (_, index) => index).filter((index) => index % 2 === (scope === 'shared' ? 0 : 1));
+const indexesOf = (scope: 'shared' | 'own'): number[] =>
+  Array.from({ length: COUNT }, (_, index) => index).filter((index) => index % 2 === (scope === 'shared' ? 0 : 1));
 
 describe('durability: two processes on one SQLite file', () => {
   let directory: string;
@@ -27,7 +29,15 @@ describe('durability: two processes on one SQLite file', () => {
     const path = join(directory, 'state.db');
     // Both children wait for the same instant, so their work overlaps despite start-up time.
     const startAt = String(Date.now() + 1500);
-    results = await Promise.all(PROCS.map((proc) => runChild('./concurrency-child.ts', { DB_PATH: path, PROC: proc, COUNT: String(COUNT), START_AT: startAt }, 90_000)));
+    results = await Promise.all(
+      PROCS.map((proc) =>
+        runChild(
+          './concurrency-child.ts',
+          { DB_PATH: path, PROC: proc, COUNT: String(COUNT), START_AT: startAt },
+          90_000,
+        ),
+      ),
+    );
     rows = audit(path);
   }, 120_000);
   afterAll(() => {
@@ -51,10 +61,19 @@ describe('durability: two processes on one SQLite file', () => {
   });
 
   it('loses no working-memory write, and no scope holds another scope’s entries', () => {
-    const keysOf = (memoryId: string): string[] => rows.entries.filter((row) => row.memory_id === memoryId).map((row) => row.entry_key).sort();
+    const keysOf = (memoryId: string): string[] =>
+      rows.entries
+        .filter((row) => row.memory_id === memoryId)
+        .map((row) => row.entry_key)
+        .sort();
     const expectedShared = PROCS.flatMap((proc) => indexesOf('shared').map((index) => `${proc}-k${index}`));
     expect(keysOf(SHARED)).toEqual(expectedShared.sort());
-    for (const proc of PROCS) expect(keysOf(ownOf(proc))).toEqual(indexesOf('own').map((index) => `${proc}-k${index}`).sort());
+    for (const proc of PROCS)
+      expect(keysOf(ownOf(proc))).toEqual(
+        indexesOf('own')
+          .map((index) => `${proc}-k${index}`)
+          .sort(),
+      );
     for (const row of rows.entries) {
       const value = JSON.parse(row.entry_json) as { proc: string; index: number };
       expect(row.entry_key).toBe(`${value.proc}-k${value.index}`);
@@ -63,9 +82,20 @@ describe('durability: two processes on one SQLite file', () => {
   });
 
   it('observes every message exactly once, each scope only its own messages', () => {
-    const messageKeysOf = (memoryId: string): string[] => rows.messages.filter((row) => row.memory_id === memoryId).map((row) => row.message_key).sort();
-    expect(messageKeysOf(SHARED)).toEqual(PROCS.flatMap((proc) => indexesOf('shared').map((index) => `id:${proc}-m${index}`)).sort());
-    for (const proc of PROCS) expect(messageKeysOf(ownOf(proc))).toEqual(indexesOf('own').map((index) => `id:${proc}-m${index}`).sort());
+    const messageKeysOf = (memoryId: string): string[] =>
+      rows.messages
+        .filter((row) => row.memory_id === memoryId)
+        .map((row) => row.message_key)
+        .sort();
+    expect(messageKeysOf(SHARED)).toEqual(
+      PROCS.flatMap((proc) => indexesOf('shared').map((index) => `id:${proc}-m${index}`)).sort(),
+    );
+    for (const proc of PROCS)
+      expect(messageKeysOf(ownOf(proc))).toEqual(
+        indexesOf('own')
+          .map((index) => `id:${proc}-m${index}`)
+          .sort(),
+      );
     expect(messagesObservedAndCleared(rows)).toEqual([]);
 
     for (const record of rows.records) {
@@ -74,7 +104,9 @@ describe('durability: two processes on one SQLite file', () => {
       expect(record.observed_through_message_seq).toBe(total);
       // Disjoint source ranges that cover every seq: nothing observed twice, nothing skipped.
       expect(coveredSeqs(rows, record.memory_id)).toEqual(range(total));
-      expect(record.observation_count).toBe(rows.observations.filter((row) => row.memory_id === record.memory_id).length);
+      expect(record.observation_count).toBe(
+        rows.observations.filter((row) => row.memory_id === record.memory_id).length,
+      );
     }
     // The observer of a process's own scope only ever saw that process's messages.
     for (const proc of PROCS) {

@@ -35,7 +35,8 @@ const perObserve = Number(process.env['PER_OBSERVE'] ?? '2');
 const recover = process.env['RECOVER'] === '1';
 // With RECOVER=1: still crash at FAULT_POINT (a poison operation that kills every process claiming it).
 const crashOnRecover = process.env['CRASH_ON_RECOVER'] === '1';
-const maxOperationAttempts = process.env['MAX_OPERATION_ATTEMPTS'] === undefined ? undefined : Number(process.env['MAX_OPERATION_ATTEMPTS']);
+const maxOperationAttempts =
+  process.env['MAX_OPERATION_ATTEMPTS'] === undefined ? undefined : Number(process.env['MAX_OPERATION_ATTEMPTS']);
 
 let hits = 0;
 const hook = (point: FaultPoint): void => {
@@ -92,7 +93,11 @@ if (!recover) {
       observerCalls: observer.calls.length,
       status: inspection.status,
       observations: inspection.observations.map((item) => item.content),
-      operations: inspection.operations.map((item) => ({ type: item.operationType, status: item.status, attempt: item.attempt })),
+      operations: inspection.operations.map((item) => ({
+        type: item.operationType,
+        status: item.status,
+        attempt: item.attempt,
+      })),
     })}\n`,
   );
 }

@@ -55,10 +55,32 @@ export function jsonLine<T>(stdout: string): T {
 /** Rows the invariant checks read. */
 export interface AuditRows {
   readonly integrity: string[];
-  readonly records: Array<{ memory_id: string; observed_through_message_seq: number; messages_cleared_through_seq: number; last_message_seq: number; observation_count: number; last_observation_seq: number }>;
-  readonly operations: Array<{ operation_id: string; memory_id: string; operation_type: string; status: string; scope_sequence: number; attempt: number; run_id: string }>;
+  readonly records: Array<{
+    memory_id: string;
+    observed_through_message_seq: number;
+    messages_cleared_through_seq: number;
+    last_message_seq: number;
+    observation_count: number;
+    last_observation_seq: number;
+  }>;
+  readonly operations: Array<{
+    operation_id: string;
+    memory_id: string;
+    operation_type: string;
+    status: string;
+    scope_sequence: number;
+    attempt: number;
+    run_id: string;
+  }>;
   readonly messages: Array<{ memory_id: string; seq: number; message_key: string; observed: number }>;
-  readonly observations: Array<{ memory_id: string; seq: number; content: string; source_start_seq: number; source_end_seq: number; operation_id: string }>;
+  readonly observations: Array<{
+    memory_id: string;
+    seq: number;
+    content: string;
+    source_start_seq: number;
+    source_end_seq: number;
+    operation_id: string;
+  }>;
   readonly markers: Array<{ memory_id: string; cycle_id: string; marker_type: string }>;
   readonly entries: Array<{ memory_id: string; entry_key: string; entry_json: string }>;
 }
@@ -95,7 +117,8 @@ export function messagesObservedAndCleared(rows: AuditRows): string[] {
     const record = records.get(message.memory_id);
     if (!record) problems.push(`${message.message_key}: no record`);
     else if (message.seq > record.observed_through_message_seq) problems.push(`${message.message_key}: not observed`);
-    else if ((message.observed === 1) !== message.seq <= record.messages_cleared_through_seq) problems.push(`${message.message_key}: observed=${message.observed}`);
+    else if ((message.observed === 1) !== message.seq <= record.messages_cleared_through_seq)
+      problems.push(`${message.message_key}: observed=${message.observed}`);
   }
   return problems;
 }

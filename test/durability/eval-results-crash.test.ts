@@ -21,10 +21,17 @@ describe('durability: eval results file killed mid-append', () => {
 
   it.each([1, 25, 60])('keeps every acknowledged line when killed after %i appends', async (killAfter) => {
     const path = join(directory, 'results.jsonl');
-    const crashed = await runChild('./eval-results-child.ts', { RESULTS_PATH: path, TOTAL: '80', KILL_AFTER: String(killAfter) });
+    const crashed = await runChild('./eval-results-child.ts', {
+      RESULTS_PATH: path,
+      TOTAL: '80',
+      KILL_AFTER: String(killAfter),
+    });
     expect(crashed.signal, crashed.stderr).toBe('SIGKILL');
     expect(crashed.stdout).not.toContain('finished');
-    const acknowledged = crashed.stdout.split('\n').filter((line) => line.startsWith('done ')).map((line) => line.slice(5));
+    const acknowledged = crashed.stdout
+      .split('\n')
+      .filter((line) => line.startsWith('done '))
+      .map((line) => line.slice(5));
     expect(acknowledged).toHaveLength(killAfter);
 
     const file = await readEvalResults(path);

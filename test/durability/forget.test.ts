@@ -32,15 +32,30 @@ describe('durability: forget(scope) through the service on SQLite', () => {
 
   it('leaves the canary in neither the .db nor the -wal file', async () => {
     store = createSqliteStore({ path });
-    const observer = scriptedObserver((input) => `IMPORTANCE:0.9\nthe user said ${input.messages.map((message) => message.content).join(' / ')}`);
-    const memory = createObservationalMemory({ store, observer, defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    const observer = scriptedObserver(
+      (input) => `IMPORTANCE:0.9\nthe user said ${input.messages.map((message) => message.content).join(' / ')}`,
+    );
+    const memory = createObservationalMemory({
+      store,
+      observer,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
     const workingMemory = createWorkingMemory({ store });
 
     // Observed messages (their text is dropped once observed, the observation keeps it) ...
-    await memory.observe({ scope: SCOPE, runId: 'run-1', messages: [{ id: 'm1', role: 'user', content: `remember ${CANARY}` }] });
+    await memory.observe({
+      scope: SCOPE,
+      runId: 'run-1',
+      messages: [{ id: 'm1', role: 'user', content: `remember ${CANARY}` }],
+    });
     // ... a message still waiting (observe threshold not reached yet) ...
     await memory.setEnabled(SCOPE, true, { observeMinTokens: 100_000 });
-    await memory.observe({ scope: SCOPE, runId: 'run-1', messages: [{ id: 'm2', role: 'user', content: `pending ${CANARY}` }] });
+    await memory.observe({
+      scope: SCOPE,
+      runId: 'run-1',
+      messages: [{ id: 'm2', role: 'user', content: `pending ${CANARY}` }],
+    });
     // ... and working memory, key and value.
     await workingMemory.set(SCOPE, `note-${CANARY}`, { text: CANARY });
     // Another scope that must survive.

@@ -35,13 +35,24 @@ describe('durability: concurrent observes of many scopes on one SQLite file', ()
     // Echoes the conversation its messages came from, so a mixed-up scope would show.
     const observer: Observer = {
       async observe(input) {
-        return input.messages.map((message) => ({ content: `${input.scope.conversationId} saw: ${message.content}`, importance: 0.5 }));
+        return input.messages.map((message) => ({
+          content: `${input.scope.conversationId} saw: ${message.content}`,
+          importance: 0.5,
+        }));
       },
     };
-    const memory = createObservationalMemory({ store, observer, defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+    const memory = createObservationalMemory({
+      store,
+      observer,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
     const conversation = async (index: number) => {
       for (let turn = 0; turn < TURNS; turn++) {
-        const result = await memory.observe({ scope: { tenantId: 't', conversationId: `c${index}` }, messages: [{ id: `m${turn}`, role: 'user', content: `c${index} turn ${turn}` }] });
+        const result = await memory.observe({
+          scope: { tenantId: 't', conversationId: `c${index}` },
+          messages: [{ id: `m${turn}`, role: 'user', content: `c${index} turn ${turn}` }],
+        });
         expect(result.status).toBe('applied');
       }
     };
@@ -84,10 +95,26 @@ describe('durability: concurrent observes of many scopes on one SQLite file', ()
     });
     // Observations cannot be stored for c1: its apply throws inside the shared transaction.
     const raw = new Database(path);
-    raw.exec(`CREATE TRIGGER refuse_c1 BEFORE INSERT ON om_observations WHEN NEW.content = 'noted c1' BEGIN SELECT RAISE(ABORT, 'refused for c1'); END`);
+    raw.exec(
+      `CREATE TRIGGER refuse_c1 BEFORE INSERT ON om_observations WHEN NEW.content = 'noted c1' BEGIN SELECT RAISE(ABORT, 'refused for c1'); END`,
+    );
     raw.close();
-    const outcomes = await Promise.allSettled(range(6).map((index) => memory.observe({ scope: { tenantId: 't', conversationId: `c${index - 1}` }, messages: [{ id: 'm1', role: 'user', content: 'hello' }] })));
-    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+    const outcomes = await Promise.allSettled(
+      range(6).map((index) =>
+        memory.observe({
+          scope: { tenantId: 't', conversationId: `c${index - 1}` },
+          messages: [{ id: 'm1', role: 'user', content: 'hello' }],
+        }),
+      ),
+    );
+    expect(outcomes.map((outcome) => outcome.status)).toEqual([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+    ]);
     expect(String((outcomes[1] as PromiseRejectedResult).reason)).toMatch(/refused for c1/);
     for (const index of [0, 2, 3, 4, 5]) {
       const status = await memory.status({ tenantId: 't', conversationId: `c${index}` });

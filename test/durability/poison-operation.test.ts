@@ -24,7 +24,13 @@ describe('durability: a poison operation', () => {
   });
 
   it('is parked as dead after max_operation_attempts crashes; later work runs and every message is observed', async () => {
-    const env = { DB_PATH: path, OBSERVES: '2', PER_OBSERVE: '2', FAULT_POINT: 'after_claim', MAX_OPERATION_ATTEMPTS: '2' };
+    const env = {
+      DB_PATH: path,
+      OBSERVES: '2',
+      PER_OBSERVE: '2',
+      FAULT_POINT: 'after_claim',
+      MAX_OPERATION_ATTEMPTS: '2',
+    };
     // Attempt 1: the first observe's claim kills the process.
     const first = await runChild('./crash-child.ts', env);
     expect(first.signal, first.stderr).toBe('SIGKILL');
@@ -37,14 +43,19 @@ describe('durability: a poison operation', () => {
     // A third process does not run it again: it parks it and goes on.
     const third = await runChild('./crash-child.ts', { ...env, RECOVER: '1' });
     expect(third.code, third.stderr).toBe(0);
-    const state = jsonLine<{ status: { deadOperations: number; pendingOperations: number }; operations: Array<{ status: string; attempt: number }> }>(third.stdout);
+    const state = jsonLine<{
+      status: { deadOperations: number; pendingOperations: number };
+      operations: Array<{ status: string; attempt: number }>;
+    }>(third.stdout);
     expect(state.status).toMatchObject({ deadOperations: 1, pendingOperations: 0 });
 
     const rows = audit(path);
     expect(rows.integrity).toEqual(['ok']);
     const [dead, ...rest] = rows.operations;
     expect(dead).toMatchObject({ operation_id: poisoned.operation_id, status: 'dead', attempt: 3 });
-    expect((dead as unknown as { error_text: string }).error_text).toMatch(/^gave up after 2 attempts that never finished/);
+    expect((dead as unknown as { error_text: string }).error_text).toMatch(
+      /^gave up after 2 attempts that never finished/,
+    );
     expect(rest.length).toBeGreaterThan(0);
     for (const operation of rest) expect(operation.status, operation.operation_id).toBe('applied');
     // The dead operation's messages were observed by a later one: nothing lost, nothing twice.

@@ -18,7 +18,13 @@ afterAll(async () => {
 });
 
 /** Sends a request and checks the status and the `{error: {code, message}}` body. */
-async function expectError(path: string, init: { method: string; body?: string; headers?: Record<string, string> }, status: number, code: string, mentions?: string): Promise<string> {
+async function expectError(
+  path: string,
+  init: { method: string; body?: string; headers?: Record<string, string> },
+  status: number,
+  code: string,
+  mentions?: string,
+): Promise<string> {
   const response = await e2e.api(path, {
     method: init.method,
     headers: { 'content-type': 'application/json', ...init.headers },
@@ -51,9 +57,17 @@ async function expectEmptyScope(path: string): Promise<void> {
  * connection after its 413 cannot break a pooled keep-alive socket of a later request.
  * `chunked` sends no Content-Length, in 64 KiB chunks.
  */
-function sendLarge(method: string, path: string, body: Buffer, chunked: boolean): Promise<{ status: number; text: string }> {
+function sendLarge(
+  method: string,
+  path: string,
+  body: Buffer,
+  chunked: boolean,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json', ...(chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(body.length) }) };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      ...(chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(body.length) }),
+    };
     const outgoing = request(`${e2e.url}${path}`, { method, agent: false, headers }, (response) => {
       let text = '';
       response.setEncoding('utf8');
@@ -79,7 +93,9 @@ function sendLarge(method: string, path: string, body: Buffer, chunked: boolean)
 async function expectTooLarge(method: string, path: string, body: Buffer, chunked: boolean): Promise<void> {
   const { status, text } = await sendLarge(method, path, body, chunked);
   expect(status, `${method} ${path} chunked=${chunked}`).toBe(413);
-  expect(JSON.parse(text)).toEqual({ error: { code: 'body_too_large', message: `request body is larger than ${MIB} bytes` } });
+  expect(JSON.parse(text)).toEqual({
+    error: { code: 'body_too_large', message: `request body is larger than ${MIB} bytes` },
+  });
 }
 
 /**
@@ -95,11 +111,15 @@ function writeAllThenRead(path: string, body: Buffer, chunked: boolean): Promise
     let error: string | undefined;
     socket.on('data', (chunk: Buffer) => received.push(chunk));
     socket.on('error', (caught: NodeJS.ErrnoException) => (error = caught.code ?? caught.message));
-    socket.on('close', () => resolve({ response: Buffer.concat(received).toString('utf8'), ...(error ? { error } : {}) }));
+    socket.on('close', () =>
+      resolve({ response: Buffer.concat(received).toString('utf8'), ...(error ? { error } : {}) }),
+    );
     socket.on('connect', () => {
       const length = chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${body.length}`;
       socket.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${length}\r\n\r\n`);
-      const pieces = chunked ? [Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')] : [body];
+      const pieces = chunked
+        ? [Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')]
+        : [body];
       let index = 0;
       const pump = (): void => {
         while (index < pieces.length) {
@@ -116,7 +136,8 @@ function writeAllThenRead(path: string, body: Buffer, chunked: boolean): Promise
 
 describe('e2e: bad input over HTTP', () => {
   it('refuses bad run requests with 400 and a message naming the problem, and stores nothing', async () => {
-    const post = (body: string, status: number, code: string, mentions?: string) => expectError('/v1/runs', { method: 'POST', body }, status, code, mentions);
+    const post = (body: string, status: number, code: string, mentions?: string) =>
+      expectError('/v1/runs', { method: 'POST', body }, status, code, mentions);
     await post('{"prompt": ', 400, 'invalid_json', 'not valid JSON');
     await post('not json at all', 400, 'invalid_json');
     await post(JSON.stringify({ prompt: 'x', surprise: 1, ...SCOPE }), 400, 'invalid_request', 'surprise');
@@ -124,7 +145,12 @@ describe('e2e: bad input over HTTP', () => {
     await post(JSON.stringify({ prompt: 'x', max_steps: '3', ...SCOPE }), 400, 'invalid_request', 'max_steps');
     await post(JSON.stringify({ prompt: 'x', max_steps: 0, ...SCOPE }), 400, 'invalid_request', 'max_steps');
     await post(JSON.stringify({ prompt: 'x', max_steps: 1.5, ...SCOPE }), 400, 'invalid_request', 'max_steps');
-    await post(JSON.stringify({ prompt: 'x', ...SCOPE, conversation_id: 7 }), 400, 'invalid_request', 'conversation_id');
+    await post(
+      JSON.stringify({ prompt: 'x', ...SCOPE, conversation_id: 7 }),
+      400,
+      'invalid_request',
+      'conversation_id',
+    );
     await post(JSON.stringify([{ prompt: 'x' }]), 400, 'invalid_request');
     await post(JSON.stringify({ ...SCOPE }), 400, 'invalid_request', 'prompt');
     await post(JSON.stringify({ prompt: '   ', ...SCOPE }), 400, 'request_invalid', 'prompt');
@@ -162,39 +188,101 @@ describe('e2e: bad input over HTTP', () => {
       const [head = '', body] = response.split('\r\n\r\n');
       expect(head.split('\r\n')[0]).toBe('HTTP/1.1 413 Payload Too Large');
       expect(head.toLowerCase()).toContain('\r\nconnection: close');
-      expect(JSON.parse(body ?? '')).toEqual({ error: { code: 'body_too_large', message: `request body is larger than ${MIB} bytes` } });
+      expect(JSON.parse(body ?? '')).toEqual({
+        error: { code: 'body_too_large', message: `request body is larger than ${MIB} bytes` },
+      });
     }
-    const response = await fetch(`${e2e.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.alloc(4 * MIB, 0x20) });
+    const response = await fetch(`${e2e.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.alloc(4 * MIB, 0x20),
+    });
     expect(response.status).toBe(413);
     expect(response.headers.get('connection')).toBe('close');
-    expect(await response.json()).toEqual({ error: { code: 'body_too_large', message: `request body is larger than ${MIB} bytes` } });
+    expect(await response.json()).toEqual({
+      error: { code: 'body_too_large', message: `request body is larger than ${MIB} bytes` },
+    });
     expect(e2e.countRows('harness_runs')).toBe(0);
   });
 
   it('refuses bad memory requests and invalid scope ids, and stores nothing', async () => {
     await expectError(`${SCOPE_PATH}/working/plan`, { method: 'PUT', body: '{"value": ' }, 400, 'invalid_json');
-    await expectError(`${SCOPE_PATH}/working/plan`, { method: 'PUT', body: JSON.stringify({ value: 1, extra: true }) }, 400, 'invalid_request', 'extra');
-    await expectError(`${SCOPE_PATH}/working/${'k'.repeat(300)}`, { method: 'PUT', body: JSON.stringify({ value: 1 }) }, 400, 'working_memory_invalid');
-    await expectError(`${SCOPE_PATH}/observational/enable`, { method: 'POST', body: JSON.stringify({ config: { observe_min_tokens: 'ten' } }) }, 400, 'invalid_request', 'observe_min_tokens');
-    await expectError(`${SCOPE_PATH}/observational/enable`, { method: 'POST', body: JSON.stringify({ config: { observe_min_tokens: -1 } }) }, 400, 'invalid_request', 'observe_min_tokens');
-    await expectError(`${SCOPE_PATH}/observational/enable`, { method: 'POST', body: JSON.stringify({ config: { unknown_knob: 1 } }) }, 400, 'invalid_request', 'unknown_knob');
-    await expectError(`${SCOPE_PATH}/observational/disable`, { method: 'POST', body: JSON.stringify({ now: true }) }, 400, 'invalid_request', 'now');
+    await expectError(
+      `${SCOPE_PATH}/working/plan`,
+      { method: 'PUT', body: JSON.stringify({ value: 1, extra: true }) },
+      400,
+      'invalid_request',
+      'extra',
+    );
+    await expectError(
+      `${SCOPE_PATH}/working/${'k'.repeat(300)}`,
+      { method: 'PUT', body: JSON.stringify({ value: 1 }) },
+      400,
+      'working_memory_invalid',
+    );
+    await expectError(
+      `${SCOPE_PATH}/observational/enable`,
+      { method: 'POST', body: JSON.stringify({ config: { observe_min_tokens: 'ten' } }) },
+      400,
+      'invalid_request',
+      'observe_min_tokens',
+    );
+    await expectError(
+      `${SCOPE_PATH}/observational/enable`,
+      { method: 'POST', body: JSON.stringify({ config: { observe_min_tokens: -1 } }) },
+      400,
+      'invalid_request',
+      'observe_min_tokens',
+    );
+    await expectError(
+      `${SCOPE_PATH}/observational/enable`,
+      { method: 'POST', body: JSON.stringify({ config: { unknown_knob: 1 } }) },
+      400,
+      'invalid_request',
+      'unknown_knob',
+    );
+    await expectError(
+      `${SCOPE_PATH}/observational/disable`,
+      { method: 'POST', body: JSON.stringify({ now: true }) },
+      400,
+      'invalid_request',
+      'now',
+    );
     await expectError(`${SCOPE_PATH}/observational/reflect`, { method: 'POST', body: '{' }, 400, 'invalid_json');
     await expectError(`${SCOPE_PATH}/observational/export?format=xml`, { method: 'GET' }, 400, 'export_invalid', 'xml');
 
     // Invalid ids in the path: too long, bad characters, an encoded traversal.
     await expectError(`/v1/memory/${LONG_ID}/bad-conv/bad-agent`, { method: 'GET' }, 400, 'scope_invalid', '128');
-    await expectError(`/v1/memory/bad-tenant/${LONG_ID}/bad-agent/working/plan`, { method: 'PUT', body: JSON.stringify({ value: 1 }) }, 400, 'scope_invalid', '128');
+    await expectError(
+      `/v1/memory/bad-tenant/${LONG_ID}/bad-agent/working/plan`,
+      { method: 'PUT', body: JSON.stringify({ value: 1 }) },
+      400,
+      'scope_invalid',
+      '128',
+    );
     await expectError('/v1/memory/bad%20tenant/bad-conv/bad-agent', { method: 'DELETE' }, 400, 'scope_invalid');
-    await expectError('/v1/memory/..%2Fx/bad-conv/bad-agent/working/plan', { method: 'PUT', body: JSON.stringify({ value: 1 }) }, 400, 'scope_invalid');
-    await expectError('/v1/memory/..%2Fx/bad-conv/bad-agent/observational/enable', { method: 'POST' }, 400, 'scope_invalid');
+    await expectError(
+      '/v1/memory/..%2Fx/bad-conv/bad-agent/working/plan',
+      { method: 'PUT', body: JSON.stringify({ value: 1 }) },
+      400,
+      'scope_invalid',
+    );
+    await expectError(
+      '/v1/memory/..%2Fx/bad-conv/bad-agent/observational/enable',
+      { method: 'POST' },
+      400,
+      'scope_invalid',
+    );
     // A literal ../ is folded away by URL parsing and routes nowhere.
     await expectError('/v1/memory/%2e%2e/bad-conv/bad-agent', { method: 'GET' }, 404, 'not_found');
 
     expect(e2e.countRows('working_memory_entries')).toBe(0);
     expect(e2e.countRows('om_observations')).toBe(0);
     await expectEmptyScope(SCOPE_PATH);
-    expect((await e2e.apiJson(SCOPE_PATH)).body['status']).toMatchObject({ enabled: true, config: { observe_min_tokens: 1 } });
+    expect((await e2e.apiJson(SCOPE_PATH)).body['status']).toMatchObject({
+      enabled: true,
+      config: { observe_min_tokens: 1 },
+    });
   });
 
   it('answers 404 for unknown runs and routes', async () => {
@@ -202,7 +290,13 @@ describe('e2e: bad input over HTTP', () => {
       const shown = runId.slice(0, 100);
       await expectError(`/v1/runs/${runId}`, { method: 'GET' }, 404, 'not_found', shown);
       await expectError(`/v1/runs/${runId}/events`, { method: 'GET' }, 404, 'not_found', shown);
-      await expectError(`/v1/runs/${runId}/continue`, { method: 'POST', body: JSON.stringify({ prompt: 'x' }) }, 404, 'not_found', shown);
+      await expectError(
+        `/v1/runs/${runId}/continue`,
+        { method: 'POST', body: JSON.stringify({ prompt: 'x' }) },
+        404,
+        'not_found',
+        shown,
+      );
       await expectError(`/v1/runs/${runId}/cancel`, { method: 'POST' }, 404, 'not_found', shown);
     }
     await expectError('/v1/nothing-here', { method: 'GET' }, 404, 'not_found', '/v1/nothing-here');
@@ -215,11 +309,33 @@ describe('e2e: bad input over HTTP', () => {
     expect(typesOf(await e2e.events(runId)).at(-1)).toBe('run.completed');
     const runs = e2e.countRows('harness_runs');
     const modelCalls = e2e.model.requests.length;
-    await expectError(`/v1/runs/${runId}/continue`, { method: 'POST', body: JSON.stringify({ prompt: 1 }) }, 400, 'invalid_request', 'prompt');
-    await expectError(`/v1/runs/${runId}/continue`, { method: 'POST', body: JSON.stringify({ prompt: 'x', tenant_id: 'other' }) }, 400, 'invalid_request', 'tenant_id');
+    await expectError(
+      `/v1/runs/${runId}/continue`,
+      { method: 'POST', body: JSON.stringify({ prompt: 1 }) },
+      400,
+      'invalid_request',
+      'prompt',
+    );
+    await expectError(
+      `/v1/runs/${runId}/continue`,
+      { method: 'POST', body: JSON.stringify({ prompt: 'x', tenant_id: 'other' }) },
+      400,
+      'invalid_request',
+      'tenant_id',
+    );
     await expectError(`/v1/runs/${runId}/continue`, { method: 'POST', body: '{"prompt"' }, 400, 'invalid_json');
-    await expectError(`/v1/runs/${runId}/continue`, { method: 'POST', body: JSON.stringify({ prompt: '' }) }, 400, 'request_invalid');
-    await expectTooLarge('POST', `/v1/runs/${runId}/continue`, Buffer.from(JSON.stringify({ prompt: 'x'.repeat(MIB + 1) })), false);
+    await expectError(
+      `/v1/runs/${runId}/continue`,
+      { method: 'POST', body: JSON.stringify({ prompt: '' }) },
+      400,
+      'request_invalid',
+    );
+    await expectTooLarge(
+      'POST',
+      `/v1/runs/${runId}/continue`,
+      Buffer.from(JSON.stringify({ prompt: 'x'.repeat(MIB + 1) })),
+      false,
+    );
     expect(e2e.countRows('harness_runs')).toBe(runs);
     expect(e2e.model.requests.length).toBe(modelCalls);
   });

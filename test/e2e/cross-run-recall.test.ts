@@ -19,7 +19,16 @@ describe('e2e: cross-run recall over HTTP', () => {
   it("puts run 1's working memory and observations into run 2's first model request, in the spec's order", async () => {
     e2e.script.agent = (turn) => {
       if (turn.prompt === RUN_1_PROMPT && turn.step === 0) {
-        return { text: 'Noting it.', toolCalls: [{ id: 'call_wm', name: 'working_memory', arguments: { action: 'set', key: 'launch_codename', value: SENTINEL } }] };
+        return {
+          text: 'Noting it.',
+          toolCalls: [
+            {
+              id: 'call_wm',
+              name: 'working_memory',
+              arguments: { action: 'set', key: 'launch_codename', value: SENTINEL },
+            },
+          ],
+        };
       }
       if (turn.prompt === RUN_1_PROMPT) return { text: 'Noted.' };
       return { text: `It is ${SENTINEL}.` };
@@ -30,7 +39,9 @@ describe('e2e: cross-run recall over HTTP', () => {
     const frames1 = await e2e.events(run1);
     expect(typesOf(frames1).at(-1)).toBe('run.completed');
     expect(typesOf(frames1)).toContain('memory.observe.completed');
-    const toolDone = frames1.map((frame) => JSON.parse(frame.data) as { type: string; payload: Record<string, unknown> }).find((event) => event.type === 'tool.call.completed');
+    const toolDone = frames1
+      .map((frame) => JSON.parse(frame.data) as { type: string; payload: Record<string, unknown> })
+      .find((event) => event.type === 'tool.call.completed');
     expect(toolDone?.payload).toMatchObject({ name: 'working_memory', ok: true });
 
     // Run 1's memory calls went through HTTP to the scripted server, routed by content.
@@ -47,13 +58,22 @@ describe('e2e: cross-run recall over HTTP', () => {
     expect(firstOfRun2).toBeDefined();
     expect(agentTurnOf(firstOfRun2!)).toMatchObject({ prompt: RUN_2_PROMPT, step: 0 });
     const messages = messagesOf(firstOfRun2!);
-    expect(messages[0]).toEqual({ role: 'system', content: `<working-memory>\nlaunch_codename: "${SENTINEL}"\n</working-memory>` });
+    expect(messages[0]).toEqual({
+      role: 'system',
+      content: `<working-memory>\nlaunch_codename: "${SENTINEL}"\n</working-memory>`,
+    });
     expect(messages[1]?.role).toBe('system');
     expect(messages[1]?.content).toMatch(/^<observational-memory>\n[\s\S]*<\/observational-memory>$/);
     expect(messages[1]?.content).toContain(SENTINEL);
     expect(messages[2]).toEqual({ role: 'system', content: SYSTEM_PROMPT });
     // Then the conversation: run 1's exchange from storage, then run 2's prompt.
-    expect(messages.slice(3).map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user']);
+    expect(messages.slice(3).map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+    ]);
     expect(messages[3]?.content).toBe(RUN_1_PROMPT);
     expect(messages.at(-1)?.content).toBe(RUN_2_PROMPT);
 
@@ -64,13 +84,20 @@ describe('e2e: cross-run recall over HTTP', () => {
     expect(memory.body['working_memory']).toMatchObject([{ key: 'launch_codename', value: SENTINEL }]);
     expect(JSON.stringify(memory.body['observations'])).toContain(SENTINEL);
     const run = await e2e.apiJson(`/v1/runs/${run2}`);
-    expect(run.body).toMatchObject({ status: 'completed', output: `It is ${SENTINEL}.`, conversation_id: 'recall-1', steps: 1 });
+    expect(run.body).toMatchObject({
+      status: 'completed',
+      output: `It is ${SENTINEL}.`,
+      conversation_id: 'recall-1',
+      steps: 1,
+    });
   });
 
   it('carries a working_memory set from run 1 into a continued run, and observations are made by the memory model over HTTP', async () => {
     e2e.script.agent = (turn) => {
       if (turn.prompt === 'start the plan' && turn.step === 0) {
-        return { toolCalls: [{ name: 'working_memory', arguments: { action: 'set', key: 'plan', value: { step: 2, of: 5 } } }] };
+        return {
+          toolCalls: [{ name: 'working_memory', arguments: { action: 'set', key: 'plan', value: { step: 2, of: 5 } } }],
+        };
       }
       return { text: 'done' };
     };
@@ -83,7 +110,10 @@ describe('e2e: cross-run recall over HTTP', () => {
 
     const first = e2e.agentRequests().find((request) => agentTurnOf(request).prompt === 'next step');
     const messages = messagesOf(first!);
-    expect(messages[0]).toEqual({ role: 'system', content: '<working-memory>\nplan: {"step":2,"of":5}\n</working-memory>' });
+    expect(messages[0]).toEqual({
+      role: 'system',
+      content: '<working-memory>\nplan: {"step":2,"of":5}\n</working-memory>',
+    });
     expect(messages[1]?.content).toContain('<observational-memory>');
     expect(messages[1]?.content).toContain('The user said: start the plan');
     // No system prompt was given: the conversation follows the memory snippets.
@@ -91,6 +121,11 @@ describe('e2e: cross-run recall over HTTP', () => {
     const observerRequests = e2e.model.requests.filter((request) => roleOf(request) === 'observer');
     expect(observerRequests.length).toBeGreaterThanOrEqual(1);
     expect(observerRequests[0]?.body).toMatchObject({ model: 'gpt-5-nano' });
-    expect((await e2e.apiJson(`/v1/runs/${run2}`)).body).toMatchObject({ parent_run_id: run1, conversation_id: 'plan-conv', tenant_id: 'default', agent_id: 'default' });
+    expect((await e2e.apiJson(`/v1/runs/${run2}`)).body).toMatchObject({
+      parent_run_id: run1,
+      conversation_id: 'plan-conv',
+      tenant_id: 'default',
+      agent_id: 'default',
+    });
   });
 });

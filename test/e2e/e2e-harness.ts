@@ -165,7 +165,12 @@ export async function startE2E(options: StartE2EOptions = {}): Promise<E2E> {
   let harness: Harness | undefined;
   try {
     const config = loadConfig({ env, cwd: root, homeDir: home });
-    harness = await createHarness({ config, env, heartbeatMs: options.heartbeatMs ?? 200, ...(options.tools ? { tools: options.tools } : {}) });
+    harness = await createHarness({
+      config,
+      env,
+      heartbeatMs: options.heartbeatMs ?? 200,
+      ...(options.tools ? { tools: options.tools } : {}),
+    });
     const server = await startServer(harness, { port: 0 });
     const dbPath = config.memory.sqlitePath;
     const api = (path: string, init: ApiInit = {}): Promise<Response> => {
@@ -193,11 +198,16 @@ export async function startE2E(options: StartE2EOptions = {}): Promise<E2E> {
       script,
       workspace,
       dbPath,
-      agentRequests: () => model.requests.filter((request) => request.path === '/v1/chat/completions' && roleOf(request) === 'agent'),
+      agentRequests: () =>
+        model.requests.filter((request) => request.path === '/v1/chat/completions' && roleOf(request) === 'agent'),
       api,
       apiJson,
       async startRun(body, key) {
-        const { status, body: answer } = await apiJson('/v1/runs', { method: 'POST', json: body, ...(key === undefined ? {} : { key }) });
+        const { status, body: answer } = await apiJson('/v1/runs', {
+          method: 'POST',
+          json: body,
+          ...(key === undefined ? {} : { key }),
+        });
         if (status !== 202) throw new Error(`POST /v1/runs answered ${status}: ${JSON.stringify(answer)}`);
         return String(answer['run_id']);
       },

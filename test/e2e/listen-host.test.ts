@@ -19,8 +19,16 @@ afterEach(async () => {
 async function harnessWith(env: Record<string, string> = {}): Promise<Harness> {
   const root = mkdtempSync(join(tmpdir(), 'hm-e2e-host-'));
   cleanups.push(() => rmSync(root, { recursive: true, force: true }));
-  const fullEnv = { HARNESS_WORKSPACE: join(root, 'workspace'), OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'test', ...env };
-  const harness = await createHarness({ config: loadConfig({ env: fullEnv, cwd: root, homeDir: join(root, 'home') }), env: fullEnv });
+  const fullEnv = {
+    HARNESS_WORKSPACE: join(root, 'workspace'),
+    OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+    OPENAI_API_KEY: 'test',
+    ...env,
+  };
+  const harness = await createHarness({
+    config: loadConfig({ env: fullEnv, cwd: root, homeDir: join(root, 'home') }),
+    env: fullEnv,
+  });
   cleanups.push(() => harness.dispose());
   return harness;
 }
@@ -33,10 +41,13 @@ async function started(harness: Harness, options: Parameters<typeof startServer>
 
 function statusWithHost(port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const outgoing = request({ host: '127.0.0.1', port, path: '/healthz', agent: false, headers: { host } }, (response) => {
-      response.resume();
-      resolve(response.statusCode ?? 0);
-    });
+    const outgoing = request(
+      { host: '127.0.0.1', port, path: '/healthz', agent: false, headers: { host } },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      },
+    );
     outgoing.on('error', reject);
     outgoing.end();
   });
@@ -78,7 +89,9 @@ describe('e2e: listening host', () => {
 
     const keyed = await started(await harnessWith({ HARNESS_API_KEYS: 'k1:t1' }), { host: '0.0.0.0', port: 0 });
     expect((await fetch(`http://127.0.0.1:${keyed.port}/v1/memory/t1/c/a`)).status).toBe(401);
-    const own = await fetch(`http://127.0.0.1:${keyed.port}/v1/memory/t1/c/a`, { headers: { authorization: 'Bearer k1' } });
+    const own = await fetch(`http://127.0.0.1:${keyed.port}/v1/memory/t1/c/a`, {
+      headers: { authorization: 'Bearer k1' },
+    });
     expect(own.status).toBe(200);
   });
 

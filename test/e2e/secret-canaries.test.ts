@@ -25,8 +25,16 @@ const CANARIES: ReadonlyArray<{ kind: string; text: string; needle: string }> = 
   { kind: 'aws secret key', text: `aws_secret_access_key=${'Cn05/'.repeat(8)}`, needle: 'Cn05/Cn05/Cn05' },
   { kind: 'github', text: `ghp_${'Cn06'.repeat(9)}`, needle: 'Cn06Cn06Cn06' },
   { kind: 'slack', text: `xoxb-${'4242424242'}-Cn07Cn07Cn07`, needle: 'Cn07Cn07Cn07' },
-  { kind: 'jwt', text: ['eyJhbGciOiJIUzI1NiJ9', 'eyJjYW5hcnkiOiJDbjA4In0', 'Cn08Cn08Cn08sig'].join('.'), needle: 'Cn08Cn08Cn08' },
-  { kind: 'private key', text: ['-----BEGIN RSA PRIVATE KEY-----', 'MIIEowCn09Cn09Cn09', '-----END RSA PRIVATE KEY-----'].join('\n'), needle: 'Cn09Cn09Cn09' },
+  {
+    kind: 'jwt',
+    text: ['eyJhbGciOiJIUzI1NiJ9', 'eyJjYW5hcnkiOiJDbjA4In0', 'Cn08Cn08Cn08sig'].join('.'),
+    needle: 'Cn08Cn08Cn08',
+  },
+  {
+    kind: 'private key',
+    text: ['-----BEGIN RSA PRIVATE KEY-----', 'MIIEowCn09Cn09Cn09', '-----END RSA PRIVATE KEY-----'].join('\n'),
+    needle: 'Cn09Cn09Cn09',
+  },
   { kind: 'url password', text: 'postgres://svc:Cn10Cn10Cn10pw@db.internal:5432/app', needle: 'Cn10Cn10Cn10' },
   { kind: 'query password', text: 'https://legacy.test/login?user=svc&password=Cn11Cn11Cn11', needle: 'Cn11Cn11Cn11' },
 ];
@@ -46,8 +54,14 @@ const credentialsTool = defineTool({
 });
 
 /** Starts the harness on `env`, runs the canary conversation, and returns everything a client can read. */
-async function runCanaries(env: Record<string, string>, beforeRuns?: (e2e: E2E) => void): Promise<{ e2e: E2E; reads: string }> {
-  const e2e = await startE2E({ env: { HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: '1', ...env }, tools: [credentialsTool] });
+async function runCanaries(
+  env: Record<string, string>,
+  beforeRuns?: (e2e: E2E) => void,
+): Promise<{ e2e: E2E; reads: string }> {
+  const e2e = await startE2E({
+    env: { HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: '1', ...env },
+    tools: [credentialsTool],
+  });
   beforeRuns?.(e2e);
   e2e.script.agent = (turn) => {
     if (turn.step === 0) {
@@ -61,13 +75,26 @@ async function runCanaries(env: Record<string, string>, beforeRuns?: (e2e: E2E) 
     }
     return { text: `Here is what I found:\n${ALL}` };
   };
-  const runId = await e2e.startRun({ prompt: `Remember these for me:\n${ALL}`, conversation_id: 'conv-canary', system_prompt: `Never leak ${CANARIES[0]!.text}` });
+  const runId = await e2e.startRun({
+    prompt: `Remember these for me:\n${ALL}`,
+    conversation_id: 'conv-canary',
+    system_prompt: `Never leak ${CANARIES[0]!.text}`,
+  });
   const frames = await e2e.events(runId);
   expect(frames.at(-1)?.event).toBe('run.completed');
   await e2e.harness.observationalMemory.drain(undefined, { timeoutMs: 20_000 });
   // A second run replays the history and exports again once memory has settled.
-  e2e.script.agent = (turn) => (turn.step === 0 ? { toolCalls: [{ id: 'call-export-2', name: 'observational_memory', arguments: { action: 'export', format: 'markdown' } }] } : { text: 'done' });
-  const continued = (await e2e.apiJson(`/v1/runs/${runId}/continue`, { method: 'POST', json: { prompt: 'export again' } })).body['run_id'] as string;
+  e2e.script.agent = (turn) =>
+    turn.step === 0
+      ? {
+          toolCalls: [
+            { id: 'call-export-2', name: 'observational_memory', arguments: { action: 'export', format: 'markdown' } },
+          ],
+        }
+      : { text: 'done' };
+  const continued = (
+    await e2e.apiJson(`/v1/runs/${runId}/continue`, { method: 'POST', json: { prompt: 'export again' } })
+  ).body['run_id'] as string;
   const moreFrames = await e2e.events(continued);
   const scopePath = '/v1/memory/default/conv-canary/default';
   const reads = [
@@ -85,7 +112,13 @@ async function runCanaries(env: Record<string, string>, beforeRuns?: (e2e: E2E) 
 /** Every export file the tool wrote. */
 function exportFiles(workspace: string): string[] {
   const root = join(workspace, '.harness', 'observational-memory');
-  return (readdirSync(root, { recursive: true, withFileTypes: true }) as Array<{ isFile(): boolean; parentPath: string; name: string }>)
+  return (
+    readdirSync(root, { recursive: true, withFileTypes: true }) as Array<{
+      isFile(): boolean;
+      parentPath: string;
+      name: string;
+    }>
+  )
     .filter((entry) => entry.isFile())
     .map((entry) => readFileSync(join(entry.parentPath, entry.name), 'utf8'));
 }
@@ -144,12 +177,19 @@ describe('e2e: secret canaries', () => {
 
   it.skipIf(!url)('stores no canary in any Postgres table', async () => {
     const schema = schemas!.next();
-    const { e2e, reads } = await runCanaries({ HARNESS_MEMORY_DB_DRIVER: 'postgres', HARNESS_MEMORY_DB_DSN: url!, HARNESS_MEMORY_SCHEMA: schema });
+    const { e2e, reads } = await runCanaries({
+      HARNESS_MEMORY_DB_DRIVER: 'postgres',
+      HARNESS_MEMORY_DB_DSN: url!,
+      HARNESS_MEMORY_SCHEMA: schema,
+    });
     const pool = new pg.Pool({ connectionString: url!, max: 1 });
     try {
       expect(leaked(reads)).toEqual([]);
       expect(leaked(exportFiles(e2e.workspace).join('\n'))).toEqual([]);
-      const tables = await pool.query<{ name: string }>('SELECT tablename AS name FROM pg_tables WHERE schemaname = $1', [schema]);
+      const tables = await pool.query<{ name: string }>(
+        'SELECT tablename AS name FROM pg_tables WHERE schemaname = $1',
+        [schema],
+      );
       expect(tables.rows.map((row) => row.name)).toContain('harness_run_events');
       let rows = 0;
       for (const { name } of tables.rows) {

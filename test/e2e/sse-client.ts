@@ -176,7 +176,9 @@ export async function openSse(url: string, options: OpenSseOptions = {}): Promis
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           controller.abort();
-          reject(new Error(`the event stream ${url} did not end within ${timeoutMs} ms (got ${collected.length} frames)`));
+          reject(
+            new Error(`the event stream ${url} did not end within ${timeoutMs} ms (got ${collected.length} frames)`),
+          );
         }, timeoutMs);
       });
       const read = (async () => {

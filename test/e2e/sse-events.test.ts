@@ -12,7 +12,16 @@ beforeAll(async () => {
   e2e.script.agent = (turn) => {
     const answer =
       turn.prompt.includes('tools:') && turn.step < 2
-        ? { text: `step ${turn.step}`, toolCalls: [{ id: `call_${turn.step}`, name: 'working_memory', arguments: { action: 'set', key: `k${turn.step}`, value: turn.step } }] }
+        ? {
+            text: `step ${turn.step}`,
+            toolCalls: [
+              {
+                id: `call_${turn.step}`,
+                name: 'working_memory',
+                arguments: { action: 'set', key: `k${turn.step}`, value: turn.step },
+              },
+            ],
+          }
         : { text: `final for ${turn.prompt}` };
     return turn.prompt.startsWith('slow:') ? { delayMs: 400, reply: answer } : answer;
   };
@@ -95,7 +104,11 @@ describe('e2e: SSE over HTTP', () => {
       }
     }
     expect(events.at(-1)?.payload).toMatchObject({ output: 'final for tools: do three steps', steps: 3 });
-    expect(events.every((event) => event.payload['schema_version'] === '1' && event.payload['conversation_id'] === 'sse-order')).toBe(true);
+    expect(
+      events.every(
+        (event) => event.payload['schema_version'] === '1' && event.payload['conversation_id'] === 'sse-order',
+      ),
+    ).toBe(true);
   });
 
   it('resumes with Last-Event-ID, replaying exactly the events after it', async () => {
@@ -104,7 +117,10 @@ describe('e2e: SSE over HTTP', () => {
     expect(all.length).toBeGreaterThan(8);
     for (const n of [0, 3, all.length - 2]) {
       const resumed = await e2e.events(runId, { lastEventId: `${runId}:${n}` });
-      expect(resumed.map((frame) => frame.id), `after ${n}`).toEqual(all.slice(n + 1).map((frame) => frame.id));
+      expect(
+        resumed.map((frame) => frame.id),
+        `after ${n}`,
+      ).toEqual(all.slice(n + 1).map((frame) => frame.id));
       expect(resumed.map((frame) => frame.data)).toEqual(all.slice(n + 1).map((frame) => frame.data));
       expectWellFormed(resumed, runId, n + 1);
     }
@@ -141,13 +157,19 @@ describe('e2e: SSE over HTTP', () => {
     expect((await e2e.apiJson(`/v1/runs/${runId}`)).body['status']).toBe('running');
 
     // Join mid-run, once the first step's answer is out.
-    const upToFirstAnswer = await early.collect({ until: (frame) => frame.event === 'assistant.message', timeoutMs: 5_000 });
+    const upToFirstAnswer = await early.collect({
+      until: (frame) => frame.event === 'assistant.message',
+      timeoutMs: 5_000,
+    });
     const midway = await openSse(eventsUrl(runId));
     const midwayFirst = await midway.collect({ until: () => true, timeoutMs: 5_000 });
     expect(midwayFirst[0]?.id).toBe(`${runId}:0`);
     const joinedAt = Date.now();
 
-    const [restEarly, restMidway] = await Promise.all([early.collect({ timeoutMs: 10_000 }), midway.collect({ timeoutMs: 10_000 })]);
+    const [restEarly, restMidway] = await Promise.all([
+      early.collect({ timeoutMs: 10_000 }),
+      midway.collect({ timeoutMs: 10_000 }),
+    ]);
     const earlyAll = [...first, ...upToFirstAnswer, ...restEarly];
     const midwayAll = [...midwayFirst, ...restMidway];
     expectWellFormed(earlyAll, runId);
@@ -172,6 +194,8 @@ describe('e2e: SSE over HTTP', () => {
   it('answers 404 JSON for the events of an unknown run', async () => {
     const stream = await openSse(eventsUrl('run_does_not_exist'));
     expect(stream.status).toBe(404);
-    expect(JSON.parse(stream.errorText)).toEqual({ error: { code: 'not_found', message: expect.stringContaining('run_does_not_exist') } });
+    expect(JSON.parse(stream.errorText)).toEqual({
+      error: { code: 'not_found', message: expect.stringContaining('run_does_not_exist') },
+    });
   });
 });

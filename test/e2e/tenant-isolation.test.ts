@@ -48,7 +48,11 @@ function routesOfA(): Array<{ method: string; path: string; json?: unknown }> {
 describe('e2e: tenant isolation with API keys', () => {
   it("tenant A's own key sees its run, events and memory", async () => {
     const run = await e2e.apiJson(`/v1/runs/${runA}`, { key: KEY_A });
-    expect(run.body).toMatchObject({ status: 'completed', tenant_id: 'tenant-a', prompt: `Remember ${CANARY} for me.` });
+    expect(run.body).toMatchObject({
+      status: 'completed',
+      tenant_id: 'tenant-a',
+      prompt: `Remember ${CANARY} for me.`,
+    });
     const memory = await e2e.apiJson(SCOPE_A, { key: KEY_A });
     expect(memory.status).toBe(200);
     expect(JSON.stringify(memory.body['observations'])).toContain(CANARY);
@@ -58,15 +62,24 @@ describe('e2e: tenant isolation with API keys', () => {
   it("tenant B's key gets 404 from every route of tenant A, and never the canary", async () => {
     const modelCalls = e2e.model.requests.length;
     for (const route of routesOfA()) {
-      const response = await e2e.api(route.path, { method: route.method, key: KEY_B, ...(route.json === undefined ? {} : { json: route.json }) });
+      const response = await e2e.api(route.path, {
+        method: route.method,
+        key: KEY_B,
+        ...(route.json === undefined ? {} : { json: route.json }),
+      });
       const text = await response.text();
       expect(response.status, `${route.method} ${route.path}`).toBe(404);
-      expect(JSON.parse(text), `${route.method} ${route.path}`).toEqual({ error: { code: 'not_found', message: expect.any(String) } });
+      expect(JSON.parse(text), `${route.method} ${route.path}`).toEqual({
+        error: { code: 'not_found', message: expect.any(String) },
+      });
       expect(text).not.toContain(CANARY);
     }
     // Events with Last-Event-ID too.
     for (const lastEventId of [`${runA}:0`, `${runA}:2`]) {
-      const stream = await openSse(`${e2e.url}/v1/runs/${runA}/events`, { lastEventId, headers: { authorization: `Bearer ${KEY_B}` } });
+      const stream = await openSse(`${e2e.url}/v1/runs/${runA}/events`, {
+        lastEventId,
+        headers: { authorization: `Bearer ${KEY_B}` },
+      });
       expect(stream.status).toBe(404);
       expect(stream.errorText).not.toContain(CANARY);
     }
@@ -98,7 +111,11 @@ describe('e2e: tenant isolation with API keys', () => {
     // A's key cannot reach B's run either.
     expect((await e2e.api(`/v1/runs/${runB}`, { key: KEY_A })).status).toBe(404);
     // Naming another tenant in the body is refused, and starts nothing.
-    const crossed = await e2e.apiJson('/v1/runs', { method: 'POST', key: KEY_B, json: { prompt: 'x', tenant_id: 'tenant-a' } });
+    const crossed = await e2e.apiJson('/v1/runs', {
+      method: 'POST',
+      key: KEY_B,
+      json: { prompt: 'x', tenant_id: 'tenant-a' },
+    });
     expect(crossed.status).toBe(400);
     expect(crossed.body['error']).toMatchObject({ code: 'invalid_request' });
   });
@@ -106,7 +123,11 @@ describe('e2e: tenant isolation with API keys', () => {
   it('answers 401 without a key or with a wrong one, on every route', async () => {
     for (const route of [...routesOfA(), { method: 'POST', path: '/v1/runs', json: { prompt: 'x' } }]) {
       for (const key of [undefined, 'wrong-key', `${KEY_A}x`]) {
-        const response = await e2e.api(route.path, { method: route.method, ...(key === undefined ? {} : { key }), ...(route.json === undefined ? {} : { json: route.json }) });
+        const response = await e2e.api(route.path, {
+          method: route.method,
+          ...(key === undefined ? {} : { key }),
+          ...(route.json === undefined ? {} : { json: route.json }),
+        });
         const text = await response.text();
         expect(response.status, `${route.method} ${route.path} key=${key}`).toBe(401);
         expect(JSON.parse(text).error.code).toBe('unauthorized');

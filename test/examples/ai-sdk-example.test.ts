@@ -14,7 +14,11 @@ describe('examples/ai-sdk.ts (npm run example:ai-sdk)', () => {
     const cwd = mkdtempSync(join(tmpdir(), 'harness-example-'));
     try {
       const tsx = join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
-      const { stdout, stderr } = await run(process.execPath, [tsx, '--tsconfig', join(root, 'examples', 'tsconfig.json'), join(root, 'examples', 'ai-sdk.ts')], { cwd });
+      const { stdout, stderr } = await run(
+        process.execPath,
+        [tsx, '--tsconfig', join(root, 'examples', 'tsconfig.json'), join(root, 'examples', 'ai-sdk.ts')],
+        { cwd },
+      );
       expect(stdout.trim()).toBe('You told me you are allergic to peanuts.');
       expect(stderr).not.toContain('failed');
     } finally {
@@ -24,7 +28,10 @@ describe('examples/ai-sdk.ts (npm run example:ai-sdk)', () => {
 
   it('is what the README shows', () => {
     const example = readFileSync(join(root, 'examples', 'ai-sdk.ts'), 'utf8');
-    const block = example.slice(example.indexOf('// quickstart:start\n') + '// quickstart:start\n'.length, example.indexOf('// quickstart:end'));
+    const block = example.slice(
+      example.indexOf('// quickstart:start\n') + '// quickstart:start\n'.length,
+      example.indexOf('// quickstart:end'),
+    );
     expect(block.length).toBeGreaterThan(200);
     expect(readFileSync(join(root, 'README.md'), 'utf8')).toContain('```ts\n' + block + '```');
   });

@@ -14,7 +14,12 @@ import { FRESHNESS_SCOPE, freshnessObserver } from './freshness-support.js';
 const path = process.env['NEVER_STALE_DB'] ?? '';
 const store = createSqliteStore({ path });
 const runStore = createSqliteRunStore({ path });
-const memory = createObservationalMemory({ store, observer: freshnessObserver(), defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+const memory = createObservationalMemory({
+  store,
+  observer: freshnessObserver(),
+  defaultEnabled: true,
+  defaults: { observeMinTokens: 1 },
+});
 const workingMemory = createWorkingMemory({ store });
 const memoryId = memoryIdOf(resolveScope(FRESHNESS_SCOPE));
 
@@ -31,9 +36,14 @@ process.on('message', (message: { round?: number; forget?: boolean; close?: bool
       await runStore.forgetConversation(memoryId);
     } else {
       const round = message.round ?? 0;
-      await memory.observe({ scope: FRESHNESS_SCOPE, messages: [{ id: `child-${round}`, role: 'user', content: `fact-${round}` }] });
+      await memory.observe({
+        scope: FRESHNESS_SCOPE,
+        messages: [{ id: `child-${round}`, role: 'user', content: `fact-${round}` }],
+      });
       await workingMemory.set(FRESHNESS_SCOPE, 'round', round);
-      await runStore.appendMessages(memoryId, [{ messageId: `history-${round}`, runId: 'child', role: 'user', content: `history-${round}`, tokenCount: 3 }]);
+      await runStore.appendMessages(memoryId, [
+        { messageId: `history-${round}`, runId: 'child', role: 'user', content: `history-${round}`, tokenCount: 3 },
+      ]);
     }
     process.send?.({ done: true });
   })().catch((error: unknown) => {

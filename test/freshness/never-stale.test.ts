@@ -39,9 +39,18 @@ interface Reader {
 }
 
 function reader(store: MemoryStore, runStore: RunStore): Reader {
-  const memory = createObservationalMemory({ store, observer: freshnessObserver(), defaultEnabled: true, defaults: { observeMinTokens: 1 } });
+  const memory = createObservationalMemory({
+    store,
+    observer: freshnessObserver(),
+    defaultEnabled: true,
+    defaults: { observeMinTokens: 1 },
+  });
   const workingMemory = createWorkingMemory({ store });
-  return { preparer: createTurnPreparer({ observationalMemory: memory, workingMemory, runStore }), memory, workingMemory };
+  return {
+    preparer: createTurnPreparer({ observationalMemory: memory, workingMemory, runStore }),
+    memory,
+    workingMemory,
+  };
 }
 
 /** Writes round after round (a forget now and then), reading right after each write finished. */
@@ -63,7 +72,9 @@ async function checkNeverStale(read: Reader, write: Writer): Promise<void> {
     expect(turn.snippets.observationalMemory, `round ${round}`).toContain(`fact-${round}.`);
     expect(turn.snippets.observationalMemory).not.toContain(`fact-${firstKept - 1}.`);
     expect(turn.snippets.workingMemory, `round ${round}`).toContain(`${round}`);
-    expect(turn.history.map((message) => message.messageId)).toEqual(Array.from({ length: round - firstKept + 1 }, (_, index) => `history-${firstKept + index}`));
+    expect(turn.history.map((message) => message.messageId)).toEqual(
+      Array.from({ length: round - firstKept + 1 }, (_, index) => `history-${firstKept + index}`),
+    );
     expect((await read.workingMemory.get(FRESHNESS_SCOPE, 'round')).value).toBe(String(round));
   }
 }
@@ -76,7 +87,8 @@ describe('caches: never older than a finished write (issue 16)', { timeout: 120_
     const waiters: Array<() => void> = [];
     const next = async (): Promise<{ ready?: boolean; done?: boolean; error?: string }> => {
       while (replies.length === 0) {
-        if (child?.exitCode !== null && child?.exitCode !== undefined) throw new Error(`the writer exited with ${child.exitCode}`);
+        if (child?.exitCode !== null && child?.exitCode !== undefined)
+          throw new Error(`the writer exited with ${child.exitCode}`);
         await new Promise<void>((resolve) => waiters.push(resolve));
       }
       return replies.shift() as { ready?: boolean; done?: boolean; error?: string };
@@ -145,9 +157,20 @@ describe('caches: never older than a finished write (issue 16)', { timeout: 120_
             await writeRuns.forgetConversation(memoryId);
             return;
           }
-          await writer.memory.observe({ scope: FRESHNESS_SCOPE, messages: [{ id: `writer-${change.round}`, role: 'user', content: `fact-${change.round}` }] });
+          await writer.memory.observe({
+            scope: FRESHNESS_SCOPE,
+            messages: [{ id: `writer-${change.round}`, role: 'user', content: `fact-${change.round}` }],
+          });
           await writer.workingMemory.set(FRESHNESS_SCOPE, 'round', change.round);
-          await writeRuns.appendMessages(memoryId, [{ messageId: `history-${change.round}`, runId: 'writer', role: 'user', content: `history-${change.round}`, tokenCount: 3 }]);
+          await writeRuns.appendMessages(memoryId, [
+            {
+              messageId: `history-${change.round}`,
+              runId: 'writer',
+              role: 'user',
+              content: `history-${change.round}`,
+              tokenCount: 3,
+            },
+          ]);
         });
       } finally {
         for (const store of [readStore, readRuns, writeStore, writeRuns]) await store.dispose();

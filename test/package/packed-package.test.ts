@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * The package as a user gets it: `npm pack` (whose prepack builds), the tarball unpacked into
  * a fresh project's node_modules, and its declared dependencies beside it. There is no
  * registry here, so each dependency is linked from this checkout's node_modules rather than
- * installed; only what package.json declares (dependencies and optional peers) is linked, so an undeclared import fails as it
+ * installed; only what package.json declares (dependencies and optional peers) is linked, so an undeclared
+ * import fails as it
  * would for a user. Then every subpath is imported by Node and type-checked by tsc.
  */
 const run = promisify(execFile);
@@ -22,11 +23,18 @@ const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as
   bin: Record<string, string>;
 };
 const subpaths = Object.keys(manifest.exports).filter((key) => key !== './package.json');
-const specifier = (subpath: string): string => (subpath === '.' ? 'harness-memory' : `harness-memory/${subpath.slice(2)}`);
+const specifier = (subpath: string): string =>
+  subpath === '.' ? 'harness-memory' : `harness-memory/${subpath.slice(2)}`;
 
 /** What each subpath must offer, by name; the import test also uses a few of them. */
 const EXPECTED: Record<string, readonly string[]> = {
-  '.': ['createObservationalMemory', 'createWorkingMemory', 'createInMemoryStore', 'HarnessMemoryError', 'redactSecrets'],
+  '.': [
+    'createObservationalMemory',
+    'createWorkingMemory',
+    'createInMemoryStore',
+    'HarnessMemoryError',
+    'redactSecrets',
+  ],
   './storage/in-memory': ['createInMemoryStore', 'createInMemoryRunStore'],
   './storage/sqlite': ['createSqliteStore', 'createSqliteRunStore'],
   './storage/postgres': ['createPostgresStore', 'createPostgresRunStore'],
@@ -42,7 +50,10 @@ let project = '';
 
 beforeAll(async () => {
   project = mkdtempSync(join(tmpdir(), 'harness-packed-'));
-  const { stdout } = await run('npm', ['pack', '--json', '--silent', '--pack-destination', project], { cwd: root, maxBuffer: 64 * 1024 * 1024 });
+  const { stdout } = await run('npm', ['pack', '--json', '--silent', '--pack-destination', project], {
+    cwd: root,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const [{ filename }] = JSON.parse(stdout.slice(stdout.indexOf('['))) as [{ filename: string }];
   const installed = join(project, 'node_modules', 'harness-memory');
   mkdirSync(installed, { recursive: true });
@@ -65,9 +76,14 @@ afterAll(() => {
 describe('the packed package', () => {
   it('ships only dist, the README, the CHANGELOG and package.json (no sources, tests or maps of tests)', async () => {
     const { stdout } = await run('tar', ['-tzf', join(project, readdirTarball())]);
-    const files = stdout.trim().split('\n').map((line) => line.replace(/^package\//, ''));
+    const files = stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.replace(/^package\//, ''));
     expect(files).toContain('dist/index.js');
-    expect(files.filter((file) => !/^(dist\/|README\.md$|CHANGELOG\.md$|package\.json$|LICENSE)/.test(file))).toEqual([]);
+    expect(files.filter((file) => !/^(dist\/|README\.md$|CHANGELOG\.md$|package\.json$|LICENSE)/.test(file))).toEqual(
+      [],
+    );
     expect(files.filter((file) => /\.test\.(js|d\.ts)$/.test(file))).toEqual([]);
   });
 
@@ -111,7 +127,18 @@ describe('the packed package', () => {
     writeFileSync(join(project, 'consumer.ts'), `${lines.join('\n')}\n`);
     writeFileSync(
       join(project, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { module: 'node16', moduleResolution: 'node16', target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] }, files: ['consumer.ts'] }),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'node16',
+          moduleResolution: 'node16',
+          target: 'es2022',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          types: ['node'],
+        },
+        files: ['consumer.ts'],
+      }),
     );
     const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
     const result = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: project }).then(
@@ -122,7 +149,11 @@ describe('the packed package', () => {
   }, 120_000);
 
   it('runs the harness command from the installed bin', async () => {
-    const { stdout } = await run(process.execPath, [join(project, 'node_modules', 'harness-memory', manifest.bin['harness'] ?? ''), '--help'], { cwd: project });
+    const { stdout } = await run(
+      process.execPath,
+      [join(project, 'node_modules', 'harness-memory', manifest.bin['harness'] ?? ''), '--help'],
+      { cwd: project },
+    );
     expect(stdout).toContain('Usage: harness');
   });
 });

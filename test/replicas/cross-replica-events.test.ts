@@ -40,12 +40,20 @@ describe.skipIf(!url)('replicas: run events and run control across replicas', ()
   }, 30_000);
 
   const startRun = async (replica: Replica, prompt: string, conversation: string): Promise<string> => {
-    const { status, body } = await replica.apiJson('/v1/runs', { method: 'POST', json: { prompt, tenant_id: 'tenant-e', conversation_id: conversation } });
+    const { status, body } = await replica.apiJson('/v1/runs', {
+      method: 'POST',
+      json: { prompt, tenant_id: 'tenant-e', conversation_id: conversation },
+    });
     expect(status).toBe(202);
     return String(body['run_id']);
   };
   const storedEvents = async (runId: string): Promise<StoredEvent[]> =>
-    (await pool.query<StoredEvent>(`SELECT seq, type, payload_json FROM "${schema}".harness_run_events WHERE run_id = $1 ORDER BY seq`, [runId])).rows;
+    (
+      await pool.query<StoredEvent>(
+        `SELECT seq, type, payload_json FROM "${schema}".harness_run_events WHERE run_id = $1 ORDER BY seq`,
+        [runId],
+      )
+    ).rows;
 
   it('streams every event of a run executed on A to a client on B, in order, as it happens', async () => {
     const [a, b, c] = replicas as [Replica, Replica, Replica];
@@ -73,7 +81,9 @@ describe.skipIf(!url)('replicas: run events and run control across replicas', ()
     const events = eventsOf(frames);
     expect(events.map((event) => event.id)).toEqual(stored.map((row) => `${runId}:${row.seq}`));
     expect(stored.map((row) => row.seq)).toEqual(stored.map((_, index) => index));
-    expect(events.map((event) => ({ type: event.type, payload: event.payload }))).toEqual(stored.map((row) => ({ type: row.type, payload: row.payload_json })));
+    expect(events.map((event) => ({ type: event.type, payload: event.payload }))).toEqual(
+      stored.map((row) => ({ type: row.type, payload: row.payload_json })),
+    );
     expect(frames.map((frame) => frame.data)).toEqual(replay.map((frame) => frame.data));
     expect(typesOf(frames).at(-1)).toBe('run.completed');
     expect(typesOf(frames).filter((type) => type === 'run.completed')).toHaveLength(1);
@@ -93,17 +103,31 @@ describe.skipIf(!url)('replicas: run events and run control across replicas', ()
     // Run state is the same on every replica.
     for (const replica of replicas) {
       const { body } = await replica.apiJson(`/v1/runs/${runId}`);
-      expect(body).toMatchObject({ run_id: runId, status: 'completed', steps: 4, output: 'final answer after 4 steps' });
+      expect(body).toMatchObject({
+        run_id: runId,
+        status: 'completed',
+        steps: 4,
+        output: 'final answer after 4 steps',
+      });
     }
     // The run's working-memory writes are visible through any replica.
     const working = await c.apiJson('/v1/memory/tenant-e/conv-sse/default/working');
-    expect((working.body['entries'] as Array<{ key: string }>).map((entry) => entry.key)).toEqual(['step-0', 'step-1', 'step-2']);
+    expect((working.body['entries'] as Array<{ key: string }>).map((entry) => entry.key)).toEqual([
+      'step-0',
+      'step-1',
+      'step-2',
+    ]);
   }, 30_000);
 
   it('cancel reaches only the replica executing the run: another replica answers 409 run_not_local and the run goes on', async () => {
     const [a, b] = replicas as [Replica, Replica, Replica];
     const runId = await startRun(a, 'steps=4 delay=200', 'conv-cancel-remote');
-    await waitFor('the run to be running', async () => ((await b.apiJson(`/v1/runs/${runId}`)).body['status'] === 'running' ? true : undefined), 10_000, 20);
+    await waitFor(
+      'the run to be running',
+      async () => ((await b.apiJson(`/v1/runs/${runId}`)).body['status'] === 'running' ? true : undefined),
+      10_000,
+      20,
+    );
     const remote = await b.apiJson(`/v1/runs/${runId}/cancel`, { method: 'POST' });
     expect(remote).toMatchObject({ status: 409, body: { error: { code: 'run_not_local' } } });
     const frames = await (await openSse(`${b.url}/v1/runs/${runId}/events`)).collect({ timeoutMs: 20_000 });
@@ -112,7 +136,12 @@ describe.skipIf(!url)('replicas: run events and run control across replicas', ()
 
     // The same request on the executing replica cancels.
     const local = await startRun(a, 'steps=4 delay=200', 'conv-cancel-local');
-    await waitFor('the run to be running', async () => ((await a.apiJson(`/v1/runs/${local}`)).body['status'] === 'running' ? true : undefined), 10_000, 20);
+    await waitFor(
+      'the run to be running',
+      async () => ((await a.apiJson(`/v1/runs/${local}`)).body['status'] === 'running' ? true : undefined),
+      10_000,
+      20,
+    );
     const cancelled = await a.apiJson(`/v1/runs/${local}/cancel`, { method: 'POST' });
     expect(cancelled).toMatchObject({ status: 202, body: { run_id: local, status: 'cancelled' } });
     const localFrames = await (await openSse(`${b.url}/v1/runs/${local}/events`)).collect({ timeoutMs: 10_000 });

@@ -9,7 +9,17 @@ import { memoryIdOf, resolveScope } from '../../src/core/scope.js';
 import { POSTGRES_MIGRATIONS } from '../../src/storage/postgres/postgres-migrations.js';
 import { createPostgresTestSchemas, postgresTestUrl } from '../support/postgres-schema.js';
 import type { PostgresTestSchemas } from '../support/postgres-schema.js';
-import { audit, coveredSeqs, inParallel, pendingOperations, postgresEnv, range, startReplicas, stopReplicas, waitFor } from './replica-support.js';
+import {
+  audit,
+  coveredSeqs,
+  inParallel,
+  pendingOperations,
+  postgresEnv,
+  range,
+  startReplicas,
+  stopReplicas,
+  waitFor,
+} from './replica-support.js';
 import type { AuditRows, Replica } from './replica-support.js';
 
 const url = postgresTestUrl();
@@ -19,7 +29,8 @@ const SCOPES = 50;
 const PER_SCOPE = OPERATIONS / SCOPES;
 const CLIENTS = 24;
 const TENANT = 'tenant-r';
-const scopeOf = (index: number) => resolveScope({ tenantId: TENANT, conversationId: `conv-${index}`, agentId: 'agent-x' });
+const scopeOf = (index: number) =>
+  resolveScope({ tenantId: TENANT, conversationId: `conv-${index}`, agentId: 'agent-x' });
 
 describe.skipIf(!url)('replicas: three harness processes on one Postgres', () => {
   const connectionString = url ?? '';
@@ -33,7 +44,10 @@ describe.skipIf(!url)('replicas: three harness processes on one Postgres', () =>
     schema = schemas.next();
     pool = new pg.Pool({ connectionString, max: 2 });
     // A high reflect threshold keeps the log to observe operations; nothing else differs from `harness serve`.
-    replicas = await startReplicas(3, postgresEnv(connectionString, schema, { HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: '1000000' }));
+    replicas = await startReplicas(
+      3,
+      postgresEnv(connectionString, schema, { HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: '1000000' }),
+    );
   }, 40_000);
   afterAll(async () => {
     const exits = await stopReplicas(replicas);
@@ -44,7 +58,9 @@ describe.skipIf(!url)('replicas: three harness processes on one Postgres', () =>
   }, 30_000);
 
   it('migrates the schema once although the three replicas started together', async () => {
-    const rows = await pool.query<{ version: number }>(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
+    const rows = await pool.query<{ version: number }>(
+      `SELECT version FROM "${schema}".schema_migrations ORDER BY version`,
+    );
     expect(rows.rows.map((row) => row.version)).toEqual(POSTGRES_MIGRATIONS.map((migration) => migration.version));
   });
 
@@ -65,12 +81,22 @@ describe.skipIf(!url)('replicas: three harness processes on one Postgres', () =>
             conversation_id: scope.conversationId,
             agent_id: scope.agentId,
             run_id: `run-${index}`,
-            messages: [{ id: `m${k}`, role: k % 2 === 0 ? 'user' : 'assistant', content: `scope ${index % SCOPES} message ${k} from client ${index}` }],
+            messages: [
+              {
+                id: `m${k}`,
+                role: k % 2 === 0 ? 'user' : 'assistant',
+                content: `scope ${index % SCOPES} message ${k} from client ${index}`,
+              },
+            ],
           },
         });
       });
       // An observe answers `queued` when another replica held its scope: wait for the workers.
-      await waitFor('every operation to be final', async () => ((await pendingOperations(pool, schema)) === 0 ? true : undefined), 20_000);
+      await waitFor(
+        'every operation to be final',
+        async () => ((await pendingOperations(pool, schema)) === 0 ? true : undefined),
+        20_000,
+      );
       rows = await audit(pool, schema);
     }, 60_000);
 
@@ -89,14 +115,20 @@ describe.skipIf(!url)('replicas: three harness processes on one Postgres', () =>
     it('logs exactly one operation per observe, applied once, on its first attempt', () => {
       expect(rows.operations).toHaveLength(OPERATIONS);
       expect(rows.operations.filter((row) => row.operation_type !== 'observe')).toEqual([]);
-      expect(rows.operations.filter((row) => row.status !== 'applied' || row.attempt !== 1 || row.lease_owner !== null)).toEqual([]);
+      expect(
+        rows.operations.filter((row) => row.status !== 'applied' || row.attempt !== 1 || row.lease_owner !== null),
+      ).toEqual([]);
       // Each client's operation (by its run id) is in the log once.
-      expect(rows.operations.map((row) => row.run_id).sort()).toEqual(Array.from({ length: OPERATIONS }, (_, index) => `run-${index}`).sort());
+      expect(rows.operations.map((row) => row.run_id).sort()).toEqual(
+        Array.from({ length: OPERATIONS }, (_, index) => `run-${index}`).sort(),
+      );
       // Unique (memory_id, scope_sequence), and each scope's sequence is 1..20 without gaps.
       expect(new Set(rows.operations.map((row) => `${row.memory_id}#${row.scope_sequence}`)).size).toBe(OPERATIONS);
       for (let index = 0; index < SCOPES; index++) {
         const memoryId = memoryIdOf(scopeOf(index));
-        expect(rows.operations.filter((row) => row.memory_id === memoryId).map((row) => row.scope_sequence)).toEqual(range(PER_SCOPE));
+        expect(rows.operations.filter((row) => row.memory_id === memoryId).map((row) => row.scope_sequence)).toEqual(
+          range(PER_SCOPE),
+        );
       }
     });
 
@@ -105,13 +137,20 @@ describe.skipIf(!url)('replicas: three harness processes on one Postgres', () =>
       for (let index = 0; index < SCOPES; index++) {
         const memoryId = memoryIdOf(scopeOf(index));
         const messages = rows.messages.filter((row) => row.memory_id === memoryId);
-        expect(messages.map((row) => row.message_key).sort()).toEqual(Array.from({ length: PER_SCOPE }, (_, k) => `id:m${k}`).sort());
+        expect(messages.map((row) => row.message_key).sort()).toEqual(
+          Array.from({ length: PER_SCOPE }, (_, k) => `id:m${k}`).sort(),
+        );
         expect(messages.map((row) => row.seq)).toEqual(range(PER_SCOPE));
         expect(messages.every((row) => row.observed)).toBe(true);
         expect(coveredSeqs(rows, memoryId)).toEqual(range(PER_SCOPE));
         const record = rows.records.find((row) => row.memory_id === memoryId);
         const observations = rows.observations.filter((row) => row.memory_id === memoryId);
-        expect(record).toMatchObject({ last_message_seq: PER_SCOPE, observed_through_message_seq: PER_SCOPE, observation_count: observations.length, last_observation_seq: observations.length });
+        expect(record).toMatchObject({
+          last_message_seq: PER_SCOPE,
+          observed_through_message_seq: PER_SCOPE,
+          observation_count: observations.length,
+          last_observation_seq: observations.length,
+        });
       }
     });
 
@@ -125,9 +164,11 @@ describe.skipIf(!url)('replicas: three harness processes on one Postgres', () =>
         observing.add(observation.operation_id);
       }
       // The other operations found their messages already observed by an earlier one.
-      for (const operation of rows.operations.filter((row) => !observing.has(row.operation_id))) expect(operation.error_text).toBe('nothing to observe');
+      for (const operation of rows.operations.filter((row) => !observing.has(row.operation_id)))
+        expect(operation.error_text).toBe('nothing to observe');
       const markers = new Map<string, string[]>();
-      for (const marker of rows.markers) markers.set(marker.cycle_id, [...(markers.get(marker.cycle_id) ?? []), marker.marker_type]);
+      for (const marker of rows.markers)
+        markers.set(marker.cycle_id, [...(markers.get(marker.cycle_id) ?? []), marker.marker_type]);
       expect([...markers.keys()].sort()).toEqual([...observing].sort());
       for (const types of markers.values()) expect(types).toEqual(['observation_start', 'observation_end']);
     });
@@ -144,12 +185,21 @@ describe.skipIf(!url)('replicas: three harness processes on one Postgres', () =>
       const CONTENDED = 3;
       // 180 distinct keys plus 90 writes to 3 contended keys, interleaved over the replicas.
       const writes = [
-        ...scopes.flatMap((scope, s) => Array.from({ length: KEYS }, (_, k) => ({ scope, key: `k${k}`, value: { scope: s, k } }))),
-        ...Array.from({ length: 90 }, (_, w) => ({ scope: scopes[w % 3] as (typeof scopes)[number], key: `hot${Math.floor(w / 3) % CONTENDED}`, value: { writer: w } })),
+        ...scopes.flatMap((scope, s) =>
+          Array.from({ length: KEYS }, (_, k) => ({ scope, key: `k${k}`, value: { scope: s, k } })),
+        ),
+        ...Array.from({ length: 90 }, (_, w) => ({
+          scope: scopes[w % 3] as (typeof scopes)[number],
+          key: `hot${Math.floor(w / 3) % CONTENDED}`,
+          value: { writer: w },
+        })),
       ];
       const answers = await inParallel(writes.length, CLIENTS, (index) => {
         const write = writes[index] as (typeof writes)[number];
-        return (replicas[index % replicas.length] as Replica).apiJson(path(write.scope, write.key), { method: 'PUT', json: { value: write.value } });
+        return (replicas[index % replicas.length] as Replica).apiJson(path(write.scope, write.key), {
+          method: 'PUT',
+          json: { value: write.value },
+        });
       });
       expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
 
@@ -161,7 +211,9 @@ describe.skipIf(!url)('replicas: three harness processes on one Postgres', () =>
         const values = new Map(entries.map((entry) => [entry.key, entry.value]));
         for (let k = 0; k < KEYS; k++) expect(values.get(`k${k}`)).toEqual({ scope: s, k });
         for (let hot = 0; hot < CONTENDED; hot++) {
-          const written = writes.filter((write) => write.scope === scope && write.key === `hot${hot}`).map((write) => write.value);
+          const written = writes
+            .filter((write) => write.scope === scope && write.key === `hot${hot}`)
+            .map((write) => write.value);
           expect(written).toContainEqual(values.get(`hot${hot}`));
         }
         expect(entries).toHaveLength(KEYS + CONTENDED);
@@ -171,13 +223,17 @@ describe.skipIf(!url)('replicas: three harness processes on one Postgres', () =>
     it('holds the entry limit across replicas: exactly 100 of 130 concurrent new keys are stored', async () => {
       const scope = wmScope('limit');
       const answers = await inParallel(130, CLIENTS, (index) =>
-        (replicas[index % replicas.length] as Replica).apiJson(path(scope, `n${index}`), { method: 'PUT', json: { value: index } }),
+        (replicas[index % replicas.length] as Replica).apiJson(path(scope, `n${index}`), {
+          method: 'PUT',
+          json: { value: index },
+        }),
       );
       const stored = answers.filter((answer) => answer.status === 200);
       const refused = answers.filter((answer) => answer.status !== 200);
       expect(stored).toHaveLength(100);
       expect(refused).toHaveLength(30);
-      for (const answer of refused) expect(answer).toMatchObject({ status: 413, body: { error: { code: 'working_memory_limit' } } });
+      for (const answer of refused)
+        expect(answer).toMatchObject({ status: 413, body: { error: { code: 'working_memory_limit' } } });
       const list = await (replicas[1] as Replica).apiJson(path(scope));
       expect(((list.body['entries'] ?? []) as unknown[]).length).toBe(100);
     }, 30_000);

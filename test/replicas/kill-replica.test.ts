@@ -64,7 +64,13 @@ describe.skipIf(!url)('replicas: a replica killed mid-operation', () => {
   const observe = (replica: Replica, runId: string, id: string, content: string) =>
     replica.apiJson('/test/observe', {
       method: 'POST',
-      json: { tenant_id: scope.tenantId, conversation_id: scope.conversationId, agent_id: scope.agentId, run_id: runId, messages: [{ id, role: 'user', content }] },
+      json: {
+        tenant_id: scope.tenantId,
+        conversation_id: scope.conversationId,
+        agent_id: scope.agentId,
+        run_id: runId,
+        messages: [{ id, role: 'user', content }],
+      },
     });
 
   it('leaves nothing half-applied, and a survivor applies the operation after the lease expires', async () => {
@@ -83,7 +89,12 @@ describe.skipIf(!url)('replicas: a replica killed mid-operation', () => {
       (answer) => ({ answer, error: undefined }),
       (error: unknown) => ({ answer: undefined, error }),
     );
-    const victim = await waitFor('a replica to start the slow observer call', async () => replicas.find((replica) => replica.lines.some((line) => line['slowObserver'] === true)), 10_000, 20);
+    const victim = await waitFor(
+      'a replica to start the slow observer call',
+      async () => replicas.find((replica) => replica.lines.some((line) => line['slowObserver'] === true)),
+      10_000,
+      20,
+    );
     const processing = await pool.query<OperationRow & { lease_left_ms: number }>(
       `SELECT *, (extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000)::int AS lease_left_ms FROM "${schema}".om_operation_log WHERE run_id = 'run-slow'`,
     );
@@ -98,11 +109,20 @@ describe.skipIf(!url)('replicas: a replica killed mid-operation', () => {
     // Right after the kill, inside the lease: the operation is still `processing`, and the
     // scope is exactly as before it apart from the new, unobserved message.
     const during = ofScope(await audit(pool, schema));
-    expect(during.operations.find((row) => row.run_id === 'run-slow')).toMatchObject({ status: 'processing', attempt: 1, lease_owner: slow?.lease_owner });
+    expect(during.operations.find((row) => row.run_id === 'run-slow')).toMatchObject({
+      status: 'processing',
+      attempt: 1,
+      lease_owner: slow?.lease_owner,
+    });
     expect(during.observations).toEqual(before.observations);
     expect(during.markers).toEqual(before.markers);
     expect(during.record).toMatchObject({ ...before.record, last_message_seq: 4, observed_through_message_seq: 3 });
-    expect(during.messages.map((row) => [row.seq, row.observed])).toEqual([[1, true], [2, true], [3, true], [4, false]]);
+    expect(during.messages.map((row) => [row.seq, row.observed])).toEqual([
+      [1, true],
+      [2, true],
+      [3, true],
+      [4, false],
+    ]);
 
     // New work on the scope is accepted by a survivor and queued behind the stuck operation.
     const after = await observe(survivors[0] as Replica, 'run-after', 'm4', 'after the kill, message 4');
@@ -121,7 +141,9 @@ describe.skipIf(!url)('replicas: a replica killed mid-operation', () => {
     const final = ofScope(await audit(pool, schema));
     const applied = final.operations.find((row) => row.run_id === 'run-slow');
     expect(applied).toMatchObject({ status: 'applied', attempt: 2, lease_owner: null });
-    expect(applied?.updated_at.getTime()).toBeGreaterThanOrEqual(slow?.lease_expires_at?.getTime() ?? Number.POSITIVE_INFINITY);
+    expect(applied?.updated_at.getTime()).toBeGreaterThanOrEqual(
+      slow?.lease_expires_at?.getTime() ?? Number.POSITIVE_INFINITY,
+    );
     expect(final.operations.find((row) => row.run_id === 'run-after')).toMatchObject({ status: 'applied', attempt: 1 });
     expect(final.operations.map((row) => row.scope_sequence)).toEqual(range(5));
 
@@ -129,7 +151,11 @@ describe.skipIf(!url)('replicas: a replica killed mid-operation', () => {
     expect(final.messages.every((row) => row.observed)).toBe(true);
     expect(coveredSeqs(await audit(pool, schema), memoryId)).toEqual(range(5));
     expect(final.observations.slice(0, before.observations.length)).toEqual(before.observations);
-    expect(final.record).toMatchObject({ last_message_seq: 5, observed_through_message_seq: 5, observation_count: final.observations.length });
+    expect(final.record).toMatchObject({
+      last_message_seq: 5,
+      observed_through_message_seq: 5,
+      observation_count: final.observations.length,
+    });
     const observing = new Set(final.observations.map((row) => row.operation_id));
     expect(final.markers).toHaveLength(observing.size * 2);
     expect(observing.has(applied?.operation_id ?? '')).toBe(true);

@@ -61,10 +61,14 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason as Error);
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason as Error);
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason as Error);
+      },
+      { once: true },
+    );
   });
 
 /** Whether this call is the first slow one: the file is created by exactly one caller. */
@@ -85,7 +89,8 @@ const memoryModel: LanguageModel = {
   async doGenerate(options: LanguageModelCallOptions) {
     const [system, user] = options.messages;
     const head = `${system?.content ?? ''}\n${user?.content ?? ''}`;
-    if (system?.role === 'system' && head.includes(REFLECTOR_MARK)) return result('SUMMARY:\nThe user is working on a project.\n\nSUPERSESSIONS:\n\nCONTRADICTIONS:\n');
+    if (system?.role === 'system' && head.includes(REFLECTOR_MARK))
+      return result('SUMMARY:\nThe user is working on a project.\n\nSUPERSESSIONS:\n\nCONTRADICTIONS:\n');
     if (!head.includes(OBSERVER_MARK)) return result('unexpected memory prompt');
     const text = user?.content ?? '';
     const transcript = text.slice(text.indexOf('<transcript>'));
@@ -114,7 +119,13 @@ const agentModel: LanguageModel = {
     const delay = Number(/delay=(\d+)/.exec(prompt)?.[1] ?? '0');
     if (delay > 0) await sleep(delay, options.abortSignal);
     if (step + 1 < steps) {
-      return result(`step ${step}`, [{ id: `call_${step}`, name: 'working_memory', arguments: JSON.stringify({ action: 'set', key: `step-${step}`, value: { step } }) }]);
+      return result(`step ${step}`, [
+        {
+          id: `call_${step}`,
+          name: 'working_memory',
+          arguments: JSON.stringify({ action: 'set', key: `step-${step}`, value: { step } }),
+        },
+      ]);
     }
     return result(`final answer after ${step + 1} steps`);
   },
@@ -130,7 +141,8 @@ try {
   const config = loadConfig({ env, cwd: root, homeDir: join(root, 'home') });
   const harness = await createHarness({ config, env, agentModel, memoryModel, startWorker: false, heartbeatMs });
   harness.observationalMemory.subscribe((event) => {
-    if (event.type === 'memory.operation.failed') process.stderr.write(`[${name}] operation failed: ${event.operationType} ${event.operationId}: ${event.error}\n`);
+    if (event.type === 'memory.operation.failed')
+      process.stderr.write(`[${name}] operation failed: ${event.operationType} ${event.operationId}: ${event.error}\n`);
   });
   harness.app.post('/test/observe', async (context) => {
     const body = (await context.req.json()) as {
@@ -141,7 +153,11 @@ try {
       messages: Array<{ id: string; role: string; content: string }>;
     };
     const observed = await harness.observationalMemory.observe({
-      scope: { tenantId: body.tenant_id, conversationId: body.conversation_id, ...(body.agent_id === undefined ? {} : { agentId: body.agent_id }) },
+      scope: {
+        tenantId: body.tenant_id,
+        conversationId: body.conversation_id,
+        ...(body.agent_id === undefined ? {} : { agentId: body.agent_id }),
+      },
       ...(body.run_id === undefined ? {} : { runId: body.run_id }),
       messages: body.messages,
     });

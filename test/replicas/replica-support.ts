@@ -63,7 +63,9 @@ export function postgresEnv(url: string, schema: string, extra: Record<string, s
 /** Starts one replica and waits for its ready line. */
 export function startReplica(name: string, env: Record<string, string>, timeoutMs = 20_000): Promise<Replica> {
   // The child reads every HARNESS_MEMORY_* variable it is given: pass only ours.
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('HARNESS_MEMORY_')));
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => !key.startsWith('HARNESS_MEMORY_')),
+  );
   const child: ChildProcessWithoutNullStreams = spawn(process.execPath, ['--import', 'tsx', CHILD], {
     cwd: REPO_ROOT,
     env: { ...inherited, ...env, REPLICA_NAME: name },
@@ -173,7 +175,12 @@ export async function stopReplicas(replicas: readonly Replica[]): Promise<Replic
 }
 
 /** Polls `check` until it returns a value other than undefined; rejects after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 15_000, intervalMs = 50): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 15_000,
+  intervalMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -184,7 +191,11 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
 }
 
 /** Runs `work(0..count-1)` with at most `concurrency` calls in flight. */
-export async function inParallel<T>(count: number, concurrency: number, work: (index: number) => Promise<T>): Promise<T[]> {
+export async function inParallel<T>(
+  count: number,
+  concurrency: number,
+  work: (index: number) => Promise<T>,
+): Promise<T[]> {
   const results: T[] = [];
   let next = 0;
   const lane = async (): Promise<void> => {
@@ -214,10 +225,23 @@ export interface OperationRow {
 
 /** Everything the invariant checks read, straight from the schema's tables. */
 export interface AuditRows {
-  readonly records: Array<{ memory_id: string; observed_through_message_seq: number; last_message_seq: number; observation_count: number; last_observation_seq: number }>;
+  readonly records: Array<{
+    memory_id: string;
+    observed_through_message_seq: number;
+    last_message_seq: number;
+    observation_count: number;
+    last_observation_seq: number;
+  }>;
   readonly operations: OperationRow[];
   readonly messages: Array<{ memory_id: string; seq: number; message_key: string; observed: boolean }>;
-  readonly observations: Array<{ memory_id: string; seq: number; content: string; source_start_seq: number; source_end_seq: number; operation_id: string }>;
+  readonly observations: Array<{
+    memory_id: string;
+    seq: number;
+    content: string;
+    source_start_seq: number;
+    source_end_seq: number;
+    operation_id: string;
+  }>;
   readonly markers: Array<{ memory_id: string; cycle_id: string; marker_type: string }>;
   readonly entries: Array<{ memory_id: string; entry_key: string; entry_json: string }>;
 }
@@ -237,10 +261,16 @@ export async function audit(pool: pg.Pool, schema: string): Promise<AuditRows> {
         `SELECT operation_id, memory_id, run_id, scope_sequence::int, operation_type, status, attempt, error_text, lease_owner, lease_expires_at, updated_at
          FROM ${s}om_operation_log ORDER BY memory_id, scope_sequence`,
       ),
-      messages: await all(`SELECT memory_id, seq::int, message_key, observed FROM ${s}om_messages ORDER BY memory_id, seq`),
-      observations: await all(`SELECT memory_id, seq::int, content, source_start_seq::int, source_end_seq::int, operation_id FROM ${s}om_observations ORDER BY memory_id, seq`),
+      messages: await all(
+        `SELECT memory_id, seq::int, message_key, observed FROM ${s}om_messages ORDER BY memory_id, seq`,
+      ),
+      observations: await all(
+        `SELECT memory_id, seq::int, content, source_start_seq::int, source_end_seq::int, operation_id FROM ${s}om_observations ORDER BY memory_id, seq`,
+      ),
       markers: await all(`SELECT memory_id, cycle_id, marker_type FROM ${s}om_markers ORDER BY marker_position`),
-      entries: await all(`SELECT memory_id, entry_key, entry_json FROM ${s}working_memory_entries ORDER BY memory_id, entry_key`),
+      entries: await all(
+        `SELECT memory_id, entry_key, entry_json FROM ${s}working_memory_entries ORDER BY memory_id, entry_key`,
+      ),
     };
     await client.query('COMMIT');
     return rows;
@@ -253,6 +283,8 @@ export { coveredSeqs, range } from '../support/observation-ranges.js';
 
 /** Operations of a schema not yet final (`queued` or `processing`). */
 export async function pendingOperations(pool: pg.Pool, schema: string): Promise<number> {
-  const result = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".om_operation_log WHERE status IN ('queued', 'processing')`);
+  const result = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM "${schema}".om_operation_log WHERE status IN ('queued', 'processing')`,
+  );
   return result.rows[0]?.n ?? 0;
 }

@@ -32,7 +32,9 @@ export function withInjectedFaults<T extends object>(target: T, name: string): {
       const value = Reflect.get(object, property, receiver) as unknown;
       if (typeof value !== 'function' || typeof property !== 'string') return value;
       return (...args: unknown[]) => {
-        const match = active.find((entry) => entry.left > 0 && entry.fault.method === property && (entry.fault.when?.(...args) ?? true));
+        const match = active.find(
+          (entry) => entry.left > 0 && entry.fault.method === property && (entry.fault.when?.(...args) ?? true),
+        );
         if (match) {
           match.left--;
           failed.push(property);

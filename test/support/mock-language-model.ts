@@ -1,4 +1,9 @@
-import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult, LanguageModelToolCall } from '../../src/llm/language-model.js';
+import type {
+  LanguageModel,
+  LanguageModelCallOptions,
+  LanguageModelResult,
+  LanguageModelToolCall,
+} from '../../src/llm/language-model.js';
 
 /** A scripted reply: text, or tool calls, or a function of the call. */
 export type MockReply =
@@ -23,7 +28,12 @@ export function createMockLanguageModel(fallback: MockReply = 'ok'): MockLanguag
     const spec = typeof reply === 'string' ? { text: reply } : reply;
     if (spec.delayMs) await new Promise((done) => setTimeout(done, spec.delayMs));
     const toolCalls = spec.toolCalls ?? [];
-    return { text: spec.text ?? '', toolCalls, finishReason: toolCalls.length > 0 ? 'tool-calls' : 'stop', usage: { inputTokens: 10, outputTokens: 5 } };
+    return {
+      text: spec.text ?? '',
+      toolCalls,
+      finishReason: toolCalls.length > 0 ? 'tool-calls' : 'stop',
+      usage: { inputTokens: 10, outputTokens: 5 },
+    };
   };
   return {
     specificationVersion: 'v1',

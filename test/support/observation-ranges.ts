@@ -2,7 +2,13 @@
 
 /** The observation columns the checks read. */
 export interface RangeRows {
-  readonly observations: ReadonlyArray<{ readonly memory_id: string; readonly seq: number; readonly content: string; readonly source_start_seq: number; readonly source_end_seq: number }>;
+  readonly observations: ReadonlyArray<{
+    readonly memory_id: string;
+    readonly seq: number;
+    readonly content: string;
+    readonly source_start_seq: number;
+    readonly source_end_seq: number;
+  }>;
 }
 
 const RANGE = /obs for messages (\d+)-(\d+)/;
@@ -19,7 +25,9 @@ export function coveredSeqs(rows: RangeRows, memoryId: string): number[] {
     const start = Number(match[1]);
     const end = Number(match[2]);
     if (start !== observation.source_start_seq || end !== observation.source_end_seq) {
-      throw new Error(`observation ${observation.seq} says ${start}-${end} but its source range is ${observation.source_start_seq}-${observation.source_end_seq}`);
+      throw new Error(
+        `observation ${observation.seq} says ${start}-${end} but its source range is ${observation.source_start_seq}-${observation.source_end_seq}`,
+      );
     }
     for (let seq = start; seq <= end; seq++) covered.push(seq);
   }

@@ -45,12 +45,19 @@ export function createPostgresTestSchemas(url: string): PostgresTestSchemas {
     // DELETE, not TRUNCATE: on these small tables it takes milliseconds where TRUNCATE's new
     // files and exclusive locks take a few hundred.
     async empty(schema) {
-      const tables = await pool.query<{ name: string }>(`SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename <> 'schema_migrations'`, [schema]);
-      if (tables.rows.length > 0) await pool.query(tables.rows.map((row) => `DELETE FROM "${schema}"."${row.name}";`).join(' '));
+      const tables = await pool.query<{ name: string }>(
+        `SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename <> 'schema_migrations'`,
+        [schema],
+      );
+      if (tables.rows.length > 0)
+        await pool.query(tables.rows.map((row) => `DELETE FROM "${schema}"."${row.name}";`).join(' '));
     },
     async dropAll() {
       try {
-        const found = await pool.query<{ name: string }>('SELECT nspname AS name FROM pg_namespace WHERE starts_with(nspname, $1)', [base]);
+        const found = await pool.query<{ name: string }>(
+          'SELECT nspname AS name FROM pg_namespace WHERE starts_with(nspname, $1)',
+          [base],
+        );
         for (const row of found.rows) await drop(row.name);
       } finally {
         await pool.end();

@@ -36,15 +36,20 @@ export const DO_NOT_KNOW = 'I do not have that information.';
 
 /** The messages of a chat completions request, with string contents. */
 export function messagesOf(request: ScriptedRequest): Array<{ role: string; content: string }> {
-  const messages = (request.body as { messages?: Array<{ role: string; content: unknown }> } | undefined)?.messages ?? [];
-  return messages.map((message) => ({ role: message.role, content: typeof message.content === 'string' ? message.content : JSON.stringify(message.content) }));
+  const messages =
+    (request.body as { messages?: Array<{ role: string; content: unknown }> } | undefined)?.messages ?? [];
+  return messages.map((message) => ({
+    role: message.role,
+    content: typeof message.content === 'string' ? message.content : JSON.stringify(message.content),
+  }));
 }
 
 /** The part of the eval a request plays, from its prompt. */
 export function evalRequestKind(request: ScriptedRequest): EvalRequestKind {
   const messages = messagesOf(request);
   const first = messages[0]?.content ?? '';
-  if (messages.some((message) => message.content.includes('You are the observational memory processor'))) return 'observer';
+  if (messages.some((message) => message.content.includes('You are the observational memory processor')))
+    return 'observer';
   if (first.includes('structured reflection')) return 'reflector';
   if (first.startsWith('You are an assistant answering a question about your earlier conversations')) return 'answer';
   if (first.startsWith('You grade answers in a memory benchmark')) return 'judge';
@@ -70,7 +75,8 @@ export function answerKeyFrom(json: unknown): Map<string, AnswerKey> {
   const keys = new Map<string, AnswerKey>();
   const add = (question: string, key: AnswerKey): void => {
     const known = keys.get(question);
-    if (known !== undefined && known.answer !== key.answer) throw new Error(`the answer key has two answers for ${JSON.stringify(question)}`);
+    if (known !== undefined && known.answer !== key.answer)
+      throw new Error(`the answer key has two answers for ${JSON.stringify(question)}`);
     keys.set(question, key);
   };
   for (const item of json as Array<Record<string, unknown>>) {
@@ -87,7 +93,12 @@ export function answerKeyFrom(json: unknown): Map<string, AnswerKey> {
     const turns = Object.values(conversation)
       .filter((value): value is Array<{ dia_id: string; text: string }> => Array.isArray(value))
       .flat();
-    for (const qa of item['qa'] as Array<{ question: string; answer?: unknown; evidence?: string[]; category: number }>) {
+    for (const qa of item['qa'] as Array<{
+      question: string;
+      answer?: unknown;
+      evidence?: string[];
+      category: number;
+    }>) {
       add(qa.question, {
         answer: String(qa.answer ?? ''),
         abstention: qa.category === 5,
@@ -99,12 +110,25 @@ export function answerKeyFrom(json: unknown): Map<string, AnswerKey> {
 }
 
 /** A reply function for `ScriptedServer.setDefaultReply` that plays every model of the eval. */
-export function createScriptedEvalModel(keys: ReadonlyMap<string, AnswerKey>): (request: ScriptedRequest) => ScriptedAnswer {
+export function createScriptedEvalModel(
+  keys: ReadonlyMap<string, AnswerKey>,
+): (request: ScriptedRequest) => ScriptedAnswer {
   return (request) => {
     const kind = evalRequestKind(request);
     const text =
-      kind === 'observer' ? observe(request) : kind === 'reflector' ? reflect(request) : kind === 'answer' ? answer(request, keys) : kind === 'judge' ? judge(request) : 'ok';
-    const promptTokens = messagesOf(request).reduce((sum, message) => sum + RUNE_TOKEN_ESTIMATOR.estimate(message.content), 0);
+      kind === 'observer'
+        ? observe(request)
+        : kind === 'reflector'
+          ? reflect(request)
+          : kind === 'answer'
+            ? answer(request, keys)
+            : kind === 'judge'
+              ? judge(request)
+              : 'ok';
+    const promptTokens = messagesOf(request).reduce(
+      (sum, message) => sum + RUNE_TOKEN_ESTIMATOR.estimate(message.content),
+      0,
+    );
     return { text, usage: { promptTokens, completionTokens: RUNE_TOKEN_ESTIMATOR.estimate(text) } };
   };
 }
@@ -136,7 +160,10 @@ function answer(request: ScriptedRequest, keys: ReadonlyMap<string, AnswerKey>):
   const key = keys.get(questionOf(request));
   if (key === undefined) return `The scripted model has no answer key for ${JSON.stringify(questionOf(request))}.`;
   const memory = memoryOf(request);
-  const known = !key.abstention && key.evidence.length > 0 && key.evidence.every((text) => containsAnswer(memory, firstWords(text, 12)));
+  const known =
+    !key.abstention &&
+    key.evidence.length > 0 &&
+    key.evidence.every((text) => containsAnswer(memory, firstWords(text, 12)));
   return known ? key.answer : DO_NOT_KNOW;
 }
 
@@ -144,8 +171,13 @@ function judge(request: ScriptedRequest): string {
   const user = messagesOf(request).at(-1)?.content ?? '';
   const reference = /<(reference-answer|rubric|explanation)>\n([\s\S]*?)\n<\/\1>/.exec(user);
   const response = /<response>\n([\s\S]*?)\n<\/response>/.exec(user)?.[1] ?? '';
-  const right = reference?.[1] === 'explanation' ? /do not have that information/i.test(response) : containsAnswer(response, reference?.[2] ?? '');
-  return right ? 'The response gives what the reference asks for.\nVerdict: yes' : 'The response does not give the reference answer.\nVerdict: no';
+  const right =
+    reference?.[1] === 'explanation'
+      ? /do not have that information/i.test(response)
+      : containsAnswer(response, reference?.[2] ?? '');
+  return right
+    ? 'The response gives what the reference asks for.\nVerdict: yes'
+    : 'The response does not give the reference answer.\nVerdict: no';
 }
 
 function firstWords(text: string, count: number): string {

@@ -14,7 +14,10 @@ export interface ScriptedReflector extends Reflector {
 
 type Answer<I, O> = O | Error | ((input: I) => O | Promise<O>);
 
-/** Observer answering with observer-format text (`IMPORTANCE:x` blocks, or `NONE`), one answer per call; the last repeats. */
+/**
+ * Observer answering with observer-format text (`IMPORTANCE:x` blocks, or `NONE`), one answer per call; the last
+ * repeats.
+ */
 export function scriptedObserver(...answers: Answer<ObserverInput, string>[]): ScriptedObserver {
   const calls: ObserverInput[] = [];
   return {

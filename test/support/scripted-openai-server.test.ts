@@ -53,12 +53,19 @@ describe('scripted openai server: replies', () => {
     server.enqueue({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
     const body = (await (await post({ model: 'm', messages: [] })).json()) as Record<string, any>;
     expect(body.choices[0].finish_reason).toBe('tool_calls');
-    expect(body.choices[0].message.tool_calls[0]).toEqual({ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"q":"x"}' } });
+    expect(body.choices[0].message.tool_calls[0]).toEqual({
+      id: 'call_1',
+      type: 'function',
+      function: { name: 'lookup', arguments: '{"q":"x"}' },
+    });
   });
 
   it('sends statuses with headers, delays, and function replies', async () => {
     server.enqueue({ status: 429, body: { error: { message: 'slow down' } }, headers: { 'retry-after': '1' } });
-    server.enqueue({ delayMs: 50, reply: (request) => ({ text: `model was ${(request.body as { model: string }).model}` }) });
+    server.enqueue({
+      delayMs: 50,
+      reply: (request) => ({ text: `model was ${(request.body as { model: string }).model}` }),
+    });
     const limited = await post({ model: 'm', messages: [] });
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toBe('1');
@@ -80,7 +87,10 @@ describe('scripted openai server: streaming', () => {
     server.enqueue({ text: 'Hello there', toolCalls: [{ id: 'c1', name: 'f', arguments: '{"a":1}' }] });
     const response = await post({ model: 'm', messages: [], stream: true, stream_options: { include_usage: true } });
     expect(response.headers.get('content-type')).toBe('text/event-stream');
-    const events = (await response.text()).split('\n\n').filter(Boolean).map((line) => line.replace(/^data: /, ''));
+    const events = (await response.text())
+      .split('\n\n')
+      .filter(Boolean)
+      .map((line) => line.replace(/^data: /, ''));
     expect(events.at(-1)).toBe('[DONE]');
     const chunks = events.slice(0, -1).map((event) => JSON.parse(event) as Record<string, any>);
     const text = chunks.map((chunk) => chunk.choices[0]?.delta?.content ?? '').join('');
@@ -107,21 +117,44 @@ describe('scripted openai server: strict transcripts', () => {
     await strict.close();
   });
   const send = (messages: unknown[]): Promise<Response> =>
-    fetch(`${strict.origin}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages }) });
+    fetch(`${strict.origin}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', messages }),
+    });
   const call = (id: string) => ({ id, type: 'function', function: { name: 'f', arguments: '{}' } });
 
   it('answers 400 like OpenAI for a tool call without its result, and for a result without its call', async () => {
-    const unanswered = await send([{ role: 'user', content: 'go' }, { role: 'assistant', content: null, tool_calls: [call('c1'), call('c2')] }, { role: 'tool', tool_call_id: 'c1', content: '{}' }, { role: 'user', content: 'next' }]);
+    const unanswered = await send([
+      { role: 'user', content: 'go' },
+      { role: 'assistant', content: null, tool_calls: [call('c1'), call('c2')] },
+      { role: 'tool', tool_call_id: 'c1', content: '{}' },
+      { role: 'user', content: 'next' },
+    ]);
     expect(unanswered.status).toBe(400);
-    expect(((await unanswered.json()) as { error: { message: string; type: string } }).error).toMatchObject({ type: 'invalid_request_error', message: expect.stringContaining('did not have response messages: c2') });
-    const orphan = await send([{ role: 'user', content: 'go' }, { role: 'tool', tool_call_id: 'c9', content: '{}' }]);
+    expect(((await unanswered.json()) as { error: { message: string; type: string } }).error).toMatchObject({
+      type: 'invalid_request_error',
+      message: expect.stringContaining('did not have response messages: c2'),
+    });
+    const orphan = await send([
+      { role: 'user', content: 'go' },
+      { role: 'tool', tool_call_id: 'c9', content: '{}' },
+    ]);
     expect(orphan.status).toBe(400);
-    expect(((await orphan.json()) as { error: { message: string } }).error.message).toContain("messages with role 'tool' must be a response to a preceeding message with 'tool_calls'");
+    expect(((await orphan.json()) as { error: { message: string } }).error.message).toContain(
+      "messages with role 'tool' must be a response to a preceeding message with 'tool_calls'",
+    );
     expect(strict.requests).toHaveLength(2);
   });
 
   it('accepts a transcript whose every tool call has its result', async () => {
-    const ok = await send([{ role: 'user', content: 'go' }, { role: 'assistant', content: null, tool_calls: [call('c1'), call('c2')] }, { role: 'tool', tool_call_id: 'c2', content: '{}' }, { role: 'tool', tool_call_id: 'c1', content: '{}' }, { role: 'assistant', content: 'done' }]);
+    const ok = await send([
+      { role: 'user', content: 'go' },
+      { role: 'assistant', content: null, tool_calls: [call('c1'), call('c2')] },
+      { role: 'tool', tool_call_id: 'c2', content: '{}' },
+      { role: 'tool', tool_call_id: 'c1', content: '{}' },
+      { role: 'assistant', content: 'done' },
+    ]);
     expect(ok.status).toBe(200);
   });
 });

@@ -108,12 +108,16 @@ export async function startScriptedOpenAIServer(options: ScriptedServerOptions =
       const request = await readRequest(incoming);
       requests.push(request);
       if (request.method !== 'POST' || request.path !== COMPLETIONS_PATH) {
-        sendJson(response, 404, { error: { message: `no route for ${request.method} ${request.path}`, type: 'not_found' } });
+        sendJson(response, 404, {
+          error: { message: `no route for ${request.method} ${request.path}`, type: 'not_found' },
+        });
         return;
       }
       const refusal = options.strict ? transcriptProblem(request.body) : undefined;
       if (refusal) {
-        sendJson(response, 400, { error: { message: refusal.message, type: 'invalid_request_error', param: refusal.param, code: null } });
+        sendJson(response, 400, {
+          error: { message: refusal.message, type: 'invalid_request_error', param: refusal.param, code: null },
+        });
         return;
       }
       counter += 1;
@@ -155,10 +159,21 @@ async function readRequest(incoming: IncomingMessage): Promise<ScriptedRequest> 
   for (const [name, value] of Object.entries(incoming.headers)) {
     if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
-  return { method: incoming.method ?? 'GET', path: (incoming.url ?? '/').split('?')[0] ?? '/', headers, body, receivedAt: Date.now() };
+  return {
+    method: incoming.method ?? 'GET',
+    path: (incoming.url ?? '/').split('?')[0] ?? '/',
+    headers,
+    body,
+    receivedAt: Date.now(),
+  };
 }
 
-async function respond(response: ServerResponse, request: ScriptedRequest, reply: ScriptedReply, id: string): Promise<void> {
+async function respond(
+  response: ServerResponse,
+  request: ScriptedRequest,
+  reply: ScriptedReply,
+  id: string,
+): Promise<void> {
   if (typeof reply === 'function') return respond(response, request, await reply(request), id);
   if ('delayMs' in reply) {
     const waited = await wait(reply.delayMs, response);
@@ -209,13 +224,16 @@ interface WireMessage {
 
 /** What OpenAI refuses in a transcript: a tool call without its result, a result without its call. */
 function transcriptProblem(body: unknown): { message: string; param: string } | undefined {
-  const messages = (typeof body === 'object' && body !== null ? (body as { messages?: unknown }).messages : undefined) as WireMessage[] | undefined;
+  const messages = (
+    typeof body === 'object' && body !== null ? (body as { messages?: unknown }).messages : undefined
+  ) as WireMessage[] | undefined;
   if (!Array.isArray(messages)) return undefined;
   for (const [index, message] of messages.entries()) {
     const calls = message.role === 'assistant' && Array.isArray(message.tool_calls) ? message.tool_calls : [];
     if (calls.length > 0) {
       const unanswered = new Set(calls.map((call) => call.id));
-      for (let next = index + 1; next < messages.length && messages[next]?.role === 'tool'; next++) unanswered.delete(messages[next]?.tool_call_id);
+      for (let next = index + 1; next < messages.length && messages[next]?.role === 'tool'; next++)
+        unanswered.delete(messages[next]?.tool_call_id);
       if (unanswered.size > 0) {
         return {
           message: `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...unanswered].join(', ')}`,
@@ -227,8 +245,15 @@ function transcriptProblem(body: unknown): { message: string; param: string } | 
       let owner = index - 1;
       while (owner >= 0 && messages[owner]?.role === 'tool') owner--;
       const previous = messages[owner];
-      if (previous?.role !== 'assistant' || !(previous.tool_calls ?? []).some((call) => call.id === message.tool_call_id)) {
-        return { message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", param: `messages.[${index}].role` };
+      if (
+        previous?.role !== 'assistant' ||
+        !(previous.tool_calls ?? []).some((call) => call.id === message.tool_call_id)
+      ) {
+        return {
+          message:
+            "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+          param: `messages.[${index}].role`,
+        };
       }
     }
   }
@@ -253,7 +278,10 @@ function toolCallsOf(answer: ScriptedAnswer) {
   return (answer.toolCalls ?? []).map((call, index) => ({
     id: call.id ?? `call_${index + 1}`,
     type: 'function' as const,
-    function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
+    function: {
+      name: call.name,
+      arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+    },
   }));
 }
 
@@ -264,7 +292,11 @@ function finishReasonOf(answer: ScriptedAnswer): string {
 function usageOf(answer: ScriptedAnswer) {
   if (answer.usage === null) return undefined;
   const { promptTokens, completionTokens } = answer.usage ?? { promptTokens: 11, completionTokens: 7 };
-  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+  };
 }
 
 function completion(answer: ScriptedAnswer, request: unknown, id: string) {
@@ -303,7 +335,11 @@ function sseBody(answer: ScriptedAnswer, request: unknown, id: string): string {
   for (const piece of pieces(answer.text ?? '', 4)) events.push(chunk({ content: piece }));
   if (answer.refusal !== undefined) events.push(chunk({ refusal: answer.refusal }));
   toolCallsOf(answer).forEach((call, index) => {
-    events.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }));
+    events.push(
+      chunk({
+        tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }],
+      }),
+    );
     for (const piece of pieces(call.function.arguments, 5)) {
       events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
     }

@@ -28,9 +28,14 @@ export function registerConfigCommand(program: Command, context: CliContext, res
       } else {
         const keyWidth = Math.max(3, ...rows.map((row) => row.key.length));
         const valueWidth = Math.min(60, Math.max(5, ...rows.map((row) => row.value.length)));
-        const line = (key: string, value: string, source: string) => `${key.padEnd(keyWidth)}  ${value.padEnd(valueWidth)}  ${source}`.trimEnd();
+        const line = (key: string, value: string, source: string) =>
+          `${key.padEnd(keyWidth)}  ${value.padEnd(valueWidth)}  ${source}`.trimEnd();
         const lines = [line('key', 'value', 'source'), ...rows.map((row) => line(row.key, row.value, row.source)), ''];
-        lines.push('error' in models.agent ? `agent model: not configured (${models.agent.error.replace(/^configuration: /, '')})` : `agent model: ${models.agent.provider} ${models.agent.model_id}`);
+        lines.push(
+          'error' in models.agent
+            ? `agent model: not configured (${models.agent.error.replace(/^configuration: /, '')})`
+            : `agent model: ${models.agent.provider} ${models.agent.model_id}`,
+        );
         lines.push(
           'error' in models.memory
             ? `memory model: not configured (${models.memory.error.replace(/^configuration: /, '')})`
@@ -46,7 +51,10 @@ type ModelLine = { provider: string; model_id: string } | { error: string };
 type MemoryLine = { mode: string; model_id: string; source: string } | { error: string };
 
 /** The models `createHarness` would build, or why it cannot. */
-function modelsOf(config: HarnessConfig, env: Readonly<Record<string, string | undefined>>): { agent: ModelLine; memory: MemoryLine } {
+function modelsOf(
+  config: HarnessConfig,
+  env: Readonly<Record<string, string | undefined>>,
+): { agent: ModelLine; memory: MemoryLine } {
   let agentModel: LanguageModel | undefined;
   let agent: ModelLine;
   try {
@@ -58,7 +66,12 @@ function modelsOf(config: HarnessConfig, env: Readonly<Record<string, string | u
   }
   let memory: MemoryLine;
   try {
-    const selection = selectMemoryModel({ config, env, ...(agentModel ? { inheritModel: agentModel } : {}), retry: { maxAttempts: 1 } });
+    const selection = selectMemoryModel({
+      config,
+      env,
+      ...(agentModel ? { inheritModel: agentModel } : {}),
+      retry: { maxAttempts: 1 },
+    });
     memory = { mode: selection.mode, model_id: selection.modelId, source: selection.source };
   } catch (error) {
     if (!isModelConfigError(error)) throw error;

@@ -6,7 +6,14 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LONGMEMEVAL_QUESTION_TYPES } from '../../eval/eval-dataset.js';
 import type { EvalSummary } from '../../eval/eval-report.js';
 import type { EvalResultLine } from '../../eval/eval-results.js';
-import { answerKeyFrom, createScriptedEvalModel, evalRequestKind, memoryOf, messagesOf, questionOf } from '../../../test/support/scripted-eval-model.js';
+import {
+  answerKeyFrom,
+  createScriptedEvalModel,
+  evalRequestKind,
+  memoryOf,
+  messagesOf,
+  questionOf,
+} from '../../../test/support/scripted-eval-model.js';
 import { startScriptedOpenAIServer } from '../../../test/support/scripted-openai-server.js';
 import type { ScriptedReply, ScriptedRequest, ScriptedServer } from '../../../test/support/scripted-openai-server.js';
 import { runCli } from '../run-cli.js';
@@ -51,13 +58,22 @@ interface EvalRun {
 }
 
 /** Runs `harness eval` in-process in a workspace of its own, the models pointed at the scripted server. */
-async function harness(argv: string[], options: { env?: Record<string, string>; workspace?: string; signal?: AbortSignal; terminal?: boolean } = {}): Promise<EvalRun> {
+async function harness(
+  argv: string[],
+  options: { env?: Record<string, string>; workspace?: string; signal?: AbortSignal; terminal?: boolean } = {},
+): Promise<EvalRun> {
   const directory = options.workspace ?? workspace();
   const before = server.requests.length;
   let stdout = '';
   let stderr = '';
   const code = await runCli(argv, {
-    env: { HARNESS_WORKSPACE: directory, OPENAI_BASE_URL: server.url, OPENAI_API_KEY: 'test', HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '40', ...options.env },
+    env: {
+      HARNESS_WORKSPACE: directory,
+      OPENAI_BASE_URL: server.url,
+      OPENAI_API_KEY: 'test',
+      HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '40',
+      ...options.env,
+    },
     stdout: { write: (chunk: string) => (stdout += chunk) },
     stderr: { write: (chunk: string) => (stderr += chunk), isTTY: options.terminal === true },
     cwd: directory,
@@ -83,7 +99,11 @@ function ofKind(run: EvalRun, kind: ReturnType<typeof evalRequestKind>): Scripte
 }
 
 /** A reply that fails the requests `matches` selects, and plays the eval model for the rest. */
-function failing(matches: (request: ScriptedRequest) => boolean, reply: ScriptedReply, times = Number.POSITIVE_INFINITY): (request: ScriptedRequest) => ScriptedReply {
+function failing(
+  matches: (request: ScriptedRequest) => boolean,
+  reply: ScriptedReply,
+  times = Number.POSITIVE_INFINITY,
+): (request: ScriptedRequest) => ScriptedReply {
   let left = times;
   return (request) => {
     if (left > 0 && matches(request)) {
@@ -94,8 +114,14 @@ function failing(matches: (request: ScriptedRequest) => boolean, reply: Scripted
   };
 }
 
-const BAD_REQUEST: ScriptedReply = { status: 400, body: { error: { message: 'scripted bad request', type: 'invalid_request_error' } } };
-const UNAVAILABLE: ScriptedReply = { status: 503, body: { error: { message: 'scripted overload', type: 'server_error' } } };
+const BAD_REQUEST: ScriptedReply = {
+  status: 400,
+  body: { error: { message: 'scripted bad request', type: 'invalid_request_error' } },
+};
+const UNAVAILABLE: ScriptedReply = {
+  status: 503,
+  body: { error: { message: 'scripted overload', type: 'server_error' } },
+};
 
 describe('harness eval: the memory baseline on the shipped sample', () => {
   let run: EvalRun;
@@ -110,10 +136,21 @@ describe('harness eval: the memory baseline on the shipped sample', () => {
   it('asks every question once and prints the table, then the JSON summary as the last line', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/^type +questions +correct +accuracy +errors +evidence recall\n/);
-    expect(run.stdout).toContain('baseline: memory; models: memory openai/gpt-5-nano, answer openai/gpt-4.1-mini, judge openai/gpt-4.1-mini');
+    expect(run.stdout).toContain(
+      'baseline: memory; models: memory openai/gpt-5-nano, answer openai/gpt-4.1-mini, judge openai/gpt-4.1-mini',
+    );
     const summary = summaryOf(run);
-    expect(summary).toMatchObject({ format: 'longmemeval', baseline: 'memory', questions: SAMPLE_QUESTIONS, errors: { total: 0 } });
-    expect(summary.models).toEqual({ memory: 'openai/gpt-5-nano', answer: 'openai/gpt-4.1-mini', judge: 'openai/gpt-4.1-mini' });
+    expect(summary).toMatchObject({
+      format: 'longmemeval',
+      baseline: 'memory',
+      questions: SAMPLE_QUESTIONS,
+      errors: { total: 0 },
+    });
+    expect(summary.models).toEqual({
+      memory: 'openai/gpt-5-nano',
+      answer: 'openai/gpt-4.1-mini',
+      judge: 'openai/gpt-4.1-mini',
+    });
     expect(ofKind(run, 'answer')).toHaveLength(SAMPLE_QUESTIONS);
     expect(ofKind(run, 'judge')).toHaveLength(SAMPLE_QUESTIONS);
     expect(new Set(ofKind(run, 'answer').map(questionOf)).size).toBe(SAMPLE_QUESTIONS);
@@ -123,20 +160,34 @@ describe('harness eval: the memory baseline on the shipped sample', () => {
     const observed = ofKind(run, 'observer').map((request) => messagesOf(request).at(-1)?.content ?? '');
     expect(observed.length).toBeGreaterThanOrEqual(SAMPLE_QUESTIONS);
     const ssu01 = observed.filter((prompt) => prompt.includes('- conversation_id: 1-ssu-01'));
-    expect(ssu01.join('\n')).toContain('(session date: 2023/05/14 (Sun) 18:40)\nWe adopted a retired racing greyhound last week');
-    const dates = ssu01.flatMap((prompt) => [...prompt.matchAll(/\(session date: ([^\n]*)\)\n/g)].map((match) => match[1] ?? ''));
+    expect(ssu01.join('\n')).toContain(
+      '(session date: 2023/05/14 (Sun) 18:40)\nWe adopted a retired racing greyhound last week',
+    );
+    const dates = ssu01.flatMap((prompt) =>
+      [...prompt.matchAll(/\(session date: ([^\n]*)\)\n/g)].map((match) => match[1] ?? ''),
+    );
     expect(dates).toEqual([...dates].sort());
-    expect(new Set(dates)).toEqual(new Set(['2023/05/02 (Tue) 09:10', '2023/05/14 (Sun) 18:40', '2023/05/21 (Sun) 12:05']));
+    expect(new Set(dates)).toEqual(
+      new Set(['2023/05/02 (Tue) 09:10', '2023/05/14 (Sun) 18:40', '2023/05/21 (Sun) 12:05']),
+    );
   });
 
   it('injects the observational memory before the question and its date, and the judge grades the answer', () => {
-    const answer = ofKind(run, 'answer').find((request) => questionOf(request) === 'What is the name of the dog I adopted?');
+    const answer = ofKind(run, 'answer').find(
+      (request) => questionOf(request) === 'What is the name of the dog I adopted?',
+    );
     const messages = answer === undefined ? [] : messagesOf(answer);
     expect(messages.map((message) => message.role)).toEqual(['system', 'system', 'user']);
     expect(messages[1]?.content).toMatch(/^<observational-memory>\n/);
-    expect(messages[1]?.content).toContain("the user said: We adopted a retired racing greyhound last week, he's called Biscuit.");
-    expect(messages[2]?.content).toBe('Today is 2023/05/30 (Tue) 20:15.\n\nQuestion: What is the name of the dog I adopted?');
-    const judged = ofKind(run, 'judge').find((request) => (messagesOf(request)[1]?.content ?? '').includes('What is the name of the dog I adopted?'));
+    expect(messages[1]?.content).toContain(
+      "the user said: We adopted a retired racing greyhound last week, he's called Biscuit.",
+    );
+    expect(messages[2]?.content).toBe(
+      'Today is 2023/05/30 (Tue) 20:15.\n\nQuestion: What is the name of the dog I adopted?',
+    );
+    const judged = ofKind(run, 'judge').find((request) =>
+      (messagesOf(request)[1]?.content ?? '').includes('What is the name of the dog I adopted?'),
+    );
     expect(messagesOf(judged as ScriptedRequest)[1]?.content).toContain('<response>\nBiscuit\n</response>');
   });
 
@@ -144,7 +195,12 @@ describe('harness eval: the memory baseline on the shipped sample', () => {
     const summary = summaryOf(run);
     expect(Object.keys(summary.accuracy.by_type)).toEqual(LONGMEMEVAL_QUESTION_TYPES);
     // The scripted answer model answers from what it was given: every fact was observed.
-    expect(summary.accuracy).toMatchObject({ overall: 1, correct: SAMPLE_QUESTIONS, judged: SAMPLE_QUESTIONS, errors: 0 });
+    expect(summary.accuracy).toMatchObject({
+      overall: 1,
+      correct: SAMPLE_QUESTIONS,
+      judged: SAMPLE_QUESTIONS,
+      errors: 0,
+    });
     expect(summary.accuracy.abstention).toMatchObject({ correct: SAMPLE_ABSTENTIONS, judged: SAMPLE_ABSTENTIONS });
     expect(summary.evidence_recall.counted).toBe(26);
     expect(summary.evidence_recall.hits).toBeGreaterThan(0);
@@ -158,7 +214,14 @@ describe('harness eval: the memory baseline on the shipped sample', () => {
     const lines = linesOf(out);
     expect(lines).toHaveLength(SAMPLE_QUESTIONS);
     const dog = lines.find((line) => line.question_id === 'ssu-01');
-    expect(dog).toMatchObject({ question_type: 'single-session-user', abstention: false, baseline: 'memory', hypothesis: 'Biscuit', verdict: 'correct', evidence_hit: true });
+    expect(dog).toMatchObject({
+      question_type: 'single-session-user',
+      abstention: false,
+      baseline: 'memory',
+      hypothesis: 'Biscuit',
+      verdict: 'correct',
+      evidence_hit: true,
+    });
     expect(dog?.memory_input_tokens).toBeGreaterThan(0);
     expect(dog?.snippet_tokens).toBeGreaterThan(0);
     expect(Object.keys(dog ?? {})).toEqual([
@@ -193,11 +256,20 @@ describe('harness eval: what the observer sees', () => {
   it('replays sessions in date order, whatever their order in the file', async () => {
     const directory = workspace();
     const [first] = JSON.parse(readFileSync(SAMPLE, 'utf8')) as Array<Record<string, unknown[]>>;
-    const reversed = { ...first, haystack_sessions: [...(first?.['haystack_sessions'] ?? [])].reverse(), haystack_dates: [...(first?.['haystack_dates'] ?? [])].reverse(), haystack_session_ids: [...(first?.['haystack_session_ids'] ?? [])].reverse() };
+    const reversed = {
+      ...first,
+      haystack_sessions: [...(first?.['haystack_sessions'] ?? [])].reverse(),
+      haystack_dates: [...(first?.['haystack_dates'] ?? [])].reverse(),
+      haystack_session_ids: [...(first?.['haystack_session_ids'] ?? [])].reverse(),
+    };
     writeFileSync(join(directory, 'reversed.json'), JSON.stringify([reversed]));
     const run = await harness(['eval', 'reversed.json'], { workspace: directory });
     expect(run.code, run.stderr).toBe(0);
-    const dates = ofKind(run, 'observer').flatMap((request) => [...(messagesOf(request).at(-1)?.content ?? '').matchAll(/\(session date: ([^\n]*)\)\n/g)].map((match) => match[1]));
+    const dates = ofKind(run, 'observer').flatMap((request) =>
+      [...(messagesOf(request).at(-1)?.content ?? '').matchAll(/\(session date: ([^\n]*)\)\n/g)].map(
+        (match) => match[1],
+      ),
+    );
     expect(dates[0]).toBe('2023/05/02 (Tue) 09:10');
     expect(dates).toEqual([...dates].sort());
   });
@@ -205,11 +277,20 @@ describe('harness eval: what the observer sees', () => {
   it('warns of a date it cannot read, and still shows the observer the date as written', async () => {
     const directory = workspace();
     const [first] = JSON.parse(readFileSync(SAMPLE, 'utf8')) as Array<Record<string, unknown>>;
-    writeFileSync(join(directory, 'undated.json'), JSON.stringify([{ ...first, haystack_dates: ['2023/05/02 (Tue) 09:10', 'mid-May', '2023/05/21 (Sun) 12:05'] }]));
+    writeFileSync(
+      join(directory, 'undated.json'),
+      JSON.stringify([{ ...first, haystack_dates: ['2023/05/02 (Tue) 09:10', 'mid-May', '2023/05/21 (Sun) 12:05'] }]),
+    );
     const run = await harness(['eval', 'undated.json'], { workspace: directory });
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stderr).toMatch(/^harness: warning: LongMemEval instance 0 \(question_id "ssu-01"\): haystack_dates\[1\] /);
-    expect(ofKind(run, 'observer').some((request) => (messagesOf(request).at(-1)?.content ?? '').includes('(session date: mid-May)\nWe adopted'))).toBe(true);
+    expect(run.stderr).toMatch(
+      /^harness: warning: LongMemEval instance 0 \(question_id "ssu-01"\): haystack_dates\[1\] /,
+    );
+    expect(
+      ofKind(run, 'observer').some((request) =>
+        (messagesOf(request).at(-1)?.content ?? '').includes('(session date: mid-May)\nWe adopted'),
+      ),
+    ).toBe(true);
   });
 
   it('draws a progress bar on stderr when it is a terminal', async () => {
@@ -222,21 +303,28 @@ describe('harness eval: what the observer sees', () => {
 
 describe('harness eval: baselines through the same path', () => {
   it('full-context gives the whole haystack and needs no memory model', async () => {
-    const run = await harness(['eval', SAMPLE, '--baseline', 'full-context', '--json'], { env: { HARNESS_MEMORY_LLM_MODE: 'provider' } });
+    const run = await harness(['eval', SAMPLE, '--baseline', 'full-context', '--json'], {
+      env: { HARNESS_MEMORY_LLM_MODE: 'provider' },
+    });
     expect(run.code, run.stderr).toBe(0);
     expect(ofKind(run, 'observer')).toEqual([]);
     const messages = messagesOf(ofKind(run, 'answer')[0] as ScriptedRequest);
     expect(messages.map((message) => message.role)).toEqual(['system', 'system', 'user']);
     expect(messages[1]?.content).toMatch(/^<conversation-history>\nSession 1 \(2023\/05\/02 \(Tue\) 09:10\)\nuser: /);
     const summary = summaryOf(run);
-    expect(summary).toMatchObject({ baseline: 'full-context', models: { memory: null }, memory_input_tokens: { total: 0 } });
+    expect(summary).toMatchObject({
+      baseline: 'full-context',
+      models: { memory: null },
+      memory_input_tokens: { total: 0 },
+    });
     expect(summary.accuracy.overall).toBe(1);
   });
 
   it('none gives nothing, so only abstention questions are right', async () => {
     const run = await harness(['eval', SAMPLE, '--baseline', 'none', '--json']);
     expect(run.code, run.stderr).toBe(0);
-    for (const request of ofKind(run, 'answer')) expect(messagesOf(request).map((message) => message.role)).toEqual(['system', 'user']);
+    for (const request of ofKind(run, 'answer'))
+      expect(messagesOf(request).map((message) => message.role)).toEqual(['system', 'user']);
     const summary = summaryOf(run);
     expect(summary.accuracy).toMatchObject({ correct: SAMPLE_ABSTENTIONS, judged: SAMPLE_QUESTIONS });
     expect(summary.evidence_recall.hits).toBe(0);
@@ -244,7 +332,9 @@ describe('harness eval: baselines through the same path', () => {
   });
 
   it('memory under the default observe threshold never observes these short conversations, so it answers no better than none', async () => {
-    const run = await harness(['eval', SAMPLE, '--history-tokens', '0', '--json'], { env: { HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '' } });
+    const run = await harness(['eval', SAMPLE, '--history-tokens', '0', '--json'], {
+      env: { HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '' },
+    });
     expect(run.code, run.stderr).toBe(0);
     expect(ofKind(run, 'observer')).toEqual([]);
     expect(summaryOf(run).accuracy.correct).toBe(SAMPLE_ABSTENTIONS);
@@ -257,9 +347,18 @@ describe('harness eval: baselines through the same path', () => {
     expect(ofKind(run, 'observer')).toEqual([]);
     const messages = messagesOf(ofKind(run, 'answer')[0] as ScriptedRequest);
     expect(messages[0]?.role).toBe('system');
-    expect(messages.slice(1, -1).map((message) => message.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
+    expect(messages.slice(1, -1).map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+    ]);
     expect(messages[3]?.content).toBe(
-      '(session date: 2023/05/14 (Sun) 18:40)\nWe adopted a retired racing greyhound last week, he\'s called Biscuit. How much should a 30 kg greyhound eat a day?',
+      "(session date: 2023/05/14 (Sun) 18:40)\nWe adopted a retired racing greyhound last week, he's called Biscuit. How much should a 30 kg greyhound eat a day?",
     );
     expect(summaryOf(run).accuracy.overall).toBe(1);
   });
@@ -267,7 +366,15 @@ describe('harness eval: baselines through the same path', () => {
 
 describe('harness eval: selection and concurrency', () => {
   it('--types and --limit narrow the questions, in file order', async () => {
-    const run = await harness(['eval', SAMPLE, '--types', 'temporal-reasoning,knowledge-update', '--limit', '4', '--json']);
+    const run = await harness([
+      'eval',
+      SAMPLE,
+      '--types',
+      'temporal-reasoning,knowledge-update',
+      '--limit',
+      '4',
+      '--json',
+    ]);
     expect(run.code, run.stderr).toBe(0);
     const summary = summaryOf(run);
     expect(summary.questions).toBe(4);
@@ -299,12 +406,20 @@ describe('harness eval: selection and concurrency', () => {
       });
     });
     const directory = workspace();
-    const parallel = await harness(['eval', SAMPLE, '--concurrency', '4', '--limit', '12', '--out', join(directory, 'parallel.jsonl')], { workspace: directory });
+    const parallel = await harness(
+      ['eval', SAMPLE, '--concurrency', '4', '--limit', '12', '--out', join(directory, 'parallel.jsonl')],
+      { workspace: directory },
+    );
     expect(parallel.code, parallel.stderr).toBe(0);
     expect(releasedByTimer).toBe(false);
     server.setDefaultReply(evalModel);
-    const serial = await harness(['eval', SAMPLE, '--limit', '12', '--out', join(directory, 'serial.jsonl')], { workspace: directory });
-    const verdicts = (path: string) => Object.fromEntries(linesOf(path).map((line) => [line.question_id, [line.hypothesis, line.verdict, line.snippet_tokens]]));
+    const serial = await harness(['eval', SAMPLE, '--limit', '12', '--out', join(directory, 'serial.jsonl')], {
+      workspace: directory,
+    });
+    const verdicts = (path: string) =>
+      Object.fromEntries(
+        linesOf(path).map((line) => [line.question_id, [line.hypothesis, line.verdict, line.snippet_tokens]]),
+      );
     expect(verdicts(join(directory, 'parallel.jsonl'))).toEqual(verdicts(join(directory, 'serial.jsonl')));
     expect(serial.code).toBe(0);
   });
@@ -317,19 +432,27 @@ describe('harness eval: resume', () => {
     const controller = new AbortController();
     // Interrupt while the 12th conversation is being remembered.
     server.setDefaultReply((request) => {
-      if (evalRequestKind(request) === 'observer' && (messagesOf(request).at(-1)?.content ?? '').includes('- conversation_id: 12-')) controller.abort();
+      if (
+        evalRequestKind(request) === 'observer' &&
+        (messagesOf(request).at(-1)?.content ?? '').includes('- conversation_id: 12-')
+      )
+        controller.abort();
       return evalModel(request);
     });
     const first = await harness(['eval', SAMPLE, '--out', out], { workspace: directory, signal: controller.signal });
     expect(first.code).toBe(1);
-    expect(first.stderr).toContain(`harness: eval interrupted with 11 question(s) answered in this run; run it again with --resume --out ${out} to finish`);
+    expect(first.stderr).toContain(
+      `harness: eval interrupted with 11 question(s) answered in this run; run it again with --resume --out ${out} to finish`,
+    );
     expect(linesOf(out)).toHaveLength(11);
 
     server.setDefaultReply(evalModel);
     const refused = await harness(['eval', SAMPLE, '--out', out], { workspace: directory });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('already holds results: pass --resume to continue that run');
-    const otherRun = await harness(['eval', SAMPLE, '--out', out, '--resume', '--baseline', 'none'], { workspace: directory });
+    const otherRun = await harness(['eval', SAMPLE, '--out', out, '--resume', '--baseline', 'none'], {
+      workspace: directory,
+    });
     expect(otherRun.code).toBe(2);
     expect(otherRun.stderr).toContain('comes from another run (baseline memory');
 
@@ -347,20 +470,35 @@ describe('harness eval: resume', () => {
   it('asks again a question recorded as an error and one whose line a crash cut short', async () => {
     const directory = workspace();
     const out = join(directory, 'results.jsonl');
-    server.setDefaultReply(failing((request) => evalRequestKind(request) === 'answer' && questionOf(request) === 'What is the name of the dog I adopted?', BAD_REQUEST));
+    server.setDefaultReply(
+      failing(
+        (request) =>
+          evalRequestKind(request) === 'answer' && questionOf(request) === 'What is the name of the dog I adopted?',
+        BAD_REQUEST,
+      ),
+    );
     const first = await harness(['eval', SAMPLE, '--limit', '3', '--out', out], { workspace: directory });
     expect(first.code).toBe(0);
     const lines = linesOf(out);
-    expect(lines[0]).toMatchObject({ question_id: 'ssu-01', hypothesis: null, verdict: null, error: { stage: 'answer', code: 'MODEL_CALL_FAILED' } });
+    expect(lines[0]).toMatchObject({
+      question_id: 'ssu-01',
+      hypothesis: null,
+      verdict: null,
+      error: { stage: 'answer', code: 'MODEL_CALL_FAILED' },
+    });
     // A crash in the middle of writing the third line.
     writeFileSync(out, readFileSync(out, 'utf8').split('\n').slice(0, 2).join('\n') + '\n');
     appendFileSync(out, JSON.stringify(lines[2]).slice(0, 40));
 
     server.setDefaultReply(evalModel);
-    const resumed = await harness(['eval', SAMPLE, '--limit', '3', '--out', out, '--resume', '--json'], { workspace: directory });
+    const resumed = await harness(['eval', SAMPLE, '--limit', '3', '--out', out, '--resume', '--json'], {
+      workspace: directory,
+    });
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).toContain(`harness: note: cut off the last line of ${out} (40 bytes)`);
-    expect(ofKind(resumed, 'answer').map(questionOf).sort()).toEqual(['What is the name of the dog I adopted?', lines[2] ? questionOfId(lines[2].question_id) : ''].sort());
+    expect(ofKind(resumed, 'answer').map(questionOf).sort()).toEqual(
+      ['What is the name of the dog I adopted?', lines[2] ? questionOfId(lines[2].question_id) : ''].sort(),
+    );
     expect(summaryOf(resumed)).toMatchObject({ questions: 3, accuracy: { correct: 3 }, errors: { total: 0 } });
   });
 });
@@ -376,7 +514,10 @@ describe('harness eval: failing model calls', () => {
       failing(
         (request) =>
           (evalRequestKind(request) === 'answer' && questionOf(request) === 'What is the name of the dog I adopted?') ||
-          (evalRequestKind(request) === 'judge' && (messagesOf(request)[1]?.content ?? '').includes('Which station does my weekday morning train leave from?')),
+          (evalRequestKind(request) === 'judge' &&
+            (messagesOf(request)[1]?.content ?? '').includes(
+              'Which station does my weekday morning train leave from?',
+            )),
         BAD_REQUEST,
       ),
     );
@@ -388,7 +529,7 @@ describe('harness eval: failing model calls', () => {
     expect(run.stdout).toContain('errors: 2 (memory 0, answer 1, judge 1)');
   });
 
-  it('an answer call that fails once is retried, as the agent model\'s calls are', async () => {
+  it("an answer call that fails once is retried, as the agent model's calls are", async () => {
     server.setDefaultReply(failing((request) => evalRequestKind(request) === 'answer', UNAVAILABLE, 1));
     const run = await harness(['eval', SAMPLE, '--limit', '1', '--json']);
     expect(ofKind(run, 'answer')).toHaveLength(2);
@@ -396,11 +537,20 @@ describe('harness eval: failing model calls', () => {
   });
 
   it('a memory model that keeps failing makes its conversation a memory-stage error; one that fails once is retried', async () => {
-    server.setDefaultReply(failing((request) => evalRequestKind(request) === 'observer' && (messagesOf(request)[1]?.content ?? '').includes('- conversation_id: 1-'), BAD_REQUEST));
+    server.setDefaultReply(
+      failing(
+        (request) =>
+          evalRequestKind(request) === 'observer' &&
+          (messagesOf(request)[1]?.content ?? '').includes('- conversation_id: 1-'),
+        BAD_REQUEST,
+      ),
+    );
     const broken = await harness(['eval', SAMPLE, '--limit', '2', '--json']);
     expect(broken.code, broken.stderr).toBe(0);
     expect(summaryOf(broken).errors).toEqual({ total: 1, memory: 1, answer: 0, judge: 0 });
-    expect(ofKind(broken, 'answer').map(questionOf)).toEqual(['Which station does my weekday morning train leave from?']);
+    expect(ofKind(broken, 'answer').map(questionOf)).toEqual([
+      'Which station does my weekday morning train leave from?',
+    ]);
 
     server.setDefaultReply(failing((request) => evalRequestKind(request) === 'observer', UNAVAILABLE, 1));
     const retried = await harness(['eval', SAMPLE, '--limit', '1', '--json']);
@@ -434,7 +584,10 @@ describe('harness eval: bad input', () => {
     expect(broken.code).toBe(2);
     expect(broken.stderr).toMatch(/^harness: broken\.json is not JSON \(/);
     const instances = JSON.parse(readFileSync(SAMPLE, 'utf8')) as Array<Record<string, unknown>>;
-    writeFileSync(join(directory, 'bad.json'), JSON.stringify([instances[0], { ...instances[1], haystack_dates: 'yesterday' }]));
+    writeFileSync(
+      join(directory, 'bad.json'),
+      JSON.stringify([instances[0], { ...instances[1], haystack_dates: 'yesterday' }]),
+    );
     const bad = await harness(['eval', 'bad.json'], { workspace: directory });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('LongMemEval instance 1 (question_id "ssu-02"): haystack_dates');
@@ -456,16 +609,23 @@ describe('harness eval: bad input', () => {
 describe('harness eval: --memory-db', () => {
   it('keeps the memories in the given SQLite file, where harness memory show finds them', async () => {
     const directory = workspace();
-    const run = await harness(['eval', SAMPLE, '--limit', '1', '--memory-db', 'eval-memory.db'], { workspace: directory });
+    const run = await harness(['eval', SAMPLE, '--limit', '1', '--memory-db', 'eval-memory.db'], {
+      workspace: directory,
+    });
     expect(run.code, run.stderr).toBe(0);
     const tenant = /under tenant (eval-[\w-]+)/.exec(run.stderr)?.[1] ?? '';
     expect(tenant).not.toBe('');
     expect(existsSync(join(directory, '.harness', 'state.db'))).toBe(false);
-    const show = await harness(['memory', 'show', '--tenant', tenant, '--agent', 'eval', '--conversation', '1-ssu-01'], {
-      workspace: directory,
-      env: { HARNESS_MEMORY_SQLITE_PATH: join(directory, 'eval-memory.db') },
-    });
+    const show = await harness(
+      ['memory', 'show', '--tenant', tenant, '--agent', 'eval', '--conversation', '1-ssu-01'],
+      {
+        workspace: directory,
+        env: { HARNESS_MEMORY_SQLITE_PATH: join(directory, 'eval-memory.db') },
+      },
+    );
     expect(show.code, show.stderr).toBe(0);
-    expect(show.stdout).toContain("the user said: We adopted a retired racing greyhound last week, he's called Biscuit.");
+    expect(show.stdout).toContain(
+      "the user said: We adopted a retired racing greyhound last week, he's called Biscuit.",
+    );
   });
 });

@@ -49,19 +49,40 @@ interface EvalOptions {
 export function registerEvalCommand(program: Command, context: CliContext, result: CommandResult): void {
   program
     .command('eval')
-    .description('measure what the memory lets the agent answer, on a LongMemEval- or LoCoMo-format dataset, with the configured models')
+    .description(
+      'measure what the memory lets the agent answer, on a LongMemEval- or LoCoMo-format dataset, with the configured models',
+    )
     .argument('<dataset>', 'the dataset file (LongMemEval or LoCoMo JSON, detected from the file)')
     .option('--limit <n>', 'ask only the first N questions (after --types)', positiveInteger('--limit'))
     .option('--types <list>', 'ask only these question types, comma-separated (LoCoMo: category-1 … category-5)')
     .option('--concurrency <k>', 'conversations evaluated at once', positiveInteger('--concurrency'), 1)
     .option('--out <file>', 'append one JSON line per question to this file as it finishes')
-    .option('--resume', 'continue the --out file: skip the questions it has results for, ask again those recorded as errors')
+    .option(
+      '--resume',
+      'continue the --out file: skip the questions it has results for, ask again those recorded as errors',
+    )
     .option('--json', 'print the summary as one JSON object on the last line of stdout')
-    .addOption(new Option('--baseline <name>', 'what the answer model is given: the memory, the whole conversation, or nothing').choices(EVAL_BASELINES).default('memory'))
-    .option('--judge-model <id>', 'model id of the judge, on the agent model\'s provider (default: the agent model)')
-    .option('--history-tokens <n>', 'memory baseline: tokens of the newest conversation history replayed before the question, as the agent runner does; 0 measures the memory alone', wholeNumber('--history-tokens'), 8000)
-    .option('--observe-min-tokens <n>', 'memory baseline: observe once this many tokens are unobserved (default: [memory] observe_min_tokens)', positiveInteger('--observe-min-tokens'))
-    .option('--memory-db <file>', 'memory baseline: keep the memories in this SQLite file, for inspection (default: in memory, discarded)')
+    .addOption(
+      new Option('--baseline <name>', 'what the answer model is given: the memory, the whole conversation, or nothing')
+        .choices(EVAL_BASELINES)
+        .default('memory'),
+    )
+    .option('--judge-model <id>', "model id of the judge, on the agent model's provider (default: the agent model)")
+    .option(
+      '--history-tokens <n>',
+      'memory baseline: tokens of the newest conversation history replayed before the question, as the agent runner does; 0 measures the memory alone',
+      wholeNumber('--history-tokens'),
+      8000,
+    )
+    .option(
+      '--observe-min-tokens <n>',
+      'memory baseline: observe once this many tokens are unobserved (default: [memory] observe_min_tokens)',
+      positiveInteger('--observe-min-tokens'),
+    )
+    .option(
+      '--memory-db <file>',
+      'memory baseline: keep the memories in this SQLite file, for inspection (default: in memory, discarded)',
+    )
     .addHelpText(
       'after',
       '\nModels: the agent model answers, the memory model observes and reflects (as `harness config` shows), --judge-model judges.\nExit code 0 when every question was asked (errors are reported apart), 1 when interrupted (resume with --resume) or on a runtime failure, 2 for bad input (EVAL_DATASET_INVALID, a results file of another run), 78 for a configuration error.',
@@ -72,13 +93,15 @@ export function registerEvalCommand(program: Command, context: CliContext, resul
 }
 
 async function evaluate(context: CliContext, datasetPath: string, options: EvalOptions): Promise<number> {
-  if (options.resume && options.out === undefined) throw new UsageError('--resume needs --out: the results file to continue');
+  if (options.resume && options.out === undefined)
+    throw new UsageError('--resume needs --out: the results file to continue');
   const dataset = selectQuestions(await loadDataset(resolve(context.cwd, datasetPath), datasetPath), {
     limit: options.limit,
     ...(options.types === undefined ? {} : { types: options.types.split(',') }),
   });
   for (const problem of dataset.problems.slice(0, 10)) context.stderr.write(`harness: warning: ${problem.message}\n`);
-  if (dataset.problems.length > 10) context.stderr.write(`harness: warning: … and ${dataset.problems.length - 10} more dates that cannot be read\n`);
+  if (dataset.problems.length > 10)
+    context.stderr.write(`harness: warning: … and ${dataset.problems.length - 10} more dates that cannot be read\n`);
 
   const config = context.config();
   const models = buildModels(config, context.env, options);
@@ -112,8 +135,13 @@ async function evaluate(context: CliContext, datasetPath: string, options: EvalO
     }
     report(context, dataset, options, models.names, results.previous, outcome.results, outcome.wallTimeMs);
     if (!outcome.interrupted) return EXIT_OK;
-    const resume = options.out === undefined ? 'nothing was kept (no --out file)' : `run it again with --resume --out ${options.out} to finish`;
-    context.stderr.write(`harness: eval interrupted with ${outcome.results.length} question(s) answered in this run; ${resume}\n`);
+    const resume =
+      options.out === undefined
+        ? 'nothing was kept (no --out file)'
+        : `run it again with --resume --out ${options.out} to finish`;
+    context.stderr.write(
+      `harness: eval interrupted with ${outcome.results.length} question(s) answered in this run; ${resume}\n`,
+    );
     return EXIT_FAILURE;
   } finally {
     progress.stop();
@@ -129,7 +157,9 @@ async function loadDataset(path: string, shownPath: string): Promise<EvalDataset
   } catch (error) {
     if (error instanceof HarnessMemoryError) throw error;
     const code = (error as NodeJS.ErrnoException).code;
-    throw new UsageError(`cannot read the dataset ${shownPath}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
+    throw new UsageError(
+      `cannot read the dataset ${shownPath}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
+    );
   }
 }
 
@@ -143,11 +173,19 @@ interface EvalModelSet {
 /** The models as the harness builds them: the agent model answers, the memory model as `selectMemoryModel` chooses. */
 function buildModels(config: HarnessConfig, env: CliContext['env'], options: EvalOptions): EvalModelSet {
   if (options.baseline === 'memory' && config.memory.mode === 'off') {
-    throw new ConfigError({ key: 'memory.mode', source: config.sources['memory.mode'] ?? 'default', message: 'is "off", so there is no memory to measure: set it to "auto", or choose --baseline full-context or none' });
+    throw new ConfigError({
+      key: 'memory.mode',
+      source: config.sources['memory.mode'] ?? 'default',
+      message:
+        'is "off", so there is no memory to measure: set it to "auto", or choose --baseline full-context or none',
+    });
   }
   const answer = createAgentModel(config, env);
   // As in the harness, the operation worker is the memory model's retry layer.
-  const selection = options.baseline === 'memory' ? selectMemoryModel({ config, env, inheritModel: answer, retry: { maxAttempts: 1 } }) : undefined;
+  const selection =
+    options.baseline === 'memory'
+      ? selectMemoryModel({ config, env, inheritModel: answer, retry: { maxAttempts: 1 } })
+      : undefined;
   return {
     answer,
     memory: selection?.model,
@@ -172,12 +210,16 @@ async function openResults(context: CliContext, options: EvalOptions, models: Ev
   const path = resolve(context.cwd, options.out);
   const file = await readEvalResults(path);
   if (!options.resume && (file.lines.length > 0 || file.truncatedTail !== null)) {
-    throw new UsageError(`${options.out} already holds results: pass --resume to continue that run, or choose another --out file`);
+    throw new UsageError(
+      `${options.out} already holds results: pass --resume to continue that run, or choose another --out file`,
+    );
   }
   checkResumable(file, options.out, { baseline: options.baseline, models });
   const writer = await openEvalResultsWriter(path);
   if (writer.repairedTail !== null) {
-    context.stderr.write(`harness: note: cut off the last line of ${options.out} (${writer.repairedTail.bytes} bytes), left unfinished by an interrupted write; its question is asked again\n`);
+    context.stderr.write(
+      `harness: note: cut off the last line of ${options.out} (${writer.repairedTail.bytes} bytes), left unfinished by an interrupted write; its question is asked again\n`,
+    );
   }
   return { writer, previous: file.latest, skip: file.completedIds };
 }
@@ -205,12 +247,20 @@ function openStores(context: CliContext, options: EvalOptions): EvalStores {
   };
 }
 
-function memoryOptions(config: HarnessConfig, options: EvalOptions, model: LanguageModel, stores: EvalStores): EvalMemoryOptions {
+function memoryOptions(
+  config: HarnessConfig,
+  options: EvalOptions,
+  model: LanguageModel,
+  stores: EvalStores,
+): EvalMemoryOptions {
   return {
     model,
     store: stores.store,
     runStore: stores.runStore,
-    thresholds: { ...tokenConfigFrom(config), ...(options.observeMinTokens === undefined ? {} : { observeMinTokens: options.observeMinTokens }) },
+    thresholds: {
+      ...tokenConfigFrom(config),
+      ...(options.observeMinTokens === undefined ? {} : { observeMinTokens: options.observeMinTokens }),
+    },
     historyMaxTokens: options.historyTokens,
     redactSecrets: config.memory.redactSecrets,
     toolImportanceCap: config.memory.toolImportanceCap,
@@ -234,15 +284,27 @@ function report(
     .flatMap((conversation) => conversation.questions)
     .map((question) => byId.get(question.questionId) ?? previous.get(question.questionId))
     .filter((line): line is EvalResultLine => line !== undefined);
-  const summary = summarizeEvalResults(results, { format: dataset.format, baseline: options.baseline, models, wallTimeMs });
+  const summary = summarizeEvalResults(results, {
+    format: dataset.format,
+    baseline: options.baseline,
+    models,
+    wallTimeMs,
+  });
   printLine(context, formatEvalTable(summary));
   if (options.json) printLine(context, JSON.stringify(summary));
 }
 
 /** A progress bar on stderr, drawn only when it is a terminal. */
-function createProgress(context: CliContext, dataset: EvalDataset, skip: ReadonlySet<string>): { done(line: EvalResultLine): void; stop(): void } {
+function createProgress(
+  context: CliContext,
+  dataset: EvalDataset,
+  skip: ReadonlySet<string>,
+): { done(line: EvalResultLine): void; stop(): void } {
   const spinner = new Spinner(context.stderr);
-  const total = dataset.conversations.reduce((sum, conversation) => sum + conversation.questions.filter((question) => !skip.has(question.questionId)).length, 0);
+  const total = dataset.conversations.reduce(
+    (sum, conversation) => sum + conversation.questions.filter((question) => !skip.has(question.questionId)).length,
+    0,
+  );
   const started = Date.now();
   let done = 0;
   let correct = 0;
@@ -251,7 +313,9 @@ function createProgress(context: CliContext, dataset: EvalDataset, skip: Readonl
     const width = 24;
     const filled = total === 0 ? width : Math.round((done / total) * width);
     const seconds = Math.round((Date.now() - started) / 1000);
-    spinner.update(`[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total} questions, ${correct} correct, ${errors} error(s), ${seconds}s`);
+    spinner.update(
+      `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total} questions, ${correct} correct, ${errors} error(s), ${seconds}s`,
+    );
   };
   draw();
   return {
@@ -268,7 +332,8 @@ function createProgress(context: CliContext, dataset: EvalDataset, skip: Readonl
 function wholeNumber(name: string): (value: string) => number {
   return (value: string) => {
     const number = Number(value);
-    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(number)) throw new InvalidArgumentError(`${name} must be a whole number, 0 or more (got ${JSON.stringify(value)})`);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(number))
+      throw new InvalidArgumentError(`${name} must be a whole number, 0 or more (got ${JSON.stringify(value)})`);
     return number;
   };
 }

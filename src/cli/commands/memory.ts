@@ -7,7 +7,14 @@ import { Option } from 'commander';
 import type { Command } from 'commander';
 import type { MemoryStatus } from '../../core/memory-status.js';
 import { linkSections } from '../../core/memory-export.js';
-import { describeProvenance, observationToJson, reflectionLinksToJson, scopeToJson, statusToJson, structuredReflectionToJson } from '../../core/memory-status.js';
+import {
+  describeProvenance,
+  observationToJson,
+  reflectionLinksToJson,
+  scopeToJson,
+  statusToJson,
+  structuredReflectionToJson,
+} from '../../core/memory-status.js';
 import type { ObservationConfig } from '../../core/observation.js';
 import { forgetConversation } from '../../agent/forget-conversation.js';
 import type { Scope } from '../../core/scope.js';
@@ -42,7 +49,12 @@ const THRESHOLD_KEYS: Readonly<Record<string, keyof ObservationConfig>> = {
 /** Registers `memory` and its subcommands. */
 export function registerMemoryCommand(program: Command, context: CliContext, _result: CommandResult): void {
   const memory = program.command('memory').description('inspect and control the observational memory of a scope');
-  const sub = (name: string, description: string, defaultFormat: Format, action: (harness: Harness, scope: Scope, options: EnableOptions) => Promise<void>): Command =>
+  const sub = (
+    name: string,
+    description: string,
+    defaultFormat: Format,
+    action: (harness: Harness, scope: Scope, options: EnableOptions) => Promise<void>,
+  ): Command =>
     withScopeOptions(memory.command(name).description(description))
       .addOption(new Option('--format <format>', 'output format').choices(['json', 'markdown']).default(defaultFormat))
       .action(async (options: EnableOptions) => {
@@ -55,74 +67,138 @@ export function registerMemoryCommand(program: Command, context: CliContext, _re
         }
       });
 
-  sub('status', 'show whether memory is enabled, its counts and thresholds', 'markdown', async (harness, scope, options) => {
-    const status = await harness.observationalMemory.status(scope);
-    if (options.format === 'json') printJson(context, { status: statusToJson(status) });
-    else printLine(context, statusMarkdown(status));
-  });
+  sub(
+    'status',
+    'show whether memory is enabled, its counts and thresholds',
+    'markdown',
+    async (harness, scope, options) => {
+      const status = await harness.observationalMemory.status(scope);
+      if (options.format === 'json') printJson(context, { status: statusToJson(status) });
+      else printLine(context, statusMarkdown(status));
+    },
+  );
 
-  sub('show', 'show everything stored: status, reflection, observations, working memory', 'markdown', async (harness, scope, options) => {
-    const inspection = await harness.observationalMemory.inspect(scope);
-    const entries = await harness.workingMemory.entries(scope);
-    const dead = inspection.operations.filter((operation) => operation.status === 'dead');
-    if (options.format === 'json') {
-      printJson(context, {
-        status: statusToJson(inspection.status),
-        observations: inspection.observations.map(observationToJson),
-        reflection: inspection.reflection?.raw ?? '',
-        structured_reflection: inspection.reflection ? structuredReflectionToJson(inspection.reflection.structured) : null,
-        reflection_links: reflectionLinksToJson(inspection.links),
-        dead_operations: dead.map(operationToJson),
-        working_memory: entries.map(entryToJson),
-      });
-      return;
-    }
-    const lines = [statusMarkdown(inspection.status), '', '## Reflection', '', inspection.reflection?.raw.trim() || '(none)', '', '## Observations', ''];
-    if (inspection.observations.length === 0) lines.push('(none)');
-    for (const observation of inspection.observations) {
-      const importance = observation.importance === null ? 'unscored' : observation.importance.toFixed(2);
-      lines.push(`- [${observation.seq}] (importance ${importance}; ${describeProvenance(observation)}) ${observation.content.replace(/\n/g, '\n  ')}`);
-    }
-    lines.push('', ...linkSections(inspection.links));
-    if (dead.length > 0) {
-      lines.push('', '## Dead operations (retry with `harness memory retry <operation-id>`)', '');
-      for (const operation of dead) lines.push(`- ${operation.operationId} (${operation.operationType}, ${operation.attempt} attempts): ${operation.errorText}`);
-    }
-    lines.push('', '## Working memory', '');
-    if (entries.length === 0) lines.push('(none)');
-    for (const entry of entries) lines.push(`- ${entry.key} = ${entry.valueJson}`);
-    printLine(context, lines.join('\n'));
-  });
+  sub(
+    'show',
+    'show everything stored: status, reflection, observations, working memory',
+    'markdown',
+    async (harness, scope, options) => {
+      const inspection = await harness.observationalMemory.inspect(scope);
+      const entries = await harness.workingMemory.entries(scope);
+      const dead = inspection.operations.filter((operation) => operation.status === 'dead');
+      if (options.format === 'json') {
+        printJson(context, {
+          status: statusToJson(inspection.status),
+          observations: inspection.observations.map(observationToJson),
+          reflection: inspection.reflection?.raw ?? '',
+          structured_reflection: inspection.reflection
+            ? structuredReflectionToJson(inspection.reflection.structured)
+            : null,
+          reflection_links: reflectionLinksToJson(inspection.links),
+          dead_operations: dead.map(operationToJson),
+          working_memory: entries.map(entryToJson),
+        });
+        return;
+      }
+      const lines = [
+        statusMarkdown(inspection.status),
+        '',
+        '## Reflection',
+        '',
+        inspection.reflection?.raw.trim() || '(none)',
+        '',
+        '## Observations',
+        '',
+      ];
+      if (inspection.observations.length === 0) lines.push('(none)');
+      for (const observation of inspection.observations) {
+        const importance = observation.importance === null ? 'unscored' : observation.importance.toFixed(2);
+        lines.push(
+          `- [${observation.seq}] (importance ${importance}; ${describeProvenance(observation)}) ${observation.content.replace(/\n/g, '\n  ')}`,
+        );
+      }
+      lines.push('', ...linkSections(inspection.links));
+      if (dead.length > 0) {
+        lines.push('', '## Dead operations (retry with `harness memory retry <operation-id>`)', '');
+        for (const operation of dead)
+          lines.push(
+            `- ${operation.operationId} (${operation.operationType}, ${operation.attempt} attempts): ${operation.errorText}`,
+          );
+      }
+      lines.push('', '## Working memory', '');
+      if (entries.length === 0) lines.push('(none)');
+      for (const entry of entries) lines.push(`- ${entry.key} = ${entry.valueJson}`);
+      printLine(context, lines.join('\n'));
+    },
+  );
 
   sub('export', 'print the export (json or markdown) to stdout', 'json', async (harness, scope, options) => {
     const exported = await harness.observationalMemory.export(scope, options.format);
     context.stdout.write(exported.content.endsWith('\n') ? exported.content : `${exported.content}\n`);
   });
 
-  sub('reflect', 'reflect now, whatever the thresholds (calls the memory model)', 'markdown', async (harness, scope, options) => {
-    const outcome = await harness.observationalMemory.reflectNow(scope);
-    if (options.format === 'json') printJson(context, { reflected: outcome.reflected, status: statusToJson(outcome.status) });
-    else printLine(context, `${outcome.reflected ? 'reflected' : 'nothing to reflect (memory disabled or empty)'}\n\n${statusMarkdown(outcome.status)}`);
-  });
+  sub(
+    'reflect',
+    'reflect now, whatever the thresholds (calls the memory model)',
+    'markdown',
+    async (harness, scope, options) => {
+      const outcome = await harness.observationalMemory.reflectNow(scope);
+      if (options.format === 'json')
+        printJson(context, { reflected: outcome.reflected, status: statusToJson(outcome.status) });
+      else
+        printLine(
+          context,
+          `${outcome.reflected ? 'reflected' : 'nothing to reflect (memory disabled or empty)'}\n\n${statusMarkdown(outcome.status)}`,
+        );
+    },
+  );
 
-  sub('enable', 'enable observational memory for the scope, optionally with its own thresholds', 'markdown', async (harness, scope, options) => {
-    const overrides = thresholdOverrides(options);
-    const status = await harness.observationalMemory.setEnabled(scope, true, Object.keys(overrides).length > 0 ? overrides : undefined);
-    if (options.format === 'json') printJson(context, { status: statusToJson(status) });
-    else printLine(context, `observational memory enabled for ${describeScope(scope)}\n\n${statusMarkdown(status)}`);
-  })
-    .option('--observe-min-tokens <n>', 'observe once this many tokens are unobserved', positiveInteger('--observe-min-tokens'))
+  sub(
+    'enable',
+    'enable observational memory for the scope, optionally with its own thresholds',
+    'markdown',
+    async (harness, scope, options) => {
+      const overrides = thresholdOverrides(options);
+      const status = await harness.observationalMemory.setEnabled(
+        scope,
+        true,
+        Object.keys(overrides).length > 0 ? overrides : undefined,
+      );
+      if (options.format === 'json') printJson(context, { status: statusToJson(status) });
+      else printLine(context, `observational memory enabled for ${describeScope(scope)}\n\n${statusMarkdown(status)}`);
+    },
+  )
+    .option(
+      '--observe-min-tokens <n>',
+      'observe once this many tokens are unobserved',
+      positiveInteger('--observe-min-tokens'),
+    )
     .option('--snippet-max-tokens <n>', 'token budget of the injected snippet', positiveInteger('--snippet-max-tokens'))
-    .option('--reflect-threshold-tokens <n>', 'reflect once observations reach this many tokens', positiveInteger('--reflect-threshold-tokens'))
+    .option(
+      '--reflect-threshold-tokens <n>',
+      'reflect once observations reach this many tokens',
+      positiveInteger('--reflect-threshold-tokens'),
+    )
     .option('--config <key=value...>', `thresholds as key=value (${Object.keys(THRESHOLD_KEYS).join(', ')})`);
 
-  sub('disable', 'disable observational memory for the scope (what is stored stays)', 'markdown', async (harness, scope, options) => {
-    const status = await harness.observationalMemory.setEnabled(scope, false);
-    if (options.format === 'json') printJson(context, { status: statusToJson(status) });
-    else printLine(context, `observational memory disabled for ${describeScope(scope)}\n\n${statusMarkdown(status)}`);
-  });
+  sub(
+    'disable',
+    'disable observational memory for the scope (what is stored stays)',
+    'markdown',
+    async (harness, scope, options) => {
+      const status = await harness.observationalMemory.setEnabled(scope, false);
+      if (options.format === 'json') printJson(context, { status: statusToJson(status) });
+      else printLine(context, `observational memory disabled for ${describeScope(scope)}\n\n${statusMarkdown(status)}`);
+    },
+  );
 
-  withScopeOptions(memory.command('retry').description('retry a dead operation by hand: it runs again at the scope\'s next observe or the server\'s next worker poll'))
+  withScopeOptions(
+    memory
+      .command('retry')
+      .description(
+        "retry a dead operation by hand: it runs again at the scope's next observe or the server's next worker poll",
+      ),
+  )
     .argument('<operation-id>', 'the dead operation, as `memory show` lists it')
     .addOption(new Option('--format <format>', 'output format').choices(['json', 'markdown']).default('markdown'))
     .action(async (operationId: string, options: MemoryOptions) => {
@@ -131,17 +207,30 @@ export function registerMemoryCommand(program: Command, context: CliContext, _re
       try {
         const operation = await harness.observationalMemory.retryOperation(scope, operationId);
         if (options.format === 'json') printJson(context, { operation: operationToJson(operation) });
-        else printLine(context, `operation ${operation.operationId} (${operation.operationType}) of ${describeScope(scope)} is queued again`);
+        else
+          printLine(
+            context,
+            `operation ${operation.operationId} (${operation.operationType}) of ${describeScope(scope)} is queued again`,
+          );
       } finally {
         await harness.dispose();
       }
     });
 
-  sub('forget', 'erase both memories and the conversation history of the scope', 'markdown', async (harness, scope, options) => {
-    await forgetConversation(harness, scope);
-    if (options.format === 'json') printJson(context, { forgotten: true, scope: scopeToJson(scope) });
-    else printLine(context, `forgot observational memory, working memory and conversation history of ${describeScope(scope)}`);
-  });
+  sub(
+    'forget',
+    'erase both memories and the conversation history of the scope',
+    'markdown',
+    async (harness, scope, options) => {
+      await forgetConversation(harness, scope);
+      if (options.format === 'json') printJson(context, { forgotten: true, scope: scopeToJson(scope) });
+      else
+        printLine(
+          context,
+          `forgot observational memory, working memory and conversation history of ${describeScope(scope)}`,
+        );
+    },
+  );
 }
 
 /** `--observe-min-tokens` and friends, then `--config key=value` pairs (which win). */
@@ -154,7 +243,9 @@ function thresholdOverrides(options: EnableOptions): Partial<ObservationConfig> 
     const match = /^([a-z_-]+)=(.*)$/i.exec(pair.trim());
     const key = match ? THRESHOLD_KEYS[(match[1] ?? '').toLowerCase().replace(/-/g, '_')] : undefined;
     if (!match || key === undefined) {
-      throw new UsageError(`--config takes key=value with a key of ${Object.keys(THRESHOLD_KEYS).join(', ')} (got ${JSON.stringify(pair)})`);
+      throw new UsageError(
+        `--config takes key=value with a key of ${Object.keys(THRESHOLD_KEYS).join(', ')} (got ${JSON.stringify(pair)})`,
+      );
     }
     overrides[key] = positiveInteger(`--config ${match[1] ?? ''}`)(match[2] ?? '');
   }

@@ -35,7 +35,10 @@ export function registerRunCommand(program: Command, context: CliContext, result
     .option('--system <prompt>', 'system prompt')
     .option('--max-steps <n>', 'most model turns (1 to 100, default 10)', positiveInteger('--max-steps'))
     .option('--model <id>', 'agent model id for this run (default: HARNESS_MODEL or [model] name)')
-    .option('--json', 'print one JSON event per line ({id, run_id, type, timestamp, payload}) and nothing else on stdout')
+    .option(
+      '--json',
+      'print one JSON event per line ({id, run_id, type, timestamp, payload}) and nothing else on stdout',
+    )
     .addHelpText('after', '\nExit code 0 when the run completes, 1 when it fails or is cancelled (Ctrl-C cancels it).')
     .action(async (prompt: string, options: RunOptions) => {
       result.exitCode = await run(context, prompt, options);

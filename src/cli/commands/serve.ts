@@ -36,7 +36,9 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
     startWorker: true,
     modelsOptional: true,
     onModelMissing: (error) => {
-      context.stderr.write(`harness: warning: no model is configured, so runs will fail until it is: ${error.detail}\n`);
+      context.stderr.write(
+        `harness: warning: no model is configured, so runs will fail until it is: ${error.detail}\n`,
+      );
     },
   });
   const server = await startServer(harness, {
@@ -52,15 +54,28 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
   // Every background promise is caught where it is made; this only makes a missed one loud
   // (logged and counted as a fault) instead of stopping the server.
   const onUnhandledRejection = (reason: unknown): void => {
-    harness.faults.report({ component: 'process', message: 'UNHANDLED PROMISE REJECTION: a background promise was not caught where it was made (a bug; please report it)', error: reason });
+    harness.faults.report({
+      component: 'process',
+      message:
+        'UNHANDLED PROMISE REJECTION: a background promise was not caught where it was made (a bug; please report it)',
+      error: reason,
+    });
   };
   process.on('unhandledRejection', onUnhandledRejection);
   try {
     const { memory } = harness.config;
-    const store = memory.dbDriver === 'postgres' ? `postgres schema ${memory.schema === '' ? 'public' : memory.schema}` : memory.sqlitePath;
-    printLine(context, `harness listening on ${server.url} (memory: ${mode} ${modelId} from ${source}, store: ${store})`);
+    const store =
+      memory.dbDriver === 'postgres'
+        ? `postgres schema ${memory.schema === '' ? 'public' : memory.schema}`
+        : memory.sqlitePath;
+    printLine(
+      context,
+      `harness listening on ${server.url} (memory: ${mode} ${modelId} from ${source}, store: ${store})`,
+    );
     const reason = await stop.stopped;
-    context.stderr.write(`${dim(context, `harness: ${reason === 'abort' ? 'stopping' : `${reason} received, stopping`} (waiting for runs and memory work)`)}\n`);
+    context.stderr.write(
+      `${dim(context, `harness: ${reason === 'abort' ? 'stopping' : `${reason} received, stopping`} (waiting for runs and memory work)`)}\n`,
+    );
   } finally {
     stop.dispose();
     await server.close();

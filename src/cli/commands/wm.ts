@@ -19,8 +19,13 @@ interface WmOptions extends ScopeOptions {
 
 /** Registers `wm` and its subcommands. */
 export function registerWmCommand(program: Command, context: CliContext, result: CommandResult): void {
-  const wm = program.command('wm').description("read and write a scope's working memory (key/value entries injected into every turn)");
-  const withHarness = async (options: WmOptions, action: (harness: Harness, scope: Scope) => Promise<number>): Promise<void> => {
+  const wm = program
+    .command('wm')
+    .description("read and write a scope's working memory (key/value entries injected into every turn)");
+  const withHarness = async (
+    options: WmOptions,
+    action: (harness: Harness, scope: Scope) => Promise<number>,
+  ): Promise<void> => {
     const scope = scopeFrom(options);
     const harness = await openHarness(context, { modelsOptional: true });
     try {
@@ -36,7 +41,8 @@ export function registerWmCommand(program: Command, context: CliContext, result:
       withHarness(options, async (harness, scope) => {
         const entries = await harness.workingMemory.entries(scope);
         if (options.json) printLine(context, JSON.stringify({ entries: entries.map(entryToJson) }, null, 2));
-        else if (entries.length === 0) context.stderr.write(`${dim(context, `no working-memory entries in ${describeScope(scope)}`)}\n`);
+        else if (entries.length === 0)
+          context.stderr.write(`${dim(context, `no working-memory entries in ${describeScope(scope)}`)}\n`);
         else for (const entry of entries) printLine(context, `${entry.key} = ${entry.valueJson}`);
         return EXIT_OK;
       }),
@@ -49,16 +55,24 @@ export function registerWmCommand(program: Command, context: CliContext, result:
       withHarness(options, async (harness, scope) => {
         const found = await harness.workingMemory.get(scope, key);
         if (!found.found) {
-          context.stderr.write(`harness: working-memory entry ${JSON.stringify(found.key)} is not set in ${describeScope(scope)}\n`);
+          context.stderr.write(
+            `harness: working-memory entry ${JSON.stringify(found.key)} is not set in ${describeScope(scope)}\n`,
+          );
           return EXIT_FAILURE;
         }
-        const entry = options.json ? (await harness.workingMemory.entries(scope)).find((item) => item.key === found.key) : undefined;
+        const entry = options.json
+          ? (await harness.workingMemory.entries(scope)).find((item) => item.key === found.key)
+          : undefined;
         printLine(context, entry ? JSON.stringify(entryToJson(entry), null, 2) : String(found.value));
         return EXIT_OK;
       }),
     );
 
-  withScopeOptions(wm.command('set').description('set an entry; the value is parsed as JSON, or stored as a string when it is not JSON'))
+  withScopeOptions(
+    wm
+      .command('set')
+      .description('set an entry; the value is parsed as JSON, or stored as a string when it is not JSON'),
+  )
     .argument('<key>', 'entry key')
     .argument('<value>', 'value as JSON (e.g. \'{"step":1}\'), or any text')
     .action((key: string, value: string, options: WmOptions) =>

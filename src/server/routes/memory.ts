@@ -1,7 +1,12 @@
 import { Hono } from 'hono';
 import { z } from 'zod/v4';
 import type { RunStore } from '../../storage/run-store.js';
-import { observationToJson, reflectionLinksToJson, statusToJson, structuredReflectionToJson } from '../../core/memory-status.js';
+import {
+  observationToJson,
+  reflectionLinksToJson,
+  statusToJson,
+  structuredReflectionToJson,
+} from '../../core/memory-status.js';
 import { forgetConversation } from '../../agent/forget-conversation.js';
 import { resolveScope } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
@@ -18,7 +23,14 @@ import type { TenantLimits } from '../tenant-limits.js';
 const positive = z.number().int().positive();
 const enableBody = z
   .object({
-    config: z.object({ observe_min_tokens: positive.optional(), snippet_max_tokens: positive.optional(), reflect_threshold_tokens: positive.optional() }).strict().optional(),
+    config: z
+      .object({
+        observe_min_tokens: positive.optional(),
+        snippet_max_tokens: positive.optional(),
+        reflect_threshold_tokens: positive.optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 const emptyBody = z.object({}).strict();
@@ -37,15 +49,24 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
   const app = new Hono<ServerEnv>();
   const { observationalMemory: memory, workingMemory } = options;
 
-  const scopeOf = (context: { req: { param: (name: string) => string }; get: (key: 'tenant') => string | undefined }): Scope => {
-    const scope = resolveScope({ tenantId: context.req.param('tenant'), conversationId: context.req.param('conversation'), agentId: context.req.param('agent') });
+  const scopeOf = (context: {
+    req: { param: (name: string) => string };
+    get: (key: 'tenant') => string | undefined;
+  }): Scope => {
+    const scope = resolveScope({
+      tenantId: context.req.param('tenant'),
+      conversationId: context.req.param('conversation'),
+      agentId: context.req.param('agent'),
+    });
     const tenant = context.get('tenant');
     // Another tenant's memory does not exist, as far as this key can tell.
     if (tenant !== undefined && scope.tenantId !== tenant) throw httpError(404, 'not_found', 'no such memory scope');
     return scope;
   };
   /** The scope of a write, counted against its tenant's write rate. */
-  const writeScopeOf = (context: Parameters<typeof scopeOf>[0] & { get: (key: 'principal') => string | undefined }): Scope => {
+  const writeScopeOf = (
+    context: Parameters<typeof scopeOf>[0] & { get: (key: 'principal') => string | undefined },
+  ): Scope => {
     const scope = scopeOf(context);
     admitTenantWrite(options.limits, context.get('principal'), scope.tenantId);
     return scope;
@@ -73,7 +94,10 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
   app.delete(base, async (context) => {
     const scope = writeScopeOf(context);
     await forgetConversation({ observationalMemory: memory, runStore: options.runStore }, scope);
-    return context.json({ forgotten: true, scope: { tenant_id: scope.tenantId, conversation_id: scope.conversationId, agent_id: scope.agentId } });
+    return context.json({
+      forgotten: true,
+      scope: { tenant_id: scope.tenantId, conversation_id: scope.conversationId, agent_id: scope.agentId },
+    });
   });
 
   app.post(`${base}/observational/enable`, async (context) => {
@@ -86,7 +110,11 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
       config === undefined
         ? undefined
         : Object.fromEntries(
-            Object.entries({ observeMinTokens: config.observe_min_tokens, snippetMaxTokens: config.snippet_max_tokens, reflectThresholdTokens: config.reflect_threshold_tokens }).filter(([, value]) => value !== undefined),
+            Object.entries({
+              observeMinTokens: config.observe_min_tokens,
+              snippetMaxTokens: config.snippet_max_tokens,
+              reflectThresholdTokens: config.reflect_threshold_tokens,
+            }).filter(([, value]) => value !== undefined),
           ),
     );
     return context.json({ status: statusToJson(status) });
@@ -109,7 +137,10 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
     const scope = writeScopeOf(context);
     await readJsonBody(context, emptyBody);
     const operation = await memory.retryOperation(scope, context.req.param('operationId'));
-    return context.json({ operation: operationToJson(operation), status: statusToJson(await memory.status(scope)) }, 202);
+    return context.json(
+      { operation: operationToJson(operation), status: statusToJson(await memory.status(scope)) },
+      202,
+    );
   });
 
   app.get(`${base}/observational/export`, async (context) => {

@@ -58,7 +58,8 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
   /** The run, only if the caller's tenant owns it: another tenant's run is 404. */
   const ownedRun = async (runId: string, tenant: string | undefined): Promise<RunRecord> => {
     const run = await runStore.getRun(runId);
-    if (!run || (tenant !== undefined && run.scope.tenantId !== tenant)) throw httpError(404, 'not_found', `run ${runId.slice(0, 100)} was not found`);
+    if (!run || (tenant !== undefined && run.scope.tenantId !== tenant))
+      throw httpError(404, 'not_found', `run ${runId.slice(0, 100)} was not found`);
     return run;
   };
 
@@ -70,27 +71,33 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
     }
     const tenantId = tenant ?? (body.tenant_id || 'default');
     admitTenantWrite(limits, context.get('principal'), tenantId);
-    const run = await startCounted(principalOf(context.get('principal'), tenantId), () => runner.start({
-      prompt: body.prompt,
-      ...definedOnly({
-        tenantId: tenant ?? body.tenant_id,
-        conversationId: body.conversation_id,
-        agentId: body.agent_id,
-        model: body.model,
-        systemPrompt: body.system_prompt,
-        maxSteps: body.max_steps,
+    const run = await startCounted(principalOf(context.get('principal'), tenantId), () =>
+      runner.start({
+        prompt: body.prompt,
+        ...definedOnly({
+          tenantId: tenant ?? body.tenant_id,
+          conversationId: body.conversation_id,
+          agentId: body.agent_id,
+          model: body.model,
+          systemPrompt: body.system_prompt,
+          maxSteps: body.max_steps,
+        }),
       }),
-    }));
+    );
     return context.json({ run_id: run.runId, status: run.status }, 202);
   });
 
-  app.get('/:id', async (context) => context.json(runToJson(await ownedRun(context.req.param('id'), context.get('tenant')))));
+  app.get('/:id', async (context) =>
+    context.json(runToJson(await ownedRun(context.req.param('id'), context.get('tenant')))),
+  );
 
   app.post('/:id/continue', async (context) => {
     const previous = await ownedRun(context.req.param('id'), context.get('tenant'));
     admitTenantWrite(limits, context.get('principal'), previous.scope.tenantId);
     const body = await readJsonBody(context, continueBody);
-    const run = await startCounted(principalOf(context.get('principal'), previous.scope.tenantId), () => runner.continue(previous.runId, body.prompt));
+    const run = await startCounted(principalOf(context.get('principal'), previous.scope.tenantId), () =>
+      runner.continue(previous.runId, body.prompt),
+    );
     return context.json({ run_id: run.runId, status: run.status }, 202);
   });
 
@@ -98,7 +105,11 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
     const run = await ownedRun(context.req.param('id'), context.get('tenant'));
     admitTenantWrite(limits, context.get('principal'), run.scope.tenantId);
     if (!runner.isLocal(run.runId) && (run.status === 'queued' || run.status === 'running')) {
-      throw httpError(409, 'run_not_local', `run ${run.runId} is executing in another harness process; send the cancel to the process that started it`);
+      throw httpError(
+        409,
+        'run_not_local',
+        `run ${run.runId} is executing in another harness process; send the cancel to the process that started it`,
+      );
     }
     const after = await runner.cancel(run.runId);
     return context.json({ run_id: after.runId, status: after.status }, 202);

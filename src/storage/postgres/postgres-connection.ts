@@ -73,14 +73,35 @@ export function validateSchemaName(schema: string, store: string): string {
 }
 
 /** Opens (or adopts) a pool for a store. */
-export function openPostgresConnection(options: PostgresConnectionOptions, store: string, factory = 'createPostgresStore'): PostgresConnection {
+export function openPostgresConnection(
+  options: PostgresConnectionOptions,
+  store: string,
+  factory = 'createPostgresStore',
+): PostgresConnection {
   requireOptions(factory, options, 'Pass { connectionString } or { pool }.');
-  if (options.pool !== undefined) requireObject(factory, 'pool', options.pool, ['query', 'connect'], 'Pass a pg.Pool, or a connectionString instead.');
-  else requireString(factory, 'connectionString', options.connectionString, 'Pass a postgres:// URL (for example postgres://user@127.0.0.1:5432/db) or an existing pool.');
+  if (options.pool !== undefined)
+    requireObject(
+      factory,
+      'pool',
+      options.pool,
+      ['query', 'connect'],
+      'Pass a pg.Pool, or a connectionString instead.',
+    );
+  else
+    requireString(
+      factory,
+      'connectionString',
+      options.connectionString,
+      'Pass a postgres:// URL (for example postgres://user@127.0.0.1:5432/db) or an existing pool.',
+    );
   const schema = validateSchemaName(options.schema ?? 'public', store);
   const max = options.max ?? 10;
   if (!Number.isSafeInteger(max) || max < 1) {
-    throw new StoreError({ store, message: `Option max must be a positive integer; got ${max}.`, data: { option: 'max' } });
+    throw new StoreError({
+      store,
+      message: `Option max must be a positive integer; got ${max}.`,
+      data: { option: 'max' },
+    });
   }
   if (options.pool) return Object.freeze({ pool: options.pool, ownsPool: false, schema, prefix: `"${schema}".` });
   // keepAlive: a connection dropped silently (NAT, failover) is noticed instead of hanging.
@@ -111,7 +132,11 @@ function statementName(text: string): string {
  * Runs one statement with {@link PG_TYPES}. A statement with parameters is prepared once per
  * connection (named); one without (DDL, `BEGIN`) goes as a simple query.
  */
-export async function query<R extends QueryResultRow>(target: Queryable, text: string, values: readonly unknown[] = []): Promise<QueryResult<R>> {
+export async function query<R extends QueryResultRow>(
+  target: Queryable,
+  text: string,
+  values: readonly unknown[] = [],
+): Promise<QueryResult<R>> {
   if (values.length === 0) return target.query<R>({ text, types: PG_TYPES });
   return target.query<R>({ name: statementName(text), text, values: [...values], types: PG_TYPES });
 }
@@ -126,7 +151,11 @@ const MAX_ATTEMPTS = 4;
  * `begin` replaces `BEGIN` with a simple query that starts with it (say, `BEGIN` and a lock
  * in one round trip).
  */
-export async function transaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>, options: { begin?: (client: PoolClient) => string } = {}): Promise<T> {
+export async function transaction<T>(
+  pool: Pool,
+  work: (client: PoolClient) => Promise<T>,
+  options: { begin?: (client: PoolClient) => string } = {},
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     let broken: Error | undefined;
@@ -170,7 +199,12 @@ export function scopeLockSql(schema: string, kind: 'memory' | 'conversation', pa
 }
 
 /** `BEGIN` and the lock of {@link scopeLockSql} for `id` in one simple query (the id quoted by the client). */
-export function beginWithScopeLock(schema: string, kind: 'memory' | 'conversation', id: string, client: PoolClient): string {
+export function beginWithScopeLock(
+  schema: string,
+  kind: 'memory' | 'conversation',
+  id: string,
+  client: PoolClient,
+): string {
   return `BEGIN; SELECT pg_advisory_xact_lock(${lockKey32(`harness-memory:${kind}:${schema}`)}, hashtext(${client.escapeLiteral(id)}))`;
 }
 

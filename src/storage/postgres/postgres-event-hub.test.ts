@@ -9,11 +9,22 @@ import type { PostgresEventHub } from './postgres-event-hub.js';
 const url = postgresTestUrl();
 
 function event(runId: string, seq: number): RunEvent {
-  return { id: `${runId}:${seq}`, runId, seq, type: 'test.event', timestamp: new Date().toISOString(), payload: { seq } };
+  return {
+    id: `${runId}:${seq}`,
+    runId,
+    seq,
+    type: 'test.event',
+    timestamp: new Date().toISOString(),
+    payload: { seq },
+  };
 }
 
 /** Resolves with the events a subscriber receives until `count` arrived. */
-function collect(hub: PostgresEventHub, runId: string, count: number): { events: RunEvent[]; done: Promise<RunEvent[]> } {
+function collect(
+  hub: PostgresEventHub,
+  runId: string,
+  count: number,
+): { events: RunEvent[]; done: Promise<RunEvent[]> } {
   const events: RunEvent[] = [];
   const done = new Promise<RunEvent[]>((resolve) => {
     hub.subscribe(runId, (received) => {
@@ -25,7 +36,10 @@ function collect(hub: PostgresEventHub, runId: string, count: number): { events:
 }
 
 const within = <T>(promise: Promise<T>, ms: number): Promise<T> =>
-  Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`nothing arrived within ${ms} ms`)), ms))]);
+  Promise.race([
+    promise,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`nothing arrived within ${ms} ms`)), ms)),
+  ]);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.skipIf(!url)('postgres event hub', () => {
@@ -50,7 +64,7 @@ describe.skipIf(!url)('postgres event hub', () => {
     await schemas.dropAll();
   });
 
-  it('wakes a subscriber on another replica, and the publisher\'s own subscribers once', async () => {
+  it("wakes a subscriber on another replica, and the publisher's own subscribers once", async () => {
     const schema = schemas.next();
     const [a, b] = await Promise.all([replica('hub_a', schema), replica('hub_b', schema)]);
     const remote = collect(b!, 'run_1', 3);
@@ -58,7 +72,11 @@ describe.skipIf(!url)('postgres event hub', () => {
     const otherRun = collect(b!, 'run_2', 1);
     for (const seq of [0, 1, 2]) a!.publish(event('run_1', seq));
     const received = await within(remote.done, 20_000);
-    expect(received.map((item) => [item.runId, item.seq]).sort()).toEqual([['run_1', 0], ['run_1', 1], ['run_1', 2]]);
+    expect(received.map((item) => [item.runId, item.seq]).sort()).toEqual([
+      ['run_1', 0],
+      ['run_1', 1],
+      ['run_1', 2],
+    ]);
     expect(received.every((item) => item.id === `run_1:${item.seq}`)).toBe(true);
     // The local subscriber got the full events at once; their echoes are not delivered again.
     expect(local.events.map((item) => item.payload)).toEqual([{ seq: 0 }, { seq: 1 }, { seq: 2 }]);
@@ -70,12 +88,19 @@ describe.skipIf(!url)('postgres event hub', () => {
   it('keeps schemas apart, and re-listens after its connection is killed', async () => {
     const schema = schemas.next();
     const name = `hub_${process.pid}_r`;
-    const [a, b, elsewhere] = await Promise.all([replica('hub_a', schema), replica(name, schema), replica('hub_c', schemas.next())]);
+    const [a, b, elsewhere] = await Promise.all([
+      replica('hub_a', schema),
+      replica(name, schema),
+      replica('hub_c', schemas.next()),
+    ]);
     const isolated = collect(elsewhere!, 'run_1', 1);
     const reconnected = collect(b!, 'run_1', 1);
     const admin = new pg.Pool({ connectionString, max: 1 });
     try {
-      const killed = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name]);
+      const killed = await admin.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
+        [name],
+      );
       expect(killed.rowCount).toBeGreaterThan(0);
     } finally {
       await admin.end();

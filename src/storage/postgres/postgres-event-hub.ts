@@ -33,7 +33,6 @@ export interface PostgresEventHub extends EventHub {
   close(): Promise<void>;
 }
 
-
 const HUB = 'postgres-event-hub';
 const MAX_RECONNECT_DELAY_MS = 5000;
 // Ids this hub delivered locally whose own notification has not come back yet; bounded in
@@ -72,7 +71,16 @@ export async function createPostgresEventHub(options: PostgresEventHubOptions): 
     if (split <= 0 || !Number.isSafeInteger(seq)) return;
     const id = `${runId}:${seq}`;
     if (pendingEchoes.delete(id)) return;
-    deliver(Object.freeze({ id, runId, seq, type: 'notification', timestamp: new Date().toISOString(), payload: Object.freeze({}) }));
+    deliver(
+      Object.freeze({
+        id,
+        runId,
+        seq,
+        type: 'notification',
+        timestamp: new Date().toISOString(),
+        payload: Object.freeze({}),
+      }),
+    );
   };
 
   const drop = (client: PoolClient): void => {
@@ -107,7 +115,16 @@ export async function createPostgresEventHub(options: PostgresEventHubOptions): 
           reconnectDelayMs = 100;
           if (closed && listening) return drop(listening);
           for (const runId of local.subscribedRunIds()) {
-            deliver(Object.freeze({ id: `${runId}:-1`, runId, seq: -1, type: 'reconnected', timestamp: new Date().toISOString(), payload: Object.freeze({}) }));
+            deliver(
+              Object.freeze({
+                id: `${runId}:-1`,
+                runId,
+                seq: -1,
+                type: 'reconnected',
+                timestamp: new Date().toISOString(),
+                payload: Object.freeze({}),
+              }),
+            );
           }
         },
         () => {
@@ -126,7 +143,12 @@ export async function createPostgresEventHub(options: PostgresEventHubOptions): 
     if (reconnectTimer !== undefined) clearTimeout(reconnectTimer);
     if (connection.ownsPool) await pool.end().catch(() => {});
     const reason = error instanceof Error ? error.message : String(error);
-    throw new StoreError({ store: HUB, message: `Could not LISTEN on channel ${channel}: ${reason}.`, data: { channel }, cause: error });
+    throw new StoreError({
+      store: HUB,
+      message: `Could not LISTEN on channel ${channel}: ${reason}.`,
+      data: { channel },
+      cause: error,
+    });
   }
 
   const healthCheck = setInterval(() => {
@@ -166,7 +188,11 @@ export async function createPostgresEventHub(options: PostgresEventHubOptions): 
 
 function validateChannel(channel: string): string {
   if (/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) return channel;
-  throw new StoreError({ store: HUB, message: `Option channel must match ^[a-z_][a-z0-9_]{0,62}$; got ${JSON.stringify(channel)}.`, data: { option: 'channel' } });
+  throw new StoreError({
+    store: HUB,
+    message: `Option channel must match ^[a-z_][a-z0-9_]{0,62}$; got ${JSON.stringify(channel)}.`,
+    data: { option: 'channel' },
+  });
 }
 
 // Postgres truncates identifiers to 63 bytes; a long schema gets a hash so two schemas never share a channel.
@@ -174,5 +200,7 @@ function defaultChannel(schema: string): string {
   validateSchemaName(schema, HUB);
   if (schema === 'public') return 'harness_run_events';
   const name = `harness_run_events_${schema}`;
-  return name.length <= 63 ? name : `harness_run_events_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
+  return name.length <= 63
+    ? name
+    : `harness_run_events_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
 }

@@ -244,15 +244,28 @@ ALTER TABLE ${s}om_operation_log ADD CONSTRAINT om_operation_log_operation_type_
 
 /** Every migration, in order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
-  { version: 1, description: 'memory: records, leased operation log, markers, observations, messages, working memory', up: MEMORY_TABLES },
+  {
+    version: 1,
+    description: 'memory: records, leased operation log, markers, observations, messages, working memory',
+    up: MEMORY_TABLES,
+  },
   { version: 2, description: 'harness runs, run events and conversation messages', up: HARNESS_TABLES },
-  { version: 3, description: 'working_memory_versions: a per-scope version of working memory, changed by every write', up: WORKING_MEMORY_VERSIONS },
+  {
+    version: 3,
+    description: 'working_memory_versions: a per-scope version of working memory, changed by every write',
+    up: WORKING_MEMORY_VERSIONS,
+  },
   {
     version: 4,
-    description: 'om_reflection_links (the supersession set per scope) and its counts; observation provenance (source, cited message seqs); scope and conversation generations, replaced by every forget',
+    description:
+      'om_reflection_links (the supersession set per scope) and its counts; observation provenance (source, cited message seqs); scope and conversation generations, replaced by every forget',
     up: SUPERSESSION_SET_AND_PROVENANCE,
   },
-  { version: 5, description: "the 'dead' operation status, with a partial index of dead operations per scope", up: DEAD_OPERATIONS },
+  {
+    version: 5,
+    description: "the 'dead' operation status, with a partial index of dead operations per scope",
+    up: DEAD_OPERATIONS,
+  },
   { version: 6, description: "the 'import' operation type (importObservations)", up: IMPORT_OPERATIONS },
 ]);
 
@@ -265,14 +278,20 @@ export const POSTGRES_SCHEMA_VERSION: number = Math.max(...POSTGRES_MIGRATIONS.m
  * replicas starting together apply each migration once and the others find it done; the lock
  * ends with the transaction, so a crashed migrator leaves nothing held. Returns the version.
  */
-export async function migratePostgresSchema(pool: Pool, schema: string, migrations: readonly PostgresMigration[] = POSTGRES_MIGRATIONS): Promise<number> {
+export async function migratePostgresSchema(
+  pool: Pool,
+  schema: string,
+  migrations: readonly PostgresMigration[] = POSTGRES_MIGRATIONS,
+): Promise<number> {
   validateSchemaName(schema, 'postgres');
   const prefix = `"${schema}".`;
   const latest = migrations.reduce((max, migration) => Math.max(max, migration.version), 0);
   return transaction(pool, async (client) => {
     await query(client, 'SELECT pg_advisory_xact_lock($1::bigint)', [lockKey64(`harness-memory:migrate:${schema}`)]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    await client.query(`CREATE TABLE IF NOT EXISTS ${prefix}schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${prefix}schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
     const applied = await query<{ version: number }>(client, `SELECT version FROM ${prefix}schema_migrations`);
     const done = new Set(applied.rows.map((row) => row.version));
     const found = Math.max(0, ...done);
@@ -286,7 +305,10 @@ export async function migratePostgresSchema(pool: Pool, schema: string, migratio
     for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
       if (done.has(migration.version)) continue;
       await client.query(migration.up(prefix));
-      await query(client, `INSERT INTO ${prefix}schema_migrations (version, description) VALUES ($1, $2)`, [migration.version, migration.description]);
+      await query(client, `INSERT INTO ${prefix}schema_migrations (version, description) VALUES ($1, $2)`, [
+        migration.version,
+        migration.description,
+      ]);
       done.add(migration.version);
     }
     return Math.max(0, ...done);

@@ -37,18 +37,44 @@ describe.skipIf(!url)('postgres run store', () => {
       await schemas.drop(schema);
     });
 
-    it('numbers one run\'s events without gaps or repeats when two replicas append at once', async () => {
+    it("numbers one run's events without gaps or repeats when two replicas append at once", async () => {
       schema = schemas.next();
-      const [first, second] = await Promise.all([createPostgresRunStore({ connectionString, schema }), createPostgresRunStore({ connectionString, schema })]);
+      const [first, second] = await Promise.all([
+        createPostgresRunStore({ connectionString, schema }),
+        createPostgresRunStore({ connectionString, schema }),
+      ]);
       opened.push(first!, second!);
       const scope = { tenantId: 't', conversationId: 'c', agentId: 'a' };
-      await first!.createRun({ runId: 'run_1', scope, status: 'running', prompt: 'p', model: 'm', systemPrompt: '', maxSteps: 3, output: null, error: null, steps: 0, usage: { inputTokens: 0, outputTokens: 0 }, parentRunId: null });
-      const appended = await Promise.all(Array.from({ length: 40 }, (_, index) => (index % 2 === 0 ? first! : second!).appendEvent('run_1', 'test.event', { index })));
-      expect(appended.map((event) => event.seq).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, index) => index));
+      await first!.createRun({
+        runId: 'run_1',
+        scope,
+        status: 'running',
+        prompt: 'p',
+        model: 'm',
+        systemPrompt: '',
+        maxSteps: 3,
+        output: null,
+        error: null,
+        steps: 0,
+        usage: { inputTokens: 0, outputTokens: 0 },
+        parentRunId: null,
+      });
+      const appended = await Promise.all(
+        Array.from({ length: 40 }, (_, index) =>
+          (index % 2 === 0 ? first! : second!).appendEvent('run_1', 'test.event', { index }),
+        ),
+      );
+      expect(appended.map((event) => event.seq).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 40 }, (_, index) => index),
+      );
       const events = await second!.listEvents('run_1', -1);
       expect(events.map((event) => event.seq)).toEqual(Array.from({ length: 40 }, (_, index) => index));
       expect(events.every((event) => typeof event.seq === 'number' && event.timestamp.endsWith('Z'))).toBe(true);
-      const failed = await second!.updateRun('run_1', { status: 'failed', error: { code: 'X', message: 'boom' }, usage: { inputTokens: 5, outputTokens: 6 } });
+      const failed = await second!.updateRun('run_1', {
+        status: 'failed',
+        error: { code: 'X', message: 'boom' },
+        usage: { inputTokens: 5, outputTokens: 6 },
+      });
       expect(await first!.getRun('run_1')).toEqual(failed);
       expect(failed.usage).toEqual({ inputTokens: 5, outputTokens: 6 });
     });

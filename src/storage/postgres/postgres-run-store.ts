@@ -13,7 +13,14 @@ import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
 import { createStoreGuard } from '../_store-guard.js';
-import { beginWithScopeLock, openPostgresConnection, query, scopeLockSql, toStoreError, transaction } from './postgres-connection.js';
+import {
+  beginWithScopeLock,
+  openPostgresConnection,
+  query,
+  scopeLockSql,
+  toStoreError,
+  transaction,
+} from './postgres-connection.js';
 import type { PostgresConnectionOptions } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
 
@@ -42,15 +49,18 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
   const olderSql = historyPageSql(s, 'older', ['$1', '$1', '$2', '$3']);
   const history = new HistoryCache(
     {
-      newer: async (memoryId, after, limit) => historyPageOf((await query<PageRow>(pool, newerSql, [memoryId, after, limit])).rows),
-      older: async (memoryId, before, limit) => historyPageOf((await query<PageRow>(pool, olderSql, [memoryId, before, limit])).rows),
+      newer: async (memoryId, after, limit) =>
+        historyPageOf((await query<PageRow>(pool, newerSql, [memoryId, after, limit])).rows),
+      older: async (memoryId, before, limit) =>
+        historyPageOf((await query<PageRow>(pool, olderSql, [memoryId, before, limit])).rows),
     },
     new HistoryPageSizes(),
   );
   const lockConversation = scopeLockSql(schema, 'conversation', 1);
 
   const wrap = <T>(work: () => Promise<T>): Promise<T> => guard.runAsync(work);
-  const missing = (runId: string): StoreError => new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
+  const missing = (runId: string): StoreError =>
+    new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
   const errorJson = (error: RunRecord['error']): string | null => (error ? JSON.stringify(error) : null);
 
   return {
@@ -65,8 +75,22 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16, now(), now())
            RETURNING *`,
           [
-            run.runId, memoryIdOf(run.scope), run.scope.tenantId, run.scope.conversationId, run.scope.agentId, run.status, run.prompt, run.model, run.systemPrompt,
-            run.maxSteps, run.output, errorJson(run.error), run.steps, run.usage.inputTokens, run.usage.outputTokens, run.parentRunId,
+            run.runId,
+            memoryIdOf(run.scope),
+            run.scope.tenantId,
+            run.scope.conversationId,
+            run.scope.agentId,
+            run.status,
+            run.prompt,
+            run.model,
+            run.systemPrompt,
+            run.maxSteps,
+            run.output,
+            errorJson(run.error),
+            run.steps,
+            run.usage.inputTokens,
+            run.usage.outputTokens,
+            run.parentRunId,
           ],
         );
         return toRunRecord(result.rows[0] as RunRow);
@@ -79,14 +103,24 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     updateRun: (runId, patch) =>
       wrap(() =>
         transaction(pool, async (client) => {
-          const row = (await query<RunRow>(client, `SELECT * FROM ${s}harness_runs WHERE run_id = $1 FOR UPDATE`, [runId])).rows[0];
+          const row = (
+            await query<RunRow>(client, `SELECT * FROM ${s}harness_runs WHERE run_id = $1 FOR UPDATE`, [runId])
+          ).rows[0];
           if (!row) throw missing(runId);
           const next = { ...toRunRecord(row), ...patch };
           const updated = await query<RunRow>(
             client,
             `UPDATE ${s}harness_runs SET status = $2, output = $3, error_json = $4::jsonb, steps = $5, input_tokens = $6, output_tokens = $7, updated_at = now()
              WHERE run_id = $1 RETURNING *`,
-            [runId, next.status, next.output, errorJson(next.error), next.steps, next.usage.inputTokens, next.usage.outputTokens],
+            [
+              runId,
+              next.status,
+              next.output,
+              errorJson(next.error),
+              next.steps,
+              next.usage.inputTokens,
+              next.usage.outputTokens,
+            ],
           );
           return toRunRecord(updated.rows[0] as RunRow);
         }),
@@ -110,22 +144,38 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
         }),
       ),
     listEvents: (runId, afterSeq) =>
-      wrap(async () => (await query<RunEventRow>(pool, `SELECT * FROM ${s}harness_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq`, [runId, afterSeq])).rows.map(toRunEvent)),
+      wrap(async () =>
+        (
+          await query<RunEventRow>(
+            pool,
+            `SELECT * FROM ${s}harness_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq`,
+            [runId, afterSeq],
+          )
+        ).rows.map(toRunEvent),
+      ),
     appendMessages: (memoryId, messages, appendOptions = {}) =>
       wrap(async () => {
         if (messages.length === 0 && appendOptions.generation === undefined) return;
         const column = <T>(pick: (message: ConversationMessage) => T): T[] => messages.map(pick);
         // Positions are assigned under the conversation's lock, which a forget takes too; known
         // ids and repeats in the batch are skipped.
-        await transaction(pool, async (client) => {
-          if (appendOptions.generation !== undefined) {
-            const found = (await query<{ generation: number }>(client, `SELECT generation FROM ${s}harness_conversation_generations WHERE memory_id = $1`, [memoryId])).rows[0];
-            if ((found?.generation ?? 0) !== appendOptions.generation) throw scopeForgottenError(STORE, memoryId);
-          }
-          if (messages.length === 0) return;
-          await query(
-            client,
-            `WITH input AS (
+        await transaction(
+          pool,
+          async (client) => {
+            if (appendOptions.generation !== undefined) {
+              const found = (
+                await query<{ generation: number }>(
+                  client,
+                  `SELECT generation FROM ${s}harness_conversation_generations WHERE memory_id = $1`,
+                  [memoryId],
+                )
+              ).rows[0];
+              if ((found?.generation ?? 0) !== appendOptions.generation) throw scopeForgottenError(STORE, memoryId);
+            }
+            if (messages.length === 0) return;
+            await query(
+              client,
+              `WITH input AS (
                SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::json[], $9::bigint[])
                  WITH ORDINALITY AS t(message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count, ord)),
              fresh AS (
@@ -136,21 +186,24 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
              SELECT $1, (SELECT COALESCE(MAX(position), 0) FROM ${s}harness_conversation_messages WHERE memory_id = $1) + row_number() OVER (ORDER BY ord),
                message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count
              FROM fresh`,
-            [
-              memoryId,
-              column((message) => message.messageId),
-              column((message) => message.runId),
-              column((message) => message.role),
-              column((message) => message.content),
-              column((message) => message.name ?? null),
-              column((message) => message.toolCallId ?? null),
-              column((message) => (message.toolCalls ? JSON.stringify(message.toolCalls) : null)),
-              column((message) => message.tokenCount),
-            ],
-          );
-        }, { begin: (client) => beginWithScopeLock(schema, 'conversation', memoryId, client) });
+              [
+                memoryId,
+                column((message) => message.messageId),
+                column((message) => message.runId),
+                column((message) => message.role),
+                column((message) => message.content),
+                column((message) => message.name ?? null),
+                column((message) => message.toolCallId ?? null),
+                column((message) => (message.toolCalls ? JSON.stringify(message.toolCalls) : null)),
+                column((message) => message.tokenCount),
+              ],
+            );
+          },
+          { begin: (client) => beginWithScopeLock(schema, 'conversation', memoryId, client) },
+        );
       }),
-    recentMessages: (memoryId, maxTokens) => wrap(async () => takeRecent(await history.recent(memoryId, maxTokens), maxTokens)),
+    recentMessages: (memoryId, maxTokens) =>
+      wrap(async () => takeRecent(await history.recent(memoryId, maxTokens), maxTokens)),
     listStaleRuns: (olderThanSeconds) =>
       wrap(async () => {
         const result = await query<RunRow>(
@@ -161,7 +214,16 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
         return result.rows.map(toRunRecord);
       }),
     conversationGeneration: (memoryId) =>
-      wrap(async () => (await query<{ generation: number }>(pool, `SELECT generation FROM ${s}harness_conversation_generations WHERE memory_id = $1`, [memoryId])).rows[0]?.generation ?? 0),
+      wrap(
+        async () =>
+          (
+            await query<{ generation: number }>(
+              pool,
+              `SELECT generation FROM ${s}harness_conversation_generations WHERE memory_id = $1`,
+              [memoryId],
+            )
+          ).rows[0]?.generation ?? 0,
+      ),
     forgetConversation: (memoryId) =>
       wrap(() =>
         transaction(pool, async (client) => {
@@ -172,7 +234,11 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
             [memoryId, newScopeGeneration()],
           );
           await query(client, `DELETE FROM ${s}harness_conversation_messages WHERE memory_id = $1`, [memoryId]);
-          await query(client, `DELETE FROM ${s}harness_run_events WHERE run_id IN (SELECT run_id FROM ${s}harness_runs WHERE memory_id = $1)`, [memoryId]);
+          await query(
+            client,
+            `DELETE FROM ${s}harness_run_events WHERE run_id IN (SELECT run_id FROM ${s}harness_runs WHERE memory_id = $1)`,
+            [memoryId],
+          );
           await query(client, `DELETE FROM ${s}harness_runs WHERE memory_id = $1`, [memoryId]);
         }),
       ),

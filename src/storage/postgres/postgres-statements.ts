@@ -16,9 +16,15 @@ export interface PostgresStatements {
   readonly updateLastMessageSeq: string;
   /** $1 memoryId, $2 stateVersion, $3 throughSeq, $4 count, $5 lastObservationSeq, $6 tokens. */
   readonly applyObservations: string;
-  /** $1 memoryId, $2 stateVersion, $3 raw, $4 structured jsonb, $5 tokens, $6 throughSeq, $7 createdAt, $8 supersessions added, $9 contradictions added, $10 references rejected. */
+  /**
+   * $1 memoryId, $2 stateVersion, $3 raw, $4 structured jsonb, $5 tokens, $6 throughSeq, $7 createdAt, $8
+   * supersessions added, $9 contradictions added, $10 references rejected.
+   */
   readonly applyReflection: string;
-  /** $1 memoryId, $2..$5 arrays (kind, first seq, second seq, detail), $6 operationId; pairs already in the set are skipped; returns the `kind` of each row added. */
+  /**
+   * $1 memoryId, $2..$5 arrays (kind, first seq, second seq, detail), $6 operationId; pairs already in the set
+   * are skipped; returns the `kind` of each row added.
+   */
   readonly insertReflectionLinks: string;
   readonly listReflectionLinks: string;
   readonly selectScopeGeneration: string;
@@ -31,10 +37,19 @@ export interface PostgresStatements {
   readonly listUnobservedMessages: string;
   readonly markMessagesObserved: string;
 
-  /** $1 memoryId, $2 last seq, $3 source start, $4 source end, $5 operationId, $6..$10 arrays (content, tokens, importance, source, cited seqs as JSON). */
-  /** The apply plan's observations: $1 memoryId, $2 seqs, $3 source start, $4 source end, $5 operation, then the columns as arrays. */
+  /**
+   * $1 memoryId, $2 last seq, $3 source start, $4 source end, $5 operationId, $6..$10 arrays (content, tokens,
+   * importance, source, cited seqs as JSON).
+   */
+  /**
+   * The apply plan's observations: $1 memoryId, $2 seqs, $3 source start, $4 source end, $5 operation, then the
+   * columns as arrays.
+   */
   readonly insertObservations: string;
-  /** $1 memoryId, $2 seqs, $3 operation, then content, tokens, importance, source, cited seqs and created_at (null: now) as arrays. */
+  /**
+   * $1 memoryId, $2 seqs, $3 operation, then content, tokens, importance, source, cited seqs and created_at
+   * (null: now) as arrays.
+   */
   readonly importObservations: string;
   readonly listObservations: string;
   /** Two markers; $1 memoryId, $2 cycleId, $3 tokens, then id, type, start, end, payload for each. */
@@ -182,8 +197,12 @@ export function buildStatements(s: string): PostgresStatements {
       SELECT $1, $2, $3, $4, $5, $6, $7, COALESCE(MAX(scope_sequence), 0) + 1, $8, $9, $10::jsonb, '', $11, NULL, NULL, now(), now(), now()
       FROM ${s}om_operation_log WHERE memory_id = $2
       RETURNING *`,
-    claimOfScope: claim(`SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE q.memory_id = $3 AND ${claimable} ORDER BY q.scope_sequence`),
-    claimOfAnyScope: claim(`SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE ${claimable} ORDER BY q.created_at, q.log_position`),
+    claimOfScope: claim(
+      `SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE q.memory_id = $3 AND ${claimable} ORDER BY q.scope_sequence`,
+    ),
+    claimOfAnyScope: claim(
+      `SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE ${claimable} ORDER BY q.created_at, q.log_position`,
+    ),
     // The lease check: only the holder, only before expiry by the database clock. The row
     // lock this takes also keeps a concurrent requeue or claim out until the transaction ends.
     finishLeased: `
@@ -238,9 +257,16 @@ export function buildStatements(s: string): PostgresStatements {
     listEntries: `SELECT * FROM ${s}working_memory_entries WHERE memory_id = $1 ORDER BY entry_key`,
 
     forgetScope: Object.freeze(
-      ['om_observations', 'om_messages', 'om_markers', 'om_reflection_links', 'om_operation_log', 'working_memory_entries', 'working_memory_versions', 'om_memory_records'].map(
-        (table) => `DELETE FROM ${s}${table} WHERE memory_id = $1`,
-      ),
+      [
+        'om_observations',
+        'om_messages',
+        'om_markers',
+        'om_reflection_links',
+        'om_operation_log',
+        'working_memory_entries',
+        'working_memory_versions',
+        'om_memory_records',
+      ].map((table) => `DELETE FROM ${s}${table} WHERE memory_id = $1`),
     ),
   });
 }

@@ -21,7 +21,15 @@ const scopeOf = (index: number): Scope => ({ tenantId: 'acme', conversationId: `
 const isCode = (code: string) => (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === code;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const enqueue = (store: MemoryStore, target: Scope): Promise<Operation> =>
-  store.enqueueOperation({ operationId: generateId('op'), scope: target, memoryId: memoryIdOf(target), operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+  store.enqueueOperation({
+    operationId: generateId('op'),
+    scope: target,
+    memoryId: memoryIdOf(target),
+    operationType: 'observe',
+    payload: {},
+    runId: 'run-1',
+    toolCallId: 'system',
+  });
 
 describe.skipIf(!url)('postgres store', () => {
   const connectionString = url ?? '';
@@ -68,7 +76,11 @@ describe.skipIf(!url)('postgres store', () => {
 
     it('returns int8 and count results as numbers and times as ISO strings, without touching pg globally', async () => {
       const store = await open();
-      await store.appendMessages({ scope, memoryId, messages: [{ messageKey: 'k1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 7 }] });
+      await store.appendMessages({
+        scope,
+        memoryId,
+        messages: [{ messageKey: 'k1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 7 }],
+      });
       await enqueue(store, scope);
       const claimed = await store.claimOperation({ leaseOwner: 'w', leaseMs: 60_000 });
       const { record, observations } = await store.completeObservation({
@@ -79,7 +91,14 @@ describe.skipIf(!url)('postgres store', () => {
         throughMessageSeq: 1,
         markerIds: { start: generateId('mk'), end: generateId('mk') },
       });
-      for (const value of [record.stateVersion, record.lastMessageSeq, record.observationCount, record.activeObservationTokens, observations[0]?.seq, observations[0]?.tokenCount]) {
+      for (const value of [
+        record.stateVersion,
+        record.lastMessageSeq,
+        record.observationCount,
+        record.activeObservationTokens,
+        observations[0]?.seq,
+        observations[0]?.tokenCount,
+      ]) {
         expect(typeof value).toBe('number');
       }
       const [operation] = await store.listOperations(memoryId);
@@ -96,18 +115,31 @@ describe.skipIf(!url)('postgres store', () => {
 
     it('migrates idempotently, and once when three pools start together', async () => {
       const pools = [rawPool(), rawPool(), rawPool()];
-      expect(await Promise.all(pools.map((pool) => migratePostgresSchema(pool, schema)))).toEqual([POSTGRES_SCHEMA_VERSION, POSTGRES_SCHEMA_VERSION, POSTGRES_SCHEMA_VERSION]);
+      expect(await Promise.all(pools.map((pool) => migratePostgresSchema(pool, schema)))).toEqual([
+        POSTGRES_SCHEMA_VERSION,
+        POSTGRES_SCHEMA_VERSION,
+        POSTGRES_SCHEMA_VERSION,
+      ]);
       expect(await migratePostgresSchema(pools[0]!, schema)).toBe(POSTGRES_SCHEMA_VERSION);
       const stores = await Promise.all([open(), open(), open()]);
       expect(stores).toHaveLength(3);
-      const recorded = await pools[0]!.query(`SELECT version, count(*)::int AS n FROM "${schema}".schema_migrations GROUP BY version ORDER BY version`);
+      const recorded = await pools[0]!.query(
+        `SELECT version, count(*)::int AS n FROM "${schema}".schema_migrations GROUP BY version ORDER BY version`,
+      );
       expect(recorded.rows).toEqual(POSTGRES_MIGRATIONS.map((migration) => ({ version: migration.version, n: 1 })));
     });
 
     it('upgrades a version-2 schema: scopes with working memory get a version, which writes then change', async () => {
       const pool = rawPool();
-      await migratePostgresSchema(pool, schema, POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 2));
-      await pool.query(`INSERT INTO "${schema}".working_memory_entries VALUES ($1, 'a', '"v"', now(), now()), ($1, 'b', '"v"', now(), now())`, [memoryId]);
+      await migratePostgresSchema(
+        pool,
+        schema,
+        POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 2),
+      );
+      await pool.query(
+        `INSERT INTO "${schema}".working_memory_entries VALUES ($1, 'a', '"v"', now(), now()), ($1, 'b', '"v"', now(), now())`,
+        [memoryId],
+      );
       const store = await open();
       const upgraded = await store.workingMemoryVersion!(memoryId);
       expect(upgraded).toBeGreaterThan(0);
@@ -118,25 +150,42 @@ describe.skipIf(!url)('postgres store', () => {
 
     it('upgrades a version-3 schema: observations become "mixed", a stored reflection seeds the supersession set (issue 12)', async () => {
       const pool = rawPool();
-      await migratePostgresSchema(pool, schema, POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 3));
-      const reflection = 'SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n- [seq:1] replaces [seq:2]: backwards\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: which\n- [seq:7] vs [seq:1]: unknown seq';
+      await migratePostgresSchema(
+        pool,
+        schema,
+        POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 3),
+      );
+      const reflection =
+        'SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n- [seq:1] replaces [seq:2]: backwards\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: which\n- [seq:7] vs [seq:1]: unknown seq';
       await pool.query(
         `INSERT INTO "${schema}".om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, observation_count, last_observation_seq,
            active_reflection, active_reflection_tokens, reflection_structured_json, reflection_through_seq, reflection_created_at, created_at, updated_at)
          VALUES ($1, 'acme', 'conv-1', 'agent-x', true, 3, 3, 3, $2, 9, $3::jsonb, 3, now(), now(), now())`,
         [memoryId, reflection, JSON.stringify(parseReflection(reflection))],
       );
-      for (const [seq, content] of [[1, 'tabs'], [2, 'spaces'], [3, 'deploy Friday']] as const) {
-        await pool.query(`INSERT INTO "${schema}".om_observations VALUES ($1, $2, $3, 2, 0.5, now(), 1, 1, 'op_old')`, [memoryId, seq, content]);
+      for (const [seq, content] of [
+        [1, 'tabs'],
+        [2, 'spaces'],
+        [3, 'deploy Friday'],
+      ] as const) {
+        await pool.query(`INSERT INTO "${schema}".om_observations VALUES ($1, $2, $3, 2, 0.5, now(), 1, 1, 'op_old')`, [
+          memoryId,
+          seq,
+          content,
+        ]);
       }
       const store = await open();
-      expect((await store.listObservations(memoryId)).map((item) => [item.seq, item.source, item.sourceMessageSeqs])).toEqual([
+      expect(
+        (await store.listObservations(memoryId)).map((item) => [item.seq, item.source, item.sourceMessageSeqs]),
+      ).toEqual([
         [1, 'mixed', []],
         [2, 'mixed', []],
         [3, 'mixed', []],
       ]);
       const links = await store.listReflectionLinks(memoryId);
-      expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason])).toEqual([[2, 1, 'changed']]);
+      expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason])).toEqual([
+        [2, 1, 'changed'],
+      ]);
       expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail])).toEqual([[1, 3, 'which']]);
       expect(await store.getRecord(memoryId)).toMatchObject({ supersessionCount: 1, contradictionCount: 1 });
       expect(await store.scopeGeneration(memoryId)).toBe(0);
@@ -144,7 +193,11 @@ describe.skipIf(!url)('postgres store', () => {
 
     it('upgrades a version-3 schema to the dead status: operations kept, dead ones stored and counted', async () => {
       const pool = rawPool();
-      await migratePostgresSchema(pool, schema, POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 3));
+      await migratePostgresSchema(
+        pool,
+        schema,
+        POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 3),
+      );
       const insert = `INSERT INTO "${schema}".om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
         operation_type, status, payload_json, error_text, attempt, available_at, created_at, updated_at)
         VALUES ($1, $2, 't', 'c', 'a', 'r', 's', $3, 'observe', $4, '{}', '', 0, now(), now(), now())`;
@@ -157,32 +210,59 @@ describe.skipIf(!url)('postgres store', () => {
         ['op_b', 'queued'],
       ]);
       const claimed = await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
-      await store.markOperationDead({ operationId: claimed!.operationId, memoryId, leaseOwner: 'w', errorText: 'gave up' });
+      await store.markOperationDead({
+        operationId: claimed!.operationId,
+        memoryId,
+        leaseOwner: 'w',
+        errorText: 'gave up',
+      });
       expect(await store.countDeadOperations(memoryId)).toBe(1);
-      const indexes = await pool.query(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = 'om_operation_log_dead_idx'`, [schema]);
+      const indexes = await pool.query(
+        `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = 'om_operation_log_dead_idx'`,
+        [schema],
+      );
       expect(indexes.rowCount).toBe(1);
     });
 
     it('upgrades a version-5 schema to the import operation type: imports are logged, other types still refused', async () => {
       const pool = rawPool();
-      await migratePostgresSchema(pool, schema, POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 5));
+      await migratePostgresSchema(
+        pool,
+        schema,
+        POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 5),
+      );
       const insert = `INSERT INTO "${schema}".om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
         operation_type, status, payload_json, error_text, attempt, available_at, created_at, updated_at)
         VALUES ($1, $2, 't', 'c', 'a', 'r', 's', $3, $4, 'applied', '{}', '', 1, now(), now(), now())`;
-      await expect(pool.query(insert, ['op_i', memoryId, 1, 'import'])).rejects.toThrow(/om_operation_log_operation_type_check/);
+      await expect(pool.query(insert, ['op_i', memoryId, 1, 'import'])).rejects.toThrow(
+        /om_operation_log_operation_type_check/,
+      );
       const store = await open();
-      const { observations } = await store.importObservations!({ scope, memoryId, observations: [{ content: 'kept', importance: 0.7, tokenCount: 1 }], runId: 'r', toolCallId: 't', operationId: 'op_import' });
+      const { observations } = await store.importObservations!({
+        scope,
+        memoryId,
+        observations: [{ content: 'kept', importance: 0.7, tokenCount: 1 }],
+        runId: 'r',
+        toolCallId: 't',
+        operationId: 'op_import',
+      });
       expect(observations.map((item) => item.seq)).toEqual([1]);
       expect((await store.listOperations(memoryId)).map((item) => item.operationType)).toEqual(['import']);
-      await expect(pool.query(insert, ['op_x', memoryId, 9, 'teleport'])).rejects.toThrow(/om_operation_log_operation_type_check/);
+      await expect(pool.query(insert, ['op_x', memoryId, 9, 'teleport'])).rejects.toThrow(
+        /om_operation_log_operation_type_check/,
+      );
     });
 
     it('refuses a schema newer than it knows, and an invalid schema name', async () => {
       const pool = rawPool();
       await migratePostgresSchema(pool, schema);
-      await pool.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES (99, 'from the future')`);
+      await pool.query(
+        `INSERT INTO "${schema}".schema_migrations (version, description) VALUES (99, 'from the future')`,
+      );
       await expect(createPostgresStore({ connectionString, schema })).rejects.toThrow(/newer than/);
-      await expect(createPostgresStore({ connectionString, schema: 'Bad-Name' })).rejects.toSatisfy(isCode('STORE_FAILED'));
+      await expect(createPostgresStore({ connectionString, schema: 'Bad-Name' })).rejects.toSatisfy(
+        isCode('STORE_FAILED'),
+      );
     });
 
     it('never gives one operation to two of four concurrent claimers, and keeps each scope in order', async () => {
@@ -190,7 +270,8 @@ describe.skipIf(!url)('postgres store', () => {
       const scopes = Array.from({ length: 20 }, (_, index) => scopeOf(index));
       // A scope's 10 operations are enqueued together (from every pool), so the oldest queued
       // operation is usually the next one of a scope already held: the case to get right.
-      for (const target of scopes) await Promise.all(Array.from({ length: 10 }, (_, index) => enqueue(stores[index % 4]!, target)));
+      for (const target of scopes)
+        await Promise.all(Array.from({ length: 10 }, (_, index) => enqueue(stores[index % 4]!, target)));
       const held = new Map<string, string>();
       const claimedOrder = new Map<string, number[]>();
       const claims: Operation[] = [];
@@ -198,20 +279,30 @@ describe.skipIf(!url)('postgres store', () => {
       const worker = async (store: MemoryStore, owner: string): Promise<void> => {
         while (claims.length < 200) {
           // Half the claimers take any scope, half ask for a random one.
-          const wanted = owner === 'w2' || owner === 'w3' ? { memoryId: memoryIdOf(scopes[Math.floor(Math.random() * 20)]!) } : {};
+          const wanted =
+            owner === 'w2' || owner === 'w3' ? { memoryId: memoryIdOf(scopes[Math.floor(Math.random() * 20)]!) } : {};
           const operation = await store.claimOperation({ ...wanted, leaseOwner: owner, leaseMs: 60_000 });
           if (!operation) {
             await sleep(2);
             continue;
           }
           claims.push(operation);
-          if (held.has(operation.memoryId)) violations.push(`${operation.operationId} claimed while ${held.get(operation.memoryId)} was held`);
+          if (held.has(operation.memoryId))
+            violations.push(`${operation.operationId} claimed while ${held.get(operation.memoryId)} was held`);
           held.set(operation.memoryId, operation.operationId);
-          claimedOrder.set(operation.memoryId, [...(claimedOrder.get(operation.memoryId) ?? []), operation.scopeSequence]);
+          claimedOrder.set(operation.memoryId, [
+            ...(claimedOrder.get(operation.memoryId) ?? []),
+            operation.scopeSequence,
+          ]);
           await sleep(Math.random() * 3);
           // Released from the map before the commit, so a legal next claim is never flagged.
           held.delete(operation.memoryId);
-          await store.completeWithoutChange({ operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: owner, note: 'done' });
+          await store.completeWithoutChange({
+            operationId: operation.operationId,
+            memoryId: operation.memoryId,
+            leaseOwner: owner,
+            note: 'done',
+          });
         }
       };
       await Promise.all(stores.map((store, index) => worker(store, `w${index}`)));
@@ -219,13 +310,18 @@ describe.skipIf(!url)('postgres store', () => {
       expect(claims).toHaveLength(200);
       expect(new Set(claims.map((operation) => operation.operationId)).size).toBe(200);
       expect(claims.every((operation) => operation.attempt === 1)).toBe(true);
-      for (const target of scopes) expect(claimedOrder.get(memoryIdOf(target))).toEqual(Array.from({ length: 10 }, (_, index) => index + 1));
+      for (const target of scopes)
+        expect(claimedOrder.get(memoryIdOf(target))).toEqual(Array.from({ length: 10 }, (_, index) => index + 1));
       expect(await stores[0]!.countPendingOperations()).toBe(0);
     });
 
     it('requeues a claim whose lease expired (by the database clock) and rejects the stale worker', async () => {
       const [first, second] = await Promise.all([open(), open()]);
-      await first!.appendMessages({ scope, memoryId, messages: [{ messageKey: 'k1', role: 'user', name: '', toolCallId: '', content: 'a', tokenCount: 1 }] });
+      await first!.appendMessages({
+        scope,
+        memoryId,
+        messages: [{ messageKey: 'k1', role: 'user', name: '', toolCallId: '', content: 'a', tokenCount: 1 }],
+      });
       await enqueue(first!, scope);
       const stale = await first!.claimOperation({ memoryId, leaseOwner: 'slow', leaseMs: 200 });
       expect(await second!.requeueStaleOperations({ graceSeconds: 0 })).toBe(0);
@@ -234,29 +330,57 @@ describe.skipIf(!url)('postgres store', () => {
       const fresh = await second!.claimOperation({ leaseOwner: 'fast', leaseMs: 60_000 });
       expect(fresh).toMatchObject({ operationId: stale!.operationId, attempt: 2, leaseOwner: 'fast' });
       const apply = (store: MemoryStore, leaseOwner: string, content: string) =>
-        store.completeObservation({ operationId: stale!.operationId, memoryId: stale!.memoryId, leaseOwner, observations: [{ content, importance: 1, tokenCount: 1 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } });
+        store.completeObservation({
+          operationId: stale!.operationId,
+          memoryId: stale!.memoryId,
+          leaseOwner,
+          observations: [{ content, importance: 1, tokenCount: 1 }],
+          throughMessageSeq: 1,
+          markerIds: { start: generateId('mk'), end: generateId('mk') },
+        });
       await expect(apply(first!, 'slow', 'stale')).rejects.toSatisfy(isCode('OPERATION_LEASE_LOST'));
       await apply(second!, 'fast', 'fresh');
       await expect(apply(second!, 'fast', 'again')).rejects.toSatisfy(isCode('OPERATION_LEASE_LOST'));
       expect((await first!.listObservations(memoryId)).map((item) => item.content)).toEqual(['fresh']);
-      expect((await first!.listMarkers(memoryId)).map((item) => item.markerType)).toEqual(['observation_start', 'observation_end']);
+      expect((await first!.listMarkers(memoryId)).map((item) => item.markerType)).toEqual([
+        'observation_start',
+        'observation_end',
+      ]);
     });
 
     it('loses no write and passes no limit when pools write one scope concurrently', async () => {
       const stores = await Promise.all([open(), open(), open()]);
       const limits = { maxEntries: 10, maxTotalBytes: 100_000 };
       const results = await Promise.allSettled(
-        Array.from({ length: 30 }, (_, index) => stores[index % 3]!.setWorkingMemoryEntry({ scope, memoryId, key: `k${index}`, valueJson: `${index}`, limits })),
+        Array.from({ length: 30 }, (_, index) =>
+          stores[index % 3]!.setWorkingMemoryEntry({
+            scope,
+            memoryId,
+            key: `k${index}`,
+            valueJson: `${index}`,
+            limits,
+          }),
+        ),
       );
       expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(10);
-      expect(results.every((result) => result.status === 'fulfilled' || isCode('WORKING_MEMORY_LIMIT')(result.reason))).toBe(true);
+      expect(
+        results.every((result) => result.status === 'fulfilled' || isCode('WORKING_MEMORY_LIMIT')(result.reason)),
+      ).toBe(true);
       expect(await stores[0]!.listWorkingMemoryEntries(memoryId)).toHaveLength(10);
       await Promise.all(
         Array.from({ length: 60 }, (_, index) =>
-          stores[index % 3]!.appendMessages({ scope, memoryId, messages: [{ messageKey: `m${index}`, role: 'user', name: '', toolCallId: '', content: `${index}`, tokenCount: 1 }] }),
+          stores[index % 3]!.appendMessages({
+            scope,
+            memoryId,
+            messages: [
+              { messageKey: `m${index}`, role: 'user', name: '', toolCallId: '', content: `${index}`, tokenCount: 1 },
+            ],
+          }),
         ),
       );
-      expect((await stores[1]!.listUnobservedMessages(memoryId, 1000)).map((item) => item.seq)).toEqual(Array.from({ length: 60 }, (_, index) => index + 1));
+      expect((await stores[1]!.listUnobservedMessages(memoryId, 1000)).map((item) => item.seq)).toEqual(
+        Array.from({ length: 60 }, (_, index) => index + 1),
+      );
       expect((await stores[2]!.getRecord(memoryId))?.lastMessageSeq).toBe(60);
     });
 
@@ -264,18 +388,52 @@ describe.skipIf(!url)('postgres store', () => {
       const store = await open();
       const other = scopeOf(99);
       for (const target of [scope, other]) {
-        await store.updateSettings({ scope: target, memoryId: memoryIdOf(target), enabled: true, runId: 'r', toolCallId: 't', operationId: generateId('op') });
-        await store.appendMessages({ scope: target, memoryId: memoryIdOf(target), messages: [{ messageKey: 'k', role: 'user', name: '', toolCallId: '', content: 'canary', tokenCount: 1 }] });
+        await store.updateSettings({
+          scope: target,
+          memoryId: memoryIdOf(target),
+          enabled: true,
+          runId: 'r',
+          toolCallId: 't',
+          operationId: generateId('op'),
+        });
+        await store.appendMessages({
+          scope: target,
+          memoryId: memoryIdOf(target),
+          messages: [{ messageKey: 'k', role: 'user', name: '', toolCallId: '', content: 'canary', tokenCount: 1 }],
+        });
         await enqueue(store, target);
         const claimed = await store.claimOperation({ memoryId: memoryIdOf(target), leaseOwner: 'w', leaseMs: 60_000 });
-        await store.completeObservation({ operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w', observations: [{ content: 'canary', importance: 1, tokenCount: 1 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } });
-        await store.setWorkingMemoryEntry({ scope: target, memoryId: memoryIdOf(target), key: 'k', valueJson: '"canary"', limits: { maxEntries: 5, maxTotalBytes: 1000 } });
+        await store.completeObservation({
+          operationId: claimed!.operationId,
+          memoryId: claimed!.memoryId,
+          leaseOwner: 'w',
+          observations: [{ content: 'canary', importance: 1, tokenCount: 1 }],
+          throughMessageSeq: 1,
+          markerIds: { start: generateId('mk'), end: generateId('mk') },
+        });
+        await store.setWorkingMemoryEntry({
+          scope: target,
+          memoryId: memoryIdOf(target),
+          key: 'k',
+          valueJson: '"canary"',
+          limits: { maxEntries: 5, maxTotalBytes: 1000 },
+        });
       }
       await store.forget(memoryId);
       const pool = rawPool();
-      const tables = ['om_memory_records', 'om_operation_log', 'om_markers', 'om_observations', 'om_messages', 'working_memory_entries'];
+      const tables = [
+        'om_memory_records',
+        'om_operation_log',
+        'om_markers',
+        'om_observations',
+        'om_messages',
+        'working_memory_entries',
+      ];
       for (const table of tables) {
-        const counts = await pool.query(`SELECT count(*) FILTER (WHERE memory_id = $1)::int AS gone, count(*)::int AS total FROM "${schema}".${table}`, [memoryId]);
+        const counts = await pool.query(
+          `SELECT count(*) FILTER (WHERE memory_id = $1)::int AS gone, count(*)::int AS total FROM "${schema}".${table}`,
+          [memoryId],
+        );
         expect({ table, ...counts.rows[0] }).toMatchObject({ table, gone: 0 });
         expect(counts.rows[0].total).toBeGreaterThan(0);
       }
@@ -284,10 +442,18 @@ describe.skipIf(!url)('postgres store', () => {
     it('works on a caller-supplied pool and leaves it open on dispose', async () => {
       const pool = rawPool();
       const store = await createPostgresStore({ pool, schema });
-      await store.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '1', limits: { maxEntries: 5, maxTotalBytes: 1000 } });
+      await store.setWorkingMemoryEntry({
+        scope,
+        memoryId,
+        key: 'k',
+        valueJson: '1',
+        limits: { maxEntries: 5, maxTotalBytes: 1000 },
+      });
       await store.dispose();
       await expect(store.getWorkingMemoryEntry(memoryId, 'k')).rejects.toSatisfy(isCode('STORE_DISPOSED'));
-      expect((await pool.query(`SELECT entry_json FROM "${schema}".working_memory_entries`)).rows).toEqual([{ entry_json: '1' }]);
+      expect((await pool.query(`SELECT entry_json FROM "${schema}".working_memory_entries`)).rows).toEqual([
+        { entry_json: '1' },
+      ]);
     });
   });
 });

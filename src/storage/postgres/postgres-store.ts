@@ -9,8 +9,21 @@ import { StoreError } from '../../core/errors.js';
 import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
-import type { AppendAndClaimResult, AppendMessagesResult, LeaseHandle, MemoryStore, PrefetchedObserve } from '../store.js';
-import { beginWithScopeLock, disposedError, openPostgresConnection, query, toStoreError, transaction } from './postgres-connection.js';
+import type {
+  AppendAndClaimResult,
+  AppendMessagesResult,
+  LeaseHandle,
+  MemoryStore,
+  PrefetchedObserve,
+} from '../store.js';
+import {
+  beginWithScopeLock,
+  disposedError,
+  openPostgresConnection,
+  query,
+  toStoreError,
+  transaction,
+} from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
 import { planImportApply, planObservationApply, planReflectionApply } from '../apply-plan.js';
@@ -28,7 +41,15 @@ import {
   toWorkingMemoryEntry,
 } from '../_memory-rows.js';
 import { toApplyPosition } from '../_memory-rows.js';
-import type { MarkerRow, MessageRow, ObservationRow, OperationRow, RecordRow, ReflectionLinkRow, WorkingMemoryRow } from '../_memory-rows.js';
+import type {
+  MarkerRow,
+  MessageRow,
+  ObservationRow,
+  OperationRow,
+  RecordRow,
+  ReflectionLinkRow,
+  WorkingMemoryRow,
+} from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { buildStatements } from './postgres-statements.js';
 
@@ -79,16 +100,25 @@ function buildStore(connection: PostgresConnection): MemoryStore {
       throw toStoreError(error, STORE_NAME, schema);
     }
   };
-  const rows = async <R extends object>(target: Queryable, text: string, values: readonly unknown[] = []): Promise<R[]> =>
-    (await query<R & Record<string, unknown>>(target, text, values)).rows;
-  const first = async <R extends object>(target: Queryable, text: string, values: readonly unknown[] = []): Promise<R | undefined> =>
-    (await rows<R>(target, text, values))[0];
+  const rows = async <R extends object>(
+    target: Queryable,
+    text: string,
+    values: readonly unknown[] = [],
+  ): Promise<R[]> => (await query<R & Record<string, unknown>>(target, text, values)).rows;
+  const first = async <R extends object>(
+    target: Queryable,
+    text: string,
+    values: readonly unknown[] = [],
+  ): Promise<R | undefined> => (await rows<R>(target, text, values))[0];
 
   /** A transaction holding the scope's lock from its first statement. */
   const inScope = <T>(memoryId: string, work: (client: PoolClient) => Promise<T>): Promise<T> =>
     transaction(pool, work, { begin: (client) => beginWithScopeLock(schema, 'memory', memoryId, client) });
 
-  /** Throws `SCOPE_FORGOTTEN` when the caller's generation is not the scope's any more; call it holding the scope's lock. */
+  /**
+   * Throws `SCOPE_FORGOTTEN` when the caller's generation is not the scope's any more; call it holding the
+   * scope's lock.
+   */
   const checkGeneration = async (client: PoolClient, memoryId: string, expected: number | undefined): Promise<void> => {
     if (expected === undefined) return;
     const found = await first<{ generation: number }>(client, sql.selectScopeGeneration, [memoryId]);
@@ -101,34 +131,72 @@ function buildStore(connection: PostgresConnection): MemoryStore {
     let row = await ensureRecord(client, input.scope, input.memoryId);
     let inserted = 0;
     if (input.messages.length > 0) {
-      const column = <K extends keyof Input<'appendMessages'>['messages'][number]>(key: K) => input.messages.map((message) => message[key]);
+      const column = <K extends keyof Input<'appendMessages'>['messages'][number]>(key: K) =>
+        input.messages.map((message) => message[key]);
       const result = await query(client, sql.insertMessages, [
-        input.memoryId, column('messageKey'), column('role'), column('name'), column('toolCallId'), column('content'), column('tokenCount'), row.last_message_seq,
+        input.memoryId,
+        column('messageKey'),
+        column('role'),
+        column('name'),
+        column('toolCallId'),
+        column('content'),
+        column('tokenCount'),
+        row.last_message_seq,
       ]);
       inserted = result.rowCount ?? 0;
     }
     if (inserted > 0) {
-      row = swapped(await first<RecordRow>(client, sql.updateLastMessageSeq, [input.memoryId, row.state_version, row.last_message_seq + inserted]), input.memoryId);
+      row = swapped(
+        await first<RecordRow>(client, sql.updateLastMessageSeq, [
+          input.memoryId,
+          row.state_version,
+          row.last_message_seq + inserted,
+        ]),
+        input.memoryId,
+      );
     }
-    const total = await first<{ total: number }>(client, sql.sumUnobservedTokens, [input.memoryId, row.observed_through_message_seq]);
+    const total = await first<{ total: number }>(client, sql.sumUnobservedTokens, [
+      input.memoryId,
+      row.observed_through_message_seq,
+    ]);
     return { record: toRecord(row), inserted, unobservedTokens: total?.total ?? 0 };
   };
 
   const ensureRecord = async (client: PoolClient, scope: Scope, memoryId: string): Promise<RecordRow> => {
-    const row = await first<RecordRow>(client, sql.ensureRecord, [memoryId, scope.tenantId, scope.conversationId, scope.agentId]);
-    if (!row) throw new StoreError({ store: STORE_NAME, message: `The record of scope ${memoryId} could not be created.`, data: { memoryId } });
+    const row = await first<RecordRow>(client, sql.ensureRecord, [
+      memoryId,
+      scope.tenantId,
+      scope.conversationId,
+      scope.agentId,
+    ]);
+    if (!row)
+      throw new StoreError({
+        store: STORE_NAME,
+        message: `The record of scope ${memoryId} could not be created.`,
+        data: { memoryId },
+      });
     return row;
   };
 
   const recordOf = async (client: PoolClient, memoryId: string): Promise<RecordRow> => {
     const row = await first<RecordRow>(client, sql.selectRecord, [memoryId]);
-    if (!row) throw new StoreError({ store: STORE_NAME, message: `No record exists for scope ${memoryId}.`, data: { memoryId } });
+    if (!row)
+      throw new StoreError({
+        store: STORE_NAME,
+        message: `No record exists for scope ${memoryId}.`,
+        data: { memoryId },
+      });
     return row;
   };
 
   const swapped = (row: RecordRow | undefined, memoryId: string): RecordRow => {
     if (row) return row;
-    throw new StoreError({ store: STORE_NAME, code: 'STORE_CONFLICT', message: `The record of scope ${memoryId} changed during the update; retry the operation.`, data: { memoryId } });
+    throw new StoreError({
+      store: STORE_NAME,
+      code: 'STORE_CONFLICT',
+      message: `The record of scope ${memoryId} changed during the update; retry the operation.`,
+      data: { memoryId },
+    });
   };
 
   const leaseLost = (handle: LeaseHandle): StoreError =>
@@ -146,7 +214,13 @@ function buildStore(connection: PostgresConnection): MemoryStore {
     errorText: string,
     retrySeconds: number | null = null,
   ): Promise<OperationRow> => {
-    const row = await first<OperationRow>(target, sql.finishLeased, [handle.operationId, handle.leaseOwner, status, errorText, retrySeconds]);
+    const row = await first<OperationRow>(target, sql.finishLeased, [
+      handle.operationId,
+      handle.leaseOwner,
+      status,
+      errorText,
+      retrySeconds,
+    ]);
     if (!row) throw leaseLost(handle);
     return row;
   };
@@ -156,7 +230,10 @@ function buildStore(connection: PostgresConnection): MemoryStore {
    * order every writer follows, so apply and forget cannot deadlock), checks and ends the
    * lease, then runs `work` in the same transaction. A lapsed lease rolls everything back.
    */
-  const applyLeased = <T>(handle: LeaseHandle, work: (client: PoolClient, operation: OperationRow) => Promise<T>): Promise<T> =>
+  const applyLeased = <T>(
+    handle: LeaseHandle,
+    work: (client: PoolClient, operation: OperationRow) => Promise<T>,
+  ): Promise<T> =>
     transaction(
       pool,
       async (client) => {
@@ -176,8 +253,17 @@ function buildStore(connection: PostgresConnection): MemoryStore {
   ): Promise<OperationRow> => {
     const { scope } = input;
     const row = await first<OperationRow>(client, sql.insertOperation, [
-      input.operationId, input.memoryId, scope.tenantId, scope.conversationId, scope.agentId,
-      input.runId, input.toolCallId, input.operationType, status, JSON.stringify(input.payload), attempt,
+      input.operationId,
+      input.memoryId,
+      scope.tenantId,
+      scope.conversationId,
+      scope.agentId,
+      input.runId,
+      input.toolCallId,
+      input.operationType,
+      status,
+      JSON.stringify(input.payload),
+      attempt,
     ]);
     if (!row) throw new StoreError({ store: STORE_NAME, message: `Operation ${input.operationId} was not stored.` });
     return row;
@@ -199,11 +285,21 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           const current = await ensureRecord(client, input.scope, input.memoryId);
           const config = parseConfig({ ...parseConfig(current.config_json), ...input.config });
           const row = swapped(
-            await first<RecordRow>(client, sql.updateSettings, [input.memoryId, current.state_version, input.enabled, JSON.stringify(config)]),
+            await first<RecordRow>(client, sql.updateSettings, [
+              input.memoryId,
+              current.state_version,
+              input.enabled,
+              JSON.stringify(config),
+            ]),
             input.memoryId,
           );
           const payload = { enabled: input.enabled, ...(input.config ? { config: input.config } : {}) };
-          await insertOperation(client, { ...input, operationType: input.enabled ? 'enable' : 'disable', payload }, 'applied', 1);
+          await insertOperation(
+            client,
+            { ...input, operationType: input.enabled ? 'enable' : 'disable', payload },
+            'applied',
+            1,
+          );
           return toRecord(row);
         }),
       ),
@@ -223,8 +319,19 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           const { generation: _checked, ...unchecked } = input;
           const appended = await appendIn(client, unchecked);
           if (appended.unobservedTokens < settings.minTokens) return appended;
-          const operation = toOperation(await insertOperation(client, { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' }, 'queued', 0));
-          const claimedRow = await first<OperationRow>(client, sql.claimOfScope, [input.leaseOwner, seconds('leaseMs', input.leaseMs, 1), input.memoryId]);
+          const operation = toOperation(
+            await insertOperation(
+              client,
+              { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' },
+              'queued',
+              0,
+            ),
+          );
+          const claimedRow = await first<OperationRow>(client, sql.claimOfScope, [
+            input.leaseOwner,
+            seconds('leaseMs', input.leaseMs, 1),
+            input.memoryId,
+          ]);
           if (!claimedRow) return { ...appended, operation };
           const claimed = toOperation(claimedRow);
           // What the worker reads first, read here: two round trips fewer for the apply.
@@ -233,7 +340,12 @@ function buildStore(connection: PostgresConnection): MemoryStore {
               ? {
                   operationId: claimed.operationId,
                   record: appended.record,
-                  messages: (await rows<MessageRow>(client, sql.listUnobservedMessages, [input.memoryId, appended.record.lastMessageSeq])).map(toStoredMessage),
+                  messages: (
+                    await rows<MessageRow>(client, sql.listUnobservedMessages, [
+                      input.memoryId,
+                      appended.record.lastMessageSeq,
+                    ])
+                  ).map(toStoredMessage),
                 }
               : undefined;
           return { ...appended, operation, claimed, ...(prefetched ? { prefetched } : {}) };
@@ -241,12 +353,22 @@ function buildStore(connection: PostgresConnection): MemoryStore {
       ),
 
     listUnobservedMessages: (memoryId, throughSeq) =>
-      execute(async () => (await rows<MessageRow>(pool, sql.listUnobservedMessages, [memoryId, throughSeq])).map(toStoredMessage)),
+      execute(async () =>
+        (await rows<MessageRow>(pool, sql.listUnobservedMessages, [memoryId, throughSeq])).map(toStoredMessage),
+      ),
     listObservations: (memoryId, listOptions) =>
-      execute(async () => (await rows<ObservationRow>(pool, sql.listObservations, [memoryId, listOptions?.afterSeq ?? 0])).map(toObservation)),
-    listMarkers: (memoryId) => execute(async () => (await rows<MarkerRow>(pool, sql.listMarkers, [memoryId])).map(toMarker)),
+      execute(async () =>
+        (await rows<ObservationRow>(pool, sql.listObservations, [memoryId, listOptions?.afterSeq ?? 0])).map(
+          toObservation,
+        ),
+      ),
+    listMarkers: (memoryId) =>
+      execute(async () => (await rows<MarkerRow>(pool, sql.listMarkers, [memoryId])).map(toMarker)),
 
-    enqueueOperation: (input) => execute(() => inScope(input.memoryId, async (client) => toOperation(await insertOperation(client, input, 'queued', 0)))),
+    enqueueOperation: (input) =>
+      execute(() =>
+        inScope(input.memoryId, async (client) => toOperation(await insertOperation(client, input, 'queued', 0))),
+      ),
 
     claimOperation: (input) =>
       execute(async () => {
@@ -265,16 +387,37 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           const current = await ensureRecord(client, input.scope, memoryId);
           const plan = planImportApply(toApplyPosition(current), input.observations);
           const planned = plan.observations;
-          const inserted = planned.length === 0 ? [] : await rows<ObservationRow>(client, sql.importObservations, [
-            memoryId, planned.map((item) => item.seq), input.operationId,
-            planned.map((item) => item.content), planned.map((item) => item.tokenCount), planned.map((item) => item.importance),
-            planned.map((item) => item.source), planned.map((item) => seqsJson(item.sourceMessageSeqs)), planned.map((item) => item.createdAt ?? null),
-          ]);
+          const inserted =
+            planned.length === 0
+              ? []
+              : await rows<ObservationRow>(client, sql.importObservations, [
+                  memoryId,
+                  planned.map((item) => item.seq),
+                  input.operationId,
+                  planned.map((item) => item.content),
+                  planned.map((item) => item.tokenCount),
+                  planned.map((item) => item.importance),
+                  planned.map((item) => item.source),
+                  planned.map((item) => seqsJson(item.sourceMessageSeqs)),
+                  planned.map((item) => item.createdAt ?? null),
+                ]);
           const row = swapped(
-            await first<RecordRow>(client, sql.applyObservations, [memoryId, current.state_version, plan.throughSeq, inserted.length, plan.lastObservationSeq, plan.tokens]),
+            await first<RecordRow>(client, sql.applyObservations, [
+              memoryId,
+              current.state_version,
+              plan.throughSeq,
+              inserted.length,
+              plan.lastObservationSeq,
+              plan.tokens,
+            ]),
             memoryId,
           );
-          await insertOperation(client, { ...input, operationType: 'import', payload: { count: inserted.length } }, 'applied', 1);
+          await insertOperation(
+            client,
+            { ...input, operationType: 'import', payload: { count: inserted.length } },
+            'applied',
+            1,
+          );
           return { record: toRecord(row), observations: inserted.map(toObservation).sort((a, b) => a.seq - b.seq) };
         }),
       ),
@@ -289,21 +432,45 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           let observations: Observation[] = [];
           if (planned.length > 0) {
             const inserted = await rows<ObservationRow>(client, sql.insertObservations, [
-              memoryId, planned.map((item) => item.seq), plan.startSeq, plan.throughSeq, operation.operation_id,
-              planned.map((item) => item.content), planned.map((item) => item.tokenCount), planned.map((item) => item.importance),
-              planned.map((item) => item.source), planned.map((item) => seqsJson(item.sourceMessageSeqs)),
+              memoryId,
+              planned.map((item) => item.seq),
+              plan.startSeq,
+              plan.throughSeq,
+              operation.operation_id,
+              planned.map((item) => item.content),
+              planned.map((item) => item.tokenCount),
+              planned.map((item) => item.importance),
+              planned.map((item) => item.source),
+              planned.map((item) => seqsJson(item.sourceMessageSeqs)),
             ]);
             observations = inserted.map(toObservation).sort((a, b) => a.seq - b.seq);
           }
           await query(client, sql.markMessagesObserved, [memoryId, plan.throughSeq]);
           const [start, end] = plan.markers;
           await query(client, sql.insertMarkerPair, [
-            memoryId, operation.operation_id, plan.tokens,
-            start.markerId, start.markerType, start.messageSeqStart, start.messageSeqEnd, JSON.stringify(start.payload),
-            end.markerId, end.markerType, end.messageSeqStart, end.messageSeqEnd, JSON.stringify(end.payload),
+            memoryId,
+            operation.operation_id,
+            plan.tokens,
+            start.markerId,
+            start.markerType,
+            start.messageSeqStart,
+            start.messageSeqEnd,
+            JSON.stringify(start.payload),
+            end.markerId,
+            end.markerType,
+            end.messageSeqStart,
+            end.messageSeqEnd,
+            JSON.stringify(end.payload),
           ]);
           const row = swapped(
-            await first<RecordRow>(client, sql.applyObservations, [memoryId, current.state_version, plan.throughSeq, observations.length, plan.lastObservationSeq, plan.tokens]),
+            await first<RecordRow>(client, sql.applyObservations, [
+              memoryId,
+              current.state_version,
+              plan.throughSeq,
+              observations.length,
+              plan.lastObservationSeq,
+              plan.tokens,
+            ]),
             memoryId,
           );
           return { record: toRecord(row), observations };
@@ -319,15 +486,38 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           const plan = planReflectionApply(toApplyPosition(current), input);
           const { marker, links } = plan;
           await query(client, sql.insertMarker, [
-            marker.markerId, memoryId, marker.markerType, operation.operation_id, marker.messageSeqStart, marker.messageSeqEnd, marker.tokenCount, JSON.stringify(marker.payload),
+            marker.markerId,
+            memoryId,
+            marker.markerType,
+            operation.operation_id,
+            marker.messageSeqStart,
+            marker.messageSeqEnd,
+            marker.tokenCount,
+            JSON.stringify(marker.payload),
           ]);
-          const added = links.length === 0 ? [] : await rows<{ kind: string }>(client, sql.insertReflectionLinks, [
-            memoryId, links.map((link) => link.kind), links.map((link) => link.firstSeq), links.map((link) => link.secondSeq), links.map((link) => link.detail), operation.operation_id,
-          ]);
+          const added =
+            links.length === 0
+              ? []
+              : await rows<{ kind: string }>(client, sql.insertReflectionLinks, [
+                  memoryId,
+                  links.map((link) => link.kind),
+                  links.map((link) => link.firstSeq),
+                  links.map((link) => link.secondSeq),
+                  links.map((link) => link.detail),
+                  operation.operation_id,
+                ]);
           const row = swapped(
             await first<RecordRow>(client, sql.applyReflection, [
-              memoryId, current.state_version, reflection.raw, JSON.stringify(reflection.structured), reflection.tokenCount, reflection.throughSeq, reflection.createdAt,
-              added.filter((link) => link.kind === 'supersession').length, added.filter((link) => link.kind === 'contradiction').length, plan.rejected,
+              memoryId,
+              current.state_version,
+              reflection.raw,
+              JSON.stringify(reflection.structured),
+              reflection.tokenCount,
+              reflection.throughSeq,
+              reflection.createdAt,
+              added.filter((link) => link.kind === 'supersession').length,
+              added.filter((link) => link.kind === 'contradiction').length,
+              plan.rejected,
             ]),
             memoryId,
           );
@@ -335,9 +525,13 @@ function buildStore(connection: PostgresConnection): MemoryStore {
         }),
       ),
 
-    listReflectionLinks: (memoryId) => execute(async () => toReflectionLinks(await rows<ReflectionLinkRow>(pool, sql.listReflectionLinks, [memoryId]))),
+    listReflectionLinks: (memoryId) =>
+      execute(async () => toReflectionLinks(await rows<ReflectionLinkRow>(pool, sql.listReflectionLinks, [memoryId]))),
 
-    scopeGeneration: (memoryId) => execute(async () => (await first<{ generation: number }>(pool, sql.selectScopeGeneration, [memoryId]))?.generation ?? 0),
+    scopeGeneration: (memoryId) =>
+      execute(
+        async () => (await first<{ generation: number }>(pool, sql.selectScopeGeneration, [memoryId]))?.generation ?? 0,
+      ),
 
     completeWithoutChange: (input) =>
       execute(async () => {
@@ -349,11 +543,18 @@ function buildStore(connection: PostgresConnection): MemoryStore {
         const row =
           input.retryAfterMs === undefined
             ? await finishLeased(pool, input, 'failed', input.errorText)
-            : await finishLeased(pool, input, 'queued', input.errorText, seconds('retryAfterMs', input.retryAfterMs, 1));
+            : await finishLeased(
+                pool,
+                input,
+                'queued',
+                input.errorText,
+                seconds('retryAfterMs', input.retryAfterMs, 1),
+              );
         return toOperation(row);
       }),
 
-    markOperationDead: (input) => execute(async () => toOperation(await finishLeased(pool, input, 'dead', input.errorText))),
+    markOperationDead: (input) =>
+      execute(async () => toOperation(await finishLeased(pool, input, 'dead', input.errorText))),
 
     retryDeadOperation: (input) =>
       execute(() =>
@@ -363,17 +564,24 @@ function buildStore(connection: PostgresConnection): MemoryStore {
         }),
       ),
 
-    countDeadOperations: (memoryId) => execute(async () => (await first<{ count: number }>(pool, sql.countDeadOfScope, [memoryId]))?.count ?? 0),
+    countDeadOperations: (memoryId) =>
+      execute(async () => (await first<{ count: number }>(pool, sql.countDeadOfScope, [memoryId]))?.count ?? 0),
 
     requeueStaleOperations: (input) =>
-      execute(async () => (await query(pool, sql.requeueStale, [seconds('graceSeconds', input.graceSeconds, 1000)])).rowCount ?? 0),
+      execute(
+        async () =>
+          (await query(pool, sql.requeueStale, [seconds('graceSeconds', input.graceSeconds, 1000)])).rowCount ?? 0,
+      ),
 
-    listOperations: (memoryId) => execute(async () => (await rows<OperationRow>(pool, sql.listOperations, [memoryId])).map(toOperation)),
+    listOperations: (memoryId) =>
+      execute(async () => (await rows<OperationRow>(pool, sql.listOperations, [memoryId])).map(toOperation)),
 
     countPendingOperations: (memoryId) =>
       execute(async () => {
         const row =
-          memoryId === undefined ? await first<{ count: number }>(pool, sql.countPending) : await first<{ count: number }>(pool, sql.countPendingOfScope, [memoryId]);
+          memoryId === undefined
+            ? await first<{ count: number }>(pool, sql.countPending)
+            : await first<{ count: number }>(pool, sql.countPendingOfScope, [memoryId]);
         return row?.count ?? 0;
       }),
 
@@ -381,9 +589,14 @@ function buildStore(connection: PostgresConnection): MemoryStore {
       execute(() =>
         inScope(input.memoryId, async (client) => {
           const { memoryId, key, valueJson, limits } = input;
-          const usage = await first<{ present: boolean; entries: number; other_bytes: number }>(client, sql.entryUsage, [memoryId, key]);
+          const usage = await first<{ present: boolean; entries: number; other_bytes: number }>(
+            client,
+            sql.entryUsage,
+            [memoryId, key],
+          );
           const entries = usage?.entries ?? 0;
-          if (usage?.present !== true && entries >= limits.maxEntries) throw workingMemoryLimitError('entries', entries + 1, limits.maxEntries);
+          if (usage?.present !== true && entries >= limits.maxEntries)
+            throw workingMemoryLimitError('entries', entries + 1, limits.maxEntries);
           const total = (usage?.other_bytes ?? 0) + utf8Length(key) + utf8Length(valueJson);
           if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
           const row = await first<WorkingMemoryRow>(client, sql.upsertEntry, [memoryId, key, valueJson]);
@@ -399,9 +612,17 @@ function buildStore(connection: PostgresConnection): MemoryStore {
         return row && toWorkingMemoryEntry(row);
       }),
     deleteWorkingMemoryEntry: (memoryId, key) =>
-      execute(async () => ((await first<{ count: number }>(pool, sql.deleteEntry, [memoryId, key, newWorkingMemoryVersion()]))?.count ?? 0) > 0),
-    workingMemoryVersion: (memoryId) => execute(async () => (await first<{ version: number }>(pool, sql.selectWorkingMemoryVersion, [memoryId]))?.version ?? 0),
-    listWorkingMemoryEntries: (memoryId) => execute(async () => (await rows<WorkingMemoryRow>(pool, sql.listEntries, [memoryId])).map(toWorkingMemoryEntry)),
+      execute(
+        async () =>
+          ((await first<{ count: number }>(pool, sql.deleteEntry, [memoryId, key, newWorkingMemoryVersion()]))?.count ??
+            0) > 0,
+      ),
+    workingMemoryVersion: (memoryId) =>
+      execute(
+        async () => (await first<{ version: number }>(pool, sql.selectWorkingMemoryVersion, [memoryId]))?.version ?? 0,
+      ),
+    listWorkingMemoryEntries: (memoryId) =>
+      execute(async () => (await rows<WorkingMemoryRow>(pool, sql.listEntries, [memoryId])).map(toWorkingMemoryEntry)),
 
     // The rows are gone for every reader at commit; their old versions stay in table pages
     // and WAL until (auto)vacuum and checkpoints reclaim them, as with any Postgres DELETE.
@@ -426,7 +647,11 @@ function buildStore(connection: PostgresConnection): MemoryStore {
 // refused: a negative grace would requeue live leases, a NaN lease would never expire.
 function seconds(name: string, value: number, unitMs: number): number {
   if (!Number.isFinite(value) || value < 0) {
-    throw new StoreError({ store: STORE_NAME, message: `${name} must be a finite, non-negative number; got ${value}.`, data: { [name]: value } });
+    throw new StoreError({
+      store: STORE_NAME,
+      message: `${name} must be a finite, non-negative number; got ${value}.`,
+      data: { [name]: value },
+    });
   }
   return (value * unitMs) / 1000;
 }

@@ -27,12 +27,15 @@ async function eventually(check: () => boolean, timeoutMs = 25_000): Promise<voi
 describe('sqlite store: background checkpoints', { timeout: 60_000 }, () => {
   const files = useSqliteTestFiles('harness-memory-checkpoints-');
 
-  const open = (options: { checkpoints?: 'background' | 'inline' } = {}): { store: MemoryStore; database: Database.Database } => {
+  const open = (
+    options: { checkpoints?: 'background' | 'inline' } = {},
+  ): { store: MemoryStore; database: Database.Database } => {
     const database = files.track(new Database(files.path));
     const store = files.track(createSqliteStore({ path: files.path, database, ...options }));
     return { store, database };
   };
-  const setCanary = (store: MemoryStore, canary: string) => store.setWorkingMemoryEntry({ scope, memoryId, key: 'canary', valueJson: JSON.stringify(canary), limits });
+  const setCanary = (store: MemoryStore, canary: string) =>
+    store.setWorkingMemoryEntry({ scope, memoryId, key: 'canary', valueJson: JSON.stringify(canary), limits });
   const fileHas = (file: string, text: string) => existsSync(file) && readFileSync(file).includes(Buffer.from(text));
 
   it('copies commits into the database file from the worker, while the store only keeps a backstop', async () => {
@@ -56,7 +59,8 @@ describe('sqlite store: background checkpoints', { timeout: 60_000 }, () => {
 
   it('keeps the log bounded under writes that never pause: it restarts', async () => {
     const { store, database } = open();
-    const walPages = () => statSync(`${files.path}-wal`).size / ((database.pragma('page_size', { simple: true }) as number) + 24);
+    const walPages = () =>
+      statSync(`${files.path}-wal`).size / ((database.pragma('page_size', { simple: true }) as number) + 24);
     // Bytes 12-15 of the log's header count its restarts (SQLite's checkpoint sequence).
     const restarts = () => readFileSync(`${files.path}-wal`).readUInt32BE(12);
     await setCanary(store, 'first write');
@@ -66,8 +70,22 @@ describe('sqlite store: background checkpoints', { timeout: 60_000 }, () => {
     // grow, so the worker's checkpoints always trail the log and it could never restart
     // without the store's own backstop checkpoint. About twice the backstop in all.
     for (let turn = 1; turn <= 1600; turn++) {
-      await store.appendMessages({ scope, memoryId, messages: [{ messageKey: `m${turn}`, role: 'user', name: '', toolCallId: '', content: `turn ${turn}`, tokenCount: 2 }] });
-      await store.enqueueOperation({ operationId: `op-${turn}`, scope, memoryId, operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+      await store.appendMessages({
+        scope,
+        memoryId,
+        messages: [
+          { messageKey: `m${turn}`, role: 'user', name: '', toolCallId: '', content: `turn ${turn}`, tokenCount: 2 },
+        ],
+      });
+      await store.enqueueOperation({
+        operationId: `op-${turn}`,
+        scope,
+        memoryId,
+        operationType: 'observe',
+        payload: {},
+        runId: 'run-1',
+        toolCallId: 'system',
+      });
       const claimed = await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
       await store.completeObservation({
         operationId: claimed!.operationId,

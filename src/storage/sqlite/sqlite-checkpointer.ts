@@ -101,7 +101,10 @@ class CheckpointWorker {
 
   constructor(onExit: () => void) {
     const driverPath = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driverPath, intervalMs: CHECKPOINT_INTERVAL_MS, commitsPerPass: COMMITS_PER_PASS } });
+    this.#worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { driverPath, intervalMs: CHECKPOINT_INTERVAL_MS, commitsPerPass: COMMITS_PER_PASS },
+    });
     this.#worker.on('message', (message: FromWorker) => this.#receive(message));
     const die = (message: string): void => {
       if (this.#dead) return;

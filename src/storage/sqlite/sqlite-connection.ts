@@ -21,7 +21,10 @@ export function openSqliteFile(path: string, busyTimeoutMs: number): Database {
  * Sets WAL mode (checked for files), the busy timeout, the durability level, foreign keys
  * and secure delete on a fresh connection.
  */
-export function configureSqliteConnection(db: Database, settings: { busyTimeoutMs: number; synchronous: 'NORMAL' | 'FULL'; path: string }): void {
+export function configureSqliteConnection(
+  db: Database,
+  settings: { busyTimeoutMs: number; synchronous: 'NORMAL' | 'FULL'; path: string },
+): void {
   db.pragma(`busy_timeout = ${settings.busyTimeoutMs}`);
   const mode = db.pragma('journal_mode = WAL', { simple: true });
   if (!db.memory && mode !== 'wal') {
@@ -36,7 +39,6 @@ export function configureSqliteConnection(db: Database, settings: { busyTimeoutM
   // Deleted content is overwritten with zeros, so forgotten data does not linger in free pages.
   db.pragma('secure_delete = ON');
 }
-
 
 /**
  * Pages in the write-ahead log at which a connection with background checkpoints still
@@ -55,14 +57,20 @@ const INLINE_CHECKPOINT_PAGES = 1000;
  * nothing for in-memory databases. If the worker fails, the connection goes back to inline
  * checkpoints and a process warning says why; nothing else changes.
  */
-export function useBackgroundCheckpoints(db: Database, settings: { synchronous: 'NORMAL' | 'FULL' }): BackgroundCheckpoints | undefined {
+export function useBackgroundCheckpoints(
+  db: Database,
+  settings: { synchronous: 'NORMAL' | 'FULL' },
+): BackgroundCheckpoints | undefined {
   if (db.memory) return undefined;
   db.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
   return startBackgroundCheckpoints(db.name, {
     synchronous: settings.synchronous,
     onFailure: (message) => {
       if (db.open) db.pragma(`wal_autocheckpoint = ${INLINE_CHECKPOINT_PAGES}`);
-      process.emitWarning(`Background checkpoints of ${db.name} stopped (${message}); this connection checkpoints inline again.`, { code: 'HARNESS_MEMORY_CHECKPOINTS' });
+      process.emitWarning(
+        `Background checkpoints of ${db.name} stopped (${message}); this connection checkpoints inline again.`,
+        { code: 'HARNESS_MEMORY_CHECKPOINTS' },
+      );
     },
   });
 }

@@ -224,7 +224,8 @@ CREATE TABLE harness_conversation_messages (
 // writes are most of what an observe costs. The operation log is clustered by scope and
 // sequence (which is also its uniqueness rule), with small partial indexes holding only
 // pending work; an operation is found by its scope and sequence, or by its id among its
-// scope's pending operations, so ids (ULIDs) need no index of their own; markers are clustered by scope and insertion position. Observed messages
+// scope's pending operations, so ids (ULIDs) need no index of their own; markers are clustered by scope and
+// insertion position. Observed messages
 // lose their text at the scope's next append (whose page write they share) rather than in
 // the apply; messages_cleared_through_seq says how far that has gone.
 const COMPACT_QUEUE_AND_MARKERS = `
@@ -335,16 +336,31 @@ CREATE TABLE harness_conversation_generations (
  * upgraded scope keeps the warnings its snippet showed.
  */
 function seedSupersessionSets(db: Database): void {
-  const records = db.prepare<[], { memory_id: string; last_observation_seq: number; reflection_structured_json: string | null; active_reflection: string; updated_at: string }>(
+  const records = db.prepare<
+    [],
+    {
+      memory_id: string;
+      last_observation_seq: number;
+      reflection_structured_json: string | null;
+      active_reflection: string;
+      updated_at: string;
+    }
+  >(
     'SELECT memory_id, last_observation_seq, reflection_structured_json, active_reflection, updated_at FROM om_memory_records WHERE active_reflection IS NOT NULL',
   );
-  const insert = db.prepare(`INSERT INTO om_reflection_links VALUES (?, ?, ?, ?, ?, 'schema-7', ?) ON CONFLICT DO NOTHING`);
-  const counts = db.prepare('UPDATE om_memory_records SET supersession_count = ?, contradiction_count = ?, rejected_reference_count = ? WHERE memory_id = ?');
+  const insert = db.prepare(
+    `INSERT INTO om_reflection_links VALUES (?, ?, ?, ?, ?, 'schema-7', ?) ON CONFLICT DO NOTHING`,
+  );
+  const counts = db.prepare(
+    'UPDATE om_memory_records SET supersession_count = ?, contradiction_count = ?, rejected_reference_count = ? WHERE memory_id = ?',
+  );
   for (const row of records.all()) {
     const structured = readStructured(row.reflection_structured_json) ?? parseReflection(row.active_reflection);
     const checked = checkReflectionReferences(structured, row.last_observation_seq);
-    for (const item of checked.supersessions) insert.run(row.memory_id, 'supersession', item.newerSeq, item.olderSeq, item.reason, row.updated_at);
-    for (const item of checked.contradictions) insert.run(row.memory_id, 'contradiction', item.seqA, item.seqB, item.detail, row.updated_at);
+    for (const item of checked.supersessions)
+      insert.run(row.memory_id, 'supersession', item.newerSeq, item.olderSeq, item.reason, row.updated_at);
+    for (const item of checked.contradictions)
+      insert.run(row.memory_id, 'contradiction', item.seqA, item.seqB, item.detail, row.updated_at);
     counts.run(checked.supersessions.length, checked.contradictions.length, checked.rejected, row.memory_id);
   }
 }
@@ -358,13 +374,31 @@ const STATUS_CHECK = "CHECK (status IN ('queued', 'processing', 'applied', 'fail
 const STATUS_CHECK_WITH_DEAD = "CHECK (status IN ('queued', 'processing', 'applied', 'failed', 'dead'))";
 
 function allowDeadOperations(db: Database): void {
-  const definition = db.prepare<[], string>("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'om_operation_log'").pluck().get();
+  const definition = db
+    .prepare<[], string>("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'om_operation_log'")
+    .pluck()
+    .get();
   if (definition === undefined || !definition.includes(STATUS_CHECK)) {
-    throw new StoreError({ store: STORE_NAME, message: 'The operation log does not have the status check this migration expects; the file was changed by hand. Restore it from a backup.' });
+    throw new StoreError({
+      store: STORE_NAME,
+      message:
+        'The operation log does not have the status check this migration expects; the file was changed by hand. Restore it from a backup.',
+    });
   }
-  const indexes = db.prepare<[], string>("SELECT sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'om_operation_log' AND sql IS NOT NULL").pluck().all();
-  db.exec(definition.replace(/^CREATE TABLE "?om_operation_log"?/, 'CREATE TABLE om_operation_log_next').replace(STATUS_CHECK, STATUS_CHECK_WITH_DEAD));
-  db.exec('INSERT INTO om_operation_log_next SELECT * FROM om_operation_log; DROP TABLE om_operation_log; ALTER TABLE om_operation_log_next RENAME TO om_operation_log;');
+  const indexes = db
+    .prepare<[], string>(
+      "SELECT sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'om_operation_log' AND sql IS NOT NULL",
+    )
+    .pluck()
+    .all();
+  db.exec(
+    definition
+      .replace(/^CREATE TABLE "?om_operation_log"?/, 'CREATE TABLE om_operation_log_next')
+      .replace(STATUS_CHECK, STATUS_CHECK_WITH_DEAD),
+  );
+  db.exec(
+    'INSERT INTO om_operation_log_next SELECT * FROM om_operation_log; DROP TABLE om_operation_log; ALTER TABLE om_operation_log_next RENAME TO om_operation_log;',
+  );
   for (const index of indexes) db.exec(index);
   db.exec("CREATE INDEX om_operation_log_dead_idx ON om_operation_log (memory_id) WHERE status = 'dead'");
 }
@@ -378,7 +412,11 @@ const runSql =
 
 /** Every migration, in order. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
-  { version: 1, description: 'reference schema: om_memory_records, om_operation_log, om_markers, working_memory_entries', up: runSql(REFERENCE_SCHEMA) },
+  {
+    version: 1,
+    description: 'reference schema: om_memory_records, om_operation_log, om_markers, working_memory_entries',
+    up: runSql(REFERENCE_SCHEMA),
+  },
   {
     version: 2,
     description: 'observations and messages as rows, the operation log as a leased queue, working-memory timestamps',
@@ -391,22 +429,26 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
   { version: 3, description: 'harness runs, run events and conversation messages', up: runSql(HARNESS_TABLES) },
   {
     version: 4,
-    description: 'drop the reference (status, created_at) index on the operation log: claims use (status, available_at), and every index costs each enqueue and claim a page write',
+    description:
+      'drop the reference (status, created_at) index on the operation log: claims use (status, available_at), and every index costs each enqueue and claim a page write',
     up: runSql('DROP INDEX IF EXISTS om_operation_log_status_created_idx'),
   },
   {
     version: 5,
-    description: 'operation log clustered by (memory_id, scope_sequence) with partial indexes of pending work; markers clustered by (memory_id, marker_position); observed message text cleared at the next append',
+    description:
+      'operation log clustered by (memory_id, scope_sequence) with partial indexes of pending work; markers clustered by (memory_id, marker_position); observed message text cleared at the next append',
     up: runSql(COMPACT_QUEUE_AND_MARKERS),
   },
   {
     version: 6,
-    description: 'working_memory_versions: per scope, a version of working memory changed by every write, and its entry count and bytes',
+    description:
+      'working_memory_versions: per scope, a version of working memory changed by every write, and its entry count and bytes',
     up: runSql(WORKING_MEMORY_VERSIONS),
   },
   {
     version: 7,
-    description: 'om_reflection_links (the supersession set per scope) and its counts; observation provenance (source, cited message seqs); scope and conversation generations, replaced by every forget',
+    description:
+      'om_reflection_links (the supersession set per scope) and its counts; observation provenance (source, cited message seqs); scope and conversation generations, replaced by every forget',
     up: (db: Database): void => {
       db.exec(SUPERSESSION_SET_AND_PROVENANCE);
       seedSupersessionSets(db);
@@ -427,7 +469,10 @@ export const SQLITE_SCHEMA_VERSION: number = Math.max(...SQLITE_MIGRATIONS.map((
  * IMMEDIATE transaction and re-checks the recorded version inside it, so two processes
  * opening the file together apply it once. Returns the version now recorded.
  */
-export function migrateSqliteDatabase(db: Database, migrations: readonly SqliteMigration[] = SQLITE_MIGRATIONS): number {
+export function migrateSqliteDatabase(
+  db: Database,
+  migrations: readonly SqliteMigration[] = SQLITE_MIGRATIONS,
+): number {
   db.transaction(() => {
     db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)');
   }).immediate();

@@ -70,9 +70,16 @@ export function convertReferenceData(db: Database): void {
   const resolve = (referenceId: string): ScopeTarget => targets.get(referenceId) ?? targetOfReferenceId(referenceId);
   convertOperations(db, now, resolve);
   convertWorkingMemory(db, now, resolve);
-  const markers = db.prepare<[], { row_id: number; memory_id: string; created_at: string | null }>('SELECT rowid AS row_id, memory_id, created_at FROM om_markers').all();
-  const updateMarker = db.prepare<[string, string, number]>('UPDATE om_markers SET memory_id = ?, created_at = ? WHERE rowid = ?');
-  for (const marker of markers) updateMarker.run(resolve(marker.memory_id).memoryId, normalizeTime(marker.created_at, now), marker.row_id);
+  const markers = db
+    .prepare<[], { row_id: number; memory_id: string; created_at: string | null }>(
+      'SELECT rowid AS row_id, memory_id, created_at FROM om_markers',
+    )
+    .all();
+  const updateMarker = db.prepare<[string, string, number]>(
+    'UPDATE om_markers SET memory_id = ?, created_at = ? WHERE rowid = ?',
+  );
+  for (const marker of markers)
+    updateMarker.run(resolve(marker.memory_id).memoryId, normalizeTime(marker.created_at, now), marker.row_id);
 }
 
 function convertRecords(db: Database, now: string): Map<string, ScopeTarget> {
@@ -104,13 +111,18 @@ function convertRecords(db: Database, now: string): Map<string, ScopeTarget> {
     VALUES (?, ?, ?, ?, ?, ?, 0, 0, '')`);
 
   for (const row of rows) {
-    const scope: Scope = { tenantId: String(row.tenant_id), conversationId: String(row.conversation_id), agentId: String(row.agent_id) };
+    const scope: Scope = {
+      tenantId: String(row.tenant_id),
+      conversationId: String(row.conversation_id),
+      agentId: String(row.agent_id),
+    };
     const memoryId = memoryIdOf(scope);
     targets.set(row.memory_id, { memoryId, scope });
     const updatedAt = normalizeTime(row.updated_at, now);
     const observations = readChunks(row.active_observations_json, updatedAt, row.memory_id);
-    const raw = typeof row.active_reflection === 'string' && row.active_reflection.trim() !== '' ? row.active_reflection : null;
-    const throughSeq = raw === null ? null : nonNegativeInteger(row.last_reflected_observation_seq) ?? 0;
+    const raw =
+      typeof row.active_reflection === 'string' && row.active_reflection.trim() !== '' ? row.active_reflection : null;
+    const throughSeq = raw === null ? null : (nonNegativeInteger(row.last_reflected_observation_seq) ?? 0);
     const toggle = lastToggle.get(row.memory_id);
     insertRecord.run({
       memoryId,
@@ -125,7 +137,8 @@ function convertRecords(db: Database, now: string): Map<string, ScopeTarget> {
       activeTokens: sumTokens(observations, 0),
       unreflectedTokens: sumTokens(observations, throughSeq ?? 0),
       reflectionRaw: raw,
-      reflectionTokens: raw === null ? null : nonNegativeInteger(row.active_reflection_tokens) ?? RUNE_TOKEN_ESTIMATOR.estimate(raw),
+      reflectionTokens:
+        raw === null ? null : (nonNegativeInteger(row.active_reflection_tokens) ?? RUNE_TOKEN_ESTIMATOR.estimate(raw)),
       reflectionStructured: raw === null ? null : JSON.stringify(parseReflection(raw)),
       reflectionThroughSeq: throughSeq,
       reflectionCreatedAt: raw === null ? null : updatedAt,
@@ -133,7 +146,14 @@ function convertRecords(db: Database, now: string): Map<string, ScopeTarget> {
       updatedAt,
     });
     for (const observation of observations) {
-      insertObservation.run(memoryId, observation.seq, observation.content, observation.tokenCount, observation.importance, observation.createdAt);
+      insertObservation.run(
+        memoryId,
+        observation.seq,
+        observation.content,
+        observation.tokenCount,
+        observation.importance,
+        observation.createdAt,
+      );
     }
   }
   return targets;
@@ -142,7 +162,9 @@ function convertRecords(db: Database, now: string): Map<string, ScopeTarget> {
 function convertOperations(db: Database, now: string, resolve: (referenceId: string) => ScopeTarget): void {
   // Sequences are renumbered per scope in their old order: the reference's MAX+1 had no
   // unique constraint, so duplicates may exist.
-  const rows = db.prepare<[], ReferenceOperationRow>('SELECT * FROM om_operation_log ORDER BY scope_sequence, created_at, rowid').all();
+  const rows = db
+    .prepare<[], ReferenceOperationRow>('SELECT * FROM om_operation_log ORDER BY scope_sequence, created_at, rowid')
+    .all();
   const insert = db.prepare(`
     INSERT INTO om_operation_log_next (
       operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
@@ -172,7 +194,11 @@ function convertOperations(db: Database, now: string, resolve: (referenceId: str
       operationType: row.operation_type,
       status: finished ? row.status : 'failed',
       payloadJson: row.payload_json ?? '{}',
-      errorText: finished ? errorText : [errorText, `left ${row.status} by the reference schema; not carried over`].filter((part) => part !== '').join('; '),
+      errorText: finished
+        ? errorText
+        : [errorText, `left ${row.status} by the reference schema; not carried over`]
+            .filter((part) => part !== '')
+            .join('; '),
       createdAt: normalizeTime(row.created_at, now),
       updatedAt: normalizeTime(row.updated_at, now),
     });
@@ -192,7 +218,9 @@ function convertWorkingMemory(db: Database, now: string, resolve: (referenceId: 
   );
   // The reference's SQLite backend stored untrimmed keys; ours are trimmed. When trimming
   // makes two keys equal, the one that was already trimmed wins.
-  const trimmedFirst = [...rows].sort((a, b) => Number(a.entry_key !== a.entry_key.trim()) - Number(b.entry_key !== b.entry_key.trim()));
+  const trimmedFirst = [...rows].sort(
+    (a, b) => Number(a.entry_key !== a.entry_key.trim()) - Number(b.entry_key !== b.entry_key.trim()),
+  );
   for (const row of trimmedFirst) {
     const key = row.entry_key.trim() === '' ? row.entry_key : row.entry_key.trim();
     insert.run(resolve(row.memory_id).memoryId, key, row.entry_json ?? 'null', now, now);
@@ -233,7 +261,10 @@ function readChunks(json: string | null, fallbackTime: string, referenceId: stri
       content,
       tokenCount: nonNegativeInteger(chunk['token_count']) ?? RUNE_TOKEN_ESTIMATOR.estimate(content),
       // The reference used 0 (or an omitted field) for "no score".
-      importance: typeof importance === 'number' && Number.isFinite(importance) && importance > 0 ? Math.min(importance, 1) : null,
+      importance:
+        typeof importance === 'number' && Number.isFinite(importance) && importance > 0
+          ? Math.min(importance, 1)
+          : null,
       createdAt: normalizeTime(chunk['created_at'], fallbackTime),
     });
   }
@@ -254,13 +285,22 @@ function convertConfig(json: string | null): Partial<ObservationConfig> {
   const overrides: { -readonly [K in keyof ObservationConfig]?: number } = {};
   for (const [referenceKey, key] of CONFIG_KEYS) {
     const value = source[referenceKey] ?? source[key];
-    if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0 && value !== DEFAULT_OBSERVATION_CONFIG[key]) overrides[key] = value;
+    if (
+      typeof value === 'number' &&
+      Number.isSafeInteger(value) &&
+      value > 0 &&
+      value !== DEFAULT_OBSERVATION_CONFIG[key]
+    )
+      overrides[key] = value;
   }
   return overrides;
 }
 
 function sumTokens(observations: readonly ConvertedObservation[], afterSeq: number): number {
-  return observations.reduce((sum, observation) => (observation.seq > afterSeq ? sum + observation.tokenCount : sum), 0);
+  return observations.reduce(
+    (sum, observation) => (observation.seq > afterSeq ? sum + observation.tokenCount : sum),
+    0,
+  );
 }
 
 function nonNegativeInteger(value: unknown): number | null {

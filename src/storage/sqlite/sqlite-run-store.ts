@@ -36,15 +36,28 @@ const STORE = 'sqlite-runs';
 /** Creates the SQLite run store. */
 export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
   requireOptions('createSqliteRunStore', options, 'Pass { path }.');
-  requireString('createSqliteRunStore', 'path', options.path, 'Pass the database file, such as .harness/state.db (\':memory:\' gives a private database for tests).');
+  requireString(
+    'createSqliteRunStore',
+    'path',
+    options.path,
+    "Pass the database file, such as .harness/state.db (':memory:' gives a private database for tests).",
+  );
   const db: Database = openSqliteFile(options.path, options.busyTimeoutMs ?? 5000);
-  configureSqliteConnection(db, { busyTimeoutMs: options.busyTimeoutMs ?? 5000, synchronous: options.synchronous ?? 'NORMAL', path: options.path });
+  configureSqliteConnection(db, {
+    busyTimeoutMs: options.busyTimeoutMs ?? 5000,
+    synchronous: options.synchronous ?? 'NORMAL',
+    path: options.path,
+  });
   migrateSqliteDatabase(db);
-  const checkpointer = (options.checkpoints ?? 'background') === 'background' ? useBackgroundCheckpoints(db, { synchronous: options.synchronous ?? 'NORMAL' }) : undefined;
+  const checkpointer =
+    (options.checkpoints ?? 'background') === 'background'
+      ? useBackgroundCheckpoints(db, { synchronous: options.synchronous ?? 'NORMAL' })
+      : undefined;
   const guard = createStoreGuard({
     store: STORE,
     disposedMessage: 'The run store was disposed.',
-    toError: (error) => new StoreError({ store: STORE, message: `SQLite failed: ${(error as Error).message}`, cause: error }),
+    toError: (error) =>
+      new StoreError({ store: STORE, message: `SQLite failed: ${(error as Error).message}`, cause: error }),
   });
 
   const statements = {
@@ -56,24 +69,46 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     updateRun: db.prepare(
       `UPDATE harness_runs SET status = @status, output = @output, error_json = @error_json, steps = @steps, input_tokens = @input_tokens, output_tokens = @output_tokens, updated_at = ${SQL_NOW} WHERE run_id = @run_id`,
     ),
-    nextSeq: db.prepare<[string], number>('SELECT COALESCE(MAX(seq), -1) + 1 FROM harness_run_events WHERE run_id = ?').pluck(),
-    insertEvent: db.prepare<[string, number, string, string]>(`INSERT INTO harness_run_events (run_id, seq, type, timestamp, payload_json) VALUES (?, ?, ?, ${SQL_NOW}, ?)`),
-    getEvent: db.prepare<[string, number], RunEventRow>('SELECT * FROM harness_run_events WHERE run_id = ? AND seq = ?'),
-    listEvents: db.prepare<[string, number], RunEventRow>('SELECT * FROM harness_run_events WHERE run_id = ? AND seq > ? ORDER BY seq'),
-    nextPosition: db.prepare<[string], number>('SELECT COALESCE(MAX(position), 0) + 1 FROM harness_conversation_messages WHERE memory_id = ?').pluck(),
+    nextSeq: db
+      .prepare<[string], number>('SELECT COALESCE(MAX(seq), -1) + 1 FROM harness_run_events WHERE run_id = ?')
+      .pluck(),
+    insertEvent: db.prepare<[string, number, string, string]>(
+      `INSERT INTO harness_run_events (run_id, seq, type, timestamp, payload_json) VALUES (?, ?, ?, ${SQL_NOW}, ?)`,
+    ),
+    getEvent: db.prepare<[string, number], RunEventRow>(
+      'SELECT * FROM harness_run_events WHERE run_id = ? AND seq = ?',
+    ),
+    listEvents: db.prepare<[string, number], RunEventRow>(
+      'SELECT * FROM harness_run_events WHERE run_id = ? AND seq > ? ORDER BY seq',
+    ),
+    nextPosition: db
+      .prepare<[string], number>(
+        'SELECT COALESCE(MAX(position), 0) + 1 FROM harness_conversation_messages WHERE memory_id = ?',
+      )
+      .pluck(),
     insertMessage: db.prepare(
       `INSERT OR IGNORE INTO harness_conversation_messages (memory_id, position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count)
        VALUES (@memory_id, @position, @message_id, @run_id, @role, @content, @name, @tool_call_id, @tool_calls_json, @token_count)`,
     ),
-    newerMessages: db.prepare<[string, string, number, number], ConversationMessageRow & { generation: number }>(historyPageSql('', 'newer', ['?', '?', '?', '?'])),
-    olderMessages: db.prepare<[string, string, number, number], ConversationMessageRow & { generation: number }>(historyPageSql('', 'older', ['?', '?', '?', '?'])),
-    staleRuns: db.prepare<[string], RunRow>(`SELECT * FROM harness_runs WHERE status IN ('queued', 'running') AND updated_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) ORDER BY created_at`),
+    newerMessages: db.prepare<[string, string, number, number], ConversationMessageRow & { generation: number }>(
+      historyPageSql('', 'newer', ['?', '?', '?', '?']),
+    ),
+    olderMessages: db.prepare<[string, string, number, number], ConversationMessageRow & { generation: number }>(
+      historyPageSql('', 'older', ['?', '?', '?', '?']),
+    ),
+    staleRuns: db.prepare<[string], RunRow>(
+      `SELECT * FROM harness_runs WHERE status IN ('queued', 'running') AND updated_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) ORDER BY created_at`,
+    ),
     forgetMessages: db.prepare<[string]>('DELETE FROM harness_conversation_messages WHERE memory_id = ?'),
-    selectGeneration: db.prepare<[string], number>('SELECT generation FROM harness_conversation_generations WHERE memory_id = ?').pluck(),
+    selectGeneration: db
+      .prepare<[string], number>('SELECT generation FROM harness_conversation_generations WHERE memory_id = ?')
+      .pluck(),
     writeGeneration: db.prepare<[string, number]>(
       'INSERT INTO harness_conversation_generations (memory_id, generation) VALUES (?, ?) ON CONFLICT (memory_id) DO UPDATE SET generation = excluded.generation',
     ),
-    forgetEvents: db.prepare<[string]>('DELETE FROM harness_run_events WHERE run_id IN (SELECT run_id FROM harness_runs WHERE memory_id = ?)'),
+    forgetEvents: db.prepare<[string]>(
+      'DELETE FROM harness_run_events WHERE run_id IN (SELECT run_id FROM harness_runs WHERE memory_id = ?)',
+    ),
     forgetRuns: db.prepare<[string]>('DELETE FROM harness_runs WHERE memory_id = ?'),
   };
 
@@ -86,12 +121,15 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
   };
   const history = new HistoryCache(
     {
-      newer: async (memoryId, after, limit) => wrap(() => historyPageOf(statements.newerMessages.all(memoryId, memoryId, after, limit))),
-      older: async (memoryId, before, limit) => wrap(() => historyPageOf(statements.olderMessages.all(memoryId, memoryId, before, limit))),
+      newer: async (memoryId, after, limit) =>
+        wrap(() => historyPageOf(statements.newerMessages.all(memoryId, memoryId, after, limit))),
+      older: async (memoryId, before, limit) =>
+        wrap(() => historyPageOf(statements.olderMessages.all(memoryId, memoryId, before, limit))),
     },
     new HistoryPageSizes(),
   );
-  const missing = (runId: string): StoreError => new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
+  const missing = (runId: string): StoreError =>
+    new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
 
   return {
     specificationVersion: 'v1',
@@ -168,7 +206,11 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       write(() =>
         db
           .transaction(() => {
-            if (appendOptions.generation !== undefined && (statements.selectGeneration.get(memoryId) ?? 0) !== appendOptions.generation) throw scopeForgottenError(STORE, memoryId);
+            if (
+              appendOptions.generation !== undefined &&
+              (statements.selectGeneration.get(memoryId) ?? 0) !== appendOptions.generation
+            )
+              throw scopeForgottenError(STORE, memoryId);
             let position = statements.nextPosition.get(memoryId) ?? 1;
             for (const message of messages) {
               const result = statements.insertMessage.run({

@@ -4,7 +4,15 @@
  * @module
  */
 import type { Database, Statement } from 'better-sqlite3';
-import type { MarkerRow, MessageRow, ObservationRow, OperationRow, RecordRow, ReflectionLinkRow, WorkingMemoryRow } from '../_memory-rows.js';
+import type {
+  MarkerRow,
+  MessageRow,
+  ObservationRow,
+  OperationRow,
+  RecordRow,
+  ReflectionLinkRow,
+  WorkingMemoryRow,
+} from '../_memory-rows.js';
 
 /** SQL expression for the database clock as ISO-8601 UTC with milliseconds (`Date.toISOString()` format). */
 export const SQL_NOW = `strftime('%Y-%m-%dT%H:%M:%fZ','now')`;
@@ -22,11 +30,27 @@ export interface SqliteStatements {
   /** The database clock, read once per transaction. */
   readonly now: Statement<[], string>;
 
-  readonly insertRecordIfMissing: Statement<Named<{ memoryId: string; tenantId: string; conversationId: string; agentId: string; now: string }>>;
+  readonly insertRecordIfMissing: Statement<
+    Named<{ memoryId: string; tenantId: string; conversationId: string; agentId: string; now: string }>
+  >;
   readonly selectRecord: RecordRowStatement<[string]>;
-  readonly updateSettings: RecordRowStatement<Named<{ memoryId: string; stateVersion: number; enabled: number; configJson: string; now: string }>>;
-  readonly updateLastMessageSeq: RecordRowStatement<Named<{ memoryId: string; stateVersion: number; lastMessageSeq: number; clearedThrough: number; now: string }>>;
-  readonly applyObservations: RecordRowStatement<Named<{ memoryId: string; stateVersion: number; throughSeq: number; count: number; lastObservationSeq: number; tokens: number; now: string }>>;
+  readonly updateSettings: RecordRowStatement<
+    Named<{ memoryId: string; stateVersion: number; enabled: number; configJson: string; now: string }>
+  >;
+  readonly updateLastMessageSeq: RecordRowStatement<
+    Named<{ memoryId: string; stateVersion: number; lastMessageSeq: number; clearedThrough: number; now: string }>
+  >;
+  readonly applyObservations: RecordRowStatement<
+    Named<{
+      memoryId: string;
+      stateVersion: number;
+      throughSeq: number;
+      count: number;
+      lastObservationSeq: number;
+      tokens: number;
+      now: string;
+    }>
+  >;
   readonly applyReflection: RecordRowStatement<
     Named<{
       memoryId: string;
@@ -50,7 +74,18 @@ export interface SqliteStatements {
   /** $1 memoryId, $2 the new generation. */
   readonly writeScopeGeneration: Statement<[string, number]>;
 
-  readonly insertMessage: Statement<Named<{ memoryId: string; seq: number; messageKey: string; role: string; name: string; toolCallId: string; content: string; tokenCount: number }>>;
+  readonly insertMessage: Statement<
+    Named<{
+      memoryId: string;
+      seq: number;
+      messageKey: string;
+      role: string;
+      name: string;
+      toolCallId: string;
+      content: string;
+      tokenCount: number;
+    }>
+  >;
   readonly sumUnobservedTokens: Statement<[string, number], number>;
   readonly listUnobservedMessages: Statement<Named<{ memoryId: string; throughSeq: number }>, MessageRow>;
   readonly markMessagesObserved: Statement<[string, number, number]>;
@@ -84,14 +119,25 @@ export interface SqliteStatements {
   readonly hasPendingOperation: Statement<[string], number>;
   readonly claimCandidateOfScope: Statement<Named<{ now: string; memoryId: string }>, OperationKey>;
   readonly claimCandidateOfAnyScope: Statement<Named<{ now: string }>, OperationKey>;
-  readonly claimOperation: Statement<Named<{ memoryId: string; scopeSequence: number; leaseOwner: string; leaseExpiresAt: string; now: string }>, OperationRow>;
+  readonly claimOperation: Statement<
+    Named<{ memoryId: string; scopeSequence: number; leaseOwner: string; leaseExpiresAt: string; now: string }>,
+    OperationRow
+  >;
   /**
    * Ends a lease: only the holder, only before expiry by the database clock. The operation
    * is found among its scope's pending ones: there is no index on operation ids. `run()`
    * when the row is not needed.
    */
   readonly finishLeasedOperation: Statement<
-    Named<{ operationId: string; memoryId: string; leaseOwner: string; status: string; errorText: string; availableAt: string | null; now: string }>,
+    Named<{
+      operationId: string;
+      memoryId: string;
+      leaseOwner: string;
+      status: string;
+      errorText: string;
+      availableAt: string | null;
+      now: string;
+    }>,
     OperationRow
   >;
   readonly requeueStaleOperations: Statement<Named<{ now: string; cutoff: string }>>;
@@ -109,7 +155,10 @@ export interface SqliteStatements {
   readonly workingMemoryUsage: Statement<[string], [number, number]>;
   /** Stores the scope's entry count and bytes with a new version. */
   readonly writeWorkingMemoryUsage: Statement<[string, number, number, number]>;
-  readonly upsertEntry: Statement<Named<{ memoryId: string; key: string; valueJson: string; now: string }>, WorkingMemoryRow>;
+  readonly upsertEntry: Statement<
+    Named<{ memoryId: string; key: string; valueJson: string; now: string }>,
+    WorkingMemoryRow
+  >;
   /** Deletes an entry; returns its bytes, none when the key was absent. */
   readonly deleteEntry: Statement<[string, string], number>;
   readonly selectWorkingMemoryVersion: Statement<[string], number>;
@@ -215,7 +264,8 @@ function recordRows<P extends unknown[]>(statement: Statement<P, unknown[]>): Re
 /** Prepares every statement; call after the migrations. */
 export function prepareStatements(db: Database): SqliteStatements {
   // Row and parameter types come from SqliteStatements; better-sqlite3 cannot check them.
-  const prepare = <P extends unknown[], R = unknown>(sql: string): Statement<P, R> => db.prepare(sql) as unknown as Statement<P, R>;
+  const prepare = <P extends unknown[], R = unknown>(sql: string): Statement<P, R> =>
+    db.prepare(sql) as unknown as Statement<P, R>;
   const records = <P extends unknown[]>(sql: string): RecordRowStatement<P> => recordRows(prepare<P, unknown[]>(sql));
   const pluck = <P extends unknown[], R>(sql: string): Statement<P, R> => prepare<P, R>(sql).pluck();
   const statements: SqliteStatements = {
@@ -227,7 +277,9 @@ export function prepareStatements(db: Database): SqliteStatements {
       ON CONFLICT DO NOTHING`),
     selectRecord: records('SELECT * FROM om_memory_records WHERE memory_id = ?'),
     updateSettings: records(`UPDATE om_memory_records SET enabled = @enabled, config_json = @configJson, ${BUMP}`),
-    updateLastMessageSeq: records(`UPDATE om_memory_records SET last_message_seq = @lastMessageSeq, messages_cleared_through_seq = @clearedThrough, ${BUMP}`),
+    updateLastMessageSeq: records(
+      `UPDATE om_memory_records SET last_message_seq = @lastMessageSeq, messages_cleared_through_seq = @clearedThrough, ${BUMP}`,
+    ),
     applyObservations: records(`
       UPDATE om_memory_records SET
         observed_through_message_seq = @throughSeq,
@@ -254,7 +306,9 @@ export function prepareStatements(db: Database): SqliteStatements {
       ON CONFLICT DO NOTHING`),
     listReflectionLinks: prepare('SELECT * FROM om_reflection_links WHERE memory_id = ?'),
     selectScopeGeneration: pluck('SELECT generation FROM om_scope_generations WHERE memory_id = ?'),
-    writeScopeGeneration: prepare(`INSERT INTO om_scope_generations (memory_id, generation) VALUES (?, ?) ON CONFLICT (memory_id) DO UPDATE SET generation = excluded.generation`),
+    writeScopeGeneration: prepare(
+      `INSERT INTO om_scope_generations (memory_id, generation) VALUES (?, ?) ON CONFLICT (memory_id) DO UPDATE SET generation = excluded.generation`,
+    ),
 
     insertMessage: prepare(`
       INSERT INTO om_messages (memory_id, seq, message_key, role, name, tool_call_id, content, token_count, observed)
@@ -265,7 +319,9 @@ export function prepareStatements(db: Database): SqliteStatements {
       SELECT m.* FROM om_messages AS m JOIN om_memory_records AS r ON r.memory_id = m.memory_id
       WHERE m.memory_id = @memoryId AND m.seq > r.observed_through_message_seq AND m.seq <= @throughSeq
       ORDER BY m.seq`),
-    markMessagesObserved: prepare(`UPDATE om_messages SET observed = 1, content = '' WHERE memory_id = ? AND seq > ? AND seq <= ? AND observed = 0`),
+    markMessagesObserved: prepare(
+      `UPDATE om_messages SET observed = 1, content = '' WHERE memory_id = ? AND seq > ? AND seq <= ? AND observed = 0`,
+    ),
 
     insertObservation: prepare(`
       INSERT INTO om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, source, source_seqs_json, operation_id)
@@ -286,11 +342,17 @@ export function prepareStatements(db: Database): SqliteStatements {
         @operationType, @status, @payloadJson, '', @attempt, @leaseOwner, @leaseExpiresAt, @now, @now, @now
       FROM om_operation_log WHERE memory_id = @memoryId
       RETURNING *`),
-    hasPendingOperation: pluck(`SELECT 1 FROM om_operation_log INDEXED BY om_operation_log_pending_idx WHERE memory_id = ? AND ${PENDING} LIMIT 1`),
+    hasPendingOperation: pluck(
+      `SELECT 1 FROM om_operation_log INDEXED BY om_operation_log_pending_idx WHERE memory_id = ? AND ${PENDING} LIMIT 1`,
+    ),
     // Without INDEXED BY the planner walks the scope's whole history through the primary key.
-    claimCandidateOfScope: prepare(`SELECT q.memory_id, q.scope_sequence FROM om_operation_log AS q INDEXED BY om_operation_log_pending_idx WHERE q.memory_id = @memoryId AND q.${PENDING} AND ${CLAIMABLE} ORDER BY q.scope_sequence LIMIT 1`),
+    claimCandidateOfScope: prepare(
+      `SELECT q.memory_id, q.scope_sequence FROM om_operation_log AS q INDEXED BY om_operation_log_pending_idx WHERE q.memory_id = @memoryId AND q.${PENDING} AND ${CLAIMABLE} ORDER BY q.scope_sequence LIMIT 1`,
+    ),
     // Oldest available first: the order of the partial index of queued operations.
-    claimCandidateOfAnyScope: prepare(`SELECT q.memory_id, q.scope_sequence FROM om_operation_log AS q WHERE ${CLAIMABLE} ORDER BY q.available_at, q.created_at LIMIT 1`),
+    claimCandidateOfAnyScope: prepare(
+      `SELECT q.memory_id, q.scope_sequence FROM om_operation_log AS q WHERE ${CLAIMABLE} ORDER BY q.available_at, q.created_at LIMIT 1`,
+    ),
     claimOperation: prepare(`
       UPDATE om_operation_log SET status = 'processing', attempt = attempt + 1, lease_owner = @leaseOwner, lease_expires_at = @leaseExpiresAt, updated_at = @now
       WHERE memory_id = @memoryId AND scope_sequence = @scopeSequence AND status = 'queued'
@@ -320,7 +382,9 @@ export function prepareStatements(db: Database): SqliteStatements {
 
     selectEntry: prepare('SELECT * FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?'),
     entryBytes: pluck(`SELECT ${ENTRY_BYTES} FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?`),
-    workingMemoryUsage: prepare<[string], [number, number]>('SELECT entry_count, total_bytes FROM working_memory_versions WHERE memory_id = ?').raw(true),
+    workingMemoryUsage: prepare<[string], [number, number]>(
+      'SELECT entry_count, total_bytes FROM working_memory_versions WHERE memory_id = ?',
+    ).raw(true),
     writeWorkingMemoryUsage: prepare(`
       INSERT INTO working_memory_versions (memory_id, version, entry_count, total_bytes) VALUES (?, ?, ?, ?)
       ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version, entry_count = excluded.entry_count, total_bytes = excluded.total_bytes`),
@@ -329,7 +393,9 @@ export function prepareStatements(db: Database): SqliteStatements {
       INSERT INTO working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at) VALUES (@memoryId, @key, @valueJson, @now, @now)
       ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at = excluded.updated_at
       RETURNING *`),
-    deleteEntry: pluck(`DELETE FROM working_memory_entries WHERE memory_id = ? AND entry_key = ? RETURNING ${ENTRY_BYTES}`),
+    deleteEntry: pluck(
+      `DELETE FROM working_memory_entries WHERE memory_id = ? AND entry_key = ? RETURNING ${ENTRY_BYTES}`,
+    ),
     selectWorkingMemoryVersion: pluck('SELECT version FROM working_memory_versions WHERE memory_id = ?'),
     // BINARY compares the UTF-8 bytes, which is the port's "byte order".
     listEntries: prepare<[string], [string, string, string, string]>(
@@ -337,9 +403,16 @@ export function prepareStatements(db: Database): SqliteStatements {
     ).raw(true),
 
     forgetScope: Object.freeze(
-      ['om_observations', 'om_messages', 'om_markers', 'om_reflection_links', 'om_operation_log', 'working_memory_entries', 'working_memory_versions', 'om_memory_records'].map((table) =>
-        prepare(`DELETE FROM ${table} WHERE memory_id = ?`),
-      ),
+      [
+        'om_observations',
+        'om_messages',
+        'om_markers',
+        'om_reflection_links',
+        'om_operation_log',
+        'working_memory_entries',
+        'working_memory_versions',
+        'om_memory_records',
+      ].map((table) => prepare(`DELETE FROM ${table} WHERE memory_id = ?`)),
     ),
   };
   return Object.freeze(statements);

@@ -40,8 +40,21 @@ describe('store: sqlite (backend)', () => {
   const files = useSqliteTestFiles('harness-memory-sqlite-');
   const { track } = files;
 
-  async function observe(store: MemoryStore, target: Scope, contents: string[], throughMessageSeq: number): Promise<void> {
-    await store.enqueueOperation({ operationId: generateId('op'), scope: target, memoryId: memoryIdOf(target), operationType: 'observe', payload: {}, runId: 'run-1', toolCallId: 'system' });
+  async function observe(
+    store: MemoryStore,
+    target: Scope,
+    contents: string[],
+    throughMessageSeq: number,
+  ): Promise<void> {
+    await store.enqueueOperation({
+      operationId: generateId('op'),
+      scope: target,
+      memoryId: memoryIdOf(target),
+      operationType: 'observe',
+      payload: {},
+      runId: 'run-1',
+      toolCallId: 'system',
+    });
     const claimed = await store.claimOperation({ memoryId: memoryIdOf(target), leaseOwner: 'w', leaseMs: 60_000 });
     await store.completeObservation({
       operationId: claimed!.operationId,
@@ -54,13 +67,27 @@ describe('store: sqlite (backend)', () => {
   }
 
   async function reflect(store: MemoryStore, raw: string, throughSeq: number): Promise<void> {
-    await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'reflect_now', payload: {}, runId: 'run-1', toolCallId: 't' });
+    await store.enqueueOperation({
+      operationId: generateId('op'),
+      scope,
+      memoryId,
+      operationType: 'reflect_now',
+      payload: {},
+      runId: 'run-1',
+      toolCallId: 't',
+    });
     const claimed = await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
     await store.completeReflection({
       operationId: claimed!.operationId,
       memoryId: claimed!.memoryId,
       leaseOwner: 'w',
-      reflection: { raw, structured: parseReflection(raw), tokenCount: 8, throughSeq, createdAt: '2025-01-02T03:04:05.678Z' },
+      reflection: {
+        raw,
+        structured: parseReflection(raw),
+        tokenCount: 8,
+        throughSeq,
+        createdAt: '2025-01-02T03:04:05.678Z',
+      },
       markerId: generateId('mk'),
     });
   }
@@ -68,11 +95,12 @@ describe('store: sqlite (backend)', () => {
   /** The file is sound and the operation log has exactly its current indexes. */
   function expectOperationLogIntact(check: Database.Database): void {
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
-    expect(check.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'om_operation_log' ORDER BY name").pluck().all()).toEqual([
-      'om_operation_log_dead_idx',
-      'om_operation_log_pending_idx',
-      'om_operation_log_queued_idx',
-    ]);
+    expect(
+      check
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'om_operation_log' ORDER BY name")
+        .pluck()
+        .all(),
+    ).toEqual(['om_operation_log_dead_idx', 'om_operation_log_pending_idx', 'om_operation_log_queued_idx']);
   }
 
   it('opens in WAL mode with the chosen durability, a 5 s busy timeout, and records the schema version', async () => {
@@ -83,7 +111,9 @@ describe('store: sqlite (backend)', () => {
     expect(database.pragma('synchronous', { simple: true })).toBe(1);
     expect(database.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(database.pragma('secure_delete', { simple: true })).toBe(1);
-    expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual(SQLITE_MIGRATIONS.map((migration) => migration.version));
+    expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual(
+      SQLITE_MIGRATIONS.map((migration) => migration.version),
+    );
     expect(SQLITE_SCHEMA_VERSION).toBe(8);
 
     const fullPath = join(files.directory, 'deep', 'er', 'full.db');
@@ -97,12 +127,43 @@ describe('store: sqlite (backend)', () => {
 
   it('keeps records, observations, the reflection, messages, working memory and operations across a reopen', async () => {
     const first = createSqliteStore({ path: files.path });
-    await first.updateSettings({ scope, memoryId, enabled: true, config: { snippetMaxTokens: 321 }, runId: 'r', toolCallId: 't', operationId: generateId('op') });
-    await first.appendMessages({ scope, memoryId, messages: ['a', 'b', 'c'].map((content, index) => ({ messageKey: `id:${index}`, role: 'user', name: '', toolCallId: '', content, tokenCount: 2 })) });
+    await first.updateSettings({
+      scope,
+      memoryId,
+      enabled: true,
+      config: { snippetMaxTokens: 321 },
+      runId: 'r',
+      toolCallId: 't',
+      operationId: generateId('op'),
+    });
+    await first.appendMessages({
+      scope,
+      memoryId,
+      messages: ['a', 'b', 'c'].map((content, index) => ({
+        messageKey: `id:${index}`,
+        role: 'user',
+        name: '',
+        toolCallId: '',
+        content,
+        tokenCount: 2,
+      })),
+    });
     await observe(first, scope, ['User prefers tabs', 'Project uses Go'], 2);
-    await reflect(first, 'SUMMARY:\nshort\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n\nCONTRADICTIONS:\n', 1);
+    await reflect(
+      first,
+      'SUMMARY:\nshort\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n\nCONTRADICTIONS:\n',
+      1,
+    );
     await first.setWorkingMemoryEntry({ scope, memoryId, key: 'plan', valueJson: '{"step":1}', limits });
-    await first.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: { reason: 'later' }, runId: 'r', toolCallId: 't' });
+    await first.enqueueOperation({
+      operationId: generateId('op'),
+      scope,
+      memoryId,
+      operationType: 'observe',
+      payload: { reason: 'later' },
+      runId: 'r',
+      toolCallId: 't',
+    });
     const before = {
       record: await first.getRecord(memoryId),
       observations: await first.listObservations(memoryId),
@@ -116,16 +177,29 @@ describe('store: sqlite (backend)', () => {
     const second = track(createSqliteStore({ path: files.path }));
     expect(await second.getRecord(memoryId)).toEqual(before.record);
     expect(before.record?.config).toEqual({ snippetMaxTokens: 321 });
-    expect(before.record?.reflection?.structured.supersessions).toEqual([{ newerSeq: 2, olderSeq: 1, reason: 'changed' }]);
+    expect(before.record?.reflection?.structured.supersessions).toEqual([
+      { newerSeq: 2, olderSeq: 1, reason: 'changed' },
+    ]);
     expect(await second.listObservations(memoryId)).toEqual(before.observations);
-    expect((await second.listUnobservedMessages(memoryId, 10)).map((message) => [message.seq, message.content])).toEqual([[3, 'c']]);
+    expect(
+      (await second.listUnobservedMessages(memoryId, 10)).map((message) => [message.seq, message.content]),
+    ).toEqual([[3, 'c']]);
     expect(await second.listWorkingMemoryEntries(memoryId)).toEqual(before.entries);
     expect(await second.listOperations(memoryId)).toEqual(before.operations);
-    expect((await second.listOperations(memoryId)).map((operation) => operation.status)).toEqual(['applied', 'applied', 'applied', 'queued']);
+    expect((await second.listOperations(memoryId)).map((operation) => operation.status)).toEqual([
+      'applied',
+      'applied',
+      'applied',
+      'queued',
+    ]);
     expect(await second.listMarkers(memoryId)).toEqual(before.markers);
     expect(await second.countPendingOperations()).toBe(1);
     // Observed messages keep their keys but, from the next append on, not their text; a key is never stored twice.
-    await second.appendMessages({ scope, memoryId, messages: [{ messageKey: 'id:3', role: 'user', name: '', toolCallId: '', content: 'd', tokenCount: 2 }] });
+    await second.appendMessages({
+      scope,
+      memoryId,
+      messages: [{ messageKey: 'id:3', role: 'user', name: '', toolCallId: '', content: 'd', tokenCount: 2 }],
+    });
     const raw = track(new Database(files.path, { readonly: true }));
     expect(raw.prepare('SELECT message_key, content, observed FROM om_messages ORDER BY seq').raw().all()).toEqual([
       ['id:0', '', 1],
@@ -133,26 +207,79 @@ describe('store: sqlite (backend)', () => {
       ['id:2', 'c', 0],
       ['id:3', 'd', 0],
     ]);
-    expect((await second.appendMessages({ scope, memoryId, messages: [{ messageKey: 'id:0', role: 'user', name: '', toolCallId: '', content: 'a', tokenCount: 2 }] })).inserted).toBe(0);
+    expect(
+      (
+        await second.appendMessages({
+          scope,
+          memoryId,
+          messages: [{ messageKey: 'id:0', role: 'user', name: '', toolCallId: '', content: 'a', tokenCount: 2 }],
+        })
+      ).inserted,
+    ).toBe(0);
   });
 
   it('upgrades a database made with the reference schema, converting its rows', async () => {
     const raw = new Database(files.path);
     raw.exec(REFERENCE_DDL);
     const chunks = [
-      { seq: 1, content: 'User prefers tabs', token_count: 5, importance: 0.9, created_at: '2024-05-01T10:00:00.123456789Z', source_start_index: 0, source_end_index: 3 },
-      { seq: 2, content: 'Project uses Go', token_count: 4, importance: 0, created_at: '2024-05-01T10:05:00Z', source_start_index: 4, source_end_index: 5 },
+      {
+        seq: 1,
+        content: 'User prefers tabs',
+        token_count: 5,
+        importance: 0.9,
+        created_at: '2024-05-01T10:00:00.123456789Z',
+        source_start_index: 0,
+        source_end_index: 3,
+      },
+      {
+        seq: 2,
+        content: 'Project uses Go',
+        token_count: 4,
+        importance: 0,
+        created_at: '2024-05-01T10:05:00Z',
+        source_start_index: 4,
+        source_end_index: 5,
+      },
     ];
-    const reflection = 'SUMMARY:\nThe user writes Go with tabs.\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: stack changed\n\nCONTRADICTIONS:\n';
-    const insertRecord = raw.prepare(`INSERT INTO om_memory_records VALUES (?, ?, ?, ?, 1, 7, 5, ?, 9, ?, 12, 1, ?, '2024-05-01T09:00:00Z', '2024-05-01T10:06:00.5Z')`);
-    insertRecord.run('acme|conv-1|agent-x', 'acme', 'conv-1', 'agent-x', JSON.stringify(chunks), reflection, '{"observe_min_tokens":1200,"snippet_max_tokens":500,"reflect_threshold_tokens":4000}');
-    insertRecord.run('acme|conv-2|agent-x', 'acme', 'conv-2', 'agent-x', '[]', '', '{"observe_min_tokens":1200,"snippet_max_tokens":900,"reflect_threshold_tokens":4000}');
-    const insertOperation = raw.prepare(`INSERT INTO om_operation_log VALUES (?, 'acme|conv-1|agent-x', 'run-1', 'system', ?, ?, ?, ?, ?, '2024-05-01T10:00:00Z', '2024-05-01T10:00:01Z')`);
+    const reflection =
+      'SUMMARY:\nThe user writes Go with tabs.\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: stack changed\n\nCONTRADICTIONS:\n';
+    const insertRecord = raw.prepare(
+      `INSERT INTO om_memory_records VALUES (?, ?, ?, ?, 1, 7, 5, ?, 9, ?, 12, 1, ?, '2024-05-01T09:00:00Z', '2024-05-01T10:06:00.5Z')`,
+    );
+    insertRecord.run(
+      'acme|conv-1|agent-x',
+      'acme',
+      'conv-1',
+      'agent-x',
+      JSON.stringify(chunks),
+      reflection,
+      '{"observe_min_tokens":1200,"snippet_max_tokens":500,"reflect_threshold_tokens":4000}',
+    );
+    insertRecord.run(
+      'acme|conv-2|agent-x',
+      'acme',
+      'conv-2',
+      'agent-x',
+      '[]',
+      '',
+      '{"observe_min_tokens":1200,"snippet_max_tokens":900,"reflect_threshold_tokens":4000}',
+    );
+    const insertOperation = raw.prepare(
+      `INSERT INTO om_operation_log VALUES (?, 'acme|conv-1|agent-x', 'run-1', 'system', ?, ?, ?, ?, ?, '2024-05-01T10:00:00Z', '2024-05-01T10:00:01Z')`,
+    );
     insertOperation.run('op_1', 1, 'enable', 'applied', '{"enabled":true}', '');
     insertOperation.run('op_2', 2, 'observe', 'applied', '{"messages":4}', '');
     insertOperation.run('op_3', 2, 'observe', 'queued', '{"messages":2}', 'requeued after stale processing operation');
-    raw.prepare(`INSERT INTO om_markers VALUES ('mk_1', 'acme|conv-1|agent-x', 'observation_start', 'op_2', 0, 0, 9, '{"seq":1}', '2024-05-01T10:00:00Z')`).run();
-    raw.prepare(`INSERT INTO working_memory_entries VALUES ('acme|conv-1|agent-x', 'plan', '"ship it"'), ('acme|conv-1|agent-x', ' todo ', '["a"]')`).run();
+    raw
+      .prepare(
+        `INSERT INTO om_markers VALUES ('mk_1', 'acme|conv-1|agent-x', 'observation_start', 'op_2', 0, 0, 9, '{"seq":1}', '2024-05-01T10:00:00Z')`,
+      )
+      .run();
+    raw
+      .prepare(
+        `INSERT INTO working_memory_entries VALUES ('acme|conv-1|agent-x', 'plan', '"ship it"'), ('acme|conv-1|agent-x', ' todo ', '["a"]')`,
+      )
+      .run();
     raw.close();
 
     const store = track(createSqliteStore({ path: files.path }));
@@ -172,15 +299,34 @@ describe('store: sqlite (backend)', () => {
       createdAt: '2024-05-01T09:00:00.000Z',
       updatedAt: '2024-05-01T10:06:00.500Z',
     });
-    expect(record?.reflection).toEqual({ raw: reflection, structured: parseReflection(reflection), tokenCount: 12, throughSeq: 1, createdAt: '2024-05-01T10:06:00.500Z' });
+    expect(record?.reflection).toEqual({
+      raw: reflection,
+      structured: parseReflection(reflection),
+      tokenCount: 12,
+      throughSeq: 1,
+      createdAt: '2024-05-01T10:06:00.500Z',
+    });
     expect(record?.reflection?.structured.schemaVersion).toBe(1);
     expect(record?.reflection?.structured.summary).toBe('The user writes Go with tabs.');
-    expect((await store.listObservations(memoryId)).map((item) => [item.seq, item.content, item.importance, item.tokenCount, item.createdAt])).toEqual([
+    expect(
+      (await store.listObservations(memoryId)).map((item) => [
+        item.seq,
+        item.content,
+        item.importance,
+        item.tokenCount,
+        item.createdAt,
+      ]),
+    ).toEqual([
       [1, 'User prefers tabs', 0.9, 5, '2024-05-01T10:00:00.123Z'],
       [2, 'Project uses Go', null, 4, '2024-05-01T10:05:00.000Z'],
     ]);
     // Only an explicit enable/disable in the log makes `enabled` explicit; defaults are not frozen.
-    expect(await store.getRecord(memoryIdOf(other))).toMatchObject({ enabled: null, config: {}, reflection: null, observationCount: 0 });
+    expect(await store.getRecord(memoryIdOf(other))).toMatchObject({
+      enabled: null,
+      config: {},
+      reflection: null,
+      observationCount: 0,
+    });
 
     const entries = await store.listWorkingMemoryEntries(memoryId);
     expect(entries.map((entry) => [entry.key, entry.valueJson])).toEqual([
@@ -193,14 +339,24 @@ describe('store: sqlite (backend)', () => {
     }
 
     const operations = await store.listOperations(memoryId);
-    expect(operations.map((operation) => [operation.operationId, operation.scopeSequence, operation.operationType, operation.status, operation.attempt])).toEqual([
+    expect(
+      operations.map((operation) => [
+        operation.operationId,
+        operation.scopeSequence,
+        operation.operationType,
+        operation.status,
+        operation.attempt,
+      ]),
+    ).toEqual([
       ['op_1', 1, 'enable', 'applied', 1],
       ['op_2', 2, 'observe', 'applied', 1],
       ['op_3', 3, 'observe', 'failed', 1],
     ]);
     expect(operations[2]?.payload).toEqual({ messages: 2 });
     expect(await store.countPendingOperations()).toBe(0);
-    expect((await store.listMarkers(memoryId)).map((marker) => [marker.markerId, marker.payload])).toEqual([['mk_1', { seq: 1 }]]);
+    expect((await store.listMarkers(memoryId)).map((marker) => [marker.markerId, marker.payload])).toEqual([
+      ['mk_1', { seq: 1 }],
+    ]);
 
     const check = track(new Database(files.path, { readonly: true }));
     expect(check.prepare('SELECT MAX(version) FROM schema_migrations').pluck().get()).toBe(SQLITE_SCHEMA_VERSION);
@@ -209,19 +365,45 @@ describe('store: sqlite (backend)', () => {
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
 
     // The upgraded scope keeps working: new seqs follow the old ones.
-    const next = await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: {}, runId: 'r', toolCallId: 't' });
+    const next = await store.enqueueOperation({
+      operationId: generateId('op'),
+      scope,
+      memoryId,
+      operationType: 'observe',
+      payload: {},
+      runId: 'r',
+      toolCallId: 't',
+    });
     expect(next.scopeSequence).toBe(4);
-    await store.appendMessages({ scope, memoryId, messages: [{ messageKey: 'id:1', role: 'user', name: '', toolCallId: '', content: 'hi', tokenCount: 1 }] });
+    await store.appendMessages({
+      scope,
+      memoryId,
+      messages: [{ messageKey: 'id:1', role: 'user', name: '', toolCallId: '', content: 'hi', tokenCount: 1 }],
+    });
     const claimed = await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
-    const applied = await store.completeObservation({ operationId: claimed!.operationId, memoryId: claimed!.memoryId, leaseOwner: 'w', observations: [{ content: 'new', importance: 1, tokenCount: 2 }], throughMessageSeq: 1, markerIds: { start: generateId('mk'), end: generateId('mk') } });
+    const applied = await store.completeObservation({
+      operationId: claimed!.operationId,
+      memoryId: claimed!.memoryId,
+      leaseOwner: 'w',
+      observations: [{ content: 'new', importance: 1, tokenCount: 2 }],
+      throughMessageSeq: 1,
+      markerIds: { start: generateId('mk'), end: generateId('mk') },
+    });
     expect(applied.observations[0]?.seq).toBe(3);
     expect(applied.record.unreflectedObservationTokens).toBe(6);
   });
 
   it('upgrades a version-4 database: operations keep their order, status and leases, markers their order', async () => {
     const raw = new Database(files.path);
-    migrateSqliteDatabase(raw, SQLITE_MIGRATIONS.filter((migration) => migration.version <= 4));
-    raw.prepare(`INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, created_at, updated_at) VALUES (?, 'acme', 'conv-1', 'agent-x', 1, 3, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`).run(memoryId);
+    migrateSqliteDatabase(
+      raw,
+      SQLITE_MIGRATIONS.filter((migration) => migration.version <= 4),
+    );
+    raw
+      .prepare(
+        `INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, created_at, updated_at) VALUES (?, 'acme', 'conv-1', 'agent-x', 1, 3, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`,
+      )
+      .run(memoryId);
     const insertOperation = raw.prepare(`
       INSERT INTO om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence, operation_type, status,
         payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at)
@@ -229,7 +411,9 @@ describe('store: sqlite (backend)', () => {
     insertOperation.run('op_c', memoryId, 3, 'queued', 0, null, null);
     insertOperation.run('op_a', memoryId, 1, 'applied', 1, null, null);
     insertOperation.run('op_b', memoryId, 2, 'processing', 1, 'old-worker', '2025-01-01T00:05:00.000Z');
-    const insertMarker = raw.prepare(`INSERT INTO om_markers VALUES (?, ?, ?, 'op_a', 1, 1, 3, '{}', '2025-01-01T00:00:00.000Z')`);
+    const insertMarker = raw.prepare(
+      `INSERT INTO om_markers VALUES (?, ?, ?, 'op_a', 1, 1, 3, '{}', '2025-01-01T00:00:00.000Z')`,
+    );
     // Same created_at, ids out of order: only insertion order tells them apart.
     insertMarker.run('mk_z', memoryId, 'observation_start');
     insertMarker.run('mk_a', memoryId, 'observation_end');
@@ -237,7 +421,14 @@ describe('store: sqlite (backend)', () => {
     raw.close();
 
     const store = track(createSqliteStore({ path: files.path }));
-    expect((await store.listOperations(memoryId)).map((operation) => [operation.operationId, operation.scopeSequence, operation.status, operation.leaseOwner])).toEqual([
+    expect(
+      (await store.listOperations(memoryId)).map((operation) => [
+        operation.operationId,
+        operation.scopeSequence,
+        operation.status,
+        operation.leaseOwner,
+      ]),
+    ).toEqual([
       ['op_a', 1, 'applied', null],
       ['op_b', 2, 'processing', 'old-worker'],
       ['op_c', 3, 'queued', null],
@@ -248,7 +439,15 @@ describe('store: sqlite (backend)', () => {
     // The stale lease returns to the queue; then the scope's operations run in order.
     expect(await store.requeueStaleOperations({ graceSeconds: 0 })).toBe(1);
     expect((await store.claimOperation({ leaseOwner: 'w', leaseMs: 60_000 }))?.operationId).toBe('op_b');
-    const next = await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: {}, runId: 'r', toolCallId: 't' });
+    const next = await store.enqueueOperation({
+      operationId: generateId('op'),
+      scope,
+      memoryId,
+      operationType: 'observe',
+      payload: {},
+      runId: 'r',
+      toolCallId: 't',
+    });
     expect(next.scopeSequence).toBe(4);
     const check = track(new Database(files.path, { readonly: true }));
     expectOperationLogIntact(check);
@@ -256,8 +455,13 @@ describe('store: sqlite (backend)', () => {
 
   it('upgrades a version-5 database: scopes with working memory get a version, which writes then change', async () => {
     const raw = new Database(files.path);
-    migrateSqliteDatabase(raw, SQLITE_MIGRATIONS.filter((migration) => migration.version <= 5));
-    const insertEntry = raw.prepare(`INSERT INTO working_memory_entries VALUES (?, ?, '"v"', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`);
+    migrateSqliteDatabase(
+      raw,
+      SQLITE_MIGRATIONS.filter((migration) => migration.version <= 5),
+    );
+    const insertEntry = raw.prepare(
+      `INSERT INTO working_memory_entries VALUES (?, ?, '"v"', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`,
+    );
     insertEntry.run(memoryId, 'a');
     insertEntry.run(memoryId, 'b');
     raw.close();
@@ -269,23 +473,54 @@ describe('store: sqlite (backend)', () => {
     await store.deleteWorkingMemoryEntry(memoryId, 'a');
     expect(await store.workingMemoryVersion!(memoryId)).not.toBe(upgraded);
     // The count and bytes kept for the limits started from the rows found.
-    await expect(store.setWorkingMemoryEntry({ scope, memoryId, key: 'c', valueJson: '"v"', limits: { maxEntries: 2, maxTotalBytes: 100 } })).resolves.toBeDefined();
-    await expect(store.setWorkingMemoryEntry({ scope, memoryId, key: 'd', valueJson: '"v"', limits: { maxEntries: 2, maxTotalBytes: 100 } })).rejects.toSatisfy(isStoreError('WORKING_MEMORY_LIMIT'));
+    await expect(
+      store.setWorkingMemoryEntry({
+        scope,
+        memoryId,
+        key: 'c',
+        valueJson: '"v"',
+        limits: { maxEntries: 2, maxTotalBytes: 100 },
+      }),
+    ).resolves.toBeDefined();
+    await expect(
+      store.setWorkingMemoryEntry({
+        scope,
+        memoryId,
+        key: 'd',
+        valueJson: '"v"',
+        limits: { maxEntries: 2, maxTotalBytes: 100 },
+      }),
+    ).rejects.toSatisfy(isStoreError('WORKING_MEMORY_LIMIT'));
   });
 
   it('upgrades a version-6 database: observations become "mixed", a stored reflection seeds the supersession set (issue 12)', async () => {
     const raw = new Database(files.path);
-    migrateSqliteDatabase(raw, SQLITE_MIGRATIONS.filter((migration) => migration.version <= 6));
-    const reflection = 'SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n- [seq:1] replaces [seq:2]: backwards\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: which\n- [seq:7] vs [seq:1]: unknown seq';
-    raw.prepare(`INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, observation_count, last_observation_seq,
+    migrateSqliteDatabase(
+      raw,
+      SQLITE_MIGRATIONS.filter((migration) => migration.version <= 6),
+    );
+    const reflection =
+      'SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n- [seq:1] replaces [seq:2]: backwards\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: which\n- [seq:7] vs [seq:1]: unknown seq';
+    raw
+      .prepare(`INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, observation_count, last_observation_seq,
       active_reflection, active_reflection_tokens, reflection_structured_json, reflection_through_seq, reflection_created_at, created_at, updated_at)
-      VALUES (?, 'acme', 'conv-1', 'agent-x', 1, 3, 3, 3, ?, 9, ?, 3, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`).run(memoryId, reflection, JSON.stringify(parseReflection(reflection)));
-    const insert = raw.prepare(`INSERT INTO om_observations VALUES (?, ?, ?, 2, 0.5, '2025-01-01T00:00:00.000Z', 1, 1, 'op_old')`);
-    for (const [seq, content] of [[1, 'tabs'], [2, 'spaces'], [3, 'deploy Friday']] as const) insert.run(memoryId, seq, content);
+      VALUES (?, 'acme', 'conv-1', 'agent-x', 1, 3, 3, 3, ?, 9, ?, 3, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`)
+      .run(memoryId, reflection, JSON.stringify(parseReflection(reflection)));
+    const insert = raw.prepare(
+      `INSERT INTO om_observations VALUES (?, ?, ?, 2, 0.5, '2025-01-01T00:00:00.000Z', 1, 1, 'op_old')`,
+    );
+    for (const [seq, content] of [
+      [1, 'tabs'],
+      [2, 'spaces'],
+      [3, 'deploy Friday'],
+    ] as const)
+      insert.run(memoryId, seq, content);
     raw.close();
 
     const store = track(createSqliteStore({ path: files.path }));
-    expect((await store.listObservations(memoryId)).map((item) => [item.seq, item.source, item.sourceMessageSeqs])).toEqual([
+    expect(
+      (await store.listObservations(memoryId)).map((item) => [item.seq, item.source, item.sourceMessageSeqs]),
+    ).toEqual([
       [1, 'mixed', []],
       [2, 'mixed', []],
       [3, 'mixed', []],
@@ -293,7 +528,11 @@ describe('store: sqlite (backend)', () => {
     const links = await store.listReflectionLinks(memoryId);
     expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason])).toEqual([[2, 1, 'changed']]);
     expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail])).toEqual([[1, 3, 'which']]);
-    expect(await store.getRecord(memoryId)).toMatchObject({ supersessionCount: 1, contradictionCount: 1, rejectedReferenceCount: 2 });
+    expect(await store.getRecord(memoryId)).toMatchObject({
+      supersessionCount: 1,
+      contradictionCount: 1,
+      rejectedReferenceCount: 2,
+    });
     expect(await store.scopeGeneration(memoryId)).toBe(0);
     await store.forget(memoryId);
     expect(await store.scopeGeneration(memoryId)).not.toBe(0);
@@ -301,7 +540,10 @@ describe('store: sqlite (backend)', () => {
 
   it('upgrades a version-6 database to the dead status: rows, order, leases and indexes kept', async () => {
     const raw = new Database(files.path);
-    migrateSqliteDatabase(raw, SQLITE_MIGRATIONS.filter((migration) => migration.version <= 6));
+    migrateSqliteDatabase(
+      raw,
+      SQLITE_MIGRATIONS.filter((migration) => migration.version <= 6),
+    );
     const insertOperation = raw.prepare(`
       INSERT INTO om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence, operation_type, status,
         payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at)
@@ -313,7 +555,17 @@ describe('store: sqlite (backend)', () => {
     raw.close();
 
     const store = track(createSqliteStore({ path: files.path }));
-    expect((await store.listOperations(memoryId)).map((item) => [item.operationId, item.scopeSequence, item.status, item.errorText, item.attempt, item.leaseOwner, item.payload])).toEqual([
+    expect(
+      (await store.listOperations(memoryId)).map((item) => [
+        item.operationId,
+        item.scopeSequence,
+        item.status,
+        item.errorText,
+        item.attempt,
+        item.leaseOwner,
+        item.payload,
+      ]),
+    ).toEqual([
       ['op_a', 1, 'failed', 'boom', 3, null, { n: 1 }],
       ['op_b', 2, 'processing', '', 4, 'old-worker', { n: 1 }],
       ['op_c', 3, 'queued', '', 0, null, { n: 1 }],
@@ -327,11 +579,13 @@ describe('store: sqlite (backend)', () => {
     const check = track(new Database(files.path, { readonly: true }));
     expectOperationLogIntact(check);
     // The dead count reads the partial index, not the scope's whole log.
-    const plan = check.prepare("EXPLAIN QUERY PLAN SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND status = 'dead'").all(memoryId) as Array<{ detail: string }>;
+    const plan = check
+      .prepare("EXPLAIN QUERY PLAN SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND status = 'dead'")
+      .all(memoryId) as Array<{ detail: string }>;
     expect(plan.map((row) => row.detail).join(' ')).toContain('om_operation_log_dead_idx');
   });
 
-  it('keeps each scope\'s working-memory count and bytes equal to its entries through any sequence of writes', async () => {
+  it("keeps each scope's working-memory count and bytes equal to its entries through any sequence of writes", async () => {
     const database = track(new Database(files.path));
     const store = track(createSqliteStore({ path: files.path, database }));
     const generous = { maxEntries: 12, maxTotalBytes: 600 };
@@ -341,37 +595,75 @@ describe('store: sqlite (backend)', () => {
       const target = random(3) === 0 ? other : scope;
       const key = `k${random(15)}`;
       if (random(4) === 0) await store.deleteWorkingMemoryEntry(memoryIdOf(target), key);
-      else await store.setWorkingMemoryEntry({ scope: target, memoryId: memoryIdOf(target), key, valueJson: JSON.stringify('é'.repeat(random(60))), limits: generous }).catch(() => undefined);
+      else
+        await store
+          .setWorkingMemoryEntry({
+            scope: target,
+            memoryId: memoryIdOf(target),
+            key,
+            valueJson: JSON.stringify('é'.repeat(random(60))),
+            limits: generous,
+          })
+          .catch(() => undefined);
     }
     // A scope whose entries were all deleted keeps its row at zero (its version still moves).
-    expect(database.prepare('SELECT COUNT(*) FROM working_memory_versions WHERE entry_count = 0 AND total_bytes <> 0').pluck().get()).toBe(0);
-    const kept = database.prepare('SELECT memory_id, entry_count, total_bytes FROM working_memory_versions WHERE entry_count > 0 ORDER BY memory_id').all();
+    expect(
+      database
+        .prepare('SELECT COUNT(*) FROM working_memory_versions WHERE entry_count = 0 AND total_bytes <> 0')
+        .pluck()
+        .get(),
+    ).toBe(0);
+    const kept = database
+      .prepare(
+        'SELECT memory_id, entry_count, total_bytes FROM working_memory_versions WHERE entry_count > 0 ORDER BY memory_id',
+      )
+      .all();
     const actual = database
-      .prepare('SELECT memory_id, COUNT(*) AS entry_count, SUM(length(CAST(entry_key AS BLOB)) + length(CAST(entry_json AS BLOB))) AS total_bytes FROM working_memory_entries GROUP BY memory_id ORDER BY memory_id')
+      .prepare(
+        'SELECT memory_id, COUNT(*) AS entry_count, SUM(length(CAST(entry_key AS BLOB)) + length(CAST(entry_json AS BLOB))) AS total_bytes FROM working_memory_entries GROUP BY memory_id ORDER BY memory_id',
+      )
       .all();
     expect(kept).toEqual(actual);
   });
 
-  it('drops the text of observed messages at the scope\'s next append, keeping their keys', async () => {
+  it("drops the text of observed messages at the scope's next append, keeping their keys", async () => {
     const database = track(new Database(files.path));
     const store = track(createSqliteStore({ path: files.path, database }));
-    const text = (seq: number) => database.prepare('SELECT content FROM om_messages WHERE memory_id = ? AND seq = ?').pluck().get(memoryId, seq);
-    const message = (key: string, content: string) => ({ messageKey: key, role: 'user', name: '', toolCallId: '', content, tokenCount: 3 });
-    await store.appendMessages({ scope, memoryId, messages: [message('id:1', 'first secret-ish text'), message('id:2', 'second')] });
+    const text = (seq: number) =>
+      database.prepare('SELECT content FROM om_messages WHERE memory_id = ? AND seq = ?').pluck().get(memoryId, seq);
+    const message = (key: string, content: string) => ({
+      messageKey: key,
+      role: 'user',
+      name: '',
+      toolCallId: '',
+      content,
+      tokenCount: 3,
+    });
+    await store.appendMessages({
+      scope,
+      memoryId,
+      messages: [message('id:1', 'first secret-ish text'), message('id:2', 'second')],
+    });
     await observe(store, scope, ['noted'], 2);
     await store.appendMessages({ scope, memoryId, messages: [message('id:1', 'first secret-ish text')] });
     // A replayed key stores nothing, so nothing is cleared yet.
     expect(text(1)).toBe('first secret-ish text');
     await store.appendMessages({ scope, memoryId, messages: [message('id:3', 'third')] });
     expect([text(1), text(2), text(3)]).toEqual(['', '', 'third']);
-    expect(database.prepare('SELECT message_key FROM om_messages WHERE memory_id = ? ORDER BY seq').pluck().all(memoryId)).toEqual(['id:1', 'id:2', 'id:3']);
-    expect(await store.listUnobservedMessages(memoryId, 3)).toEqual([expect.objectContaining({ messageKey: 'id:3', content: 'third', seq: 3 })]);
+    expect(
+      database.prepare('SELECT message_key FROM om_messages WHERE memory_id = ? ORDER BY seq').pluck().all(memoryId),
+    ).toEqual(['id:1', 'id:2', 'id:3']);
+    expect(await store.listUnobservedMessages(memoryId, 3)).toEqual([
+      expect.objectContaining({ messageKey: 'id:3', content: 'third', seq: 3 }),
+    ]);
     expect((await store.appendMessages({ scope, memoryId, messages: [message('id:2', 'second')] })).inserted).toBe(0);
   });
 
   it('refuses a database whose schema is newer than it knows', () => {
     const raw = new Database(files.path);
-    raw.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL); INSERT INTO schema_migrations VALUES (99, 0);');
+    raw.exec(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL); INSERT INTO schema_migrations VALUES (99, 0);',
+    );
     raw.close();
     expect(() => createSqliteStore({ path: files.path })).toThrow(/schema version 99/);
   });
@@ -379,15 +671,41 @@ describe('store: sqlite (backend)', () => {
   it('leaves no trace of a forgotten scope in the database or WAL file', async () => {
     const canary = 'CANARY-7f3a9c51-forget-me';
     const store = track(createSqliteStore({ path: files.path }));
-    const message = (key: string, content: string) => ({ messageKey: key, role: 'user', name: '', toolCallId: '', content, tokenCount: 5 });
-    await store.appendMessages({ scope, memoryId, messages: [message('id:1', `first ${canary}`), message('id:2', `second ${canary}`)] });
+    const message = (key: string, content: string) => ({
+      messageKey: key,
+      role: 'user',
+      name: '',
+      toolCallId: '',
+      content,
+      tokenCount: 5,
+    });
+    await store.appendMessages({
+      scope,
+      memoryId,
+      messages: [message('id:1', `first ${canary}`), message('id:2', `second ${canary}`)],
+    });
     await store.appendMessages({ scope: other, memoryId: memoryIdOf(other), messages: [message('id:1', 'unrelated')] });
     await observe(store, scope, [`observed ${canary}`], 1);
     await reflect(store, `SUMMARY:\n${canary}\n`, 1);
-    await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: { note: canary }, runId: 'r', toolCallId: 't' });
-    await store.setWorkingMemoryEntry({ scope, memoryId, key: `key-${canary}`, valueJson: JSON.stringify(canary), limits });
+    await store.enqueueOperation({
+      operationId: generateId('op'),
+      scope,
+      memoryId,
+      operationType: 'observe',
+      payload: { note: canary },
+      runId: 'r',
+      toolCallId: 't',
+    });
+    await store.setWorkingMemoryEntry({
+      scope,
+      memoryId,
+      key: `key-${canary}`,
+      valueJson: JSON.stringify(canary),
+      limits,
+    });
 
-    const onDisk = (): Buffer[] => [`${files.path}`, `${files.path}-wal`].filter((file) => existsSync(file)).map((file) => readFileSync(file));
+    const onDisk = (): Buffer[] =>
+      [`${files.path}`, `${files.path}-wal`].filter((file) => existsSync(file)).map((file) => readFileSync(file));
     expect(onDisk().some((bytes) => bytes.includes(canary))).toBe(true);
 
     await store.forget(memoryId);
@@ -412,7 +730,11 @@ describe('store: sqlite (backend)', () => {
   it('shares one file between two stores: each sees the other, and no operation is claimed twice', async () => {
     const left = track(createSqliteStore({ path: files.path }));
     const right = track(createSqliteStore({ path: files.path }));
-    await left.appendMessages({ scope, memoryId, messages: [{ messageKey: 'id:1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 1 }] });
+    await left.appendMessages({
+      scope,
+      memoryId,
+      messages: [{ messageKey: 'id:1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 1 }],
+    });
     expect((await right.getRecord(memoryId))?.lastMessageSeq).toBe(1);
     await right.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '1', limits });
     expect((await left.getWorkingMemoryEntry(memoryId, 'k'))?.valueJson).toBe('1');
@@ -429,10 +751,22 @@ describe('store: sqlite (backend)', () => {
     await rightMemory.set(scope, 'k', 3);
     expect(await leftMemory.snippet(scope)).toContain('k: 3');
 
-    const scopes = Array.from({ length: 4 }, (_, index): Scope => ({ tenantId: 'acme', conversationId: `c-${index}`, agentId: 'a' }));
+    const scopes = Array.from({ length: 4 }, (_, index): Scope => ({
+      tenantId: 'acme',
+      conversationId: `c-${index}`,
+      agentId: 'a',
+    }));
     for (let round = 0; round < 5; round++) {
       for (const target of scopes) {
-        await (round % 2 === 0 ? left : right).enqueueOperation({ operationId: generateId('op'), scope: target, memoryId: memoryIdOf(target), operationType: 'observe', payload: { round }, runId: 'r', toolCallId: 't' });
+        await (round % 2 === 0 ? left : right).enqueueOperation({
+          operationId: generateId('op'),
+          scope: target,
+          memoryId: memoryIdOf(target),
+          operationType: 'observe',
+          payload: { round },
+          runId: 'r',
+          toolCallId: 't',
+        });
       }
     }
     const claimedIds: string[] = [];
@@ -441,13 +775,20 @@ describe('store: sqlite (backend)', () => {
       { store: right, owner: 'right' },
     ];
     for (let step = 0; step < 100 && claimedIds.length < 20; step++) {
-      const claims = await Promise.all(workers.map(({ store, owner }) => store.claimOperation({ leaseOwner: owner, leaseMs: 60_000 })));
+      const claims = await Promise.all(
+        workers.map(({ store, owner }) => store.claimOperation({ leaseOwner: owner, leaseMs: 60_000 })),
+      );
       for (const [index, claimed] of claims.entries()) {
         if (!claimed) continue;
         claimedIds.push(claimed.operationId);
         const owner = workers[index]!.owner;
         // The other instance applies it: leases live in the file, not in the process.
-        await workers[1 - index]!.store.completeWithoutChange({ operationId: claimed.operationId, memoryId: claimed.memoryId, leaseOwner: owner, note: 'done' });
+        await workers[1 - index]!.store.completeWithoutChange({
+          operationId: claimed.operationId,
+          memoryId: claimed.memoryId,
+          leaseOwner: owner,
+          note: 'done',
+        });
       }
     }
     expect(claimedIds).toHaveLength(20);
@@ -467,16 +808,30 @@ describe('store: sqlite (backend)', () => {
     const attempt = store.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '1', limits });
     await expect(attempt).rejects.toSatisfy(isStoreError('STORE_FAILED'));
     await expect(attempt).rejects.toThrow(/locked by another process/);
-    await expect(attempt).rejects.toSatisfy((error: unknown) => error instanceof Error && (error.cause as { code?: string }).code === 'SQLITE_BUSY');
+    await expect(attempt).rejects.toSatisfy(
+      (error: unknown) => error instanceof Error && (error.cause as { code?: string }).code === 'SQLITE_BUSY',
+    );
     blocker.exec('ROLLBACK');
-    await expect(store.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '1', limits })).resolves.toMatchObject({ key: 'k' });
+    await expect(
+      store.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '1', limits }),
+    ).resolves.toMatchObject({ key: 'k' });
   });
 
   it('refuses durations that would corrupt leases', async () => {
     const store = track(createSqliteStore({ path: files.path }));
     await expect(store.requeueStaleOperations({ graceSeconds: -1 })).rejects.toSatisfy(isStoreError('STORE_FAILED'));
-    await store.enqueueOperation({ operationId: generateId('op'), scope, memoryId, operationType: 'observe', payload: {}, runId: 'r', toolCallId: 't' });
-    await expect(store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: Number.NaN })).rejects.toSatisfy(isStoreError('STORE_FAILED'));
+    await store.enqueueOperation({
+      operationId: generateId('op'),
+      scope,
+      memoryId,
+      operationType: 'observe',
+      payload: {},
+      runId: 'r',
+      toolCallId: 't',
+    });
+    await expect(store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: Number.NaN })).rejects.toSatisfy(
+      isStoreError('STORE_FAILED'),
+    );
     expect((await store.listOperations(memoryId))[0]?.status).toBe('queued');
   });
 });

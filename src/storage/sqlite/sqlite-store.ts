@@ -12,7 +12,14 @@ import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.j
 import type { AppendAndClaimResult, LeaseHandle, MemoryStore, Operation, PrefetchedObserve } from '../store.js';
 import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } from './sqlite-connection.js';
 import type { BackgroundCheckpoints } from './sqlite-checkpointer.js';
-import { conflictError, disposedError, leaseLostError, missingRecordError, STORE_NAME, toStoreError } from './sqlite-errors.js';
+import {
+  conflictError,
+  disposedError,
+  leaseLostError,
+  missingRecordError,
+  STORE_NAME,
+  toStoreError,
+} from './sqlite-errors.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
 import { planImportApply, planObservationApply, planReflectionApply, type PlannedMarker } from '../apply-plan.js';
 import {
@@ -29,7 +36,13 @@ import {
   toWorkingMemoryEntry,
 } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
-import { toApplyPosition as positionOf, type MarkerRow, type ObservationRow, type OperationRow, type RecordRow } from '../_memory-rows.js';
+import {
+  toApplyPosition as positionOf,
+  type MarkerRow,
+  type ObservationRow,
+  type OperationRow,
+  type RecordRow,
+} from '../_memory-rows.js';
 import { prepareStatements } from './sqlite-statements.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
 import type { SqliteStatements } from './sqlite-statements.js';
@@ -94,14 +107,22 @@ type Input<K extends keyof MemoryStore> = MemoryStore[K] extends (input: infer I
 export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
   requireOptions('createSqliteStore', options, 'Pass { path }.');
   // An empty path would open an anonymous temporary database: nothing would persist.
-  requireString('createSqliteStore', 'path', options.path, 'Pass the database file, such as .harness/state.db (\':memory:\' gives a private database for tests).');
+  requireString(
+    'createSqliteStore',
+    'path',
+    options.path,
+    "Pass the database file, such as .harness/state.db (':memory:' gives a private database for tests).",
+  );
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   const synchronous = options.synchronous ?? 'NORMAL';
   const context = { path: options.path, busyTimeoutMs };
-  if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw invalidOption('busyTimeoutMs', 'must be a non-negative integer of milliseconds');
-  if (synchronous !== 'NORMAL' && synchronous !== 'FULL') throw invalidOption('synchronous', 'must be "NORMAL" or "FULL"');
+  if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0)
+    throw invalidOption('busyTimeoutMs', 'must be a non-negative integer of milliseconds');
+  if (synchronous !== 'NORMAL' && synchronous !== 'FULL')
+    throw invalidOption('synchronous', 'must be "NORMAL" or "FULL"');
   const checkpoints = options.checkpoints ?? 'background';
-  if (checkpoints !== 'background' && checkpoints !== 'inline') throw invalidOption('checkpoints', 'must be "background" or "inline"');
+  if (checkpoints !== 'background' && checkpoints !== 'inline')
+    throw invalidOption('checkpoints', 'must be "background" or "inline"');
 
   let db: Database | undefined;
   try {
@@ -152,9 +173,16 @@ function buildStore(
   // negative grace would requeue live leases, a NaN lease would never expire.
   const shift = (time: string, name: string, value: number, unitMs: number, direction: '+' | '-' = '+'): string => {
     const base = Date.parse(time);
-    const moved = Number.isFinite(value) && value >= 0 ? base + (direction === '+' ? 1 : -1) * Math.round(value * unitMs) : Number.NaN;
+    const moved =
+      Number.isFinite(value) && value >= 0
+        ? base + (direction === '+' ? 1 : -1) * Math.round(value * unitMs)
+        : Number.NaN;
     if (!Number.isFinite(base) || !(moved >= EARLIEST_TIME && moved <= LATEST_TIME)) {
-      throw new StoreError({ store: STORE_NAME, message: `${name} must be a finite, non-negative number within range; got ${value}.`, data: { [name]: value } });
+      throw new StoreError({
+        store: STORE_NAME,
+        message: `${name} must be a finite, non-negative number within range; got ${value}.`,
+        data: { [name]: value },
+      });
     }
     return new Date(moved).toISOString();
   };
@@ -175,7 +203,13 @@ function buildStore(
     return row;
   };
 
-  const finishLeased = (handle: LeaseHandle, now: string, status: 'applied' | 'failed' | 'queued' | 'dead', errorText: string, availableAt: string | null = null): OperationRow => {
+  const finishLeased = (
+    handle: LeaseHandle,
+    now: string,
+    status: 'applied' | 'failed' | 'queued' | 'dead',
+    errorText: string,
+    availableAt: string | null = null,
+  ): OperationRow => {
     const row = statements.finishLeasedOperation.get({ ...leaseOf(handle), status, errorText, availableAt, now });
     if (!row) throw leaseLostError(handle.operationId, handle.leaseOwner);
     return row;
@@ -183,11 +217,19 @@ function buildStore(
 
   /** Marks the leased operation applied; throws when the lease no longer holds. */
   const markApplied = (handle: LeaseHandle, now: string, note: string): void => {
-    const { changes } = statements.finishLeasedOperation.run({ ...leaseOf(handle), status: 'applied', errorText: note, availableAt: null, now });
+    const { changes } = statements.finishLeasedOperation.run({
+      ...leaseOf(handle),
+      status: 'applied',
+      errorText: note,
+      availableAt: null,
+      now,
+    });
     if (changes !== 1) throw leaseLostError(handle.operationId, handle.leaseOwner);
   };
 
-  const insertMarker = (row: Omit<MarkerRow, 'payload_json'> & { payload: Readonly<Record<string, unknown>> }): void => {
+  const insertMarker = (
+    row: Omit<MarkerRow, 'payload_json'> & { payload: Readonly<Record<string, unknown>> },
+  ): void => {
     const { payload, ...columns } = row;
     statements.insertMarker.run({ ...columns, payload_json: JSON.stringify(payload) });
   };
@@ -208,7 +250,13 @@ function buildStore(
     const current = ensureRecord(input.scope, input.memoryId, now);
     const config = parseConfig(JSON.stringify({ ...parseConfig(current.config_json), ...input.config }));
     const row = swapped(
-      statements.updateSettings.get({ memoryId: input.memoryId, stateVersion: current.state_version, enabled: input.enabled ? 1 : 0, configJson: JSON.stringify(config), now }),
+      statements.updateSettings.get({
+        memoryId: input.memoryId,
+        stateVersion: current.state_version,
+        enabled: input.enabled ? 1 : 0,
+        configJson: JSON.stringify(config),
+        now,
+      }),
       input.memoryId,
     );
     statements.insertOperation.get({
@@ -230,7 +278,8 @@ function buildStore(
 
   /** Throws `SCOPE_FORGOTTEN` when the caller's generation is not the scope's any more. */
   const checkGeneration = (memoryId: string, expected: number | undefined): void => {
-    if (expected !== undefined && (statements.selectScopeGeneration.get(memoryId) ?? 0) !== expected) throw scopeForgottenError(STORE_NAME, memoryId);
+    if (expected !== undefined && (statements.selectScopeGeneration.get(memoryId) ?? 0) !== expected)
+      throw scopeForgottenError(STORE_NAME, memoryId);
   };
 
   /** `existing`: the record row when the caller just read it in this transaction; `now`, the time it read. */
@@ -258,9 +307,16 @@ function buildStore(
       // Messages observed since the last append lose their text now: they sit on the page
       // the new messages were just written to, so this costs no extra page write.
       const clearedThrough = row.messages_cleared_through_seq ?? 0;
-      if (clearedThrough < row.observed_through_message_seq) statements.markMessagesObserved.run(input.memoryId, clearedThrough, row.observed_through_message_seq);
+      if (clearedThrough < row.observed_through_message_seq)
+        statements.markMessagesObserved.run(input.memoryId, clearedThrough, row.observed_through_message_seq);
       row = swapped(
-        statements.updateLastMessageSeq.get({ memoryId: input.memoryId, stateVersion: row.state_version, lastMessageSeq: lastSeq, clearedThrough: row.observed_through_message_seq, now }),
+        statements.updateLastMessageSeq.get({
+          memoryId: input.memoryId,
+          stateVersion: row.state_version,
+          lastMessageSeq: lastSeq,
+          clearedThrough: row.observed_through_message_seq,
+          now,
+        }),
         input.memoryId,
       );
     }
@@ -272,7 +328,9 @@ function buildStore(
     return appendMessagesBody(input);
   };
 
-  const appendMessagesAndClaim = (input: Parameters<NonNullable<MemoryStore['appendMessagesAndClaim']>>[0]): AppendAndClaimResult => {
+  const appendMessagesAndClaim = (
+    input: Parameters<NonNullable<MemoryStore['appendMessagesAndClaim']>>[0],
+  ): AppendAndClaimResult => {
     checkGeneration(input.memoryId, input.generation);
     const existing = statements.selectRecord.get(input.memoryId);
     const current = existing && toRecord(existing);
@@ -281,13 +339,22 @@ function buildStore(
     const now = readNow();
     const appended = appendMessagesBody(input, existing, now);
     if (appended.unobservedTokens < settings.minTokens) return appended;
-    const fields = { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' as const };
+    const fields = {
+      ...input.operation,
+      scope: input.scope,
+      memoryId: input.memoryId,
+      operationType: 'observe' as const,
+    };
     let operation: Operation;
     let claimed: Operation | undefined;
     if (statements.hasPendingOperation.get(input.memoryId) === undefined) {
       // Nothing of the scope is pending, so the new operation is the one a claim would take:
       // store it claimed, and spare the queue index an insert and a delete.
-      operation = enqueueOperationBody(fields, { now, leaseOwner: input.leaseOwner, leaseExpiresAt: shift(now, 'leaseMs', input.leaseMs, 1) });
+      operation = enqueueOperationBody(fields, {
+        now,
+        leaseOwner: input.leaseOwner,
+        leaseExpiresAt: shift(now, 'leaseMs', input.leaseMs, 1),
+      });
       claimed = operation;
     } else {
       operation = enqueueOperationBody(fields);
@@ -299,14 +366,19 @@ function buildStore(
         ? {
             operationId: claimed.operationId,
             record: appended.record,
-            messages: statements.listUnobservedMessages.all({ memoryId: input.memoryId, throughSeq: appended.record.lastMessageSeq }).map(toStoredMessage),
+            messages: statements.listUnobservedMessages
+              .all({ memoryId: input.memoryId, throughSeq: appended.record.lastMessageSeq })
+              .map(toStoredMessage),
           }
         : undefined;
     return { ...appended, operation, claimed, ...(prefetched ? { prefetched } : {}) };
   };
 
   /** Enqueues; with `lease`, the operation is stored already claimed by its holder. */
-  const enqueueOperationBody = (input: Input<'enqueueOperation'>, lease?: { now: string; leaseOwner: string; leaseExpiresAt: string }) => {
+  const enqueueOperationBody = (
+    input: Input<'enqueueOperation'>,
+    lease?: { now: string; leaseOwner: string; leaseExpiresAt: string },
+  ) => {
     const row = statements.insertOperation.get({
       operationId: input.operationId,
       memoryId: input.memoryId,
@@ -328,14 +400,25 @@ function buildStore(
 
   const claimOperationBody = (input: Input<'claimOperation'>) => {
     const now = readNow();
-    const candidate = input.memoryId === undefined ? statements.claimCandidateOfAnyScope.get({ now }) : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
+    const candidate =
+      input.memoryId === undefined
+        ? statements.claimCandidateOfAnyScope.get({ now })
+        : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
     if (candidate === undefined) return undefined;
     const leaseExpiresAt = shift(now, 'leaseMs', input.leaseMs, 1);
-    const row = statements.claimOperation.get({ memoryId: candidate.memory_id, scopeSequence: candidate.scope_sequence, leaseOwner: input.leaseOwner, leaseExpiresAt, now });
+    const row = statements.claimOperation.get({
+      memoryId: candidate.memory_id,
+      scopeSequence: candidate.scope_sequence,
+      leaseOwner: input.leaseOwner,
+      leaseExpiresAt,
+      now,
+    });
     return row && toOperation(row);
   };
 
-  const importObservations = (input: NonNullable<MemoryStore['importObservations']> extends (input: infer I) => unknown ? I : never) => {
+  const importObservations = (
+    input: NonNullable<MemoryStore['importObservations']> extends (input: infer I) => unknown ? I : never,
+  ) => {
     const now = readNow();
     const { memoryId, operationId } = input;
     const current = ensureRecord(input.scope, memoryId, now);
@@ -439,7 +522,13 @@ function buildStore(
     let addedSupersessions = 0;
     let addedContradictions = 0;
     for (const planned of plan.links) {
-      const added = statements.insertReflectionLink.run({ ...link, kind: planned.kind, first_seq: planned.firstSeq, second_seq: planned.secondSeq, detail: planned.detail }).changes;
+      const added = statements.insertReflectionLink.run({
+        ...link,
+        kind: planned.kind,
+        first_seq: planned.firstSeq,
+        second_seq: planned.secondSeq,
+        detail: planned.detail,
+      }).changes;
       if (planned.kind === 'supersession') addedSupersessions += added;
       else addedContradictions += added;
     }
@@ -477,7 +566,10 @@ function buildStore(
 
   const requeueStaleOperations = (input: Input<'requeueStaleOperations'>) => {
     const now = readNow();
-    return statements.requeueStaleOperations.run({ now, cutoff: shift(now, 'graceSeconds', input.graceSeconds, 1000, '-') }).changes;
+    return statements.requeueStaleOperations.run({
+      now,
+      cutoff: shift(now, 'graceSeconds', input.graceSeconds, 1000, '-'),
+    }).changes;
   };
 
   // The scope's entry count and bytes live with its working-memory version and change in
@@ -486,12 +578,18 @@ function buildStore(
     const { memoryId, key, valueJson, limits } = input;
     const previous = statements.entryBytes.get(memoryId, key);
     const [count, bytes] = statements.workingMemoryUsage.get(memoryId) ?? [0, 0];
-    if (previous === undefined && count >= limits.maxEntries) throw workingMemoryLimitError('entries', count + 1, limits.maxEntries);
+    if (previous === undefined && count >= limits.maxEntries)
+      throw workingMemoryLimitError('entries', count + 1, limits.maxEntries);
     const total = bytes - (previous ?? 0) + utf8Length(key) + utf8Length(valueJson);
     if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
     const row = statements.upsertEntry.get({ memoryId, key, valueJson, now: readNow() });
     if (!row) throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
-    statements.writeWorkingMemoryUsage.run(memoryId, newWorkingMemoryVersion(), previous === undefined ? count + 1 : count, total);
+    statements.writeWorkingMemoryUsage.run(
+      memoryId,
+      newWorkingMemoryVersion(),
+      previous === undefined ? count + 1 : count,
+      total,
+    );
     return toWorkingMemoryEntry(row);
   };
 
@@ -521,8 +619,10 @@ function buildStore(
     updateSettings: async (input) => write(() => updateSettings(input)),
     appendMessages: async (input) => write(() => appendMessages(input)),
     appendMessagesAndClaim: async (input) => write(() => appendMessagesAndClaim(input)),
-    listUnobservedMessages: async (memoryId, throughSeq) => execute(() => statements.listUnobservedMessages.all({ memoryId, throughSeq }).map(toStoredMessage)),
-    listObservations: async (memoryId, listOptions) => execute(() => statements.listObservations.all(memoryId, listOptions?.afterSeq ?? 0).map(toObservation)),
+    listUnobservedMessages: async (memoryId, throughSeq) =>
+      execute(() => statements.listUnobservedMessages.all({ memoryId, throughSeq }).map(toStoredMessage)),
+    listObservations: async (memoryId, listOptions) =>
+      execute(() => statements.listObservations.all(memoryId, listOptions?.afterSeq ?? 0).map(toObservation)),
     listMarkers: async (memoryId) => execute(() => statements.listMarkers.all(memoryId).map(toMarker)),
     enqueueOperation: async (input) => write(() => enqueueOperation(input)),
     claimOperation: async (input) => {
@@ -531,27 +631,41 @@ function buildStore(
       // re-selects inside its transaction, so a race only costs an empty claim.
       const candidate = execute(() => {
         const now = readNow();
-        return input.memoryId === undefined ? statements.claimCandidateOfAnyScope.get({ now }) : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
+        return input.memoryId === undefined
+          ? statements.claimCandidateOfAnyScope.get({ now })
+          : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
       });
       return candidate === undefined ? undefined : write(() => claimOperationBody(input));
     },
     importObservations: async (input) => write(() => importObservations(input)),
     completeObservation: async (input) => write(() => completeObservation(input)),
     completeReflection: async (input) => write(() => completeReflection(input)),
-    listReflectionLinks: async (memoryId) => execute(() => toReflectionLinks(statements.listReflectionLinks.all(memoryId))),
+    listReflectionLinks: async (memoryId) =>
+      execute(() => toReflectionLinks(statements.listReflectionLinks.all(memoryId))),
     scopeGeneration: async (memoryId) => execute(() => statements.selectScopeGeneration.get(memoryId) ?? 0),
     completeWithoutChange: async (input) => write(() => completeWithoutChange(input)),
     failOperation: async (input) => write(() => failOperation(input)),
-    markOperationDead: async (input) => write(() => toOperation(finishLeased(input, readNow(), 'dead', input.errorText))),
+    markOperationDead: async (input) =>
+      write(() => toOperation(finishLeased(input, readNow(), 'dead', input.errorText))),
     retryDeadOperation: async (input) =>
       write(() => {
-        const row = statements.retryDeadOperation.get({ memoryId: input.memoryId, operationId: input.operationId, now: readNow() });
+        const row = statements.retryDeadOperation.get({
+          memoryId: input.memoryId,
+          operationId: input.operationId,
+          now: readNow(),
+        });
         return row && toOperation(row);
       }),
     countDeadOperations: async (memoryId) => execute(() => statements.countDeadOperationsOfScope.get(memoryId) ?? 0),
     requeueStaleOperations: async (input) => write(() => requeueStaleOperations(input)),
     listOperations: async (memoryId) => execute(() => statements.listOperations.all(memoryId).map(toOperation)),
-    countPendingOperations: async (memoryId) => execute(() => (memoryId === undefined ? statements.countPendingOperations.get() : statements.countPendingOperationsOfScope.get(memoryId)) ?? 0),
+    countPendingOperations: async (memoryId) =>
+      execute(
+        () =>
+          (memoryId === undefined
+            ? statements.countPendingOperations.get()
+            : statements.countPendingOperationsOfScope.get(memoryId)) ?? 0,
+      ),
     setWorkingMemoryEntry: async (input) => write(() => setWorkingMemoryEntry(input)),
     getWorkingMemoryEntry: async (memoryId, key) => {
       return execute(() => {
@@ -562,7 +676,11 @@ function buildStore(
     deleteWorkingMemoryEntry: async (memoryId, key) => write(() => deleteWorkingMemoryEntry(memoryId, key)),
     workingMemoryVersion: async (memoryId) => execute(() => statements.selectWorkingMemoryVersion.get(memoryId) ?? 0),
     listWorkingMemoryEntries: async (memoryId) =>
-      execute(() => statements.listEntries.all(memoryId).map(([key, valueJson, createdAt, updatedAt]) => Object.freeze({ key, valueJson, createdAt, updatedAt }))),
+      execute(() =>
+        statements.listEntries
+          .all(memoryId)
+          .map(([key, valueJson, createdAt, updatedAt]) => Object.freeze({ key, valueJson, createdAt, updatedAt })),
+      ),
     forget: async (memoryId) => {
       execute(() => {
         db.transaction(forget).immediate(memoryId);

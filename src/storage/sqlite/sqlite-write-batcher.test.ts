@@ -10,12 +10,13 @@ describe('SqliteWriteBatcher', () => {
   let db: Database.Database;
   let batcher: SqliteWriteBatcher;
   const rows = () => db.prepare('SELECT value FROM items ORDER BY rowid').pluck().all();
-  const insert = (value: string) => () => Number(db.prepare('INSERT INTO items (value) VALUES (?)').run(value).lastInsertRowid);
+  const insert = (value: string) => () =>
+    Number(db.prepare('INSERT INTO items (value) VALUES (?)').run(value).lastInsertRowid);
   /** Frames written to the write-ahead log since the last call: one per page per commit. */
   const framesSince = (): number => {
     const size = statSync(join(directory, 'batch.db-wal')).size;
     db.pragma('wal_checkpoint(TRUNCATE)');
-    return size === 0 ? 0 : (size - 32) / (db.pragma('page_size', { simple: true }) as number + 24);
+    return size === 0 ? 0 : (size - 32) / ((db.pragma('page_size', { simple: true }) as number) + 24);
   };
 
   beforeEach(() => {
@@ -84,7 +85,7 @@ describe('SqliteWriteBatcher', () => {
     batcher.flush();
   });
 
-  it('inside a transaction the connection\'s owner opened, units get savepoints and the owner commits', async () => {
+  it("inside a transaction the connection's owner opened, units get savepoints and the owner commits", async () => {
     db.exec('BEGIN IMMEDIATE');
     const outcomes = await Promise.allSettled([
       batcher.submit(insert('a')),
