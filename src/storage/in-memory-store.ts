@@ -5,6 +5,7 @@
  */
 import { StoreError } from '../core/errors.js';
 import type { MemoryRecord, Observation } from '../core/observation.js';
+import { createStoreGuard } from './_store-guard.js';
 import { planImportApply, planObservationApply, planReflectionApply } from './apply-plan.js';
 import type { StoredContradiction, StoredSupersession } from '../core/reflection-links.js';
 import type { Scope } from '../core/scope.js';
@@ -62,17 +63,10 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
   const workingMemoryChanged = (memoryId: string): void => {
     workingMemoryVersions.set(memoryId, ++lastWorkingMemoryVersion);
   };
-  let disposed = false;
+  const storeGuard = createStoreGuard({ store: STORE_NAME });
 
   const nowIso = (): string => now().toISOString();
-  const guard = (): void => {
-    if (disposed)
-      throw new StoreError({
-        store: STORE_NAME,
-        code: 'STORE_DISPOSED',
-        message: 'The store was disposed; create a new one.',
-      });
-  };
+  const guard = (): void => storeGuard.check();
 
   function ensureScope(scope: Scope, memoryId: string): ScopeState {
     let state = scopes.get(memoryId);
@@ -630,7 +624,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
     },
 
     async dispose() {
-      disposed = true;
+      storeGuard.dispose();
       scopes.clear();
       operations.clear();
       locations.clear();

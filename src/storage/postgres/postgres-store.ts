@@ -16,16 +16,10 @@ import type {
   MemoryStore,
   PrefetchedObserve,
 } from '../store.js';
-import {
-  beginWithScopeLock,
-  disposedError,
-  openPostgresConnection,
-  query,
-  toStoreError,
-  transaction,
-} from './postgres-connection.js';
+import { beginWithScopeLock, openPostgresConnection, query, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
+import { createStoreGuard } from '../_store-guard.js';
 import { planImportApply, planObservationApply, planReflectionApply } from '../apply-plan.js';
 import {
   newScopeGeneration,
@@ -90,16 +84,11 @@ function buildStore(connection: PostgresConnection): MemoryStore {
   // row does. The lock lasts until commit, so a scope's seq assignment (messages, operations,
   // observations) and its limit checks see every earlier writer's committed rows. It is
   // taken with BEGIN, in one round trip (beginWithScopeLock).
-  let disposed = false;
-
-  const execute = async <T>(work: () => Promise<T>): Promise<T> => {
-    if (disposed) throw disposedError(STORE_NAME);
-    try {
-      return await work();
-    } catch (error) {
-      throw toStoreError(error, STORE_NAME, schema);
-    }
-  };
+  const storeGuard = createStoreGuard({
+    store: STORE_NAME,
+    toError: (error) => toStoreError(error, STORE_NAME, schema),
+  });
+  const execute = <T>(work: () => Promise<T>): Promise<T> => storeGuard.runAsync(work);
   const rows = async <R extends object>(
     target: Queryable,
     text: string,
@@ -635,8 +624,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
       ),
 
     dispose: async () => {
-      if (disposed) return;
-      disposed = true;
+      if (!storeGuard.dispose()) return;
       if (connection.ownsPool) await pool.end();
     },
   };

@@ -21,6 +21,7 @@ import {
   toStoreError,
 } from './sqlite-errors.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
+import { createStoreGuard } from '../_store-guard.js';
 import { planImportApply, planObservationApply, planReflectionApply, type PlannedMarker } from '../apply-plan.js';
 import {
   newScopeGeneration,
@@ -145,22 +146,19 @@ function buildStore(
   faultPoint: SqliteStoreOptions['faultPoint'],
   checkpointer: BackgroundCheckpoints | undefined,
 ): MemoryStore {
-  let disposed = false;
+  const storeGuard = createStoreGuard({ store: STORE_NAME, toError: (error) => toStoreError(error, context) });
   const batcher = new SqliteWriteBatcher(db, (error) => toStoreError(error, context), checkpointer?.noteCommit);
 
   /** Runs a read (or a write that must not wait) now, after every write submitted before it. */
-  const execute = <T>(work: () => T): T => {
-    if (disposed) throw disposedError();
-    try {
+  const execute = <T>(work: () => T): T =>
+    storeGuard.run(() => {
       batcher.flush();
       return work();
-    } catch (error) {
-      throw toStoreError(error, context);
-    }
-  };
+    });
 
   /** Runs a write in the next group commit (see SqliteWriteBatcher). */
-  const write = <T>(work: () => T): Promise<T> => (disposed ? Promise.reject(disposedError()) : batcher.submit(work));
+  const write = <T>(work: () => T): Promise<T> =>
+    storeGuard.disposed ? Promise.reject(disposedError()) : batcher.submit(work);
 
   const readNow = (): string => {
     const now = statements.now.get();
@@ -698,8 +696,7 @@ function buildStore(
       });
     },
     dispose: async () => {
-      if (disposed) return;
-      disposed = true;
+      if (!storeGuard.dispose()) return;
       try {
         // Writes already submitted still commit.
         batcher.flush();
