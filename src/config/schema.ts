@@ -401,7 +401,10 @@ function configErrorFromIssue(issue: z.core.$ZodIssue, source: string): ConfigEr
 
 function secretHint(key: string): string {
   if (!/api_key$|password|secret|token$/.test(key)) return '';
-  return '. Secrets are read only from environment variables (HARNESS_MEMORY_LLM_API_KEY, OPENAI_API_KEY, HARNESS_API_KEYS)';
+  return (
+    '. Secrets are read only from environment variables (HARNESS_MEMORY_LLM_API_KEY, OPENAI_API_KEY, ' +
+    'HARNESS_API_KEYS)'
+  );
 }
 
 function describeValue(value: unknown): string {

@@ -91,7 +91,8 @@ function messageKeyOf(message: TranscriptMessage, position: number): string {
   }
   throw invalid(
     position,
-    'has neither an id nor an index. Give each message a stable id (or a per-conversation sequence number as index) so memory can tell which messages it has already observed',
+    'has neither an id nor an index. Give each message a stable id (or a per-conversation sequence number as ' +
+      'index) so memory can tell which messages it has already observed',
   );
 }
 

@@ -113,7 +113,8 @@ function unknownFormat(found: string): never {
     component: 'eval',
     message:
       `The dataset is in no format the eval reads: found ${found}. Accepted: LongMemEval (a JSON array of instances with question_id, question_type, question, answer, question_date, haystack_sessions, haystack_dates, haystack_session_ids) ` +
-      'or LoCoMo (a JSON array of samples with sample_id, conversation {speaker_a, speaker_b, session_N, session_N_date_time} and qa).',
+      'or LoCoMo (a JSON array of samples with sample_id, conversation {speaker_a, speaker_b, session_N, ' +
+      'session_N_date_time} and qa).',
     data: {},
   });
 }

@@ -30,7 +30,8 @@ const exportPath = z
   .string()
   .optional()
   .describe(
-    'A new file under .harness/observational-memory/ in the workspace (existing files are never replaced); defaults to .harness/observational-memory/<tenant>/<conversation>/<agent>/memory-<timestamp>.<json|md>',
+    'A new file under .harness/observational-memory/ in the workspace (existing files are never replaced); ' +
+      'defaults to .harness/observational-memory/<tenant>/<conversation>/<agent>/memory-<timestamp>.<json|md>',
   );
 
 const observationalMemoryInput = z.object({

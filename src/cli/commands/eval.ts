@@ -50,7 +50,8 @@ export function registerEvalCommand(program: Command, context: CliContext, resul
   program
     .command('eval')
     .description(
-      'measure what the memory lets the agent answer, on a LongMemEval- or LoCoMo-format dataset, with the configured models',
+      'measure what the memory lets the agent answer, on a LongMemEval- or LoCoMo-format dataset, with the ' +
+        'configured models',
     )
     .argument('<dataset>', 'the dataset file (LongMemEval or LoCoMo JSON, detected from the file)')
     .option('--limit <n>', 'ask only the first N questions (after --types)', positiveInteger('--limit'))
@@ -70,7 +71,8 @@ export function registerEvalCommand(program: Command, context: CliContext, resul
     .option('--judge-model <id>', "model id of the judge, on the agent model's provider (default: the agent model)")
     .option(
       '--history-tokens <n>',
-      'memory baseline: tokens of the newest conversation history replayed before the question, as the agent runner does; 0 measures the memory alone',
+      'memory baseline: tokens of the newest conversation history replayed before the question, as the agent ' +
+        'runner does; 0 measures the memory alone',
       wholeNumber('--history-tokens'),
       8000,
     )

@@ -64,7 +64,8 @@ CREATE TABLE ${s}om_operation_log (
   UNIQUE (memory_id, scope_sequence)
 );
 CREATE INDEX om_operation_log_queued_idx ON ${s}om_operation_log (created_at, log_position) WHERE status = 'queued';
-CREATE INDEX om_operation_log_pending_scope_idx ON ${s}om_operation_log (memory_id, scope_sequence) WHERE status IN ('queued', 'processing');
+CREATE INDEX om_operation_log_pending_scope_idx ON ${s}om_operation_log (memory_id, scope_sequence) WHERE status IN
+  ('queued', 'processing');
 CREATE INDEX om_operation_log_processing_idx ON ${s}om_operation_log (lease_expires_at) WHERE status = 'processing';
 CREATE TABLE ${s}om_markers (
   marker_id text PRIMARY KEY,
@@ -205,15 +206,19 @@ CREATE TABLE ${s}harness_conversation_generations (
 );
 WITH links AS (
   SELECT r.memory_id, r.last_observation_seq AS last_seq, r.updated_at, 'supersession' AS kind,
-    (item->>'newerSeq')::numeric AS first_seq, (item->>'olderSeq')::numeric AS second_seq, COALESCE(item->>'reason', '') AS detail
+    (item->>'newerSeq')::numeric AS first_seq, (item->>'olderSeq')::numeric AS second_seq, COALESCE(item->>'reason',
+      '') AS detail
   FROM ${s}om_memory_records AS r, jsonb_array_elements(r.reflection_structured_json->'supersessions') AS item
-  WHERE r.reflection_structured_json->>'schemaVersion' = '1' AND jsonb_typeof(r.reflection_structured_json->'supersessions') = 'array'
+  WHERE r.reflection_structured_json->>'schemaVersion' = '1' AND
+    jsonb_typeof(r.reflection_structured_json->'supersessions') = 'array'
     AND jsonb_typeof(item->'newerSeq') = 'number' AND jsonb_typeof(item->'olderSeq') = 'number'
   UNION ALL
   SELECT r.memory_id, r.last_observation_seq, r.updated_at, 'contradiction',
-    LEAST((item->>'seqA')::numeric, (item->>'seqB')::numeric), GREATEST((item->>'seqA')::numeric, (item->>'seqB')::numeric), COALESCE(item->>'detail', '')
+    LEAST((item->>'seqA')::numeric, (item->>'seqB')::numeric), GREATEST((item->>'seqA')::numeric,
+      (item->>'seqB')::numeric), COALESCE(item->>'detail', '')
   FROM ${s}om_memory_records AS r, jsonb_array_elements(r.reflection_structured_json->'contradictions') AS item
-  WHERE r.reflection_structured_json->>'schemaVersion' = '1' AND jsonb_typeof(r.reflection_structured_json->'contradictions') = 'array'
+  WHERE r.reflection_structured_json->>'schemaVersion' = '1' AND
+    jsonb_typeof(r.reflection_structured_json->'contradictions') = 'array'
     AND jsonb_typeof(item->'seqA') = 'number' AND jsonb_typeof(item->'seqB') = 'number')
 INSERT INTO ${s}om_reflection_links (memory_id, kind, first_seq, second_seq, detail, operation_id, created_at)
 SELECT memory_id, kind, first_seq, second_seq, detail, 'schema-4', updated_at FROM links
@@ -222,8 +227,10 @@ WHERE first_seq = trunc(first_seq) AND second_seq = trunc(second_seq) AND (
   OR (kind = 'contradiction' AND first_seq >= 1 AND first_seq < second_seq AND second_seq <= last_seq))
 ON CONFLICT DO NOTHING;
 UPDATE ${s}om_memory_records AS r SET
-  supersession_count = (SELECT count(*) FROM ${s}om_reflection_links AS l WHERE l.memory_id = r.memory_id AND l.kind = 'supersession'),
-  contradiction_count = (SELECT count(*) FROM ${s}om_reflection_links AS l WHERE l.memory_id = r.memory_id AND l.kind = 'contradiction')
+  supersession_count = (SELECT count(*) FROM ${s}om_reflection_links AS l WHERE l.memory_id = r.memory_id AND l.kind =
+    'supersession'),
+  contradiction_count = (SELECT count(*) FROM ${s}om_reflection_links AS l WHERE l.memory_id = r.memory_id AND l.kind
+    = 'contradiction')
 WHERE r.active_reflection IS NOT NULL;
 `;
 
@@ -231,7 +238,8 @@ WHERE r.active_reflection IS NOT NULL;
 // scope's dead operations cheap without touching any other write.
 const DEAD_OPERATIONS = (s: string): string => `
 ALTER TABLE ${s}om_operation_log DROP CONSTRAINT IF EXISTS om_operation_log_status_check;
-ALTER TABLE ${s}om_operation_log ADD CONSTRAINT om_operation_log_status_check CHECK (status IN ('queued', 'processing', 'applied', 'failed', 'dead'));
+ALTER TABLE ${s}om_operation_log ADD CONSTRAINT om_operation_log_status_check CHECK (status IN ('queued',
+  'processing', 'applied', 'failed', 'dead'));
 CREATE INDEX om_operation_log_dead_idx ON ${s}om_operation_log (memory_id) WHERE status = 'dead';
 `;
 
@@ -258,7 +266,8 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
   {
     version: 4,
     description:
-      'om_reflection_links (the supersession set per scope) and its counts; observation provenance (source, cited message seqs); scope and conversation generations, replaced by every forget',
+      'om_reflection_links (the supersession set per scope) and its counts; observation provenance (source, cited ' +
+      'message seqs); scope and conversation generations, replaced by every forget',
     up: SUPERSESSION_SET_AND_PROVENANCE,
   },
   {

@@ -136,7 +136,8 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
           const inserted = await query<RunEventRow>(
             client,
             `INSERT INTO ${s}harness_run_events (run_id, seq, type, "timestamp", payload_json)
-             SELECT $1, COALESCE(MAX(seq), -1) + 1, $2, clock_timestamp(), $3::json FROM ${s}harness_run_events WHERE run_id = $1
+             SELECT $1, COALESCE(MAX(seq), -1) + 1, $2, clock_timestamp(), $3::json FROM ${s}harness_run_events WHERE
+               run_id = $1
              RETURNING *`,
             [runId, type, JSON.stringify(payload)],
           );
@@ -176,14 +177,19 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
             await query(
               client,
               `WITH input AS (
-               SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::json[], $9::bigint[])
-                 WITH ORDINALITY AS t(message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count, ord)),
+               SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                 $8::json[], $9::bigint[])
+                 WITH ORDINALITY AS t(message_id, run_id, role, content, name, tool_call_id, tool_calls_json,
+                   token_count, ord)),
              fresh AS (
                SELECT DISTINCT ON (message_id) * FROM input AS i
-               WHERE NOT EXISTS (SELECT 1 FROM ${s}harness_conversation_messages AS m WHERE m.memory_id = $1 AND m.message_id = i.message_id)
+               WHERE NOT EXISTS (SELECT 1 FROM ${s}harness_conversation_messages AS m WHERE m.memory_id = $1 AND
+                 m.message_id = i.message_id)
                ORDER BY message_id, ord)
-             INSERT INTO ${s}harness_conversation_messages (memory_id, position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count)
-             SELECT $1, (SELECT COALESCE(MAX(position), 0) FROM ${s}harness_conversation_messages WHERE memory_id = $1) + row_number() OVER (ORDER BY ord),
+             INSERT INTO ${s}harness_conversation_messages (memory_id, position, message_id, run_id, role, content,
+               name, tool_call_id, tool_calls_json, token_count)
+             SELECT $1, (SELECT COALESCE(MAX(position), 0) FROM ${s}harness_conversation_messages WHERE memory_id =
+               $1) + row_number() OVER (ORDER BY ord),
                message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count
              FROM fresh`,
               [

@@ -111,7 +111,8 @@ export function buildStatements(s: string): PostgresStatements {
     selectRecord: `SELECT * FROM ${s}om_memory_records WHERE memory_id = $1`,
     ensureRecord: `
       WITH inserted AS (
-        INSERT INTO ${s}om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, config_json, created_at, updated_at)
+        INSERT INTO ${s}om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version,
+          config_json, created_at, updated_at)
         VALUES ($1, $2, $3, $4, NULL, 1, '{}', now(), now())
         ON CONFLICT DO NOTHING RETURNING *)
       SELECT * FROM inserted UNION ALL SELECT * FROM ${s}om_memory_records WHERE memory_id = $1`,
@@ -132,7 +133,8 @@ export function buildStatements(s: string): PostgresStatements {
         active_reflection_tokens = $5,
         reflection_through_seq = $6,
         reflection_created_at = $7::timestamptz,
-        unreflected_observation_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM ${s}om_observations WHERE memory_id = $1 AND seq > $6),
+        unreflected_observation_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM ${s}om_observations WHERE
+          memory_id = $1 AND seq > $6),
         supersession_count = supersession_count + $8,
         contradiction_count = contradiction_count + $9,
         rejected_reference_count = rejected_reference_count + $10,
@@ -170,22 +172,28 @@ export function buildStatements(s: string): PostgresStatements {
     markMessagesObserved: `UPDATE ${s}om_messages SET observed = true, content = '' WHERE memory_id = $1 AND seq <= $2 AND NOT observed`,
 
     insertObservations: `
-      INSERT INTO ${s}om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, source, source_seqs_json, operation_id)
+      INSERT INTO ${s}om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq,
+        source_end_seq, source, source_seqs_json, operation_id)
       SELECT $1, seq, content, token_count, importance, now(), $3, $4, source, source_seqs_json, $5
-      FROM unnest($2::bigint[], $6::text[], $7::bigint[], $8::double precision[], $9::text[], $10::jsonb[]) AS t(seq, content, token_count, importance, source, source_seqs_json)
+      FROM unnest($2::bigint[], $6::text[], $7::bigint[], $8::double precision[], $9::text[], $10::jsonb[]) AS t(seq,
+        content, token_count, importance, source, source_seqs_json)
       RETURNING *`,
     importObservations: `
-      INSERT INTO ${s}om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, source, source_seqs_json, operation_id)
+      INSERT INTO ${s}om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq,
+        source_end_seq, source, source_seqs_json, operation_id)
       SELECT $1, seq, content, token_count, importance, COALESCE(created_at, now()), 0, 0, source, source_seqs_json, $3
-      FROM unnest($2::bigint[], $4::text[], $5::bigint[], $6::double precision[], $7::text[], $8::jsonb[], $9::timestamptz[]) AS t(seq, content, token_count, importance, source, source_seqs_json, created_at)
+      FROM unnest($2::bigint[], $4::text[], $5::bigint[], $6::double precision[], $7::text[], $8::jsonb[],
+        $9::timestamptz[]) AS t(seq, content, token_count, importance, source, source_seqs_json, created_at)
       RETURNING *`,
     listObservations: `SELECT * FROM ${s}om_observations WHERE memory_id = $1 AND seq > $2 ORDER BY seq`,
     insertMarkerPair: `
-      INSERT INTO ${s}om_markers (marker_id, memory_id, marker_type, cycle_id, message_index_start, message_index_end, token_count, payload_json, created_at)
+      INSERT INTO ${s}om_markers (marker_id, memory_id, marker_type, cycle_id, message_index_start, message_index_end,
+        token_count, payload_json, created_at)
       VALUES ($4::text, $1::text, $5::text, $2::text, $6::bigint, $7::bigint, $3::bigint, $8::jsonb, now()),
         ($9::text, $1::text, $10::text, $2::text, $11::bigint, $12::bigint, $3::bigint, $13::jsonb, now())`,
     insertMarker: `
-      INSERT INTO ${s}om_markers (marker_id, memory_id, marker_type, cycle_id, message_index_start, message_index_end, token_count, payload_json, created_at)
+      INSERT INTO ${s}om_markers (marker_id, memory_id, marker_type, cycle_id, message_index_start, message_index_end,
+        token_count, payload_json, created_at)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, now())`,
     // marker_position is insertion order; created_at ties within a transaction.
     listMarkers: `SELECT * FROM ${s}om_markers WHERE memory_id = $1 ORDER BY marker_position`,
@@ -193,8 +201,10 @@ export function buildStatements(s: string): PostgresStatements {
     insertOperation: `
       INSERT INTO ${s}om_operation_log (
         operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
-        operation_type, status, payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at)
-      SELECT $1, $2, $3, $4, $5, $6, $7, COALESCE(MAX(scope_sequence), 0) + 1, $8, $9, $10::jsonb, '', $11, NULL, NULL, now(), now(), now()
+        operation_type, status, payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at,
+          created_at, updated_at)
+      SELECT $1, $2, $3, $4, $5, $6, $7, COALESCE(MAX(scope_sequence), 0) + 1, $8, $9, $10::jsonb, '', $11, NULL,
+        NULL, now(), now(), now()
       FROM ${s}om_operation_log WHERE memory_id = $2
       RETURNING *`,
     claimOfScope: claim(
@@ -207,7 +217,8 @@ export function buildStatements(s: string): PostgresStatements {
     // lock this takes also keeps a concurrent requeue or claim out until the transaction ends.
     finishLeased: `
       UPDATE ${s}om_operation_log SET status = $3, error_text = $4, lease_owner = NULL, lease_expires_at = NULL,
-        available_at = COALESCE(clock_timestamp() + make_interval(secs => $5::double precision), available_at), updated_at = now()
+        available_at = COALESCE(clock_timestamp() + make_interval(secs => $5::double precision), available_at),
+          updated_at = now()
       WHERE operation_id = $1 AND status = 'processing' AND lease_owner = $2 AND lease_expires_at > clock_timestamp()
       RETURNING *`,
     // SKIP LOCKED: an operation whose worker is applying right now is left to that worker
@@ -217,14 +228,16 @@ export function buildStatements(s: string): PostgresStatements {
         error_text = 'requeued after stale processing operation', updated_at = now()
       WHERE operation_id IN (
         SELECT operation_id FROM ${s}om_operation_log
-        WHERE status = 'processing' AND lease_expires_at <= clock_timestamp() - make_interval(secs => $1::double precision)
+        WHERE status = 'processing' AND lease_expires_at <= clock_timestamp() - make_interval(secs => $1::double
+          precision)
         FOR UPDATE SKIP LOCKED)`,
     // To the end of the scope's log: claims rely on a scope's older operations being final or
     // pending, and a retried one takes the next sequence as a new enqueue would.
     retryDead: `
       UPDATE ${s}om_operation_log
       SET scope_sequence = (SELECT MAX(scope_sequence) + 1 FROM ${s}om_operation_log WHERE memory_id = $1),
-        status = 'queued', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, available_at = now(), updated_at = now()
+        status = 'queued', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, available_at = now(), updated_at
+          = now()
       WHERE memory_id = $1 AND operation_id = $2 AND status = 'dead'
       RETURNING *`,
     countDeadOfScope: `SELECT count(*) AS count FROM ${s}om_operation_log WHERE memory_id = $1 AND status = 'dead'`,
@@ -240,14 +253,17 @@ export function buildStatements(s: string): PostgresStatements {
            FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key <> $2) AS other_bytes`,
     // created_at is set on insert only, so a replaced entry keeps it.
     upsertEntry: `
-      INSERT INTO ${s}working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at) VALUES ($1, $2, $3, now(), now())
-      ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at = excluded.updated_at
+      INSERT INTO ${s}working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at) VALUES ($1,
+        $2, $3, now(), now())
+      ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at =
+        excluded.updated_at
       RETURNING *`,
     // Deletes and, when a row went, sets a new working-memory version ($3), in one statement.
     deleteEntry: `
       WITH deleted AS (DELETE FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2 RETURNING 1),
         bumped AS (
-          INSERT INTO ${s}working_memory_versions (memory_id, version) SELECT $1, $3 WHERE EXISTS (SELECT 1 FROM deleted)
+          INSERT INTO ${s}working_memory_versions (memory_id, version) SELECT $1, $3 WHERE EXISTS (SELECT 1 FROM
+            deleted)
           ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version)
       SELECT count(*) AS count FROM deleted`,
     bumpWorkingMemoryVersion: `

@@ -55,7 +55,8 @@ const fail = (id, error) => {
 const tick = () => {
   for (const [id, entry] of files) {
     const commits = Atomics.load(entry.commits, 0);
-    const due = commits - entry.passed >= workerData.commitsPerPass || (commits !== entry.passed && commits === entry.seen);
+    const due = commits - entry.passed >= workerData.commitsPerPass || (commits !== entry.passed && commits ===
+      entry.seen);
     entry.seen = commits;
     if (!due) continue;
     entry.passed = commits;

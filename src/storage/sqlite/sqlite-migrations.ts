@@ -251,12 +251,14 @@ CREATE TABLE om_operation_log_next (
   PRIMARY KEY (memory_id, scope_sequence)
 ) WITHOUT ROWID;
 INSERT INTO om_operation_log_next
-  SELECT memory_id, scope_sequence, operation_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, operation_type, status,
+  SELECT memory_id, scope_sequence, operation_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id,
+    operation_type, status,
     payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at
   FROM om_operation_log;
 DROP TABLE om_operation_log;
 ALTER TABLE om_operation_log_next RENAME TO om_operation_log;
-CREATE INDEX om_operation_log_pending_idx ON om_operation_log (memory_id, status, scope_sequence) WHERE status IN ('queued', 'processing');
+CREATE INDEX om_operation_log_pending_idx ON om_operation_log (memory_id, status, scope_sequence) WHERE status IN
+  ('queued', 'processing');
 CREATE INDEX om_operation_log_queued_idx ON om_operation_log (available_at, created_at) WHERE status = 'queued';
 
 CREATE TABLE om_markers_next (
@@ -295,7 +297,8 @@ CREATE TABLE working_memory_versions (
   total_bytes INTEGER NOT NULL
 ) WITHOUT ROWID;
 INSERT INTO working_memory_versions (memory_id, version, entry_count, total_bytes)
-  SELECT memory_id, abs(random() % 281474976710656) + 1, COUNT(*), SUM(length(CAST(entry_key AS BLOB)) + length(CAST(entry_json AS BLOB)))
+  SELECT memory_id, abs(random() % 281474976710656) + 1, COUNT(*), SUM(length(CAST(entry_key AS BLOB)) +
+    length(CAST(entry_json AS BLOB)))
   FROM working_memory_entries GROUP BY memory_id;
 `;
 
@@ -346,13 +349,15 @@ function seedSupersessionSets(db: Database): void {
       updated_at: string;
     }
   >(
-    'SELECT memory_id, last_observation_seq, reflection_structured_json, active_reflection, updated_at FROM om_memory_records WHERE active_reflection IS NOT NULL',
+    'SELECT memory_id, last_observation_seq, reflection_structured_json, active_reflection, updated_at FROM ' +
+      'om_memory_records WHERE active_reflection IS NOT NULL',
   );
   const insert = db.prepare(
     `INSERT INTO om_reflection_links VALUES (?, ?, ?, ?, ?, 'schema-7', ?) ON CONFLICT DO NOTHING`,
   );
   const counts = db.prepare(
-    'UPDATE om_memory_records SET supersession_count = ?, contradiction_count = ?, rejected_reference_count = ? WHERE memory_id = ?',
+    'UPDATE om_memory_records SET supersession_count = ?, contradiction_count = ?, rejected_reference_count = ? ' +
+      'WHERE memory_id = ?',
   );
   for (const row of records.all()) {
     const structured = readStructured(row.reflection_structured_json) ?? parseReflection(row.active_reflection);
@@ -382,7 +387,8 @@ function allowDeadOperations(db: Database): void {
     throw new StoreError({
       store: STORE_NAME,
       message:
-        'The operation log does not have the status check this migration expects; the file was changed by hand. Restore it from a backup.',
+        'The operation log does not have the status check this migration expects; the file was changed by hand. ' +
+        'Restore it from a backup.',
     });
   }
   const indexes = db
@@ -397,7 +403,8 @@ function allowDeadOperations(db: Database): void {
       .replace(STATUS_CHECK, STATUS_CHECK_WITH_DEAD),
   );
   db.exec(
-    'INSERT INTO om_operation_log_next SELECT * FROM om_operation_log; DROP TABLE om_operation_log; ALTER TABLE om_operation_log_next RENAME TO om_operation_log;',
+    'INSERT INTO om_operation_log_next SELECT * FROM om_operation_log; DROP TABLE om_operation_log; ALTER TABLE ' +
+      'om_operation_log_next RENAME TO om_operation_log;',
   );
   for (const index of indexes) db.exec(index);
   db.exec("CREATE INDEX om_operation_log_dead_idx ON om_operation_log (memory_id) WHERE status = 'dead'");
@@ -430,25 +437,29 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
   {
     version: 4,
     description:
-      'drop the reference (status, created_at) index on the operation log: claims use (status, available_at), and every index costs each enqueue and claim a page write',
+      'drop the reference (status, created_at) index on the operation log: claims use (status, available_at), and ' +
+      'every index costs each enqueue and claim a page write',
     up: runSql('DROP INDEX IF EXISTS om_operation_log_status_created_idx'),
   },
   {
     version: 5,
     description:
-      'operation log clustered by (memory_id, scope_sequence) with partial indexes of pending work; markers clustered by (memory_id, marker_position); observed message text cleared at the next append',
+      'operation log clustered by (memory_id, scope_sequence) with partial indexes of pending work; markers ' +
+      'clustered by (memory_id, marker_position); observed message text cleared at the next append',
     up: runSql(COMPACT_QUEUE_AND_MARKERS),
   },
   {
     version: 6,
     description:
-      'working_memory_versions: per scope, a version of working memory changed by every write, and its entry count and bytes',
+      'working_memory_versions: per scope, a version of working memory changed by every write, and its entry count ' +
+      'and bytes',
     up: runSql(WORKING_MEMORY_VERSIONS),
   },
   {
     version: 7,
     description:
-      'om_reflection_links (the supersession set per scope) and its counts; observation provenance (source, cited message seqs); scope and conversation generations, replaced by every forget',
+      'om_reflection_links (the supersession set per scope) and its counts; observation provenance (source, cited ' +
+      'message seqs); scope and conversation generations, replaced by every forget',
     up: (db: Database): void => {
       db.exec(SUPERSESSION_SET_AND_PROVENANCE);
       seedSupersessionSets(db);

@@ -107,7 +107,8 @@ function convertRecords(db: Database, now: string): Map<string, ScopeTarget> {
     )`);
   // Source seqs are 0: the reference's were slice positions, not message seqs.
   const insertObservation = db.prepare(`
-    INSERT INTO om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, operation_id)
+    INSERT INTO om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq,
+      source_end_seq, operation_id)
     VALUES (?, ?, ?, ?, ?, ?, 0, 0, '')`);
 
   for (const row of rows) {
@@ -168,7 +169,8 @@ function convertOperations(db: Database, now: string, resolve: (referenceId: str
   const insert = db.prepare(`
     INSERT INTO om_operation_log_next (
       operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
-      operation_type, status, payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at
+      operation_type, status, payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at,
+        created_at, updated_at
     ) VALUES (
       @operationId, @memoryId, @tenantId, @conversationId, @agentId, @runId, @toolCallId, @scopeSequence,
       @operationType, @status, @payloadJson, @errorText, 1, NULL, NULL, @createdAt, @createdAt, @updatedAt
@@ -209,12 +211,14 @@ function convertWorkingMemory(db: Database, now: string, resolve: (referenceId: 
   // The reference declared these columns without NOT NULL; a row without a scope or key was unreachable there too.
   const rows = db
     .prepare<[], { memory_id: string; entry_key: string; entry_json: string | null }>(
-      'SELECT memory_id, entry_key, entry_json FROM working_memory_entries WHERE memory_id IS NOT NULL AND entry_key IS NOT NULL ORDER BY rowid',
+      'SELECT memory_id, entry_key, entry_json FROM working_memory_entries WHERE memory_id IS NOT NULL AND ' +
+        'entry_key IS NOT NULL ORDER BY rowid',
     )
     .all()
     .map((row) => ({ ...row, memory_id: String(row.memory_id), entry_key: String(row.entry_key) }));
   const insert = db.prepare<[string, string, string, string, string]>(
-    'INSERT INTO working_memory_entries_next (memory_id, entry_key, entry_json, created_at, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (memory_id, entry_key) DO NOTHING',
+    'INSERT INTO working_memory_entries_next (memory_id, entry_key, entry_json, created_at, updated_at) VALUES (?, ' +
+      '?, ?, ?, ?) ON CONFLICT (memory_id, entry_key) DO NOTHING',
   );
   // The reference's SQLite backend stored untrimmed keys; ours are trimmed. When trimming
   // makes two keys equal, the one that was already trimmed wins.

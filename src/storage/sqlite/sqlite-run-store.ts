@@ -104,7 +104,8 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       .prepare<[string], number>('SELECT generation FROM harness_conversation_generations WHERE memory_id = ?')
       .pluck(),
     writeGeneration: db.prepare<[string, number]>(
-      'INSERT INTO harness_conversation_generations (memory_id, generation) VALUES (?, ?) ON CONFLICT (memory_id) DO UPDATE SET generation = excluded.generation',
+      'INSERT INTO harness_conversation_generations (memory_id, generation) VALUES (?, ?) ON CONFLICT (memory_id) ' +
+        'DO UPDATE SET generation = excluded.generation',
     ),
     forgetEvents: db.prepare<[string]>(
       'DELETE FROM harness_run_events WHERE run_id IN (SELECT run_id FROM harness_runs WHERE memory_id = ?)',

@@ -176,7 +176,8 @@ export interface SqliteStatements {
 const PENDING = `status IN ('queued', 'processing')`;
 const CLAIMABLE = `
   q.status = 'queued' AND q.available_at <= @now
-  AND NOT EXISTS (SELECT 1 FROM om_operation_log AS p WHERE p.memory_id = q.memory_id AND p.${PENDING} AND p.status = 'processing')
+  AND NOT EXISTS (SELECT 1 FROM om_operation_log AS p WHERE p.memory_id = q.memory_id AND p.${PENDING} AND p.status =
+    'processing')
   AND NOT EXISTS (SELECT 1 FROM om_operation_log AS o WHERE o.memory_id = q.memory_id AND o.${PENDING} AND o.status = 'queued' AND o.scope_sequence < q.scope_sequence)`;
 
 // A working-memory entry's size for the limits: the UTF-8 bytes of its key and value.
@@ -272,7 +273,8 @@ export function prepareStatements(db: Database): SqliteStatements {
     now: pluck(`SELECT ${SQL_NOW}`),
 
     insertRecordIfMissing: prepare(`
-      INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, config_json, created_at, updated_at)
+      INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version,
+        config_json, created_at, updated_at)
       VALUES (@memoryId, @tenantId, @conversationId, @agentId, NULL, 1, '{}', @now, @now)
       ON CONFLICT DO NOTHING`),
     selectRecord: records('SELECT * FROM om_memory_records WHERE memory_id = ?'),
@@ -295,7 +297,8 @@ export function prepareStatements(db: Database): SqliteStatements {
         active_reflection_tokens = @tokenCount,
         reflection_through_seq = @throughSeq,
         reflection_created_at = @createdAt,
-        unreflected_observation_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM om_observations WHERE memory_id = @memoryId AND seq > @throughSeq),
+        unreflected_observation_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM om_observations WHERE memory_id =
+          @memoryId AND seq > @throughSeq),
         supersession_count = supersession_count + @addedSupersessions,
         contradiction_count = contradiction_count + @addedContradictions,
         rejected_reference_count = rejected_reference_count + @rejected,
@@ -324,12 +327,15 @@ export function prepareStatements(db: Database): SqliteStatements {
     ),
 
     insertObservation: prepare(`
-      INSERT INTO om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq, source_end_seq, source, source_seqs_json, operation_id)
+      INSERT INTO om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq,
+        source_end_seq, source, source_seqs_json, operation_id)
       VALUES (@memory_id, @seq, @content, @token_count, @importance, @created_at, @source_start_seq, @source_end_seq, @source, @source_seqs_json, @operation_id)`),
     listObservations: prepare('SELECT * FROM om_observations WHERE memory_id = ? AND seq > ? ORDER BY seq'),
     insertMarker: prepare(`
-      INSERT INTO om_markers (memory_id, marker_position, marker_id, marker_type, cycle_id, message_index_start, message_index_end, token_count, payload_json, created_at)
-      SELECT @memory_id, COALESCE(MAX(marker_position), 0) + 1, @marker_id, @marker_type, @cycle_id, @message_index_start, @message_index_end, @token_count, @payload_json, @created_at
+      INSERT INTO om_markers (memory_id, marker_position, marker_id, marker_type, cycle_id, message_index_start,
+        message_index_end, token_count, payload_json, created_at)
+      SELECT @memory_id, COALESCE(MAX(marker_position), 0) + 1, @marker_id, @marker_type, @cycle_id,
+        @message_index_start, @message_index_end, @token_count, @payload_json, @created_at
       FROM om_markers WHERE memory_id = @memory_id`),
     // marker_position is insertion order; created_at can tie within a transaction.
     listMarkers: prepare('SELECT * FROM om_markers WHERE memory_id = ? ORDER BY marker_position'),
@@ -337,8 +343,10 @@ export function prepareStatements(db: Database): SqliteStatements {
     insertOperation: prepare(`
       INSERT INTO om_operation_log (
         operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
-        operation_type, status, payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at)
-      SELECT @operationId, @memoryId, @tenantId, @conversationId, @agentId, @runId, @toolCallId, COALESCE(MAX(scope_sequence), 0) + 1,
+        operation_type, status, payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at,
+          created_at, updated_at)
+      SELECT @operationId, @memoryId, @tenantId, @conversationId, @agentId, @runId, @toolCallId,
+        COALESCE(MAX(scope_sequence), 0) + 1,
         @operationType, @status, @payloadJson, '', @attempt, @leaseOwner, @leaseExpiresAt, @now, @now, @now
       FROM om_operation_log WHERE memory_id = @memoryId
       RETURNING *`),
@@ -354,7 +362,8 @@ export function prepareStatements(db: Database): SqliteStatements {
       `SELECT q.memory_id, q.scope_sequence FROM om_operation_log AS q WHERE ${CLAIMABLE} ORDER BY q.available_at, q.created_at LIMIT 1`,
     ),
     claimOperation: prepare(`
-      UPDATE om_operation_log SET status = 'processing', attempt = attempt + 1, lease_owner = @leaseOwner, lease_expires_at = @leaseExpiresAt, updated_at = @now
+      UPDATE om_operation_log SET status = 'processing', attempt = attempt + 1, lease_owner = @leaseOwner,
+        lease_expires_at = @leaseExpiresAt, updated_at = @now
       WHERE memory_id = @memoryId AND scope_sequence = @scopeSequence AND status = 'queued'
       RETURNING *`),
     finishLeasedOperation: prepare(`
@@ -372,7 +381,8 @@ export function prepareStatements(db: Database): SqliteStatements {
     retryDeadOperation: prepare(`
       UPDATE om_operation_log
       SET scope_sequence = (SELECT MAX(scope_sequence) + 1 FROM om_operation_log WHERE memory_id = @memoryId),
-        status = 'queued', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, available_at = @now, updated_at = @now
+        status = 'queued', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, available_at = @now, updated_at =
+          @now
       WHERE memory_id = @memoryId AND status = 'dead' AND operation_id = @operationId
       RETURNING *`),
     countDeadOperationsOfScope: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND status = 'dead'`),
@@ -390,8 +400,10 @@ export function prepareStatements(db: Database): SqliteStatements {
       ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version, entry_count = excluded.entry_count, total_bytes = excluded.total_bytes`),
     // created_at is set on insert only, so a replaced entry keeps it.
     upsertEntry: prepare(`
-      INSERT INTO working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at) VALUES (@memoryId, @key, @valueJson, @now, @now)
-      ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at = excluded.updated_at
+      INSERT INTO working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at) VALUES (@memoryId,
+        @key, @valueJson, @now, @now)
+      ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at =
+        excluded.updated_at
       RETURNING *`),
     deleteEntry: pluck(
       `DELETE FROM working_memory_entries WHERE memory_id = ? AND entry_key = ? RETURNING ${ENTRY_BYTES}`,
@@ -399,7 +411,8 @@ export function prepareStatements(db: Database): SqliteStatements {
     selectWorkingMemoryVersion: pluck('SELECT version FROM working_memory_versions WHERE memory_id = ?'),
     // BINARY compares the UTF-8 bytes, which is the port's "byte order".
     listEntries: prepare<[string], [string, string, string, string]>(
-      'SELECT entry_key, entry_json, created_at, updated_at FROM working_memory_entries WHERE memory_id = ? ORDER BY entry_key COLLATE BINARY',
+      'SELECT entry_key, entry_json, created_at, updated_at FROM working_memory_entries WHERE memory_id = ? ORDER ' +
+        'BY entry_key COLLATE BINARY',
     ).raw(true),
 
     forgetScope: Object.freeze(
