@@ -287,12 +287,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       const index = state?.observations.findIndex((observation) => observation.seq === input.seq) ?? -1;
       const existing = state?.observations[index];
       if (!state || !existing) return undefined;
-      const plan = planCorrection(
-        existing,
-        input.change,
-        state.record.reflection?.throughSeq ?? 0,
-        input.operationId,
-      );
+      const plan = planCorrection(existing, input.change, state.record.reflection?.throughSeq ?? 0, input.operationId);
       if (plan.observation === null) state.observations.splice(index, 1);
       else state.observations[index] = plan.observation;
       const record = update(state, {

@@ -15,7 +15,11 @@ const at = (tenantId: string, conversationId: string, agentId = 'agent') => ({ t
 
 /** Registers the cases with `test`, each run against the store `current()` returns. */
 export function inspectionCases(test: Case, current: () => MemoryStore): void {
-  const importInto = async (scope: Scope, observations: ImportedObservation[], operationId = `import-${Math.random()}`) =>
+  const importInto = async (
+    scope: Scope,
+    observations: ImportedObservation[],
+    operationId = `import-${Math.random()}`,
+  ) =>
     current().importObservations?.({
       scope,
       memoryId: memoryIdOf(scope),

@@ -133,13 +133,17 @@ export function createPostgresInspection(prefix: string): PostgresInspection {
 
     correctObservation: async (client, input, logOperation) => {
       const { memoryId, seq, operationId } = input;
-      const existing = (await query<ObservationRow & Record<string, unknown>>(client, sql.selectObservation, [
-        memoryId,
-        seq,
-      ])).rows[0];
+      const existing = (
+        await query<ObservationRow & Record<string, unknown>>(client, sql.selectObservation, [memoryId, seq])
+      ).rows[0];
       const record = (await query<RecordRow & Record<string, unknown>>(client, sql.selectRecord, [memoryId])).rows[0];
       if (!existing || !record) return undefined;
-      const plan = planCorrection(toObservation(existing), input.change, record.reflection_through_seq ?? 0, operationId);
+      const plan = planCorrection(
+        toObservation(existing),
+        input.change,
+        record.reflection_through_seq ?? 0,
+        operationId,
+      );
       if (plan.observation === null) await query(client, sql.deleteObservation, [memoryId, seq]);
       else
         await query(client, sql.replaceObservation, [

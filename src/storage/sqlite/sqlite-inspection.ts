@@ -69,9 +69,7 @@ export function createSqliteInspection(db: Database, statements: SqliteStatement
     return statement;
   };
   const wordTests = (column: string, count: number, prefix: string): string =>
-    Array.from({ length: count }, (_, index) => ` AND hm_fold(${column}) LIKE @${prefix}${index} ESCAPE '\\'`).join(
-      '',
-    );
+    Array.from({ length: count }, (_, index) => ` AND hm_fold(${column}) LIKE @${prefix}${index} ESCAPE '\\'`).join('');
   const wordParams = (words: readonly string[] | undefined, prefix: string): Record<string, string> =>
     Object.fromEntries((words ?? []).map((word, index) => [`${prefix}${index}`, likePattern(word)]));
 
