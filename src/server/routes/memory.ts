@@ -130,14 +130,10 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
   app.get(base, async (context) => {
     const scope = scopeOf(context);
     // The scope was resolved above: the services take it as it is, and each store is read once.
-    const [inspection, entries, progress] = await Promise.all([
-      memory.inspect(scope),
-      workingMemory.entries(scope),
-      memory.progress(scope),
-    ]);
+    const [inspection, entries] = await Promise.all([memory.inspect(scope), workingMemory.entries(scope)]);
     const structured = inspection.reflection?.structured;
     return context.json({
-      progress: progressToJson(progress),
+      progress: progressToJson(inspection.progress),
       status: statusToJson(inspection.status),
       observations: inspection.observations.map(observationToJson),
       reflection: inspection.reflection?.raw ?? '',
