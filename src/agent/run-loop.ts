@@ -68,123 +68,6 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
   // Message ids each conversation's memory has taken, by scope generation (see observeStep).
   const handedOver = new StoredMessageKeys();
 
-  const append = async (state: RunState, message: Omit<ConversationMessage, 'tokenCount' | 'runId'>): Promise<void> => {
-    const tokenCount = estimateMessageTokens(options.estimator, {
-      content: message.content,
-      toolCalls: message.toolCalls,
-    });
-    const stored: ConversationMessage = { ...message, runId: state.run.runId, tokenCount };
-    await runStore.appendMessages(state.memoryId, [stored], { generation: state.generation });
-    state.transcript.push(stored);
-  };
-
-  const settle = async (state: RunState): Promise<void> => {
-    await settleWithin(state.observing, options.settleTimeoutMs);
-    state.closed = true;
-  };
-
-  const fail = async (state: RunState, error: RunErrorJson): Promise<RunRecord> => {
-    await runStore.updateRun(state.run.runId, { status: 'failed', error, steps: state.step, usage: state.usage });
-    await state.emit('run.failed', { error });
-    return (await runStore.getRun(state.run.runId)) as RunRecord;
-  };
-
-  /** One step: a turn, the model's answer, its tool calls. Resolves with the final text, if the answer was final. */
-  const takeStep = async (state: RunState): Promise<string | undefined> => {
-    const { run, scope, signal, usage, emit } = state;
-    const step = state.step;
-    const turn = await options.preparer.prepareTurn(scope, {
-      systemPrompt: run.systemPrompt,
-      transcript: state.transcript,
-      generation: state.generation,
-    });
-    for (const failure of turn.failures)
-      await emit('memory.snippet.failed', { step, source: failure.source, error: errorJson(failure.error).message });
-    if (options.forensics?.captureRequestEnvelope) {
-      await emit('llm.request.snapshot', {
-        prompt_hash: createHash('sha256').update(JSON.stringify(turn.messages)).digest('hex'),
-        tool_names: options.tools.names,
-        ...(options.forensics.snapshotMemorySnippet ? { memory_snippet: turn.snippets.observationalMemory } : {}),
-      });
-    }
-    const result = await options.model.doGenerate({
-      messages: turn.messages,
-      tools: options.tools.definitions,
-      ...(run.model !== '' ? { modelId: run.model } : {}),
-      abortSignal: signal,
-    });
-    usage.inputTokens += result.usage.inputTokens;
-    usage.outputTokens += result.usage.outputTokens;
-    await append(state, {
-      messageId: `${run.runId}:assistant:${step}`,
-      role: 'assistant',
-      content: result.text,
-      ...(result.toolCalls.length > 0 ? { toolCalls: result.toolCalls } : {}),
-    });
-    const final = result.toolCalls.length === 0;
-    await emit('assistant.message', {
-      content: result.text,
-      final,
-      tool_calls: result.toolCalls.map((call) => ({ id: call.id, name: call.name })),
-    });
-    if (final) await runStore.updateRun(run.runId, { output: result.text, steps: step, usage });
-
-    for (const call of result.toolCalls) {
-      if (signal.aborted) throw cancelled();
-      await emit('tool.call.started', { tool_call_id: call.id, name: call.name });
-      const { content, ok } = await options.tools.dispatch(call.name, call.arguments, {
-        runId: run.runId,
-        toolCallId: call.id,
-        scope,
-      });
-      await append(state, {
-        messageId: `${run.runId}:tool:${step}:${call.id}`,
-        role: 'tool',
-        content,
-        toolCallId: call.id,
-        name: call.name,
-      });
-      await emit('tool.call.completed', { tool_call_id: call.id, name: call.name, ok });
-    }
-
-    const snapshot = [...turn.history, ...state.transcript];
-    // Observation runs beside the next turn, never in front of it; one at a time per run.
-    state.observing = state.observing
-      .then(() => observeStep(options, handedOver, state, step, snapshot))
-      .catch((error: unknown) =>
-        options.reportFault({
-          component: 'runner',
-          message: 'observing a step failed outside its own error handling',
-          error,
-          runId: run.runId,
-        }),
-      );
-    await emit('run.step.completed', { step });
-    return final ? result.text : undefined;
-  };
-
-  /** The end of a run that threw: cancelled, forgotten, or failed. */
-  const endAfterError = async (state: RunState, error: unknown): Promise<RunRecord> => {
-    await settle(state);
-    const { run } = state;
-    // A forget deletes the run with its conversation (SQLite, Postgres): nothing is left to record it on.
-    const stored = await runStore.getRun(run.runId).catch(() => run);
-    if (!stored)
-      return Object.freeze({
-        ...run,
-        status: 'failed' as const,
-        error: forgottenError(run),
-        steps: state.step,
-        usage: state.usage,
-      });
-    if (state.signal.aborted) {
-      await runStore.updateRun(run.runId, { status: 'cancelled', steps: state.step, usage: state.usage });
-      await state.emit('run.cancelled', {});
-      return (await runStore.getRun(run.runId)) as RunRecord;
-    }
-    return fail(state, errorJson(error));
-  };
-
   return async function runLoop(run, signal) {
     const state = newRunState(events, run, signal);
     const unsubscribe = forwardRunMemoryEvents(memory, state, options.reportFault);
@@ -201,29 +84,171 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
         runStore.conversationGeneration(state.memoryId),
         memory.mode === 'off' ? Promise.resolve(0) : memory.generation(state.scope),
       ]);
-      await append(state, { messageId: `${run.runId}:user`, role: 'user', content: run.prompt });
+      await append(options, state, { messageId: `${run.runId}:user`, role: 'user', content: run.prompt });
       while (state.step < run.maxSteps) {
         if (signal.aborted) throw cancelled();
         state.step++;
-        const output = await takeStep(state);
+        const output = await takeStep(options, handedOver, state);
         if (output !== undefined) {
-          await settle(state);
+          await settle(options, state);
           await runStore.updateRun(run.runId, { status: 'completed', output, steps: state.step, usage: state.usage });
           await state.emit('run.completed', { output, steps: state.step, usage: usageJson(state.usage) });
           return (await runStore.getRun(run.runId)) as RunRecord;
         }
       }
-      await settle(state);
-      return await fail(state, {
+      await settle(options, state);
+      return await fail(options, state, {
         code: 'MAX_STEPS',
         message: `the run reached max_steps (${run.maxSteps}) without a final answer`,
       });
     } catch (error) {
-      return await endAfterError(state, error);
+      return await endAfterError(options, state, error);
     } finally {
       unsubscribe();
     }
   };
+}
+
+/** Stores a message of the run in its conversation and its transcript. */
+async function append(
+  options: RunLoopOptions,
+  state: RunState,
+  message: Omit<ConversationMessage, 'tokenCount' | 'runId'>,
+): Promise<void> {
+  const tokenCount = estimateMessageTokens(options.estimator, {
+    content: message.content,
+    toolCalls: message.toolCalls,
+  });
+  const stored: ConversationMessage = { ...message, runId: state.run.runId, tokenCount };
+  await options.runStore.appendMessages(state.memoryId, [stored], { generation: state.generation });
+  state.transcript.push(stored);
+}
+
+/** Waits for the run's observations (within the settle timeout), then closes its memory events. */
+async function settle(options: RunLoopOptions, state: RunState): Promise<void> {
+  await settleWithin(state.observing, options.settleTimeoutMs);
+  state.closed = true;
+}
+
+/** Records the run as failed with `error`. */
+async function fail(options: RunLoopOptions, state: RunState, error: RunErrorJson): Promise<RunRecord> {
+  const { runStore } = options;
+  await runStore.updateRun(state.run.runId, { status: 'failed', error, steps: state.step, usage: state.usage });
+  await state.emit('run.failed', { error });
+  return (await runStore.getRun(state.run.runId)) as RunRecord;
+}
+
+/** One step: a turn, the model's answer, its tool calls. Resolves with the final text, if the answer was final. */
+async function takeStep(
+  options: RunLoopOptions,
+  handedOver: StoredMessageKeys,
+  state: RunState,
+): Promise<string | undefined> {
+  const { runStore } = options;
+  const { run, scope, signal, usage, emit } = state;
+  const step = state.step;
+  const turn = await options.preparer.prepareTurn(scope, {
+    systemPrompt: run.systemPrompt,
+    transcript: state.transcript,
+    generation: state.generation,
+  });
+  for (const failure of turn.failures)
+    await emit('memory.snippet.failed', { step, source: failure.source, error: errorJson(failure.error).message });
+  if (options.forensics?.captureRequestEnvelope) {
+    await emit('llm.request.snapshot', {
+      prompt_hash: createHash('sha256').update(JSON.stringify(turn.messages)).digest('hex'),
+      tool_names: options.tools.names,
+      ...(options.forensics.snapshotMemorySnippet ? { memory_snippet: turn.snippets.observationalMemory } : {}),
+    });
+  }
+  const result = await options.model.doGenerate({
+    messages: turn.messages,
+    tools: options.tools.definitions,
+    ...(run.model !== '' ? { modelId: run.model } : {}),
+    abortSignal: signal,
+  });
+  usage.inputTokens += result.usage.inputTokens;
+  usage.outputTokens += result.usage.outputTokens;
+  await append(options, state, {
+    messageId: `${run.runId}:assistant:${step}`,
+    role: 'assistant',
+    content: result.text,
+    ...(result.toolCalls.length > 0 ? { toolCalls: result.toolCalls } : {}),
+  });
+  const final = result.toolCalls.length === 0;
+  await emit('assistant.message', {
+    content: result.text,
+    final,
+    tool_calls: result.toolCalls.map((call) => ({ id: call.id, name: call.name })),
+  });
+  if (final) await runStore.updateRun(run.runId, { output: result.text, steps: step, usage });
+
+  await runToolCalls(options, state, result.toolCalls);
+
+  const snapshot = [...turn.history, ...state.transcript];
+  // Observation runs beside the next turn, never in front of it; one at a time per run.
+  state.observing = state.observing
+    .then(() => observeStep(options, handedOver, state, step, snapshot))
+    .catch((error: unknown) =>
+      options.reportFault({
+        component: 'runner',
+        message: 'observing a step failed outside its own error handling',
+        error,
+        runId: run.runId,
+      }),
+    );
+  await emit('run.step.completed', { step });
+  return final ? result.text : undefined;
+}
+
+/** Runs the answer's tool calls in order, each stored in the transcript with its result. */
+async function runToolCalls(
+  options: RunLoopOptions,
+  state: RunState,
+  calls: Awaited<ReturnType<RunLoopOptions['model']['doGenerate']>>['toolCalls'],
+): Promise<void> {
+  const { run, scope, signal, emit } = state;
+  const step = state.step;
+  for (const call of calls) {
+    if (signal.aborted) throw cancelled();
+    await emit('tool.call.started', { tool_call_id: call.id, name: call.name });
+    const { content, ok } = await options.tools.dispatch(call.name, call.arguments, {
+      runId: run.runId,
+      toolCallId: call.id,
+      scope,
+    });
+    await append(options, state, {
+      messageId: `${run.runId}:tool:${step}:${call.id}`,
+      role: 'tool',
+      content,
+      toolCallId: call.id,
+      name: call.name,
+    });
+    await emit('tool.call.completed', { tool_call_id: call.id, name: call.name, ok });
+  }
+}
+
+/** The end of a run that threw: cancelled, forgotten, or failed. */
+async function endAfterError(options: RunLoopOptions, state: RunState, error: unknown): Promise<RunRecord> {
+  const { runStore } = options;
+  await settle(options, state);
+  const { run } = state;
+  // A forget deletes the run with its conversation (SQLite, Postgres): nothing is left to record it on.
+  const stored = await runStore.getRun(run.runId).catch(() => run);
+  if (!stored)
+    return Object.freeze({
+      ...run,
+      status: 'failed' as const,
+      error: forgottenError(run),
+      steps: state.step,
+      usage: state.usage,
+    });
+  if (state.signal.aborted) {
+    await runStore.updateRun(run.runId, { status: 'cancelled', steps: state.step, usage: state.usage });
+    await state.emit('run.cancelled', {});
+    return (await runStore.getRun(run.runId)) as RunRecord;
+  }
+  return fail(options, state, errorJson(error));
 }
 
 function newRunState(events: RunEventEmitter, run: RunRecord, signal: AbortSignal): RunState {
