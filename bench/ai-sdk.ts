@@ -56,7 +56,8 @@ export async function benchAiSdk(): Promise<void> {
     report(bare);
     report(withMemory);
     console.log(
-      `  middleware overhead: ${(withMemory.medianMs - bare.medianMs).toFixed(3)} ms median, ${(withMemory.p99Ms - bare.p99Ms).toFixed(3)} ms p99`,
+      `  middleware overhead: ${(withMemory.medianMs - bare.medianMs).toFixed(3)} ms median, ` +
+        `${(withMemory.p99Ms - bare.p99Ms).toFixed(3)} ms p99`,
     );
     await middleware.flush();
     await memory.drain();

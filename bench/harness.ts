@@ -41,7 +41,8 @@ const LOAD_SCOPE = '/v1/memory/bench/load-conv/agent';
 export async function benchHarness(): Promise<void> {
   const [load1] = loadavg();
   console.log(
-    `\n(harness figures: ${availableParallelism()} CPUs, load average ${load1?.toFixed(2) ?? '?'} at start; timings are wall-clock)`,
+    `\n(harness figures: ${availableParallelism()} CPUs, load average ${load1?.toFixed(2) ?? '?'} at start; ` +
+      `timings are wall-clock)`,
   );
   await benchMemoryOverhead();
   await benchHttpLoad();
@@ -137,10 +138,12 @@ async function benchMemoryOverhead(): Promise<void> {
     `\n## Harness: time to the final answer of a ${STEPS}-step run (${STEPS - 1} tool calls, then the answer)`,
   );
   console.log(
-    `   agent model ${AGENT_DELAY_MS} ms a turn, observer ${OBSERVER_DELAY_MS} ms; real OpenAI-compatible client over HTTP to a scripted`,
+    `   agent model ${AGENT_DELAY_MS} ms a turn, observer ${OBSERVER_DELAY_MS} ms; real OpenAI-compatible ` +
+      `client over HTTP to a scripted`,
   );
   console.log(
-    '   server; runs started with POST /v1/runs and timed on their SSE stream; memory on vs [memory] mode = off, interleaved',
+    '   server; runs started with POST /v1/runs and timed on their SSE stream; memory on vs [memory] mode = ' +
+      'off, interleaved',
   );
   const model = await startScriptedOpenAIServer();
   model.setDefaultReply(benchReply);
@@ -174,19 +177,24 @@ async function benchMemoryOverhead(): Promise<void> {
     const offFinal = median(offTimes.map((timing) => timing.finalMs));
     const list = (values: readonly RunTiming[]) => values.map((timing) => timing.finalMs.toFixed(0)).join(', ');
     console.log(
-      `${'memory off: time to final answer'.padEnd(58)}  median ${offFinal.toFixed(1).padStart(8)} ms  (runs: ${list(offTimes)} ms)`,
+      `${'memory off: time to final answer'.padEnd(58)}  median ${offFinal.toFixed(1).padStart(8)} ms  ` +
+        `(runs: ${list(offTimes)} ms)`,
     );
     console.log(
-      `${'memory on:  time to final answer'.padEnd(58)}  median ${onFinal.toFixed(1).padStart(8)} ms  (runs: ${list(onTimes)} ms)`,
+      `${'memory on:  time to final answer'.padEnd(58)}  median ${onFinal.toFixed(1).padStart(8)} ms  (runs: ` +
+        `${list(onTimes)} ms)`,
     );
     const ratio = onFinal / offFinal;
     console.log(
-      `${'final answer, memory on / memory off'.padEnd(58)}  ratio ${ratio.toFixed(3).padStart(9)}     target ≤ 1.1  ${verdict(ratio <= 1.1)}`,
+      `${'final answer, memory on / memory off'.padEnd(58)}  ratio ${ratio.toFixed(3).padStart(9)}     ` +
+        `target ≤ 1.1  ${verdict(ratio <= 1.1)}`,
     );
     const onDone = median(onTimes.map((timing) => timing.completedMs));
     const offDone = median(offTimes.map((timing) => timing.completedMs));
     console.log(
-      `${'run.completed (waits for the run’s memory work)'.padEnd(58)}  on ${onDone.toFixed(0)} ms, off ${offDone.toFixed(0)} ms; observer calls per run (memory on): ${(observerCalls / (REPETITIONS + 1)).toFixed(1)}`,
+      `${'run.completed (waits for the run’s memory work)'.padEnd(58)}  on ${onDone.toFixed(0)} ms, off ` +
+        `${offDone.toFixed(0)} ms; observer calls per run (memory on): ` +
+        `${(observerCalls / (REPETITIONS + 1)).toFixed(1)}`,
     );
   } finally {
     await on.server.close();
@@ -272,7 +280,8 @@ type ChildMessage = { type: 'ready'; url: string } | { type: 'settled'; runs: nu
 
 async function benchHttpLoad(): Promise<void> {
   console.log(
-    `\n## Harness HTTP API under load: ${LOAD_REQUESTS.toLocaleString('en')} requests, ${LOAD_CONCURRENCY} concurrent, fetch keep-alive, loopback`,
+    `\n## Harness HTTP API under load: ${LOAD_REQUESTS.toLocaleString('en')} requests, ${LOAD_CONCURRENCY} ` +
+      `concurrent, fetch keep-alive, loopback`,
   );
   console.log(
     '   the harness runs in a child process (SQLite, memory on, observe_min_tokens 1) with instant in-process models',
@@ -309,7 +318,8 @@ async function benchHttpLoad(): Promise<void> {
     child.send('settle');
     const settled = await child.receive('settled');
     console.log(
-      `${'   then all runs finished (agent turn + observation each)'.padEnd(58)}  ${settled.ms.toFixed(0)} ms after the last POST; ${settled.runs.toLocaleString('en')} runs in total`,
+      `${'   then all runs finished (agent turn + observation each)'.padEnd(58)}  ${settled.ms.toFixed(0)} ` +
+        `ms after the last POST; ${settled.runs.toLocaleString('en')} runs in total`,
     );
   } finally {
     await child.close();

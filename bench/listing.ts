@@ -30,7 +30,8 @@ const TARGET = 'p99 reported (issue 15)';
 /** Prints the listing figures. */
 export async function benchListing(): Promise<void> {
   console.log(
-    `\n# Listing (issue 15): pages of 50 at ${SCOPES.toLocaleString('en')} scopes and at ${OBSERVATIONS.toLocaleString('en')} observations in one scope`,
+    `\n# Listing (issue 15): pages of 50 at ${SCOPES.toLocaleString('en')} scopes and at ` +
+      `${OBSERVATIONS.toLocaleString('en')} observations in one scope`,
   );
   const directory = mkdtempSync(join(tmpdir(), 'harness-memory-bench-listing-'));
   const url = process.env['HARNESS_TEST_POSTGRES_URL'];
@@ -52,7 +53,8 @@ export async function benchListing(): Promise<void> {
       // As autovacuum would after a bulk load: the planner sees the tables as they now are.
       await listingFigures('postgres', postgres, () =>
         admin.query(
-          `ANALYZE "${schema}".om_memory_records, "${schema}".om_observations, "${schema}".om_operation_log, "${schema}".working_memory_entries`,
+          `ANALYZE "${schema}".om_memory_records, "${schema}".om_observations, "${schema}".om_operation_log, ` +
+            `"${schema}".working_memory_entries`,
         ),
       );
     } finally {

@@ -74,7 +74,8 @@ export async function benchPostgres(): Promise<void> {
       `SELECT split_part(version(), ' on ', 1) AS version, current_setting('synchronous_commit') AS synchronous_commit`,
     );
     console.log(
-      `   ${server.rows[0]?.version ?? 'PostgreSQL'} at ${redact(url)}, synchronous_commit=${server.rows[0]?.synchronous_commit ?? '?'}; schema ${schema} (dropped afterwards)`,
+      `   ${server.rows[0]?.version ?? 'PostgreSQL'} at ${redact(url)}, ` +
+        `synchronous_commit=${server.rows[0]?.synchronous_commit ?? '?'}; schema ${schema} (dropped afterwards)`,
     );
     await benchPerTurnRead(url, schema, directory);
     await benchObserveRate(url, schema, directory, admin);
@@ -124,10 +125,12 @@ async function readFigures(
 
 async function benchPerTurnRead(url: string, schema: string, directory: string): Promise<void> {
   console.log(
-    `\n## Per-turn read: working-memory + observational-memory snippets, one scope, ${OBSERVATIONS.toLocaleString('en')} observations, ${ENTRIES} entries`,
+    `\n## Per-turn read: working-memory + observational-memory snippets, one scope, ` +
+      `${OBSERVATIONS.toLocaleString('en')} observations, ${ENTRIES} entries`,
   );
   console.log(
-    '   "steady" = snippet cache warm (consecutive turns); "after a write" = one new observation stored (untimed) before each read',
+    '   "steady" = snippet cache warm (consecutive turns); "after a write" = one new observation stored ' +
+      '(untimed) before each read',
   );
   const sqlite = createSqliteStore({ path: join(directory, 'read.db') });
   const postgres = await createPostgresStore({ connectionString: url, schema, max: 4 });
@@ -256,13 +259,16 @@ async function observeRate(
 
 async function benchObserveRate(url: string, schema: string, directory: string, admin: pg.Pool): Promise<void> {
   console.log(
-    `\n## Observe operations applied per second: ${SCOPES} fresh scopes, ${CLIENTS_PER_REPLICA} concurrent clients per replica for ${RATE_SECONDS} s, instant memory model`,
+    `\n## Observe operations applied per second: ${SCOPES} fresh scopes, ${CLIENTS_PER_REPLICA} concurrent ` +
+      `clients per replica for ${RATE_SECONDS} s, instant memory model`,
   );
   console.log(
-    '   each replica is a createHarness instance (on Postgres its own pool of 10 + LISTEN connection) with its background worker, hosted in child processes;',
+    '   each replica is a createHarness instance (on Postgres its own pool of 10 + LISTEN connection) with ' +
+      'its background worker, hosted in child processes;',
   );
   console.log(
-    '   the clients run inside it and call observationalMemory.observe (no HTTP). Applied/s counts operations applied in the log, until every replica drained.',
+    '   the clients run inside it and call observationalMemory.observe (no HTTP). Applied/s counts ' +
+      'operations applied in the log, until every replica drained.',
   );
   const common = {
     HARNESS_MEMORY_DEFAULT_ENABLED: 'true',
@@ -289,7 +295,8 @@ async function benchObserveRate(url: string, schema: string, directory: string, 
       return (
         db
           .prepare(
-            `SELECT COUNT(*) AS n FROM om_operation_log WHERE operation_type = 'observe' AND status = 'applied' AND run_id LIKE ?`,
+            `SELECT COUNT(*) AS n FROM om_operation_log WHERE operation_type = 'observe' AND status = ` +
+              `'applied' AND run_id LIKE ?`,
           )
           .get(`${prefix}%`) as { n: number }
       ).n;
@@ -300,7 +307,8 @@ async function benchObserveRate(url: string, schema: string, directory: string, 
   const countPostgres = async (prefix: string): Promise<number> =>
     (
       await admin.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM "${schema}".om_operation_log WHERE operation_type = 'observe' AND status = 'applied' AND starts_with(run_id, $1)`,
+        `SELECT count(*)::int AS n FROM "${schema}".om_operation_log WHERE operation_type = 'observe' AND ` +
+          `status = 'applied' AND starts_with(run_id, $1)`,
         [prefix],
       )
     ).rows[0]?.n ?? 0;
@@ -345,7 +353,8 @@ async function benchObserveRate(url: string, schema: string, directory: string, 
   }
   const rateOf = (result: RateResult | undefined): number => (result ? result.applied / result.seconds : 0);
   console.log(
-    `   postgres, 3 replicas / 1 replica: ×${(rateOf(results[4]) / rateOf(results[1])).toFixed(2)} as processes, ×${(rateOf(results[3]) / rateOf(results[1])).toFixed(2)} in one process` +
+    `   postgres, 3 replicas / 1 replica: ×${(rateOf(results[4]) / rateOf(results[1])).toFixed(2)} as ` +
+      `processes, ×${(rateOf(results[3]) / rateOf(results[1])).toFixed(2)} in one process` +
       ` (${availableParallelism()} CPUs shared by the replicas, the clients and the server)`,
   );
 }

@@ -36,7 +36,8 @@ export function syntheticObservations(count: number): Observation[] {
 export async function benchSnippet(): Promise<void> {
   console.log('\n## Snippet build (pure core), budget 900 tokens, with a structured reflection');
   const raw =
-    'SUMMARY:\nThe user prefers tabs and deploys on Fridays.\n\nSUPERSESSIONS:\n- [seq:5] replaces [seq:2]: now uses spaces\n\nCONTRADICTIONS:\n- [seq:7] vs [seq:3]: region unclear\n';
+    'SUMMARY:\nThe user prefers tabs and deploys on Fridays.\n\nSUPERSESSIONS:\n- [seq:5] replaces [seq:2]: ' +
+    'now uses spaces\n\nCONTRADICTIONS:\n- [seq:7] vs [seq:3]: region unclear\n';
   const reflection = { raw, structured: parseReflection(raw), tokenCount: 40, throughSeq: 0, createdAt: '' };
   for (const count of [1_000, 10_000, 100_000]) {
     const observations = syntheticObservations(count);

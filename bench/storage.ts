@@ -217,7 +217,8 @@ async function runScenario(factory: StoreFactory, backend: BackendName, spec: Sc
     const read = perTurnRead(memory, workingMemory, input);
     const first = await read();
     collectGarbage();
-    const label = `${backend}, ${spec.observations.toLocaleString('en')} obs × ${spec.scopes.toLocaleString('en')} scopes`;
+    const label =
+      `${backend}, ${spec.observations.toLocaleString('en')} obs × ` + `${spec.scopes.toLocaleString('en')} scopes`;
     const steady = await withGc(() =>
       measure(`${label}: read, steady`, read, { samples: spec.steadySamples, warmup: 20 }),
     );
@@ -571,7 +572,8 @@ export async function benchStorage(): Promise<void> {
   const factory = new StoreFactory();
   const [load1] = loadavg();
   console.log(
-    `\n# Storage (issue 3): ${cpus().length} CPUs, load average ${load1?.toFixed(2) ?? '?'} at start; full GC before each timed section`,
+    `\n# Storage (issue 3): ${cpus().length} CPUs, load average ${load1?.toFixed(2) ?? '?'} at start; full ` +
+      `GC before each timed section`,
   );
   try {
     const byObservations: ScenarioResult[] = [];
@@ -618,7 +620,8 @@ export async function benchStorage(): Promise<void> {
       '\n## Per-turn read: working-memory + observational-memory snippets, one scope, 10,000 observations, 100 entries',
     );
     console.log(
-      '   "steady" = snippet cache warm (consecutive turns); "after a write" = one new observation stored (untimed) before each read, after 30 such rounds untimed',
+      '   "steady" = snippet cache warm (consecutive turns); "after a write" = one new observation stored ' +
+        '(untimed) before each read, after 30 such rounds untimed',
     );
     for (const backend of BACKENDS) {
       const result = byObservations.find((item) => item.backend === backend && item.spec.observations === 10_000);
@@ -629,7 +632,8 @@ export async function benchStorage(): Promise<void> {
         `p99 ≤ ${READ_TARGET_P99_MS} ms: ${verdict(result.afterWrite.p99Ms <= READ_TARGET_P99_MS)}`,
       );
       console.log(
-        `    ${backend} snippets: working-memory ${result.snippetChars.working} chars, observational-memory ${result.snippetChars.observational} chars; build ${result.buildSeconds.toFixed(2)} s`,
+        `    ${backend} snippets: working-memory ${result.snippetChars.working} chars, observational-memory ` +
+          `${result.snippetChars.observational} chars; build ${result.buildSeconds.toFixed(2)} s`,
       );
       console.log(
         `    during steady: ${describeGc(result.steadyGc)}; during after-a-write: ${describeGc(result.afterWriteGc)}`,
@@ -653,22 +657,28 @@ export async function benchStorage(): Promise<void> {
     }
 
     console.log(
-      `\n## Observe operations enqueued and applied (memory.observe end to end, observeMinTokens 1, the first ${FRESH_OBSERVES.toLocaleString('en')} observes of a fresh scope)`,
+      `\n## Observe operations enqueued and applied (memory.observe end to end, observeMinTokens 1, the ` +
+        `first ${FRESH_OBSERVES.toLocaleString('en')} observes of a fresh scope)`,
     );
     console.log(
-      `   ${OBSERVE_ROUNDS} rounds, one after another; each row is the median round, with every round's rate in brackets`,
+      `   ${OBSERVE_ROUNDS} rounds, one after another; each row is the median round, with every round's rate ` +
+        `in brackets`,
     );
     console.log(
-      `   (a round of one conversation runs in ${FRESH_WINDOWS} windows of ${FRESH_PER_WINDOW}; the slowest window of all its rounds is shown too)`,
+      `   (a round of one conversation runs in ${FRESH_WINDOWS} windows of ${FRESH_PER_WINDOW}; the slowest ` +
+        `window of all its rounds is shown too)`,
     );
     console.log(
-      `   the fixed CPU work before each round took ${speeds.map((speed) => `${speed.medianMs.toFixed(2)} ms`).join(', ')} (median; higher = a slower host)`,
+      `   the fixed CPU work before each round took ` +
+        `${speeds.map((speed) => `${speed.medianMs.toFixed(2)} ms`).join(', ')} (median; higher = a slower host)`,
     );
     console.log(
-      '   rows per store: one conversation awaiting each observe; the same with an instant reflector too (default reflect threshold, so the',
+      '   rows per store: one conversation awaiting each observe; the same with an instant reflector too ' +
+        '(default reflect threshold, so the',
     );
     console.log(
-      `   observations the observer is shown stay bounded); ${CONCURRENT_CONVERSATIONS} conversations observing at once, each awaiting its own (a server's load)`,
+      `   observations the observer is shown stay bounded); ${CONCURRENT_CONVERSATIONS} conversations ` +
+        `observing at once, each awaiting its own (a server's load)`,
     );
     for (const rates of observeRows.values()) {
       const middle = [...rates].sort((a, b) => a.opsPerSecond - b.opsPerSecond)[Math.floor(rates.length / 2)] as Rate;
@@ -678,12 +688,14 @@ export async function benchStorage(): Promise<void> {
         windows.length > 0 ? `; slowest window ${Math.round(Math.min(...windows)).toLocaleString('en')}/s` : '';
       reportRate(
         middle,
-        `≥ ${OBSERVE_TARGET.toLocaleString('en')}/s: ${verdict(middle.opsPerSecond >= OBSERVE_TARGET)}  [rounds ${rounds}/s${slowest}]`,
+        `≥ ${OBSERVE_TARGET.toLocaleString('en')}/s: ${verdict(middle.opsPerSecond >= OBSERVE_TARGET)}  ` +
+          `[rounds ${rounds}/s${slowest}]`,
       );
     }
 
     console.log(
-      '\n## Scaling: observations per scope (1 scope, 100 entries); read = both snippets, ms; observe/wm on the same scope',
+      '\n## Scaling: observations per scope (1 scope, 100 entries); read = both snippets, ms; observe/wm on ' +
+        'the same scope',
     );
     printTable(byObservations);
     console.log(
@@ -700,8 +712,10 @@ export async function benchStorage(): Promise<void> {
         observe: observeRatio,
       } = await scopeGrowth(factory, backend);
       console.log(
-        `${backend.padEnd(9)}  10,000 vs 10 scopes: read median ×${steadyRatio.toFixed(2)} steady, ×${writeRatio.toFixed(2)} after a write` +
-          `  (target: does not grow, ≤ ×${SCOPE_GROWTH_LIMIT}: ${verdict(steadyRatio <= SCOPE_GROWTH_LIMIT && writeRatio <= SCOPE_GROWTH_LIMIT)});` +
+        `${backend.padEnd(9)}  10,000 vs 10 scopes: read median ×${steadyRatio.toFixed(2)} steady, ` +
+          `×${writeRatio.toFixed(2)} after a write` +
+          `  (target: does not grow, ≤ ×${SCOPE_GROWTH_LIMIT}: ` +
+          `${verdict(steadyRatio <= SCOPE_GROWTH_LIMIT && writeRatio <= SCOPE_GROWTH_LIMIT)});` +
           `  observe/s ×${observeRatio.toFixed(2)}`,
       );
     }

@@ -125,7 +125,8 @@ async function summarize(backend: Backend): Promise<BackendSummary> {
     });
     const workingMemory = createWorkingMemory({ store });
     const preparer = createTurnPreparer({ observationalMemory: memory, workingMemory, runStore });
-    const label = `${backend.name}, ${OBSERVATIONS.toLocaleString('en')} obs, ${MESSAGES.toLocaleString('en')} messages`;
+    const label =
+      `${backend.name}, ${OBSERVATIONS.toLocaleString('en')} obs, ` + `${MESSAGES.toLocaleString('en')} messages`;
     const written: NewObservation = {
       content: 'The user changed the deploy window to Thursday.',
       importance: 0.8,
@@ -265,8 +266,10 @@ async function memoryTurnOverhead(
       above_threshold: round(median(times.above) - off, 3),
     };
     console.log(
-      `${`${backend}: one-step run, memory off`.padEnd(58)}  median ${off.toFixed(3).padStart(8)} ms; memory on adds ${result.below_threshold.toFixed(3)} ms below the observe threshold, ` +
-        `${result.above_threshold.toFixed(3)} ms above it (target ≤ 0.5 ms: ${verdict(result.below_threshold <= 0.5 && result.above_threshold <= 0.5)})`,
+      `${`${backend}: one-step run, memory off`.padEnd(58)}  median ${off.toFixed(3).padStart(8)} ms; memory ` +
+        `on adds ${result.below_threshold.toFixed(3)} ms below the observe threshold, ` +
+        `${result.above_threshold.toFixed(3)} ms above it (target ≤ 0.5 ms: ` +
+        `${verdict(result.below_threshold <= 0.5 && result.above_threshold <= 0.5)})`,
     );
     return result;
   } finally {
@@ -282,7 +285,8 @@ function round(value: number, digits: number): number {
 /** Measures the issue-16 figures on SQLite (and Postgres when configured) and returns them. */
 export async function benchSummary(): Promise<BenchSummary> {
   console.log(
-    `\n# Turn figures (issue 16): ${MESSAGES.toLocaleString('en')} messages, ${OBSERVATIONS.toLocaleString('en')} observations, ${ENTRIES} entries per scope`,
+    `\n# Turn figures (issue 16): ${MESSAGES.toLocaleString('en')} messages, ` +
+      `${OBSERVATIONS.toLocaleString('en')} observations, ${ENTRIES} entries per scope`,
   );
   const directory = mkdtempSync(join(tmpdir(), 'hm-bench-summary-'));
   const url = process.env['HARNESS_TEST_POSTGRES_URL'];

@@ -134,10 +134,12 @@ function row(name: string, traffic: Traffic, seconds: number): string {
 export async function benchTenantLimits(): Promise<void> {
   const [load1] = loadavg();
   console.log(
-    `\n## Per-tenant limits: one tenant floods (${FLOOD_CONCURRENCY} loops of writes and runs, no pause), another sends a read or a write every ${CALM_INTERVAL_MS} ms`,
+    `\n## Per-tenant limits: one tenant floods (${FLOOD_CONCURRENCY} loops of writes and runs, no pause), ` +
+      `another sends a read or a write every ${CALM_INTERVAL_MS} ms`,
   );
   console.log(
-    `   default limits (50 writes/s, 16 runs, 32 streams per API key); harness in a child process with instant models; ${availableParallelism()} CPUs, load average ${load1?.toFixed(2) ?? '?'}`,
+    `   default limits (50 writes/s, 16 runs, 32 streams per API key); harness in a child process with ` +
+      `instant models; ${availableParallelism()} CPUs, load average ${load1?.toFixed(2) ?? '?'}`,
   );
   const child = forkBenchChild<ChildMessage>(fileURLToPath(import.meta.url), SERVER_FLAG);
   try {
@@ -158,7 +160,10 @@ export async function benchTenantLimits(): Promise<void> {
     const calmRefused = during.statuses.get(429) ?? 0;
     const medianRatio = percentile(sortedDuring, 0.5) / percentile(sortedAlone, 0.5);
     console.log(
-      `${'calm during the flood / alone'.padEnd(34)}  median ×${medianRatio.toFixed(2)}, p99 ×${(p99During / p99Alone).toFixed(2)} (+${(p99During - p99Alone).toFixed(1)} ms), calm requests refused: ${calmRefused}   bound: none refused, p99 ≤ ${CALM_P99_BOUND_MS} ms  ${verdict(p99During <= CALM_P99_BOUND_MS && calmRefused === 0)}`,
+      `${'calm during the flood / alone'.padEnd(34)}  median ×${medianRatio.toFixed(2)}, p99 ` +
+        `×${(p99During / p99Alone).toFixed(2)} (+${(p99During - p99Alone).toFixed(1)} ms), calm requests ` +
+        `refused: ${calmRefused}   bound: none refused, p99 ≤ ${CALM_P99_BOUND_MS} ms  ` +
+        `${verdict(p99During <= CALM_P99_BOUND_MS && calmRefused === 0)}`,
     );
   } finally {
     await child.close();

@@ -89,7 +89,8 @@ describe('check-layout: the layer rules (issue 17)', () => {
     const result = check({ 'src/widgets/widget.ts': 'export const widget = 1;\n' });
     expect(result.status).toBe(1);
     expect(result.output).toContain(
-      "src/widgets/ is not in the layer table: add a row { folder: 'widgets', rank: N, role } to LAYERS in scripts/check-layout.mjs",
+      "src/widgets/ is not in the layer table: add a row { folder: 'widgets', rank: N, role } to LAYERS in " +
+        'scripts/check-layout.mjs',
     );
   });
 });

@@ -33,7 +33,9 @@ export function cancelled(): Error {
 export function forgottenError(run: RunRecord): RunErrorJson {
   return {
     code: 'SCOPE_FORGOTTEN',
-    message: `conversation ${run.scope.conversationId} was forgotten while run ${run.runId} was active; the run stopped and stored nothing more`,
+    message:
+      `conversation ${run.scope.conversationId} was forgotten while run ${run.runId} was active; the ` +
+      `run stopped and stored nothing more`,
   };
 }
 

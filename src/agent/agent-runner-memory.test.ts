@@ -130,50 +130,54 @@ describe('agent runner: the transcript stays valid after a cancel (issue 12)', (
 });
 
 describe('agent runner: events in order, failures visible (issue 12)', () => {
-  it('keeps run.completed last when an observation outlasts the wait, and reports the late observation on the scope', async () => {
-    const held = gate();
-    const observer = scriptedObserver(async () => {
-      await held.promise;
-      return 'IMPORTANCE: 0.9\nUser prefers tabs.';
-    });
-    const store = createInMemoryStore();
-    const runStore = createInMemoryRunStore();
-    const memory = createObservationalMemory({
-      store,
-      observer,
-      defaultEnabled: true,
-      defaults: { observeMinTokens: 1 },
-    });
-    const scopeEvents: ObservationalMemoryEvent[] = [];
-    const late = new Promise<void>((resolve) =>
-      memory.subscribe((event) => {
-        scopeEvents.push(event);
-        if (event.type === 'memory.observe.completed') resolve();
-      }),
-    );
-    const { runner } = runnerOver({
-      store,
-      runStore,
-      model: createMockLanguageModel('done'),
-      memory,
-      runner: { settleTimeoutMs: 1 },
-    });
-    const run = await runner.start({ ...scope, prompt: 'I prefer tabs.' });
-    expect((await runner.wait(run.runId)).status).toBe('completed');
-    held.open();
-    await late;
-    await memory.drain(scope);
-    const types = (await runStore.listEvents(run.runId, -1)).map((event) => event.type);
-    expect(types.at(-1)).toBe('run.completed');
-    expect(types.filter((type) => type === 'run.completed')).toHaveLength(1);
-    expect(types).not.toContain('memory.observe.completed');
-    expect(scopeEvents.find((event) => event.type === 'memory.observe.completed')).toMatchObject({
-      runId: run.runId,
-      scope,
-      observed: true,
-      observationCount: 1,
-    });
-  });
+  it(
+    'keeps run.completed last when an observation outlasts the wait, and reports the late observation on ' +
+      'the scope',
+    async () => {
+      const held = gate();
+      const observer = scriptedObserver(async () => {
+        await held.promise;
+        return 'IMPORTANCE: 0.9\nUser prefers tabs.';
+      });
+      const store = createInMemoryStore();
+      const runStore = createInMemoryRunStore();
+      const memory = createObservationalMemory({
+        store,
+        observer,
+        defaultEnabled: true,
+        defaults: { observeMinTokens: 1 },
+      });
+      const scopeEvents: ObservationalMemoryEvent[] = [];
+      const late = new Promise<void>((resolve) =>
+        memory.subscribe((event) => {
+          scopeEvents.push(event);
+          if (event.type === 'memory.observe.completed') resolve();
+        }),
+      );
+      const { runner } = runnerOver({
+        store,
+        runStore,
+        model: createMockLanguageModel('done'),
+        memory,
+        runner: { settleTimeoutMs: 1 },
+      });
+      const run = await runner.start({ ...scope, prompt: 'I prefer tabs.' });
+      expect((await runner.wait(run.runId)).status).toBe('completed');
+      held.open();
+      await late;
+      await memory.drain(scope);
+      const types = (await runStore.listEvents(run.runId, -1)).map((event) => event.type);
+      expect(types.at(-1)).toBe('run.completed');
+      expect(types.filter((type) => type === 'run.completed')).toHaveLength(1);
+      expect(types).not.toContain('memory.observe.completed');
+      expect(scopeEvents.find((event) => event.type === 'memory.observe.completed')).toMatchObject({
+        runId: run.runId,
+        scope,
+        observed: true,
+        observationCount: 1,
+      });
+    },
+  );
 
   it('goes on without a snippet that cannot be built and says so with memory.snippet.failed', async () => {
     const store = createInMemoryStore();

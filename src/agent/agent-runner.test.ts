@@ -59,45 +59,55 @@ function harness(
 const ids = { tenantId: 'tenant-a', conversationId: 'conv-recall-1', agentId: 'agent-x' };
 
 describe('agent runner: memory across runs', () => {
-  it('injects working memory, then observational memory, then the system prompt into the next run (cross-run recall)', async () => {
-    const { runner, agentModel, memoryModel } = harness();
-    agentModel.enqueue(
-      {
-        toolCalls: [
-          {
-            id: 'call-1',
-            name: 'working_memory',
-            arguments: JSON.stringify({ action: 'set', key: 'plan', value: { step: 1, target: 'auth.go' } }),
-          },
-        ],
-      },
-      'I will remember that you prefer tabs.',
-    );
-    const first = await runner.start({
-      ...ids,
-      prompt: 'I prefer tabs over spaces.',
-      systemPrompt: 'You are a coder.',
-    });
-    expect((await runner.wait(first.runId)).status).toBe('completed');
-    expect(memoryModel.calls.length).toBeGreaterThan(0);
+  it(
+    'injects working memory, then observational memory, then the system prompt into the next run (cross-run ' +
+      'recall)',
+    async () => {
+      const { runner, agentModel, memoryModel } = harness();
+      agentModel.enqueue(
+        {
+          toolCalls: [
+            {
+              id: 'call-1',
+              name: 'working_memory',
+              arguments: JSON.stringify({ action: 'set', key: 'plan', value: { step: 1, target: 'auth.go' } }),
+            },
+          ],
+        },
+        'I will remember that you prefer tabs.',
+      );
+      const first = await runner.start({
+        ...ids,
+        prompt: 'I prefer tabs over spaces.',
+        systemPrompt: 'You are a coder.',
+      });
+      expect((await runner.wait(first.runId)).status).toBe('completed');
+      expect(memoryModel.calls.length).toBeGreaterThan(0);
 
-    agentModel.calls.length = 0;
-    const second = await runner.start({
-      ...ids,
-      prompt: 'Which indentation do I like?',
-      systemPrompt: 'You are a coder.',
-    });
-    await runner.wait(second.runId);
-    const request = agentModel.calls[0]?.messages ?? [];
-    expect(request[0]).toMatchObject({ role: 'system' });
-    expect(request[0]?.content).toBe('<working-memory>\nplan: {"step":1,"target":"auth.go"}\n</working-memory>');
-    expect(request[1]?.role).toBe('system');
-    expect(request[1]?.content).toContain('<observational-memory>');
-    expect(request[1]?.content).toContain(SENTINEL);
-    expect(request[2]).toEqual({ role: 'system', content: 'You are a coder.' });
-    // Run 1's conversation is replayed after the system messages.
-    expect(request.slice(3).map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user']);
-  });
+      agentModel.calls.length = 0;
+      const second = await runner.start({
+        ...ids,
+        prompt: 'Which indentation do I like?',
+        systemPrompt: 'You are a coder.',
+      });
+      await runner.wait(second.runId);
+      const request = agentModel.calls[0]?.messages ?? [];
+      expect(request[0]).toMatchObject({ role: 'system' });
+      expect(request[0]?.content).toBe('<working-memory>\nplan: {"step":1,"target":"auth.go"}\n</working-memory>');
+      expect(request[1]?.role).toBe('system');
+      expect(request[1]?.content).toContain('<observational-memory>');
+      expect(request[1]?.content).toContain(SENTINEL);
+      expect(request[2]).toEqual({ role: 'system', content: 'You are a coder.' });
+      // Run 1's conversation is replayed after the system messages.
+      expect(request.slice(3).map((message) => message.role)).toEqual([
+        'user',
+        'assistant',
+        'tool',
+        'assistant',
+        'user',
+      ]);
+    },
+  );
 
   it('adds no memory system messages when memory is empty or mode is off', async () => {
     const { runner, agentModel } = harness({ memory: { mode: 'off' } });
@@ -343,36 +353,39 @@ describe('agent runner: abandoned runs', () => {
 });
 
 describe('agent runner: start({ onEvent })', () => {
-  it('hands the caller every event of the run in seq order, the terminal one last, without a hub subscription', async () => {
-    const { runner, agentModel, runStore } = harness();
-    agentModel.enqueue(
-      {
-        toolCalls: [
-          { id: 'call-1', name: 'working_memory', arguments: JSON.stringify({ action: 'set', key: 'k', value: 1 }) },
-        ],
-      },
-      'All set.',
-    );
-    const seen: { seq: number; type: string }[] = [];
-    let finished!: () => void;
-    const ended = new Promise<void>((resolve) => (finished = resolve));
-    const run = await runner.start(
-      { ...ids, prompt: 'Set k.' },
-      {
-        onEvent: (event) => {
-          seen.push({ seq: event.seq, type: event.type });
-          if (event.type === 'run.completed') finished();
+  it(
+    'hands the caller every event of the run in seq order, the terminal one last, without a hub ' + 'subscription',
+    async () => {
+      const { runner, agentModel, runStore } = harness();
+      agentModel.enqueue(
+        {
+          toolCalls: [
+            { id: 'call-1', name: 'working_memory', arguments: JSON.stringify({ action: 'set', key: 'k', value: 1 }) },
+          ],
         },
-      },
-    );
-    await ended;
-    await runner.wait(run.runId);
-    const stored = await runStore.listEvents(run.runId, -1);
-    const terminal = stored.findIndex((event) => event.type === 'run.completed');
-    expect(seen).toEqual(stored.slice(0, terminal + 1).map((event) => ({ seq: event.seq, type: event.type })));
-    expect(seen.at(-1)?.type).toBe('run.completed');
-    expect(seen.map((event) => event.type)).toContain('tool.call.completed');
-  });
+        'All set.',
+      );
+      const seen: { seq: number; type: string }[] = [];
+      let finished!: () => void;
+      const ended = new Promise<void>((resolve) => (finished = resolve));
+      const run = await runner.start(
+        { ...ids, prompt: 'Set k.' },
+        {
+          onEvent: (event) => {
+            seen.push({ seq: event.seq, type: event.type });
+            if (event.type === 'run.completed') finished();
+          },
+        },
+      );
+      await ended;
+      await runner.wait(run.runId);
+      const stored = await runStore.listEvents(run.runId, -1);
+      const terminal = stored.findIndex((event) => event.type === 'run.completed');
+      expect(seen).toEqual(stored.slice(0, terminal + 1).map((event) => ({ seq: event.seq, type: event.type })));
+      expect(seen.at(-1)?.type).toBe('run.completed');
+      expect(seen.map((event) => event.type)).toContain('tool.call.completed');
+    },
+  );
 
   it('survives a callback that throws: the run completes and each throw is reported as a fault', async () => {
     const faults: string[] = [];

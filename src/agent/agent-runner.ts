@@ -237,7 +237,10 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   return runner;
 }
 
-/** Hands a run's event to its `onEvent` callback (dropped after the run's last event); a throwing callback is a fault. */
+/**
+ * Hands a run's event to its `onEvent` callback (dropped after the run's last event); a throwing
+ * callback is a fault.
+ */
 function deliverEvent(
   callbacks: Map<string, (event: RunEvent) => void>,
   event: RunEvent,

@@ -87,28 +87,32 @@ describe('prepareTurn', () => {
     ).toEqual([]);
   });
 
-  it('leaves out tool calls without results and results without calls, so a strict server accepts the history (issue 12)', async () => {
-    const { observationalMemory, workingMemory, runStore } = await setup();
-    const call = (id: string) => ({ id, name: 'working_memory', arguments: '{}' });
-    await runStore.appendMessages(memoryId, [
-      message('r1:user', 'user', 'go'),
-      // A cancelled step: two calls, one result.
-      message('r1:assistant:1', 'assistant', '', { toolCalls: [call('c1'), call('c2')] }),
-      message('r1:tool:1:c1', 'tool', '{"ok":true}', { toolCallId: 'c1' }),
-    ]);
-    const preparer = createTurnPreparer({ observationalMemory, workingMemory, runStore });
-    const turn = await preparer.prepareTurn(scope, { transcript: [message('r2:user', 'user', 'again')] });
-    expect(
-      turn.messages
-        .filter((item) => item.role !== 'system')
-        .map((item) => [item.role, item.toolCalls?.map((entry) => entry.id) ?? item.toolCallId ?? item.content]),
-    ).toEqual([
-      ['user', 'go'],
-      ['assistant', ['c1']],
-      ['tool', 'c1'],
-      ['user', 'again'],
-    ]);
-  });
+  it(
+    'leaves out tool calls without results and results without calls, so a strict server accepts the ' +
+      'history (issue 12)',
+    async () => {
+      const { observationalMemory, workingMemory, runStore } = await setup();
+      const call = (id: string) => ({ id, name: 'working_memory', arguments: '{}' });
+      await runStore.appendMessages(memoryId, [
+        message('r1:user', 'user', 'go'),
+        // A cancelled step: two calls, one result.
+        message('r1:assistant:1', 'assistant', '', { toolCalls: [call('c1'), call('c2')] }),
+        message('r1:tool:1:c1', 'tool', '{"ok":true}', { toolCallId: 'c1' }),
+      ]);
+      const preparer = createTurnPreparer({ observationalMemory, workingMemory, runStore });
+      const turn = await preparer.prepareTurn(scope, { transcript: [message('r2:user', 'user', 'again')] });
+      expect(
+        turn.messages
+          .filter((item) => item.role !== 'system')
+          .map((item) => [item.role, item.toolCalls?.map((entry) => entry.id) ?? item.toolCallId ?? item.content]),
+      ).toEqual([
+        ['user', 'go'],
+        ['assistant', ['c1']],
+        ['tool', 'c1'],
+        ['user', 'again'],
+      ]);
+    },
+  );
 
   it('goes on without a snippet that cannot be built, and says which (issue 12)', async () => {
     const { observationalMemory, runStore } = await setup();

@@ -150,7 +150,9 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
         throw new HarnessMemoryError({
           code: 'SCOPE_FORGOTTEN',
           component: 'turn',
-          message: `conversation ${scope.conversationId} was forgotten while this work was under way; its messages are not sent again. Start a new run.`,
+          message:
+            `conversation ${scope.conversationId} was forgotten while this work was under way; its ` +
+            `messages are not sent again. Start a new run.`,
           data: { memoryId },
         });
       }

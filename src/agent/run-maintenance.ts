@@ -72,7 +72,9 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
       if (!run || (run.status !== 'queued' && run.status !== 'running')) continue;
       const error = {
         code: 'RUN_ABANDONED',
-        message: `the harness process running this run stopped before it finished (no heartbeat for ${abandonAfterSeconds} s)`,
+        message:
+          `the harness process running this run stopped before it finished (no heartbeat for ` +
+          `${abandonAfterSeconds} s)`,
       };
       await runStore.updateRun(run.runId, { status: 'failed', error });
       await events.emit(run.runId, 'run.failed', { error }, { conversationId: run.scope.conversationId });

@@ -82,24 +82,27 @@ describe.each(VERSIONS)('AI SDK middleware: $label', (version) => {
   const compatibleModel = () =>
     version.compatible({ name: 'scripted', baseURL: server.url, apiKey: 'k' }).chatModel('scripted-model');
 
-  it('generateText: the second call of a scope is shown what the first one taught, before its own system prompt', async () => {
-    const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
-    const model = ai.wrapLanguageModel({ model: compatibleModel(), middleware });
-    server.enqueue({ text: 'Noted: teal.' }, { text: 'Teal!' });
-    await workingMemory.set(scope, 'plan', { step: 1 });
-    const first = await ai.generateText({ model, prompt: 'My favourite colour is teal.' });
-    expect(first.text).toBe('Noted: teal.');
-    await middleware.flush();
-    const second = await ai.generateText({ model, system: 'You are brief.', prompt: 'What is my favourite colour?' });
-    expect(second.text).toBe('Teal!');
-    const sent = requestMessages(server, 1);
-    expect(sent.map((message) => message.role)).toEqual(['system', 'system', 'system', 'user']);
-    expect(sent[0]?.content).toBe('<working-memory>\nplan: {"step":1}\n</working-memory>');
-    expect(sent[1]?.content).toContain("The user's favourite colour is teal.");
-    expect(sent[2]?.content).toBe('You are brief.');
-    expect(observedText(observer).join('\n')).toContain('My favourite colour is teal.');
-    expect(observedText(observer).join('\n')).toContain('Noted: teal.');
-  });
+  it(
+    'generateText: the second call of a scope is shown what the first one taught, before its own system ' + 'prompt',
+    async () => {
+      const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
+      const model = ai.wrapLanguageModel({ model: compatibleModel(), middleware });
+      server.enqueue({ text: 'Noted: teal.' }, { text: 'Teal!' });
+      await workingMemory.set(scope, 'plan', { step: 1 });
+      const first = await ai.generateText({ model, prompt: 'My favourite colour is teal.' });
+      expect(first.text).toBe('Noted: teal.');
+      await middleware.flush();
+      const second = await ai.generateText({ model, system: 'You are brief.', prompt: 'What is my favourite colour?' });
+      expect(second.text).toBe('Teal!');
+      const sent = requestMessages(server, 1);
+      expect(sent.map((message) => message.role)).toEqual(['system', 'system', 'system', 'user']);
+      expect(sent[0]?.content).toBe('<working-memory>\nplan: {"step":1}\n</working-memory>');
+      expect(sent[1]?.content).toContain("The user's favourite colour is teal.");
+      expect(sent[2]?.content).toBe('You are brief.');
+      expect(observedText(observer).join('\n')).toContain('My favourite colour is teal.');
+      expect(observedText(observer).join('\n')).toContain('Noted: teal.');
+    },
+  );
 
   it('streamText: observation starts when the stream ends, and the next call holds what it taught', async () => {
     const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
@@ -155,56 +158,59 @@ describe.each(VERSIONS)('AI SDK middleware: $label', (version) => {
     expect(observedText(observer).join('\n')).toContain('Hello');
   });
 
-  it('gives the memory tools to generateText: a working-memory entry set by a tool call is stored in the scope', async () => {
-    const inner = new version.Mock({
-      doGenerate: async () =>
-        ({
-          content: [{ type: 'text', text: 'done' }],
+  it(
+    'gives the memory tools to generateText: a working-memory entry set by a tool call is stored in the ' + 'scope',
+    async () => {
+      const inner = new version.Mock({
+        doGenerate: async () =>
+          ({
+            content: [{ type: 'text', text: 'done' }],
+            finishReason: { unified: 'stop', raw: 'stop' },
+            usage,
+            warnings: [],
+          }) as never,
+      });
+      let call = 0;
+      inner.doGenerate = (async () => {
+        call++;
+        if (call === 1) {
+          return {
+            content: [
+              {
+                type: 'tool-call',
+                toolCallId: 'c1',
+                toolName: 'working_memory',
+                input: JSON.stringify({ action: 'set', key: 'goal', value: 'ship it' }),
+              },
+            ],
+            finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+            usage,
+            warnings: [],
+          };
+        }
+        return {
+          content: [{ type: 'text', text: 'stored' }],
           finishReason: { unified: 'stop', raw: 'stop' },
           usage,
           warnings: [],
-        }) as never,
-    });
-    let call = 0;
-    inner.doGenerate = (async () => {
-      call++;
-      if (call === 1) {
-        return {
-          content: [
-            {
-              type: 'tool-call',
-              toolCallId: 'c1',
-              toolName: 'working_memory',
-              input: JSON.stringify({ action: 'set', key: 'goal', value: 'ship it' }),
-            },
-          ],
-          finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
-          usage,
-          warnings: [],
         };
-      }
-      return {
-        content: [{ type: 'text', text: 'stored' }],
-        finishReason: { unified: 'stop', raw: 'stop' },
-        usage,
-        warnings: [],
-      };
-    }) as never;
-    const tools = createMemoryTools({ memory, workingMemory, scope });
-    const result = await ai.generateText({
-      model: inner as never,
-      tools: tools as never,
-      stopWhen: version.twoSteps() as never,
-      prompt: 'Remember the goal.',
-    });
-    expect(result.text).toBe('stored');
-    expect(await workingMemory.get(scope, 'goal')).toMatchObject({ found: true, value: JSON.stringify('ship it') });
-    const refused = await (tools.working_memory.execute as (input: unknown, options: unknown) => Promise<unknown>)(
-      { action: 'set' },
-      { toolCallId: 'c2', messages: [] },
-    );
-    expect(refused).toMatchObject({ error: { code: 'TOOL_INPUT_INVALID' } });
-  });
+      }) as never;
+      const tools = createMemoryTools({ memory, workingMemory, scope });
+      const result = await ai.generateText({
+        model: inner as never,
+        tools: tools as never,
+        stopWhen: version.twoSteps() as never,
+        prompt: 'Remember the goal.',
+      });
+      expect(result.text).toBe('stored');
+      expect(await workingMemory.get(scope, 'goal')).toMatchObject({ found: true, value: JSON.stringify('ship it') });
+      const refused = await (tools.working_memory.execute as (input: unknown, options: unknown) => Promise<unknown>)(
+        { action: 'set' },
+        { toolCallId: 'c2', messages: [] },
+      );
+      expect(refused).toMatchObject({ error: { code: 'TOOL_INPUT_INVALID' } });
+    },
+  );
 
   it('never fails the model call when memory fails: the failure is logged and onError is told', async () => {
     const broken = {

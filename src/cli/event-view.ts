@@ -42,13 +42,16 @@ export function createEventView(context: CliContext, options: { json: boolean })
       switch (event.type) {
         case 'run.started':
           note(
-            `· run ${event.runId} (tenant ${str(payload['tenant_id'])}, conversation ${str(payload['conversation_id'])}, agent ${str(payload['agent_id'])}${payload['model'] ? `, model ${str(payload['model'])}` : ''})`,
+            `· run ${event.runId} (tenant ${str(payload['tenant_id'])}, conversation ` +
+              `${str(payload['conversation_id'])}, agent ` +
+              `${str(payload['agent_id'])}${payload['model'] ? `, model ${str(payload['model'])}` : ''})`,
           );
           spinner.update('the model is working (step 1)');
           break;
         case 'llm.request.snapshot':
           note(
-            `· llm request, step ${step ?? '?'}: sha256 ${str(payload['prompt_hash']).slice(0, 12)}, tools ${Array.isArray(payload['tool_names']) ? payload['tool_names'].join(', ') : ''}`,
+            `· llm request, step ${step ?? '?'}: sha256 ${str(payload['prompt_hash']).slice(0, 12)}, tools ` +
+              `${Array.isArray(payload['tool_names']) ? payload['tool_names'].join(', ') : ''}`,
           );
           break;
         case 'assistant.message': {
@@ -82,7 +85,8 @@ export function createEventView(context: CliContext, options: { json: boolean })
           break;
         case 'memory.snippet.failed':
           note(
-            `· memory: step ${step ?? '?'} went on without the ${str(payload['source']).replace('_', ' ')} snippet: ${str(payload['error'])}`,
+            `· memory: step ${step ?? '?'} went on without the ${str(payload['source']).replace('_', ' ')} ` +
+              `snippet: ${str(payload['error'])}`,
           );
           break;
         case 'memory.reflection.completed':
@@ -91,7 +95,8 @@ export function createEventView(context: CliContext, options: { json: boolean })
         case 'run.completed': {
           const usage = (payload['usage'] ?? {}) as Record<string, unknown>;
           note(
-            `· run completed: ${str(payload['steps'])} steps, ${str(usage['input_tokens'])} tokens in, ${str(usage['output_tokens'])} out; conversation ${str(payload['conversation_id'])}`,
+            `· run completed: ${str(payload['steps'])} steps, ${str(usage['input_tokens'])} tokens in, ` +
+              `${str(usage['output_tokens'])} out; conversation ${str(payload['conversation_id'])}`,
           );
           break;
         }

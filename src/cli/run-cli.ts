@@ -36,7 +36,8 @@ export interface RunCliOptions {
  * exit code: 0 success, 1 runtime failure, 2 bad usage, 78 configuration error. Errors are
  * one line on stderr (`harness: <message>`); `--verbose` adds the stack.
  * @example
- * process.exitCode = await runCli(process.argv.slice(2), { env: process.env, stdout: process.stdout, stderr: process.stderr });
+ * const { env, stdout, stderr } = process;
+ * process.exitCode = await runCli(process.argv.slice(2), { env, stdout, stderr });
  */
 export async function runCli(argv: readonly string[], options: RunCliOptions): Promise<number> {
   let config: HarnessConfig | undefined;
@@ -96,7 +97,9 @@ function buildProgram(context: CliContext, result: CommandResult): Command {
     .showHelpAfterError(false)
     .addHelpText(
       'after',
-      '\nExit codes: 0 success, 1 runtime failure, 2 bad usage (including invalid scope ids), 78 configuration error.\nConfiguration: ~/.harness/config.toml, <workspace>/.harness/config.toml, then HARNESS_* and OPENAI_* variables (see `harness config`).',
+      '\nExit codes: 0 success, 1 runtime failure, 2 bad usage (including invalid scope ids), 78 ' +
+        'configuration error.\nConfiguration: ~/.harness/config.toml, <workspace>/.harness/config.toml, then ' +
+        'HARNESS_* and OPENAI_* variables (see `harness config`).',
     );
   registerServeCommand(program, context, result);
   registerRunCommand(program, context, result);

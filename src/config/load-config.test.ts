@@ -146,7 +146,8 @@ describe('config: cascade', () => {
   it('reads the hardening settings from [memory] and [server], and from their variables', () => {
     const file = writeConfig(
       workspace,
-      '[memory]\nmax_operation_attempts = 7\n[server]\nredact_transcripts = false\nmax_concurrent_runs = 3\nmax_sse_connections = 4\nmax_writes_per_second = 5\n',
+      '[memory]\nmax_operation_attempts = 7\n[server]\nredact_transcripts = false\nmax_concurrent_runs = ' +
+        '3\nmax_sse_connections = 4\nmax_writes_per_second = 5\n',
     );
     const fromFile = load();
     expect(fromFile.memory.maxOperationAttempts).toBe(7);
@@ -253,14 +254,18 @@ describe('config: cascade', () => {
     expect(config.memory.llmBaseUrl).toBe('');
   });
 
-  it('reads tool_importance_cap from a file and HARNESS_MEMORY_TOOL_IMPORTANCE_CAP, the variable winning (issue 12)', () => {
-    const file = writeConfig(workspace, '[memory]\ntool_importance_cap = 0.4\n');
-    expect(load().memory.toolImportanceCap).toBe(0.4);
-    expect(load().sources['memory.tool_importance_cap']).toBe(file);
-    const fromEnv = load({ HARNESS_MEMORY_TOOL_IMPORTANCE_CAP: '.25' });
-    expect(fromEnv.memory.toolImportanceCap).toBe(0.25);
-    expect(fromEnv.sources['memory.tool_importance_cap']).toBe('env:HARNESS_MEMORY_TOOL_IMPORTANCE_CAP');
-  });
+  it(
+    'reads tool_importance_cap from a file and HARNESS_MEMORY_TOOL_IMPORTANCE_CAP, the variable winning ' +
+      '(issue 12)',
+    () => {
+      const file = writeConfig(workspace, '[memory]\ntool_importance_cap = 0.4\n');
+      expect(load().memory.toolImportanceCap).toBe(0.4);
+      expect(load().sources['memory.tool_importance_cap']).toBe(file);
+      const fromEnv = load({ HARNESS_MEMORY_TOOL_IMPORTANCE_CAP: '.25' });
+      expect(fromEnv.memory.toolImportanceCap).toBe(0.25);
+      expect(fromEnv.sources['memory.tool_importance_cap']).toBe('env:HARNESS_MEMORY_TOOL_IMPORTANCE_CAP');
+    },
+  );
 
   it.each(['1.5', '-0.1', 'high'])('rejects HARNESS_MEMORY_TOOL_IMPORTANCE_CAP=%s', (value) => {
     const error = configErrorOf(() => load({ HARNESS_MEMORY_TOOL_IMPORTANCE_CAP: value }));
@@ -404,7 +409,8 @@ describe('config: errors', () => {
       expect.stringMatching(
         /^HARNESS_MEMORY_DIR is not a harness variable and is ignored; did you mean HARNESS_MEMORY_\w+\?$/,
       ),
-      'HARNESS_MEMORY_OBSERVE_MIN is not a harness variable and is ignored; did you mean HARNESS_MEMORY_OBSERVE_MIN_TOKENS?',
+      'HARNESS_MEMORY_OBSERVE_MIN is not a harness variable and is ignored; did you mean ' +
+        'HARNESS_MEMORY_OBSERVE_MIN_TOKENS?',
       'HARNESS_PROT is not a harness variable and is ignored; did you mean HARNESS_PORT?',
     ]);
   });

@@ -195,7 +195,9 @@ function readFileLayer(path: string): ConfigLayer[] {
     throw new ConfigError({
       key: '(syntax)',
       source: path,
-      message: `is not valid TOML at line ${error.line}, column ${error.column}: ${reason}. Fix the syntax or remove the file.`,
+      message:
+        `is not valid TOML at line ${error.line}, column ${error.column}: ${reason}. Fix the syntax ` +
+        `or remove the file.`,
       cause: error,
     });
   }

@@ -97,7 +97,8 @@ export function linkSections(links: ReflectionLinks): string[] {
   if (links.supersessions.length === 0) lines.push('- (none)');
   for (const item of links.supersessions)
     lines.push(
-      `- [${item.newerSeq}] replaces [${item.olderSeq}]${oneLine(item.reason) === '' ? '' : `: ${oneLine(item.reason)}`}`,
+      `- [${item.newerSeq}] replaces ` +
+        `[${item.olderSeq}]${oneLine(item.reason) === '' ? '' : `: ${oneLine(item.reason)}`}`,
     );
   lines.push('', '## Contradictions', '');
   if (links.contradictions.length === 0) lines.push('- (none)');

@@ -50,22 +50,26 @@ describe('prompts: observer', () => {
     expect(prompt.user).toContain('<transcript>\n[4] user: I like tabs\n</transcript>');
   });
 
-  it('includes the reflection and unreflected observations, prints an empty role as unknown, and skips empty messages', () => {
-    const prompt = buildObserverPrompt({
-      scope,
-      config: DEFAULT_OBSERVATION_CONFIG,
-      messages: [
-        { seq: 1, role: '', content: 'hello' },
-        { seq: 2, role: 'user', content: '   ' },
-      ],
-      reflection: reflection('SUMMARY:\nUses Go.'),
-      unreflected: [observation(7, 'Prefers tabs')],
-    });
-    expect(prompt.user).toContain('SUMMARY:\nUses Go.');
-    expect(prompt.user).toContain('- [7] Prefers tabs');
-    expect(prompt.user).toContain('[1] unknown: hello');
-    expect(prompt.user).not.toContain('[2] user');
-  });
+  it(
+    'includes the reflection and unreflected observations, prints an empty role as unknown, and skips empty ' +
+      'messages',
+    () => {
+      const prompt = buildObserverPrompt({
+        scope,
+        config: DEFAULT_OBSERVATION_CONFIG,
+        messages: [
+          { seq: 1, role: '', content: 'hello' },
+          { seq: 2, role: 'user', content: '   ' },
+        ],
+        reflection: reflection('SUMMARY:\nUses Go.'),
+        unreflected: [observation(7, 'Prefers tabs')],
+      });
+      expect(prompt.user).toContain('SUMMARY:\nUses Go.');
+      expect(prompt.user).toContain('- [7] Prefers tabs');
+      expect(prompt.user).toContain('[1] unknown: hello');
+      expect(prompt.user).not.toContain('[2] user');
+    },
+  );
 
   it('fences transcript text so it cannot close the fence or inject tags', () => {
     const prompt = buildObserverPrompt({
@@ -126,7 +130,8 @@ describe('prompts: issue 12', () => {
     expect(prompt.user).toContain('SOURCE: n, m');
     expect(prompt.user).toContain('answer exactly NONE');
     expect(prompt.user).toContain(
-      `[3] tool (read_file): ${'q'.repeat(MAX_PROMPT_MESSAGE_CHARS)} …[message clipped: 500 more characters cut, of ${MAX_PROMPT_MESSAGE_CHARS + 500}]`,
+      `[3] tool (read_file): ${'q'.repeat(MAX_PROMPT_MESSAGE_CHARS)} …[message clipped: 500 more characters ` +
+        `cut, of ${MAX_PROMPT_MESSAGE_CHARS + 500}]`,
     );
     expect(prompt.user).toContain('[4] user: thanks');
   });

@@ -53,15 +53,20 @@ export function buildObserverPrompt(input: {
   ].join('\n');
   const user = [
     'You are the observational memory processor for a coding agent. Extract durable facts, constraints, ' +
-      'preferences and decisions from the new transcript segment; skip small talk and details that will not matter later.',
+      'preferences and decisions from the new transcript segment; skip small talk and details that will not ' +
+      'matter later.',
     '',
     'Importance scale:',
     '- 0.9-1.0: critical constraints and hard user preferences',
     '- 0.5-0.8: useful context',
     '- 0.1-0.4: transient details',
     '',
-    'Output format: for each observation, a line `IMPORTANCE:x.x`, then a line `SOURCE: n, m` citing the transcript seqs (the numbers in square brackets) it comes from, then the observation text on the lines below. Separate blocks with a blank line. Plain text only. If nothing in the segment is worth remembering, answer exactly NONE.',
-    `A message longer than ${MAX_PROMPT_MESSAGE_CHARS} characters is clipped: only its head is shown, followed by a note saying how much was cut.`,
+    'Output format: for each observation, a line `IMPORTANCE:x.x`, then a line `SOURCE: n, m` citing the ' +
+      'transcript seqs (the numbers in square brackets) it comes from, then the observation text on the ' +
+      'lines below. Separate blocks with a blank line. Plain text only. If nothing in the segment is worth ' +
+      'remembering, answer exactly NONE.',
+    `A message longer than ${MAX_PROMPT_MESSAGE_CHARS} characters is clipped: only its head is shown, ` +
+      `followed by a note saying how much was cut.`,
     '',
     scopeBlock(input.scope),
     '',
@@ -108,7 +113,8 @@ export function buildReflectorPrompt(input: {
     'Compress the memory below. Keep every decision, constraint and preference that still applies; carry forward ' +
       'what the existing reflection says unless newer observations change it.',
     'List under SUPERSESSIONS every new observation that replaces an earlier one (a changed preference or ' +
-      'decision), and under CONTRADICTIONS two observations that conflict with neither known to win. Cite only seqs shown below; in a supersession the newer (larger) seq comes first.',
+      'decision), and under CONTRADICTIONS two observations that conflict with neither known to win. Cite ' +
+      'only seqs shown below; in a supersession the newer (larger) seq comes first.',
     '',
     'Answer in exactly this format (leave a section empty when there is nothing to report):',
     'SUMMARY:',

@@ -180,7 +180,8 @@ describe('snippet: budget', () => {
       const raw =
         trial % 3 === 0
           ? ''
-          : `SUMMARY:\n${randomText(trial).repeat(1 + (trial % 9))}\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: ${randomText(trial + 1)}\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: ${randomText(trial + 2)}`;
+          : `SUMMARY:\n${randomText(trial).repeat(1 + (trial % 9))}\nSUPERSESSIONS:\n- [seq:2] replaces ` +
+            `[seq:1]: ${randomText(trial + 1)}\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: ${randomText(trial + 2)}`;
       const maxTokens = 10 + ((trial * 37) % 400);
       const text = buildObservationSnippet({
         observations,

@@ -161,7 +161,9 @@ describe('redactSecrets: passwords in URLs', () => {
 describe('redactSecrets: JSON text', () => {
   it('finds secrets right after an escape such as \\n, as in stored tool arguments', () => {
     const text = JSON.stringify({
-      all: `first\n${OPENAI}\n${ANTHROPIC}\nAKIAIOSFODNN7EXAMPLE\n${GITHUB}\n${SLACK}\n${JWT}\nBearer abc123def456\n4111111111111111\nredis://u:pw1@h\naws_secret_access_key=${AWS_SECRET}`,
+      all:
+        `first\n${OPENAI}\n${ANTHROPIC}\nAKIAIOSFODNN7EXAMPLE\n${GITHUB}\n${SLACK}\n${JWT}\nBearer ` +
+        `abc123def456\n4111111111111111\nredis://u:pw1@h\naws_secret_access_key=${AWS_SECRET}`,
     });
     const { text: redacted, counts } = redactSecrets(text);
     expect(counts).toEqual({
@@ -217,7 +219,8 @@ describe('redactSecrets: combined input', () => {
   it('redacts several secrets in one text and counts each kind', () => {
     const { text, counts } = redactSecrets(mixed);
     expect(text).toBe(
-      'aws [REDACTED:aws_access_key]\ngh [REDACTED:github_token] and [REDACTED:github_token]\ncard [REDACTED:card_number]\n[REDACTED:private_key]',
+      'aws [REDACTED:aws_access_key]\ngh [REDACTED:github_token] and [REDACTED:github_token]\ncard ' +
+        '[REDACTED:card_number]\n[REDACTED:private_key]',
     );
     expect(counts).toEqual({ private_key: 1, aws_access_key: 1, github_token: 2, card_number: 1 });
   });
@@ -228,7 +231,8 @@ describe('redactSecrets: combined input', () => {
 
   it('is idempotent', () => {
     const once = redactSecrets(
-      `${mixed}\nBearer abc123def456 ${JWT} ${OPENAI} ${SLACK} ${ANTHROPIC} aws_secret_access_key=${AWS_SECRET} redis://u:p4ss@h:1/0 https://h/?pwd=x`,
+      `${mixed}\nBearer abc123def456 ${JWT} ${OPENAI} ${SLACK} ${ANTHROPIC} ` +
+        `aws_secret_access_key=${AWS_SECRET} redis://u:p4ss@h:1/0 https://h/?pwd=x`,
     );
     expect(once.counts).toMatchObject({ anthropic_key: 1, aws_secret_key: 1, url_password: 2 });
     const twice = redactSecrets(once.text);

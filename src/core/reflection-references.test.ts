@@ -24,30 +24,33 @@ const observation = (
 });
 
 describe('reflection references (issue 12)', () => {
-  it('offers reflected, unsuperseded observations: old important ones included, superseded and new ones left out', () => {
-    const observations = Array.from({ length: 400 }, (_, index) =>
-      observation(index + 1, index === 4 || index === 9 ? 0.95 : 0.3),
-    );
-    const chosen = selectReflectionReferences({
-      observations,
-      throughSeq: 380,
-      links: { supersessions: [{ newerSeq: 390, olderSeq: 10, reason: '' }] },
-      config: { ...DEFAULT_OBSERVATION_CONFIG, snippetMaxTokens: 200 },
-      estimator: RUNE_TOKEN_ESTIMATOR,
-    });
-    const seqs = chosen.map((item) => item.seq);
-    expect(seqs).toContain(5);
-    expect(seqs).not.toContain(10);
-    expect(Math.max(...seqs)).toBeLessThanOrEqual(380);
-    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
-    const tokens = chosen.reduce(
-      (sum, item) => sum + RUNE_TOKEN_ESTIMATOR.estimate(`- [seq:${item.seq}] ${referenceLine(item)}\n`),
-      0,
-    );
-    expect(tokens).toBeLessThanOrEqual(
-      reflectorReferenceTokens({ ...DEFAULT_OBSERVATION_CONFIG, snippetMaxTokens: 200 }),
-    );
-  });
+  it(
+    'offers reflected, unsuperseded observations: old important ones included, superseded and new ones left ' + 'out',
+    () => {
+      const observations = Array.from({ length: 400 }, (_, index) =>
+        observation(index + 1, index === 4 || index === 9 ? 0.95 : 0.3),
+      );
+      const chosen = selectReflectionReferences({
+        observations,
+        throughSeq: 380,
+        links: { supersessions: [{ newerSeq: 390, olderSeq: 10, reason: '' }] },
+        config: { ...DEFAULT_OBSERVATION_CONFIG, snippetMaxTokens: 200 },
+        estimator: RUNE_TOKEN_ESTIMATOR,
+      });
+      const seqs = chosen.map((item) => item.seq);
+      expect(seqs).toContain(5);
+      expect(seqs).not.toContain(10);
+      expect(Math.max(...seqs)).toBeLessThanOrEqual(380);
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+      const tokens = chosen.reduce(
+        (sum, item) => sum + RUNE_TOKEN_ESTIMATOR.estimate(`- [seq:${item.seq}] ${referenceLine(item)}\n`),
+        0,
+      );
+      expect(tokens).toBeLessThanOrEqual(
+        reflectorReferenceTokens({ ...DEFAULT_OBSERVATION_CONFIG, snippetMaxTokens: 200 }),
+      );
+    },
+  );
 
   it('offers nothing before the first reflection', () => {
     expect(

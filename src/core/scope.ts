@@ -115,7 +115,8 @@ export function assertScope(scope: unknown): Scope {
  * share a key however their ids are split.
  */
 export function memoryIdOf(scope: Scope): string {
-  return `${scope.tenantId.length}:${scope.tenantId}/${scope.conversationId.length}:${scope.conversationId}/${scope.agentId.length}:${scope.agentId}`;
+  const part = (id: string): string => `${id.length}:${id}`;
+  return `${part(scope.tenantId)}/${part(scope.conversationId)}/${part(scope.agentId)}`;
 }
 
 function blankToUndefined(value: string | null | undefined): string | undefined {

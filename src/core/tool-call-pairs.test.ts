@@ -51,23 +51,27 @@ describe('tool-call pairs (issue 12)', () => {
     expect(pairToolCalls([calls('Let me look.', 'c1')])[0]).not.toHaveProperty('toolCalls');
   });
 
-  it('drops a result without its call: at the start of a history cut by a budget, after another message, or repeated', () => {
-    expect(
-      shape(
-        pairToolCalls([
-          result('c0'),
-          user('go'),
-          result('c9'),
-          calls('', 'c1'),
-          result('c1'),
-          result('c1'),
-          result('c7'),
-        ]),
-      ),
-    ).toEqual([
-      ['user', 'go'],
-      ['assistant', 'c1'],
-      ['tool', 'c1'],
-    ]);
-  });
+  it(
+    'drops a result without its call: at the start of a history cut by a budget, after another message, or ' +
+      'repeated',
+    () => {
+      expect(
+        shape(
+          pairToolCalls([
+            result('c0'),
+            user('go'),
+            result('c9'),
+            calls('', 'c1'),
+            result('c1'),
+            result('c1'),
+            result('c7'),
+          ]),
+        ),
+      ).toEqual([
+        ['user', 'go'],
+        ['assistant', 'c1'],
+        ['tool', 'c1'],
+      ]);
+    },
+  );
 });

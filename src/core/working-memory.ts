@@ -58,7 +58,9 @@ export function encodeWorkingMemoryValue(value: unknown, maxValueBytes: number):
     throw new HarnessMemoryError({
       code: 'WORKING_MEMORY_LIMIT',
       component: 'working-memory',
-      message: `value is ${bytes} bytes as JSON, over the ${maxValueBytes}-byte limit. Store a shorter value, or raise working_memory_max_value_bytes.`,
+      message:
+        `value is ${bytes} bytes as JSON, over the ${maxValueBytes}-byte limit. Store a shorter ` +
+        `value, or raise working_memory_max_value_bytes.`,
       data: { limit: 'value_bytes', actual: bytes, max: maxValueBytes },
     });
   }
@@ -97,8 +99,10 @@ export function workingMemoryLimitError(
     component: 'working-memory',
     message:
       limit === 'entries'
-        ? `the scope already holds ${max} entries, the limit. Delete an entry first, or raise working_memory_max_entries.`
-        : `the scope's entries would take ${actual} bytes, over the ${max}-byte limit. Delete or shorten entries, or raise working_memory_max_total_bytes.`,
+        ? `the scope already holds ${max} entries, the limit. Delete an entry first, or raise ` +
+          `working_memory_max_entries.`
+        : `the scope's entries would take ${actual} bytes, over the ${max}-byte limit. Delete or shorten ` +
+          `entries, or raise working_memory_max_total_bytes.`,
     data: { limit, actual, max },
   });
 }

@@ -92,25 +92,29 @@ describe('eval conversation memory: replaying sessions', () => {
     expect(datedContent({ date: null }, { content: 'Hello' })).toBe('Hello');
   });
 
-  it('observes after each step, showing the observer each message with its session date, and injects what prepareTurn builds', async () => {
-    const model = observingModel();
-    const memory = await rememberConversation(settings(model), scope, conversation);
-    const observerPrompts = model.calls
-      .map(userPrompt)
-      .filter((prompt) => prompt.includes('observational memory processor'));
-    expect(observerPrompts).toHaveLength(2);
-    expect(observerPrompts[0]).toContain(
-      '[1] user: (session date: 2023/05/02 (Tue) 09:10)\nWe adopted a greyhound called Biscuit.',
-    );
-    expect(observerPrompts[1]).toContain('user: (session date: 2023/05/14 (Sun) 18:40)\nBiscuit now weighs 31 kg.');
-    // The mock reports 10 input and 5 output tokens a call.
-    expect(memory.usage).toEqual({ inputTokens: 20, outputTokens: 10 });
-    const injection = await memory.inject();
-    expect('messages' in injection && injection.messages.map((message) => message.role)).toEqual(['system']);
-    expect('messages' in injection && injection.messages[0]?.content).toMatch(
-      /^<observational-memory>\n[\s\S]*The user adopted Biscuit\./,
-    );
-  });
+  it(
+    'observes after each step, showing the observer each message with its session date, and injects what ' +
+      'prepareTurn builds',
+    async () => {
+      const model = observingModel();
+      const memory = await rememberConversation(settings(model), scope, conversation);
+      const observerPrompts = model.calls
+        .map(userPrompt)
+        .filter((prompt) => prompt.includes('observational memory processor'));
+      expect(observerPrompts).toHaveLength(2);
+      expect(observerPrompts[0]).toContain(
+        '[1] user: (session date: 2023/05/02 (Tue) 09:10)\nWe adopted a greyhound called Biscuit.',
+      );
+      expect(observerPrompts[1]).toContain('user: (session date: 2023/05/14 (Sun) 18:40)\nBiscuit now weighs 31 kg.');
+      // The mock reports 10 input and 5 output tokens a call.
+      expect(memory.usage).toEqual({ inputTokens: 20, outputTokens: 10 });
+      const injection = await memory.inject();
+      expect('messages' in injection && injection.messages.map((message) => message.role)).toEqual(['system']);
+      expect('messages' in injection && injection.messages[0]?.content).toMatch(
+        /^<observational-memory>\n[\s\S]*The user adopted Biscuit\./,
+      );
+    },
+  );
 
   it('also replays the newest history within historyMaxTokens, as the runner does', async () => {
     const runStore = createInMemoryRunStore();

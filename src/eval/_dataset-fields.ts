@@ -46,7 +46,9 @@ export function invalidField(context: InstanceContext, field: string, problem: s
   return new HarnessMemoryError({
     code: 'EVAL_DATASET_INVALID',
     component: 'eval',
-    message: `${describeInstance(context)}: ${field} ${problem}. Check the dataset file: it must be an unmodified LongMemEval or LoCoMo file, or follow the same format.`,
+    message:
+      `${describeInstance(context)}: ${field} ${problem}. Check the dataset file: it must be an ` +
+      `unmodified LongMemEval or LoCoMo file, or follow the same format.`,
     data: {
       format: context.format,
       index: context.index,

@@ -72,7 +72,8 @@ function readSessions(
         problem:
           dateText === null
             ? 'is missing; the session keeps its place in the order'
-            : `${JSON.stringify(dateText)} is not a date like ${DATE_EXAMPLES}; the session keeps its place in the order`,
+            : `${JSON.stringify(dateText)} is not a date like ${DATE_EXAMPLES}; the session keeps its place ` +
+              `in the order`,
       });
     }
     const turns = expectArray(conversation[key], context, `conversation.${key}`);
@@ -100,7 +101,8 @@ function readTurn(
     throw invalidField(
       context,
       `${field}.speaker`,
-      `is ${JSON.stringify(speaker)}, neither speaker_a (${JSON.stringify(speakers.user)}) nor speaker_b (${JSON.stringify(speakers.assistant)})`,
+      `is ${JSON.stringify(speaker)}, neither speaker_a (${JSON.stringify(speakers.user)}) nor speaker_b ` +
+        `(${JSON.stringify(speakers.assistant)})`,
     );
   }
   const text = expectString(turn['text'], context, `${field}.text`);

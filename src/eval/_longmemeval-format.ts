@@ -94,7 +94,8 @@ function undatedSession(field: string, dateText: string | null): UndatedField {
   if (dateText === null) return { field, problem: 'is empty; the session keeps its place in the order' };
   return {
     field,
-    problem: `${JSON.stringify(dateText)} is not a date like ${DATE_EXAMPLES}; the session keeps its place in the order`,
+    problem:
+      `${JSON.stringify(dateText)} is not a date like ${DATE_EXAMPLES}; the session keeps its place ` + `in the order`,
   };
 }
 

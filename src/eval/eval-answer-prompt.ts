@@ -29,7 +29,11 @@ const ANSWER_SYSTEM = [
  * module comment), the same for every baseline so that the comparison is fair.
  * @example
  * const prompt = buildAnswerPrompt(question);
- * const messages = [{ role: 'system', content: prompt.system }, ...memoryMessages, { role: 'user', content: prompt.user }];
+ * const messages = [
+ *   { role: 'system', content: prompt.system },
+ *   ...memoryMessages,
+ *   { role: 'user', content: prompt.user },
+ * ];
  */
 export function buildAnswerPrompt(question: Pick<EvalQuestion, 'question' | 'questionDate'>): EvalPrompt {
   const date = question.questionDate === null ? [] : [`Today is ${question.questionDate}.`, ''];

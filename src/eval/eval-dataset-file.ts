@@ -35,7 +35,8 @@ interface ByteRange {
  * field when one is malformed; the file system's error when the file cannot be read.
  * @example
  * const dataset = await readEvalDatasetFile('longmemeval_m.json');
- * const sessions = dataset.loadSessions ? await dataset.loadSessions(dataset.conversations[0]) : dataset.conversations[0].sessions;
+ * const [first] = dataset.conversations;
+ * const sessions = dataset.loadSessions ? await dataset.loadSessions(first) : first.sessions;
  */
 export async function readEvalDatasetFile(path: string, options: ReadEvalDatasetOptions = {}): Promise<EvalDataset> {
   const shownPath = options.shownPath ?? path;
@@ -60,7 +61,8 @@ async function readByInstance(path: string, shownPath: string): Promise<EvalData
   } catch (error) {
     if (error instanceof JsonArrayShapeError)
       throw invalid(
-        `${shownPath} is not a JSON array of instances: ${error.message} (at byte ${error.offset}). Give a LongMemEval or LoCoMo file as published.`,
+        `${shownPath} is not a JSON array of instances: ${error.message} (at byte ${error.offset}). Give a ` +
+          `LongMemEval or LoCoMo file as published.`,
       );
     throw error;
   }
@@ -98,7 +100,8 @@ async function loadSessions(
   );
   if (instance.conversation.id !== conversation.id)
     throw invalid(
-      `${shownPath} changed while the eval ran: instance ${conversation.index} is no longer ${JSON.stringify(conversation.id)}.`,
+      `${shownPath} changed while the eval ran: instance ${conversation.index} is no longer ` +
+        `${JSON.stringify(conversation.id)}.`,
     );
   return instance.conversation.sessions;
 }

@@ -130,15 +130,18 @@ describe('eval dataset: LongMemEval', () => {
     ]);
   });
 
-  it('reports a missing question date and missing session dates once per instance when other instances have dates', () => {
-    const undated = longMemEvalInstance({ question_id: 'q2', question_date: undefined, haystack_dates: undefined });
-    const dataset = parseEvalDataset([longMemEvalInstance(), undated]);
-    expect(dataset.problems.map((problem) => [problem.index, problem.field])).toEqual([
-      [1, 'haystack_dates'],
-      [1, 'question_date'],
-    ]);
-    expect(dataset.conversations[1]?.sessions.map((session) => session.id)).toEqual(['s-a', 's-b', 's-c']);
-  });
+  it(
+    'reports a missing question date and missing session dates once per instance when other instances have ' + 'dates',
+    () => {
+      const undated = longMemEvalInstance({ question_id: 'q2', question_date: undefined, haystack_dates: undefined });
+      const dataset = parseEvalDataset([longMemEvalInstance(), undated]);
+      expect(dataset.problems.map((problem) => [problem.index, problem.field])).toEqual([
+        [1, 'haystack_dates'],
+        [1, 'question_date'],
+      ]);
+      expect(dataset.conversations[1]?.sessions.map((session) => session.id)).toEqual(['s-a', 's-b', 's-c']);
+    },
+  );
 
   it('reports nothing and keeps the file order when the dataset has no dates at all', () => {
     const dataset = parseEvalDataset([longMemEvalInstance({ question_date: undefined, haystack_dates: undefined })]);
@@ -220,7 +223,9 @@ describe('eval dataset: LoCoMo', () => {
   it('reports an unreadable session date, naming the sample and the field', () => {
     const dataset = parseEvalDataset([locomoSample({}, { session_2_date_time: 'the day after' })]);
     expect(dataset.problems.map((problem) => problem.message)).toEqual([
-      'LoCoMo sample 0 (sample_id "conv-1"): conversation.session_2_date_time "the day after" is not a date like "2023/05/20 (Sat) 02:21", "1:56 pm on 8 May, 2023" or "2023-05-20T02:21"; the session keeps its place in the order.',
+      'LoCoMo sample 0 (sample_id "conv-1"): conversation.session_2_date_time "the day after" is not a date ' +
+        'like "2023/05/20 (Sat) 02:21", "1:56 pm on 8 May, 2023" or "2023-05-20T02:21"; the session keeps ' +
+        'its place in the order.',
     ]);
     expect(dataset.conversations[0]?.sessions.map((session) => session.id)).toEqual([
       'session_1',
@@ -280,7 +285,8 @@ describe('eval dataset: malformed input', () => {
     [
       'an unknown question type',
       { question_type: 'trivia' },
-      'question_type is "trivia"; expected one of single-session-user, single-session-assistant, single-session-preference, knowledge-update, temporal-reasoning, multi-session',
+      'question_type is "trivia"; expected one of single-session-user, single-session-assistant, ' +
+        'single-session-preference, knowledge-update, temporal-reasoning, multi-session',
     ],
     [
       'answer session ids that are not strings',
@@ -494,7 +500,8 @@ describe('eval dataset: selecting questions', () => {
   it('refuses a type absent from the dataset, listing the valid ones', () => {
     const { longMemEval } = twoFormats();
     expect(() => selectQuestions(longMemEval, { types: ['temporal-reasoning', 'multi-session'] })).toThrow(
-      '--types: "multi-session" is not a question type of this dataset; valid types: single-session-user, temporal-reasoning.',
+      '--types: "multi-session" is not a question type of this dataset; valid types: single-session-user, ' +
+        'temporal-reasoning.',
     );
     expect(() => selectQuestions(longMemEval, { types: [' '] })).toThrow(
       '--types names no question type; valid types: single-session-user, temporal-reasoning.',

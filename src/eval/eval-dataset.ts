@@ -82,7 +82,9 @@ export function assembleEvalDataset(
           index: conversation.index,
           id: conversation.id,
           field: entry.field,
-          message: `${describeInstance({ format, index: conversation.index, id: conversation.id })}: ${entry.field} ${entry.problem}.`,
+          message:
+            `${describeInstance({ format, index: conversation.index, id: conversation.id })}: ` +
+            `${entry.field} ${entry.problem}.`,
         })),
       )
     : [];
@@ -112,7 +114,9 @@ function unknownFormat(found: string): never {
     code: 'EVAL_DATASET_INVALID',
     component: 'eval',
     message:
-      `The dataset is in no format the eval reads: found ${found}. Accepted: LongMemEval (a JSON array of instances with question_id, question_type, question, answer, question_date, haystack_sessions, haystack_dates, haystack_session_ids) ` +
+      `The dataset is in no format the eval reads: found ${found}. Accepted: LongMemEval (a JSON array of ` +
+      `instances with question_id, question_type, question, answer, question_date, haystack_sessions, ` +
+      `haystack_dates, haystack_session_ids) ` +
       'or LoCoMo (a JSON array of samples with sample_id, conversation {speaker_a, speaker_b, session_N, ' +
       'session_N_date_time} and qa).',
     data: {},
@@ -191,7 +195,9 @@ function checkTypes(dataset: EvalDataset, requested: readonly string[] | undefin
   if (unknown.length > 0) {
     throw optionError(
       'types',
-      `--types: ${unknown.map((type) => JSON.stringify(type)).join(', ')} ${unknown.length === 1 ? 'is not a question type' : 'are not question types'} of this dataset; valid types: ${valid.join(', ')}.`,
+      `--types: ${unknown.map((type) => JSON.stringify(type)).join(', ')} ` +
+        `${unknown.length === 1 ? 'is not a question type' : 'are not question types'} of this dataset; ` +
+        `valid types: ${valid.join(', ')}.`,
     );
   }
   return new Set(wanted);

@@ -44,11 +44,19 @@ const GENERAL_RULE =
 
 const RULES: Readonly<Record<Exclude<JudgeKind, 'abstention'>, string>> = {
   factual: GENERAL_RULE,
-  temporal: `${GENERAL_RULE} Counting days, weeks or months between dates is easy to get off by one: when the question asks for such a count, a response that is one away from the reference (19 days for 18) is still right.`,
-  'knowledge-update': `${GENERAL_RULE} The user's information changed over time and the reference is its latest value. A response that gives this latest value as the answer is right even if it also mentions earlier values.`,
+  temporal:
+    `${GENERAL_RULE} Counting days, weeks or months between dates is easy to get off by one: when ` +
+    `the question asks for such a count, a response that is one away from the reference (19 days for 18) is ` +
+    `still right.`,
+  'knowledge-update':
+    `${GENERAL_RULE} The user's information changed over time and the reference is its ` +
+    `latest value. A response that gives this latest value as the answer is right even if it also mentions ` +
+    `earlier values.`,
   preference:
     'The reference is not an answer but a rubric: it describes what a response suited to this particular user ' +
-    "looks like. Say yes when the response recalls and uses what the user said about themselves as the rubric describes; it need not cover every point of the rubric. Say no when it ignores or misremembers the user's personal information, or gives advice that could be for anyone.",
+    'looks like. Say yes when the response recalls and uses what the user said about themselves as the ' +
+    'rubric describes; it need not cover every point of the rubric. Say no when it ignores or misremembers ' +
+    "the user's personal information, or gives advice that could be for anyone.",
 };
 
 const REFERENCE_TAGS: Readonly<Record<JudgeKind, string>> = {
@@ -105,7 +113,8 @@ function abstentionRule(adversarialAnswer: string | undefined): string {
       : ` A response that gives or accepts the answer ${JSON.stringify(adversarialAnswer.trim())} is wrong.`;
   return (
     'This question cannot be answered from the conversations; the explanation says what is missing. Say yes only ' +
-    'when the response says that the information is not available, not known or never mentioned; it may add related facts that were said. ' +
+    'when the response says that the information is not available, not known or never mentioned; it may add ' +
+    'related facts that were said. ' +
     `Say no when it answers the question as if the information were known.${trap}`
   );
 }

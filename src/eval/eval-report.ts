@@ -268,11 +268,17 @@ function footerLines(summary: EvalSummary): string[] {
   const { errors, models } = summary;
   return [
     `snippet tokens: median ${count(summary.snippet_tokens.median)}, p95 ${count(summary.snippet_tokens.p95)}`,
-    `memory model: ${count(summary.memory_input_tokens.total)} input, ${count(summary.memory_output_tokens.total)} output tokens (${count(summary.memory_input_tokens.per_question)} / ${count(summary.memory_output_tokens.per_question)} per question)`,
-    `answer model: ${count(summary.answer_input_tokens.total)} input tokens (${count(summary.answer_input_tokens.per_question)} per question)`,
-    `errors: ${errors.total} (memory ${errors.memory}, answer ${errors.answer}, judge ${errors.judge}); unparsable verdicts: ${summary.unparsable}`,
+    `memory model: ${count(summary.memory_input_tokens.total)} input, ` +
+      `${count(summary.memory_output_tokens.total)} output tokens ` +
+      `(${count(summary.memory_input_tokens.per_question)} / ` +
+      `${count(summary.memory_output_tokens.per_question)} per question)`,
+    `answer model: ${count(summary.answer_input_tokens.total)} input tokens ` +
+      `(${count(summary.answer_input_tokens.per_question)} per question)`,
+    `errors: ${errors.total} (memory ${errors.memory}, answer ${errors.answer}, judge ${errors.judge}); ` +
+      `unparsable verdicts: ${summary.unparsable}`,
     `wall time: ${duration(summary.wall_time_ms)}`,
-    `baseline: ${summary.baseline}; models: memory ${models.memory ?? '-'}, answer ${models.answer}, judge ${models.judge}`,
+    `baseline: ${summary.baseline}; models: memory ${models.memory ?? '-'}, answer ${models.answer}, judge ` +
+      `${models.judge}`,
   ];
 }
 

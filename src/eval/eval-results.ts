@@ -182,7 +182,9 @@ function resultsError(path: string, line: number, problem: string, cause?: unkno
   return new HarnessMemoryError({
     code: 'EVAL_RESULTS_INVALID',
     component: 'eval',
-    message: `${where} ${problem}. The results file cannot be resumed: remove or fix that line, or write to a new --out file.`,
+    message:
+      `${where} ${problem}. The results file cannot be resumed: remove or fix that line, or write to ` +
+      `a new --out file.`,
     data: { path, line },
     cause,
   });
@@ -209,12 +211,18 @@ export function checkResumable(
   );
   const line = file.lines[index];
   if (line === undefined) return;
-  const found = `baseline ${line.baseline}, memory ${line.models.memory ?? '-'}, answer ${line.models.answer}, judge ${line.models.judge}`;
-  const wanted = `baseline ${run.baseline}, memory ${run.models.memory ?? '-'}, answer ${run.models.answer}, judge ${run.models.judge}`;
+  const found =
+    `baseline ${line.baseline}, memory ${line.models.memory ?? '-'}, answer ` +
+    `${line.models.answer}, judge ${line.models.judge}`;
+  const wanted =
+    `baseline ${run.baseline}, memory ${run.models.memory ?? '-'}, answer ${run.models.answer}, ` +
+    `judge ${run.models.judge}`;
   throw new HarnessMemoryError({
     code: 'EVAL_RESULTS_INVALID',
     component: 'eval',
-    message: `${path}: the result for ${JSON.stringify(line.question_id)} comes from another run (${found}; this run: ${wanted}). Resume with the same baseline and models, or write to a new --out file.`,
+    message:
+      `${path}: the result for ${JSON.stringify(line.question_id)} comes from another run (${found}; ` +
+      `this run: ${wanted}). Resume with the same baseline and models, or write to a new --out file.`,
     data: { path, line: file.lineNumbers[index] ?? 0 },
   });
 }

@@ -128,7 +128,14 @@ interface RunContext {
  * makes the question an error of its stage, not a wrong answer.
  * @throws an error of `onResult` (such as a failed write), after the conversations under way end.
  * @example
- * const outcome = await runEval({ dataset, baseline: 'memory', answerModel, models, memory: { model: memoryModel, store: createInMemoryStore() }, onResult: (line) => writer.append(line) });
+ * const outcome = await runEval({
+ *   dataset,
+ *   baseline: 'memory',
+ *   answerModel,
+ *   models,
+ *   memory: { model: memoryModel, store: createInMemoryStore() },
+ *   onResult: (line) => writer.append(line),
+ * });
  */
 export async function runEval(options: EvalRunOptions): Promise<EvalRunOutcome> {
   const now = options.now ?? Date.now;

@@ -108,7 +108,9 @@ function mapUsage(usage: z.infer<typeof usageSchema>): LanguageModelUsage {
 function badAnswer(url: string, what: string, body: unknown): ModelCallError {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   return new ModelCallError({
-    message: `${url} answered with ${what}; expected a chat completion. Check that the base URL points at an OpenAI-compatible server.`,
+    message:
+      `${url} answered with ${what}; expected a chat completion. Check that the base URL points at an ` +
+      `OpenAI-compatible server.`,
     url,
     responseBody: truncateBody(text ?? ''),
     retryable: false,

@@ -60,7 +60,9 @@ export function toModelCallError(error: unknown, context: CallContext): ModelCal
   }
   if (context.timedOut || error instanceof APIConnectionTimeoutError) {
     return new ModelCallError({
-      message: `The call to ${url} timed out after ${context.timeoutMs} ms. Retry later, or raise the timeout if the model is slow.`,
+      message:
+        `The call to ${url} timed out after ${context.timeoutMs} ms. Retry later, or raise the ` +
+        `timeout if the model is slow.`,
       url,
       retryable: true,
       cause: error,
@@ -98,7 +100,9 @@ function fromStatusError(error: APIError, context: CallContext): ModelCallError 
   const retryAfterMs = parseRetryAfter(error.headers);
   const retryable = status === undefined ? true : !quota && (status === 408 || status === 429 || status >= 500);
   return new ModelCallError({
-    message: `${status === undefined ? 'The stream from' : `HTTP ${status} from`} ${url}: ${firstLine(error.message)}.${remedy(status, quota)}`,
+    message:
+      `${status === undefined ? 'The stream from' : `HTTP ${status} from`} ${url}: ` +
+      `${firstLine(error.message)}.${remedy(status, quota)}`,
     url,
     ...(status === undefined ? {} : { statusCode: status }),
     ...(body === undefined ? {} : { responseBody: truncateBody(body) }),

@@ -63,7 +63,9 @@ export function withCircuitBreaker(model: LanguageModel, options: CircuitBreaker
       ? 'after the trial call in flight'
       : `at ${new Date(openedAt + resetMs).toISOString()} (in ${retryAfterMs} ms)`;
     return new ModelCallError({
-      message: `The circuit for ${model.provider}/${model.modelId} is open after ${failures} consecutive failures; calls fail fast and it will try again ${when}.`,
+      message:
+        `The circuit for ${model.provider}/${model.modelId} is open after ${failures} consecutive ` +
+        `failures; calls fail fast and it will try again ${when}.`,
       retryable: true,
       retryAfterMs,
     });

@@ -129,21 +129,25 @@ describe('memory model selection: priority', () => {
 });
 
 describe('memory model selection: overrides', () => {
-  it('picks the openai base URL from llm_base_url, then OPENAI_BASE_URL, and the key from HARNESS_MEMORY_LLM_API_KEY first', () => {
-    expect(select({ OPENAI_API_KEY: 'sk', OPENAI_BASE_URL: 'http://proxy:4000' }).settings?.baseURL).toBe(
-      'http://proxy:4000',
-    );
-    const overridden = select({
-      OPENAI_API_KEY: 'sk',
-      OPENAI_BASE_URL: 'http://proxy:4000',
-      HARNESS_MEMORY_LLM_BASE_URL: 'http://memory:5000',
-      HARNESS_MEMORY_LLM_API_KEY: 'mem-key',
-    });
-    expect(overridden.settings).toMatchObject({ baseURL: 'http://memory:5000', apiKey: 'mem-key' });
-    expect(
-      select({ OPENAI_API_KEY: 'sk' }, '[memory]\nllm_base_url = "http://toml:1"\nllm_model = "gpt-x"\n').settings,
-    ).toMatchObject({ baseURL: 'http://toml:1', modelId: 'gpt-x' });
-  });
+  it(
+    'picks the openai base URL from llm_base_url, then OPENAI_BASE_URL, and the key from ' +
+      'HARNESS_MEMORY_LLM_API_KEY first',
+    () => {
+      expect(select({ OPENAI_API_KEY: 'sk', OPENAI_BASE_URL: 'http://proxy:4000' }).settings?.baseURL).toBe(
+        'http://proxy:4000',
+      );
+      const overridden = select({
+        OPENAI_API_KEY: 'sk',
+        OPENAI_BASE_URL: 'http://proxy:4000',
+        HARNESS_MEMORY_LLM_BASE_URL: 'http://memory:5000',
+        HARNESS_MEMORY_LLM_API_KEY: 'mem-key',
+      });
+      expect(overridden.settings).toMatchObject({ baseURL: 'http://memory:5000', apiKey: 'mem-key' });
+      expect(
+        select({ OPENAI_API_KEY: 'sk' }, '[memory]\nllm_base_url = "http://toml:1"\nllm_model = "gpt-x"\n').settings,
+      ).toMatchObject({ baseURL: 'http://toml:1', modelId: 'gpt-x' });
+    },
+  );
 
   it('overrides the provider model, base URL and key', () => {
     const chosen = select(

@@ -117,7 +117,8 @@ function chooseMode(settings: MemorySettings): { mode: MemoryModelMode; source: 
  * import { createAgentModel, selectMemoryModel } from 'harness-memory/llm';
  *
  * const config = loadConfig();
- * const { model, mode } = selectMemoryModel({ config, env: process.env, inheritModel: createAgentModel(config, process.env) });
+ * const inheritModel = createAgentModel(config, process.env);
+ * const { model, mode } = selectMemoryModel({ config, env: process.env, inheritModel });
  * const observer = createModelObserver(model);
  * console.log(mode, observer);
  * ```
@@ -212,7 +213,9 @@ function providerSettings(
     throw new ConfigError({
       key: 'memory.llm_model',
       source: settings.provider.source,
-      message: `memory llm model is required for provider "${name}": set [memory] llm_model or HARNESS_MEMORY_LLM_MODEL, model in [providers.${name}], or the harness model ([model] name or HARNESS_MODEL)`,
+      message:
+        `memory llm model is required for provider "${name}": set [memory] llm_model or ` +
+        `HARNESS_MEMORY_LLM_MODEL, model in [providers.${name}], or the harness model ([model] name or HARNESS_MODEL)`,
     });
   }
   const baseURL = settings.baseUrl?.value ?? provider.baseUrl;

@@ -74,7 +74,9 @@ export function normalizeBaseUrl(baseUrl: string): string {
     throw new ConfigError({
       key: 'baseURL',
       source: 'model settings',
-      message: `must be an http(s) URL such as https://api.openai.com/v1 or http://127.0.0.1:11434 (got ${JSON.stringify(trimmed)})`,
+      message:
+        `must be an http(s) URL such as https://api.openai.com/v1 or http://127.0.0.1:11434 (got ` +
+        `${JSON.stringify(trimmed)})`,
     });
   }
   const path = parsed.pathname.replace(/\/+$/, '').replace(/\/chat\/completions$/, '');

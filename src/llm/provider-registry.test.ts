@@ -65,7 +65,8 @@ describe('provider registry: config entries', () => {
       );
     expect(run).toThrow(ConfigError);
     expect(run).toThrow(
-      'env:HARNESS_MEMORY_LLM_PROVIDER: memory.llm_provider: unknown provider "anthropic"; known providers: local, ollama, openai, openrouter',
+      'env:HARNESS_MEMORY_LLM_PROVIDER: memory.llm_provider: unknown provider "anthropic"; known providers: ' +
+        'local, ollama, openai, openrouter',
     );
     expect(() => resolveProvider('toString', config, {})).toThrow(/unknown provider/);
   });

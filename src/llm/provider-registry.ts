@@ -70,7 +70,9 @@ export function resolveProvider(
   if (provider === undefined) {
     throw new ConfigError({
       ...origin,
-      message: `unknown provider ${JSON.stringify(name)}; known providers: ${Object.keys(providers).sort().join(', ')}. Add a [providers.${name}] table with base_url to define it.`,
+      message:
+        `unknown provider ${JSON.stringify(name)}; known providers: ` +
+        `${Object.keys(providers).sort().join(', ')}. Add a [providers.${name}] table with base_url to define it.`,
     });
   }
   const fromEnv = provider.apiKeyEnv ? nonBlank(env[provider.apiKeyEnv]) : undefined;

@@ -67,7 +67,8 @@ export function withoutRetries(model: LanguageModel): LanguageModel {
  * ```ts
  * import { createOpenAICompatibleModel, withRetries } from 'harness-memory/llm';
  *
- * const model = withRetries(createOpenAICompatibleModel({ baseURL: 'http://127.0.0.1:11434', modelId: 'llama3.2' }), { maxAttempts: 3 });
+ * const base = createOpenAICompatibleModel({ baseURL: 'http://127.0.0.1:11434', modelId: 'llama3.2' });
+ * const model = withRetries(base, { maxAttempts: 3 });
  * ```
  */
 export function withRetries(model: LanguageModel, policy: RetryPolicy = {}): LanguageModel {

@@ -76,7 +76,8 @@ export function registerMemoryResources(server: McpServer, dependencies: MemoryR
     'memory://scopes',
     {
       title: 'Memory scopes',
-      description: `The tenant's memory scopes (the first ${MAX_LISTED_SCOPES}, by conversation and agent id), as Markdown.`,
+      description:
+        `The tenant's memory scopes (the first ${MAX_LISTED_SCOPES}, by conversation and agent ` + `id), as Markdown.`,
       mimeType: 'text/markdown',
     },
     async (uri) => {

@@ -56,27 +56,30 @@ describe('ObservationalMemory listing and correction', () => {
     expect(fieldOf(error)).toBe(field);
   });
 
-  it('pages observations newest first, each with its score and whether the budget let the next snippet show it', async () => {
-    const memory = createObservationalMemory({
-      store: createInMemoryStore(),
-      defaultEnabled: true,
-      defaults: { snippetMaxTokens: 120 },
-    });
-    const long = (index: number) => `${index}: ${'a fairly long observation about the user '.repeat(3)}`;
-    await memory.importObservations(
-      scope,
-      Array.from({ length: 12 }, (_, index) => ({ content: long(index), importance: index === 0 ? 1 : 0.2 })),
-    );
-    const first = await memory.observationPage(scope, { limit: 5 });
-    expect(first.items.map((item) => item.seq)).toEqual([12, 11, 10, 9, 8]);
-    expect(first.items[0]).toMatchObject({ ageSteps: 0, score: 0.2, supersededBy: null });
-    const all = [...first.items, ...(await memory.observationPage(scope, { cursor: first.nextCursor ?? '' })).items];
-    expect(all).toHaveLength(12);
-    const snippet = await memory.snippet(scope);
-    for (const item of all) expect(snippet.includes(`- [${item.seq}] `)).toBe(item.included);
-    expect(all.some((item) => item.included)).toBe(true);
-    expect(all.some((item) => !item.included)).toBe(true);
-  });
+  it(
+    'pages observations newest first, each with its score and whether the budget let the next snippet show ' + 'it',
+    async () => {
+      const memory = createObservationalMemory({
+        store: createInMemoryStore(),
+        defaultEnabled: true,
+        defaults: { snippetMaxTokens: 120 },
+      });
+      const long = (index: number) => `${index}: ${'a fairly long observation about the user '.repeat(3)}`;
+      await memory.importObservations(
+        scope,
+        Array.from({ length: 12 }, (_, index) => ({ content: long(index), importance: index === 0 ? 1 : 0.2 })),
+      );
+      const first = await memory.observationPage(scope, { limit: 5 });
+      expect(first.items.map((item) => item.seq)).toEqual([12, 11, 10, 9, 8]);
+      expect(first.items[0]).toMatchObject({ ageSteps: 0, score: 0.2, supersededBy: null });
+      const all = [...first.items, ...(await memory.observationPage(scope, { cursor: first.nextCursor ?? '' })).items];
+      expect(all).toHaveLength(12);
+      const snippet = await memory.snippet(scope);
+      for (const item of all) expect(snippet.includes(`- [${item.seq}] `)).toBe(item.included);
+      expect(all.some((item) => item.included)).toBe(true);
+      expect(all.some((item) => !item.included)).toBe(true);
+    },
+  );
 
   it('corrects an observation: the next snippet shows the new text, also in another process cache', async () => {
     const store = createInMemoryStore();

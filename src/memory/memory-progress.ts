@@ -7,7 +7,10 @@ import type { TokenEstimator } from '../core/token-estimator.js';
 import type { Operation, StoredMessage } from '../storage/store.js';
 import type { MemoryProgress } from './observational-memory-api.js';
 
-/** The progress of a scope from what was read of it: its unobserved messages, operations in `processing` and snippet. */
+/**
+ * The progress of a scope from what was read of it: its unobserved messages, its operations in
+ * `processing` and its snippet.
+ */
 export function progressOf(input: {
   readonly record: MemoryRecord | undefined;
   readonly config: ObservationConfig;

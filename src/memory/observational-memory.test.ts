@@ -80,12 +80,15 @@ describe('observational memory: observe', () => {
     expect(result.observed).toBe(true);
   });
 
-  it('tracks observed messages by identity, so a second call sending old messages observes only the new one', async () => {
-    const { memory, observer } = setup();
-    await memory.observe({ scope, messages: messages(0, 1) });
-    await memory.observe({ scope, messages: messages(0, 3) });
-    expect(observer.calls[1]?.messages.map((message) => message.seq)).toEqual([2, 3]);
-  });
+  it(
+    'tracks observed messages by identity, so a second call sending old messages observes only the new ' + 'one',
+    async () => {
+      const { memory, observer } = setup();
+      await memory.observe({ scope, messages: messages(0, 1) });
+      await memory.observe({ scope, messages: messages(0, 3) });
+      expect(observer.calls[1]?.messages.map((message) => message.seq)).toEqual([2, 3]);
+    },
+  );
 
   it('observes new messages after the transcript was compacted or reset (reference defect 1)', async () => {
     const { memory, observer } = setup();
@@ -192,20 +195,25 @@ describe('observational memory: observe', () => {
 });
 
 describe('observational memory: reflection', () => {
-  it('reflects when the tokens added since the last reflection reach the threshold, not on every observe (reference defect 2)', async () => {
-    const observer = scriptedObserver('IMPORTANCE:0.5\nFact number one that is fairly long');
-    const { memory, reflector, events } = setup({
-      observer,
-      defaults: { observeMinTokens: 1, reflectThresholdTokens: 20 },
-    });
-    const results = [];
-    for (let index = 0; index < 6; index++) results.push(await memory.observe({ scope, messages: messages(index, 1) }));
-    // Each observation costs 9 tokens: reflections at 18+ → after the 3rd and the 6th observe.
-    expect(results.map((result) => result.reflected)).toEqual([false, false, true, false, false, true]);
-    expect(reflector.calls).toHaveLength(2);
-    expect(reflector.calls[1]?.observations.map((item) => item.seq)).toEqual([4, 5, 6]);
-    expect(events.filter((event) => event.type === 'memory.reflection.completed')).toHaveLength(2);
-  });
+  it(
+    'reflects when the tokens added since the last reflection reach the threshold, not on every observe ' +
+      '(reference defect 2)',
+    async () => {
+      const observer = scriptedObserver('IMPORTANCE:0.5\nFact number one that is fairly long');
+      const { memory, reflector, events } = setup({
+        observer,
+        defaults: { observeMinTokens: 1, reflectThresholdTokens: 20 },
+      });
+      const results = [];
+      for (let index = 0; index < 6; index++)
+        results.push(await memory.observe({ scope, messages: messages(index, 1) }));
+      // Each observation costs 9 tokens: reflections at 18+ → after the 3rd and the 6th observe.
+      expect(results.map((result) => result.reflected)).toEqual([false, false, true, false, false, true]);
+      expect(reflector.calls).toHaveLength(2);
+      expect(reflector.calls[1]?.observations.map((item) => item.seq)).toEqual([4, 5, 6]);
+      expect(events.filter((event) => event.type === 'memory.reflection.completed')).toHaveLength(2);
+    },
+  );
 
   it('gives the observer the reflection and only the observations it does not cover', async () => {
     const { memory, observer } = setup({ defaults: { observeMinTokens: 1, reflectThresholdTokens: 10 } });
@@ -341,29 +349,34 @@ describe('observational memory: snippet', () => {
     expect(snippet).not.toContain('⚠️');
   });
 
-  it('shows supersessions and contradictions, ranks the superseded observation low and leaves it out under pressure', async () => {
-    const reflection =
-      'SUMMARY:\nIndentation changed.\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: user now prefers spaces\n\nCONTRADICTIONS:\n- [seq:3] vs [seq:2]: line length unclear\n';
-    const { memory } = await observeAll(
-      { reflector: scriptedReflector(reflection), defaults: { observeMinTokens: 1, snippetMaxTokens: 126 } },
-      [
-        'IMPORTANCE:0.9\nUse tabs',
-        'IMPORTANCE:0.9\nUse spaces, four of them',
-        'IMPORTANCE:0.9\nLines up to 100 characters',
-      ],
-    );
-    await memory.reflectNow(scope);
-    const snippet = await memory.snippet(scope);
-    expect(snippet).toContain(
-      '⚠️ Preference changes (most recent wins):\n- user now prefers spaces (observation [2] supersedes [1])',
-    );
-    expect(snippet).toContain(
-      '⚠️ Unresolved contradictions:\n- line length unclear (observations [2] vs [3]) — confirm which applies',
-    );
-    expect(snippet).not.toContain('[1] (superseded by [2]) Use tabs');
-    expect(snippet).toContain('[2] Use spaces');
-    expect(RUNE_TOKEN_ESTIMATOR.estimate(snippet)).toBeLessThanOrEqual(126);
-  });
+  it(
+    'shows supersessions and contradictions, ranks the superseded observation low and leaves it out under ' +
+      'pressure',
+    async () => {
+      const reflection =
+        'SUMMARY:\nIndentation changed.\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: user now prefers ' +
+        'spaces\n\nCONTRADICTIONS:\n- [seq:3] vs [seq:2]: line length unclear\n';
+      const { memory } = await observeAll(
+        { reflector: scriptedReflector(reflection), defaults: { observeMinTokens: 1, snippetMaxTokens: 126 } },
+        [
+          'IMPORTANCE:0.9\nUse tabs',
+          'IMPORTANCE:0.9\nUse spaces, four of them',
+          'IMPORTANCE:0.9\nLines up to 100 characters',
+        ],
+      );
+      await memory.reflectNow(scope);
+      const snippet = await memory.snippet(scope);
+      expect(snippet).toContain(
+        '⚠️ Preference changes (most recent wins):\n- user now prefers spaces (observation [2] supersedes [1])',
+      );
+      expect(snippet).toContain(
+        '⚠️ Unresolved contradictions:\n- line length unclear (observations [2] vs [3]) — confirm which applies',
+      );
+      expect(snippet).not.toContain('[1] (superseded by [2]) Use tabs');
+      expect(snippet).toContain('[2] Use spaces');
+      expect(RUNE_TOKEN_ESTIMATOR.estimate(snippet)).toBeLessThanOrEqual(126);
+    },
+  );
 
   it('shows a clean structured reflection with its summary and no warnings', async () => {
     const { memory } = setup({
@@ -376,20 +389,24 @@ describe('observational memory: snippet', () => {
     expect(snippet).not.toContain('⚠️');
   });
 
-  it('cuts a reflection too long for the budget at a line boundary with a visible marker (reference defect 9)', async () => {
-    const long = `SUMMARY:\n${Array.from({ length: 60 }, (_, index) => `Line ${index} of a very long reflection text.`).join('\n')}`;
-    const { memory } = setup({
-      reflector: scriptedReflector(long),
-      defaults: { observeMinTokens: 1, snippetMaxTokens: 120 },
-    });
-    await memory.observe({ scope, messages: messages(0, 1) });
-    await memory.reflectNow(scope);
-    const snippet = await memory.snippet(scope);
-    expect(snippet).toContain('Line 0 of a very long reflection text.\n');
-    expect(snippet).toContain('[… reflection truncated to fit the memory budget]');
-    expect(snippet).not.toContain('Line 59');
-    expect(RUNE_TOKEN_ESTIMATOR.estimate(snippet)).toBeLessThanOrEqual(120);
-  });
+  it(
+    'cuts a reflection too long for the budget at a line boundary with a visible marker (reference defect ' + '9)',
+    async () => {
+      const lines = Array.from({ length: 60 }, (_, index) => `Line ${index} of a very long reflection text.`);
+      const long = `SUMMARY:\n${lines.join('\n')}`;
+      const { memory } = setup({
+        reflector: scriptedReflector(long),
+        defaults: { observeMinTokens: 1, snippetMaxTokens: 120 },
+      });
+      await memory.observe({ scope, messages: messages(0, 1) });
+      await memory.reflectNow(scope);
+      const snippet = await memory.snippet(scope);
+      expect(snippet).toContain('Line 0 of a very long reflection text.\n');
+      expect(snippet).toContain('[… reflection truncated to fit the memory budget]');
+      expect(snippet).not.toContain('Line 59');
+      expect(RUNE_TOKEN_ESTIMATOR.estimate(snippet)).toBeLessThanOrEqual(120);
+    },
+  );
 
   it('renders memory text so it cannot close or open our tags or pose as a header', async () => {
     const { memory } = await observeAll({}, [
@@ -468,34 +485,38 @@ describe('observational memory: status, settings and export', () => {
     expect(full.bytes).toBe(Buffer.byteLength(full.content));
   });
 
-  it('exports json with config, observations, reflection, status and the structured reflection; empty format means json', async () => {
-    const { memory } = setup();
-    await memory.observe({ scope, messages: messages(0, 1) });
-    await memory.reflectNow(scope);
-    const result = await memory.export(scope, '');
-    expect(result.format).toBe('json');
-    const parsed = JSON.parse(result.content);
-    expect(Object.keys(parsed).sort()).toEqual([
-      'config',
-      'observations',
-      'reflection',
-      'reflection_links',
-      'status',
-      'structured_reflection',
-    ]);
-    expect(parsed.observations[0]).toMatchObject({
-      seq: 1,
-      importance: 0.9,
-      content: 'User prefers tabs over spaces',
-      source: 'user',
-      source_start_index: 0,
-      source_end_index: 0,
-      source_message_indexes: [],
-    });
-    expect(parsed.reflection_links).toEqual({ supersessions: [], contradictions: [] });
-    expect(parsed.structured_reflection.schema_version).toBe(1);
-    expect(parsed.status.scope).toEqual({ tenant_id: 'tenant-a', conversation_id: 'conv-1', agent_id: 'agent-x' });
-  });
+  it(
+    'exports json with config, observations, reflection, status and the structured reflection; empty format ' +
+      'means json',
+    async () => {
+      const { memory } = setup();
+      await memory.observe({ scope, messages: messages(0, 1) });
+      await memory.reflectNow(scope);
+      const result = await memory.export(scope, '');
+      expect(result.format).toBe('json');
+      const parsed = JSON.parse(result.content);
+      expect(Object.keys(parsed).sort()).toEqual([
+        'config',
+        'observations',
+        'reflection',
+        'reflection_links',
+        'status',
+        'structured_reflection',
+      ]);
+      expect(parsed.observations[0]).toMatchObject({
+        seq: 1,
+        importance: 0.9,
+        content: 'User prefers tabs over spaces',
+        source: 'user',
+        source_start_index: 0,
+        source_end_index: 0,
+        source_message_indexes: [],
+      });
+      expect(parsed.reflection_links).toEqual({ supersessions: [], contradictions: [] });
+      expect(parsed.structured_reflection.schema_version).toBe(1);
+      expect(parsed.status.scope).toEqual({ tenant_id: 'tenant-a', conversation_id: 'conv-1', agent_id: 'agent-x' });
+    },
+  );
 
   it('rejects an unknown export format and lists the valid ones', async () => {
     const { memory } = setup();

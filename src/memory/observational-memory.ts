@@ -72,7 +72,8 @@ export type {
  *
  * const model = createOpenAICompatibleModel({ baseURL: 'http://127.0.0.1:11434/v1', modelId: 'llama3.2' });
  * const memory = createObservationalMemory({ store: createInMemoryStore(), model, defaultEnabled: true });
- * await memory.observe({ scope: { conversationId: 'c1' }, messages: [{ id: 'm1', role: 'user', content: 'I prefer tabs.' }] });
+ * const messages = [{ id: 'm1', role: 'user' as const, content: 'I prefer tabs.' }];
+ * await memory.observe({ scope: { conversationId: 'c1' }, messages });
  * const snippet = await memory.snippet({ conversationId: 'c1' });
  * ```
  */

@@ -79,27 +79,31 @@ describe('observe failures: retryable', () => {
     expect(await unobserved()).toBe(0);
   });
 
-  it('parks the operation as dead after bounded attempts on persistent 5xx, keeps the message, and observes it later', async () => {
-    server.setDefaultReply({ status: 503, body: { error: { message: 'down' } } });
-    await expect(observe()).rejects.toBeDefined();
-    await memory.drain(scope, { timeoutMs: 30_000 });
-    expect(server.requests).toHaveLength(3);
-    expect((await store.listOperations(memoryId)).at(-1)).toMatchObject({
-      status: 'dead',
-      attempt: 3,
-      errorText: expect.stringContaining('gave up after 3 attempts'),
-    });
-    expect((await memory.status(scope)).deadOperations).toBe(1);
-    expect(await unobserved()).toBe(1);
-    server.setDefaultReply(GOOD);
-    await new Promise((resolve) => setTimeout(resolve, 350));
-    const later = await observe('And use four-space tabs.');
-    expect(later.observed).toBe(true);
-    expect(await unobserved()).toBe(0);
-    const lastRequest = JSON.stringify(server.requests.at(-1)?.body);
-    expect(lastRequest).toContain('I prefer tabs over spaces');
-    expect(lastRequest).toContain('four-space tabs');
-  });
+  it(
+    'parks the operation as dead after bounded attempts on persistent 5xx, keeps the message, and observes ' +
+      'it later',
+    async () => {
+      server.setDefaultReply({ status: 503, body: { error: { message: 'down' } } });
+      await expect(observe()).rejects.toBeDefined();
+      await memory.drain(scope, { timeoutMs: 30_000 });
+      expect(server.requests).toHaveLength(3);
+      expect((await store.listOperations(memoryId)).at(-1)).toMatchObject({
+        status: 'dead',
+        attempt: 3,
+        errorText: expect.stringContaining('gave up after 3 attempts'),
+      });
+      expect((await memory.status(scope)).deadOperations).toBe(1);
+      expect(await unobserved()).toBe(1);
+      server.setDefaultReply(GOOD);
+      await new Promise((resolve) => setTimeout(resolve, 350));
+      const later = await observe('And use four-space tabs.');
+      expect(later.observed).toBe(true);
+      expect(await unobserved()).toBe(0);
+      const lastRequest = JSON.stringify(server.requests.at(-1)?.body);
+      expect(lastRequest).toContain('I prefer tabs over spaces');
+      expect(lastRequest).toContain('four-space tabs');
+    },
+  );
 
   it('times out a slow model within bounded time and keeps the message', async () => {
     // The answer would come after ten minutes: only the client timeout can end the call.
@@ -159,25 +163,28 @@ describe('observe failures: rejected answers', () => {
 });
 
 describe('observe failures: circuit breaker', () => {
-  it('opens after repeated failures, fails fast without calling the model, and catches up with the backlog', async () => {
-    server.setDefaultReply({ status: 500, body: { error: { message: 'boom' } } });
-    await observe('message number 0').catch(() => undefined);
-    // Retries of the queued operation run into the failing model until the circuit opens.
-    await memory.drain(scope, { timeoutMs: 30_000 }).catch(() => undefined);
-    const calls = server.requests.length;
-    expect(calls).toBe(3);
-    const fast = await timed(observe('message while open'));
-    expect(fast.error).toBeDefined();
-    expect(String((fast.error as Error).message)).toMatch(/circuit/i);
-    expect(server.requests.length).toBe(calls);
-    expect(await unobserved()).toBe(2);
+  it(
+    'opens after repeated failures, fails fast without calling the model, and catches up with the ' + 'backlog',
+    async () => {
+      server.setDefaultReply({ status: 500, body: { error: { message: 'boom' } } });
+      await observe('message number 0').catch(() => undefined);
+      // Retries of the queued operation run into the failing model until the circuit opens.
+      await memory.drain(scope, { timeoutMs: 30_000 }).catch(() => undefined);
+      const calls = server.requests.length;
+      expect(calls).toBe(3);
+      const fast = await timed(observe('message while open'));
+      expect(fast.error).toBeDefined();
+      expect(String((fast.error as Error).message)).toMatch(/circuit/i);
+      expect(server.requests.length).toBe(calls);
+      expect(await unobserved()).toBe(2);
 
-    server.setDefaultReply(GOOD);
-    await new Promise((resolve) => setTimeout(resolve, 350));
-    await memory.drain(scope, { timeoutMs: 30_000 });
-    await observe('message after recovery');
-    expect(await unobserved()).toBe(0);
-    const prompt = JSON.stringify(server.requests.at(-1)?.body) + JSON.stringify(server.requests.at(-2)?.body);
-    expect(prompt).toContain('message while open');
-  });
+      server.setDefaultReply(GOOD);
+      await new Promise((resolve) => setTimeout(resolve, 350));
+      await memory.drain(scope, { timeoutMs: 30_000 });
+      await observe('message after recovery');
+      expect(await unobserved()).toBe(0);
+      const prompt = JSON.stringify(server.requests.at(-1)?.body) + JSON.stringify(server.requests.at(-2)?.body);
+      expect(prompt).toContain('message while open');
+    },
+  );
 });

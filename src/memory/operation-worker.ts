@@ -97,7 +97,8 @@ export async function runOperation(
     return bury(
       context,
       operation,
-      `gave up after ${context.maxAttempts} attempts that never finished (the process stopped or stalled while holding the lease); last: ${operation.errorText || 'no error recorded'}`,
+      `gave up after ${context.maxAttempts} attempts that never finished (the process stopped or stalled ` +
+        `while holding the lease); last: ${operation.errorText || 'no error recorded'}`,
     );
   }
   context.faultPoint?.('after_claim');

@@ -25,10 +25,9 @@ function fact(run: number): { text: string; importance: number } {
   if (run === 10) return { text: TABS.padEnd(WIDTH, '.'), importance: 0.9 };
   if (run === 40) return { text: SPACES.padEnd(WIDTH, '.'), importance: 0.9 };
   return {
-    text: `Run ${String(run).padStart(2, '0')}: worked on module ${String(run).padStart(2, '0')} and its unit tests`.padEnd(
-      WIDTH,
-      '.',
-    ),
+    text: (
+      `Run ${String(run).padStart(2, '0')}: worked on module ${String(run).padStart(2, '0')} and its ` + `unit tests`
+    ).padEnd(WIDTH, '.'),
     importance: 0.5,
   };
 }
@@ -58,90 +57,97 @@ function reflectorModel() {
 }
 
 describe('observational memory: the supersession set (issue 12)', () => {
-  it('keeps a supersession found in the second of three reflections over 60 runs, and the reflector input within its bound', async () => {
-    const observationTokens = RUNE_TOKEN_ESTIMATOR.estimate(fact(1).text);
-    // Twenty observations of equal cost make a reflection: at runs 20, 40 and 60.
-    const config: ObservationConfig = {
-      observeMinTokens: 1,
-      snippetMaxTokens: 3000,
-      reflectThresholdTokens: observationTokens * 20 - 1,
-    };
-    const model = reflectorModel();
-    const observer = scriptedObserver((input) => {
-      const run = Number(/run (\d+)/.exec(input.messages[0]?.content ?? '')?.[1]);
-      const { text, importance } = fact(run);
-      return `IMPORTANCE: ${importance}\n${text}`;
-    });
-    const memory = createObservationalMemory({
-      store: createInMemoryStore(),
-      observer,
-      reflector: createModelReflector(model),
-      defaultEnabled: true,
-      defaults: config,
-    });
-    for (let run = 1; run <= 60; run++) {
-      await memory.observe({
-        scope,
-        runId: `run-${run}`,
-        messages: [{ id: `u${run}`, role: 'user', content: `run ${run}: please continue` }],
+  it(
+    'keeps a supersession found in the second of three reflections over 60 runs, and the reflector input ' +
+      'within its bound',
+    async () => {
+      const observationTokens = RUNE_TOKEN_ESTIMATOR.estimate(fact(1).text);
+      // Twenty observations of equal cost make a reflection: at runs 20, 40 and 60.
+      const config: ObservationConfig = {
+        observeMinTokens: 1,
+        snippetMaxTokens: 3000,
+        reflectThresholdTokens: observationTokens * 20 - 1,
+      };
+      const model = reflectorModel();
+      const observer = scriptedObserver((input) => {
+        const run = Number(/run (\d+)/.exec(input.messages[0]?.content ?? '')?.[1]);
+        const { text, importance } = fact(run);
+        return `IMPORTANCE: ${importance}\n${text}`;
       });
-    }
-    expect(model.calls).toHaveLength(3);
+      const memory = createObservationalMemory({
+        store: createInMemoryStore(),
+        observer,
+        reflector: createModelReflector(model),
+        defaultEnabled: true,
+        defaults: config,
+      });
+      for (let run = 1; run <= 60; run++) {
+        await memory.observe({
+          scope,
+          runId: `run-${run}`,
+          messages: [{ id: `u${run}`, role: 'user', content: `run ${run}: please continue` }],
+        });
+      }
+      expect(model.calls).toHaveLength(3);
 
-    // The memory-model input of each reflection, as sent, stays under the bound the configuration sets.
-    const bound = maxReflectorInputTokens(config);
-    for (const call of model.calls) {
-      const sent = call.messages.map((message) => message.content).join('\n');
-      expect(RUNE_TOKEN_ESTIMATOR.estimate(sent)).toBeLessThanOrEqual(bound);
-    }
-    // The second reflection saw the old preference, reflected by the first, as one reference line.
-    const second = model.calls[1]?.messages.at(-1)?.content ?? '';
-    expect(second).toContain('Earlier observations still in force');
-    expect(second).toMatch(/- \[seq:10\] User prefers tabs/);
-    // Superseded observations are no longer offered as references.
-    const third = model.calls[2]?.messages.at(-1)?.content ?? '';
-    expect(third).not.toMatch(/- \[seq:10\] User prefers tabs/);
+      // The memory-model input of each reflection, as sent, stays under the bound the configuration sets.
+      const bound = maxReflectorInputTokens(config);
+      for (const call of model.calls) {
+        const sent = call.messages.map((message) => message.content).join('\n');
+        expect(RUNE_TOKEN_ESTIMATOR.estimate(sent)).toBeLessThanOrEqual(bound);
+      }
+      // The second reflection saw the old preference, reflected by the first, as one reference line.
+      const second = model.calls[1]?.messages.at(-1)?.content ?? '';
+      expect(second).toContain('Earlier observations still in force');
+      expect(second).toMatch(/- \[seq:10\] User prefers tabs/);
+      // Superseded observations are no longer offered as references.
+      const third = model.calls[2]?.messages.at(-1)?.content ?? '';
+      expect(third).not.toMatch(/- \[seq:10\] User prefers tabs/);
 
-    const snippet = await memory.snippet(scope);
-    const lines = snippet.split('\n');
-    expect(lines.filter((line) => line.includes('prefers tabs'))).toEqual([
-      `- [10] (superseded by [40]) ${fact(10).text}`,
-    ]);
-    expect(lines.filter((line) => line.includes('prefers spaces'))).toEqual([`- [40] ${fact(40).text}`]);
-    expect(snippet).toContain(
-      '⚠️ Preference changes (most recent wins):\n- the user switched to spaces (observation [40] supersedes [10])',
-    );
-    const status = await memory.status(scope);
-    expect(status).toMatchObject({ activeSupersessions: 1, activeContradictions: 0, rejectedReferences: 0 });
-    const inspection = await memory.inspect(scope);
-    expect(inspection.links.supersessions.map((item) => [item.newerSeq, item.olderSeq])).toEqual([[40, 10]]);
-    // The latest reflection did not repeat it: the stored set kept it.
-    expect(inspection.reflection?.structured.supersessions).toEqual([]);
-  });
+      const snippet = await memory.snippet(scope);
+      const lines = snippet.split('\n');
+      expect(lines.filter((line) => line.includes('prefers tabs'))).toEqual([
+        `- [10] (superseded by [40]) ${fact(10).text}`,
+      ]);
+      expect(lines.filter((line) => line.includes('prefers spaces'))).toEqual([`- [40] ${fact(40).text}`]);
+      expect(snippet).toContain(
+        '⚠️ Preference changes (most recent wins):\n- the user switched to spaces (observation [40] supersedes [10])',
+      );
+      const status = await memory.status(scope);
+      expect(status).toMatchObject({ activeSupersessions: 1, activeContradictions: 0, rejectedReferences: 0 });
+      const inspection = await memory.inspect(scope);
+      expect(inspection.links.supersessions.map((item) => [item.newerSeq, item.olderSeq])).toEqual([[40, 10]]);
+      // The latest reflection did not repeat it: the stored set kept it.
+      expect(inspection.reflection?.structured.supersessions).toEqual([]);
+    },
+  );
 
-  it('keeps the reflector input within its bound with tiny observations, markup-heavy text and a huge reflection', async () => {
-    const config: ObservationConfig = { observeMinTokens: 1, snippetMaxTokens: 120, reflectThresholdTokens: 60 };
-    // Each reflection answers with about 60 KB, and every observation is short and full of `<`.
-    const model = createMockLanguageModel(`SUMMARY:\n${'<b>'.repeat(20_000)}\nSUPERSESSIONS:\nCONTRADICTIONS:\n`);
-    let call = 0;
-    const observer = scriptedObserver(() =>
-      Array.from({ length: 40 }, (_, index) => `IMPORTANCE: 0.9\n<x${call++}${index}>`).join('\n\n'),
-    );
-    const memory = createObservationalMemory({
-      store: createInMemoryStore(),
-      observer,
-      reflector: createModelReflector(model),
-      defaultEnabled: true,
-      defaults: config,
-    });
-    for (let run = 0; run < 12; run++)
-      await memory.observe({ scope, messages: [{ id: `m${run}`, role: 'user', content: `run ${run}` }] });
-    expect(model.calls.length).toBeGreaterThanOrEqual(3);
-    for (const sent of model.calls) {
-      const text = sent.messages.map((message) => message.content).join('\n');
-      expect(RUNE_TOKEN_ESTIMATOR.estimate(text)).toBeLessThanOrEqual(maxReflectorInputTokens(config));
-    }
-  });
+  it(
+    'keeps the reflector input within its bound with tiny observations, markup-heavy text and a huge ' + 'reflection',
+    async () => {
+      const config: ObservationConfig = { observeMinTokens: 1, snippetMaxTokens: 120, reflectThresholdTokens: 60 };
+      // Each reflection answers with about 60 KB, and every observation is short and full of `<`.
+      const model = createMockLanguageModel(`SUMMARY:\n${'<b>'.repeat(20_000)}\nSUPERSESSIONS:\nCONTRADICTIONS:\n`);
+      let call = 0;
+      const observer = scriptedObserver(() =>
+        Array.from({ length: 40 }, (_, index) => `IMPORTANCE: 0.9\n<x${call++}${index}>`).join('\n\n'),
+      );
+      const memory = createObservationalMemory({
+        store: createInMemoryStore(),
+        observer,
+        reflector: createModelReflector(model),
+        defaultEnabled: true,
+        defaults: config,
+      });
+      for (let run = 0; run < 12; run++)
+        await memory.observe({ scope, messages: [{ id: `m${run}`, role: 'user', content: `run ${run}` }] });
+      expect(model.calls.length).toBeGreaterThanOrEqual(3);
+      for (const sent of model.calls) {
+        const text = sent.messages.map((message) => message.content).join('\n');
+        expect(RUNE_TOKEN_ESTIMATOR.estimate(text)).toBeLessThanOrEqual(maxReflectorInputTokens(config));
+      }
+    },
+  );
 
   it('ranks the superseded observation at 0.1 in every later snippet', async () => {
     const observer = scriptedObserver(

@@ -329,7 +329,8 @@ describe('server: memory routes', () => {
     expect(before.reflection_links).toEqual({ supersessions: [], contradictions: [] });
     expect(before.status).toMatchObject({ active_supersessions: 0, active_contradictions: 0, rejected_references: 0 });
     memoryModel.enqueue(
-      'SUMMARY:\ns\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: newer\n- [seq:1] replaces [seq:2]: backwards\nCONTRADICTIONS:\n',
+      'SUMMARY:\ns\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: newer\n- [seq:1] replaces [seq:2]: ' +
+        'backwards\nCONTRADICTIONS:\n',
     );
     expect((await request(`${base}/observational/reflect`, { method: 'POST' })).status).toBe(200);
     const after = await json(await request(base));

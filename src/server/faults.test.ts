@@ -202,7 +202,8 @@ describe('faults: event streams', () => {
     runStore.faults.inject({ method: 'listEvents' });
     const text = await (await app.request(`/v1/runs/${runId}/events`)).text();
     expect(text).toBe(
-      'event: error\ndata: {"error":{"code":"internal","message":"the event stream failed; reconnect with Last-Event-ID to resume"}}\n\n',
+      'event: error\ndata: {"error":{"code":"internal","message":"the event stream failed; reconnect with ' +
+        'Last-Event-ID to resume"}}\n\n',
     );
     expect(await expectServing()).toBe(1);
   });

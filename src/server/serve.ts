@@ -36,7 +36,9 @@ export async function startServer(harness: Harness, options: StartServerOptions 
     throw new ConfigError({
       key: 'server.host',
       source: options.host ? '--host' : (harness.config.sources['server.host'] ?? 'default'),
-      message: `refusing to listen on ${host} without API keys; set [server] api_keys or HARNESS_API_KEYS, or pass --insecure`,
+      message:
+        `refusing to listen on ${host} without API keys; set [server] api_keys or HARNESS_API_KEYS, ` +
+        `or pass --insecure`,
     });
   }
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {

@@ -103,9 +103,8 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
         error,
         runId: options.runId,
       });
-      await output.write(
-        `event: error\ndata: ${JSON.stringify({ error: { code: 'internal', message: 'the event stream failed; reconnect with Last-Event-ID to resume' } })}\n\n`,
-      );
+      const message = 'the event stream failed; reconnect with Last-Event-ID to resume';
+      await output.write(`event: error\ndata: ${JSON.stringify({ error: { code: 'internal', message } })}\n\n`);
     },
   );
 }

@@ -77,8 +77,11 @@ export function historyPageSql(
   const columns = HISTORY_COLUMNS.split(', ')
     .map((column) => `m.${column}`)
     .join(', ');
-  return `SELECT g.generation, ${columns} FROM (SELECT COALESCE((SELECT generation FROM ${prefix}harness_conversation_generations WHERE memory_id = ${memoryId}), 0) AS generation) AS g
-    LEFT JOIN (SELECT ${HISTORY_COLUMNS} FROM ${prefix}harness_conversation_messages WHERE memory_id = ${sameMemoryId}
+  return `SELECT g.generation, ${columns}
+    FROM (SELECT COALESCE((SELECT generation FROM ${prefix}harness_conversation_generations
+      WHERE memory_id = ${memoryId}), 0) AS generation) AS g
+    LEFT JOIN (SELECT ${HISTORY_COLUMNS} FROM ${prefix}harness_conversation_messages
+      WHERE memory_id = ${sameMemoryId}
       AND position ${direction === 'newer' ? '>' : '<'} ${bound}
       ORDER BY position DESC LIMIT ${limit}) AS m ON 1 = 1
     ORDER BY m.position DESC NULLS LAST`;

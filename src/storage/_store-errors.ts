@@ -9,7 +9,9 @@ export function scopeForgottenError(store: string, memoryId: string): StoreError
   return new StoreError({
     store,
     code: 'SCOPE_FORGOTTEN',
-    message: `Scope ${memoryId} was forgotten after this work began; nothing was stored. Start again from the scope as it is now.`,
+    message:
+      `Scope ${memoryId} was forgotten after this work began; nothing was stored. Start again from ` +
+      `the scope as it is now.`,
     data: { memoryId },
   });
 }

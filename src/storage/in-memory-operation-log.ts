@@ -126,7 +126,8 @@ export class InMemoryOperationLog {
       throw new StoreError({
         store: this.#storeName,
         code: 'OPERATION_LEASE_LOST',
-        message: `Operation ${handle.operationId} is no longer leased to ${handle.leaseOwner}; its result is discarded.`,
+        message:
+          `Operation ${handle.operationId} is no longer leased to ${handle.leaseOwner}; its result is ` + `discarded.`,
         data: { operationId: handle.operationId },
       });
     }

@@ -133,77 +133,83 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       expect(await store.recentMessages('m1', 1000)).toEqual([]);
     });
 
-    it('returns exactly the newest messages within the budget, whatever the page sizes it read in (issue 16)', async () => {
-      // Token counts from 1 to 97, pseudo-random: budgets end inside pages, at their edges and past them.
-      const all = Array.from({ length: 1_500 }, (_, index) => message(`h${index}`, 1 + ((index * 7919) % 97)));
-      for (let first = 0; first < all.length; first += 250)
-        await store.appendMessages('m1', all.slice(first, first + 250));
-      const expected = (count: number, budget: number): string[] => {
-        const kept: string[] = [];
-        let used = 0;
-        for (let index = count - 1; index >= 0; index--) {
-          const item = all[index] as ConversationMessage;
-          if (used + item.tokenCount > budget) break;
-          used += item.tokenCount;
-          kept.unshift(item.messageId);
+    it(
+      'returns exactly the newest messages within the budget, whatever the page sizes it read in (issue ' + '16)',
+      async () => {
+        // Token counts from 1 to 97, pseudo-random: budgets end inside pages, at their edges and past them.
+        const all = Array.from({ length: 1_500 }, (_, index) => message(`h${index}`, 1 + ((index * 7919) % 97)));
+        for (let first = 0; first < all.length; first += 250)
+          await store.appendMessages('m1', all.slice(first, first + 250));
+        const expected = (count: number, budget: number): string[] => {
+          const kept: string[] = [];
+          let used = 0;
+          for (let index = count - 1; index >= 0; index--) {
+            const item = all[index] as ConversationMessage;
+            if (used + item.tokenCount > budget) break;
+            used += item.tokenCount;
+            kept.unshift(item.messageId);
+          }
+          return kept;
+        };
+        // Budgets shrinking and growing in turn, so a remembered page size is too small, right and too large.
+        for (const budget of [0, 1, 50, 8_000, 120, 40_000, 60, 200_000, 2_500, 2_600, 10]) {
+          expect(
+            (await store.recentMessages('m1', budget)).map((item) => item.messageId),
+            `budget ${budget}`,
+          ).toEqual(expected(1_500, budget));
         }
-        return kept;
-      };
-      // Budgets shrinking and growing in turn, so a remembered page size is too small, right and too large.
-      for (const budget of [0, 1, 50, 8_000, 120, 40_000, 60, 200_000, 2_500, 2_600, 10]) {
-        expect(
-          (await store.recentMessages('m1', budget)).map((item) => item.messageId),
-          `budget ${budget}`,
-        ).toEqual(expected(1_500, budget));
-      }
-      // The conversation grows between reads: the newest messages are always there.
-      const more = Array.from({ length: 40 }, (_, index) => message(`n${index}`, 90));
-      all.push(...more);
-      await store.appendMessages('m1', more);
-      expect((await store.recentMessages('m1', 2_600)).map((item) => item.messageId)).toEqual(
-        expected(all.length, 2_600),
-      );
-      expect((await store.recentMessages('m1', 8_000)).map((item) => item.messageId)).toEqual(
-        expected(all.length, 8_000),
-      );
-    });
+        // The conversation grows between reads: the newest messages are always there.
+        const more = Array.from({ length: 40 }, (_, index) => message(`n${index}`, 90));
+        all.push(...more);
+        await store.appendMessages('m1', more);
+        expect((await store.recentMessages('m1', 2_600)).map((item) => item.messageId)).toEqual(
+          expected(all.length, 2_600),
+        );
+        expect((await store.recentMessages('m1', 8_000)).map((item) => item.messageId)).toEqual(
+          expected(all.length, 8_000),
+        );
+      },
+    );
 
     if (options.openPeer)
-      it('reads history written or forgotten by another store on the same database, never a stale copy (issue 16)', async () => {
-        const peer = await (options.openPeer as NonNullable<typeof options.openPeer>)();
-        try {
-          const ids = async (budget: number): Promise<string[]> =>
-            (await store.recentMessages('m1', budget)).map((item) => item.messageId);
-          await peer.appendMessages(
-            'm1',
-            Array.from({ length: 30 }, (_, index) => message(`p${index}`, 10)),
-          );
-          expect(await ids(100)).toEqual(Array.from({ length: 10 }, (_, index) => `p${20 + index}`));
-          // Appended elsewhere after this store's read: a few, then more than one delta read takes.
-          await peer.appendMessages('m1', [message('q0', 10), message('q1', 10)]);
-          expect(await ids(40)).toEqual(['p28', 'p29', 'q0', 'q1']);
-          await peer.appendMessages(
-            'm1',
-            Array.from({ length: 100 }, (_, index) => message(`r${index}`, 1)),
-          );
-          expect((await ids(1_000)).length).toBe(132);
-          // Forgotten elsewhere, then the same number of messages written again.
-          await peer.forgetConversation('m1');
-          expect(await ids(1_000)).toEqual([]);
-          await peer.appendMessages(
-            'm1',
-            Array.from({ length: 132 }, (_, index) => message(`s${index}`, 1)),
-          );
-          const after = await ids(1_000);
-          expect(after.length).toBe(132);
-          expect(after.every((id) => id.startsWith('s'))).toBe(true);
-          await peer.forgetConversation('m1');
-          await peer.appendMessages('m1', [message('t0', 1)]);
-          expect(await ids(1_000)).toEqual(['t0']);
-        } finally {
-          await peer.dispose();
-        }
-      });
+      it(
+        'reads history written or forgotten by another store on the same database, never a stale copy ' + '(issue 16)',
+        async () => {
+          const peer = await (options.openPeer as NonNullable<typeof options.openPeer>)();
+          try {
+            const ids = async (budget: number): Promise<string[]> =>
+              (await store.recentMessages('m1', budget)).map((item) => item.messageId);
+            await peer.appendMessages(
+              'm1',
+              Array.from({ length: 30 }, (_, index) => message(`p${index}`, 10)),
+            );
+            expect(await ids(100)).toEqual(Array.from({ length: 10 }, (_, index) => `p${20 + index}`));
+            // Appended elsewhere after this store's read: a few, then more than one delta read takes.
+            await peer.appendMessages('m1', [message('q0', 10), message('q1', 10)]);
+            expect(await ids(40)).toEqual(['p28', 'p29', 'q0', 'q1']);
+            await peer.appendMessages(
+              'm1',
+              Array.from({ length: 100 }, (_, index) => message(`r${index}`, 1)),
+            );
+            expect((await ids(1_000)).length).toBe(132);
+            // Forgotten elsewhere, then the same number of messages written again.
+            await peer.forgetConversation('m1');
+            expect(await ids(1_000)).toEqual([]);
+            await peer.appendMessages(
+              'm1',
+              Array.from({ length: 132 }, (_, index) => message(`s${index}`, 1)),
+            );
+            const after = await ids(1_000);
+            expect(after.length).toBe(132);
+            expect(after.every((id) => id.startsWith('s'))).toBe(true);
+            await peer.forgetConversation('m1');
+            await peer.appendMessages('m1', [message('t0', 1)]);
+            expect(await ids(1_000)).toEqual(['t0']);
+          } finally {
+            await peer.dispose();
+          }
+        },
+      );
 
     it('lists queued or running runs that stopped heartbeating, by the store clock', async () => {
       await store.createRun(newRun('run_1'));

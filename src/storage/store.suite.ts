@@ -559,90 +559,100 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await store.listObservations(idA)).toEqual(observations);
     });
 
-    test('grows the supersession set across reflections, dropping and counting references that do not hold (issue 12)', async () => {
-      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
-      await observeAs(
-        ['tabs', 'Go', 'spaces', 'Rust', 'Zig'].map((content) => ({ content, importance: 0.5, tokenCount: 2 })),
-        1,
-      );
-      const first = await reflectAs(
-        [
-          'SUMMARY:',
-          'one',
-          'SUPERSESSIONS:',
-          '- [seq:3] replaces [seq:1]: now spaces',
-          '- [seq:2] replaces [seq:4]: backwards in time',
-          '- [seq:9] replaces [seq:1]: no such observation',
-          '- [seq:4] replaces [seq:4]: itself',
-          'CONTRADICTIONS:',
-          '- [seq:5] vs [seq:2]: which language',
-          '- [seq:2] vs [seq:5]: the same pair again',
-          '- [seq:3] vs [seq:3]: itself',
-        ].join('\n'),
-        5,
-      );
-      expect(first.record).toMatchObject({ supersessionCount: 1, contradictionCount: 1, rejectedReferenceCount: 4 });
-      // The second reflection does not repeat the first's findings: they stay in the set.
-      const second = await reflectAs(
-        'SUMMARY:\ntwo\nSUPERSESSIONS:\n- [seq:4] replaces [seq:2]: now Rust\n- [seq:3] replaces [seq:1]: again\n- [seq:2] replaces [seq:1]: Go over tabs\nCONTRADICTIONS:\n',
-        5,
-      );
-      expect(second.record).toMatchObject({ supersessionCount: 3, contradictionCount: 1, rejectedReferenceCount: 4 });
-      expect(await store.getRecord(idA)).toEqual(second.record);
-      const links = await store.listReflectionLinks(idA);
-      // Ordered by seqs, not by when each was found.
-      expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason, item.operationId])).toEqual([
-        [2, 1, 'Go over tabs', second.operationId],
-        [3, 1, 'now spaces', first.operationId],
-        [4, 2, 'now Rust', second.operationId],
-      ]);
-      expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail, item.operationId])).toEqual([
-        [2, 5, 'which language', first.operationId],
-      ]);
-      expect(links.supersessions[0]?.createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
-      expect(await store.listReflectionLinks(idB)).toEqual({ supersessions: [], contradictions: [] });
-      await store.forget(idA);
-      expect(await store.listReflectionLinks(idA)).toEqual({ supersessions: [], contradictions: [] });
-    });
+    test(
+      'grows the supersession set across reflections, dropping and counting references that do not hold ' +
+        '(issue 12)',
+      async () => {
+        await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
+        await observeAs(
+          ['tabs', 'Go', 'spaces', 'Rust', 'Zig'].map((content) => ({ content, importance: 0.5, tokenCount: 2 })),
+          1,
+        );
+        const first = await reflectAs(
+          [
+            'SUMMARY:',
+            'one',
+            'SUPERSESSIONS:',
+            '- [seq:3] replaces [seq:1]: now spaces',
+            '- [seq:2] replaces [seq:4]: backwards in time',
+            '- [seq:9] replaces [seq:1]: no such observation',
+            '- [seq:4] replaces [seq:4]: itself',
+            'CONTRADICTIONS:',
+            '- [seq:5] vs [seq:2]: which language',
+            '- [seq:2] vs [seq:5]: the same pair again',
+            '- [seq:3] vs [seq:3]: itself',
+          ].join('\n'),
+          5,
+        );
+        expect(first.record).toMatchObject({ supersessionCount: 1, contradictionCount: 1, rejectedReferenceCount: 4 });
+        // The second reflection does not repeat the first's findings: they stay in the set.
+        const second = await reflectAs(
+          'SUMMARY:\ntwo\nSUPERSESSIONS:\n- [seq:4] replaces [seq:2]: now Rust\n- [seq:3] replaces [seq:1]: ' +
+            'again\n- [seq:2] replaces [seq:1]: Go over tabs\nCONTRADICTIONS:\n',
+          5,
+        );
+        expect(second.record).toMatchObject({ supersessionCount: 3, contradictionCount: 1, rejectedReferenceCount: 4 });
+        expect(await store.getRecord(idA)).toEqual(second.record);
+        const links = await store.listReflectionLinks(idA);
+        // Ordered by seqs, not by when each was found.
+        expect(
+          links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason, item.operationId]),
+        ).toEqual([
+          [2, 1, 'Go over tabs', second.operationId],
+          [3, 1, 'now spaces', first.operationId],
+          [4, 2, 'now Rust', second.operationId],
+        ]);
+        expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail, item.operationId])).toEqual([
+          [2, 5, 'which language', first.operationId],
+        ]);
+        expect(links.supersessions[0]?.createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+        expect(await store.listReflectionLinks(idB)).toEqual({ supersessions: [], contradictions: [] });
+        await store.forget(idA);
+        expect(await store.listReflectionLinks(idA)).toEqual({ supersessions: [], contradictions: [] });
+      },
+    );
 
-    test('refuses an append made before a forget, by the scope generation, and stores none of it (issue 12)', async () => {
-      expect(await store.scopeGeneration(idA)).toBe(0);
-      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')], generation: 0 });
-      await store.forget(idA);
-      const afterFirst = await store.scopeGeneration(idA);
-      expect(afterFirst).not.toBe(0);
-      expect(await store.scopeGeneration(idB)).toBe(0);
-      const forgotten = (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_FORGOTTEN';
-      await expect(
-        store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:2', 'late')], generation: 0 }),
-      ).rejects.toSatisfy(forgotten);
-      if (store.appendMessagesAndClaim) {
-        const late = store.appendMessagesAndClaim({
+    test(
+      'refuses an append made before a forget, by the scope generation, and stores none of it (issue ' + '12)',
+      async () => {
+        expect(await store.scopeGeneration(idA)).toBe(0);
+        await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')], generation: 0 });
+        await store.forget(idA);
+        const afterFirst = await store.scopeGeneration(idA);
+        expect(afterFirst).not.toBe(0);
+        expect(await store.scopeGeneration(idB)).toBe(0);
+        const forgotten = (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_FORGOTTEN';
+        await expect(
+          store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:2', 'late')], generation: 0 }),
+        ).rejects.toSatisfy(forgotten);
+        if (store.appendMessagesAndClaim) {
+          const late = store.appendMessagesAndClaim({
+            scope: scopeA,
+            memoryId: idA,
+            messages: [message('id:3', 'late')],
+            generation: 0,
+            settings: () => ({ enabled: true, minTokens: 1 }),
+            operation: { operationId: 'op-late', payload: {}, runId: 'r', toolCallId: 't' },
+            leaseOwner: 'w',
+            leaseMs: 60_000,
+          });
+          await expect(late).rejects.toSatisfy(forgotten);
+        }
+        expect(await store.getRecord(idA)).toBeUndefined();
+        expect(await store.listUnobservedMessages(idA, 100)).toEqual([]);
+        // Work that read the new generation, or none, goes on; a second forget moves it again.
+        await store.appendMessages({
           scope: scopeA,
           memoryId: idA,
-          messages: [message('id:3', 'late')],
-          generation: 0,
-          settings: () => ({ enabled: true, minTokens: 1 }),
-          operation: { operationId: 'op-late', payload: {}, runId: 'r', toolCallId: 't' },
-          leaseOwner: 'w',
-          leaseMs: 60_000,
+          messages: [message('id:4', 'new')],
+          generation: afterFirst,
         });
-        await expect(late).rejects.toSatisfy(forgotten);
-      }
-      expect(await store.getRecord(idA)).toBeUndefined();
-      expect(await store.listUnobservedMessages(idA, 100)).toEqual([]);
-      // Work that read the new generation, or none, goes on; a second forget moves it again.
-      await store.appendMessages({
-        scope: scopeA,
-        memoryId: idA,
-        messages: [message('id:4', 'new')],
-        generation: afterFirst,
-      });
-      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:5', 'any')] });
-      expect((await store.listUnobservedMessages(idA, 100)).map((item) => item.messageKey)).toEqual(['id:4', 'id:5']);
-      await store.forget(idA);
-      expect(await store.scopeGeneration(idA)).not.toBe(afterFirst);
-    });
+        await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:5', 'any')] });
+        expect((await store.listUnobservedMessages(idA, 100)).map((item) => item.messageKey)).toEqual(['id:4', 'id:5']);
+        await store.forget(idA);
+        expect(await store.scopeGeneration(idA)).not.toBe(afterFirst);
+      },
+    );
 
     test('keeps working-memory entries sorted by key bytes, with timestamps', async () => {
       const limits = { maxEntries: 10, maxTotalBytes: 10_000 };

@@ -133,38 +133,41 @@ describe('export path: requested destination', () => {
     expect(fs.readFileSync(path.join(workspace, IN, 'taken.json'), 'utf8')).toBe('keep');
   });
 
-  it('refuses database, journal and configuration file names, and the protected paths whatever their names', async () => {
-    const workspace = temporaryDirectory();
-    for (const name of [
-      'state.db',
-      'state.db-wal',
-      'state.db-shm',
-      'x.sqlite',
-      'x.SQLITE3',
-      'x-journal',
-      'config.toml',
-    ]) {
-      const error = await refusal(resolveIn(workspace, `${IN}/${name}`));
-      expect(error.message, name).toContain('the name of a database, journal or configuration file');
-    }
-    const store = path.join(workspace, IN, 'store.data');
-    const options = {
-      workspace,
-      scope: SCOPE,
-      format: 'json' as const,
-      now: NOW,
-      protectedPaths: [store, path.join(workspace, 'settings.txt')],
-    };
-    expect((await refusal(resolveExportPath({ ...options, requestedPath: `${IN}/store.data` }))).message).toContain(
-      'a file the harness keeps its state or configuration in',
-    );
-    expect(
-      (await refusal(resolveExportPath({ ...options, requestedPath: path.join(workspace, 'settings.txt') }))).message,
-    ).toContain('exports are written only under');
-    expect((await resolveExportPath({ ...options, requestedPath: `${IN}/store.json` })).relativePath).toBe(
-      `${IN}/store.json`,
-    );
-  });
+  it(
+    'refuses database, journal and configuration file names, and the protected paths whatever their ' + 'names',
+    async () => {
+      const workspace = temporaryDirectory();
+      for (const name of [
+        'state.db',
+        'state.db-wal',
+        'state.db-shm',
+        'x.sqlite',
+        'x.SQLITE3',
+        'x-journal',
+        'config.toml',
+      ]) {
+        const error = await refusal(resolveIn(workspace, `${IN}/${name}`));
+        expect(error.message, name).toContain('the name of a database, journal or configuration file');
+      }
+      const store = path.join(workspace, IN, 'store.data');
+      const options = {
+        workspace,
+        scope: SCOPE,
+        format: 'json' as const,
+        now: NOW,
+        protectedPaths: [store, path.join(workspace, 'settings.txt')],
+      };
+      expect((await refusal(resolveExportPath({ ...options, requestedPath: `${IN}/store.data` }))).message).toContain(
+        'a file the harness keeps its state or configuration in',
+      );
+      expect(
+        (await refusal(resolveExportPath({ ...options, requestedPath: path.join(workspace, 'settings.txt') }))).message,
+      ).toContain('exports are written only under');
+      expect((await resolveExportPath({ ...options, requestedPath: `${IN}/store.json` })).relativePath).toBe(
+        `${IN}/store.json`,
+      );
+    },
+  );
 
   it('refuses a symlinked directory on the way: the export folder, .harness, or one below', async () => {
     for (const planted of ['.harness', IN, `${IN}/link`]) {

@@ -228,7 +228,8 @@ function requestedSegments(
   const [first, second] = EXPORT_DIRECTORY.split('/');
   if (segments.length < 3 || segments[0] !== first || segments[1] !== second) {
     throw refuse(
-      `exports are written only under ${EXPORT_DIRECTORY}/ in the workspace; give a path there, or none for the default name`,
+      `exports are written only under ${EXPORT_DIRECTORY}/ in the workspace; give a path there, or none for ` +
+        `the default name`,
     );
   }
   return segments;
@@ -288,7 +289,9 @@ function exportPathError(requested: string, reason: string, cause?: unknown): Ha
   return new HarnessMemoryError({
     code: 'EXPORT_INVALID',
     component: 'export',
-    message: `cannot export to ${JSON.stringify(shown)}: ${reason}. Give a new file name under ${EXPORT_DIRECTORY}/ (relative to the workspace, no symlinks), or no path for the default name.`,
+    message:
+      `cannot export to ${JSON.stringify(shown)}: ${reason}. Give a new file name under ` +
+      `${EXPORT_DIRECTORY}/ (relative to the workspace, no symlinks), or no path for the default name.`,
     data: { path: shown },
     cause,
   });

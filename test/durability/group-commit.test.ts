@@ -96,7 +96,8 @@ describe('durability: concurrent observes of many scopes on one SQLite file', ()
     // Observations cannot be stored for c1: its apply throws inside the shared transaction.
     const raw = new Database(path);
     raw.exec(
-      `CREATE TRIGGER refuse_c1 BEFORE INSERT ON om_observations WHEN NEW.content = 'noted c1' BEGIN SELECT RAISE(ABORT, 'refused for c1'); END`,
+      `CREATE TRIGGER refuse_c1 BEFORE INSERT ON om_observations WHEN NEW.content = 'noted c1' BEGIN SELECT ` +
+        `RAISE(ABORT, 'refused for c1'); END`,
     );
     raw.close();
     const outcomes = await Promise.allSettled(

@@ -92,40 +92,49 @@ describe('e2e: cross-run recall over HTTP', () => {
     });
   });
 
-  it('carries a working_memory set from run 1 into a continued run, and observations are made by the memory model over HTTP', async () => {
-    e2e.script.agent = (turn) => {
-      if (turn.prompt === 'start the plan' && turn.step === 0) {
-        return {
-          toolCalls: [{ name: 'working_memory', arguments: { action: 'set', key: 'plan', value: { step: 2, of: 5 } } }],
-        };
-      }
-      return { text: 'done' };
-    };
-    const run1 = await e2e.startRun({ prompt: 'start the plan', conversation_id: 'plan-conv' });
-    await e2e.events(run1);
-    const continued = await e2e.apiJson(`/v1/runs/${run1}/continue`, { method: 'POST', json: { prompt: 'next step' } });
-    expect(continued.status).toBe(202);
-    const run2 = String(continued.body['run_id']);
-    await e2e.events(run2);
+  it(
+    'carries a working_memory set from run 1 into a continued run, and observations are made by the memory ' +
+      'model over HTTP',
+    async () => {
+      e2e.script.agent = (turn) => {
+        if (turn.prompt === 'start the plan' && turn.step === 0) {
+          return {
+            toolCalls: [
+              { name: 'working_memory', arguments: { action: 'set', key: 'plan', value: { step: 2, of: 5 } } },
+            ],
+          };
+        }
+        return { text: 'done' };
+      };
+      const run1 = await e2e.startRun({ prompt: 'start the plan', conversation_id: 'plan-conv' });
+      await e2e.events(run1);
+      const continued = await e2e.apiJson(`/v1/runs/${run1}/continue`, {
+        method: 'POST',
+        json: { prompt: 'next step' },
+      });
+      expect(continued.status).toBe(202);
+      const run2 = String(continued.body['run_id']);
+      await e2e.events(run2);
 
-    const first = e2e.agentRequests().find((request) => agentTurnOf(request).prompt === 'next step');
-    const messages = messagesOf(first!);
-    expect(messages[0]).toEqual({
-      role: 'system',
-      content: '<working-memory>\nplan: {"step":2,"of":5}\n</working-memory>',
-    });
-    expect(messages[1]?.content).toContain('<observational-memory>');
-    expect(messages[1]?.content).toContain('The user said: start the plan');
-    // No system prompt was given: the conversation follows the memory snippets.
-    expect(messages[2]?.role).toBe('user');
-    const observerRequests = e2e.model.requests.filter((request) => roleOf(request) === 'observer');
-    expect(observerRequests.length).toBeGreaterThanOrEqual(1);
-    expect(observerRequests[0]?.body).toMatchObject({ model: 'gpt-5-nano' });
-    expect((await e2e.apiJson(`/v1/runs/${run2}`)).body).toMatchObject({
-      parent_run_id: run1,
-      conversation_id: 'plan-conv',
-      tenant_id: 'default',
-      agent_id: 'default',
-    });
-  });
+      const first = e2e.agentRequests().find((request) => agentTurnOf(request).prompt === 'next step');
+      const messages = messagesOf(first!);
+      expect(messages[0]).toEqual({
+        role: 'system',
+        content: '<working-memory>\nplan: {"step":2,"of":5}\n</working-memory>',
+      });
+      expect(messages[1]?.content).toContain('<observational-memory>');
+      expect(messages[1]?.content).toContain('The user said: start the plan');
+      // No system prompt was given: the conversation follows the memory snippets.
+      expect(messages[2]?.role).toBe('user');
+      const observerRequests = e2e.model.requests.filter((request) => roleOf(request) === 'observer');
+      expect(observerRequests.length).toBeGreaterThanOrEqual(1);
+      expect(observerRequests[0]?.body).toMatchObject({ model: 'gpt-5-nano' });
+      expect((await e2e.apiJson(`/v1/runs/${run2}`)).body).toMatchObject({
+        parent_run_id: run1,
+        conversation_id: 'plan-conv',
+        tenant_id: 'default',
+        agent_id: 'default',
+      });
+    },
+  );
 });

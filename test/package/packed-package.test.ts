@@ -94,7 +94,8 @@ describe('the packed package', () => {
       ...subpaths.map((subpath, index) => `import * as m${index} from '${specifier(subpath)}';`),
       `const modules = { ${subpaths.map((subpath, index) => `'${subpath}': m${index}`).join(', ')} };`,
       `const expected = ${JSON.stringify(EXPECTED)};`,
-      `for (const [subpath, names] of Object.entries(expected)) for (const name of names) if (modules[subpath][name] === undefined) throw new Error(subpath + ' lacks ' + name);`,
+      `for (const [subpath, names] of Object.entries(expected)) for (const name of names) if ` +
+        `(modules[subpath][name] === undefined) throw new Error(subpath + ' lacks ' + name);`,
       `const { createObservationalMemory, createWorkingMemory } = m0;`,
       `const { createSqliteStore } = modules['./storage/sqlite'];`,
       `const store = createSqliteStore({ path: 'memory.db' });`,
@@ -104,7 +105,8 @@ describe('the packed package', () => {
       `const memory = createObservationalMemory({ store });`,
       `const status = await memory.status(scope);`,
       `const config = modules['./config'].loadConfig({ workspace: '.', env: {} });`,
-      `console.log(JSON.stringify({ snippet: await workingMemory.snippet(scope), enabled: status.enabled, port: config.server.port }));`,
+      `console.log(JSON.stringify({ snippet: await workingMemory.snippet(scope), enabled: status.enabled, ` +
+        `port: config.server.port }));`,
       `await memory.dispose?.(); await store.dispose();`,
     ];
     writeFileSync(join(project, 'consumer.mjs'), `${lines.join('\n')}\n`);

@@ -119,32 +119,37 @@ describe.skipIf(!url)('replicas: run events and run control across replicas', ()
     ]);
   }, 30_000);
 
-  it('cancel reaches only the replica executing the run: another replica answers 409 run_not_local and the run goes on', async () => {
-    const [a, b] = replicas as [Replica, Replica, Replica];
-    const runId = await startRun(a, 'steps=4 delay=200', 'conv-cancel-remote');
-    await waitFor(
-      'the run to be running',
-      async () => ((await b.apiJson(`/v1/runs/${runId}`)).body['status'] === 'running' ? true : undefined),
-      10_000,
-      20,
-    );
-    const remote = await b.apiJson(`/v1/runs/${runId}/cancel`, { method: 'POST' });
-    expect(remote).toMatchObject({ status: 409, body: { error: { code: 'run_not_local' } } });
-    const frames = await (await openSse(`${b.url}/v1/runs/${runId}/events`)).collect({ timeoutMs: 20_000 });
-    expect(typesOf(frames).at(-1)).toBe('run.completed');
-    expect(typesOf(frames)).not.toContain('run.cancelled');
+  it(
+    'cancel reaches only the replica executing the run: another replica answers 409 run_not_local and the ' +
+      'run goes on',
+    async () => {
+      const [a, b] = replicas as [Replica, Replica, Replica];
+      const runId = await startRun(a, 'steps=4 delay=200', 'conv-cancel-remote');
+      await waitFor(
+        'the run to be running',
+        async () => ((await b.apiJson(`/v1/runs/${runId}`)).body['status'] === 'running' ? true : undefined),
+        10_000,
+        20,
+      );
+      const remote = await b.apiJson(`/v1/runs/${runId}/cancel`, { method: 'POST' });
+      expect(remote).toMatchObject({ status: 409, body: { error: { code: 'run_not_local' } } });
+      const frames = await (await openSse(`${b.url}/v1/runs/${runId}/events`)).collect({ timeoutMs: 20_000 });
+      expect(typesOf(frames).at(-1)).toBe('run.completed');
+      expect(typesOf(frames)).not.toContain('run.cancelled');
 
-    // The same request on the executing replica cancels.
-    const local = await startRun(a, 'steps=4 delay=200', 'conv-cancel-local');
-    await waitFor(
-      'the run to be running',
-      async () => ((await a.apiJson(`/v1/runs/${local}`)).body['status'] === 'running' ? true : undefined),
-      10_000,
-      20,
-    );
-    const cancelled = await a.apiJson(`/v1/runs/${local}/cancel`, { method: 'POST' });
-    expect(cancelled).toMatchObject({ status: 202, body: { run_id: local, status: 'cancelled' } });
-    const localFrames = await (await openSse(`${b.url}/v1/runs/${local}/events`)).collect({ timeoutMs: 10_000 });
-    expect(typesOf(localFrames).at(-1)).toBe('run.cancelled');
-  }, 30_000);
+      // The same request on the executing replica cancels.
+      const local = await startRun(a, 'steps=4 delay=200', 'conv-cancel-local');
+      await waitFor(
+        'the run to be running',
+        async () => ((await a.apiJson(`/v1/runs/${local}`)).body['status'] === 'running' ? true : undefined),
+        10_000,
+        20,
+      );
+      const cancelled = await a.apiJson(`/v1/runs/${local}/cancel`, { method: 'POST' });
+      expect(cancelled).toMatchObject({ status: 202, body: { run_id: local, status: 'cancelled' } });
+      const localFrames = await (await openSse(`${b.url}/v1/runs/${local}/events`)).collect({ timeoutMs: 10_000 });
+      expect(typesOf(localFrames).at(-1)).toBe('run.cancelled');
+    },
+    30_000,
+  );
 });

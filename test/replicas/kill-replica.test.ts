@@ -96,7 +96,8 @@ describe.skipIf(!url)('replicas: a replica killed mid-operation', () => {
       20,
     );
     const processing = await pool.query<OperationRow & { lease_left_ms: number }>(
-      `SELECT *, (extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000)::int AS lease_left_ms FROM "${schema}".om_operation_log WHERE run_id = 'run-slow'`,
+      `SELECT *, (extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000)::int AS lease_left_ms ` +
+        `FROM "${schema}".om_operation_log WHERE run_id = 'run-slow'`,
     );
     const slow = processing.rows[0];
     expect(slow).toMatchObject({ status: 'processing', attempt: 1 });

@@ -255,7 +255,8 @@ export async function audit(pool: pg.Pool, schema: string): Promise<AuditRows> {
     const all = async <T>(sql: string): Promise<T[]> => (await client.query(sql)).rows as T[];
     const rows: AuditRows = {
       records: await all(
-        `SELECT memory_id, observed_through_message_seq::int, last_message_seq::int, observation_count::int, last_observation_seq::int FROM ${s}om_memory_records ORDER BY memory_id`,
+        `SELECT memory_id, observed_through_message_seq::int, last_message_seq::int, observation_count::int, ` +
+          `last_observation_seq::int FROM ${s}om_memory_records ORDER BY memory_id`,
       ),
       operations: await all(
         `SELECT operation_id, memory_id, run_id, scope_sequence::int, operation_type, status, attempt, error_text, lease_owner, lease_expires_at, updated_at
@@ -265,7 +266,8 @@ export async function audit(pool: pg.Pool, schema: string): Promise<AuditRows> {
         `SELECT memory_id, seq::int, message_key, observed FROM ${s}om_messages ORDER BY memory_id, seq`,
       ),
       observations: await all(
-        `SELECT memory_id, seq::int, content, source_start_seq::int, source_end_seq::int, operation_id FROM ${s}om_observations ORDER BY memory_id, seq`,
+        `SELECT memory_id, seq::int, content, source_start_seq::int, source_end_seq::int, operation_id FROM ` +
+          `${s}om_observations ORDER BY memory_id, seq`,
       ),
       markers: await all(`SELECT memory_id, cycle_id, marker_type FROM ${s}om_markers ORDER BY marker_position`),
       entries: await all(

@@ -26,7 +26,8 @@ export function coveredSeqs(rows: RangeRows, memoryId: string): number[] {
     const end = Number(match[2]);
     if (start !== observation.source_start_seq || end !== observation.source_end_seq) {
       throw new Error(
-        `observation ${observation.seq} says ${start}-${end} but its source range is ${observation.source_start_seq}-${observation.source_end_seq}`,
+        `observation ${observation.seq} says ${start}-${end} but its source range is ` +
+          `${observation.source_start_seq}-${observation.source_end_seq}`,
       );
     }
     for (let seq = start; seq <= end; seq++) covered.push(seq);

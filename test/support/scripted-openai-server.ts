@@ -236,7 +236,10 @@ function transcriptProblem(body: unknown): { message: string; param: string } | 
         unanswered.delete(messages[next]?.tool_call_id);
       if (unanswered.size > 0) {
         return {
-          message: `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...unanswered].join(', ')}`,
+          message:
+            `An assistant message with 'tool_calls' must be followed by tool messages responding to ` +
+            `each 'tool_call_id'. The following tool_call_ids did not have response messages: ` +
+            `${[...unanswered].join(', ')}`,
           param: `messages.[${index}].role`,
         };
       }
@@ -251,7 +254,8 @@ function transcriptProblem(body: unknown): { message: string; param: string } | 
       ) {
         return {
           message:
-            "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+            "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with " +
+            "'tool_calls'.",
           param: `messages.[${index}].role`,
         };
       }

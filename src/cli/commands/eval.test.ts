@@ -191,24 +191,28 @@ describe('harness eval: the memory baseline on the shipped sample', () => {
     expect(messagesOf(judged as ScriptedRequest)[1]?.content).toContain('<response>\nBiscuit\n</response>');
   });
 
-  it('answers every question whose facts reached memory, and reports accuracy by type, evidence recall and token figures', () => {
-    const summary = summaryOf(run);
-    expect(Object.keys(summary.accuracy.by_type)).toEqual(LONGMEMEVAL_QUESTION_TYPES);
-    // The scripted answer model answers from what it was given: every fact was observed.
-    expect(summary.accuracy).toMatchObject({
-      overall: 1,
-      correct: SAMPLE_QUESTIONS,
-      judged: SAMPLE_QUESTIONS,
-      errors: 0,
-    });
-    expect(summary.accuracy.abstention).toMatchObject({ correct: SAMPLE_ABSTENTIONS, judged: SAMPLE_ABSTENTIONS });
-    expect(summary.evidence_recall.counted).toBe(26);
-    expect(summary.evidence_recall.hits).toBeGreaterThan(0);
-    expect(summary.snippet_tokens.median).toBeGreaterThan(0);
-    expect(summary.memory_input_tokens.total).toBeGreaterThan(0);
-    expect(summary.memory_output_tokens.total).toBeGreaterThan(0);
-    expect(summary.answer_input_tokens.total).toBeGreaterThan(0);
-  });
+  it(
+    'answers every question whose facts reached memory, and reports accuracy by type, evidence recall and ' +
+      'token figures',
+    () => {
+      const summary = summaryOf(run);
+      expect(Object.keys(summary.accuracy.by_type)).toEqual(LONGMEMEVAL_QUESTION_TYPES);
+      // The scripted answer model answers from what it was given: every fact was observed.
+      expect(summary.accuracy).toMatchObject({
+        overall: 1,
+        correct: SAMPLE_QUESTIONS,
+        judged: SAMPLE_QUESTIONS,
+        errors: 0,
+      });
+      expect(summary.accuracy.abstention).toMatchObject({ correct: SAMPLE_ABSTENTIONS, judged: SAMPLE_ABSTENTIONS });
+      expect(summary.evidence_recall.counted).toBe(26);
+      expect(summary.evidence_recall.hits).toBeGreaterThan(0);
+      expect(summary.snippet_tokens.median).toBeGreaterThan(0);
+      expect(summary.memory_input_tokens.total).toBeGreaterThan(0);
+      expect(summary.memory_output_tokens.total).toBeGreaterThan(0);
+      expect(summary.answer_input_tokens.total).toBeGreaterThan(0);
+    },
+  );
 
   it('writes one result line per question, with what the summary was made of', () => {
     const lines = linesOf(out);
@@ -331,37 +335,46 @@ describe('harness eval: baselines through the same path', () => {
     expect(summary.snippet_tokens).toEqual({ median: 0, p95: 0 });
   });
 
-  it('memory under the default observe threshold never observes these short conversations, so it answers no better than none', async () => {
-    const run = await harness(['eval', SAMPLE, '--history-tokens', '0', '--json'], {
-      env: { HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '' },
-    });
-    expect(run.code, run.stderr).toBe(0);
-    expect(ofKind(run, 'observer')).toEqual([]);
-    expect(summaryOf(run).accuracy.correct).toBe(SAMPLE_ABSTENTIONS);
-    expect(ofKind(run, 'answer').every((request) => memoryOf(request) === '')).toBe(true);
-  });
+  it(
+    'memory under the default observe threshold never observes these short conversations, so it answers no ' +
+      'better than none',
+    async () => {
+      const run = await harness(['eval', SAMPLE, '--history-tokens', '0', '--json'], {
+        env: { HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '' },
+      });
+      expect(run.code, run.stderr).toBe(0);
+      expect(ofKind(run, 'observer')).toEqual([]);
+      expect(summaryOf(run).accuracy.correct).toBe(SAMPLE_ABSTENTIONS);
+      expect(ofKind(run, 'answer').every((request) => memoryOf(request) === '')).toBe(true);
+    },
+  );
 
-  it('--observe-min-tokens overrides the configured threshold, and history is replayed as the runner does (8,000 tokens by default)', async () => {
-    const run = await harness(['eval', SAMPLE, '--limit', '1', '--observe-min-tokens', '5000', '--json']);
-    expect(run.code, run.stderr).toBe(0);
-    expect(ofKind(run, 'observer')).toEqual([]);
-    const messages = messagesOf(ofKind(run, 'answer')[0] as ScriptedRequest);
-    expect(messages[0]?.role).toBe('system');
-    expect(messages.slice(1, -1).map((message) => message.role)).toEqual([
-      'user',
-      'assistant',
-      'user',
-      'assistant',
-      'user',
-      'assistant',
-      'user',
-      'assistant',
-    ]);
-    expect(messages[3]?.content).toBe(
-      "(session date: 2023/05/14 (Sun) 18:40)\nWe adopted a retired racing greyhound last week, he's called Biscuit. How much should a 30 kg greyhound eat a day?",
-    );
-    expect(summaryOf(run).accuracy.overall).toBe(1);
-  });
+  it(
+    '--observe-min-tokens overrides the configured threshold, and history is replayed as the runner does ' +
+      '(8,000 tokens by default)',
+    async () => {
+      const run = await harness(['eval', SAMPLE, '--limit', '1', '--observe-min-tokens', '5000', '--json']);
+      expect(run.code, run.stderr).toBe(0);
+      expect(ofKind(run, 'observer')).toEqual([]);
+      const messages = messagesOf(ofKind(run, 'answer')[0] as ScriptedRequest);
+      expect(messages[0]?.role).toBe('system');
+      expect(messages.slice(1, -1).map((message) => message.role)).toEqual([
+        'user',
+        'assistant',
+        'user',
+        'assistant',
+        'user',
+        'assistant',
+        'user',
+        'assistant',
+      ]);
+      expect(messages[3]?.content).toBe(
+        "(session date: 2023/05/14 (Sun) 18:40)\nWe adopted a retired racing greyhound last week, he's called " +
+          'Biscuit. How much should a 30 kg greyhound eat a day?',
+      );
+      expect(summaryOf(run).accuracy.overall).toBe(1);
+    },
+  );
 });
 
 describe('harness eval: selection and concurrency', () => {
@@ -442,7 +455,8 @@ describe('harness eval: resume', () => {
     const first = await harness(['eval', SAMPLE, '--out', out], { workspace: directory, signal: controller.signal });
     expect(first.code).toBe(1);
     expect(first.stderr).toContain(
-      `harness: eval interrupted with 11 question(s) answered in this run; run it again with --resume --out ${out} to finish`,
+      `harness: eval interrupted with 11 question(s) answered in this run; run it again with --resume --out ` +
+        `${out} to finish`,
     );
     expect(linesOf(out)).toHaveLength(11);
 
@@ -509,25 +523,30 @@ function questionOfId(id: string): string {
 }
 
 describe('harness eval: failing model calls', () => {
-  it('a question whose answer call still fails is an answer-stage error, not a wrong answer; a judge failure is a judge-stage error', async () => {
-    server.setDefaultReply(
-      failing(
-        (request) =>
-          (evalRequestKind(request) === 'answer' && questionOf(request) === 'What is the name of the dog I adopted?') ||
-          (evalRequestKind(request) === 'judge' &&
-            (messagesOf(request)[1]?.content ?? '').includes(
-              'Which station does my weekday morning train leave from?',
-            )),
-        BAD_REQUEST,
-      ),
-    );
-    const run = await harness(['eval', SAMPLE, '--limit', '3', '--json']);
-    expect(run.code, run.stderr).toBe(0);
-    const summary = summaryOf(run);
-    expect(summary.errors).toEqual({ total: 2, memory: 0, answer: 1, judge: 1 });
-    expect(summary.accuracy).toMatchObject({ correct: 1, judged: 1, errors: 2 });
-    expect(run.stdout).toContain('errors: 2 (memory 0, answer 1, judge 1)');
-  });
+  it(
+    'a question whose answer call still fails is an answer-stage error, not a wrong answer; a judge failure ' +
+      'is a judge-stage error',
+    async () => {
+      server.setDefaultReply(
+        failing(
+          (request) =>
+            (evalRequestKind(request) === 'answer' &&
+              questionOf(request) === 'What is the name of the dog I adopted?') ||
+            (evalRequestKind(request) === 'judge' &&
+              (messagesOf(request)[1]?.content ?? '').includes(
+                'Which station does my weekday morning train leave from?',
+              )),
+          BAD_REQUEST,
+        ),
+      );
+      const run = await harness(['eval', SAMPLE, '--limit', '3', '--json']);
+      expect(run.code, run.stderr).toBe(0);
+      const summary = summaryOf(run);
+      expect(summary.errors).toEqual({ total: 2, memory: 0, answer: 1, judge: 1 });
+      expect(summary.accuracy).toMatchObject({ correct: 1, judged: 1, errors: 2 });
+      expect(run.stdout).toContain('errors: 2 (memory 0, answer 1, judge 1)');
+    },
+  );
 
   it("an answer call that fails once is retried, as the agent model's calls are", async () => {
     server.setDefaultReply(failing((request) => evalRequestKind(request) === 'answer', UNAVAILABLE, 1));
@@ -536,26 +555,30 @@ describe('harness eval: failing model calls', () => {
     expect(summaryOf(run)).toMatchObject({ errors: { total: 0 }, accuracy: { correct: 1 } });
   });
 
-  it('a memory model that keeps failing makes its conversation a memory-stage error; one that fails once is retried', async () => {
-    server.setDefaultReply(
-      failing(
-        (request) =>
-          evalRequestKind(request) === 'observer' &&
-          (messagesOf(request)[1]?.content ?? '').includes('- conversation_id: 1-'),
-        BAD_REQUEST,
-      ),
-    );
-    const broken = await harness(['eval', SAMPLE, '--limit', '2', '--json']);
-    expect(broken.code, broken.stderr).toBe(0);
-    expect(summaryOf(broken).errors).toEqual({ total: 1, memory: 1, answer: 0, judge: 0 });
-    expect(ofKind(broken, 'answer').map(questionOf)).toEqual([
-      'Which station does my weekday morning train leave from?',
-    ]);
+  it(
+    'a memory model that keeps failing makes its conversation a memory-stage error; one that fails once is ' +
+      'retried',
+    async () => {
+      server.setDefaultReply(
+        failing(
+          (request) =>
+            evalRequestKind(request) === 'observer' &&
+            (messagesOf(request)[1]?.content ?? '').includes('- conversation_id: 1-'),
+          BAD_REQUEST,
+        ),
+      );
+      const broken = await harness(['eval', SAMPLE, '--limit', '2', '--json']);
+      expect(broken.code, broken.stderr).toBe(0);
+      expect(summaryOf(broken).errors).toEqual({ total: 1, memory: 1, answer: 0, judge: 0 });
+      expect(ofKind(broken, 'answer').map(questionOf)).toEqual([
+        'Which station does my weekday morning train leave from?',
+      ]);
 
-    server.setDefaultReply(failing((request) => evalRequestKind(request) === 'observer', UNAVAILABLE, 1));
-    const retried = await harness(['eval', SAMPLE, '--limit', '1', '--json']);
-    expect(summaryOf(retried)).toMatchObject({ errors: { total: 0 }, accuracy: { correct: 1 } });
-  });
+      server.setDefaultReply(failing((request) => evalRequestKind(request) === 'observer', UNAVAILABLE, 1));
+      const retried = await harness(['eval', SAMPLE, '--limit', '1', '--json']);
+      expect(summaryOf(retried)).toMatchObject({ errors: { total: 0 }, accuracy: { correct: 1 } });
+    },
+  );
 });
 
 describe('harness eval: LoCoMo', () => {
@@ -574,29 +597,35 @@ describe('harness eval: LoCoMo', () => {
 });
 
 describe('harness eval: bad input', () => {
-  it('exits 2 naming the problem: a missing file, a file that is not JSON, a malformed instance, an unknown type', async () => {
-    const directory = workspace();
-    const missing = await harness(['eval', join(directory, 'nope.json')], { workspace: directory });
-    expect(missing).toMatchObject({ code: 2 });
-    expect(missing.stderr).toBe(`harness: cannot read the dataset ${join(directory, 'nope.json')}: no such file\n`);
-    writeFileSync(join(directory, 'broken.json'), '[{"question_id": ');
-    const broken = await harness(['eval', 'broken.json'], { workspace: directory });
-    expect(broken.code).toBe(2);
-    expect(broken.stderr).toMatch(/^harness: broken\.json is not JSON \(/);
-    const instances = JSON.parse(readFileSync(SAMPLE, 'utf8')) as Array<Record<string, unknown>>;
-    writeFileSync(
-      join(directory, 'bad.json'),
-      JSON.stringify([instances[0], { ...instances[1], haystack_dates: 'yesterday' }]),
-    );
-    const bad = await harness(['eval', 'bad.json'], { workspace: directory });
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('LongMemEval instance 1 (question_id "ssu-02"): haystack_dates');
-    const type = await harness(['eval', SAMPLE, '--types', 'trivia']);
-    expect(type.code).toBe(2);
-    expect(type.stderr).toContain('--types: "trivia" is not a question type of this dataset');
-    const resume = await harness(['eval', SAMPLE, '--resume']);
-    expect(resume).toMatchObject({ code: 2, stderr: 'harness: --resume needs --out: the results file to continue\n' });
-  });
+  it(
+    'exits 2 naming the problem: a missing file, a file that is not JSON, a malformed instance, an unknown ' + 'type',
+    async () => {
+      const directory = workspace();
+      const missing = await harness(['eval', join(directory, 'nope.json')], { workspace: directory });
+      expect(missing).toMatchObject({ code: 2 });
+      expect(missing.stderr).toBe(`harness: cannot read the dataset ${join(directory, 'nope.json')}: no such file\n`);
+      writeFileSync(join(directory, 'broken.json'), '[{"question_id": ');
+      const broken = await harness(['eval', 'broken.json'], { workspace: directory });
+      expect(broken.code).toBe(2);
+      expect(broken.stderr).toMatch(/^harness: broken\.json is not JSON \(/);
+      const instances = JSON.parse(readFileSync(SAMPLE, 'utf8')) as Array<Record<string, unknown>>;
+      writeFileSync(
+        join(directory, 'bad.json'),
+        JSON.stringify([instances[0], { ...instances[1], haystack_dates: 'yesterday' }]),
+      );
+      const bad = await harness(['eval', 'bad.json'], { workspace: directory });
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('LongMemEval instance 1 (question_id "ssu-02"): haystack_dates');
+      const type = await harness(['eval', SAMPLE, '--types', 'trivia']);
+      expect(type.code).toBe(2);
+      expect(type.stderr).toContain('--types: "trivia" is not a question type of this dataset');
+      const resume = await harness(['eval', SAMPLE, '--resume']);
+      expect(resume).toMatchObject({
+        code: 2,
+        stderr: 'harness: --resume needs --out: the results file to continue\n',
+      });
+    },
+  );
 
   it('exits 78 when memory is off in the configuration and the memory baseline is asked for', async () => {
     const run = await harness(['eval', SAMPLE], { env: { HARNESS_MEMORY_MODE: 'off' } });

@@ -87,7 +87,10 @@ export function registerEvalCommand(program: Command, context: CliContext, resul
     )
     .addHelpText(
       'after',
-      '\nModels: the agent model answers, the memory model observes and reflects (as `harness config` shows), --judge-model judges.\nExit code 0 when every question was asked (errors are reported apart), 1 when interrupted (resume with --resume) or on a runtime failure, 2 for bad input (EVAL_DATASET_INVALID, a results file of another run), 78 for a configuration error.',
+      '\nModels: the agent model answers, the memory model observes and reflects (as `harness config` ' +
+        'shows), --judge-model judges.\nExit code 0 when every question was asked (errors are reported ' +
+        'apart), 1 when interrupted (resume with --resume) or on a runtime failure, 2 for bad input ' +
+        '(EVAL_DATASET_INVALID, a results file of another run), 78 for a configuration error.',
     )
     .action(async (dataset: string, options: EvalOptions) => {
       result.exitCode = await evaluate(context, dataset, options);
@@ -132,7 +135,10 @@ async function evaluate(context: CliContext, datasetPath: string, options: EvalO
     progress.stop();
     if (stores?.keep) {
       context.stderr.write(
-        `harness: the memories are kept in ${options.memoryDb ?? ''} under tenant ${outcome.tenantId} (agent eval, conversation <position>-<id>); see them with HARNESS_MEMORY_SQLITE_PATH=${options.memoryDb ?? ''} harness memory show --tenant ${outcome.tenantId} --agent eval --conversation <conversation>\n`,
+        `harness: the memories are kept in ${options.memoryDb ?? ''} under tenant ${outcome.tenantId} (agent ` +
+          `eval, conversation <position>-<id>); see them with ` +
+          `HARNESS_MEMORY_SQLITE_PATH=${options.memoryDb ?? ''} harness memory show --tenant ` +
+          `${outcome.tenantId} --agent eval --conversation <conversation>\n`,
       );
     }
     report(context, dataset, options, models.names, results.previous, outcome.results, outcome.wallTimeMs);
@@ -220,7 +226,8 @@ async function openResults(context: CliContext, options: EvalOptions, models: Ev
   const writer = await openEvalResultsWriter(path);
   if (writer.repairedTail !== null) {
     context.stderr.write(
-      `harness: note: cut off the last line of ${options.out} (${writer.repairedTail.bytes} bytes), left unfinished by an interrupted write; its question is asked again\n`,
+      `harness: note: cut off the last line of ${options.out} (${writer.repairedTail.bytes} bytes), left ` +
+        `unfinished by an interrupted write; its question is asked again\n`,
     );
   }
   return { writer, previous: file.latest, skip: file.completedIds };
@@ -316,7 +323,8 @@ function createProgress(
     const filled = total === 0 ? width : Math.round((done / total) * width);
     const seconds = Math.round((Date.now() - started) / 1000);
     spinner.update(
-      `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total} questions, ${correct} correct, ${errors} error(s), ${seconds}s`,
+      `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total} questions, ${correct} correct, ` +
+        `${errors} error(s), ${seconds}s`,
     );
   };
   draw();

@@ -10,6 +10,8 @@ import type { CliContext, CommandResult } from '../context.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { openHarness } from '../open-harness.js';
 
+const WAITING = '(waiting for runs and memory work)';
+
 interface ServeOptions {
   readonly host?: string;
   readonly port?: number;
@@ -74,7 +76,7 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
     );
     const reason = await stop.stopped;
     context.stderr.write(
-      `${dim(context, `harness: ${reason === 'abort' ? 'stopping' : `${reason} received, stopping`} (waiting for runs and memory work)`)}\n`,
+      `${dim(context, `harness: ${reason === 'abort' ? 'stopping' : `${reason} received, stopping`} ${WAITING}`)}\n`,
     );
   } finally {
     stop.dispose();
