@@ -37,6 +37,8 @@ const USAGE_CODES: ReadonlySet<HarnessMemoryErrorCode> = new Set([
   'EVAL_DATASET_INVALID',
   'EVAL_RESULTS_INVALID',
   'USAGE_INVALID',
+  'OBSERVATION_NOT_FOUND',
+  'OBSERVATION_INVALID',
 ]);
 
 /** Scope fields and the options that set them, so errors name what to fix. */

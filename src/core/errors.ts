@@ -40,6 +40,8 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `OPERATION_NOT_FOUND`: `{ operationId }`, the scope has no operation with that id.
  * - `OPERATION_NOT_DEAD`: `{ operationId, status }`, only a `dead` operation can be retried by hand.
  * - `USAGE_INVALID`: `{}`, a `harness` command line is wrong in a way its parser cannot see (exit code 2).
+ * - `OBSERVATION_NOT_FOUND`: `{ seq }`, the scope has no observation with that seq (never had, or it was deleted).
+ * - `OBSERVATION_INVALID`: `{ field }`, a correction is malformed: `field` is `seq`, `content` or `importance`.
  *
  * Runs and tool results also carry the codes of {@link RUN_ERROR_CODES}.
  */
@@ -71,6 +73,8 @@ export const HARNESS_MEMORY_ERROR_CODES = [
   'OPERATION_NOT_FOUND',
   'OPERATION_NOT_DEAD',
   'USAGE_INVALID',
+  'OBSERVATION_NOT_FOUND',
+  'OBSERVATION_INVALID',
 ] as const;
 
 /** The code of a thrown {@link HarnessMemoryError}. */

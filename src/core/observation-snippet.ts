@@ -62,13 +62,32 @@ export function scoreObservation(importance: number | null, ageSteps: number, su
  * nothing to show or the budget cannot hold even the wrapper.
  */
 export function buildObservationSnippet(input: ObservationSnippetInput): string {
+  return planObservationSnippet(input).text;
+}
+
+/** The snippet and why it holds what it holds: see {@link planObservationSnippet}. */
+export interface ObservationSnippetPlan {
+  readonly text: string;
+  /** Seqs of the observations the text shows. */
+  readonly includedSeqs: ReadonlySet<number>;
+  /** Each superseded seq, with the seq that replaced it (from the links applied). */
+  readonly supersededBy: ReadonlyMap<number, number>;
+}
+
+/**
+ * {@link buildObservationSnippet}, also telling which observations made it into the text:
+ * the inspector shows, per observation, whether the next turn sees it.
+ */
+export function planObservationSnippet(input: ObservationSnippetInput): ObservationSnippetPlan {
   const { estimator, observations, reflection } = input;
-  if (observations.length === 0 && (reflection === null || reflectionText(reflection) === '')) return '';
+  const links = input.links ?? linksOf(reflection);
+  const superseded = supersededBy(links);
+  const empty = { text: '', includedSeqs: new Set<number>(), supersededBy: superseded };
+  if (observations.length === 0 && (reflection === null || reflectionText(reflection) === '')) return empty;
   const cost = (line: string): number => estimator.estimate(`${line}\n`);
   let remaining = input.maxTokens - cost(OPEN_TAG) - cost(SNIPPET_PREAMBLE) - estimator.estimate(CLOSE_TAG);
-  if (remaining <= 0) return '';
+  if (remaining <= 0) return empty;
 
-  const links = input.links ?? linksOf(reflection);
   const warnings = warningSections(links);
   // Warnings are few and decisive, but may not crowd out everything else.
   const warningLines = takeLinesWithin(warnings, Math.min(remaining, Math.floor((input.maxTokens * 2) / 3)), cost);
@@ -79,26 +98,31 @@ export function buildObservationSnippet(input: ObservationSnippetInput): string 
 
   const selected = selectObservations(
     observations,
-    supersededBy(links),
+    superseded,
     remaining - cost('') - cost('Observations:'),
     estimator,
-  ).map((item) => item.line);
+  );
+  const observationLines = ['Observations:', ...selected.map((item) => item.line)];
   const sections: string[][] = [];
   if (reflectionLines.length > 0) sections.push(reflectionLines);
-  if (selected.length > 0) sections.push(['Observations:', ...selected]);
+  if (selected.length > 0) sections.push(observationLines);
   if (warningLines.length > 0) sections.push(warningLines);
-  if (sections.length === 0) return '';
+  if (sections.length === 0) return empty;
 
-  let snippet = render(sections);
+  let text = render(sections);
   // Part costs bound the whole for sub-additive estimators; a real tokenizer may differ,
   // so the final text is checked and trimmed from its lowest-priority end.
-  while (estimator.estimate(snippet) > input.maxTokens && sections.length > 0) {
+  while (estimator.estimate(text) > input.maxTokens && sections.length > 0) {
     const last = sections[sections.length - 1];
     if (!last || last.length <= 2) sections.pop();
     else last.pop();
-    snippet = sections.length > 0 ? render(sections) : '';
+    text = sections.length > 0 ? render(sections) : '';
   }
-  return snippet;
+  // Lines trimmed from the observations section leave it from its end.
+  const shown = sections.includes(observationLines) ? observationLines.length - 1 : 0;
+  const includedSeqs = new Set<number>();
+  for (const item of selected.slice(0, shown)) includedSeqs.add((observations[item.index] as Observation).seq);
+  return { text, includedSeqs, supersededBy: superseded };
 }
 
 function linksOf(reflection: StoredReflection | null): SnippetLinks {

@@ -108,6 +108,8 @@ export interface MemoryRecord {
    * self-reference).
    */
   readonly rejectedReferenceCount: number;
+  /** Observations replaced or deleted by hand so far: caches of the observations compare it. */
+  readonly correctionCount: number;
   readonly createdAt: string;
   readonly updatedAt: string;
 }

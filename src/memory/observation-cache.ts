@@ -3,6 +3,8 @@ import type { MemoryStore } from '../storage/store.js';
 
 interface Entry {
   readonly createdAt: string;
+  /** The record's `correctionCount` the entry was read at: a correction makes it stale. */
+  readonly correctionCount: number;
   readonly observations: Observation[];
   lastSeq: number;
   /** The store read under way for this entry, which concurrent readers wait for instead of reading again. */
@@ -25,9 +27,10 @@ export interface ObservationCacheStats {
 
 /**
  * Each scope's observations, kept in this process and brought up to date incrementally.
- * Observations are append-only per scope (seqs only grow; only `forget` removes them), so
- * after a write only the new rows are read, not the whole scope. A record that was
- * forgotten and made again (another `createdAt`) starts afresh. Bounded by the total
+ * Observations are append-only per scope (seqs only grow), so after a write only the new
+ * rows are read, not the whole scope. A record that was forgotten and made again (another
+ * `createdAt`) or whose observations were corrected by hand (another `correctionCount`)
+ * starts afresh. Bounded by the total
  * number of observations held; least recently used scopes go first.
  *
  * An entry joins the cache before its store read, and readers arriving meanwhile wait for
@@ -50,12 +53,17 @@ export class ObservationCache {
   /** The scope's observations in seq order, as of `record`. Do not mutate the result. */
   async get(memoryId: string, record: MemoryRecord): Promise<readonly Observation[]> {
     let entry = this.#entries.get(memoryId);
-    if (entry && (entry.createdAt !== record.createdAt || record.lastObservationSeq < entry.lastSeq)) {
+    if (
+      entry &&
+      (entry.createdAt !== record.createdAt ||
+        entry.correctionCount !== record.correctionCount ||
+        record.lastObservationSeq < entry.lastSeq)
+    ) {
       this.delete(memoryId);
       entry = undefined;
     }
     if (!entry) {
-      entry = { createdAt: record.createdAt, observations: [], lastSeq: 0 };
+      entry = { createdAt: record.createdAt, correctionCount: record.correctionCount, observations: [], lastSeq: 0 };
       this.#entries.set(memoryId, entry);
     }
     let readHere = false;
@@ -70,8 +78,13 @@ export class ObservationCache {
       }
       const before = entry.lastSeq;
       await entry.loading;
-      // A read of its own that found nothing newer (the scope was forgotten meanwhile) ends the wait.
-      if (!joined && entry.lastSeq === before) break;
+      if (!joined) {
+        // A read of its own began after `record` was read, so it saw every observation up to the record's
+        // last seq that still exists: a deleted last one is not read again at every call.
+        entry.lastSeq = Math.max(entry.lastSeq, record.lastObservationSeq);
+        // A read that found nothing newer (the scope was forgotten meanwhile) ends the wait.
+        if (entry.lastSeq === before) break;
+      }
     }
     if (readHere) this.#misses++;
     else this.#hits++;
@@ -88,6 +101,7 @@ export class ObservationCache {
     const entry = this.#entries.get(memoryId);
     const first = observations[0];
     if (!entry || !first || entry.createdAt !== record.createdAt || first.seq !== entry.lastSeq + 1) return;
+    if (entry.correctionCount !== record.correctionCount) return;
     this.#append(memoryId, entry, observations);
     this.#evict(memoryId);
   }

@@ -12,7 +12,7 @@ import type { TokenEstimator } from '../core/token-estimator.js';
 import type { TranscriptMessage } from '../core/transcript.js';
 import type { IdGenerator } from '../core/ids.js';
 import type { LanguageModel } from '../llm/language-model.js';
-import type { MemoryStore, Operation } from '../storage/store.js';
+import type { MemoryStore, Operation, ScopeSummary } from '../storage/store.js';
 import type { ObservationImport } from './import-observations.js';
 import type { Observer, Reflector } from './model-observer.js';
 
@@ -189,6 +189,58 @@ export interface MemoryInspection {
   readonly snippet: string;
 }
 
+/** One page of a listing, and the cursor of the next (`null` after the last). */
+export interface Page<T> {
+  readonly items: readonly T[];
+  readonly nextCursor: string | null;
+}
+
+/** Paging of a listing: `limit` 1–200 (default 50), `cursor` from the previous page. */
+export interface PageRequest {
+  readonly limit?: number;
+  readonly cursor?: string;
+}
+
+/** What {@link ObservationalMemory.listScopes} takes. */
+export interface ScopeListRequest extends PageRequest {
+  /** Words that must each appear in the conversation or agent id (case-insensitive). */
+  readonly query?: string;
+  /** Only scopes that observe (`true`) or do not (`false`), unset flags following `defaultEnabled`. */
+  readonly enabled?: boolean;
+}
+
+/** A listed scope: its counts, and whether it observes now (an unset flag follows `defaultEnabled`). */
+export interface ListedScope extends Omit<ScopeSummary, 'enabled'> {
+  readonly enabled: boolean;
+}
+
+/** An observation as the inspector shows it: with its score and whether the next snippet shows it. */
+export interface ObservationView extends Observation {
+  /** Observations after it in the scope (the newest has 0). */
+  readonly ageSteps: number;
+  /** Importance-weighted recency, the snippet's ranking (see `scoreObservation`). */
+  readonly score: number;
+  /** Whether the next `<observational-memory>` snippet shows it; false when the budget cut it (or memory is off). */
+  readonly included: boolean;
+  /** The seq that supersedes it, or null. */
+  readonly supersededBy: number | null;
+}
+
+/** Where a scope stands toward its next observe, reflection and snippet budget. */
+export interface MemoryProgress {
+  readonly unobservedTokens: number;
+  readonly observeMinTokens: number;
+  readonly unreflectedObservationTokens: number;
+  readonly reflectThresholdTokens: number;
+  /** Tokens of the next `<observational-memory>` snippet, by the service's estimator. */
+  readonly snippetTokens: number;
+  readonly snippetMaxTokens: number;
+  /** An observe operation is being processed now. */
+  readonly observing: boolean;
+  /** A reflection is being processed now. */
+  readonly reflecting: boolean;
+}
+
 /** The observational memory service. */
 export interface ObservationalMemory {
   readonly mode: 'off' | 'local_coordinator';
@@ -245,6 +297,46 @@ export interface ObservationalMemory {
   retryOperation(scope: ScopeInput, operationId: string): Promise<Operation>;
   /** Processes pending operations (of one scope, or all) until none is left or the timeout passes. */
   drain(scope?: ScopeInput, options?: { timeoutMs?: number }): Promise<void>;
+  /**
+   * A page of the tenant's scopes (those with a record: anything observed, imported, enabled or
+   * written to working memory), ordered by conversation id then agent id, with their counts.
+   * Throws `REQUEST_INVALID` naming `limit`, `cursor` or `query`.
+   */
+  listScopes(tenantId: string, request?: ScopeListRequest): Promise<Page<ListedScope>>;
+  /**
+   * A page of the scope's observations, newest first, whose content holds every word of
+   * `query` (case-insensitive), each with its score and whether the next snippet shows it.
+   */
+  observationPage(
+    scope: ScopeInput,
+    request?: PageRequest & { readonly query?: string },
+  ): Promise<Page<ObservationView>>;
+  /** Observations holding every word of `query`, ranked by score (newest and most important first), paged. */
+  searchObservations(
+    scope: ScopeInput,
+    request: PageRequest & { readonly query: string },
+  ): Promise<Page<ObservationView>>;
+  /** A page of the scope's operation log, newest first; `status` keeps one status. */
+  operationPage(scope: ScopeInput, request?: PageRequest & { readonly status?: string }): Promise<Page<Operation>>;
+  /**
+   * Replaces the text (and, when given, the importance) of observation `seq`, cleaned and
+   * redacted like an import, logged as an applied `correct` operation; the next snippet shows
+   * the new text. Throws `OBSERVATION_NOT_FOUND` or `OBSERVATION_INVALID` (naming the field).
+   */
+  correctObservation(
+    scope: ScopeInput,
+    seq: number,
+    change: { readonly content: string; readonly importance?: number | null },
+    options?: { runId?: string; toolCallId?: string },
+  ): Promise<{ observation: ObservationView; status: MemoryStatus }>;
+  /** Deletes observation `seq` (logged as an applied `correct` operation). Throws `OBSERVATION_NOT_FOUND`. */
+  deleteObservation(
+    scope: ScopeInput,
+    seq: number,
+    options?: { runId?: string; toolCallId?: string },
+  ): Promise<{ seq: number; status: MemoryStatus }>;
+  /** Unobserved and unreflected tokens against their thresholds, the snippet's size, and work under way. */
+  progress(scope: ScopeInput): Promise<MemoryProgress>;
   /** Subscribes to events; returns the unsubscribe function. */
   subscribe(listener: (event: ObservationalMemoryEvent) => void): () => void;
   /**

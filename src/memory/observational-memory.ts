@@ -24,6 +24,7 @@ import type {
   ObserveResult,
 } from './observational-memory-api.js';
 import { createOperationScheduler } from './operation-scheduler.js';
+import { createMemoryInspector } from './memory-inspector.js';
 import { createScopeReader } from './scope-reader.js';
 import { observeScope } from './observe-scope.js';
 import type { ObserveDependencies } from './observe-scope.js';
@@ -107,6 +108,17 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     onWorkerFailed: (error) => emit({ type: 'memory.worker.failed', error: error.message }),
   });
   const { processScope, enqueue, enqueueAndRun } = scheduler;
+  const inspector = createMemoryInspector({
+    store,
+    reader,
+    estimator,
+    defaultEnabled: options.defaultEnabled ?? false,
+    mode,
+    redact: options.redactSecrets ?? true,
+    locks,
+    generateId,
+    currentStatus,
+  });
 
   const requireMode = (action: string): void => requireModeOn(mode, action);
 
@@ -232,6 +244,20 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       reader.forget(memoryId);
       storedKeys.delete(memoryId);
     },
+
+    listScopes: (tenantId, request) => inspector.listScopes(tenantId, request),
+    observationPage: async (scopeInput, request) => inspector.observationPage(resolveScope(scopeInput), request),
+    searchObservations: async (scopeInput, request) => inspector.searchObservations(resolveScope(scopeInput), request),
+    operationPage: async (scopeInput, request) => inspector.operationPage(resolveScope(scopeInput), request),
+    async correctObservation(scopeInput, seq, change, meta) {
+      requireMode('correct');
+      return inspector.correctObservation(resolveScope(scopeInput), seq, change, meta);
+    },
+    async deleteObservation(scopeInput, seq, meta) {
+      requireMode('correct');
+      return inspector.deleteObservation(resolveScope(scopeInput), seq, meta);
+    },
+    progress: async (scopeInput) => inspector.progress(resolveScope(scopeInput)),
 
     generation: async (scopeInput) => store.scopeGeneration(memoryIdOf(resolveScope(scopeInput))),
 

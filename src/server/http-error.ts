@@ -35,6 +35,8 @@ const STATUS_BY_CODE: Readonly<Record<HarnessMemoryErrorCode, ContentfulStatusCo
   OPERATION_NOT_FOUND: 404,
   OPERATION_NOT_DEAD: 409,
   USAGE_INVALID: 400,
+  OBSERVATION_NOT_FOUND: 404,
+  OBSERVATION_INVALID: 400,
 };
 
 /** An HTTP error with our JSON body (and any extra headers, such as `retry-after`). */

@@ -54,6 +54,7 @@ export interface RecordRow {
   supersession_count: number;
   contradiction_count: number;
   rejected_reference_count: number;
+  correction_count: number;
   created_at: string;
   updated_at: string;
 }
@@ -207,6 +208,7 @@ export function toRecord(row: RecordRow): MemoryRecord {
     supersessionCount: row.supersession_count,
     contradictionCount: row.contradiction_count,
     rejectedReferenceCount: row.rejected_reference_count,
+    correctionCount: row.correction_count,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   });

@@ -7,6 +7,7 @@ import { StoreError } from '../core/errors.js';
 import type { MemoryRecord, Observation } from '../core/observation.js';
 import { createStoreGuard } from './_store-guard.js';
 import { planImportApply, planObservationApply, planReflectionApply } from './apply-plan.js';
+import { containsWords, planCorrection } from './correction-plan.js';
 import type { StoredContradiction, StoredSupersession } from '../core/reflection-links.js';
 import type { Scope } from '../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../core/working-memory.js';
@@ -18,6 +19,7 @@ import type {
   Marker,
   MemoryStore,
   Operation,
+  ScopeSummary,
   StoredMessage,
   WorkingMemoryEntry,
 } from './store.js';
@@ -89,6 +91,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
           supersessionCount: 0,
           contradictionCount: 0,
           rejectedReferenceCount: 0,
+          correctionCount: 0,
           createdAt: at,
           updatedAt: at,
         }),
@@ -264,6 +267,92 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       guard();
       const afterSeq = listOptions?.afterSeq ?? 0;
       return (scopes.get(memoryId)?.observations ?? []).filter((observation) => observation.seq > afterSeq);
+    },
+
+    async findObservations(memoryId, options) {
+      guard();
+      const all = scopes.get(memoryId)?.observations ?? [];
+      const found: Observation[] = [];
+      for (let index = all.length - 1; index >= 0 && found.length < options.limit; index--) {
+        const observation = all[index] as Observation;
+        if (options.beforeSeq !== undefined && observation.seq >= options.beforeSeq) continue;
+        if (containsWords(observation.content, options.words)) found.push(observation);
+      }
+      return found;
+    },
+
+    async correctObservation(input) {
+      guard();
+      const state = scopes.get(input.memoryId);
+      const index = state?.observations.findIndex((observation) => observation.seq === input.seq) ?? -1;
+      const existing = state?.observations[index];
+      if (!state || !existing) return undefined;
+      const plan = planCorrection(existing, input.change, state.record.reflection?.throughSeq ?? 0, input.operationId);
+      if (plan.observation === null) state.observations.splice(index, 1);
+      else state.observations[index] = plan.observation;
+      const record = update(state, {
+        observationCount: state.record.observationCount + plan.countDelta,
+        activeObservationTokens: state.record.activeObservationTokens + plan.activeTokensDelta,
+        unreflectedObservationTokens: state.record.unreflectedObservationTokens + plan.unreflectedTokensDelta,
+        correctionCount: state.record.correctionCount + 1,
+      });
+      const at = nowIso();
+      appendOperation(
+        Object.freeze({
+          operationId: input.operationId,
+          memoryId: input.memoryId,
+          scope: record.scope,
+          runId: input.runId,
+          toolCallId: input.toolCallId,
+          scopeSequence: nextSequence(scopeOperations(input.memoryId)),
+          operationType: 'correct',
+          status: 'applied',
+          payload: plan.payload,
+          errorText: '',
+          attempt: 1,
+          leaseOwner: null,
+          leaseExpiresAt: null,
+          availableAt: at,
+          createdAt: at,
+          updatedAt: at,
+        } satisfies Operation),
+      );
+      return { record, observation: plan.observation };
+    },
+
+    async listScopes(query) {
+      guard();
+      const after = query.after;
+      const summaries: ScopeSummary[] = [];
+      const candidates = [...scopes.values()]
+        .map((state) => state.record)
+        .filter((record) => record.scope.tenantId === query.tenantId)
+        .sort((a, b) => compareScopeOrder(a.scope, b.scope));
+      for (const record of candidates) {
+        if (summaries.length >= query.limit) break;
+        const { conversationId, agentId } = record.scope;
+        if (after && compareScopeOrder(record.scope, after) <= 0) continue;
+        if (!containsWords(`${conversationId}\n${agentId}`, query.words)) continue;
+        if (query.enabled && (record.enabled ?? query.enabled.whenUnset) !== query.enabled.value) continue;
+        const entries = [...(workingMemory.get(record.memoryId)?.values() ?? [])];
+        const lastActivityAt = entries.reduce(
+          (latest, entry) => (entry.updatedAt > latest ? entry.updatedAt : latest),
+          record.updatedAt,
+        );
+        summaries.push(
+          Object.freeze({
+            memoryId: record.memoryId,
+            scope: record.scope,
+            enabled: record.enabled,
+            observationCount: record.observationCount,
+            workingMemoryEntries: entries.length,
+            pendingOperations: pending.get(record.memoryId)?.length ?? 0,
+            deadOperations: deadCounts.get(record.memoryId) ?? 0,
+            lastActivityAt,
+          }),
+        );
+      }
+      return summaries;
     },
 
     async listMarkers(memoryId) {
@@ -553,6 +642,18 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
       return [...(operations.get(memoryId) ?? [])];
     },
 
+    async listOperationPage(memoryId, options) {
+      guard();
+      const all = operations.get(memoryId) ?? [];
+      const page: Operation[] = [];
+      for (let index = all.length - 1; index >= 0 && page.length < options.limit; index--) {
+        const operation = all[index] as Operation;
+        if (options.beforeSequence !== undefined && operation.scopeSequence >= options.beforeSequence) continue;
+        if (options.status === undefined || operation.status === options.status) page.push(operation);
+      }
+      return page;
+    },
+
     async countPendingOperations(memoryId) {
       guard();
       if (memoryId !== undefined) return pending.get(memoryId)?.length ?? 0;
@@ -563,6 +664,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
 
     async setWorkingMemoryEntry(input) {
       guard();
+      ensureScope(input.scope, input.memoryId);
       let entries = workingMemory.get(input.memoryId);
       if (!entries) {
         entries = new Map();
@@ -650,6 +752,14 @@ function nextSequence(list: readonly Operation[]): number {
 
 function isPending(operation: Operation): boolean {
   return operation.status === 'queued' || operation.status === 'processing';
+}
+
+/** Orders scopes by conversation id, then agent id, in byte order. */
+function compareScopeOrder(
+  a: { readonly conversationId: string; readonly agentId: string },
+  b: { readonly conversationId: string; readonly agentId: string },
+): number {
+  return compareBytes(a.conversationId, b.conversationId) || compareBytes(a.agentId, b.agentId);
 }
 
 /** Orders strings by their UTF-8 bytes, like SQLite's BINARY collation. */

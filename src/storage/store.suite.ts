@@ -10,6 +10,7 @@ import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import type { MemoryRecord } from '../core/observation.js';
 import type { AppendAndClaimResult, MemoryStore, NewMessage } from './store.js';
+import { inspectionCases } from './store-inspection.suite.js';
 
 /** Options of {@link runStoreSuite}. */
 export interface StoreSuiteOptions {
@@ -925,6 +926,8 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(result.claimed?.operationId).toBe('op-r');
       expect(result.prefetched).toBeUndefined();
     });
+
+    inspectionCases(test, () => store);
 
     test('disposes idempotently and refuses work afterwards', async () => {
       await store.dispose();

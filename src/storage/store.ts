@@ -16,7 +16,7 @@ import type { Scope } from '../core/scope.js';
 import type { PreparedMessage } from '../core/transcript.js';
 
 /** Kinds of operation in the operation log. */
-export type OperationType = 'enable' | 'disable' | 'observe' | 'reflect' | 'reflect_now' | 'import';
+export type OperationType = 'enable' | 'disable' | 'observe' | 'reflect' | 'reflect_now' | 'import' | 'correct';
 /**
  * `queued → processing → applied | failed | dead`. `dead`: the operation used up its attempts
  * (see `maxOperationAttempts`); it no longer blocks its scope and goes back to `queued` only
@@ -74,6 +74,47 @@ export interface NewObservation {
 export interface ImportedObservation extends NewObservation {
   /** When it was first observed. @default the import's time */
   readonly createdAt?: string;
+}
+
+/**
+ * A fix to one stored observation ({@link MemoryStore.correctObservation}): new text (and, when
+ * given, a new importance), or its removal.
+ */
+export type ObservationChange =
+  | {
+      readonly kind: 'replace';
+      readonly content: string;
+      readonly tokenCount: number;
+      /** Kept as it was when undefined. */
+      readonly importance?: number | null;
+    }
+  | { readonly kind: 'delete' };
+
+/** One of a tenant's scopes, with its counts, as {@link MemoryStore.listScopes} lists it. */
+export interface ScopeSummary {
+  readonly memoryId: string;
+  readonly scope: Scope;
+  /** Explicitly enabled or disabled; `null` follows the current default. */
+  readonly enabled: boolean | null;
+  readonly observationCount: number;
+  readonly workingMemoryEntries: number;
+  /** Queued or processing operations. */
+  readonly pendingOperations: number;
+  readonly deadOperations: number;
+  /** The latest change to the scope's record or working memory (ISO 8601 UTC). */
+  readonly lastActivityAt: string;
+}
+
+/** What {@link MemoryStore.listScopes} takes. */
+export interface ScopeListQuery {
+  readonly tenantId: string;
+  /** Words that must each appear (case-insensitive) in the conversation or agent id. */
+  readonly words?: readonly string[];
+  /** Only scopes whose effective enabled flag is `value`; an unset flag counts as `whenUnset`. */
+  readonly enabled?: { readonly value: boolean; readonly whenUnset: boolean };
+  /** Only scopes ordered after this one (by conversation id, then agent id, in byte order). */
+  readonly after?: { readonly conversationId: string; readonly agentId: string };
+  readonly limit: number;
 }
 
 /** A marker written at an observation or reflection cycle boundary. */
@@ -221,6 +262,38 @@ export interface MemoryStore {
   /** Observations in seq order; `afterSeq` keeps only those with a greater seq. */
   listObservations(memoryId: string, options?: { afterSeq?: number }): Promise<Observation[]>;
 
+  /**
+   * A page of the scope's observations, newest first: those with a seq below `beforeSeq` (all
+   * when unset) whose content holds every one of `words` (case-insensitive), at most `limit`.
+   */
+  findObservations(
+    memoryId: string,
+    options: { readonly beforeSeq?: number; readonly words?: readonly string[]; readonly limit: number },
+  ): Promise<Observation[]>;
+
+  /**
+   * Replaces or deletes the scope's observation `seq` in one transaction: the token totals and
+   * counts follow (the unreflected total only for an observation after the reflection), the
+   * record's `correctionCount` and state version go up, and an `applied` operation of type
+   * `correct` records it (its payload holds the seq and the action, never the old text).
+   * Returns undefined, changing nothing, when the scope has no observation `seq`.
+   */
+  correctObservation(input: {
+    scope: Scope;
+    memoryId: string;
+    seq: number;
+    change: ObservationChange;
+    runId: string;
+    toolCallId: string;
+    operationId: string;
+  }): Promise<{ record: MemoryRecord; observation: Observation | null } | undefined>;
+
+  /**
+   * A page of a tenant's scopes that have a record, ordered by conversation id then agent id
+   * (byte order), at most `limit`, with their counts. Never another tenant's.
+   */
+  listScopes(query: ScopeListQuery): Promise<ScopeSummary[]>;
+
   /** Markers in creation order. */
   listMarkers(memoryId: string): Promise<Marker[]>;
 
@@ -311,10 +384,22 @@ export interface MemoryStore {
   /** The scope's operations in scope-sequence order. */
   listOperations(memoryId: string): Promise<Operation[]>;
 
+  /**
+   * A page of the scope's operation log, newest first: those with a scope sequence below
+   * `beforeSequence` (all when unset) and, when given, the status, at most `limit`.
+   */
+  listOperationPage(
+    memoryId: string,
+    options: { readonly beforeSequence?: number; readonly status?: OperationStatus; readonly limit: number },
+  ): Promise<Operation[]>;
+
   /** Count of queued or processing operations (of one scope, or all). */
   countPendingOperations(memoryId?: string): Promise<number>;
 
-  /** Inserts or replaces an entry, enforcing `limits` atomically. */
+  /**
+   * Inserts or replaces an entry, enforcing `limits` atomically. Creates the scope's record if
+   * missing (as {@link appendMessages} does), so the scope is listed by {@link listScopes}.
+   */
   setWorkingMemoryEntry(input: {
     scope: Scope;
     memoryId: string;

@@ -250,6 +250,17 @@ ALTER TABLE ${s}om_operation_log ADD CONSTRAINT om_operation_log_operation_type_
   CHECK (operation_type IN ('enable', 'disable', 'observe', 'reflect', 'reflect_now', 'import'));
 `;
 
+// Hand corrections of observations: the 'correct' operation type, a count the caches of a
+// scope's observations compare, and the index that lists a tenant's scopes in byte order.
+const CORRECTIONS_AND_SCOPE_LISTING = (s: string): string => `
+ALTER TABLE ${s}om_operation_log DROP CONSTRAINT IF EXISTS om_operation_log_operation_type_check;
+ALTER TABLE ${s}om_operation_log ADD CONSTRAINT om_operation_log_operation_type_check
+  CHECK (operation_type IN ('enable', 'disable', 'observe', 'reflect', 'reflect_now', 'import', 'correct'));
+ALTER TABLE ${s}om_memory_records ADD COLUMN correction_count bigint NOT NULL DEFAULT 0;
+CREATE INDEX om_memory_records_tenant_scope_idx
+  ON ${s}om_memory_records (tenant_id, conversation_id COLLATE "C", agent_id COLLATE "C");
+`;
+
 /** Every migration, in order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
   {
@@ -276,6 +287,13 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
     up: DEAD_OPERATIONS,
   },
   { version: 6, description: "the 'import' operation type (importObservations)", up: IMPORT_OPERATIONS },
+  {
+    version: 7,
+    description:
+      "the 'correct' operation type and om_memory_records.correction_count (observations fixed by hand); an index " +
+      "listing a tenant's scopes in byte order",
+    up: CORRECTIONS_AND_SCOPE_LISTING,
+  },
 ]);
 
 /** The schema version this code writes and reads. */

@@ -16,6 +16,7 @@ import type {
   MemoryStore,
   PrefetchedObserve,
 } from '../store.js';
+import { createPostgresInspection } from './postgres-inspection.js';
 import { beginWithScopeLock, openPostgresConnection, query, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
@@ -79,6 +80,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
 function buildStore(connection: PostgresConnection): MemoryStore {
   const { pool, schema } = connection;
   const sql = buildStatements(connection.prefix);
+  const inspection = createPostgresInspection(connection.prefix);
   // Why an advisory lock per scope, not a row lock on the record: working-memory entries and
   // queued operations exist without a record row, and a lock must exist before the first
   // row does. The lock lasts until commit, so a scope's seq assignment (messages, operations,
@@ -564,6 +566,17 @@ function buildStore(connection: PostgresConnection): MemoryStore {
 
     listOperations: (memoryId) =>
       execute(async () => (await rows<OperationRow>(pool, sql.listOperations, [memoryId])).map(toOperation)),
+    listOperationPage: (memoryId, options) => execute(() => inspection.listOperationPage(pool, memoryId, options)),
+    findObservations: (memoryId, options) => execute(() => inspection.findObservations(pool, memoryId, options)),
+    listScopes: (scopeQuery) => execute(() => inspection.listScopes(pool, scopeQuery)),
+    correctObservation: (input) =>
+      execute(() =>
+        inScope(input.memoryId, (client) =>
+          inspection.correctObservation(client, input, (payload) =>
+            insertOperation(client, { ...input, operationType: 'correct', payload: { ...payload } }, 'applied', 1),
+          ),
+        ),
+      ),
 
     countPendingOperations: (memoryId) =>
       execute(async () => {
@@ -584,6 +597,8 @@ function buildStore(connection: PostgresConnection): MemoryStore {
             [memoryId, key],
           );
           const entries = usage?.entries ?? 0;
+          // A scope's first entry gives it a record, so the scope is listed.
+          if (entries === 0) await ensureRecord(client, input.scope, memoryId);
           if (usage?.present !== true && entries >= limits.maxEntries)
             throw workingMemoryLimitError('entries', entries + 1, limits.maxEntries);
           const total = (usage?.other_bytes ?? 0) + utf8Length(key) + utf8Length(valueJson);

@@ -470,6 +470,13 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
     description: "the 'dead' operation status (attempts used up), with a partial index of dead operations per scope",
     up: allowDeadOperations,
   },
+  {
+    version: 9,
+    description:
+      'om_memory_records.correction_count (observations replaced or deleted by hand), which caches of a ' +
+      "scope's observations compare",
+    up: runSql('ALTER TABLE om_memory_records ADD COLUMN correction_count INTEGER NOT NULL DEFAULT 0'),
+  },
 ]);
 
 /** The schema version this code writes and reads. */

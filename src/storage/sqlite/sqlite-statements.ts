@@ -224,6 +224,7 @@ function recordRows<P extends unknown[]>(statement: Statement<P, unknown[]>): Re
     supersessionCount: at('supersession_count'),
     contradictionCount: at('contradiction_count'),
     rejectedReferenceCount: at('rejected_reference_count'),
+    correctionCount: at('correction_count'),
     createdAt: at('created_at'),
     updatedAt: at('updated_at'),
   };
@@ -255,6 +256,7 @@ function recordRows<P extends unknown[]>(statement: Statement<P, unknown[]>): Re
         supersession_count: v[p.supersessionCount] as number,
         contradiction_count: v[p.contradictionCount] as number,
         rejected_reference_count: v[p.rejectedReferenceCount] as number,
+        correction_count: v[p.correctionCount] as number,
         created_at: v[p.createdAt] as string,
         updated_at: v[p.updatedAt] as string,
       };

@@ -45,6 +45,7 @@ import {
   type RecordRow,
 } from '../_memory-rows.js';
 import { prepareStatements } from './sqlite-statements.js';
+import { createSqliteInspection } from './sqlite-inspection.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
 import type { SqliteStatements } from './sqlite-statements.js';
 
@@ -148,6 +149,7 @@ function buildStore(
 ): MemoryStore {
   const storeGuard = createStoreGuard({ store: STORE_NAME, toError: (error) => toStoreError(error, context) });
   const batcher = new SqliteWriteBatcher(db, (error) => toStoreError(error, context), checkpointer?.noteCommit);
+  const inspection = createSqliteInspection(db, statements);
 
   /** Runs a read (or a write that must not wait) now, after every write submitted before it. */
   const execute = <T>(work: () => T): T =>
@@ -575,7 +577,10 @@ function buildStore(
   const setWorkingMemoryEntry = (input: Input<'setWorkingMemoryEntry'>) => {
     const { memoryId, key, valueJson, limits } = input;
     const previous = statements.entryBytes.get(memoryId, key);
-    const [count, bytes] = statements.workingMemoryUsage.get(memoryId) ?? [0, 0];
+    const usage = statements.workingMemoryUsage.get(memoryId);
+    // A scope's first entry gives it a record, so the scope is listed.
+    if (usage === undefined) ensureRecord(input.scope, memoryId, readNow());
+    const [count, bytes] = usage ?? [0, 0];
     if (previous === undefined && count >= limits.maxEntries)
       throw workingMemoryLimitError('entries', count + 1, limits.maxEntries);
     const total = bytes - (previous ?? 0) + utf8Length(key) + utf8Length(valueJson);
@@ -622,6 +627,10 @@ function buildStore(
     listObservations: async (memoryId, listOptions) =>
       execute(() => statements.listObservations.all(memoryId, listOptions?.afterSeq ?? 0).map(toObservation)),
     listMarkers: async (memoryId) => execute(() => statements.listMarkers.all(memoryId).map(toMarker)),
+    findObservations: async (memoryId, options) => execute(() => inspection.findObservations(memoryId, options)),
+    correctObservation: async (input) => write(() => inspection.correctObservation(input, readNow())),
+    listScopes: async (query) => execute(() => inspection.listScopes(query)),
+    listOperationPage: async (memoryId, options) => execute(() => inspection.listOperationPage(memoryId, options)),
     enqueueOperation: async (input) => write(() => enqueueOperation(input)),
     claimOperation: async (input) => {
       // Most claims find nothing (the scope's work is done): check with a plain read first

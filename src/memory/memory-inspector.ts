@@ -1,0 +1,377 @@
+/**
+ * The listing and correction side of observational memory: a tenant's scopes, a scope's
+ * observations (each with why the next snippet shows it or not), its operation log, search,
+ * hand corrections, and the progress toward the next observe and reflection.
+ * @module
+ */
+import { HarnessMemoryError } from '../core/errors.js';
+import type { IdGenerator } from '../core/ids.js';
+import type { MemoryStatus } from '../core/memory-status.js';
+import type { MemoryRecord, Observation } from '../core/observation.js';
+import { planObservationSnippet, scoreObservation } from '../core/observation-snippet.js';
+import type { ObservationSnippetPlan } from '../core/observation-snippet.js';
+import { activeReflectionLinks } from '../core/reflection-links.js';
+import { redactSecrets } from '../core/redact-secrets.js';
+import { stripInvisible } from '../core/sanitize-text.js';
+import { memoryIdOf, validateScopeId } from '../core/scope.js';
+import type { Scope } from '../core/scope.js';
+import type { TokenEstimator } from '../core/token-estimator.js';
+import type { MemoryStore, ObservationChange, Operation, OperationStatus } from '../storage/store.js';
+import { firstAfter } from './observation-cache.js';
+import type {
+  ListedScope,
+  MemoryProgress,
+  ObservationView,
+  Page,
+  PageRequest,
+  ScopeListRequest,
+} from './observational-memory-api.js';
+import type { KeyedLock } from './scope-lock.js';
+import type { ScopeReader } from './scope-reader.js';
+import { SnippetCache } from './snippet-cache.js';
+
+/** Pages hold 50 items unless asked otherwise. */
+export const DEFAULT_PAGE_SIZE = 50;
+/** The largest page any listing returns. */
+export const MAX_PAGE_SIZE = 200;
+/** The most words a search holds. */
+export const MAX_SEARCH_WORDS = 8;
+/** The longest corrected observation, in UTF-16 code units (as for an import). */
+export const MAX_CORRECTED_OBSERVATION_LENGTH = 16_384;
+
+const OPERATION_STATUSES: readonly string[] = ['queued', 'processing', 'applied', 'failed', 'dead'];
+
+/** What the inspector needs of its service. */
+export interface MemoryInspectorDependencies {
+  readonly store: MemoryStore;
+  readonly reader: ScopeReader;
+  readonly estimator: TokenEstimator;
+  readonly defaultEnabled: boolean;
+  readonly mode: 'off' | 'local_coordinator';
+  readonly redact: boolean;
+  readonly locks: KeyedLock;
+  readonly generateId: IdGenerator;
+  readonly currentStatus: (scope: Scope, record?: MemoryRecord) => Promise<MemoryStatus>;
+}
+
+/** The inspector's methods, which the service exposes as its own (see `ObservationalMemory`). */
+export interface MemoryInspector {
+  listScopes(tenantId: string, request?: ScopeListRequest): Promise<Page<ListedScope>>;
+  observationPage(scope: Scope, request?: PageRequest & { readonly query?: string }): Promise<Page<ObservationView>>;
+  searchObservations(scope: Scope, request: PageRequest & { readonly query: string }): Promise<Page<ObservationView>>;
+  operationPage(scope: Scope, request?: PageRequest & { readonly status?: string }): Promise<Page<Operation>>;
+  correctObservation(
+    scope: Scope,
+    seq: number,
+    change: { readonly content: string; readonly importance?: number | null },
+    meta?: { runId?: string; toolCallId?: string },
+  ): Promise<{ observation: ObservationView; status: MemoryStatus }>;
+  deleteObservation(
+    scope: Scope,
+    seq: number,
+    meta?: { runId?: string; toolCallId?: string },
+  ): Promise<{ seq: number; status: MemoryStatus }>;
+  progress(scope: Scope): Promise<MemoryProgress>;
+}
+
+/** The inspector over a service's store and reader. */
+export function createMemoryInspector(dependencies: MemoryInspectorDependencies): MemoryInspector {
+  const { store, reader, estimator } = dependencies;
+  const plans = new SnippetCache<ObservationSnippetPlan>();
+
+  /** The scope's observations and the plan of its next snippet, cached per state version. */
+  const selectionOf = async (memoryId: string, record: MemoryRecord) => {
+    const observations = await reader.observationCache.get(memoryId, record);
+    const { enabled, config } = reader.effective(record);
+    let plan = plans.get(memoryId, record.stateVersion);
+    if (!plan) {
+      const links = activeReflectionLinks(await reader.linksOf(memoryId, record));
+      plan = planObservationSnippet({
+        observations,
+        reflection: record.reflection,
+        links,
+        maxTokens: config.snippetMaxTokens,
+        estimator,
+      });
+      plans.set(memoryId, record.stateVersion, plan);
+    }
+    const shown = enabled && dependencies.mode !== 'off';
+    const view = (observation: Observation): ObservationView => {
+      const position = firstAfter(observations, observation.seq - 1);
+      const ageSteps = Math.max(0, observations.length - 1 - position);
+      const replacedBy = plan.supersededBy.get(observation.seq) ?? null;
+      return Object.freeze({
+        ...observation,
+        ageSteps,
+        score: scoreObservation(observation.importance, ageSteps, replacedBy !== null),
+        included: shown && plan.includedSeqs.has(observation.seq),
+        supersededBy: replacedBy,
+      });
+    };
+    return { observations, view };
+  };
+
+  const correct = async (
+    scope: Scope,
+    seq: number,
+    change: ObservationChange,
+    meta: { runId?: string; toolCallId?: string },
+  ) => {
+    const memoryId = memoryIdOf(scope);
+    const result = await dependencies.locks.run(memoryId, () =>
+      store.correctObservation({
+        scope,
+        memoryId,
+        seq,
+        change,
+        runId: meta.runId ?? 'unknown',
+        toolCallId: meta.toolCallId ?? 'system',
+        operationId: dependencies.generateId('op'),
+      }),
+    );
+    if (!result) throw notFound(seq);
+    return result;
+  };
+
+  return {
+    async listScopes(tenantId, request = {}) {
+      const tenant = validateScopeId('tenant_id', tenantId);
+      const limit = pageSize(request.limit);
+      const after = request.cursor === undefined ? undefined : decodeScopeCursor(request.cursor);
+      const words = wordsOf(request.query);
+      const found = await store.listScopes({
+        tenantId: tenant,
+        limit: limit + 1,
+        ...(after ? { after } : {}),
+        ...(words.length > 0 ? { words } : {}),
+        ...(request.enabled === undefined
+          ? {}
+          : { enabled: { value: request.enabled, whenUnset: dependencies.defaultEnabled } }),
+      });
+      const items = found.slice(0, limit).map((summary): ListedScope =>
+        Object.freeze({
+          ...summary,
+          enabled: dependencies.mode !== 'off' && (summary.enabled ?? dependencies.defaultEnabled),
+        }),
+      );
+      const last = items.at(-1);
+      return {
+        items,
+        nextCursor:
+          found.length > limit && last ? encodeCursor({ c: last.scope.conversationId, a: last.scope.agentId }) : null,
+      };
+    },
+
+    async observationPage(scope, request = {}) {
+      const memoryId = memoryIdOf(scope);
+      const limit = pageSize(request.limit);
+      const beforeSeq = request.cursor === undefined ? undefined : decodeNumberCursor(request.cursor, 's');
+      const words = wordsOf(request.query);
+      const record = await store.getRecord(memoryId);
+      if (!record) return { items: [], nextCursor: null };
+      const [page, selection] = await Promise.all([
+        store.findObservations(memoryId, {
+          limit: limit + 1,
+          ...(beforeSeq === undefined ? {} : { beforeSeq }),
+          ...(words.length > 0 ? { words } : {}),
+        }),
+        selectionOf(memoryId, record),
+      ]);
+      const items = page.slice(0, limit).map(selection.view);
+      const last = items.at(-1);
+      return { items, nextCursor: page.length > limit && last ? encodeCursor({ s: last.seq }) : null };
+    },
+
+    async searchObservations(scope, request) {
+      const memoryId = memoryIdOf(scope);
+      const limit = pageSize(request.limit);
+      const offset = request.cursor === undefined ? 0 : decodeNumberCursor(request.cursor, 'o');
+      const words = wordsOf(request.query);
+      if (words.length === 0) throw invalidRequest('query', 'query must hold at least one word');
+      const record = await store.getRecord(memoryId);
+      if (!record || record.observationCount === 0) return { items: [], nextCursor: null };
+      const [found, selection] = await Promise.all([
+        store.findObservations(memoryId, { limit: record.observationCount, words }),
+        selectionOf(memoryId, record),
+      ]);
+      // Importance-weighted recency, the snippet's own order: newest and most important first.
+      const ranked = found.map(selection.view).sort((a, b) => b.score - a.score || b.seq - a.seq);
+      const items = ranked.slice(offset, offset + limit);
+      return { items, nextCursor: offset + limit < ranked.length ? encodeCursor({ o: offset + limit }) : null };
+    },
+
+    async operationPage(scope, request = {}) {
+      const limit = pageSize(request.limit);
+      const beforeSequence = request.cursor === undefined ? undefined : decodeNumberCursor(request.cursor, 'q');
+      const status = request.status;
+      if (status !== undefined && !OPERATION_STATUSES.includes(status))
+        throw invalidRequest(
+          'status',
+          `status must be one of ${OPERATION_STATUSES.join(', ')}, got ${JSON.stringify(status)}`,
+        );
+      const page = await store.listOperationPage(memoryIdOf(scope), {
+        limit: limit + 1,
+        ...(beforeSequence === undefined ? {} : { beforeSequence }),
+        ...(status === undefined ? {} : { status: status as OperationStatus }),
+      });
+      const items = page.slice(0, limit);
+      const last = items.at(-1);
+      return { items, nextCursor: page.length > limit && last ? encodeCursor({ q: last.scopeSequence }) : null };
+    },
+
+    async correctObservation(scope, seq, change, meta = {}) {
+      checkSeq(seq);
+      const content = cleanContent(change.content, dependencies.redact);
+      const importance = checkImportance(change.importance);
+      const result = await correct(
+        scope,
+        seq,
+        {
+          kind: 'replace',
+          content,
+          tokenCount: estimator.estimate(content),
+          ...(importance === undefined ? {} : { importance }),
+        },
+        meta,
+      );
+      const selection = await selectionOf(memoryIdOf(scope), result.record);
+      return {
+        observation: selection.view(result.observation as Observation),
+        status: await dependencies.currentStatus(scope, result.record),
+      };
+    },
+
+    async deleteObservation(scope, seq, meta = {}) {
+      checkSeq(seq);
+      const result = await correct(scope, seq, { kind: 'delete' }, meta);
+      return { seq, status: await dependencies.currentStatus(scope, result.record) };
+    },
+
+    async progress(scope) {
+      const memoryId = memoryIdOf(scope);
+      const record = await store.getRecord(memoryId);
+      const { config } = reader.effective(record);
+      const [unobserved, processing, snippet] = record
+        ? await Promise.all([
+            store.listUnobservedMessages(memoryId, record.lastMessageSeq),
+            store.listOperationPage(memoryId, { status: 'processing', limit: 10 }),
+            reader.snippetOf(memoryId, record),
+          ])
+        : [[], [], ''];
+      const types = new Set(processing.map((operation) => operation.operationType));
+      return Object.freeze({
+        unobservedTokens: unobserved.reduce((sum, message) => sum + message.tokenCount, 0),
+        observeMinTokens: config.observeMinTokens,
+        unreflectedObservationTokens: record?.unreflectedObservationTokens ?? 0,
+        reflectThresholdTokens: config.reflectThresholdTokens,
+        snippetTokens: snippet === '' ? 0 : estimator.estimate(snippet),
+        snippetMaxTokens: config.snippetMaxTokens,
+        observing: types.has('observe'),
+        reflecting: types.has('reflect') || types.has('reflect_now'),
+      });
+    },
+  };
+}
+
+/** `limit` checked: 1 to {@link MAX_PAGE_SIZE}, {@link DEFAULT_PAGE_SIZE} when unset. */
+export function pageSize(limit: number | undefined): number {
+  if (limit === undefined) return DEFAULT_PAGE_SIZE;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE)
+    throw invalidRequest('limit', `limit must be an integer from 1 to ${MAX_PAGE_SIZE}, got ${JSON.stringify(limit)}`);
+  return limit;
+}
+
+function wordsOf(query: string | undefined): string[] {
+  if (query === undefined) return [];
+  if (typeof query !== 'string') throw invalidRequest('query', 'query must be a string');
+  if (query.length > 500) throw invalidRequest('query', 'query is longer than 500 characters');
+  const words = stripInvisible(query)
+    .split(/\s+/u)
+    .filter((word) => word !== '');
+  if (words.length > MAX_SEARCH_WORDS)
+    throw invalidRequest('query', `query holds ${words.length} words; at most ${MAX_SEARCH_WORDS} are searched`);
+  return words;
+}
+
+function encodeCursor(value: Record<string, string | number>): string {
+  return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): Record<string, unknown> {
+  if (typeof cursor !== 'string' || cursor.length === 0 || cursor.length > 2048 || !/^[\w-]+$/.test(cursor))
+    throw invalidRequest('cursor', 'cursor is not one this API returned');
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // Reported below, as any other cursor this API did not return.
+  }
+  throw invalidRequest('cursor', 'cursor is not one this API returned');
+}
+
+function decodeNumberCursor(cursor: string, key: string): number {
+  const value = decodeCursor(cursor)[key];
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    throw invalidRequest('cursor', 'cursor is not one this API returned for this list');
+  return value;
+}
+
+function decodeScopeCursor(cursor: string): { conversationId: string; agentId: string } {
+  const value = decodeCursor(cursor);
+  const conversationId = value['c'];
+  const agentId = value['a'];
+  if (typeof conversationId !== 'string' || typeof agentId !== 'string')
+    throw invalidRequest('cursor', 'cursor is not one this API returned for this list');
+  return { conversationId, agentId };
+}
+
+function checkSeq(seq: number): void {
+  if (!Number.isSafeInteger(seq) || seq < 1)
+    throw invalidObservation('seq', `seq must be a positive integer, got ${JSON.stringify(seq)}`);
+}
+
+function cleanContent(content: unknown, redact: boolean): string {
+  if (typeof content !== 'string') throw invalidObservation('content', 'content must be a string');
+  if (content.length > MAX_CORRECTED_OBSERVATION_LENGTH)
+    throw invalidObservation('content', `content is longer than ${MAX_CORRECTED_OBSERVATION_LENGTH} characters`);
+  const cleaned = stripInvisible(content).trim();
+  if (cleaned === '') throw invalidObservation('content', 'content is empty');
+  return redact ? redactSecrets(cleaned).text : cleaned;
+}
+
+function checkImportance(importance: unknown): number | null | undefined {
+  if (importance === undefined || importance === null) return importance;
+  if (typeof importance !== 'number' || !(importance >= 0 && importance <= 1))
+    throw invalidObservation(
+      'importance',
+      `importance must be a number from 0 to 1 or null, got ${JSON.stringify(importance)}`,
+    );
+  return importance;
+}
+
+function invalidRequest(field: string, problem: string): HarnessMemoryError {
+  return new HarnessMemoryError({
+    code: 'REQUEST_INVALID',
+    component: 'memory',
+    message: `${problem}.`,
+    data: { field },
+  });
+}
+
+function invalidObservation(field: string, problem: string): HarnessMemoryError {
+  return new HarnessMemoryError({
+    code: 'OBSERVATION_INVALID',
+    component: 'memory',
+    message: `${problem}.`,
+    data: { field },
+  });
+}
+
+function notFound(seq: number): HarnessMemoryError {
+  return new HarnessMemoryError({
+    code: 'OBSERVATION_NOT_FOUND',
+    component: 'memory',
+    message: `The scope has no observation ${seq}.`,
+    data: { seq },
+  });
+}
