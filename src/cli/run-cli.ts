@@ -9,6 +9,7 @@ import { loadConfig } from '../config/load-config.js';
 import type { HarnessConfig } from '../config/schema.js';
 import { registerConfigCommand } from './commands/config.js';
 import { registerEvalCommand } from './commands/eval.js';
+import { registerMcpCommand } from './commands/mcp.js';
 import { registerMemoryCommand } from './commands/memory.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerServeCommand } from './commands/serve.js';
@@ -101,6 +102,7 @@ function buildProgram(context: CliContext, result: CommandResult): Command {
   registerRunCommand(program, context, result);
   registerMemoryCommand(program, context, result);
   registerWmCommand(program, context, result);
+  registerMcpCommand(program, context, result);
   registerConfigCommand(program, context, result);
   registerEvalCommand(program, context, result);
   return program;

@@ -82,7 +82,10 @@ describe('ObservationalMemory listing and correction', () => {
     const store = createInMemoryStore();
     const writer = createObservationalMemory({ store, defaultEnabled: true });
     const reader = createObservationalMemory({ store, defaultEnabled: true });
-    await writer.importObservations(scope, [{ content: 'The user lives in Oslo.' }, { content: 'The user likes tea.' }]);
+    await writer.importObservations(scope, [
+      { content: 'The user lives in Oslo.' },
+      { content: 'The user likes tea.' },
+    ]);
     expect(await reader.snippet(scope)).toContain('- [1] The user lives in Oslo.');
     const fixed = await writer.correctObservation(scope, 1, { content: 'The user lives in Bergen.', importance: 0.9 });
     expect(fixed.observation).toMatchObject({ seq: 1, content: 'The user lives in Bergen.', importance: 0.9 });

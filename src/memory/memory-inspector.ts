@@ -17,6 +17,7 @@ import { memoryIdOf, validateScopeId } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore, ObservationChange, Operation, OperationStatus } from '../storage/store.js';
+import { progressOf } from './memory-progress.js';
 import { firstAfter } from './observation-cache.js';
 import type {
   ListedScope,
@@ -251,24 +252,14 @@ export function createMemoryInspector(dependencies: MemoryInspectorDependencies)
       const memoryId = memoryIdOf(scope);
       const record = await store.getRecord(memoryId);
       const { config } = reader.effective(record);
-      const [unobserved, processing, snippet] = record
+      const [unobserved, operations, snippet] = record
         ? await Promise.all([
             store.listUnobservedMessages(memoryId, record.lastMessageSeq),
             store.listOperationPage(memoryId, { status: 'processing', limit: 10 }),
             reader.snippetOf(memoryId, record),
           ])
         : [[], [], ''];
-      const types = new Set(processing.map((operation) => operation.operationType));
-      return Object.freeze({
-        unobservedTokens: unobserved.reduce((sum, message) => sum + message.tokenCount, 0),
-        observeMinTokens: config.observeMinTokens,
-        unreflectedObservationTokens: record?.unreflectedObservationTokens ?? 0,
-        reflectThresholdTokens: config.reflectThresholdTokens,
-        snippetTokens: snippet === '' ? 0 : estimator.estimate(snippet),
-        snippetMaxTokens: config.snippetMaxTokens,
-        observing: types.has('observe'),
-        reflecting: types.has('reflect') || types.has('reflect_now'),
-      });
+      return progressOf({ record, config, unobserved, operations, snippet, estimator });
     },
   };
 }

@@ -177,6 +177,8 @@ export interface ExportResult {
 /** Everything stored for a scope, for inspection. */
 export interface MemoryInspection {
   readonly status: MemoryStatus;
+  /** Unobserved and unreflected tokens against their thresholds, the snippet's size, and work under way. */
+  readonly progress: MemoryProgress;
   readonly observations: readonly Observation[];
   readonly reflection: StoredReflection | null;
   /** The scope's active supersession set: every supersession, and the contradictions no later supersession resolved. */

@@ -53,6 +53,12 @@ export type {
   ExportResult,
   MemoryInspection,
   ObservationalMemory,
+  ListedScope,
+  MemoryProgress,
+  ObservationView,
+  Page,
+  PageRequest,
+  ScopeListRequest,
 } from './observational-memory-api.js';
 
 /**

@@ -17,6 +17,7 @@ import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore } from '../storage/store.js';
 import type { MemoryInspection } from './observational-memory-api.js';
 import { ObservationCache } from './observation-cache.js';
+import { progressOf } from './memory-progress.js';
 import { SnippetCache } from './snippet-cache.js';
 
 /** Options of {@link createScopeReader}. */
@@ -147,6 +148,14 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
       const record = await store.getRecord(memoryId);
       if (!record) {
         return {
+          progress: progressOf({
+            record,
+            config: effective(record).config,
+            unobserved: [],
+            operations: [],
+            snippet: '',
+            estimator,
+          }),
           status: await statusFrom(scope, undefined),
           observations: [],
           reflection: null,
@@ -155,14 +164,16 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
           snippet: '',
         };
       }
-      const [status, observations, links, operations] = await Promise.all([
+      const [status, observations, links, operations, unobserved] = await Promise.all([
         statusFrom(scope, record),
         store.listObservations(memoryId),
         linksOf(memoryId, record),
         store.listOperations(memoryId),
+        store.listUnobservedMessages(memoryId, record.lastMessageSeq),
       ]);
       const snippet = mode === 'off' ? '' : await reader.snippetOf(memoryId, record, observations, links);
       return {
+        progress: progressOf({ record, config: effective(record).config, unobserved, operations, snippet, estimator }),
         status,
         observations,
         reflection: record.reflection ?? null,

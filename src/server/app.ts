@@ -6,6 +6,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import { Hono } from 'hono';
+import type { MiddlewareHandler } from 'hono';
 import type { AgentRunner } from '../agent/agent-runner.js';
 import type { EventHub } from '../storage/event-hub.js';
 import type { RunStore } from '../storage/run-store.js';
@@ -16,6 +17,7 @@ import { limitBody } from './body-limit.js';
 import type { FaultLog } from './fault-log.js';
 import { errorResponse, httpError, jsonError } from './http-error.js';
 import { inspectorRoutes } from './routes/inspector.js';
+import { mcpRoutes } from './routes/mcp.js';
 import { memoryRoutes } from './routes/memory.js';
 import { runRoutes } from './routes/runs.js';
 import type { ServerEnv } from './server-env.js';
@@ -40,6 +42,8 @@ export interface AppOptions {
   readonly limits?: TenantLimits;
   /** Where faults are logged and counted; `/healthz` shows the count. @default none (not counted) */
   readonly faults?: FaultLog;
+  /** Offer the `memory_forget` tool at `/mcp`. @default false */
+  readonly mcpAllowForget?: boolean;
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
@@ -129,7 +133,7 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
   // The inspector's static files need no key; the page sends one with its data calls.
   app.route('/inspector', inspectorRoutes());
 
-  app.use('/v1/*', async function authenticate(context, next) {
+  const authenticate: MiddlewareHandler<ServerEnv> = async function authenticate(context, next) {
     if (keys.length === 0) {
       context.set('tenant', undefined);
       return next();
@@ -146,7 +150,9 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
     context.set('tenant', found.tenantId);
     context.set('principal', `key:${index}`);
     return next();
-  });
+  };
+  app.use('/v1/*', authenticate);
+  app.use('/mcp', authenticate);
 
   app.use('/v1/*', async function limitWrites(context, next) {
     // With API keys, writes are counted here, before the body is read; without, each route
@@ -165,6 +171,16 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
       limits,
       onFault: reportFault,
       ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+    }),
+  );
+  app.route(
+    '/mcp',
+    mcpRoutes({
+      observationalMemory: options.observationalMemory,
+      workingMemory: options.workingMemory,
+      runStore: options.runStore,
+      allowForget: options.mcpAllowForget === true,
+      onFault: reportFault,
     }),
   );
   app.route(

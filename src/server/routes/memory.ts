@@ -15,7 +15,13 @@ import type { ObservationalMemory } from '../../memory/observational-memory.js';
 import type { WorkingMemory } from '../../memory/working-memory.js';
 import { httpError } from '../http-error.js';
 import { readJsonBody } from '../request-body.js';
-import { entryToJson, operationToJson } from '../serialize.js';
+import {
+  entryToJson,
+  listedScopeToJson,
+  observationViewToJson,
+  operationToJson,
+  progressToJson,
+} from '../serialize.js';
 import type { ServerEnv } from '../server-env.js';
 import { admitTenantWrite } from '../tenant-limits.js';
 import type { TenantLimits } from '../tenant-limits.js';
@@ -35,6 +41,39 @@ const enableBody = z
   .strict();
 const emptyBody = z.object({}).strict();
 const putBody = z.object({ value: z.unknown() }).strict();
+const correctionBody = z
+  .object({ content: z.string(), importance: z.number().min(0).max(1).nullable().optional() })
+  .strict();
+
+type QueryContext = { req: { query: (name: string) => string | undefined } };
+
+/** `limit` and `cursor` of a listing's query string. */
+function pageQuery(context: QueryContext): { limit?: number; cursor?: string } {
+  const limit = context.req.query('limit');
+  const cursor = context.req.query('cursor');
+  let parsed: number | undefined;
+  if (limit !== undefined) {
+    parsed = /^\d{1,4}$/.test(limit) ? Number(limit) : Number.NaN;
+    if (Number.isNaN(parsed))
+      throw httpError(
+        400,
+        'invalid_request',
+        `limit must be an integer from 1 to 200, got ${JSON.stringify(limit.slice(0, 20))}`,
+      );
+  }
+  return { ...(parsed === undefined ? {} : { limit: parsed }), ...(cursor === undefined ? {} : { cursor }) };
+}
+
+function optionalQuery<K extends string>(context: QueryContext, name: string, key: K): { [P in K]?: string } {
+  const value = context.req.query(name);
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
+}
+
+function seqOf(text: string): number {
+  if (!/^\d{1,15}$/.test(text))
+    throw httpError(400, 'invalid_request', `seq must be a positive integer, got ${JSON.stringify(text.slice(0, 20))}`);
+  return Number(text);
+}
 
 /** Dependencies of the memory routes. */
 export interface MemoryRoutesOptions {
@@ -74,12 +113,27 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
 
   const base = '/:tenant/:conversation/:agent';
 
+  app.get('/', async (context) => {
+    // With API keys the tenant is the key's; without (loopback only), the query names it.
+    const tenant = context.get('tenant') ?? context.req.query('tenant_id') ?? 'default';
+    const enabled = context.req.query('enabled');
+    if (enabled !== undefined && enabled !== 'true' && enabled !== 'false')
+      throw httpError(400, 'invalid_request', `enabled must be true or false, got ${JSON.stringify(enabled)}`);
+    const page = await memory.listScopes(tenant, {
+      ...pageQuery(context),
+      ...optionalQuery(context, 'q', 'query'),
+      ...(enabled === undefined ? {} : { enabled: enabled === 'true' }),
+    });
+    return context.json({ items: page.items.map(listedScopeToJson), next_cursor: page.nextCursor });
+  });
+
   app.get(base, async (context) => {
     const scope = scopeOf(context);
     // The scope was resolved above: the services take it as it is, and each store is read once.
     const [inspection, entries] = await Promise.all([memory.inspect(scope), workingMemory.entries(scope)]);
     const structured = inspection.reflection?.structured;
     return context.json({
+      progress: progressToJson(inspection.progress),
       status: statusToJson(inspection.status),
       observations: inspection.observations.map(observationToJson),
       reflection: inspection.reflection?.raw ?? '',
@@ -148,6 +202,43 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
     const result = await memory.export(scope, context.req.query('format') ?? 'json');
     const type = result.format === 'json' ? 'application/json; charset=utf-8' : 'text/markdown; charset=utf-8';
     return context.body(result.content, 200, { 'content-type': type });
+  });
+
+  app.get(`${base}/observations`, async (context) => {
+    const scope = scopeOf(context);
+    const page = await memory.observationPage(scope, {
+      ...pageQuery(context),
+      ...optionalQuery(context, 'q', 'query'),
+    });
+    return context.json({ items: page.items.map(observationViewToJson), next_cursor: page.nextCursor });
+  });
+
+  app.patch(`${base}/observations/:seq`, async (context) => {
+    const scope = writeScopeOf(context);
+    const body = await readJsonBody(context, correctionBody);
+    const result = await memory.correctObservation(scope, seqOf(context.req.param('seq')), {
+      content: body.content,
+      ...(body.importance === undefined ? {} : { importance: body.importance }),
+    });
+    return context.json({
+      observation: observationViewToJson(result.observation),
+      status: statusToJson(result.status),
+    });
+  });
+
+  app.delete(`${base}/observations/:seq`, async (context) => {
+    const scope = writeScopeOf(context);
+    const result = await memory.deleteObservation(scope, seqOf(context.req.param('seq')));
+    return context.json({ deleted: true, seq: result.seq, status: statusToJson(result.status) });
+  });
+
+  app.get(`${base}/operations`, async (context) => {
+    const scope = scopeOf(context);
+    const page = await memory.operationPage(scope, {
+      ...pageQuery(context),
+      ...optionalQuery(context, 'status', 'status'),
+    });
+    return context.json({ items: page.items.map(operationToJson), next_cursor: page.nextCursor });
   });
 
   app.get(`${base}/working`, async (context) => {

@@ -1,0 +1,106 @@
+/**
+ * The resources of the MCP server: a scope's memory as Markdown, and the tenant's scopes.
+ * @module
+ */
+import { ResourceTemplate } from '@modelcontextprotocol/server';
+import type { McpServer } from '@modelcontextprotocol/server';
+import { HarnessMemoryError } from '../core/errors.js';
+import { resolveScope } from '../core/scope.js';
+import type { Scope } from '../core/scope.js';
+import type { ObservationalMemory } from '../memory/observational-memory.js';
+import type { WorkingMemory } from '../memory/working-memory.js';
+
+/** What the resources read. */
+export interface MemoryResourcesDependencies {
+  readonly observationalMemory: ObservationalMemory;
+  readonly workingMemory: WorkingMemory;
+  readonly tenantId: string;
+}
+
+/** The most scopes a listing of resources names (the first ones in id order). */
+export const MAX_LISTED_SCOPES = 200;
+
+/** `memory://{tenant}/{conversation}/{agent}`, each id percent-encoded. */
+export function memoryUri(scope: Scope): string {
+  return `memory://${[scope.tenantId, scope.conversationId, scope.agentId].map(encodeURIComponent).join('/')}`;
+}
+
+/** Registers both resources on `server`. */
+export function registerMemoryResources(server: McpServer, dependencies: MemoryResourcesDependencies): void {
+  const { observationalMemory: memory, workingMemory, tenantId } = dependencies;
+  const firstScopes = async () => (await memory.listScopes(tenantId, { limit: MAX_LISTED_SCOPES })).items;
+
+  server.registerResource(
+    'scope-memory',
+    new ResourceTemplate('memory://{tenant}/{conversation}/{agent}', {
+      list: async () => ({
+        resources: (await firstScopes()).map((item) => ({
+          uri: memoryUri(item.scope),
+          name: `${item.scope.conversationId} / ${item.scope.agentId}`,
+          description: `${item.observationCount} observations, ${item.workingMemoryEntries} working-memory entries`,
+          mimeType: 'text/markdown',
+        })),
+      }),
+    }),
+    {
+      title: 'Memory of a scope',
+      description: 'Working memory and observational memory (reflection and observations) of one scope, as Markdown.',
+      mimeType: 'text/markdown',
+    },
+    async (uri, variables) => {
+      const text = (name: string): string => {
+        const value = variables[name];
+        const raw = Array.isArray(value) ? value[0] : value;
+        return decodeURIComponent(raw ?? '');
+      };
+      const scope = resolveScope({
+        tenantId: text('tenant'),
+        conversationId: text('conversation'),
+        agentId: text('agent'),
+      });
+      // Another tenant's memory does not exist, as far as this server can tell.
+      if (scope.tenantId !== tenantId) {
+        throw new HarnessMemoryError({
+          code: 'SCOPE_INVALID',
+          component: 'mcp',
+          message: `No memory scope ${uri.href} is served here.`,
+          data: { field: 'tenant_id' },
+        });
+      }
+      return { contents: [{ uri: uri.href, mimeType: 'text/markdown', text: await scopeMarkdown(scope) }] };
+    },
+  );
+
+  server.registerResource(
+    'scopes',
+    'memory://scopes',
+    {
+      title: 'Memory scopes',
+      description: `The tenant's memory scopes (the first ${MAX_LISTED_SCOPES}, by conversation and agent id), as Markdown.`,
+      mimeType: 'text/markdown',
+    },
+    async (uri) => {
+      const scopes = await firstScopes();
+      const lines = [
+        `# Memory scopes of tenant ${tenantId}`,
+        '',
+        ...(scopes.length === 0
+          ? ['No scope has memory yet.']
+          : scopes.map(
+              (item) =>
+                `- ${memoryUri(item.scope)}: ${item.observationCount} observations, ` +
+                `${item.workingMemoryEntries} working-memory entries, ${item.enabled ? 'enabled' : 'disabled'}, ` +
+                `last activity ${item.lastActivityAt}`,
+            )),
+      ];
+      return { contents: [{ uri: uri.href, mimeType: 'text/markdown', text: `${lines.join('\n')}\n` }] };
+    },
+  );
+
+  async function scopeMarkdown(scope: Scope): Promise<string> {
+    const [entries, exported] = await Promise.all([workingMemory.entries(scope), memory.export(scope, 'markdown')]);
+    const working =
+      entries.length === 0 ? ['(none)'] : entries.map((entry) => `- \`${entry.key}\`: ${entry.valueJson}`);
+    return [`## Working memory`, '', ...working, '', exported.content].join('\n');
+  }
+}

@@ -1,0 +1,194 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startE2E } from './e2e-harness.js';
+import type { E2E } from './e2e-harness.js';
+
+const KEY_A = 'key-tenant-a-0123456789';
+const KEY_B = 'key-tenant-b-0123456789';
+
+let e2e: E2E;
+const clients: Client[] = [];
+beforeAll(async () => {
+  e2e = await startE2E({ env: { HARNESS_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b` } });
+});
+afterEach(async () => {
+  for (const client of clients.splice(0)) await client.close();
+});
+afterAll(() => e2e.close());
+
+async function connect(key: string | undefined, url = `${e2e.url}/mcp`): Promise<Client> {
+  const client = new Client({ name: 'harness-memory-test', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: key === undefined ? {} : { headers: { authorization: `Bearer ${key}` } },
+  });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+type ToolOutput = { isError?: boolean; structuredContent?: Record<string, any>; content?: unknown };
+
+async function call(client: Client, name: string, args: Record<string, unknown>): Promise<ToolOutput> {
+  return (await client.callTool({ name, arguments: args })) as ToolOutput;
+}
+
+async function ok(client: Client, name: string, args: Record<string, unknown>): Promise<Record<string, any>> {
+  const result = await call(client, name, args);
+  expect(result.isError ?? false, JSON.stringify(result.content)).toBe(false);
+  return result.structuredContent ?? {};
+}
+
+describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
+  it('lists the tools (no memory_forget unless allowed) and refuses a missing or wrong key', async () => {
+    const client = await connect(KEY_A);
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      'memory_context',
+      'memory_correct',
+      'memory_observe',
+      'memory_remember',
+      'memory_search',
+      'observational_memory',
+      'working_memory',
+    ]);
+    await expect(connect(undefined)).rejects.toThrow();
+    await expect(connect('not-a-key')).rejects.toThrow();
+    const refused = await fetch(`${e2e.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer not-a-key' },
+      body: '{}',
+    });
+    expect(refused.status).toBe(401);
+  });
+
+  it('writes both memories through every tool, and the HTTP API reads what MCP wrote', async () => {
+    const client = await connect(KEY_A);
+    const where = { conversation_id: 'mcp-c1', agent_id: 'assistant' };
+    expect(await ok(client, 'working_memory', { action: 'set', key: 'plan', value: { step: 2 }, ...where })).toEqual({
+      ok: true,
+      key: 'plan',
+    });
+    expect(await ok(client, 'working_memory', { action: 'get', key: 'plan', ...where })).toMatchObject({
+      found: true,
+      value: '{"step":2}',
+    });
+    const enabled = await ok(client, 'observational_memory', { action: 'enable', ...where });
+    expect(enabled['status']).toMatchObject({ enabled: true });
+
+    const remembered = await ok(client, 'memory_remember', {
+      content: 'The user prefers tabs over spaces.',
+      importance: 0.9,
+      ...where,
+    });
+    expect(remembered['observation']).toMatchObject({ seq: 1, source: 'client', importance: 0.9 });
+
+    const observed = await ok(client, 'memory_observe', {
+      messages: [{ id: 'm1', role: 'user', content: 'I am moving to Lisbon next month.' }],
+      ...where,
+    });
+    expect(observed['result']).toBe('observed');
+    expect(observed['observation_count']).toBe(2);
+
+    const context = await ok(client, 'memory_context', where);
+    expect(context['working_memory']).toContain('plan');
+    expect(context['observational_memory']).toContain('The user prefers tabs over spaces.');
+    expect(context['observational_memory']).toContain('Lisbon');
+
+    const found = await ok(client, 'memory_search', { query: 'TABS', ...where });
+    expect(found['observations'].map((item: any) => item.seq)).toEqual([1]);
+    expect((await ok(client, 'memory_search', { query: 'step', ...where }))['working_memory']).toEqual([
+      { key: 'plan', value: { step: 2 } },
+    ]);
+
+    const corrected = await ok(client, 'memory_correct', {
+      seq: 1,
+      action: 'replace',
+      content: 'The user prefers two-space indentation.',
+      ...where,
+    });
+    expect(corrected['observation']).toMatchObject({ seq: 1, content: 'The user prefers two-space indentation.' });
+
+    const exported = await ok(client, 'observational_memory', { action: 'export', format: 'markdown', ...where });
+    expect(exported['export']['content']).toContain('two-space indentation');
+
+    // The HTTP API sees what MCP wrote, in the key's tenant.
+    const view = await e2e.apiJson('/v1/memory/tenant-a/mcp-c1/assistant', { key: KEY_A });
+    expect(view.status).toBe(200);
+    expect(view.body['working_memory']).toEqual([expect.objectContaining({ key: 'plan', value: { step: 2 } })]);
+    expect(view.body['snippets']['observational_memory']).toContain('two-space indentation');
+    expect(view.body['snippets']['observational_memory']).not.toContain('tabs over spaces');
+
+    expect(await ok(client, 'memory_correct', { seq: 2, action: 'delete', ...where })).toMatchObject({
+      deleted: true,
+      seq: 2,
+    });
+    const afterDelete = await ok(client, 'memory_context', where);
+    expect(afterDelete['observational_memory']).not.toContain('Lisbon');
+  });
+
+  it('keeps tenants apart: the key decides the tenant, resources of another tenant are refused', async () => {
+    const a = await connect(KEY_A);
+    const b = await connect(KEY_B);
+    await ok(a, 'working_memory', { action: 'set', key: 'secret', value: 'tenant a only', conversation_id: 'shared' });
+    expect(await ok(b, 'working_memory', { action: 'get', key: 'secret', conversation_id: 'shared' })).toMatchObject({
+      found: false,
+    });
+    const listedByB = await b.listResources();
+    expect(JSON.stringify(listedByB)).not.toContain('tenant-a');
+    const listedByA = await a.listResources();
+    const uris = listedByA.resources.map((resource) => resource.uri);
+    expect(uris).toContain('memory://tenant-a/shared/default');
+    expect(uris).toContain('memory://scopes');
+    const read = await a.readResource({ uri: 'memory://tenant-a/shared/default' });
+    expect(JSON.stringify(read.contents)).toContain('tenant a only');
+    await expect(b.readResource({ uri: 'memory://tenant-a/shared/default' })).rejects.toThrow(/is served here/);
+    const scopes = await a.readResource({ uri: 'memory://scopes' });
+    expect(JSON.stringify(scopes.contents)).toContain('memory://tenant-a/shared/default');
+  });
+
+  it('answers bad arguments with isError results naming the problem, and the server keeps serving', async () => {
+    const client = await connect(KEY_A);
+    const badScope = await call(client, 'working_memory', { action: 'list', conversation_id: '../etc' });
+    expect(badScope.isError).toBe(true);
+    expect(JSON.stringify(badScope.content)).toContain('SCOPE_INVALID');
+    const missing = await call(client, 'memory_correct', { seq: 999, action: 'delete', conversation_id: 'none' });
+    expect(missing.isError).toBe(true);
+    expect(JSON.stringify(missing.content)).toContain('OBSERVATION_NOT_FOUND');
+    const invalid = await call(client, 'memory_remember', { content: '', conversation_id: 'c' });
+    expect(invalid.isError).toBe(true);
+    const unknownTool = await client
+      .callTool({ name: 'memory_forget', arguments: {} })
+      .catch((error: unknown) => error);
+    expect(JSON.stringify(unknownTool instanceof Error ? unknownTool.message : unknownTool)).toMatch(/memory_forget/);
+    expect((await e2e.apiJson('/healthz')).status).toBe(200);
+  });
+});
+
+describe('e2e: /mcp without API keys', () => {
+  let keyless: E2E;
+  beforeAll(async () => {
+    keyless = await startE2E();
+  });
+  afterAll(() => keyless.close());
+
+  it('serves loopback callers in the default tenant and refuses a foreign Host', async () => {
+    const client = await connect(undefined, `${keyless.url}/mcp`);
+    await ok(client, 'working_memory', { action: 'set', key: 'k', value: 1, conversation_id: 'c' });
+    const view = await keyless.apiJson('/v1/memory/default/c/default');
+    expect(view.body['working_memory']).toEqual([expect.objectContaining({ key: 'k', value: 1 })]);
+    const { request } = await import('node:http');
+    const status = await new Promise<number>((resolve, reject) => {
+      const outgoing = request(
+        `${keyless.url}/mcp`,
+        { method: 'POST', headers: { host: 'attacker.example', 'content-type': 'application/json' } },
+        (response) => {
+          response.resume();
+          resolve(response.statusCode ?? 0);
+        },
+      );
+      outgoing.on('error', reject);
+      outgoing.end('{}');
+    });
+    expect(status).toBe(403);
+  });
+});
