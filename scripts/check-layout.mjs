@@ -28,7 +28,7 @@ const LAYERS = [
   { folder: 'ai-sdk', rank: 7, role: 'AI SDK middleware: an integration above the agent' },
   { folder: 'eval', rank: 7, role: 'the eval runner, above the agent' },
   { folder: 'server', rank: 8, role: 'composition root: HTTP API' },
-  { folder: 'mcp', rank: 8, role: 'composition root: MCP server' },
+  { folder: 'mcp', rank: 8, role: 'composition root: the MCP server over both memories' },
   { folder: 'cli', rank: 9, role: 'composition root: the harness CLI' },
 ];
 
@@ -70,6 +70,7 @@ const FORBIDDEN_AT_ROOT = [
   'openai',
   'ai',
   '@ai-sdk/provider',
+  '@modelcontextprotocol/server',
 ];
 const CORE_ALLOWED_BUILTINS = new Set(['node:crypto']);
 

@@ -15,7 +15,9 @@ import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
 import type { ToolContext } from '../tools/tool.js';
 import type { PreparedTurn } from '../agent/prepare-turn.js';
 import { runTool } from './_tool-result.js';
-import type { ScopeOfCall } from './memory-mcp-server.js';
+
+/** The scope of a call: the server's tenant, and the call's ids or the server's defaults. */
+export type ScopeOfCall = (args: { conversation_id?: string | undefined; agent_id?: string | undefined }) => Scope;
 
 /** What the tools work on. */
 export interface MemoryToolsDependencies {

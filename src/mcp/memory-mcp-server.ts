@@ -9,12 +9,12 @@ import { forgetConversation } from '../agent/forget-conversation.js';
 import { createTurnPreparer } from '../agent/prepare-turn.js';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import { resolveScope, validateScopeId } from '../core/scope.js';
-import type { Scope } from '../core/scope.js';
 import type { ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import type { RunStore } from '../storage/run-store.js';
 import { registerMemoryResources } from './mcp-memory-resources.js';
 import { registerMemoryTools } from './mcp-memory-tools.js';
+import type { ScopeOfCall } from './mcp-memory-tools.js';
 
 /** Options of {@link createMemoryMcpServer}. */
 export interface MemoryMcpServerOptions {
@@ -35,9 +35,6 @@ export interface MemoryMcpServerOptions {
   /** The server's version, as MCP clients see it. @default the package version */
   readonly version?: string;
 }
-
-/** The scope of a call: the server's tenant, and the call's ids or the server's defaults. */
-export type ScopeOfCall = (args: { conversation_id?: string | undefined; agent_id?: string | undefined }) => Scope;
 
 /**
  * Builds an MCP server over both memories of one tenant: the tools `working_memory`,

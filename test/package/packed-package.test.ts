@@ -44,6 +44,7 @@ const EXPECTED: Record<string, readonly string[]> = {
   './server': ['createHarness'],
   './agent': ['createAgentRunner', 'createTurnPreparer', 'createInMemoryRunStore'],
   './ai-sdk': ['createMemoryMiddleware', 'createMemoryTools'],
+  './mcp': ['createMemoryMcpServer', 'memoryUri'],
 };
 
 let project = '';
