@@ -9,8 +9,9 @@ import { pagedTable } from './paged-table.js';
 /**
  * @typedef {{
  *   seq: number, content: string, importance: number | null | undefined, token_count: number,
- *   created_at: string, source: string, source_message_seqs?: number[], recency?: number,
- *   score?: number, included?: boolean, cut_by_budget?: boolean, superseded_by?: number | null,
+ *   created_at: string, source: string, source_start_index?: number, source_end_index?: number,
+ *   source_message_indexes?: number[], recency?: number, score?: number, included?: boolean,
+ *   cut_by_budget?: boolean, superseded_by?: number | null,
  * }} ObservationItem
  */
 
@@ -18,8 +19,8 @@ import { pagedTable } from './paged-table.js';
  * @typedef {{ base: string, signal: AbortSignal, onError: (error: unknown) => void, onChanged: () => void }} PanelOptions
  */
 
-/** @param {PanelOptions} options */
-export async function observationsPanel({ base, signal, onError, onChanged }) {
+/** @param {PanelOptions & { isEnabled: () => boolean }} options */
+export async function observationsPanel({ base, signal, onError, onChanged, isEnabled }) {
   let query = '';
   let editing = 0;
   const searchInput = h('input', { id: 'observation-search', type: 'search', name: 'q' });
@@ -43,9 +44,9 @@ export async function observationsPanel({ base, signal, onError, onChanged }) {
       h('td', { class: 'number' }, `#${item.seq}`),
       h('td', { class: 'content' }, item.content),
       h('td', { class: 'number' }, numberText(item.importance, 2)),
-      h('td', { class: 'number' }, numberText(item.recency, 2)),
+      h('td', { class: 'number' }, numberText(item.recency)),
       h('td', { class: 'number' }, numberText(item.score, 3)),
-      h('td', {}, inclusion(item)),
+      h('td', {}, inclusion(item, isEnabled())),
       h('td', {}, item.superseded_by ? `#${item.superseded_by}` : '–'),
       h('td', { class: 'provenance' }, provenance(item)),
       h('td', { class: 'row-actions' }, correctButton(), deleteButton()),
@@ -151,17 +152,38 @@ export async function observationsPanel({ base, signal, onError, onChanged }) {
   };
 }
 
-/** @param {ObservationItem} item */
-function inclusion(item) {
+/**
+ * Why the next snippet shows the observation or not.
+ * @param {ObservationItem} item
+ * @param {boolean} enabled
+ */
+function inclusion(item, enabled) {
   if (item.included) return h('span', { class: 'badge on' }, 'included');
   if (item.superseded_by) return h('span', { class: 'badge off' }, 'superseded');
+  if (!enabled) return h('span', { class: 'badge off' }, 'memory off');
   if (item.cut_by_budget) return h('span', { class: 'badge warn' }, 'cut by budget');
   return h('span', { class: 'badge off' }, 'not shown');
 }
 
-/** @param {ObservationItem} item */
+/**
+ * Where the observation came from: the roles, the messages it cites (or its batch's range,
+ * as positions from 0 in the scope's message log), its size and time.
+ * @param {ObservationItem} item
+ */
 function provenance(item) {
-  const cited = item.source_message_seqs ?? [];
-  const messages = cited.length === 0 ? '' : ` · message${cited.length > 1 ? 's' : ''} ${cited.join(', ')}`;
-  return [`${item.source}${messages} · ${item.token_count} tokens · `, timeOf(item.created_at)];
+  const cited = item.source_message_indexes ?? [];
+  const start = item.source_start_index;
+  const end = item.source_end_index;
+  const messages =
+    cited.length > 0
+      ? `message${cited.length > 1 ? 's' : ''} ${cited.join(', ')}`
+      : start === undefined
+        ? ''
+        : start === end
+          ? `message ${start}`
+          : `messages ${start}–${end}`;
+  return [
+    `${[item.source, messages].filter((part) => part !== '').join(', ')} · ${item.token_count} tokens · `,
+    timeOf(item.created_at),
+  ];
 }

@@ -41,7 +41,13 @@ export async function renderScope({ main, signal, params }) {
   try {
     detail = await api(base, { signal });
     [observations, operations] = await Promise.all([
-      observationsPanel({ base, signal, onError: report, onChanged: () => void refresh() }),
+      observationsPanel({
+        base,
+        signal,
+        onError: report,
+        onChanged: () => void refresh(),
+        isEnabled: () => detail.status?.enabled === true,
+      }),
       operationsPanel({ base, signal, onError: report, onChanged: () => void refresh() }),
     ]);
   } catch (error) {

@@ -19,8 +19,11 @@ export async function renderScopes({ main, signal, query }) {
   const title = 'Memory scopes';
   const search = query.get('q') ?? '';
   const enabled = query.get('enabled') ?? '';
+  // With API keys the key names the tenant; a server without keys lists the one asked for.
+  const tenant = query.get('tenant_id') ?? '';
 
   const searchInput = h('input', { id: 'scope-search', name: 'q', type: 'search', value: search });
+  const tenantInput = h('input', { id: 'scope-tenant', name: 'tenant_id', value: tenant, placeholder: 'default' });
   const enabledSelect = h(
     'select',
     { id: 'scope-enabled', name: 'enabled' },
@@ -35,6 +38,8 @@ export async function renderScopes({ main, signal, query }) {
     searchInput,
     h('label', { for: 'scope-enabled' }, 'Observational memory'),
     enabledSelect,
+    h('label', { for: 'scope-tenant' }, 'Tenant (servers without keys)'),
+    tenantInput,
     h('button', { type: 'submit' }, 'Search'),
   );
   filters.addEventListener('submit', (event) => {
@@ -42,6 +47,7 @@ export async function renderScopes({ main, signal, query }) {
     const next = new URLSearchParams();
     if (searchInput.value.trim() !== '') next.set('q', searchInput.value.trim());
     if (enabledSelect.value !== '') next.set('enabled', enabledSelect.value);
+    if (tenantInput.value.trim() !== '') next.set('tenant_id', tenantInput.value.trim());
     const text = next.toString();
     location.hash = `#/scopes${text === '' ? '' : `?${text}`}`;
   });
@@ -64,7 +70,7 @@ export async function renderScopes({ main, signal, query }) {
         'Last activity',
       ],
       empty: search === '' && enabled === '' ? 'No memory scopes yet.' : 'No scope matches.',
-      load: (cursor) => api('/memory', { query: { q: search, enabled, limit: 50, cursor }, signal }),
+      load: (cursor) => api('/memory', { query: { q: search, enabled, tenant_id: tenant, limit: 50, cursor }, signal }),
       row: (scope) =>
         h(
           'tr',
