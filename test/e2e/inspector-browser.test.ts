@@ -18,22 +18,19 @@ const AGENT = 'planner';
 const WAIT = { timeout: 15_000 };
 
 let e2e: E2E;
-let browser: Browser;
 let proxy: DropProxy;
 let defaultAgent: ModelScript['agent'];
-let context: BrowserContext;
+/** The browser, started once; each test awaits it, so each one fails (not skips) when it cannot start. */
+let browserStart: Promise<Browser>;
+let contextStart: Promise<BrowserContext> | undefined;
 const pages: Page[] = [];
 /** Uncaught page errors and CSP violations: any of them fails the test that caused it. */
 let pageProblems: string[] = [];
 
 beforeAll(async () => {
-  // The browser first: when it cannot start, every test of this file fails with the cause.
-  browser = await launchChromium();
-  // NOTE: one context for the file, a page per test. Chromium runs with --single-process
-  // (@sparticuz/chromium's flags), where closing a context takes the browser down; a page
-  // is a tab, and each tab has its own session storage, so each test still starts keyless.
-  context = await browser.newContext();
-  await context.newPage();
+  browserStart = launchChromium();
+  // Awaited by each test; here only kept from being an unhandled rejection.
+  browserStart.catch(() => {});
   e2e = await startE2E({ env: { HARNESS_API_KEYS: `${KEY}:acme,${OTHER_TENANT_KEY}:other` } });
   defaultAgent = e2e.script.agent;
   proxy = await startDropProxy(e2e.url);
@@ -50,10 +47,26 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await browser?.close();
+  await (await browserStart?.catch(() => undefined))?.close();
   await proxy?.close();
   await e2e?.close();
 });
+
+/**
+ * The one browser context of this file. NOTE: Chromium runs with --single-process
+ * (@sparticuz/chromium's flags), where closing a context takes the browser down; so there
+ * is one context and a page per test. A page is a tab, and each tab has its own session
+ * storage, so each test still starts without a key.
+ */
+function browserContext(): Promise<BrowserContext> {
+  contextStart ??= (async () => {
+    const context = await (await browserStart).newContext();
+    // A tab that stays open, so closing a test's page never closes the last one.
+    await context.newPage();
+    return context;
+  })();
+  return contextStart;
+}
 
 /** A completed run in `conversation` (agent `planner`), its memory work settled. */
 async function seed(conversation: string, prompt: string): Promise<string> {
@@ -70,14 +83,14 @@ async function scopeJson(conversation: string): Promise<Record<string, any>> {
 }
 
 /**
- * Opens the inspector in a fresh browser context (so a fresh session storage), types the
+ * Opens the inspector in a new tab (so a fresh session storage), types the
  * key into the header form as a user does, then goes to `hash`.
  */
 async function openInspector(
   hash: string,
   options: { key?: string; base?: string; width?: number; height?: number } = {},
 ): Promise<Page> {
-  const page = await context.newPage();
+  const page = await (await browserContext()).newPage();
   pages.push(page);
   await page.setViewportSize({ width: options.width ?? 1280, height: options.height ?? 800 });
   page.on('pageerror', (error) => pageProblems.push(`page error: ${error.message}`));
