@@ -7,6 +7,7 @@
  */
 import { benchAiSdk } from './ai-sdk.js';
 import { benchHarness } from './harness.js';
+import { benchListing } from './listing.js';
 import { benchPostgres } from './postgres.js';
 import { benchSnippet } from './snippet.js';
 import { benchStorage } from './storage.js';
@@ -28,6 +29,7 @@ if (!flags.has('--summary')) {
   await benchHarness();
   await benchTenantLimits();
   await benchAiSdk();
+  await benchListing();
   await benchPostgres();
 }
 if (flags.has('--json')) console.log(JSON.stringify(summary));

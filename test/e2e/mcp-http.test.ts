@@ -126,6 +126,33 @@ describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
     expect(afterDelete['observational_memory']).not.toContain('Lisbon');
   });
 
+  it('answers below_threshold until enough new text arrives, and never observes a message twice', async () => {
+    const client = await connect(KEY_A);
+    const where = { conversation_id: 'mcp-threshold' };
+    await ok(client, 'observational_memory', { action: 'enable', config: { observe_min_tokens: 40 }, ...where });
+    const first = await ok(client, 'memory_observe', {
+      messages: [{ id: 'a1', role: 'user', content: 'Short note.' }],
+      ...where,
+    });
+    expect(first['result']).toBe('below_threshold');
+    const resent = await ok(client, 'memory_observe', {
+      messages: [
+        { id: 'a1', role: 'user', content: 'Short note.' },
+        {
+          id: 'a2',
+          role: 'user',
+          content: 'Now a much longer message that carries the scope over its threshold. '.repeat(3),
+        },
+      ],
+      ...where,
+    });
+    expect(resent['result']).toBe('observed');
+    const observerPrompts = e2e.model.requests.filter((request) =>
+      JSON.stringify(request.body).includes('Short note.'),
+    );
+    expect(observerPrompts).toHaveLength(1);
+  });
+
   it('keeps tenants apart: the key decides the tenant, resources of another tenant are refused', async () => {
     const a = await connect(KEY_A);
     const b = await connect(KEY_B);

@@ -41,20 +41,24 @@ function inspectionStatements(s: string) {
       AND ${allWords('content', '$3')} ORDER BY seq DESC LIMIT $4`,
     listOperationPage: `SELECT * FROM ${s}om_operation_log WHERE memory_id = $1 AND scope_sequence < $2
       AND ($3::text IS NULL OR status = $3) ORDER BY scope_sequence DESC LIMIT $4`,
+    // The page is chosen first, so the counts are read for its rows only, whatever plan is picked.
     listScopes: `
       SELECT r.memory_id, r.tenant_id, r.conversation_id, r.agent_id, r.enabled, r.observation_count, r.updated_at,
         w.entries, w.entries_updated_at,
         (SELECT count(*) FROM ${s}om_operation_log o WHERE o.memory_id = r.memory_id
           AND o.status IN ('queued', 'processing')) AS pending,
         (SELECT count(*) FROM ${s}om_operation_log o WHERE o.memory_id = r.memory_id AND o.status = 'dead') AS dead
-      FROM ${s}om_memory_records r CROSS JOIN LATERAL (
+      FROM (
+        SELECT * FROM ${s}om_memory_records r
+        WHERE r.tenant_id = $1 AND (r.conversation_id COLLATE "C", r.agent_id COLLATE "C") > ($2, $3)
+          AND ($4::boolean IS NULL OR COALESCE(r.enabled, $5::boolean) = $4::boolean)
+          AND NOT EXISTS (SELECT 1 FROM unnest($6::text[]) AS word
+            WHERE lower(r.conversation_id) NOT LIKE word ESCAPE '\\' AND lower(r.agent_id) NOT LIKE word ESCAPE '\\')
+        ORDER BY r.conversation_id COLLATE "C", r.agent_id COLLATE "C" LIMIT $7) r
+      CROSS JOIN LATERAL (
         SELECT count(*) AS entries, max(e.updated_at) AS entries_updated_at
         FROM ${s}working_memory_entries e WHERE e.memory_id = r.memory_id) w
-      WHERE r.tenant_id = $1 AND (r.conversation_id COLLATE "C", r.agent_id COLLATE "C") > ($2, $3)
-        AND ($4::boolean IS NULL OR COALESCE(r.enabled, $5::boolean) = $4::boolean)
-        AND NOT EXISTS (SELECT 1 FROM unnest($6::text[]) AS word
-          WHERE lower(r.conversation_id) NOT LIKE word ESCAPE '\\' AND lower(r.agent_id) NOT LIKE word ESCAPE '\\')
-      ORDER BY r.conversation_id COLLATE "C", r.agent_id COLLATE "C" LIMIT $7`,
+      ORDER BY r.conversation_id COLLATE "C", r.agent_id COLLATE "C"`,
     selectObservation: `SELECT * FROM ${s}om_observations WHERE memory_id = $1 AND seq = $2`,
     deleteObservation: `DELETE FROM ${s}om_observations WHERE memory_id = $1 AND seq = $2`,
     replaceObservation: `UPDATE ${s}om_observations SET content = $3, token_count = $4, importance = $5,
