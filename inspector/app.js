@@ -2,7 +2,7 @@
 // The inspector's entry: the key form, the hash router and the life cycle of a view (each
 // view gets an AbortSignal that ends its polling and streams when the user moves on).
 import { storedKey, storeKey } from './api.js';
-import { notify } from './notice.js';
+import { clearNoticeOnNavigation, notify } from './notice.js';
 import { renderRun } from './run-view.js';
 import { renderRuns } from './runs-view.js';
 import { renderScope } from './scope-view.js';
@@ -87,5 +87,8 @@ function setUpKeyForm() {
 }
 
 setUpKeyForm();
-window.addEventListener('hashchange', () => void show({ focus: true }));
+window.addEventListener('hashchange', () => {
+  clearNoticeOnNavigation();
+  void show({ focus: true });
+});
 void show();

@@ -4,14 +4,26 @@ import { describeError } from './api.js';
 import { h, replace } from './dom.js';
 
 /**
- * Shows a notice under the header until the next one.
+ * Shows a notice under the header, until the next one or the next navigation.
  * @param {string} message
  * @param {'info' | 'error'} [kind]
+ * @param {{ keepAcrossNavigation?: boolean }} [options] keep it over the navigation that follows
+ *   (a notice about what was just done, shown on the page that comes next)
  */
-export function notify(message, kind = 'info') {
+export function notify(message, kind = 'info', options = {}) {
   const region = document.getElementById('notice');
   if (!region) return;
   replace(region, message === '' ? null : h('p', { class: `notice-${kind}` }, message));
+  if (options.keepAcrossNavigation) region.dataset['keep'] = 'true';
+  else delete region.dataset['keep'];
+}
+
+/** Called on navigation: clears the notice, unless it was meant for the page that comes next. */
+export function clearNoticeOnNavigation() {
+  const region = document.getElementById('notice');
+  if (!region) return;
+  if (region.dataset['keep'] === 'true') delete region.dataset['keep'];
+  else replace(region);
 }
 
 /**

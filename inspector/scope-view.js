@@ -103,16 +103,20 @@ export async function renderScope({ main, signal, params }) {
   main.append(
     h('h1', { tabindex: -1 }, title),
     h(
-      'dl',
-      { class: 'scope-ids' },
-      h('dt', {}, 'Tenant'),
-      h('dd', {}, tenant),
-      h('dt', {}, 'Conversation'),
-      h('dd', {}, conversation),
-      h('dt', {}, 'Agent'),
-      h('dd', {}, agent),
+      'div',
+      { class: 'scope-head' },
+      h(
+        'dl',
+        { class: 'scope-ids' },
+        h('dt', {}, 'Tenant'),
+        h('dd', {}, tenant),
+        h('dt', {}, 'Conversation'),
+        h('dd', {}, conversation),
+        h('dt', {}, 'Agent'),
+        h('dd', {}, agent),
+      ),
+      h('a', { href: runsHref({ conversation_id: conversation, agent_id: agent }) }, 'Runs of this scope'),
     ),
-    h('p', {}, h('a', { href: runsHref({ conversation_id: conversation, agent_id: agent }) }, 'Runs of this scope')),
     actions,
     statusLine,
     section('Next turn’s snippets', 'snippets-heading', snippets),
@@ -215,8 +219,13 @@ function showProgress(into, liveState, detail) {
         ? 'operations queued…'
         : 'idle';
   // Only a change is written, so screen readers announce changes and not every poll.
-  if (liveState.textContent !== state) {
-    replace(liveState, h('span', { class: state === 'idle' ? 'state idle' : 'state busy' }, state));
+  if (liveState.dataset['state'] !== state) {
+    liveState.dataset['state'] = state;
+    replace(
+      liveState,
+      h('span', { class: 'muted' }, 'Memory work: '),
+      h('span', { class: state === 'idle' ? 'state idle' : 'state busy' }, state),
+    );
   }
 }
 
@@ -324,8 +333,8 @@ function scopeActions({ base, conversation, agent, signal, report, refresh }) {
           report(error);
           return;
         }
+        notify(`Forgot ${conversation} / ${agent}.`, 'info', { keepAcrossNavigation: true });
         location.hash = '#/scopes';
-        notify(`Forgot ${conversation} / ${agent}.`);
       },
     }),
   );

@@ -94,7 +94,7 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
       'tr',
       { 'data-key': entry.key },
       h('th', { scope: 'row' }, entry.key),
-      h('td', {}, h('pre', { class: 'wrap' }, JSON.stringify(entry.value, null, 2))),
+      h('td', { class: 'content' }, h('pre', { class: 'wrap' }, JSON.stringify(entry.value, null, 2))),
       h('td', {}, timeOf(entry.updated_at)),
       h(
         'td',

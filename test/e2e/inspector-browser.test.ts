@@ -144,7 +144,8 @@ describe('inspector: in a real browser', () => {
     );
     await page.locator('#observe-bar').waitFor(WAIT);
     await page.locator('#reflect-bar').waitFor(WAIT);
-    expect(await page.getByTestId('memory-state').innerText()).toBe('idle');
+    expect(await page.getByTestId('memory-state').getAttribute('data-state')).toBe('idle');
+    expect(await page.getByTestId('memory-state').innerText()).toBe('Memory work: idle');
 
     // The observations table says why each one is shown, then one is corrected in place.
     const row = page.locator('tr[data-seq="1"]');
