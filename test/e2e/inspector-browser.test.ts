@@ -291,6 +291,72 @@ describe('inspector: in a real browser', () => {
     expect(await page.getByTestId('run-summary').innerText()).toContain('oat milk');
   });
 
+  it('shows "observing…" while an observation runs, then the new observation and operation', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const observe = e2e.script.observer;
+    try {
+      await seed('observe-live', 'First line before the page opens');
+      // From now on the observer answers only when the test lets it.
+      e2e.script.observer = (request) => async () => (await gate, observe(request));
+      const page = await openInspector(scopeHash('observe-live'), { key: KEY });
+      await page.getByTestId('observations-table').waitFor(WAIT);
+      const runId = await e2e.startRun(
+        { prompt: 'Second line while the page watches', conversation_id: 'observe-live', agent_id: AGENT },
+        KEY,
+      );
+      await page.locator('[data-testid="memory-state"][data-state="observing…"]').waitFor(WAIT);
+      release();
+      await page.locator('[data-testid="memory-state"][data-state="idle"]').waitFor(WAIT);
+      await e2e.events(runId, { key: KEY });
+      await page.getByTestId('observations-table').getByText('Second line while the page watches').waitFor(WAIT);
+      await expect
+        .poll(() => page.getByTestId('operations-table').locator('tr[data-operation]').count(), WAIT)
+        .toBeGreaterThanOrEqual(2);
+      expect(await page.getByTestId('operations-table').innerText()).toContain('applied');
+    } finally {
+      release();
+      e2e.script.observer = observe;
+    }
+  });
+
+  it('disables, enables, reflects now, exports and deletes an observation from the buttons', async () => {
+    await seed('controls', 'I like window seats');
+    await seed('controls', 'I also like aisle seats on short flights');
+    const page = await openInspector(scopeHash('controls'), { key: KEY });
+    const status = page.getByTestId('scope-status');
+    await status.getByText('enabled').waitFor(WAIT);
+
+    await page.getByRole('button', { name: 'Disable', exact: true }).click();
+    await status.getByText('disabled').waitFor(WAIT);
+    expect((await scopeJson('controls'))['status'].enabled).toBe(false);
+    await page.getByRole('button', { name: 'Enable', exact: true }).click();
+    await status.getByText('enabled', { exact: true }).waitFor(WAIT);
+
+    await page.getByRole('button', { name: 'Reflect now' }).click();
+    await page.getByText('Reflection done.').waitFor(WAIT);
+    await page.getByTestId('reflection-summary').getByText('The user is working on a project.').waitFor(WAIT);
+
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export JSON' }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe(`memory-controls-${AGENT}.json`);
+    const exported = await e2e.api(`/v1/memory/acme/controls/${AGENT}/observational/export?format=json`, { key: KEY });
+    const path = await download.path();
+    const { readFile } = await import('node:fs/promises');
+    expect(await readFile(path, 'utf8')).toBe(await exported.text());
+
+    const row = page.locator('tr[data-seq="1"]');
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await expect.poll(() => row.count(), WAIT).toBe(0);
+    const seqs = (await e2e.apiJson(`/v1/memory/acme/controls/${AGENT}/observations`, { key: KEY })).body['items'].map(
+      (item: { seq: number }) => item.seq,
+    );
+    expect(seqs).not.toContain(1);
+  });
+
   it('fits a phone-width screen and is usable from the keyboard', async () => {
     const page = await openInspector(scopeHash('trip-planning'), { key: KEY, width: 390, height: 844 });
     await expect.poll(() => page.getByTestId('snippet-observational-memory').textContent(), WAIT).toContain('Porto');
