@@ -50,15 +50,27 @@ function viewToJson(view: ObservationView): Record<string, unknown> {
   };
 }
 
-/** Registers every tool on `server`. */
-export function registerMemoryTools(server: McpServer, dependencies: MemoryToolsDependencies): void {
-  const { observationalMemory: memory, workingMemory, scopeOf, onFault } = dependencies;
-  const workingMemoryTool = createWorkingMemoryTool(workingMemory);
-  const observationalTool = createObservationalMemoryTool({ memory });
-  // Export over MCP returns the content instead of writing a file, so no workspace is ever written.
-  const contextOf = (scope: Scope): ToolContext => ({ scope, workspace: '/nonexistent-mcp-workspace' });
-  const readOnly = { readOnlyHint: true, destructiveHint: false, openWorldHint: false };
+// Export over MCP returns the content instead of writing a file, so no workspace is ever written.
+const contextOf = (scope: Scope): ToolContext => ({ scope, workspace: '/nonexistent-mcp-workspace' });
+const readOnly = { readOnlyHint: true, destructiveHint: false, openWorldHint: false };
 
+/** Registers every tool on `server`; `memory_forget` only when `dependencies.forget` is given. */
+export function registerMemoryTools(server: McpServer, dependencies: MemoryToolsDependencies): void {
+  registerWorkingMemoryTool(server, dependencies);
+  registerObservationalMemoryTool(server, dependencies);
+  registerContextTool(server, dependencies);
+  registerObserveTool(server, dependencies);
+  registerRememberTool(server, dependencies);
+  registerSearchTool(server, dependencies);
+  registerCorrectTool(server, dependencies);
+  const forget = dependencies.forget;
+  if (forget) registerForgetTool(server, dependencies, forget);
+}
+
+/** `working_memory`: the agent tool, run as it is. */
+function registerWorkingMemoryTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
+  const { scopeOf, onFault, workingMemory } = dependencies;
+  const workingMemoryTool = createWorkingMemoryTool(workingMemory);
   server.registerTool(
     'working_memory',
     {
@@ -79,7 +91,12 @@ export function registerMemoryTools(server: McpServer, dependencies: MemoryTools
         return (await workingMemoryTool.execute(toolArgs, contextOf(scopeOf(args)))) as Record<string, unknown>;
       }, onFault),
   );
+}
 
+/** `observational_memory`: the agent tool, except that export returns the content and writes no file. */
+function registerObservationalMemoryTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
+  const { observationalMemory: memory, scopeOf, onFault } = dependencies;
+  const observationalTool = createObservationalMemoryTool({ memory });
   server.registerTool(
     'observational_memory',
     {
@@ -116,7 +133,11 @@ export function registerMemoryTools(server: McpServer, dependencies: MemoryTools
         return (await observationalTool.execute(toolArgs, contextOf(scope))) as Record<string, unknown>;
       }, onFault),
   );
+}
 
+/** `memory_context`: both snippets as the next turn would see them. */
+function registerContextTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
+  const { scopeOf, onFault } = dependencies;
   server.registerTool(
     'memory_context',
     {
@@ -139,7 +160,11 @@ export function registerMemoryTools(server: McpServer, dependencies: MemoryTools
         };
       }, onFault),
   );
+}
 
+/** `memory_observe`: new transcript for the observer. */
+function registerObserveTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
+  const { observationalMemory: memory, scopeOf, onFault } = dependencies;
   server.registerTool(
     'memory_observe',
     {
@@ -186,7 +211,11 @@ export function registerMemoryTools(server: McpServer, dependencies: MemoryTools
         };
       }, onFault),
   );
+}
 
+/** `memory_remember`: one explicit observation, with provenance `client`. */
+function registerRememberTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
+  const { observationalMemory: memory, scopeOf, onFault } = dependencies;
   server.registerTool(
     'memory_remember',
     {
@@ -215,7 +244,11 @@ export function registerMemoryTools(server: McpServer, dependencies: MemoryTools
         };
       }, onFault),
   );
+}
 
+/** `memory_search`: observations and entries holding every word of a query. */
+function registerSearchTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
+  const { observationalMemory: memory, workingMemory, scopeOf, onFault } = dependencies;
   server.registerTool(
     'memory_search',
     {
@@ -252,7 +285,11 @@ export function registerMemoryTools(server: McpServer, dependencies: MemoryTools
         };
       }, onFault),
   );
+}
 
+/** `memory_correct`: replace or delete one observation. */
+function registerCorrectTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
+  const { observationalMemory: memory, scopeOf, onFault } = dependencies;
   server.registerTool(
     'memory_correct',
     {
@@ -285,28 +322,33 @@ export function registerMemoryTools(server: McpServer, dependencies: MemoryTools
         return { observation: viewToJson(result.observation), status: statusToJson(result.status) };
       }, onFault),
   );
+}
 
-  const forget = dependencies.forget;
-  if (forget) {
-    server.registerTool(
-      'memory_forget',
-      {
-        title: 'Forget a conversation',
-        description:
-          'Erases everything the scope remembers (observations, reflection, working memory) and its run history. ' +
-          'It cannot be undone.',
-        inputSchema: z.object(scopeFields),
-        annotations: { destructiveHint: true, openWorldHint: false },
-      },
-      async (args) =>
-        runTool(async () => {
-          const scope = scopeOf(args);
-          await forget(scope);
-          return {
-            forgotten: true,
-            scope: { tenant_id: scope.tenantId, conversation_id: scope.conversationId, agent_id: scope.agentId },
-          };
-        }, onFault),
-    );
-  }
+/** `memory_forget`, offered only when the server allows it. */
+function registerForgetTool(
+  server: McpServer,
+  dependencies: MemoryToolsDependencies,
+  forget: (scope: Scope) => Promise<void>,
+): void {
+  const { scopeOf, onFault } = dependencies;
+  server.registerTool(
+    'memory_forget',
+    {
+      title: 'Forget a conversation',
+      description:
+        'Erases everything the scope remembers (observations, reflection, working memory) and its run history. ' +
+        'It cannot be undone.',
+      inputSchema: z.object(scopeFields),
+      annotations: { destructiveHint: true, openWorldHint: false },
+    },
+    async (args) =>
+      runTool(async () => {
+        const scope = scopeOf(args);
+        await forget(scope);
+        return {
+          forgotten: true,
+          scope: { tenant_id: scope.tenantId, conversation_id: scope.conversationId, agent_id: scope.agentId },
+        };
+      }, onFault),
+  );
 }

@@ -2,7 +2,7 @@ import { StoreError } from '../core/errors.js';
 import { createStoreGuard } from './_store-guard.js';
 import { newScopeGeneration } from './_memory-rows.js';
 import { scopeForgottenError } from './_store-errors.js';
-import type { ConversationMessage, RunEvent, RunRecord, RunStore } from './run-store.js';
+import type { ConversationMessage, RunEvent, RunListQuery, RunRecord, RunStore } from './run-store.js';
 
 /** Options of {@link createInMemoryRunStore}. */
 export interface InMemoryRunStoreOptions {
@@ -37,6 +37,13 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
     async getRun(runId) {
       guard();
       return runs.get(runId);
+    },
+    async listRuns(query) {
+      guard();
+      return [...runs.values()]
+        .filter((run) => matchesRunQuery(run, query))
+        .sort(newestRunFirst)
+        .slice(0, query.limit);
     },
     async updateRun(runId, patch) {
       guard();
@@ -123,4 +130,23 @@ export function takeRecent(all: readonly ConversationMessage[], maxTokens: numbe
   }
   while (start < all.length && all[start]?.role === 'tool') start++;
   return all.slice(start);
+}
+
+/** Whether `run` belongs to the query's tenant, matches its filters and comes after its `before`. */
+function matchesRunQuery(run: RunRecord, query: RunListQuery): boolean {
+  if (run.scope.tenantId !== query.tenantId) return false;
+  if (query.conversationId !== undefined && run.scope.conversationId !== query.conversationId) return false;
+  if (query.agentId !== undefined && run.scope.agentId !== query.agentId) return false;
+  if (query.status !== undefined && run.status !== query.status) return false;
+  const before = query.before;
+  return before === undefined || newestRunFirst(run, before) > 0;
+}
+
+/** Newest first: by creation time, then by run id, both descending. */
+function newestRunFirst(
+  a: { readonly createdAt: string; readonly runId: string },
+  b: { readonly createdAt: string; readonly runId: string },
+): number {
+  if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? 1 : -1;
+  return a.runId === b.runId ? 0 : a.runId < b.runId ? 1 : -1;
 }

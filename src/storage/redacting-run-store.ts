@@ -46,6 +46,7 @@ export function createRedactingRunStore(store: RunStore): RunStore {
       store.appendMessages(memoryId, messages.map(redactMessage), options),
     recentMessages: (memoryId, maxTokens) => store.recentMessages(memoryId, maxTokens),
     listStaleRuns: (olderThanSeconds) => store.listStaleRuns(olderThanSeconds),
+    listRuns: (query) => store.listRuns(query),
     forgetConversation: (memoryId) => store.forgetConversation(memoryId),
     conversationGeneration: (memoryId) => store.conversationGeneration(memoryId),
     dispose: () => store.dispose(),

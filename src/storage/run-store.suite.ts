@@ -50,6 +50,39 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       await options.cleanup?.();
     });
 
+    it('lists a tenant runs newest first, by conversation, agent and status, in pages', async () => {
+      const made = (runId: string, tenantId: string, conversationId: string, agentId = 'a') =>
+        store.createRun({ ...newRun(runId), scope: { tenantId, conversationId, agentId } });
+      for (let index = 1; index <= 5; index++) await made(`run_${index}`, 't', index % 2 === 0 ? 'even' : 'odd');
+      await made('run_6', 'other', 'odd');
+      await store.updateRun('run_3', { status: 'completed' });
+      const ids = (runs: readonly RunRecord[]) => runs.map((run) => run.runId);
+      expect(ids(await store.listRuns({ tenantId: 't', limit: 10 }))).toEqual([
+        'run_5',
+        'run_4',
+        'run_3',
+        'run_2',
+        'run_1',
+      ]);
+      expect(ids(await store.listRuns({ tenantId: 't', conversationId: 'even', limit: 10 }))).toEqual([
+        'run_4',
+        'run_2',
+      ]);
+      expect(ids(await store.listRuns({ tenantId: 't', status: 'completed', limit: 10 }))).toEqual(['run_3']);
+      expect(ids(await store.listRuns({ tenantId: 't', agentId: 'nobody', limit: 10 }))).toEqual([]);
+      expect(ids(await store.listRuns({ tenantId: 'other', limit: 10 }))).toEqual(['run_6']);
+      const seen: string[] = [];
+      let before: { createdAt: string; runId: string } | undefined;
+      for (;;) {
+        const page = await store.listRuns({ tenantId: 't', limit: 2, ...(before ? { before } : {}) });
+        seen.push(...ids(page));
+        const last = page.at(-1);
+        if (page.length < 2 || !last) break;
+        before = { createdAt: last.createdAt, runId: last.runId };
+      }
+      expect(seen).toEqual(['run_5', 'run_4', 'run_3', 'run_2', 'run_1']);
+    });
+
     it('creates, reads and updates runs', async () => {
       const created = await store.createRun(newRun('run_1'));
       expect(created).toMatchObject({ runId: 'run_1', status: 'queued', scope });

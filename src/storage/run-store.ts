@@ -52,6 +52,20 @@ export interface RunEvent {
 /** Fields a run update may change. */
 export type RunPatch = Partial<Pick<RunRecord, 'status' | 'output' | 'error' | 'steps' | 'usage'>>;
 
+/** What {@link RunStore.listRuns} takes. */
+export interface RunListQuery {
+  readonly tenantId: string;
+  readonly conversationId?: string;
+  readonly agentId?: string;
+  readonly status?: RunStatus;
+  /** Only runs after this one in the order (created before it, or at the same time with a smaller id). */
+  readonly before?: { readonly createdAt: string; readonly runId: string };
+  readonly limit: number;
+}
+
+/** Run statuses, in lifecycle order. */
+export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'completed', 'failed', 'cancelled'];
+
 /** Storage for runs, events and conversation history. */
 export interface RunStore {
   readonly specificationVersion: 'v1';
@@ -81,6 +95,11 @@ export interface RunStore {
    * is the heartbeat: it only bumps `updatedAt`.)
    */
   listStaleRuns(olderThanSeconds: number): Promise<RunRecord[]>;
+  /**
+   * A page of the tenant's runs, newest first (by `createdAt`, then run id descending), with
+   * the filters given, at most `limit`. Never another tenant's.
+   */
+  listRuns(query: RunListQuery): Promise<RunRecord[]>;
   /**
    * The conversation's generation: 0 until it is first forgotten, then a new random value at
    * every {@link forgetConversation}. A run reads it when it starts and passes it to every

@@ -14,6 +14,7 @@ import { buildWorkingMemorySnippet } from '../../core/working-memory.js';
 import type { ObservationalMemory } from '../../memory/observational-memory.js';
 import type { WorkingMemory } from '../../memory/working-memory.js';
 import { httpError } from '../http-error.js';
+import { optionalQuery, pageQuery } from '../page-query.js';
 import { readJsonBody } from '../request-body.js';
 import {
   entryToJson,
@@ -44,30 +45,6 @@ const putBody = z.object({ value: z.unknown() }).strict();
 const correctionBody = z
   .object({ content: z.string(), importance: z.number().min(0).max(1).nullable().optional() })
   .strict();
-
-type QueryContext = { req: { query: (name: string) => string | undefined } };
-
-/** `limit` and `cursor` of a listing's query string. */
-function pageQuery(context: QueryContext): { limit?: number; cursor?: string } {
-  const limit = context.req.query('limit');
-  const cursor = context.req.query('cursor');
-  let parsed: number | undefined;
-  if (limit !== undefined) {
-    parsed = /^\d{1,4}$/.test(limit) ? Number(limit) : Number.NaN;
-    if (Number.isNaN(parsed))
-      throw httpError(
-        400,
-        'invalid_request',
-        `limit must be an integer from 1 to 200, got ${JSON.stringify(limit.slice(0, 20))}`,
-      );
-  }
-  return { ...(parsed === undefined ? {} : { limit: parsed }), ...(cursor === undefined ? {} : { cursor }) };
-}
-
-function optionalQuery<K extends string>(context: QueryContext, name: string, key: K): { [P in K]?: string } {
-  const value = context.req.query(name);
-  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
-}
 
 function seqOf(text: string): number {
   if (!/^\d{1,15}$/.test(text))

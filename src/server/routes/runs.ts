@@ -2,8 +2,11 @@ import { Hono } from 'hono';
 import { z } from 'zod/v4';
 import type { AgentRunner } from '../../agent/agent-runner.js';
 import type { EventHub } from '../../storage/event-hub.js';
-import type { RunRecord, RunStore } from '../../storage/run-store.js';
+import { RUN_STATUSES } from '../../storage/run-store.js';
+import type { RunRecord, RunStatus, RunStore } from '../../storage/run-store.js';
+import { validateScopeId } from '../../core/scope.js';
 import { httpError } from '../http-error.js';
+import { DEFAULT_PAGE_LIMIT, decodeCursor, encodeCursor, pageQuery } from '../page-query.js';
 import { readJsonBody } from '../request-body.js';
 import { runToJson } from '../serialize.js';
 import { streamRunEvents } from '../sse.js';
@@ -87,6 +90,33 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
     return context.json({ run_id: run.runId, status: run.status }, 202);
   });
 
+  app.get('/', async (context) => {
+    // With API keys the tenant is the key's; without (loopback only), the query names it.
+    const tenantId = context.get('tenant') ?? validateScopeId('tenant_id', context.req.query('tenant_id') ?? 'default');
+    const { limit = DEFAULT_PAGE_LIMIT, cursor } = pageQuery(context);
+    const status = context.req.query('status');
+    if (status !== undefined && !RUN_STATUSES.includes(status as RunStatus))
+      throw httpError(
+        400,
+        'invalid_request',
+        `status must be one of ${RUN_STATUSES.join(', ')}, got ${JSON.stringify(status.slice(0, 40))}`,
+      );
+    const conversationId = context.req.query('conversation_id');
+    const agentId = context.req.query('agent_id');
+    const runs = await runStore.listRuns({
+      tenantId,
+      limit: limit + 1,
+      ...(conversationId === undefined ? {} : { conversationId: validateScopeId('conversation_id', conversationId) }),
+      ...(agentId === undefined ? {} : { agentId: validateScopeId('agent_id', agentId) }),
+      ...(status === undefined ? {} : { status: status as RunStatus }),
+      ...(cursor === undefined ? {} : { before: runCursor(cursor) }),
+    });
+    const items = runs.slice(0, limit);
+    const last = items.at(-1);
+    const nextCursor = runs.length > limit && last ? encodeCursor({ t: last.createdAt, r: last.runId }) : null;
+    return context.json({ items: items.map(runToJson), next_cursor: nextCursor });
+  });
+
   app.get('/:id', async (context) =>
     context.json(runToJson(await ownedRun(context.req.param('id'), context.get('tenant')))),
   );
@@ -133,4 +163,14 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
 
 function definedOnly<T extends Record<string, unknown>>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== undefined)) as Partial<T>;
+}
+
+/** The position a run-list cursor holds; `400` naming `cursor` for one this API did not make. */
+function runCursor(cursor: string): { createdAt: string; runId: string } {
+  const value = decodeCursor(cursor);
+  const createdAt = value['t'];
+  const runId = value['r'];
+  if (typeof createdAt !== 'string' || typeof runId !== 'string' || Number.isNaN(Date.parse(createdAt)))
+    throw httpError(400, 'invalid_request', 'cursor is not one this API returned for this list');
+  return { createdAt, runId };
 }

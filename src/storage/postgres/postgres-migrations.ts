@@ -294,6 +294,15 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
       "listing a tenant's scopes in byte order",
     up: CORRECTIONS_AND_SCOPE_LISTING,
   },
+  {
+    version: 8,
+    description:
+      "harness_runs_tenant_created_idx: a tenant's runs newest first, for GET /v1/runs; run creation times kept " +
+      'to the millisecond, the precision of RunRecord.createdAt and of the listing cursor',
+    up: (s) => `
+UPDATE ${s}harness_runs SET created_at = date_trunc('milliseconds', created_at);
+CREATE INDEX harness_runs_tenant_created_idx ON ${s}harness_runs (tenant_id, created_at, run_id);`,
+  },
 ]);
 
 /** The schema version this code writes and reads. */

@@ -4,6 +4,7 @@
  * @module
  */
 import { StoreError } from '../../core/errors.js';
+import { createPostgresRunListing } from './postgres-run-listing.js';
 import { memoryIdOf } from '../../core/scope.js';
 import { HistoryPageSizes, historyPageOf, historyPageSql, toRunEvent, toRunRecord } from '../_run-rows.js';
 import { HistoryCache } from '../_history-cache.js';
@@ -37,6 +38,7 @@ const STORE = 'postgres-runs';
 export async function createPostgresRunStore(options: PostgresRunStoreOptions): Promise<RunStore> {
   const connection = openPostgresConnection(options, STORE, 'createPostgresRunStore');
   const { pool, schema, prefix: s } = connection;
+  const listRuns = createPostgresRunListing(s);
   try {
     await migratePostgresSchema(pool, schema);
   } catch (error) {
@@ -72,7 +74,8 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
           pool,
           `INSERT INTO ${s}harness_runs (run_id, memory_id, tenant_id, conversation_id, agent_id, status, prompt, model, system_prompt, max_steps, output, error_json,
              steps, input_tokens, output_tokens, parent_run_id, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16, now(), now())
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16,
+             date_trunc('milliseconds', now()), now())
            RETURNING *`,
           [
             run.runId,
@@ -210,6 +213,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
       }),
     recentMessages: (memoryId, maxTokens) =>
       wrap(async () => takeRecent(await history.recent(memoryId, maxTokens), maxTokens)),
+    listRuns: (runQuery) => wrap(() => listRuns(pool, runQuery)),
     listStaleRuns: (olderThanSeconds) =>
       wrap(async () => {
         const result = await query<RunRow>(

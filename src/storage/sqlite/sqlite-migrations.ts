@@ -477,6 +477,11 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
       "scope's observations compare",
     up: runSql('ALTER TABLE om_memory_records ADD COLUMN correction_count INTEGER NOT NULL DEFAULT 0'),
   },
+  {
+    version: 10,
+    description: "harness_runs_tenant_created_idx: a tenant's runs newest first, for GET /v1/runs",
+    up: runSql('CREATE INDEX harness_runs_tenant_created_idx ON harness_runs (tenant_id, created_at, run_id)'),
+  },
 ]);
 
 /** The schema version this code writes and reads. */

@@ -4,6 +4,7 @@
  * @module
  */
 import type { Database } from 'better-sqlite3';
+import { createSqliteRunListing } from './sqlite-run-listing.js';
 import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
 import { createStoreGuard } from '../_store-guard.js';
@@ -113,6 +114,7 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     forgetRuns: db.prepare<[string]>('DELETE FROM harness_runs WHERE memory_id = ?'),
   };
 
+  const listRuns = createSqliteRunListing(db);
   const wrap = <T>(work: () => T): T => guard.run(work);
   /** A write transaction, counted for the background checkpoints. */
   const write = <T>(work: () => T): T => {
@@ -235,6 +237,9 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     async recentMessages(memoryId, maxTokens) {
       guard.check();
       return takeRecent(await history.recent(memoryId, maxTokens), maxTokens);
+    },
+    async listRuns(query) {
+      return wrap(() => listRuns(query));
     },
     async listStaleRuns(olderThanSeconds) {
       return wrap(() => statements.staleRuns.all(`-${Math.max(0, olderThanSeconds)} seconds`).map(toRunRecord));

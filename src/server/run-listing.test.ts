@@ -1,0 +1,112 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
+import { createAgentRunner } from '../agent/agent-runner.js';
+import { memoryIdOf } from '../core/scope.js';
+import { createObservationalMemory } from '../memory/observational-memory.js';
+import { createWorkingMemory } from '../memory/working-memory.js';
+import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
+import { createInMemoryStore } from '../storage/in-memory-store.js';
+import { createLocalEventHub } from '../storage/local-event-hub.js';
+import type { RunStatus } from '../storage/run-store.js';
+import { createApp } from './app.js';
+import type { AppOptions } from './app.js';
+
+const WORKSPACE = mkdtempSync(join(tmpdir(), 'hm-run-listing-'));
+afterAll(() => rmSync(WORKSPACE, { recursive: true, force: true }));
+
+function setup(apiKeys?: AppOptions['apiKeys']) {
+  const store = createInMemoryStore();
+  const observationalMemory = createObservationalMemory({ store });
+  const workingMemory = createWorkingMemory({ store });
+  const runStore = createInMemoryRunStore();
+  const hub = createLocalEventHub();
+  const runner = createAgentRunner({
+    model: createMockLanguageModel('answer'),
+    observationalMemory,
+    workingMemory,
+    runStore,
+    hub,
+    memoryTools: [],
+    workspace: WORKSPACE,
+  });
+  const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory, ...(apiKeys ? { apiKeys } : {}) });
+  const request = async (path: string, key?: string) => {
+    const response = await app.request(path, key ? { headers: { authorization: `Bearer ${key}` } } : {});
+    return { status: response.status, body: (await response.json()) as Record<string, any> };
+  };
+  const addRun = (runId: string, tenantId: string, conversationId: string, status: RunStatus = 'completed') => {
+    const scope = { tenantId, conversationId, agentId: 'default' };
+    return runStore.createRun({
+      runId,
+      scope,
+      status,
+      prompt: `prompt of ${runId}`,
+      model: '',
+      systemPrompt: '',
+      maxSteps: 5,
+      output: null,
+      error: null,
+      steps: 0,
+      usage: { inputTokens: 0, outputTokens: 0 },
+      parentRunId: null,
+    });
+  };
+  return { request, addRun, runStore, memoryIdOf };
+}
+
+const keys = [
+  { key: 'key-a', tenantId: 'tenant-a' },
+  { key: 'key-b', tenantId: 'tenant-b' },
+];
+
+describe('server: GET /v1/runs', () => {
+  it('lists the key tenant runs newest first, paged by next_cursor, never another tenant', async () => {
+    const { request, addRun } = setup(keys);
+    for (let index = 1; index <= 5; index++) await addRun(`run_${index}`, 'tenant-a', index <= 3 ? 'c1' : 'c2');
+    await addRun('run_9', 'tenant-b', 'c1');
+    const first = await request('/v1/runs?limit=2', 'key-a');
+    expect(first.status).toBe(200);
+    expect(first.body['items'].map((run: any) => run.run_id)).toEqual(['run_5', 'run_4']);
+    expect(first.body['items'][0]).toMatchObject({ tenant_id: 'tenant-a', conversation_id: 'c2', status: 'completed' });
+    const second = await request(`/v1/runs?limit=2&cursor=${first.body['next_cursor']}`, 'key-a');
+    const third = await request(`/v1/runs?limit=2&cursor=${second.body['next_cursor']}`, 'key-a');
+    expect([...second.body['items'], ...third.body['items']].map((run: any) => run.run_id)).toEqual([
+      'run_3',
+      'run_2',
+      'run_1',
+    ]);
+    expect(third.body['next_cursor']).toBeNull();
+    const byB = await request('/v1/runs?tenant_id=tenant-a', 'key-b');
+    expect(byB.body['items'].map((run: any) => run.run_id)).toEqual(['run_9']);
+  });
+
+  it('filters by conversation, agent and status', async () => {
+    const { request, addRun } = setup();
+    await addRun('run_1', 'default', 'c1', 'failed');
+    await addRun('run_2', 'default', 'c1');
+    await addRun('run_3', 'default', 'c2');
+    const ids = async (query: string) =>
+      (await request(`/v1/runs?${query}`)).body['items'].map((run: any) => run.run_id);
+    expect(await ids('conversation_id=c1')).toEqual(['run_2', 'run_1']);
+    expect(await ids('conversation_id=c1&status=failed')).toEqual(['run_1']);
+    expect(await ids('agent_id=default&status=completed')).toEqual(['run_3', 'run_2']);
+    expect(await ids('agent_id=other')).toEqual([]);
+  });
+
+  it.each([
+    ['limit=0', 'limit'],
+    ['limit=201', 'limit'],
+    ['limit=x', 'limit'],
+    ['status=done', 'status'],
+    ['cursor=abc', 'cursor'],
+    ['conversation_id=../x', 'conversation_id'],
+  ])('answers ?%s with 400 naming %s', async (query, field) => {
+    const { request } = setup();
+    const response = await request(`/v1/runs?${query}`);
+    expect(response.status).toBe(400);
+    expect(JSON.stringify(response.body)).toContain(field);
+  });
+});
