@@ -17,7 +17,7 @@ export function runHref(runId) {
 
 /**
  * The runs list, optionally filtered.
- * @param {{ conversation_id?: string, agent_id?: string, status?: string }} [filters]
+ * @param {{ conversation_id?: string, agent_id?: string, status?: string, tenant_id?: string }} [filters]
  */
 export function runsHref(filters = {}) {
   const query = new URLSearchParams();

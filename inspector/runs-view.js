@@ -22,6 +22,8 @@ export async function renderRuns({ main, signal, query }) {
     conversation_id: query.get('conversation_id') ?? '',
     agent_id: query.get('agent_id') ?? '',
     status: query.get('status') ?? '',
+    // With API keys the key names the tenant; a server without keys lists the one asked for.
+    tenant_id: query.get('tenant_id') ?? '',
   };
 
   /** @type {Awaited<ReturnType<typeof pagedTable<RunItem>>>} */
@@ -60,11 +62,12 @@ export async function renderRuns({ main, signal, query }) {
 }
 
 /**
- * @param {{ conversation_id: string, agent_id: string, status: string }} filters
+ * @param {{ conversation_id: string, agent_id: string, status: string, tenant_id: string }} filters
  */
 function filterForm(filters) {
   const conversation = h('input', { id: 'runs-conversation', value: filters.conversation_id });
   const agent = h('input', { id: 'runs-agent', value: filters.agent_id });
+  const tenant = h('input', { id: 'runs-tenant', value: filters.tenant_id, placeholder: 'default' });
   const status = h(
     'select',
     { id: 'runs-status' },
@@ -80,6 +83,8 @@ function filterForm(filters) {
     agent,
     h('label', { for: status.id }, 'Status'),
     status,
+    h('label', { for: tenant.id }, 'Tenant (servers without keys)'),
+    tenant,
     h('button', { type: 'submit' }, 'Filter'),
   );
   form.addEventListener('submit', (event) => {
@@ -88,6 +93,7 @@ function filterForm(filters) {
       conversation_id: conversation.value.trim(),
       agent_id: agent.value.trim(),
       status: status.value,
+      tenant_id: tenant.value.trim(),
     });
   });
   return form;
@@ -95,7 +101,7 @@ function filterForm(filters) {
 
 /**
  * A form that starts a run (in the filtered scope, when there is one) and opens it.
- * @param {{ conversation_id: string, agent_id: string }} filters
+ * @param {{ conversation_id: string, agent_id: string, tenant_id: string }} filters
  * @param {AbortSignal} signal
  */
 function startForm(filters, signal) {
@@ -122,6 +128,7 @@ function startForm(filters, signal) {
     const body = /** @type {Record<string, string>} */ ({ prompt: prompt.value });
     if (conversation.value.trim() !== '') body['conversation_id'] = conversation.value.trim();
     if (agent.value.trim() !== '') body['agent_id'] = agent.value.trim();
+    if (filters.tenant_id !== '') body['tenant_id'] = filters.tenant_id;
     try {
       const started = await api('/runs', { method: 'POST', json: body, signal });
       location.hash = runHref(started.run_id);

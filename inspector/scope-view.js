@@ -63,18 +63,33 @@ export async function renderScope({ main, signal, params }) {
   const liveState = h('p', { class: 'live-state', role: 'status', 'data-testid': 'memory-state' });
   const reflection = h('div', { class: 'reflection', 'data-testid': 'reflection' });
 
+  /** What each part last showed: a part is redrawn only when its data changed, so a poll keeps selections. */
+  const drawn = new Map();
+  /**
+   * @param {string} part
+   * @param {unknown} data
+   * @param {() => void} draw
+   */
+  const redraw = (part, data, draw) => {
+    const text = JSON.stringify(data) ?? '';
+    if (drawn.get(part) === text) return;
+    drawn.set(part, text);
+    draw();
+  };
   const show = () => {
     const status = detail.status ?? {};
-    replace(
-      statusLine,
-      h('span', { class: status.enabled ? 'badge on' : 'badge off' }, status.enabled ? 'enabled' : 'disabled'),
-      ` ${status.observation_count ?? 0} observations · ${status.pending_operations ?? 0} pending · `,
-      h('span', { class: status.dead_operations > 0 ? 'warn' : '' }, `${status.dead_operations ?? 0} dead`),
-      ' operations',
+    redraw('status', status, () =>
+      replace(
+        statusLine,
+        h('span', { class: status.enabled ? 'badge on' : 'badge off' }, status.enabled ? 'enabled' : 'disabled'),
+        ` ${status.observation_count ?? 0} observations · ${status.pending_operations ?? 0} pending · `,
+        h('span', { class: status.dead_operations > 0 ? 'warn' : '' }, `${status.dead_operations ?? 0} dead`),
+        ' operations',
+      ),
     );
-    showSnippets(snippets, detail);
-    showProgress(progress, liveState, detail);
-    showReflection(reflection, detail);
+    redraw('snippets', [detail.snippets, detail.progress, status.config], () => showSnippets(snippets, detail));
+    redraw('progress', [detail.progress, status.pending_operations], () => showProgress(progress, liveState, detail));
+    redraw('reflection', [detail.structured_reflection, detail.reflection], () => showReflection(reflection, detail));
     workingMemory.update(detail.working_memory ?? []);
   };
 
@@ -115,7 +130,11 @@ export async function renderScope({ main, signal, params }) {
         h('dt', {}, 'Agent'),
         h('dd', {}, agent),
       ),
-      h('a', { href: runsHref({ conversation_id: conversation, agent_id: agent }) }, 'Runs of this scope'),
+      h(
+        'a',
+        { href: runsHref({ conversation_id: conversation, agent_id: agent, tenant_id: tenant }) },
+        'Runs of this scope',
+      ),
     ),
     actions,
     statusLine,
@@ -131,7 +150,8 @@ export async function renderScope({ main, signal, params }) {
   // Poll with a timeout chain (not an interval), so a slow answer never piles requests up.
   const tick = async () => {
     if (signal.aborted || stopped) return;
-    await refresh();
+    // A hidden tab skips its reads; the next visible tick catches up.
+    if (!document.hidden) await refresh();
     if (!signal.aborted && !stopped) timer = setTimeout(tick, POLL_MS);
   };
   let timer = setTimeout(tick, POLL_MS);

@@ -289,6 +289,36 @@ describe('inspector: in a real browser', () => {
     await page.getByTestId('events').locator('li[data-type="run.completed"]').waitFor(WAIT);
     await page.locator('[data-testid="stream-state"][data-state="ended"]').waitFor(WAIT);
     expect(await page.getByTestId('run-summary').innerText()).toContain('oat milk');
+
+    // The form starts a run in the filtered scope and opens it.
+    await page.goto(`${e2e.url}/inspector/#/runs?conversation_id=groceries&agent_id=${AGENT}`);
+    await page.getByLabel('Prompt').fill('Add bread to the list');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await page.getByTestId('events').locator('li[data-type="run.completed"]').waitFor(WAIT);
+    expect(await page.getByTestId('run-summary').innerText()).toContain(`groceries / ${AGENT}`);
+  });
+
+  it('works without a key on a server without API keys (loopback), listing the tenant asked for', async () => {
+    const keyless = await startE2E();
+    try {
+      const runId = await keyless.startRun({
+        prompt: 'Keyless hello',
+        conversation_id: 'open-conv',
+        tenant_id: 'team',
+      });
+      await keyless.events(runId);
+      const page = await openInspector('#/scopes', { base: keyless.url });
+      await page.getByRole('heading', { name: 'Memory scopes' }).waitFor(WAIT);
+      expect(await page.getByRole('link', { name: 'open-conv' }).count()).toBe(0);
+      await page.getByLabel('Tenant (servers without keys)').fill('team');
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      await page.getByRole('link', { name: 'open-conv' }).click();
+      await expect
+        .poll(() => page.getByTestId('snippet-observational-memory').textContent(), WAIT)
+        .toContain('Keyless hello');
+    } finally {
+      await keyless.close();
+    }
   });
 
   it('shows "observing…" while an observation runs, then the new observation and operation', async () => {
