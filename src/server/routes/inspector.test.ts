@@ -43,6 +43,15 @@ describe('server: inspector route', () => {
     expect(INSPECTOR_CSP).not.toContain('unsafe-eval');
   });
 
+  it('answers 304 to a revalidation of an unchanged file', async () => {
+    const app = mounted();
+    const first = await app.request('/inspector/app.js');
+    const tag = first.headers.get('etag');
+    expect(tag).toBeTruthy();
+    const again = await app.request('/inspector/app.js', { headers: { 'if-none-match': tag ?? '' } });
+    expect(again.status).toBe(304);
+  });
+
   it('answers 404 for unknown files, nested paths and traversal attempts, without reading them', async () => {
     const app = mounted();
     for (const path of [

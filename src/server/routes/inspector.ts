@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { Hono } from 'hono';
+import { etag } from 'hono/etag';
 import { jsonError } from '../http-error.js';
 import type { ServerEnv } from '../server-env.js';
 
@@ -67,6 +68,10 @@ export function inspectorRoutes(options: InspectorRoutesOptions = {}): Hono<Serv
     }
     return found;
   };
+
+  // `no-cache` with an ETag: the browser asks each time and gets a 304 while the files are
+  // unchanged, so an upgraded package is picked up at once.
+  app.use('*', etag());
 
   // Relative links in the page need the trailing slash; a relative Location keeps any
   // path prefix a proxy added.
