@@ -131,81 +131,23 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   const hub = options.hub ?? createLocalEventHub();
   const reportFault = options.onFault ?? IGNORE_FAULTS;
   const callbacks = new Map<string, (event: RunEvent) => void>();
-  const events = new RunEventEmitter(options.runStore, hub, (event) => {
-    const callback = callbacks.get(event.runId);
-    if (!callback) return;
-    if (TERMINAL_EVENT_TYPES.has(event.type)) callbacks.delete(event.runId);
-    try {
-      callback(event);
-    } catch (error) {
-      reportFault({
-        component: 'runner',
-        message: `the onEvent callback threw on ${event.type}`,
-        error,
-        runId: event.runId,
-      });
-    }
-  });
+  const events = new RunEventEmitter(options.runStore, hub, (event) => deliverEvent(callbacks, event, reportFault));
   const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
   const active = new Map<string, { controller: AbortController; done: Promise<RunRecord> }>();
-  const { runStore, observationalMemory: memory, workingMemory } = options;
-  const runLoop = createRunLoop({
-    model: options.model,
-    memory,
-    runStore,
-    events,
-    // Every model request of every run is built here.
-    preparer: createTurnPreparer({
-      observationalMemory: memory,
-      workingMemory,
-      runStore,
-      historyMaxTokens: options.historyMaxTokens ?? 8000,
-      estimator,
-    }),
-    tools: createToolDispatcher({
-      tools: [...options.memoryTools, ...(options.tools ?? [])],
-      workspace: options.workspace,
-    }),
-    estimator,
-    settleTimeoutMs: options.settleTimeoutMs ?? 60_000,
-    ...(options.forensics ? { forensics: options.forensics } : {}),
-    reportFault,
-  });
-
-  /**
-   * A run whose own failure path failed (its store write or last event threw): the fault is
-   * reported, the run's end is written once more if the store lets us, and a record comes
-   * back either way, so nothing rejects in the background.
-   */
-  const endAfterFault = async (run: RunRecord, error: unknown, status: 'failed' | 'cancelled'): Promise<RunRecord> => {
-    reportFault({ component: 'runner', message: 'the run could not record its end', error, runId: run.runId });
-    const runError = status === 'failed' ? errorJson(error) : null;
-    const context = { conversationId: run.scope.conversationId };
-    try {
-      const ended = await runStore.updateRun(run.runId, { status, ...(runError ? { error: runError } : {}) });
-      await events.emit(
-        run.runId,
-        status === 'failed' ? 'run.failed' : 'run.cancelled',
-        runError ? { error: runError } : {},
-        context,
-      );
-      return ended;
-    } catch (again) {
-      // Left as it is, the run is failed as abandoned by the sweep once its heartbeats stop.
-      reportFault({
-        component: 'runner',
-        message: 'the run end could not be recorded a second time; the sweep will fail it as abandoned',
-        error: again,
-        runId: run.runId,
-      });
-      return { ...run, status, error: runError, updatedAt: new Date().toISOString() };
-    }
-  };
+  const { runStore } = options;
+  const runLoop = runLoopOf(options, events, estimator, reportFault);
 
   const launch = (run: RunRecord): void => {
     const controller = new AbortController();
     const done = runLoop(run, controller.signal)
-      .catch((error: unknown) => endAfterFault(run, error, controller.signal.aborted ? 'cancelled' : 'failed'))
+      .catch((error: unknown) =>
+        endAfterFault(
+          { runStore, events, reportFault },
+          run,
+          error,
+          controller.signal.aborted ? 'cancelled' : 'failed',
+        ),
+      )
       .finally(() => active.delete(run.runId));
     active.set(run.runId, { controller, done });
   };
@@ -220,15 +162,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   const runner: AgentRunner = {
     hub,
     async start(request, startOptions = {}) {
-      if (typeof request.prompt !== 'string' || request.prompt.trim() === '')
-        throw invalidRequest('prompt is required');
-      if (request.prompt.length > MAX_PROMPT_CHARS)
-        throw invalidRequest(`prompt is longer than ${MAX_PROMPT_CHARS} characters`);
-      const maxSteps = request.maxSteps ?? options.defaultMaxSteps ?? 10;
-      if (!Number.isSafeInteger(maxSteps) || maxSteps < 1 || maxSteps > 100)
-        throw invalidRequest('max_steps must be an integer from 1 to 100');
-      if (startOptions.onEvent !== undefined && typeof startOptions.onEvent !== 'function')
-        throw invalidRequest('onEvent must be a function');
+      const maxSteps = checkStart(request, startOptions, options.defaultMaxSteps ?? 10);
       const runId = options.generateRunId?.() ?? `run_${randomUUID()}`;
       const scope = resolveScope({
         tenantId: request.tenantId,
@@ -301,6 +235,111 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     },
   };
   return runner;
+}
+
+/** Hands a run's event to its `onEvent` callback (dropped after the run's last event); a throwing callback is a fault. */
+function deliverEvent(
+  callbacks: Map<string, (event: RunEvent) => void>,
+  event: RunEvent,
+  reportFault: FaultReporter,
+): void {
+  const callback = callbacks.get(event.runId);
+  if (!callback) return;
+  if (TERMINAL_EVENT_TYPES.has(event.type)) callbacks.delete(event.runId);
+  try {
+    callback(event);
+  } catch (error) {
+    reportFault({
+      component: 'runner',
+      message: `the onEvent callback threw on ${event.type}`,
+      error,
+      runId: event.runId,
+    });
+  }
+}
+
+/** The run loop over the runner's options: one turn preparer builds every model request of every run. */
+function runLoopOf(
+  options: AgentRunnerOptions,
+  events: RunEventEmitter,
+  estimator: TokenEstimator,
+  reportFault: FaultReporter,
+): ReturnType<typeof createRunLoop> {
+  const { runStore, observationalMemory: memory, workingMemory } = options;
+  return createRunLoop({
+    model: options.model,
+    memory,
+    runStore,
+    events,
+    preparer: createTurnPreparer({
+      observationalMemory: memory,
+      workingMemory,
+      runStore,
+      historyMaxTokens: options.historyMaxTokens ?? 8000,
+      estimator,
+    }),
+    tools: createToolDispatcher({
+      tools: [...options.memoryTools, ...(options.tools ?? [])],
+      workspace: options.workspace,
+    }),
+    estimator,
+    settleTimeoutMs: options.settleTimeoutMs ?? 60_000,
+    ...(options.forensics ? { forensics: options.forensics } : {}),
+    reportFault,
+  });
+}
+
+/** Checks a start request; returns its step limit. */
+function checkStart(
+  request: Parameters<AgentRunner['start']>[0],
+  startOptions: NonNullable<Parameters<AgentRunner['start']>[1]>,
+  defaultMaxSteps: number,
+): number {
+  if (typeof request.prompt !== 'string' || request.prompt.trim() === '') throw invalidRequest('prompt is required');
+  if (request.prompt.length > MAX_PROMPT_CHARS)
+    throw invalidRequest(`prompt is longer than ${MAX_PROMPT_CHARS} characters`);
+  const maxSteps = request.maxSteps ?? defaultMaxSteps;
+  if (!Number.isSafeInteger(maxSteps) || maxSteps < 1 || maxSteps > 100)
+    throw invalidRequest('max_steps must be an integer from 1 to 100');
+  if (startOptions.onEvent !== undefined && typeof startOptions.onEvent !== 'function')
+    throw invalidRequest('onEvent must be a function');
+  return maxSteps;
+}
+
+/**
+ * A run whose own failure path failed (its store write or last event threw): the fault is
+ * reported, the run's end is written once more if the store lets us, and a record comes
+ * back either way, so nothing rejects in the background.
+ */
+async function endAfterFault(
+  dependencies: { readonly runStore: RunStore; readonly events: RunEventEmitter; readonly reportFault: FaultReporter },
+  run: RunRecord,
+  error: unknown,
+  status: 'failed' | 'cancelled',
+): Promise<RunRecord> {
+  const { runStore, events, reportFault } = dependencies;
+  reportFault({ component: 'runner', message: 'the run could not record its end', error, runId: run.runId });
+  const runError = status === 'failed' ? errorJson(error) : null;
+  const context = { conversationId: run.scope.conversationId };
+  try {
+    const ended = await runStore.updateRun(run.runId, { status, ...(runError ? { error: runError } : {}) });
+    await events.emit(
+      run.runId,
+      status === 'failed' ? 'run.failed' : 'run.cancelled',
+      runError ? { error: runError } : {},
+      context,
+    );
+    return ended;
+  } catch (again) {
+    // Left as it is, the run is failed as abandoned by the sweep once its heartbeats stop.
+    reportFault({
+      component: 'runner',
+      message: 'the run end could not be recorded a second time; the sweep will fail it as abandoned',
+      error: again,
+      runId: run.runId,
+    });
+    return { ...run, status, error: runError, updatedAt: new Date().toISOString() };
+  }
 }
 
 function validateRunnerOptions(options: AgentRunnerOptions): void {

@@ -6,7 +6,12 @@ import { HarnessMemoryError } from '../core/errors.js';
 import { redactSecrets } from '../core/redact-secrets.js';
 import { stripInvisible } from '../core/sanitize-text.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
-import type { ImportedObservation } from '../storage/store.js';
+import type { IdGenerator } from '../core/ids.js';
+import type { Observation, MemoryRecord } from '../core/observation.js';
+import type { Scope } from '../core/scope.js';
+import { memoryIdOf } from '../core/scope.js';
+import type { ImportedObservation, MemoryStore } from '../storage/store.js';
+import type { KeyedLock } from './scope-lock.js';
 
 /** One observation to import, as a caller gives it. */
 export interface ObservationImport {
@@ -75,4 +80,37 @@ function invalid(index: number, problem: string): HarnessMemoryError {
     message: index >= 0 ? `importObservations: observation ${index}: ${problem}.` : `importObservations: ${problem}.`,
     data: { index },
   });
+}
+
+/**
+ * Appends prepared observations to the scope in one store call, after the scope's earlier
+ * operations of this process (`locks`). Throws `STORE_FAILED` for a store that cannot import.
+ */
+export async function importPrepared(
+  dependencies: { readonly store: MemoryStore; readonly locks: KeyedLock; readonly generateId: IdGenerator },
+  scope: Scope,
+  observations: readonly ImportedObservation[],
+  meta: { runId?: string; toolCallId?: string },
+): Promise<{ record: MemoryRecord; observations: Observation[] }> {
+  const { store } = dependencies;
+  const memoryId = memoryIdOf(scope);
+  if (!store.importObservations) {
+    throw new HarnessMemoryError({
+      code: 'STORE_FAILED',
+      component: 'import',
+      message: 'this store cannot import observations (it has no importObservations).',
+      data: { memoryId },
+    });
+  }
+  const importInto = store.importObservations.bind(store);
+  return dependencies.locks.run(memoryId, () =>
+    importInto({
+      scope,
+      memoryId,
+      observations,
+      runId: meta.runId ?? 'unknown',
+      toolCallId: meta.toolCallId ?? 'system',
+      operationId: dependencies.generateId('op'),
+    }),
+  );
 }

@@ -77,11 +77,23 @@ export interface MemoryInspector {
 
 /** The inspector over a service's store and reader. */
 export function createMemoryInspector(dependencies: MemoryInspectorDependencies): MemoryInspector {
-  const { store, reader, estimator } = dependencies;
-  const plans = new SnippetCache<ObservationSnippetPlan>();
+  return new ScopeInspector(dependencies);
+}
+
+/** {@link MemoryInspector} over one service's store, reader and clock of ids. */
+class ScopeInspector implements MemoryInspector {
+  readonly #dependencies: MemoryInspectorDependencies;
+  readonly #plans = new SnippetCache<ObservationSnippetPlan>();
+
+  constructor(dependencies: MemoryInspectorDependencies) {
+    this.#dependencies = dependencies;
+  }
 
   /** The scope's observations and the plan of its next snippet, cached per state version. */
-  const selectionOf = async (memoryId: string, record: MemoryRecord) => {
+  async #selectionOf(memoryId: string, record: MemoryRecord) {
+    const dependencies = this.#dependencies;
+    const { reader, estimator } = dependencies;
+    const plans = this.#plans;
     const observations = await reader.observationCache.get(memoryId, record);
     const { enabled, config } = reader.effective(record);
     let plan = plans.get(memoryId, record.stateVersion);
@@ -110,14 +122,11 @@ export function createMemoryInspector(dependencies: MemoryInspectorDependencies)
       });
     };
     return { observations, view };
-  };
+  }
 
-  const correct = async (
-    scope: Scope,
-    seq: number,
-    change: ObservationChange,
-    meta: { runId?: string; toolCallId?: string },
-  ) => {
+  async #correct(scope: Scope, seq: number, change: ObservationChange, meta: { runId?: string; toolCallId?: string }) {
+    const dependencies = this.#dependencies;
+    const { store } = dependencies;
     const memoryId = memoryIdOf(scope);
     const result = await dependencies.locks.run(memoryId, () =>
       store.correctObservation({
@@ -132,136 +141,160 @@ export function createMemoryInspector(dependencies: MemoryInspectorDependencies)
     );
     if (!result) throw notFound(seq);
     return result;
-  };
+  }
 
-  return {
-    async listScopes(tenantId, request = {}) {
-      const tenant = validateScopeId('tenant_id', tenantId);
-      const limit = pageSize(request.limit);
-      const after = request.cursor === undefined ? undefined : decodeScopeCursor(request.cursor);
-      const words = wordsOf(request.query);
-      const found = await store.listScopes({
-        tenantId: tenant,
+  async listScopes(tenantId: string, request: ScopeListRequest = {}): Promise<Page<ListedScope>> {
+    const { store } = this.#dependencies;
+    const dependencies = this.#dependencies;
+    const tenant = validateScopeId('tenant_id', tenantId);
+    const limit = pageSize(request.limit);
+    const after = request.cursor === undefined ? undefined : decodeScopeCursor(request.cursor);
+    const words = wordsOf(request.query);
+    const found = await store.listScopes({
+      tenantId: tenant,
+      limit: limit + 1,
+      ...(after ? { after } : {}),
+      ...(words.length > 0 ? { words } : {}),
+      ...(request.enabled === undefined
+        ? {}
+        : { enabled: { value: request.enabled, whenUnset: dependencies.defaultEnabled } }),
+    });
+    const items = found.slice(0, limit).map((summary): ListedScope =>
+      Object.freeze({
+        ...summary,
+        enabled: dependencies.mode !== 'off' && (summary.enabled ?? dependencies.defaultEnabled),
+      }),
+    );
+    const last = items.at(-1);
+    return {
+      items,
+      nextCursor:
+        found.length > limit && last ? encodeCursor({ c: last.scope.conversationId, a: last.scope.agentId }) : null,
+    };
+  }
+
+  async observationPage(
+    scope: Scope,
+    request: PageRequest & { readonly query?: string } = {},
+  ): Promise<Page<ObservationView>> {
+    const { store } = this.#dependencies;
+    const memoryId = memoryIdOf(scope);
+    const limit = pageSize(request.limit);
+    const beforeSeq = request.cursor === undefined ? undefined : decodeNumberCursor(request.cursor, 's');
+    const words = wordsOf(request.query);
+    const record = await store.getRecord(memoryId);
+    if (!record) return { items: [], nextCursor: null };
+    const [page, selection] = await Promise.all([
+      store.findObservations(memoryId, {
         limit: limit + 1,
-        ...(after ? { after } : {}),
+        ...(beforeSeq === undefined ? {} : { beforeSeq }),
         ...(words.length > 0 ? { words } : {}),
-        ...(request.enabled === undefined
-          ? {}
-          : { enabled: { value: request.enabled, whenUnset: dependencies.defaultEnabled } }),
-      });
-      const items = found.slice(0, limit).map((summary): ListedScope =>
-        Object.freeze({
-          ...summary,
-          enabled: dependencies.mode !== 'off' && (summary.enabled ?? dependencies.defaultEnabled),
-        }),
+      }),
+      this.#selectionOf(memoryId, record),
+    ]);
+    const items = page.slice(0, limit).map(selection.view);
+    const last = items.at(-1);
+    return { items, nextCursor: page.length > limit && last ? encodeCursor({ s: last.seq }) : null };
+  }
+
+  async searchObservations(
+    scope: Scope,
+    request: PageRequest & { readonly query: string },
+  ): Promise<Page<ObservationView>> {
+    const { store } = this.#dependencies;
+    const memoryId = memoryIdOf(scope);
+    const limit = pageSize(request.limit);
+    const offset = request.cursor === undefined ? 0 : decodeNumberCursor(request.cursor, 'o');
+    const words = wordsOf(request.query);
+    if (words.length === 0) throw invalidRequest('query', 'query must hold at least one word');
+    const record = await store.getRecord(memoryId);
+    if (!record || record.observationCount === 0) return { items: [], nextCursor: null };
+    const [found, selection] = await Promise.all([
+      store.findObservations(memoryId, { limit: record.observationCount, words }),
+      this.#selectionOf(memoryId, record),
+    ]);
+    // Importance-weighted recency, the snippet's own order: newest and most important first.
+    const ranked = found.map(selection.view).sort((a, b) => b.score - a.score || b.seq - a.seq);
+    const items = ranked.slice(offset, offset + limit);
+    return { items, nextCursor: offset + limit < ranked.length ? encodeCursor({ o: offset + limit }) : null };
+  }
+
+  async operationPage(
+    scope: Scope,
+    request: PageRequest & { readonly status?: string } = {},
+  ): Promise<Page<Operation>> {
+    const { store } = this.#dependencies;
+    const limit = pageSize(request.limit);
+    const beforeSequence = request.cursor === undefined ? undefined : decodeNumberCursor(request.cursor, 'q');
+    const status = request.status;
+    if (status !== undefined && !OPERATION_STATUSES.includes(status))
+      throw invalidRequest(
+        'status',
+        `status must be one of ${OPERATION_STATUSES.join(', ')}, got ${JSON.stringify(status)}`,
       );
-      const last = items.at(-1);
-      return {
-        items,
-        nextCursor:
-          found.length > limit && last ? encodeCursor({ c: last.scope.conversationId, a: last.scope.agentId }) : null,
-      };
-    },
+    const page = await store.listOperationPage(memoryIdOf(scope), {
+      limit: limit + 1,
+      ...(beforeSequence === undefined ? {} : { beforeSequence }),
+      ...(status === undefined ? {} : { status: status as OperationStatus }),
+    });
+    const items = page.slice(0, limit);
+    const last = items.at(-1);
+    return { items, nextCursor: page.length > limit && last ? encodeCursor({ q: last.scopeSequence }) : null };
+  }
 
-    async observationPage(scope, request = {}) {
-      const memoryId = memoryIdOf(scope);
-      const limit = pageSize(request.limit);
-      const beforeSeq = request.cursor === undefined ? undefined : decodeNumberCursor(request.cursor, 's');
-      const words = wordsOf(request.query);
-      const record = await store.getRecord(memoryId);
-      if (!record) return { items: [], nextCursor: null };
-      const [page, selection] = await Promise.all([
-        store.findObservations(memoryId, {
-          limit: limit + 1,
-          ...(beforeSeq === undefined ? {} : { beforeSeq }),
-          ...(words.length > 0 ? { words } : {}),
-        }),
-        selectionOf(memoryId, record),
-      ]);
-      const items = page.slice(0, limit).map(selection.view);
-      const last = items.at(-1);
-      return { items, nextCursor: page.length > limit && last ? encodeCursor({ s: last.seq }) : null };
-    },
+  async correctObservation(
+    scope: Scope,
+    seq: number,
+    change: { readonly content: string; readonly importance?: number | null },
+    meta: { runId?: string; toolCallId?: string } = {},
+  ): Promise<{ observation: ObservationView; status: MemoryStatus }> {
+    const dependencies = this.#dependencies;
+    checkSeq(seq);
+    const content = cleanContent(change.content, dependencies.redact);
+    const importance = checkImportance(change.importance);
+    const result = await this.#correct(
+      scope,
+      seq,
+      {
+        kind: 'replace',
+        content,
+        tokenCount: dependencies.estimator.estimate(content),
+        ...(importance === undefined ? {} : { importance }),
+      },
+      meta,
+    );
+    const selection = await this.#selectionOf(memoryIdOf(scope), result.record);
+    return {
+      observation: selection.view(result.observation as Observation),
+      status: await dependencies.currentStatus(scope, result.record),
+    };
+  }
 
-    async searchObservations(scope, request) {
-      const memoryId = memoryIdOf(scope);
-      const limit = pageSize(request.limit);
-      const offset = request.cursor === undefined ? 0 : decodeNumberCursor(request.cursor, 'o');
-      const words = wordsOf(request.query);
-      if (words.length === 0) throw invalidRequest('query', 'query must hold at least one word');
-      const record = await store.getRecord(memoryId);
-      if (!record || record.observationCount === 0) return { items: [], nextCursor: null };
-      const [found, selection] = await Promise.all([
-        store.findObservations(memoryId, { limit: record.observationCount, words }),
-        selectionOf(memoryId, record),
-      ]);
-      // Importance-weighted recency, the snippet's own order: newest and most important first.
-      const ranked = found.map(selection.view).sort((a, b) => b.score - a.score || b.seq - a.seq);
-      const items = ranked.slice(offset, offset + limit);
-      return { items, nextCursor: offset + limit < ranked.length ? encodeCursor({ o: offset + limit }) : null };
-    },
+  async deleteObservation(
+    scope: Scope,
+    seq: number,
+    meta: { runId?: string; toolCallId?: string } = {},
+  ): Promise<{ seq: number; status: MemoryStatus }> {
+    const dependencies = this.#dependencies;
+    checkSeq(seq);
+    const result = await this.#correct(scope, seq, { kind: 'delete' }, meta);
+    return { seq, status: await dependencies.currentStatus(scope, result.record) };
+  }
 
-    async operationPage(scope, request = {}) {
-      const limit = pageSize(request.limit);
-      const beforeSequence = request.cursor === undefined ? undefined : decodeNumberCursor(request.cursor, 'q');
-      const status = request.status;
-      if (status !== undefined && !OPERATION_STATUSES.includes(status))
-        throw invalidRequest(
-          'status',
-          `status must be one of ${OPERATION_STATUSES.join(', ')}, got ${JSON.stringify(status)}`,
-        );
-      const page = await store.listOperationPage(memoryIdOf(scope), {
-        limit: limit + 1,
-        ...(beforeSequence === undefined ? {} : { beforeSequence }),
-        ...(status === undefined ? {} : { status: status as OperationStatus }),
-      });
-      const items = page.slice(0, limit);
-      const last = items.at(-1);
-      return { items, nextCursor: page.length > limit && last ? encodeCursor({ q: last.scopeSequence }) : null };
-    },
-
-    async correctObservation(scope, seq, change, meta = {}) {
-      checkSeq(seq);
-      const content = cleanContent(change.content, dependencies.redact);
-      const importance = checkImportance(change.importance);
-      const result = await correct(
-        scope,
-        seq,
-        {
-          kind: 'replace',
-          content,
-          tokenCount: estimator.estimate(content),
-          ...(importance === undefined ? {} : { importance }),
-        },
-        meta,
-      );
-      const selection = await selectionOf(memoryIdOf(scope), result.record);
-      return {
-        observation: selection.view(result.observation as Observation),
-        status: await dependencies.currentStatus(scope, result.record),
-      };
-    },
-
-    async deleteObservation(scope, seq, meta = {}) {
-      checkSeq(seq);
-      const result = await correct(scope, seq, { kind: 'delete' }, meta);
-      return { seq, status: await dependencies.currentStatus(scope, result.record) };
-    },
-
-    async progress(scope) {
-      const memoryId = memoryIdOf(scope);
-      const record = await store.getRecord(memoryId);
-      const { config } = reader.effective(record);
-      const [unobserved, operations, snippet] = record
-        ? await Promise.all([
-            store.listUnobservedMessages(memoryId, record.lastMessageSeq),
-            store.listOperationPage(memoryId, { status: 'processing', limit: 10 }),
-            reader.snippetOf(memoryId, record),
-          ])
-        : [[], [], ''];
-      return progressOf({ record, config, unobserved, operations, snippet, estimator });
-    },
-  };
+  async progress(scope: Scope): Promise<MemoryProgress> {
+    const { store, reader, estimator } = this.#dependencies;
+    const memoryId = memoryIdOf(scope);
+    const record = await store.getRecord(memoryId);
+    const { config } = reader.effective(record);
+    const [unobserved, operations, snippet] = record
+      ? await Promise.all([
+          store.listUnobservedMessages(memoryId, record.lastMessageSeq),
+          store.listOperationPage(memoryId, { status: 'processing', limit: 10 }),
+          reader.snippetOf(memoryId, record),
+        ])
+      : [[], [], ''];
+    return progressOf({ record, config, unobserved, operations, snippet, estimator });
+  }
 }
 
 /** `limit` checked: 1 to {@link MAX_PAGE_SIZE}, {@link DEFAULT_PAGE_SIZE} when unset. */

@@ -24,7 +24,9 @@ import type {
   ObserveResult,
 } from './observational-memory-api.js';
 import { createOperationScheduler } from './operation-scheduler.js';
+import type { OperationScheduler } from './operation-scheduler.js';
 import { createMemoryInspector } from './memory-inspector.js';
+import type { MemoryInspector } from './memory-inspector.js';
 import { createScopeReader } from './scope-reader.js';
 import { observeScope } from './observe-scope.js';
 import type { ObserveDependencies } from './observe-scope.js';
@@ -32,7 +34,7 @@ import type { OperationWorkerContext, WorkerEvent } from './operation-worker.js'
 import type { ObservationCache } from './observation-cache.js';
 import { KeyedLock } from './scope-lock.js';
 import { positive, resolveMode, unitInterval, validateOverrides, validateThresholds } from './memory-settings.js';
-import { prepareImport } from './import-observations.js';
+import { importPrepared, prepareImport } from './import-observations.js';
 
 /** The store methods every observational-memory call relies on. */
 const MEMORY_STORE_METHODS = [
@@ -75,56 +77,10 @@ export type {
  * ```
  */
 export function createObservationalMemory(options: ObservationalMemoryOptions): ObservationalMemory {
-  validateMemoryOptions(options);
-  const mode = resolveMode(options.mode);
-  const defaults = validateThresholds(
-    { ...DEFAULT_OBSERVATION_CONFIG, ...options.defaults },
-    'createObservationalMemory.defaults',
-  );
-  const store = options.store;
-  const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
-  const now = options.now ?? (() => new Date());
-  const generateId = options.generateId ?? defaultGenerateId;
-  const listeners = new Set<(event: ObservationalMemoryEvent) => void>();
-  if (options.onEvent) listeners.add(options.onEvent);
-  const locks = new KeyedLock();
-  const reader = createScopeReader({
-    store,
-    mode,
-    defaults,
-    defaultEnabled: options.defaultEnabled ?? false,
-    estimator,
-  });
-  const { effective, linksOf, currentStatus, snippetOf, observationCache } = reader;
-  const emit = (event: ObservationalMemoryEvent): void => notify(listeners, event);
-  const worker = workerContextOf(options, {
-    store,
-    estimator,
-    generateId,
-    now,
-    effective,
-    emit,
-    observationCache,
-    linksOf,
-  });
-
-  const scheduler = createOperationScheduler({
-    worker,
-    locks,
-    onWorkerFailed: (error) => emit({ type: 'memory.worker.failed', error: error.message }),
-  });
+  const parts = assemble(options);
+  const { mode, store, estimator, generateId, listeners, locks, reader, scheduler, inspector, emit, worker } = parts;
+  const { effective, currentStatus, snippetOf } = reader;
   const { processScope, enqueue, enqueueAndRun } = scheduler;
-  const inspector = createMemoryInspector({
-    store,
-    reader,
-    estimator,
-    defaultEnabled: options.defaultEnabled ?? false,
-    mode,
-    redact: options.redactSecrets ?? true,
-    locks,
-    generateId,
-    currentStatus,
-  });
 
   const requireMode = (action: string): void => requireModeOn(mode, action);
 
@@ -210,27 +166,8 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     async importObservations(scopeInput, observations, meta = {}) {
       requireMode('import');
       const scope = resolveScope(scopeInput, meta.runId);
-      const memoryId = memoryIdOf(scope);
       const prepared = prepareImport(observations, estimator, options.redactSecrets ?? true);
-      if (!store.importObservations) {
-        throw new HarnessMemoryError({
-          code: 'STORE_FAILED',
-          component: 'import',
-          message: 'this store cannot import observations (it has no importObservations).',
-          data: { memoryId },
-        });
-      }
-      const importInto = store.importObservations.bind(store);
-      const result = await locks.run(memoryId, () =>
-        importInto({
-          scope,
-          memoryId,
-          observations: prepared,
-          runId: meta.runId ?? 'unknown',
-          toolCallId: meta.toolCallId ?? 'system',
-          operationId: generateId('op'),
-        }),
-      );
+      const result = await importPrepared({ store, locks, generateId }, scope, prepared, meta);
       return { observations: result.observations, status: await currentStatus(scope, result.record) };
     },
 
@@ -251,6 +188,76 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       storedKeys.delete(memoryId);
     },
 
+    ...inspectorMethods(inspector, requireMode),
+
+    generation: async (scopeInput) => store.scopeGeneration(memoryIdOf(resolveScope(scopeInput))),
+
+    ...schedulerMethods(scheduler, listeners),
+  };
+  return service;
+}
+
+/** The service's parts: its options checked, and the reader, worker, scheduler and inspector wired together. */
+function assemble(options: ObservationalMemoryOptions) {
+  validateMemoryOptions(options);
+  const mode = resolveMode(options.mode);
+  const defaults = validateThresholds(
+    { ...DEFAULT_OBSERVATION_CONFIG, ...options.defaults },
+    'createObservationalMemory.defaults',
+  );
+  const store = options.store;
+  const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
+  const generateId = options.generateId ?? defaultGenerateId;
+  const listeners = new Set<(event: ObservationalMemoryEvent) => void>();
+  if (options.onEvent) listeners.add(options.onEvent);
+  const locks = new KeyedLock();
+  const defaultEnabled = options.defaultEnabled ?? false;
+  const reader = createScopeReader({ store, mode, defaults, defaultEnabled, estimator });
+  const emit = (event: ObservationalMemoryEvent): void => notify(listeners, event);
+  const worker = workerContextOf(options, {
+    store,
+    estimator,
+    generateId,
+    now: options.now ?? (() => new Date()),
+    effective: reader.effective,
+    emit,
+    observationCache: reader.observationCache,
+    linksOf: reader.linksOf,
+  });
+  const scheduler = createOperationScheduler({
+    worker,
+    locks,
+    onWorkerFailed: (error) => emit({ type: 'memory.worker.failed', error: error.message }),
+  });
+  const inspector = createMemoryInspector({
+    store,
+    reader,
+    estimator,
+    defaultEnabled,
+    mode,
+    redact: options.redactSecrets ?? true,
+    locks,
+    generateId,
+    currentStatus: reader.currentStatus,
+  });
+  return { mode, store, estimator, generateId, listeners, locks, reader, worker, scheduler, inspector, emit };
+}
+
+/** The service's listing and correction methods, each resolving its scope first. */
+function inspectorMethods(
+  inspector: MemoryInspector,
+  requireMode: (action: string) => void,
+): Pick<
+  ObservationalMemory,
+  | 'listScopes'
+  | 'observationPage'
+  | 'searchObservations'
+  | 'operationPage'
+  | 'correctObservation'
+  | 'deleteObservation'
+  | 'progress'
+> {
+  return {
     listScopes: (tenantId, request) => inspector.listScopes(tenantId, request),
     observationPage: async (scopeInput, request) => inspector.observationPage(resolveScope(scopeInput), request),
     searchObservations: async (scopeInput, request) => inspector.searchObservations(resolveScope(scopeInput), request),
@@ -264,25 +271,27 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       return inspector.deleteObservation(resolveScope(scopeInput), seq, meta);
     },
     progress: async (scopeInput) => inspector.progress(resolveScope(scopeInput)),
+  };
+}
 
-    generation: async (scopeInput) => store.scopeGeneration(memoryIdOf(resolveScope(scopeInput))),
-
+/** The service's methods over its operation scheduler and its event listeners. */
+function schedulerMethods(
+  scheduler: OperationScheduler,
+  listeners: Set<(event: ObservationalMemoryEvent) => void>,
+): Pick<ObservationalMemory, 'retryOperation' | 'drain' | 'subscribe' | 'startWorker'> {
+  return {
     retryOperation: async (scopeInput, operationId) =>
       scheduler.retryDead(memoryIdOf(resolveScope(scopeInput)), operationId),
-
     async drain(scopeInput, drainOptions = {}) {
       const memoryId = scopeInput === undefined ? undefined : memoryIdOf(resolveScope(scopeInput));
       return scheduler.drain(memoryId, drainOptions.timeoutMs ?? 60_000);
     },
-
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
-
     startWorker: (workerOptions = {}) => scheduler.startWorker(workerOptions),
   };
-  return service;
 }
 
 /** What {@link workerContextOf} takes from the service besides its options. */

@@ -60,36 +60,44 @@ export interface MemoryRoutesOptions {
   readonly limits: TenantLimits;
 }
 
-/** `/v1/memory/{tenant}/{conversation}/{agent}`: inspect, forget, control both memories. */
+type PathContext = {
+  req: { param: (name: string) => string };
+  get: ((key: 'tenant') => string | undefined) & ((key: 'principal') => string | undefined);
+};
+
+/** The scope named by the path; another tenant's memory is `404`, as if it did not exist. */
+function scopeOf(context: PathContext): Scope {
+  const scope = resolveScope({
+    tenantId: context.req.param('tenant'),
+    conversationId: context.req.param('conversation'),
+    agentId: context.req.param('agent'),
+  });
+  const tenant = context.get('tenant');
+  if (tenant !== undefined && scope.tenantId !== tenant) throw httpError(404, 'not_found', 'no such memory scope');
+  return scope;
+}
+
+/** The scope of a write, counted against its tenant's write rate. */
+function writeScopeOf(context: PathContext, limits: TenantLimits): Scope {
+  const scope = scopeOf(context);
+  admitTenantWrite(limits, context.get('principal'), scope.tenantId);
+  return scope;
+}
+
+const base = '/:tenant/:conversation/:agent';
+
+/** `/v1/memory/{tenant}/{conversation}/{agent}`: list, inspect, forget, control and correct both memories. */
 export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
   const app = new Hono<ServerEnv>();
+  scopeRoutes(app, options);
+  observationRoutes(app, options);
+  workingMemoryRoutes(app, options);
+  return app;
+}
+
+/** The tenant's scopes, one scope's inspection and forget, and observational-memory controls. */
+function scopeRoutes(app: Hono<ServerEnv>, options: MemoryRoutesOptions): void {
   const { observationalMemory: memory, workingMemory } = options;
-
-  const scopeOf = (context: {
-    req: { param: (name: string) => string };
-    get: (key: 'tenant') => string | undefined;
-  }): Scope => {
-    const scope = resolveScope({
-      tenantId: context.req.param('tenant'),
-      conversationId: context.req.param('conversation'),
-      agentId: context.req.param('agent'),
-    });
-    const tenant = context.get('tenant');
-    // Another tenant's memory does not exist, as far as this key can tell.
-    if (tenant !== undefined && scope.tenantId !== tenant) throw httpError(404, 'not_found', 'no such memory scope');
-    return scope;
-  };
-  /** The scope of a write, counted against its tenant's write rate. */
-  const writeScopeOf = (
-    context: Parameters<typeof scopeOf>[0] & { get: (key: 'principal') => string | undefined },
-  ): Scope => {
-    const scope = scopeOf(context);
-    admitTenantWrite(options.limits, context.get('principal'), scope.tenantId);
-    return scope;
-  };
-
-  const base = '/:tenant/:conversation/:agent';
-
   app.get('/', async (context) => {
     // With API keys the tenant is the key's; without (loopback only), the query names it.
     const tenant = context.get('tenant') ?? context.req.query('tenant_id') ?? 'default';
@@ -123,7 +131,7 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
   });
 
   app.delete(base, async (context) => {
-    const scope = writeScopeOf(context);
+    const scope = writeScopeOf(context, options.limits);
     await forgetConversation({ observationalMemory: memory, runStore: options.runStore }, scope);
     return context.json({
       forgotten: true,
@@ -132,7 +140,7 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
   });
 
   app.post(`${base}/observational/enable`, async (context) => {
-    const scope = writeScopeOf(context);
+    const scope = writeScopeOf(context, options.limits);
     const body = await readJsonBody(context, enableBody);
     const config = body.config;
     const status = await memory.setEnabled(
@@ -152,20 +160,20 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
   });
 
   app.post(`${base}/observational/disable`, async (context) => {
-    const scope = writeScopeOf(context);
+    const scope = writeScopeOf(context, options.limits);
     await readJsonBody(context, emptyBody);
     return context.json({ status: statusToJson(await memory.setEnabled(scope, false)) });
   });
 
   app.post(`${base}/observational/reflect`, async (context) => {
-    const scope = writeScopeOf(context);
+    const scope = writeScopeOf(context, options.limits);
     await readJsonBody(context, emptyBody);
     const result = await memory.reflectNow(scope);
     return context.json({ reflected: result.reflected, status: statusToJson(result.status) });
   });
 
   app.post(`${base}/operations/:operationId/retry`, async (context) => {
-    const scope = writeScopeOf(context);
+    const scope = writeScopeOf(context, options.limits);
     await readJsonBody(context, emptyBody);
     const operation = await memory.retryOperation(scope, context.req.param('operationId'));
     return context.json(
@@ -180,7 +188,11 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
     const type = result.format === 'json' ? 'application/json; charset=utf-8' : 'text/markdown; charset=utf-8';
     return context.body(result.content, 200, { 'content-type': type });
   });
+}
 
+/** A scope's observations (paged, corrected, deleted) and its operation log. */
+function observationRoutes(app: Hono<ServerEnv>, options: MemoryRoutesOptions): void {
+  const { observationalMemory: memory } = options;
   app.get(`${base}/observations`, async (context) => {
     const scope = scopeOf(context);
     const page = await memory.observationPage(scope, {
@@ -191,7 +203,7 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
   });
 
   app.patch(`${base}/observations/:seq`, async (context) => {
-    const scope = writeScopeOf(context);
+    const scope = writeScopeOf(context, options.limits);
     const body = await readJsonBody(context, correctionBody);
     const result = await memory.correctObservation(scope, seqOf(context.req.param('seq')), {
       content: body.content,
@@ -204,7 +216,7 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
   });
 
   app.delete(`${base}/observations/:seq`, async (context) => {
-    const scope = writeScopeOf(context);
+    const scope = writeScopeOf(context, options.limits);
     const result = await memory.deleteObservation(scope, seqOf(context.req.param('seq')));
     return context.json({ deleted: true, seq: result.seq, status: statusToJson(result.status) });
   });
@@ -217,23 +229,25 @@ export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
     });
     return context.json({ items: page.items.map(operationToJson), next_cursor: page.nextCursor });
   });
+}
 
+/** A scope's working-memory entries. */
+function workingMemoryRoutes(app: Hono<ServerEnv>, options: MemoryRoutesOptions): void {
+  const { workingMemory } = options;
   app.get(`${base}/working`, async (context) => {
     const scope = scopeOf(context);
     return context.json({ entries: (await workingMemory.entries(scope)).map(entryToJson) });
   });
 
   app.put(`${base}/working/:key`, async (context) => {
-    const scope = writeScopeOf(context);
+    const scope = writeScopeOf(context, options.limits);
     const body = await readJsonBody(context, putBody);
     const result = await workingMemory.set(scope, context.req.param('key'), body.value);
     return context.json({ ok: true, key: result.key, entry: entryToJson(result.entry) });
   });
 
   app.delete(`${base}/working/:key`, async (context) => {
-    const scope = writeScopeOf(context);
+    const scope = writeScopeOf(context, options.limits);
     return context.json(await workingMemory.delete(scope, context.req.param('key')));
   });
-
-  return app;
 }
