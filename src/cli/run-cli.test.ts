@@ -335,7 +335,7 @@ describe('harness serve', () => {
     const finished = new Promise<void>((resolve) => (done = resolve));
     const url = await listening;
     expect(stdout).toMatch(
-      /^harness listening on http:\/\/127\.0\.0\.1:\d+ \(memory: openai gpt-5-nano from inferred: OPENAI_API_KEY is set \(env:OPENAI_API_KEY\), store: .*state\.db\)\n$/,
+      /^harness listening on http:\/\/127\.0\.0\.1:\d+ \(memory: openai gpt-5-nano from inferred: OPENAI_API_KEY is set \(env:OPENAI_API_KEY\), store: .*state\.db\)\nmemory inspector: http:\/\/127\.0\.0\.1:\d+\/inspector\/\n$/,
     );
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok', faults: 0 });
     // serve installed a process-level handler: a stray rejection is logged loudly and counted, not fatal.

@@ -473,3 +473,23 @@ describe('server: tenant isolation with API keys', () => {
     ).toBe(400);
   });
 });
+
+describe('server: inspector page', () => {
+  it('serves the page without a key while its data calls still need one', async () => {
+    const { request } = setup([{ key: 'key-a', tenantId: 'tenant-a' }]);
+    const page = await request('/inspector/');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'self'");
+    expect((await request('/inspector/app.js')).status).toBe(200);
+    expect((await request('/v1/memory/tenant-a/c1/default')).status).toBe(401);
+    expect((await request('/v1/memory/tenant-a/c1/default', { key: 'key-a' })).status).toBe(200);
+  });
+
+  it('refuses a foreign Host without API keys, as for every route', async () => {
+    const { request } = setup();
+    expect((await request('/inspector/', { headers: { host: 'localhost:8080' } })).status).toBe(200);
+    const response = await request('/inspector/', { headers: { host: 'attacker.example' } });
+    expect(response.status).toBe(403);
+    expect(await response.text()).not.toContain('<html');
+  });
+});

@@ -1,5 +1,6 @@
 /**
- * The harness HTTP API on hono: runs, their SSE event streams, and memory per scope.
+ * The harness HTTP API on hono: runs, their SSE event streams, memory per scope, and the
+ * memory inspector page at `/inspector`.
  * @module
  */
 import { timingSafeEqual } from 'node:crypto';
@@ -15,6 +16,7 @@ import { IGNORE_FAULTS } from '../core/fault.js';
 import { limitBody } from './body-limit.js';
 import type { FaultLog } from './fault-log.js';
 import { errorResponse, httpError, jsonError } from './http-error.js';
+import { inspectorRoutes } from './routes/inspector.js';
 import { mcpRoutes } from './routes/mcp.js';
 import { memoryRoutes } from './routes/memory.js';
 import { runRoutes } from './routes/runs.js';
@@ -128,6 +130,8 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
   app.use('*', limitBody({ maxBytes: MAX_BODY_BYTES }));
 
   app.get('/healthz', (context) => context.json({ status: 'ok', faults: options.faults?.count() ?? 0 }));
+  // The inspector's static files need no key; the page sends one with its data calls.
+  app.route('/inspector', inspectorRoutes());
 
   const authenticate: MiddlewareHandler<ServerEnv> = async function authenticate(context, next) {
     if (keys.length === 0) {

@@ -75,16 +75,18 @@ afterAll(() => {
 });
 
 describe('the packed package', () => {
-  it('ships only dist, the README, the CHANGELOG and package.json (no sources, tests or maps of tests)', async () => {
+  it('ships only dist, the inspector page, the README, the CHANGELOG and package.json (no sources or tests)', async () => {
     const { stdout } = await run('tar', ['-tzf', join(project, readdirTarball())]);
     const files = stdout
       .trim()
       .split('\n')
       .map((line) => line.replace(/^package\//, ''));
     expect(files).toContain('dist/index.js');
-    expect(files.filter((file) => !/^(dist\/|README\.md$|CHANGELOG\.md$|package\.json$|LICENSE)/.test(file))).toEqual(
-      [],
+    expect(files).toEqual(
+      expect.arrayContaining(['inspector/index.html', 'inspector/inspector.css', 'inspector/app.js']),
     );
+    const allowed = /^(dist\/|inspector\/[a-z0-9-]+\.(html|css|js)$|README\.md$|CHANGELOG\.md$|package\.json$|LICENSE)/;
+    expect(files.filter((file) => !allowed.test(file))).toEqual([]);
     expect(files.filter((file) => /\.test\.(js|d\.ts)$/.test(file))).toEqual([]);
   });
 
@@ -150,6 +152,19 @@ describe('the packed package', () => {
     );
     expect(result).toBe('');
   }, 120_000);
+
+  it('serves the inspector page from the installed package', async () => {
+    const lines = [
+      `import { inspectorRoutes } from './node_modules/harness-memory/dist/server/routes/inspector.js';`,
+      `const app = inspectorRoutes();`,
+      `const page = await app.request('/index.html');`,
+      `const script = await app.request('/app.js');`,
+      `console.log(JSON.stringify({ page: page.status, html: (await page.text()).includes('app.js'), script: script.status }));`,
+    ];
+    writeFileSync(join(project, 'inspector.mjs'), `${lines.join('\n')}\n`);
+    const { stdout } = await run(process.execPath, ['inspector.mjs'], { cwd: project });
+    expect(JSON.parse(stdout)).toEqual({ page: 200, html: true, script: 200 });
+  });
 
   it('runs the harness command from the installed bin', async () => {
     const { stdout } = await run(

@@ -74,6 +74,7 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
       context,
       `harness listening on ${server.url} (memory: ${mode} ${modelId} from ${source}, store: ${store})`,
     );
+    printLine(context, `memory inspector: ${server.url}/inspector/`);
     const reason = await stop.stopped;
     context.stderr.write(
       `${dim(context, `harness: ${reason === 'abort' ? 'stopping' : `${reason} received, stopping`} ${WAITING}`)}\n`,

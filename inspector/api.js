@@ -1,0 +1,156 @@
+// @ts-check
+// Calls to the harness HTTP API, with the key the user typed once (kept in this tab's
+// session storage, never in the URL or in local storage).
+
+const KEY_STORAGE = 'harness-memory.inspector.api-key';
+
+/** The API key for this tab, or '' when none was given. */
+export function storedKey() {
+  try {
+    return sessionStorage.getItem(KEY_STORAGE) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Keeps the key for this tab ('' forgets it).
+ * @param {string} key
+ */
+export function storeKey(key) {
+  if (key === '') sessionStorage.removeItem(KEY_STORAGE);
+  else sessionStorage.setItem(KEY_STORAGE, key);
+}
+
+/** An API answer that was not a success: HTTP status plus the server's `{error: {code, message}}`. */
+export class ApiError extends Error {
+  /**
+   * @param {number} status 0 when the server could not be reached
+   * @param {string} code
+   * @param {string} message
+   */
+  constructor(status, code, message) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/**
+ * The URL of an API path. The page lives at `<base>/inspector/`, the API at `<base>/v1/`.
+ * @param {string} path starting with `/`, after `/v1`
+ * @param {Record<string, string | number | boolean | undefined | null>} [query]
+ */
+export function apiUrl(path, query = {}) {
+  const url = new URL(`../v1${path}`, document.baseURI);
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined && value !== null && value !== '') url.searchParams.set(name, String(value));
+  }
+  return url;
+}
+
+/**
+ * One path segment, encoded (ids may hold any character).
+ * @param {string} value
+ */
+export function segment(value) {
+  return encodeURIComponent(value);
+}
+
+/**
+ * Headers for a call: the key, when one is stored.
+ * @param {Record<string, string>} [extra]
+ * @returns {Record<string, string>}
+ */
+export function authHeaders(extra = {}) {
+  const key = storedKey();
+  return key === '' ? { ...extra } : { ...extra, authorization: `Bearer ${key}` };
+}
+
+/**
+ * Calls the API and returns the parsed JSON body, or throws an {@link ApiError}.
+ * @param {string} path
+ * @param {{ method?: string, json?: unknown, query?: Parameters<typeof apiUrl>[1], signal?: AbortSignal }} [options]
+ * @returns {Promise<any>}
+ */
+export async function api(path, options = {}) {
+  const response = await send(path, options);
+  const text = await response.text();
+  return text === '' ? {} : JSON.parse(text);
+}
+
+/**
+ * Calls the API and returns the raw response (a success), or throws an {@link ApiError}.
+ * @param {string} path
+ * @param {{ method?: string, json?: unknown, query?: Parameters<typeof apiUrl>[1], signal?: AbortSignal }} [options]
+ */
+export async function send(path, options = {}) {
+  const headers = authHeaders(options.json === undefined ? {} : { 'content-type': 'application/json' });
+  /** @type {Response} */
+  let response;
+  try {
+    response = await fetch(apiUrl(path, options.query), {
+      method: options.method ?? 'GET',
+      headers,
+      cache: 'no-store',
+      ...(options.json === undefined ? {} : { body: JSON.stringify(options.json) }),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  } catch (error) {
+    if (options.signal?.aborted) throw error;
+    throw new ApiError(0, 'unreachable', 'the harness server could not be reached');
+  }
+  if (!response.ok) throw await errorOf(response);
+  return response;
+}
+
+/**
+ * The {@link ApiError} of a failed response.
+ * @param {Response} response
+ */
+export async function errorOf(response) {
+  let code = `http_${response.status}`;
+  let message = response.statusText || 'the request failed';
+  try {
+    const body = JSON.parse(await response.text());
+    if (body && typeof body.error === 'object' && body.error !== null) {
+      code = String(body.error.code ?? code);
+      message = String(body.error.message ?? message);
+    }
+  } catch {
+    // Not our JSON error body (a proxy's page, say): keep the status text.
+  }
+  return new ApiError(response.status, code, message);
+}
+
+/**
+ * What to tell the user about a failure, in one sentence with the remedy.
+ * @param {unknown} error
+ */
+export function describeError(error) {
+  if (!(error instanceof ApiError)) return `Something went wrong: ${String(error)}`;
+  const detail = `${error.message} (HTTP ${error.status}, ${error.code})`;
+  switch (error.status) {
+    case 0:
+      return 'The harness server could not be reached. Is `harness serve` still running?';
+    case 401:
+      return storedKey() === ''
+        ? `This server needs an API key: enter it above. ${detail}`
+        : `The server refused the API key: check it and enter it again above. ${detail}`;
+    case 403:
+      return `Access refused. ${detail}`;
+    case 404:
+      return `Not found: it does not exist, or this key's tenant cannot see it. ${detail}`;
+    default:
+      return `The request failed: ${detail}`;
+  }
+}
+
+/**
+ * Whether an error means "no access": the view must then show no data at all.
+ * @param {unknown} error
+ */
+export function isAccessError(error) {
+  return error instanceof ApiError && (error.status === 401 || error.status === 403 || error.status === 404);
+}

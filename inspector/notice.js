@@ -1,0 +1,59 @@
+// @ts-check
+// Messages to the user: a short notice under the header, and a view replaced by an error.
+import { describeError } from './api.js';
+import { h, replace } from './dom.js';
+
+/**
+ * Shows a notice under the header, until the next one or the next navigation.
+ * @param {string} message
+ * @param {'info' | 'error'} [kind]
+ * @param {{ keepAcrossNavigation?: boolean }} [options] keep it over the navigation that follows
+ *   (a notice about what was just done, shown on the page that comes next)
+ */
+export function notify(message, kind = 'info', options = {}) {
+  const region = document.getElementById('notice');
+  if (!region) return;
+  replace(region, message === '' ? null : h('p', { class: `notice-${kind}` }, message));
+  if (options.keepAcrossNavigation) region.dataset['keep'] = 'true';
+  else delete region.dataset['keep'];
+}
+
+/** Called on navigation: clears the notice, unless it was meant for the page that comes next. */
+export function clearNoticeOnNavigation() {
+  const region = document.getElementById('notice');
+  if (!region) return;
+  if (region.dataset['keep'] === 'true') delete region.dataset['keep'];
+  else replace(region);
+}
+
+/**
+ * Replaces a view's content with the error alone: after a refusal nothing of the data it
+ * showed may stay on screen.
+ * @param {HTMLElement} main
+ * @param {string} title
+ * @param {unknown} error
+ */
+export function failView(main, title, error) {
+  replace(
+    main,
+    h('h1', { tabindex: -1 }, title),
+    h('div', { class: 'error-panel', role: 'alert', 'data-testid': 'view-error' }, describeError(error)),
+  );
+}
+
+/**
+ * An error line for a form (validation errors from the API), empty until used.
+ */
+export function formError() {
+  const line = h('p', { class: 'form-error', role: 'alert' });
+  return {
+    element: line,
+    /** @param {unknown} error */
+    show(error) {
+      replace(line, error === null ? null : describeError(error));
+    },
+    clear() {
+      replace(line);
+    },
+  };
+}

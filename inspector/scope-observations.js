@@ -1,0 +1,189 @@
+// @ts-check
+// A scope's observations as a table: why the next snippet shows each one or not, where it
+// came from, and the correct / delete actions.
+import { api } from './api.js';
+import { confirmButton, h, numberText, replace, timeOf } from './dom.js';
+import { formError } from './notice.js';
+import { pagedTable } from './paged-table.js';
+
+/**
+ * @typedef {{
+ *   seq: number, content: string, importance: number | null | undefined, token_count: number,
+ *   created_at: string, source: string, source_start_index?: number, source_end_index?: number,
+ *   source_message_indexes?: number[], recency?: number, score?: number, included?: boolean,
+ *   cut_by_budget?: boolean, superseded_by?: number | null,
+ * }} ObservationItem
+ */
+
+/**
+ * @typedef {{ base: string, signal: AbortSignal, onError: (error: unknown) => void, onChanged: () => void }} PanelOptions
+ */
+
+/** @param {PanelOptions & { isEnabled: () => boolean }} options */
+export async function observationsPanel({ base, signal, onError, onChanged, isEnabled }) {
+  let query = '';
+  let editing = 0;
+  const searchInput = h('input', { id: 'observation-search', type: 'search', name: 'q' });
+  const search = h(
+    'form',
+    { class: 'filters', role: 'search' },
+    h('label', { for: 'observation-search' }, 'Search observations'),
+    searchInput,
+    h('button', { type: 'submit' }, 'Search'),
+  );
+  search.addEventListener('submit', (event) => {
+    event.preventDefault();
+    query = searchInput.value.trim();
+    table.reload().catch(onError);
+  });
+
+  /** @param {ObservationItem} item */
+  const row = (item) => {
+    const tr = h('tr', { 'data-seq': item.seq });
+    const cells = () => [
+      h('td', { class: 'number' }, `#${item.seq}`),
+      h('td', { class: 'content' }, item.content),
+      h('td', { class: 'number' }, numberText(item.importance, 2)),
+      h('td', { class: 'number' }, numberText(item.recency)),
+      h('td', { class: 'number' }, numberText(item.score, 3)),
+      h('td', {}, inclusion(item, isEnabled())),
+      h('td', {}, item.superseded_by ? `#${item.superseded_by}` : '–'),
+      h('td', { class: 'provenance' }, provenance(item)),
+      h('td', { class: 'row-actions' }, correctButton(), deleteButton()),
+    ];
+    const correctButton = () => {
+      const button = h('button', { type: 'button', 'aria-label': `Correct observation ${item.seq}` }, 'Correct');
+      button.addEventListener('click', () => edit());
+      return button;
+    };
+    const deleteButton = () =>
+      confirmButton({
+        label: 'Delete',
+        question: `Delete observation #${item.seq}?`,
+        confirmLabel: 'Delete',
+        onConfirm: async () => {
+          try {
+            await api(`${base}/observations/${item.seq}`, { method: 'DELETE', signal });
+          } catch (error) {
+            onError(error);
+            return;
+          }
+          tr.remove();
+          onChanged();
+        },
+      });
+    const edit = () => {
+      editing += 1;
+      const content = h('textarea', { id: `observation-${item.seq}-content`, rows: 4, value: item.content });
+      const importance = h('input', {
+        id: `observation-${item.seq}-importance`,
+        type: 'number',
+        min: 0,
+        max: 1,
+        step: 0.05,
+        value: typeof item.importance === 'number' ? String(item.importance) : '',
+      });
+      const problem = formError();
+      const form = h(
+        'form',
+        { class: 'edit-form' },
+        h('label', { for: content.id }, `Observation #${item.seq}`),
+        content,
+        h('label', { for: importance.id }, 'Importance (0 to 1, empty keeps it)'),
+        importance,
+        problem.element,
+        h('div', { class: 'row-actions' }, h('button', { type: 'submit' }, 'Save'), cancel()),
+      );
+      form.addEventListener('submit', async (event) => {
+        event.preventDefault();
+        const body = /** @type {{ content: string, importance?: number }} */ ({ content: content.value });
+        if (importance.value.trim() !== '') body.importance = Number(importance.value);
+        try {
+          const answer = await api(`${base}/observations/${item.seq}`, { method: 'PATCH', json: body, signal });
+          Object.assign(item, answer.observation ?? { content: body.content });
+        } catch (error) {
+          problem.show(error);
+          return;
+        }
+        close();
+        onChanged();
+      });
+      replace(tr, h('td', { colspan: 9 }, form));
+      content.focus();
+    };
+    const cancel = () => {
+      const button = h('button', { type: 'button' }, 'Cancel');
+      button.addEventListener('click', close);
+      return button;
+    };
+    const close = () => {
+      editing -= 1;
+      replace(tr, cells());
+      tr.querySelector('button')?.focus();
+    };
+    replace(tr, cells());
+    return tr;
+  };
+
+  const table = await pagedTable({
+    caption: 'Observations',
+    testId: 'observations-table',
+    columns: [
+      'Seq',
+      'Observation',
+      'Importance',
+      'Recency',
+      'Score',
+      'Next snippet',
+      'Superseded by',
+      'Provenance',
+      '',
+    ],
+    empty: 'No observations.',
+    load: (cursor) => api(`${base}/observations`, { query: { q: query, limit: 50, cursor }, signal }),
+    row,
+    onError,
+  });
+  return {
+    element: h('div', {}, search, table.element),
+    /** Whether a correction is being edited (a reload would lose it). */
+    busy: () => editing > 0,
+    reload: table.reload,
+  };
+}
+
+/**
+ * Why the next snippet shows the observation or not.
+ * @param {ObservationItem} item
+ * @param {boolean} enabled
+ */
+function inclusion(item, enabled) {
+  if (item.included) return h('span', { class: 'badge on' }, 'included');
+  if (item.superseded_by) return h('span', { class: 'badge off' }, 'superseded');
+  if (!enabled) return h('span', { class: 'badge off' }, 'memory off');
+  if (item.cut_by_budget) return h('span', { class: 'badge warn' }, 'cut by budget');
+  return h('span', { class: 'badge off' }, 'not shown');
+}
+
+/**
+ * Where the observation came from: the roles, the messages it cites (or its batch's range,
+ * as positions from 0 in the scope's message log), its size and time.
+ * @param {ObservationItem} item
+ */
+function provenance(item) {
+  const cited = item.source_message_indexes ?? [];
+  const start = item.source_start_index;
+  const end = item.source_end_index;
+  const messages =
+    cited.length > 0
+      ? `message${cited.length > 1 ? 's' : ''} ${cited.join(', ')}`
+      : start === undefined
+        ? ''
+        : start === end
+          ? `message ${start}`
+          : `messages ${start}–${end}`;
+  return [
+    `${[item.source, messages].filter((part) => part !== '').join(', ')} · ${item.token_count} tokens · `,
+    timeOf(item.created_at),
+  ];
+}

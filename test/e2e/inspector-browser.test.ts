@@ -1,0 +1,415 @@
+/**
+ * The memory inspector in a real headless Chromium, against a real harness server (SQLite,
+ * the scripted OpenAI-compatible model) over HTTP. No fixed sleeps: every wait is for a
+ * condition (a locator, or `expect.poll`).
+ */
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_WORKING_MEMORY_KEY_LENGTH } from '../../src/core/working-memory.js';
+import { launchChromium } from '../support/launch-chromium.js';
+import { startDropProxy } from './drop-proxy.js';
+import type { DropProxy } from './drop-proxy.js';
+import { messagesOf, startE2E } from './e2e-harness.js';
+import type { E2E, ModelScript } from './e2e-harness.js';
+
+const KEY = 'key-acme';
+const OTHER_TENANT_KEY = 'key-other';
+const AGENT = 'planner';
+const WAIT = { timeout: 15_000 };
+
+let e2e: E2E;
+let proxy: DropProxy;
+let defaultAgent: ModelScript['agent'];
+/** The browser, started once; each test awaits it, so each one fails (not skips) when it cannot start. */
+let browserStart: Promise<Browser>;
+let contextStart: Promise<BrowserContext> | undefined;
+const pages: Page[] = [];
+/** Uncaught page errors and CSP violations: any of them fails the test that caused it. */
+let pageProblems: string[] = [];
+
+beforeAll(async () => {
+  browserStart = launchChromium();
+  // Awaited by each test; here only kept from being an unhandled rejection.
+  browserStart.catch(() => {});
+  e2e = await startE2E({ env: { HARNESS_API_KEYS: `${KEY}:acme,${OTHER_TENANT_KEY}:other` } });
+  defaultAgent = e2e.script.agent;
+  proxy = await startDropProxy(e2e.url);
+  await seed('trip-planning', 'I am planning a trip to Lisbon in May');
+  await seed('groceries', 'Remind me to buy oat milk');
+}, 60_000);
+
+afterEach(async () => {
+  e2e.script.agent = defaultAgent;
+  for (const page of pages.splice(0)) await page.close();
+  const problems = pageProblems;
+  pageProblems = [];
+  expect(problems).toEqual([]);
+});
+
+afterAll(async () => {
+  await (await browserStart?.catch(() => undefined))?.close();
+  await proxy?.close();
+  await e2e?.close();
+});
+
+/**
+ * The one browser context of this file. NOTE: Chromium runs with --single-process
+ * (@sparticuz/chromium's flags), where closing a context takes the browser down; so there
+ * is one context and a page per test. A page is a tab, and each tab has its own session
+ * storage, so each test still starts without a key.
+ */
+function browserContext(): Promise<BrowserContext> {
+  contextStart ??= (async () => {
+    const context = await (await browserStart).newContext();
+    // A tab that stays open, so closing a test's page never closes the last one.
+    await context.newPage();
+    return context;
+  })();
+  return contextStart;
+}
+
+/** A completed run in `conversation` (agent `planner`), its memory work settled. */
+async function seed(conversation: string, prompt: string): Promise<string> {
+  const runId = await e2e.startRun({ prompt, conversation_id: conversation, agent_id: AGENT }, KEY);
+  await e2e.events(runId, { key: KEY });
+  return runId;
+}
+
+/** The API's view of a scope of tenant acme. */
+async function scopeJson(conversation: string): Promise<Record<string, any>> {
+  const { status, body } = await e2e.apiJson(`/v1/memory/acme/${conversation}/${AGENT}`, { key: KEY });
+  expect(status).toBe(200);
+  return body;
+}
+
+/**
+ * Opens the inspector in a new tab (so a fresh session storage), types the
+ * key into the header form as a user does, then goes to `hash`.
+ */
+async function openInspector(
+  hash: string,
+  options: { key?: string; base?: string; width?: number; height?: number } = {},
+): Promise<Page> {
+  const page = await (await browserContext()).newPage();
+  pages.push(page);
+  await page.setViewportSize({ width: options.width ?? 1280, height: options.height ?? 800 });
+  page.on('pageerror', (error) => pageProblems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (/content security policy/i.test(message.text())) pageProblems.push(`CSP: ${message.text()}`);
+  });
+  const base = options.base ?? e2e.url;
+  await page.goto(`${base}/inspector/`);
+  if (options.key !== undefined) await useKey(page, options.key);
+  await page.goto(`${base}/inspector/${hash}`);
+  return page;
+}
+
+/** Types a key into the header form. */
+async function useKey(page: Page, key: string): Promise<void> {
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Use key' }).click();
+  await page.getByText('Key in use for this tab').waitFor(WAIT);
+}
+
+const scopeHash = (conversation: string) => `#/scope/acme/${conversation}/${AGENT}`;
+const bodyText = (page: Page) => page.locator('body').innerText();
+
+describe('inspector: in a real browser', () => {
+  it('opens, lists the scopes, and finds one by search', async () => {
+    const page = await openInspector('#/scopes', { key: KEY });
+    await page.getByRole('heading', { name: 'Memory scopes' }).waitFor(WAIT);
+    await page.getByRole('link', { name: 'trip-planning' }).waitFor(WAIT);
+    await page.getByRole('link', { name: 'groceries' }).waitFor(WAIT);
+
+    await page.getByLabel('Search conversation or agent').fill('trip');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await expect.poll(() => page.getByRole('link', { name: 'groceries' }).count(), WAIT).toBe(0);
+    await page.getByRole('link', { name: 'trip-planning' }).click();
+    await page.getByRole('heading', { name: `Scope trip-planning / ${AGENT}` }).waitFor(WAIT);
+  });
+
+  it('shows the snippets exactly as the API builds them, and a correction reaches the snippet', async () => {
+    const before = await scopeJson('trip-planning');
+    const snippet = String(before['snippets'].observational_memory);
+    expect(snippet).toContain('Lisbon');
+    const page = await openInspector(scopeHash('trip-planning'), { key: KEY });
+    const shown = page.getByTestId('snippet-observational-memory');
+    await expect.poll(() => shown.textContent(), WAIT).toBe(snippet);
+    expect(await page.getByTestId('snippet-working-memory').textContent()).toBe(
+      String(before['snippets'].working_memory),
+    );
+    const budget = page.locator('#budget-bar');
+    expect(await budget.innerText()).toContain(
+      `${before['progress'].snippet_tokens} / ${before['progress'].snippet_max_tokens} tokens`,
+    );
+    await page.locator('#observe-bar').waitFor(WAIT);
+    await page.locator('#reflect-bar').waitFor(WAIT);
+    expect(await page.getByTestId('memory-state').getAttribute('data-state')).toBe('idle');
+    expect(await page.getByTestId('memory-state').innerText()).toBe('Memory work: idle');
+
+    // The observations table says why each one is shown, then one is corrected in place.
+    const row = page.locator('tr[data-seq="1"]');
+    expect(await row.innerText()).toContain('included');
+    await row.getByRole('button', { name: 'Correct observation 1' }).click();
+    await page.getByLabel('Observation #1').fill('The user is going to Porto in June.');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await expect.poll(() => shown.textContent(), WAIT).toContain('Porto in June');
+    const after = await scopeJson('trip-planning');
+    await expect.poll(() => shown.textContent(), WAIT).toBe(String(after['snippets'].observational_memory));
+    expect(await shown.textContent()).not.toContain('Lisbon');
+  });
+
+  it('edits working memory (with the API’s validation errors shown) and the next run’s model request has it', async () => {
+    const page = await openInspector(scopeHash('trip-planning'), { key: KEY });
+    await page.getByTestId('working-memory-table').waitFor(WAIT);
+
+    // An invalid key: the API's message is shown beside the form, and nothing is stored.
+    await page.getByLabel('Key', { exact: true }).fill('k'.repeat(MAX_WORKING_MEMORY_KEY_LENGTH + 1));
+    await page.getByLabel('Value').fill('x');
+    await page.getByRole('button', { name: 'Save entry' }).click();
+    await page.locator('.form-error').getByText(`longer than ${MAX_WORKING_MEMORY_KEY_LENGTH}`).waitFor(WAIT);
+
+    await page.getByLabel('Key', { exact: true }).fill('hotel');
+    await page.getByLabel('Value').fill('{"name": "Casa Azul", "nights": 3}');
+    await page.getByRole('button', { name: 'Save entry' }).click();
+    await page.locator('tr[data-key="hotel"]').getByText('Casa Azul').waitFor(WAIT);
+    await expect.poll(() => page.getByTestId('snippet-working-memory').textContent(), WAIT).toContain('Casa Azul');
+    expect((await scopeJson('trip-planning'))['working_memory']).toEqual([
+      expect.objectContaining({ key: 'hotel', value: { name: 'Casa Azul', nights: 3 } }),
+    ]);
+
+    const requestsBefore = e2e.agentRequests().length;
+    await seed('trip-planning', 'Where am I staying?');
+    const [request] = e2e.agentRequests().slice(requestsBefore);
+    expect(request).toBeDefined();
+    const sent = JSON.stringify(messagesOf(request!));
+    expect(sent).toContain('hotel');
+    expect(sent).toContain('Casa Azul');
+  });
+
+  it('shows a run’s events live, and resumes with Last-Event-ID after a dropped connection', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    e2e.script.agent = (turn) =>
+      turn.prompt.startsWith('gated:') ? async () => (await gate, { text: 'released' }) : defaultAgent(turn);
+    const runId = await e2e.startRun(
+      { prompt: 'gated: plan the day', conversation_id: 'live-run', agent_id: AGENT },
+      KEY,
+    );
+    // Through the proxy, which can drop the connection.
+    const page = await openInspector(`#/run/${encodeURIComponent(runId)}`, { key: KEY, base: proxy.url });
+    const events = page.getByTestId('events');
+    const state = page.getByTestId('stream-state');
+    await events.locator('li[data-type="run.started"]').waitFor(WAIT);
+    await page.locator('[data-testid="stream-state"][data-state="live"]').waitFor(WAIT);
+    // The model has not answered yet: the page shows the run while it runs.
+    expect((await e2e.apiJson(`/v1/runs/${runId}`, { key: KEY })).body['status']).toBe('running');
+
+    const shownBefore = await events.locator('li').count();
+    const lastShown = await events.locator('li').last().getAttribute('data-event-id');
+    proxy.dropAll();
+    await page.locator('[data-testid="stream-state"][data-state="live"][data-reconnects="1"]').waitFor(WAIT);
+    const resumed = proxy.requestHeads.filter((head) => head.includes(`/events`) && head.includes('last-event-id:'));
+    expect(resumed.map((head) => /last-event-id: (.*)/.exec(head)?.[1]?.trim())).toEqual([lastShown?.toLowerCase()]);
+
+    release();
+    await events.locator('li[data-type="run.completed"]').waitFor(WAIT);
+    await page.locator('[data-testid="stream-state"][data-state="ended"]').waitFor(WAIT);
+    expect(await state.innerText()).toContain('reconnected 1×');
+    expect(await events.locator('li').count()).toBeGreaterThan(shownBefore);
+    await page.getByTestId('run-status').getByText('completed').waitFor(WAIT);
+
+    // Every stored event once, in order: nothing lost or repeated across the drop.
+    const shownIds = await events.locator('li').evaluateAll((items) => items.map((item) => item.dataset['eventId']));
+    const stored = await e2e.events(runId, { key: KEY });
+    expect(shownIds).toEqual(stored.map((frame) => frame.id));
+  });
+
+  it('forgets a scope only after confirmation (keyboard only)', async () => {
+    await seed('forget-me', 'My locker code is 4711');
+    const page = await openInspector(scopeHash('forget-me'), { key: KEY });
+    await expect.poll(() => page.getByTestId('snippet-observational-memory').textContent(), WAIT).toContain('4711');
+
+    const forget = page.getByRole('button', { name: 'Forget…' });
+    await forget.focus();
+    await page.keyboard.press('Enter');
+    const confirm = page.getByRole('button', { name: 'Forget permanently' });
+    await confirm.waitFor(WAIT);
+    expect(await confirm.evaluate((element) => element.matches(':focus'))).toBe(true);
+    await page.keyboard.press('Escape');
+    await forget.waitFor(WAIT);
+    expect(await confirm.count()).toBe(0);
+    expect((await scopeJson('forget-me'))['status'].observation_count).toBeGreaterThan(0);
+
+    await forget.focus();
+    await page.keyboard.press('Enter');
+    await confirm.waitFor(WAIT);
+    await page.keyboard.press('Enter');
+    await page.getByText(`Forgot forget-me / ${AGENT}.`).waitFor(WAIT);
+    await page.getByRole('heading', { name: 'Memory scopes' }).waitFor(WAIT);
+    expect(await page.getByRole('link', { name: 'forget-me' }).count()).toBe(0);
+    const after = await scopeJson('forget-me');
+    expect(after['status'].observation_count).toBe(0);
+    expect(after['snippets'].observational_memory).toBe('');
+  });
+
+  it('shows a clear error and no data for a wrong key, another tenant’s key, or no key', async () => {
+    const wrong = await openInspector('#/scopes', { key: 'not-a-key' });
+    await wrong.getByTestId('view-error').getByText('refused the API key').waitFor(WAIT);
+    expect(await wrong.getByTestId('view-error').innerText()).toContain('HTTP 401');
+    expect(await wrong.getByTestId('scope-table').count()).toBe(0);
+    expect(await bodyText(wrong)).not.toContain('trip-planning');
+
+    await wrong.goto(`${e2e.url}/inspector/${scopeHash('trip-planning')}`);
+    await wrong.getByTestId('view-error').getByText('HTTP 401').waitFor(WAIT);
+    expect(await wrong.getByTestId('snippet-observational-memory').count()).toBe(0);
+    expect(await bodyText(wrong)).not.toMatch(/Porto|Lisbon|Casa Azul/);
+
+    const other = await openInspector(scopeHash('trip-planning'), { key: OTHER_TENANT_KEY });
+    await other.getByTestId('view-error').getByText('Not found').waitFor(WAIT);
+    expect(await bodyText(other)).not.toMatch(/Porto|Lisbon|Casa Azul/);
+
+    const none = await openInspector('#/scopes');
+    await none.getByTestId('view-error').getByText('needs an API key').waitFor(WAIT);
+
+    // A key that stops working takes the data off the screen.
+    const page = await openInspector(scopeHash('trip-planning'), { key: KEY });
+    await expect.poll(() => page.getByTestId('snippet-observational-memory').textContent(), WAIT).toContain('Porto');
+    await useKey(page, 'revoked-key');
+    await page.getByTestId('view-error').getByText('refused the API key').waitFor(WAIT);
+    expect(await bodyText(page)).not.toMatch(/Porto|Lisbon|Casa Azul/);
+  });
+
+  it('lists runs with filters and replays a finished run’s events', async () => {
+    const page = await openInspector('#/runs?conversation_id=groceries', { key: KEY });
+    const link = page.getByTestId('runs-table').getByRole('link').first();
+    await link.waitFor(WAIT);
+    expect(await page.getByTestId('runs-table').innerText()).not.toContain('trip-planning');
+    await link.click();
+    await page.getByTestId('events').locator('li[data-type="run.completed"]').waitFor(WAIT);
+    await page.locator('[data-testid="stream-state"][data-state="ended"]').waitFor(WAIT);
+    expect(await page.getByTestId('run-summary').innerText()).toContain('oat milk');
+
+    // The form starts a run in the filtered scope and opens it.
+    await page.goto(`${e2e.url}/inspector/#/runs?conversation_id=groceries&agent_id=${AGENT}`);
+    await page.getByLabel('Prompt').fill('Add bread to the list');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await page.getByTestId('events').locator('li[data-type="run.completed"]').waitFor(WAIT);
+    expect(await page.getByTestId('run-summary').innerText()).toContain(`groceries / ${AGENT}`);
+  });
+
+  it('works without a key on a server without API keys (loopback), listing the tenant asked for', async () => {
+    const keyless = await startE2E();
+    try {
+      const runId = await keyless.startRun({
+        prompt: 'Keyless hello',
+        conversation_id: 'open-conv',
+        tenant_id: 'team',
+      });
+      await keyless.events(runId);
+      const page = await openInspector('#/scopes', { base: keyless.url });
+      await page.getByRole('heading', { name: 'Memory scopes' }).waitFor(WAIT);
+      expect(await page.getByRole('link', { name: 'open-conv' }).count()).toBe(0);
+      await page.getByLabel('Tenant (servers without keys)').fill('team');
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      await page.getByRole('link', { name: 'open-conv' }).click();
+      await expect
+        .poll(() => page.getByTestId('snippet-observational-memory').textContent(), WAIT)
+        .toContain('Keyless hello');
+    } finally {
+      await keyless.close();
+    }
+  });
+
+  it('shows "observing…" while an observation runs, then the new observation and operation', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const observe = e2e.script.observer;
+    try {
+      await seed('observe-live', 'First line before the page opens');
+      // From now on the observer answers only when the test lets it.
+      e2e.script.observer = (request) => async () => (await gate, observe(request));
+      const page = await openInspector(scopeHash('observe-live'), { key: KEY });
+      await page.getByTestId('observations-table').waitFor(WAIT);
+      const runId = await e2e.startRun(
+        { prompt: 'Second line while the page watches', conversation_id: 'observe-live', agent_id: AGENT },
+        KEY,
+      );
+      await page.locator('[data-testid="memory-state"][data-state="observing…"]').waitFor(WAIT);
+      release();
+      await page.locator('[data-testid="memory-state"][data-state="idle"]').waitFor(WAIT);
+      await e2e.events(runId, { key: KEY });
+      await page.getByTestId('observations-table').getByText('Second line while the page watches').waitFor(WAIT);
+      await expect
+        .poll(() => page.getByTestId('operations-table').locator('tr[data-operation]').count(), WAIT)
+        .toBeGreaterThanOrEqual(2);
+      expect(await page.getByTestId('operations-table').innerText()).toContain('applied');
+    } finally {
+      release();
+      e2e.script.observer = observe;
+    }
+  });
+
+  it('disables, enables, reflects now, exports and deletes an observation from the buttons', async () => {
+    await seed('controls', 'I like window seats');
+    await seed('controls', 'I also like aisle seats on short flights');
+    const page = await openInspector(scopeHash('controls'), { key: KEY });
+    const status = page.getByTestId('scope-status');
+    await status.getByText('enabled').waitFor(WAIT);
+
+    await page.getByRole('button', { name: 'Disable', exact: true }).click();
+    await status.getByText('disabled').waitFor(WAIT);
+    expect((await scopeJson('controls'))['status'].enabled).toBe(false);
+    await page.getByRole('button', { name: 'Enable', exact: true }).click();
+    await status.getByText('enabled', { exact: true }).waitFor(WAIT);
+
+    await page.getByRole('button', { name: 'Reflect now' }).click();
+    await page.getByText('Reflection done.').waitFor(WAIT);
+    await page.getByTestId('reflection-summary').getByText('The user is working on a project.').waitFor(WAIT);
+
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export JSON' }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe(`memory-controls-${AGENT}.json`);
+    const exported = await e2e.api(`/v1/memory/acme/controls/${AGENT}/observational/export?format=json`, { key: KEY });
+    const path = await download.path();
+    const { readFile } = await import('node:fs/promises');
+    expect(await readFile(path, 'utf8')).toBe(await exported.text());
+
+    const row = page.locator('tr[data-seq="1"]');
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await expect.poll(() => row.count(), WAIT).toBe(0);
+    const seqs = (await e2e.apiJson(`/v1/memory/acme/controls/${AGENT}/observations`, { key: KEY })).body['items'].map(
+      (item: { seq: number }) => item.seq,
+    );
+    expect(seqs).not.toContain(1);
+  });
+
+  it('fits a phone-width screen and is usable from the keyboard', async () => {
+    const page = await openInspector(scopeHash('trip-planning'), { key: KEY, width: 390, height: 844 });
+    await expect.poll(() => page.getByTestId('snippet-observational-memory').textContent(), WAIT).toContain('Porto');
+    const overflow = () => page.locator('html').evaluate((root) => root.scrollWidth - root.clientWidth);
+    expect(await overflow()).toBeLessThanOrEqual(0);
+
+    // From the top of the scopes page, Tab reaches the scope's link with a visible focus ring,
+    // and Enter opens it with the focus on the new heading.
+    await page.goto(`${e2e.url}/inspector/#/scopes`);
+    await page.getByRole('link', { name: 'trip-planning' }).waitFor(WAIT);
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    let reached = false;
+    for (let step = 0; step < 40 && !reached; step++) {
+      await page.keyboard.press('Tab');
+      reached = (await page.locator(':focus').textContent()) === 'trip-planning';
+    }
+    expect(reached).toBe(true);
+    const focused = page.locator(':focus');
+    expect(
+      await focused.evaluate((element) => element.ownerDocument.defaultView?.getComputedStyle(element).outlineStyle),
+    ).toBe('solid');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: `Scope trip-planning / ${AGENT}` }).waitFor(WAIT);
+    await page.locator('h1:focus').waitFor(WAIT);
+  });
+});
