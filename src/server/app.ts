@@ -57,41 +57,7 @@ const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 export function createApp(options: AppOptions): Hono<ServerEnv> {
   requireOptions('createApp', options, 'Pass { runner, runStore, hub, observationalMemory, workingMemory }.');
-  requireObject(
-    'createApp',
-    'runner',
-    options.runner,
-    ['start', 'wait', 'cancel'],
-    'Pass the runner from createAgentRunner.',
-  );
-  requireObject(
-    'createApp',
-    'runStore',
-    options.runStore,
-    ['getRun', 'listEvents'],
-    'Pass the RunStore the runner uses.',
-  );
-  requireObject(
-    'createApp',
-    'hub',
-    options.hub,
-    ['publish', 'subscribe'],
-    'Pass the EventHub the runner publishes to (runner.hub).',
-  );
-  requireObject(
-    'createApp',
-    'observationalMemory',
-    options.observationalMemory,
-    ['inspect', 'status'],
-    'Pass the service from createObservationalMemory.',
-  );
-  requireObject(
-    'createApp',
-    'workingMemory',
-    options.workingMemory,
-    ['entries', 'snippet'],
-    'Pass the service from createWorkingMemory.',
-  );
+  checkAppOptions(options);
   const app = new Hono<ServerEnv>();
   const keys = (options.apiKeys ?? []).map((entry) => ({ key: Buffer.from(entry.key), tenantId: entry.tenantId }));
 
@@ -133,24 +99,7 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
   // The inspector's static files need no key; the page sends one with its data calls.
   app.route('/inspector', inspectorRoutes());
 
-  const authenticate: MiddlewareHandler<ServerEnv> = async function authenticate(context, next) {
-    if (keys.length === 0) {
-      context.set('tenant', undefined);
-      return next();
-    }
-    const header = context.req.header('authorization') ?? '';
-    const match = /^Bearer\s+(.+)$/i.exec(header.trim());
-    if (!match?.[1]) throw httpError(401, 'unauthorized', 'send Authorization: Bearer <api key>');
-    const presented = Buffer.from(match[1]);
-    const index = keys.findIndex(
-      (entry) => entry.key.length === presented.length && timingSafeEqual(entry.key, presented),
-    );
-    const found = keys[index];
-    if (!found) throw httpError(401, 'unauthorized', 'the API key is not valid');
-    context.set('tenant', found.tenantId);
-    context.set('principal', `key:${index}`);
-    return next();
-  };
+  const authenticate = authenticateWith(keys);
   app.use('/v1/*', authenticate);
   app.use('/mcp', authenticate);
 
@@ -193,4 +142,65 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
     }),
   );
   return app;
+}
+
+/** The bearer-key check of `/v1` and `/mcp`: the key's tenant and principal, or `401`; no keys, no check. */
+function authenticateWith(keys: ReadonlyArray<{ key: Buffer; tenantId: string }>): MiddlewareHandler<ServerEnv> {
+  return async function authenticate(context, next) {
+    if (keys.length === 0) {
+      context.set('tenant', undefined);
+      return next();
+    }
+    const header = context.req.header('authorization') ?? '';
+    const match = /^Bearer\s+(.+)$/i.exec(header.trim());
+    if (!match?.[1]) throw httpError(401, 'unauthorized', 'send Authorization: Bearer <api key>');
+    const presented = Buffer.from(match[1]);
+    const index = keys.findIndex(
+      (entry) => entry.key.length === presented.length && timingSafeEqual(entry.key, presented),
+    );
+    const found = keys[index];
+    if (!found) throw httpError(401, 'unauthorized', 'the API key is not valid');
+    context.set('tenant', found.tenantId);
+    context.set('principal', `key:${index}`);
+    return next();
+  };
+}
+
+/** The required options of {@link createApp}, each with the methods it must have. */
+function checkAppOptions(options: AppOptions): void {
+  requireObject(
+    'createApp',
+    'runner',
+    options.runner,
+    ['start', 'wait', 'cancel'],
+    'Pass the runner from createAgentRunner.',
+  );
+  requireObject(
+    'createApp',
+    'runStore',
+    options.runStore,
+    ['getRun', 'listEvents'],
+    'Pass the RunStore the runner uses.',
+  );
+  requireObject(
+    'createApp',
+    'hub',
+    options.hub,
+    ['publish', 'subscribe'],
+    'Pass the EventHub the runner publishes to (runner.hub).',
+  );
+  requireObject(
+    'createApp',
+    'observationalMemory',
+    options.observationalMemory,
+    ['inspect', 'status'],
+    'Pass the service from createObservationalMemory.',
+  );
+  requireObject(
+    'createApp',
+    'workingMemory',
+    options.workingMemory,
+    ['entries', 'snippet'],
+    'Pass the service from createWorkingMemory.',
+  );
 }
