@@ -102,6 +102,14 @@ describe('server: GET /v1/runs', () => {
     ['limit=x', 'limit'],
     ['status=done', 'status'],
     ['cursor=abc', 'cursor'],
+    [
+      `cursor=${Buffer.from(JSON.stringify({ t: '2024-02-30T00:00:00.000Z', r: 'run_1' })).toString('base64url')}`,
+      'cursor',
+    ],
+    [
+      `cursor=${Buffer.from(JSON.stringify({ t: '2024-02-01T00:00:00.000Z', r: 'run\u0000' })).toString('base64url')}`,
+      'cursor',
+    ],
     ['conversation_id=../x', 'conversation_id'],
   ])('answers ?%s with 400 naming %s', async (query, field) => {
     const { request } = setup();

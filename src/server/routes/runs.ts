@@ -170,7 +170,10 @@ function runCursor(cursor: string): { createdAt: string; runId: string } {
   const value = decodeCursor(cursor);
   const createdAt = value['t'];
   const runId = value['r'];
-  if (typeof createdAt !== 'string' || typeof runId !== 'string' || Number.isNaN(Date.parse(createdAt)))
+  // Only what a listing wrote: a run time as toISOString gives it, and a run id's characters.
+  const time = typeof createdAt === 'string' ? new Date(createdAt) : undefined;
+  const validTime = time !== undefined && !Number.isNaN(time.getTime()) && time.toISOString() === createdAt;
+  if (!validTime || typeof runId !== 'string' || !/^[\w:.@-]{1,200}$/.test(runId))
     throw httpError(400, 'invalid_request', 'cursor is not one this API returned for this list');
   return { createdAt, runId };
 }
