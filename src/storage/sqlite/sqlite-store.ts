@@ -147,6 +147,115 @@ function buildStore(
   faultPoint: SqliteStoreOptions['faultPoint'],
   checkpointer: BackgroundCheckpoints | undefined,
 ): MemoryStore {
+  const ctx = createSqliteStoreContext(db, statements, context, faultPoint, checkpointer);
+  const { storeGuard, batcher, inspection, execute, write, readNow, finishLeased } = ctx;
+  const store: MemoryStore = {
+    specificationVersion: 'v1',
+    name: STORE_NAME,
+
+    getRecord: async (memoryId) => {
+      return execute(() => {
+        const row = statements.selectRecord.get(memoryId);
+        return row && toRecord(row);
+      });
+    },
+    updateSettings: async (input) => write(() => updateSettings(ctx, input)),
+    appendMessages: async (input) => write(() => appendMessages(ctx, input)),
+    appendMessagesAndClaim: async (input) => write(() => appendMessagesAndClaim(ctx, input)),
+    listUnobservedMessages: async (memoryId, throughSeq) =>
+      execute(() => statements.listUnobservedMessages.all({ memoryId, throughSeq }).map(toStoredMessage)),
+    listObservations: async (memoryId, listOptions) =>
+      execute(() => statements.listObservations.all(memoryId, listOptions?.afterSeq ?? 0).map(toObservation)),
+    listMarkers: async (memoryId) => execute(() => statements.listMarkers.all(memoryId).map(toMarker)),
+    findObservations: async (memoryId, options) => execute(() => inspection.findObservations(memoryId, options)),
+    correctObservation: async (input) => write(() => inspection.correctObservation(input, readNow())),
+    listScopes: async (query) => execute(() => inspection.listScopes(query)),
+    listOperationPage: async (memoryId, options) => execute(() => inspection.listOperationPage(memoryId, options)),
+    enqueueOperation: async (input) => write(() => enqueueOperation(ctx, input)),
+    claimOperation: async (input) => {
+      // Most claims find nothing (the scope's work is done): check with a plain read first
+      // and take the write lock only when there is something to claim. The claim itself
+      // re-selects inside its transaction, so a race only costs an empty claim.
+      const candidate = execute(() => {
+        const now = readNow();
+        return input.memoryId === undefined
+          ? statements.claimCandidateOfAnyScope.get({ now })
+          : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
+      });
+      return candidate === undefined ? undefined : write(() => claimOperationBody(ctx, input));
+    },
+    importObservations: async (input) => write(() => importObservations(ctx, input)),
+    completeObservation: async (input) => write(() => completeObservation(ctx, input)),
+    completeReflection: async (input) => write(() => completeReflection(ctx, input)),
+    listReflectionLinks: async (memoryId) =>
+      execute(() => toReflectionLinks(statements.listReflectionLinks.all(memoryId))),
+    scopeGeneration: async (memoryId) => execute(() => statements.selectScopeGeneration.get(memoryId) ?? 0),
+    completeWithoutChange: async (input) => write(() => completeWithoutChange(ctx, input)),
+    failOperation: async (input) => write(() => failOperation(ctx, input)),
+    markOperationDead: async (input) =>
+      write(() => toOperation(finishLeased(input, readNow(), 'dead', input.errorText))),
+    retryDeadOperation: async (input) =>
+      write(() => {
+        const row = statements.retryDeadOperation.get({
+          memoryId: input.memoryId,
+          operationId: input.operationId,
+          now: readNow(),
+        });
+        return row && toOperation(row);
+      }),
+    countDeadOperations: async (memoryId) => execute(() => statements.countDeadOperationsOfScope.get(memoryId) ?? 0),
+    requeueStaleOperations: async (input) => write(() => requeueStaleOperations(ctx, input)),
+    listOperations: async (memoryId) => execute(() => statements.listOperations.all(memoryId).map(toOperation)),
+    countPendingOperations: async (memoryId) =>
+      execute(
+        () =>
+          (memoryId === undefined
+            ? statements.countPendingOperations.get()
+            : statements.countPendingOperationsOfScope.get(memoryId)) ?? 0,
+      ),
+    setWorkingMemoryEntry: async (input) => write(() => setWorkingMemoryEntry(ctx, input)),
+    getWorkingMemoryEntry: async (memoryId, key) => {
+      return execute(() => {
+        const row = statements.selectEntry.get(memoryId, key);
+        return row && toWorkingMemoryEntry(row);
+      });
+    },
+    deleteWorkingMemoryEntry: async (memoryId, key) => write(() => deleteWorkingMemoryEntry(ctx, memoryId, key)),
+    workingMemoryVersion: async (memoryId) => execute(() => statements.selectWorkingMemoryVersion.get(memoryId) ?? 0),
+    listWorkingMemoryEntries: async (memoryId) =>
+      execute(() =>
+        statements.listEntries
+          .all(memoryId)
+          .map(([key, valueJson, createdAt, updatedAt]) => Object.freeze({ key, valueJson, createdAt, updatedAt })),
+      ),
+    forget: async (memoryId) => execute(() => forgetAndEmptyLog(ctx, memoryId)),
+    dispose: async () => {
+      if (!storeGuard.dispose()) return;
+      try {
+        // Writes already submitted still commit.
+        batcher.flush();
+      } finally {
+        // The worker lets go of the file first, so that this connection is its last and
+        // checkpoints and removes the log as it closes.
+        await checkpointer?.stop();
+      }
+      try {
+        db.close();
+      } catch (error) {
+        throw toStoreError(error, context);
+      }
+    },
+  };
+  return store;
+}
+
+function createSqliteStoreContext(
+  db: Database,
+  statements: SqliteStatements,
+  context: { path: string; busyTimeoutMs: number },
+  faultPoint: SqliteStoreOptions['faultPoint'],
+  checkpointer: BackgroundCheckpoints | undefined,
+) {
   const storeGuard = createStoreGuard({ store: STORE_NAME, toError: (error) => toStoreError(error, context) });
   const batcher = new SqliteWriteBatcher(db, (error) => toStoreError(error, context), checkpointer?.noteCommit);
   const inspection = createSqliteInspection(db, statements);
@@ -166,25 +275,6 @@ function buildStore(
     const now = statements.now.get();
     if (now === undefined) throw new StoreError({ store: STORE_NAME, message: 'SQLite returned no time.' });
     return now;
-  };
-
-  // Moves a database time by a caller's duration (arithmetic on the database's own clock
-  // reading, in the format it writes). Negative or non-finite durations are refused: a
-  // negative grace would requeue live leases, a NaN lease would never expire.
-  const shift = (time: string, name: string, value: number, unitMs: number, direction: '+' | '-' = '+'): string => {
-    const base = Date.parse(time);
-    const moved =
-      Number.isFinite(value) && value >= 0
-        ? base + (direction === '+' ? 1 : -1) * Math.round(value * unitMs)
-        : Number.NaN;
-    if (!Number.isFinite(base) || !(moved >= EARLIEST_TIME && moved <= LATEST_TIME)) {
-      throw new StoreError({
-        store: STORE_NAME,
-        message: `${name} must be a finite, non-negative number within range; got ${value}.`,
-        data: { [name]: value },
-      });
-    }
-    return new Date(moved).toISOString();
   };
 
   const recordOf = (memoryId: string): RecordRow => {
@@ -233,495 +323,438 @@ function buildStore(
     const { payload, ...columns } = row;
     statements.insertMarker.run({ ...columns, payload_json: JSON.stringify(payload) });
   };
-  const markerRow = (memoryId: string, operationId: string, marker: PlannedMarker, now: string) => ({
-    marker_id: marker.markerId,
-    memory_id: memoryId,
-    marker_type: marker.markerType,
-    cycle_id: operationId,
-    message_index_start: marker.messageSeqStart,
-    message_index_end: marker.messageSeqEnd,
-    token_count: marker.tokenCount,
-    payload: marker.payload,
-    created_at: now,
-  });
 
-  const updateSettings = (input: Input<'updateSettings'>) => {
-    const now = readNow();
-    const current = ensureRecord(input.scope, input.memoryId, now);
-    const config = parseConfig(JSON.stringify({ ...parseConfig(current.config_json), ...input.config }));
-    const row = swapped(
-      statements.updateSettings.get({
+  return {
+    storeGuard,
+    batcher,
+    inspection,
+    execute,
+    write,
+    readNow,
+    recordOf,
+    ensureRecord,
+    swapped,
+    finishLeased,
+    markApplied,
+    insertMarker,
+    db,
+    statements,
+    context,
+    faultPoint,
+    checkpointer,
+  };
+}
+
+type SqliteStoreContext = ReturnType<typeof createSqliteStoreContext>;
+
+function updateSettings(ctx: SqliteStoreContext, input: Input<'updateSettings'>) {
+  const { readNow, ensureRecord, swapped, statements } = ctx;
+
+  const now = readNow();
+  const current = ensureRecord(input.scope, input.memoryId, now);
+  const config = parseConfig(JSON.stringify({ ...parseConfig(current.config_json), ...input.config }));
+  const row = swapped(
+    statements.updateSettings.get({
+      memoryId: input.memoryId,
+      stateVersion: current.state_version,
+      enabled: input.enabled ? 1 : 0,
+      configJson: JSON.stringify(config),
+      now,
+    }),
+    input.memoryId,
+  );
+  statements.insertOperation.get({
+    operationId: input.operationId,
+    memoryId: input.memoryId,
+    ...pickScope(input.scope),
+    runId: input.runId,
+    toolCallId: input.toolCallId,
+    operationType: input.enabled ? 'enable' : 'disable',
+    status: 'applied',
+    payloadJson: JSON.stringify({ enabled: input.enabled, ...(input.config ? { config: input.config } : {}) }),
+    attempt: 1,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+    now,
+  });
+  return toRecord(row);
+}
+
+/** Throws `SCOPE_FORGOTTEN` when the caller's generation is not the scope's any more. */
+function checkGeneration(ctx: SqliteStoreContext, memoryId: string, expected: number | undefined): void {
+  const { statements } = ctx;
+
+  if (expected !== undefined && (statements.selectScopeGeneration.get(memoryId) ?? 0) !== expected)
+    throw scopeForgottenError(STORE_NAME, memoryId);
+}
+
+/** `existing`: the record row when the caller just read it in this transaction; `now`, the time it read. */
+function appendMessagesBody(
+  ctx: SqliteStoreContext,
+  input: Input<'appendMessages'>,
+  existing?: RecordRow,
+  now = ctx.readNow(),
+) {
+  const { ensureRecord, swapped, statements } = ctx;
+
+  let row = existing ?? ensureRecord(input.scope, input.memoryId, now);
+  let lastSeq = row.last_message_seq;
+  let inserted = 0;
+  for (const message of input.messages) {
+    const { changes } = statements.insertMessage.run({
+      memoryId: input.memoryId,
+      seq: lastSeq + 1,
+      messageKey: message.messageKey,
+      role: message.role,
+      name: message.name,
+      toolCallId: message.toolCallId,
+      content: message.content,
+      tokenCount: message.tokenCount,
+    });
+    if (changes === 1) {
+      lastSeq++;
+      inserted++;
+    }
+  }
+  if (inserted > 0) {
+    // Messages observed since the last append lose their text now: they sit on the page
+    // the new messages were just written to, so this costs no extra page write.
+    const clearedThrough = row.messages_cleared_through_seq ?? 0;
+    if (clearedThrough < row.observed_through_message_seq)
+      statements.markMessagesObserved.run(input.memoryId, clearedThrough, row.observed_through_message_seq);
+    row = swapped(
+      statements.updateLastMessageSeq.get({
         memoryId: input.memoryId,
-        stateVersion: current.state_version,
-        enabled: input.enabled ? 1 : 0,
-        configJson: JSON.stringify(config),
+        stateVersion: row.state_version,
+        lastMessageSeq: lastSeq,
+        clearedThrough: row.observed_through_message_seq,
         now,
       }),
       input.memoryId,
     );
-    statements.insertOperation.get({
-      operationId: input.operationId,
-      memoryId: input.memoryId,
-      ...pickScope(input.scope),
-      runId: input.runId,
-      toolCallId: input.toolCallId,
-      operationType: input.enabled ? 'enable' : 'disable',
-      status: 'applied',
-      payloadJson: JSON.stringify({ enabled: input.enabled, ...(input.config ? { config: input.config } : {}) }),
-      attempt: 1,
-      leaseOwner: null,
-      leaseExpiresAt: null,
+  }
+  const unobservedTokens = statements.sumUnobservedTokens.get(input.memoryId, row.observed_through_message_seq) ?? 0;
+  return { record: toRecord(row), inserted, unobservedTokens };
+}
+
+function appendMessages(ctx: SqliteStoreContext, input: Input<'appendMessages'>) {
+  checkGeneration(ctx, input.memoryId, input.generation);
+  return appendMessagesBody(ctx, input);
+}
+
+function appendMessagesAndClaim(
+  ctx: SqliteStoreContext,
+  input: Parameters<NonNullable<MemoryStore['appendMessagesAndClaim']>>[0],
+): AppendAndClaimResult {
+  const { readNow, statements } = ctx;
+
+  checkGeneration(ctx, input.memoryId, input.generation);
+  const existing = statements.selectRecord.get(input.memoryId);
+  const current = existing && toRecord(existing);
+  const settings = input.settings(current);
+  if (!settings.enabled) return { disabled: true, record: current };
+  const now = readNow();
+  const appended = appendMessagesBody(ctx, input, existing, now);
+  if (appended.unobservedTokens < settings.minTokens) return appended;
+  const fields = {
+    ...input.operation,
+    scope: input.scope,
+    memoryId: input.memoryId,
+    operationType: 'observe' as const,
+  };
+  let operation: Operation;
+  let claimed: Operation | undefined;
+  if (statements.hasPendingOperation.get(input.memoryId) === undefined) {
+    // Nothing of the scope is pending, so the new operation is the one a claim would take:
+    // store it claimed, and spare the queue index an insert and a delete.
+    operation = enqueueOperationBody(ctx, fields, {
       now,
-    });
-    return toRecord(row);
-  };
-
-  /** Throws `SCOPE_FORGOTTEN` when the caller's generation is not the scope's any more. */
-  const checkGeneration = (memoryId: string, expected: number | undefined): void => {
-    if (expected !== undefined && (statements.selectScopeGeneration.get(memoryId) ?? 0) !== expected)
-      throw scopeForgottenError(STORE_NAME, memoryId);
-  };
-
-  /** `existing`: the record row when the caller just read it in this transaction; `now`, the time it read. */
-  const appendMessagesBody = (input: Input<'appendMessages'>, existing?: RecordRow, now = readNow()) => {
-    let row = existing ?? ensureRecord(input.scope, input.memoryId, now);
-    let lastSeq = row.last_message_seq;
-    let inserted = 0;
-    for (const message of input.messages) {
-      const { changes } = statements.insertMessage.run({
-        memoryId: input.memoryId,
-        seq: lastSeq + 1,
-        messageKey: message.messageKey,
-        role: message.role,
-        name: message.name,
-        toolCallId: message.toolCallId,
-        content: message.content,
-        tokenCount: message.tokenCount,
-      });
-      if (changes === 1) {
-        lastSeq++;
-        inserted++;
-      }
-    }
-    if (inserted > 0) {
-      // Messages observed since the last append lose their text now: they sit on the page
-      // the new messages were just written to, so this costs no extra page write.
-      const clearedThrough = row.messages_cleared_through_seq ?? 0;
-      if (clearedThrough < row.observed_through_message_seq)
-        statements.markMessagesObserved.run(input.memoryId, clearedThrough, row.observed_through_message_seq);
-      row = swapped(
-        statements.updateLastMessageSeq.get({
-          memoryId: input.memoryId,
-          stateVersion: row.state_version,
-          lastMessageSeq: lastSeq,
-          clearedThrough: row.observed_through_message_seq,
-          now,
-        }),
-        input.memoryId,
-      );
-    }
-    const unobservedTokens = statements.sumUnobservedTokens.get(input.memoryId, row.observed_through_message_seq) ?? 0;
-    return { record: toRecord(row), inserted, unobservedTokens };
-  };
-  const appendMessages = (input: Input<'appendMessages'>) => {
-    checkGeneration(input.memoryId, input.generation);
-    return appendMessagesBody(input);
-  };
-
-  const appendMessagesAndClaim = (
-    input: Parameters<NonNullable<MemoryStore['appendMessagesAndClaim']>>[0],
-  ): AppendAndClaimResult => {
-    checkGeneration(input.memoryId, input.generation);
-    const existing = statements.selectRecord.get(input.memoryId);
-    const current = existing && toRecord(existing);
-    const settings = input.settings(current);
-    if (!settings.enabled) return { disabled: true, record: current };
-    const now = readNow();
-    const appended = appendMessagesBody(input, existing, now);
-    if (appended.unobservedTokens < settings.minTokens) return appended;
-    const fields = {
-      ...input.operation,
-      scope: input.scope,
-      memoryId: input.memoryId,
-      operationType: 'observe' as const,
-    };
-    let operation: Operation;
-    let claimed: Operation | undefined;
-    if (statements.hasPendingOperation.get(input.memoryId) === undefined) {
-      // Nothing of the scope is pending, so the new operation is the one a claim would take:
-      // store it claimed, and spare the queue index an insert and a delete.
-      operation = enqueueOperationBody(fields, {
-        now,
-        leaseOwner: input.leaseOwner,
-        leaseExpiresAt: shift(now, 'leaseMs', input.leaseMs, 1),
-      });
-      claimed = operation;
-    } else {
-      operation = enqueueOperationBody(fields);
-      claimed = claimOperationBody({ memoryId: input.memoryId, leaseOwner: input.leaseOwner, leaseMs: input.leaseMs });
-    }
-    if (!claimed) return { ...appended, operation };
-    const prefetched: PrefetchedObserve | undefined =
-      claimed.operationType === 'observe'
-        ? {
-            operationId: claimed.operationId,
-            record: appended.record,
-            messages: statements.listUnobservedMessages
-              .all({ memoryId: input.memoryId, throughSeq: appended.record.lastMessageSeq })
-              .map(toStoredMessage),
-          }
-        : undefined;
-    return { ...appended, operation, claimed, ...(prefetched ? { prefetched } : {}) };
-  };
-
-  /** Enqueues; with `lease`, the operation is stored already claimed by its holder. */
-  const enqueueOperationBody = (
-    input: Input<'enqueueOperation'>,
-    lease?: { now: string; leaseOwner: string; leaseExpiresAt: string },
-  ) => {
-    const row = statements.insertOperation.get({
-      operationId: input.operationId,
-      memoryId: input.memoryId,
-      ...pickScope(input.scope),
-      runId: input.runId,
-      toolCallId: input.toolCallId,
-      operationType: input.operationType,
-      status: lease ? 'processing' : 'queued',
-      payloadJson: JSON.stringify(input.payload),
-      attempt: lease ? 1 : 0,
-      leaseOwner: lease?.leaseOwner ?? null,
-      leaseExpiresAt: lease?.leaseExpiresAt ?? null,
-      now: lease?.now ?? readNow(),
-    });
-    if (!row) throw new StoreError({ store: STORE_NAME, message: `Operation ${input.operationId} was not stored.` });
-    return toOperation(row);
-  };
-  const enqueueOperation = (input: Input<'enqueueOperation'>) => enqueueOperationBody(input);
-
-  const claimOperationBody = (input: Input<'claimOperation'>) => {
-    const now = readNow();
-    const candidate =
-      input.memoryId === undefined
-        ? statements.claimCandidateOfAnyScope.get({ now })
-        : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
-    if (candidate === undefined) return undefined;
-    const leaseExpiresAt = shift(now, 'leaseMs', input.leaseMs, 1);
-    const row = statements.claimOperation.get({
-      memoryId: candidate.memory_id,
-      scopeSequence: candidate.scope_sequence,
       leaseOwner: input.leaseOwner,
-      leaseExpiresAt,
-      now,
+      leaseExpiresAt: shift(now, 'leaseMs', input.leaseMs, 1),
     });
-    return row && toOperation(row);
-  };
-
-  const importObservations = (
-    input: NonNullable<MemoryStore['importObservations']> extends (input: infer I) => unknown ? I : never,
-  ) => {
-    const now = readNow();
-    const { memoryId, operationId } = input;
-    const current = ensureRecord(input.scope, memoryId, now);
-    const plan = planImportApply(positionOf(current), input.observations);
-    const observations = plan.observations.map((planned) => {
-      const row: ObservationRow = {
-        memory_id: memoryId,
-        seq: planned.seq,
-        content: planned.content,
-        token_count: planned.tokenCount,
-        importance: planned.importance,
-        created_at: planned.createdAt ?? now,
-        source_start_seq: planned.sourceStartSeq,
-        source_end_seq: planned.sourceEndSeq,
-        source: planned.source,
-        source_seqs_json: seqsJson(planned.sourceMessageSeqs),
-        operation_id: operationId,
-      };
-      statements.insertObservation.run(row);
-      return toObservation(row);
+    claimed = operation;
+  } else {
+    operation = enqueueOperationBody(ctx, fields);
+    claimed = claimOperationBody(ctx, {
+      memoryId: input.memoryId,
+      leaseOwner: input.leaseOwner,
+      leaseMs: input.leaseMs,
     });
-    const row = swapped(
-      statements.applyObservations.get({
-        memoryId,
-        stateVersion: current.state_version,
-        throughSeq: plan.throughSeq,
-        count: observations.length,
-        lastObservationSeq: plan.lastObservationSeq,
-        tokens: plan.tokens,
-        now,
-      }),
-      memoryId,
-    );
-    statements.insertOperation.get({
-      operationId,
-      memoryId,
-      ...pickScope(input.scope),
-      runId: input.runId,
-      toolCallId: input.toolCallId,
-      operationType: 'import',
-      status: 'applied',
-      payloadJson: JSON.stringify({ count: observations.length }),
-      attempt: 1,
-      leaseOwner: null,
-      leaseExpiresAt: null,
-      now,
-    });
-    return { record: toRecord(row), observations };
-  };
-
-  const completeObservation = (input: Input<'completeObservation'>) => {
-    const now = readNow();
-    markApplied(input, now, '');
-    const { memoryId, operationId } = input;
-    const current = recordOf(memoryId);
-    const plan = planObservationApply(positionOf(current), input);
-    const observations = plan.observations.map((planned) => {
-      const row: ObservationRow = {
-        memory_id: memoryId,
-        seq: planned.seq,
-        content: planned.content,
-        token_count: planned.tokenCount,
-        importance: planned.importance,
-        created_at: now,
-        source_start_seq: planned.sourceStartSeq,
-        source_end_seq: planned.sourceEndSeq,
-        source: planned.source,
-        source_seqs_json: seqsJson(planned.sourceMessageSeqs),
-        operation_id: operationId,
-      };
-      statements.insertObservation.run(row);
-      return toObservation(row);
-    });
-    faultPoint?.('mid_apply');
-    for (const marker of plan.markers) insertMarker(markerRow(memoryId, operationId, marker, now));
-    const row = swapped(
-      statements.applyObservations.get({
-        memoryId,
-        stateVersion: current.state_version,
-        throughSeq: plan.throughSeq,
-        count: observations.length,
-        lastObservationSeq: plan.lastObservationSeq,
-        tokens: plan.tokens,
-        now,
-      }),
-      memoryId,
-    );
-    faultPoint?.('before_mark_applied');
-    return { record: toRecord(row), observations };
-  };
-
-  const completeReflection = (input: Input<'completeReflection'>) => {
-    const now = readNow();
-    markApplied(input, now, '');
-    const { memoryId, operationId } = input;
-    const current = recordOf(memoryId);
-    const { reflection } = input;
-    const plan = planReflectionApply(positionOf(current), input);
-    insertMarker(markerRow(memoryId, operationId, plan.marker, now));
-    const link = { memory_id: memoryId, operation_id: operationId, created_at: now };
-    let addedSupersessions = 0;
-    let addedContradictions = 0;
-    for (const planned of plan.links) {
-      const added = statements.insertReflectionLink.run({
-        ...link,
-        kind: planned.kind,
-        first_seq: planned.firstSeq,
-        second_seq: planned.secondSeq,
-        detail: planned.detail,
-      }).changes;
-      if (planned.kind === 'supersession') addedSupersessions += added;
-      else addedContradictions += added;
-    }
-    const row = swapped(
-      statements.applyReflection.get({
-        memoryId,
-        stateVersion: current.state_version,
-        raw: reflection.raw,
-        structuredJson: JSON.stringify(reflection.structured),
-        tokenCount: reflection.tokenCount,
-        throughSeq: reflection.throughSeq,
-        createdAt: reflection.createdAt,
-        addedSupersessions,
-        addedContradictions,
-        rejected: plan.rejected,
-        now,
-      }),
-      memoryId,
-    );
-    return toRecord(row);
-  };
-
-  const completeWithoutChange = (input: Input<'completeWithoutChange'>) => {
-    markApplied(input, readNow(), input.note);
-  };
-
-  const failOperation = (input: Input<'failOperation'>) => {
-    const now = readNow();
-    const row =
-      input.retryAfterMs === undefined
-        ? finishLeased(input, now, 'failed', input.errorText)
-        : finishLeased(input, now, 'queued', input.errorText, shift(now, 'retryAfterMs', input.retryAfterMs, 1));
-    return toOperation(row);
-  };
-
-  const requeueStaleOperations = (input: Input<'requeueStaleOperations'>) => {
-    const now = readNow();
-    return statements.requeueStaleOperations.run({
-      now,
-      cutoff: shift(now, 'graceSeconds', input.graceSeconds, 1000, '-'),
-    }).changes;
-  };
-
-  // The scope's entry count and bytes live with its working-memory version and change in
-  // the same transaction as the entries, so the limits need no pass over every entry.
-  const setWorkingMemoryEntry = (input: Input<'setWorkingMemoryEntry'>) => {
-    const { memoryId, key, valueJson, limits } = input;
-    const previous = statements.entryBytes.get(memoryId, key);
-    const usage = statements.workingMemoryUsage.get(memoryId);
-    // A scope's first entry gives it a record, so the scope is listed.
-    if (usage === undefined) ensureRecord(input.scope, memoryId, readNow());
-    const [count, bytes] = usage ?? [0, 0];
-    if (previous === undefined && count >= limits.maxEntries)
-      throw workingMemoryLimitError('entries', count + 1, limits.maxEntries);
-    const total = bytes - (previous ?? 0) + utf8Length(key) + utf8Length(valueJson);
-    if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
-    const row = statements.upsertEntry.get({ memoryId, key, valueJson, now: readNow() });
-    if (!row) throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
-    statements.writeWorkingMemoryUsage.run(
-      memoryId,
-      newWorkingMemoryVersion(),
-      previous === undefined ? count + 1 : count,
-      total,
-    );
-    return toWorkingMemoryEntry(row);
-  };
-
-  const deleteWorkingMemoryEntry = (memoryId: string, key: string): boolean => {
-    const removed = statements.deleteEntry.get(memoryId, key);
-    if (removed === undefined) return false;
-    const [count, bytes] = statements.workingMemoryUsage.get(memoryId) ?? [1, removed];
-    statements.writeWorkingMemoryUsage.run(memoryId, newWorkingMemoryVersion(), count - 1, bytes - removed);
-    return true;
-  };
-
-  const forget = (memoryId: string) => {
-    for (const statement of statements.forgetScope) statement.run(memoryId);
-    statements.writeScopeGeneration.run(memoryId, newScopeGeneration());
-  };
-
-  const store: MemoryStore = {
-    specificationVersion: 'v1',
-    name: STORE_NAME,
-
-    getRecord: async (memoryId) => {
-      return execute(() => {
-        const row = statements.selectRecord.get(memoryId);
-        return row && toRecord(row);
-      });
-    },
-    updateSettings: async (input) => write(() => updateSettings(input)),
-    appendMessages: async (input) => write(() => appendMessages(input)),
-    appendMessagesAndClaim: async (input) => write(() => appendMessagesAndClaim(input)),
-    listUnobservedMessages: async (memoryId, throughSeq) =>
-      execute(() => statements.listUnobservedMessages.all({ memoryId, throughSeq }).map(toStoredMessage)),
-    listObservations: async (memoryId, listOptions) =>
-      execute(() => statements.listObservations.all(memoryId, listOptions?.afterSeq ?? 0).map(toObservation)),
-    listMarkers: async (memoryId) => execute(() => statements.listMarkers.all(memoryId).map(toMarker)),
-    findObservations: async (memoryId, options) => execute(() => inspection.findObservations(memoryId, options)),
-    correctObservation: async (input) => write(() => inspection.correctObservation(input, readNow())),
-    listScopes: async (query) => execute(() => inspection.listScopes(query)),
-    listOperationPage: async (memoryId, options) => execute(() => inspection.listOperationPage(memoryId, options)),
-    enqueueOperation: async (input) => write(() => enqueueOperation(input)),
-    claimOperation: async (input) => {
-      // Most claims find nothing (the scope's work is done): check with a plain read first
-      // and take the write lock only when there is something to claim. The claim itself
-      // re-selects inside its transaction, so a race only costs an empty claim.
-      const candidate = execute(() => {
-        const now = readNow();
-        return input.memoryId === undefined
-          ? statements.claimCandidateOfAnyScope.get({ now })
-          : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
-      });
-      return candidate === undefined ? undefined : write(() => claimOperationBody(input));
-    },
-    importObservations: async (input) => write(() => importObservations(input)),
-    completeObservation: async (input) => write(() => completeObservation(input)),
-    completeReflection: async (input) => write(() => completeReflection(input)),
-    listReflectionLinks: async (memoryId) =>
-      execute(() => toReflectionLinks(statements.listReflectionLinks.all(memoryId))),
-    scopeGeneration: async (memoryId) => execute(() => statements.selectScopeGeneration.get(memoryId) ?? 0),
-    completeWithoutChange: async (input) => write(() => completeWithoutChange(input)),
-    failOperation: async (input) => write(() => failOperation(input)),
-    markOperationDead: async (input) =>
-      write(() => toOperation(finishLeased(input, readNow(), 'dead', input.errorText))),
-    retryDeadOperation: async (input) =>
-      write(() => {
-        const row = statements.retryDeadOperation.get({
-          memoryId: input.memoryId,
-          operationId: input.operationId,
-          now: readNow(),
-        });
-        return row && toOperation(row);
-      }),
-    countDeadOperations: async (memoryId) => execute(() => statements.countDeadOperationsOfScope.get(memoryId) ?? 0),
-    requeueStaleOperations: async (input) => write(() => requeueStaleOperations(input)),
-    listOperations: async (memoryId) => execute(() => statements.listOperations.all(memoryId).map(toOperation)),
-    countPendingOperations: async (memoryId) =>
-      execute(
-        () =>
-          (memoryId === undefined
-            ? statements.countPendingOperations.get()
-            : statements.countPendingOperationsOfScope.get(memoryId)) ?? 0,
-      ),
-    setWorkingMemoryEntry: async (input) => write(() => setWorkingMemoryEntry(input)),
-    getWorkingMemoryEntry: async (memoryId, key) => {
-      return execute(() => {
-        const row = statements.selectEntry.get(memoryId, key);
-        return row && toWorkingMemoryEntry(row);
-      });
-    },
-    deleteWorkingMemoryEntry: async (memoryId, key) => write(() => deleteWorkingMemoryEntry(memoryId, key)),
-    workingMemoryVersion: async (memoryId) => execute(() => statements.selectWorkingMemoryVersion.get(memoryId) ?? 0),
-    listWorkingMemoryEntries: async (memoryId) =>
-      execute(() =>
-        statements.listEntries
-          .all(memoryId)
-          .map(([key, valueJson, createdAt, updatedAt]) => Object.freeze({ key, valueJson, createdAt, updatedAt })),
-      ),
-    forget: async (memoryId) => {
-      execute(() => {
-        db.transaction(forget).immediate(memoryId);
-        // Copies the zeroed pages into the file and empties the WAL, so the old text is gone
-        // from both. It waits (busy timeout) for readers of older snapshots; if one remains,
-        // the caller must know the bytes may linger, and a retry is harmless.
-        const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
-        if (result !== undefined && result.busy !== 0) {
-          throw new StoreError({
-            store: STORE_NAME,
-            message: `Scope ${memoryId} was deleted, but another connection kept the write-ahead log from being emptied, so old copies may remain in ${context.path}-wal. Retry forget() when the other process is idle.`,
-            data: { memoryId, deleted: true },
-          });
+  }
+  if (!claimed) return { ...appended, operation };
+  const prefetched: PrefetchedObserve | undefined =
+    claimed.operationType === 'observe'
+      ? {
+          operationId: claimed.operationId,
+          record: appended.record,
+          messages: statements.listUnobservedMessages
+            .all({ memoryId: input.memoryId, throughSeq: appended.record.lastMessageSeq })
+            .map(toStoredMessage),
         }
-      });
-    },
-    dispose: async () => {
-      if (!storeGuard.dispose()) return;
-      try {
-        // Writes already submitted still commit.
-        batcher.flush();
-      } finally {
-        // The worker lets go of the file first, so that this connection is its last and
-        // checkpoints and removes the log as it closes.
-        await checkpointer?.stop();
-      }
-      try {
-        db.close();
-      } catch (error) {
-        throw toStoreError(error, context);
-      }
-    },
-  };
-  return store;
+      : undefined;
+  return { ...appended, operation, claimed, ...(prefetched ? { prefetched } : {}) };
+}
+
+/** Enqueues; with `lease`, the operation is stored already claimed by its holder. */
+function enqueueOperationBody(
+  ctx: SqliteStoreContext,
+  input: Input<'enqueueOperation'>,
+  lease?: { now: string; leaseOwner: string; leaseExpiresAt: string },
+) {
+  const { readNow, statements } = ctx;
+
+  const row = statements.insertOperation.get({
+    operationId: input.operationId,
+    memoryId: input.memoryId,
+    ...pickScope(input.scope),
+    runId: input.runId,
+    toolCallId: input.toolCallId,
+    operationType: input.operationType,
+    status: lease ? 'processing' : 'queued',
+    payloadJson: JSON.stringify(input.payload),
+    attempt: lease ? 1 : 0,
+    leaseOwner: lease?.leaseOwner ?? null,
+    leaseExpiresAt: lease?.leaseExpiresAt ?? null,
+    now: lease?.now ?? readNow(),
+  });
+  if (!row) throw new StoreError({ store: STORE_NAME, message: `Operation ${input.operationId} was not stored.` });
+  return toOperation(row);
+}
+
+function enqueueOperation(ctx: SqliteStoreContext, input: Input<'enqueueOperation'>) {
+  return enqueueOperationBody(ctx, input);
+}
+
+function claimOperationBody(ctx: SqliteStoreContext, input: Input<'claimOperation'>) {
+  const { readNow, statements } = ctx;
+
+  const now = readNow();
+  const candidate =
+    input.memoryId === undefined
+      ? statements.claimCandidateOfAnyScope.get({ now })
+      : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
+  if (candidate === undefined) return undefined;
+  const leaseExpiresAt = shift(now, 'leaseMs', input.leaseMs, 1);
+  const row = statements.claimOperation.get({
+    memoryId: candidate.memory_id,
+    scopeSequence: candidate.scope_sequence,
+    leaseOwner: input.leaseOwner,
+    leaseExpiresAt,
+    now,
+  });
+  return row && toOperation(row);
+}
+
+function importObservations(
+  ctx: SqliteStoreContext,
+  input: NonNullable<MemoryStore['importObservations']> extends (input: infer I) => unknown ? I : never,
+) {
+  const { readNow, ensureRecord, swapped, statements } = ctx;
+
+  const now = readNow();
+  const { memoryId, operationId } = input;
+  const current = ensureRecord(input.scope, memoryId, now);
+  const plan = planImportApply(positionOf(current), input.observations);
+  const observations = plan.observations.map((planned) => {
+    const row: ObservationRow = {
+      memory_id: memoryId,
+      seq: planned.seq,
+      content: planned.content,
+      token_count: planned.tokenCount,
+      importance: planned.importance,
+      created_at: planned.createdAt ?? now,
+      source_start_seq: planned.sourceStartSeq,
+      source_end_seq: planned.sourceEndSeq,
+      source: planned.source,
+      source_seqs_json: seqsJson(planned.sourceMessageSeqs),
+      operation_id: operationId,
+    };
+    statements.insertObservation.run(row);
+    return toObservation(row);
+  });
+  const row = swapped(
+    statements.applyObservations.get({
+      memoryId,
+      stateVersion: current.state_version,
+      throughSeq: plan.throughSeq,
+      count: observations.length,
+      lastObservationSeq: plan.lastObservationSeq,
+      tokens: plan.tokens,
+      now,
+    }),
+    memoryId,
+  );
+  statements.insertOperation.get({
+    operationId,
+    memoryId,
+    ...pickScope(input.scope),
+    runId: input.runId,
+    toolCallId: input.toolCallId,
+    operationType: 'import',
+    status: 'applied',
+    payloadJson: JSON.stringify({ count: observations.length }),
+    attempt: 1,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+    now,
+  });
+  return { record: toRecord(row), observations };
+}
+
+function completeObservation(ctx: SqliteStoreContext, input: Input<'completeObservation'>) {
+  const { readNow, recordOf, swapped, markApplied, insertMarker, statements, faultPoint } = ctx;
+
+  const now = readNow();
+  markApplied(input, now, '');
+  const { memoryId, operationId } = input;
+  const current = recordOf(memoryId);
+  const plan = planObservationApply(positionOf(current), input);
+  const observations = plan.observations.map((planned) => {
+    const row: ObservationRow = {
+      memory_id: memoryId,
+      seq: planned.seq,
+      content: planned.content,
+      token_count: planned.tokenCount,
+      importance: planned.importance,
+      created_at: now,
+      source_start_seq: planned.sourceStartSeq,
+      source_end_seq: planned.sourceEndSeq,
+      source: planned.source,
+      source_seqs_json: seqsJson(planned.sourceMessageSeqs),
+      operation_id: operationId,
+    };
+    statements.insertObservation.run(row);
+    return toObservation(row);
+  });
+  faultPoint?.('mid_apply');
+  for (const marker of plan.markers) insertMarker(markerRow(memoryId, operationId, marker, now));
+  const row = swapped(
+    statements.applyObservations.get({
+      memoryId,
+      stateVersion: current.state_version,
+      throughSeq: plan.throughSeq,
+      count: observations.length,
+      lastObservationSeq: plan.lastObservationSeq,
+      tokens: plan.tokens,
+      now,
+    }),
+    memoryId,
+  );
+  faultPoint?.('before_mark_applied');
+  return { record: toRecord(row), observations };
+}
+
+function completeReflection(ctx: SqliteStoreContext, input: Input<'completeReflection'>) {
+  const { readNow, recordOf, swapped, markApplied, insertMarker, statements } = ctx;
+
+  const now = readNow();
+  markApplied(input, now, '');
+  const { memoryId, operationId } = input;
+  const current = recordOf(memoryId);
+  const { reflection } = input;
+  const plan = planReflectionApply(positionOf(current), input);
+  insertMarker(markerRow(memoryId, operationId, plan.marker, now));
+  const link = { memory_id: memoryId, operation_id: operationId, created_at: now };
+  let addedSupersessions = 0;
+  let addedContradictions = 0;
+  for (const planned of plan.links) {
+    const added = statements.insertReflectionLink.run({
+      ...link,
+      kind: planned.kind,
+      first_seq: planned.firstSeq,
+      second_seq: planned.secondSeq,
+      detail: planned.detail,
+    }).changes;
+    if (planned.kind === 'supersession') addedSupersessions += added;
+    else addedContradictions += added;
+  }
+  const row = swapped(
+    statements.applyReflection.get({
+      memoryId,
+      stateVersion: current.state_version,
+      raw: reflection.raw,
+      structuredJson: JSON.stringify(reflection.structured),
+      tokenCount: reflection.tokenCount,
+      throughSeq: reflection.throughSeq,
+      createdAt: reflection.createdAt,
+      addedSupersessions,
+      addedContradictions,
+      rejected: plan.rejected,
+      now,
+    }),
+    memoryId,
+  );
+  return toRecord(row);
+}
+
+function completeWithoutChange(ctx: SqliteStoreContext, input: Input<'completeWithoutChange'>) {
+  const { readNow, markApplied } = ctx;
+
+  markApplied(input, readNow(), input.note);
+}
+
+function failOperation(ctx: SqliteStoreContext, input: Input<'failOperation'>) {
+  const { readNow, finishLeased } = ctx;
+
+  const now = readNow();
+  const row =
+    input.retryAfterMs === undefined
+      ? finishLeased(input, now, 'failed', input.errorText)
+      : finishLeased(input, now, 'queued', input.errorText, shift(now, 'retryAfterMs', input.retryAfterMs, 1));
+  return toOperation(row);
+}
+
+function requeueStaleOperations(ctx: SqliteStoreContext, input: Input<'requeueStaleOperations'>) {
+  const { readNow, statements } = ctx;
+
+  const now = readNow();
+  return statements.requeueStaleOperations.run({
+    now,
+    cutoff: shift(now, 'graceSeconds', input.graceSeconds, 1000, '-'),
+  }).changes;
+}
+
+// The scope's entry count and bytes live with its working-memory version and change in
+// the same transaction as the entries, so the limits need no pass over every entry.
+function setWorkingMemoryEntry(ctx: SqliteStoreContext, input: Input<'setWorkingMemoryEntry'>) {
+  const { readNow, ensureRecord, statements } = ctx;
+
+  const { memoryId, key, valueJson, limits } = input;
+  const previous = statements.entryBytes.get(memoryId, key);
+  const usage = statements.workingMemoryUsage.get(memoryId);
+  // A scope's first entry gives it a record, so the scope is listed.
+  if (usage === undefined) ensureRecord(input.scope, memoryId, readNow());
+  const [count, bytes] = usage ?? [0, 0];
+  if (previous === undefined && count >= limits.maxEntries)
+    throw workingMemoryLimitError('entries', count + 1, limits.maxEntries);
+  const total = bytes - (previous ?? 0) + utf8Length(key) + utf8Length(valueJson);
+  if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
+  const row = statements.upsertEntry.get({ memoryId, key, valueJson, now: readNow() });
+  if (!row) throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
+  statements.writeWorkingMemoryUsage.run(
+    memoryId,
+    newWorkingMemoryVersion(),
+    previous === undefined ? count + 1 : count,
+    total,
+  );
+  return toWorkingMemoryEntry(row);
+}
+
+function deleteWorkingMemoryEntry(ctx: SqliteStoreContext, memoryId: string, key: string): boolean {
+  const { statements } = ctx;
+
+  const removed = statements.deleteEntry.get(memoryId, key);
+  if (removed === undefined) return false;
+  const [count, bytes] = statements.workingMemoryUsage.get(memoryId) ?? [1, removed];
+  statements.writeWorkingMemoryUsage.run(memoryId, newWorkingMemoryVersion(), count - 1, bytes - removed);
+  return true;
+}
+
+function forget(ctx: SqliteStoreContext, memoryId: string) {
+  const { statements } = ctx;
+
+  for (const statement of statements.forgetScope) statement.run(memoryId);
+  statements.writeScopeGeneration.run(memoryId, newScopeGeneration());
 }
 
 function leaseOf(handle: LeaseHandle): { operationId: string; memoryId: string; leaseOwner: string } {
@@ -734,4 +767,58 @@ function pickScope(scope: Scope): { tenantId: string; conversationId: string; ag
 
 function invalidOption(name: string, problem: string): StoreError {
   return new StoreError({ store: STORE_NAME, message: `Option ${name} ${problem}.`, data: { option: name } });
+}
+
+/**
+ * Forgets the scope, then copies the zeroed pages into the file and empties the WAL, so the
+ * old text is gone from both. The checkpoint waits (busy timeout) for readers of older
+ * snapshots; if one remains, the caller must know the bytes may linger, and a retry is harmless.
+ */
+function forgetAndEmptyLog(ctx: SqliteStoreContext, memoryId: string): void {
+  const { db, context } = ctx;
+  db.transaction((id: string) => forget(ctx, id)).immediate(memoryId);
+  const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
+  if (result !== undefined && result.busy !== 0) {
+    throw new StoreError({
+      store: STORE_NAME,
+      message:
+        `Scope ${memoryId} was deleted, but another connection kept the write-ahead log from being emptied, so ` +
+        `old copies may remain in ${context.path}-wal. Retry forget() when the other process is idle.`,
+      data: { memoryId, deleted: true },
+    });
+  }
+}
+
+// Moves a database time by a caller's duration (arithmetic on the database's own clock
+// reading, in the format it writes). Negative or non-finite durations are refused: a
+// negative grace would requeue live leases, a NaN lease would never expire.
+function shift(time: string, name: string, value: number, unitMs: number, direction: '+' | '-' = '+'): string {
+  const base = Date.parse(time);
+  const moved =
+    Number.isFinite(value) && value >= 0
+      ? base + (direction === '+' ? 1 : -1) * Math.round(value * unitMs)
+      : Number.NaN;
+  if (!Number.isFinite(base) || !(moved >= EARLIEST_TIME && moved <= LATEST_TIME)) {
+    throw new StoreError({
+      store: STORE_NAME,
+      message: `${name} must be a finite, non-negative number within range; got ${value}.`,
+      data: { [name]: value },
+    });
+  }
+  return new Date(moved).toISOString();
+}
+
+/** A marker of the apply plan as its row. */
+function markerRow(memoryId: string, operationId: string, marker: PlannedMarker, now: string) {
+  return {
+    marker_id: marker.markerId,
+    memory_id: memoryId,
+    marker_type: marker.markerType,
+    cycle_id: operationId,
+    message_index_start: marker.messageSeqStart,
+    message_index_end: marker.messageSeqEnd,
+    token_count: marker.tokenCount,
+    payload: marker.payload,
+    created_at: now,
+  };
 }
