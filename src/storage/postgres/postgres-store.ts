@@ -78,6 +78,27 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
 }
 
 function buildStore(connection: PostgresConnection): MemoryStore {
+  const ctx = createPostgresStoreContext(connection);
+  const { storeGuard, pool } = ctx;
+  const store: MemoryStore = {
+    specificationVersion: 'v1',
+    name: STORE_NAME,
+    dispose: async () => {
+      if (!storeGuard.dispose()) return;
+      if (connection.ownsPool) await pool.end();
+    },
+    ...recordAndMessageMethods(ctx),
+    ...importMethods(ctx),
+    ...applyMethods(ctx),
+    ...operationLogMethods(ctx),
+    ...listingMethods(ctx),
+    ...workingMemoryMethods(ctx),
+  };
+  return store;
+}
+
+/** What every part of the store shares: the pool, the statements, the guard and the query helpers. */
+function createPostgresStoreContext(connection: PostgresConnection) {
   const { pool, schema } = connection;
   const sql = buildStatements(connection.prefix);
   const inspection = createPostgresInspection(connection.prefix);
@@ -106,164 +127,227 @@ function buildStore(connection: PostgresConnection): MemoryStore {
   const inScope = <T>(memoryId: string, work: (client: PoolClient) => Promise<T>): Promise<T> =>
     transaction(pool, work, { begin: (client) => beginWithScopeLock(schema, 'memory', memoryId, client) });
 
-  /**
-   * Throws `SCOPE_FORGOTTEN` when the caller's generation is not the scope's any more; call it holding the
-   * scope's lock.
-   */
-  const checkGeneration = async (client: PoolClient, memoryId: string, expected: number | undefined): Promise<void> => {
-    if (expected === undefined) return;
-    const found = await first<{ generation: number }>(client, sql.selectScopeGeneration, [memoryId]);
-    if ((found?.generation ?? 0) !== expected) throw scopeForgottenError(STORE_NAME, memoryId);
-  };
+  return { sql, inspection, storeGuard, execute, rows, first, inScope, pool, schema, connection };
+}
 
-  /** Appends messages inside a transaction that holds the scope's lock. */
-  const appendIn = async (client: PoolClient, input: Input<'appendMessages'>): Promise<AppendMessagesResult> => {
-    await checkGeneration(client, input.memoryId, input.generation);
-    let row = await ensureRecord(client, input.scope, input.memoryId);
-    let inserted = 0;
-    if (input.messages.length > 0) {
-      const column = <K extends keyof Input<'appendMessages'>['messages'][number]>(key: K) =>
-        input.messages.map((message) => message[key]);
-      const result = await query(client, sql.insertMessages, [
-        input.memoryId,
-        column('messageKey'),
-        column('role'),
-        column('name'),
-        column('toolCallId'),
-        column('content'),
-        column('tokenCount'),
-        row.last_message_seq,
-      ]);
-      inserted = result.rowCount ?? 0;
-    }
-    if (inserted > 0) {
-      row = swapped(
-        await first<RecordRow>(client, sql.updateLastMessageSeq, [
-          input.memoryId,
-          row.state_version,
-          row.last_message_seq + inserted,
-        ]),
-        input.memoryId,
-      );
-    }
-    const total = await first<{ total: number }>(client, sql.sumUnobservedTokens, [
+type PostgresStoreContext = ReturnType<typeof createPostgresStoreContext>;
+
+/**
+ * Throws `SCOPE_FORGOTTEN` when the caller's generation is not the scope's any more; call it holding the
+ * scope's lock.
+ */
+async function checkGeneration(
+  ctx: PostgresStoreContext,
+  client: PoolClient,
+  memoryId: string,
+  expected: number | undefined,
+): Promise<void> {
+  const { sql, first } = ctx;
+
+  if (expected === undefined) return;
+  const found = await first<{ generation: number }>(client, sql.selectScopeGeneration, [memoryId]);
+  if ((found?.generation ?? 0) !== expected) throw scopeForgottenError(STORE_NAME, memoryId);
+}
+
+/** Appends messages inside a transaction that holds the scope's lock. */
+async function appendIn(
+  ctx: PostgresStoreContext,
+  client: PoolClient,
+  input: Input<'appendMessages'>,
+): Promise<AppendMessagesResult> {
+  const { sql, first } = ctx;
+
+  await checkGeneration(ctx, client, input.memoryId, input.generation);
+  let row = await ensureRecord(ctx, client, input.scope, input.memoryId);
+  let inserted = 0;
+  if (input.messages.length > 0) {
+    const column = <K extends keyof Input<'appendMessages'>['messages'][number]>(key: K) =>
+      input.messages.map((message) => message[key]);
+    const result = await query(client, sql.insertMessages, [
       input.memoryId,
-      row.observed_through_message_seq,
+      column('messageKey'),
+      column('role'),
+      column('name'),
+      column('toolCallId'),
+      column('content'),
+      column('tokenCount'),
+      row.last_message_seq,
     ]);
-    return { record: toRecord(row), inserted, unobservedTokens: total?.total ?? 0 };
-  };
+    inserted = result.rowCount ?? 0;
+  }
+  if (inserted > 0) {
+    row = swapped(
+      ctx,
+      await first<RecordRow>(client, sql.updateLastMessageSeq, [
+        input.memoryId,
+        row.state_version,
+        row.last_message_seq + inserted,
+      ]),
+      input.memoryId,
+    );
+  }
+  const total = await first<{ total: number }>(client, sql.sumUnobservedTokens, [
+    input.memoryId,
+    row.observed_through_message_seq,
+  ]);
+  return { record: toRecord(row), inserted, unobservedTokens: total?.total ?? 0 };
+}
 
-  const ensureRecord = async (client: PoolClient, scope: Scope, memoryId: string): Promise<RecordRow> => {
-    const row = await first<RecordRow>(client, sql.ensureRecord, [
-      memoryId,
-      scope.tenantId,
-      scope.conversationId,
-      scope.agentId,
-    ]);
-    if (!row)
-      throw new StoreError({
-        store: STORE_NAME,
-        message: `The record of scope ${memoryId} could not be created.`,
-        data: { memoryId },
-      });
-    return row;
-  };
+async function ensureRecord(
+  ctx: PostgresStoreContext,
+  client: PoolClient,
+  scope: Scope,
+  memoryId: string,
+): Promise<RecordRow> {
+  const { sql, first } = ctx;
 
-  const recordOf = async (client: PoolClient, memoryId: string): Promise<RecordRow> => {
-    const row = await first<RecordRow>(client, sql.selectRecord, [memoryId]);
-    if (!row)
-      throw new StoreError({
-        store: STORE_NAME,
-        message: `No record exists for scope ${memoryId}.`,
-        data: { memoryId },
-      });
-    return row;
-  };
-
-  const swapped = (row: RecordRow | undefined, memoryId: string): RecordRow => {
-    if (row) return row;
+  const row = await first<RecordRow>(client, sql.ensureRecord, [
+    memoryId,
+    scope.tenantId,
+    scope.conversationId,
+    scope.agentId,
+  ]);
+  if (!row)
     throw new StoreError({
       store: STORE_NAME,
-      code: 'STORE_CONFLICT',
-      message: `The record of scope ${memoryId} changed during the update; retry the operation.`,
+      message: `The record of scope ${memoryId} could not be created.`,
       data: { memoryId },
     });
-  };
+  return row;
+}
 
-  const leaseLost = (handle: LeaseHandle): StoreError =>
-    new StoreError({
+async function recordOf(ctx: PostgresStoreContext, client: PoolClient, memoryId: string): Promise<RecordRow> {
+  const { sql, first } = ctx;
+
+  const row = await first<RecordRow>(client, sql.selectRecord, [memoryId]);
+  if (!row)
+    throw new StoreError({
       store: STORE_NAME,
-      code: 'OPERATION_LEASE_LOST',
-      message: `Operation ${handle.operationId} is no longer leased to ${handle.leaseOwner}; its result is discarded.`,
-      data: { operationId: handle.operationId },
+      message: `No record exists for scope ${memoryId}.`,
+      data: { memoryId },
     });
+  return row;
+}
 
-  const finishLeased = async (
-    target: Queryable,
-    handle: LeaseHandle,
-    status: 'applied' | 'failed' | 'queued' | 'dead',
-    errorText: string,
-    retrySeconds: number | null = null,
-  ): Promise<OperationRow> => {
-    const row = await first<OperationRow>(target, sql.finishLeased, [
-      handle.operationId,
-      handle.leaseOwner,
-      status,
-      errorText,
-      retrySeconds,
-    ]);
-    if (!row) throw leaseLost(handle);
-    return row;
-  };
+function swapped(ctx: PostgresStoreContext, row: RecordRow | undefined, memoryId: string): RecordRow {
+  if (row) return row;
+  throw new StoreError({
+    store: STORE_NAME,
+    code: 'STORE_CONFLICT',
+    message: `The record of scope ${memoryId} changed during the update; retry the operation.`,
+    data: { memoryId },
+  });
+}
 
-  /**
-   * Applies a leased operation: takes its scope's lock with `BEGIN` (before any row lock, the
-   * order every writer follows, so apply and forget cannot deadlock), checks and ends the
-   * lease, then runs `work` in the same transaction. A lapsed lease rolls everything back.
-   */
-  const applyLeased = <T>(
-    handle: LeaseHandle,
-    work: (client: PoolClient, operation: OperationRow) => Promise<T>,
-  ): Promise<T> =>
-    transaction(
-      pool,
-      async (client) => {
-        const operation = await finishLeased(client, handle, 'applied', '');
-        // The handle names the scope locked above; an operation of another scope is not this lease.
-        if (operation.memory_id !== handle.memoryId) throw leaseLost(handle);
-        return work(client, operation);
-      },
-      { begin: (client) => beginWithScopeLock(schema, 'memory', handle.memoryId, client) },
-    );
+function leaseLost(ctx: PostgresStoreContext, handle: LeaseHandle): StoreError {
+  return new StoreError({
+    store: STORE_NAME,
+    code: 'OPERATION_LEASE_LOST',
+    message: `Operation ${handle.operationId} is no longer leased to ${handle.leaseOwner}; its result is discarded.`,
+    data: { operationId: handle.operationId },
+  });
+}
 
-  const insertOperation = async (
-    client: PoolClient,
-    input: Input<'enqueueOperation'>,
-    status: 'queued' | 'applied',
-    attempt: number,
-  ): Promise<OperationRow> => {
-    const { scope } = input;
-    const row = await first<OperationRow>(client, sql.insertOperation, [
-      input.operationId,
-      input.memoryId,
-      scope.tenantId,
-      scope.conversationId,
-      scope.agentId,
-      input.runId,
-      input.toolCallId,
-      input.operationType,
-      status,
-      JSON.stringify(input.payload),
-      attempt,
-    ]);
-    if (!row) throw new StoreError({ store: STORE_NAME, message: `Operation ${input.operationId} was not stored.` });
-    return row;
-  };
+async function finishLeased(
+  ctx: PostgresStoreContext,
+  target: Queryable,
+  handle: LeaseHandle,
+  status: 'applied' | 'failed' | 'queued' | 'dead',
+  errorText: string,
+  retrySeconds: number | null = null,
+): Promise<OperationRow> {
+  const { sql, first } = ctx;
 
-  const store: MemoryStore = {
-    specificationVersion: 'v1',
-    name: STORE_NAME,
+  const row = await first<OperationRow>(target, sql.finishLeased, [
+    handle.operationId,
+    handle.leaseOwner,
+    status,
+    errorText,
+    retrySeconds,
+  ]);
+  if (!row) throw leaseLost(ctx, handle);
+  return row;
+}
 
+/**
+ * Applies a leased operation: takes its scope's lock with `BEGIN` (before any row lock, the
+ * order every writer follows, so apply and forget cannot deadlock), checks and ends the
+ * lease, then runs `work` in the same transaction. A lapsed lease rolls everything back.
+ */
+function applyLeased<T>(
+  ctx: PostgresStoreContext,
+  handle: LeaseHandle,
+  work: (client: PoolClient, operation: OperationRow) => Promise<T>,
+): Promise<T> {
+  const { pool, schema } = ctx;
+
+  return transaction(
+    pool,
+    async (client) => {
+      const operation = await finishLeased(ctx, client, handle, 'applied', '');
+      // The handle names the scope locked above; an operation of another scope is not this lease.
+      if (operation.memory_id !== handle.memoryId) throw leaseLost(ctx, handle);
+      return work(client, operation);
+    },
+    { begin: (client) => beginWithScopeLock(schema, 'memory', handle.memoryId, client) },
+  );
+}
+
+async function insertOperation(
+  ctx: PostgresStoreContext,
+  client: PoolClient,
+  input: Input<'enqueueOperation'>,
+  status: 'queued' | 'applied',
+  attempt: number,
+): Promise<OperationRow> {
+  const { sql, first } = ctx;
+
+  const { scope } = input;
+  const row = await first<OperationRow>(client, sql.insertOperation, [
+    input.operationId,
+    input.memoryId,
+    scope.tenantId,
+    scope.conversationId,
+    scope.agentId,
+    input.runId,
+    input.toolCallId,
+    input.operationType,
+    status,
+    JSON.stringify(input.payload),
+    attempt,
+  ]);
+  if (!row) throw new StoreError({ store: STORE_NAME, message: `Operation ${input.operationId} was not stored.` });
+  return row;
+}
+
+// A caller's duration in seconds for make_interval. Negative or non-finite durations are
+// refused: a negative grace would requeue live leases, a NaN lease would never expire.
+function seconds(name: string, value: number, unitMs: number): number {
+  if (!Number.isFinite(value) || value < 0) {
+    throw new StoreError({
+      store: STORE_NAME,
+      message: `${name} must be a finite, non-negative number; got ${value}.`,
+      data: { [name]: value },
+    });
+  }
+  return (value * unitMs) / 1000;
+}
+
+/** Records, settings and the messages of a scope. */
+function recordAndMessageMethods(
+  ctx: PostgresStoreContext,
+): Pick<
+  MemoryStore,
+  | 'getRecord'
+  | 'updateSettings'
+  | 'appendMessages'
+  | 'appendMessagesAndClaim'
+  | 'listUnobservedMessages'
+  | 'listObservations'
+  | 'listMarkers'
+> {
+  const { sql, execute, rows, first, inScope, pool } = ctx;
+  return {
     getRecord: (memoryId) =>
       execute(async () => {
         const row = await first<RecordRow>(pool, sql.selectRecord, [memoryId]);
@@ -273,9 +357,10 @@ function buildStore(connection: PostgresConnection): MemoryStore {
     updateSettings: (input) =>
       execute(() =>
         inScope(input.memoryId, async (client) => {
-          const current = await ensureRecord(client, input.scope, input.memoryId);
+          const current = await ensureRecord(ctx, client, input.scope, input.memoryId);
           const config = parseConfig({ ...parseConfig(current.config_json), ...input.config });
           const row = swapped(
+            ctx,
             await first<RecordRow>(client, sql.updateSettings, [
               input.memoryId,
               current.state_version,
@@ -286,6 +371,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           );
           const payload = { enabled: input.enabled, ...(input.config ? { config: input.config } : {}) };
           await insertOperation(
+            ctx,
             client,
             { ...input, operationType: input.enabled ? 'enable' : 'disable', payload },
             'applied',
@@ -295,23 +381,24 @@ function buildStore(connection: PostgresConnection): MemoryStore {
         }),
       ),
 
-    appendMessages: (input) => execute(() => inScope(input.memoryId, (client) => appendIn(client, input))),
+    appendMessages: (input) => execute(() => inScope(input.memoryId, (client) => appendIn(ctx, client, input))),
 
     // One transaction instead of three: append, then (at the threshold) enqueue and claim.
     appendMessagesAndClaim: (input) =>
       execute(() =>
         inScope(input.memoryId, async (client): Promise<AppendAndClaimResult> => {
-          await checkGeneration(client, input.memoryId, input.generation);
+          await checkGeneration(ctx, client, input.memoryId, input.generation);
           const existing = await first<RecordRow>(client, sql.selectRecord, [input.memoryId]);
           const current = existing && toRecord(existing);
           const settings = input.settings(current);
           if (!settings.enabled) return { disabled: true, record: current };
           // The generation was checked above, under the same lock.
           const { generation: _checked, ...unchecked } = input;
-          const appended = await appendIn(client, unchecked);
+          const appended = await appendIn(ctx, client, unchecked);
           if (appended.unobservedTokens < settings.minTokens) return appended;
           const operation = toOperation(
             await insertOperation(
+              ctx,
               client,
               { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' },
               'queued',
@@ -355,27 +442,20 @@ function buildStore(connection: PostgresConnection): MemoryStore {
       ),
     listMarkers: (memoryId) =>
       execute(async () => (await rows<MarkerRow>(pool, sql.listMarkers, [memoryId])).map(toMarker)),
+  };
+}
 
-    enqueueOperation: (input) =>
-      execute(() =>
-        inScope(input.memoryId, async (client) => toOperation(await insertOperation(client, input, 'queued', 0))),
-      ),
-
-    claimOperation: (input) =>
-      execute(async () => {
-        const leaseSeconds = seconds('leaseMs', input.leaseMs, 1);
-        const row =
-          input.memoryId === undefined
-            ? await first<OperationRow>(pool, sql.claimOfAnyScope, [input.leaseOwner, leaseSeconds])
-            : await first<OperationRow>(pool, sql.claimOfScope, [input.leaseOwner, leaseSeconds, input.memoryId]);
-        return row && toOperation(row);
-      }),
-
+/** Imports, and the reads of the supersession set and the generation. */
+function importMethods(
+  ctx: PostgresStoreContext,
+): Pick<MemoryStore, 'importObservations' | 'listReflectionLinks' | 'scopeGeneration'> {
+  const { sql, execute, rows, first, inScope, pool } = ctx;
+  return {
     importObservations: (input) =>
       execute(() =>
         inScope(input.memoryId, async (client) => {
           const { memoryId } = input;
-          const current = await ensureRecord(client, input.scope, memoryId);
+          const current = await ensureRecord(ctx, client, input.scope, memoryId);
           const plan = planImportApply(toApplyPosition(current), input.observations);
           const planned = plan.observations;
           const inserted =
@@ -393,6 +473,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
                   planned.map((item) => item.createdAt ?? null),
                 ]);
           const row = swapped(
+            ctx,
             await first<RecordRow>(client, sql.applyObservations, [
               memoryId,
               current.state_version,
@@ -404,6 +485,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
             memoryId,
           );
           await insertOperation(
+            ctx,
             client,
             { ...input, operationType: 'import', payload: { count: inserted.length } },
             'applied',
@@ -413,11 +495,25 @@ function buildStore(connection: PostgresConnection): MemoryStore {
         }),
       ),
 
+    listReflectionLinks: (memoryId) =>
+      execute(async () => toReflectionLinks(await rows<ReflectionLinkRow>(pool, sql.listReflectionLinks, [memoryId]))),
+
+    scopeGeneration: (memoryId) =>
+      execute(
+        async () => (await first<{ generation: number }>(pool, sql.selectScopeGeneration, [memoryId]))?.generation ?? 0,
+      ),
+  };
+}
+
+/** The leased applies of observe and reflect operations. */
+function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObservation' | 'completeReflection'> {
+  const { sql, execute, rows, first } = ctx;
+  return {
     completeObservation: (input) =>
       execute(() =>
-        applyLeased(input, async (client, operation) => {
+        applyLeased(ctx, input, async (client, operation) => {
           const memoryId = operation.memory_id;
-          const current = await recordOf(client, memoryId);
+          const current = await recordOf(ctx, client, memoryId);
           const plan = planObservationApply(toApplyPosition(current), input);
           const planned = plan.observations;
           let observations: Observation[] = [];
@@ -454,6 +550,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
             JSON.stringify(end.payload),
           ]);
           const row = swapped(
+            ctx,
             await first<RecordRow>(client, sql.applyObservations, [
               memoryId,
               current.state_version,
@@ -470,9 +567,9 @@ function buildStore(connection: PostgresConnection): MemoryStore {
 
     completeReflection: (input) =>
       execute(() =>
-        applyLeased(input, async (client, operation) => {
+        applyLeased(ctx, input, async (client, operation) => {
           const memoryId = operation.memory_id;
-          const current = await recordOf(client, memoryId);
+          const current = await recordOf(ctx, client, memoryId);
           const { reflection } = input;
           const plan = planReflectionApply(toApplyPosition(current), input);
           const { marker, links } = plan;
@@ -498,6 +595,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
                   operation.operation_id,
                 ]);
           const row = swapped(
+            ctx,
             await first<RecordRow>(client, sql.applyReflection, [
               memoryId,
               current.state_version,
@@ -515,26 +613,54 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           return toRecord(row);
         }),
       ),
+  };
+}
 
-    listReflectionLinks: (memoryId) =>
-      execute(async () => toReflectionLinks(await rows<ReflectionLinkRow>(pool, sql.listReflectionLinks, [memoryId]))),
-
-    scopeGeneration: (memoryId) =>
-      execute(
-        async () => (await first<{ generation: number }>(pool, sql.selectScopeGeneration, [memoryId]))?.generation ?? 0,
+/** The operation log: enqueue, claim, finish, fail, dead, retry, requeue, lists and counts. */
+function operationLogMethods(
+  ctx: PostgresStoreContext,
+): Pick<
+  MemoryStore,
+  | 'enqueueOperation'
+  | 'claimOperation'
+  | 'completeWithoutChange'
+  | 'failOperation'
+  | 'markOperationDead'
+  | 'retryDeadOperation'
+  | 'countDeadOperations'
+  | 'requeueStaleOperations'
+  | 'listOperations'
+  | 'countPendingOperations'
+> {
+  const { sql, execute, rows, first, inScope, pool } = ctx;
+  return {
+    enqueueOperation: (input) =>
+      execute(() =>
+        inScope(input.memoryId, async (client) => toOperation(await insertOperation(ctx, client, input, 'queued', 0))),
       ),
+
+    claimOperation: (input) =>
+      execute(async () => {
+        const leaseSeconds = seconds('leaseMs', input.leaseMs, 1);
+        const row =
+          input.memoryId === undefined
+            ? await first<OperationRow>(pool, sql.claimOfAnyScope, [input.leaseOwner, leaseSeconds])
+            : await first<OperationRow>(pool, sql.claimOfScope, [input.leaseOwner, leaseSeconds, input.memoryId]);
+        return row && toOperation(row);
+      }),
 
     completeWithoutChange: (input) =>
       execute(async () => {
-        await finishLeased(pool, input, 'applied', input.note);
+        await finishLeased(ctx, pool, input, 'applied', input.note);
       }),
 
     failOperation: (input) =>
       execute(async () => {
         const row =
           input.retryAfterMs === undefined
-            ? await finishLeased(pool, input, 'failed', input.errorText)
+            ? await finishLeased(ctx, pool, input, 'failed', input.errorText)
             : await finishLeased(
+                ctx,
                 pool,
                 input,
                 'queued',
@@ -545,7 +671,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
       }),
 
     markOperationDead: (input) =>
-      execute(async () => toOperation(await finishLeased(pool, input, 'dead', input.errorText))),
+      execute(async () => toOperation(await finishLeased(ctx, pool, input, 'dead', input.errorText))),
 
     retryDeadOperation: (input) =>
       execute(() =>
@@ -566,17 +692,6 @@ function buildStore(connection: PostgresConnection): MemoryStore {
 
     listOperations: (memoryId) =>
       execute(async () => (await rows<OperationRow>(pool, sql.listOperations, [memoryId])).map(toOperation)),
-    listOperationPage: (memoryId, options) => execute(() => inspection.listOperationPage(pool, memoryId, options)),
-    findObservations: (memoryId, options) => execute(() => inspection.findObservations(pool, memoryId, options)),
-    listScopes: (scopeQuery) => execute(() => inspection.listScopes(pool, scopeQuery)),
-    correctObservation: (input) =>
-      execute(() =>
-        inScope(input.memoryId, (client) =>
-          inspection.correctObservation(client, input, (payload) =>
-            insertOperation(client, { ...input, operationType: 'correct', payload: { ...payload } }, 'applied', 1),
-          ),
-        ),
-      ),
 
     countPendingOperations: (memoryId) =>
       execute(async () => {
@@ -586,7 +701,43 @@ function buildStore(connection: PostgresConnection): MemoryStore {
             : await first<{ count: number }>(pool, sql.countPendingOfScope, [memoryId]);
         return row?.count ?? 0;
       }),
+  };
+}
 
+/** Pages of scopes, observations and operations, and hand corrections. */
+function listingMethods(
+  ctx: PostgresStoreContext,
+): Pick<MemoryStore, 'listOperationPage' | 'findObservations' | 'listScopes' | 'correctObservation'> {
+  const { inspection, execute, inScope, pool } = ctx;
+  return {
+    listOperationPage: (memoryId, options) => execute(() => inspection.listOperationPage(pool, memoryId, options)),
+    findObservations: (memoryId, options) => execute(() => inspection.findObservations(pool, memoryId, options)),
+    listScopes: (scopeQuery) => execute(() => inspection.listScopes(pool, scopeQuery)),
+    correctObservation: (input) =>
+      execute(() =>
+        inScope(input.memoryId, (client) =>
+          inspection.correctObservation(client, input, (payload) =>
+            insertOperation(ctx, client, { ...input, operationType: 'correct', payload: { ...payload } }, 'applied', 1),
+          ),
+        ),
+      ),
+  };
+}
+
+/** Working memory entries and their version, and forget. */
+function workingMemoryMethods(
+  ctx: PostgresStoreContext,
+): Pick<
+  MemoryStore,
+  | 'setWorkingMemoryEntry'
+  | 'getWorkingMemoryEntry'
+  | 'deleteWorkingMemoryEntry'
+  | 'workingMemoryVersion'
+  | 'listWorkingMemoryEntries'
+  | 'forget'
+> {
+  const { sql, execute, rows, first, inScope, pool } = ctx;
+  return {
     setWorkingMemoryEntry: (input) =>
       execute(() =>
         inScope(input.memoryId, async (client) => {
@@ -598,7 +749,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           );
           const entries = usage?.entries ?? 0;
           // A scope's first entry gives it a record, so the scope is listed.
-          if (entries === 0) await ensureRecord(client, input.scope, memoryId);
+          if (entries === 0) await ensureRecord(ctx, client, input.scope, memoryId);
           if (usage?.present !== true && entries >= limits.maxEntries)
             throw workingMemoryLimitError('entries', entries + 1, limits.maxEntries);
           const total = (usage?.other_bytes ?? 0) + utf8Length(key) + utf8Length(valueJson);
@@ -637,24 +788,5 @@ function buildStore(connection: PostgresConnection): MemoryStore {
           await query(client, sql.writeScopeGeneration, [memoryId, newScopeGeneration()]);
         }),
       ),
-
-    dispose: async () => {
-      if (!storeGuard.dispose()) return;
-      if (connection.ownsPool) await pool.end();
-    },
   };
-  return store;
-}
-
-// A caller's duration in seconds for make_interval. Negative or non-finite durations are
-// refused: a negative grace would requeue live leases, a NaN lease would never expire.
-function seconds(name: string, value: number, unitMs: number): number {
-  if (!Number.isFinite(value) || value < 0) {
-    throw new StoreError({
-      store: STORE_NAME,
-      message: `${name} must be a finite, non-negative number; got ${value}.`,
-      data: { [name]: value },
-    });
-  }
-  return (value * unitMs) / 1000;
 }
