@@ -34,6 +34,19 @@ export interface SqliteRunStoreOptions {
 
 const STORE = 'sqlite-runs';
 
+/** What the parts of the SQLite run store share. */
+interface SqliteRunContext {
+  readonly db: Database;
+  readonly statements: ReturnType<typeof prepareRunStatements>;
+  readonly guard: ReturnType<typeof createStoreGuard>;
+  readonly wrap: <T>(work: () => T) => T;
+  readonly write: <T>(work: () => T) => T;
+  readonly history: HistoryCache;
+  readonly missing: (runId: string) => StoreError;
+  readonly listRuns: ReturnType<typeof createSqliteRunListing>;
+  readonly checkpointer: ReturnType<typeof useBackgroundCheckpoints> | undefined;
+}
+
 /** Creates the SQLite run store. */
 export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
   requireOptions('createSqliteRunStore', options, 'Pass { path }.');
@@ -61,7 +74,45 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       new StoreError({ store: STORE, message: `SQLite failed: ${(error as Error).message}`, cause: error }),
   });
 
-  const statements = {
+  const statements = prepareRunStatements(db);
+
+  const listRuns = createSqliteRunListing(db);
+  const wrap = <T>(work: () => T): T => guard.run(work);
+  /** A write transaction, counted for the background checkpoints. */
+  const write = <T>(work: () => T): T => {
+    const result = wrap(work);
+    checkpointer?.noteCommit();
+    return result;
+  };
+  const history = new HistoryCache(
+    {
+      newer: async (memoryId, after, limit) =>
+        wrap(() => historyPageOf(statements.newerMessages.all(memoryId, memoryId, after, limit))),
+      older: async (memoryId, before, limit) =>
+        wrap(() => historyPageOf(statements.olderMessages.all(memoryId, memoryId, before, limit))),
+    },
+    new HistoryPageSizes(),
+  );
+  const missing = (runId: string): StoreError =>
+    new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
+  const ctx: SqliteRunContext = { db, statements, guard, wrap, write, history, missing, listRuns, checkpointer };
+
+  return {
+    specificationVersion: 'v1',
+    name: 'sqlite',
+    async dispose() {
+      if (!guard.dispose()) return;
+      await checkpointer?.stop();
+      db.close();
+    },
+    ...runMethods(ctx),
+    ...conversationMethods(ctx),
+  };
+}
+
+/** Every statement of the run store, prepared once per connection. */
+function prepareRunStatements(db: Database) {
+  return {
     insertRun: db.prepare(
       `INSERT INTO harness_runs (run_id, memory_id, tenant_id, conversation_id, agent_id, status, prompt, model, system_prompt, max_steps, output, error_json, steps, input_tokens, output_tokens, parent_run_id, created_at, updated_at)
        VALUES (@run_id, @memory_id, @tenant_id, @conversation_id, @agent_id, @status, @prompt, @model, @system_prompt, @max_steps, @output, @error_json, @steps, @input_tokens, @output_tokens, @parent_run_id, ${SQL_NOW}, ${SQL_NOW})`,
@@ -113,30 +164,14 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     ),
     forgetRuns: db.prepare<[string]>('DELETE FROM harness_runs WHERE memory_id = ?'),
   };
+}
 
-  const listRuns = createSqliteRunListing(db);
-  const wrap = <T>(work: () => T): T => guard.run(work);
-  /** A write transaction, counted for the background checkpoints. */
-  const write = <T>(work: () => T): T => {
-    const result = wrap(work);
-    checkpointer?.noteCommit();
-    return result;
-  };
-  const history = new HistoryCache(
-    {
-      newer: async (memoryId, after, limit) =>
-        wrap(() => historyPageOf(statements.newerMessages.all(memoryId, memoryId, after, limit))),
-      older: async (memoryId, before, limit) =>
-        wrap(() => historyPageOf(statements.olderMessages.all(memoryId, memoryId, before, limit))),
-    },
-    new HistoryPageSizes(),
-  );
-  const missing = (runId: string): StoreError =>
-    new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
-
+/** Runs and their events. */
+function runMethods(
+  ctx: SqliteRunContext,
+): Pick<RunStore, 'createRun' | 'getRun' | 'updateRun' | 'appendEvent' | 'listEvents' | 'listRuns' | 'listStaleRuns'> {
+  const { db, statements, wrap, write, missing, listRuns } = ctx;
   return {
-    specificationVersion: 'v1',
-    name: 'sqlite',
     async createRun(run) {
       return write(() => {
         db.transaction(() => {
@@ -205,6 +240,21 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     async listEvents(runId, afterSeq) {
       return wrap(() => statements.listEvents.all(runId, afterSeq).map(toRunEvent));
     },
+    async listRuns(query) {
+      return wrap(() => listRuns(query));
+    },
+    async listStaleRuns(olderThanSeconds) {
+      return wrap(() => statements.staleRuns.all(`-${Math.max(0, olderThanSeconds)} seconds`).map(toRunRecord));
+    },
+  };
+}
+
+/** Conversation history, its generation and forget. */
+function conversationMethods(
+  ctx: SqliteRunContext,
+): Pick<RunStore, 'appendMessages' | 'recentMessages' | 'conversationGeneration' | 'forgetConversation'> {
+  const { db, statements, guard, wrap, write, history } = ctx;
+  return {
     async appendMessages(memoryId, messages, appendOptions = {}) {
       write(() =>
         db
@@ -238,12 +288,6 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       guard.check();
       return takeRecent(await history.recent(memoryId, maxTokens), maxTokens);
     },
-    async listRuns(query) {
-      return wrap(() => listRuns(query));
-    },
-    async listStaleRuns(olderThanSeconds) {
-      return wrap(() => statements.staleRuns.all(`-${Math.max(0, olderThanSeconds)} seconds`).map(toRunRecord));
-    },
     async conversationGeneration(memoryId) {
       return wrap(() => statements.selectGeneration.get(memoryId) ?? 0);
     },
@@ -257,11 +301,6 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
         }).immediate();
         db.pragma('wal_checkpoint(TRUNCATE)');
       });
-    },
-    async dispose() {
-      if (!guard.dispose()) return;
-      await checkpointer?.stop();
-      db.close();
     },
   };
 }
