@@ -25,6 +25,22 @@ import {
 import type { PostgresConnectionOptions } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
 
+/** What the parts of the Postgres run store share. */
+interface PostgresRunContext {
+  readonly connection: ReturnType<typeof openPostgresConnection>;
+  readonly pool: ReturnType<typeof openPostgresConnection>['pool'];
+  readonly schema: string;
+  /** The schema prefix (`"schema".`). */
+  readonly s: string;
+  readonly guard: ReturnType<typeof createStoreGuard>;
+  readonly history: HistoryCache;
+  readonly lockConversation: string;
+  readonly wrap: <T>(work: () => Promise<T>) => Promise<T>;
+  readonly missing: (runId: string) => StoreError;
+  readonly errorJson: (error: RunRecord['error']) => string | null;
+  readonly listRuns: ReturnType<typeof createPostgresRunListing>;
+}
+
 /** Options of {@link createPostgresRunStore}: the same connection options as the memory store. */
 export type PostgresRunStoreOptions = PostgresConnectionOptions;
 
@@ -64,10 +80,38 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
   const missing = (runId: string): StoreError =>
     new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
   const errorJson = (error: RunRecord['error']): string | null => (error ? JSON.stringify(error) : null);
+  const ctx: PostgresRunContext = {
+    connection,
+    pool,
+    schema,
+    s,
+    guard,
+    history,
+    lockConversation,
+    wrap,
+    missing,
+    errorJson,
+    listRuns,
+  };
 
   return {
     specificationVersion: 'v1',
     name: 'postgres',
+    dispose: async () => {
+      if (!guard.dispose()) return;
+      if (connection.ownsPool) await pool.end();
+    },
+    ...runMethods(ctx),
+    ...conversationMethods(ctx),
+  };
+}
+
+/** Runs and their events. */
+function runMethods(
+  ctx: PostgresRunContext,
+): Pick<RunStore, 'createRun' | 'getRun' | 'updateRun' | 'appendEvent' | 'listEvents' | 'listRuns' | 'listStaleRuns'> {
+  const { pool, s, wrap, missing, errorJson, listRuns } = ctx;
+  return {
     createRun: (run) =>
       wrap(async () => {
         const result = await query<RunRow>(
@@ -157,6 +201,25 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
           )
         ).rows.map(toRunEvent),
       ),
+    listRuns: (runQuery) => wrap(() => listRuns(pool, runQuery)),
+    listStaleRuns: (olderThanSeconds) =>
+      wrap(async () => {
+        const result = await query<RunRow>(
+          pool,
+          `SELECT * FROM ${s}harness_runs WHERE status IN ('queued', 'running') AND updated_at <= now() - make_interval(secs => $1) ORDER BY created_at`,
+          [Math.max(0, olderThanSeconds)],
+        );
+        return result.rows.map(toRunRecord);
+      }),
+  };
+}
+
+/** Conversation history, its generation and forget. */
+function conversationMethods(
+  ctx: PostgresRunContext,
+): Pick<RunStore, 'appendMessages' | 'recentMessages' | 'conversationGeneration' | 'forgetConversation'> {
+  const { pool, schema, s, history, lockConversation, wrap } = ctx;
+  return {
     appendMessages: (memoryId, messages, appendOptions = {}) =>
       wrap(async () => {
         if (messages.length === 0 && appendOptions.generation === undefined) return;
@@ -213,16 +276,6 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
       }),
     recentMessages: (memoryId, maxTokens) =>
       wrap(async () => takeRecent(await history.recent(memoryId, maxTokens), maxTokens)),
-    listRuns: (runQuery) => wrap(() => listRuns(pool, runQuery)),
-    listStaleRuns: (olderThanSeconds) =>
-      wrap(async () => {
-        const result = await query<RunRow>(
-          pool,
-          `SELECT * FROM ${s}harness_runs WHERE status IN ('queued', 'running') AND updated_at <= now() - make_interval(secs => $1) ORDER BY created_at`,
-          [Math.max(0, olderThanSeconds)],
-        );
-        return result.rows.map(toRunRecord);
-      }),
     conversationGeneration: (memoryId) =>
       wrap(
         async () =>
@@ -252,9 +305,5 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
           await query(client, `DELETE FROM ${s}harness_runs WHERE memory_id = $1`, [memoryId]);
         }),
       ),
-    dispose: async () => {
-      if (!guard.dispose()) return;
-      if (connection.ownsPool) await pool.end();
-    },
   };
 }
