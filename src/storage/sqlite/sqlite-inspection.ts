@@ -161,51 +161,8 @@ export function createSqliteInspection(db: Database, statements: SqliteStatement
       return rows.map(toScopeSummary);
     },
 
-    correctObservation: (input, now) => {
-      const { memoryId, seq, operationId } = input;
-      const existingRow = selectObservation.get(memoryId, seq);
-      const record = statements.selectRecord.get(memoryId);
-      if (!existingRow || !record) return undefined;
-      const plan = planCorrection(
-        toObservation(existingRow),
-        input.change,
-        record.reflection_through_seq ?? 0,
-        operationId,
-      );
-      if (plan.observation === null) deleteObservation.run(memoryId, seq);
-      else
-        replaceObservation.run({
-          memoryId,
-          seq,
-          content: plan.observation.content,
-          tokenCount: plan.observation.tokenCount,
-          importance: plan.observation.importance,
-          operationId,
-        });
-      applyCorrection.get({
-        memoryId,
-        countDelta: plan.countDelta,
-        activeDelta: plan.activeTokensDelta,
-        unreflectedDelta: plan.unreflectedTokensDelta,
-        now,
-      });
-      statements.insertOperation.get({
-        operationId,
-        memoryId,
-        ...scopeColumns(input.scope),
-        runId: input.runId,
-        toolCallId: input.toolCallId,
-        operationType: 'correct',
-        status: 'applied',
-        payloadJson: JSON.stringify(plan.payload),
-        attempt: 1,
-        leaseOwner: null,
-        leaseExpiresAt: null,
-        now,
-      });
-      const updated = statements.selectRecord.get(memoryId) as RecordRow;
-      return { record: toRecord(updated), observation: plan.observation };
-    },
+    correctObservation: (input, now) =>
+      correct({ statements, selectObservation, deleteObservation, replaceObservation, applyCorrection }, input, now),
   };
 }
 
@@ -225,4 +182,65 @@ function toScopeSummary(row: ScopeRow): ScopeSummary {
     deadOperations: row.dead,
     lastActivityAt: entriesAt !== null && entriesAt > row.updated_at ? entriesAt : row.updated_at,
   });
+}
+
+/** The statements a correction runs. */
+interface CorrectionStatements {
+  readonly statements: SqliteStatements;
+  readonly selectObservation: Statement<[string, number], ObservationRow>;
+  readonly deleteObservation: Statement<[string, number]>;
+  readonly replaceObservation: Statement;
+  readonly applyCorrection: Statement<[Record<string, unknown>], RecordRow>;
+}
+
+/** Replaces or deletes one observation, inside the store's write transaction; undefined when there is none. */
+function correct(
+  corrections: CorrectionStatements,
+  input: StoreInput<'correctObservation'>,
+  now: string,
+): { record: MemoryRecord; observation: Observation | null } | undefined {
+  const { statements, selectObservation, deleteObservation, replaceObservation, applyCorrection } = corrections;
+  const { memoryId, seq, operationId } = input;
+  const existingRow = selectObservation.get(memoryId, seq);
+  const record = statements.selectRecord.get(memoryId);
+  if (!existingRow || !record) return undefined;
+  const plan = planCorrection(
+    toObservation(existingRow),
+    input.change,
+    record.reflection_through_seq ?? 0,
+    operationId,
+  );
+  if (plan.observation === null) deleteObservation.run(memoryId, seq);
+  else
+    replaceObservation.run({
+      memoryId,
+      seq,
+      content: plan.observation.content,
+      tokenCount: plan.observation.tokenCount,
+      importance: plan.observation.importance,
+      operationId,
+    });
+  applyCorrection.get({
+    memoryId,
+    countDelta: plan.countDelta,
+    activeDelta: plan.activeTokensDelta,
+    unreflectedDelta: plan.unreflectedTokensDelta,
+    now,
+  });
+  statements.insertOperation.get({
+    operationId,
+    memoryId,
+    ...scopeColumns(input.scope),
+    runId: input.runId,
+    toolCallId: input.toolCallId,
+    operationType: 'correct',
+    status: 'applied',
+    payloadJson: JSON.stringify(plan.payload),
+    attempt: 1,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+    now,
+  });
+  const updated = statements.selectRecord.get(memoryId) as RecordRow;
+  return { record: toRecord(updated), observation: plan.observation };
 }
