@@ -65,22 +65,8 @@ export async function createPostgresEventHub(options: PostgresEventHubOptions): 
 
   const onNotification = (message: Notification): void => {
     if (message.channel !== channel || !message.payload) return;
-    const split = message.payload.lastIndexOf(':');
-    const runId = message.payload.slice(0, split);
-    const seq = Number(message.payload.slice(split + 1));
-    if (split <= 0 || !Number.isSafeInteger(seq)) return;
-    const id = `${runId}:${seq}`;
-    if (pendingEchoes.delete(id)) return;
-    deliver(
-      Object.freeze({
-        id,
-        runId,
-        seq,
-        type: 'notification',
-        timestamp: new Date().toISOString(),
-        payload: Object.freeze({}),
-      }),
-    );
+    const event = notificationEvent(message.payload);
+    if (event && !pendingEchoes.delete(event.id)) deliver(event);
   };
 
   const drop = (client: PoolClient): void => {
@@ -114,18 +100,7 @@ export async function createPostgresEventHub(options: PostgresEventHubOptions): 
         () => {
           reconnectDelayMs = 100;
           if (closed && listening) return drop(listening);
-          for (const runId of local.subscribedRunIds()) {
-            deliver(
-              Object.freeze({
-                id: `${runId}:-1`,
-                runId,
-                seq: -1,
-                type: 'reconnected',
-                timestamp: new Date().toISOString(),
-                payload: Object.freeze({}),
-              }),
-            );
-          }
+          for (const runId of local.subscribedRunIds()) deliver(wakeUp(runId, -1, 'reconnected'));
         },
         () => {
           reconnectDelayMs = Math.min(reconnectDelayMs * 2, MAX_RECONNECT_DELAY_MS);
@@ -184,6 +159,27 @@ export async function createPostgresEventHub(options: PostgresEventHubOptions): 
       if (connection.ownsPool) await pool.end();
     },
   };
+}
+
+/** A wake-up event: no payload, only which run to read again. */
+function wakeUp(runId: string, seq: number, type: 'notification' | 'reconnected'): RunEvent {
+  return Object.freeze({
+    id: `${runId}:${seq}`,
+    runId,
+    seq,
+    type,
+    timestamp: new Date().toISOString(),
+    payload: Object.freeze({}),
+  });
+}
+
+/** The wake-up a notification payload (`<run id>:<seq>`) stands for, or undefined for a malformed one. */
+function notificationEvent(payload: string): RunEvent | undefined {
+  const split = payload.lastIndexOf(':');
+  const runId = payload.slice(0, split);
+  const seq = Number(payload.slice(split + 1));
+  if (split <= 0 || !Number.isSafeInteger(seq)) return undefined;
+  return wakeUp(runId, seq, 'notification');
 }
 
 function validateChannel(channel: string): string {
