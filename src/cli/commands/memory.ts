@@ -46,15 +46,18 @@ const THRESHOLD_KEYS: Readonly<Record<string, keyof ObservationConfig>> = {
   reflect_threshold_tokens: 'reflectThresholdTokens',
 };
 
+/** A subcommand of `memory` over one scope: `--format`, a harness opened for it and closed after. */
+type Subcommand = (
+  name: string,
+  description: string,
+  defaultFormat: Format,
+  action: (harness: Harness, scope: Scope, options: EnableOptions) => Promise<void>,
+) => Command;
+
 /** Registers `memory` and its subcommands. */
 export function registerMemoryCommand(program: Command, context: CliContext, _result: CommandResult): void {
   const memory = program.command('memory').description('inspect and control the observational memory of a scope');
-  const sub = (
-    name: string,
-    description: string,
-    defaultFormat: Format,
-    action: (harness: Harness, scope: Scope, options: EnableOptions) => Promise<void>,
-  ): Command =>
+  const sub: Subcommand = (name, description, defaultFormat, action) =>
     withScopeOptions(memory.command(name).description(description))
       .addOption(new Option('--format <format>', 'output format').choices(['json', 'markdown']).default(defaultFormat))
       .action(async (options: EnableOptions) => {
@@ -66,7 +69,12 @@ export function registerMemoryCommand(program: Command, context: CliContext, _re
           await harness.dispose();
         }
       });
+  registerReadCommands(sub, context);
+  registerControlCommands(memory, sub, context);
+}
 
+/** `status`, `show`, `export` and `reflect`. */
+function registerReadCommands(sub: Subcommand, context: CliContext): void {
   sub(
     'status',
     'show whether memory is enabled, its counts and thresholds',
@@ -152,7 +160,10 @@ export function registerMemoryCommand(program: Command, context: CliContext, _re
         );
     },
   );
+}
 
+/** `enable`, `disable`, `retry` and `forget`. */
+function registerControlCommands(memory: Command, sub: Subcommand, context: CliContext): void {
   sub(
     'enable',
     'enable observational memory for the scope, optionally with its own thresholds',
