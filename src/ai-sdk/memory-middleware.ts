@@ -58,37 +58,7 @@ const MAX_SCOPES_SEEN = 1000;
  * const model = wrapLanguageModel({ model: openai('gpt-5-mini'), middleware: createMemoryMiddleware({ memory, workingMemory, scope: { tenantId: 'acme', conversationId: 'c1' } }) });
  */
 export function createMemoryMiddleware(options: MemoryMiddlewareOptions): MemoryMiddleware {
-  requireOptions('createMemoryMiddleware', options, 'Pass { memory, workingMemory, scope }.');
-  requireObject(
-    'createMemoryMiddleware',
-    'memory',
-    options.memory,
-    ['observe', 'snippet'],
-    'Pass the service from createObservationalMemory({ store }).',
-  );
-  requireObject(
-    'createMemoryMiddleware',
-    'workingMemory',
-    options.workingMemory,
-    ['snippet'],
-    'Pass the service from createWorkingMemory({ store }).',
-  );
-  if (options.scope === null || (typeof options.scope !== 'object' && typeof options.scope !== 'function')) {
-    throw invalidOption(
-      'createMemoryMiddleware',
-      'scope',
-      'is required (scope ids, or a function of the call params)',
-      'Pass { tenantId, conversationId, agentId } or (params) => ({ ... }).',
-    );
-  }
-  const maxSeen = options.maxSeenPerScope ?? 10_000;
-  if (!Number.isSafeInteger(maxSeen) || maxSeen < 1)
-    throw invalidOption(
-      'createMemoryMiddleware',
-      'maxSeenPerScope',
-      `must be a positive integer, got ${JSON.stringify(maxSeen)}`,
-      'Leave it out for 10000.',
-    );
+  const maxSeen = checkMiddlewareOptions(options);
   const { memory } = options;
   const logger = options.logger ?? console;
   const preparer = createTurnPreparer({
@@ -112,17 +82,7 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
   const scopeOf = (params: LanguageModelV3CallOptions) =>
     resolveScope(typeof options.scope === 'function' ? options.scope(params) : options.scope);
 
-  const seenOf = (memoryId: string): Set<string> => {
-    let seen = seenByScope.get(memoryId);
-    if (seen) {
-      seenByScope.delete(memoryId);
-    } else {
-      seen = new Set();
-      if (seenByScope.size >= MAX_SCOPES_SEEN) seenByScope.delete(seenByScope.keys().next().value as string);
-    }
-    seenByScope.set(memoryId, seen);
-    return seen;
-  };
+  const seenOf = (memoryId: string): Set<string> => seenIdsOf(seenByScope, memoryId);
 
   const observe = (params: LanguageModelV3CallOptions, content: readonly LanguageModelV3Content[]): void => {
     const task = (async () => {
@@ -189,6 +149,55 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
       while (pending.size > 0) await Promise.all(pending);
     },
   };
+}
+
+/** Checks the options; returns how many message ids per scope are remembered. */
+function checkMiddlewareOptions(options: MemoryMiddlewareOptions): number {
+  requireOptions('createMemoryMiddleware', options, 'Pass { memory, workingMemory, scope }.');
+  requireObject(
+    'createMemoryMiddleware',
+    'memory',
+    options.memory,
+    ['observe', 'snippet'],
+    'Pass the service from createObservationalMemory({ store }).',
+  );
+  requireObject(
+    'createMemoryMiddleware',
+    'workingMemory',
+    options.workingMemory,
+    ['snippet'],
+    'Pass the service from createWorkingMemory({ store }).',
+  );
+  if (options.scope === null || (typeof options.scope !== 'object' && typeof options.scope !== 'function')) {
+    throw invalidOption(
+      'createMemoryMiddleware',
+      'scope',
+      'is required (scope ids, or a function of the call params)',
+      'Pass { tenantId, conversationId, agentId } or (params) => ({ ... }).',
+    );
+  }
+  const maxSeen = options.maxSeenPerScope ?? 10_000;
+  if (!Number.isSafeInteger(maxSeen) || maxSeen < 1)
+    throw invalidOption(
+      'createMemoryMiddleware',
+      'maxSeenPerScope',
+      `must be a positive integer, got ${JSON.stringify(maxSeen)}`,
+      'Leave it out for 10000.',
+    );
+  return maxSeen;
+}
+
+/** The ids of the scope's messages already observed, the scope made the most recently used. */
+function seenIdsOf(seenByScope: Map<string, Set<string>>, memoryId: string): Set<string> {
+  let seen = seenByScope.get(memoryId);
+  if (seen) {
+    seenByScope.delete(memoryId);
+  } else {
+    seen = new Set();
+    if (seenByScope.size >= MAX_SCOPES_SEEN) seenByScope.delete(seenByScope.keys().next().value as string);
+  }
+  seenByScope.set(memoryId, seen);
+  return seen;
 }
 
 /** Gathers a stream's text and tool calls into the content a generate call would have answered. */
