@@ -8,7 +8,7 @@
 import { HarnessMemoryError } from '../core/errors.js';
 import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
-import type { Operation, PrefetchedObserve } from '../storage/store.js';
+import type { MemoryStore, Operation, PrefetchedObserve } from '../storage/store.js';
 import { runOperation } from './operation-worker.js';
 import type { OperationOutcome, OperationWorkerContext } from './operation-worker.js';
 import type { KeyedLock } from './scope-lock.js';
@@ -126,33 +126,7 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
       return { operation, own: outcomes.get(operation.operationId), outcomes };
     },
 
-    async retryDead(memoryId, operationId) {
-      if (typeof operationId !== 'string' || operationId.trim() === '' || operationId.length > 200) {
-        throw new HarnessMemoryError({
-          code: 'OPERATION_NOT_FOUND',
-          component: 'observational-memory',
-          message: 'an operation id is required (at most 200 characters).',
-          data: { operationId: String(operationId).slice(0, 200) },
-        });
-      }
-      const retried = await store.retryDeadOperation({ memoryId, operationId });
-      if (retried) return retried;
-      const found = (await store.listOperations(memoryId)).find((operation) => operation.operationId === operationId);
-      if (!found) {
-        throw new HarnessMemoryError({
-          code: 'OPERATION_NOT_FOUND',
-          component: 'observational-memory',
-          message: `the scope has no operation ${operationId}; list them with inspect().`,
-          data: { operationId },
-        });
-      }
-      throw new HarnessMemoryError({
-        code: 'OPERATION_NOT_DEAD',
-        component: 'observational-memory',
-        message: `operation ${operationId} is ${found.status}, not dead; only a dead operation can be retried by hand.`,
-        data: { operationId, status: found.status },
-      });
-    },
+    retryDead: (memoryId, operationId) => retryDead(store, memoryId, operationId),
 
     async drain(memoryId, timeoutMs) {
       const deadline = Date.now() + timeoutMs;
@@ -171,44 +145,84 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
       }
     },
 
-    startWorker(loopOptions = {}) {
-      const pollMs = loopOptions.pollMs ?? 1000;
-      const staleCheckMs = loopOptions.staleCheckMs ?? 30_000;
-      let stopped = false;
-      let lastStaleCheck = 0;
-      let wake: (() => void) | undefined;
-      const loop = async (): Promise<void> => {
-        while (!stopped) {
-          try {
-            if (Date.now() - lastStaleCheck >= staleCheckMs) {
-              lastStaleCheck = Date.now();
-              await store.requeueStaleOperations({ graceSeconds: 0 });
-            }
-            await runClaimable(() => stopped);
-          } catch (error) {
-            options.onWorkerFailed(error as Error);
-          }
-          if (stopped) break;
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, pollMs);
-            // Idle polling must not keep a process alive; stop() wakes the loop itself.
-            timer.unref?.();
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
-          wake = undefined;
+    startWorker: (loopOptions = {}) => startWorkerLoop(store, runClaimable, options.onWorkerFailed, loopOptions),
+  };
+}
+
+/** Retries a dead operation by hand; `OPERATION_NOT_FOUND` or `OPERATION_NOT_DEAD` otherwise. */
+async function retryDead(store: MemoryStore, memoryId: string, operationId: string): Promise<Operation> {
+  if (typeof operationId !== 'string' || operationId.trim() === '' || operationId.length > 200) {
+    throw new HarnessMemoryError({
+      code: 'OPERATION_NOT_FOUND',
+      component: 'observational-memory',
+      message: 'an operation id is required (at most 200 characters).',
+      data: { operationId: String(operationId).slice(0, 200) },
+    });
+  }
+  const retried = await store.retryDeadOperation({ memoryId, operationId });
+  if (retried) return retried;
+  const found = (await store.listOperations(memoryId)).find((operation) => operation.operationId === operationId);
+  if (!found) {
+    throw new HarnessMemoryError({
+      code: 'OPERATION_NOT_FOUND',
+      component: 'observational-memory',
+      message: `the scope has no operation ${operationId}; list them with inspect().`,
+      data: { operationId },
+    });
+  }
+  throw new HarnessMemoryError({
+    code: 'OPERATION_NOT_DEAD',
+    component: 'observational-memory',
+    message: `operation ${operationId} is ${found.status}, not dead; only a dead operation can be retried by hand.`,
+    data: { operationId, status: found.status },
+  });
+}
+
+/**
+ * The background worker: requeues stale operations every `staleCheckMs`, and runs claimable
+ * operations of any scope every `pollMs`, until stopped.
+ */
+function startWorkerLoop(
+  store: MemoryStore,
+  runClaimable: (stopped: () => boolean) => Promise<void>,
+  onWorkerFailed: (error: Error) => void,
+  loopOptions: { pollMs?: number; staleCheckMs?: number },
+): { stop(): Promise<void> } {
+  const pollMs = loopOptions.pollMs ?? 1000;
+  const staleCheckMs = loopOptions.staleCheckMs ?? 30_000;
+  let stopped = false;
+  let lastStaleCheck = 0;
+  let wake: (() => void) | undefined;
+  const loop = async (): Promise<void> => {
+    while (!stopped) {
+      try {
+        if (Date.now() - lastStaleCheck >= staleCheckMs) {
+          lastStaleCheck = Date.now();
+          await store.requeueStaleOperations({ graceSeconds: 0 });
         }
-      };
-      const running = loop();
-      return {
-        async stop() {
-          stopped = true;
-          wake?.();
-          await running;
-        },
-      };
+        await runClaimable(() => stopped);
+      } catch (error) {
+        onWorkerFailed(error as Error);
+      }
+      if (stopped) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, pollMs);
+        // Idle polling must not keep a process alive; stop() wakes the loop itself.
+        timer.unref?.();
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = undefined;
+    }
+  };
+  const running = loop();
+  return {
+    async stop() {
+      stopped = true;
+      wake?.();
+      await running;
     },
   };
 }
