@@ -143,45 +143,7 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
       if (mode === 'off') return false;
       return effective(await store.getRecord(memoryId)).enabled;
     },
-    async inspect(scope) {
-      const memoryId = memoryIdOf(scope);
-      const record = await store.getRecord(memoryId);
-      if (!record) {
-        return {
-          progress: progressOf({
-            record,
-            config: effective(record).config,
-            unobserved: [],
-            operations: [],
-            snippet: '',
-            estimator,
-          }),
-          status: await statusFrom(scope, undefined),
-          observations: [],
-          reflection: null,
-          links: EMPTY_REFLECTION_LINKS,
-          operations: [],
-          snippet: '',
-        };
-      }
-      const [status, observations, links, operations, unobserved] = await Promise.all([
-        statusFrom(scope, record),
-        store.listObservations(memoryId),
-        linksOf(memoryId, record),
-        store.listOperations(memoryId),
-        store.listUnobservedMessages(memoryId, record.lastMessageSeq),
-      ]);
-      const snippet = mode === 'off' ? '' : await reader.snippetOf(memoryId, record, observations, links);
-      return {
-        progress: progressOf({ record, config: effective(record).config, unobserved, operations, snippet, estimator }),
-        status,
-        observations,
-        reflection: record.reflection ?? null,
-        links: activeReflectionLinks(links),
-        operations,
-        snippet,
-      };
-    },
+    inspect: (scope) => inspectScope(reader, options, scope),
     forget(memoryId) {
       snippetCache.delete(memoryId);
       observationCache.delete(memoryId);
@@ -189,4 +151,47 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
     },
   };
   return reader;
+}
+
+/** Everything stored for a scope, read once, with the snippet and the progress the next turn gets. */
+async function inspectScope(reader: ScopeReader, options: ScopeReaderOptions, scope: Scope): Promise<MemoryInspection> {
+  const { store, mode, estimator } = options;
+  const { effective, statusFrom, linksOf } = reader;
+  const memoryId = memoryIdOf(scope);
+  const record = await store.getRecord(memoryId);
+  if (!record) {
+    return {
+      progress: progressOf({
+        record,
+        config: effective(record).config,
+        unobserved: [],
+        operations: [],
+        snippet: '',
+        estimator,
+      }),
+      status: await statusFrom(scope, undefined),
+      observations: [],
+      reflection: null,
+      links: EMPTY_REFLECTION_LINKS,
+      operations: [],
+      snippet: '',
+    };
+  }
+  const [status, observations, links, operations, unobserved] = await Promise.all([
+    statusFrom(scope, record),
+    store.listObservations(memoryId),
+    linksOf(memoryId, record),
+    store.listOperations(memoryId),
+    store.listUnobservedMessages(memoryId, record.lastMessageSeq),
+  ]);
+  const snippet = mode === 'off' ? '' : await reader.snippetOf(memoryId, record, observations, links);
+  return {
+    progress: progressOf({ record, config: effective(record).config, unobserved, operations, snippet, estimator }),
+    status,
+    observations,
+    reflection: record.reflection ?? null,
+    links: activeReflectionLinks(links),
+    operations,
+    snippet,
+  };
 }
