@@ -113,26 +113,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
           model: options.memoryModel,
         }
       : selectMemoryModel({ config, env, inheritModel: agentModel, retry: { maxAttempts: 1 } });
-    const observationalMemory = createObservationalMemory({
-      store,
-      model: selection.model,
-      mode: config.memory.mode,
-      defaultEnabled: config.memory.defaultEnabled,
-      defaults: tokenConfigFrom(config),
-      redactSecrets: config.memory.redactSecrets,
-      toolImportanceCap: config.memory.toolImportanceCap,
-      leaseMs: config.memory.staleOperationSeconds * 1000,
-      maxOperationAttempts: config.memory.maxOperationAttempts,
-    });
-    const workingMemory = createWorkingMemory({
-      store,
-      limits: {
-        maxValueBytes: config.memory.workingMemoryMaxValueBytes,
-        maxEntries: config.memory.workingMemoryMaxEntries,
-        maxTotalBytes: config.memory.workingMemoryMaxTotalBytes,
-      },
-      redactSecrets: config.memory.redactSecrets,
-    });
+    const { observationalMemory, workingMemory } = memoryServicesOf(config, store, selection.model);
     observationalMemory.subscribe((event) => {
       if (event.type === 'memory.worker.failed')
         faults.report({
@@ -209,6 +190,35 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     await backend.close();
     throw error;
   }
+}
+
+/** Both memory services over `store`, as the configuration sets them. */
+function memoryServicesOf(
+  config: HarnessConfig,
+  store: MemoryStore,
+  model: LanguageModel,
+): { observationalMemory: ObservationalMemory; workingMemory: WorkingMemory } {
+  const observationalMemory = createObservationalMemory({
+    store,
+    model,
+    mode: config.memory.mode,
+    defaultEnabled: config.memory.defaultEnabled,
+    defaults: tokenConfigFrom(config),
+    redactSecrets: config.memory.redactSecrets,
+    toolImportanceCap: config.memory.toolImportanceCap,
+    leaseMs: config.memory.staleOperationSeconds * 1000,
+    maxOperationAttempts: config.memory.maxOperationAttempts,
+  });
+  const workingMemory = createWorkingMemory({
+    store,
+    limits: {
+      maxValueBytes: config.memory.workingMemoryMaxValueBytes,
+      maxEntries: config.memory.workingMemoryMaxEntries,
+      maxTotalBytes: config.memory.workingMemoryMaxTotalBytes,
+    },
+    redactSecrets: config.memory.redactSecrets,
+  });
+  return { observationalMemory, workingMemory };
 }
 
 /** The files an export must never write: the SQLite file (and its journals) and the configuration files. */
