@@ -159,33 +159,36 @@ describe('inspector: in a real browser', () => {
     expect(await shown.textContent()).not.toContain('Lisbon');
   });
 
-  it('edits working memory (with the API’s validation errors shown) and the next run’s model request has it', async () => {
-    const page = await openInspector(scopeHash('trip-planning'), { key: KEY });
-    await page.getByTestId('working-memory-table').waitFor(WAIT);
+  it(
+    'edits working memory (with the API’s validation errors shown) and the next run’s model request has ' + 'it',
+    async () => {
+      const page = await openInspector(scopeHash('trip-planning'), { key: KEY });
+      await page.getByTestId('working-memory-table').waitFor(WAIT);
 
-    // An invalid key: the API's message is shown beside the form, and nothing is stored.
-    await page.getByLabel('Key', { exact: true }).fill('k'.repeat(MAX_WORKING_MEMORY_KEY_LENGTH + 1));
-    await page.getByLabel('Value').fill('x');
-    await page.getByRole('button', { name: 'Save entry' }).click();
-    await page.locator('.form-error').getByText(`longer than ${MAX_WORKING_MEMORY_KEY_LENGTH}`).waitFor(WAIT);
+      // An invalid key: the API's message is shown beside the form, and nothing is stored.
+      await page.getByLabel('Key', { exact: true }).fill('k'.repeat(MAX_WORKING_MEMORY_KEY_LENGTH + 1));
+      await page.getByLabel('Value').fill('x');
+      await page.getByRole('button', { name: 'Save entry' }).click();
+      await page.locator('.form-error').getByText(`longer than ${MAX_WORKING_MEMORY_KEY_LENGTH}`).waitFor(WAIT);
 
-    await page.getByLabel('Key', { exact: true }).fill('hotel');
-    await page.getByLabel('Value').fill('{"name": "Casa Azul", "nights": 3}');
-    await page.getByRole('button', { name: 'Save entry' }).click();
-    await page.locator('tr[data-key="hotel"]').getByText('Casa Azul').waitFor(WAIT);
-    await expect.poll(() => page.getByTestId('snippet-working-memory').textContent(), WAIT).toContain('Casa Azul');
-    expect((await scopeJson('trip-planning'))['working_memory']).toEqual([
-      expect.objectContaining({ key: 'hotel', value: { name: 'Casa Azul', nights: 3 } }),
-    ]);
+      await page.getByLabel('Key', { exact: true }).fill('hotel');
+      await page.getByLabel('Value').fill('{"name": "Casa Azul", "nights": 3}');
+      await page.getByRole('button', { name: 'Save entry' }).click();
+      await page.locator('tr[data-key="hotel"]').getByText('Casa Azul').waitFor(WAIT);
+      await expect.poll(() => page.getByTestId('snippet-working-memory').textContent(), WAIT).toContain('Casa Azul');
+      expect((await scopeJson('trip-planning'))['working_memory']).toEqual([
+        expect.objectContaining({ key: 'hotel', value: { name: 'Casa Azul', nights: 3 } }),
+      ]);
 
-    const requestsBefore = e2e.agentRequests().length;
-    await seed('trip-planning', 'Where am I staying?');
-    const [request] = e2e.agentRequests().slice(requestsBefore);
-    expect(request).toBeDefined();
-    const sent = JSON.stringify(messagesOf(request!));
-    expect(sent).toContain('hotel');
-    expect(sent).toContain('Casa Azul');
-  });
+      const requestsBefore = e2e.agentRequests().length;
+      await seed('trip-planning', 'Where am I staying?');
+      const [request] = e2e.agentRequests().slice(requestsBefore);
+      expect(request).toBeDefined();
+      const sent = JSON.stringify(messagesOf(request!));
+      expect(sent).toContain('hotel');
+      expect(sent).toContain('Casa Azul');
+    },
+  );
 
   it('shows a run’s events live, and resumes with Last-Event-ID after a dropped connection', async () => {
     let release!: () => void;

@@ -75,20 +75,24 @@ afterAll(() => {
 });
 
 describe('the packed package', () => {
-  it('ships only dist, the inspector page, the README, the CHANGELOG and package.json (no sources or tests)', async () => {
-    const { stdout } = await run('tar', ['-tzf', join(project, readdirTarball())]);
-    const files = stdout
-      .trim()
-      .split('\n')
-      .map((line) => line.replace(/^package\//, ''));
-    expect(files).toContain('dist/index.js');
-    expect(files).toEqual(
-      expect.arrayContaining(['inspector/index.html', 'inspector/inspector.css', 'inspector/app.js']),
-    );
-    const allowed = /^(dist\/|inspector\/[a-z0-9-]+\.(html|css|js)$|README\.md$|CHANGELOG\.md$|package\.json$|LICENSE)/;
-    expect(files.filter((file) => !allowed.test(file))).toEqual([]);
-    expect(files.filter((file) => /\.test\.(js|d\.ts)$/.test(file))).toEqual([]);
-  });
+  it(
+    'ships only dist, the inspector page, the README, the CHANGELOG and package.json (no sources or ' + 'tests)',
+    async () => {
+      const { stdout } = await run('tar', ['-tzf', join(project, readdirTarball())]);
+      const files = stdout
+        .trim()
+        .split('\n')
+        .map((line) => line.replace(/^package\//, ''));
+      expect(files).toContain('dist/index.js');
+      expect(files).toEqual(
+        expect.arrayContaining(['inspector/index.html', 'inspector/inspector.css', 'inspector/app.js']),
+      );
+      const allowed =
+        /^(dist\/|inspector\/[a-z0-9-]+\.(html|css|js)$|README\.md$|CHANGELOG\.md$|package\.json$|LICENSE)/;
+      expect(files.filter((file) => !allowed.test(file))).toEqual([]);
+      expect(files.filter((file) => /\.test\.(js|d\.ts)$/.test(file))).toEqual([]);
+    },
+  );
 
   it('imports the root entry and every subpath from Node, each with what it promises, and uses them', async () => {
     expect(subpaths.sort()).toEqual(Object.keys(EXPECTED).sort());
@@ -159,7 +163,8 @@ describe('the packed package', () => {
       `const app = inspectorRoutes();`,
       `const page = await app.request('/index.html');`,
       `const script = await app.request('/app.js');`,
-      `console.log(JSON.stringify({ page: page.status, html: (await page.text()).includes('app.js'), script: script.status }));`,
+      `console.log(JSON.stringify({ page: page.status, html: (await page.text()).includes('app.js'), script: ` +
+        `script.status }));`,
     ];
     writeFileSync(join(project, 'inspector.mjs'), `${lines.join('\n')}\n`);
     const { stdout } = await run(process.execPath, ['inspector.mjs'], { cwd: project });

@@ -259,7 +259,8 @@ export async function audit(pool: pg.Pool, schema: string): Promise<AuditRows> {
           `last_observation_seq::int FROM ${s}om_memory_records ORDER BY memory_id`,
       ),
       operations: await all(
-        `SELECT operation_id, memory_id, run_id, scope_sequence::int, operation_type, status, attempt, error_text, lease_owner, lease_expires_at, updated_at
+        `SELECT operation_id, memory_id, run_id, scope_sequence::int, operation_type, status, attempt, error_text,
+          lease_owner, lease_expires_at, updated_at
          FROM ${s}om_operation_log ORDER BY memory_id, scope_sequence`,
       ),
       messages: await all(

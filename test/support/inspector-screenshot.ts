@@ -52,7 +52,8 @@ export async function takeInspectorScreenshot(output: string): Promise<void> {
     e2e.script.reflector = () => ({
       text: [
         'SUMMARY:',
-        'The user is planning a May trip to Porto (not Lisbon), three nights by the river, at most 150 euros a night, vegetarian.',
+        'The user is planning a May trip to Porto (not Lisbon), three nights by the river, at most 150 euros ' +
+          'a night, vegetarian.',
         '',
         'SUPERSESSIONS:',
         '- [seq:2] replaces [seq:1]: the destination changed from Lisbon to Porto',

@@ -40,6 +40,8 @@ interface EnableOptions extends MemoryOptions {
   readonly config?: readonly string[];
 }
 
+const NOTHING_TO_REFLECT = 'nothing to reflect (memory disabled or empty)';
+
 const THRESHOLD_KEYS: Readonly<Record<string, keyof ObservationConfig>> = {
   observe_min_tokens: 'observeMinTokens',
   snippet_max_tokens: 'snippetMaxTokens',
@@ -122,7 +124,8 @@ function registerReadCommands(sub: Subcommand, context: CliContext): void {
       for (const observation of inspection.observations) {
         const importance = observation.importance === null ? 'unscored' : observation.importance.toFixed(2);
         lines.push(
-          `- [${observation.seq}] (importance ${importance}; ${describeProvenance(observation)}) ${observation.content.replace(/\n/g, '\n  ')}`,
+          `- [${observation.seq}] (importance ${importance}; ${describeProvenance(observation)}) ` +
+            `${observation.content.replace(/\n/g, '\n  ')}`,
         );
       }
       lines.push('', ...linkSections(inspection.links));
@@ -130,7 +133,8 @@ function registerReadCommands(sub: Subcommand, context: CliContext): void {
         lines.push('', '## Dead operations (retry with `harness memory retry <operation-id>`)', '');
         for (const operation of dead)
           lines.push(
-            `- ${operation.operationId} (${operation.operationType}, ${operation.attempt} attempts): ${operation.errorText}`,
+            `- ${operation.operationId} (${operation.operationType}, ${operation.attempt} attempts): ` +
+              `${operation.errorText}`,
           );
       }
       lines.push('', '## Working memory', '');
@@ -156,7 +160,7 @@ function registerReadCommands(sub: Subcommand, context: CliContext): void {
       else
         printLine(
           context,
-          `${outcome.reflected ? 'reflected' : 'nothing to reflect (memory disabled or empty)'}\n\n${statusMarkdown(outcome.status)}`,
+          `${outcome.reflected ? 'reflected' : NOTHING_TO_REFLECT}\n\n${statusMarkdown(outcome.status)}`,
         );
     },
   );
@@ -221,7 +225,8 @@ function registerControlCommands(memory: Command, sub: Subcommand, context: CliC
         else
           printLine(
             context,
-            `operation ${operation.operationId} (${operation.operationType}) of ${describeScope(scope)} is queued again`,
+            `operation ${operation.operationId} (${operation.operationType}) of ${describeScope(scope)} is ` +
+              `queued again`,
           );
       } finally {
         await harness.dispose();
@@ -255,7 +260,8 @@ function thresholdOverrides(options: EnableOptions): Partial<ObservationConfig> 
     const key = match ? THRESHOLD_KEYS[(match[1] ?? '').toLowerCase().replace(/-/g, '_')] : undefined;
     if (!match || key === undefined) {
       throw new UsageError(
-        `--config takes key=value with a key of ${Object.keys(THRESHOLD_KEYS).join(', ')} (got ${JSON.stringify(pair)})`,
+        `--config takes key=value with a key of ${Object.keys(THRESHOLD_KEYS).join(', ')} (got ` +
+          `${JSON.stringify(pair)})`,
       );
     }
     overrides[key] = positiveInteger(`--config ${match[1] ?? ''}`)(match[2] ?? '');
@@ -274,9 +280,11 @@ function statusMarkdown(status: MemoryStatus): string {
     `- reflection: ${status.reflectionPresent ? `yes (${status.activeReflectionTokens} tokens)` : 'none'}`,
     `- last observed message: ${status.lastObservedMessageIndex < 0 ? 'none' : status.lastObservedMessageIndex}`,
     `- pending operations: ${status.pendingOperations}`,
-    `- supersession set: ${status.activeSupersessions} supersession(s), ${status.activeContradictions} unresolved contradiction(s); ${status.rejectedReferences} reference(s) rejected`,
+    `- supersession set: ${status.activeSupersessions} supersession(s), ${status.activeContradictions} ` +
+      `unresolved contradiction(s); ${status.rejectedReferences} reference(s) rejected`,
     `- dead operations: ${status.deadOperations}`,
-    `- thresholds: observe_min_tokens ${config.observeMinTokens}, snippet_max_tokens ${config.snippetMaxTokens}, reflect_threshold_tokens ${config.reflectThresholdTokens}`,
+    `- thresholds: observe_min_tokens ${config.observeMinTokens}, snippet_max_tokens ` +
+      `${config.snippetMaxTokens}, reflect_threshold_tokens ${config.reflectThresholdTokens}`,
     `- updated: ${status.updatedAt ?? 'never'}`,
   ].join('\n');
 }

@@ -65,7 +65,9 @@ export function validateSchemaName(schema: string, store: string): string {
   if (!SCHEMA_PATTERN.test(schema)) {
     throw new StoreError({
       store,
-      message: `Option schema must match ${SCHEMA_PATTERN.source} (lower-case letters, digits, underscores; at most 63); got ${JSON.stringify(schema)}.`,
+      message:
+        `Option schema must match ${SCHEMA_PATTERN.source} (lower-case letters, digits, underscores; ` +
+        `at most 63); got ${JSON.stringify(schema)}.`,
       data: { option: 'schema' },
     });
   }
@@ -205,7 +207,10 @@ export function beginWithScopeLock(
   id: string,
   client: PoolClient,
 ): string {
-  return `BEGIN; SELECT pg_advisory_xact_lock(${lockKey32(`harness-memory:${kind}:${schema}`)}, hashtext(${client.escapeLiteral(id)}))`;
+  return (
+    `BEGIN; SELECT pg_advisory_xact_lock(${lockKey32(`harness-memory:${kind}:${schema}`)}, ` +
+    `hashtext(${client.escapeLiteral(id)}))`
+  );
 }
 
 /** The SQLSTATE of a pg error, if any. */

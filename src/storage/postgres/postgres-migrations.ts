@@ -326,7 +326,8 @@ export async function migratePostgresSchema(
     await query(client, 'SELECT pg_advisory_xact_lock($1::bigint)', [lockKey64(`harness-memory:migrate:${schema}`)]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
     await client.query(
-      `CREATE TABLE IF NOT EXISTS ${prefix}schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+      `CREATE TABLE IF NOT EXISTS ${prefix}schema_migrations (version integer PRIMARY KEY, description text ` +
+        `NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
     );
     const applied = await query<{ version: number }>(client, `SELECT version FROM ${prefix}schema_migrations`);
     const done = new Set(applied.rows.map((row) => row.version));
@@ -334,7 +335,9 @@ export async function migratePostgresSchema(
     if (found > latest) {
       throw new StoreError({
         store: 'postgres',
-        message: `Schema ${schema} has version ${found}, newer than the ${latest} this version of harness-memory knows. Upgrade harness-memory, or use another schema.`,
+        message:
+          `Schema ${schema} has version ${found}, newer than the ${latest} this version of ` +
+          `harness-memory knows. Upgrade harness-memory, or use another schema.`,
         data: { schema, schemaVersion: found, supportedVersion: latest },
       });
     }

@@ -116,7 +116,8 @@ function runMethods(
       wrap(async () => {
         const result = await query<RunRow>(
           pool,
-          `INSERT INTO ${s}harness_runs (run_id, memory_id, tenant_id, conversation_id, agent_id, status, prompt, model, system_prompt, max_steps, output, error_json,
+          `INSERT INTO ${s}harness_runs (run_id, memory_id, tenant_id, conversation_id, agent_id, status, prompt,
+            model, system_prompt, max_steps, output, error_json,
              steps, input_tokens, output_tokens, parent_run_id, created_at, updated_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16,
              date_trunc('milliseconds', now()), now())
@@ -157,7 +158,8 @@ function runMethods(
           const next = { ...toRunRecord(row), ...patch };
           const updated = await query<RunRow>(
             client,
-            `UPDATE ${s}harness_runs SET status = $2, output = $3, error_json = $4::jsonb, steps = $5, input_tokens = $6, output_tokens = $7, updated_at = now()
+            `UPDATE ${s}harness_runs SET status = $2, output = $3, error_json = $4::jsonb, steps = $5, input_tokens =
+              $6, output_tokens = $7, updated_at = now()
              WHERE run_id = $1 RETURNING *`,
             [
               runId,
@@ -206,7 +208,8 @@ function runMethods(
       wrap(async () => {
         const result = await query<RunRow>(
           pool,
-          `SELECT * FROM ${s}harness_runs WHERE status IN ('queued', 'running') AND updated_at <= now() - make_interval(secs => $1) ORDER BY created_at`,
+          `SELECT * FROM ${s}harness_runs WHERE status IN ('queued', 'running') AND updated_at <= now() - ` +
+            `make_interval(secs => $1) ORDER BY created_at`,
           [Math.max(0, olderThanSeconds)],
         );
         return result.rows.map(toRunRecord);
@@ -293,13 +296,15 @@ function conversationMethods(
           await query(client, lockConversation, [memoryId]);
           await query(
             client,
-            `INSERT INTO ${s}harness_conversation_generations (memory_id, generation) VALUES ($1, $2) ON CONFLICT (memory_id) DO UPDATE SET generation = excluded.generation`,
+            `INSERT INTO ${s}harness_conversation_generations (memory_id, generation) VALUES ($1, $2) ON ` +
+              `CONFLICT (memory_id) DO UPDATE SET generation = excluded.generation`,
             [memoryId, newScopeGeneration()],
           );
           await query(client, `DELETE FROM ${s}harness_conversation_messages WHERE memory_id = $1`, [memoryId]);
           await query(
             client,
-            `DELETE FROM ${s}harness_run_events WHERE run_id IN (SELECT run_id FROM ${s}harness_runs WHERE memory_id = $1)`,
+            `DELETE FROM ${s}harness_run_events WHERE run_id IN (SELECT run_id FROM ${s}harness_runs WHERE ` +
+              `memory_id = $1)`,
             [memoryId],
           );
           await query(client, `DELETE FROM ${s}harness_runs WHERE memory_id = $1`, [memoryId]);

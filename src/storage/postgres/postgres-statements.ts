@@ -92,7 +92,9 @@ export interface PostgresStatements {
 /** Builds the statements for tables under `s` (a quoted schema prefix such as `"hm".`). */
 export function buildStatements(s: string): PostgresStatements {
   // The state_version in WHERE is the compare-and-swap: no row comes back if it moved.
-  const bump = `state_version = state_version + 1, updated_at = now() WHERE memory_id = $1 AND state_version = $2 RETURNING *`;
+  const bump =
+    `state_version = state_version + 1, updated_at = now() WHERE memory_id = $1 AND state_version ` +
+    `= $2 RETURNING *`;
   // A scope's next queued operation, when none of its operations is processing and no older
   // one is queued. Ordering needs no scope lock: seqs are assigned under the scope's lock
   // and committed in order, `applied`/`failed` are final, so an operation whose elders are
@@ -101,7 +103,8 @@ export function buildStatements(s: string): PostgresStatements {
   const claimable = `
     q.status = 'queued' AND q.available_at <= clock_timestamp()
     AND NOT EXISTS (SELECT 1 FROM ${s}om_operation_log AS p WHERE p.memory_id = q.memory_id AND p.status = 'processing')
-    AND NOT EXISTS (SELECT 1 FROM ${s}om_operation_log AS o WHERE o.memory_id = q.memory_id AND o.status = 'queued' AND o.scope_sequence < q.scope_sequence)`;
+    AND NOT EXISTS (SELECT 1 FROM ${s}om_operation_log AS o WHERE o.memory_id = q.memory_id AND o.status = 'queued'
+      AND o.scope_sequence < q.scope_sequence)`;
   const claim = (candidate: string): string => `
     UPDATE ${s}om_operation_log SET status = 'processing', attempt = attempt + 1, lease_owner = $1,
       lease_expires_at = clock_timestamp() + make_interval(secs => $2::double precision), updated_at = now()
@@ -162,14 +165,19 @@ export function buildStatements(s: string): PostgresStatements {
         WHERE NOT EXISTS (SELECT 1 FROM ${s}om_messages AS m WHERE m.memory_id = $1 AND m.message_key = i.message_key)
         ORDER BY message_key, ord)
       INSERT INTO ${s}om_messages (memory_id, seq, message_key, role, name, tool_call_id, content, token_count)
-      SELECT $1, $8::bigint + row_number() OVER (ORDER BY ord), message_key, role, name, tool_call_id, content, token_count FROM fresh`,
-    sumUnobservedTokens: `SELECT COALESCE(SUM(token_count), 0)::bigint AS total FROM ${s}om_messages WHERE memory_id = $1 AND seq > $2`,
+      SELECT $1, $8::bigint + row_number() OVER (ORDER BY ord), message_key, role, name, tool_call_id, content,
+        token_count FROM fresh`,
+    sumUnobservedTokens:
+      `SELECT COALESCE(SUM(token_count), 0)::bigint AS total FROM ${s}om_messages WHERE ` +
+      `memory_id = $1 AND seq > $2`,
     listUnobservedMessages: `
       SELECT m.* FROM ${s}om_messages AS m JOIN ${s}om_memory_records AS r ON r.memory_id = m.memory_id
       WHERE m.memory_id = $1 AND m.seq > r.observed_through_message_seq AND m.seq <= $2
       ORDER BY m.seq`,
     // The keys stay so a message is never stored twice; the text does not linger once observed.
-    markMessagesObserved: `UPDATE ${s}om_messages SET observed = true, content = '' WHERE memory_id = $1 AND seq <= $2 AND NOT observed`,
+    markMessagesObserved:
+      `UPDATE ${s}om_messages SET observed = true, content = '' WHERE memory_id = $1 AND ` +
+      `seq <= $2 AND NOT observed`,
 
     insertObservations: `
       INSERT INTO ${s}om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq,
@@ -208,7 +216,8 @@ export function buildStatements(s: string): PostgresStatements {
       FROM ${s}om_operation_log WHERE memory_id = $2
       RETURNING *`,
     claimOfScope: claim(
-      `SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE q.memory_id = $3 AND ${claimable} ORDER BY q.scope_sequence`,
+      `SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE q.memory_id = $3 AND ${claimable} ORDER BY ` +
+        `q.scope_sequence`,
     ),
     claimOfAnyScope: claim(
       `SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE ${claimable} ORDER BY q.created_at, q.log_position`,
@@ -243,7 +252,9 @@ export function buildStatements(s: string): PostgresStatements {
     countDeadOfScope: `SELECT count(*) AS count FROM ${s}om_operation_log WHERE memory_id = $1 AND status = 'dead'`,
     listOperations: `SELECT * FROM ${s}om_operation_log WHERE memory_id = $1 ORDER BY scope_sequence`,
     countPending: `SELECT count(*) AS count FROM ${s}om_operation_log WHERE status IN ('queued', 'processing')`,
-    countPendingOfScope: `SELECT count(*) AS count FROM ${s}om_operation_log WHERE memory_id = $1 AND status IN ('queued', 'processing')`,
+    countPendingOfScope:
+      `SELECT count(*) AS count FROM ${s}om_operation_log WHERE memory_id = $1 AND status ` +
+      `IN ('queued', 'processing')`,
 
     selectEntry: `SELECT * FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2`,
     entryUsage: `

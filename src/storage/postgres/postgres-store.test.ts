@@ -137,7 +137,8 @@ describe.skipIf(!url)('postgres store', () => {
         POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 2),
       );
       await pool.query(
-        `INSERT INTO "${schema}".working_memory_entries VALUES ($1, 'a', '"v"', now(), now()), ($1, 'b', '"v"', now(), now())`,
+        `INSERT INTO "${schema}".working_memory_entries VALUES ($1, 'a', '"v"', now(), now()), ($1, 'b', ` +
+          `'"v"', now(), now())`,
         [memoryId],
       );
       const store = await open();
@@ -148,48 +149,53 @@ describe.skipIf(!url)('postgres store', () => {
       expect(await store.workingMemoryVersion!(memoryId)).not.toBe(upgraded);
     });
 
-    it('upgrades a version-3 schema: observations become "mixed", a stored reflection seeds the supersession set (issue 12)', async () => {
-      const pool = rawPool();
-      await migratePostgresSchema(
-        pool,
-        schema,
-        POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 3),
-      );
-      const reflection =
-        'SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n- [seq:1] replaces [seq:2]: backwards\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: which\n- [seq:7] vs [seq:1]: unknown seq';
-      await pool.query(
-        `INSERT INTO "${schema}".om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, observation_count, last_observation_seq,
+    it(
+      'upgrades a version-3 schema: observations become "mixed", a stored reflection seeds the supersession ' +
+        'set (issue 12)',
+      async () => {
+        const pool = rawPool();
+        await migratePostgresSchema(
+          pool,
+          schema,
+          POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 3),
+        );
+        const reflection =
+          'SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n- [seq:1] replaces [seq:2]: ' +
+          'backwards\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: which\n- [seq:7] vs [seq:1]: unknown seq';
+        await pool.query(
+          `INSERT INTO "${schema}".om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled,
+            state_version, observation_count, last_observation_seq,
            active_reflection, active_reflection_tokens, reflection_structured_json, reflection_through_seq, reflection_created_at, created_at, updated_at)
          VALUES ($1, 'acme', 'conv-1', 'agent-x', true, 3, 3, 3, $2, 9, $3::jsonb, 3, now(), now(), now())`,
-        [memoryId, reflection, JSON.stringify(parseReflection(reflection))],
-      );
-      for (const [seq, content] of [
-        [1, 'tabs'],
-        [2, 'spaces'],
-        [3, 'deploy Friday'],
-      ] as const) {
-        await pool.query(`INSERT INTO "${schema}".om_observations VALUES ($1, $2, $3, 2, 0.5, now(), 1, 1, 'op_old')`, [
-          memoryId,
-          seq,
-          content,
+          [memoryId, reflection, JSON.stringify(parseReflection(reflection))],
+        );
+        for (const [seq, content] of [
+          [1, 'tabs'],
+          [2, 'spaces'],
+          [3, 'deploy Friday'],
+        ] as const) {
+          await pool.query(
+            `INSERT INTO "${schema}".om_observations VALUES ($1, $2, $3, 2, 0.5, now(), 1, 1, 'op_old')`,
+            [memoryId, seq, content],
+          );
+        }
+        const store = await open();
+        expect(
+          (await store.listObservations(memoryId)).map((item) => [item.seq, item.source, item.sourceMessageSeqs]),
+        ).toEqual([
+          [1, 'mixed', []],
+          [2, 'mixed', []],
+          [3, 'mixed', []],
         ]);
-      }
-      const store = await open();
-      expect(
-        (await store.listObservations(memoryId)).map((item) => [item.seq, item.source, item.sourceMessageSeqs]),
-      ).toEqual([
-        [1, 'mixed', []],
-        [2, 'mixed', []],
-        [3, 'mixed', []],
-      ]);
-      const links = await store.listReflectionLinks(memoryId);
-      expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason])).toEqual([
-        [2, 1, 'changed'],
-      ]);
-      expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail])).toEqual([[1, 3, 'which']]);
-      expect(await store.getRecord(memoryId)).toMatchObject({ supersessionCount: 1, contradictionCount: 1 });
-      expect(await store.scopeGeneration(memoryId)).toBe(0);
-    });
+        const links = await store.listReflectionLinks(memoryId);
+        expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason])).toEqual([
+          [2, 1, 'changed'],
+        ]);
+        expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail])).toEqual([[1, 3, 'which']]);
+        expect(await store.getRecord(memoryId)).toMatchObject({ supersessionCount: 1, contradictionCount: 1 });
+        expect(await store.scopeGeneration(memoryId)).toBe(0);
+      },
+    );
 
     it('upgrades a version-3 schema to the dead status: operations kept, dead ones stored and counted', async () => {
       const pool = rawPool();
@@ -198,7 +204,8 @@ describe.skipIf(!url)('postgres store', () => {
         schema,
         POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 3),
       );
-      const insert = `INSERT INTO "${schema}".om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
+      const insert = `INSERT INTO "${schema}".om_operation_log (operation_id, memory_id, tenant_id, conversation_id,
+        agent_id, run_id, tool_call_id, scope_sequence,
         operation_type, status, payload_json, error_text, attempt, available_at, created_at, updated_at)
         VALUES ($1, $2, 't', 'c', 'a', 'r', 's', $3, 'observe', $4, '{}', '', 0, now(), now(), now())`;
       await pool.query(insert, ['op_a', memoryId, 1, 'applied']);
@@ -224,34 +231,38 @@ describe.skipIf(!url)('postgres store', () => {
       expect(indexes.rowCount).toBe(1);
     });
 
-    it('upgrades a version-5 schema to the import operation type: imports are logged, other types still refused', async () => {
-      const pool = rawPool();
-      await migratePostgresSchema(
-        pool,
-        schema,
-        POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 5),
-      );
-      const insert = `INSERT INTO "${schema}".om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
+    it(
+      'upgrades a version-5 schema to the import operation type: imports are logged, other types still ' + 'refused',
+      async () => {
+        const pool = rawPool();
+        await migratePostgresSchema(
+          pool,
+          schema,
+          POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 5),
+        );
+        const insert = `INSERT INTO "${schema}".om_operation_log (operation_id, memory_id, tenant_id, conversation_id,
+          agent_id, run_id, tool_call_id, scope_sequence,
         operation_type, status, payload_json, error_text, attempt, available_at, created_at, updated_at)
         VALUES ($1, $2, 't', 'c', 'a', 'r', 's', $3, $4, 'applied', '{}', '', 1, now(), now(), now())`;
-      await expect(pool.query(insert, ['op_i', memoryId, 1, 'import'])).rejects.toThrow(
-        /om_operation_log_operation_type_check/,
-      );
-      const store = await open();
-      const { observations } = await store.importObservations!({
-        scope,
-        memoryId,
-        observations: [{ content: 'kept', importance: 0.7, tokenCount: 1 }],
-        runId: 'r',
-        toolCallId: 't',
-        operationId: 'op_import',
-      });
-      expect(observations.map((item) => item.seq)).toEqual([1]);
-      expect((await store.listOperations(memoryId)).map((item) => item.operationType)).toEqual(['import']);
-      await expect(pool.query(insert, ['op_x', memoryId, 9, 'teleport'])).rejects.toThrow(
-        /om_operation_log_operation_type_check/,
-      );
-    });
+        await expect(pool.query(insert, ['op_i', memoryId, 1, 'import'])).rejects.toThrow(
+          /om_operation_log_operation_type_check/,
+        );
+        const store = await open();
+        const { observations } = await store.importObservations!({
+          scope,
+          memoryId,
+          observations: [{ content: 'kept', importance: 0.7, tokenCount: 1 }],
+          runId: 'r',
+          toolCallId: 't',
+          operationId: 'op_import',
+        });
+        expect(observations.map((item) => item.seq)).toEqual([1]);
+        expect((await store.listOperations(memoryId)).map((item) => item.operationType)).toEqual(['import']);
+        await expect(pool.query(insert, ['op_x', memoryId, 9, 'teleport'])).rejects.toThrow(
+          /om_operation_log_operation_type_check/,
+        );
+      },
+    );
 
     it('refuses a schema newer than it knows, and an invalid schema name', async () => {
       const pool = rawPool();
@@ -431,7 +442,8 @@ describe.skipIf(!url)('postgres store', () => {
       ];
       for (const table of tables) {
         const counts = await pool.query(
-          `SELECT count(*) FILTER (WHERE memory_id = $1)::int AS gone, count(*)::int AS total FROM "${schema}".${table}`,
+          `SELECT count(*) FILTER (WHERE memory_id = $1)::int AS gone, count(*)::int AS total FROM ` +
+            `"${schema}".${table}`,
           [memoryId],
         );
         expect({ table, ...counts.rows[0] }).toMatchObject({ table, gone: 0 });

@@ -30,7 +30,9 @@ export function configureSqliteConnection(
   if (!db.memory && mode !== 'wal') {
     throw new StoreError({
       store: STORE_NAME,
-      message: `Could not switch ${settings.path} to WAL mode (journal_mode is ${String(mode)}). Use a file on a local filesystem.`,
+      message:
+        `Could not switch ${settings.path} to WAL mode (journal_mode is ${String(mode)}). Use a file ` +
+        `on a local filesystem.`,
       data: { path: settings.path },
     });
   }

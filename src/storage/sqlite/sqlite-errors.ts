@@ -24,7 +24,9 @@ export function toStoreError(error: unknown, context: SqliteErrorContext): Harne
   if (code !== undefined && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'))) {
     return new StoreError({
       store: STORE_NAME,
-      message: `The database ${context.path} is locked by another process (${code}, still locked after waiting ${context.busyTimeoutMs} ms). Retry later, or stop the process that holds it.`,
+      message:
+        `The database ${context.path} is locked by another process (${code}, still locked after ` +
+        `waiting ${context.busyTimeoutMs} ms). Retry later, or stop the process that holds it.`,
       data: { path: context.path, sqliteCode: code },
       cause: error,
     });

@@ -302,6 +302,8 @@ INSERT INTO working_memory_versions (memory_id, version, entry_count, total_byte
   FROM working_memory_entries GROUP BY memory_id;
 `;
 
+const SOURCE_LIST = OBSERVATION_SOURCES.map((source) => `'${source}'`).join(', ');
+
 // Version 7: the supersession set of each scope (supersessions and contradictions found by
 // reflections, kept across them), with its counts and the references reflections made that
 // were dropped; the provenance of each observation (earlier rows become 'mixed': their
@@ -321,7 +323,7 @@ CREATE TABLE om_reflection_links (
 ALTER TABLE om_memory_records ADD COLUMN supersession_count INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE om_memory_records ADD COLUMN contradiction_count INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE om_memory_records ADD COLUMN rejected_reference_count INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE om_observations ADD COLUMN source TEXT NOT NULL DEFAULT 'mixed' CHECK (source IN (${OBSERVATION_SOURCES.map((source) => `'${source}'`).join(', ')}));
+ALTER TABLE om_observations ADD COLUMN source TEXT NOT NULL DEFAULT 'mixed' CHECK (source IN (${SOURCE_LIST}));
 ALTER TABLE om_observations ADD COLUMN source_seqs_json TEXT NOT NULL DEFAULT '[]';
 CREATE TABLE om_scope_generations (
   memory_id TEXT PRIMARY KEY,
@@ -505,7 +507,9 @@ export function migrateSqliteDatabase(
   if (found > latest) {
     throw new StoreError({
       store: STORE_NAME,
-      message: `The database has schema version ${found}, newer than the ${latest} this version of harness-memory knows. Upgrade harness-memory, or open another file.`,
+      message:
+        `The database has schema version ${found}, newer than the ${latest} this version of ` +
+        `harness-memory knows. Upgrade harness-memory, or open another file.`,
       data: { schemaVersion: found, supportedVersion: latest },
     });
   }

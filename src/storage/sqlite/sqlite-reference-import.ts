@@ -89,7 +89,8 @@ function convertRecords(db: Database, now: string): Map<string, ScopeTarget> {
   // disable shows the user chose it. Otherwise the scope follows the current default.
   const lastToggle = db
     .prepare<[string], string>(
-      `SELECT operation_type FROM om_operation_log WHERE memory_id = ? AND status = 'applied' AND operation_type IN ('enable', 'disable')
+      `SELECT operation_type FROM om_operation_log WHERE memory_id = ? AND status = 'applied' AND operation_type IN
+        ('enable', 'disable')
        ORDER BY scope_sequence DESC, created_at DESC LIMIT 1`,
     )
     .pluck();
@@ -321,7 +322,9 @@ function normalizeTime(value: unknown, fallback: string): string {
 function unreadable(referenceId: string, reason: string, cause?: unknown): StoreError {
   return new StoreError({
     store: STORE_NAME,
-    message: `Cannot upgrade the record of scope ${referenceId}: ${reason}. Repair or delete that row, then open the database again.`,
+    message:
+      `Cannot upgrade the record of scope ${referenceId}: ${reason}. Repair or delete that row, then ` +
+      `open the database again.`,
     data: { memoryId: referenceId },
     cause,
   });

@@ -114,12 +114,15 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
 function prepareRunStatements(db: Database) {
   return {
     insertRun: db.prepare(
-      `INSERT INTO harness_runs (run_id, memory_id, tenant_id, conversation_id, agent_id, status, prompt, model, system_prompt, max_steps, output, error_json, steps, input_tokens, output_tokens, parent_run_id, created_at, updated_at)
-       VALUES (@run_id, @memory_id, @tenant_id, @conversation_id, @agent_id, @status, @prompt, @model, @system_prompt, @max_steps, @output, @error_json, @steps, @input_tokens, @output_tokens, @parent_run_id, ${SQL_NOW}, ${SQL_NOW})`,
+      `INSERT INTO harness_runs (run_id, memory_id, tenant_id, conversation_id, agent_id, status, prompt, model,
+        system_prompt, max_steps, output, error_json, steps, input_tokens, output_tokens, parent_run_id, created_at, updated_at)
+       VALUES (@run_id, @memory_id, @tenant_id, @conversation_id, @agent_id, @status, @prompt, @model, @system_prompt,
+         @max_steps, @output, @error_json, @steps, @input_tokens, @output_tokens, @parent_run_id, ${SQL_NOW}, ${SQL_NOW})`,
     ),
     getRun: db.prepare<[string], RunRow>('SELECT * FROM harness_runs WHERE run_id = ?'),
     updateRun: db.prepare(
-      `UPDATE harness_runs SET status = @status, output = @output, error_json = @error_json, steps = @steps, input_tokens = @input_tokens, output_tokens = @output_tokens, updated_at = ${SQL_NOW} WHERE run_id = @run_id`,
+      `UPDATE harness_runs SET status = @status, output = @output, error_json = @error_json, steps = @steps, ` +
+        `input_tokens = @input_tokens, output_tokens = @output_tokens, updated_at = ${SQL_NOW} WHERE run_id = @run_id`,
     ),
     nextSeq: db
       .prepare<[string], number>('SELECT COALESCE(MAX(seq), -1) + 1 FROM harness_run_events WHERE run_id = ?')
@@ -139,8 +142,10 @@ function prepareRunStatements(db: Database) {
       )
       .pluck(),
     insertMessage: db.prepare(
-      `INSERT OR IGNORE INTO harness_conversation_messages (memory_id, position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count)
-       VALUES (@memory_id, @position, @message_id, @run_id, @role, @content, @name, @tool_call_id, @tool_calls_json, @token_count)`,
+      `INSERT OR IGNORE INTO harness_conversation_messages (memory_id, position, message_id, run_id, role, content,
+        name, tool_call_id, tool_calls_json, token_count)
+       VALUES (@memory_id, @position, @message_id, @run_id, @role, @content, @name, @tool_call_id, @tool_calls_json,
+         @token_count)`,
     ),
     newerMessages: db.prepare<[string, string, number, number], ConversationMessageRow & { generation: number }>(
       historyPageSql('', 'newer', ['?', '?', '?', '?']),
@@ -149,7 +154,8 @@ function prepareRunStatements(db: Database) {
       historyPageSql('', 'older', ['?', '?', '?', '?']),
     ),
     staleRuns: db.prepare<[string], RunRow>(
-      `SELECT * FROM harness_runs WHERE status IN ('queued', 'running') AND updated_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) ORDER BY created_at`,
+      `SELECT * FROM harness_runs WHERE status IN ('queued', 'running') AND updated_at <= ` +
+        `strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) ORDER BY created_at`,
     ),
     forgetMessages: db.prepare<[string]>('DELETE FROM harness_conversation_messages WHERE memory_id = ?'),
     selectGeneration: db

@@ -178,13 +178,16 @@ const CLAIMABLE = `
   q.status = 'queued' AND q.available_at <= @now
   AND NOT EXISTS (SELECT 1 FROM om_operation_log AS p WHERE p.memory_id = q.memory_id AND p.${PENDING} AND p.status =
     'processing')
-  AND NOT EXISTS (SELECT 1 FROM om_operation_log AS o WHERE o.memory_id = q.memory_id AND o.${PENDING} AND o.status = 'queued' AND o.scope_sequence < q.scope_sequence)`;
+  AND NOT EXISTS (SELECT 1 FROM om_operation_log AS o WHERE o.memory_id = q.memory_id AND o.${PENDING} AND o.status =
+    'queued' AND o.scope_sequence < q.scope_sequence)`;
 
 // A working-memory entry's size for the limits: the UTF-8 bytes of its key and value.
 const ENTRY_BYTES = 'length(CAST(entry_key AS BLOB)) + length(CAST(entry_json AS BLOB))';
 
 // The state_version in WHERE is the compare-and-swap: no row comes back if it moved.
-const BUMP = `state_version = state_version + 1, updated_at = @now WHERE memory_id = @memoryId AND state_version = @stateVersion RETURNING *`;
+const BUMP =
+  `state_version = state_version + 1, updated_at = @now WHERE memory_id = @memoryId AND ` +
+  `state_version = @stateVersion RETURNING *`;
 
 /** A statement whose rows are `om_memory_records` rows. */
 export interface RecordRowStatement<P extends unknown[]> {
@@ -282,7 +285,8 @@ export function prepareStatements(db: Database): SqliteStatements {
     selectRecord: records('SELECT * FROM om_memory_records WHERE memory_id = ?'),
     updateSettings: records(`UPDATE om_memory_records SET enabled = @enabled, config_json = @configJson, ${BUMP}`),
     updateLastMessageSeq: records(
-      `UPDATE om_memory_records SET last_message_seq = @lastMessageSeq, messages_cleared_through_seq = @clearedThrough, ${BUMP}`,
+      `UPDATE om_memory_records SET last_message_seq = @lastMessageSeq, messages_cleared_through_seq = ` +
+        `@clearedThrough, ${BUMP}`,
     ),
     applyObservations: records(`
       UPDATE om_memory_records SET
@@ -312,7 +316,8 @@ export function prepareStatements(db: Database): SqliteStatements {
     listReflectionLinks: prepare('SELECT * FROM om_reflection_links WHERE memory_id = ?'),
     selectScopeGeneration: pluck('SELECT generation FROM om_scope_generations WHERE memory_id = ?'),
     writeScopeGeneration: prepare(
-      `INSERT INTO om_scope_generations (memory_id, generation) VALUES (?, ?) ON CONFLICT (memory_id) DO UPDATE SET generation = excluded.generation`,
+      `INSERT INTO om_scope_generations (memory_id, generation) VALUES (?, ?) ON CONFLICT (memory_id) DO ` +
+        `UPDATE SET generation = excluded.generation`,
     ),
 
     insertMessage: prepare(`
@@ -331,7 +336,8 @@ export function prepareStatements(db: Database): SqliteStatements {
     insertObservation: prepare(`
       INSERT INTO om_observations (memory_id, seq, content, token_count, importance, created_at, source_start_seq,
         source_end_seq, source, source_seqs_json, operation_id)
-      VALUES (@memory_id, @seq, @content, @token_count, @importance, @created_at, @source_start_seq, @source_end_seq, @source, @source_seqs_json, @operation_id)`),
+      VALUES (@memory_id, @seq, @content, @token_count, @importance, @created_at, @source_start_seq, @source_end_seq,
+        @source, @source_seqs_json, @operation_id)`),
     listObservations: prepare('SELECT * FROM om_observations WHERE memory_id = ? AND seq > ? ORDER BY seq'),
     insertMarker: prepare(`
       INSERT INTO om_markers (memory_id, marker_position, marker_id, marker_type, cycle_id, message_index_start,
@@ -353,15 +359,19 @@ export function prepareStatements(db: Database): SqliteStatements {
       FROM om_operation_log WHERE memory_id = @memoryId
       RETURNING *`),
     hasPendingOperation: pluck(
-      `SELECT 1 FROM om_operation_log INDEXED BY om_operation_log_pending_idx WHERE memory_id = ? AND ${PENDING} LIMIT 1`,
+      `SELECT 1 FROM om_operation_log INDEXED BY om_operation_log_pending_idx WHERE memory_id = ? AND ` +
+        `${PENDING} LIMIT 1`,
     ),
     // Without INDEXED BY the planner walks the scope's whole history through the primary key.
     claimCandidateOfScope: prepare(
-      `SELECT q.memory_id, q.scope_sequence FROM om_operation_log AS q INDEXED BY om_operation_log_pending_idx WHERE q.memory_id = @memoryId AND q.${PENDING} AND ${CLAIMABLE} ORDER BY q.scope_sequence LIMIT 1`,
+      `SELECT q.memory_id, q.scope_sequence FROM om_operation_log AS q INDEXED BY ` +
+        `om_operation_log_pending_idx WHERE q.memory_id = @memoryId AND q.${PENDING} AND ${CLAIMABLE} ORDER ` +
+        `BY q.scope_sequence LIMIT 1`,
     ),
     // Oldest available first: the order of the partial index of queued operations.
     claimCandidateOfAnyScope: prepare(
-      `SELECT q.memory_id, q.scope_sequence FROM om_operation_log AS q WHERE ${CLAIMABLE} ORDER BY q.available_at, q.created_at LIMIT 1`,
+      `SELECT q.memory_id, q.scope_sequence FROM om_operation_log AS q WHERE ${CLAIMABLE} ORDER BY ` +
+        `q.available_at, q.created_at LIMIT 1`,
     ),
     claimOperation: prepare(`
       UPDATE om_operation_log SET status = 'processing', attempt = attempt + 1, lease_owner = @leaseOwner,
@@ -399,7 +409,8 @@ export function prepareStatements(db: Database): SqliteStatements {
     ).raw(true),
     writeWorkingMemoryUsage: prepare(`
       INSERT INTO working_memory_versions (memory_id, version, entry_count, total_bytes) VALUES (?, ?, ?, ?)
-      ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version, entry_count = excluded.entry_count, total_bytes = excluded.total_bytes`),
+      ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version, entry_count = excluded.entry_count,
+        total_bytes = excluded.total_bytes`),
     // created_at is set on insert only, so a replaced entry keeps it.
     upsertEntry: prepare(`
       INSERT INTO working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at) VALUES (@memoryId,

@@ -125,98 +125,101 @@ describe('store: sqlite (backend)', () => {
     expect(existsSync(fullPath)).toBe(true);
   });
 
-  it('keeps records, observations, the reflection, messages, working memory and operations across a reopen', async () => {
-    const first = createSqliteStore({ path: files.path });
-    await first.updateSettings({
-      scope,
-      memoryId,
-      enabled: true,
-      config: { snippetMaxTokens: 321 },
-      runId: 'r',
-      toolCallId: 't',
-      operationId: generateId('op'),
-    });
-    await first.appendMessages({
-      scope,
-      memoryId,
-      messages: ['a', 'b', 'c'].map((content, index) => ({
-        messageKey: `id:${index}`,
-        role: 'user',
-        name: '',
-        toolCallId: '',
-        content,
-        tokenCount: 2,
-      })),
-    });
-    await observe(first, scope, ['User prefers tabs', 'Project uses Go'], 2);
-    await reflect(
-      first,
-      'SUMMARY:\nshort\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n\nCONTRADICTIONS:\n',
-      1,
-    );
-    await first.setWorkingMemoryEntry({ scope, memoryId, key: 'plan', valueJson: '{"step":1}', limits });
-    await first.enqueueOperation({
-      operationId: generateId('op'),
-      scope,
-      memoryId,
-      operationType: 'observe',
-      payload: { reason: 'later' },
-      runId: 'r',
-      toolCallId: 't',
-    });
-    const before = {
-      record: await first.getRecord(memoryId),
-      observations: await first.listObservations(memoryId),
-      unobserved: await first.listUnobservedMessages(memoryId, 10),
-      entries: await first.listWorkingMemoryEntries(memoryId),
-      operations: await first.listOperations(memoryId),
-      markers: await first.listMarkers(memoryId),
-    };
-    await first.dispose();
+  it(
+    'keeps records, observations, the reflection, messages, working memory and operations across a ' + 'reopen',
+    async () => {
+      const first = createSqliteStore({ path: files.path });
+      await first.updateSettings({
+        scope,
+        memoryId,
+        enabled: true,
+        config: { snippetMaxTokens: 321 },
+        runId: 'r',
+        toolCallId: 't',
+        operationId: generateId('op'),
+      });
+      await first.appendMessages({
+        scope,
+        memoryId,
+        messages: ['a', 'b', 'c'].map((content, index) => ({
+          messageKey: `id:${index}`,
+          role: 'user',
+          name: '',
+          toolCallId: '',
+          content,
+          tokenCount: 2,
+        })),
+      });
+      await observe(first, scope, ['User prefers tabs', 'Project uses Go'], 2);
+      await reflect(
+        first,
+        'SUMMARY:\nshort\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n\nCONTRADICTIONS:\n',
+        1,
+      );
+      await first.setWorkingMemoryEntry({ scope, memoryId, key: 'plan', valueJson: '{"step":1}', limits });
+      await first.enqueueOperation({
+        operationId: generateId('op'),
+        scope,
+        memoryId,
+        operationType: 'observe',
+        payload: { reason: 'later' },
+        runId: 'r',
+        toolCallId: 't',
+      });
+      const before = {
+        record: await first.getRecord(memoryId),
+        observations: await first.listObservations(memoryId),
+        unobserved: await first.listUnobservedMessages(memoryId, 10),
+        entries: await first.listWorkingMemoryEntries(memoryId),
+        operations: await first.listOperations(memoryId),
+        markers: await first.listMarkers(memoryId),
+      };
+      await first.dispose();
 
-    const second = track(createSqliteStore({ path: files.path }));
-    expect(await second.getRecord(memoryId)).toEqual(before.record);
-    expect(before.record?.config).toEqual({ snippetMaxTokens: 321 });
-    expect(before.record?.reflection?.structured.supersessions).toEqual([
-      { newerSeq: 2, olderSeq: 1, reason: 'changed' },
-    ]);
-    expect(await second.listObservations(memoryId)).toEqual(before.observations);
-    expect(
-      (await second.listUnobservedMessages(memoryId, 10)).map((message) => [message.seq, message.content]),
-    ).toEqual([[3, 'c']]);
-    expect(await second.listWorkingMemoryEntries(memoryId)).toEqual(before.entries);
-    expect(await second.listOperations(memoryId)).toEqual(before.operations);
-    expect((await second.listOperations(memoryId)).map((operation) => operation.status)).toEqual([
-      'applied',
-      'applied',
-      'applied',
-      'queued',
-    ]);
-    expect(await second.listMarkers(memoryId)).toEqual(before.markers);
-    expect(await second.countPendingOperations()).toBe(1);
-    // Observed messages keep their keys but, from the next append on, not their text; a key is never stored twice.
-    await second.appendMessages({
-      scope,
-      memoryId,
-      messages: [{ messageKey: 'id:3', role: 'user', name: '', toolCallId: '', content: 'd', tokenCount: 2 }],
-    });
-    const raw = track(new Database(files.path, { readonly: true }));
-    expect(raw.prepare('SELECT message_key, content, observed FROM om_messages ORDER BY seq').raw().all()).toEqual([
-      ['id:0', '', 1],
-      ['id:1', '', 1],
-      ['id:2', 'c', 0],
-      ['id:3', 'd', 0],
-    ]);
-    expect(
-      (
-        await second.appendMessages({
-          scope,
-          memoryId,
-          messages: [{ messageKey: 'id:0', role: 'user', name: '', toolCallId: '', content: 'a', tokenCount: 2 }],
-        })
-      ).inserted,
-    ).toBe(0);
-  });
+      const second = track(createSqliteStore({ path: files.path }));
+      expect(await second.getRecord(memoryId)).toEqual(before.record);
+      expect(before.record?.config).toEqual({ snippetMaxTokens: 321 });
+      expect(before.record?.reflection?.structured.supersessions).toEqual([
+        { newerSeq: 2, olderSeq: 1, reason: 'changed' },
+      ]);
+      expect(await second.listObservations(memoryId)).toEqual(before.observations);
+      expect(
+        (await second.listUnobservedMessages(memoryId, 10)).map((message) => [message.seq, message.content]),
+      ).toEqual([[3, 'c']]);
+      expect(await second.listWorkingMemoryEntries(memoryId)).toEqual(before.entries);
+      expect(await second.listOperations(memoryId)).toEqual(before.operations);
+      expect((await second.listOperations(memoryId)).map((operation) => operation.status)).toEqual([
+        'applied',
+        'applied',
+        'applied',
+        'queued',
+      ]);
+      expect(await second.listMarkers(memoryId)).toEqual(before.markers);
+      expect(await second.countPendingOperations()).toBe(1);
+      // Observed messages keep their keys but, from the next append on, not their text; a key is never stored twice.
+      await second.appendMessages({
+        scope,
+        memoryId,
+        messages: [{ messageKey: 'id:3', role: 'user', name: '', toolCallId: '', content: 'd', tokenCount: 2 }],
+      });
+      const raw = track(new Database(files.path, { readonly: true }));
+      expect(raw.prepare('SELECT message_key, content, observed FROM om_messages ORDER BY seq').raw().all()).toEqual([
+        ['id:0', '', 1],
+        ['id:1', '', 1],
+        ['id:2', 'c', 0],
+        ['id:3', 'd', 0],
+      ]);
+      expect(
+        (
+          await second.appendMessages({
+            scope,
+            memoryId,
+            messages: [{ messageKey: 'id:0', role: 'user', name: '', toolCallId: '', content: 'a', tokenCount: 2 }],
+          })
+        ).inserted,
+      ).toBe(0);
+    },
+  );
 
   it('upgrades a database made with the reference schema, converting its rows', async () => {
     const raw = new Database(files.path);
@@ -242,9 +245,11 @@ describe('store: sqlite (backend)', () => {
       },
     ];
     const reflection =
-      'SUMMARY:\nThe user writes Go with tabs.\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: stack changed\n\nCONTRADICTIONS:\n';
+      'SUMMARY:\nThe user writes Go with tabs.\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: stack ' +
+      'changed\n\nCONTRADICTIONS:\n';
     const insertRecord = raw.prepare(
-      `INSERT INTO om_memory_records VALUES (?, ?, ?, ?, 1, 7, 5, ?, 9, ?, 12, 1, ?, '2024-05-01T09:00:00Z', '2024-05-01T10:06:00.5Z')`,
+      `INSERT INTO om_memory_records VALUES (?, ?, ?, ?, 1, 7, 5, ?, 9, ?, 12, 1, ?, '2024-05-01T09:00:00Z', ` +
+        `'2024-05-01T10:06:00.5Z')`,
     );
     insertRecord.run(
       'acme|conv-1|agent-x',
@@ -265,19 +270,22 @@ describe('store: sqlite (backend)', () => {
       '{"observe_min_tokens":1200,"snippet_max_tokens":900,"reflect_threshold_tokens":4000}',
     );
     const insertOperation = raw.prepare(
-      `INSERT INTO om_operation_log VALUES (?, 'acme|conv-1|agent-x', 'run-1', 'system', ?, ?, ?, ?, ?, '2024-05-01T10:00:00Z', '2024-05-01T10:00:01Z')`,
+      `INSERT INTO om_operation_log VALUES (?, 'acme|conv-1|agent-x', 'run-1', 'system', ?, ?, ?, ?, ?, ` +
+        `'2024-05-01T10:00:00Z', '2024-05-01T10:00:01Z')`,
     );
     insertOperation.run('op_1', 1, 'enable', 'applied', '{"enabled":true}', '');
     insertOperation.run('op_2', 2, 'observe', 'applied', '{"messages":4}', '');
     insertOperation.run('op_3', 2, 'observe', 'queued', '{"messages":2}', 'requeued after stale processing operation');
     raw
       .prepare(
-        `INSERT INTO om_markers VALUES ('mk_1', 'acme|conv-1|agent-x', 'observation_start', 'op_2', 0, 0, 9, '{"seq":1}', '2024-05-01T10:00:00Z')`,
+        `INSERT INTO om_markers VALUES ('mk_1', 'acme|conv-1|agent-x', 'observation_start', 'op_2', 0, 0, 9, ` +
+          `'{"seq":1}', '2024-05-01T10:00:00Z')`,
       )
       .run();
     raw
       .prepare(
-        `INSERT INTO working_memory_entries VALUES ('acme|conv-1|agent-x', 'plan', '"ship it"'), ('acme|conv-1|agent-x', ' todo ', '["a"]')`,
+        `INSERT INTO working_memory_entries VALUES ('acme|conv-1|agent-x', 'plan', '"ship it"'), ` +
+          `('acme|conv-1|agent-x', ' todo ', '["a"]')`,
       )
       .run();
     raw.close();
@@ -401,13 +409,17 @@ describe('store: sqlite (backend)', () => {
     );
     raw
       .prepare(
-        `INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, created_at, updated_at) VALUES (?, 'acme', 'conv-1', 'agent-x', 1, 3, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`,
+        `INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, ` +
+          `state_version, created_at, updated_at) VALUES (?, 'acme', 'conv-1', 'agent-x', 1, 3, ` +
+          `'2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`,
       )
       .run(memoryId);
     const insertOperation = raw.prepare(`
-      INSERT INTO om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence, operation_type, status,
+      INSERT INTO om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id,
+        tool_call_id, scope_sequence, operation_type, status,
         payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at)
-      VALUES (?, ?, 'acme', 'conv-1', 'agent-x', 'run-1', 'system', ?, 'observe', ?, '{}', '', ?, ?, ?, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`);
+      VALUES (?, ?, 'acme', 'conv-1', 'agent-x', 'run-1', 'system', ?, 'observe', ?, '{}', '', ?, ?, ?,
+        '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`);
     insertOperation.run('op_c', memoryId, 3, 'queued', 0, null, null);
     insertOperation.run('op_a', memoryId, 1, 'applied', 1, null, null);
     insertOperation.run('op_b', memoryId, 2, 'processing', 1, 'old-worker', '2025-01-01T00:05:00.000Z');
@@ -493,50 +505,59 @@ describe('store: sqlite (backend)', () => {
     ).rejects.toSatisfy(isStoreError('WORKING_MEMORY_LIMIT'));
   });
 
-  it('upgrades a version-6 database: observations become "mixed", a stored reflection seeds the supersession set (issue 12)', async () => {
-    const raw = new Database(files.path);
-    migrateSqliteDatabase(
-      raw,
-      SQLITE_MIGRATIONS.filter((migration) => migration.version <= 6),
-    );
-    const reflection =
-      'SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n- [seq:1] replaces [seq:2]: backwards\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: which\n- [seq:7] vs [seq:1]: unknown seq';
-    raw
-      .prepare(`INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, observation_count, last_observation_seq,
+  it(
+    'upgrades a version-6 database: observations become "mixed", a stored reflection seeds the supersession ' +
+      'set (issue 12)',
+    async () => {
+      const raw = new Database(files.path);
+      migrateSqliteDatabase(
+        raw,
+        SQLITE_MIGRATIONS.filter((migration) => migration.version <= 6),
+      );
+      const reflection =
+        'SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n- [seq:1] replaces [seq:2]: ' +
+        'backwards\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: which\n- [seq:7] vs [seq:1]: unknown seq';
+      raw
+        .prepare(`INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled,
+          state_version, observation_count, last_observation_seq,
       active_reflection, active_reflection_tokens, reflection_structured_json, reflection_through_seq, reflection_created_at, created_at, updated_at)
-      VALUES (?, 'acme', 'conv-1', 'agent-x', 1, 3, 3, 3, ?, 9, ?, 3, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`)
-      .run(memoryId, reflection, JSON.stringify(parseReflection(reflection)));
-    const insert = raw.prepare(
-      `INSERT INTO om_observations VALUES (?, ?, ?, 2, 0.5, '2025-01-01T00:00:00.000Z', 1, 1, 'op_old')`,
-    );
-    for (const [seq, content] of [
-      [1, 'tabs'],
-      [2, 'spaces'],
-      [3, 'deploy Friday'],
-    ] as const)
-      insert.run(memoryId, seq, content);
-    raw.close();
+      VALUES (?, 'acme', 'conv-1', 'agent-x', 1, 3, 3, 3, ?, 9, ?, 3, '2025-01-01T00:00:00.000Z',
+        '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`)
+        .run(memoryId, reflection, JSON.stringify(parseReflection(reflection)));
+      const insert = raw.prepare(
+        `INSERT INTO om_observations VALUES (?, ?, ?, 2, 0.5, '2025-01-01T00:00:00.000Z', 1, 1, 'op_old')`,
+      );
+      for (const [seq, content] of [
+        [1, 'tabs'],
+        [2, 'spaces'],
+        [3, 'deploy Friday'],
+      ] as const)
+        insert.run(memoryId, seq, content);
+      raw.close();
 
-    const store = track(createSqliteStore({ path: files.path }));
-    expect(
-      (await store.listObservations(memoryId)).map((item) => [item.seq, item.source, item.sourceMessageSeqs]),
-    ).toEqual([
-      [1, 'mixed', []],
-      [2, 'mixed', []],
-      [3, 'mixed', []],
-    ]);
-    const links = await store.listReflectionLinks(memoryId);
-    expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason])).toEqual([[2, 1, 'changed']]);
-    expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail])).toEqual([[1, 3, 'which']]);
-    expect(await store.getRecord(memoryId)).toMatchObject({
-      supersessionCount: 1,
-      contradictionCount: 1,
-      rejectedReferenceCount: 2,
-    });
-    expect(await store.scopeGeneration(memoryId)).toBe(0);
-    await store.forget(memoryId);
-    expect(await store.scopeGeneration(memoryId)).not.toBe(0);
-  });
+      const store = track(createSqliteStore({ path: files.path }));
+      expect(
+        (await store.listObservations(memoryId)).map((item) => [item.seq, item.source, item.sourceMessageSeqs]),
+      ).toEqual([
+        [1, 'mixed', []],
+        [2, 'mixed', []],
+        [3, 'mixed', []],
+      ]);
+      const links = await store.listReflectionLinks(memoryId);
+      expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason])).toEqual([
+        [2, 1, 'changed'],
+      ]);
+      expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail])).toEqual([[1, 3, 'which']]);
+      expect(await store.getRecord(memoryId)).toMatchObject({
+        supersessionCount: 1,
+        contradictionCount: 1,
+        rejectedReferenceCount: 2,
+      });
+      expect(await store.scopeGeneration(memoryId)).toBe(0);
+      await store.forget(memoryId);
+      expect(await store.scopeGeneration(memoryId)).not.toBe(0);
+    },
+  );
 
   it('upgrades a version-6 database to the dead status: rows, order, leases and indexes kept', async () => {
     const raw = new Database(files.path);
@@ -545,9 +566,11 @@ describe('store: sqlite (backend)', () => {
       SQLITE_MIGRATIONS.filter((migration) => migration.version <= 6),
     );
     const insertOperation = raw.prepare(`
-      INSERT INTO om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence, operation_type, status,
+      INSERT INTO om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id,
+        tool_call_id, scope_sequence, operation_type, status,
         payload_json, error_text, attempt, lease_owner, lease_expires_at, available_at, created_at, updated_at)
-      VALUES (?, ?, 'acme', 'conv-1', 'agent-x', 'run-1', 'system', ?, 'observe', ?, '{"n":1}', ?, ?, ?, ?, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`);
+      VALUES (?, ?, 'acme', 'conv-1', 'agent-x', 'run-1', 'system', ?, 'observe', ?, '{"n":1}', ?, ?, ?, ?,
+        '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`);
     insertOperation.run('op_a', memoryId, 1, 'failed', 'boom', 3, null, null);
     insertOperation.run('op_b', memoryId, 2, 'processing', '', 4, 'old-worker', '2025-01-01T00:05:00.000Z');
     insertOperation.run('op_c', memoryId, 3, 'queued', '', 0, null, null);
@@ -585,46 +608,52 @@ describe('store: sqlite (backend)', () => {
     expect(plan.map((row) => row.detail).join(' ')).toContain('om_operation_log_dead_idx');
   });
 
-  it("keeps each scope's working-memory count and bytes equal to its entries through any sequence of writes", async () => {
-    const database = track(new Database(files.path));
-    const store = track(createSqliteStore({ path: files.path, database }));
-    const generous = { maxEntries: 12, maxTotalBytes: 600 };
-    let seed = 7;
-    const random = (below: number) => (seed = (seed * 16807) % 2147483647) % below;
-    for (let step = 0; step < 400; step++) {
-      const target = random(3) === 0 ? other : scope;
-      const key = `k${random(15)}`;
-      if (random(4) === 0) await store.deleteWorkingMemoryEntry(memoryIdOf(target), key);
-      else
-        await store
-          .setWorkingMemoryEntry({
-            scope: target,
-            memoryId: memoryIdOf(target),
-            key,
-            valueJson: JSON.stringify('é'.repeat(random(60))),
-            limits: generous,
-          })
-          .catch(() => undefined);
-    }
-    // A scope whose entries were all deleted keeps its row at zero (its version still moves).
-    expect(
-      database
-        .prepare('SELECT COUNT(*) FROM working_memory_versions WHERE entry_count = 0 AND total_bytes <> 0')
-        .pluck()
-        .get(),
-    ).toBe(0);
-    const kept = database
-      .prepare(
-        'SELECT memory_id, entry_count, total_bytes FROM working_memory_versions WHERE entry_count > 0 ORDER BY memory_id',
-      )
-      .all();
-    const actual = database
-      .prepare(
-        'SELECT memory_id, COUNT(*) AS entry_count, SUM(length(CAST(entry_key AS BLOB)) + length(CAST(entry_json AS BLOB))) AS total_bytes FROM working_memory_entries GROUP BY memory_id ORDER BY memory_id',
-      )
-      .all();
-    expect(kept).toEqual(actual);
-  });
+  it(
+    "keeps each scope's working-memory count and bytes equal to its entries through any sequence of " + 'writes',
+    async () => {
+      const database = track(new Database(files.path));
+      const store = track(createSqliteStore({ path: files.path, database }));
+      const generous = { maxEntries: 12, maxTotalBytes: 600 };
+      let seed = 7;
+      const random = (below: number) => (seed = (seed * 16807) % 2147483647) % below;
+      for (let step = 0; step < 400; step++) {
+        const target = random(3) === 0 ? other : scope;
+        const key = `k${random(15)}`;
+        if (random(4) === 0) await store.deleteWorkingMemoryEntry(memoryIdOf(target), key);
+        else
+          await store
+            .setWorkingMemoryEntry({
+              scope: target,
+              memoryId: memoryIdOf(target),
+              key,
+              valueJson: JSON.stringify('é'.repeat(random(60))),
+              limits: generous,
+            })
+            .catch(() => undefined);
+      }
+      // A scope whose entries were all deleted keeps its row at zero (its version still moves).
+      expect(
+        database
+          .prepare('SELECT COUNT(*) FROM working_memory_versions WHERE entry_count = 0 AND total_bytes <> 0')
+          .pluck()
+          .get(),
+      ).toBe(0);
+      const kept = database
+        .prepare(
+          'SELECT memory_id, entry_count, total_bytes FROM working_memory_versions WHERE entry_count > 0 ORDER ' +
+            'BY memory_id',
+        )
+        .all();
+      const actual = database
+        .prepare(
+          'SELECT memory_id, COUNT(*) AS entry_count, SUM(length(CAST(entry_key AS BLOB)) + ' +
+            'length(CAST(entry_json AS BLOB))) AS total_bytes FROM working_memory_entries GROUP BY memory_id ' +
+            'ORDER BY memory_id',
+        )
+        .all();
+      expect(kept).toEqual(actual);
+    },
+  );
 
   it("drops the text of observed messages at the scope's next append, keeping their keys", async () => {
     const database = track(new Database(files.path));
@@ -662,7 +691,8 @@ describe('store: sqlite (backend)', () => {
   it('refuses a database whose schema is newer than it knows', () => {
     const raw = new Database(files.path);
     raw.exec(
-      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL); INSERT INTO schema_migrations VALUES (99, 0);',
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL); INSERT INTO ' +
+        'schema_migrations VALUES (99, 0);',
     );
     raw.close();
     expect(() => createSqliteStore({ path: files.path })).toThrow(/schema version 99/);
@@ -858,5 +888,6 @@ CREATE TABLE om_markers (
   payload_json TEXT NOT NULL, created_at TIMESTAMP NOT NULL
 );
 CREATE INDEX om_markers_memory_created_idx ON om_markers (memory_id, created_at);
-CREATE TABLE working_memory_entries (memory_id TEXT, entry_key TEXT, entry_json TEXT, PRIMARY KEY (memory_id, entry_key));
+CREATE TABLE working_memory_entries (memory_id TEXT, entry_key TEXT, entry_json TEXT, PRIMARY KEY (memory_id,
+  entry_key));
 `;
