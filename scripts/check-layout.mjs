@@ -134,7 +134,8 @@ function folderOf(file) {
 for (const folder of new Set(srcFiles.map(folderOf))) {
   if (folder !== '' && !layerByFolder.has(folder)) {
     problems.push(
-      `src/${folder}/ is not in the layer table: add a row { folder: '${folder}', rank: N, role } to LAYERS in ${THIS_FILE} ` +
+      `src/${folder}/ is not in the layer table: add a row { folder: '${folder}', rank: N, role } to LAYERS ` +
+        `in ${THIS_FILE} ` +
         `(ranks: ${LAYERS.map((layer) => `${layer.folder} ${layer.rank}`).join(', ')})`,
     );
   }
@@ -177,7 +178,8 @@ for (const file of srcFiles) {
       // Same folder, the root entry, or an unknown folder (reported above).
     } else if (toLayer.rank > fromLayer.rank) {
       problems.push(
-        `${name}: ${from} (rank ${fromLayer.rank}) imports ${relative(root, target)} from ${to} (rank ${toLayer.rank}), a higher layer`,
+        `${name}: ${from} (rank ${fromLayer.rank}) imports ${relative(root, target)} from ${to} (rank ` +
+          `${toLayer.rank}), a higher layer`,
       );
     } else if (forbidden.has(`${from}>${to}`)) {
       problems.push(
@@ -193,7 +195,8 @@ for (const file of srcFiles) {
       !adapter.alsoFrom.includes(from)
     ) {
       problems.push(
-        `${name}: imports the adapter ${relative(root, target)}; adapters are reached only from a composition root (${COMPOSITION_ROOTS.join(', ')}): depend on the port and have it passed in`,
+        `${name}: imports the adapter ${relative(root, target)}; adapters are reached only from a ` +
+          `composition root (${COMPOSITION_ROOTS.join(', ')}): depend on the port and have it passed in`,
       );
     }
   }
@@ -281,5 +284,6 @@ if (problems.length > 0) {
   process.exit(1);
 }
 console.log(
-  `Layout check passed (${sourceFiles.length} files; ${srcFiles.length} in the layer order ${LAYERS.map((layer) => layer.folder).join(' < ')}).`,
+  `Layout check passed (${sourceFiles.length} files; ${srcFiles.length} in the layer order ` +
+    `${LAYERS.map((layer) => layer.folder).join(' < ')}).`,
 );

@@ -55,7 +55,9 @@ const MAX_SCOPES_SEEN = 1000;
  * `memory.observe` off the critical path: a generate result returns at once, a stream passes
  * through untouched and observation starts when it ends.
  * @example
- * const model = wrapLanguageModel({ model: openai('gpt-5-mini'), middleware: createMemoryMiddleware({ memory, workingMemory, scope: { tenantId: 'acme', conversationId: 'c1' } }) });
+ * const scope = { tenantId: 'acme', conversationId: 'c1' };
+ * const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
+ * const model = wrapLanguageModel({ model: openai('gpt-5-mini'), middleware });
  */
 export function createMemoryMiddleware(options: MemoryMiddlewareOptions): MemoryMiddleware {
   const maxSeen = checkMiddlewareOptions(options);

@@ -194,7 +194,8 @@ ALTER TABLE ${s}om_memory_records
   ADD COLUMN contradiction_count bigint NOT NULL DEFAULT 0,
   ADD COLUMN rejected_reference_count bigint NOT NULL DEFAULT 0;
 ALTER TABLE ${s}om_observations
-  ADD COLUMN source text NOT NULL DEFAULT 'mixed' CHECK (source IN (${OBSERVATION_SOURCES.map((source) => `'${source}'`).join(', ')})),
+  ADD COLUMN source text NOT NULL DEFAULT 'mixed'
+    CHECK (source IN (${OBSERVATION_SOURCES.map((source) => `'${source}'`).join(', ')})),
   ADD COLUMN source_seqs_json jsonb NOT NULL DEFAULT '[]';
 CREATE TABLE ${s}om_scope_generations (
   memory_id text PRIMARY KEY,

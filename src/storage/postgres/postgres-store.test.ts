@@ -165,7 +165,8 @@ describe.skipIf(!url)('postgres store', () => {
         await pool.query(
           `INSERT INTO "${schema}".om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled,
             state_version, observation_count, last_observation_seq,
-           active_reflection, active_reflection_tokens, reflection_structured_json, reflection_through_seq, reflection_created_at, created_at, updated_at)
+           active_reflection, active_reflection_tokens, reflection_structured_json, reflection_through_seq,
+           reflection_created_at, created_at, updated_at)
          VALUES ($1, 'acme', 'conv-1', 'agent-x', true, 3, 3, 3, $2, 9, $3::jsonb, 3, now(), now(), now())`,
           [memoryId, reflection, JSON.stringify(parseReflection(reflection))],
         );

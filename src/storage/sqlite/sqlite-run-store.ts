@@ -115,9 +115,11 @@ function prepareRunStatements(db: Database) {
   return {
     insertRun: db.prepare(
       `INSERT INTO harness_runs (run_id, memory_id, tenant_id, conversation_id, agent_id, status, prompt, model,
-        system_prompt, max_steps, output, error_json, steps, input_tokens, output_tokens, parent_run_id, created_at, updated_at)
+        system_prompt, max_steps, output, error_json, steps, input_tokens, output_tokens, parent_run_id, created_at,
+        updated_at)
        VALUES (@run_id, @memory_id, @tenant_id, @conversation_id, @agent_id, @status, @prompt, @model, @system_prompt,
-         @max_steps, @output, @error_json, @steps, @input_tokens, @output_tokens, @parent_run_id, ${SQL_NOW}, ${SQL_NOW})`,
+         @max_steps, @output, @error_json, @steps, @input_tokens, @output_tokens, @parent_run_id, ${SQL_NOW},
+         ${SQL_NOW})`,
     ),
     getRun: db.prepare<[string], RunRow>('SELECT * FROM harness_runs WHERE run_id = ?'),
     updateRun: db.prepare(

@@ -520,7 +520,8 @@ describe('store: sqlite (backend)', () => {
       raw
         .prepare(`INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled,
           state_version, observation_count, last_observation_seq,
-      active_reflection, active_reflection_tokens, reflection_structured_json, reflection_through_seq, reflection_created_at, created_at, updated_at)
+      active_reflection, active_reflection_tokens, reflection_structured_json, reflection_through_seq,
+      reflection_created_at, created_at, updated_at)
       VALUES (?, 'acme', 'conv-1', 'agent-x', 1, 3, 3, 3, ?, 9, ?, 3, '2025-01-01T00:00:00.000Z',
         '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`)
         .run(memoryId, reflection, JSON.stringify(parseReflection(reflection)));
