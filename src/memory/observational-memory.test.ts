@@ -165,7 +165,7 @@ describe('observational memory: observe', () => {
     );
     const { memory } = setup({ observer, retryDelayMs: 5 });
     await expect(memory.observe({ scope, messages: messages(0, 2) })).rejects.toThrow(/rate limited/);
-    await memory.drain(scope, { timeoutMs: 5000 });
+    await memory.drain(scope);
     const inspection = await memory.inspect(scope);
     expect(inspection.observations.map((item) => item.content)).toEqual(['Recovered fact']);
     expect(observer.calls[1]?.messages.map((message) => message.seq)).toEqual([1, 2]);

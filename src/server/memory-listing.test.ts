@@ -1,52 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
-import { createAgentRunner } from '../agent/agent-runner.js';
-import { createObservationalMemory } from '../memory/observational-memory.js';
-import { createWorkingMemory } from '../memory/working-memory.js';
-import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
-import { createInMemoryStore } from '../storage/in-memory-store.js';
-import { createLocalEventHub } from '../storage/local-event-hub.js';
-import { createApp } from './app.js';
+import { describe, expect, it } from 'vitest';
+import { createTestApp, useTestWorkspace } from '../../test/support/test-app.js';
 import type { AppOptions } from './app.js';
 
-const WORKSPACE = mkdtempSync(join(tmpdir(), 'hm-listing-'));
-afterAll(() => rmSync(WORKSPACE, { recursive: true, force: true }));
-
-function setup(apiKeys?: AppOptions['apiKeys']) {
-  const store = createInMemoryStore();
-  const observationalMemory = createObservationalMemory({ store, defaultEnabled: true });
-  const workingMemory = createWorkingMemory({ store });
-  const runStore = createInMemoryRunStore();
-  const hub = createLocalEventHub();
-  const runner = createAgentRunner({
-    model: createMockLanguageModel('answer'),
-    observationalMemory,
-    workingMemory,
-    runStore,
-    hub,
-    memoryTools: [],
-    workspace: WORKSPACE,
-  });
-  const app = createApp({
-    runner,
-    runStore,
-    hub,
-    observationalMemory,
-    workingMemory,
-    ...(apiKeys ? { apiKeys } : {}),
-  });
-  const request = async (path: string, init: RequestInit & { key?: string } = {}) => {
-    const headers = new Headers(init.headers);
-    if (init.key) headers.set('authorization', `Bearer ${init.key}`);
-    if (init.body) headers.set('content-type', 'application/json');
-    const response = await app.request(path, { ...init, headers });
-    return { status: response.status, body: (await response.json()) as Record<string, any> };
-  };
-  return { request, observationalMemory, workingMemory };
-}
+const WORKSPACE = useTestWorkspace('hm-listing-');
+const setup = (apiKeys?: AppOptions['apiKeys']) =>
+  createTestApp({ workspace: WORKSPACE, memory: { defaultEnabled: true }, ...(apiKeys ? { apiKeys } : {}) });
 
 const keys = [
   { key: 'key-a', tenantId: 'tenant-a' },

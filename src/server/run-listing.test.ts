@@ -1,47 +1,16 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
-import { createAgentRunner } from '../agent/agent-runner.js';
-import { memoryIdOf } from '../core/scope.js';
-import { createObservationalMemory } from '../memory/observational-memory.js';
-import { createWorkingMemory } from '../memory/working-memory.js';
-import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
-import { createInMemoryStore } from '../storage/in-memory-store.js';
-import { createLocalEventHub } from '../storage/local-event-hub.js';
+import { describe, expect, it } from 'vitest';
+import { createTestApp, useTestWorkspace } from '../../test/support/test-app.js';
 import type { RunStatus } from '../storage/run-store.js';
-import { createApp } from './app.js';
 import type { AppOptions } from './app.js';
 
-const WORKSPACE = mkdtempSync(join(tmpdir(), 'hm-run-listing-'));
-afterAll(() => rmSync(WORKSPACE, { recursive: true, force: true }));
+const WORKSPACE = useTestWorkspace('hm-run-listing-');
 
 function setup(apiKeys?: AppOptions['apiKeys']) {
-  const store = createInMemoryStore();
-  const observationalMemory = createObservationalMemory({ store });
-  const workingMemory = createWorkingMemory({ store });
-  const runStore = createInMemoryRunStore();
-  const hub = createLocalEventHub();
-  const runner = createAgentRunner({
-    model: createMockLanguageModel('answer'),
-    observationalMemory,
-    workingMemory,
-    runStore,
-    hub,
-    memoryTools: [],
-    workspace: WORKSPACE,
-  });
-  const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory, ...(apiKeys ? { apiKeys } : {}) });
-  const request = async (path: string, key?: string) => {
-    const response = await app.request(path, key ? { headers: { authorization: `Bearer ${key}` } } : {});
-    return { status: response.status, body: (await response.json()) as Record<string, any> };
-  };
-  const addRun = (runId: string, tenantId: string, conversationId: string, status: RunStatus = 'completed') => {
-    const scope = { tenantId, conversationId, agentId: 'default' };
-    return runStore.createRun({
+  const { request, runStore } = createTestApp({ workspace: WORKSPACE, ...(apiKeys ? { apiKeys } : {}) });
+  const addRun = (runId: string, tenantId: string, conversationId: string, status: RunStatus = 'completed') =>
+    runStore.createRun({
       runId,
-      scope,
+      scope: { tenantId, conversationId, agentId: 'default' },
       status,
       prompt: `prompt of ${runId}`,
       model: '',
@@ -53,8 +22,7 @@ function setup(apiKeys?: AppOptions['apiKeys']) {
       usage: { inputTokens: 0, outputTokens: 0 },
       parentRunId: null,
     });
-  };
-  return { request, addRun, runStore, memoryIdOf };
+  return { request: (path: string, key?: string) => request(path, key ? { key } : {}), addRun };
 }
 
 const keys = [

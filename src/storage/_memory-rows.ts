@@ -24,7 +24,16 @@ import type {
 import { parseReflection } from '../core/parse-reflection.js';
 import type { StructuredReflection } from '../core/reflection.js';
 import type { ReflectionLinks, StoredContradiction, StoredSupersession } from '../core/reflection-links.js';
-import type { Marker, Operation, OperationStatus, OperationType, StoredMessage, WorkingMemoryEntry } from './store.js';
+import type {
+  Marker,
+  MemoryStore,
+  Operation,
+  OperationStatus,
+  OperationType,
+  ScopeSummary,
+  StoredMessage,
+  WorkingMemoryEntry,
+} from './store.js';
 
 /** A row of `om_memory_records`. */
 export interface RecordRow {
@@ -398,4 +407,40 @@ export const newScopeGeneration: () => number = newWorkingMemoryVersion;
 /** Where a record row stands, as the apply plan reads it. */
 export function toApplyPosition(row: RecordRow): ApplyPosition {
   return { observedThroughMessageSeq: row.observed_through_message_seq, lastObservationSeq: row.last_observation_seq };
+}
+
+/** The input of a store method that takes one object (`MemoryStore['appendMessages']` → its input). */
+export type StoreInput<K extends keyof MemoryStore> = MemoryStore[K] extends ((input: infer I) => unknown) | undefined
+  ? I
+  : never;
+
+/** A row of the SQLite and Postgres scope listings: the record's columns and the page's counts. */
+export interface ScopeRow {
+  memory_id: string;
+  tenant_id: string;
+  conversation_id: string;
+  agent_id: string;
+  /** SQLite 0/1, Postgres boolean. */
+  enabled: number | boolean | null;
+  observation_count: number;
+  updated_at: string;
+  entries: number;
+  pending: number;
+  dead: number;
+  entries_updated_at: string | null;
+}
+
+/** A listed scope from its row; the last activity is the later of the record's and its entries' changes. */
+export function toScopeSummary(row: ScopeRow): ScopeSummary {
+  const entriesAt = row.entries_updated_at;
+  return Object.freeze({
+    memoryId: row.memory_id,
+    scope: Object.freeze({ tenantId: row.tenant_id, conversationId: row.conversation_id, agentId: row.agent_id }),
+    enabled: decodeFlag(row.enabled),
+    observationCount: Number(row.observation_count),
+    workingMemoryEntries: Number(row.entries),
+    pendingOperations: Number(row.pending),
+    deadOperations: Number(row.dead),
+    lastActivityAt: entriesAt !== null && entriesAt > row.updated_at ? entriesAt : row.updated_at,
+  });
 }

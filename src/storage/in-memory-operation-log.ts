@@ -5,11 +5,8 @@
  */
 import { StoreError } from '../core/errors.js';
 import type { Scope } from '../core/scope.js';
+import type { StoreInput } from './_memory-rows.js';
 import type { LeaseHandle, MemoryStore, Operation, OperationType } from './store.js';
-
-type StoreInput<K extends keyof MemoryStore> = MemoryStore[K] extends ((input: infer I) => unknown) | undefined
-  ? I
-  : never;
 
 /** The in-memory operation log; `now` is the store's clock, `storeName` names it in errors. */
 export class InMemoryOperationLog {

@@ -3,6 +3,7 @@
  * The library's default; the harness uses SQLite.
  * @module
  */
+import type { StoreInput as Input } from './_memory-rows.js';
 import { StoreError } from '../core/errors.js';
 import type { MemoryRecord, Observation } from '../core/observation.js';
 import type { StoredContradiction, StoredSupersession } from '../core/reflection-links.js';
@@ -36,7 +37,6 @@ interface ScopeState {
   contradictions: StoredContradiction[];
 }
 
-type Input<K extends keyof MemoryStore> = MemoryStore[K] extends ((input: infer I) => unknown) | undefined ? I : never;
 type Result<K extends keyof MemoryStore> = MemoryStore[K] extends ((...args: never[]) => infer R) | undefined
   ? R
   : never;

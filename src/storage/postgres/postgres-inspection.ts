@@ -6,30 +6,12 @@
  */
 import type { PoolClient } from 'pg';
 import type { MemoryRecord, Observation } from '../../core/observation.js';
-import { toObservation, toOperation, toRecord } from '../_memory-rows.js';
-import type { ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
+import { toObservation, toOperation, toRecord, toScopeSummary } from '../_memory-rows.js';
+import type { ObservationRow, OperationRow, RecordRow, ScopeRow, StoreInput } from '../_memory-rows.js';
 import { likePattern, planCorrection } from '../correction-plan.js';
 import type { MemoryStore, Operation, ScopeListQuery, ScopeSummary } from '../store.js';
 import { query } from './postgres-connection.js';
 import type { Queryable } from './postgres-connection.js';
-
-type StoreInput<K extends keyof MemoryStore> = MemoryStore[K] extends ((input: infer I) => unknown) | undefined
-  ? I
-  : never;
-
-interface ScopeRow {
-  memory_id: string;
-  tenant_id: string;
-  conversation_id: string;
-  agent_id: string;
-  enabled: boolean | null;
-  observation_count: number;
-  updated_at: string;
-  entries: number;
-  pending: number;
-  dead: number;
-  entries_updated_at: string | null;
-}
 
 /** The SQL of the listing half, for one schema prefix. */
 function inspectionStatements(s: string) {
@@ -170,18 +152,4 @@ export function createPostgresInspection(prefix: string): PostgresInspection {
       return { record: toRecord(updated), observation: plan.observation };
     },
   };
-}
-
-function toScopeSummary(row: ScopeRow): ScopeSummary {
-  const entriesAt = row.entries_updated_at;
-  return Object.freeze({
-    memoryId: row.memory_id,
-    scope: Object.freeze({ tenantId: row.tenant_id, conversationId: row.conversation_id, agentId: row.agent_id }),
-    enabled: row.enabled,
-    observationCount: Number(row.observation_count),
-    workingMemoryEntries: Number(row.entries),
-    pendingOperations: Number(row.pending),
-    deadOperations: Number(row.dead),
-    lastActivityAt: entriesAt !== null && entriesAt > row.updated_at ? entriesAt : row.updated_at,
-  });
 }

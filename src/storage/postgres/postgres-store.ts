@@ -4,6 +4,7 @@
  * backoff and stale recovery use the database clock.
  * @module
  */
+import type { StoreInput as Input } from '../_memory-rows.js';
 import type { PoolClient } from 'pg';
 import { StoreError } from '../../core/errors.js';
 import type { Observation } from '../../core/observation.js';
@@ -56,8 +57,6 @@ export const STORE_NAME = 'postgres';
  * `schema` (default `public`, created if missing) and `max` (pool size, default 10).
  */
 export type PostgresStoreOptions = PostgresConnectionOptions;
-
-type Input<K extends keyof MemoryStore> = MemoryStore[K] extends (input: infer I) => unknown ? I : never;
 
 /**
  * Creates a store on a Postgres database: opens a pool (or adopts `pool`), then applies the

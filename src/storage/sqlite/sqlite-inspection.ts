@@ -8,29 +8,11 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { MemoryRecord, Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
-import { toObservation, toOperation, toRecord } from '../_memory-rows.js';
-import type { ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
+import { toObservation, toOperation, toRecord, toScopeSummary } from '../_memory-rows.js';
+import type { ObservationRow, OperationRow, RecordRow, ScopeRow, StoreInput } from '../_memory-rows.js';
 import { likePattern, planCorrection } from '../correction-plan.js';
 import type { MemoryStore, Operation, ScopeListQuery, ScopeSummary } from '../store.js';
 import type { SqliteStatements } from './sqlite-statements.js';
-
-type StoreInput<K extends keyof MemoryStore> = MemoryStore[K] extends ((input: infer I) => unknown) | undefined
-  ? I
-  : never;
-
-interface ScopeRow {
-  memory_id: string;
-  tenant_id: string;
-  conversation_id: string;
-  agent_id: string;
-  enabled: number | null;
-  observation_count: number;
-  updated_at: string;
-  entries: number;
-  pending: number;
-  dead: number;
-  entries_updated_at: string | null;
-}
 
 /** The most words a search may hold (each is one `LIKE` test). */
 export const MAX_SEARCH_WORDS = 8;
@@ -168,20 +150,6 @@ export function createSqliteInspection(db: Database, statements: SqliteStatement
 
 function scopeColumns(scope: Scope): { tenantId: string; conversationId: string; agentId: string } {
   return { tenantId: scope.tenantId, conversationId: scope.conversationId, agentId: scope.agentId };
-}
-
-function toScopeSummary(row: ScopeRow): ScopeSummary {
-  const entriesAt = row.entries_updated_at;
-  return Object.freeze({
-    memoryId: row.memory_id,
-    scope: Object.freeze({ tenantId: row.tenant_id, conversationId: row.conversation_id, agentId: row.agent_id }),
-    enabled: row.enabled === null ? null : row.enabled === 1,
-    observationCount: row.observation_count,
-    workingMemoryEntries: row.entries,
-    pendingOperations: row.pending,
-    deadOperations: row.dead,
-    lastActivityAt: entriesAt !== null && entriesAt > row.updated_at ? entriesAt : row.updated_at,
-  });
 }
 
 /** The statements a correction runs. */

@@ -4,9 +4,11 @@
  * (see SqliteWriteBatcher); leases, backoff and stale recovery use the database clock.
  * @module
  */
+import type { StoreInput as Input } from '../_memory-rows.js';
 import type { Database } from 'better-sqlite3';
 import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
+import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
 import type { AppendAndClaimResult, LeaseHandle, MemoryStore, Operation, PrefetchedObserve } from '../store.js';
@@ -22,7 +24,13 @@ import {
 } from './sqlite-errors.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
 import { createStoreGuard } from '../_store-guard.js';
-import { planImportApply, planObservationApply, planReflectionApply, type PlannedMarker } from '../apply-plan.js';
+import {
+  planImportApply,
+  planObservationApply,
+  planReflectionApply,
+  type PlannedMarker,
+  type PlannedObservation,
+} from '../apply-plan.js';
 import {
   newScopeGeneration,
   newWorkingMemoryVersion,
@@ -96,8 +104,6 @@ export interface SqliteStoreOptions {
    */
   checkpoints?: 'background' | 'inline';
 }
-
-type Input<K extends keyof MemoryStore> = MemoryStore[K] extends (input: infer I) => unknown ? I : never;
 
 /**
  * Creates a store on a SQLite file: opens it in WAL mode, applies the migrations, and
@@ -555,23 +561,9 @@ function importObservations(
   const { memoryId, operationId } = input;
   const current = ensureRecord(input.scope, memoryId, now);
   const plan = planImportApply(positionOf(current), input.observations);
-  const observations = plan.observations.map((planned) => {
-    const row: ObservationRow = {
-      memory_id: memoryId,
-      seq: planned.seq,
-      content: planned.content,
-      token_count: planned.tokenCount,
-      importance: planned.importance,
-      created_at: planned.createdAt ?? now,
-      source_start_seq: planned.sourceStartSeq,
-      source_end_seq: planned.sourceEndSeq,
-      source: planned.source,
-      source_seqs_json: seqsJson(planned.sourceMessageSeqs),
-      operation_id: operationId,
-    };
-    statements.insertObservation.run(row);
-    return toObservation(row);
-  });
+  const observations = plan.observations.map((planned) =>
+    insertObservation(statements, memoryId, operationId, planned, planned.createdAt ?? now),
+  );
   const row = swapped(
     statements.applyObservations.get({
       memoryId,
@@ -609,23 +601,9 @@ function completeObservation(ctx: SqliteStoreContext, input: Input<'completeObse
   const { memoryId, operationId } = input;
   const current = recordOf(memoryId);
   const plan = planObservationApply(positionOf(current), input);
-  const observations = plan.observations.map((planned) => {
-    const row: ObservationRow = {
-      memory_id: memoryId,
-      seq: planned.seq,
-      content: planned.content,
-      token_count: planned.tokenCount,
-      importance: planned.importance,
-      created_at: now,
-      source_start_seq: planned.sourceStartSeq,
-      source_end_seq: planned.sourceEndSeq,
-      source: planned.source,
-      source_seqs_json: seqsJson(planned.sourceMessageSeqs),
-      operation_id: operationId,
-    };
-    statements.insertObservation.run(row);
-    return toObservation(row);
-  });
+  const observations = plan.observations.map((planned) =>
+    insertObservation(statements, memoryId, operationId, planned, now),
+  );
   faultPoint?.('mid_apply');
   for (const marker of plan.markers) insertMarker(markerRow(memoryId, operationId, marker, now));
   const row = swapped(
@@ -821,4 +799,29 @@ function markerRow(memoryId: string, operationId: string, marker: PlannedMarker,
     payload: marker.payload,
     created_at: now,
   };
+}
+
+/** Inserts one observation of an apply plan and returns it as the port hands it out. */
+function insertObservation(
+  statements: SqliteStatements,
+  memoryId: string,
+  operationId: string,
+  planned: PlannedObservation,
+  createdAt: string,
+): Observation {
+  const row: ObservationRow = {
+    memory_id: memoryId,
+    seq: planned.seq,
+    content: planned.content,
+    token_count: planned.tokenCount,
+    importance: planned.importance,
+    created_at: createdAt,
+    source_start_seq: planned.sourceStartSeq,
+    source_end_seq: planned.sourceEndSeq,
+    source: planned.source,
+    source_seqs_json: seqsJson(planned.sourceMessageSeqs),
+    operation_id: operationId,
+  };
+  statements.insertObservation.run(row);
+  return toObservation(row);
 }
