@@ -904,7 +904,9 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       const stored = await store.getRecord(idA);
       const off = await store.appendMessagesAndClaim(input('id:2', false));
       expect(off).toEqual({ disabled: true, record: stored });
-      expect(seen).toEqual([undefined, stored]);
+      // An adapter may first ask with the record it remembers; the answer it acts on is the stored one's.
+      expect(seen[0]).toBeUndefined();
+      expect(seen.at(-1)).toEqual(stored);
       expect(await store.getRecord(idA)).toEqual(stored);
       expect(await store.listUnobservedMessages(idA, 100)).toEqual([]);
       expect((await store.listOperations(idA)).map((item) => item.operationId)).toEqual(['op-off']);

@@ -242,7 +242,9 @@ export interface MemoryStore {
    * that must run first). Services fall back to the separate calls when an adapter lacks
    * it. When the claimed operation is an observe, `prefetched` may carry the record and the
    * unobserved messages as the same transaction saw them, so the worker need not read them
-   * again.
+   * again. `settings` must depend only on the record's `enabled` and `config`: an adapter may
+   * call it first with a record it remembers and act on the answer only after checking, in
+   * the same transaction, that the stored record's `enabled` and `config` are those.
    */
   appendMessagesAndClaim?(input: {
     scope: Scope;

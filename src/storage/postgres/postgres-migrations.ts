@@ -8,6 +8,7 @@ import type { Pool } from 'pg';
 import { StoreError } from '../../core/errors.js';
 import { OBSERVATION_SOURCES } from '../../core/observation.js';
 import { lockKey64, query, transaction, validateSchemaName } from './postgres-connection.js';
+import { observeFunctions } from './postgres-observe-functions.js';
 
 /** One schema step: SQL run inside the migration transaction. */
 export interface PostgresMigration {
@@ -303,6 +304,13 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
     up: (s) => `
 UPDATE ${s}harness_runs SET created_at = date_trunc('milliseconds', created_at);
 CREATE INDEX harness_runs_tenant_created_idx ON ${s}harness_runs (tenant_id, created_at, run_id);`,
+  },
+  {
+    version: 9,
+    description:
+      'om_observe_append_and_claim and om_observe_apply: an observe in two statements (append, enqueue and ' +
+      'claim; then the apply), each checking under the scope lock the premise the store decided from',
+    up: observeFunctions,
   },
 ]);
 

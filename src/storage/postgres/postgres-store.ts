@@ -18,6 +18,7 @@ import type {
   PrefetchedObserve,
 } from '../store.js';
 import { createPostgresInspection } from './postgres-inspection.js';
+import { createPostgresObservePath } from './postgres-observe-path.js';
 import { beginWithScopeLock, openPostgresConnection, query, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
@@ -101,6 +102,7 @@ function createPostgresStoreContext(connection: PostgresConnection) {
   const { pool, schema } = connection;
   const sql = buildStatements(connection.prefix);
   const inspection = createPostgresInspection(connection.prefix);
+  const observePath = createPostgresObservePath(pool, schema, connection.prefix);
   // Why an advisory lock per scope, not a row lock on the record: working-memory entries and
   // queued operations exist without a record row, and a lock must exist before the first
   // row does. The lock lasts until commit, so a scope's seq assignment (messages, operations,
@@ -126,7 +128,7 @@ function createPostgresStoreContext(connection: PostgresConnection) {
   const inScope = <T>(memoryId: string, work: (client: PoolClient) => Promise<T>): Promise<T> =>
     transaction(pool, work, { begin: (client) => beginWithScopeLock(schema, 'memory', memoryId, client) });
 
-  return { sql, inspection, storeGuard, execute, rows, first, inScope, pool, schema, connection };
+  return { sql, inspection, observePath, storeGuard, execute, rows, first, inScope, pool, schema, connection };
 }
 
 type PostgresStoreContext = ReturnType<typeof createPostgresStoreContext>;
@@ -345,7 +347,7 @@ function recordAndMessageMethods(
   | 'listObservations'
   | 'listMarkers'
 > {
-  const { sql, execute, rows, first, inScope, pool } = ctx;
+  const { sql, execute, rows, first, inScope, pool, observePath } = ctx;
   return {
     getRecord: (memoryId) =>
       execute(async () => {
@@ -382,52 +384,13 @@ function recordAndMessageMethods(
 
     appendMessages: (input) => execute(() => inScope(input.memoryId, (client) => appendIn(ctx, client, input))),
 
-    // One transaction instead of three: append, then (at the threshold) enqueue and claim.
+    // One statement (a database function) when its premise holds; otherwise one transaction:
+    // append, then (at the threshold) enqueue and claim.
     appendMessagesAndClaim: (input) =>
-      execute(() =>
-        inScope(input.memoryId, async (client): Promise<AppendAndClaimResult> => {
-          await checkGeneration(ctx, client, input.memoryId, input.generation);
-          const existing = await first<RecordRow>(client, sql.selectRecord, [input.memoryId]);
-          const current = existing && toRecord(existing);
-          const settings = input.settings(current);
-          if (!settings.enabled) return { disabled: true, record: current };
-          // The generation was checked above, under the same lock.
-          const { generation: _checked, ...unchecked } = input;
-          const appended = await appendIn(ctx, client, unchecked);
-          if (appended.unobservedTokens < settings.minTokens) return appended;
-          const operation = toOperation(
-            await insertOperation(
-              ctx,
-              client,
-              { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' },
-              'queued',
-              0,
-            ),
-          );
-          const claimedRow = await first<OperationRow>(client, sql.claimOfScope, [
-            input.leaseOwner,
-            seconds('leaseMs', input.leaseMs, 1),
-            input.memoryId,
-          ]);
-          if (!claimedRow) return { ...appended, operation };
-          const claimed = toOperation(claimedRow);
-          // What the worker reads first, read here: two round trips fewer for the apply.
-          const prefetched: PrefetchedObserve | undefined =
-            claimed.operationType === 'observe'
-              ? {
-                  operationId: claimed.operationId,
-                  record: appended.record,
-                  messages: (
-                    await rows<MessageRow>(client, sql.listUnobservedMessages, [
-                      input.memoryId,
-                      appended.record.lastMessageSeq,
-                    ])
-                  ).map(toStoredMessage),
-                }
-              : undefined;
-          return { ...appended, operation, claimed, ...(prefetched ? { prefetched } : {}) };
-        }),
-      ),
+      execute(async () => {
+        const fast = await observePath.appendMessagesAndClaim(input);
+        return fast ?? appendAndClaimInTransaction(ctx, input);
+      }),
 
     listUnobservedMessages: (memoryId, throughSeq) =>
       execute(async () =>
@@ -442,6 +405,57 @@ function recordAndMessageMethods(
     listMarkers: (memoryId) =>
       execute(async () => (await rows<MarkerRow>(pool, sql.listMarkers, [memoryId])).map(toMarker)),
   };
+}
+
+/** The statement-by-statement `appendMessagesAndClaim`: one transaction holding the scope's lock. */
+function appendAndClaimInTransaction(
+  ctx: PostgresStoreContext,
+  input: Input<'appendMessagesAndClaim'>,
+): Promise<AppendAndClaimResult> {
+  const { sql, rows, first, inScope, observePath } = ctx;
+  return inScope(input.memoryId, async (client): Promise<AppendAndClaimResult> => {
+    await checkGeneration(ctx, client, input.memoryId, input.generation);
+    const existing = await first<RecordRow>(client, sql.selectRecord, [input.memoryId]);
+    const current = existing && toRecord(existing);
+    observePath.noteRecord(input.memoryId, current);
+    const settings = input.settings(current);
+    if (!settings.enabled) return { disabled: true, record: current };
+    // The generation was checked above, under the same lock.
+    const { generation: _checked, ...unchecked } = input;
+    const appended = await appendIn(ctx, client, unchecked);
+    if (appended.unobservedTokens < settings.minTokens) return appended;
+    const operation = toOperation(
+      await insertOperation(
+        ctx,
+        client,
+        { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' },
+        'queued',
+        0,
+      ),
+    );
+    const claimedRow = await first<OperationRow>(client, sql.claimOfScope, [
+      input.leaseOwner,
+      seconds('leaseMs', input.leaseMs, 1),
+      input.memoryId,
+    ]);
+    if (!claimedRow) return { ...appended, operation };
+    const claimed = toOperation(claimedRow);
+    // What the worker reads first, read here: two round trips fewer for the apply.
+    const prefetched: PrefetchedObserve | undefined =
+      claimed.operationType === 'observe'
+        ? {
+            operationId: claimed.operationId,
+            record: appended.record,
+            messages: (
+              await rows<MessageRow>(client, sql.listUnobservedMessages, [
+                input.memoryId,
+                appended.record.lastMessageSeq,
+              ])
+            ).map(toStoredMessage),
+          }
+        : undefined;
+    return { ...appended, operation, claimed, ...(prefetched ? { prefetched } : {}) };
+  });
 }
 
 /** Imports, and the reads of the supersession set and the generation. */
@@ -506,11 +520,15 @@ function importMethods(
 
 /** The leased applies of observe and reflect operations. */
 function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObservation' | 'completeReflection'> {
-  const { sql, execute, rows, first } = ctx;
+  const { sql, execute, rows, first, observePath } = ctx;
   return {
+    // One statement when the observe was claimed by this store's fast path and the scope has
+    // not moved since; otherwise the leased transaction.
     completeObservation: (input) =>
-      execute(() =>
-        applyLeased(ctx, input, async (client, operation) => {
+      execute(async () => {
+        const fast = await observePath.completeObservation(input);
+        if (fast) return fast;
+        return applyLeased(ctx, input, async (client, operation) => {
           const memoryId = operation.memory_id;
           const current = await recordOf(ctx, client, memoryId);
           const plan = planObservationApply(toApplyPosition(current), input);
@@ -561,8 +579,8 @@ function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObs
             memoryId,
           );
           return { record: toRecord(row), observations };
-        }),
-      ),
+        });
+      }),
 
     completeReflection: (input) =>
       execute(() =>

@@ -1,0 +1,188 @@
+/**
+ * The observe path of the Postgres store in two round trips: `appendMessagesAndClaim` and
+ * `completeObservation` each call one database function (see `postgres-observe-functions.ts`)
+ * with what the store decided and what it decided from. Answers `undefined` when the function
+ * found that premise gone; the store then runs its statement-by-statement transaction.
+ * @module
+ */
+import type { Pool } from 'pg';
+import type { MemoryRecord } from '../../core/observation.js';
+import type { ApplyPosition } from '../apply-plan.js';
+import { planObservationApply } from '../apply-plan.js';
+import type { StoreInput as Input } from '../_memory-rows.js';
+import { seqsJson, toObservation, toOperation, toRecord, toStoredMessage } from '../_memory-rows.js';
+import type { MessageRow, ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
+import type { AppendAndClaimResult, MemoryStore } from '../store.js';
+
+type ObservationApplied = Awaited<ReturnType<MemoryStore['completeObservation']>>;
+import { lockKey32, query } from './postgres-connection.js';
+
+/** What the store's observe calls try first. */
+export interface PostgresObservePath {
+  /** The fast `appendMessagesAndClaim`, or undefined: take the transaction path. */
+  appendMessagesAndClaim(input: Input<'appendMessagesAndClaim'>): Promise<AppendAndClaimResult | undefined>;
+  /** The fast `completeObservation`, or undefined: take the transaction path. */
+  completeObservation(input: Input<'completeObservation'>): Promise<ObservationApplied | undefined>;
+  /** Tells the path a scope's record as a transaction saw it (or that it has none). */
+  noteRecord(memoryId: string, record: MemoryRecord | undefined): void;
+}
+
+// Enough for every scope a replica serves at once; the oldest entries go first.
+const MAX_REMEMBERED = 4096;
+
+// Columns of the rows a function returns as JSON that hold times: JSON writes them with
+// microseconds and an offset, the pool's parser as ISO 8601 with milliseconds.
+const RECORD_TIMES = ['created_at', 'updated_at', 'reflection_created_at'] as const;
+const OPERATION_TIMES = ['lease_expires_at', 'available_at', 'created_at', 'updated_at'] as const;
+const OBSERVATION_TIMES = ['created_at'] as const;
+
+/** A JSON row as the pool would have returned it. */
+function fromJson<R extends object>(value: unknown, times: readonly string[]): R {
+  const row = { ...(value as Record<string, unknown>) };
+  for (const column of times) {
+    const time = row[column];
+    if (typeof time === 'string') row[column] = new Date(time).toISOString();
+  }
+  return row as R;
+}
+
+function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > MAX_REMEMBERED) map.delete(map.keys().next().value as K);
+}
+
+/** Builds the path for one store's pool and schema. */
+export function createPostgresObservePath(pool: Pool, schema: string, prefix: string): PostgresObservePath {
+  const lockClass = lockKey32(`harness-memory:memory:${schema}`);
+  const appendAndClaim =
+    `SELECT ${prefix}om_observe_append_and_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, ` +
+    `$15, $16, $17, $18, $19, $20, $21, $22, $23) AS result`;
+  const apply =
+    `SELECT ${prefix}om_observe_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, ` +
+    `$17, $18, $19, $20, $21, $22, $23, $24, $25, $26) AS result`;
+  // The record each scope's settings were last derived from: null when it had none.
+  const records = new Map<string, MemoryRecord | null>();
+  // The position each claimed observe was planned from, by operation id.
+  const positions = new Map<string, ApplyPosition>();
+
+  // What a function answers; undefined when its premise did not hold.
+  const call = async (text: string, values: unknown[]): Promise<Record<string, unknown> | undefined> => {
+    const result = await query<{ result: Record<string, unknown> }>(pool, text, values);
+    const answer = result.rows[0]?.result;
+    return answer === undefined || 'missed' in answer ? undefined : answer;
+  };
+
+  return {
+    noteRecord(memoryId, record) {
+      remember(records, memoryId, record ?? null);
+    },
+
+    async appendMessagesAndClaim(input) {
+      // A scope not seen yet is assumed to have no record; the function checks.
+      const basis = records.get(input.memoryId) ?? undefined;
+      const settings = input.settings(basis);
+      const { scope, messages, operation } = input;
+      const column = <K extends keyof (typeof messages)[number]>(key: K) => messages.map((message) => message[key]);
+      const result = await call(appendAndClaim, [
+        lockClass,
+        input.memoryId,
+        scope.tenantId,
+        scope.conversationId,
+        scope.agentId,
+        input.generation ?? null,
+        basis !== undefined,
+        basis?.enabled ?? null,
+        JSON.stringify(basis?.config ?? {}),
+        settings.enabled,
+        settings.minTokens,
+        column('messageKey'),
+        column('role'),
+        column('name'),
+        column('toolCallId'),
+        column('content'),
+        column('tokenCount'),
+        operation.operationId,
+        JSON.stringify(operation.payload),
+        operation.runId,
+        operation.toolCallId,
+        input.leaseOwner,
+        input.leaseMs / 1000,
+      ]);
+      if (result === undefined) {
+        records.delete(input.memoryId);
+        return undefined;
+      }
+      const recordRow = result.record ? fromJson<RecordRow>(result.record, RECORD_TIMES) : undefined;
+      const record = recordRow && toRecord(recordRow);
+      remember(records, input.memoryId, record ?? null);
+      if (result.disabled === true) return { disabled: true, record };
+      if (!recordRow || !record) throw new Error('om_observe_append_and_claim returned no record');
+      const appended = {
+        record,
+        inserted: Number(result.inserted),
+        unobservedTokens: Number(result.unobserved_tokens),
+      };
+      if (!result.operation) return appended;
+      const enqueued = toOperation(fromJson<OperationRow>(result.operation, OPERATION_TIMES));
+      if (!result.claimed) return { ...appended, operation: enqueued };
+      const claimed = toOperation(fromJson<OperationRow>(result.claimed, OPERATION_TIMES));
+      if (claimed.operationType !== 'observe' || !Array.isArray(result.messages))
+        return { ...appended, operation: enqueued, claimed };
+      remember(positions, claimed.operationId, {
+        observedThroughMessageSeq: recordRow.observed_through_message_seq,
+        lastObservationSeq: recordRow.last_observation_seq,
+      });
+      const prefetched = {
+        operationId: claimed.operationId,
+        record,
+        messages: (result.messages as MessageRow[]).map(toStoredMessage),
+      };
+      return { ...appended, operation: enqueued, claimed, prefetched };
+    },
+
+    async completeObservation(input) {
+      const position = positions.get(input.operationId);
+      if (position === undefined) return undefined;
+      positions.delete(input.operationId);
+      const plan = planObservationApply(position, input);
+      const planned = plan.observations;
+      const [start, end] = plan.markers;
+      const result = await call(apply, [
+        lockClass,
+        input.memoryId,
+        input.operationId,
+        input.leaseOwner,
+        position.observedThroughMessageSeq,
+        position.lastObservationSeq,
+        planned.map((item) => item.seq),
+        plan.startSeq,
+        plan.throughSeq,
+        planned.map((item) => item.content),
+        planned.map((item) => item.tokenCount),
+        planned.map((item) => item.importance),
+        planned.map((item) => item.source),
+        planned.map((item) => seqsJson(item.sourceMessageSeqs)),
+        plan.tokens,
+        plan.lastObservationSeq,
+        start.markerId,
+        start.markerType,
+        start.messageSeqStart,
+        start.messageSeqEnd,
+        JSON.stringify(start.payload),
+        end.markerId,
+        end.markerType,
+        end.messageSeqStart,
+        end.messageSeqEnd,
+        JSON.stringify(end.payload),
+      ]);
+      if (result === undefined) return undefined;
+      const record = toRecord(fromJson<RecordRow>(result.record, RECORD_TIMES));
+      const observations = (result.observations as unknown[]).map((row) =>
+        toObservation(fromJson<ObservationRow>(row, OBSERVATION_TIMES)),
+      );
+      remember(records, input.memoryId, record);
+      return { record, observations };
+    },
+  };
+}
