@@ -54,6 +54,8 @@ import {
 } from '../_memory-rows.js';
 import { prepareStatements } from './sqlite-statements.js';
 import { createSqliteInspection } from './sqlite-inspection.js';
+import { SqliteChangeStamp } from './sqlite-change-stamp.js';
+import { SqliteEntryCache } from './sqlite-entry-cache.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
 import type { SqliteStatements } from './sqlite-statements.js';
 
@@ -155,6 +157,7 @@ function buildStore(
 ): MemoryStore {
   const ctx = createSqliteStoreContext(db, statements, context, faultPoint, checkpointer);
   const { storeGuard, batcher, inspection, execute, write, readNow, finishLeased } = ctx;
+  const entries = new SqliteEntryCache(db.memory ? undefined : SqliteChangeStamp.open(db.name));
   const store: MemoryStore = {
     specificationVersion: 'v1',
     name: STORE_NAME,
@@ -220,12 +223,18 @@ function buildStore(
             : statements.countPendingOperationsOfScope.get(memoryId)) ?? 0,
       ),
     setWorkingMemoryEntry: async (input) => write(() => setWorkingMemoryEntry(ctx, input)),
-    getWorkingMemoryEntry: async (memoryId, key) => {
-      return execute(() => {
-        const row = statements.selectEntry.get(memoryId, key);
-        return row && toWorkingMemoryEntry(row);
-      });
-    },
+    getWorkingMemoryEntry: async (memoryId, key) =>
+      execute(() =>
+        entries.get(
+          memoryId,
+          key,
+          () => {
+            const row = statements.selectEntry.get(memoryId, key);
+            return row && toWorkingMemoryEntry(row);
+          },
+          db.inTransaction,
+        ),
+      ),
     deleteWorkingMemoryEntry: async (memoryId, key) => write(() => deleteWorkingMemoryEntry(ctx, memoryId, key)),
     workingMemoryVersion: async (memoryId) => execute(() => statements.selectWorkingMemoryVersion.get(memoryId) ?? 0),
     listWorkingMemoryEntries: async (memoryId) =>
@@ -245,6 +254,7 @@ function buildStore(
         // checkpoints and removes the log as it closes.
         await checkpointer?.stop();
       }
+      entries.close();
       try {
         db.close();
       } catch (error) {
