@@ -7,12 +7,12 @@
  */
 import type { Pool } from 'pg';
 import type { MemoryRecord } from '../../core/observation.js';
-import type { ApplyPosition } from '../apply-plan.js';
+import type { ApplyPosition, PlannedMarker, PlannedObservation } from '../apply-plan.js';
 import { planObservationApply } from '../apply-plan.js';
 import type { StoreInput as Input } from '../_memory-rows.js';
 import { seqsJson, toObservation, toOperation, toRecord, toStoredMessage } from '../_memory-rows.js';
 import type { MessageRow, ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
-import type { AppendAndClaimResult, MemoryStore } from '../store.js';
+import type { AppendAndClaimResult, MemoryStore, NewMessage } from '../store.js';
 
 type ObservationApplied = Awaited<ReturnType<MemoryStore['completeObservation']>>;
 import { lockKey32, query } from './postgres-connection.js';
@@ -44,6 +44,40 @@ function fromJson<R extends object>(value: unknown, times: readonly string[]): R
     if (typeof time === 'string') row[column] = new Date(time).toISOString();
   }
   return row as R;
+}
+
+/** New messages as the statements take them: keys, roles, names, tool call ids, contents, token counts. */
+export function messageColumns(messages: readonly NewMessage[]): unknown[] {
+  return [
+    messages.map((message) => message.messageKey),
+    messages.map((message) => message.role),
+    messages.map((message) => message.name),
+    messages.map((message) => message.toolCallId),
+    messages.map((message) => message.content),
+    messages.map((message) => message.tokenCount),
+  ];
+}
+
+/** Planned observations as the statements take them: contents, token counts, importances, sources, cited seqs. */
+export function observationColumns(planned: readonly PlannedObservation[]): unknown[] {
+  return [
+    planned.map((item) => item.content),
+    planned.map((item) => item.tokenCount),
+    planned.map((item) => item.importance),
+    planned.map((item) => item.source),
+    planned.map((item) => seqsJson(item.sourceMessageSeqs)),
+  ];
+}
+
+/** A planned marker as the statements take it: id, type, first and last seq, payload. */
+export function markerParameters(marker: PlannedMarker): unknown[] {
+  return [
+    marker.markerId,
+    marker.markerType,
+    marker.messageSeqStart,
+    marker.messageSeqEnd,
+    JSON.stringify(marker.payload),
+  ];
 }
 
 function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
@@ -83,7 +117,6 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
       const basis = records.get(input.memoryId) ?? undefined;
       const settings = input.settings(basis);
       const { scope, messages, operation } = input;
-      const column = <K extends keyof (typeof messages)[number]>(key: K) => messages.map((message) => message[key]);
       const result = await call(appendAndClaim, [
         lockClass,
         input.memoryId,
@@ -96,12 +129,7 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
         JSON.stringify(basis?.config ?? {}),
         settings.enabled,
         settings.minTokens,
-        column('messageKey'),
-        column('role'),
-        column('name'),
-        column('toolCallId'),
-        column('content'),
-        column('tokenCount'),
+        ...messageColumns(messages),
         operation.operationId,
         JSON.stringify(operation.payload),
         operation.runId,
@@ -158,23 +186,11 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
         planned.map((item) => item.seq),
         plan.startSeq,
         plan.throughSeq,
-        planned.map((item) => item.content),
-        planned.map((item) => item.tokenCount),
-        planned.map((item) => item.importance),
-        planned.map((item) => item.source),
-        planned.map((item) => seqsJson(item.sourceMessageSeqs)),
+        ...observationColumns(planned),
         plan.tokens,
         plan.lastObservationSeq,
-        start.markerId,
-        start.markerType,
-        start.messageSeqStart,
-        start.messageSeqEnd,
-        JSON.stringify(start.payload),
-        end.markerId,
-        end.markerType,
-        end.messageSeqStart,
-        end.messageSeqEnd,
-        JSON.stringify(end.payload),
+        ...markerParameters(start),
+        ...markerParameters(end),
       ]);
       if (result === undefined) return undefined;
       const record = toRecord(fromJson<RecordRow>(result.record, RECORD_TIMES));

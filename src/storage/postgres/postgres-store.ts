@@ -18,7 +18,12 @@ import type {
   PrefetchedObserve,
 } from '../store.js';
 import { createPostgresInspection } from './postgres-inspection.js';
-import { createPostgresObservePath } from './postgres-observe-path.js';
+import {
+  createPostgresObservePath,
+  markerParameters,
+  messageColumns,
+  observationColumns,
+} from './postgres-observe-path.js';
 import { beginWithScopeLock, openPostgresConnection, query, toStoreError, transaction } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
@@ -28,7 +33,6 @@ import {
   newScopeGeneration,
   newWorkingMemoryVersion,
   parseConfig,
-  seqsJson,
   toMarker,
   toObservation,
   toOperation,
@@ -162,16 +166,9 @@ async function appendIn(
   let row = await ensureRecord(ctx, client, input.scope, input.memoryId);
   let inserted = 0;
   if (input.messages.length > 0) {
-    const column = <K extends keyof Input<'appendMessages'>['messages'][number]>(key: K) =>
-      input.messages.map((message) => message[key]);
     const result = await query(client, sql.insertMessages, [
       input.memoryId,
-      column('messageKey'),
-      column('role'),
-      column('name'),
-      column('toolCallId'),
-      column('content'),
-      column('tokenCount'),
+      ...messageColumns(input.messages),
       row.last_message_seq,
     ]);
     inserted = result.rowCount ?? 0;
@@ -478,11 +475,7 @@ function importMethods(
                   memoryId,
                   planned.map((item) => item.seq),
                   input.operationId,
-                  planned.map((item) => item.content),
-                  planned.map((item) => item.tokenCount),
-                  planned.map((item) => item.importance),
-                  planned.map((item) => item.source),
-                  planned.map((item) => seqsJson(item.sourceMessageSeqs)),
+                  ...observationColumns(planned),
                   planned.map((item) => item.createdAt ?? null),
                 ]);
           const row = swapped(
@@ -541,11 +534,7 @@ function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObs
               plan.startSeq,
               plan.throughSeq,
               operation.operation_id,
-              planned.map((item) => item.content),
-              planned.map((item) => item.tokenCount),
-              planned.map((item) => item.importance),
-              planned.map((item) => item.source),
-              planned.map((item) => seqsJson(item.sourceMessageSeqs)),
+              ...observationColumns(planned),
             ]);
             observations = inserted.map(toObservation).sort((a, b) => a.seq - b.seq);
           }
@@ -555,16 +544,8 @@ function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObs
             memoryId,
             operation.operation_id,
             plan.tokens,
-            start.markerId,
-            start.markerType,
-            start.messageSeqStart,
-            start.messageSeqEnd,
-            JSON.stringify(start.payload),
-            end.markerId,
-            end.markerType,
-            end.messageSeqStart,
-            end.messageSeqEnd,
-            JSON.stringify(end.payload),
+            ...markerParameters(start),
+            ...markerParameters(end),
           ]);
           const row = swapped(
             ctx,
