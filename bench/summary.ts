@@ -16,6 +16,9 @@
  *   threshold (nothing to observe) and above it (every turn observed by an instant observer,
  *   awaited before the run completes), interleaved.
  *
+ * - `floors`: the bare drivers on this machine (a one-row commit; a Postgres round trip), the
+ *   limits the figures above are read against (`floors.ts`).
+ *
  * Postgres is measured when `HARNESS_TEST_POSTGRES_URL` is set, on a schema of its own.
  * @module
  */
@@ -39,6 +42,8 @@ import { createSqliteRunStore } from '../src/storage/sqlite/sqlite-run-store.js'
 import { createSqliteStore } from '../src/storage/sqlite/sqlite-store.js';
 import type { MemoryStore, NewObservation } from '../src/storage/store.js';
 import { measure, percentile, report, reportRate, throughputWithin, verdict } from './measure.js';
+import { postgresFloors, sqliteFloors } from './floors.js';
+import type { Floors } from './floors.js';
 import { addObservations, entryKey, populateScope } from './populate-scope.js';
 
 const OBSERVATIONS = 10_000;
@@ -63,6 +68,8 @@ export interface BackendSummary {
 export interface BenchSummary {
   sqlite: BackendSummary;
   postgres?: BackendSummary;
+  /** The bare driver's figures on this machine, measured in the same run (see `floors.ts`). */
+  floors: { sqlite: Floors; postgres?: Floors };
 }
 
 interface Backend {
@@ -302,7 +309,7 @@ export async function benchSummary(): Promise<BenchSummary> {
     });
     if (!url) {
       console.log('   postgres skipped: HARNESS_TEST_POSTGRES_URL is unset');
-      return { sqlite };
+      return { sqlite, floors: { sqlite: await sqliteFloors(directory) } };
     }
     const postgres = await summarize({
       name: 'postgres',
@@ -311,7 +318,8 @@ export async function benchSummary(): Promise<BenchSummary> {
         runStore: await createPostgresRunStore({ connectionString: url, schema, max: 4 }),
       }),
     });
-    return { sqlite, postgres };
+    const floors = { sqlite: await sqliteFloors(directory), postgres: await postgresFloors(url, schema) };
+    return { sqlite, postgres, floors };
   } finally {
     rmSync(directory, { recursive: true, force: true });
     if (url) {
