@@ -74,26 +74,41 @@ BEGIN
   IF unobserved < p_min_tokens THEN
     RETURN jsonb_build_object('record', to_jsonb(rec), 'inserted', added, 'unobserved_tokens', unobserved);
   END IF;
-  INSERT INTO ${s}om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id,
-    tool_call_id, scope_sequence, operation_type, status, payload_json, error_text, attempt, lease_owner,
-    lease_expires_at, available_at, created_at, updated_at)
-  SELECT p_operation_id, p_memory_id, p_tenant_id, p_conversation_id, p_agent_id, p_run_id, p_tool_call_id,
-    COALESCE(MAX(scope_sequence), 0) + 1, 'observe', 'queued', p_payload, '', 0, NULL, NULL, now(), now(), now()
-  FROM ${s}om_operation_log WHERE memory_id = p_memory_id
-  RETURNING * INTO op;
-  -- The scope's oldest pending operation, as claimOfScope picks it.
-  UPDATE ${s}om_operation_log SET status = 'processing', attempt = attempt + 1, lease_owner = p_lease_owner,
-    lease_expires_at = clock_timestamp() + make_interval(secs => p_lease_seconds), updated_at = now()
-  WHERE operation_id = (
-    SELECT q.operation_id FROM ${s}om_operation_log AS q
-    WHERE q.memory_id = p_memory_id AND q.status = 'queued' AND q.available_at <= clock_timestamp()
-      AND NOT EXISTS (SELECT 1 FROM ${s}om_operation_log AS p WHERE p.memory_id = q.memory_id
-        AND p.status = 'processing')
-      AND NOT EXISTS (SELECT 1 FROM ${s}om_operation_log AS o WHERE o.memory_id = q.memory_id
-        AND o.status = 'queued' AND o.scope_sequence < q.scope_sequence)
-    ORDER BY q.scope_sequence LIMIT 1 FOR UPDATE SKIP LOCKED)
-    AND status = 'queued'
-  RETURNING * INTO claimed;
+  IF NOT EXISTS (SELECT 1 FROM ${s}om_operation_log WHERE memory_id = p_memory_id
+      AND status IN ('queued', 'processing')) THEN
+    -- Nothing of the scope is pending, so the new operation is the one a claim would take:
+    -- stored claimed, it spares the log an update (and its index entries) per observe.
+    INSERT INTO ${s}om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id,
+      tool_call_id, scope_sequence, operation_type, status, payload_json, error_text, attempt, lease_owner,
+      lease_expires_at, available_at, created_at, updated_at)
+    SELECT p_operation_id, p_memory_id, p_tenant_id, p_conversation_id, p_agent_id, p_run_id, p_tool_call_id,
+      COALESCE(MAX(scope_sequence), 0) + 1, 'observe', 'processing', p_payload, '', 1, p_lease_owner,
+      clock_timestamp() + make_interval(secs => p_lease_seconds), now(), now(), now()
+    FROM ${s}om_operation_log WHERE memory_id = p_memory_id
+    RETURNING * INTO claimed;
+    op := claimed;
+  ELSE
+    INSERT INTO ${s}om_operation_log (operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id,
+      tool_call_id, scope_sequence, operation_type, status, payload_json, error_text, attempt, lease_owner,
+      lease_expires_at, available_at, created_at, updated_at)
+    SELECT p_operation_id, p_memory_id, p_tenant_id, p_conversation_id, p_agent_id, p_run_id, p_tool_call_id,
+      COALESCE(MAX(scope_sequence), 0) + 1, 'observe', 'queued', p_payload, '', 0, NULL, NULL, now(), now(), now()
+    FROM ${s}om_operation_log WHERE memory_id = p_memory_id
+    RETURNING * INTO op;
+    -- The scope's oldest pending operation, as claimOfScope picks it.
+    UPDATE ${s}om_operation_log SET status = 'processing', attempt = attempt + 1, lease_owner = p_lease_owner,
+      lease_expires_at = clock_timestamp() + make_interval(secs => p_lease_seconds), updated_at = now()
+    WHERE operation_id = (
+      SELECT q.operation_id FROM ${s}om_operation_log AS q
+      WHERE q.memory_id = p_memory_id AND q.status = 'queued' AND q.available_at <= clock_timestamp()
+        AND NOT EXISTS (SELECT 1 FROM ${s}om_operation_log AS p WHERE p.memory_id = q.memory_id
+          AND p.status = 'processing')
+        AND NOT EXISTS (SELECT 1 FROM ${s}om_operation_log AS o WHERE o.memory_id = q.memory_id
+          AND o.status = 'queued' AND o.scope_sequence < q.scope_sequence)
+      ORDER BY q.scope_sequence LIMIT 1 FOR UPDATE SKIP LOCKED)
+      AND status = 'queued'
+    RETURNING * INTO claimed;
+  END IF;
   IF claimed.operation_id IS NULL THEN
     RETURN jsonb_build_object('record', to_jsonb(rec), 'inserted', added, 'unobserved_tokens', unobserved,
       'operation', to_jsonb(op));

@@ -6,6 +6,7 @@
  * @module
  */
 import type { Pool } from 'pg';
+import { StoreError } from '../../core/errors.js';
 import type { MemoryRecord } from '../../core/observation.js';
 import type { ApplyPosition, PlannedMarker, PlannedObservation } from '../apply-plan.js';
 import { planObservationApply } from '../apply-plan.js';
@@ -13,9 +14,9 @@ import type { StoreInput as Input } from '../_memory-rows.js';
 import { seqsJson, toObservation, toOperation, toRecord, toStoredMessage } from '../_memory-rows.js';
 import type { MessageRow, ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
 import type { AppendAndClaimResult, MemoryStore, NewMessage } from '../store.js';
+import { lockKey32, query } from './postgres-connection.js';
 
 type ObservationApplied = Awaited<ReturnType<MemoryStore['completeObservation']>>;
-import { lockKey32, query } from './postgres-connection.js';
 
 /** What the store's observe calls try first. */
 export interface PostgresObservePath {
@@ -113,6 +114,8 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
     },
 
     async appendMessagesAndClaim(input) {
+      // A lease the database would not take is refused by the transaction path, with its error.
+      if (!Number.isFinite(input.leaseMs) || input.leaseMs < 0) return undefined;
       // A scope not seen yet is assumed to have no record; the function checks.
       const basis = records.get(input.memoryId) ?? undefined;
       const settings = input.settings(basis);
@@ -145,7 +148,8 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
       const record = recordRow && toRecord(recordRow);
       remember(records, input.memoryId, record ?? null);
       if (result.disabled === true) return { disabled: true, record };
-      if (!recordRow || !record) throw new Error('om_observe_append_and_claim returned no record');
+      if (!recordRow || !record)
+        throw new StoreError({ store: 'postgres', message: `The record of scope ${input.memoryId} was not returned.` });
       const appended = {
         record,
         inserted: Number(result.inserted),
