@@ -1,66 +1,35 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
-import { createAgentRunner } from '../agent/agent-runner.js';
-import { createLocalEventHub } from '../storage/local-event-hub.js';
-import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
+import { createTestApp, useTestWorkspace } from '../../test/support/test-app.js';
 import { createModelObserver, createModelReflector } from '../memory/model-observer.js';
-import { createObservationalMemory } from '../memory/observational-memory.js';
-import { createWorkingMemory } from '../memory/working-memory.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
 import { memoryIdOf } from '../core/scope.js';
-import { createApp } from './app.js';
 import type { AppOptions } from './app.js';
 
 // One workspace for the file's exports, removed afterwards.
-const WORKSPACE = mkdtempSync(join(tmpdir(), 'hm-app-'));
-afterAll(() => rmSync(WORKSPACE, { recursive: true, force: true }));
+const WORKSPACE = useTestWorkspace('hm-app-');
 
 function setup(apiKeys?: AppOptions['apiKeys']) {
-  const store = createInMemoryStore();
   const memoryModel = createMockLanguageModel('IMPORTANCE:0.9\nCANARY_tenant_a_fact');
-  const observationalMemory = createObservationalMemory({
-    store,
-    observer: createModelObserver(memoryModel),
-    reflector: createModelReflector(memoryModel),
-    defaultEnabled: true,
-    defaults: { observeMinTokens: 1 },
-  });
-  const workingMemory = createWorkingMemory({ store });
-  const runStore = createInMemoryRunStore();
-  const hub = createLocalEventHub();
-  const agentModel = createMockLanguageModel('final answer');
-  const runner = createAgentRunner({
-    model: agentModel,
-    observationalMemory,
-    workingMemory,
-    runStore,
-    hub,
-    memoryTools: [
+  const parts = createTestApp({
+    workspace: WORKSPACE,
+    model: createMockLanguageModel('final answer'),
+    memory: {
+      observer: createModelObserver(memoryModel),
+      reflector: createModelReflector(memoryModel),
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    },
+    memoryTools: ({ workingMemory, observationalMemory }) => [
       createWorkingMemoryTool(workingMemory),
       createObservationalMemoryTool({ memory: observationalMemory }),
     ],
-    workspace: WORKSPACE,
-  });
-  const app = createApp({
-    runner,
-    runStore,
-    hub,
-    observationalMemory,
-    workingMemory,
-    heartbeatMs: 50,
+    app: { heartbeatMs: 50 },
     ...(apiKeys ? { apiKeys } : {}),
   });
-  const request = (path: string, init: RequestInit & { key?: string } = {}) => {
-    const headers = new Headers(init.headers);
-    if (init.key) headers.set('authorization', `Bearer ${init.key}`);
-    if (init.body && !headers.has('content-type')) headers.set('content-type', 'application/json');
-    return app.request(path, { ...init, headers });
-  };
+  const { app, send: request, runner, runStore, workingMemory, observationalMemory, store } = parts;
   return { app, request, runner, runStore, workingMemory, observationalMemory, store, memoryModel };
 }
 
@@ -244,25 +213,12 @@ describe('server: memory routes', () => {
       },
     };
     const memoryModel = createMockLanguageModel('IMPORTANCE:0.9\nremembered fact');
-    const observationalMemory = createObservationalMemory({
-      store: counted,
-      observer: createModelObserver(memoryModel),
-      defaultEnabled: true,
-      defaults: { observeMinTokens: 1 },
-    });
-    const workingMemory = createWorkingMemory({ store: counted });
-    const runStore = createInMemoryRunStore();
-    const hub = createLocalEventHub();
-    const runner = createAgentRunner({
-      model: createMockLanguageModel('ok'),
-      observationalMemory,
-      workingMemory,
-      runStore,
-      hub,
-      memoryTools: [],
+    const { app, observationalMemory, workingMemory } = createTestApp({
       workspace: WORKSPACE,
+      store: counted,
+      model: createMockLanguageModel('ok'),
+      memory: { observer: createModelObserver(memoryModel), defaultEnabled: true, defaults: { observeMinTokens: 1 } },
     });
-    const app = createApp({ runner, runStore, hub, observationalMemory, workingMemory });
     const scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
     await observationalMemory.observe({ scope, messages: [{ id: '1', role: 'user', content: 'hello there' }] });
     await workingMemory.set(scope, 'plan', 1);

@@ -1,55 +1,21 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
-import { createAgentRunner } from '../agent/agent-runner.js';
-import { createLocalEventHub } from '../storage/local-event-hub.js';
-import { createObservationalMemory } from '../memory/observational-memory.js';
-import { createWorkingMemory } from '../memory/working-memory.js';
-import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
-import { createInMemoryStore } from '../storage/in-memory-store.js';
-import { createApp } from './app.js';
+import { createTestApp, useTestWorkspace } from '../../test/support/test-app.js';
 import type { AppOptions } from './app.js';
 import { createTenantLimits } from './tenant-limits.js';
 import type { TenantLimitsOptions } from './tenant-limits.js';
 
-const WORKSPACE = mkdtempSync(join(tmpdir(), 'hm-limits-'));
-afterAll(() => rmSync(WORKSPACE, { recursive: true, force: true }));
+const WORKSPACE = useTestWorkspace('hm-limits-');
 
 function setup(limits: TenantLimitsOptions, apiKeys?: AppOptions['apiKeys']) {
   let clock = 1_000_000;
-  const store = createInMemoryStore();
-  const observationalMemory = createObservationalMemory({ store });
-  const workingMemory = createWorkingMemory({ store });
-  const runStore = createInMemoryRunStore();
-  const hub = createLocalEventHub();
   const agentModel = createMockLanguageModel('final answer');
-  const runner = createAgentRunner({
-    model: agentModel,
-    observationalMemory,
-    workingMemory,
-    runStore,
-    hub,
-    memoryTools: [],
+  const { send: request, runner } = createTestApp({
     workspace: WORKSPACE,
-  });
-  const app = createApp({
-    runner,
-    runStore,
-    hub,
-    observationalMemory,
-    workingMemory,
-    heartbeatMs: 50,
-    limits: createTenantLimits({ refusalDelayMs: 0, ...limits, now: () => clock }),
+    model: agentModel,
+    app: { heartbeatMs: 50, limits: createTenantLimits({ refusalDelayMs: 0, ...limits, now: () => clock }) },
     ...(apiKeys ? { apiKeys } : {}),
   });
-  const request = (path: string, init: RequestInit & { key?: string } = {}) => {
-    const headers = new Headers(init.headers);
-    if (init.key) headers.set('authorization', `Bearer ${init.key}`);
-    headers.set('content-type', 'application/json');
-    return app.request(path, { ...init, headers });
-  };
   /** A model answer that waits until released. */
   const holdNextAnswer = (): (() => void) => {
     let release!: () => void;

@@ -8,6 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { createAgentRunner } from '../../src/agent/agent-runner.js';
+import type { AgentRunner } from '../../src/agent/agent-runner.js';
+import type { LanguageModel } from '../../src/llm/language-model.js';
+import type { Tool } from '../../src/tools/tool.js';
 import { createObservationalMemory } from '../../src/memory/observational-memory.js';
 import type { ObservationalMemory, ObservationalMemoryOptions } from '../../src/memory/observational-memory.js';
 import type { WorkingMemory } from '../../src/memory/working-memory.js';
@@ -33,35 +36,52 @@ export function useTestWorkspace(prefix: string): string {
 /** What {@link createTestApp} builds. */
 export interface TestApp {
   readonly app: Hono<ServerEnv>;
-  /** Sends `init` (a JSON body, an optional bearer `key`) and parses the JSON answer. */
+  /** Sends `init` with an optional bearer `key` (JSON content type when there is a body and none is set). */
+  readonly send: (path: string, init?: RequestInit & { key?: string }) => Promise<Response>;
+  /** {@link send}, then parses the JSON answer. */
   readonly request: (
     path: string,
     init?: RequestInit & { key?: string },
   ) => Promise<{ status: number; body: Record<string, any> }>;
+  readonly runner: AgentRunner;
   readonly store: MemoryStore;
   readonly runStore: RunStore;
   readonly observationalMemory: ObservationalMemory;
   readonly workingMemory: WorkingMemory;
 }
 
-/** The app and its parts over fresh in-memory stores. */
-export function createTestApp(options: {
+/** Options of {@link createTestApp}; every part not given is a fresh in-memory default. */
+export interface TestAppOptions {
   readonly workspace: string;
   readonly apiKeys?: AppOptions['apiKeys'];
+  /** @default a fresh in-memory store */
+  readonly store?: MemoryStore;
+  /** The agent's model. @default a mock answering "answer" */
+  readonly model?: LanguageModel;
   readonly memory?: Partial<Omit<ObservationalMemoryOptions, 'store'>>;
-}): TestApp {
-  const store = createInMemoryStore();
+  /** The agent's memory tools, built from the memories. @default none */
+  readonly memoryTools?: (memories: {
+    observationalMemory: ObservationalMemory;
+    workingMemory: WorkingMemory;
+  }) => Tool[];
+  /** More options of the app (a heartbeat, limits). */
+  readonly app?: Partial<Omit<AppOptions, 'runner' | 'runStore' | 'hub' | 'observationalMemory' | 'workingMemory'>>;
+}
+
+/** The app and its parts. */
+export function createTestApp(options: TestAppOptions): TestApp {
+  const store = options.store ?? createInMemoryStore();
   const observationalMemory = createObservationalMemory({ store, ...options.memory });
   const workingMemory = createWorkingMemory({ store });
   const runStore = createInMemoryRunStore();
   const hub = createLocalEventHub();
   const runner = createAgentRunner({
-    model: createMockLanguageModel('answer'),
+    model: options.model ?? createMockLanguageModel('answer'),
     observationalMemory,
     workingMemory,
     runStore,
     hub,
-    memoryTools: [],
+    memoryTools: options.memoryTools?.({ observationalMemory, workingMemory }) ?? [],
     workspace: options.workspace,
   });
   const app = createApp({
@@ -70,14 +90,18 @@ export function createTestApp(options: {
     hub,
     observationalMemory,
     workingMemory,
+    ...options.app,
     ...(options.apiKeys ? { apiKeys: options.apiKeys } : {}),
   });
-  const request: TestApp['request'] = async (path, init = {}) => {
+  const send: TestApp['send'] = async (path, init = {}) => {
     const headers = new Headers(init.headers);
     if (init.key) headers.set('authorization', `Bearer ${init.key}`);
-    if (init.body) headers.set('content-type', 'application/json');
-    const response = await app.request(path, { ...init, headers });
+    if (init.body && !headers.has('content-type')) headers.set('content-type', 'application/json');
+    return app.request(path, { ...init, headers });
+  };
+  const request: TestApp['request'] = async (path, init) => {
+    const response = await send(path, init);
     return { status: response.status, body: (await response.json()) as Record<string, any> };
   };
-  return { app, request, store, runStore, observationalMemory, workingMemory };
+  return { app, send, request, runner, store, runStore, observationalMemory, workingMemory };
 }

@@ -1,5 +1,10 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  expectSeededSupersessionSet,
+  LEGACY_OBSERVATIONS,
+  LEGACY_REFLECTION,
+} from '../../../test/support/legacy-reflection.js';
 import { createPostgresTestSchemas } from '../../../test/support/postgres-schema.js';
 import type { PostgresTestSchemas } from '../../../test/support/postgres-schema.js';
 import { postgresTestUrl } from '../../../test/support/postgres-schema.js';
@@ -63,6 +68,16 @@ describe.skipIf(!url)('postgres store', () => {
     const rawPool = (): pg.Pool => {
       const pool = new pg.Pool({ connectionString, max: 4 });
       opened.push(pool);
+      return pool;
+    };
+    /** A raw pool on the test schema migrated only through `version`, as an older release left it. */
+    const schemaAt = async (version: number): Promise<pg.Pool> => {
+      const pool = rawPool();
+      await migratePostgresSchema(
+        pool,
+        schema,
+        POSTGRES_MIGRATIONS.filter((migration) => migration.version <= version),
+      );
       return pool;
     };
     beforeAll(() => {
@@ -130,12 +145,7 @@ describe.skipIf(!url)('postgres store', () => {
     });
 
     it('upgrades a version-2 schema: scopes with working memory get a version, which writes then change', async () => {
-      const pool = rawPool();
-      await migratePostgresSchema(
-        pool,
-        schema,
-        POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 2),
-      );
+      const pool = await schemaAt(2);
       await pool.query(
         `INSERT INTO "${schema}".working_memory_entries VALUES ($1, 'a', '"v"', now(), now()), ($1, 'b', ` +
           `'"v"', now(), now())`,
@@ -153,15 +163,8 @@ describe.skipIf(!url)('postgres store', () => {
       'upgrades a version-3 schema: observations become "mixed", a stored reflection seeds the supersession ' +
         'set (issue 12)',
       async () => {
-        const pool = rawPool();
-        await migratePostgresSchema(
-          pool,
-          schema,
-          POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 3),
-        );
-        const reflection =
-          'SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n- [seq:1] replaces [seq:2]: ' +
-          'backwards\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: which\n- [seq:7] vs [seq:1]: unknown seq';
+        const pool = await schemaAt(3);
+        const reflection = LEGACY_REFLECTION;
         await pool.query(
           `INSERT INTO "${schema}".om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled,
             state_version, observation_count, last_observation_seq,
@@ -170,41 +173,20 @@ describe.skipIf(!url)('postgres store', () => {
          VALUES ($1, 'acme', 'conv-1', 'agent-x', true, 3, 3, 3, $2, 9, $3::jsonb, 3, now(), now(), now())`,
           [memoryId, reflection, JSON.stringify(parseReflection(reflection))],
         );
-        for (const [seq, content] of [
-          [1, 'tabs'],
-          [2, 'spaces'],
-          [3, 'deploy Friday'],
-        ] as const) {
+        for (const [seq, content] of LEGACY_OBSERVATIONS) {
           await pool.query(
             `INSERT INTO "${schema}".om_observations VALUES ($1, $2, $3, 2, 0.5, now(), 1, 1, 'op_old')`,
             [memoryId, seq, content],
           );
         }
         const store = await open();
-        expect(
-          (await store.listObservations(memoryId)).map((item) => [item.seq, item.source, item.sourceMessageSeqs]),
-        ).toEqual([
-          [1, 'mixed', []],
-          [2, 'mixed', []],
-          [3, 'mixed', []],
-        ]);
-        const links = await store.listReflectionLinks(memoryId);
-        expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason])).toEqual([
-          [2, 1, 'changed'],
-        ]);
-        expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail])).toEqual([[1, 3, 'which']]);
-        expect(await store.getRecord(memoryId)).toMatchObject({ supersessionCount: 1, contradictionCount: 1 });
+        await expectSeededSupersessionSet(store, memoryId);
         expect(await store.scopeGeneration(memoryId)).toBe(0);
       },
     );
 
     it('upgrades a version-3 schema to the dead status: operations kept, dead ones stored and counted', async () => {
-      const pool = rawPool();
-      await migratePostgresSchema(
-        pool,
-        schema,
-        POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 3),
-      );
+      const pool = await schemaAt(3);
       const insert = `INSERT INTO "${schema}".om_operation_log (operation_id, memory_id, tenant_id, conversation_id,
         agent_id, run_id, tool_call_id, scope_sequence,
         operation_type, status, payload_json, error_text, attempt, available_at, created_at, updated_at)
@@ -235,12 +217,7 @@ describe.skipIf(!url)('postgres store', () => {
     it(
       'upgrades a version-5 schema to the import operation type: imports are logged, other types still ' + 'refused',
       async () => {
-        const pool = rawPool();
-        await migratePostgresSchema(
-          pool,
-          schema,
-          POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 5),
-        );
+        const pool = await schemaAt(5);
         const insert = `INSERT INTO "${schema}".om_operation_log (operation_id, memory_id, tenant_id, conversation_id,
           agent_id, run_id, tool_call_id, scope_sequence,
         operation_type, status, payload_json, error_text, attempt, available_at, created_at, updated_at)

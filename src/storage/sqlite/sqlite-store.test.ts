@@ -3,6 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import {
+  expectSeededSupersessionSet,
+  LEGACY_OBSERVATIONS,
+  LEGACY_REFLECTION,
+} from '../../../test/support/legacy-reflection.js';
 import { HarnessMemoryError } from '../../core/errors.js';
 import { createUlidGenerator } from '../../core/ids.js';
 import { parseReflection } from '../../core/parse-reflection.js';
@@ -514,9 +519,7 @@ describe('store: sqlite (backend)', () => {
         raw,
         SQLITE_MIGRATIONS.filter((migration) => migration.version <= 6),
       );
-      const reflection =
-        'SUMMARY:\nsum\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n- [seq:1] replaces [seq:2]: ' +
-        'backwards\nCONTRADICTIONS:\n- [seq:3] vs [seq:1]: which\n- [seq:7] vs [seq:1]: unknown seq';
+      const reflection = LEGACY_REFLECTION;
       raw
         .prepare(`INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled,
           state_version, observation_count, last_observation_seq,
@@ -528,32 +531,12 @@ describe('store: sqlite (backend)', () => {
       const insert = raw.prepare(
         `INSERT INTO om_observations VALUES (?, ?, ?, 2, 0.5, '2025-01-01T00:00:00.000Z', 1, 1, 'op_old')`,
       );
-      for (const [seq, content] of [
-        [1, 'tabs'],
-        [2, 'spaces'],
-        [3, 'deploy Friday'],
-      ] as const)
-        insert.run(memoryId, seq, content);
+      for (const [seq, content] of LEGACY_OBSERVATIONS) insert.run(memoryId, seq, content);
       raw.close();
 
       const store = track(createSqliteStore({ path: files.path }));
-      expect(
-        (await store.listObservations(memoryId)).map((item) => [item.seq, item.source, item.sourceMessageSeqs]),
-      ).toEqual([
-        [1, 'mixed', []],
-        [2, 'mixed', []],
-        [3, 'mixed', []],
-      ]);
-      const links = await store.listReflectionLinks(memoryId);
-      expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason])).toEqual([
-        [2, 1, 'changed'],
-      ]);
-      expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail])).toEqual([[1, 3, 'which']]);
-      expect(await store.getRecord(memoryId)).toMatchObject({
-        supersessionCount: 1,
-        contradictionCount: 1,
-        rejectedReferenceCount: 2,
-      });
+      await expectSeededSupersessionSet(store, memoryId);
+      expect(await store.getRecord(memoryId)).toMatchObject({ rejectedReferenceCount: 2 });
       expect(await store.scopeGeneration(memoryId)).toBe(0);
       await store.forget(memoryId);
       expect(await store.scopeGeneration(memoryId)).not.toBe(0);

@@ -565,7 +565,7 @@ function importObservations(
   ctx: SqliteStoreContext,
   input: NonNullable<MemoryStore['importObservations']> extends (input: infer I) => unknown ? I : never,
 ) {
-  const { readNow, ensureRecord, swapped, statements } = ctx;
+  const { readNow, ensureRecord, statements } = ctx;
 
   const now = readNow();
   const { memoryId, operationId } = input;
@@ -574,18 +574,7 @@ function importObservations(
   const observations = plan.observations.map((planned) =>
     insertObservation(statements, memoryId, operationId, planned, planned.createdAt ?? now),
   );
-  const row = swapped(
-    statements.applyObservations.get({
-      memoryId,
-      stateVersion: current.state_version,
-      throughSeq: plan.throughSeq,
-      count: observations.length,
-      lastObservationSeq: plan.lastObservationSeq,
-      tokens: plan.tokens,
-      now,
-    }),
-    memoryId,
-  );
+  const row = applyPlanToRecord(ctx, memoryId, current, plan, observations.length, now);
   statements.insertOperation.get({
     operationId,
     memoryId,
@@ -603,8 +592,29 @@ function importObservations(
   return { record: toRecord(row), observations };
 }
 
+/** Moves the record past an applied plan of `count` observations (compare-and-swap on its state version). */
+function applyPlanToRecord(
+  ctx: SqliteStoreContext,
+  memoryId: string,
+  current: RecordRow,
+  plan: { throughSeq: number; lastObservationSeq: number; tokens: number },
+  count: number,
+  now: string,
+): RecordRow {
+  const row = ctx.statements.applyObservations.get({
+    memoryId,
+    stateVersion: current.state_version,
+    throughSeq: plan.throughSeq,
+    count,
+    lastObservationSeq: plan.lastObservationSeq,
+    tokens: plan.tokens,
+    now,
+  });
+  return ctx.swapped(row, memoryId);
+}
+
 function completeObservation(ctx: SqliteStoreContext, input: Input<'completeObservation'>) {
-  const { readNow, recordOf, swapped, markApplied, insertMarker, statements, faultPoint } = ctx;
+  const { readNow, recordOf, markApplied, insertMarker, statements, faultPoint } = ctx;
 
   const now = readNow();
   markApplied(input, now, '');
@@ -616,18 +626,7 @@ function completeObservation(ctx: SqliteStoreContext, input: Input<'completeObse
   );
   faultPoint?.('mid_apply');
   for (const marker of plan.markers) insertMarker(markerRow(memoryId, operationId, marker, now));
-  const row = swapped(
-    statements.applyObservations.get({
-      memoryId,
-      stateVersion: current.state_version,
-      throughSeq: plan.throughSeq,
-      count: observations.length,
-      lastObservationSeq: plan.lastObservationSeq,
-      tokens: plan.tokens,
-      now,
-    }),
-    memoryId,
-  );
+  const row = applyPlanToRecord(ctx, memoryId, current, plan, observations.length, now);
   faultPoint?.('before_mark_applied');
   return { record: toRecord(row), observations };
 }
