@@ -217,7 +217,7 @@ function selectObservations(
     const cached = replacedBy === undefined ? known.get(observation) : undefined;
     if (cached !== undefined && cached > remaining) return;
     const marker = replacedBy === undefined ? '' : `(superseded by [${replacedBy}]) `;
-    const line = `- [${observation.seq}] ${marker}${renderDataLines(observation.content, CONTINUATION_INDENT)}`;
+    const line = `- [${observation.seq}] ${marker}${renderedBodyOf(observation)}`;
     const lineCost = cached ?? cost(line);
     if (replacedBy === undefined) known.set(observation, lineCost);
     if (lineCost > remaining) return;
@@ -290,7 +290,7 @@ function lineCostOf(
 ): number {
   let lineCost = known.get(observation);
   if (lineCost === undefined) {
-    lineCost = cost(`- [${observation.seq}] ${renderDataLines(observation.content, CONTINUATION_INDENT)}`);
+    lineCost = cost(`- [${observation.seq}] ${renderedBodyOf(observation)}`);
     known.set(observation, lineCost);
   }
   return lineCost;
@@ -369,6 +369,20 @@ class NodeQueue {
  * rendered only to find that they do not fit, are measured once rather than every turn.
  */
 const lineCosts = new WeakMap<TokenEstimator, WeakMap<Observation, number>>();
+
+// Stored observations never change (a correction stores a new one), so each is cleaned for
+// the prompt once, not on every turn that shows it; the text is compared in case a caller's
+// object was edited in place.
+const renderedBodies = new WeakMap<Observation, { readonly content: string; readonly body: string }>();
+
+/** The observation's text as a bullet shows it: cleaned, markup neutralised, lines indented. */
+function renderedBodyOf(observation: Observation): string {
+  const known = renderedBodies.get(observation);
+  if (known !== undefined && known.content === observation.content) return known.body;
+  const body = renderDataLines(observation.content, CONTINUATION_INDENT);
+  renderedBodies.set(observation, { content: observation.content, body });
+  return body;
+}
 
 function lineCostsOf(estimator: TokenEstimator): WeakMap<Observation, number> {
   let costs = lineCosts.get(estimator);

@@ -35,5 +35,6 @@ export function neutralizeMarkup(text: string): string {
  * prefixes every line after the first with `indent` (which should be non-empty).
  */
 export function renderDataLines(text: string, indent: string): string {
-  return neutralizeMarkup(stripInvisible(text)).split('\n').join(`\n${indent}`);
+  const clean = neutralizeMarkup(stripInvisible(text));
+  return clean.includes('\n') ? clean.split('\n').join(`\n${indent}`) : clean;
 }

@@ -48,6 +48,8 @@ export interface RecordRow {
   config_json: unknown;
   observed_through_message_seq: number;
   last_message_seq: number;
+  /** The tokens of the messages after `observed_through_message_seq`, kept as messages come and go. */
+  unobserved_message_tokens: number;
   /** SQLite only: observed messages through this seq have lost their text. */
   messages_cleared_through_seq?: number;
   observation_count: number;

@@ -240,6 +240,39 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await store.countPendingOperations(idA)).toBe(0);
     });
 
+    test('counts the tokens after the cursor through appends, repeated keys and an apply that leaves a tail', async () => {
+      const append = async (...messages: NewMessage[]) =>
+        (await store.appendMessages({ scope: scopeA, memoryId: idA, messages })).unobservedTokens;
+      expect(await append(message('id:1', 'a', 5), message('id:2', 'b', 7), message('id:3', 'c', 11))).toBe(23);
+      expect(await append(message('id:2', 'b', 7), message('id:4', 'd', 13), message('id:4', 'd', 13))).toBe(36);
+      await enqueueObserve();
+      const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      // Arrives while the observer works: it stays unobserved after the apply.
+      expect(await append(message('id:5', 'e', 17))).toBe(53);
+      const lease = { operationId: claimed!.operationId, memoryId: idA, leaseOwner: 'w1' };
+      await store.completeObservation({
+        ...lease,
+        observations: [{ content: 'Noted', importance: 0.5, tokenCount: 2 }],
+        throughMessageSeq: 2,
+        markerIds: { start: generateId('mk'), end: generateId('mk') },
+      });
+      expect(await append(message('id:6', 'f', 19))).toBe(11 + 13 + 17 + 19);
+      if (store.appendMessagesAndClaim) {
+        const fast = await store.appendMessagesAndClaim({
+          scope: scopeA,
+          memoryId: idA,
+          messages: [message('id:7', 'g', 23), message('id:6', 'f', 19)],
+          settings: () => ({ enabled: true, minTokens: 1_000_000 }),
+          operation: { operationId: 'op-tail', payload: {}, runId: 'r', toolCallId: 't' },
+          leaseOwner: 'w',
+          leaseMs: 60_000,
+        });
+        expect(fast.disabled ? undefined : fast.unobservedTokens).toBe(83);
+      }
+      const sum = (await store.listUnobservedMessages(idA, 100)).reduce((total, item) => total + item.tokenCount, 0);
+      expect(await append()).toBe(sum);
+    });
+
     test('refuses to apply for a worker that does not hold the lease', async () => {
       await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
       await enqueueObserve();

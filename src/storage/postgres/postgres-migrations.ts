@@ -312,6 +312,18 @@ CREATE INDEX harness_runs_tenant_created_idx ON ${s}harness_runs (tenant_id, cre
       'claim; then the apply), each checking under the scope lock the premise the store decided from',
     up: observeFunctions,
   },
+  {
+    version: 10,
+    description:
+      'om_memory_records.unobserved_message_tokens: the tokens waiting for an observe, kept by each append and ' +
+      'apply, so an append no longer sums every unobserved message; the observe functions keep it too',
+    up: (s) => `
+ALTER TABLE ${s}om_memory_records ADD COLUMN unobserved_message_tokens bigint NOT NULL DEFAULT 0;
+UPDATE ${s}om_memory_records AS r SET unobserved_message_tokens = (
+  SELECT COALESCE(SUM(m.token_count), 0) FROM ${s}om_messages AS m
+  WHERE m.memory_id = r.memory_id AND m.seq > r.observed_through_message_seq);
+${observeFunctions(s)}`,
+  },
 ]);
 
 /** The schema version this code writes and reads. */

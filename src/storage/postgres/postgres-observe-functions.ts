@@ -13,10 +13,15 @@
  * @module
  */
 
-/** The DDL of migration 9 under the quoted schema prefix `s`. */
+/**
+ * The functions' DDL under the quoted schema prefix `s`, as this version defines them. Migration 9
+ * created them and each later migration that changes what they read or write (10: the running
+ * unobserved token total) replaces them with this text; PL/pgSQL resolves columns at the first
+ * call, so creating the current bodies at 9 is harmless.
+ */
 export function observeFunctions(s: string): string {
   return `
-CREATE FUNCTION ${s}om_observe_append_and_claim(
+CREATE OR REPLACE FUNCTION ${s}om_observe_append_and_claim(
   p_lock_class integer, p_memory_id text, p_tenant_id text, p_conversation_id text, p_agent_id text,
   p_generation bigint, p_record_exists boolean, p_enabled boolean, p_config jsonb,
   p_observe boolean, p_min_tokens bigint,
@@ -28,6 +33,7 @@ DECLARE
   rec ${s}om_memory_records;
   found_record boolean;
   added bigint := 0;
+  added_tokens bigint := 0;
   unobserved bigint;
   op ${s}om_operation_log;
   claimed ${s}om_operation_log;
@@ -60,17 +66,18 @@ BEGIN
     CONTINUE WHEN p_keys[i] = ANY (p_keys[1 : i - 1]);
     CONTINUE WHEN EXISTS (SELECT 1 FROM ${s}om_messages WHERE memory_id = p_memory_id AND message_key = p_keys[i]);
     added := added + 1;
+    added_tokens := added_tokens + p_tokens[i];
     INSERT INTO ${s}om_messages (memory_id, seq, message_key, role, name, tool_call_id, content, token_count)
     VALUES (p_memory_id, rec.last_message_seq + added, p_keys[i], p_roles[i], p_names[i], p_tool_call_ids[i],
       p_contents[i], p_tokens[i]);
   END LOOP;
   IF added > 0 THEN
     UPDATE ${s}om_memory_records SET last_message_seq = rec.last_message_seq + added,
+      unobserved_message_tokens = unobserved_message_tokens + added_tokens,
       state_version = state_version + 1, updated_at = now()
     WHERE memory_id = p_memory_id RETURNING * INTO rec;
   END IF;
-  SELECT COALESCE(SUM(token_count), 0)::bigint INTO unobserved FROM ${s}om_messages
-  WHERE memory_id = p_memory_id AND seq > rec.observed_through_message_seq;
+  unobserved := rec.unobserved_message_tokens;
   IF unobserved < p_min_tokens THEN
     RETURN jsonb_build_object('record', to_jsonb(rec), 'inserted', added, 'unobserved_tokens', unobserved);
   END IF;
@@ -127,7 +134,7 @@ BEGIN
 END
 $fn$;
 
-CREATE FUNCTION ${s}om_observe_apply(
+CREATE OR REPLACE FUNCTION ${s}om_observe_apply(
   p_lock_class integer, p_memory_id text, p_operation_id text, p_lease_owner text,
   p_observed_through bigint, p_last_observation_seq bigint,
   p_seqs bigint[], p_start_seq bigint, p_through_seq bigint, p_contents text[], p_tokens bigint[],
@@ -176,6 +183,8 @@ BEGIN
       p_end_payload, now());
   UPDATE ${s}om_memory_records SET
     observed_through_message_seq = p_through_seq,
+    unobserved_message_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM ${s}om_messages
+      WHERE memory_id = p_memory_id AND seq > p_through_seq),
     observation_count = observation_count + added,
     last_observation_seq = p_new_last_observation_seq,
     active_observation_tokens = active_observation_tokens + p_batch_tokens,

@@ -33,7 +33,6 @@ export interface PostgresStatements {
 
   /** $1 memoryId, $2..$7 arrays (key, role, name, toolCallId, content, tokens), $8 last seq. */
   readonly insertMessages: string;
-  readonly sumUnobservedTokens: string;
   readonly listUnobservedMessages: string;
   readonly markMessagesObserved: string;
 
@@ -120,10 +119,14 @@ export function buildStatements(s: string): PostgresStatements {
         ON CONFLICT DO NOTHING RETURNING *)
       SELECT * FROM inserted UNION ALL SELECT * FROM ${s}om_memory_records WHERE memory_id = $1`,
     updateSettings: `UPDATE ${s}om_memory_records SET enabled = $3, config_json = $4::jsonb, ${bump}`,
-    updateLastMessageSeq: `UPDATE ${s}om_memory_records SET last_message_seq = $3, ${bump}`,
+    updateLastMessageSeq:
+      `UPDATE ${s}om_memory_records SET last_message_seq = $3, ` +
+      `unobserved_message_tokens = unobserved_message_tokens + $4, ${bump}`,
     applyObservations: `
       UPDATE ${s}om_memory_records SET
         observed_through_message_seq = $3,
+        unobserved_message_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM ${s}om_messages WHERE memory_id = $1
+          AND seq > $3),
         observation_count = observation_count + $4,
         last_observation_seq = $5,
         active_observation_tokens = active_observation_tokens + $6,
@@ -166,10 +169,8 @@ export function buildStatements(s: string): PostgresStatements {
         ORDER BY message_key, ord)
       INSERT INTO ${s}om_messages (memory_id, seq, message_key, role, name, tool_call_id, content, token_count)
       SELECT $1, $8::bigint + row_number() OVER (ORDER BY ord), message_key, role, name, tool_call_id, content,
-        token_count FROM fresh`,
-    sumUnobservedTokens:
-      `SELECT COALESCE(SUM(token_count), 0)::bigint AS total FROM ${s}om_messages WHERE ` +
-      `memory_id = $1 AND seq > $2`,
+        token_count FROM fresh
+      RETURNING token_count`,
     listUnobservedMessages: `
       SELECT m.* FROM ${s}om_messages AS m JOIN ${s}om_memory_records AS r ON r.memory_id = m.memory_id
       WHERE m.memory_id = $1 AND m.seq > r.observed_through_message_seq AND m.seq <= $2

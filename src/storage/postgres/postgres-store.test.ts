@@ -5,6 +5,7 @@ import {
   LEGACY_OBSERVATIONS,
   LEGACY_REFLECTION,
 } from '../../../test/support/legacy-reflection.js';
+import { expectPendingTokensKept, pendingScopes } from '../../../test/support/pending-messages.js';
 import { createPostgresTestSchemas } from '../../../test/support/postgres-schema.js';
 import type { PostgresTestSchemas } from '../../../test/support/postgres-schema.js';
 import { postgresTestUrl } from '../../../test/support/postgres-schema.js';
@@ -157,6 +158,28 @@ describe.skipIf(!url)('postgres store', () => {
       expect(await store.workingMemoryVersion!(memoryIdOf(scopeOf(9)))).toBe(0);
       expect(await store.deleteWorkingMemoryEntry(memoryId, 'a')).toBe(true);
       expect(await store.workingMemoryVersion!(memoryId)).not.toBe(upgraded);
+    });
+
+    it('upgrades a version-9 schema: each scope starts with the tokens of its unobserved messages', async () => {
+      const pool = await schemaAt(9);
+      const scopes = pendingScopes(scope, scopeOf(9));
+      for (const { scope: stored, observedThrough, tokens } of scopes) {
+        const id = memoryIdOf(stored);
+        await pool.query(
+          `INSERT INTO "${schema}".om_memory_records (memory_id, tenant_id, conversation_id, agent_id, state_version,
+            observed_through_message_seq, last_message_seq, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, 1, $5, $6, now(), now())`,
+          [id, stored.tenantId, stored.conversationId, stored.agentId, observedThrough, tokens.length],
+        );
+        for (const [index, count] of tokens.entries()) {
+          await pool.query(
+            `INSERT INTO "${schema}".om_messages (memory_id, seq, message_key, role, name, tool_call_id, content,
+              token_count) VALUES ($1, $2, $3, 'user', '', '', 'text', $4)`,
+            [id, index + 1, `k${index + 1}`, count],
+          );
+        }
+      }
+      await expectPendingTokensKept(await open(), scopes);
     });
 
     it(

@@ -165,13 +165,15 @@ async function appendIn(
   await checkGeneration(ctx, client, input.memoryId, input.generation);
   let row = await ensureRecord(ctx, client, input.scope, input.memoryId);
   let inserted = 0;
+  let addedTokens = 0;
   if (input.messages.length > 0) {
-    const result = await query(client, sql.insertMessages, [
+    const result = await query<{ token_count: number }>(client, sql.insertMessages, [
       input.memoryId,
       ...messageColumns(input.messages),
       row.last_message_seq,
     ]);
-    inserted = result.rowCount ?? 0;
+    inserted = result.rows.length;
+    for (const added of result.rows) addedTokens += added.token_count;
   }
   if (inserted > 0) {
     row = swapped(
@@ -180,15 +182,12 @@ async function appendIn(
         input.memoryId,
         row.state_version,
         row.last_message_seq + inserted,
+        addedTokens,
       ]),
       input.memoryId,
     );
   }
-  const total = await first<{ total: number }>(client, sql.sumUnobservedTokens, [
-    input.memoryId,
-    row.observed_through_message_seq,
-  ]);
-  return { record: toRecord(row), inserted, unobservedTokens: total?.total ?? 0 };
+  return { record: toRecord(row), inserted, unobservedTokens: row.unobserved_message_tokens };
 }
 
 async function ensureRecord(

@@ -158,6 +158,14 @@ CREATE TABLE om_messages (
 ) WITHOUT ROWID;
 `;
 
+// The backfill sums each scope's unobserved messages once; from then on appends add and applies recount the tail.
+const UNOBSERVED_MESSAGE_TOKENS = `
+ALTER TABLE om_memory_records ADD COLUMN unobserved_message_tokens INTEGER NOT NULL DEFAULT 0;
+UPDATE om_memory_records SET unobserved_message_tokens = (
+  SELECT COALESCE(SUM(m.token_count), 0) FROM om_messages AS m
+  WHERE m.memory_id = om_memory_records.memory_id AND m.seq > om_memory_records.observed_through_message_seq);
+`;
+
 const SWAP_AND_INDEX = `
 DROP TABLE om_memory_records;
 DROP TABLE om_operation_log;
@@ -483,6 +491,13 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
     version: 10,
     description: "harness_runs_tenant_created_idx: a tenant's runs newest first, for GET /v1/runs",
     up: runSql('CREATE INDEX harness_runs_tenant_created_idx ON harness_runs (tenant_id, created_at, run_id)'),
+  },
+  {
+    version: 11,
+    description:
+      'om_memory_records.unobserved_message_tokens: the tokens waiting for an observe, kept by each append and ' +
+      'apply, so an append no longer sums every unobserved message',
+    up: runSql(UNOBSERVED_MESSAGE_TOKENS),
   },
 ]);
 

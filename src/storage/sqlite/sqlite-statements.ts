@@ -38,7 +38,14 @@ export interface SqliteStatements {
     Named<{ memoryId: string; stateVersion: number; enabled: number; configJson: string; now: string }>
   >;
   readonly updateLastMessageSeq: RecordRowStatement<
-    Named<{ memoryId: string; stateVersion: number; lastMessageSeq: number; clearedThrough: number; now: string }>
+    Named<{
+      memoryId: string;
+      stateVersion: number;
+      lastMessageSeq: number;
+      clearedThrough: number;
+      addedTokens: number;
+      now: string;
+    }>
   >;
   readonly applyObservations: RecordRowStatement<
     Named<{
@@ -86,7 +93,6 @@ export interface SqliteStatements {
       tokenCount: number;
     }>
   >;
-  readonly sumUnobservedTokens: Statement<[string, number], number>;
   readonly listUnobservedMessages: Statement<Named<{ memoryId: string; throughSeq: number }>, MessageRow>;
   readonly markMessagesObserved: Statement<[string, number, number]>;
 
@@ -214,6 +220,7 @@ function recordRows<P extends unknown[]>(statement: Statement<P, unknown[]>): Re
     configJson: at('config_json'),
     observedThrough: at('observed_through_message_seq'),
     lastMessageSeq: at('last_message_seq'),
+    unobservedTokens: at('unobserved_message_tokens'),
     clearedThrough: at('messages_cleared_through_seq'),
     observationCount: at('observation_count'),
     lastObservationSeq: at('last_observation_seq'),
@@ -246,6 +253,7 @@ function recordRows<P extends unknown[]>(statement: Statement<P, unknown[]>): Re
         config_json: v[p.configJson],
         observed_through_message_seq: v[p.observedThrough] as number,
         last_message_seq: v[p.lastMessageSeq] as number,
+        unobserved_message_tokens: v[p.unobservedTokens] as number,
         messages_cleared_through_seq: v[p.clearedThrough] as number,
         observation_count: v[p.observationCount] as number,
         last_observation_seq: v[p.lastObservationSeq] as number,
@@ -286,11 +294,13 @@ export function prepareStatements(db: Database): SqliteStatements {
     updateSettings: records(`UPDATE om_memory_records SET enabled = @enabled, config_json = @configJson, ${BUMP}`),
     updateLastMessageSeq: records(
       `UPDATE om_memory_records SET last_message_seq = @lastMessageSeq, messages_cleared_through_seq = ` +
-        `@clearedThrough, ${BUMP}`,
+        `@clearedThrough, unobserved_message_tokens = unobserved_message_tokens + @addedTokens, ${BUMP}`,
     ),
     applyObservations: records(`
       UPDATE om_memory_records SET
         observed_through_message_seq = @throughSeq,
+        unobserved_message_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM om_messages WHERE memory_id = @memoryId
+          AND seq > @throughSeq),
         observation_count = observation_count + @count,
         last_observation_seq = @lastObservationSeq,
         active_observation_tokens = active_observation_tokens + @tokens,
@@ -324,7 +334,6 @@ export function prepareStatements(db: Database): SqliteStatements {
       INSERT INTO om_messages (memory_id, seq, message_key, role, name, tool_call_id, content, token_count, observed)
       VALUES (@memoryId, @seq, @messageKey, @role, @name, @toolCallId, @content, @tokenCount, 0)
       ON CONFLICT (memory_id, message_key) DO NOTHING`),
-    sumUnobservedTokens: pluck('SELECT COALESCE(SUM(token_count), 0) FROM om_messages WHERE memory_id = ? AND seq > ?'),
     listUnobservedMessages: prepare(`
       SELECT m.* FROM om_messages AS m JOIN om_memory_records AS r ON r.memory_id = m.memory_id
       WHERE m.memory_id = @memoryId AND m.seq > r.observed_through_message_seq AND m.seq <= @throughSeq

@@ -8,6 +8,7 @@ import {
   LEGACY_OBSERVATIONS,
   LEGACY_REFLECTION,
 } from '../../../test/support/legacy-reflection.js';
+import { expectPendingTokensKept, pendingScopes } from '../../../test/support/pending-messages.js';
 import { HarnessMemoryError } from '../../core/errors.js';
 import { createUlidGenerator } from '../../core/ids.js';
 import { parseReflection } from '../../core/parse-reflection.js';
@@ -119,7 +120,7 @@ describe('store: sqlite (backend)', () => {
     expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual(
       SQLITE_MIGRATIONS.map((migration) => migration.version),
     );
-    expect(SQLITE_SCHEMA_VERSION).toBe(10);
+    expect(SQLITE_SCHEMA_VERSION).toBe(11);
 
     const fullPath = join(files.directory, 'deep', 'er', 'full.db');
     const full = track(new Database(':memory:'));
@@ -508,6 +509,41 @@ describe('store: sqlite (backend)', () => {
         limits: { maxEntries: 2, maxTotalBytes: 100 },
       }),
     ).rejects.toSatisfy(isStoreError('WORKING_MEMORY_LIMIT'));
+  });
+
+  it('upgrades a version-10 database: each scope starts with the tokens of its unobserved messages', async () => {
+    const raw = new Database(files.path);
+    migrateSqliteDatabase(
+      raw,
+      SQLITE_MIGRATIONS.filter((migration) => migration.version <= 10),
+    );
+    const at = '2025-01-01T00:00:00.000Z';
+    const insertRecord = raw.prepare(
+      `INSERT INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, state_version,
+        observed_through_message_seq, last_message_seq, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)`,
+    );
+    const insertMessage = raw.prepare(
+      `INSERT INTO om_messages (memory_id, seq, message_key, role, name, tool_call_id, content, token_count)
+       VALUES (?, ?, ?, 'user', '', '', 'text', ?)`,
+    );
+    const scopes = pendingScopes(scope, other);
+    for (const { scope: stored, observedThrough, tokens } of scopes) {
+      const id = memoryIdOf(stored);
+      insertRecord.run(
+        id,
+        stored.tenantId,
+        stored.conversationId,
+        stored.agentId,
+        observedThrough,
+        tokens.length,
+        at,
+        at,
+      );
+      tokens.forEach((count, index) => insertMessage.run(id, index + 1, `k${index + 1}`, count));
+    }
+    raw.close();
+
+    await expectPendingTokensKept(track(createSqliteStore({ path: files.path })), scopes);
   });
 
   it(

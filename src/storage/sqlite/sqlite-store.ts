@@ -416,6 +416,7 @@ function appendMessagesBody(
   let row = existing ?? ensureRecord(input.scope, input.memoryId, now);
   let lastSeq = row.last_message_seq;
   let inserted = 0;
+  let addedTokens = 0;
   for (const message of input.messages) {
     const { changes } = statements.insertMessage.run({
       memoryId: input.memoryId,
@@ -430,6 +431,7 @@ function appendMessagesBody(
     if (changes === 1) {
       lastSeq++;
       inserted++;
+      addedTokens += message.tokenCount;
     }
   }
   if (inserted > 0) {
@@ -444,13 +446,13 @@ function appendMessagesBody(
         stateVersion: row.state_version,
         lastMessageSeq: lastSeq,
         clearedThrough: row.observed_through_message_seq,
+        addedTokens,
         now,
       }),
       input.memoryId,
     );
   }
-  const unobservedTokens = statements.sumUnobservedTokens.get(input.memoryId, row.observed_through_message_seq) ?? 0;
-  return { record: toRecord(row), inserted, unobservedTokens };
+  return { record: toRecord(row), inserted, unobservedTokens: row.unobserved_message_tokens };
 }
 
 function appendMessages(ctx: SqliteStoreContext, input: Input<'appendMessages'>) {
