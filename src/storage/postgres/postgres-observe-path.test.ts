@@ -76,8 +76,8 @@ describe.skipIf(!url)('postgres observe path (two statements, checked premises)'
     return stores;
   };
 
-  it('stores, claims and applies an observe in two statements', async () => {
-    schema = schemas.next();
+  /** A store on the test schema whose pool records the text of every statement sent through it. */
+  const countedStore = async (): Promise<{ store: MemoryStore; statements: string[] }> => {
     const pool = new pg.Pool({ connectionString, max: 2 });
     opened.push(pool);
     const store = await createPostgresStore({ pool, schema });
@@ -89,6 +89,12 @@ describe.skipIf(!url)('postgres observe path (two statements, checked premises)'
       statements.push(typeof config === 'string' ? config : config.text);
       return original(...args);
     };
+    return { store, statements };
+  };
+
+  it('stores, claims and applies an observe in two statements', async () => {
+    schema = schemas.next();
+    const { store, statements } = await countedStore();
     const claimed = await appendAndClaim(store, 'm1');
     expect(claimed.disabled).toBeUndefined();
     if (claimed.disabled) return;
@@ -135,6 +141,49 @@ describe.skipIf(!url)('postgres observe path (two statements, checked premises)'
     if (below.disabled) return;
     expect(below.operation).toBeUndefined();
     expect(below.unobservedTokens).toBe(10);
+  });
+
+  it('applies in one statement an observe that waited behind another replica and was claimed later', async () => {
+    const [a] = (await replicas(1)) as [MemoryStore];
+    const { store: b, statements } = await countedStore();
+    const first = await appendAndClaim(a, 'm1');
+    if (first.disabled || !first.claimed) throw new Error('expected a claim');
+    const waiting = await appendAndClaim(b, 'm2');
+    if (waiting.disabled) throw new Error('expected the scope to observe');
+    expect(waiting.claimed).toBeUndefined();
+    await complete(a, first.claimed.operationId, 1, ['first']);
+    const claimed = await b.claimOperation({ memoryId, leaseOwner: 'worker-a', leaseMs: 60_000 });
+    expect(claimed?.operationId).toBe(waiting.operation?.operationId);
+    // What the worker reads after a claim that prefetched nothing.
+    expect(await b.getRecord(memoryId)).toMatchObject({ observedThroughMessageSeq: 1, lastObservationSeq: 1 });
+    statements.length = 0;
+    const applied = await complete(b, claimed?.operationId ?? '', 2, ['second']);
+    expect(statements).toHaveLength(1);
+    expect(applied.observations.map((item) => [item.seq, item.sourceStartSeq, item.sourceEndSeq])).toEqual([[2, 2, 2]]);
+    expect(applied.record).toMatchObject({ observedThroughMessageSeq: 2, observationCount: 2, lastObservationSeq: 2 });
+    expect((await a.listOperations(memoryId)).map((item) => item.status)).toEqual(['applied', 'applied']);
+  });
+
+  it('applies correctly when the record it last read is older than the scope', async () => {
+    const [a, b] = (await replicas(2)) as [MemoryStore, MemoryStore];
+    const first = await appendAndClaim(a, 'm1');
+    if (first.disabled || !first.claimed) throw new Error('expected a claim');
+    const waiting = await appendAndClaim(b, 'm2');
+    await complete(a, first.claimed.operationId, 1, ['first']);
+    const claimed = await b.claimOperation({ memoryId, leaseOwner: 'worker-a', leaseMs: 60_000 });
+    expect(claimed?.operationId).toBe(waiting.disabled ? undefined : waiting.operation?.operationId);
+    expect(await b.getRecord(memoryId)).toMatchObject({ lastObservationSeq: 1 });
+    await a.importObservations?.({
+      scope,
+      memoryId,
+      observations: [{ content: 'imported', importance: 0.4, tokenCount: 3 }],
+      runId: 'run-1',
+      toolCallId: 't',
+      operationId: 'op-import',
+    });
+    const applied = await complete(b, claimed?.operationId ?? '', 2, ['observed after the import']);
+    expect(applied.observations.map((item) => item.seq)).toEqual([3]);
+    expect(applied.record).toMatchObject({ observationCount: 3, lastObservationSeq: 3, observedThroughMessageSeq: 2 });
   });
 
   it('applies correctly after another replica imported observations between the claim and the apply', async () => {

@@ -24,7 +24,7 @@ export interface PostgresObservePath {
   appendMessagesAndClaim(input: Input<'appendMessagesAndClaim'>): Promise<AppendAndClaimResult | undefined>;
   /** The fast `completeObservation`, or undefined: take the transaction path. */
   completeObservation(input: Input<'completeObservation'>): Promise<ObservationApplied | undefined>;
-  /** Tells the path a scope's record as a transaction saw it (or that it has none). */
+  /** Tells the path a scope's record as a transaction or a read saw it (or that it has none). */
   noteRecord(memoryId: string, record: MemoryRecord | undefined): void;
 }
 
@@ -79,6 +79,12 @@ export function markerParameters(marker: PlannedMarker): unknown[] {
     marker.messageSeqEnd,
     JSON.stringify(marker.payload),
   ];
+}
+
+function positionOf(record: MemoryRecord | null | undefined): ApplyPosition | undefined {
+  return record
+    ? { observedThroughMessageSeq: record.observedThroughMessageSeq, lastObservationSeq: record.lastObservationSeq }
+    : undefined;
 }
 
 function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
@@ -174,7 +180,10 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
     },
 
     async completeObservation(input) {
-      const position = positions.get(input.operationId);
+      // An observe claimed some other way (queued behind another replica's, then claimed by a
+      // later call) is planned from the record last read, which the worker reads after its
+      // claim. Either way the function applies only if the scope is still at that position.
+      const position = positions.get(input.operationId) ?? positionOf(records.get(input.memoryId));
       if (position === undefined) return undefined;
       positions.delete(input.operationId);
       const plan = planObservationApply(position, input);

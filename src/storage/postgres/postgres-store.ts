@@ -348,7 +348,9 @@ function recordAndMessageMethods(
     getRecord: (memoryId) =>
       execute(async () => {
         const row = await first<RecordRow>(pool, sql.selectRecord, [memoryId]);
-        return row && toRecord(row);
+        const record = row && toRecord(row);
+        observePath.noteRecord(memoryId, record);
+        return record;
       }),
 
     updateSettings: (input) =>
