@@ -689,8 +689,11 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
 
     test('keeps working-memory entries sorted by key bytes, with timestamps', async () => {
       const limits = { maxEntries: 10, maxTotalBytes: 10_000 };
+      const created = [];
       for (const key of ['b', 'a', 'B', 'é', 'a2'])
-        await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key, valueJson: `"${key}"`, limits });
+        created.push(
+          await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key, valueJson: `"${key}"`, limits }),
+        );
       const entries = await store.listWorkingMemoryEntries(idA);
       expect(entries.map((entry) => entry.key)).toEqual(['B', 'a', 'a2', 'b', 'é']);
       const first = await store.getWorkingMemoryEntry(idA, 'a');
@@ -704,7 +707,10 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       });
       expect(updated.createdAt).toBe(first?.createdAt);
       expect(updated.updatedAt >= (first?.updatedAt ?? '')).toBe(true);
-      expect((await store.getWorkingMemoryEntry(idA, 'a'))?.valueJson).toBe('{"x":1}');
+      // What a set answers is what is stored, for a new entry and a replaced one.
+      expect(await store.getWorkingMemoryEntry(idA, 'a')).toEqual(updated);
+      expect(await store.getWorkingMemoryEntry(idA, 'é')).toEqual(created[3]);
+      expect(updated.valueJson).toBe('{"x":1}');
       expect(await store.deleteWorkingMemoryEntry(idA, 'a')).toBe(true);
       expect(await store.deleteWorkingMemoryEntry(idA, 'a')).toBe(false);
       expect(await store.getWorkingMemoryEntry(idA, 'a')).toBeUndefined();

@@ -65,3 +65,15 @@ export function createPostgresTestSchemas(url: string): PostgresTestSchemas {
     },
   };
 }
+
+/** Records the text of every statement sent through `pool.query` from now on (the store's round trips). */
+export function recordStatements(pool: pg.Pool): string[] {
+  const statements: string[] = [];
+  const original = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const config = args[0] as string | { text: string };
+    statements.push(typeof config === 'string' ? config : config.text);
+    return original(...args);
+  };
+  return statements;
+}

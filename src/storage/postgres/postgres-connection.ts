@@ -60,6 +60,19 @@ export const PG_TYPES: CustomTypesConfig = {
   }) as CustomTypesConfig['getTypeParser'],
 };
 
+/**
+ * A row a database function returned as JSON, as the pool would have returned it: JSON writes
+ * times with microseconds and an offset, the pool (PG_TYPES) as ISO 8601 with milliseconds.
+ */
+export function rowFromJson<R extends object>(value: unknown, times: readonly string[]): R {
+  const row = { ...(value as Record<string, unknown>) };
+  for (const column of times) {
+    const time = row[column];
+    if (typeof time === 'string') row[column] = new Date(time).toISOString();
+  }
+  return row as R;
+}
+
 /** Throws unless `schema` is a plain lower-case identifier (it is spliced into SQL, quoted). */
 export function validateSchemaName(schema: string, store: string): string {
   if (!SCHEMA_PATTERN.test(schema)) {

@@ -8,6 +8,7 @@ import type { Pool } from 'pg';
 import { StoreError } from '../../core/errors.js';
 import { OBSERVATION_SOURCES } from '../../core/observation.js';
 import { lockKey64, query, transaction, validateSchemaName } from './postgres-connection.js';
+import { entryFunctions } from './postgres-entry-functions.js';
 import { observeFunctions } from './postgres-observe-functions.js';
 
 /** One schema step: SQL run inside the migration transaction. */
@@ -323,6 +324,11 @@ UPDATE ${s}om_memory_records AS r SET unobserved_message_tokens = (
   SELECT COALESCE(SUM(m.token_count), 0) FROM ${s}om_messages AS m
   WHERE m.memory_id = r.memory_id AND m.seq > r.observed_through_message_seq);
 ${observeFunctions(s)}`,
+  },
+  {
+    version: 11,
+    description: 'wm_set_entry: a working-memory set in one statement (scope lock, limits, record, entry, version)',
+    up: entryFunctions,
   },
 ]);
 

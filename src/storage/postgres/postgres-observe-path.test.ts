@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresTestSchemas, postgresTestUrl } from '../../../test/support/postgres-schema.js';
+import { createPostgresTestSchemas, postgresTestUrl, recordStatements } from '../../../test/support/postgres-schema.js';
 import type { PostgresTestSchemas } from '../../../test/support/postgres-schema.js';
 import { HarnessMemoryError } from '../../core/errors.js';
 import type { MemoryRecord } from '../../core/observation.js';
@@ -82,14 +82,7 @@ describe.skipIf(!url)('postgres observe path (two statements, checked premises)'
     opened.push(pool);
     const store = await createPostgresStore({ pool, schema });
     opened.push(store);
-    const statements: string[] = [];
-    const original = pool.query.bind(pool) as (...args: unknown[]) => unknown;
-    (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-      const config = args[0] as string | { text: string };
-      statements.push(typeof config === 'string' ? config : config.text);
-      return original(...args);
-    };
-    return { store, statements };
+    return { store, statements: recordStatements(pool) };
   };
 
   it('stores, claims and applies an observe in two statements', async () => {

@@ -14,7 +14,7 @@ import type { StoreInput as Input } from '../_memory-rows.js';
 import { seqsJson, toObservation, toOperation, toRecord, toStoredMessage } from '../_memory-rows.js';
 import type { MessageRow, ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
 import type { AppendAndClaimResult, MemoryStore, NewMessage } from '../store.js';
-import { lockKey32, query } from './postgres-connection.js';
+import { lockKey32, query, rowFromJson } from './postgres-connection.js';
 
 type ObservationApplied = Awaited<ReturnType<MemoryStore['completeObservation']>>;
 
@@ -31,21 +31,10 @@ export interface PostgresObservePath {
 // Enough for every scope a replica serves at once; the oldest entries go first.
 const MAX_REMEMBERED = 4096;
 
-// Columns of the rows a function returns as JSON that hold times: JSON writes them with
-// microseconds and an offset, the pool's parser as ISO 8601 with milliseconds.
+// Columns of the rows a function returns as JSON that hold times (see rowFromJson).
 const RECORD_TIMES = ['created_at', 'updated_at', 'reflection_created_at'] as const;
 const OPERATION_TIMES = ['lease_expires_at', 'available_at', 'created_at', 'updated_at'] as const;
 const OBSERVATION_TIMES = ['created_at'] as const;
-
-/** A JSON row as the pool would have returned it. */
-function fromJson<R extends object>(value: unknown, times: readonly string[]): R {
-  const row = { ...(value as Record<string, unknown>) };
-  for (const column of times) {
-    const time = row[column];
-    if (typeof time === 'string') row[column] = new Date(time).toISOString();
-  }
-  return row as R;
-}
 
 /** New messages as the statements take them: keys, roles, names, tool call ids, contents, token counts. */
 export function messageColumns(messages: readonly NewMessage[]): unknown[] {
@@ -150,7 +139,7 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
         records.delete(input.memoryId);
         return undefined;
       }
-      const recordRow = result.record ? fromJson<RecordRow>(result.record, RECORD_TIMES) : undefined;
+      const recordRow = result.record ? rowFromJson<RecordRow>(result.record, RECORD_TIMES) : undefined;
       const record = recordRow && toRecord(recordRow);
       remember(records, input.memoryId, record ?? null);
       if (result.disabled === true) return { disabled: true, record };
@@ -162,9 +151,9 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
         unobservedTokens: Number(result.unobserved_tokens),
       };
       if (!result.operation) return appended;
-      const enqueued = toOperation(fromJson<OperationRow>(result.operation, OPERATION_TIMES));
+      const enqueued = toOperation(rowFromJson<OperationRow>(result.operation, OPERATION_TIMES));
       if (!result.claimed) return { ...appended, operation: enqueued };
-      const claimed = toOperation(fromJson<OperationRow>(result.claimed, OPERATION_TIMES));
+      const claimed = toOperation(rowFromJson<OperationRow>(result.claimed, OPERATION_TIMES));
       if (claimed.operationType !== 'observe' || !Array.isArray(result.messages))
         return { ...appended, operation: enqueued, claimed };
       remember(positions, claimed.operationId, {
@@ -206,9 +195,9 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
         ...markerParameters(end),
       ]);
       if (result === undefined) return undefined;
-      const record = toRecord(fromJson<RecordRow>(result.record, RECORD_TIMES));
+      const record = toRecord(rowFromJson<RecordRow>(result.record, RECORD_TIMES));
       const observations = (result.observations as unknown[]).map((row) =>
-        toObservation(fromJson<ObservationRow>(row, OBSERVATION_TIMES)),
+        toObservation(rowFromJson<ObservationRow>(row, OBSERVATION_TIMES)),
       );
       remember(records, input.memoryId, record);
       return { record, observations };

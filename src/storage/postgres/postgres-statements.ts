@@ -12,7 +12,7 @@ export interface PostgresStatements {
   readonly ensureRecord: string;
   /** $1 memoryId, $2 stateVersion, $3 enabled, $4 config jsonb. */
   readonly updateSettings: string;
-  /** $1 memoryId, $2 stateVersion, $3 lastMessageSeq. */
+  /** $1 memoryId, $2 stateVersion, $3 lastMessageSeq, $4 the inserted messages' tokens. */
   readonly updateLastMessageSeq: string;
   /** $1 memoryId, $2 stateVersion, $3 throughSeq, $4 count, $5 lastObservationSeq, $6 tokens. */
   readonly applyObservations: string;
@@ -74,13 +74,13 @@ export interface PostgresStatements {
   readonly countPendingOfScope: string;
 
   readonly selectEntry: string;
-  /** $1 memoryId, $2 key: whether the key exists, the entry count, and the bytes of the other entries. */
-  readonly entryUsage: string;
-  readonly upsertEntry: string;
+  /**
+   * $1 lock class, $2 memoryId, $3-$5 tenant, conversation and agent ids, $6 key, $7 value JSON,
+   * $8 the new version, $9 max entries, $10 max total bytes; `result` is `{entry}` or `{limit}`.
+   */
+  readonly setEntry: string;
   /** $1 memoryId, $2 key, $3 the new working-memory version if a row goes; returns `count`. */
   readonly deleteEntry: string;
-  /** $1 memoryId, $2 the new version. */
-  readonly bumpWorkingMemoryVersion: string;
   readonly selectWorkingMemoryVersion: string;
   readonly listEntries: string;
 
@@ -258,18 +258,7 @@ export function buildStatements(s: string): PostgresStatements {
       `IN ('queued', 'processing')`,
 
     selectEntry: `SELECT * FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2`,
-    entryUsage: `
-      SELECT EXISTS (SELECT 1 FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2) AS present,
-        (SELECT count(*) FROM ${s}working_memory_entries WHERE memory_id = $1) AS entries,
-        (SELECT COALESCE(SUM(octet_length(entry_key) + octet_length(entry_json)), 0)::bigint
-           FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key <> $2) AS other_bytes`,
-    // created_at is set on insert only, so a replaced entry keeps it.
-    upsertEntry: `
-      INSERT INTO ${s}working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at) VALUES ($1,
-        $2, $3, now(), now())
-      ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at =
-        excluded.updated_at
-      RETURNING *`,
+    setEntry: `SELECT ${s}wm_set_entry($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS result`,
     // Deletes and, when a row went, sets a new working-memory version ($3), in one statement.
     deleteEntry: `
       WITH deleted AS (DELETE FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2 RETURNING 1),
@@ -278,9 +267,6 @@ export function buildStatements(s: string): PostgresStatements {
             deleted)
           ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version)
       SELECT count(*) AS count FROM deleted`,
-    bumpWorkingMemoryVersion: `
-      INSERT INTO ${s}working_memory_versions (memory_id, version) VALUES ($1, $2)
-      ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version`,
     selectWorkingMemoryVersion: `SELECT version FROM ${s}working_memory_versions WHERE memory_id = $1`,
     listEntries: `SELECT * FROM ${s}working_memory_entries WHERE memory_id = $1 ORDER BY entry_key`,
 

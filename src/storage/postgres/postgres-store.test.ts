@@ -8,7 +8,7 @@ import {
 import { expectPendingTokensKept, pendingScopes } from '../../../test/support/pending-messages.js';
 import { createPostgresTestSchemas } from '../../../test/support/postgres-schema.js';
 import type { PostgresTestSchemas } from '../../../test/support/postgres-schema.js';
-import { postgresTestUrl } from '../../../test/support/postgres-schema.js';
+import { postgresTestUrl, recordStatements } from '../../../test/support/postgres-schema.js';
 import { HarnessMemoryError } from '../../core/errors.js';
 import { createUlidGenerator } from '../../core/ids.js';
 import { parseReflection } from '../../core/parse-reflection.js';
@@ -88,6 +88,40 @@ describe.skipIf(!url)('postgres store', () => {
       for (const handle of opened.splice(0).reverse()) await ('dispose' in handle ? handle.dispose() : handle.end());
       await schemas.drop(schema);
       schema = schemas.next();
+    });
+
+    it('sets a working-memory entry in one statement, and refuses one over a limit writing nothing', async () => {
+      const pool = rawPool();
+      const store = await createPostgresStore({ pool, schema });
+      opened.push(store);
+      const statements = recordStatements(pool);
+      const limits = { maxEntries: 2, maxTotalBytes: 40 };
+      const set = (key: string, valueJson: string) =>
+        store.setWorkingMemoryEntry({ scope, memoryId, key, valueJson, limits });
+      const first = await set('a', '"one"');
+      expect(statements).toHaveLength(1);
+      expect(first).toEqual(await store.getWorkingMemoryEntry(memoryId, 'a'));
+      expect((await store.getRecord(memoryId))?.scope).toEqual(scope);
+      const version = await store.workingMemoryVersion!(memoryId);
+      await set('b', '"two"');
+      await expect(set('c', '"three"')).rejects.toSatisfy(
+        (error: unknown) =>
+          HarnessMemoryError.isInstance(error) &&
+          error.code === 'WORKING_MEMORY_LIMIT' &&
+          (error.data as { limit?: string }).limit === 'entries',
+      );
+      await expect(set('a', `"${'x'.repeat(40)}"`)).rejects.toSatisfy(
+        (error: unknown) =>
+          HarnessMemoryError.isInstance(error) &&
+          (error.data as { limit?: string; actual?: number }).limit === 'total_bytes' &&
+          // The other entry ('b', '"two"') and the new value, in UTF-8 bytes.
+          (error.data as { actual?: number }).actual === 1 + 5 + (1 + 42),
+      );
+      expect((await store.listWorkingMemoryEntries(memoryId)).map((entry) => entry.valueJson)).toEqual([
+        '"one"',
+        '"two"',
+      ]);
+      expect(await store.workingMemoryVersion!(memoryId)).not.toBe(version);
     });
 
     it('returns int8 and count results as numbers and times as ISO strings, without touching pg globally', async () => {

@@ -9,7 +9,7 @@ import type { PoolClient } from 'pg';
 import { StoreError } from '../../core/errors.js';
 import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
-import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
+import { workingMemoryLimitError } from '../../core/working-memory.js';
 import type {
   AppendAndClaimResult,
   AppendMessagesResult,
@@ -24,7 +24,15 @@ import {
   messageColumns,
   observationColumns,
 } from './postgres-observe-path.js';
-import { beginWithScopeLock, openPostgresConnection, query, toStoreError, transaction } from './postgres-connection.js';
+import {
+  beginWithScopeLock,
+  lockKey32,
+  openPostgresConnection,
+  query,
+  rowFromJson,
+  toStoreError,
+  transaction,
+} from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
 import { createStoreGuard } from '../_store-guard.js';
@@ -101,6 +109,16 @@ function buildStore(connection: PostgresConnection): MemoryStore {
   return store;
 }
 
+/** What `wm_set_entry` answers: the stored entry, or the limit the set would break. */
+interface EntrySetAnswer {
+  readonly entry?: unknown;
+  readonly limit?: 'entries' | 'total_bytes';
+  readonly actual: number;
+  readonly max: number;
+}
+
+const ENTRY_TIMES = ['created_at', 'updated_at'] as const;
+
 /** What every part of the store shares: the pool, the statements, the guard and the query helpers. */
 function createPostgresStoreContext(connection: PostgresConnection) {
   const { pool, schema } = connection;
@@ -132,7 +150,22 @@ function createPostgresStoreContext(connection: PostgresConnection) {
   const inScope = <T>(memoryId: string, work: (client: PoolClient) => Promise<T>): Promise<T> =>
     transaction(pool, work, { begin: (client) => beginWithScopeLock(schema, 'memory', memoryId, client) });
 
-  return { sql, inspection, observePath, storeGuard, execute, rows, first, inScope, pool, schema, connection };
+  // The class of the scope locks that beginWithScopeLock takes, for the functions that take them.
+  const memoryLockClass = lockKey32(`harness-memory:memory:${schema}`);
+  return {
+    sql,
+    inspection,
+    observePath,
+    storeGuard,
+    execute,
+    rows,
+    first,
+    inScope,
+    pool,
+    schema,
+    connection,
+    memoryLockClass,
+  };
 }
 
 type PostgresStoreContext = ReturnType<typeof createPostgresStoreContext>;
@@ -737,28 +770,28 @@ function workingMemoryMethods(
 > {
   const { sql, execute, rows, first, inScope, pool } = ctx;
   return {
+    // One statement: the function takes the scope's lock, checks the limits, and writes.
     setWorkingMemoryEntry: (input) =>
-      execute(() =>
-        inScope(input.memoryId, async (client) => {
-          const { memoryId, key, valueJson, limits } = input;
-          const usage = await first<{ present: boolean; entries: number; other_bytes: number }>(
-            client,
-            sql.entryUsage,
-            [memoryId, key],
-          );
-          const entries = usage?.entries ?? 0;
-          // A scope's first entry gives it a record, so the scope is listed.
-          if (entries === 0) await ensureRecord(ctx, client, input.scope, memoryId);
-          if (usage?.present !== true && entries >= limits.maxEntries)
-            throw workingMemoryLimitError('entries', entries + 1, limits.maxEntries);
-          const total = (usage?.other_bytes ?? 0) + utf8Length(key) + utf8Length(valueJson);
-          if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
-          const row = await first<WorkingMemoryRow>(client, sql.upsertEntry, [memoryId, key, valueJson]);
-          if (!row) throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
-          await query(client, sql.bumpWorkingMemoryVersion, [memoryId, newWorkingMemoryVersion()]);
-          return toWorkingMemoryEntry(row);
-        }),
-      ),
+      execute(async () => {
+        const { memoryId, key, valueJson, limits, scope } = input;
+        const answer = await first<{ result: EntrySetAnswer }>(pool, sql.setEntry, [
+          ctx.memoryLockClass,
+          memoryId,
+          scope.tenantId,
+          scope.conversationId,
+          scope.agentId,
+          key,
+          valueJson,
+          newWorkingMemoryVersion(),
+          limits.maxEntries,
+          limits.maxTotalBytes,
+        ]);
+        const result = answer?.result;
+        if (result?.limit) throw workingMemoryLimitError(result.limit, result.actual, result.max);
+        if (!result?.entry)
+          throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
+        return toWorkingMemoryEntry(rowFromJson<WorkingMemoryRow>(result.entry, ENTRY_TIMES));
+      }),
 
     getWorkingMemoryEntry: (memoryId, key) =>
       execute(async () => {

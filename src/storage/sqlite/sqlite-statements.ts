@@ -155,16 +155,20 @@ export interface SqliteStatements {
   readonly countPendingOperationsOfScope: Statement<[string], number>;
 
   readonly selectEntry: Statement<[string, string], WorkingMemoryRow>;
-  /** The UTF-8 bytes of an entry's key and value; none when the key is absent. */
-  readonly entryBytes: Statement<[string, string], number>;
+  /**
+   * What a set decides from, in one step: the scope's entry count and bytes (null without a
+   * usage row), the entry's bytes and creation time (null when the key is absent), and now.
+   */
+  readonly entrySetBasis: Statement<
+    Named<{ memoryId: string; key: string }>,
+    [number | null, number | null, number | null, string | null, string]
+  >;
   /** `[entry_count, total_bytes]` of the scope's working memory. */
   readonly workingMemoryUsage: Statement<[string], [number, number]>;
   /** Stores the scope's entry count and bytes with a new version. */
   readonly writeWorkingMemoryUsage: Statement<[string, number, number, number]>;
-  readonly upsertEntry: Statement<
-    Named<{ memoryId: string; key: string; valueJson: string; now: string }>,
-    WorkingMemoryRow
-  >;
+  /** Creates or replaces an entry; a replaced one keeps its `created_at`. */
+  readonly upsertEntry: Statement<Named<{ memoryId: string; key: string; valueJson: string; now: string }>>;
   /** Deletes an entry; returns its bytes, none when the key was absent. */
   readonly deleteEntry: Statement<[string, string], number>;
   readonly selectWorkingMemoryVersion: Statement<[string], number>;
@@ -412,7 +416,14 @@ export function prepareStatements(db: Database): SqliteStatements {
     countPendingOperationsOfScope: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND ${PENDING}`),
 
     selectEntry: prepare('SELECT * FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?'),
-    entryBytes: pluck(`SELECT ${ENTRY_BYTES} FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?`),
+    entrySetBasis: prepare<
+      Named<{ memoryId: string; key: string }>,
+      [number | null, number | null, number | null, string | null, string]
+    >(`
+      SELECT v.entry_count, v.total_bytes, e.bytes, e.created_at, ${SQL_NOW}
+      FROM (SELECT 1) LEFT JOIN working_memory_versions AS v ON v.memory_id = @memoryId
+      LEFT JOIN (SELECT ${ENTRY_BYTES} AS bytes, created_at FROM working_memory_entries
+        WHERE memory_id = @memoryId AND entry_key = @key) AS e`).raw(true),
     workingMemoryUsage: prepare<[string], [number, number]>(
       'SELECT entry_count, total_bytes FROM working_memory_versions WHERE memory_id = ?',
     ).raw(true),
@@ -425,8 +436,7 @@ export function prepareStatements(db: Database): SqliteStatements {
       INSERT INTO working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at) VALUES (@memoryId,
         @key, @valueJson, @now, @now)
       ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at =
-        excluded.updated_at
-      RETURNING *`),
+        excluded.updated_at`),
     deleteEntry: pluck(
       `DELETE FROM working_memory_entries WHERE memory_id = ? AND entry_key = ? RETURNING ${ENTRY_BYTES}`,
     ),

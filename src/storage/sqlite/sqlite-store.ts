@@ -706,27 +706,27 @@ function requeueStaleOperations(ctx: SqliteStoreContext, input: Input<'requeueSt
 // The scope's entry count and bytes live with its working-memory version and change in
 // the same transaction as the entries, so the limits need no pass over every entry.
 function setWorkingMemoryEntry(ctx: SqliteStoreContext, input: Input<'setWorkingMemoryEntry'>) {
-  const { readNow, ensureRecord, statements } = ctx;
+  const { ensureRecord, statements } = ctx;
 
   const { memoryId, key, valueJson, limits } = input;
-  const previous = statements.entryBytes.get(memoryId, key);
-  const usage = statements.workingMemoryUsage.get(memoryId);
+  const basis = statements.entrySetBasis.get({ memoryId, key });
+  if (!basis) throw new StoreError({ store: STORE_NAME, message: 'SQLite returned no working-memory usage.' });
+  const [storedCount, storedBytes, previous, createdAt, now] = basis;
   // A scope's first entry gives it a record, so the scope is listed.
-  if (usage === undefined) ensureRecord(input.scope, memoryId, readNow());
-  const [count, bytes] = usage ?? [0, 0];
-  if (previous === undefined && count >= limits.maxEntries)
+  if (storedCount === null) ensureRecord(input.scope, memoryId, now);
+  const count = storedCount ?? 0;
+  if (previous === null && count >= limits.maxEntries)
     throw workingMemoryLimitError('entries', count + 1, limits.maxEntries);
-  const total = bytes - (previous ?? 0) + utf8Length(key) + utf8Length(valueJson);
+  const total = (storedBytes ?? 0) - (previous ?? 0) + utf8Length(key) + utf8Length(valueJson);
   if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
-  const row = statements.upsertEntry.get({ memoryId, key, valueJson, now: readNow() });
-  if (!row) throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
+  statements.upsertEntry.run({ memoryId, key, valueJson, now });
   statements.writeWorkingMemoryUsage.run(
     memoryId,
     newWorkingMemoryVersion(),
-    previous === undefined ? count + 1 : count,
+    previous === null ? count + 1 : count,
     total,
   );
-  return toWorkingMemoryEntry(row);
+  return Object.freeze({ key, valueJson, createdAt: createdAt ?? now, updatedAt: now });
 }
 
 function deleteWorkingMemoryEntry(ctx: SqliteStoreContext, memoryId: string, key: string): boolean {
