@@ -10,6 +10,7 @@ import { OBSERVATION_SOURCES } from '../../core/observation.js';
 import { lockKey64, query, transaction, validateSchemaName } from './postgres-connection.js';
 import { entryFunctions } from './postgres-entry-functions.js';
 import { observeFunctions } from './postgres-observe-functions.js';
+import { runEventFunctions } from './postgres-run-functions.js';
 
 /** One schema step: SQL run inside the migration transaction. */
 export interface PostgresMigration {
@@ -329,6 +330,11 @@ ${observeFunctions(s)}`,
     version: 11,
     description: 'wm_set_entry: a working-memory set in one statement (scope lock, limits, record, entry, version)',
     up: entryFunctions,
+  },
+  {
+    version: 12,
+    description: 'harness_append_run_event: a run event in one statement (run lock, next seq, insert)',
+    up: runEventFunctions,
   },
 ]);
 

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresTestSchemas, postgresTestUrl } from '../../../test/support/postgres-schema.js';
+import pg from 'pg';
+import { createPostgresTestSchemas, postgresTestUrl, recordStatements } from '../../../test/support/postgres-schema.js';
 import type { PostgresTestSchemas } from '../../../test/support/postgres-schema.js';
 import { createPostgresRunStore } from './postgres-run-store.js';
 import type { RunStore } from '../run-store.js';
@@ -31,19 +32,23 @@ describe.skipIf(!url)('postgres run store', () => {
 
   describe('run store: postgres (replicas)', () => {
     const opened: RunStore[] = [];
+    const pools: pg.Pool[] = [];
     let schema = '';
     afterEach(async () => {
       for (const store of opened.splice(0)) await store.dispose();
+      for (const pool of pools.splice(0)) await pool.end();
       await schemas.drop(schema);
     });
 
     it("numbers one run's events without gaps or repeats when two replicas append at once", async () => {
       schema = schemas.next();
+      const pool = new pg.Pool({ connectionString, max: 10 });
       const [first, second] = await Promise.all([
         createPostgresRunStore({ connectionString, schema }),
-        createPostgresRunStore({ connectionString, schema }),
+        createPostgresRunStore({ pool, schema }),
       ]);
       opened.push(first!, second!);
+      pools.push(pool);
       const scope = { tenantId: 't', conversationId: 'c', agentId: 'a' };
       await first!.createRun({
         runId: 'run_1',
@@ -59,6 +64,7 @@ describe.skipIf(!url)('postgres run store', () => {
         usage: { inputTokens: 0, outputTokens: 0 },
         parentRunId: null,
       });
+      const statements = recordStatements(pool);
       const appended = await Promise.all(
         Array.from({ length: 40 }, (_, index) =>
           (index % 2 === 0 ? first! : second!).appendEvent('run_1', 'test.event', { index }),
@@ -67,6 +73,8 @@ describe.skipIf(!url)('postgres run store', () => {
       expect(appended.map((event) => event.seq).sort((a, b) => a - b)).toEqual(
         Array.from({ length: 40 }, (_, index) => index),
       );
+      // One statement per event (the function), not a transaction.
+      expect(statements).toHaveLength(20);
       const events = await second!.listEvents('run_1', -1);
       expect(events.map((event) => event.seq)).toEqual(Array.from({ length: 40 }, (_, index) => index));
       expect(events.every((event) => typeof event.seq === 'number' && event.timestamp.endsWith('Z'))).toBe(true);

@@ -177,22 +177,18 @@ function runMethods(
     // The run's row lock serializes appends per run; the next seq is read by a second
     // statement, whose snapshot (READ COMMITTED) is taken after the lock and so sees every
     // earlier append of the run.
+    // One statement: the function locks the run's row, numbers the event and stores it.
     appendEvent: (runId, type, payload) =>
-      wrap(() =>
-        transaction(pool, async (client) => {
-          const run = await query(client, `SELECT 1 FROM ${s}harness_runs WHERE run_id = $1 FOR UPDATE`, [runId]);
-          if (run.rowCount === 0) throw missing(runId);
-          const inserted = await query<RunEventRow>(
-            client,
-            `INSERT INTO ${s}harness_run_events (run_id, seq, type, "timestamp", payload_json)
-             SELECT $1, COALESCE(MAX(seq), -1) + 1, $2, clock_timestamp(), $3::json FROM ${s}harness_run_events WHERE
-               run_id = $1
-             RETURNING *`,
-            [runId, type, JSON.stringify(payload)],
-          );
-          return toRunEvent(inserted.rows[0] as RunEventRow);
-        }),
-      ),
+      wrap(async () => {
+        const inserted = await query<RunEventRow>(
+          pool,
+          `SELECT * FROM ${s}harness_append_run_event($1, $2, $3::json)`,
+          [runId, type, JSON.stringify(payload)],
+        );
+        const row = inserted.rows[0];
+        if (!row) throw missing(runId);
+        return toRunEvent(row);
+      }),
     listEvents: (runId, afterSeq) =>
       wrap(async () =>
         (
