@@ -100,6 +100,19 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
         usage: { inputTokens: 3, outputTokens: 4 },
       });
       expect(await store.getRun('run_1')).toEqual(updated);
+      // A patch changes the fields it names and keeps the others.
+      const failed = await store.updateRun('run_1', { status: 'failed', error: { code: 'X', message: 'boom' } });
+      expect(failed).toMatchObject({
+        status: 'failed',
+        output: 'answer',
+        error: { code: 'X', message: 'boom' },
+        steps: 2,
+        usage: { inputTokens: 3, outputTokens: 4 },
+      });
+      const cleared = await store.updateRun('run_1', { output: null, error: null, steps: 3 });
+      expect(cleared).toMatchObject({ status: 'failed', output: null, error: null, steps: 3 });
+      expect(cleared.usage).toEqual({ inputTokens: 3, outputTokens: 4 });
+      expect(await store.getRun('run_1')).toEqual(cleared);
       expect(await store.getRun('run_2')).toBeUndefined();
       await expect(store.updateRun('run_2', { status: 'failed' })).rejects.toThrow();
     });

@@ -10,7 +10,7 @@ import { OBSERVATION_SOURCES } from '../../core/observation.js';
 import { lockKey64, query, transaction, validateSchemaName } from './postgres-connection.js';
 import { entryFunctions } from './postgres-entry-functions.js';
 import { observeFunctions } from './postgres-observe-functions.js';
-import { runEventFunctions } from './postgres-run-functions.js';
+import { conversationMessageFunctions, runEventFunctions } from './postgres-run-functions.js';
 
 /** One schema step: SQL run inside the migration transaction. */
 export interface PostgresMigration {
@@ -335,6 +335,12 @@ ${observeFunctions(s)}`,
     version: 12,
     description: 'harness_append_run_event: a run event in one statement (run lock, next seq, insert)',
     up: runEventFunctions,
+  },
+  {
+    version: 13,
+    description:
+      "harness_append_messages: a conversation's messages in one statement (conversation lock, generation, insert)",
+    up: conversationMessageFunctions,
   },
 ]);
 

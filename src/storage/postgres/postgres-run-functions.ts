@@ -1,7 +1,8 @@
 /**
- * The database function of a run event on Postgres (migration 12): the run's row lock, the
- * next seq and the insert, in one statement instead of a four-round-trip transaction. A run
- * emits several events per step, so this is most of a Postgres run's time outside the LLM.
+ * The database functions of a run's hottest writes on Postgres, each one statement instead of
+ * a transaction of three or four round trips: a run event (migration 12: the run's row lock,
+ * the next seq, the insert) and a conversation's messages (migration 13: the conversation's
+ * lock, the generation check, the insert). A run makes several of each per step.
  * @module
  */
 
@@ -23,6 +24,42 @@ BEGIN
     FROM ${s}harness_run_events AS e WHERE e.run_id = p_run_id
     RETURNING *)
   SELECT * FROM added;
+END
+$fn$;
+`;
+}
+
+/** The DDL of migration 13 under the quoted schema prefix `s`. */
+export function conversationMessageFunctions(s: string): string {
+  return `
+CREATE OR REPLACE FUNCTION ${s}harness_append_messages(
+  p_lock_class integer, p_memory_id text, p_generation bigint,
+  p_ids text[], p_run_ids text[], p_roles text[], p_contents text[], p_names text[], p_tool_call_ids text[],
+  p_tool_calls json[], p_tokens bigint[]
+) RETURNS boolean LANGUAGE plpgsql AS $fn$
+BEGIN
+  -- The conversation's lock, which a forget takes too: positions are assigned one writer at a time.
+  PERFORM pg_advisory_xact_lock(p_lock_class, hashtext(p_memory_id));
+  IF p_generation IS NOT NULL AND COALESCE((SELECT generation FROM ${s}harness_conversation_generations
+      WHERE memory_id = p_memory_id), 0) <> p_generation THEN
+    RETURN false;
+  END IF;
+  -- Known ids and repeats in the batch are skipped; the rest follow the conversation's last position.
+  WITH input AS (
+    SELECT * FROM unnest(p_ids, p_run_ids, p_roles, p_contents, p_names, p_tool_call_ids, p_tool_calls, p_tokens)
+      WITH ORDINALITY AS t(message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count, ord)),
+  fresh AS (
+    SELECT DISTINCT ON (message_id) * FROM input AS i
+    WHERE NOT EXISTS (SELECT 1 FROM ${s}harness_conversation_messages AS m WHERE m.memory_id = p_memory_id AND
+      m.message_id = i.message_id)
+    ORDER BY message_id, ord)
+  INSERT INTO ${s}harness_conversation_messages (memory_id, position, message_id, run_id, role, content, name,
+    tool_call_id, tool_calls_json, token_count)
+  SELECT p_memory_id, (SELECT COALESCE(MAX(position), 0) FROM ${s}harness_conversation_messages
+      WHERE memory_id = p_memory_id) + row_number() OVER (ORDER BY ord),
+    message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count
+  FROM fresh;
+  RETURN true;
 END
 $fn$;
 `;

@@ -40,7 +40,7 @@ describe.skipIf(!url)('postgres run store', () => {
       await schemas.drop(schema);
     });
 
-    it("numbers one run's events without gaps or repeats when two replicas append at once", async () => {
+    it("numbers one run's events and one conversation's messages without collisions when two replicas append at once", async () => {
       schema = schemas.next();
       const pool = new pg.Pool({ connectionString, max: 10 });
       const [first, second] = await Promise.all([
@@ -65,6 +65,21 @@ describe.skipIf(!url)('postgres run store', () => {
         parentRunId: null,
       });
       const statements = recordStatements(pool);
+      // Two replicas append to one conversation at once: each append is one statement, and the
+      // positions (the primary key) never collide.
+      const conversation = 'conversation-1';
+      await Promise.all(
+        Array.from({ length: 40 }, (_, index) =>
+          (index % 2 === 0 ? first! : second!).appendMessages(conversation, [
+            { messageId: `m${index}`, runId: 'run_1', role: 'user', content: `message ${index}`, tokenCount: 3 },
+          ]),
+        ),
+      );
+      expect(statements).toHaveLength(20);
+      expect((await first!.recentMessages(conversation, 1_000)).map((message) => message.messageId).sort()).toEqual(
+        Array.from({ length: 40 }, (_, index) => `m${index}`).sort(),
+      );
+      statements.length = 0;
       const appended = await Promise.all(
         Array.from({ length: 40 }, (_, index) =>
           (index % 2 === 0 ? first! : second!).appendEvent('run_1', 'test.event', { index }),

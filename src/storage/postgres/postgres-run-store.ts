@@ -15,7 +15,7 @@ import { takeRecent } from '../in-memory-run-store.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
 import { createStoreGuard } from '../_store-guard.js';
 import {
-  beginWithScopeLock,
+  lockKey32,
   openPostgresConnection,
   query,
   scopeLockSql,
@@ -35,6 +35,8 @@ interface PostgresRunContext {
   readonly guard: ReturnType<typeof createStoreGuard>;
   readonly history: HistoryCache;
   readonly lockConversation: string;
+  /** The class of the conversation locks, for the function that takes them. */
+  readonly conversationLockClass: number;
   readonly wrap: <T>(work: () => Promise<T>) => Promise<T>;
   readonly missing: (runId: string) => StoreError;
   readonly errorJson: (error: RunRecord['error']) => string | null;
@@ -75,6 +77,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     new HistoryPageSizes(),
   );
   const lockConversation = scopeLockSql(schema, 'conversation', 1);
+  const conversationLockClass = lockKey32(`harness-memory:conversation:${schema}`);
 
   const wrap = <T>(work: () => Promise<T>): Promise<T> => guard.runAsync(work);
   const missing = (runId: string): StoreError =>
@@ -88,6 +91,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     guard,
     history,
     lockConversation,
+    conversationLockClass,
     wrap,
     missing,
     errorJson,
@@ -148,35 +152,39 @@ function runMethods(
         const row = (await query<RunRow>(pool, `SELECT * FROM ${s}harness_runs WHERE run_id = $1`, [runId])).rows[0];
         return row ? toRunRecord(row) : undefined;
       }),
+    // One statement: each field the patch names is written, the others keep their value.
     updateRun: (runId, patch) =>
-      wrap(() =>
-        transaction(pool, async (client) => {
-          const row = (
-            await query<RunRow>(client, `SELECT * FROM ${s}harness_runs WHERE run_id = $1 FOR UPDATE`, [runId])
-          ).rows[0];
-          if (!row) throw missing(runId);
-          const next = { ...toRunRecord(row), ...patch };
-          const updated = await query<RunRow>(
-            client,
-            `UPDATE ${s}harness_runs SET status = $2, output = $3, error_json = $4::jsonb, steps = $5, input_tokens =
-              $6, output_tokens = $7, updated_at = now()
-             WHERE run_id = $1 RETURNING *`,
-            [
-              runId,
-              next.status,
-              next.output,
-              errorJson(next.error),
-              next.steps,
-              next.usage.inputTokens,
-              next.usage.outputTokens,
-            ],
-          );
-          return toRunRecord(updated.rows[0] as RunRow);
-        }),
-      ),
-    // The run's row lock serializes appends per run; the next seq is read by a second
-    // statement, whose snapshot (READ COMMITTED) is taken after the lock and so sees every
-    // earlier append of the run.
+      wrap(async () => {
+        const updated = await query<RunRow>(
+          pool,
+          `UPDATE ${s}harness_runs SET
+             status = CASE WHEN $2 THEN $3 ELSE status END,
+             output = CASE WHEN $4 THEN $5 ELSE output END,
+             error_json = CASE WHEN $6 THEN $7::jsonb ELSE error_json END,
+             steps = CASE WHEN $8 THEN $9::integer ELSE steps END,
+             input_tokens = CASE WHEN $10 THEN $11::bigint ELSE input_tokens END,
+             output_tokens = CASE WHEN $10 THEN $12::bigint ELSE output_tokens END,
+             updated_at = now()
+           WHERE run_id = $1 RETURNING *`,
+          [
+            runId,
+            'status' in patch,
+            patch.status ?? null,
+            'output' in patch,
+            patch.output ?? null,
+            'error' in patch,
+            errorJson(patch.error ?? null),
+            'steps' in patch,
+            patch.steps ?? null,
+            'usage' in patch,
+            patch.usage?.inputTokens ?? null,
+            patch.usage?.outputTokens ?? null,
+          ],
+        );
+        const row = updated.rows[0];
+        if (!row) throw missing(runId);
+        return toRunRecord(row);
+      }),
     // One statement: the function locks the run's row, numbers the event and stores it.
     appendEvent: (runId, type, payload) =>
       wrap(async () => {
@@ -217,61 +225,32 @@ function runMethods(
 function conversationMethods(
   ctx: PostgresRunContext,
 ): Pick<RunStore, 'appendMessages' | 'recentMessages' | 'conversationGeneration' | 'forgetConversation'> {
-  const { pool, schema, s, history, lockConversation, wrap } = ctx;
+  const { pool, s, history, lockConversation, conversationLockClass, wrap } = ctx;
   return {
     appendMessages: (memoryId, messages, appendOptions = {}) =>
       wrap(async () => {
         if (messages.length === 0 && appendOptions.generation === undefined) return;
         const column = <T>(pick: (message: ConversationMessage) => T): T[] => messages.map(pick);
-        // Positions are assigned under the conversation's lock, which a forget takes too; known
-        // ids and repeats in the batch are skipped.
-        await transaction(
+        // One statement: the function takes the conversation's lock (which a forget takes too),
+        // checks the generation and inserts what is new.
+        const appended = await query<{ appended: boolean }>(
           pool,
-          async (client) => {
-            if (appendOptions.generation !== undefined) {
-              const found = (
-                await query<{ generation: number }>(
-                  client,
-                  `SELECT generation FROM ${s}harness_conversation_generations WHERE memory_id = $1`,
-                  [memoryId],
-                )
-              ).rows[0];
-              if ((found?.generation ?? 0) !== appendOptions.generation) throw scopeForgottenError(STORE, memoryId);
-            }
-            if (messages.length === 0) return;
-            await query(
-              client,
-              `WITH input AS (
-               SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                 $8::json[], $9::bigint[])
-                 WITH ORDINALITY AS t(message_id, run_id, role, content, name, tool_call_id, tool_calls_json,
-                   token_count, ord)),
-             fresh AS (
-               SELECT DISTINCT ON (message_id) * FROM input AS i
-               WHERE NOT EXISTS (SELECT 1 FROM ${s}harness_conversation_messages AS m WHERE m.memory_id = $1 AND
-                 m.message_id = i.message_id)
-               ORDER BY message_id, ord)
-             INSERT INTO ${s}harness_conversation_messages (memory_id, position, message_id, run_id, role, content,
-               name, tool_call_id, tool_calls_json, token_count)
-             SELECT $1, (SELECT COALESCE(MAX(position), 0) FROM ${s}harness_conversation_messages WHERE memory_id =
-               $1) + row_number() OVER (ORDER BY ord),
-               message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count
-             FROM fresh`,
-              [
-                memoryId,
-                column((message) => message.messageId),
-                column((message) => message.runId),
-                column((message) => message.role),
-                column((message) => message.content),
-                column((message) => message.name ?? null),
-                column((message) => message.toolCallId ?? null),
-                column((message) => (message.toolCalls ? JSON.stringify(message.toolCalls) : null)),
-                column((message) => message.tokenCount),
-              ],
-            );
-          },
-          { begin: (client) => beginWithScopeLock(schema, 'conversation', memoryId, client) },
+          `SELECT ${s}harness_append_messages($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS appended`,
+          [
+            conversationLockClass,
+            memoryId,
+            appendOptions.generation ?? null,
+            column((message) => message.messageId),
+            column((message) => message.runId),
+            column((message) => message.role),
+            column((message) => message.content),
+            column((message) => message.name ?? null),
+            column((message) => message.toolCallId ?? null),
+            column((message) => (message.toolCalls ? JSON.stringify(message.toolCalls) : null)),
+            column((message) => message.tokenCount),
+          ],
         );
+        if (appended.rows[0]?.appended !== true) throw scopeForgottenError(STORE, memoryId);
       }),
     recentMessages: (memoryId, maxTokens) =>
       wrap(async () => takeRecent(await history.recent(memoryId, maxTokens), maxTokens)),
