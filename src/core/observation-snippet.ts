@@ -290,7 +290,9 @@ function lineCostOf(
 ): number {
   let lineCost = known.get(observation);
   if (lineCost === undefined) {
-    lineCost = cost(`- [${observation.seq}] ${renderedBodyOf(observation)}`);
+    // Not through renderedBodyOf: this runs once per observation when the index is built, and
+    // remembering every body would cost a map entry each; only the lines a snippet shows are kept.
+    lineCost = cost(`- [${observation.seq}] ${renderDataLines(observation.content, CONTINUATION_INDENT)}`);
     known.set(observation, lineCost);
   }
   return lineCost;
