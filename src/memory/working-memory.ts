@@ -5,7 +5,6 @@
  */
 import { redactSecrets } from '../core/redact-secrets.js';
 import { requireObject, requireOptions } from '../core/require-option.js';
-import { memoryIdOf, resolveScope } from '../core/scope.js';
 import type { ScopeInput } from '../core/scope.js';
 import {
   DEFAULT_WORKING_MEMORY_LIMITS,
@@ -16,6 +15,7 @@ import {
 import type { WorkingMemoryLimitsConfig } from '../core/working-memory.js';
 import type { MemoryStore, WorkingMemoryEntry } from '../storage/store.js';
 import { ConfigError } from '../core/errors.js';
+import { ScopeTargetCache } from './scope-target-cache.js';
 import { SnippetCache } from './snippet-cache.js';
 
 /** Options of {@link createWorkingMemory}. */
@@ -83,10 +83,8 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
   const redact = options.redactSecrets ?? true;
   // Rendered snippets of recently read scopes, by the store's working-memory version.
   const snippets = new SnippetCache();
-  const target = (scope: ScopeInput) => {
-    const resolved = resolveScope(scope);
-    return { scope: resolved, memoryId: memoryIdOf(resolved) };
-  };
+  const targets = new ScopeTargetCache();
+  const target = (scope: ScopeInput) => targets.resolve(scope);
 
   return {
     limits,
