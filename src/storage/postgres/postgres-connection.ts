@@ -205,12 +205,18 @@ export function lockKey32(text: string): number {
 }
 
 /**
- * SQL taking the per-scope transaction lock on `$<param>` (a memory id). The two-int form
- * lives in a different key space from the one-bigint migration lock; the first key is the
- * schema's namespace, so scopes of different schemas never contend.
+ * The first key of the per-scope transaction locks of `kind` in `schema` (the second is
+ * `hashtext` of the id). The two-int form lives in a different key space from the one-bigint
+ * migration lock; the first key is the schema's namespace, so scopes of different schemas
+ * never contend. Database functions that take the lock are passed this.
  */
+export function scopeLockClass(schema: string, kind: 'memory' | 'conversation'): number {
+  return lockKey32(`harness-memory:${kind}:${schema}`);
+}
+
+/** SQL taking the per-scope transaction lock on `$<param>` (a memory id); see {@link scopeLockClass}. */
 export function scopeLockSql(schema: string, kind: 'memory' | 'conversation', param: number): string {
-  return `SELECT pg_advisory_xact_lock(${lockKey32(`harness-memory:${kind}:${schema}`)}, hashtext($${param}))`;
+  return `SELECT pg_advisory_xact_lock(${scopeLockClass(schema, kind)}, hashtext($${param}))`;
 }
 
 /** `BEGIN` and the lock of {@link scopeLockSql} for `id` in one simple query (the id quoted by the client). */
@@ -221,8 +227,7 @@ export function beginWithScopeLock(
   client: PoolClient,
 ): string {
   return (
-    `BEGIN; SELECT pg_advisory_xact_lock(${lockKey32(`harness-memory:${kind}:${schema}`)}, ` +
-    `hashtext(${client.escapeLiteral(id)}))`
+    `BEGIN; SELECT pg_advisory_xact_lock(${scopeLockClass(schema, kind)}, ` + `hashtext(${client.escapeLiteral(id)}))`
   );
 }
 

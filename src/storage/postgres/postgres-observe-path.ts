@@ -14,7 +14,7 @@ import type { StoreInput as Input } from '../_memory-rows.js';
 import { seqsJson, toObservation, toOperation, toRecord, toStoredMessage } from '../_memory-rows.js';
 import type { MessageRow, ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
 import type { AppendAndClaimResult, MemoryStore, NewMessage } from '../store.js';
-import { lockKey32, query, rowFromJson } from './postgres-connection.js';
+import { query, rowFromJson, scopeLockClass } from './postgres-connection.js';
 
 type ObservationApplied = Awaited<ReturnType<MemoryStore['completeObservation']>>;
 
@@ -84,7 +84,7 @@ function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
 
 /** Builds the path for one store's pool and schema. */
 export function createPostgresObservePath(pool: Pool, schema: string, prefix: string): PostgresObservePath {
-  const lockClass = lockKey32(`harness-memory:memory:${schema}`);
+  const lockClass = scopeLockClass(schema, 'memory');
   const appendAndClaim =
     `SELECT ${prefix}om_observe_append_and_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, ` +
     `$15, $16, $17, $18, $19, $20, $21, $22, $23) AS result`;

@@ -15,9 +15,9 @@ import { takeRecent } from '../in-memory-run-store.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
 import { createStoreGuard } from '../_store-guard.js';
 import {
-  lockKey32,
   openPostgresConnection,
   query,
+  scopeLockClass,
   scopeLockSql,
   toStoreError,
   transaction,
@@ -77,7 +77,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     new HistoryPageSizes(),
   );
   const lockConversation = scopeLockSql(schema, 'conversation', 1);
-  const conversationLockClass = lockKey32(`harness-memory:conversation:${schema}`);
+  const conversationLockClass = scopeLockClass(schema, 'conversation');
 
   const wrap = <T>(work: () => Promise<T>): Promise<T> => guard.runAsync(work);
   const missing = (runId: string): StoreError =>

@@ -26,10 +26,10 @@ import {
 } from './postgres-observe-path.js';
 import {
   beginWithScopeLock,
-  lockKey32,
   openPostgresConnection,
   query,
   rowFromJson,
+  scopeLockClass,
   toStoreError,
   transaction,
 } from './postgres-connection.js';
@@ -150,8 +150,7 @@ function createPostgresStoreContext(connection: PostgresConnection) {
   const inScope = <T>(memoryId: string, work: (client: PoolClient) => Promise<T>): Promise<T> =>
     transaction(pool, work, { begin: (client) => beginWithScopeLock(schema, 'memory', memoryId, client) });
 
-  // The class of the scope locks that beginWithScopeLock takes, for the functions that take them.
-  const memoryLockClass = lockKey32(`harness-memory:memory:${schema}`);
+  const memoryLockClass = scopeLockClass(schema, 'memory');
   return {
     sql,
     inspection,

@@ -726,7 +726,13 @@ function setWorkingMemoryEntry(ctx: SqliteStoreContext, input: Input<'setWorking
     previous === null ? count + 1 : count,
     total,
   );
-  return Object.freeze({ key, valueJson, createdAt: createdAt ?? now, updatedAt: now });
+  return toWorkingMemoryEntry({
+    memory_id: memoryId,
+    entry_key: key,
+    entry_json: valueJson,
+    created_at: createdAt ?? now,
+    updated_at: now,
+  });
 }
 
 function deleteWorkingMemoryEntry(ctx: SqliteStoreContext, memoryId: string, key: string): boolean {
