@@ -65,6 +65,7 @@ export { buildWorkingMemorySnippet, DEFAULT_WORKING_MEMORY_LIMITS } from './core
 export type { WorkingMemoryLimitsConfig } from './core/working-memory.js';
 export { redactSecrets } from './core/redact-secrets.js';
 export { redactJsonText, redactValue } from './core/redact-value.js';
+export type { RedactValueOptions } from './core/redact-value.js';
 export type { RedactionResult, SecretKind } from './core/redact-secrets.js';
 export { observationToJson, reflectionLinksToJson, statusToJson } from './core/memory-status.js';
 export type { MemoryStatus, MemoryMode } from './core/memory-status.js';

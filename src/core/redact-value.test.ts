@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { redactSecrets } from './redact-secrets.js';
 import { redactJsonText, redactValue } from './redact-value.js';
 
 const OPENAI = `sk-proj-${'Ab3_'.repeat(8)}`;
@@ -31,6 +32,95 @@ describe('redactValue', () => {
     let deep: unknown = { key: OPENAI };
     for (let level = 0; level < 100; level++) deep = { next: deep };
     expect(JSON.stringify(redactValue(deep))).not.toContain(OPENAI);
+  });
+});
+
+describe('redactValue: the one-pass check', () => {
+  // The fragments a value is built from: secrets of every kind, the characters near which
+  // matching changes (line breaks, tabs, quotes, backslashes), and half-secrets that only
+  // match when joined.
+  const FRAGMENTS = [
+    OPENAI,
+    `sk-ant-api03-${'Xy9_'.repeat(6)}`,
+    ['eyJhbGciOiJIUzI1NiJ9', 'eyJzdWIiOiIxIn0', 'sig_-x'].join('.'),
+    `ghp_${'a1B2c3'.repeat(6)}`,
+    'xoxb-1234567890-abcdefghij',
+    'AKIA' + 'ABCDEFGHIJKLMNOP',
+    `aws_secret_access_key =\t${'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'}`,
+    `"SecretAccessKey": "${'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'}"`,
+    'postgres://user:hunter2@db.example',
+    '?password=hunter2&x=1',
+    'Bearer abc123def456',
+    '4111 1111 1111 1111',
+    '4111-1111-1111-1112',
+    '-----BEGIN PRIVATE KEY-----\nMIIE',
+    '-----END PRIVATE KEY-----',
+    'sk-',
+    'abcdefghijklmnopqrstuvwxyz',
+    '4111 1111',
+    '1111 1111',
+    'bearer',
+    ' ',
+    '\t',
+    '\n',
+    '"',
+    '\\',
+    'plain words',
+    '[REDACTED:openai_key]',
+  ];
+
+  /** The reference: every string (and key) redacted on its own. */
+  function oracle(value: unknown): unknown {
+    if (typeof value === 'string') return redactSecrets(value).text;
+    if (Array.isArray(value)) return value.map(oracle);
+    if (value !== null && typeof value === 'object')
+      return Object.fromEntries(Object.entries(value).map(([key, item]) => [redactSecrets(key).text, oracle(item)]));
+    return value;
+  }
+
+  function randomValue(next: () => number, depth: number): unknown {
+    const text = (): string =>
+      Array.from({ length: 1 + Math.floor(next() * 3) }, () => FRAGMENTS[Math.floor(next() * FRAGMENTS.length)]).join(
+        next() < 0.5 ? '' : ' ',
+      );
+    const pick = next();
+    if (depth > 3 || pick < 0.45) return text();
+    if (pick < 0.55) return Math.floor(next() * 1e6);
+    if (pick < 0.75) return Array.from({ length: Math.floor(next() * 4) }, () => randomValue(next, depth + 1));
+    return Object.fromEntries(
+      Array.from({ length: Math.floor(next() * 4) }, () => [text(), randomValue(next, depth + 1)]),
+    );
+  }
+
+  it('redacts exactly what redacting each string and key on its own would, on 3,000 random values', () => {
+    let seed = 0x2545f491;
+    const next = (): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    let unchanged = 0;
+    for (let index = 0; index < 3_000; index++) {
+      const value = { [`k${index}`]: randomValue(next, 0) };
+      const expected = oracle(value);
+      expect(redactValue(value, { keys: true })).toEqual(expected);
+      if (JSON.stringify(expected) === JSON.stringify(value)) unchanged++;
+    }
+    // Both branches are exercised: values that need nothing and values that do.
+    expect(unchanged).toBeGreaterThan(100);
+    expect(unchanged).toBeLessThan(2_900);
+  });
+
+  it('leaves a secret split across two strings alone, as redacting each string does', () => {
+    const value = { a: 'sk-', b: 'proj-' + 'Ab3_'.repeat(8) };
+    expect(redactValue(value)).toBe(value);
+  });
+
+  it('redacts keys only when asked, and keeps a "__proto__" key a plain key', () => {
+    const value = JSON.parse(`{"__proto__": {"x": 1}, "${OPENAI}": "v"}`) as Record<string, unknown>;
+    expect(Object.keys(redactValue(value))).toEqual(['__proto__', OPENAI]);
+    const redacted = redactValue(value, { keys: true });
+    expect(Object.keys(redacted)).toEqual(['__proto__', '[REDACTED:openai_key]']);
+    expect(Object.getPrototypeOf(redacted)).toBe(Object.prototype);
   });
 });
 

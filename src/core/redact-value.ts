@@ -5,13 +5,22 @@
  */
 import { redactSecrets } from './redact-secrets.js';
 
+/** Options of {@link redactValue}. */
+export interface RedactValueOptions {
+  /** Redact object keys too (working memory stores what the agent wrote as keys). @default false */
+  readonly keys?: boolean;
+}
+
 /**
  * A copy of `value` with {@link redactSecrets} applied to every string in it (object keys
- * stay as they are). Values without a string that needs it come back unchanged, the same
- * object included.
+ * only with `keys: true`). Values without a string that needs it come back unchanged, the
+ * same object included.
  */
-export function redactValue<T>(value: T): T {
-  return redactNode(value, 0) as T;
+export function redactValue<T>(value: T, options: RedactValueOptions = {}): T {
+  if (typeof value === 'string') return redactSecrets(value).text as T;
+  if (typeof value !== 'object' || value === null) return value;
+  const keys = options.keys ?? false;
+  return needsRedaction(value, keys) ? (redactNode(value, 0, keys) as T) : value;
 }
 
 /**
@@ -25,27 +34,63 @@ export function redactJsonText(text: string): string {
   } catch {
     return redactSecrets(text).text;
   }
-  const redacted = redactNode(parsed, 0);
+  const redacted = redactValue(parsed);
   return redacted === parsed ? text : JSON.stringify(redacted);
 }
 
 // Deeper values are redacted as their JSON text rather than walked further.
 const MAX_DEPTH = 64;
 
-function redactNode(value: unknown, depth: number): unknown {
+// Every rule stops at a line break except the private-key block, which always replaces what
+// it matches. So a string that one rule would change is changed the same way inside the
+// strings joined by line breaks: one pass over the joined text tells whether any string of
+// the value needs redacting, at about the cost of redacting one string.
+const SEPARATOR = '\n';
+
+function needsRedaction(value: object, keys: boolean): boolean {
+  const texts: string[] = [];
+  collectTexts(value, 0, keys, texts);
+  const joined = texts.join(SEPARATOR);
+  return redactSecrets(joined).text !== joined;
+}
+
+function collectTexts(value: unknown, depth: number, keys: boolean, into: string[]): void {
+  if (typeof value === 'string') {
+    into.push(value);
+    return;
+  }
+  if (typeof value !== 'object' || value === null) return;
+  // Past the depth the walk stops, the remainder is redacted as JSON text: check that text.
+  if (depth >= MAX_DEPTH) {
+    into.push(JSON.stringify(value));
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (const item of value) collectTexts(item, depth + 1, keys, into);
+    return;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    if (keys) into.push(key);
+    collectTexts(item, depth + 1, keys, into);
+  }
+}
+
+function redactNode(value: unknown, depth: number, keys: boolean): unknown {
   if (typeof value === 'string') return redactSecrets(value).text;
   if (typeof value !== 'object' || value === null) return value;
   if (depth >= MAX_DEPTH) return redactDeepRemainder(value);
   if (Array.isArray(value)) {
-    const items = value.map((item) => redactNode(item, depth + 1));
+    const items = value.map((item) => redactNode(item, depth + 1, keys));
     return items.some((item, index) => item !== value[index]) ? items : value;
   }
   let changed = false;
   const entries = Object.entries(value).map(([key, item]) => {
-    const next = redactNode(item, depth + 1);
-    if (next !== item) changed = true;
-    return [key, next] as const;
+    const nextKey = keys ? redactSecrets(key).text : key;
+    const next = redactNode(item, depth + 1, keys);
+    if (next !== item || nextKey !== key) changed = true;
+    return [nextKey, next] as const;
   });
+  // fromEntries defines own properties, so a "__proto__" key stays a plain key.
   return changed ? Object.fromEntries(entries) : value;
 }
 

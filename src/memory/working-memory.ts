@@ -3,7 +3,7 @@
  * turn, so every size is bounded.
  * @module
  */
-import { redactSecrets } from '../core/redact-secrets.js';
+import { redactValue } from '../core/redact-value.js';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import type { ScopeInput } from '../core/scope.js';
 import {
@@ -92,8 +92,12 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       const { scope, memoryId } = target(scopeInput);
       const normalized = normalizeWorkingMemoryKey(key);
       let valueJson = encodeWorkingMemoryValue(value, limits.maxValueBytes);
-      // Validate first (cycles, depth, non-JSON), then redact the plain JSON copy.
-      if (redact) valueJson = encodeWorkingMemoryValue(redactValue(JSON.parse(valueJson)), limits.maxValueBytes);
+      // Validate first (cycles, depth, non-JSON), then redact the plain JSON copy, keys too.
+      if (redact) {
+        const plain: unknown = JSON.parse(valueJson);
+        const redacted = redactValue(plain, { keys: true });
+        if (redacted !== plain) valueJson = encodeWorkingMemoryValue(redacted, limits.maxValueBytes);
+      }
       const entry = await store.setWorkingMemoryEntry({ scope, memoryId, key: normalized, valueJson, limits });
       return { ok: true, key: normalized, entry };
     },
@@ -130,24 +134,4 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       return text;
     },
   };
-}
-
-/** Redacts secrets in every string inside a JSON-like value (keys included). */
-function redactValue(value: unknown): unknown {
-  if (typeof value === 'string') return redactSecrets(value).text;
-  if (Array.isArray(value)) return value.map(redactValue);
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) {
-      // defineProperty, not assignment: a "__proto__" key must stay a plain own property.
-      Object.defineProperty(out, redactSecrets(key).text, {
-        value: redactValue(item),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
-    return out;
-  }
-  return value;
 }
