@@ -130,6 +130,15 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       expect(events[0]?.payload).toEqual({ index: expect.any(Number) });
     });
 
+    it('refuses an event or an update for a run that does not exist, and stores nothing', async () => {
+      await expect(store.appendEvent('run_missing', 'x', {})).rejects.toThrow(/Run run_missing does not exist/);
+      await expect(store.updateRun('run_missing', { status: 'failed' })).rejects.toThrow(
+        /Run run_missing does not exist/,
+      );
+      expect(await store.listEvents('run_missing', -1)).toEqual([]);
+      expect(await store.getRun('run_missing')).toBeUndefined();
+    });
+
     it('keeps conversation history, skips known ids, and returns the recent part within a budget', async () => {
       await store.appendMessages('m1', [
         message('a', 10),

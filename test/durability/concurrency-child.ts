@@ -4,7 +4,8 @@
  * Waits until `START_AT` (epoch ms) so that the processes overlap, then does `COUNT`
  * observes (one new message each, id `<PROC>-m<i>`, scripted instant observer) and
  * `COUNT` working-memory writes (key `<PROC>-k<i>`), alternating between a scope shared
- * by every process and a scope of its own. Drains, then prints one JSON line. Any error
+ * by every process and a scope of its own, and appends `COUNT` events (`{proc, index}`) to
+ * the run `run-shared`, which the test created. Drains, then prints one JSON line. Any error
  * is printed to stderr and exits 1.
  *
  * Environment: `DB_PATH`, `PROC` (e.g. `p0`), `COUNT` (default 1000), `START_AT`.
@@ -12,6 +13,7 @@
  */
 import { createObservationalMemory } from '../../src/memory/observational-memory.js';
 import { createWorkingMemory } from '../../src/memory/working-memory.js';
+import { createSqliteRunStore } from '../../src/storage/sqlite/sqlite-run-store.js';
 import { createSqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
 import { scriptedObserver } from '../support/scripted-models.js';
 
@@ -39,6 +41,7 @@ const fail = (text: string): void => {
 };
 
 const store = createSqliteStore({ path });
+const runStore = createSqliteRunStore({ path });
 const memory = createObservationalMemory({
   store,
   observer,
@@ -64,12 +67,14 @@ try {
     });
     statuses[result.status] = (statuses[result.status] ?? 0) + 1;
     await workingMemory.set(scope, `${proc}-k${index}`, { proc, index });
+    await runStore.appendEvent('run-shared', 'test.event', { proc, index });
   }
   const workMs = performance.now() - started;
   const pendingBeforeDrain = await store.countPendingOperations();
   await memory.drain(shared, { timeoutMs: 20_000 });
   await memory.drain(own, { timeoutMs: 20_000 });
   await store.dispose();
+  await runStore.dispose();
   process.stdout.write(
     `${JSON.stringify({ proc, count, workMs: Math.round(workMs), statuses, pendingBeforeDrain, observerCalls: observer.calls.length, failures })}\n`,
   );

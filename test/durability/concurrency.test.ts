@@ -1,12 +1,15 @@
 /**
  * Concurrency: two OS processes on one SQLite file, each doing 1,000 observes and 1,000
- * working-memory writes, alternating between a shared scope and a scope of its own.
+ * working-memory writes, alternating between a shared scope and a scope of its own, and
+ * appending 1,000 events to one shared run.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
 import { memoryIdOf } from '../../src/core/scope.js';
+import { createSqliteRunStore } from '../../src/storage/sqlite/sqlite-run-store.js';
 import { audit, coveredSeqs, jsonLine, messagesObservedAndCleared, range, runChild } from './durability-support.js';
 import type { AuditRows, ChildResult } from './durability-support.js';
 
@@ -23,10 +26,27 @@ describe('durability: two processes on one SQLite file', () => {
   let directory: string;
   let results: ChildResult[];
   let rows: AuditRows;
+  let events: Array<{ seq: number; payload_json: string }>;
 
   beforeAll(async () => {
     directory = mkdtempSync(join(tmpdir(), 'harness-memory-concurrency-'));
     const path = join(directory, 'state.db');
+    const runStore = createSqliteRunStore({ path });
+    await runStore.createRun({
+      runId: 'run-shared',
+      scope: { tenantId: 'tenant-c', conversationId: 'conv-shared', agentId: 'agent-x' },
+      status: 'running',
+      prompt: 'shared',
+      model: 'none',
+      systemPrompt: '',
+      maxSteps: 1,
+      output: null,
+      error: null,
+      steps: 0,
+      usage: { inputTokens: 0, outputTokens: 0 },
+      parentRunId: null,
+    });
+    await runStore.dispose();
     // Both children wait for the same instant, so their work overlaps despite start-up time.
     const startAt = String(Date.now() + 1500);
     results = await Promise.all(
@@ -39,6 +59,16 @@ describe('durability: two processes on one SQLite file', () => {
       ),
     );
     rows = audit(path);
+    const db = new Database(path, { readonly: true });
+    try {
+      events = db
+        .prepare<[], { seq: number; payload_json: string }>(
+          "SELECT seq, payload_json FROM harness_run_events WHERE run_id = 'run-shared' ORDER BY seq",
+        )
+        .all();
+    } finally {
+      db.close();
+    }
   }, 120_000);
   afterAll(() => {
     rmSync(directory, { recursive: true, force: true });
@@ -121,5 +151,16 @@ describe('durability: two processes on one SQLite file', () => {
     // And the shared scope did receive interleaved work from both processes.
     expect(rows.observations.some((row) => row.memory_id === SHARED && row.content.includes('p0'))).toBe(true);
     expect(rows.observations.some((row) => row.memory_id === SHARED && row.content.includes('p1'))).toBe(true);
+  });
+
+  it('numbers the shared run’s events 0, 1, 2, … with each event of each process once', () => {
+    expect(events.map((event) => event.seq)).toEqual(range(PROCS.length * COUNT).map((seq) => seq - 1));
+    const appended = events.map((event) => {
+      const { proc, index } = JSON.parse(event.payload_json) as { proc: string; index: number };
+      return `${proc}:${index}`;
+    });
+    expect(appended.sort()).toEqual(
+      PROCS.flatMap((proc) => Array.from({ length: COUNT }, (_, index) => `${proc}:${index}`)).sort(),
+    );
   });
 });

@@ -35,6 +35,22 @@ export interface SqliteRunStoreOptions {
 const STORE = 'sqlite-runs';
 
 /** What the parts of the SQLite run store share. */
+/** The parameters of the one-statement run update: a 1 in `has_<field>` writes that field. */
+interface RunUpdate {
+  run_id: string;
+  has_status: number;
+  status: string | null;
+  has_output: number;
+  output: string | null;
+  has_error: number;
+  error_json: string | null;
+  has_steps: number;
+  steps: number | null;
+  has_usage: number;
+  input_tokens: number | null;
+  output_tokens: number | null;
+}
+
 interface SqliteRunContext {
   readonly db: Database;
   readonly statements: ReturnType<typeof prepareRunStatements>;
@@ -119,21 +135,30 @@ function prepareRunStatements(db: Database) {
         updated_at)
        VALUES (@run_id, @memory_id, @tenant_id, @conversation_id, @agent_id, @status, @prompt, @model, @system_prompt,
          @max_steps, @output, @error_json, @steps, @input_tokens, @output_tokens, @parent_run_id, ${SQL_NOW},
-         ${SQL_NOW})`,
+         ${SQL_NOW})
+       RETURNING *`,
     ),
     getRun: db.prepare<[string], RunRow>('SELECT * FROM harness_runs WHERE run_id = ?'),
-    updateRun: db.prepare(
-      `UPDATE harness_runs SET status = @status, output = @output, error_json = @error_json, steps = @steps, ` +
-        `input_tokens = @input_tokens, output_tokens = @output_tokens, updated_at = ${SQL_NOW} WHERE run_id = @run_id`,
+    // One statement: each field the patch names (flag 1) is written, the others keep their value.
+    updateRun: db.prepare<[RunUpdate], RunRow>(
+      `UPDATE harness_runs SET
+         status = CASE WHEN @has_status THEN @status ELSE status END,
+         output = CASE WHEN @has_output THEN @output ELSE output END,
+         error_json = CASE WHEN @has_error THEN @error_json ELSE error_json END,
+         steps = CASE WHEN @has_steps THEN @steps ELSE steps END,
+         input_tokens = CASE WHEN @has_usage THEN @input_tokens ELSE input_tokens END,
+         output_tokens = CASE WHEN @has_usage THEN @output_tokens ELSE output_tokens END,
+         updated_at = ${SQL_NOW}
+       WHERE run_id = @run_id RETURNING *`,
     ),
-    nextSeq: db
-      .prepare<[string], number>('SELECT COALESCE(MAX(seq), -1) + 1 FROM harness_run_events WHERE run_id = ?')
-      .pluck(),
-    insertEvent: db.prepare<[string, number, string, string]>(
-      `INSERT INTO harness_run_events (run_id, seq, type, timestamp, payload_json) VALUES (?, ?, ?, ${SQL_NOW}, ?)`,
-    ),
-    getEvent: db.prepare<[string, number], RunEventRow>(
-      'SELECT * FROM harness_run_events WHERE run_id = ? AND seq = ?',
+    // One statement, so one implicit transaction that takes the write lock before it reads
+    // the last seq: numbering, the run's existence check and the insert cannot interleave.
+    appendEvent: db.prepare<[{ run_id: string; type: string; payload_json: string }], RunEventRow>(
+      `INSERT INTO harness_run_events (run_id, seq, type, timestamp, payload_json)
+       SELECT @run_id, COALESCE((SELECT MAX(seq) FROM harness_run_events WHERE run_id = @run_id), -1) + 1, @type,
+         ${SQL_NOW}, @payload_json
+       WHERE EXISTS (SELECT 1 FROM harness_runs WHERE run_id = @run_id)
+       RETURNING *`,
     ),
     listEvents: db.prepare<[string, number], RunEventRow>(
       'SELECT * FROM harness_run_events WHERE run_id = ? AND seq > ? ORDER BY seq',
@@ -178,31 +203,29 @@ function prepareRunStatements(db: Database) {
 function runMethods(
   ctx: SqliteRunContext,
 ): Pick<RunStore, 'createRun' | 'getRun' | 'updateRun' | 'appendEvent' | 'listEvents' | 'listRuns' | 'listStaleRuns'> {
-  const { db, statements, wrap, write, missing, listRuns } = ctx;
+  const { statements, wrap, write, missing, listRuns } = ctx;
   return {
     async createRun(run) {
       return write(() => {
-        db.transaction(() => {
-          statements.insertRun.run({
-            run_id: run.runId,
-            memory_id: memoryIdOf(run.scope),
-            tenant_id: run.scope.tenantId,
-            conversation_id: run.scope.conversationId,
-            agent_id: run.scope.agentId,
-            status: run.status,
-            prompt: run.prompt,
-            model: run.model,
-            system_prompt: run.systemPrompt,
-            max_steps: run.maxSteps,
-            output: run.output,
-            error_json: run.error ? JSON.stringify(run.error) : null,
-            steps: run.steps,
-            input_tokens: run.usage.inputTokens,
-            output_tokens: run.usage.outputTokens,
-            parent_run_id: run.parentRunId,
-          });
-        }).immediate();
-        return toRunRecord(statements.getRun.get(run.runId) as RunRow);
+        const row = statements.insertRun.get({
+          run_id: run.runId,
+          memory_id: memoryIdOf(run.scope),
+          tenant_id: run.scope.tenantId,
+          conversation_id: run.scope.conversationId,
+          agent_id: run.scope.agentId,
+          status: run.status,
+          prompt: run.prompt,
+          model: run.model,
+          system_prompt: run.systemPrompt,
+          max_steps: run.maxSteps,
+          output: run.output,
+          error_json: run.error ? JSON.stringify(run.error) : null,
+          steps: run.steps,
+          input_tokens: run.usage.inputTokens,
+          output_tokens: run.usage.outputTokens,
+          parent_run_id: run.parentRunId,
+        }) as RunRow;
+        return toRunRecord(row);
       });
     },
     async getRun(runId) {
@@ -212,38 +235,31 @@ function runMethods(
       });
     },
     async updateRun(runId, patch) {
-      return write(() =>
-        db
-          .transaction(() => {
-            const row = statements.getRun.get(runId);
-            if (!row) throw missing(runId);
-            const current = toRunRecord(row);
-            const next = { ...current, ...patch };
-            statements.updateRun.run({
-              run_id: runId,
-              status: next.status,
-              output: next.output,
-              error_json: next.error ? JSON.stringify(next.error) : null,
-              steps: next.steps,
-              input_tokens: next.usage.inputTokens,
-              output_tokens: next.usage.outputTokens,
-            });
-            return toRunRecord(statements.getRun.get(runId) as RunRow);
-          })
-          .immediate(),
-      );
+      return write(() => {
+        const row = statements.updateRun.get({
+          run_id: runId,
+          has_status: 'status' in patch ? 1 : 0,
+          status: patch.status ?? null,
+          has_output: 'output' in patch ? 1 : 0,
+          output: patch.output ?? null,
+          has_error: 'error' in patch ? 1 : 0,
+          error_json: patch.error ? JSON.stringify(patch.error) : null,
+          has_steps: 'steps' in patch ? 1 : 0,
+          steps: patch.steps ?? null,
+          has_usage: 'usage' in patch ? 1 : 0,
+          input_tokens: patch.usage?.inputTokens ?? null,
+          output_tokens: patch.usage?.outputTokens ?? null,
+        });
+        if (!row) throw missing(runId);
+        return toRunRecord(row);
+      });
     },
     async appendEvent(runId, type, payload) {
-      return write(() =>
-        db
-          .transaction(() => {
-            if (!statements.getRun.get(runId)) throw missing(runId);
-            const seq = statements.nextSeq.get(runId) ?? 0;
-            statements.insertEvent.run(runId, seq, type, JSON.stringify(payload));
-            return toRunEvent(statements.getEvent.get(runId, seq) as RunEventRow);
-          })
-          .immediate(),
-      );
+      return write(() => {
+        const row = statements.appendEvent.get({ run_id: runId, type, payload_json: JSON.stringify(payload) });
+        if (!row) throw missing(runId);
+        return toRunEvent(row);
+      });
     },
     async listEvents(runId, afterSeq) {
       return wrap(() => statements.listEvents.all(runId, afterSeq).map(toRunEvent));
