@@ -34,7 +34,6 @@ export interface SqliteRunStoreOptions {
 
 const STORE = 'sqlite-runs';
 
-/** What the parts of the SQLite run store share. */
 /** The parameters of the one-statement run update: a 1 in `has_<field>` writes that field. */
 interface RunUpdate {
   run_id: string;
@@ -51,6 +50,7 @@ interface RunUpdate {
   output_tokens: number | null;
 }
 
+/** What the parts of the SQLite run store share. */
 interface SqliteRunContext {
   readonly db: Database;
   readonly statements: ReturnType<typeof prepareRunStatements>;
