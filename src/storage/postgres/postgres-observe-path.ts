@@ -11,7 +11,7 @@ import type { MemoryRecord } from '../../core/observation.js';
 import type { ApplyPosition, PlannedMarker, PlannedObservation } from '../apply-plan.js';
 import { planObservationApply } from '../apply-plan.js';
 import type { StoreInput as Input } from '../_memory-rows.js';
-import { seqsJson, toObservation, toOperation, toRecord, toStoredMessage } from '../_memory-rows.js';
+import { seqsJson, toApplyPosition, toObservation, toOperation, toRecord, toStoredMessage } from '../_memory-rows.js';
 import type { MessageRow, ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
 import type { AppendAndClaimResult, MemoryStore, NewMessage } from '../store.js';
 import { query, rowFromJson, scopeLockClass } from './postgres-connection.js';
@@ -156,10 +156,7 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
       const claimed = toOperation(rowFromJson<OperationRow>(result.claimed, OPERATION_TIMES));
       if (claimed.operationType !== 'observe' || !Array.isArray(result.messages))
         return { ...appended, operation: enqueued, claimed };
-      remember(positions, claimed.operationId, {
-        observedThroughMessageSeq: recordRow.observed_through_message_seq,
-        lastObservationSeq: recordRow.last_observation_seq,
-      });
+      remember(positions, claimed.operationId, toApplyPosition(recordRow));
       const prefetched = {
         operationId: claimed.operationId,
         record,
