@@ -41,6 +41,7 @@ import type { MemoryStore, NewObservation } from '../src/storage/store.js';
 import { measure, report } from './measure.js';
 import type { Measurement } from './measure.js';
 import { addObservations, populateScope } from './populate-scope.js';
+import { benchReadLane } from './read-lane.js';
 
 const REPLICA_FLAG = '--bench-postgres-replica';
 const OBSERVATIONS = 10_000;
@@ -78,6 +79,7 @@ export async function benchPostgres(): Promise<void> {
         `synchronous_commit=${server.rows[0]?.synchronous_commit ?? '?'}; schema ${schema} (dropped afterwards)`,
     );
     await benchPerTurnRead(url, schema, directory);
+    await benchReadLane(url, schema);
     await benchObserveRate(url, schema, directory, admin);
   } finally {
     await admin

@@ -75,8 +75,8 @@ export interface BenchSummary {
 
 interface Backend {
   readonly name: 'sqlite' | 'postgres';
-  /** A fresh memory store and run store on the backend's database. */
-  open(): Promise<{ store: MemoryStore; runStore: RunStore }>;
+  /** A fresh memory store and run store on the backend's database, and what else to close after them. */
+  open(): Promise<{ store: MemoryStore; runStore: RunStore; close?: () => Promise<void> }>;
 }
 
 const INSTANT_OBSERVER: Observer = {
@@ -117,7 +117,7 @@ function conversationMessages(memoryId: string, first: number, count: number): C
 }
 
 async function summarize(backend: Backend): Promise<BackendSummary> {
-  const { store, runStore } = await backend.open();
+  const { store, runStore, close } = await backend.open();
   try {
     const input: ScopeInput = { tenantId: 'bench', conversationId: 'pre-turn' };
     const scope = resolveScope(input);
@@ -215,6 +215,7 @@ async function summarize(backend: Backend): Promise<BackendSummary> {
   } finally {
     await store.dispose();
     await runStore.dispose();
+    await close?.();
   }
 }
 
@@ -316,10 +317,15 @@ export async function benchSummary(): Promise<BenchSummary> {
     }
     const postgres = await summarize({
       name: 'postgres',
-      open: async () => ({
-        store: await createPostgresStore({ connectionString: url, schema, max: 4 }),
-        runStore: await createPostgresRunStore({ connectionString: url, schema, max: 4 }),
-      }),
+      // One pool for both stores, as the harness server opens them.
+      open: async () => {
+        const pool = new pg.Pool({ connectionString: url, max: 8 });
+        return {
+          store: await createPostgresStore({ pool, schema }),
+          runStore: await createPostgresRunStore({ pool, schema }),
+          close: () => pool.end(),
+        };
+      },
     });
     const floors = { sqlite: await sqliteFloors(directory), postgres: await postgresFloors(url, schema) };
     return { sqlite, postgres, floors };

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { requireObject, requireOptions, requireString } from '../../core/require-option.js';
 import pg from 'pg';
-import type { CustomTypesConfig, Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
+import type { ClientBase, CustomTypesConfig, Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { HarnessMemoryError, StoreError } from '../../core/errors.js';
 
 /** How a Postgres store reaches its database. */
@@ -33,8 +33,8 @@ export interface PostgresConnection {
   readonly prefix: string;
 }
 
-/** Anything that can run a query: the pool, or a client inside a transaction. */
-export type Queryable = Pool | PoolClient;
+/** Anything that can run a query: the pool, a client inside a transaction, or the read lane's client. */
+export type Queryable = Pool | ClientBase;
 
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 const INT8_OID = 20;

@@ -24,6 +24,8 @@ import {
 } from './postgres-connection.js';
 import type { PostgresConnectionOptions } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
+import { acquireReadLane } from './postgres-read-lane.js';
+import type { PostgresReadLane } from './postgres-read-lane.js';
 
 /** What the parts of the Postgres run store share. */
 interface PostgresRunContext {
@@ -37,6 +39,7 @@ interface PostgresRunContext {
   readonly lockConversation: string;
   /** The class of the conversation locks, for the function that takes them. */
   readonly conversationLockClass: number;
+  readonly lane: PostgresReadLane;
   readonly wrap: <T>(work: () => Promise<T>) => Promise<T>;
   readonly missing: (runId: string) => StoreError;
   readonly errorJson: (error: RunRecord['error']) => string | null;
@@ -67,10 +70,13 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
   type PageRow = ConversationMessageRow & { generation: number };
   const newerSql = historyPageSql(s, 'newer', ['$1', '$1', '$2', '$3']);
   const olderSql = historyPageSql(s, 'older', ['$1', '$1', '$2', '$3']);
+  // What a turn reads (the messages after the newest held, at most a page; the generation)
+  // goes pipelined on the pool's read lane with the memory store's reads of the same turn.
+  const lane = acquireReadLane(pool);
   const history = new HistoryCache(
     {
       newer: async (memoryId, after, limit) =>
-        historyPageOf((await query<PageRow>(pool, newerSql, [memoryId, after, limit])).rows),
+        historyPageOf((await lane.read<PageRow>(newerSql, [memoryId, after, limit])).rows),
       older: async (memoryId, before, limit) =>
         historyPageOf((await query<PageRow>(pool, olderSql, [memoryId, before, limit])).rows),
     },
@@ -90,6 +96,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     s,
     guard,
     history,
+    lane,
     lockConversation,
     conversationLockClass,
     wrap,
@@ -103,6 +110,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     name: 'postgres',
     dispose: async () => {
       if (!guard.dispose()) return;
+      await lane.release();
       if (connection.ownsPool) await pool.end();
     },
     ...runMethods(ctx),
@@ -225,7 +233,7 @@ function runMethods(
 function conversationMethods(
   ctx: PostgresRunContext,
 ): Pick<RunStore, 'appendMessages' | 'recentMessages' | 'conversationGeneration' | 'forgetConversation'> {
-  const { pool, s, history, lockConversation, conversationLockClass, wrap } = ctx;
+  const { pool, s, history, lane, lockConversation, conversationLockClass, wrap } = ctx;
   return {
     appendMessages: (memoryId, messages, appendOptions = {}) =>
       wrap(async () => {
@@ -258,8 +266,7 @@ function conversationMethods(
       wrap(
         async () =>
           (
-            await query<{ generation: number }>(
-              pool,
+            await lane.read<{ generation: number }>(
               `SELECT generation FROM ${s}harness_conversation_generations WHERE memory_id = $1`,
               [memoryId],
             )

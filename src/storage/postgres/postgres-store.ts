@@ -35,6 +35,7 @@ import {
 } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
+import { acquireReadLane } from './postgres-read-lane.js';
 import { createStoreGuard } from '../_store-guard.js';
 import { planImportApply, planObservationApply, planReflectionApply } from '../apply-plan.js';
 import {
@@ -97,6 +98,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
     name: STORE_NAME,
     dispose: async () => {
       if (!storeGuard.dispose()) return;
+      await ctx.lane.release();
       if (connection.ownsPool) await pool.end();
     },
     ...recordAndMessageMethods(ctx),
@@ -145,6 +147,12 @@ function createPostgresStoreContext(connection: PostgresConnection) {
     text: string,
     values: readonly unknown[] = [],
   ): Promise<R | undefined> => (await rows<R>(target, text, values))[0];
+  // The short reads of a turn go pipelined on the pool's read lane (one round trip together).
+  const lane = acquireReadLane(pool);
+  const readRows = async <R extends object>(text: string, values: readonly unknown[]): Promise<R[]> =>
+    (await lane.read<R & Record<string, unknown>>(text, values)).rows;
+  const readFirst = async <R extends object>(text: string, values: readonly unknown[]): Promise<R | undefined> =>
+    (await readRows<R>(text, values))[0];
 
   /** A transaction holding the scope's lock from its first statement. */
   const inScope = <T>(memoryId: string, work: (client: PoolClient) => Promise<T>): Promise<T> =>
@@ -159,6 +167,9 @@ function createPostgresStoreContext(connection: PostgresConnection) {
     execute,
     rows,
     first,
+    lane,
+    readRows,
+    readFirst,
     inScope,
     pool,
     schema,
@@ -375,11 +386,11 @@ function recordAndMessageMethods(
   | 'listObservations'
   | 'listMarkers'
 > {
-  const { sql, execute, rows, first, inScope, pool, observePath } = ctx;
+  const { sql, execute, rows, first, readRows, readFirst, inScope, pool, observePath } = ctx;
   return {
     getRecord: (memoryId) =>
       execute(async () => {
-        const row = await first<RecordRow>(pool, sql.selectRecord, [memoryId]);
+        const row = await readFirst<RecordRow>(sql.selectRecord, [memoryId]);
         const record = row && toRecord(row);
         observePath.noteRecord(memoryId, record);
         return record;
@@ -426,12 +437,17 @@ function recordAndMessageMethods(
       execute(async () =>
         (await rows<MessageRow>(pool, sql.listUnobservedMessages, [memoryId, throughSeq])).map(toStoredMessage),
       ),
+    // The observations after a known one (what a turn reads after a write) are few: the lane.
+    // The whole log may be long: the pool, so it never holds up other reads.
     listObservations: (memoryId, listOptions) =>
-      execute(async () =>
-        (await rows<ObservationRow>(pool, sql.listObservations, [memoryId, listOptions?.afterSeq ?? 0])).map(
-          toObservation,
-        ),
-      ),
+      execute(async () => {
+        const values = [memoryId, listOptions?.afterSeq ?? 0];
+        const found =
+          values[1] === 0
+            ? await rows<ObservationRow>(pool, sql.listObservations, values)
+            : await readRows<ObservationRow>(sql.listObservations, values);
+        return found.map(toObservation);
+      }),
     listMarkers: (memoryId) =>
       execute(async () => (await rows<MarkerRow>(pool, sql.listMarkers, [memoryId])).map(toMarker)),
   };
@@ -767,7 +783,7 @@ function workingMemoryMethods(
   | 'listWorkingMemoryEntries'
   | 'forget'
 > {
-  const { sql, execute, rows, first, inScope, pool } = ctx;
+  const { sql, execute, first, readRows, readFirst, inScope, pool } = ctx;
   return {
     // One statement: the function takes the scope's lock, checks the limits, and writes.
     setWorkingMemoryEntry: (input) =>
@@ -794,7 +810,7 @@ function workingMemoryMethods(
 
     getWorkingMemoryEntry: (memoryId, key) =>
       execute(async () => {
-        const row = await first<WorkingMemoryRow>(pool, sql.selectEntry, [memoryId, key]);
+        const row = await readFirst<WorkingMemoryRow>(sql.selectEntry, [memoryId, key]);
         return row && toWorkingMemoryEntry(row);
       }),
     deleteWorkingMemoryEntry: (memoryId, key) =>
@@ -805,10 +821,10 @@ function workingMemoryMethods(
       ),
     workingMemoryVersion: (memoryId) =>
       execute(
-        async () => (await first<{ version: number }>(pool, sql.selectWorkingMemoryVersion, [memoryId]))?.version ?? 0,
+        async () => (await readFirst<{ version: number }>(sql.selectWorkingMemoryVersion, [memoryId]))?.version ?? 0,
       ),
     listWorkingMemoryEntries: (memoryId) =>
-      execute(async () => (await rows<WorkingMemoryRow>(pool, sql.listEntries, [memoryId])).map(toWorkingMemoryEntry)),
+      execute(async () => (await readRows<WorkingMemoryRow>(sql.listEntries, [memoryId])).map(toWorkingMemoryEntry)),
 
     // The rows are gone for every reader at commit; their old versions stay in table pages
     // and WAL until (auto)vacuum and checkpoints reclaim them, as with any Postgres DELETE.

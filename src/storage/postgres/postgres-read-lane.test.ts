@@ -1,0 +1,151 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { postgresTestUrl } from '../../../test/support/postgres-schema.js';
+import { acquireReadLane } from './postgres-read-lane.js';
+import type { PostgresReadLane } from './postgres-read-lane.js';
+
+const url = postgresTestUrl();
+const PID = 'SELECT pg_backend_pid() AS pid, $1::int AS tag';
+
+describe.skipIf(!url)('postgres read lane', () => {
+  const connectionString = url ?? '';
+  const pools: pg.Pool[] = [];
+  const held: PostgresReadLane[] = [];
+  const poolOf = (options: pg.PoolConfig = {}): pg.Pool => {
+    const pool = new pg.Pool({ connectionString, max: 4, ...options });
+    pools.push(pool);
+    return pool;
+  };
+  const laneOf = (pool: pg.Pool, options?: Parameters<typeof acquireReadLane>[1]): PostgresReadLane => {
+    const lane = acquireReadLane(pool, options);
+    held.push(lane);
+    return lane;
+  };
+  const pidOf = async (lane: PostgresReadLane, tag = 0): Promise<number> =>
+    (await lane.read<{ pid: number }>(PID, [tag])).rows[0]!.pid;
+  const isConnected = async (pool: pg.Pool, pid: number): Promise<boolean> =>
+    (await pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 1;
+  afterEach(async () => {
+    for (const lane of held.splice(0)) await lane.release();
+    for (const pool of pools.splice(0)) await pool.end();
+  });
+
+  it('sends reads made together on one connection of its own, outside the pool', async () => {
+    const pool = poolOf();
+    const lane = laneOf(pool);
+    const pids = await Promise.all([1, 2, 3].map((tag) => pidOf(lane, tag)));
+    expect(new Set(pids).size).toBe(1);
+    const pooled = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    expect(pids[0]).not.toBe(pooled);
+    expect(pool.totalCount).toBe(1);
+  });
+
+  it('sends reads beyond maxInFlight to the pool', async () => {
+    const pool = poolOf();
+    const lane = laneOf(pool, { maxInFlight: 2 });
+    const lanePid = await pidOf(lane);
+    const pids = await Promise.all([1, 2, 3, 4, 5].map((tag) => pidOf(lane, tag)));
+    expect(pids.slice(0, 2)).toEqual([lanePid, lanePid]);
+    expect(pids.slice(2)).not.toContain(lanePid);
+  });
+
+  it("throws a statement's own error and keeps its connection", async () => {
+    const lane = laneOf(poolOf());
+    const before = await pidOf(lane);
+    await expect(lane.read('SELECT 1 / $1::int AS quotient', [0])).rejects.toMatchObject({ code: '22012' });
+    expect(await pidOf(lane)).toBe(before);
+  });
+
+  it('reads again on the pool when its connection is lost under a read, then reconnects', async () => {
+    const pool = poolOf();
+    const lane = laneOf(pool);
+    const lanePid = await pidOf(lane);
+    const blocker = await pool.connect();
+    try {
+      // The lane's read waits on a lock the test holds, so its connection can be killed mid-read.
+      await blocker.query('SELECT pg_advisory_lock(424242)');
+      const read = lane.read<{ pid: number }>(
+        'SELECT pg_advisory_xact_lock_shared($1::bigint), pg_backend_pid() AS pid',
+        [424242],
+      );
+      await vi.waitFor(
+        async () => {
+          const waiting = await pool.query(
+            `SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`,
+            [lanePid],
+          );
+          expect(waiting.rowCount).toBe(1);
+        },
+        { timeout: 15_000, interval: 20 },
+      );
+      await pool.query('SELECT pg_terminate_backend($1)', [lanePid]);
+      await vi.waitFor(async () => expect(await isConnected(pool, lanePid)).toBe(false), {
+        timeout: 15_000,
+        interval: 20,
+      });
+      await blocker.query('SELECT pg_advisory_unlock(424242)');
+      const answered = (await read).rows[0]!.pid;
+      expect(answered).not.toBe(lanePid);
+    } finally {
+      blocker.release();
+    }
+    const reopened = await pidOf(lane);
+    expect(reopened).not.toBe(lanePid);
+    expect(await pidOf(lane)).toBe(reopened);
+  });
+
+  it('is shared by the holders of one pool and closed by the last release', async () => {
+    const pool = poolOf();
+    const first = laneOf(pool);
+    const second = laneOf(pool);
+    const pid = await pidOf(first);
+    expect(await pidOf(second)).toBe(pid);
+    await first.release();
+    await first.release();
+    expect(await pidOf(second)).toBe(pid);
+    await second.release();
+    await vi.waitFor(async () => expect(await isConnected(pool, pid)).toBe(false), { timeout: 15_000, interval: 20 });
+    // A new holder opens a new lane.
+    expect(await pidOf(laneOf(pool))).not.toBe(pid);
+  });
+
+  it('closes its connection when idle and opens another on the next read', async () => {
+    const pool = poolOf();
+    const lane = laneOf(pool, { idleMs: 30 });
+    const pid = await pidOf(lane);
+    await vi.waitFor(async () => expect(await isConnected(pool, pid)).toBe(false), { timeout: 15_000, interval: 20 });
+    const next = await pidOf(lane);
+    expect(next).not.toBe(pid);
+  });
+
+  it('does not keep the process alive while idle', async () => {
+    const module = fileURLToPath(new URL('./postgres-read-lane.ts', import.meta.url));
+    // The child reads once and releases nothing; its pool lets the process exit when idle, and
+    // the lane would close its connection only after ten minutes.
+    const script = [
+      `import pg from 'pg';`,
+      `const { acquireReadLane } = await import(${JSON.stringify(module)});`,
+      `const pool = new pg.Pool({ connectionString: ${JSON.stringify(connectionString)}, allowExitOnIdle: true });`,
+      `const lane = acquireReadLane(pool, { idleMs: 600000 });`,
+      `const answer = await lane.read('SELECT $1::int AS one', [1]);`,
+      `console.log('read', answer.rows[0].one);`,
+    ].join('\n');
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: fileURLToPath(new URL('../../..', import.meta.url)),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    // A child the lane kept alive is killed after 20 s, and the test fails on its exit signal.
+    const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    const exit = await new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      child.on('exit', (code, signal) => resolve({ code, signal })),
+    );
+    clearTimeout(kill);
+    expect(output).toContain('read 1');
+    expect(exit).toEqual({ code: 0, signal: null });
+  });
+});
