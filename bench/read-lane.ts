@@ -1,8 +1,7 @@
 /**
  * The Postgres read lane (decision 11), side by side in one run: `prepareTurn` on stores whose
  * pool has the lane (a turn's reads pipelined on one connection) and on stores whose pool
- * sends every read to a pooled connection of its own (the lane turned off with
- * `maxInFlight: 0`). One scope of 2,000 observations, 20 entries and 500 messages; rounds
+ * sends every read to a pooled connection of its own (`readLane: false`). One scope of 2,000 observations, 20 entries and 500 messages; rounds
  * of 200 reads alternate between the two sides, so both see the same phases of the machine.
  * @module
  */
@@ -13,7 +12,6 @@ import { memoryIdOf, resolveScope } from '../src/core/scope.js';
 import { createObservationalMemory } from '../src/memory/observational-memory.js';
 import { createWorkingMemory } from '../src/memory/working-memory.js';
 import { createPostgresRunStore, createPostgresStore } from '../src/storage/postgres/index.js';
-import { acquireReadLane } from '../src/storage/postgres/postgres-read-lane.js';
 import type { ConversationMessage } from '../src/storage/run-store.js';
 import { percentile } from './measure.js';
 import { populateScope } from './populate-scope.js';
@@ -30,10 +28,8 @@ interface Side {
 
 async function openSide(url: string, schema: string, lane: boolean): Promise<Side & { populate(): Promise<void> }> {
   const pool = new pg.Pool({ connectionString: url, max: 8 });
-  // A lane that takes no reads, made before the stores take theirs: every read goes to the pool.
-  const off = lane ? undefined : acquireReadLane(pool, { maxInFlight: 0 });
-  const store = await createPostgresStore({ pool, schema });
-  const runStore = await createPostgresRunStore({ pool, schema });
+  const store = await createPostgresStore({ pool, schema, readLane: lane });
+  const runStore = await createPostgresRunStore({ pool, schema, readLane: lane });
   const scope = resolveScope({ tenantId: 'bench', conversationId: 'read-lane' });
   const observationalMemory = createObservationalMemory({
     store,
@@ -59,7 +55,6 @@ async function openSide(url: string, schema: string, lane: boolean): Promise<Sid
     async close() {
       await store.dispose();
       await runStore.dispose();
-      await off?.release();
       await pool.end();
     },
   };

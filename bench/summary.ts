@@ -317,12 +317,12 @@ export async function benchSummary(): Promise<BenchSummary> {
     }
     const postgres = await summarize({
       name: 'postgres',
-      // One pool for both stores, as the harness server opens them.
+      // One pool for both stores and its read lane, as the harness server opens them.
       open: async () => {
         const pool = new pg.Pool({ connectionString: url, max: 8 });
         return {
-          store: await createPostgresStore({ pool, schema }),
-          runStore: await createPostgresRunStore({ pool, schema }),
+          store: await createPostgresStore({ pool, schema, readLane: true }),
+          runStore: await createPostgresRunStore({ pool, schema, readLane: true }),
           close: () => pool.end(),
         };
       },

@@ -16,8 +16,9 @@ export async function openPostgresBackend(options: { connectionString: string; s
     // An idle client lost its connection; the pool replaces it on next use.
   });
   try {
-    const store = await createPostgresStore({ pool, schema: options.schema });
-    const runStore = await createPostgresRunStore({ pool, schema: options.schema });
+    // The pool is ours, with no connect listeners: the stores share its read lane.
+    const store = await createPostgresStore({ pool, schema: options.schema, readLane: true });
+    const runStore = await createPostgresRunStore({ pool, schema: options.schema, readLane: true });
     const hub = await createPostgresEventHub({ pool, schema: options.schema });
     return {
       store,

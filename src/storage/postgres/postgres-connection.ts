@@ -22,6 +22,14 @@ export interface PostgresConnectionOptions {
   schema?: string;
   /** Size of the pool the store creates (not used with `pool`). @default 10 */
   max?: number;
+  /**
+   * Whether the short reads of a turn go pipelined on one extra connection (the read lane,
+   * shared by the stores on one pool) instead of one pooled connection each. The lane's
+   * connection is made with the pool's settings but does not pass through the pool's
+   * `connect` listeners, so with your own `pool` it is off unless you turn it on.
+   * @default true with `connectionString`, false with `pool`
+   */
+  readLane?: boolean;
 }
 
 /** An opened connection: the pool, whether we own it, and the quoted schema prefix. */
@@ -31,6 +39,8 @@ export interface PostgresConnection {
   readonly schema: string;
   /** `"schema".`, to put before every table name. */
   readonly prefix: string;
+  /** Whether reads take the read lane (see {@link PostgresConnectionOptions.readLane}). */
+  readonly readLane: boolean;
 }
 
 /** Anything that can run a query: the pool, a client inside a transaction, or the read lane's client. */
@@ -110,6 +120,13 @@ export function openPostgresConnection(
       'Pass a postgres:// URL (for example postgres://user@127.0.0.1:5432/db) or an existing pool.',
     );
   const schema = validateSchemaName(options.schema ?? 'public', store);
+  if (options.readLane !== undefined && typeof options.readLane !== 'boolean') {
+    throw new StoreError({
+      store,
+      message: `Option readLane must be true or false; got ${JSON.stringify(options.readLane)}.`,
+      data: { option: 'readLane' },
+    });
+  }
   const max = options.max ?? 10;
   if (!Number.isSafeInteger(max) || max < 1) {
     throw new StoreError({
@@ -118,13 +135,20 @@ export function openPostgresConnection(
       data: { option: 'max' },
     });
   }
-  if (options.pool) return Object.freeze({ pool: options.pool, ownsPool: false, schema, prefix: `"${schema}".` });
+  if (options.pool)
+    return Object.freeze({
+      pool: options.pool,
+      ownsPool: false,
+      schema,
+      prefix: `"${schema}".`,
+      readLane: options.readLane ?? false,
+    });
   // keepAlive: a connection dropped silently (NAT, failover) is noticed instead of hanging.
   const pool = new pg.Pool({ connectionString: options.connectionString, max, keepAlive: true });
   // An idle client whose server connection drops makes the pool emit 'error'; unhandled, that
   // would crash the process. The pool has already discarded the client; the next query reconnects.
   pool.on('error', () => {});
-  return Object.freeze({ pool, ownsPool: true, schema, prefix: `"${schema}".` });
+  return Object.freeze({ pool, ownsPool: true, schema, prefix: `"${schema}".`, readLane: options.readLane ?? true });
 }
 
 /** Names of prepared statements, by statement text. */

@@ -1,9 +1,12 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { postgresTestUrl } from '../../../test/support/postgres-schema.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createPostgresTestSchemas, postgresTestUrl } from '../../../test/support/postgres-schema.js';
+import type { PostgresTestSchemas } from '../../../test/support/postgres-schema.js';
+import { HarnessMemoryError } from '../../core/errors.js';
 import { acquireReadLane } from './postgres-read-lane.js';
+import { createPostgresStore } from './postgres-store.js';
 import type { PostgresReadLane } from './postgres-read-lane.js';
 
 const url = postgresTestUrl();
@@ -30,6 +33,13 @@ describe.skipIf(!url)('postgres read lane', () => {
   afterEach(async () => {
     for (const lane of held.splice(0)) await lane.release();
     for (const pool of pools.splice(0)) await pool.end();
+  });
+  let schemas: PostgresTestSchemas;
+  beforeAll(() => {
+    schemas = createPostgresTestSchemas(connectionString);
+  });
+  afterAll(async () => {
+    await schemas.dropAll();
   });
 
   it('sends reads made together on one connection of its own, outside the pool', async () => {
@@ -147,5 +157,34 @@ describe.skipIf(!url)('postgres read lane', () => {
     clearTimeout(kill);
     expect(output).toContain('read 1');
     expect(exit).toEqual({ code: 0, signal: null });
+  });
+
+  it("takes a caller's pool as it is unless readLane is on, and refuses a readLane that is not a boolean", async () => {
+    const schema = schemas.next();
+    const connections = async (pool: pg.Pool, name: string): Promise<number> =>
+      (await pool.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1', [name])).rowCount ?? 0;
+    const named = (name: string): pg.Pool => {
+      const address = new URL(connectionString);
+      address.searchParams.set('application_name', name);
+      return poolOf({ connectionString: address.toString(), max: 2 });
+    };
+    for (const readLane of [undefined, true]) {
+      const name = `lane_option_${process.pid}_${String(readLane)}`;
+      const pool = named(name);
+      const store = await createPostgresStore({ pool, schema, ...(readLane === undefined ? {} : { readLane }) });
+      try {
+        await Promise.all(['a', 'b', 'c'].map((id) => store.getRecord(id)));
+        await store.getWorkingMemoryEntry('a', 'key');
+        expect(await connections(pool, name)).toBe(pool.totalCount + (readLane ? 1 : 0));
+      } finally {
+        await store.dispose();
+      }
+    }
+    await expect(
+      createPostgresStore({ connectionString, schema, readLane: 'yes' as unknown as boolean }),
+    ).rejects.toSatisfy(
+      (error: unknown) =>
+        HarnessMemoryError.isInstance(error) && error.code === 'STORE_FAILED' && /readLane/.test(error.message),
+    );
   });
 });

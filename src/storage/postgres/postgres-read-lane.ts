@@ -89,6 +89,14 @@ export function acquireReadLane(pool: Pool, options: ReadLaneOptions = {}): Post
   };
 }
 
+/** A lane that sends every read to the pool (the stores' reads when `readLane` is off). */
+export function poolReads(pool: Pool): PostgresReadLane {
+  return {
+    read: (text, values) => query(pool, text, values),
+    release: async () => {},
+  };
+}
+
 async function readOn<R extends QueryResultRow>(
   pool: Pool,
   lane: LaneState,

@@ -24,7 +24,7 @@ import {
 } from './postgres-connection.js';
 import type { PostgresConnectionOptions } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
-import { acquireReadLane } from './postgres-read-lane.js';
+import { acquireReadLane, poolReads } from './postgres-read-lane.js';
 import type { PostgresReadLane } from './postgres-read-lane.js';
 
 /** What the parts of the Postgres run store share. */
@@ -72,7 +72,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
   const olderSql = historyPageSql(s, 'older', ['$1', '$1', '$2', '$3']);
   // What a turn reads (the messages after the newest held, at most a page; the generation)
   // goes pipelined on the pool's read lane with the memory store's reads of the same turn.
-  const lane = acquireReadLane(pool);
+  const lane = connection.readLane ? acquireReadLane(pool) : poolReads(pool);
   const history = new HistoryCache(
     {
       newer: async (memoryId, after, limit) =>

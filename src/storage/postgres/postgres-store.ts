@@ -35,7 +35,7 @@ import {
 } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
-import { acquireReadLane } from './postgres-read-lane.js';
+import { acquireReadLane, poolReads } from './postgres-read-lane.js';
 import { createStoreGuard } from '../_store-guard.js';
 import { planImportApply, planObservationApply, planReflectionApply } from '../apply-plan.js';
 import {
@@ -148,7 +148,7 @@ function createPostgresStoreContext(connection: PostgresConnection) {
     values: readonly unknown[] = [],
   ): Promise<R | undefined> => (await rows<R>(target, text, values))[0];
   // The short reads of a turn go pipelined on the pool's read lane (one round trip together).
-  const lane = acquireReadLane(pool);
+  const lane = connection.readLane ? acquireReadLane(pool) : poolReads(pool);
   const readRows = async <R extends object>(text: string, values: readonly unknown[]): Promise<R[]> =>
     (await lane.read<R & Record<string, unknown>>(text, values)).rows;
   const readFirst = async <R extends object>(text: string, values: readonly unknown[]): Promise<R | undefined> =>
