@@ -130,17 +130,16 @@ describe.skipIf(!url)('postgres read lane', () => {
     expect(next).not.toBe(pid);
   });
 
-  it('does not keep the process alive while idle', async () => {
+  /** Runs `lines` in a child process (the lane module imported as `acquireReadLane`); its output and exit. */
+  const inChild = async (
+    lines: readonly string[],
+  ): Promise<{ output: string; code: number | null; signal: string | null }> => {
     const module = fileURLToPath(new URL('./postgres-read-lane.ts', import.meta.url));
-    // The child reads once and releases nothing; its pool lets the process exit when idle, and
-    // the lane would close its connection only after ten minutes.
     const script = [
       `import pg from 'pg';`,
       `const { acquireReadLane } = await import(${JSON.stringify(module)});`,
       `const pool = new pg.Pool({ connectionString: ${JSON.stringify(connectionString)}, allowExitOnIdle: true });`,
-      `const lane = acquireReadLane(pool, { idleMs: 600000 });`,
-      `const answer = await lane.read('SELECT $1::int AS one', [1]);`,
-      `console.log('read', answer.rows[0].one);`,
+      ...lines,
     ].join('\n');
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
       cwd: fileURLToPath(new URL('../../..', import.meta.url)),
@@ -155,8 +154,45 @@ describe.skipIf(!url)('postgres read lane', () => {
       child.on('exit', (code, signal) => resolve({ code, signal })),
     );
     clearTimeout(kill);
-    expect(output).toContain('read 1');
-    expect(exit).toEqual({ code: 0, signal: null });
+    return { output, ...exit };
+  };
+
+  it('does not keep the process alive while idle, and holds it until a release has closed the connection', async () => {
+    // The child reads once and releases nothing; its pool lets the process exit when idle, and
+    // the lane would close its connection only after ten minutes.
+    const idle = await inChild([
+      `const lane = acquireReadLane(pool, { idleMs: 600000 });`,
+      `const answer = await lane.read('SELECT $1::int AS one', [1]);`,
+      `console.log('read', answer.rows[0].one);`,
+    ]);
+    expect(idle).toEqual({ output: 'read 1\n', code: 0, signal: null });
+    // A release awaited with nothing else in the event loop still resolves (a store's dispose).
+    const released = await inChild([
+      `const lane = acquireReadLane(pool);`,
+      `await lane.read('SELECT 1 AS one', []);`,
+      `await lane.read('SELECT $1::int AS one', [1]);`,
+      `await lane.release();`,
+      `await pool.end();`,
+      `console.log('released');`,
+    ]);
+    expect(released).toEqual({ output: 'released\n', code: 0, signal: null });
+  });
+
+  it('answers from the pool while its own connection cannot be made', async () => {
+    // The pool's clients reach the server; the lane's (pipelined) client is sent to a closed port.
+    class LaneUnreachable extends pg.Client {
+      constructor(config: pg.ClientConfig = {}) {
+        super(
+          config.pipeline ? { host: '127.0.0.1', port: 1, user: 'postgres', database: 'test', pipeline: true } : config,
+        );
+      }
+    }
+    const pool = poolOf({ Client: LaneUnreachable });
+    const lane = laneOf(pool);
+    const answers = await Promise.all([1, 2, 3].map((tag) => lane.read<{ tag: number }>(PID, [tag])));
+    expect(answers.map((answer) => answer.rows[0]!.tag)).toEqual([1, 2, 3]);
+    expect((await lane.read<{ tag: number }>(PID, [4])).rows[0]!.tag).toBe(4);
+    await lane.release();
   });
 
   it("takes a caller's pool as it is unless readLane is on, and refuses a readLane that is not a boolean", async () => {

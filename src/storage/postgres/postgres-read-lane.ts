@@ -140,7 +140,7 @@ function open(pool: Pool, lane: LaneState): RefClient {
   return client;
 }
 
-async function close(lane: LaneState, client: pg.Client | undefined): Promise<void> {
+async function close(lane: LaneState, client: RefClient | undefined): Promise<void> {
   if (!client) return;
   if (lane.client === client) {
     lane.client = undefined;
@@ -151,5 +151,7 @@ async function close(lane: LaneState, client: pg.Client | undefined): Promise<vo
   // Errors after the end (a reset socket) must not become unhandled 'error' events.
   client.removeAllListeners('error');
   client.on('error', () => {});
+  // Held open until it has closed: whoever awaits the close (a store's dispose) must see it resolve.
+  client.ref();
   await client.end().catch(() => {});
 }
