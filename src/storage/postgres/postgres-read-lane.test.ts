@@ -178,6 +178,20 @@ describe.skipIf(!url)('postgres read lane', () => {
     expect(released).toEqual({ output: 'released\n', code: 0, signal: null });
   });
 
+  it("sends every read to the pool when the pool's client class does not pipeline", async () => {
+    class NoPipeline extends pg.Client {
+      constructor(config: pg.ClientConfig = {}) {
+        super({ ...config, pipeline: false });
+      }
+    }
+    const pool = poolOf({ Client: NoPipeline, max: 1 });
+    const lane = laneOf(pool);
+    const pooled = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const pids = await Promise.all([1, 2, 3].map((tag) => pidOf(lane, tag)));
+    expect(pids).toEqual([pooled, pooled, pooled]);
+    expect(await pidOf(lane)).toBe(pooled);
+  });
+
   it('answers from the pool while its own connection cannot be made', async () => {
     // The pool's clients reach the server; the lane's (pipelined) client is sent to a closed port.
     class LaneUnreachable extends pg.Client {

@@ -38,7 +38,7 @@ interface LaneState {
   lastUsed: number;
   downUntil: number;
   idleTimer: NodeJS.Timeout | undefined;
-  readonly maxInFlight: number;
+  maxInFlight: number;
   readonly idleMs: number;
   readonly retryAfterMs: number;
 }
@@ -106,6 +106,13 @@ async function readOn<R extends QueryResultRow>(
   if (lane.holders === 0 || lane.inFlight >= lane.maxInFlight || pool.ending || Date.now() < lane.downUntil)
     return query<R>(pool, text, values);
   const client = lane.client ?? open(pool, lane);
+  if (!client.pipeline) {
+    // The pool's client class does not pipeline (pg-native, say): reads queued on one
+    // connection would wait for each other, so every read goes to the pool instead.
+    lane.maxInFlight = 0;
+    void close(lane, client);
+    return query<R>(pool, text, values);
+  }
   if (lane.inFlight++ === 0) client.ref();
   lane.lastUsed = Date.now();
   try {

@@ -508,7 +508,7 @@ function appendAndClaimInTransaction(
 function importMethods(
   ctx: PostgresStoreContext,
 ): Pick<MemoryStore, 'importObservations' | 'listReflectionLinks' | 'scopeGeneration'> {
-  const { sql, execute, rows, first, inScope, pool } = ctx;
+  const { sql, execute, rows, first, readFirst, inScope, pool } = ctx;
   return {
     importObservations: (input) =>
       execute(() =>
@@ -555,7 +555,7 @@ function importMethods(
 
     scopeGeneration: (memoryId) =>
       execute(
-        async () => (await first<{ generation: number }>(pool, sql.selectScopeGeneration, [memoryId]))?.generation ?? 0,
+        async () => (await readFirst<{ generation: number }>(sql.selectScopeGeneration, [memoryId]))?.generation ?? 0,
       ),
   };
 }
