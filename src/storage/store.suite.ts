@@ -130,6 +130,30 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       ]);
     });
 
+    test('lists the observations after a seq, in order, however many follow it', async () => {
+      await store.importObservations!({
+        scope: scopeA,
+        memoryId: idA,
+        observations: Array.from({ length: 150 }, (_, index) => ({
+          content: `fact ${index + 1}`,
+          importance: 0.5,
+          tokenCount: 2,
+        })),
+        runId: 'r',
+        toolCallId: 't',
+        operationId: generateId('op'),
+      });
+      const seqsAfter = async (afterSeq: number) =>
+        (await store.listObservations(idA, { afterSeq })).map((item) => item.seq);
+      const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
+      expect(await seqsAfter(0)).toEqual(range(1, 150));
+      expect(await seqsAfter(10)).toEqual(range(11, 150));
+      expect(await seqsAfter(86)).toEqual(range(87, 150));
+      expect(await seqsAfter(149)).toEqual([150]);
+      expect(await seqsAfter(150)).toEqual([]);
+      expect((await store.listObservations(idA, { afterSeq: 10 }))[0]?.content).toBe('fact 11');
+    });
+
     test('imports observations after the last seq, in the order given, logged as an applied import', async () => {
       const importInto = (
         observations: Parameters<NonNullable<MemoryStore['importObservations']>>[0]['observations'],

@@ -51,6 +51,8 @@ export interface PostgresStatements {
    */
   readonly importObservations: string;
   readonly listObservations: string;
+  /** The first `$3` observations after seq `$2`: what the read lane may carry. */
+  readonly listObservationsPage: string;
   /** Two markers; $1 memoryId, $2 cycleId, $3 tokens, then id, type, start, end, payload for each. */
   readonly insertMarkerPair: string;
   /** $1 markerId, $2 memoryId, $3 type, $4 cycleId, $5 start, $6 end, $7 tokens, $8 payload. */
@@ -195,6 +197,7 @@ export function buildStatements(s: string): PostgresStatements {
         $9::timestamptz[]) AS t(seq, content, token_count, importance, source, source_seqs_json, created_at)
       RETURNING *`,
     listObservations: `SELECT * FROM ${s}om_observations WHERE memory_id = $1 AND seq > $2 ORDER BY seq`,
+    listObservationsPage: `SELECT * FROM ${s}om_observations WHERE memory_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
     insertMarkerPair: `
       INSERT INTO ${s}om_markers (marker_id, memory_id, marker_type, cycle_id, message_index_start, message_index_end,
         token_count, payload_json, created_at)

@@ -121,6 +121,9 @@ interface EntrySetAnswer {
 
 const ENTRY_TIMES = ['created_at', 'updated_at'] as const;
 
+// Observations read on the read lane at most at once (see listObservations).
+const LANE_PAGE = 64;
+
 /** What every part of the store shares: the pool, the statements, the guard and the query helpers. */
 function createPostgresStoreContext(connection: PostgresConnection) {
   const { pool, schema } = connection;
@@ -437,16 +440,20 @@ function recordAndMessageMethods(
       execute(async () =>
         (await rows<MessageRow>(pool, sql.listUnobservedMessages, [memoryId, throughSeq])).map(toStoredMessage),
       ),
-    // The observations after a known one (what a turn reads after a write) are few: the lane.
-    // The whole log may be long: the pool, so it never holds up other reads.
+    // What a turn reads after a write (the few observations after the ones held) takes the
+    // lane, a page at most; a longer tail, or the whole log, is read on the pool, so it never
+    // holds up other reads.
     listObservations: (memoryId, listOptions) =>
       execute(async () => {
-        const values = [memoryId, listOptions?.afterSeq ?? 0];
-        const found =
-          values[1] === 0
-            ? await rows<ObservationRow>(pool, sql.listObservations, values)
-            : await readRows<ObservationRow>(sql.listObservations, values);
-        return found.map(toObservation);
+        const afterSeq = listOptions?.afterSeq ?? 0;
+        if (afterSeq === 0)
+          return (await rows<ObservationRow>(pool, sql.listObservations, [memoryId, 0])).map(toObservation);
+        const page = await readRows<ObservationRow>(sql.listObservationsPage, [memoryId, afterSeq, LANE_PAGE]);
+        const rest =
+          page.length < LANE_PAGE
+            ? []
+            : await rows<ObservationRow>(pool, sql.listObservations, [memoryId, page.at(-1)?.seq ?? afterSeq]);
+        return [...page, ...rest].map(toObservation);
       }),
     listMarkers: (memoryId) =>
       execute(async () => (await rows<MarkerRow>(pool, sql.listMarkers, [memoryId])).map(toMarker)),
