@@ -21,7 +21,7 @@ export interface PostgresReadLane {
   release(): Promise<void>;
 }
 
-/** Tuning of {@link acquireReadLane}; the defaults suit every store. */
+/** Tuning of {@link acquireReadLane}; the defaults suit every store. The first holder's options set the lane's. */
 export interface ReadLaneOptions {
   /** Reads waiting on the lane before further reads go to the pool. @default 16 */
   readonly maxInFlight?: number;
