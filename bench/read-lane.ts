@@ -1,8 +1,9 @@
 /**
  * The Postgres read lane (decision 11), side by side in one run: `prepareTurn` on stores whose
- * pool has the lane (a turn's reads pipelined on one connection) and on stores whose pool
- * sends every read to a pooled connection of its own (`readLane: false`). One scope of 2,000 observations, 20 entries and 500 messages; rounds
- * of 200 reads alternate between the two sides, so both see the same phases of the machine.
+ * pool has the lane (a turn's reads pipelined on one connection) and on stores that send
+ * every read to a pooled connection of its own (`readLane: false`). One scope of 2,000
+ * observations, 20 entries and 500 messages; rounds of 200 reads alternate between the two
+ * sides, so both see the same phases of the machine.
  * @module
  */
 import pg from 'pg';
