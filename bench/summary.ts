@@ -36,7 +36,7 @@ import type { LanguageModel } from '../src/llm/language-model.js';
 import type { Observer } from '../src/memory/model-observer.js';
 import { createObservationalMemory } from '../src/memory/observational-memory.js';
 import { createWorkingMemory } from '../src/memory/working-memory.js';
-import { createPostgresRunStore, createPostgresStore } from '../src/storage/postgres/index.js';
+import { openPostgresBackend } from '../src/server/postgres-backend.js';
 import type { ConversationMessage, RunStore } from '../src/storage/run-store.js';
 import { createSqliteRunStore } from '../src/storage/sqlite/sqlite-run-store.js';
 import { createSqliteStore } from '../src/storage/sqlite/sqlite-store.js';
@@ -317,15 +317,8 @@ export async function benchSummary(): Promise<BenchSummary> {
     }
     const postgres = await summarize({
       name: 'postgres',
-      // One pool for both stores and its read lane, as the harness server opens them.
-      open: async () => {
-        const pool = new pg.Pool({ connectionString: url, max: 8 });
-        return {
-          store: await createPostgresStore({ pool, schema, readLane: true }),
-          runStore: await createPostgresRunStore({ pool, schema, readLane: true }),
-          close: () => pool.end(),
-        };
-      },
+      // The stores as the harness server opens them: one pool, its read lane, the event hub.
+      open: () => openPostgresBackend({ connectionString: url, schema }),
     });
     const floors = { sqlite: await sqliteFloors(directory), postgres: await postgresFloors(url, schema) };
     return { sqlite, postgres, floors };

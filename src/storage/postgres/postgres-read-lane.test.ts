@@ -28,8 +28,12 @@ describe.skipIf(!url)('postgres read lane', () => {
   };
   const pidOf = async (lane: PostgresReadLane, tag = 0): Promise<number> =>
     (await lane.read<{ pid: number }>(PID, [tag])).rows[0]!.pid;
-  const isConnected = async (pool: pg.Pool, pid: number): Promise<boolean> =>
-    (await pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 1;
+  /** Waits until the server has no backend `pid` any more. */
+  const disconnected = (pool: pg.Pool, pid: number): Promise<void> =>
+    vi.waitFor(
+      async () => expect((await pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount).toBe(0),
+      { timeout: 15_000, interval: 20 },
+    );
   afterEach(async () => {
     for (const lane of held.splice(0)) await lane.release();
     for (const pool of pools.splice(0)) await pool.end();
@@ -91,10 +95,7 @@ describe.skipIf(!url)('postgres read lane', () => {
         { timeout: 15_000, interval: 20 },
       );
       await pool.query('SELECT pg_terminate_backend($1)', [lanePid]);
-      await vi.waitFor(async () => expect(await isConnected(pool, lanePid)).toBe(false), {
-        timeout: 15_000,
-        interval: 20,
-      });
+      await disconnected(pool, lanePid);
       await blocker.query('SELECT pg_advisory_unlock(424242)');
       const answered = (await read).rows[0]!.pid;
       expect(answered).not.toBe(lanePid);
@@ -116,7 +117,7 @@ describe.skipIf(!url)('postgres read lane', () => {
     await first.release();
     expect(await pidOf(second)).toBe(pid);
     await second.release();
-    await vi.waitFor(async () => expect(await isConnected(pool, pid)).toBe(false), { timeout: 15_000, interval: 20 });
+    await disconnected(pool, pid);
     // A new holder opens a new lane.
     expect(await pidOf(laneOf(pool))).not.toBe(pid);
   });
@@ -125,7 +126,7 @@ describe.skipIf(!url)('postgres read lane', () => {
     const pool = poolOf();
     const lane = laneOf(pool, { idleMs: 30 });
     const pid = await pidOf(lane);
-    await vi.waitFor(async () => expect(await isConnected(pool, pid)).toBe(false), { timeout: 15_000, interval: 20 });
+    await disconnected(pool, pid);
     const next = await pidOf(lane);
     expect(next).not.toBe(pid);
   });
