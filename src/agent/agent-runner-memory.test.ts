@@ -179,6 +179,70 @@ describe('agent runner: events in order, failures visible (issue 12)', () => {
     },
   );
 
+  it('starts observing while memory.observe.started is being stored, and keeps it before completed', async () => {
+    const observed = gate();
+    const runStore = createInMemoryRunStore();
+    const heldStarted = gate();
+    // The started event is held until the observer has been called: with the event stored
+    // first, as before, the observer would never be called and the run would not finish.
+    const slowStarted: RunStore = {
+      ...runStore,
+      appendEvent: async (runId, type, payload) => {
+        if (type === 'memory.observe.started') await heldStarted.promise;
+        return runStore.appendEvent(runId, type, payload);
+      },
+    };
+    const store = createInMemoryStore();
+    const memory = createObservationalMemory({
+      store,
+      observer: scriptedObserver(() => {
+        observed.open();
+        return 'IMPORTANCE: 0.9\nUser prefers tabs.';
+      }),
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
+    const { runner } = runnerOver({ store, runStore: slowStarted, model: createMockLanguageModel('done'), memory });
+    const run = await runner.start({ ...scope, prompt: 'I prefer tabs.' });
+    await observed.promise;
+    heldStarted.open();
+    expect((await runner.wait(run.runId)).status).toBe('completed');
+    const types = (await runStore.listEvents(run.runId, -1)).map((event) => event.type);
+    expect(types.filter((type) => type.startsWith('memory.observe.'))).toEqual([
+      'memory.observe.started',
+      'memory.observe.completed',
+    ]);
+    expect(types.at(-1)).toBe('run.completed');
+  });
+
+  it('keeps the observation when memory.observe.started cannot be stored, and reports the failure', async () => {
+    const runStore = createInMemoryRunStore();
+    const refusing: RunStore = {
+      ...runStore,
+      appendEvent: async (runId, type, payload) => {
+        if (type === 'memory.observe.started') throw new Error('event log refused the write');
+        return runStore.appendEvent(runId, type, payload);
+      },
+    };
+    const store = createInMemoryStore();
+    const memory = createObservationalMemory({
+      store,
+      observer: scriptedObserver('IMPORTANCE: 0.9\nUser prefers tabs.'),
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
+    const { runner } = runnerOver({ store, runStore: refusing, model: createMockLanguageModel('done'), memory });
+    const run = await runner.start({ ...scope, prompt: 'I prefer tabs.' });
+    expect((await runner.wait(run.runId)).status).toBe('completed');
+    const events = await runStore.listEvents(run.runId, -1);
+    const memoryEvents = events.filter((event) => event.type.startsWith('memory.observe.'));
+    expect(memoryEvents.map((event) => [event.type, event.payload['error']])).toEqual([
+      ['memory.observe.failed', 'event log refused the write'],
+    ]);
+    expect(events.at(-1)?.type).toBe('run.completed');
+    expect((await memory.inspect(scope)).observations.map((item) => item.content)).toEqual(['User prefers tabs.']);
+  });
+
   it('goes on without a snippet that cannot be built and says so with memory.snippet.failed', async () => {
     const store = createInMemoryStore();
     const broken = createInMemoryStore();

@@ -310,10 +310,15 @@ async function observeStep(
   const { memory } = options;
   const emit = state.emitMemory;
   const generation = state.memoryGeneration;
+  let started: Promise<void> | undefined;
   try {
     // Disabled scopes make no memory events (the reference emitted them on every step).
     if (!(await observesScope(memory, state.scope))) return;
-    await emit('memory.observe.started', { step }, step);
+    // Stored while memory works (the emitter keeps the run's order): on a networked store
+    // that is one round trip and commit fewer in front of the observation. An event that
+    // cannot be stored still fails the step's report below, after the observation.
+    started = emit('memory.observe.started', { step }, step);
+    started.catch(() => undefined);
     // The replayed history was handed over by earlier steps and runs: only what memory has
     // not taken yet is handed over again (all of it after a failure or a forget).
     const known = handedOver.known(state.memoryId, generation);
@@ -338,6 +343,7 @@ async function observeStep(
         fresh.map((message) => message.messageId),
       );
     }
+    await started;
     await emit(
       'memory.observe.completed',
       { step, observed: result.observed, reflected: result.reflected, observation: result.observationCount },
