@@ -8,6 +8,7 @@ import { requireObject, requireOptions, requireString } from '../../core/require
 import pg from 'pg';
 import type { ClientBase, CustomTypesConfig, Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { HarnessMemoryError, StoreError } from '../../core/errors.js';
+import { isoTimeOfJson, isoTimeOfText } from './postgres-time.js';
 
 /** How a Postgres store reaches its database. */
 export interface PostgresConnectionOptions {
@@ -59,13 +60,7 @@ const TIMESTAMPTZ_OID = 1184;
 export const PG_TYPES: CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
     if (oid === INT8_OID) return (value: string) => Number(value);
-    if (oid === TIMESTAMPTZ_OID) {
-      const parseDate = pg.types.getTypeParser(TIMESTAMPTZ_OID, 'text') as (value: string) => unknown;
-      return (value: string) => {
-        const parsed = parseDate(value);
-        return (parsed instanceof Date ? parsed : new Date(String(parsed))).toISOString();
-      };
-    }
+    if (oid === TIMESTAMPTZ_OID) return isoTimeOfText;
     return pg.types.getTypeParser(oid, format ?? 'text');
   }) as CustomTypesConfig['getTypeParser'],
 };
@@ -78,7 +73,7 @@ export function rowFromJson<R extends object>(value: unknown, times: readonly st
   const row = { ...(value as Record<string, unknown>) };
   for (const column of times) {
     const time = row[column];
-    if (typeof time === 'string') row[column] = new Date(time).toISOString();
+    if (typeof time === 'string') row[column] = isoTimeOfJson(time);
   }
   return row as R;
 }
