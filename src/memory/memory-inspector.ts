@@ -29,7 +29,7 @@ import type {
 } from './observational-memory-api.js';
 import type { KeyedLock } from './scope-lock.js';
 import type { ScopeReader } from './scope-reader.js';
-import { SnippetCache } from './snippet-cache.js';
+import { recordStateKey, SnippetCache } from './snippet-cache.js';
 
 /** Pages hold 50 items unless asked otherwise. */
 export const DEFAULT_PAGE_SIZE = 50;
@@ -83,7 +83,7 @@ export function createMemoryInspector(dependencies: MemoryInspectorDependencies)
 /** {@link MemoryInspector} over one service's store, reader and clock of ids. */
 class ScopeInspector implements MemoryInspector {
   readonly #dependencies: MemoryInspectorDependencies;
-  readonly #plans = new SnippetCache<ObservationSnippetPlan>();
+  readonly #plans = new SnippetCache<ObservationSnippetPlan, string>();
 
   constructor(dependencies: MemoryInspectorDependencies) {
     this.#dependencies = dependencies;
@@ -96,7 +96,7 @@ class ScopeInspector implements MemoryInspector {
     const plans = this.#plans;
     const observations = await reader.observationCache.get(memoryId, record);
     const { enabled, config } = reader.effective(record);
-    let plan = plans.get(memoryId, record.stateVersion);
+    let plan = plans.get(memoryId, recordStateKey(record));
     if (!plan) {
       const links = activeReflectionLinks(await reader.linksOf(memoryId, record));
       plan = planObservationSnippet({
@@ -106,7 +106,7 @@ class ScopeInspector implements MemoryInspector {
         maxTokens: config.snippetMaxTokens,
         estimator,
       });
-      plans.set(memoryId, record.stateVersion, plan);
+      plans.set(memoryId, recordStateKey(record), plan);
     }
     const shown = enabled && dependencies.mode !== 'off';
     const view = (observation: Observation): ObservationView => {

@@ -1,8 +1,12 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HarnessMemoryError, ModelCallError } from '../core/errors.js';
 import { memoryIdOf } from '../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
+import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
 import type { MemoryStore } from '../storage/store.js';
 import { messages, scriptedObserver, scriptedReflector } from '../../test/support/scripted-models.js';
 import { createObservationalMemory } from './observational-memory.js';
@@ -416,6 +420,60 @@ describe('observational memory: snippet', () => {
     expect(snippet.match(/<\/observational-memory>/g)).toHaveLength(1);
     expect(snippet).not.toContain('<system>');
     expect(snippet).toContain('\n  Observations:');
+  });
+});
+
+describe('observational memory: a scope forgotten by another service', () => {
+  /**
+   * Service `kept` holds the snippet of the scope's first life; service `other` (another process
+   * on the same store) forgets the scope and observes it again until its new record has the
+   * same state version. The kept snippet must not come back.
+   */
+  async function forgetAndRelive(storeOf: () => { kept: MemoryStore; other: MemoryStore }): Promise<void> {
+    const { kept: keptStore, other: otherStore } = storeOf();
+    const service = (store: MemoryStore, answer: string) =>
+      createObservationalMemory({
+        store,
+        observer: scriptedObserver(answer),
+        defaultEnabled: true,
+        defaults: { observeMinTokens: 1 },
+      });
+    const kept = service(keptStore, 'IMPORTANCE:0.9\nSECRET-PLAN-7 is the launch code');
+    const other = service(otherStore, 'IMPORTANCE:0.9\nThe user likes green tea');
+    const memoryId = memoryIdOf(scope);
+    await kept.observe({ scope, messages: messages(0, 1) });
+    expect(await kept.snippet(scope)).toContain('SECRET-PLAN-7');
+    await kept.inspect(scope);
+    const firstLife = await keptStore.getRecord(memoryId);
+    await other.forget(scope);
+    await other.observe({ scope, messages: messages(5, 1) });
+    const secondLife = await otherStore.getRecord(memoryId);
+    // The case under test: the new life is at the very state version the snippet was kept for.
+    expect(secondLife?.stateVersion).toBe(firstLife?.stateVersion);
+    const snippet = await kept.snippet(scope);
+    expect(snippet).not.toContain('SECRET-PLAN-7');
+    expect(snippet).toContain('green tea');
+    const inspection = await kept.inspect(scope);
+    expect(JSON.stringify(inspection)).not.toContain('SECRET-PLAN-7');
+  }
+
+  it('never serves the forgotten snippet again, on one in-memory store with a stopped clock', async () => {
+    const stopped = new Date('2026-12-04T12:00:00.000Z');
+    const store = createInMemoryStore({ now: () => stopped });
+    await forgetAndRelive(() => ({ kept: store, other: store }));
+  });
+
+  it('never serves the forgotten snippet again, across two connections to one SQLite file', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'hm-forget-relive-'));
+    const path = join(directory, 'memory.db');
+    const stores = { kept: createSqliteStore({ path }), other: createSqliteStore({ path }) };
+    try {
+      await forgetAndRelive(() => stores);
+    } finally {
+      await stores.kept.dispose();
+      await stores.other.dispose();
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,8 +1,8 @@
 /**
  * The read side of observational memory: a scope's effective settings, its status, its
  * supersession set and its snippet, each built from a record already read and served from
- * in-process caches keyed by what identifies the state (the record's `stateVersion`, the
- * set's counts). Never writes.
+ * in-process caches keyed by what identifies the state (the record's life and `stateVersion`,
+ * the set's counts). Never writes.
  * @module
  */
 import { statusOf } from '../core/memory-status.js';
@@ -18,7 +18,7 @@ import type { MemoryStore } from '../storage/store.js';
 import type { MemoryInspection } from './observational-memory-api.js';
 import { ObservationCache } from './observation-cache.js';
 import { progressOf } from './memory-progress.js';
-import { SnippetCache } from './snippet-cache.js';
+import { recordStateKey, SnippetCache } from './snippet-cache.js';
 
 /** Options of {@link createScopeReader}. */
 export interface ScopeReaderOptions {
@@ -68,7 +68,7 @@ export interface ScopeReader {
 /** The reader over `options.store`. */
 export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
   const { store, mode, defaults, defaultEnabled, estimator } = options;
-  const snippetCache = new SnippetCache();
+  const snippetCache = new SnippetCache<string, string>();
   const observationCache = new ObservationCache(store);
   // The set only grows (until forget makes a new record), so its counts identify it.
   const linksCache = new SnippetCache<ReflectionLinks, string>();
@@ -123,7 +123,7 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
       if (!record) return '';
       const { enabled, config } = effective(record);
       if (!enabled) return '';
-      const cached = snippetCache.get(memoryId, record.stateVersion);
+      const cached = snippetCache.get(memoryId, recordStateKey(record));
       if (cached !== undefined) return cached;
       const [listed, linked] = await Promise.all([
         observations ?? observationCache.get(memoryId, record),
@@ -136,7 +136,7 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
         maxTokens: config.snippetMaxTokens,
         estimator,
       });
-      snippetCache.set(memoryId, record.stateVersion, text);
+      snippetCache.set(memoryId, recordStateKey(record), text);
       return text;
     },
     async isEnabled(memoryId) {

@@ -1,3 +1,15 @@
+import type { MemoryRecord } from '../core/observation.js';
+
+/**
+ * What identifies the state a record describes: its `stateVersion` within one life of the
+ * scope, and its `createdAt` across lives. A forget deletes the record and the next write makes
+ * a new one whose state version starts again at 1, so the version alone would let a snippet of
+ * the forgotten state be served again once the new record reaches the same version.
+ */
+export function recordStateKey(record: Pick<MemoryRecord, 'createdAt' | 'stateVersion'>): string {
+  return `${record.createdAt}|${record.stateVersion}`;
+}
+
 /**
  * Rendered snippets by scope, each kept with the version of the stored state it was built
  * from and reused only while that version holds. Bounded: the least recently stored scope

@@ -60,6 +60,8 @@ class InMemoryStore implements MemoryStore {
   readonly #log: InMemoryOperationLog;
   readonly #workingMemory = new Map<string, Map<string, WorkingMemoryEntry>>();
   readonly #workingMemoryVersions = new Map<string, number>();
+  /** The `createdAt` of each forgotten scope's record, until the scope has a record again. */
+  readonly #forgottenCreatedAt = new Map<string, string>();
   // Kept through forget: that is their point.
   readonly #generations = new Map<string, number>();
   #lastWorkingMemoryVersion = 0;
@@ -406,6 +408,8 @@ class InMemoryStore implements MemoryStore {
   readonly forget = async (memoryId: string): Result<'forget'> => {
     this.#guard.check();
     this.#generations.set(memoryId, newScopeGeneration());
+    const forgotten = this.#scopes.get(memoryId);
+    if (forgotten) this.#forgottenCreatedAt.set(memoryId, forgotten.record.createdAt);
     this.#scopes.delete(memoryId);
     this.#log.forget(memoryId);
     this.#workingMemory.delete(memoryId);
@@ -418,6 +422,7 @@ class InMemoryStore implements MemoryStore {
     this.#log.clear();
     this.#workingMemory.clear();
     this.#workingMemoryVersions.clear();
+    this.#forgottenCreatedAt.clear();
     this.#generations.clear();
   };
 
@@ -427,11 +432,21 @@ class InMemoryStore implements MemoryStore {
     return this.#now().toISOString();
   }
 
+  // A record made again after a forget is created after the forgotten one, even within the same
+  // millisecond or on a stopped clock: readers tell the scope's lives apart by `createdAt`.
+  #newLifeAt(memoryId: string): string {
+    const at = this.#nowIso();
+    const previous = this.#forgottenCreatedAt.get(memoryId);
+    if (previous === undefined) return at;
+    this.#forgottenCreatedAt.delete(memoryId);
+    return at > previous ? at : new Date(Date.parse(previous) + 1).toISOString();
+  }
+
   #ensureScope(scope: Scope, memoryId: string): ScopeState {
     let state = this.#scopes.get(memoryId);
     if (!state) {
       state = {
-        record: newRecord(scope, memoryId, this.#nowIso()),
+        record: newRecord(scope, memoryId, this.#newLifeAt(memoryId)),
         messages: [],
         seenMessageKeys: new Set(),
         observations: [],
