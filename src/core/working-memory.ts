@@ -74,13 +74,37 @@ export function encodeWorkingMemoryValue(value: unknown, maxValueBytes: number):
 export function buildWorkingMemorySnippet(
   entries: ReadonlyArray<{ readonly key: string; readonly valueJson: string }>,
 ): string {
-  if (entries.length === 0) return '';
-  const lines = ['<working-memory>'];
-  for (const entry of entries) {
-    lines.push(`${neutralizeMarkup(stripInvisible(entry.key))}: ${neutralizeMarkup(entry.valueJson)}`);
+  return joinWorkingMemoryLines(entries.map(workingMemoryLine));
+}
+
+/** One entry's line of the `<working-memory>` snippet. */
+export function workingMemoryLine(entry: { readonly key: string; readonly valueJson: string }): string {
+  return `${neutralizeMarkup(stripInvisible(entry.key))}: ${neutralizeMarkup(entry.valueJson)}`;
+}
+
+/** The snippet of entry lines in key order (see {@link workingMemoryLine}); `""` for none. */
+export function joinWorkingMemoryLines(lines: readonly string[]): string {
+  if (lines.length === 0) return '';
+  return `<working-memory>\n${lines.join('\n')}\n</working-memory>`;
+}
+
+/**
+ * Orders keys by their UTF-8 bytes, the order every store lists entries in. That is code point
+ * order: UTF-16 unit order except that a surrogate (half of a code point above U+FFFF) sorts
+ * after every other unit.
+ */
+export function compareWorkingMemoryKeys(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  for (let index = 0; index < length; index++) {
+    const x = a.charCodeAt(index);
+    const y = b.charCodeAt(index);
+    if (x === y) continue;
+    const xSurrogate = x >= 0xd800 && x <= 0xdfff;
+    const ySurrogate = y >= 0xd800 && y <= 0xdfff;
+    if (xSurrogate !== ySurrogate) return xSurrogate ? 1 : -1;
+    return x - y;
   }
-  lines.push('</working-memory>');
-  return lines.join('\n');
+  return a.length - b.length;
 }
 
 /** UTF-8 byte length of a string. */

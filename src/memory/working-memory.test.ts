@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { HarnessMemoryError } from '../core/errors.js';
+import { compareWorkingMemoryKeys } from '../core/working-memory.js';
+import { memoryIdOf, resolveScope } from '../core/scope.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
+import type { MemoryStore } from '../storage/store.js';
 import { createWorkingMemory } from './working-memory.js';
 
 const scope = { tenantId: 't', conversationId: 'c', agentId: 'a' };
@@ -104,5 +107,127 @@ describe('working memory: snippet', () => {
     expect(snippet.match(/<\/working-memory>/g)).toHaveLength(1);
     expect(snippet).not.toContain('<system>');
     expect(snippet.split('\n')).toHaveLength(4);
+  });
+});
+
+describe('working memory: the held snippet', () => {
+  const memoryId = memoryIdOf(resolveScope(scope));
+
+  /** A service whose store counts its listings, and the snippet a fresh service renders. */
+  function countingListings() {
+    const store = createInMemoryStore();
+    let listings = 0;
+    const counting: MemoryStore = {
+      ...store,
+      listWorkingMemoryEntries: async (id) => {
+        listings++;
+        return store.listWorkingMemoryEntries(id);
+      },
+    };
+    return {
+      memory: createWorkingMemory({ store: counting }),
+      fresh: () => createWorkingMemory({ store }).snippet(scope),
+      listings: () => listings,
+    };
+  }
+
+  it('never holds entries under version 0, which comes back after a forget', async () => {
+    const store = createInMemoryStore();
+    const other = createWorkingMemory({ store });
+    // Another process writes between this service's version read and its listing.
+    let interleave: (() => Promise<void>) | undefined;
+    const racing: MemoryStore = {
+      ...store,
+      workingMemoryVersion: async (id) => {
+        const version = await store.workingMemoryVersion!(id);
+        await interleave?.();
+        interleave = undefined;
+        return version;
+      },
+    };
+    const kept = createWorkingMemory({ store: racing });
+    interleave = async () => {
+      await other.set(scope, 'secret', 'launch code 7');
+    };
+    expect(await kept.snippet(scope)).toContain('launch code 7');
+    await store.forget(memoryId);
+    expect(await store.workingMemoryVersion!(memoryId)).toBe(0);
+    expect(await kept.snippet(scope)).toBe('');
+  });
+
+  it('after its own set, serves what a fresh listing would render, and lists nothing to get it', async () => {
+    const { memory, fresh, listings } = countingListings();
+    // Keys in byte order, with ones that UTF-16 order would misplace.
+    const keys = ['m', 'a', 'z', '\u{1F600}smile', '\uFF5Ewide', 'b', 'm', 'a'];
+    await memory.snippet(scope);
+    const before = listings();
+    for (const [index, key] of keys.entries()) {
+      await memory.set(scope, key, { index });
+      expect(await memory.snippet(scope), `after setting ${key}`).toBe(await fresh());
+    }
+    expect(listings()).toBe(before);
+    const listed = (await memory.entries(scope)).map((entry) => entry.key);
+    expect([...listed].sort(compareWorkingMemoryKeys)).toEqual(listed);
+  });
+
+  it('renders many sets made between two turns as a fresh listing would, listing once past 64 of them', async () => {
+    const { memory, fresh, listings } = countingListings();
+    await memory.snippet(scope);
+    for (const count of [10, 64, 65, 200]) {
+      const before = listings();
+      for (let index = 0; index < count; index++) await memory.set(scope, `key-${(index * 7) % 40}`, index);
+      expect(await memory.snippet(scope), `${count} sets`).toBe(await fresh());
+      expect(listings() - before, `${count} sets`).toBe(count <= 64 ? 0 : 1);
+    }
+  });
+
+  it('lists again when another process wrote between its reads and its set', async () => {
+    const store = createInMemoryStore();
+    const memory = createWorkingMemory({ store });
+    const other = createWorkingMemory({ store });
+    await memory.set(scope, 'mine', 1);
+    await memory.snippet(scope);
+    await other.set(scope, 'theirs', 2);
+    await memory.set(scope, 'mine', 3);
+    const snippet = await memory.snippet(scope);
+    expect(snippet).toContain('theirs: 2');
+    expect(snippet).toContain('mine: 3');
+  });
+
+  it("returns the entry as stored, without the store's versions", async () => {
+    const memory = createWorkingMemory({ store: createInMemoryStore() });
+    const result = await memory.set(scope, 'plan', { step: 1 });
+    expect(Object.keys(result.entry).sort()).toEqual(['createdAt', 'key', 'updatedAt', 'valueJson']);
+    expect(Object.isFrozen(result.entry)).toBe(true);
+  });
+});
+
+describe('working memory: key order', () => {
+  it('orders keys as their UTF-8 bytes do, for 5,000 random pairs', () => {
+    let state = 7;
+    const next = (below: number): number => {
+      state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return state % below;
+    };
+    const pieces = [
+      'a',
+      'z',
+      '~',
+      '\u00e9',
+      '\u0800',
+      '\ud7ff',
+      '\ue000',
+      '\uffee',
+      '\u{10000}',
+      '\u{1F600}',
+      '\u{10FFFF}',
+    ];
+    const key = (): string => Array.from({ length: 1 + next(4) }, () => pieces[next(pieces.length)]).join('');
+    for (let index = 0; index < 5_000; index++) {
+      const a = key();
+      const b = key();
+      const bytes = Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+      expect(Math.sign(compareWorkingMemoryKeys(a, b)), `${JSON.stringify(a)} vs ${JSON.stringify(b)}`).toBe(bytes);
+    }
   });
 });

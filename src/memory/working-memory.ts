@@ -9,8 +9,11 @@ import type { ScopeInput } from '../core/scope.js';
 import {
   DEFAULT_WORKING_MEMORY_LIMITS,
   buildWorkingMemorySnippet,
+  compareWorkingMemoryKeys,
   encodeWorkingMemoryValue,
+  joinWorkingMemoryLines,
   normalizeWorkingMemoryKey,
+  workingMemoryLine,
 } from '../core/working-memory.js';
 import type { WorkingMemoryLimitsConfig } from '../core/working-memory.js';
 import type { MemoryStore, WorkingMemoryEntry } from '../storage/store.js';
@@ -81,8 +84,8 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
   }
   const { store } = options;
   const redact = options.redactSecrets ?? true;
-  // Rendered snippets of recently read scopes, by the store's working-memory version.
-  const snippets = new SnippetCache();
+  // Snippets of recently read scopes, by the store's working-memory version.
+  const snippets = new SnippetCache<HeldSnippet>();
   const targets = new ScopeTargetCache();
   const target = (scope: ScopeInput) => targets.resolve(scope);
 
@@ -98,7 +101,20 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
         const redacted = redactValue(plain, { keys: true });
         if (redacted !== plain) valueJson = encodeWorkingMemoryValue(redacted, limits.maxValueBytes);
       }
-      const entry = await store.setWorkingMemoryEntry({ scope, memoryId, key: normalized, valueJson, limits });
+      const { versions, ...stored } = await store.setWorkingMemoryEntry({
+        scope,
+        memoryId,
+        key: normalized,
+        valueJson,
+        limits,
+      });
+      const entry = Object.freeze(stored);
+      // The snippet held is of the state this set changed: the new one is that plus this entry,
+      // held under the version the set wrote (served only while the store still shows it) and
+      // rendered when a turn asks for it.
+      const held = versions && snippets.get(memoryId, versions.before);
+      if (versions && held && depthOf(held) < MAX_PENDING_SETS)
+        snippets.set(memoryId, versions.after, { base: held, entry, depth: depthOf(held) + 1 });
       return { ok: true, key: normalized, entry };
     },
     async get(scopeInput, key) {
@@ -128,10 +144,68 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       // version differ, so a snippet is never reused past a change.
       const version = await store.workingMemoryVersion(memoryId);
       const cached = snippets.get(memoryId, version);
-      if (cached !== undefined) return cached;
-      const text = buildWorkingMemorySnippet(await store.listWorkingMemoryEntries(memoryId));
-      snippets.set(memoryId, version, text);
-      return text;
+      if (cached !== undefined) {
+        const current = rendered(cached);
+        if (current !== cached) snippets.set(memoryId, version, current);
+        return current.text;
+      }
+      const listed = renderEntries(await store.listWorkingMemoryEntries(memoryId));
+      // Version 0 is every scope without entries, and comes back after a forget: entries
+      // written between the two reads must never be held under it.
+      if (version !== 0 || listed.keys.length === 0) snippets.set(memoryId, version, listed);
+      return listed.text;
     },
   };
+}
+
+/** A scope's snippet with the keys and lines it was joined from, in key order. */
+interface RenderedSnippet {
+  readonly text: string;
+  readonly keys: readonly string[];
+  readonly lines: readonly string[];
+}
+
+/** A snippet held for a version: rendered, or a held one with the entry a set wrote on top. */
+type HeldSnippet =
+  | RenderedSnippet
+  | { readonly base: HeldSnippet; readonly entry: WorkingMemoryEntry; readonly depth: number };
+
+// Sets held unrendered on top of one snippet at most; past them the next turn lists the entries.
+const MAX_PENDING_SETS = 64;
+
+function depthOf(held: HeldSnippet): number {
+  return 'depth' in held ? held.depth : 0;
+}
+
+function rendered(held: HeldSnippet): RenderedSnippet {
+  if (!('base' in held)) return held;
+  const written: WorkingMemoryEntry[] = [];
+  let base: HeldSnippet = held;
+  while ('base' in base) {
+    written.push(base.entry);
+    base = base.base;
+  }
+  const keys = [...base.keys];
+  const lines = [...base.lines];
+  for (let index = written.length - 1; index >= 0; index--) putEntry(keys, lines, written[index] as WorkingMemoryEntry);
+  return { text: joinWorkingMemoryLines(lines), keys, lines };
+}
+
+function renderEntries(entries: readonly WorkingMemoryEntry[]): RenderedSnippet {
+  const lines = entries.map(workingMemoryLine);
+  return { text: joinWorkingMemoryLines(lines), keys: entries.map((entry) => entry.key), lines };
+}
+
+/** Sets `entry` in the key-ordered `keys` and `lines`: its line replaced, or inserted in order. */
+function putEntry(keys: string[], lines: string[], entry: WorkingMemoryEntry): void {
+  let low = 0;
+  let high = keys.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (compareWorkingMemoryKeys(keys[middle] as string, entry.key) < 0) low = middle + 1;
+    else high = middle;
+  }
+  const replaces = keys[low] === entry.key ? 1 : 0;
+  keys.splice(low, replaces, entry.key);
+  lines.splice(low, replaces, workingMemoryLine(entry));
 }

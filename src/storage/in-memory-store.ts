@@ -372,8 +372,10 @@ class InMemoryStore implements MemoryStore {
       updatedAt: at,
     });
     entries.set(input.key, entry);
+    const before = this.#workingMemoryVersions.get(input.memoryId) ?? 0;
     this.#workingMemoryChanged(input.memoryId);
-    return entry;
+    const after = this.#workingMemoryVersions.get(input.memoryId) ?? 0;
+    return Object.freeze({ ...entry, versions: Object.freeze({ before, after }) });
   };
 
   readonly getWorkingMemoryEntry = async (memoryId: string, key: string): Result<'getWorkingMemoryEntry'> => {

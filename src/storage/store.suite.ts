@@ -9,7 +9,7 @@ import { parseReflection } from '../core/parse-reflection.js';
 import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import type { MemoryRecord } from '../core/observation.js';
-import type { AppendAndClaimResult, MemoryStore, NewMessage } from './store.js';
+import type { AppendAndClaimResult, MemoryStore, NewMessage, StoredWorkingMemoryEntry } from './store.js';
 import { inspectionCases } from './store-inspection.suite.js';
 
 /** Options of {@link runStoreSuite}. */
@@ -732,8 +732,9 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(updated.createdAt).toBe(first?.createdAt);
       expect(updated.updatedAt >= (first?.updatedAt ?? '')).toBe(true);
       // What a set answers is what is stored, for a new entry and a replaced one.
-      expect(await store.getWorkingMemoryEntry(idA, 'a')).toEqual(updated);
-      expect(await store.getWorkingMemoryEntry(idA, 'é')).toEqual(created[3]);
+      const entryOf = ({ versions: _versions, ...entry }: StoredWorkingMemoryEntry) => entry;
+      expect(await store.getWorkingMemoryEntry(idA, 'a')).toEqual(entryOf(updated));
+      expect(await store.getWorkingMemoryEntry(idA, 'é')).toEqual(created[3] && entryOf(created[3]));
       expect(updated.valueJson).toBe('{"x":1}');
       expect(await store.deleteWorkingMemoryEntry(idA, 'a')).toBe(true);
       expect(await store.deleteWorkingMemoryEntry(idA, 'a')).toBe(false);
@@ -803,6 +804,35 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await version(idA)).toBe(0);
       await store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key: 'k', valueJson: '"d"', limits });
       await next();
+    });
+
+    test('reports the working-memory version before and after each set, read in the set itself', async () => {
+      const version = (memoryId: string) =>
+        (store.workingMemoryVersion as (memoryId: string) => Promise<number>)(memoryId);
+      const limits = { maxEntries: 50, maxTotalBytes: 10_000 };
+      const set = (scope: Scope, key: string, valueJson: string) =>
+        store.setWorkingMemoryEntry({ scope, memoryId: memoryIdOf(scope), key, valueJson, limits });
+      const first = await set(scopeA, 'k', '"a"');
+      expect(first).toMatchObject({ key: 'k', valueJson: '"a"' });
+      expect(first.versions).toEqual({ before: 0, after: await version(idA) });
+      const second = await set(scopeA, 'k', '"b"');
+      expect(second.versions).toEqual({ before: first.versions?.after, after: await version(idA) });
+      // Another scope's writes are not this scope's; a delete is.
+      await set(scopeB, 'k', '"x"');
+      await store.deleteWorkingMemoryEntry(idA, 'k');
+      const afterDelete = await version(idA);
+      const third = await set(scopeA, 'j', '"c"');
+      expect(third.versions).toEqual({ before: afterDelete, after: await version(idA) });
+      // Sets at the same time form one chain: each one's "before" is exactly one other's "after".
+      const start = await version(idA);
+      const concurrent = await Promise.all(
+        Array.from({ length: 20 }, (_, index) => set(scopeA, `c${index % 5}`, String(index))),
+      );
+      const next = new Map(concurrent.map((entry) => [entry.versions?.before, entry.versions?.after]));
+      expect(next.size).toBe(20);
+      let at: number | undefined = start;
+      for (let step = 0; step < 20; step++) at = next.get(at);
+      expect(at).toBe(await version(idA));
     });
 
     test('never shows one scope the data of another', async () => {

@@ -139,6 +139,16 @@ export interface WorkingMemoryEntry {
   readonly updatedAt: string;
 }
 
+/**
+ * What a working-memory set stored: the entry and, from a store that keeps working-memory
+ * versions, the scope's version right before the write and the one the write gave it (both
+ * read in the write's transaction). With them the working-memory service turns the snippet it
+ * holds into the new one without listing the entries again.
+ */
+export type StoredWorkingMemoryEntry = WorkingMemoryEntry & {
+  readonly versions?: { readonly before: number; readonly after: number };
+};
+
 /** Per-scope limits enforced atomically when an entry is written. */
 export interface WorkingMemoryLimits {
   readonly maxEntries: number;
@@ -408,7 +418,7 @@ export interface MemoryStore {
     key: string;
     valueJson: string;
     limits: WorkingMemoryLimits;
-  }): Promise<WorkingMemoryEntry>;
+  }): Promise<StoredWorkingMemoryEntry>;
   getWorkingMemoryEntry(memoryId: string, key: string): Promise<WorkingMemoryEntry | undefined>;
   /** True if an entry was removed. */
   deleteWorkingMemoryEntry(memoryId: string, key: string): Promise<boolean>;

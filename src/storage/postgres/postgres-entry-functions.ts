@@ -1,14 +1,20 @@
 /**
  * The database function of a working-memory set on Postgres (migration 11): the scope's lock,
  * the limit checks, the scope's record (for its first entry), the entry and a new version, in
- * one statement, so one round trip instead of five.
+ * one statement, so one round trip instead of five. It answers the entry and the version the
+ * scope had before (migration 14), which tells the caller whether the snippet it holds is the
+ * one the set changed.
  *
  * A limit the set would break is an answer (`{"limit": …}`) with nothing written, not an
  * error: a failed statement would cost the pool its connection.
  * @module
  */
 
-/** The DDL of migration 11 under the quoted schema prefix `s`. */
+/**
+ * The function's DDL under the quoted schema prefix `s`, as this version defines it: migration 11
+ * created it and migration 14 replaces it with this text (creating the current body at 11 is
+ * harmless: 14 only adds to what it answers).
+ */
 export function entryFunctions(s: string): string {
   return `
 CREATE OR REPLACE FUNCTION ${s}wm_set_entry(
@@ -21,6 +27,7 @@ DECLARE
   other_bytes bigint;
   total bigint;
   stored ${s}working_memory_entries;
+  previous bigint;
 BEGIN
   PERFORM pg_advisory_xact_lock(p_lock_class, hashtext(p_memory_id));
   SELECT EXISTS (SELECT 1 FROM ${s}working_memory_entries WHERE memory_id = p_memory_id AND entry_key = p_key),
@@ -47,9 +54,10 @@ BEGIN
   VALUES (p_memory_id, p_key, p_value_json, now(), now())
   ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at = excluded.updated_at
   RETURNING * INTO stored;
+  SELECT version INTO previous FROM ${s}working_memory_versions WHERE memory_id = p_memory_id;
   INSERT INTO ${s}working_memory_versions (memory_id, version) VALUES (p_memory_id, p_version)
   ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version;
-  RETURN jsonb_build_object('entry', to_jsonb(stored));
+  RETURN jsonb_build_object('entry', to_jsonb(stored), 'previous_version', COALESCE(previous, 0));
 END
 $fn$;
 `;

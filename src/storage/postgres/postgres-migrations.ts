@@ -342,6 +342,11 @@ ${observeFunctions(s)}`,
       "harness_append_messages: a conversation's messages in one statement (conversation lock, generation, insert)",
     up: conversationMessageFunctions,
   },
+  {
+    version: 14,
+    description: "wm_set_entry answers the scope's working-memory version before the set, with the entry",
+    up: entryFunctions,
+  },
 ]);
 
 /** The schema version this code writes and reads. */

@@ -100,7 +100,9 @@ describe.skipIf(!url)('postgres store', () => {
         store.setWorkingMemoryEntry({ scope, memoryId, key, valueJson, limits });
       const first = await set('a', '"one"');
       expect(statements).toHaveLength(1);
-      expect(first).toEqual(await store.getWorkingMemoryEntry(memoryId, 'a'));
+      const { versions, ...entry } = first;
+      expect(entry).toEqual(await store.getWorkingMemoryEntry(memoryId, 'a'));
+      expect(versions).toEqual({ before: 0, after: await store.workingMemoryVersion?.(memoryId) });
       expect((await store.getRecord(memoryId))?.scope).toEqual(scope);
       const version = await store.workingMemoryVersion!(memoryId);
       await set('b', '"two"');

@@ -114,6 +114,8 @@ function buildStore(connection: PostgresConnection): MemoryStore {
 /** What `wm_set_entry` answers: the stored entry, or the limit the set would break. */
 interface EntrySetAnswer {
   readonly entry?: unknown;
+  /** The scope's working-memory version before the set (0 when it had none). */
+  readonly previous_version?: number;
   readonly limit?: 'entries' | 'total_bytes';
   readonly actual: number;
   readonly max: number;
@@ -796,6 +798,7 @@ function workingMemoryMethods(
     setWorkingMemoryEntry: (input) =>
       execute(async () => {
         const { memoryId, key, valueJson, limits, scope } = input;
+        const after = newWorkingMemoryVersion();
         const answer = await first<{ result: EntrySetAnswer }>(pool, sql.setEntry, [
           ctx.memoryLockClass,
           memoryId,
@@ -804,7 +807,7 @@ function workingMemoryMethods(
           scope.agentId,
           key,
           valueJson,
-          newWorkingMemoryVersion(),
+          after,
           limits.maxEntries,
           limits.maxTotalBytes,
         ]);
@@ -812,7 +815,10 @@ function workingMemoryMethods(
         if (result?.limit) throw workingMemoryLimitError(result.limit, result.actual, result.max);
         if (!result?.entry)
           throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
-        return toWorkingMemoryEntry(rowFromJson<WorkingMemoryRow>(result.entry, ENTRY_TIMES));
+        const entry = toWorkingMemoryEntry(rowFromJson<WorkingMemoryRow>(result.entry, ENTRY_TIMES));
+        // A database at an older schema answers no earlier version: then none is reported.
+        if (typeof result.previous_version !== 'number') return entry;
+        return Object.freeze({ ...entry, versions: Object.freeze({ before: result.previous_version, after }) });
       }),
 
     getWorkingMemoryEntry: (memoryId, key) =>

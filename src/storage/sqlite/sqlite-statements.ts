@@ -161,7 +161,7 @@ export interface SqliteStatements {
    */
   readonly entrySetBasis: Statement<
     Named<{ memoryId: string; key: string }>,
-    [number | null, number | null, number | null, string | null, string]
+    [number | null, number | null, number | null, string | null, string, number | null]
   >;
   /** `[entry_count, total_bytes]` of the scope's working memory. */
   readonly workingMemoryUsage: Statement<[string], [number, number]>;
@@ -418,9 +418,9 @@ export function prepareStatements(db: Database): SqliteStatements {
     selectEntry: prepare('SELECT * FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?'),
     entrySetBasis: prepare<
       Named<{ memoryId: string; key: string }>,
-      [number | null, number | null, number | null, string | null, string]
+      [number | null, number | null, number | null, string | null, string, number | null]
     >(`
-      SELECT v.entry_count, v.total_bytes, e.bytes, e.created_at, ${SQL_NOW}
+      SELECT v.entry_count, v.total_bytes, e.bytes, e.created_at, ${SQL_NOW}, v.version
       FROM (SELECT 1) LEFT JOIN working_memory_versions AS v ON v.memory_id = @memoryId
       LEFT JOIN (SELECT ${ENTRY_BYTES} AS bytes, created_at FROM working_memory_entries
         WHERE memory_id = @memoryId AND entry_key = @key) AS e`).raw(true),

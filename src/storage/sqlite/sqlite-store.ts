@@ -711,7 +711,7 @@ function setWorkingMemoryEntry(ctx: SqliteStoreContext, input: Input<'setWorking
   const { memoryId, key, valueJson, limits } = input;
   const basis = statements.entrySetBasis.get({ memoryId, key });
   if (!basis) throw new StoreError({ store: STORE_NAME, message: 'SQLite returned no working-memory usage.' });
-  const [storedCount, storedBytes, previous, createdAt, now] = basis;
+  const [storedCount, storedBytes, previous, createdAt, now, before] = basis;
   // A scope's first entry gives it a record, so the scope is listed.
   if (storedCount === null) ensureRecord(input.scope, memoryId, now);
   const count = storedCount ?? 0;
@@ -720,18 +720,14 @@ function setWorkingMemoryEntry(ctx: SqliteStoreContext, input: Input<'setWorking
   const total = (storedBytes ?? 0) - (previous ?? 0) + utf8Length(key) + utf8Length(valueJson);
   if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
   statements.upsertEntry.run({ memoryId, key, valueJson, now });
-  statements.writeWorkingMemoryUsage.run(
-    memoryId,
-    newWorkingMemoryVersion(),
-    previous === null ? count + 1 : count,
-    total,
-  );
-  return toWorkingMemoryEntry({
-    memory_id: memoryId,
-    entry_key: key,
-    entry_json: valueJson,
-    created_at: createdAt ?? now,
-    updated_at: now,
+  const after = newWorkingMemoryVersion();
+  statements.writeWorkingMemoryUsage.run(memoryId, after, previous === null ? count + 1 : count, total);
+  return Object.freeze({
+    key,
+    valueJson,
+    createdAt: createdAt ?? now,
+    updatedAt: now,
+    versions: Object.freeze({ before: before ?? 0, after }),
   });
 }
 
