@@ -321,8 +321,7 @@ async function observeStep(
     started.catch(() => undefined);
     // The replayed history was handed over by earlier steps and runs: only what memory has
     // not taken yet is handed over again (all of it after a failure or a forget).
-    const known = handedOver.known(state.memoryId, generation);
-    const fresh = known ? transcript.filter((message) => !known.has(message.messageId)) : transcript;
+    const fresh = handedOver.unknown(state.memoryId, generation, transcript, (message) => message.messageId);
     const result = await memory.observe({
       scope: state.scope,
       runId: state.run.runId,

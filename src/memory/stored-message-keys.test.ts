@@ -77,4 +77,28 @@ describe('observational memory: messages known stored (issue 16)', () => {
     expect(held?.has('k4999')).toBe(true);
     expect(held?.has('c')).toBe(false);
   });
+
+  it('leaves out the known messages of a replayed history, in order, by key and then by identity', () => {
+    const keys = new StoredMessageKeys();
+    const message = (id: string) => ({ messageId: id });
+    const keyOf = (item: { messageId: string }) => item.messageId;
+    const history = [message('a'), message('b'), message('c')];
+    expect(keys.unknown('m', 1, history, keyOf)).toBe(history);
+    keys.add('m', 1, ['a', 'c']);
+    const turn = [...history, message('d')];
+    expect(keys.unknown('m', 1, turn, keyOf).map(keyOf)).toEqual(['b', 'd']);
+    // Known once, the same objects stay known even after their keys fall out of the bound.
+    keys.add(
+      'm',
+      1,
+      Array.from({ length: 5000 }, (_, index) => `k${index}`),
+    );
+    expect(keys.known('m', 1)?.has('a')).toBe(false);
+    expect(keys.unknown('m', 1, turn, keyOf).map(keyOf)).toEqual(['b', 'd']);
+    // An equal message that is another object is looked up by key (no longer held: unknown).
+    expect(keys.unknown('m', 1, [message('a')], keyOf).map(keyOf)).toEqual(['a']);
+    // Another generation knows nothing, not even the objects.
+    keys.add('m', 2, ['x']);
+    expect(keys.unknown('m', 2, turn, keyOf).map(keyOf)).toEqual(['a', 'b', 'c', 'd']);
+  });
 });
