@@ -54,7 +54,9 @@ BEGIN
   VALUES (p_memory_id, p_key, p_value_json, now(), now())
   ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at = excluded.updated_at
   RETURNING * INTO stored;
-  SELECT version INTO previous FROM ${s}working_memory_versions WHERE memory_id = p_memory_id;
+  -- Locked: a delete changes the version without the scope's lock, and must not slip between
+  -- this read and the write below (the caller trusts "before" to be the state this set changed).
+  SELECT version INTO previous FROM ${s}working_memory_versions WHERE memory_id = p_memory_id FOR UPDATE;
   INSERT INTO ${s}working_memory_versions (memory_id, version) VALUES (p_memory_id, p_version)
   ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version;
   RETURN jsonb_build_object('entry', to_jsonb(stored), 'previous_version', COALESCE(previous, 0));

@@ -90,6 +90,34 @@ describe.skipIf(!url)('postgres store', () => {
       schema = schemas.next();
     });
 
+    it('answers as "before" the version a concurrent writer committed while the set waited for it', async () => {
+      const store = await open();
+      const limits = { maxEntries: 10, maxTotalBytes: 1_000 };
+      await store.setWorkingMemoryEntry({ scope, memoryId, key: 'a', valueJson: '1', limits });
+      // A writer that changes the version without the scope's lock (as a delete does), uncommitted.
+      const writer = await rawPool().connect();
+      try {
+        await writer.query('BEGIN');
+        await writer.query(`UPDATE "${schema}".working_memory_versions SET version = 777 WHERE memory_id = $1`, [
+          memoryId,
+        ]);
+        const setting = store.setWorkingMemoryEntry({ scope, memoryId, key: 'b', valueJson: '2', limits });
+        // The set is waiting for the writer's row lock.
+        const waiting = async (): Promise<boolean> =>
+          (
+            await writer.query<{ count: string }>(
+              "SELECT count(*) AS count FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
+              [`%"${schema}".wm_set_entry%`],
+            )
+          ).rows[0]?.count !== '0';
+        while (!(await waiting())) await new Promise<void>((resolve) => setImmediate(resolve));
+        await writer.query('COMMIT');
+        expect((await setting).versions?.before).toBe(777);
+      } finally {
+        writer.release();
+      }
+    });
+
     it('sets a working-memory entry in one statement, and refuses one over a limit writing nothing', async () => {
       const pool = rawPool();
       const store = await createPostgresStore({ pool, schema });
