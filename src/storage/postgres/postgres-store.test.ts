@@ -14,6 +14,7 @@ import { createUlidGenerator } from '../../core/ids.js';
 import { parseReflection } from '../../core/parse-reflection.js';
 import { memoryIdOf } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
+import { entryFunctions } from './postgres-entry-functions.js';
 import { migratePostgresSchema, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
 import { createPostgresStore } from './postgres-store.js';
 import type { MemoryStore, Operation } from '../store.js';
@@ -222,6 +223,18 @@ describe.skipIf(!url)('postgres store', () => {
       expect(await store.workingMemoryVersion!(memoryIdOf(scopeOf(9)))).toBe(0);
       expect(await store.deleteWorkingMemoryEntry(memoryId, 'a')).toBe(true);
       expect(await store.workingMemoryVersion!(memoryId)).not.toBe(upgraded);
+    });
+
+    it('upgrades a version-13 schema: wm_set_entry is replaced and a set answers its versions', async () => {
+      const pool = await schemaAt(13);
+      // The function as schema 13 shipped it: the entry only.
+      const shipped = entryFunctions(`"${schema}".`).replace(", 'previous_version', COALESCE(previous, 0)", '');
+      expect(shipped).not.toContain('previous_version');
+      await pool.query(shipped);
+      const store = await open();
+      const limits = { maxEntries: 10, maxTotalBytes: 1_000 };
+      const first = await store.setWorkingMemoryEntry({ scope, memoryId, key: 'a', valueJson: '1', limits });
+      expect(first.versions).toEqual({ before: 0, after: await store.workingMemoryVersion?.(memoryId) });
     });
 
     it('upgrades a version-9 schema: each scope starts with the tokens of its unobserved messages', async () => {
