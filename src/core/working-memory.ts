@@ -88,25 +88,6 @@ export function joinWorkingMemoryLines(lines: readonly string[]): string {
   return `<working-memory>\n${lines.join('\n')}\n</working-memory>`;
 }
 
-/**
- * Orders keys by their UTF-8 bytes, the order every store lists entries in. That is code point
- * order: UTF-16 unit order except that a surrogate (half of a code point above U+FFFF) sorts
- * after every other unit.
- */
-export function compareWorkingMemoryKeys(a: string, b: string): number {
-  const length = Math.min(a.length, b.length);
-  for (let index = 0; index < length; index++) {
-    const x = a.charCodeAt(index);
-    const y = b.charCodeAt(index);
-    if (x === y) continue;
-    const xSurrogate = x >= 0xd800 && x <= 0xdfff;
-    const ySurrogate = y >= 0xd800 && y <= 0xdfff;
-    if (xSurrogate !== ySurrogate) return xSurrogate ? 1 : -1;
-    return x - y;
-  }
-  return a.length - b.length;
-}
-
 /** UTF-8 byte length of a string. */
 export function utf8Length(text: string): number {
   return Buffer.byteLength(text, 'utf8');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HarnessMemoryError } from '../core/errors.js';
-import { compareWorkingMemoryKeys } from '../core/working-memory.js';
+import { compareUtf8 } from '../core/compare-utf8.js';
 import { memoryIdOf, resolveScope } from '../core/scope.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
 import type { MemoryStore } from '../storage/store.js';
@@ -167,7 +167,7 @@ describe('working memory: the held snippet', () => {
     }
     expect(listings()).toBe(before);
     const listed = (await memory.entries(scope)).map((entry) => entry.key);
-    expect([...listed].sort(compareWorkingMemoryKeys)).toEqual(listed);
+    expect([...listed].sort(compareUtf8)).toEqual(listed);
   });
 
   it('renders many sets made between two turns as a fresh listing would, listing once past 64 of them', async () => {
@@ -199,35 +199,5 @@ describe('working memory: the held snippet', () => {
     const result = await memory.set(scope, 'plan', { step: 1 });
     expect(Object.keys(result.entry).sort()).toEqual(['createdAt', 'key', 'updatedAt', 'valueJson']);
     expect(Object.isFrozen(result.entry)).toBe(true);
-  });
-});
-
-describe('working memory: key order', () => {
-  it('orders keys as their UTF-8 bytes do, for 5,000 random pairs', () => {
-    let state = 7;
-    const next = (below: number): number => {
-      state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
-      return state % below;
-    };
-    const pieces = [
-      'a',
-      'z',
-      '~',
-      '\u00e9',
-      '\u0800',
-      '\ud7ff',
-      '\ue000',
-      '\uffee',
-      '\u{10000}',
-      '\u{1F600}',
-      '\u{10FFFF}',
-    ];
-    const key = (): string => Array.from({ length: 1 + next(4) }, () => pieces[next(pieces.length)]).join('');
-    for (let index = 0; index < 5_000; index++) {
-      const a = key();
-      const b = key();
-      const bytes = Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-      expect(Math.sign(compareWorkingMemoryKeys(a, b)), `${JSON.stringify(a)} vs ${JSON.stringify(b)}`).toBe(bytes);
-    }
   });
 });

@@ -5,11 +5,11 @@
  */
 import { redactValue } from '../core/redact-value.js';
 import { requireObject, requireOptions } from '../core/require-option.js';
+import { compareUtf8 } from '../core/compare-utf8.js';
 import type { ScopeInput } from '../core/scope.js';
 import {
   DEFAULT_WORKING_MEMORY_LIMITS,
   buildWorkingMemorySnippet,
-  compareWorkingMemoryKeys,
   encodeWorkingMemoryValue,
   joinWorkingMemoryLines,
   normalizeWorkingMemoryKey,
@@ -202,7 +202,7 @@ function putEntry(keys: string[], lines: string[], entry: WorkingMemoryEntry): v
   let high = keys.length;
   while (low < high) {
     const middle = (low + high) >>> 1;
-    if (compareWorkingMemoryKeys(keys[middle] as string, entry.key) < 0) low = middle + 1;
+    if (compareUtf8(keys[middle] as string, entry.key) < 0) low = middle + 1;
     else high = middle;
   }
   const replaces = keys[low] === entry.key ? 1 : 0;

@@ -4,6 +4,7 @@
  * @module
  */
 import type { StoreInput as Input } from './_memory-rows.js';
+import { compareUtf8 } from '../core/compare-utf8.js';
 import { StoreError } from '../core/errors.js';
 import type { MemoryRecord, Observation } from '../core/observation.js';
 import type { StoredContradiction, StoredSupersession } from '../core/reflection-links.js';
@@ -397,7 +398,7 @@ class InMemoryStore implements MemoryStore {
 
   readonly listWorkingMemoryEntries = async (memoryId: string): Result<'listWorkingMemoryEntries'> => {
     this.#guard.check();
-    return [...(this.#workingMemory.get(memoryId)?.values() ?? [])].sort((a, b) => compareBytes(a.key, b.key));
+    return [...(this.#workingMemory.get(memoryId)?.values() ?? [])].sort((a, b) => compareUtf8(a.key, b.key));
   };
 
   // -- Generations, forget, dispose -------------------------------------------------------------
@@ -544,10 +545,5 @@ function compareScopeOrder(
   a: { readonly conversationId: string; readonly agentId: string },
   b: { readonly conversationId: string; readonly agentId: string },
 ): number {
-  return compareBytes(a.conversationId, b.conversationId) || compareBytes(a.agentId, b.agentId);
-}
-
-/** Orders strings by their UTF-8 bytes, like SQLite's BINARY collation. */
-export function compareBytes(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+  return compareUtf8(a.conversationId, b.conversationId) || compareUtf8(a.agentId, b.agentId);
 }
