@@ -66,14 +66,41 @@ export function createPostgresTestSchemas(url: string): PostgresTestSchemas {
   };
 }
 
-/** Records the text of every statement sent through `pool.query` from now on (the store's round trips). */
-export function recordStatements(pool: pg.Pool): string[] {
+/** The text of a statement as `query` was handed it (a string or a config object). */
+function statementText(config: unknown): string {
+  return typeof config === 'string' ? config : (config as { text: string }).text;
+}
+
+/**
+ * Records the text of every statement sent through `pool.query` from now on (the store's round
+ * trips); `before`, when given, runs before each one is sent, and that statement waits for it.
+ */
+export function recordStatements(pool: pg.Pool, before?: (text: string) => Promise<void>): string[] {
   const statements: string[] = [];
   const original = pool.query.bind(pool) as (...args: unknown[]) => unknown;
   (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-    const config = args[0] as string | { text: string };
-    statements.push(typeof config === 'string' ? config : config.text);
-    return original(...args);
+    const text = statementText(args[0]);
+    statements.push(text);
+    return before ? before(text).then(() => original(...args)) : original(...args);
+  };
+  return statements;
+}
+
+/** Records the text of every statement sent on a client checked out of `pool` (a transaction's). */
+export function recordCheckedOut(pool: pg.Pool): string[] {
+  const statements: string[] = [];
+  const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
+  (pool as unknown as { connect: (...args: unknown[]) => unknown }).connect = (...args: unknown[]) => {
+    // pool.query checks out with a callback; a transaction awaits the promise form.
+    if (args.length > 0) return connect(...args);
+    return (connect() as Promise<pg.PoolClient>).then((client) => {
+      const query = client.query.bind(client) as (...queryArgs: unknown[]) => unknown;
+      (client as unknown as { query: (...queryArgs: unknown[]) => unknown }).query = (...queryArgs: unknown[]) => {
+        statements.push(statementText(queryArgs[0]));
+        return query(...queryArgs);
+      };
+      return client;
+    });
   };
   return statements;
 }

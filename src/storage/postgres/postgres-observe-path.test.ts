@@ -1,6 +1,11 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresTestSchemas, postgresTestUrl, recordStatements } from '../../../test/support/postgres-schema.js';
+import {
+  createPostgresTestSchemas,
+  postgresTestUrl,
+  recordCheckedOut,
+  recordStatements,
+} from '../../../test/support/postgres-schema.js';
 import type { PostgresTestSchemas } from '../../../test/support/postgres-schema.js';
 import { HarnessMemoryError } from '../../core/errors.js';
 import type { MemoryRecord } from '../../core/observation.js';
@@ -134,6 +139,65 @@ describe.skipIf(!url)('postgres observe path (two statements, checked premises)'
     if (below.disabled) return;
     expect(below.operation).toBeUndefined();
     expect(below.unobservedTokens).toBe(10);
+  });
+
+  /**
+   * Replica `a` observes the scope first; `b`, on a pool whose statements (and transactions)
+   * are recorded, has never seen it. `before` runs before each of b's pool statements.
+   */
+  const afterAnotherReplica = async (before?: (text: string) => Promise<void>) => {
+    const [a] = (await replicas(1)) as [MemoryStore];
+    const pool = new pg.Pool({ connectionString, max: 2 });
+    opened.push(pool);
+    const b = await createPostgresStore({ pool, schema });
+    opened.push(b);
+    const statements = recordStatements(pool, before);
+    const transactions = recordCheckedOut(pool);
+    const first = await appendAndClaim(a, 'm1');
+    if (first.disabled || !first.claimed) throw new Error('expected a claim');
+    await complete(a, first.claimed.operationId, 1, ['first']);
+    return { a, b, statements, transactions };
+  };
+  const appendCalls = (statements: readonly string[]) =>
+    statements.filter((text) => text.includes('om_observe_append_and_claim')).length;
+
+  it('takes a scope another replica made with one read and the function again, not the transaction', async () => {
+    const { a, b, statements, transactions } = await afterAnotherReplica();
+    // b assumes no record, misses, reads the record without the lock and calls again.
+    const claimed = await appendAndClaim(b, 'm2');
+    if (claimed.disabled || !claimed.claimed) throw new Error('expected a claim');
+    expect(transactions).toEqual([]);
+    expect(appendCalls(statements)).toBe(2);
+    expect(claimed.record).toMatchObject({ lastMessageSeq: 2, observedThroughMessageSeq: 1 });
+    expect(claimed.prefetched?.messages.map((item) => item.messageKey)).toEqual(['m2']);
+    statements.length = 0;
+    const applied = await complete(b, claimed.claimed.operationId, 2, ['second']);
+    expect(statements).toHaveLength(1);
+    expect(applied.observations.map((item) => [item.seq, item.content])).toEqual([[2, 'second']]);
+    // Seen now: the next observe is one statement.
+    statements.length = 0;
+    const next = await appendAndClaim(b, 'm3');
+    if (next.disabled || !next.claimed) throw new Error('expected a claim');
+    expect(statements).toHaveLength(1);
+    expect((await a.listUnobservedMessages(memoryId, 100)).map((item) => item.messageKey)).toEqual(['m3']);
+  });
+
+  it('takes the transaction when the settings change again between the read and the second call', async () => {
+    let calls = 0;
+    let turnOff: (() => Promise<unknown>) | undefined;
+    const { a, b, statements, transactions } = await afterAnotherReplica(async (text) => {
+      // Right before b's second call, a turns the scope off.
+      if (text.includes('om_observe_append_and_claim') && ++calls === 2) await turnOff?.();
+    });
+    turnOff = () =>
+      a.updateSettings({ scope, memoryId, enabled: false, runId: 'r', toolCallId: 't', operationId: 'op-off' });
+    const answer = await appendAndClaim(b, 'm2');
+    expect(calls).toBe(2);
+    expect(answer).toMatchObject({ disabled: true, record: { enabled: false } });
+    expect(appendCalls(statements)).toBe(2);
+    expect(transactions[0]).toMatch(/^BEGIN/);
+    expect(transactions.at(-1)).toBe('COMMIT');
+    expect(await a.listUnobservedMessages(memoryId, 100)).toEqual([]);
   });
 
   it('applies in one statement an observe that waited behind another replica and was claimed later', async () => {

@@ -28,6 +28,12 @@ export interface PostgresObservePath {
   noteRecord(memoryId: string, record: MemoryRecord | undefined): void;
 }
 
+/** A function's answer, or why its premise did not hold (it wrote nothing then). */
+type Answer = { readonly answer: Record<string, unknown> } | { readonly missed: string };
+
+// The miss `om_observe_append_and_claim` answers when the record is not the one the settings came from.
+const SETTINGS_CHANGED = 'the settings changed';
+
 // Enough for every scope a replica serves at once; the oldest entries go first.
 const MAX_REMEMBERED = 4096;
 
@@ -82,8 +88,16 @@ function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
   if (map.size > MAX_REMEMBERED) map.delete(map.keys().next().value as K);
 }
 
-/** Builds the path for one store's pool and schema. */
-export function createPostgresObservePath(pool: Pool, schema: string, prefix: string): PostgresObservePath {
+/**
+ * Builds the path for one store's pool and schema; `readRecord` reads a scope's record
+ * without its lock (a miss on the settings reads it once before the function is called again).
+ */
+export function createPostgresObservePath(
+  pool: Pool,
+  schema: string,
+  prefix: string,
+  readRecord: (memoryId: string) => Promise<MemoryRecord | undefined>,
+): PostgresObservePath {
   const lockClass = scopeLockClass(schema, 'memory');
   const appendAndClaim =
     `SELECT ${prefix}om_observe_append_and_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, ` +
@@ -96,11 +110,39 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
   // The position each claimed observe was planned from, by operation id.
   const positions = new Map<string, ApplyPosition>();
 
-  // What a function answers; undefined when its premise did not hold.
-  const call = async (text: string, values: unknown[]): Promise<Record<string, unknown> | undefined> => {
+  // What a function answers: its answer, or why its premise did not hold.
+  const call = async (text: string, values: unknown[]): Promise<Answer> => {
     const result = await query<{ result: Record<string, unknown> }>(pool, text, values);
     const answer = result.rows[0]?.result;
-    return answer === undefined || 'missed' in answer ? undefined : answer;
+    if (answer === undefined) return { missed: 'no answer' };
+    return 'missed' in answer ? { missed: String(answer['missed']) } : { answer };
+  };
+
+  // Appends, enqueues and claims with the settings derived from `basis`, the record this
+  // store last saw for the scope (none for a scope it has not seen).
+  const appendAndClaimFrom = (input: Input<'appendMessagesAndClaim'>, basis: MemoryRecord | undefined) => {
+    const settings = input.settings(basis);
+    const { scope, messages, operation } = input;
+    return call(appendAndClaim, [
+      lockClass,
+      input.memoryId,
+      scope.tenantId,
+      scope.conversationId,
+      scope.agentId,
+      input.generation ?? null,
+      basis !== undefined,
+      basis?.enabled ?? null,
+      JSON.stringify(basis?.config ?? {}),
+      settings.enabled,
+      settings.minTokens,
+      ...messageColumns(messages),
+      operation.operationId,
+      JSON.stringify(operation.payload),
+      operation.runId,
+      operation.toolCallId,
+      input.leaseOwner,
+      input.leaseMs / 1000,
+    ]);
   };
 
   return {
@@ -112,33 +154,21 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
       // A lease the database would not take is refused by the transaction path, with its error.
       if (!Number.isFinite(input.leaseMs) || input.leaseMs < 0) return undefined;
       // A scope not seen yet is assumed to have no record; the function checks.
-      const basis = records.get(input.memoryId) ?? undefined;
-      const settings = input.settings(basis);
-      const { scope, messages, operation } = input;
-      const result = await call(appendAndClaim, [
-        lockClass,
-        input.memoryId,
-        scope.tenantId,
-        scope.conversationId,
-        scope.agentId,
-        input.generation ?? null,
-        basis !== undefined,
-        basis?.enabled ?? null,
-        JSON.stringify(basis?.config ?? {}),
-        settings.enabled,
-        settings.minTokens,
-        ...messageColumns(messages),
-        operation.operationId,
-        JSON.stringify(operation.payload),
-        operation.runId,
-        operation.toolCallId,
-        input.leaseOwner,
-        input.leaseMs / 1000,
-      ]);
-      if (result === undefined) {
+      let outcome = await appendAndClaimFrom(input, records.get(input.memoryId) ?? undefined);
+      if ('missed' in outcome && outcome.missed === SETTINGS_CHANGED) {
+        // Most often a scope this replica meets for the first time, which another replica
+        // made. One read without the lock, then the function again: the transaction path
+        // would hold the scope's lock over eight round trips, and every other writer of
+        // the scope would wait on it.
+        const fresh = await readRecord(input.memoryId);
+        remember(records, input.memoryId, fresh ?? null);
+        outcome = await appendAndClaimFrom(input, fresh);
+      }
+      if ('missed' in outcome) {
         records.delete(input.memoryId);
         return undefined;
       }
+      const result = outcome.answer;
       const recordRow = result.record ? rowFromJson<RecordRow>(result.record, RECORD_TIMES) : undefined;
       const record = recordRow && toRecord(recordRow);
       remember(records, input.memoryId, record ?? null);
@@ -175,7 +205,7 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
       const plan = planObservationApply(position, input);
       const planned = plan.observations;
       const [start, end] = plan.markers;
-      const result = await call(apply, [
+      const outcome = await call(apply, [
         lockClass,
         input.memoryId,
         input.operationId,
@@ -191,7 +221,8 @@ export function createPostgresObservePath(pool: Pool, schema: string, prefix: st
         ...markerParameters(start),
         ...markerParameters(end),
       ]);
-      if (result === undefined) return undefined;
+      if ('missed' in outcome) return undefined;
+      const result = outcome.answer;
       const record = toRecord(rowFromJson<RecordRow>(result.record, RECORD_TIMES));
       const observations = (result.observations as unknown[]).map((row) =>
         toObservation(rowFromJson<ObservationRow>(row, OBSERVATION_TIMES)),

@@ -131,7 +131,6 @@ function createPostgresStoreContext(connection: PostgresConnection) {
   const { pool, schema } = connection;
   const sql = buildStatements(connection.prefix);
   const inspection = createPostgresInspection(connection.prefix);
-  const observePath = createPostgresObservePath(pool, schema, connection.prefix);
   // Why an advisory lock per scope, not a row lock on the record: working-memory entries and
   // queued operations exist without a record row, and a lock must exist before the first
   // row does. The lock lasts until commit, so a scope's seq assignment (messages, operations,
@@ -158,6 +157,10 @@ function createPostgresStoreContext(connection: PostgresConnection) {
     (await lane.read<R & Record<string, unknown>>(text, values)).rows;
   const readFirst = async <R extends object>(text: string, values: readonly unknown[]): Promise<R | undefined> =>
     (await readRows<R>(text, values))[0];
+  const observePath = createPostgresObservePath(pool, schema, connection.prefix, async (memoryId) => {
+    const row = await readFirst<RecordRow>(sql.selectRecord, [memoryId]);
+    return row && toRecord(row);
+  });
 
   /** A transaction holding the scope's lock from its first statement. */
   const inScope = <T>(memoryId: string, work: (client: PoolClient) => Promise<T>): Promise<T> =>
