@@ -1,13 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { compareUtf8 } from './compare-utf8.js';
+import { seededRandom } from '../../test/support/seeded-random.js';
 
 describe('compareUtf8', () => {
   it('orders keys as their UTF-8 bytes do, for 5,000 random pairs', () => {
-    let state = 7;
-    const next = (below: number): number => {
-      state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
-      return state % below;
-    };
+    const next = seededRandom(7).below;
     const pieces = [
       'a',
       'z',

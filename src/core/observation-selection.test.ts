@@ -4,20 +4,10 @@ import { scoreObservation, selectObservationIndices } from './observation-snippe
 import { renderDataLines } from './sanitize-text.js';
 import { RUNE_TOKEN_ESTIMATOR } from './token-estimator.js';
 import type { TokenEstimator } from './token-estimator.js';
+import { seededRandom } from '../../test/support/seeded-random.js';
 
 /** A second estimator, so a config change can switch what lines cost. */
 const WORD_ESTIMATOR: TokenEstimator = { estimate: (text) => (text === '' ? 0 : text.split(/\s+/).length + 1) };
-
-/** Seeded pseudo-random numbers in [0, 1) (mulberry32), so a failure replays. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = Math.imul(state ^ (state >>> 15), 1 | state);
-    value = (value + Math.imul(value ^ (value >>> 7), 61 | value)) ^ value;
-    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * The definition the selection must meet, computed over the whole log every time: every
@@ -142,7 +132,7 @@ function content(next: () => number): string {
 
 describe('snippet: the bounded selection equals a full re-selection (issue 16)', () => {
   it('on every step of 10,000 appends, supersessions and config changes', () => {
-    const next = random(16);
+    const next = seededRandom(16);
     const log: Observation[] = [];
     const superseded = new Map<number, number>();
     let budget = 900;

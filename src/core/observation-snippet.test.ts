@@ -4,6 +4,7 @@ import { buildObservationSnippet, scoreObservation, SNIPPET_PREAMBLE } from './o
 import { parseReflection } from './parse-reflection.js';
 import { RUNE_TOKEN_ESTIMATOR } from './token-estimator.js';
 import type { TokenEstimator } from './token-estimator.js';
+import { seededRandom } from '../../test/support/seeded-random.js';
 
 function observation(seq: number, content: string, importance: number | null): Observation {
   return {
@@ -224,8 +225,7 @@ describe('snippet: selection', () => {
     const { renderDataLines } = await import('./sanitize-text.js');
     for (let trial = 0; trial < 20; trial++) {
       const count = 300 + trial * 97;
-      let seed = trial + 1;
-      const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+      const random = seededRandom(trial + 1);
       const observations = Array.from({ length: count }, (_, index) =>
         observation(
           index + 1,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { redactSecrets } from './redact-secrets.js';
 import { redactJsonText, redactValue } from './redact-value.js';
+import { seededRandom } from '../../test/support/seeded-random.js';
 
 const OPENAI = `sk-proj-${'Ab3_'.repeat(8)}`;
 
@@ -93,11 +94,7 @@ describe('redactValue: the one-pass check', () => {
   }
 
   it('redacts exactly what redacting each string and key on its own would, on 3,000 random values', () => {
-    let seed = 0x2545f491;
-    const next = (): number => {
-      seed = (seed * 1103515245 + 12345) % 2147483648;
-      return seed / 2147483648;
-    };
+    const next = seededRandom(0x2545f491);
     let unchanged = 0;
     for (let index = 0; index < 3_000; index++) {
       const value = { [`k${index}`]: randomValue(next, 0) };

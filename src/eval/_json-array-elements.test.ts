@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { JsonArrayShapeError, readJsonArrayElements } from './_json-array-elements.js';
+import { seededRandom } from '../../test/support/seeded-random.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'harness-memory-json-array-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -53,8 +54,7 @@ describe('readJsonArrayElements', () => {
   });
 
   it('matches JSON.parse on random arrays of random values', async () => {
-    let seed = 7;
-    const random = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const random = seededRandom(7);
     const value = (depth: number): unknown => {
       const pick = Math.floor(random() * (depth > 3 ? 4 : 6));
       if (pick === 0) return Math.round(random() * 1e6) / 100;

@@ -3,6 +3,7 @@ import { HarnessMemoryError } from '../core/errors.js';
 import { parseDatasetDate } from './_session-dates.js';
 import type { EvalDataset } from './eval-dataset.js';
 import { parseEvalDataset, questionTypesOf, selectQuestions } from './eval-dataset.js';
+import { seededRandom } from '../../test/support/seeded-random.js';
 
 type Json = Record<string, unknown>;
 
@@ -508,14 +509,6 @@ describe('eval dataset: selecting questions', () => {
     );
   });
 });
-
-function seededRandom(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
-    return state / 2_147_483_648;
-  };
-}
 
 function leafPaths(value: unknown, prefix: Array<string | number> = []): Array<Array<string | number>> {
   const paths: Array<Array<string | number>> = [prefix];

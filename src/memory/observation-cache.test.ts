@@ -6,6 +6,7 @@ import { createInMemoryStore } from '../storage/in-memory-store.js';
 import type { MemoryStore } from '../storage/store.js';
 import { ObservationCache } from './observation-cache.js';
 import type { ObservationCacheStats } from './observation-cache.js';
+import { seededRandom } from '../../test/support/seeded-random.js';
 
 const generateId = createUlidGenerator();
 const SCOPES: Scope[] = Array.from({ length: 40 }, (_, index) => ({
@@ -56,8 +57,7 @@ async function runWorkload(
 ): Promise<{ stats: ObservationCacheStats; steps: ObservationCacheStats[] }> {
   const store = createInMemoryStore();
   const cache = new ObservationCache(store, maxTotal);
-  let seed = 11;
-  const random = (below: number): number => (seed = (seed * 16807) % 2147483647) % below;
+  const random = seededRandom(11).below;
   const steps: ObservationCacheStats[] = [];
   for (let step = 0; step < 25; step++) {
     for (const scope of SCOPES) if (random(3) === 0) await addObservations(store, scope, 1 + random(4));

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { postgresTestUrl } from '../../../test/support/postgres-schema.js';
 import { PG_TYPES } from './postgres-connection.js';
 import { isoTimeOfJson, isoTimeOfText } from './postgres-time.js';
+import { seededRandom } from '../../../test/support/seeded-random.js';
 
 const parseTimestamptz = pg.types.getTypeParser(1184, 'text') as (text: string) => unknown;
 
@@ -12,20 +13,11 @@ function generalOfText(value: string): string {
   return (parsed instanceof Date ? parsed : new Date(String(parsed))).toISOString();
 }
 
-/** A deterministic generator, so that a failure names a case that can be run again. */
-function random(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
-    return state / 2_147_483_648;
-  };
-}
-
 const two = (value: number): string => String(value).padStart(2, '0');
 
 describe('postgres times', () => {
   it('gives what the general parsers give for 10,000 random UTC times, text and JSON', () => {
-    const next = random(16);
+    const next = seededRandom(16);
     const pick = (below: number): number => Math.floor(next() * below);
     for (let index = 0; index < 10_000; index++) {
       const date = `${String(1 + pick(9999)).padStart(4, '0')}-${two(1 + pick(12))}-${two(1 + pick(28))}`;

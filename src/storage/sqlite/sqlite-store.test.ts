@@ -20,6 +20,7 @@ import { createSqliteStore } from './sqlite-store.js';
 import type { MemoryStore } from '../store.js';
 import { runStoreSuite } from '../store.suite.js';
 import { useSqliteTestFiles } from '../../../test/support/sqlite-test-files.js';
+import { seededRandom } from '../../../test/support/seeded-random.js';
 
 let suiteDirectory: string | undefined;
 
@@ -634,8 +635,7 @@ describe('store: sqlite (backend)', () => {
       const database = track(new Database(files.path));
       const store = track(createSqliteStore({ path: files.path, database }));
       const generous = { maxEntries: 12, maxTotalBytes: 600 };
-      let seed = 7;
-      const random = (below: number) => (seed = (seed * 16807) % 2147483647) % below;
+      const random = seededRandom(7).below;
       for (let step = 0; step < 400; step++) {
         const target = random(3) === 0 ? other : scope;
         const key = `k${random(15)}`;
