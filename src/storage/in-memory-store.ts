@@ -118,14 +118,14 @@ class InMemoryStore implements MemoryStore {
     this.#guard.check();
     const state = this.#scopes.get(memoryId);
     if (!state) return [];
-    const from = state.record.observedThroughMessageSeq;
-    return state.messages.filter((message) => message.seq > from && message.seq <= throughSeq);
+    const from = firstAfter(state.messages, state.record.observedThroughMessageSeq);
+    return state.messages.slice(from, Math.max(from, firstAfter(state.messages, throughSeq)));
   };
 
   readonly listObservations = async (memoryId: string, options?: { afterSeq?: number }): Result<'listObservations'> => {
     this.#guard.check();
-    const afterSeq = options?.afterSeq ?? 0;
-    return (this.#scopes.get(memoryId)?.observations ?? []).filter((observation) => observation.seq > afterSeq);
+    const observations = this.#scopes.get(memoryId)?.observations ?? [];
+    return observations.slice(firstAfter(observations, options?.afterSeq ?? 0));
   };
 
   readonly findObservations = async (
@@ -515,6 +515,22 @@ class InMemoryStore implements MemoryStore {
     if (expected !== undefined && (this.#generations.get(memoryId) ?? 0) !== expected)
       throw scopeForgottenError(STORE_NAME, memoryId);
   }
+}
+
+/**
+ * The index of the first item whose seq is above `seq` (the length when none is). A scope's
+ * messages and observations are kept in ascending seq order: appended in order, and only
+ * ever removed or replaced in place.
+ */
+function firstAfter(items: ReadonlyArray<{ readonly seq: number }>, seq: number): number {
+  let low = 0;
+  let high = items.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((items[middle] as { seq: number }).seq > seq) high = middle;
+    else low = middle + 1;
+  }
+  return low;
 }
 
 function newRecord(scope: Scope, memoryId: string, at: string): MemoryRecord {

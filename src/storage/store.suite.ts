@@ -51,6 +51,21 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       else it(name, body);
     };
 
+    /** Imports `count` observations `fact 1` … into scope A. */
+    const importFacts = (count: number) =>
+      store.importObservations!({
+        scope: scopeA,
+        memoryId: idA,
+        observations: Array.from({ length: count }, (_, index) => ({
+          content: `fact ${index + 1}`,
+          importance: 0.5,
+          tokenCount: 2,
+        })),
+        runId: 'r',
+        toolCallId: 't',
+        operationId: generateId('op'),
+      });
+
     const enqueueObserve = (scope = scopeA) =>
       store.enqueueOperation({
         operationId: generateId('op'),
@@ -131,18 +146,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     });
 
     test('lists the observations after a seq, in order, however many follow it', async () => {
-      await store.importObservations!({
-        scope: scopeA,
-        memoryId: idA,
-        observations: Array.from({ length: 150 }, (_, index) => ({
-          content: `fact ${index + 1}`,
-          importance: 0.5,
-          tokenCount: 2,
-        })),
-        runId: 'r',
-        toolCallId: 't',
-        operationId: generateId('op'),
-      });
+      await importFacts(150);
       const seqsAfter = async (afterSeq: number) =>
         (await store.listObservations(idA, { afterSeq })).map((item) => item.seq);
       const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
@@ -152,6 +156,53 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await seqsAfter(149)).toEqual([150]);
       expect(await seqsAfter(150)).toEqual([]);
       expect((await store.listObservations(idA, { afterSeq: 10 }))[0]?.content).toBe('fact 11');
+    });
+
+    test('lists the observations after every seq, gaps from deletions included', async () => {
+      await importFacts(30);
+      for (const seq of [1, 2, 9, 10, 11, 17, 30]) {
+        await store.correctObservation({
+          scope: scopeA,
+          memoryId: idA,
+          seq,
+          change: { kind: 'delete' },
+          runId: 'r',
+          toolCallId: 't',
+          operationId: generateId('op'),
+        });
+      }
+      const all = (await store.listObservations(idA)).map((item) => item.seq);
+      expect(all).toHaveLength(23);
+      for (let afterSeq = -1; afterSeq <= 32; afterSeq++) {
+        const after = (await store.listObservations(idA, { afterSeq })).map((item) => item.seq);
+        expect(after, `after ${afterSeq}`).toEqual(all.filter((seq) => seq > afterSeq));
+      }
+    });
+
+    test('lists the unobserved messages through every seq, before and after an apply', async () => {
+      await store.appendMessages({
+        scope: scopeA,
+        memoryId: idA,
+        messages: Array.from({ length: 12 }, (_, index) => message(`id:${index + 1}`, `m${index + 1}`)),
+      });
+      const through = async (throughSeq: number) =>
+        (await store.listUnobservedMessages(idA, throughSeq)).map((item) => item.seq);
+      const range = (from: number, to: number) =>
+        Array.from({ length: Math.max(0, to - from + 1) }, (_, index) => from + index);
+      for (let throughSeq = 0; throughSeq <= 13; throughSeq++)
+        expect(await through(throughSeq), `through ${throughSeq}`).toEqual(range(1, Math.min(throughSeq, 12)));
+      await enqueueObserve();
+      const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      await store.completeObservation({
+        operationId: claimed!.operationId,
+        memoryId: idA,
+        leaseOwner: 'w1',
+        observations: [{ content: 'Five messages seen', importance: 0.5, tokenCount: 3 }],
+        throughMessageSeq: 5,
+        markerIds: { start: generateId('mk'), end: generateId('mk') },
+      });
+      for (let throughSeq = 0; throughSeq <= 13; throughSeq++)
+        expect(await through(throughSeq), `through ${throughSeq}`).toEqual(range(6, Math.min(throughSeq, 12)));
     });
 
     test('imports observations after the last seq, in the order given, logged as an applied import', async () => {
