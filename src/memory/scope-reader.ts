@@ -19,6 +19,7 @@ import type { MemoryInspection } from './observational-memory-api.js';
 import { ObservationCache } from './observation-cache.js';
 import { progressOf } from './memory-progress.js';
 import { recordStateKey, SnippetCache } from './snippet-cache.js';
+import { SnippetMemo } from './snippet-memo.js';
 
 /** Options of {@link createScopeReader}. */
 export interface ScopeReaderOptions {
@@ -69,6 +70,7 @@ export interface ScopeReader {
 export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
   const { store, mode, defaults, defaultEnabled, estimator } = options;
   const snippetCache = new SnippetCache<string, string>();
+  const builtSnippets = new SnippetMemo();
   const observationCache = new ObservationCache(store);
   // The set only grows (until forget makes a new record), so its counts identify it.
   const linksCache = new SnippetCache<ReflectionLinks, string>();
@@ -123,20 +125,26 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
       if (!record) return '';
       const { enabled, config } = effective(record);
       if (!enabled) return '';
-      const cached = snippetCache.get(memoryId, recordStateKey(record));
+      const stateKey = recordStateKey(record);
+      const cached = snippetCache.get(memoryId, stateKey);
       if (cached !== undefined) return cached;
       const [listed, linked] = await Promise.all([
         observations ?? observationCache.get(memoryId, record),
         links ?? linksOf(memoryId, record),
       ]);
-      const text = buildObservationSnippet({
+      const inputs = {
         observations: listed,
+        links: linked,
         reflection: record.reflection,
-        links: activeReflectionLinks(linked),
         maxTokens: config.snippetMaxTokens,
-        estimator,
-      });
-      snippetCache.set(memoryId, recordStateKey(record), text);
+      };
+      // A new state that changed nothing the snippet shows (a turn's messages appended).
+      let text = builtSnippets.find(memoryId, inputs);
+      if (text === undefined) {
+        text = buildObservationSnippet({ ...inputs, links: activeReflectionLinks(linked), estimator });
+        builtSnippets.hold(memoryId, inputs, text);
+      }
+      snippetCache.set(memoryId, stateKey, text);
       return text;
     },
     async isEnabled(memoryId) {
@@ -146,6 +154,7 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
     inspect: (scope) => inspectScope(reader, options, scope),
     forget(memoryId) {
       snippetCache.delete(memoryId);
+      builtSnippets.delete(memoryId);
       observationCache.delete(memoryId);
       linksCache.delete(memoryId);
     },
