@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import * as snippets from '../core/observation-snippet.js';
 import type { Observation, StoredReflection } from '../core/observation.js';
@@ -81,6 +83,26 @@ describe('SnippetMemo', () => {
     memo.hold('s', { ...inputs, observations: growing }, 'two');
     memo.delete('s');
     expect(memo.find('s', { ...inputs, observations: growing })).toBeUndefined();
+  });
+
+  it('does not keep alive an observation array nothing else holds', async () => {
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    const memo = new SnippetMemo();
+    let collected = false;
+    const registry = new FinalizationRegistry(() => {
+      collected = true;
+    });
+    ((): void => {
+      const dropped = Array.from({ length: 1_000 }, (_, index) => observation(index + 1));
+      registry.register(dropped, 'observations');
+      memo.hold('s', { ...inputs, observations: dropped }, 'text');
+    })();
+    for (let attempt = 0; attempt < 50 && !collected; attempt++) {
+      collect();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(collected).toBe(true);
   });
 
   it('holds at most its limit of scopes, dropping the least recently held', () => {

@@ -22,8 +22,13 @@ export interface SnippetInputs {
 }
 
 interface Held {
-  readonly inputs: SnippetInputs;
+  // Held weakly: the observation cache bounds how many observations the process keeps, and
+  // an array it dropped must not stay alive here (a dropped array is never handed out again).
+  readonly observations: WeakRef<readonly Observation[]>;
   readonly count: number;
+  readonly links: ReflectionLinks;
+  readonly reflection: StoredReflection | null;
+  readonly maxTokens: number;
   /** The held reflection's parsed form as JSON, to compare a newly read one with. */
   readonly structured: string | undefined;
   readonly text: string;
@@ -43,10 +48,10 @@ export class SnippetMemo {
     const held = this.#entries.get(memoryId);
     if (
       !held ||
-      held.inputs.observations !== inputs.observations ||
+      held.observations.deref() !== inputs.observations ||
       held.count !== inputs.observations.length ||
-      held.inputs.links !== inputs.links ||
-      held.inputs.maxTokens !== inputs.maxTokens ||
+      held.links !== inputs.links ||
+      held.maxTokens !== inputs.maxTokens ||
       !sameReflection(held, inputs.reflection)
     )
       return undefined;
@@ -57,7 +62,15 @@ export class SnippetMemo {
   hold(memoryId: string, inputs: SnippetInputs, text: string): void {
     this.#entries.delete(memoryId);
     const structured = inputs.reflection ? JSON.stringify(inputs.reflection.structured) : undefined;
-    this.#entries.set(memoryId, { inputs, count: inputs.observations.length, structured, text });
+    this.#entries.set(memoryId, {
+      observations: new WeakRef(inputs.observations),
+      count: inputs.observations.length,
+      links: inputs.links,
+      reflection: inputs.reflection,
+      maxTokens: inputs.maxTokens,
+      structured,
+      text,
+    });
     if (this.#entries.size > this.#limit) this.#entries.delete(this.#entries.keys().next().value as string);
   }
 
@@ -68,7 +81,7 @@ export class SnippetMemo {
 
 // Each read of the record parses its reflection again, so the held one is compared by value.
 function sameReflection(held: Held, reflection: StoredReflection | null): boolean {
-  const before = held.inputs.reflection;
+  const before = held.reflection;
   if (before === reflection) return true;
   if (before === null || reflection === null) return false;
   return (
