@@ -1,5 +1,6 @@
 import type { Observation, StoredReflection } from './observation.js';
 import type { Contradiction, Supersession } from './reflection.js';
+import { firstAfterSeq } from './first-after-seq.js';
 import { supersededBy } from './reflection-links.js';
 import { neutralizeMarkup, renderDataLines, stripInvisible } from './sanitize-text.js';
 import { SELECTION_BLOCK, selectionIndexOf } from './selection-index.js';
@@ -300,14 +301,8 @@ function lineCostOf(
 
 /** The position of `seq` in seq-ordered observations, or -1. */
 function positionOfSeq(observations: readonly Observation[], seq: number): number {
-  let low = 0;
-  let high = observations.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if ((observations[middle] as Observation).seq < seq) low = middle + 1;
-    else high = middle;
-  }
-  return observations[low]?.seq === seq ? low : -1;
+  const position = firstAfterSeq(observations, seq - 1);
+  return observations[position]?.seq === seq ? position : -1;
 }
 
 /** Nodes of the selection index to visit, highest bound first. */

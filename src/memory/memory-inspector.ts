@@ -18,7 +18,7 @@ import type { Scope } from '../core/scope.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore, ObservationChange, Operation, OperationStatus } from '../storage/store.js';
 import { progressOf } from './memory-progress.js';
-import { firstAfter } from './observation-cache.js';
+import { firstAfterSeq } from '../core/first-after-seq.js';
 import type {
   ListedScope,
   MemoryProgress,
@@ -110,7 +110,7 @@ class ScopeInspector implements MemoryInspector {
     }
     const shown = enabled && dependencies.mode !== 'off';
     const view = (observation: Observation): ObservationView => {
-      const position = firstAfter(observations, observation.seq - 1);
+      const position = firstAfterSeq(observations, observation.seq - 1);
       const ageSteps = Math.max(0, observations.length - 1 - position);
       const replacedBy = plan.supersededBy.get(observation.seq) ?? null;
       return Object.freeze({

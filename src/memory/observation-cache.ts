@@ -148,15 +148,3 @@ export class ObservationCache {
     }
   }
 }
-
-/** Index of the first observation with a seq greater than `seq` (binary search). */
-export function firstAfter(observations: readonly Observation[], seq: number): number {
-  let low = 0;
-  let high = observations.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if ((observations[middle] as Observation).seq <= seq) low = middle + 1;
-    else high = middle;
-  }
-  return low;
-}

@@ -16,7 +16,7 @@ import { redactSecrets } from '../core/redact-secrets.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore, Operation, PrefetchedObserve, StoredMessage } from '../storage/store.js';
 import type { Observer, Reflector } from './model-observer.js';
-import { firstAfter } from './observation-cache.js';
+import { firstAfterSeq } from '../core/first-after-seq.js';
 
 /** What running one operation came to. */
 export interface OperationOutcome {
@@ -189,7 +189,7 @@ async function runObserve(
   const all = await context.observationsOf(operation.memoryId, record);
   const unreflected = recentWithin(
     all,
-    firstAfter(all, record.reflection?.throughSeq ?? 0),
+    firstAfterSeq(all, record.reflection?.throughSeq ?? 0),
     config.reflectThresholdTokens,
   );
   const observer = context.observer;
@@ -276,7 +276,7 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
     context.estimator.estimate(`${reflectorObservationLine(observation)}\n`);
   let observations = oldestWithin(
     all,
-    firstAfter(all, previousThrough),
+    firstAfterSeq(all, previousThrough),
     reflectorNewObservationTokens(config),
     lineCost,
   );

@@ -5,6 +5,7 @@
  */
 import type { StoreInput as Input } from './_memory-rows.js';
 import { compareUtf8 } from '../core/compare-utf8.js';
+import { firstAfterSeq } from '../core/first-after-seq.js';
 import { StoreError } from '../core/errors.js';
 import type { MemoryRecord, Observation } from '../core/observation.js';
 import type { StoredContradiction, StoredSupersession } from '../core/reflection-links.js';
@@ -118,14 +119,19 @@ class InMemoryStore implements MemoryStore {
     this.#guard.check();
     const state = this.#scopes.get(memoryId);
     if (!state) return [];
-    const from = firstAfter(state.messages, state.record.observedThroughMessageSeq);
-    return state.messages.slice(from, Math.max(from, firstAfter(state.messages, throughSeq)));
+    // Messages and observations are kept in seq order: appended in order, only ever removed
+    // or replaced in place.
+    const { messages } = state;
+    return messages.slice(
+      firstAfterSeq(messages, state.record.observedThroughMessageSeq),
+      firstAfterSeq(messages, throughSeq),
+    );
   };
 
   readonly listObservations = async (memoryId: string, options?: { afterSeq?: number }): Result<'listObservations'> => {
     this.#guard.check();
     const observations = this.#scopes.get(memoryId)?.observations ?? [];
-    return observations.slice(firstAfter(observations, options?.afterSeq ?? 0));
+    return observations.slice(firstAfterSeq(observations, options?.afterSeq ?? 0));
   };
 
   readonly findObservations = async (
@@ -515,22 +521,6 @@ class InMemoryStore implements MemoryStore {
     if (expected !== undefined && (this.#generations.get(memoryId) ?? 0) !== expected)
       throw scopeForgottenError(STORE_NAME, memoryId);
   }
-}
-
-/**
- * The index of the first item whose seq is above `seq` (the length when none is). A scope's
- * messages and observations are kept in ascending seq order: appended in order, and only
- * ever removed or replaced in place.
- */
-function firstAfter(items: ReadonlyArray<{ readonly seq: number }>, seq: number): number {
-  let low = 0;
-  let high = items.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if ((items[middle] as { seq: number }).seq > seq) high = middle;
-    else low = middle + 1;
-  }
-  return low;
 }
 
 function newRecord(scope: Scope, memoryId: string, at: string): MemoryRecord {

@@ -8,7 +8,7 @@ import { requireObject, requireOptions, requireString } from '../../core/require
 import pg from 'pg';
 import type { ClientBase, CustomTypesConfig, Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { HarnessMemoryError, StoreError } from '../../core/errors.js';
-import { isoTimeOfJson, isoTimeOfText } from './postgres-time.js';
+import { isoTimeOfJson, isoTimeOfText, TIMESTAMPTZ_OID } from './postgres-time.js';
 
 /** How a Postgres store reaches its database. */
 export interface PostgresConnectionOptions {
@@ -49,7 +49,6 @@ export type Queryable = Pool | ClientBase;
 
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 const INT8_OID = 20;
-const TIMESTAMPTZ_OID = 1184;
 
 /**
  * Per-query type parsers. Passing them with each query, instead of `pg.types.setTypeParser`,

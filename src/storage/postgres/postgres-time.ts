@@ -9,7 +9,8 @@ import pg from 'pg';
 // text, and inside JSON (to_jsonb). Anything else takes the general parsers.
 const UTC_TEXT = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?\+00$/;
 const UTC_JSON = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?\+00:00$/;
-const TIMESTAMPTZ_OID = 1184;
+/** The type id of `timestamptz`. */
+export const TIMESTAMPTZ_OID = 1184;
 
 /**
  * A `timestamptz` column's text, as the pool receives it, in ISO 8601 with milliseconds.
