@@ -24,4 +24,12 @@ export type { ForgetConversationTarget } from './forget-conversation.js';
 export { pairToolCalls } from '../core/tool-call-pairs.js';
 export type { ToolCallMessage } from '../core/tool-call-pairs.js';
 export { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
-export type { ConversationMessage, RunEvent, RunRecord, RunStatus, RunStore, RunUsage } from '../storage/run-store.js';
+export type {
+  ConversationMessage,
+  RecentHistory,
+  RunEvent,
+  RunRecord,
+  RunStatus,
+  RunStore,
+  RunUsage,
+} from '../storage/run-store.js';

@@ -5,7 +5,7 @@ import { createObservationalMemory } from '../memory/observational-memory.js';
 import { createWorkingMemory } from '../memory/working-memory.js';
 import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
-import type { ConversationMessage } from '../storage/run-store.js';
+import type { ConversationMessage, RunStore } from '../storage/run-store.js';
 import { scriptedObserver } from '../../test/support/scripted-models.js';
 import { createTurnPreparer } from './prepare-turn.js';
 
@@ -136,14 +136,51 @@ describe('prepareTurn', () => {
     expect(turn.messages.map((item) => item.content.split('\n')[0])).toEqual(['<observational-memory>', 'sys', 'hi']);
   });
 
-  it('refuses a turn of work that began before the conversation was forgotten', async () => {
-    const { observationalMemory, workingMemory, runStore } = await setup();
-    const preparer = createTurnPreparer({ observationalMemory, workingMemory, runStore });
-    const generation = await runStore.conversationGeneration(memoryId);
-    await preparer.prepareTurn(scope, { generation });
-    await runStore.forgetConversation(memoryId);
-    await expect(
-      preparer.prepareTurn(scope, { generation, transcript: [message('r1:user', 'user', 'forgotten prompt')] }),
-    ).rejects.toSatisfy((error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_FORGOTTEN');
-  });
+  // The generation comes with the history when the store reads both at once (recentHistory),
+  // else from a read of its own: with a store without recentHistory, and with no history budget.
+  for (const variant of ['with recentHistory', 'without recentHistory', 'without a history budget'] as const) {
+    it(`refuses a turn of work that began before the conversation was forgotten (${variant})`, async () => {
+      const { observationalMemory, workingMemory, runStore: inner } = await setup();
+      const reads = { generation: 0, history: 0, recent: 0 };
+      const runStore: RunStore = {
+        ...inner,
+        conversationGeneration: (id) => (reads.generation++, inner.conversationGeneration(id)),
+        recentMessages: (id, tokens) => (reads.recent++, inner.recentMessages(id, tokens)),
+        recentHistory:
+          variant === 'with recentHistory'
+            ? (id, tokens) => (
+                reads.history++,
+                (inner.recentHistory as NonNullable<typeof inner.recentHistory>)(id, tokens)
+              )
+            : undefined,
+      };
+      const preparer = createTurnPreparer({
+        observationalMemory,
+        workingMemory,
+        runStore,
+        ...(variant === 'without a history budget' ? { historyMaxTokens: 0 } : {}),
+      });
+      await runStore.appendMessages(memoryId, [message('r0:user', 'user', 'kept from before')]);
+      const generation = await runStore.conversationGeneration(memoryId);
+      reads.generation = 0;
+      const first = await preparer.prepareTurn(scope, { generation });
+      expect(first.history.map((item) => item.messageId)).toEqual(
+        variant === 'without a history budget' ? [] : ['r0:user'],
+      );
+      expect(reads).toEqual(
+        variant === 'with recentHistory'
+          ? { generation: 0, history: 1, recent: 0 }
+          : variant === 'without recentHistory'
+            ? { generation: 1, history: 0, recent: 1 }
+            : { generation: 1, history: 0, recent: 0 },
+      );
+      await runStore.forgetConversation(memoryId);
+      await expect(
+        preparer.prepareTurn(scope, { generation, transcript: [message('r1:user', 'user', 'forgotten prompt')] }),
+      ).rejects.toSatisfy((error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_FORGOTTEN');
+      // Work that began after the forget goes on.
+      const after = await runStore.conversationGeneration(memoryId);
+      expect((await preparer.prepareTurn(scope, { generation: after })).history).toEqual([]);
+    });
+  }
 });

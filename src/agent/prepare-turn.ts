@@ -117,22 +117,24 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
     };
   };
 
+  /** The stored history within its budget, and the generation read with it when the store reads both at once. */
   const historyOf = async (
     memoryId: string,
     transcript: readonly ConversationMessage[],
-  ): Promise<ConversationMessage[]> => {
-    if (!runStore || historyMaxTokens === 0) return [];
+  ): Promise<{ messages: ConversationMessage[]; generation?: number }> => {
+    if (!runStore || historyMaxTokens === 0) return { messages: [] };
     const own = new Set(transcript.map((message) => message.messageId));
     // The transcript's messages may be stored already: read enough to leave them out.
-    const ownTokens = transcript.reduce((sum, message) => sum + tokensOf(message), 0);
-    const recent = (await runStore.recentMessages(memoryId, historyMaxTokens + ownTokens)).filter(
-      (message) => !own.has(message.messageId),
-    );
+    const budget = historyMaxTokens + transcript.reduce((sum, message) => sum + tokensOf(message), 0);
+    const read = runStore.recentHistory
+      ? await runStore.recentHistory(memoryId, budget)
+      : { messages: await runStore.recentMessages(memoryId, budget) };
+    const recent = read.messages.filter((message) => !own.has(message.messageId));
     let start = recent.length;
     let used = 0;
     while (start > 0 && used + tokensOf(recent[start - 1] as ConversationMessage) <= historyMaxTokens)
       used += tokensOf(recent[--start] as ConversationMessage);
-    return recent.slice(start);
+    return { ...read, messages: recent.slice(start) };
   };
 
   return {
@@ -140,12 +142,13 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
       const scope = resolveScope(scopeInput);
       const memoryId = memoryIdOf(scope);
       const transcript = turnOptions.transcript ?? [];
-      const [snippets, stored] = await Promise.all([snippetsOf(scope), historyOf(memoryId, transcript)]);
-      // Read after the history: a forget before that read shows here, one after it came after this turn.
+      const [snippets, history] = await Promise.all([snippetsOf(scope), historyOf(memoryId, transcript)]);
+      // Read with the history, or after it: a forget before that read shows here, one after
+      // it came after this turn.
       if (
         turnOptions.generation !== undefined &&
         runStore &&
-        (await runStore.conversationGeneration(memoryId)) !== turnOptions.generation
+        (history.generation ?? (await runStore.conversationGeneration(memoryId))) !== turnOptions.generation
       ) {
         throw new HarnessMemoryError({
           code: 'SCOPE_FORGOTTEN',
@@ -157,7 +160,7 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
         });
       }
       const own = new Set(transcript.map((message) => message.messageId));
-      const conversation = pairToolCalls([...stored, ...transcript]);
+      const conversation = pairToolCalls([...history.messages, ...transcript]);
       const messages: LanguageModelMessage[] = [];
       if (snippets.workingMemory !== '') messages.push({ role: 'system', content: snippets.workingMemory });
       if (snippets.observationalMemory !== '') messages.push({ role: 'system', content: snippets.observationalMemory });

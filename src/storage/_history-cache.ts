@@ -8,7 +8,11 @@ import { readRecentHistory, toConversationMessage } from './_run-rows.js';
 import type { ConversationMessageRow, HistoryPageSizes } from './_run-rows.js';
 import type { ConversationMessage } from './run-store.js';
 
-/** What a store reads for {@link HistoryCache}; each call is one snapshot of the database. */
+/**
+ * What a store reads for {@link HistoryCache}. Each call reads the generation in the rows'
+ * snapshot, or, when there are no rows, in that snapshot or a later one (forgets set new
+ * random generations, so a generation unchanged since means no forget came in between).
+ */
 export interface HistorySource {
   /**
    * The conversation's generation, and up to `limit` of its messages with a position above
@@ -45,6 +49,14 @@ const KEEP_EXTRA = 16;
 /** Conversations held. */
 const CONVERSATIONS = 256;
 
+/** What {@link HistoryCache.recent} answers. */
+export interface RecentHistoryRead {
+  /** Oldest first; the caller trims them to the budget. */
+  readonly messages: ConversationMessage[];
+  /** The conversation's generation in the last snapshot the read looked at. */
+  readonly generation: number;
+}
+
 /**
  * Serves `recentMessages` from the conversation's cached tail when its generation is
  * unchanged: one read of the messages appended since (usually none or a few) instead of a
@@ -62,8 +74,8 @@ export class HistoryCache {
     this.#sizes = sizes;
   }
 
-  /** The newest messages within `maxTokens`, oldest first. */
-  async recent(memoryId: string, maxTokens: number): Promise<ConversationMessage[]> {
+  /** The newest messages within `maxTokens`, oldest first, with the generation read beside them. */
+  async recent(memoryId: string, maxTokens: number): Promise<RecentHistoryRead> {
     const entry = this.#entries.get(memoryId);
     if (entry) {
       const { generation, rows } = await this.#source.newer(memoryId, entry.lastPosition, DELTA_LIMIT);
@@ -75,17 +87,19 @@ export class HistoryCache {
           entry.lastPosition = row.position;
         }
         const start = startWithin(entry.messages, maxTokens, entry.complete);
-        if (start !== undefined) return this.#keep(memoryId, entry, start);
+        if (start !== undefined) return { messages: this.#keep(memoryId, entry, start), generation };
       }
     }
     return this.#readAfresh(memoryId, maxTokens);
   }
 
-  async #readAfresh(memoryId: string, maxTokens: number): Promise<ConversationMessage[]> {
+  async #readAfresh(memoryId: string, maxTokens: number): Promise<RecentHistoryRead> {
     let generation: number | undefined;
+    let latest = 0;
     let consistent = true;
     const read = await readRecentHistory(memoryId, maxTokens, this.#sizes, async (before, limit) => {
       const page = await this.#source.older(memoryId, before, limit);
+      latest = page.generation;
       if (generation === undefined) generation = page.generation;
       // A forget between two pages: the result may mix generations, so it is not kept.
       else if (page.generation !== generation) consistent = false;
@@ -93,9 +107,11 @@ export class HistoryCache {
     });
     const messages = read.rows.map(toConversationMessage);
     const start = startWithin(messages, maxTokens, true) ?? 0;
+    // After a forget between two pages the last page's generation is the new one: a caller
+    // that holds the old one learns of the forget.
     if (!consistent || generation === undefined) {
       this.#entries.delete(memoryId);
-      return messages.slice(start);
+      return { messages: messages.slice(start), generation: latest };
     }
     const positions = read.rows.map((row) => row.position);
     const entry: Entry = {
@@ -105,7 +121,7 @@ export class HistoryCache {
       lastPosition: positions.at(-1) ?? 0,
       complete: read.exhausted,
     };
-    return this.#keep(memoryId, entry, start);
+    return { messages: this.#keep(memoryId, entry, start), generation };
   }
 
   /** Keeps the entry (trimmed to what was returned and a little more) and returns `messages[start..]`. */

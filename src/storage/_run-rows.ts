@@ -62,11 +62,12 @@ export const HISTORY_COLUMNS =
   'position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count';
 
 /**
- * One statement (so one snapshot) reading a conversation's generation and a keyset page of its
- * messages, newest first: placeholders for the memory id (twice: SQLite numbers each `?`), the
- * position bound and the limit. `direction`
- * `'newer'` reads positions above the bound, `'older'` below. With no message, one row whose
- * position is null carries the generation. `prefix` is the schema prefix (Postgres).
+ * One statement (so one snapshot, and one round trip) reading a conversation's generation and
+ * a keyset page of its messages, newest first: placeholders for the memory id (twice), the
+ * position bound and the limit. `direction` `'newer'` reads positions above the bound,
+ * `'older'` below. With no message, one row whose position is null carries the generation.
+ * `prefix` is the schema prefix. Postgres reads with it; the SQLite run store, where a second
+ * statement costs no round trip, reads a flat form that needs no sort.
  */
 export function historyPageSql(
   prefix: string,

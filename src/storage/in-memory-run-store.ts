@@ -93,6 +93,11 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       const all = conversations.get(memoryId)?.messages ?? [];
       return takeRecent(all, maxTokens);
     },
+    async recentHistory(memoryId, maxTokens) {
+      guard();
+      const all = conversations.get(memoryId)?.messages ?? [];
+      return { messages: takeRecent(all, maxTokens), generation: generations.get(memoryId) ?? 0 };
+    },
     async listStaleRuns(olderThanSeconds) {
       guard();
       const cutoff = new Date(now().getTime() - olderThanSeconds * 1000).toISOString();

@@ -25,6 +25,7 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     ['createRun', 'updateRun', 'appendEvent', 'appendMessages'],
     'Pass the RunStore to wrap.',
   );
+  const recentHistory = store.recentHistory?.bind(store);
   return {
     specificationVersion: 'v1',
     name: store.name,
@@ -45,6 +46,9 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     appendMessages: (memoryId, messages, options) =>
       store.appendMessages(memoryId, messages.map(redactMessage), options),
     recentMessages: (memoryId, maxTokens) => store.recentMessages(memoryId, maxTokens),
+    ...(recentHistory
+      ? { recentHistory: (memoryId: string, maxTokens: number) => recentHistory(memoryId, maxTokens) }
+      : {}),
     listStaleRuns: (olderThanSeconds) => store.listStaleRuns(olderThanSeconds),
     listRuns: (query) => store.listRuns(query),
     forgetConversation: (memoryId) => store.forgetConversation(memoryId),

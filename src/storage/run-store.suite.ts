@@ -193,6 +193,36 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       },
     );
 
+    it('reads recent history with the conversation generation of the same read (issue 16)', async () => {
+      const recentHistory = store.recentHistory?.bind(store);
+      // Every adapter of this project reads both at once; a turn then spares a read.
+      expect(recentHistory).toBeTypeOf('function');
+      if (!recentHistory) return;
+      const ids = async (budget: number) => {
+        const read = await recentHistory('m1', budget);
+        return { ids: read.messages.map((item) => item.messageId), generation: read.generation };
+      };
+      expect(await ids(1000)).toEqual({ ids: [], generation: 0 });
+      await store.appendMessages('m1', [
+        message('a', 10),
+        message('b', 10, 'tool'),
+        message('c', 10),
+        message('d', 10),
+      ]);
+      for (const budget of [0, 10, 25, 30, 1000])
+        expect((await ids(budget)).ids, `budget ${budget}`).toEqual(
+          (await store.recentMessages('m1', budget)).map((item) => item.messageId),
+        );
+      expect((await ids(1000)).generation).toBe(0);
+      await store.forgetConversation('m1');
+      const forgotten = await store.conversationGeneration('m1');
+      expect(await ids(1000)).toEqual({ ids: [], generation: forgotten });
+      await store.appendMessages('m1', [message('e', 10)], { generation: forgotten });
+      expect(await ids(1000)).toEqual({ ids: ['e'], generation: forgotten });
+      expect(await ids(0)).toEqual({ ids: [], generation: forgotten });
+      expect((await recentHistory('m2', 1000)).generation).toBe(0);
+    });
+
     if (options.openPeer)
       it(
         'reads history written or forgotten by another store on the same database, never a stale copy ' + '(issue 16)',
@@ -217,6 +247,10 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
             // Forgotten elsewhere, then the same number of messages written again.
             await peer.forgetConversation('m1');
             expect(await ids(1_000)).toEqual([]);
+            // The generation read with the history is the forget's, though this store had the history cached.
+            const generation = await peer.conversationGeneration('m1');
+            expect(generation).not.toBe(0);
+            expect(await store.recentHistory?.('m1', 1_000)).toEqual({ messages: [], generation });
             await peer.appendMessages(
               'm1',
               Array.from({ length: 132 }, (_, index) => message(`s${index}`, 1)),
@@ -224,8 +258,14 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
             const after = await ids(1_000);
             expect(after.length).toBe(132);
             expect(after.every((id) => id.startsWith('s'))).toBe(true);
+            // Cached again here, then forgotten elsewhere with a message after: the cached path sees the new generation.
+            expect((await store.recentHistory?.('m1', 1_000))?.generation).toBe(generation);
             await peer.forgetConversation('m1');
             await peer.appendMessages('m1', [message('t0', 1)]);
+            const read = await store.recentHistory?.('m1', 1_000);
+            expect(read?.messages.map((item) => item.messageId)).toEqual(['t0']);
+            expect(read?.generation).toBe(await peer.conversationGeneration('m1'));
+            expect(read?.generation).not.toBe(generation);
             expect(await ids(1_000)).toEqual(['t0']);
           } finally {
             await peer.dispose();

@@ -66,6 +66,13 @@ export interface RunListQuery {
 /** Run statuses, in lifecycle order. */
 export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'completed', 'failed', 'cancelled'];
 
+/** What {@link RunStore.recentHistory} answers. */
+export interface RecentHistory {
+  /** As `recentMessages` answers them. */
+  readonly messages: ConversationMessage[];
+  readonly generation: number;
+}
+
 /** Storage for runs, events and conversation history. */
 export interface RunStore {
   readonly specificationVersion: 'v1';
@@ -89,6 +96,12 @@ export interface RunStore {
   ): Promise<void>;
   /** The most recent messages of a conversation whose tokens fit `maxTokens`, oldest first. */
   recentMessages(memoryId: string, maxTokens: number): Promise<ConversationMessage[]>;
+  /**
+   * `recentMessages` with the conversation's generation, read in the same snapshot as the
+   * messages (the last one, when it took several): a forget that finished before the read
+   * shows in it. Optional: without it, a turn reads the generation on its own.
+   */
+  recentHistory?(memoryId: string, maxTokens: number): Promise<RecentHistory>;
   /**
    * Runs still `queued` or `running` whose `updatedAt` is at least `olderThanSeconds` old by
    * the store's clock: their process stopped heartbeating them. (`updateRun(runId, {})`

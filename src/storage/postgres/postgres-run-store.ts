@@ -232,7 +232,10 @@ function runMethods(
 /** Conversation history, its generation and forget. */
 function conversationMethods(
   ctx: PostgresRunContext,
-): Pick<RunStore, 'appendMessages' | 'recentMessages' | 'conversationGeneration' | 'forgetConversation'> {
+): Pick<
+  RunStore,
+  'appendMessages' | 'recentMessages' | 'recentHistory' | 'conversationGeneration' | 'forgetConversation'
+> {
   const { pool, s, history, lane, lockConversation, conversationLockClass, wrap } = ctx;
   return {
     appendMessages: (memoryId, messages, appendOptions = {}) =>
@@ -261,7 +264,12 @@ function conversationMethods(
         if (appended.rows[0]?.appended !== true) throw scopeForgottenError(STORE, memoryId);
       }),
     recentMessages: (memoryId, maxTokens) =>
-      wrap(async () => takeRecent(await history.recent(memoryId, maxTokens), maxTokens)),
+      wrap(async () => takeRecent((await history.recent(memoryId, maxTokens)).messages, maxTokens)),
+    recentHistory: (memoryId, maxTokens) =>
+      wrap(async () => {
+        const read = await history.recent(memoryId, maxTokens);
+        return { messages: takeRecent(read.messages, maxTokens), generation: read.generation };
+      }),
     conversationGeneration: (memoryId) =>
       wrap(
         async () =>

@@ -9,7 +9,7 @@ import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
 import { createStoreGuard } from '../_store-guard.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { HistoryPageSizes, historyPageOf, historyPageSql, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HISTORY_COLUMNS, HistoryPageSizes, toRunEvent, toRunRecord } from '../_run-rows.js';
 import { HistoryCache } from '../_history-cache.js';
 import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
@@ -53,7 +53,7 @@ interface RunUpdate {
 /** What the parts of the SQLite run store share. */
 interface SqliteRunContext {
   readonly db: Database;
-  readonly statements: ReturnType<typeof prepareRunStatements>;
+  readonly statements: RunStatements;
   readonly guard: ReturnType<typeof createStoreGuard>;
   readonly wrap: <T>(work: () => T) => T;
   readonly write: <T>(work: () => T) => T;
@@ -103,9 +103,9 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
   const history = new HistoryCache(
     {
       newer: async (memoryId, after, limit) =>
-        wrap(() => historyPageOf(statements.newerMessages.all(memoryId, memoryId, after, limit))),
+        wrap(() => historyPage(statements, memoryId, statements.newerMessages.all(memoryId, memoryId, after, limit))),
       older: async (memoryId, before, limit) =>
-        wrap(() => historyPageOf(statements.olderMessages.all(memoryId, memoryId, before, limit))),
+        wrap(() => historyPage(statements, memoryId, statements.olderMessages.all(memoryId, memoryId, before, limit))),
     },
     new HistoryPageSizes(),
   );
@@ -125,6 +125,40 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     ...conversationMethods(ctx),
   };
 }
+
+/** A history row with the conversation's generation, read by the same statement. */
+type HistoryRow = ConversationMessageRow & { generation: number | null };
+
+/**
+ * Up to `limit` messages on one side of a position, newest first, each with the generation:
+ * one range scan of the primary key, with nothing to materialize or sort (a form that also
+ * answers a row when there are no messages needs both, and took half as long again).
+ */
+function historyRowsSql(side: '<' | '>'): string {
+  return `SELECT (SELECT generation FROM harness_conversation_generations WHERE memory_id = ?) AS generation,
+      ${HISTORY_COLUMNS}
+    FROM harness_conversation_messages WHERE memory_id = ? AND position ${side} ?
+    ORDER BY position DESC LIMIT ?`;
+}
+
+/**
+ * A history page with its generation. With rows, the generation is read in their snapshot.
+ * With none, it is read just after. That serves as well: every forget sets a new random
+ * generation, so an unchanged value means no forget came between the two reads and the empty
+ * page was right; a changed one makes the cache read the history afresh, and a turn that
+ * began before the forget is refused.
+ */
+function historyPage(
+  statements: RunStatements,
+  memoryId: string,
+  rows: HistoryRow[],
+): { generation: number; rows: ConversationMessageRow[] } {
+  const first = rows[0];
+  if (first === undefined) return { generation: statements.selectGeneration.get(memoryId) ?? 0, rows: [] };
+  return { generation: first.generation ?? 0, rows };
+}
+
+type RunStatements = ReturnType<typeof prepareRunStatements>;
 
 /** Every statement of the run store, prepared once per connection. */
 function prepareRunStatements(db: Database) {
@@ -174,12 +208,8 @@ function prepareRunStatements(db: Database) {
        VALUES (@memory_id, @position, @message_id, @run_id, @role, @content, @name, @tool_call_id, @tool_calls_json,
          @token_count)`,
     ),
-    newerMessages: db.prepare<[string, string, number, number], ConversationMessageRow & { generation: number }>(
-      historyPageSql('', 'newer', ['?', '?', '?', '?']),
-    ),
-    olderMessages: db.prepare<[string, string, number, number], ConversationMessageRow & { generation: number }>(
-      historyPageSql('', 'older', ['?', '?', '?', '?']),
-    ),
+    newerMessages: db.prepare<[string, string, number, number], HistoryRow>(historyRowsSql('>')),
+    olderMessages: db.prepare<[string, string, number, number], HistoryRow>(historyRowsSql('<')),
     staleRuns: db.prepare<[string], RunRow>(
       `SELECT * FROM harness_runs WHERE status IN ('queued', 'running') AND updated_at <= ` +
         `strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) ORDER BY created_at`,
@@ -276,7 +306,10 @@ function runMethods(
 /** Conversation history, its generation and forget. */
 function conversationMethods(
   ctx: SqliteRunContext,
-): Pick<RunStore, 'appendMessages' | 'recentMessages' | 'conversationGeneration' | 'forgetConversation'> {
+): Pick<
+  RunStore,
+  'appendMessages' | 'recentMessages' | 'recentHistory' | 'conversationGeneration' | 'forgetConversation'
+> {
   const { db, statements, guard, wrap, write, history } = ctx;
   return {
     async appendMessages(memoryId, messages, appendOptions = {}) {
@@ -310,7 +343,12 @@ function conversationMethods(
     },
     async recentMessages(memoryId, maxTokens) {
       guard.check();
-      return takeRecent(await history.recent(memoryId, maxTokens), maxTokens);
+      return takeRecent((await history.recent(memoryId, maxTokens)).messages, maxTokens);
+    },
+    async recentHistory(memoryId, maxTokens) {
+      guard.check();
+      const read = await history.recent(memoryId, maxTokens);
+      return { messages: takeRecent(read.messages, maxTokens), generation: read.generation };
     },
     async conversationGeneration(memoryId) {
       return wrap(() => statements.selectGeneration.get(memoryId) ?? 0);

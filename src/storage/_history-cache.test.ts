@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { HistoryCache } from './_history-cache.js';
+import type { HistorySource } from './_history-cache.js';
+import { HistoryPageSizes } from './_run-rows.js';
+import type { ConversationMessageRow } from './_run-rows.js';
+
+/** A conversation in an array, read as a store would: newest first, `limit` rows a page. */
+function conversation(): {
+  source: HistorySource;
+  rows: ConversationMessageRow[];
+  state: { generation: number; beforePage?: () => void; pages: string[] };
+} {
+  const rows: ConversationMessageRow[] = [];
+  const state: { generation: number; beforePage?: () => void; pages: string[] } = { generation: 0, pages: [] };
+  const page = (kind: string, keep: (row: ConversationMessageRow) => boolean, limit: number) => {
+    state.pages.push(kind);
+    state.beforePage?.();
+    return { generation: state.generation, rows: rows.filter(keep).reverse().slice(0, limit) };
+  };
+  return {
+    rows,
+    state,
+    source: {
+      newer: async (_memoryId, after, limit) => page('newer', (row) => row.position > after, limit),
+      older: async (_memoryId, before, limit) => page('older', (row) => row.position < before, limit),
+    },
+  };
+}
+
+function row(position: number, tokens = 10): ConversationMessageRow {
+  return {
+    position,
+    message_id: `m${position}`,
+    run_id: 'r',
+    role: 'user',
+    content: `message ${position}`,
+    name: null,
+    tool_call_id: null,
+    tool_calls_json: null,
+    token_count: tokens,
+  };
+}
+
+describe('HistoryCache', () => {
+  it('answers the generation of the read, from the cache or afresh', async () => {
+    const { source, rows, state } = conversation();
+    const cache = new HistoryCache(source, new HistoryPageSizes());
+    rows.push(row(1), row(2));
+    expect(await cache.recent('c', 100)).toMatchObject({ generation: 0 });
+    rows.push(row(3));
+    state.pages = [];
+    const cached = await cache.recent('c', 100);
+    expect(cached.messages.map((message) => message.messageId)).toEqual(['m1', 'm2', 'm3']);
+    expect(cached.generation).toBe(0);
+    expect(state.pages).toEqual(['newer']);
+    // Forgotten: the delta read shows another generation, so the history is read afresh.
+    rows.length = 0;
+    state.generation = 7;
+    rows.push(row(1));
+    expect(await cache.recent('c', 100)).toMatchObject({ generation: 7, messages: [{ messageId: 'm1' }] });
+  });
+
+  it('answers the last page generation when a forget came between two pages, and keeps nothing', async () => {
+    const { source, rows, state } = conversation();
+    const cache = new HistoryCache(source, new HistoryPageSizes());
+    // More rows than a first page, each under the budget: the read takes a second page.
+    for (let position = 1; position <= 300; position++) rows.push(row(position, 1));
+    state.beforePage = () => {
+      if (state.pages.length === 2) state.generation = 9;
+    };
+    const read = await cache.recent('c', 10_000);
+    expect(state.pages.length).toBeGreaterThan(2);
+    expect(new Set(state.pages)).toEqual(new Set(['older']));
+    expect(read.generation).toBe(9);
+    // Not kept: the next read starts afresh ("older" pages), not with a delta read.
+    state.beforePage = undefined;
+    state.pages = [];
+    const again = await cache.recent('c', 10_000);
+    expect(again.generation).toBe(9);
+    expect(state.pages[0]).toBe('older');
+    // Kept now: a delta read.
+    state.pages = [];
+    await cache.recent('c', 10_000);
+    expect(state.pages).toEqual(['newer']);
+  });
+});
