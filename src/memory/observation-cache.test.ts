@@ -129,3 +129,87 @@ describe('observation cache: counting (issue 12)', () => {
     expect(cache.stats()).toMatchObject({ counted: 0, held: 0 });
   });
 });
+
+describe('observation cache: observations read beside the record (issue 16)', () => {
+  const scope = SCOPES[0]!;
+  const memoryId = memoryIdOf(scope);
+
+  /** A store whose observation listings are counted. */
+  function countingStore(): { store: MemoryStore; listings: () => number } {
+    const inner = createInMemoryStore();
+    let listings = 0;
+    const store: MemoryStore = {
+      ...inner,
+      listObservations: (id, options) => {
+        listings++;
+        return inner.listObservations(id, options);
+      },
+    };
+    return { store, listings: () => listings };
+  }
+
+  it('keeps what follows what is held, through the record, and reads nothing more', async () => {
+    const { store, listings } = countingStore();
+    const cache = new ObservationCache(store);
+    await addObservations(store, scope, 3);
+    await cache.get(memoryId, (await store.getRecord(memoryId))!);
+    expect(cache.heldThrough(memoryId)).toBe(3);
+    await addObservations(store, scope, 2);
+    const record = (await store.getRecord(memoryId))!;
+    const page = await store.listObservations(memoryId, { afterSeq: 3 });
+    // Written after the record was read: listed, but past what the record shows.
+    await addObservations(store, scope, 1);
+    const later = await store.listObservations(memoryId, { afterSeq: 3 });
+    const before = listings();
+    cache.offer(memoryId, record, 3, later);
+    expect(cache.heldThrough(memoryId)).toBe(5);
+    expect((await cache.get(memoryId, record)).map((item) => item.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(listings()).toBe(before);
+    expect(page.map((item) => item.seq)).toEqual([4, 5]);
+    expect(cache.stats()).toMatchObject({ counted: 5, held: 5 });
+  });
+
+  it('reads the rest when the page was read before the record', async () => {
+    const { store, listings } = countingStore();
+    const cache = new ObservationCache(store);
+    await addObservations(store, scope, 2);
+    await cache.get(memoryId, (await store.getRecord(memoryId))!);
+    await addObservations(store, scope, 1);
+    const early = await store.listObservations(memoryId, { afterSeq: 2 });
+    await addObservations(store, scope, 2);
+    const record = (await store.getRecord(memoryId))!;
+    cache.offer(memoryId, record, 2, early);
+    expect(cache.heldThrough(memoryId)).toBe(3);
+    const before = listings();
+    expect((await cache.get(memoryId, record)).map((item) => item.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(listings()).toBe(before + 1);
+  });
+
+  it('ignores a page that starts elsewhere than what is held, or is of another life or correction', async () => {
+    const { store } = countingStore();
+    const cache = new ObservationCache(store);
+    await addObservations(store, scope, 2);
+    await cache.get(memoryId, (await store.getRecord(memoryId))!);
+    await addObservations(store, scope, 2);
+    const record = (await store.getRecord(memoryId))!;
+    const page = await store.listObservations(memoryId, { afterSeq: 2 });
+    // A page starting past what is held (seq 3 would be missing).
+    cache.offer(memoryId, record, 3, await store.listObservations(memoryId, { afterSeq: 3 }));
+    expect(cache.heldThrough(memoryId)).toBe(2);
+    // Another life of the record (forgotten and made again elsewhere).
+    cache.offer(memoryId, { ...record, createdAt: '2999-01-01T00:00:00.000Z' }, 2, page);
+    expect(cache.heldThrough(memoryId)).toBe(2);
+    // Observations corrected since the entry was read.
+    cache.offer(memoryId, { ...record, correctionCount: record.correctionCount + 1 }, 2, page);
+    expect(cache.heldThrough(memoryId)).toBe(2);
+    // A read of the entry under way meanwhile: nothing is held twice.
+    const reading = cache.get(memoryId, record);
+    cache.offer(memoryId, record, 2, page);
+    expect(cache.heldThrough(memoryId)).toBe(4);
+    expect((await reading).map((item) => item.seq)).toEqual([1, 2, 3, 4]);
+    expect(cache.stats()).toMatchObject({ counted: 4, held: 4 });
+    // An unknown scope.
+    cache.offer(memoryIdOf(SCOPES[1]!), record, 0, page);
+    expect(cache.heldThrough(memoryIdOf(SCOPES[1]!))).toBeUndefined();
+  });
+});

@@ -96,6 +96,28 @@ export class ObservationCache {
     return entry.observations;
   }
 
+  /** The seq through which the scope's observations are held (undefined when none are): where a read beside the record's starts. */
+  heldThrough(memoryId: string): number | undefined {
+    return this.#entries.get(memoryId)?.lastSeq;
+  }
+
+  /**
+   * Takes observations listed after `afterSeq` by a read issued beside the read of `record`
+   * (so before or after it): those through the record's last seq are kept when the entry is
+   * still held through `afterSeq` exactly (a page starting later would leave a gap), of the
+   * same record life and corrections. A read that ran before the record's may lack the
+   * newest; {@link get} then reads them as usual. Seqs already held are skipped, so a read of
+   * the entry under way meanwhile adds nothing twice.
+   */
+  offer(memoryId: string, record: MemoryRecord, afterSeq: number, observations: readonly Observation[]): void {
+    const entry = this.#entries.get(memoryId);
+    if (!entry || entry.lastSeq !== afterSeq) return;
+    if (entry.createdAt !== record.createdAt || entry.correctionCount !== record.correctionCount) return;
+    const through = observations.findIndex((observation) => observation.seq > record.lastObservationSeq);
+    this.#append(memoryId, entry, through === -1 ? observations : observations.slice(0, through));
+    this.#evict(memoryId);
+  }
+
   /** Appends observations just applied, when they directly follow what is held. */
   add(memoryId: string, record: MemoryRecord, observations: readonly Observation[]): void {
     const entry = this.#entries.get(memoryId);

@@ -80,7 +80,7 @@ export type {
 export function createObservationalMemory(options: ObservationalMemoryOptions): ObservationalMemory {
   const parts = assemble(options);
   const { mode, store, estimator, generateId, listeners, locks, reader, scheduler, inspector, emit, worker } = parts;
-  const { effective, currentStatus, snippetOf } = reader;
+  const { effective, currentStatus } = reader;
   const { processScope, enqueue, enqueueAndRun } = scheduler;
 
   const requireMode = (action: string): void => requireModeOn(mode, action);
@@ -140,8 +140,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
     async snippet(scopeInput) {
       if (mode === 'off') return '';
-      const memoryId = memoryIdOf(resolveScope(scopeInput));
-      return snippetOf(memoryId, await store.getRecord(memoryId));
+      return reader.currentSnippet(memoryIdOf(resolveScope(scopeInput)));
     },
 
     status: async (scopeInput) => currentStatus(resolveScope(scopeInput)),
@@ -169,6 +168,8 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       const scope = resolveScope(scopeInput, meta.runId);
       const prepared = prepareImport(observations, estimator, options.redactSecrets ?? true);
       const result = await importPrepared({ store, locks, generateId }, scope, prepared, meta);
+      // Held as applied, like an observer's: the next snippet reads none of them back.
+      reader.observationCache.add(memoryIdOf(scope), result.record, result.observations);
       return { observations: result.observations, status: await currentStatus(scope, result.record) };
     },
 

@@ -58,6 +58,12 @@ export interface ScopeReader {
     observations?: readonly Observation[],
     links?: ReflectionLinks,
   ): Promise<string>;
+  /**
+   * The scope's snippet as of now: reads the record, and for a scope where another writer's
+   * observations were met, the observations after those held beside it (one round trip on a
+   * networked store instead of two in a row).
+   */
+  currentSnippet(memoryId: string): Promise<string>;
   /** Whether observe would store anything for the scope now (mode not off, scope enabled); one read. */
   isEnabled(memoryId: string): Promise<boolean>;
   /** Everything stored for a scope, read once, with the snippet the next turn gets. */
@@ -65,6 +71,9 @@ export interface ScopeReader {
   /** Drops everything cached for a scope (after forget). */
   forget(memoryId: string): void;
 }
+
+// Scopes remembered as written elsewhere; past it the set starts over (one read pair each to learn again).
+const MAX_SCOPES_WRITTEN_ELSEWHERE = 1024;
 
 /** The reader over `options.store`. */
 export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
@@ -74,6 +83,16 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
   const observationCache = new ObservationCache(store);
   // The set only grows (until forget makes a new record), so its counts identify it.
   const linksCache = new SnippetCache<ReflectionLinks, string>();
+
+  // Scopes where the record showed observations this process's cache had not been given: some
+  // other process, replica or service writes them, so the next read lists them beside the record.
+  const othersWrite = new Set<string>();
+  const noteOtherWriters = (memoryId: string, record: MemoryRecord | undefined): void => {
+    const held = observationCache.heldThrough(memoryId);
+    if (record === undefined || held === undefined || record.lastObservationSeq <= held) return;
+    if (othersWrite.size >= MAX_SCOPES_WRITTEN_ELSEWHERE) othersWrite.clear();
+    othersWrite.add(memoryId);
+  };
 
   const effective: ScopeReader['effective'] = (record) => ({
     enabled: record?.enabled ?? defaultEnabled,
@@ -147,12 +166,29 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
       snippetCache.set(memoryId, stateKey, text);
       return text;
     },
+    async currentSnippet(memoryId) {
+      const afterSeq = othersWrite.has(memoryId) ? observationCache.heldThrough(memoryId) : undefined;
+      if (afterSeq === undefined) {
+        const record = await store.getRecord(memoryId);
+        noteOtherWriters(memoryId, record);
+        return reader.snippetOf(memoryId, record);
+      }
+      const [record, page] = await Promise.all([
+        store.getRecord(memoryId),
+        store.listObservations(memoryId, { afterSeq }),
+      ]);
+      if (record) observationCache.offer(memoryId, record, afterSeq, page);
+      // Read for nothing: this scope's writers may have stopped (the next miss starts again).
+      if (page.length === 0) othersWrite.delete(memoryId);
+      return reader.snippetOf(memoryId, record);
+    },
     async isEnabled(memoryId) {
       if (mode === 'off') return false;
       return effective(await store.getRecord(memoryId)).enabled;
     },
     inspect: (scope) => inspectScope(reader, options, scope),
     forget(memoryId) {
+      othersWrite.delete(memoryId);
       snippetCache.delete(memoryId);
       builtSnippets.delete(memoryId);
       observationCache.delete(memoryId);
