@@ -46,9 +46,7 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     appendMessages: (memoryId, messages, options) =>
       store.appendMessages(memoryId, messages.map(redactMessage), options),
     recentMessages: (memoryId, maxTokens) => store.recentMessages(memoryId, maxTokens),
-    ...(recentHistory
-      ? { recentHistory: (memoryId: string, maxTokens: number) => recentHistory(memoryId, maxTokens) }
-      : {}),
+    ...(recentHistory ? { recentHistory } : {}),
     listStaleRuns: (olderThanSeconds) => store.listStaleRuns(olderThanSeconds),
     listRuns: (query) => store.listRuns(query),
     forgetConversation: (memoryId) => store.forgetConversation(memoryId),

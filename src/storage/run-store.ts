@@ -97,9 +97,10 @@ export interface RunStore {
   /** The most recent messages of a conversation whose tokens fit `maxTokens`, oldest first. */
   recentMessages(memoryId: string, maxTokens: number): Promise<ConversationMessage[]>;
   /**
-   * `recentMessages` with the conversation's generation, read in the same snapshot as the
-   * messages (the last one, when it took several): a forget that finished before the read
-   * shows in it. Optional: without it, a turn reads the generation on its own.
+   * `recentMessages` with the conversation's generation, read with the messages (in their
+   * snapshot, the last one when the read took several, or right after an empty page): a
+   * forget that finished before the call shows in it. Optional: without it, a turn reads the
+   * generation on its own.
    */
   recentHistory?(memoryId: string, maxTokens: number): Promise<RecentHistory>;
   /**
