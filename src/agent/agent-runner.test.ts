@@ -281,14 +281,17 @@ describe('agent runner: loop', () => {
 
   it('cancels a running run', async () => {
     const { runner, agentModel, runStore } = harness();
-    agentModel.enqueue(
-      (options) =>
-        new Promise<never>((_, reject) =>
-          options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted'))),
-        ),
-    );
+    let calling = (): void => undefined;
+    const called = new Promise<void>((resolve) => (calling = resolve));
+    agentModel.enqueue((options) => {
+      calling();
+      return new Promise<never>((_, reject) =>
+        options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted'))),
+      );
+    });
     const run = await runner.start({ ...ids, prompt: 'slow' });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Cancelled while the model call is under way.
+    await called;
     const cancelled = await runner.cancel(run.runId);
     expect(cancelled.status).toBe('cancelled');
     expect((await runStore.listEvents(run.runId, -1)).at(-1)?.type).toBe('run.cancelled');

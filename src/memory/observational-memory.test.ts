@@ -633,7 +633,9 @@ describe('observational memory: scopes', () => {
 
 describe('observational memory: background worker', () => {
   it('recovers an operation left in processing by a dead worker and applies it once', async () => {
-    const store = createInMemoryStore();
+    // The store's clock: the dead worker's lease runs out when the test moves it, not after a wait.
+    let nowMs = Date.now();
+    const store = createInMemoryStore({ now: () => new Date(nowMs) });
     const { memory, observer } = setup({ store, leaseMs: 60_000 });
     await memory.setEnabled(scope, true);
     const memoryId = memoryIdOf(scope);
@@ -655,7 +657,7 @@ describe('observational memory: background worker', () => {
       toolCallId: 'system',
     });
     await store.claimOperation({ memoryId, leaseOwner: 'dead-worker', leaseMs: 20 });
-    await new Promise((resolve) => setTimeout(resolve, 40));
+    nowMs += 40;
     const worker = memory.startWorker({ pollMs: 10, staleCheckMs: 10 });
     // Polled until the worker applied it; the test's own timeout bounds it.
     while ((await memory.status(scope)).observationCount === 0) await new Promise((resolve) => setTimeout(resolve, 10));

@@ -22,13 +22,16 @@ const GOOD = { text: 'IMPORTANCE:0.9\nUser prefers tabs' };
 let server: ScriptedServer;
 let store: MemoryStore;
 let memory: ObservationalMemory;
+// The circuit breaker's clock: tests move it past `resetMs` instead of waiting it out.
+let breakerNow = 0;
 
 beforeEach(async () => {
   server = await startScriptedOpenAIServer();
   store = createInMemoryStore();
+  breakerNow = Date.now();
   const model = withCircuitBreaker(
     createOpenAICompatibleModel({ baseURL: server.url, modelId: 'memory-model', apiKey: 'test', timeout: 400 }),
-    { failureThreshold: 3, resetMs: 300 },
+    { failureThreshold: 3, resetMs: 300, now: () => breakerNow },
   );
   memory = createObservationalMemory({
     store,
@@ -95,7 +98,7 @@ describe('observe failures: retryable', () => {
       expect((await memory.status(scope)).deadOperations).toBe(1);
       expect(await unobserved()).toBe(1);
       server.setDefaultReply(GOOD);
-      await new Promise((resolve) => setTimeout(resolve, 350));
+      breakerNow += 350;
       const later = await observe('And use four-space tabs.');
       expect(later.observed).toBe(true);
       expect(await unobserved()).toBe(0);
@@ -179,7 +182,7 @@ describe('observe failures: circuit breaker', () => {
       expect(await unobserved()).toBe(2);
 
       server.setDefaultReply(GOOD);
-      await new Promise((resolve) => setTimeout(resolve, 350));
+      breakerNow += 350;
       await memory.drain(scope, { timeoutMs: 30_000 });
       await observe('message after recovery');
       expect(await unobserved()).toBe(0);
