@@ -1,3 +1,4 @@
+import { firstAfterSeq } from '../core/first-after-seq.js';
 import type { MemoryRecord, Observation } from '../core/observation.js';
 import type { MemoryStore } from '../storage/store.js';
 
@@ -113,8 +114,7 @@ export class ObservationCache {
     const entry = this.#entries.get(memoryId);
     if (!entry || entry.lastSeq !== afterSeq) return;
     if (entry.createdAt !== record.createdAt || entry.correctionCount !== record.correctionCount) return;
-    const through = observations.findIndex((observation) => observation.seq > record.lastObservationSeq);
-    this.#append(memoryId, entry, through === -1 ? observations : observations.slice(0, through));
+    this.#append(memoryId, entry, observations.slice(0, firstAfterSeq(observations, record.lastObservationSeq)));
     this.#evict(memoryId);
   }
 

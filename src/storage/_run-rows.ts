@@ -62,41 +62,6 @@ export const HISTORY_COLUMNS =
   'position, message_id, run_id, role, content, name, tool_call_id, tool_calls_json, token_count';
 
 /**
- * One statement (so one snapshot, and one round trip) reading a conversation's generation and
- * a keyset page of its messages, newest first: placeholders for the memory id (twice), the
- * position bound and the limit. `direction` `'newer'` reads positions above the bound,
- * `'older'` below. With no message, one row whose position is null carries the generation.
- * `prefix` is the schema prefix. Postgres reads with it; the SQLite run store, where a second
- * statement costs no round trip, reads a flat form that needs no sort.
- */
-export function historyPageSql(
-  prefix: string,
-  direction: 'newer' | 'older',
-  placeholders: readonly [string, string, string, string],
-): string {
-  const [memoryId, sameMemoryId, bound, limit] = placeholders;
-  const columns = HISTORY_COLUMNS.split(', ')
-    .map((column) => `m.${column}`)
-    .join(', ');
-  return `SELECT g.generation, ${columns}
-    FROM (SELECT COALESCE((SELECT generation FROM ${prefix}harness_conversation_generations
-      WHERE memory_id = ${memoryId}), 0) AS generation) AS g
-    LEFT JOIN (SELECT ${HISTORY_COLUMNS} FROM ${prefix}harness_conversation_messages
-      WHERE memory_id = ${sameMemoryId}
-      AND position ${direction === 'newer' ? '>' : '<'} ${bound}
-      ORDER BY position DESC LIMIT ${limit}) AS m ON 1 = 1
-    ORDER BY m.position DESC NULLS LAST`;
-}
-
-/** The generation and the messages of rows read by {@link historyPageSql}. */
-export function historyPageOf(rows: ReadonlyArray<ConversationMessageRow & { generation: number }>): {
-  generation: number;
-  rows: ConversationMessageRow[];
-} {
-  return { generation: Number(rows[0]?.generation ?? 0), rows: rows.filter((row) => row.position !== null) };
-}
-
-/**
  * A JSON column: JSON text (SQLite) is parsed, throwing if it does not parse; a decoded value (Postgres) is
  * taken as it is.
  */

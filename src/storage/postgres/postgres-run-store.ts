@@ -6,7 +6,7 @@
 import { StoreError } from '../../core/errors.js';
 import { createPostgresRunListing } from './postgres-run-listing.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { HistoryPageSizes, historyPageOf, historyPageSql, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HISTORY_COLUMNS, HistoryPageSizes, toRunEvent, toRunRecord } from '../_run-rows.js';
 import { HistoryCache } from '../_history-cache.js';
 import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
@@ -68,8 +68,8 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
   }
   const guard = createStoreGuard({ store: STORE, toError: (error) => toStoreError(error, STORE, schema) });
   type PageRow = ConversationMessageRow & { generation: number };
-  const newerSql = historyPageSql(s, 'newer', ['$1', '$1', '$2', '$3']);
-  const olderSql = historyPageSql(s, 'older', ['$1', '$1', '$2', '$3']);
+  const newerSql = historyPageSql(s, '>');
+  const olderSql = historyPageSql(s, '<');
   // What a turn reads (the messages after the newest held, at most a page; the generation)
   // goes pipelined on the pool's read lane with the memory store's reads of the same turn.
   const lane = connection.readLane ? acquireReadLane(pool) : poolReads(pool);
@@ -227,6 +227,33 @@ function runMethods(
         return result.rows.map(toRunRecord);
       }),
   };
+}
+
+/**
+ * One statement (so one snapshot, and one round trip) reading a conversation's generation and
+ * up to `$3` of its messages on one side of position `$2`, newest first (`$1`: the memory id).
+ * With no message, one row whose position is null carries the generation. `s` is the schema
+ * prefix.
+ */
+function historyPageSql(s: string, side: '<' | '>'): string {
+  const columns = HISTORY_COLUMNS.split(', ')
+    .map((column) => `m.${column}`)
+    .join(', ');
+  return `SELECT g.generation, ${columns}
+    FROM (SELECT COALESCE((SELECT generation FROM ${s}harness_conversation_generations
+      WHERE memory_id = $1), 0) AS generation) AS g
+    LEFT JOIN (SELECT ${HISTORY_COLUMNS} FROM ${s}harness_conversation_messages
+      WHERE memory_id = $1 AND position ${side} $2
+      ORDER BY position DESC LIMIT $3) AS m ON 1 = 1
+    ORDER BY m.position DESC NULLS LAST`;
+}
+
+/** The generation and the messages of rows read by {@link historyPageSql}. */
+function historyPageOf(rows: ReadonlyArray<ConversationMessageRow & { generation: number }>): {
+  generation: number;
+  rows: ConversationMessageRow[];
+} {
+  return { generation: Number(rows[0]?.generation ?? 0), rows: rows.filter((row) => row.position !== null) };
 }
 
 /** Conversation history, its generation and forget. */
