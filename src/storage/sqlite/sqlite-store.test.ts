@@ -777,6 +777,22 @@ describe('store: sqlite (backend)', () => {
     expect(await store.listWorkingMemoryEntries(memoryId)).toEqual([]);
   });
 
+  it('empties the WAL on a later attempt when what held it lets go within the busy timeout (a forget under load)', async () => {
+    // Another connection's checkpoint (the background one of this process, say) makes the
+    // first attempt fail at once; a reader stands in for it here.
+    const store = track(createSqliteStore({ path: files.path, busyTimeoutMs: 300 }));
+    await store.setWorkingMemoryEntry({ scope, memoryId, key: 'k', valueJson: '"secret"', limits });
+    const reader = track(new Database(files.path, { timeout: 0 }));
+    reader.exec('BEGIN');
+    reader.prepare('SELECT COUNT(*) FROM working_memory_entries').get();
+    await store.setWorkingMemoryEntry({ scope, memoryId, key: 'k2', valueJson: '"later"', limits });
+    const forgetting = store.forget(memoryId);
+    reader.exec('COMMIT');
+    await forgetting;
+    expect(await store.listWorkingMemoryEntries(memoryId)).toEqual([]);
+    expect(readFileSync(`${files.path}-wal`).length).toBe(0);
+  });
+
   it('shares one file between two stores: each sees the other, and no operation is claimed twice', async () => {
     const left = track(createSqliteStore({ path: files.path }));
     const right = track(createSqliteStore({ path: files.path }));

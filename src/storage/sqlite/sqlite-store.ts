@@ -243,7 +243,7 @@ function buildStore(
           .all(memoryId)
           .map(([key, valueJson, createdAt, updatedAt]) => Object.freeze({ key, valueJson, createdAt, updatedAt })),
       ),
-    forget: async (memoryId) => execute(() => forgetAndEmptyLog(ctx, memoryId)),
+    forget: async (memoryId) => forgetAndEmptyLog(ctx, memoryId),
     dispose: async () => {
       if (!storeGuard.dispose()) return;
       try {
@@ -760,16 +760,32 @@ function invalidOption(name: string, problem: string): StoreError {
   return new StoreError({ store: STORE_NAME, message: `Option ${name} ${problem}.`, data: { option: name } });
 }
 
+// Pause between attempts to empty the log while another connection's checkpoint holds it.
+const EMPTY_LOG_RETRY_MS = 10;
+
 /**
  * Forgets the scope, then copies the zeroed pages into the file and empties the WAL, so the
  * old text is gone from both. The checkpoint waits (busy timeout) for readers of older
- * snapshots; if one remains, the caller must know the bytes may linger, and a retry is harmless.
+ * snapshots; it cannot wait for another connection's checkpoint (the background one of this
+ * very process, say), so it is tried again until the busy timeout has passed. If the log is
+ * still held then, the caller must know the bytes may linger, and a retry is harmless.
  */
-function forgetAndEmptyLog(ctx: SqliteStoreContext, memoryId: string): void {
-  const { db, context } = ctx;
-  db.transaction((id: string) => forget(ctx, id)).immediate(memoryId);
-  const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
-  if (result !== undefined && result.busy !== 0) {
+async function forgetAndEmptyLog(ctx: SqliteStoreContext, memoryId: string): Promise<void> {
+  const { db, context, execute } = ctx;
+  const emptyLog = (): boolean => {
+    const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
+    return result === undefined || result.busy === 0;
+  };
+  let emptied = execute(() => {
+    db.transaction((id: string) => forget(ctx, id)).immediate(memoryId);
+    return emptyLog();
+  });
+  const deadline = Date.now() + context.busyTimeoutMs;
+  while (!emptied && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, EMPTY_LOG_RETRY_MS));
+    emptied = execute(emptyLog);
+  }
+  if (!emptied) {
     throw new StoreError({
       store: STORE_NAME,
       message:
