@@ -114,6 +114,28 @@ describe('prepareTurn', () => {
     },
   );
 
+  it('sends each message with exactly its role, content, answered call id and tool calls', async () => {
+    const { observationalMemory, workingMemory, runStore } = await setup();
+    const call = { id: 'c1', name: 'working_memory', arguments: '{}' };
+    const stored = [
+      message('r1:user', 'user', 'go'),
+      message('r1:assistant:1', 'assistant', 'checking', { toolCalls: [call] }),
+      message('r1:tool:1:c1', 'tool', '{"ok":true}', { toolCallId: 'c1' }),
+      message('r1:assistant:2', 'assistant', 'done', { toolCalls: [] }),
+    ];
+    await runStore.appendMessages(memoryId, stored);
+    const preparer = createTurnPreparer({ observationalMemory, workingMemory, runStore });
+    const turn = await preparer.prepareTurn(scope);
+    expect(turn.messages.filter((item) => item.role !== 'system')).toStrictEqual([
+      { role: 'user', content: 'go' },
+      { role: 'assistant', content: 'checking', toolCalls: [call] },
+      { role: 'tool', content: '{"ok":true}', toolCallId: 'c1' },
+      { role: 'assistant', content: 'done' },
+    ]);
+    // Without a transcript, the history is the whole paired conversation as stored.
+    expect(turn.history.map((item) => item.messageId)).toEqual(stored.map((item) => item.messageId));
+  });
+
   it('goes on without a snippet that cannot be built, and says which (issue 12)', async () => {
     const { observationalMemory, runStore } = await setup();
     const broken = createInMemoryStore();

@@ -129,7 +129,7 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
     const read = runStore.recentHistory
       ? await runStore.recentHistory(memoryId, budget)
       : { messages: await runStore.recentMessages(memoryId, budget) };
-    const recent = read.messages.filter((message) => !own.has(message.messageId));
+    const recent = own.size === 0 ? read.messages : read.messages.filter((message) => !own.has(message.messageId));
     let start = recent.length;
     let used = 0;
     while (start > 0 && used + tokensOf(recent[start - 1] as ConversationMessage) <= historyMaxTokens)
@@ -170,7 +170,7 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
       return {
         messages,
         snippets: { workingMemory: snippets.workingMemory, observationalMemory: snippets.observationalMemory },
-        history: conversation.filter((message) => !own.has(message.messageId)),
+        history: own.size === 0 ? conversation : conversation.filter((message) => !own.has(message.messageId)),
         failures: snippets.failures,
       };
     },
@@ -178,10 +178,9 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
 }
 
 function toModelMessage(message: ConversationMessage): LanguageModelMessage {
-  return {
-    role: message.role,
-    content: message.content,
-    ...(message.toolCallId ? { toolCallId: message.toolCallId } : {}),
-    ...(message.toolCalls && message.toolCalls.length > 0 ? { toolCalls: message.toolCalls } : {}),
-  };
+  // One object per message, built directly: a turn maps its whole history, every turn.
+  const { role, content, toolCallId, toolCalls } = message;
+  const calls = toolCalls && toolCalls.length > 0 ? toolCalls : undefined;
+  if (toolCallId) return calls ? { role, content, toolCallId, toolCalls: calls } : { role, content, toolCallId };
+  return calls ? { role, content, toolCalls: calls } : { role, content };
 }

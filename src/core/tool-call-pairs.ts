@@ -30,8 +30,8 @@ export function pairToolCalls<T extends ToolCallMessage>(messages: readonly T[])
     const message = messages[index] as T;
     index++;
     if (message.role === 'tool') continue;
-    const calls = message.role === 'assistant' ? (message.toolCalls ?? []) : [];
-    if (calls.length === 0) {
+    const calls = message.role === 'assistant' ? message.toolCalls : undefined;
+    if (calls === undefined || calls.length === 0) {
       paired.push(message);
       continue;
     }
