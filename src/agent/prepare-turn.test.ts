@@ -136,6 +136,28 @@ describe('prepareTurn', () => {
     expect(turn.history.map((item) => item.messageId)).toEqual(stored.map((item) => item.messageId));
   });
 
+  it('keeps a stored call answered in the transcript, and reports only the stored part as history', async () => {
+    const { observationalMemory, workingMemory, runStore } = await setup();
+    const call = { id: 'c9', name: 'working_memory', arguments: '{}' };
+    await runStore.appendMessages(memoryId, [
+      message('r1:user', 'user', 'go'),
+      message('r1:assistant:1', 'assistant', '', { toolCalls: [call] }),
+    ]);
+    const transcript = [
+      message('r1:tool:1:c9', 'tool', '{"ok":true}', { toolCallId: 'c9' }),
+      message('r1:assistant:2', 'assistant', 'done'),
+    ];
+    const preparer = createTurnPreparer({ observationalMemory, workingMemory, runStore });
+    const turn = await preparer.prepareTurn(scope, { transcript });
+    expect(turn.messages.filter((item) => item.role !== 'system').map((item) => item.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
+    expect(turn.history.map((item) => item.messageId)).toEqual(['r1:user', 'r1:assistant:1']);
+  });
+
   it('goes on without a snippet that cannot be built, and says which (issue 12)', async () => {
     const { observationalMemory, runStore } = await setup();
     const broken = createInMemoryStore();

@@ -160,21 +160,32 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
         });
       }
       const own = new Set(transcript.map((message) => message.messageId));
-      const conversation = pairToolCalls([...history.messages, ...transcript]);
-      const messages: LanguageModelMessage[] = [];
-      if (snippets.workingMemory !== '') messages.push({ role: 'system', content: snippets.workingMemory });
-      if (snippets.observationalMemory !== '') messages.push({ role: 'system', content: snippets.observationalMemory });
+      const conversation = pairToolCalls(history.messages.concat(transcript));
+      const head: LanguageModelMessage[] = [];
+      if (snippets.workingMemory !== '') head.push({ role: 'system', content: snippets.workingMemory });
+      if (snippets.observationalMemory !== '') head.push({ role: 'system', content: snippets.observationalMemory });
       if (turnOptions.systemPrompt !== undefined && turnOptions.systemPrompt !== '')
-        messages.push({ role: 'system', content: turnOptions.systemPrompt });
-      for (const message of conversation) messages.push(toModelMessage(message));
+        head.push({ role: 'system', content: turnOptions.systemPrompt });
+      // Mapped and joined at their sizes rather than grown by pushes: a turn maps its whole history.
+      const messages = head.concat(conversation.map(toModelMessage));
       return {
         messages,
         snippets: { workingMemory: snippets.workingMemory, observationalMemory: snippets.observationalMemory },
-        history: own.size === 0 ? conversation : conversation.filter((message) => !own.has(message.messageId)),
+        history: storedPart(conversation, own),
         failures: snippets.failures,
       };
     },
   };
+}
+
+/**
+ * The conversation's stored history: pairing keeps order and the history holds none of the
+ * transcript's ids, so the transcript's messages are its tail.
+ */
+function storedPart(conversation: ConversationMessage[], own: ReadonlySet<string>): ConversationMessage[] {
+  let length = conversation.length;
+  while (length > 0 && own.has((conversation[length - 1] as ConversationMessage).messageId)) length--;
+  return length === conversation.length ? conversation : conversation.slice(0, length);
 }
 
 function toModelMessage(message: ConversationMessage): LanguageModelMessage {

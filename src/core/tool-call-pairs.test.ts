@@ -29,6 +29,14 @@ describe('tool-call pairs (issue 12)', () => {
     expect(paired[1]).toBe(history[1]);
   });
 
+  it('gives a history without tool traffic back whole, in a new array of the same messages', () => {
+    const history = [user('go'), { role: 'assistant', content: 'ok', toolCalls: [] }, user('next')];
+    const paired = pairToolCalls(history);
+    expect(paired).not.toBe(history);
+    expect(paired).toHaveLength(3);
+    paired.forEach((message, index) => expect(message).toBe(history[index]));
+  });
+
   it('drops the calls a cancelled step left without a result, keeping those answered', () => {
     expect(shape(pairToolCalls([user('go'), calls('', 'c1', 'c2'), result('c1'), user('next')]))).toEqual([
       ['user', 'go'],

@@ -24,6 +24,8 @@ export interface ToolCallMessage {
  * are (the same objects).
  */
 export function pairToolCalls<T extends ToolCallMessage>(messages: readonly T[]): T[] {
+  // Most histories carry no tool traffic: then every message stays, copied once at its size.
+  if (!messages.some(hasToolTraffic)) return messages.slice();
   const paired: T[] = [];
   let index = 0;
   while (index < messages.length) {
@@ -53,6 +55,10 @@ export function pairToolCalls<T extends ToolCallMessage>(messages: readonly T[])
     paired.push(...results.values());
   }
   return paired;
+}
+
+function hasToolTraffic(message: ToolCallMessage): boolean {
+  return message.role === 'tool' || (message.toolCalls !== undefined && message.toolCalls.length > 0);
 }
 
 function withoutToolCalls<T extends ToolCallMessage>(message: T): T {
