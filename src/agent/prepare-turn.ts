@@ -121,9 +121,9 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
   const historyOf = async (
     memoryId: string,
     transcript: readonly ConversationMessage[],
+    own: ReadonlySet<string>,
   ): Promise<{ messages: ConversationMessage[]; generation?: number }> => {
     if (!runStore || historyMaxTokens === 0) return { messages: [] };
-    const own = new Set(transcript.map((message) => message.messageId));
     // The transcript's messages may be stored already: read enough to leave them out.
     const budget = historyMaxTokens + transcript.reduce((sum, message) => sum + tokensOf(message), 0);
     const read = runStore.recentHistory
@@ -142,7 +142,9 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
       const scope = resolveScope(scopeInput);
       const memoryId = memoryIdOf(scope);
       const transcript = turnOptions.transcript ?? [];
-      const [snippets, history] = await Promise.all([snippetsOf(scope), historyOf(memoryId, transcript)]);
+      // The transcript's ids: left out of the stored history read, and told apart from it after pairing.
+      const own = new Set(transcript.map((message) => message.messageId));
+      const [snippets, history] = await Promise.all([snippetsOf(scope), historyOf(memoryId, transcript, own)]);
       // Read with the history, or after it: a forget before that read shows here, one after
       // it came after this turn.
       if (
@@ -159,7 +161,6 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
           data: { memoryId },
         });
       }
-      const own = new Set(transcript.map((message) => message.messageId));
       const conversation = pairToolCalls(history.messages.concat(transcript));
       const head: LanguageModelMessage[] = [];
       if (snippets.workingMemory !== '') head.push({ role: 'system', content: snippets.workingMemory });
