@@ -1,4 +1,5 @@
 import { HarnessMemoryError } from './errors.js';
+import { redactSecrets } from './redact-secrets.js';
 import { neutralizeMarkup, stripInvisible } from './sanitize-text.js';
 
 /** Limits of working memory, per scope. */
@@ -43,6 +44,29 @@ export function normalizeWorkingMemoryKey(key: unknown): string {
     throw invalid('key', 'key must not contain control characters, newlines or invisible characters');
   }
   return trimmed;
+}
+
+const MAX_CLEAN_KEYS = 4096;
+const CLEAN_KEYS = new Set<string>();
+
+/**
+ * Refuses a key that holds what looks like a secret (see {@link redactSecrets}): keys are
+ * shown in every turn and cannot be redacted without making two entries one.
+ */
+export function refuseSecretKey(key: string): void {
+  // An agent sets the same few keys over and over: each is scanned once (a scan costs about
+  // 1.5 µs, several percent of a whole set).
+  if (CLEAN_KEYS.has(key)) return;
+  const kinds = Object.keys(redactSecrets(key).counts);
+  if (kinds.length === 0) {
+    if (CLEAN_KEYS.size >= MAX_CLEAN_KEYS) CLEAN_KEYS.clear();
+    CLEAN_KEYS.add(key);
+    return;
+  }
+  throw invalid(
+    'key',
+    `key looks like a secret (${kinds.join(', ')}); keys are shown in every turn and never redacted, so name the entry plainly`,
+  );
 }
 
 /**

@@ -83,6 +83,19 @@ describe('working memory: entries', () => {
     expect((await memory.get(scope, 'creds')).value).toBe('{"token":"[REDACTED:github_token]"}');
   });
 
+  it('refuses a key that holds a secret, naming its kind, and stores nothing', async () => {
+    const store = createInMemoryStore();
+    const memory = createWorkingMemory({ store });
+    const key = 'deploy ghp_abcdefghijklmnopqrstuvwxyz0123456789';
+    const refused = memory.set(scope, key, 1);
+    await expect(refused).rejects.toSatisfy(isCode('WORKING_MEMORY_INVALID'));
+    await expect(refused).rejects.toThrow(/key looks like a secret \(github_token\)/);
+    expect((await memory.list(scope)).entries).toEqual({});
+    // Without redaction the caller has chosen to keep secrets as they are, keys included.
+    await createWorkingMemory({ store, redactSecrets: false }).set(scope, key, 1);
+    expect(Object.keys((await memory.list(scope)).entries)).toEqual([key]);
+  });
+
   it('keeps scopes apart', async () => {
     const memory = createWorkingMemory({ store: createInMemoryStore() });
     await memory.set(scope, 'k', 1);

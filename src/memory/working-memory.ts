@@ -13,6 +13,7 @@ import {
   encodeWorkingMemoryValue,
   joinWorkingMemoryLines,
   normalizeWorkingMemoryKey,
+  refuseSecretKey,
   workingMemoryLine,
 } from '../core/working-memory.js';
 import type { WorkingMemoryLimitsConfig } from '../core/working-memory.js';
@@ -94,6 +95,7 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
     async set(scopeInput, key, value) {
       const { scope, memoryId } = target(scopeInput);
       const normalized = normalizeWorkingMemoryKey(key);
+      if (redact) refuseSecretKey(normalized);
       let valueJson = encodeWorkingMemoryValue(value, limits.maxValueBytes);
       // Validate first (cycles, depth, non-JSON), then redact the plain JSON copy, keys too.
       if (redact) {

@@ -49,6 +49,15 @@ export interface AppOptions {
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/** The host of an Origin header, lower-cased; "" for `null` and anything that is not a URL. */
+function originHost(origin: string): string {
+  try {
+    return new URL(origin).hostname.toLowerCase();
+  } catch {
+    return '';
+  }
+}
+
 /**
  * Builds the HTTP app. Errors become `{error: {code, message}}` in one place.
  * @example
@@ -89,6 +98,15 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
       const host = (context.req.header('host') ?? 'localhost').replace(/:\d+$/, '').toLowerCase();
       if (!LOOPBACK_HOSTS.has(host))
         throw httpError(403, 'forbidden_host', `host ${host.slice(0, 100)} is not served without API keys`);
+      // A browser names the page that sent a request in Origin, and a "simple" cross-site
+      // POST needs no preflight: a web page must not start runs or change memory here.
+      const origin = context.req.header('origin');
+      if (origin !== undefined && !LOOPBACK_HOSTS.has(originHost(origin)))
+        throw httpError(
+          403,
+          'forbidden_origin',
+          `requests from the page ${origin.slice(0, 100)} are not served without API keys`,
+        );
     }
     await next();
   });

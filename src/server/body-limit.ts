@@ -7,6 +7,7 @@
  * @module
  */
 import type { MiddlewareHandler } from 'hono';
+import { httpError } from './http-error.js';
 
 /** Options of {@link limitBody}. */
 export interface BodyLimitOptions {
@@ -39,7 +40,7 @@ export function limitBody(options: BodyLimitOptions): MiddlewareHandler {
     const chunks: Uint8Array[] = [];
     let size = 0;
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await readOrRefuse(reader);
       if (done) break;
       size += value.byteLength;
       if (size > maxBytes) return tooLarge(maxBytes, reader, size, drain);
@@ -50,6 +51,20 @@ export function limitBody(options: BodyLimitOptions): MiddlewareHandler {
     context.req.raw = new Request(context.req.raw, init);
     return next();
   };
+}
+
+/**
+ * The next chunk of the body. A client that drops the connection mid-upload is the client's
+ * failure, not the server's: it is a 400 (which nobody reads) rather than a 500 counted as a fault.
+ */
+async function readOrRefuse(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+): Promise<Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>['read']>>> {
+  try {
+    return await reader.read();
+  } catch (error) {
+    throw httpError(400, 'body_incomplete', `the request body could not be read: ${(error as Error).message}`);
+  }
 }
 
 /**

@@ -30,13 +30,16 @@ export function formatFrame(event: RunEvent): string {
   return `id: ${event.id}\nretry: 3000\nevent: ${event.type}\ndata: ${data}\n\n`;
 }
 
-/** The seq to resume after, from a `Last-Event-ID` of `<run_id>:<seq>` (or a bare seq). */
+/**
+ * The seq to resume after, from a `Last-Event-ID` of `<run_id>:<seq>` (or a bare seq) in
+ * decimal digits; anything else replays from the start (-1).
+ */
 export function resumeAfter(header: string | undefined, runId: string): number {
   if (!header) return -1;
   const value = header.trim();
   const seqText = value.startsWith(`${runId}:`) ? value.slice(runId.length + 1) : value;
-  const seq = Number(seqText);
-  return Number.isSafeInteger(seq) && seq >= 0 ? seq : -1;
+  if (!/^\d{1,15}$/.test(seqText)) return -1;
+  return Number(seqText);
 }
 
 /**
@@ -61,6 +64,8 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
         wake?.();
       });
       let closed = false;
+      // Whether `last` is an event this stream wrote (else it came from Last-Event-ID).
+      let sent = false;
       output.onAbort(() => {
         closed = true;
         wake?.();
@@ -72,6 +77,7 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
           for (const event of events) {
             await output.write(formatFrame(event));
             last = event.seq;
+            sent = true;
             if (TERMINAL_EVENT_TYPES.has(event.type)) return;
           }
           if (pending) continue;
@@ -80,6 +86,12 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
           if (events.length === 0 && last >= 0) {
             const [current] = await options.runStore.listEvents(options.runId, last - 1);
             if (current && TERMINAL_EVENT_TYPES.has(current.type)) return;
+            // An id this run never sent (past its stored end) replays the run from the start,
+            // as an id that does not parse does, instead of waiting for events that never come.
+            if (current?.seq !== last && !sent) {
+              last = -1;
+              continue;
+            }
           }
           const timedOut = await new Promise<boolean>((resolve) => {
             const timer = setTimeout(() => resolve(true), options.heartbeatMs ?? 15_000);

@@ -72,7 +72,8 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
     if (tenant !== undefined && body.tenant_id !== undefined && body.tenant_id !== '' && body.tenant_id !== tenant) {
       throw httpError(400, 'invalid_request', 'tenant_id does not match the tenant of the API key');
     }
-    const tenantId = tenant ?? (body.tenant_id || 'default');
+    // Validated before it is counted: a refused id must not become a key of the limiter.
+    const tenantId = tenant ?? validateScopeId('tenant_id', body.tenant_id || 'default');
     admitTenantWrite(limits, context.get('principal'), tenantId);
     const run = await startCounted(principalOf(context.get('principal'), tenantId), () =>
       runner.start({
@@ -147,6 +148,10 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
 
   app.get('/:id/events', async (context) => {
     const run = await ownedRun(context.req.param('id'), context.get('tenant'));
+    // HEAD is routed here too, but its body is dropped unread: a stream would never end
+    // and would keep its slot, so HEAD gets the headers alone.
+    if (context.req.method === 'HEAD')
+      return context.body(null, 200, { 'Content-Type': 'text/event-stream; charset=utf-8' });
     const release = limits.acquireStream(principalOf(context.get('principal'), run.scope.tenantId));
     return streamRunEvents(context, {
       runId: run.runId,
