@@ -366,6 +366,23 @@ describe('server: memory routes', () => {
     expect(disabled.status.enabled).toBe(false);
   });
 
+  it('shows the newest 200 observations in the detail, and says the rest are paged', async () => {
+    const { request, observationalMemory } = setup();
+    const scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
+    const few = await json(await request(base));
+    expect(few.observations_truncated).toBe(false);
+    await observationalMemory.importObservations(
+      scope,
+      Array.from({ length: 205 }, (_, index) => ({ content: `Imported note ${index + 1}.` })),
+    );
+    const detail = await json(await request(base));
+    expect(detail.observations).toHaveLength(200);
+    expect(detail.observations[0].seq).toBe(6);
+    expect(detail.observations.at(-1).seq).toBe(205);
+    expect(detail.observations_truncated).toBe(true);
+    expect(detail.status.observation_count).toBe(205);
+  });
+
   it("shows each observation's provenance, the active supersession set and its counts (issue 12)", async () => {
     const { request, observationalMemory, memoryModel } = setup();
     const scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };

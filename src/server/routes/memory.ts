@@ -27,6 +27,9 @@ import type { ServerEnv } from '../server-env.js';
 import { admitTenantWrite } from '../tenant-limits.js';
 import type { TenantLimits } from '../tenant-limits.js';
 
+/** The newest observations the scope's detail shows; the rest are paged from `…/observations`. */
+const MAX_DETAIL_OBSERVATIONS = 200;
+
 const positive = z.number().int().positive();
 const enableBody = z
   .object({
@@ -120,7 +123,10 @@ function scopeRoutes(app: Hono<ServerEnv>, options: MemoryRoutesOptions): void {
     return context.json({
       progress: progressToJson(inspection.progress),
       status: statusToJson(inspection.status),
-      observations: inspection.observations.map(observationToJson),
+      // Bounded: the inspector polls this route, and a scope can hold any number of them;
+      // `…/observations` pages through all of them.
+      observations: inspection.observations.slice(-MAX_DETAIL_OBSERVATIONS).map(observationToJson),
+      observations_truncated: inspection.observations.length > MAX_DETAIL_OBSERVATIONS,
       reflection: inspection.reflection?.raw ?? '',
       structured_reflection: structured ? structuredReflectionToJson(structured) : null,
       reflection_links: reflectionLinksToJson(inspection.links),
