@@ -57,9 +57,7 @@ export function limitBody(options: BodyLimitOptions): MiddlewareHandler {
  * The next chunk of the body. A client that drops the connection mid-upload is the client's
  * failure, not the server's: it is a 400 (which nobody reads) rather than a 500 counted as a fault.
  */
-async function readOrRefuse(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-): Promise<Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>['read']>>> {
+async function readOrRefuse(reader: ReadableStreamDefaultReader<Uint8Array>) {
   try {
     return await reader.read();
   } catch (error) {

@@ -18,6 +18,9 @@ export interface StreamRunEventsOptions {
   readonly onClose?: () => void;
 }
 
+/** The Content-Type of a run's event stream. */
+export const EVENT_STREAM_CONTENT_TYPE = 'text/event-stream; charset=utf-8';
+
 /** One SSE frame as the reference writes it: id, retry, event, data. */
 export function formatFrame(event: RunEvent): string {
   const data = JSON.stringify({
@@ -49,7 +52,7 @@ export function resumeAfter(header: string | undefined, runId: string): number {
  * memory or stalls the run.
  */
 export function streamRunEvents(context: Context, options: StreamRunEventsOptions): Response {
-  context.header('Content-Type', 'text/event-stream; charset=utf-8');
+  context.header('Content-Type', EVENT_STREAM_CONTENT_TYPE);
   context.header('Cache-Control', 'no-cache');
   context.header('Connection', 'keep-alive');
   context.header('X-Accel-Buffering', 'no');
@@ -64,8 +67,6 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
         wake?.();
       });
       let closed = false;
-      // Whether `last` is an event this stream wrote (else it came from Last-Event-ID).
-      let sent = false;
       output.onAbort(() => {
         closed = true;
         wake?.();
@@ -77,7 +78,6 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
           for (const event of events) {
             await output.write(formatFrame(event));
             last = event.seq;
-            sent = true;
             if (TERMINAL_EVENT_TYPES.has(event.type)) return;
           }
           if (pending) continue;
@@ -86,9 +86,10 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
           if (events.length === 0 && last >= 0) {
             const [current] = await options.runStore.listEvents(options.runId, last - 1);
             if (current && TERMINAL_EVENT_TYPES.has(current.type)) return;
-            // An id this run never sent (past its stored end) replays the run from the start,
-            // as an id that does not parse does, instead of waiting for events that never come.
-            if (current?.seq !== last && !sent) {
+            // Only Last-Event-ID can name an event that is not stored (past the run's end): that
+            // replays the run from the start, as an id that does not parse does, instead of
+            // waiting for events that never come.
+            if (current?.seq !== last) {
               last = -1;
               continue;
             }

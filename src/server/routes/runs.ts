@@ -9,7 +9,7 @@ import { httpError } from '../http-error.js';
 import { DEFAULT_PAGE_LIMIT, decodeCursor, encodeCursor, pageQuery } from '../page-query.js';
 import { readJsonBody } from '../request-body.js';
 import { runToJson } from '../serialize.js';
-import { streamRunEvents } from '../sse.js';
+import { EVENT_STREAM_CONTENT_TYPE, streamRunEvents } from '../sse.js';
 import type { ServerEnv } from '../server-env.js';
 import { admitTenantWrite, principalOf } from '../tenant-limits.js';
 import type { TenantLimits } from '../tenant-limits.js';
@@ -150,8 +150,7 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
     const run = await ownedRun(context.req.param('id'), context.get('tenant'));
     // HEAD is routed here too, but its body is dropped unread: a stream would never end
     // and would keep its slot, so HEAD gets the headers alone.
-    if (context.req.method === 'HEAD')
-      return context.body(null, 200, { 'Content-Type': 'text/event-stream; charset=utf-8' });
+    if (context.req.method === 'HEAD') return context.body(null, 200, { 'Content-Type': EVENT_STREAM_CONTENT_TYPE });
     const release = limits.acquireStream(principalOf(context.get('principal'), run.scope.tenantId));
     return streamRunEvents(context, {
       runId: run.runId,
