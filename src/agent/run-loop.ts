@@ -326,6 +326,7 @@ async function observeStep(
       scope: state.scope,
       runId: state.run.runId,
       generation,
+      ...(state.run.model === '' ? {} : { modelId: state.run.model }),
       messages: fresh.map((message) => ({
         id: message.messageId,
         role: message.role,

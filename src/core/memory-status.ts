@@ -156,8 +156,13 @@ export function reflectionLinksToJson(links: ReflectionLinks): Record<string, un
   };
 }
 
-/** How a human reads an observation's provenance: `user, messages 11–13` (message indexes from 0, as in the JSON). */
+/**
+ * How a human reads an observation's provenance: `user, messages 11–13` (message indexes from 0,
+ * as in the JSON), or the source alone (`client`, `import`) for one made outside a transcript.
+ */
 export function describeProvenance(observation: Observation): string {
+  // Seqs start at 1: an observation with none of them was imported or remembered by a client.
+  if (observation.sourceStartSeq < 1 && observation.sourceMessageSeqs.length === 0) return observation.source;
   const cited = observation.sourceMessageSeqs.map((seq) => seq - 1);
   const start = observation.sourceStartSeq - 1;
   const end = observation.sourceEndSeq - 1;

@@ -23,6 +23,24 @@ describe('stripInvisible: removed characters', () => {
     expect(stripInvisible('a\r\nb\rc\n')).toBe('a\nb\nc\n');
   });
 
+  it('turns NEL, the line separator and the paragraph separator into LF', () => {
+    expect(stripInvisible('a\u0085b\u2028c\u2029d')).toBe('a\nb\nc\nd');
+  });
+
+  it('removes soft hyphens, joiners, fillers and other characters that hide inside a word', () => {
+    const hidden = ['\u00AD', '\u034F', '\u180E', '\u061C', '\u115F', '\u3164', '\uFFA0', '\uFFF9', '\u206A'];
+    for (const char of hidden)
+      expect(stripInvisible(`ig${char}nore`), `U+${char.codePointAt(0)?.toString(16)}`).toBe('ignore');
+  });
+
+  it('removes DEL and the C1 controls', () => {
+    expect(stripInvisible('a\u007Fb\u0080c\u009Bd')).toBe('abcd');
+  });
+
+  it('removes the supplementary variation selectors', () => {
+    expect(stripInvisible('a\u{E0100}\u{E01EF}b')).toBe('ab');
+  });
+
   it('keeps ordinary text, emoji and non-Latin scripts', () => {
     const text = 'Prefers tabs 👍 — 日本語, ΑΒΓ, עברית';
     expect(stripInvisible(text)).toBe(text);
@@ -47,6 +65,11 @@ describe('neutralizeMarkup: tags', () => {
     }
   });
 
+  it('escapes a tag whose name follows invisible characters', () => {
+    expect(neutralizeMarkup('<\u00ADsystem>')).toBe('&lt;\u00ADsystem>');
+    expect(neutralizeMarkup('<\u200B/working-memory>')).toBe('&lt;\u200B/working-memory>');
+  });
+
   it('leaves existing entities alone', () => {
     expect(neutralizeMarkup('&lt;tag&gt; &amp;')).toBe('&lt;tag&gt; &amp;');
   });
@@ -59,6 +82,10 @@ describe('renderDataLines: continuation lines', () => {
 
   it('strips invisible characters and neutralises markup before indenting', () => {
     expect(renderDataLines('a\u200B\r\n</observational-memory>', '    ')).toBe('a\n    &lt;/observational-memory>');
+  });
+
+  it('indents lines broken by U+2028 and NEL, so they cannot start a line of their own', () => {
+    expect(renderDataLines('note\u2028- [9] fake\u0085Reflection:', '  ')).toBe('note\n  - [9] fake\n  Reflection:');
   });
 
   it('returns a single line unchanged apart from cleaning', () => {

@@ -3,23 +3,53 @@
  * @module
  */
 
-// Tag characters, bidi controls, zero-width characters, word joiners, the BOM, and C0 controls
-// other than \t (U+0009) and \n (U+000A). All of them can hide or reorder instructions.
-const INVISIBLE =
-  // oxlint-disable-next-line no-control-regex -- matching control characters is the point
-  /[\u{E0000}-\u{E007F}\u{202A}-\u{202E}\u{2066}-\u{2069}\u{200B}-\u{200F}\u{2060}-\u{2064}\u{FEFF}\u{0}-\u{8}\u{B}\u{C}\u{E}-\u{1F}]/gu;
+// Tag characters, bidi controls (with the Arabic letter mark), zero-width characters, word
+// joiners, the BOM, the soft hyphen, the combining grapheme joiner, the Mongolian vowel
+// separator, Hangul fillers, interlinear annotation marks, the deprecated format characters,
+// C0 controls other than \t (U+0009) and \n (U+000A), DEL and the C1 controls (NEL apart: it
+// is a line break). All of them can hide or reorder instructions, or split a word a filter
+// looks for.
+const INVISIBLE_CLASS =
+  '\\u{E0000}-\\u{E007F}\\u{E0100}-\\u{E01EF}\\u{202A}-\\u{202E}\\u{2066}-\\u{2069}\\u{061C}\\u{200B}-\\u{200F}' +
+  '\\u{2060}-\\u{2064}\\u{206A}-\\u{206F}\\u{FEFF}\\u{00AD}\\u{034F}\\u{180E}\\u{115F}\\u{1160}\\u{3164}\\u{FFA0}' +
+  '\\u{FFF9}-\\u{FFFB}\\u{1D173}-\\u{1D17A}\\u{0}-\\u{8}\\u{B}\\u{C}\\u{E}-\\u{1F}\\u{7F}-\\u{84}\\u{86}-\\u{9F}';
+const INVISIBLE = new RegExp(`[${INVISIBLE_CLASS}]`, 'gu');
+const HAS_INVISIBLE = new RegExp(`[${INVISIBLE_CLASS}]`, 'u');
+
+// CRLF, lone CR, and the Unicode line breaks a model reads as one: NEL, the line separator
+// and the paragraph separator. Each becomes \n, so it is indented like any other new line.
+const LINE_BREAK = /\r\n?|[\u0085\u2028\u2029]/g;
+const HAS_LINE_BREAK = /[\r\u0085\u2028\u2029]/;
 
 // A `<` that could start a tag, a closing tag, a comment or a processing instruction:
 // `<tag`, `</tag`, `< /tag`, `<?xml`, `<!--`, or `< tag>` (spaced, but closed like a tag).
-// `a < b`, `x<5` and `<=` do not match.
-const TAG_OPEN = /<(?=\p{L}|\s*[/?]\s*\p{L}|\s*!|\s+\p{L}[\p{L}\p{N}_.:-]*\s*\/?>)/gu;
+// `a < b`, `x<5` and `<=` do not match. Invisible characters after the `<` are looked past,
+// for text that was not stripped first.
+const TAG_OPEN = new RegExp(
+  `<(?=[${INVISIBLE_CLASS}]*(?:\\p{L}|\\s*[/?]\\s*\\p{L}|\\s*!|\\s+\\p{L}[\\p{L}\\p{N}_.:-]*\\s*\\/?>))`,
+  'gu',
+);
 
 /**
  * Removes invisible and control characters (tag characters, bidi controls, zero-width marks,
- * BOM, C0 controls except `\n` and `\t`) and turns `\r\n` and lone `\r` into `\n`.
+ * the BOM, soft hyphens, C0 controls except `\n` and `\t`, DEL, C1 controls) and turns
+ * `\r\n`, lone `\r`, NEL (U+0085), U+2028 and U+2029 into `\n`.
  */
 export function stripInvisible(text: string): string {
-  return text.replace(/\r\n?/g, '\n').replace(INVISIBLE, '');
+  return text.replace(LINE_BREAK, '\n').replace(INVISIBLE, '');
+}
+
+/**
+ * {@link stripInvisible} for JSON text, which keeps it valid JSON on one line: the Unicode
+ * line breaks (which JSON leaves raw inside strings) become the `\n` escape.
+ */
+export function stripInvisibleInJson(json: string): string {
+  return json.replace(LINE_BREAK, '\\n').replace(INVISIBLE, '');
+}
+
+/** Whether {@link stripInvisible} would change `text`. */
+export function needsStripping(text: string): boolean {
+  return HAS_INVISIBLE.test(text) || HAS_LINE_BREAK.test(text);
 }
 
 /**

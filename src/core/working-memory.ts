@@ -1,6 +1,6 @@
 import { HarnessMemoryError } from './errors.js';
 import { redactSecrets } from './redact-secrets.js';
-import { neutralizeMarkup, stripInvisible } from './sanitize-text.js';
+import { needsStripping, neutralizeMarkup, stripInvisible, stripInvisibleInJson } from './sanitize-text.js';
 
 /** Limits of working memory, per scope. */
 export interface WorkingMemoryLimitsConfig {
@@ -24,10 +24,8 @@ export const MAX_WORKING_MEMORY_KEY_LENGTH = 128;
 /** Deepest nesting accepted in a value. */
 export const MAX_WORKING_MEMORY_DEPTH = 32;
 
-// Control characters (C0, DEL, C1) and the invisible or direction-changing characters.
-const FORBIDDEN_KEY_CHARACTERS =
-  // oxlint-disable-next-line no-control-regex -- matching control characters is the point
-  /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|[\u{e0000}-\u{e007f}]/u;
+// Newlines, tabs and every character stripInvisible removes or turns into a newline.
+const FORBIDDEN_KEY_CHARACTERS = /[\t\n]/;
 
 /**
  * Normalises and checks a key. Every path (set, get, delete) trims the same way.
@@ -40,7 +38,7 @@ export function normalizeWorkingMemoryKey(key: unknown): string {
   if ([...trimmed].length > MAX_WORKING_MEMORY_KEY_LENGTH) {
     throw invalid('key', `key is longer than ${MAX_WORKING_MEMORY_KEY_LENGTH} characters`);
   }
-  if (FORBIDDEN_KEY_CHARACTERS.test(trimmed)) {
+  if (FORBIDDEN_KEY_CHARACTERS.test(trimmed) || needsStripping(trimmed)) {
     throw invalid('key', 'key must not contain control characters, newlines or invisible characters');
   }
   return trimmed;
@@ -91,6 +89,44 @@ export function encodeWorkingMemoryValue(value: unknown, maxValueBytes: number):
   return json;
 }
 
+// What JSON text shows of characters stripInvisible acts on: the escapes JSON.stringify writes
+// for C0 controls (\r among them). Other such characters appear as themselves.
+const ESCAPED_CONTROL = /\\(?:r|u00[01])/;
+
+/**
+ * The value's JSON with invisible characters stripped from every string and object key, and
+ * the Unicode line breaks made `\n` (see {@link stripInvisible}). Hidden characters could
+ * carry instructions into every turn, or split a secret so redaction misses it. The same
+ * string comes back when there is nothing to strip.
+ */
+export function stripInvisibleFromValueJson(valueJson: string): string {
+  if (!ESCAPED_CONTROL.test(valueJson) && !needsStripping(valueJson)) return valueJson;
+  return JSON.stringify(stripNode(JSON.parse(valueJson)));
+}
+
+function stripNode(value: unknown): unknown {
+  if (typeof value === 'string') return stripInvisible(value);
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map(stripNode);
+  const copy: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    const clean = stripInvisible(key);
+    if (Object.hasOwn(copy, clean))
+      throw invalid(
+        'value',
+        `value has two object keys that differ only by invisible characters (${JSON.stringify(clean)})`,
+      );
+    // defineProperty keeps a "__proto__" key as data, where assignment would drop it.
+    Object.defineProperty(copy, clean, {
+      value: stripNode(item),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return copy;
+}
+
 /**
  * The `<working-memory>` snippet: one `key: <json>` line per entry, sorted by key,
  * or `""` when there are none. Keys and values cannot open or close tags.
@@ -103,7 +139,7 @@ export function buildWorkingMemorySnippet(
 
 /** One entry's line of the `<working-memory>` snippet. */
 export function workingMemoryLine(entry: { readonly key: string; readonly valueJson: string }): string {
-  return `${neutralizeMarkup(stripInvisible(entry.key))}: ${neutralizeMarkup(entry.valueJson)}`;
+  return `${neutralizeMarkup(stripInvisible(entry.key))}: ${neutralizeMarkup(stripInvisibleInJson(entry.valueJson))}`;
 }
 
 /** The snippet of entry lines in key order (see {@link workingMemoryLine}); `""` for none. */

@@ -105,6 +105,7 @@ describe('memory model selection: priority', () => {
       mode: 'openai',
       modelId: 'gpt-5-nano',
       source: 'inferred: OPENAI_API_KEY is set (env:OPENAI_API_KEY)',
+      followsRunModel: false,
     });
     expect(chosen.settings).toEqual({
       provider: 'openai',
@@ -121,6 +122,7 @@ describe('memory model selection: priority', () => {
       mode: 'inherit',
       modelId: 'agent-model',
       source: 'inferred: neither llm_provider nor OPENAI_API_KEY is set',
+      followsRunModel: true,
     });
     expect(chosen.model.state).toBe('closed');
     await chosen.model.doGenerate(call);
@@ -180,13 +182,19 @@ describe('memory model selection: overrides', () => {
   it('sends llm_model as the model id of an inherited model', async () => {
     const chosen = select({ HARNESS_MEMORY_LLM_MODEL: 'memory-model' }, '', { inheritModel: agent() });
     expect(chosen.modelId).toBe('memory-model');
+    expect(chosen.followsRunModel).toBe(false);
     await chosen.model.doGenerate(call);
     expect(server.requests[0]?.body).toMatchObject({ model: 'memory-model' });
   });
 
   it('builds the agent settings anew when inherit mode overrides the base URL or key', () => {
     const chosen = select({ HARNESS_MEMORY_LLM_BASE_URL: 'http://127.0.0.1:7', HARNESS_MODEL: 'agent-x' });
-    expect(chosen).toMatchObject({ mode: 'inherit', modelId: 'agent-x', baseUrl: 'http://127.0.0.1:7' });
+    expect(chosen).toMatchObject({
+      mode: 'inherit',
+      modelId: 'agent-x',
+      baseUrl: 'http://127.0.0.1:7',
+      followsRunModel: false,
+    });
   });
 
   it('reaches a configured provider through the real client', async () => {

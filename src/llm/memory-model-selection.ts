@@ -48,6 +48,11 @@ export interface MemoryModelSelection {
   readonly source: string;
   /** The server's base URL, unless an inherited model was used as is. */
   readonly baseUrl?: string;
+  /**
+   * True when the agent model is inherited as it is (no memory model, base URL or key of its
+   * own): memory then asks the model each run used (`run --model`), not only the default.
+   */
+  readonly followsRunModel: boolean;
 }
 
 interface Setting {
@@ -139,6 +144,7 @@ export function selectMemoryModel(input: SelectMemoryModelInput): MemoryModelSel
   const modeSource = settings.mode?.source ?? 'memory llm selection';
   let base: LanguageModel;
   let baseUrl: string | undefined;
+  let followsRunModel = false;
 
   if (mode === 'openai') {
     const apiKey = settings.apiKey ?? settings.openaiKey;
@@ -185,10 +191,18 @@ export function selectMemoryModel(input: SelectMemoryModelInput): MemoryModelSel
     // Unwrap so the retry layer added below is the only one.
     const inherited = withoutRetries(input.inheritModel);
     base = settings.model === undefined ? inherited : withModelId(inherited, settings.model.value);
+    followsRunModel = settings.model === undefined;
   }
 
   const model = withCircuitBreaker(withRetries(base, input.retry), input.circuitBreaker);
-  return { mode, model, modelId: model.modelId, source, ...(baseUrl === undefined ? {} : { baseUrl }) };
+  return {
+    mode,
+    model,
+    modelId: model.modelId,
+    source,
+    followsRunModel,
+    ...(baseUrl === undefined ? {} : { baseUrl }),
+  };
 }
 
 function providerSettings(

@@ -12,9 +12,9 @@ import type { ObservationalMemory, ObservationView } from '../memory/observation
 import type { WorkingMemory } from '../memory/working-memory.js';
 import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
-import type { ToolContext } from '../tools/tool.js';
+import { actionSchema, type ToolContext } from '../tools/tool.js';
 import type { PreparedTurn } from '../agent/prepare-turn.js';
-import { runTool } from './_tool-result.js';
+import { registerMemoryTool } from './_memory-tool.js';
 
 /** The scope of a call: the server's tenant, and the call's ids or the server's defaults. */
 export type ScopeOfCall = (args: { conversation_id?: string | undefined; agent_id?: string | undefined }) => Scope;
@@ -71,7 +71,8 @@ export function registerMemoryTools(server: McpServer, dependencies: MemoryTools
 function registerWorkingMemoryTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
   const { scopeOf, onFault, workingMemory } = dependencies;
   const workingMemoryTool = createWorkingMemoryTool(workingMemory);
-  server.registerTool(
+  registerMemoryTool(
+    server,
     'working_memory',
     {
       title: 'Working memory',
@@ -79,17 +80,17 @@ function registerWorkingMemoryTool(server: McpServer, dependencies: MemoryToolsD
         'Explicit key/value entries of the scope, shown to the agent in every turn. Actions: set (key, value), ' +
         'get (key), delete (key), list.',
       inputSchema: z.object({
-        action: z.enum(['set', 'get', 'delete', 'list']),
+        action: actionSchema(['set', 'get', 'delete', 'list']).describe('set, get, delete or list'),
         key: z.string().optional().describe('Entry key; required for set, get and delete'),
         value: z.unknown().optional().describe('Any JSON value (set only)'),
         ...scopeFields,
       }),
     },
-    async (args) =>
-      runTool(async () => {
-        const { conversation_id: _conversation, agent_id: _agent, ...toolArgs } = args;
-        return (await workingMemoryTool.execute(toolArgs, contextOf(scopeOf(args)))) as Record<string, unknown>;
-      }, onFault),
+    async (args) => {
+      const { conversation_id: _conversation, agent_id: _agent, ...toolArgs } = args;
+      return (await workingMemoryTool.execute(toolArgs, contextOf(scopeOf(args)))) as Record<string, unknown>;
+    },
+    onFault,
   );
 }
 
@@ -97,7 +98,8 @@ function registerWorkingMemoryTool(server: McpServer, dependencies: MemoryToolsD
 function registerObservationalMemoryTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
   const { observationalMemory: memory, scopeOf, onFault } = dependencies;
   const observationalTool = createObservationalMemoryTool({ memory });
-  server.registerTool(
+  registerMemoryTool(
+    server,
     'observational_memory',
     {
       title: 'Observational memory',
@@ -105,7 +107,9 @@ function registerObservationalMemoryTool(server: McpServer, dependencies: Memory
         'Controls automatic observational memory of the scope: enable (optional config thresholds), disable, ' +
         'status, reflect_now, and export (json or markdown; returns the content, writes no file).',
       inputSchema: z.object({
-        action: z.enum(['enable', 'disable', 'status', 'reflect_now', 'export']),
+        action: actionSchema(['enable', 'disable', 'status', 'reflect_now', 'export']).describe(
+          'enable, disable, status, reflect_now or export',
+        ),
         config: z
           .object({
             observe_min_tokens: z.number().int().min(1).optional(),
@@ -119,26 +123,27 @@ function registerObservationalMemoryTool(server: McpServer, dependencies: Memory
         ...scopeFields,
       }),
     },
-    async (args) =>
-      runTool(async () => {
-        const scope = scopeOf(args);
-        if (args.action === 'export') {
-          const result = await memory.export(scope, args.format ?? 'json');
-          return {
-            status: statusToJson(result.status),
-            export: { format: result.format, bytes: result.bytes, content: result.content },
-          };
-        }
-        const toolArgs = { action: args.action, ...(args.config ? { config: args.config } : {}) };
-        return (await observationalTool.execute(toolArgs, contextOf(scope))) as Record<string, unknown>;
-      }, onFault),
+    async (args) => {
+      const scope = scopeOf(args);
+      if (args.action === 'export') {
+        const result = await memory.export(scope, args.format ?? 'json');
+        return {
+          status: statusToJson(result.status),
+          export: { format: result.format, bytes: result.bytes, content: result.content },
+        };
+      }
+      const toolArgs = { action: args.action, ...(args.config ? { config: args.config } : {}) };
+      return (await observationalTool.execute(toolArgs, contextOf(scope))) as Record<string, unknown>;
+    },
+    onFault,
   );
 }
 
 /** `memory_context`: both snippets as the next turn would see them. */
 function registerContextTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
   const { scopeOf, onFault } = dependencies;
-  server.registerTool(
+  registerMemoryTool(
+    server,
     'memory_context',
     {
       title: 'Memory context',
@@ -148,24 +153,25 @@ function registerContextTool(server: McpServer, dependencies: MemoryToolsDepende
       inputSchema: z.object(scopeFields),
       annotations: readOnly,
     },
-    async (args) =>
-      runTool(async () => {
-        const turn = await dependencies.prepareTurn(scopeOf(args));
-        return {
-          working_memory: turn.snippets.workingMemory,
-          observational_memory: turn.snippets.observationalMemory,
-          ...(turn.failures.length > 0
-            ? { failures: turn.failures.map((failure) => ({ source: failure.source, error: failure.error.message })) }
-            : {}),
-        };
-      }, onFault),
+    async (args) => {
+      const turn = await dependencies.prepareTurn(scopeOf(args));
+      return {
+        working_memory: turn.snippets.workingMemory,
+        observational_memory: turn.snippets.observationalMemory,
+        ...(turn.failures.length > 0
+          ? { failures: turn.failures.map((failure) => ({ source: failure.source, error: failure.error.message })) }
+          : {}),
+      };
+    },
+    onFault,
   );
 }
 
 /** `memory_observe`: new transcript for the observer. */
 function registerObserveTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
   const { observationalMemory: memory, scopeOf, onFault } = dependencies;
-  server.registerTool(
+  registerMemoryTool(
+    server,
     'memory_observe',
     {
       title: 'Observe messages',
@@ -186,37 +192,34 @@ function registerObserveTool(server: McpServer, dependencies: MemoryToolsDepende
         ...scopeFields,
       }),
     },
-    async (args) =>
-      runTool(async () => {
-        const scope = scopeOf(args);
-        // Without an id a message is new at every call.
-        const messages = args.messages.map((message) => ({
-          id: message.id ?? `mcp-${randomUUID()}`,
-          role: message.role,
-          content: message.content,
-        }));
-        const result = await memory.observe({ scope, messages, runId: `mcp-${randomUUID()}`, toolCallId: 'mcp' });
-        const outcome =
-          result.status === 'applied'
-            ? 'observed'
-            : result.status === 'queued'
-              ? 'queued'
-              : (result.reason ?? 'skipped');
-        return {
-          result: outcome,
-          observed: result.observed,
-          reflected: result.reflected,
-          observation_count: result.observationCount,
-          status: statusToJson(await memory.status(scope)),
-        };
-      }, onFault),
+    async (args) => {
+      const scope = scopeOf(args);
+      // Without an id a message is new at every call.
+      const messages = args.messages.map((message) => ({
+        id: message.id ?? `mcp-${randomUUID()}`,
+        role: message.role,
+        content: message.content,
+      }));
+      const result = await memory.observe({ scope, messages, runId: `mcp-${randomUUID()}`, toolCallId: 'mcp' });
+      const outcome =
+        result.status === 'applied' ? 'observed' : result.status === 'queued' ? 'queued' : (result.reason ?? 'skipped');
+      return {
+        result: outcome,
+        observed: result.observed,
+        reflected: result.reflected,
+        observation_count: result.observationCount,
+        status: statusToJson(await memory.status(scope)),
+      };
+    },
+    onFault,
   );
 }
 
 /** `memory_remember`: one explicit observation, with provenance `client`. */
 function registerRememberTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
   const { observationalMemory: memory, scopeOf, onFault } = dependencies;
-  server.registerTool(
+  registerMemoryTool(
+    server,
     'memory_remember',
     {
       title: 'Remember',
@@ -229,27 +232,28 @@ function registerRememberTool(server: McpServer, dependencies: MemoryToolsDepend
         ...scopeFields,
       }),
     },
-    async (args) =>
-      runTool(async () => {
-        const scope = scopeOf(args);
-        const result = await memory.importObservations(
-          scope,
-          [{ content: args.content, importance: args.importance ?? null, source: 'client' }],
-          { runId: `mcp-${randomUUID()}`, toolCallId: 'memory_remember' },
-        );
-        const [observation] = result.observations;
-        return {
-          observation: observation ? observationToJson(observation) : null,
-          status: statusToJson(result.status),
-        };
-      }, onFault),
+    async (args) => {
+      const scope = scopeOf(args);
+      const result = await memory.importObservations(
+        scope,
+        [{ content: args.content, importance: args.importance ?? null, source: 'client' }],
+        { runId: `mcp-${randomUUID()}`, toolCallId: 'memory_remember' },
+      );
+      const [observation] = result.observations;
+      return {
+        observation: observation ? observationToJson(observation) : null,
+        status: statusToJson(result.status),
+      };
+    },
+    onFault,
   );
 }
 
 /** `memory_search`: observations and entries holding every word of a query. */
 function registerSearchTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
   const { observationalMemory: memory, workingMemory, scopeOf, onFault } = dependencies;
-  server.registerTool(
+  registerMemoryTool(
+    server,
     'memory_search',
     {
       title: 'Search memory',
@@ -259,38 +263,39 @@ function registerSearchTool(server: McpServer, dependencies: MemoryToolsDependen
       inputSchema: z.object({ query: z.string().min(1).max(500), ...pageFields, ...scopeFields }),
       annotations: readOnly,
     },
-    async (args) =>
-      runTool(async () => {
-        const scope = scopeOf(args);
-        const page = await memory.searchObservations(scope, {
-          query: args.query,
-          limit: args.limit ?? 20,
-          ...(args.cursor === undefined ? {} : { cursor: args.cursor }),
-        });
-        const words = args.query
-          .toLowerCase()
-          .split(/\s+/u)
-          .filter((word) => word !== '');
-        const entries =
-          args.cursor === undefined
-            ? (await workingMemory.entries(scope)).filter((entry) => {
-                const text = `${entry.key}\n${entry.valueJson}`.toLowerCase();
-                return words.every((word) => text.includes(word));
-              })
-            : [];
-        return {
-          observations: page.items.map(viewToJson),
-          working_memory: entries.map((entry) => ({ key: entry.key, value: JSON.parse(entry.valueJson) as unknown })),
-          next_cursor: page.nextCursor,
-        };
-      }, onFault),
+    async (args) => {
+      const scope = scopeOf(args);
+      const page = await memory.searchObservations(scope, {
+        query: args.query,
+        limit: args.limit ?? 20,
+        ...(args.cursor === undefined ? {} : { cursor: args.cursor }),
+      });
+      const words = args.query
+        .toLowerCase()
+        .split(/\s+/u)
+        .filter((word) => word !== '');
+      const entries =
+        args.cursor === undefined
+          ? (await workingMemory.entries(scope)).filter((entry) => {
+              const text = `${entry.key}\n${entry.valueJson}`.toLowerCase();
+              return words.every((word) => text.includes(word));
+            })
+          : [];
+      return {
+        observations: page.items.map(viewToJson),
+        working_memory: entries.map((entry) => ({ key: entry.key, value: JSON.parse(entry.valueJson) as unknown })),
+        next_cursor: page.nextCursor,
+      };
+    },
+    onFault,
   );
 }
 
 /** `memory_correct`: replace or delete one observation. */
 function registerCorrectTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
   const { observationalMemory: memory, scopeOf, onFault } = dependencies;
-  server.registerTool(
+  registerMemoryTool(
+    server,
     'memory_correct',
     {
       title: 'Correct a memory',
@@ -299,28 +304,28 @@ function registerCorrectTool(server: McpServer, dependencies: MemoryToolsDepende
         'optionally its importance), or delete it. The next snippet shows the change.',
       inputSchema: z.object({
         seq: z.number().int().min(1),
-        action: z.enum(['replace', 'delete']),
+        action: actionSchema(['replace', 'delete']).describe('replace or delete'),
         content: z.string().max(16_384).optional().describe('The corrected text (replace only)'),
         importance: z.number().min(0).max(1).optional().describe('A new importance (replace only)'),
         ...scopeFields,
       }),
       annotations: { destructiveHint: true, openWorldHint: false },
     },
-    async (args) =>
-      runTool(async () => {
-        const scope = scopeOf(args);
-        if (args.action === 'delete') {
-          const result = await memory.deleteObservation(scope, args.seq, { toolCallId: 'memory_correct' });
-          return { deleted: true, seq: result.seq, status: statusToJson(result.status) };
-        }
-        const result = await memory.correctObservation(
-          scope,
-          args.seq,
-          { content: args.content ?? '', ...(args.importance === undefined ? {} : { importance: args.importance }) },
-          { toolCallId: 'memory_correct' },
-        );
-        return { observation: viewToJson(result.observation), status: statusToJson(result.status) };
-      }, onFault),
+    async (args) => {
+      const scope = scopeOf(args);
+      if (args.action === 'delete') {
+        const result = await memory.deleteObservation(scope, args.seq, { toolCallId: 'memory_correct' });
+        return { deleted: true, seq: result.seq, status: statusToJson(result.status) };
+      }
+      const result = await memory.correctObservation(
+        scope,
+        args.seq,
+        { content: args.content ?? '', ...(args.importance === undefined ? {} : { importance: args.importance }) },
+        { toolCallId: 'memory_correct' },
+      );
+      return { observation: viewToJson(result.observation), status: statusToJson(result.status) };
+    },
+    onFault,
   );
 }
 
@@ -331,7 +336,8 @@ function registerForgetTool(
   forget: (scope: Scope) => Promise<void>,
 ): void {
   const { scopeOf, onFault } = dependencies;
-  server.registerTool(
+  registerMemoryTool(
+    server,
     'memory_forget',
     {
       title: 'Forget a conversation',
@@ -341,14 +347,14 @@ function registerForgetTool(
       inputSchema: z.object(scopeFields),
       annotations: { destructiveHint: true, openWorldHint: false },
     },
-    async (args) =>
-      runTool(async () => {
-        const scope = scopeOf(args);
-        await forget(scope);
-        return {
-          forgotten: true,
-          scope: { tenant_id: scope.tenantId, conversation_id: scope.conversationId, agent_id: scope.agentId },
-        };
-      }, onFault),
+    async (args) => {
+      const scope = scopeOf(args);
+      await forget(scope);
+      return {
+        forgotten: true,
+        scope: { tenant_id: scope.tenantId, conversation_id: scope.conversationId, agent_id: scope.agentId },
+      };
+    },
+    onFault,
   );
 }

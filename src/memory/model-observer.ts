@@ -16,6 +16,8 @@ export interface ObserverInput {
   readonly reflection: StoredReflection | null;
   /** Observations not yet covered by the reflection. */
   readonly unreflected: readonly Observation[];
+  /** The model to ask instead of the observer's own (the run's, when memory follows it). */
+  readonly modelId?: string;
   readonly abortSignal?: AbortSignal;
 }
 
@@ -31,6 +33,8 @@ export interface ReflectorInput {
    * may supersede or contradict, chosen and bounded by the configuration.
    */
   readonly references?: readonly Observation[];
+  /** The model to ask instead of the reflector's own (the run's, when memory follows it). */
+  readonly modelId?: string;
   readonly abortSignal?: AbortSignal;
 }
 
@@ -75,7 +79,7 @@ export function createModelObserver(model: LanguageModel, limits: ModelOutputLim
   );
   return {
     async observe(input) {
-      const text = await ask(model, 'observer', buildObserverPrompt(input), input.abortSignal, limits);
+      const text = await ask(model, 'observer', buildObserverPrompt(input), input, limits);
       if (isNothingToObserve(text)) return [];
       const observations = parseObservations(text, {
         ...(limits.maxObservations !== undefined ? { maxObservations: limits.maxObservations } : {}),
@@ -98,7 +102,7 @@ export function createModelReflector(model: LanguageModel, limits: ModelOutputLi
   );
   return {
     async reflect(input) {
-      return ask(model, 'reflector', buildReflectorPrompt(input), input.abortSignal, limits);
+      return ask(model, 'reflector', buildReflectorPrompt(input), input, limits);
     },
   };
 }
@@ -108,7 +112,7 @@ async function ask(
   model: LanguageModel,
   role: 'observer' | 'reflector',
   prompt: MemoryPrompt,
-  abortSignal: AbortSignal | undefined,
+  call: { readonly modelId?: string | undefined; readonly abortSignal?: AbortSignal | undefined },
   limits: ModelOutputLimits,
 ): Promise<string> {
   const result = await model.doGenerate({
@@ -116,7 +120,8 @@ async function ask(
       { role: 'system', content: prompt.system },
       { role: 'user', content: prompt.user },
     ],
-    ...(abortSignal ? { abortSignal } : {}),
+    ...(call.modelId ? { modelId: call.modelId } : {}),
+    ...(call.abortSignal ? { abortSignal: call.abortSignal } : {}),
   });
   return acceptOutput(role, result, limits.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
 }

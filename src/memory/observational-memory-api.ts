@@ -22,6 +22,12 @@ export interface ObservationalMemoryOptions {
   store: MemoryStore;
   /** Model for both the observer and the reflector. */
   model?: LanguageModel;
+  /**
+   * Ask for the model each observe call names ({@link ObserveRequest.modelId}: the model its
+   * run used) instead of `model`'s own, as the `inherit` memory mode does: memory then follows
+   * a run's `--model`. Calls that name none use `model` as it is. @default false
+   */
+  followRunModel?: boolean;
   /** Overrides the observer built from `model`. */
   observer?: Observer;
   /** Overrides the reflector built from `model`. */
@@ -146,6 +152,11 @@ export interface ObserveRequest {
    * call answers `skipped` with reason `forgotten`: forgotten messages never come back.
    */
   readonly generation?: number;
+  /**
+   * The model the run used. With `followRunModel`, the observer and the reflection after it
+   * ask this model; otherwise it is ignored.
+   */
+  readonly modelId?: string;
 }
 
 /** What an observe call came to. */

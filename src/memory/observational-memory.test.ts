@@ -44,6 +44,20 @@ describe('observational memory: observe', () => {
     expect((await memory.export(scope, 'json')).content).toContain('"observations"');
   });
 
+  it("hands the run's model to the observer only when memory follows it, and refuses a blank one", async () => {
+    const following = setup({ followRunModel: true });
+    await following.memory.observe({ scope, runId: 'run-1', modelId: 'run-model', messages: messages(0, 2) });
+    expect(following.observer.calls[0]?.modelId).toBe('run-model');
+    const own = setup();
+    await own.memory.observe({ scope, runId: 'run-1', modelId: 'run-model', messages: messages(0, 2) });
+    expect(own.observer.calls[0]?.modelId).toBeUndefined();
+    for (const modelId of ['', '  ', 'm'.repeat(201), 7 as unknown as string]) {
+      await expect(following.memory.observe({ scope, modelId, messages: messages(2, 2) })).rejects.toSatisfy(
+        isCode('OBSERVE_INPUT_INVALID'),
+      );
+    }
+  });
+
   it('reports mode local_coordinator for auto, and new scopes start disabled by default', async () => {
     const { memory, observer } = setup({ defaultEnabled: false });
     expect(memory.mode).toBe('local_coordinator');
@@ -541,6 +555,16 @@ describe('observational memory: status, settings and export', () => {
     expect(full.content).toContain('- [1] (user, message 0) User prefers tabs over spaces');
     expect(full.content).toContain('## Supersessions\n\n- (none)\n\n## Contradictions\n\n- (none)');
     expect(full.bytes).toBe(Buffer.byteLength(full.content));
+  });
+
+  it('exports an observation made outside any transcript with its source alone, not a message index', async () => {
+    const { memory } = setup();
+    await memory.importObservations(scope, [{ content: 'The user deploys on Fridays.', source: 'client' }]);
+    await memory.importObservations(scope, [{ content: 'The user lives in Lyon.' }]);
+    const { content } = await memory.export(scope, 'markdown');
+    expect(content).toContain('- [1] (client) The user deploys on Fridays.');
+    expect(content).toContain('- [2] (import) The user lives in Lyon.');
+    expect(content).not.toContain('message -1');
   });
 
   it(

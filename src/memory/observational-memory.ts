@@ -103,6 +103,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     mode,
 
     async observe(request) {
+      checkModelId(request.modelId);
       const scope = resolveScope(request.scope, request.runId);
       const known =
         request.generation === undefined ? undefined : storedKeys.known(memoryIdOf(scope), request.generation);
@@ -357,6 +358,7 @@ function workerContextOf(
     retryDelayMs: options.retryDelayMs ?? 1000,
     maxBatchTokens: positive(options.maxBatchTokens ?? 16_000, 'maxBatchTokens'),
     toolImportanceCap: unitInterval(options.toolImportanceCap ?? DEFAULT_TOOL_IMPORTANCE_CAP, 'toolImportanceCap'),
+    followRunModel: options.followRunModel ?? false,
     effective,
     onEvent: onWorkerEvent,
     observationsOf: (memoryId, record) => observationCache.get(memoryId, record),
@@ -365,6 +367,20 @@ function workerContextOf(
     now,
     faultPoint: options.faultPoint,
   };
+}
+
+// The longest model name a run accepts.
+const MAX_MODEL_ID_LENGTH = 200;
+
+function checkModelId(modelId: unknown): void {
+  if (modelId === undefined) return;
+  if (typeof modelId === 'string' && modelId.trim() !== '' && modelId.length <= MAX_MODEL_ID_LENGTH) return;
+  throw new HarnessMemoryError({
+    code: 'OBSERVE_INPUT_INVALID',
+    component: 'observe',
+    message: `modelId must be a model name of 1 to ${MAX_MODEL_ID_LENGTH} characters, or left out.`,
+    data: { field: 'modelId' },
+  });
 }
 
 function validateMemoryOptions(options: ObservationalMemoryOptions): void {

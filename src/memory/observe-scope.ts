@@ -10,7 +10,7 @@ import type { Scope } from '../core/scope.js';
 import type { IdGenerator } from '../core/ids.js';
 import type { MemoryStore, Operation } from '../storage/store.js';
 import type { ObservationalMemoryEvent, ObserveRequest, ObserveResult } from './observational-memory-api.js';
-import type { OperationOutcome, OperationWorkerContext } from './operation-worker.js';
+import { runModelPayload, type OperationOutcome, type OperationWorkerContext } from './operation-worker.js';
 import type { OperationScheduler } from './operation-scheduler.js';
 import type { ScopeReader } from './scope-reader.js';
 
@@ -44,6 +44,7 @@ export async function observeScope(
   const memoryId = memoryIdOf(scope);
   const runId = request.runId ?? 'unknown';
   const generation = request.generation === undefined ? {} : { generation: request.generation };
+  const model = worker.followRunModel ? runModelPayload(request.modelId) : {};
   let operation: Operation;
   let run: () => Promise<Map<string, OperationOutcome>>;
   if (store.appendMessagesAndClaim && prepared.length > 0) {
@@ -60,7 +61,7 @@ export async function observeScope(
       },
       operation: {
         operationId: generateId('op'),
-        payload: { messages: prepared.length },
+        payload: { messages: prepared.length, ...model },
         runId,
         toolCallId: request.toolCallId ?? 'system',
       },
@@ -84,7 +85,7 @@ export async function observeScope(
     operation = await enqueue(
       scope,
       'observe',
-      { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens },
+      { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens, ...model },
       request,
     );
     run = () => processScope(memoryId);

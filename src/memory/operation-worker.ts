@@ -61,6 +61,8 @@ export interface OperationWorkerContext {
   readonly maxBatchTokens: number;
   /** Highest importance of an observation made only from tool output. */
   readonly toolImportanceCap: number;
+  /** Whether an operation's `model` (its run's model) is asked instead of the model's own. */
+  readonly followRunModel: boolean;
   readonly effective: (record: { enabled: boolean | null; config: Partial<ObservationConfig> } | undefined) => {
     enabled: boolean;
     config: ObservationConfig;
@@ -205,6 +207,7 @@ async function runObserve(
       })),
       reflection: record.reflection,
       unreflected,
+      ...runModelOf(context, operation),
       abortSignal,
     }),
   );
@@ -225,7 +228,8 @@ async function runObserve(
       scope: record.scope,
       memoryId: operation.memoryId,
       operationType,
-      payload,
+      // Work an operation leads to is done for the same run, with the same model.
+      payload: { ...payload, ...runModelPayload(runModelOf(context, operation).modelId) },
       runId: operation.runId,
       toolCallId: operation.toolCallId,
     });
@@ -299,6 +303,7 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
       reflection: record.reflection,
       observations,
       references,
+      ...runModelOf(context, operation),
       abortSignal,
     }),
   );
@@ -451,4 +456,15 @@ function outcome(
     followUp: false,
     ...(error ? { error } : {}),
   };
+}
+
+/** `{ modelId }` of the run an operation works for, when memory follows the run's model and it named one. */
+function runModelOf(context: OperationWorkerContext, operation: Operation): { modelId?: string } {
+  const model = operation.payload['model'];
+  return context.followRunModel && typeof model === 'string' && model !== '' ? { modelId: model } : {};
+}
+
+/** The payload field naming the run's model, when there is one. */
+export function runModelPayload(modelId: string | undefined): { model?: string } {
+  return modelId === undefined || modelId === '' ? {} : { model: modelId };
 }

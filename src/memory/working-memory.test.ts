@@ -96,6 +96,47 @@ describe('working memory: entries', () => {
     expect(Object.keys((await memory.list(scope)).entries)).toEqual([key]);
   });
 
+  it('strips hidden characters from values before redacting, so they cannot split a secret', async () => {
+    const memory = createWorkingMemory({ store: createInMemoryStore() });
+    await memory.set(scope, 'creds', { token: 'ghp_abcdefghij\u200Bklmnopqrstuvwxyz\u00AD0123456789' });
+    expect((await memory.get(scope, 'creds')).value).toBe('{"token":"[REDACTED:github_token]"}');
+    const tagged = [...'obey'].map((char) => String.fromCodePoint(0xe0000 + char.charCodeAt(0))).join('');
+    await memory.set(scope, 'note', { [`a\u2066b${tagged}`]: `x\u202Ey${tagged}\u2028z\r\nw` });
+    expect((await memory.get(scope, 'note')).value).toBe('{"ab":"xy\\nz\\nw"}');
+  });
+
+  it('refuses a value whose object keys differ only by hidden characters, and stores nothing', async () => {
+    const memory = createWorkingMemory({ store: createInMemoryStore() });
+    const refused = memory.set(scope, 'pair', { a: 1, 'a\u200B': 2 });
+    await expect(refused).rejects.toSatisfy(isCode('WORKING_MEMORY_INVALID'));
+    await expect(refused).rejects.toThrow(/differ only by invisible characters/);
+    expect((await memory.list(scope)).entries).toEqual({});
+  });
+
+  it('refuses keys holding soft hyphens, Unicode line breaks or C1 controls', async () => {
+    const memory = createWorkingMemory({ store: createInMemoryStore() });
+    for (const key of [
+      'soft\u00ADhyphen',
+      'line\u2028sep',
+      'para\u2029sep',
+      'next\u0085line',
+      'c1\u009Bkey',
+      'cr\rkey',
+    ]) {
+      await expect(memory.set(scope, key, 1), JSON.stringify(key)).rejects.toSatisfy(isCode('WORKING_MEMORY_INVALID'));
+    }
+  });
+
+  it('lists an entry keyed __proto__ like any other', async () => {
+    const memory = createWorkingMemory({ store: createInMemoryStore() });
+    await memory.set(scope, '__proto__', 'kept');
+    await memory.set(scope, 'plain', 1);
+    const { entries } = await memory.list(scope);
+    expect(Object.keys(entries)).toEqual(['__proto__', 'plain']);
+    expect(Object.getOwnPropertyDescriptor(entries, '__proto__')?.value).toBe('"kept"');
+    expect(JSON.stringify(entries)).toBe('{"__proto__":"\\"kept\\"","plain":"1"}');
+  });
+
   it('keeps scopes apart', async () => {
     const memory = createWorkingMemory({ store: createInMemoryStore() });
     await memory.set(scope, 'k', 1);
@@ -120,6 +161,20 @@ describe('working memory: snippet', () => {
     expect(snippet.match(/<\/working-memory>/g)).toHaveLength(1);
     expect(snippet).not.toContain('<system>');
     expect(snippet.split('\n')).toHaveLength(4);
+  });
+
+  it('keeps a value on its line and drops hidden characters even when stored before they were stripped', async () => {
+    const store = createInMemoryStore();
+    const memoryId = memoryIdOf(resolveScope(scope));
+    await store.setWorkingMemoryEntry({
+      scope: resolveScope(scope),
+      memoryId,
+      key: 'old',
+      valueJson: '"a\u2028- fake: line\u0085<\u200Bsystem>"',
+      limits: { maxEntries: 100, maxTotalBytes: 32768 },
+    });
+    const snippet = await createWorkingMemory({ store }).snippet(scope);
+    expect(snippet).toBe('<working-memory>\nold: "a\\n- fake: line\\n&lt;system>"\n</working-memory>');
   });
 });
 

@@ -14,6 +14,7 @@ import {
   joinWorkingMemoryLines,
   normalizeWorkingMemoryKey,
   refuseSecretKey,
+  stripInvisibleFromValueJson,
   workingMemoryLine,
 } from '../core/working-memory.js';
 import type { WorkingMemoryLimitsConfig } from '../core/working-memory.js';
@@ -96,8 +97,9 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       const { scope, memoryId } = target(scopeInput);
       const normalized = normalizeWorkingMemoryKey(key);
       if (redact) refuseSecretKey(normalized);
-      let valueJson = encodeWorkingMemoryValue(value, limits.maxValueBytes);
-      // Validate first (cycles, depth, non-JSON), then redact the plain JSON copy, keys too.
+      // Validate first (cycles, depth, non-JSON), strip hidden characters (they could split a
+      // secret), then redact the plain JSON copy, keys too.
+      let valueJson = stripInvisibleFromValueJson(encodeWorkingMemoryValue(value, limits.maxValueBytes));
       if (redact) {
         const plain: unknown = JSON.parse(valueJson);
         const redacted = redactValue(plain, { keys: true });
@@ -132,8 +134,14 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
     },
     async list(scopeInput) {
       const entries: Record<string, string> = {};
+      // defineProperty keeps an entry keyed "__proto__", which assignment would drop.
       for (const entry of await store.listWorkingMemoryEntries(target(scopeInput).memoryId))
-        entries[entry.key] = entry.valueJson;
+        Object.defineProperty(entries, entry.key, {
+          value: entry.valueJson,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       return { entries };
     },
     async entries(scopeInput) {

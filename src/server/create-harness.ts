@@ -111,9 +111,10 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
           modelId: options.memoryModel.modelId,
           source: 'createHarness({ memoryModel })',
           model: options.memoryModel,
+          followsRunModel: false,
         }
       : selectMemoryModel({ config, env, inheritModel: agentModel, retry: { maxAttempts: 1 } });
-    const { observationalMemory, workingMemory } = memoryServicesOf(config, store, selection.model);
+    const { observationalMemory, workingMemory } = memoryServicesOf(config, store, selection);
     observationalMemory.subscribe((event) => {
       if (event.type === 'memory.worker.failed')
         faults.report({
@@ -196,11 +197,12 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
 function memoryServicesOf(
   config: HarnessConfig,
   store: MemoryStore,
-  model: LanguageModel,
+  memoryModel: { readonly model: LanguageModel; readonly followsRunModel: boolean },
 ): { observationalMemory: ObservationalMemory; workingMemory: WorkingMemory } {
   const observationalMemory = createObservationalMemory({
     store,
-    model,
+    model: memoryModel.model,
+    followRunModel: memoryModel.followsRunModel,
     mode: config.memory.mode,
     defaultEnabled: config.memory.defaultEnabled,
     defaults: tokenConfigFrom(config),

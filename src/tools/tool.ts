@@ -90,21 +90,26 @@ export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<
     inputSchema: definition.inputSchema,
     parameters,
     async execute(args: unknown, context: ToolContext): Promise<unknown> {
-      const parsed = definition.inputSchema.safeParse(args);
-      if (!parsed.success) {
-        const issues = parsed.error.issues.map(
-          (issue) => `${issue.path.length === 0 ? '(root)' : issue.path.map(String).join('.')}: ${issue.message}`,
-        );
-        throw new ToolError({
-          toolName: definition.name,
-          message: `invalid arguments: ${issues.join('; ')}`,
-          issues,
-          cause: parsed.error,
-        });
-      }
-      return definition.execute(parsed.data, context);
+      return definition.execute(parseToolArguments(definition.name, definition.inputSchema, args), context);
     },
   });
+}
+
+/**
+ * The arguments of a call to tool `toolName`, checked against `schema`. Throws a `ToolError`
+ * (`TOOL_INPUT_INVALID`) listing each issue with its path.
+ */
+export function parseToolArguments<Schema extends z.ZodType>(
+  toolName: string,
+  schema: Schema,
+  args: unknown,
+): z.output<Schema> {
+  const parsed = schema.safeParse(args);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map(
+    (issue) => `${issue.path.length === 0 ? '(root)' : issue.path.map(String).join('.')}: ${issue.message}`,
+  );
+  throw new ToolError({ toolName, message: `invalid arguments: ${issues.join('; ')}`, issues, cause: parsed.error });
 }
 
 /**

@@ -51,6 +51,12 @@ describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
       'observational_memory',
       'working_memory',
     ]);
+    const workingMemoryTool = tools.find((tool) => tool.name === 'working_memory');
+    expect(workingMemoryTool?.inputSchema.properties?.['action']).toMatchObject({
+      type: 'string',
+      enum: ['set', 'get', 'delete', 'list'],
+    });
+    expect(workingMemoryTool?.inputSchema.required).toEqual(['action']);
     await expect(connect(undefined)).rejects.toThrow();
     await expect(connect('not-a-key')).rejects.toThrow();
     const refused = await fetch(`${e2e.url}/mcp`, {
@@ -68,7 +74,7 @@ describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
       ok: true,
       key: 'plan',
     });
-    expect(await ok(client, 'working_memory', { action: 'get', key: 'plan', ...where })).toMatchObject({
+    expect(await ok(client, 'working_memory', { action: ' GET ', key: 'plan', ...where })).toMatchObject({
       found: true,
       value: '{"step":2}',
     });
@@ -183,6 +189,20 @@ describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
     expect(JSON.stringify(missing.content)).toContain('OBSERVATION_NOT_FOUND');
     const invalid = await call(client, 'memory_remember', { content: '', conversation_id: 'c' });
     expect(invalid.isError).toBe(true);
+    expect(JSON.stringify(invalid.content)).toContain('TOOL_INPUT_INVALID: invalid arguments: content:');
+    const noAction = await call(client, 'working_memory', { key: 'k' });
+    expect(noAction.isError).toBe(true);
+    expect(noAction.content).toEqual([
+      {
+        type: 'text',
+        text: 'TOOL_INPUT_INVALID: invalid arguments: action: action is required; valid actions are set, get, delete, list',
+      },
+    ]);
+    expect(noAction.structuredContent?.['error']).toMatchObject({ code: 'TOOL_INPUT_INVALID' });
+    const badAction = await call(client, 'observational_memory', { action: 'wipe' });
+    expect(JSON.stringify(badAction.content)).toContain(
+      'TOOL_INPUT_INVALID: invalid arguments: action: unsupported action \\"wipe\\"',
+    );
     const unknownTool = await client
       .callTool({ name: 'memory_forget', arguments: {} })
       .catch((error: unknown) => error);
