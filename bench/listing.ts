@@ -2,7 +2,8 @@
  * List latency of the inspector's API (issue 15), SQLite and Postgres side by side: a page of
  * a tenant's scopes at 10,000 scopes (first page, a page from the middle, and a word search),
  * and a page of one scope's observations at 10,000 observations (first page, from the
- * middle, with a word), plus a page of the operation log. Postgres tables are analyzed after
+ * middle, with a word), plus a page of the operation log, and the scope's detail as the
+ * inspector polls it (its open operations only) against the same read of its whole log. Postgres tables are analyzed after
  * the bulk fill, as autovacuum would do. Measured through the
  * observational-memory service, as the HTTP routes call it (the HTTP layer adds its own
  * constant cost). Postgres needs `HARNESS_TEST_POSTGRES_URL`; it uses a fresh schema, dropped
@@ -25,6 +26,8 @@ import { measure, report } from './measure.js';
 
 const SCOPES = 10_000;
 const OBSERVATIONS = 10_000;
+/** Operations logged in the busy scope besides its bulk import. */
+const OPERATIONS = 2_000;
 const TARGET = 'p99 reported (issue 15)';
 
 /** Prints the listing figures. */
@@ -83,6 +86,9 @@ async function listingFigures(
       importance: (index % 10) / 10,
     })),
   );
+  // Each import is logged as one applied operation: a log as long as a scope's many turns make.
+  for (let index = 0; index < OPERATIONS; index++)
+    await memory.importObservations(busy, [{ content: `Later fact ${index}.` }]);
   await afterFill();
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   console.log(`${backend}: filled in ${seconds.toFixed(1)} s`);
@@ -128,6 +134,20 @@ async function listingFigures(
     TARGET,
   );
   report(await measure(`${backend}: operations, first page`, () => memory.operationPage(busy), options), TARGET);
+  // The scope's detail (GET /v1/memory/{t}/{c}/{a}), which the inspector polls every 2 s: with the
+  // open operations only, as the route reads it, and with the whole operation log.
+  const detail = { samples: 100, warmup: 5 };
+  const open = await measure(
+    `${backend}: scope detail, open operations`,
+    () => memory.inspect(busy, { operations: 'open' }),
+    detail,
+  );
+  const whole = await measure(`${backend}: scope detail, every operation`, () => memory.inspect(busy), detail);
+  report(open, TARGET);
+  report(whole, TARGET);
+  console.log(
+    `${backend}: scope detail median, every operation / open ones: ${(whole.medianMs / open.medianMs).toFixed(1)}x`,
+  );
 }
 
 /** The cursor of a page halfway through the busy scope's observations. */

@@ -194,12 +194,23 @@ export interface MemoryInspection {
   readonly reflection: StoredReflection | null;
   /** The scope's active supersession set: every supersession, and the contradictions no later supersession resolved. */
   readonly links: ReflectionLinks;
+  /** The scope's operations in scope-sequence order: all, or the open ones (see {@link InspectOptions}). */
   readonly operations: readonly Operation[];
   /**
    * The `<observational-memory>` snippet the next turn gets (as {@link ObservationalMemory.snippet}), from the
    * same read.
    */
   readonly snippet: string;
+}
+
+/** Options of {@link ObservationalMemory.inspect}. */
+export interface InspectOptions {
+  /**
+   * Which operations to read: `all` of the scope's log, or the `open` ones (queued,
+   * processing, dead) without the applied ones, which grow with every turn: what a view that
+   * polls needs. @default 'all'
+   */
+  readonly operations?: 'all' | 'open';
 }
 
 /** One page of a listing, and the cursor of the next (`null` after the last). */
@@ -293,7 +304,7 @@ export interface ObservationalMemory {
     options?: { runId?: string; toolCallId?: string },
   ): Promise<MemoryStatus>;
   export(scope: ScopeInput, format?: string): Promise<ExportResult>;
-  inspect(scope: ScopeInput): Promise<MemoryInspection>;
+  inspect(scope: ScopeInput, options?: InspectOptions): Promise<MemoryInspection>;
   /**
    * Deletes everything the scope remembers (export files already written are not touched).
    * The scope gets a new {@link generation}, so observe calls holding the old one store nothing.

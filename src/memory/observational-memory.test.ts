@@ -541,6 +541,19 @@ describe('observational memory: status, settings and export', () => {
     );
   });
 
+  it('inspects every operation, or only the open ones, and hands out its own copy of the observations', async () => {
+    const { memory } = setup();
+    await memory.observe({ scope, runId: 'run-1', messages: messages(0, 2) });
+    await memory.observe({ scope, runId: 'run-2', messages: messages(2, 2) });
+    const all = await memory.inspect(scope);
+    expect(all.operations.map((operation) => operation.status)).toEqual(['applied', 'applied']);
+    const open = await memory.inspect(scope, { operations: 'open' });
+    expect(open.operations).toEqual([]);
+    expect(open.observations).toHaveLength(2);
+    (open.observations as unknown[]).length = 0;
+    expect((await memory.inspect(scope)).observations).toHaveLength(2);
+  });
+
   it('exports markdown with the reference headers, and (none) when empty', async () => {
     const { memory } = setup();
     const empty = await memory.export(scope, 'markdown');

@@ -177,12 +177,12 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     async export(scopeInput, format) {
       requireMode('export');
       const parsed = parseExportFormat(format);
-      const inspection = await service.inspect(scopeInput);
+      const inspection = await service.inspect(scopeInput, { operations: 'open' });
       const content = renderExport(parsed, inspection);
       return { format: parsed, content, bytes: Buffer.byteLength(content, 'utf8'), status: inspection.status };
     },
 
-    inspect: async (scopeInput) => reader.inspect(resolveScope(scopeInput)),
+    inspect: async (scopeInput, options) => reader.inspect(resolveScope(scopeInput), options),
 
     async forget(scopeInput) {
       const memoryId = memoryIdOf(resolveScope(scopeInput));

@@ -14,8 +14,9 @@ import type { ReflectionLinks } from '../core/reflection-links.js';
 import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
-import type { MemoryStore } from '../storage/store.js';
-import type { MemoryInspection } from './observational-memory-api.js';
+import { isOpenOperation } from '../storage/store.js';
+import type { MemoryStore, Operation } from '../storage/store.js';
+import type { InspectOptions, MemoryInspection } from './observational-memory-api.js';
 import { ObservationCache } from './observation-cache.js';
 import { progressOf } from './memory-progress.js';
 import { recordStateKey, SnippetCache } from './snippet-cache.js';
@@ -67,7 +68,7 @@ export interface ScopeReader {
   /** Whether observe would store anything for the scope now (mode not off, scope enabled); one read. */
   isEnabled(memoryId: string): Promise<boolean>;
   /** Everything stored for a scope, read once, with the snippet the next turn gets. */
-  inspect(scope: Scope): Promise<MemoryInspection>;
+  inspect(scope: Scope, options?: InspectOptions): Promise<MemoryInspection>;
   /** Drops everything cached for a scope (after forget). */
   forget(memoryId: string): void;
 }
@@ -186,7 +187,7 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
       if (mode === 'off') return false;
       return effective(await store.getRecord(memoryId)).enabled;
     },
-    inspect: (scope) => inspectScope(reader, options, scope),
+    inspect: (scope, inspectOptions = {}) => inspectScope(reader, options, scope, inspectOptions),
     forget(memoryId) {
       othersWrite.delete(memoryId);
       snippetCache.delete(memoryId);
@@ -199,7 +200,12 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
 }
 
 /** Everything stored for a scope, read once, with the snippet and the progress the next turn gets. */
-async function inspectScope(reader: ScopeReader, options: ScopeReaderOptions, scope: Scope): Promise<MemoryInspection> {
+async function inspectScope(
+  reader: ScopeReader,
+  options: ScopeReaderOptions,
+  scope: Scope,
+  inspectOptions: InspectOptions,
+): Promise<MemoryInspection> {
   const { store, mode, estimator } = options;
   const { effective, statusFrom, linksOf } = reader;
   const memoryId = memoryIdOf(scope);
@@ -224,19 +230,28 @@ async function inspectScope(reader: ScopeReader, options: ScopeReaderOptions, sc
   }
   const [status, observations, links, operations, unobserved] = await Promise.all([
     statusFrom(scope, record),
-    store.listObservations(memoryId),
+    // The cache brings its copy up to date with the new rows only: a scope polled by the
+    // inspector is not read whole every time.
+    reader.observationCache.get(memoryId, record),
     linksOf(memoryId, record),
-    store.listOperations(memoryId),
+    inspectOptions.operations === 'open' ? openOperationsOf(store, memoryId) : store.listOperations(memoryId),
     store.listUnobservedMessages(memoryId, record.lastMessageSeq),
   ]);
   const snippet = mode === 'off' ? '' : await reader.snippetOf(memoryId, record, observations, links);
   return {
     progress: progressOf({ record, config: effective(record).config, unobserved, operations, snippet, estimator }),
     status,
-    observations,
+    // A copy: the cache's own array must not reach the caller.
+    observations: [...observations],
     reflection: record.reflection ?? null,
     links: activeReflectionLinks(links),
     operations,
     snippet,
   };
+}
+
+/** The scope's open operations, filtered here from the whole log where the store cannot read them alone. */
+async function openOperationsOf(store: MemoryStore, memoryId: string): Promise<Operation[]> {
+  if (store.listOpenOperations) return store.listOpenOperations(memoryId);
+  return (await store.listOperations(memoryId)).filter(isOpenOperation);
 }

@@ -18,7 +18,8 @@ import { planImportApply, planObservationApply, planReflectionApply } from './ap
 import type { PlannedMarker } from './apply-plan.js';
 import { containsWords, planCorrection } from './correction-plan.js';
 import { InMemoryOperationLog } from './in-memory-operation-log.js';
-import type { Marker, MemoryStore, ScopeSummary, StoredMessage, WorkingMemoryEntry } from './store.js';
+import { isOpenOperation } from './store.js';
+import type { Marker, MemoryStore, Operation, ScopeSummary, StoredMessage, WorkingMemoryEntry } from './store.js';
 
 /** Name of this adapter. */
 export const STORE_NAME = 'in-memory';
@@ -337,6 +338,11 @@ class InMemoryStore implements MemoryStore {
   readonly listOperations = async (memoryId: string): Result<'listOperations'> => {
     this.#guard.check();
     return [...this.#log.of(memoryId)];
+  };
+
+  readonly listOpenOperations = async (memoryId: string): Promise<Operation[]> => {
+    this.#guard.check();
+    return this.#log.of(memoryId).filter(isOpenOperation);
   };
 
   readonly listOperationPage = async (

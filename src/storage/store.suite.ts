@@ -485,6 +485,27 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       ]);
     });
 
+    test('lists the open operations of a scope (queued, processing, dead) in order, without the applied ones', async () => {
+      const lease = { memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 };
+      const done = await enqueueObserve();
+      await store.claimOperation(lease);
+      await store.completeWithoutChange({ operationId: done.operationId, memoryId: idA, leaseOwner: 'w1', note: 'x' });
+      const dead = await enqueueObserve();
+      await store.claimOperation(lease);
+      await store.markOperationDead({ operationId: dead.operationId, memoryId: idA, leaseOwner: 'w1', errorText: 'x' });
+      const processing = await enqueueObserve();
+      await store.claimOperation(lease);
+      const queued = await enqueueObserve();
+      await enqueueObserve(scopeB);
+      expect(store.listOpenOperations).toBeTypeOf('function');
+      expect((await store.listOpenOperations!(idA)).map((item) => [item.operationId, item.status])).toEqual([
+        [dead.operationId, 'dead'],
+        [processing.operationId, 'processing'],
+        [queued.operationId, 'queued'],
+      ]);
+      expect(await store.listOpenOperations!(memoryIdOf({ ...scopeA, agentId: 'nobody' }))).toEqual([]);
+    });
+
     test("retries a dead operation by hand at the end of its scope's log, with its attempts reset", async () => {
       const first = await enqueueObserve();
       const second = await enqueueObserve();

@@ -24,6 +24,11 @@ export type OperationType = 'enable' | 'disable' | 'observe' | 'reflect' | 'refl
  */
 export type OperationStatus = 'queued' | 'processing' | 'applied' | 'failed' | 'dead';
 
+/** Whether an operation is open: queued, processing or dead (see {@link MemoryStore.listOpenOperations}). */
+export function isOpenOperation(operation: { readonly status: OperationStatus }): boolean {
+  return operation.status === 'queued' || operation.status === 'processing' || operation.status === 'dead';
+}
+
 /** One row of the operation log: an audit entry and, while queued, a unit of work. */
 export interface Operation {
   readonly operationId: string;
@@ -395,6 +400,13 @@ export interface MemoryStore {
 
   /** The scope's operations in scope-sequence order. */
   listOperations(memoryId: string): Promise<Operation[]>;
+
+  /**
+   * The scope's open operations (queued, processing or dead: work still to do, or to retry
+   * by hand) in scope-sequence order, read without the applied ones, which pile up with every
+   * turn. Optional: without it, callers filter {@link listOperations}.
+   */
+  listOpenOperations?(memoryId: string): Promise<Operation[]>;
 
   /**
    * A page of the scope's operation log, newest first: those with a scope sequence below

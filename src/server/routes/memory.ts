@@ -118,7 +118,10 @@ function scopeRoutes(app: Hono<ServerEnv>, options: MemoryRoutesOptions): void {
   app.get(base, async (context) => {
     const scope = scopeOf(context);
     // The scope was resolved above: the services take it as it is, and each store is read once.
-    const [inspection, entries] = await Promise.all([memory.inspect(scope), workingMemory.entries(scope)]);
+    const [inspection, entries] = await Promise.all([
+      memory.inspect(scope, { operations: 'open' }),
+      workingMemory.entries(scope),
+    ]);
     const structured = inspection.reflection?.structured;
     return context.json({
       progress: progressToJson(inspection.progress),

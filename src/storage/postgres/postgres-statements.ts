@@ -72,6 +72,7 @@ export interface PostgresStatements {
   readonly retryDead: string;
   readonly countDeadOfScope: string;
   readonly listOperations: string;
+  readonly listOpenOperations: string;
   readonly countPending: string;
   readonly countPendingOfScope: string;
 
@@ -255,6 +256,11 @@ export function buildStatements(s: string): PostgresStatements {
       RETURNING *`,
     countDeadOfScope: `SELECT count(*) AS count FROM ${s}om_operation_log WHERE memory_id = $1 AND status = 'dead'`,
     listOperations: `SELECT * FROM ${s}om_operation_log WHERE memory_id = $1 ORDER BY scope_sequence`,
+    // Two arms, so each reads its partial index and the applied rows are never visited.
+    listOpenOperations: `SELECT * FROM ${s}om_operation_log WHERE memory_id = $1 AND status IN ('queued', 'processing')
+      UNION ALL
+      SELECT * FROM ${s}om_operation_log WHERE memory_id = $1 AND status = 'dead'
+      ORDER BY scope_sequence`,
     countPending: `SELECT count(*) AS count FROM ${s}om_operation_log WHERE status IN ('queued', 'processing')`,
     countPendingOfScope:
       `SELECT count(*) AS count FROM ${s}om_operation_log WHERE memory_id = $1 AND status ` +

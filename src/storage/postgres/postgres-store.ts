@@ -689,6 +689,7 @@ function operationLogMethods(
   | 'countDeadOperations'
   | 'requeueStaleOperations'
   | 'listOperations'
+  | 'listOpenOperations'
   | 'countPendingOperations'
 > {
   const { sql, execute, rows, first, inScope, pool } = ctx;
@@ -751,6 +752,9 @@ function operationLogMethods(
 
     listOperations: (memoryId) =>
       execute(async () => (await rows<OperationRow>(pool, sql.listOperations, [memoryId])).map(toOperation)),
+
+    listOpenOperations: (memoryId) =>
+      execute(async () => (await rows<OperationRow>(pool, sql.listOpenOperations, [memoryId])).map(toOperation)),
 
     countPendingOperations: (memoryId) =>
       execute(async () => {

@@ -151,6 +151,7 @@ export interface SqliteStatements {
   readonly retryDeadOperation: Statement<Named<{ memoryId: string; operationId: string; now: string }>, OperationRow>;
   readonly countDeadOperationsOfScope: Statement<[string], number>;
   readonly listOperations: Statement<[string], OperationRow>;
+  readonly listOpenOperations: Statement<[{ memoryId: string }], OperationRow>;
   readonly countPendingOperations: Statement<[], number>;
   readonly countPendingOperationsOfScope: Statement<[string], number>;
 
@@ -412,6 +413,17 @@ export function prepareStatements(db: Database): SqliteStatements {
       RETURNING *`),
     countDeadOperationsOfScope: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND status = 'dead'`),
     listOperations: prepare('SELECT * FROM om_operation_log WHERE memory_id = ? ORDER BY scope_sequence'),
+    // Two arms, each on its partial index, so the applied rows are never visited. Named: without
+    // statistics the planner walks the scope's whole log by primary key instead (1.1 ms against
+    // 0.07 ms for a log of 10,000).
+    listOpenOperations: prepare(
+      `SELECT * FROM om_operation_log INDEXED BY om_operation_log_pending_idx
+         WHERE memory_id = @memoryId AND status IN ('queued', 'processing')
+       UNION ALL
+       SELECT * FROM om_operation_log INDEXED BY om_operation_log_dead_idx
+         WHERE memory_id = @memoryId AND status = 'dead'
+       ORDER BY scope_sequence`,
+    ),
     countPendingOperations: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE ${PENDING}`),
     countPendingOperationsOfScope: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND ${PENDING}`),
 

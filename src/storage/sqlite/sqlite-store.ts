@@ -215,6 +215,8 @@ function buildStore(
     countDeadOperations: async (memoryId) => execute(() => statements.countDeadOperationsOfScope.get(memoryId) ?? 0),
     requeueStaleOperations: async (input) => write(() => requeueStaleOperations(ctx, input)),
     listOperations: async (memoryId) => execute(() => statements.listOperations.all(memoryId).map(toOperation)),
+    listOpenOperations: async (memoryId) =>
+      execute(() => statements.listOpenOperations.all({ memoryId }).map(toOperation)),
     countPendingOperations: async (memoryId) =>
       execute(
         () =>
