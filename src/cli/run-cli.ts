@@ -6,7 +6,9 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { loadConfig } from '../config/load-config.js';
+import { maskPasswords } from '../core/mask-passwords.js';
 import type { HarnessConfig } from '../config/schema.js';
+import { redactSecrets } from '../core/redact-secrets.js';
 import { registerConfigCommand } from './commands/config.js';
 import { registerEvalCommand } from './commands/eval.js';
 import { registerMcpCommand } from './commands/mcp.js';
@@ -34,7 +36,8 @@ export interface RunCliOptions {
 /**
  * Runs the CLI with `argv` (the arguments after the program name) and resolves with the
  * exit code: 0 success, 1 runtime failure, 2 bad usage, 78 configuration error. Errors are
- * one line on stderr (`harness: <message>`); `--verbose` adds the stack.
+ * one line on stderr (`harness: <message>`); `--verbose` adds the stack and causes. Passwords
+ * in URLs and DSNs are masked in both, and secrets redacted from the stack.
  * @example
  * const { env, stdout, stderr } = process;
  * process.exitCode = await runCli(process.argv.slice(2), { env, stdout, stderr });
@@ -74,8 +77,10 @@ export async function runCli(argv: readonly string[], options: RunCliOptions): P
       'code' in error &&
       /^commander\.(help|helpDisplayed|version)$/.test(String(error.code));
     if (!printed) {
-      options.stderr.write(`harness: ${errorMessageOf(error)}\n`);
-      if (argv.includes('--verbose') && error instanceof Error) options.stderr.write(`${stackOf(error)}\n`);
+      options.stderr.write(`harness: ${maskPasswords(errorMessageOf(error))}\n`);
+      // A cause can quote the config file, DSN line and all.
+      if (argv.includes('--verbose') && error instanceof Error)
+        options.stderr.write(`${redactSecrets(maskPasswords(stackOf(error))).text}\n`);
     }
     return code;
   }

@@ -2,6 +2,7 @@
  * A printable view of a loaded configuration, with secrets masked.
  * @module
  */
+import { maskPasswords, maskSecret } from '../core/mask-passwords.js';
 import type { HarnessConfig } from './schema.js';
 
 /** One line of {@link describeConfig}: a dotted key, its display value (secrets masked) and its source. */
@@ -13,7 +14,8 @@ export interface ConfigRow {
 
 /**
  * Every effective setting as `{ key, value, source }`, for `harness config` and startup logs.
- * API keys, server keys and a DSN password show as `****` plus their last 4 characters.
+ * API keys, server keys and the password of a DSN or a base URL show as `****` plus their last 4
+ * characters. A mode that `memory.enabled = false` turned off says so.
  * @example
  * for (const row of describeConfig(loadConfig())) console.log(`${row.key} = ${row.value}  (${row.source})`);
  */
@@ -28,10 +30,17 @@ function displayValue(config: HarnessConfig, key: string): string {
     case 'openai.api_key':
       return maskSecret(config.openai.apiKey);
     case 'memory.db_dsn':
-      return maskDsn(config.memory.dbDsn);
+      return config.memory.dbDsn === '' ? '""' : maskPasswords(config.memory.dbDsn);
     case 'server.api_keys':
       return config.server.apiKeys.map((entry) => `${maskSecret(entry.key)}:${entry.tenantId}`).join(', ') || '(none)';
+    case 'memory.mode':
+      return config.memory.enabled ? config.memory.mode : `${config.memory.mode} (memory.enabled = false)`;
   }
+  if (key.endsWith('base_url')) return maskPasswords(plainValue(config, key));
+  return plainValue(config, key);
+}
+
+function plainValue(config: HarnessConfig, key: string): string {
   const segments = key.split('.');
   let value: unknown = config;
   for (const [index, segment] of segments.entries()) {
@@ -46,24 +55,4 @@ function displayValue(config: HarnessConfig, key: string): string {
 
 function camelCase(snake: string): string {
   return snake.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
-}
-
-/** `****` plus the last 4 characters; short secrets show no characters at all. */
-function maskSecret(secret: string): string {
-  if (secret === '') return '(unset)';
-  return secret.length >= 12 ? `****${secret.slice(-4)}` : '****';
-}
-
-/** Masks the password of a URL DSN (`postgres://user:pw@host`) or a keyword DSN (`password=pw`). */
-function maskDsn(dsn: string): string {
-  if (dsn === '') return '""';
-  return dsn
-    .replace(
-      /^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)([^/]*)@/i,
-      (_, head: string, password: string) => `${head}${maskSecret(password)}@`,
-    )
-    .replace(
-      /(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)/gi,
-      (_, head: string, password: string) => `${head}${maskSecret(password.replace(/^'|'$/g, ''))}`,
-    );
 }

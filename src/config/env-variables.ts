@@ -34,6 +34,7 @@ const memory = (key: string, kind: EnvKind): EnvVariable => ({
 
 /** Every variable the loader reads, besides `HARNESS_WORKSPACE`. Each overrides its key in every file. */
 export const ENV_VARIABLES: readonly EnvVariable[] = [
+  memory('enabled', 'boolean'),
   memory('mode', 'string'),
   memory('db_driver', 'string'),
   memory('db_dsn', 'string'),

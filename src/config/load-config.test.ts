@@ -1,8 +1,7 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError } from '../core/errors.js';
+import { configErrorOf, makeConfigDirs, writeConfigFile } from '../../test/support/config-files.js';
 import { describeConfig, loadConfig, tokenConfigFrom, type HarnessConfig } from './load-config.js';
 
 let root: string;
@@ -10,36 +9,17 @@ let home: string;
 let workspace: string;
 
 beforeEach(() => {
-  root = mkdtempSync(join(tmpdir(), 'harness-config-'));
-  home = join(root, 'home');
-  workspace = join(root, 'workspace');
-  mkdirSync(home);
-  mkdirSync(workspace);
+  ({ root, home, workspace } = makeConfigDirs('harness-config-'));
 });
 
 afterEach(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function writeConfig(dir: string, toml: string): string {
-  mkdirSync(join(dir, '.harness'), { recursive: true });
-  const path = join(dir, '.harness', 'config.toml');
-  writeFileSync(path, toml);
-  return path;
-}
+const writeConfig = writeConfigFile;
 
 function load(env: Record<string, string> = {}): HarnessConfig {
   return loadConfig({ homeDir: home, workspace, env });
-}
-
-function configErrorOf(run: () => unknown): ConfigError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
 }
 
 describe('config: defaults', () => {
@@ -103,6 +83,15 @@ describe('config: defaults', () => {
     const config = loadConfig({ homeDir: home, cwd: root, env: { HARNESS_WORKSPACE: 'workspace' } });
     expect(config.workspace).toBe(workspace);
     expect(config.sources['workspace']).toBe('env:HARNESS_WORKSPACE');
+  });
+
+  it('trims HARNESS_WORKSPACE, and takes a blank one as unset', () => {
+    const config = loadConfig({ homeDir: home, cwd: root, env: { HARNESS_WORKSPACE: ` ${workspace}\n` } });
+    expect(config.workspace).toBe(workspace);
+    expect(config.sources['workspace']).toBe('env:HARNESS_WORKSPACE');
+    const blank = loadConfig({ homeDir: home, cwd: workspace, env: { HARNESS_WORKSPACE: ' \t ' } });
+    expect(blank.workspace).toBe(workspace);
+    expect(blank.sources['workspace']).toBe('options.cwd');
   });
 
   it('falls back to cwd as the workspace', () => {
@@ -437,6 +426,38 @@ describe('config: errors', () => {
     },
   );
 
+  it.each([
+    ['key-secret-1:../etc', 'tenant_id may contain only letters, digits and . _ : @ -'],
+    ['key-secret-1:bad tenant', 'tenant_id may contain only letters, digits and . _ : @ -'],
+    ['key-secret-1:..', 'tenant_id must not be "." or ".."'],
+    [`key-secret-1:${'t'.repeat(129)}`, 'tenant_id is 129 characters long; at most 128 are allowed'],
+  ])('rejects the api key entry %j, whose tenant is not a scope id, without echoing the key', (entry, reason) => {
+    const file = writeConfig(workspace, `[server]\napi_keys = ["good-key:tenant", ${JSON.stringify(entry)}]\n`);
+    const error = configErrorOf(() => load());
+    expect(error).toMatchObject({ key: 'server.api_keys', source: file });
+    expect(error.message).toContain(`entry 2 has an invalid tenant id: ${reason}`);
+    expect(error.message).not.toContain('secret');
+    rmSync(file);
+    const fromEnv = configErrorOf(() => load({ HARNESS_API_KEYS: entry }));
+    expect(fromEnv).toMatchObject({ key: 'server.api_keys', source: 'env:HARNESS_API_KEYS' });
+    expect(fromEnv.message).toContain('entry 1 has an invalid tenant id');
+  });
+
+  it('accepts a tenant id with the scope-id punctuation', () => {
+    expect(load({ HARNESS_API_KEYS: 'key-one:acme.eu_1:team@x-y' }).server.apiKeys).toEqual([
+      { key: 'key-one', tenantId: 'acme.eu_1:team@x-y' },
+    ]);
+  });
+
+  it('rejects a blank [server] host, which would listen on every interface', () => {
+    const file = writeConfig(workspace, '[server]\nhost = "  "\n');
+    const error = configErrorOf(() => load());
+    expect(error).toMatchObject({ key: 'server.host', source: file });
+    expect(error.message).toContain('must not be blank');
+    rmSync(file);
+    expect(load({ HARNESS_HOST: ' ' }).server.host).toBe('127.0.0.1');
+  });
+
   it('rejects a bad api key entry in HARNESS_API_KEYS', () => {
     const error = configErrorOf(() => load({ HARNESS_API_KEYS: 'key-one:tenant-a,key-two' }));
     expect(error).toMatchObject({ key: 'server.api_keys', source: 'env:HARNESS_API_KEYS' });
@@ -447,6 +468,51 @@ describe('config: errors', () => {
     expect(configErrorOf(() => load())).toMatchObject({ key: 'providers.openrouter.base_url', source: file });
     writeConfig(workspace, '[providers.Open_Router]\nbase_url = "https://o"\n');
     expect(configErrorOf(() => load()).key).toBe('providers.Open_Router');
+  });
+});
+
+describe('config: memory enabled', () => {
+  it('turns memory off with [memory] enabled = false, as mode = "off" does', () => {
+    const file = writeConfig(workspace, '[memory]\nenabled = false\n');
+    const config = load();
+    expect(config.memory).toMatchObject({ enabled: false, mode: 'off' });
+    expect(config.sources['memory.mode']).toBe(file);
+    writeConfig(workspace, '[memory]\nenabled = false\nmode = "auto"\n');
+    expect(load().memory.mode).toBe('off');
+    writeConfig(workspace, '[memory]\nenabled = false\nmode = "off"\n');
+    expect(load().memory).toMatchObject({ enabled: false, mode: 'off' });
+  });
+
+  it('reads HARNESS_MEMORY_ENABLED, which overrides the file', () => {
+    writeConfig(workspace, '[memory]\nenabled = false\n');
+    expect(load({ HARNESS_MEMORY_ENABLED: 'true' }).memory).toMatchObject({ enabled: true, mode: 'auto' });
+    rmSync(join(workspace, '.harness', 'config.toml'));
+    const off = load({ HARNESS_MEMORY_ENABLED: 'false' });
+    expect(off.memory).toMatchObject({ enabled: false, mode: 'off' });
+    expect(off.sources['memory.mode']).toBe('env:HARNESS_MEMORY_ENABLED');
+  });
+
+  it('keeps the mode when enabled is true', () => {
+    writeConfig(workspace, '[memory]\nenabled = true\nmode = "local_coordinator"\n');
+    expect(load().memory).toMatchObject({ enabled: true, mode: 'local_coordinator' });
+  });
+
+  it('refuses enabled = false with an explicit mode = "local_coordinator", naming both keys', () => {
+    const homeFile = writeConfig(home, '[memory]\nenabled = false\n');
+    writeConfig(workspace, '[memory]\nmode = "auto"\n');
+    expect(load().memory.mode).toBe('off');
+    const error = configErrorOf(() => load({ HARNESS_MEMORY_MODE: 'local_coordinator' }));
+    expect(error).toMatchObject({ code: 'CONFIG_INVALID', key: 'memory.enabled', source: homeFile });
+    expect(error.message).toContain('memory.enabled');
+    expect(error.message).toContain('memory.mode');
+    expect(error.message).toContain('env:HARNESS_MEMORY_MODE');
+  });
+
+  it('shows the mode as off because of enabled in describeConfig', () => {
+    const file = writeConfig(workspace, '[memory]\nenabled = false\n');
+    const rows = describeConfig(load());
+    expect(rows).toContainEqual({ key: 'memory.enabled', value: 'false', source: file });
+    expect(rows).toContainEqual({ key: 'memory.mode', value: 'off (memory.enabled = false)', source: file });
   });
 });
 
@@ -483,5 +549,25 @@ describe('config: describeConfig', () => {
     const keyword = describeConfig(load({ HARNESS_MEMORY_DB_DSN: 'host=db password=another-secret-4321 dbname=x' }));
     expect(keyword.find((row) => row.key === 'memory.db_dsn')?.value).toBe('host=db password=****4321 dbname=x');
     expect(JSON.stringify(rows)).not.toContain('0123456789');
+  });
+
+  it('masks the password of every base URL', () => {
+    writeConfig(
+      workspace,
+      '[model]\nbase_url = "https://bot:model-password-1111@llm.example/v1"\n' +
+        '[providers.proxy]\nbase_url = "https://bot:proxy-pw@proxy.example/v1"\n',
+    );
+    const rows = describeConfig(
+      load({
+        OPENAI_BASE_URL: 'https://user:openai-password-2222@gateway.example/v1',
+        HARNESS_MEMORY_LLM_BASE_URL: 'http://:memory-password-3333@127.0.0.1:8000/v1',
+      }),
+    );
+    const value = (key: string): string | undefined => rows.find((row) => row.key === key)?.value;
+    expect(value('model.base_url')).toBe('https://bot:****1111@llm.example/v1');
+    expect(value('providers.proxy.base_url')).toBe('https://bot:****@proxy.example/v1');
+    expect(value('openai.base_url')).toBe('https://user:****2222@gateway.example/v1');
+    expect(value('memory.llm_base_url')).toBe('http://:****3333@127.0.0.1:8000/v1');
+    expect(JSON.stringify(rows)).not.toMatch(/password-\d|proxy-pw/);
   });
 });

@@ -16,6 +16,7 @@ import {
 } from '../core/observation.js';
 import { DEFAULT_WORKING_MEMORY_LIMITS } from '../core/working-memory.js';
 import { readEnvironment } from './env-variables.js';
+import { validateConfig } from './validate-config.js';
 import {
   CONFIG_FILE_KEYS,
   parseApiKeyEntry,
@@ -151,8 +152,11 @@ export function loadConfig(options: LoadConfigOptions = {}): HarnessConfig {
     for (const key of keys) sources[`${section}.${key}`] = 'default';
   }
   for (const layer of layers) applyLayer(settings, layer, sources);
+  applyMemoryEnabled(settings, sources);
 
-  return deepFreeze(toConfig(settings, workspace, sources));
+  const config = toConfig(settings, workspace, sources);
+  validateConfig(config);
+  return deepFreeze(config);
 }
 
 function warnProcess(message: string): void {
@@ -164,7 +168,7 @@ function resolveWorkspace(
   env: Readonly<Record<string, string | undefined>>,
 ): { workspace: string; workspaceSource: string } {
   const cwd = options.cwd ?? process.cwd();
-  const fromEnv = env['HARNESS_WORKSPACE']?.trim() ? env['HARNESS_WORKSPACE'] : undefined;
+  const fromEnv = env['HARNESS_WORKSPACE']?.trim() || undefined;
   if (options.workspace !== undefined)
     return { workspace: resolve(cwd, options.workspace), workspaceSource: 'options.workspace' };
   if (fromEnv !== undefined) return { workspace: resolve(cwd, fromEnv), workspaceSource: 'env:HARNESS_WORKSPACE' };
@@ -218,6 +222,24 @@ function applyLayer(settings: Settings, layer: ConfigLayer, sources: Record<stri
   }
 }
 
+/** `enabled = false` is `mode = "off"`; an explicit `local_coordinator` contradicts it. */
+function applyMemoryEnabled(settings: Settings, sources: Record<string, string>): void {
+  if (settings.memory.enabled) return;
+  const enabledSource = sources['memory.enabled'] ?? 'default';
+  if (settings.memory.mode === 'local_coordinator') {
+    throw new ConfigError({
+      key: 'memory.enabled',
+      source: enabledSource,
+      message:
+        `is false, which turns memory off, but memory.mode is "local_coordinator" ` +
+        `(${sources['memory.mode'] ?? 'default'}); remove one of them`,
+    });
+  }
+  if (settings.memory.mode === 'off') return;
+  settings.memory.mode = 'off';
+  sources['memory.mode'] = enabledSource;
+}
+
 function assign<T extends object>(
   target: T,
   patch: Partial<T> | undefined,
@@ -240,7 +262,7 @@ function toConfig(settings: Settings, workspace: string, sources: Record<string,
       enabled: memory.enabled,
       mode: memory.mode,
       dbDriver: memory.db_driver,
-      dbDsn: memory.db_dsn,
+      dbDsn: memory.db_dsn.trim(),
       sqlitePath: memory.sqlite_path === ':memory:' ? ':memory:' : resolve(workspace, memory.sqlite_path),
       schema: memory.schema,
       defaultEnabled: memory.default_enabled,

@@ -4,7 +4,8 @@
  * @module
  */
 import { z } from 'zod/v4';
-import { ConfigError } from '../core/errors.js';
+import { ConfigError, HarnessMemoryError } from '../core/errors.js';
+import { validateScopeId } from '../core/scope.js';
 
 /** Values of `[memory] mode`. `off` disables memory; `local_coordinator` runs it in-process for one host. */
 export type MemoryMode = 'auto' | 'off' | 'local_coordinator';
@@ -21,10 +22,12 @@ export const MEMORY_DB_DRIVERS: readonly MemoryDbDriver[] = ['sqlite', 'postgres
 export const MEMORY_LLM_MODES: readonly MemoryLlmMode[] = ['inherit', 'openai', 'provider'];
 /** Pattern of a `[providers.NAME]` name. */
 export const PROVIDER_NAME_PATTERN: RegExp = /^[a-z0-9_-]+$/;
+/** Pattern of `[memory] schema`, the Postgres store's own (`validateSchemaName`); `""` means `public`. */
+export const POSTGRES_SCHEMA_PATTERN: RegExp = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** The `[memory]` table of a config file; every key is optional. */
 export interface MemoryFileSection {
-  /** Accepted for compatibility with the reference; has no effect. */
+  /** `false` turns memory off, as `mode = "off"` does. */
   enabled?: boolean;
   mode?: MemoryMode;
   db_driver?: MemoryDbDriver;
@@ -108,8 +111,15 @@ const apiKeyEntries = () =>
     const seen = new Set<string>();
     entries.forEach((entry, index) => {
       const parsed = parseApiKeyEntry(entry);
+      const tenantProblem = parsed === undefined ? undefined : tenantIdProblem(parsed.tenantId);
       if (parsed === undefined) {
         context.addIssue({ code: 'custom', path: [index], message: `entry ${index + 1} ${API_KEY_ENTRY}` });
+      } else if (tenantProblem !== undefined) {
+        context.addIssue({
+          code: 'custom',
+          path: [index],
+          message: `entry ${index + 1} has an invalid tenant id: ${tenantProblem}`,
+        });
       } else if (seen.has(parsed.key)) {
         context.addIssue({ code: 'custom', path: [index], message: `entry ${index + 1} repeats an earlier key` });
       } else {
@@ -118,13 +128,28 @@ const apiKeyEntries = () =>
     });
   });
 
+/** Why `tenantId` is not a valid scope id, or `undefined` when it is. */
+function tenantIdProblem(tenantId: string): string | undefined {
+  try {
+    validateScopeId('tenant_id', tenantId);
+    return undefined;
+  } catch (error) {
+    if (!HarnessMemoryError.isInstance(error)) throw error;
+    return error.detail.replace(/\.$/, '');
+  }
+}
+
+const SCHEMA_NAME =
+  `must match ${POSTGRES_SCHEMA_PATTERN.source} (lower-case letters, digits and underscores, at most 63), ` +
+  'or be "" for "public"';
+
 const memoryShape = {
   enabled: flag(),
   mode: text().trim().toLowerCase().pipe(literal(MEMORY_MODES)),
   db_driver: literal(MEMORY_DB_DRIVERS),
   db_dsn: text(),
   sqlite_path: text().min(1, 'must not be empty'),
-  schema: text(),
+  schema: text().refine((name) => name === '' || POSTGRES_SCHEMA_PATTERN.test(name), SCHEMA_NAME),
   default_enabled: flag(),
   observe_min_tokens: positiveInteger(),
   snippet_max_tokens: positiveInteger(),
@@ -154,7 +179,7 @@ const modelShape = {
 } satisfies Record<keyof ModelFileSection, z.ZodType>;
 
 const serverShape = {
-  host: text().min(1, 'must not be empty'),
+  host: text().trim().min(1, 'must not be blank: an empty host listens on every interface'),
   port: z
     .number({ error: 'must be an integer from 1 to 65535' })
     .int('must be an integer from 1 to 65535')
@@ -214,9 +239,12 @@ export function parseApiKeyEntry(entry: string): ServerApiKey | undefined {
 
 /** Settings of observational and working memory (`[memory]`). */
 export interface MemoryConfig {
-  /** Accepted for compatibility with the reference; has no effect. @default true */
+  /**
+   * `false` turns memory off: {@link MemoryConfig.mode} is then `"off"`, and an explicit
+   * `mode = "local_coordinator"` is a configuration error. @default true
+   */
   readonly enabled: boolean;
-  /** @default "auto" */
+  /** `"off"` whenever `enabled` is false. @default "auto" */
   readonly mode: MemoryMode;
   /** @default "sqlite" */
   readonly dbDriver: MemoryDbDriver;

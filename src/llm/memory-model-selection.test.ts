@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startScriptedOpenAIServer, type ScriptedServer } from '../../test/support/scripted-openai-server.js';
+import { configErrorOf } from '../../test/support/config-files.js';
 import { loadConfig, type HarnessConfig } from '../config/load-config.js';
-import { ConfigError } from '../core/errors.js';
 import { createAgentModel, selectMemoryModel, type SelectMemoryModelInput } from './memory-model-selection.js';
 import { createOpenAICompatibleModel, type OpenAICompatibleSettings } from './openai-compatible.js';
 import { withoutRetries } from './retrying-model.js';
@@ -48,15 +48,7 @@ function select(env: Env, toml = '', extra: Partial<SelectMemoryModelInput> = {}
 
 const agent = () => createOpenAICompatibleModel({ baseURL: server.url, modelId: 'agent-model', provider: 'agent' });
 const call = { messages: [{ role: 'user' as const, content: 'x' }] };
-const errorOf = (run: () => unknown): ConfigError => {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-};
+const errorOf = configErrorOf;
 
 describe('memory model selection: priority', () => {
   it('uses llm_mode when set, over llm_provider and OPENAI_API_KEY', () => {

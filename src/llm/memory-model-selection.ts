@@ -5,6 +5,7 @@
  */
 import { requireObject, requireOptions } from '../core/require-option.js';
 import { ConfigError } from '../core/errors.js';
+import { maskPasswords } from '../core/mask-passwords.js';
 import { withCircuitBreaker, type CircuitBreakerModel, type CircuitBreakerOptions } from './circuit-breaker.js';
 import type { LanguageModel } from './language-model.js';
 import type { ModelSelectionConfig } from './model-selection-config.js';
@@ -290,7 +291,7 @@ function agentModelSettings(
     throw new ConfigError({
       key: 'model.provider',
       source,
-      message: `the agent model's provider "${name}" at ${baseURL} needs an API key: set ${provider.apiKeyEnv}`,
+      message: `the agent model's provider "${name}" at ${maskPasswords(baseURL)} needs an API key: set ${provider.apiKeyEnv}`,
     });
   }
   return {

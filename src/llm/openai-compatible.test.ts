@@ -94,6 +94,9 @@ describe('openai-compatible: base URL', () => {
     expect(() => createOpenAICompatibleModel({ baseURL: 'not a url', modelId: 'm' })).toThrow(
       /must be an http\(s\) URL/,
     );
+    expect(() => normalizeBaseUrl('ftp://bot:base-url-password@files.example/v1')).toThrow(
+      'must be an http(s) URL such as https://api.openai.com/v1 or http://127.0.0.1:11434 (got "ftp://bot:****word@files.example/v1")',
+    );
   });
 });
 

@@ -7,6 +7,7 @@ import OpenAI, { APIError } from 'openai';
 import { requireOptions, requireString } from '../core/require-option.js';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { ConfigError, ModelCallError } from '../core/errors.js';
+import { maskPasswords } from '../core/mask-passwords.js';
 import { parseCompletion, StreamAssembler, toChatMessages, toChatTools } from './_chat-completions.js';
 import { toModelCallError } from './_model-call-errors.js';
 import type {
@@ -76,7 +77,7 @@ export function normalizeBaseUrl(baseUrl: string): string {
       source: 'model settings',
       message:
         `must be an http(s) URL such as https://api.openai.com/v1 or http://127.0.0.1:11434 (got ` +
-        `${JSON.stringify(trimmed)})`,
+        `${JSON.stringify(maskPasswords(trimmed))})`,
     });
   }
   const path = parsed.pathname.replace(/\/+$/, '').replace(/\/chat\/completions$/, '');

@@ -438,7 +438,7 @@ function requireModeOn(mode: 'off' | 'local_coordinator', action: string): void 
     throw new HarnessMemoryError({
       code: 'MEMORY_DISABLED',
       component: 'observational-memory',
-      message: `observational memory is disabled by mode; cannot ${action}. Set memory mode to "auto" to use it.`,
+      message: `observational memory is disabled by mode; cannot ${action}. Set [memory] mode to "auto" (and [memory] enabled, if set, to true) to use it.`,
     });
   }
 }

@@ -6,7 +6,7 @@ import type { Harness } from './create-harness.js';
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
-  /** @default config.server.host (127.0.0.1) */
+  /** Must not be blank, which would listen on every interface. @default config.server.host (127.0.0.1) */
   host?: string;
   /** 0 picks a free port. @default config.server.port (8080) */
   port?: number;
@@ -30,12 +30,21 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
  */
 export async function startServer(harness: Harness, options: StartServerOptions = {}): Promise<RunningServer> {
   requireObject('startServer', 'harness', harness, ['dispose'], 'Pass the harness from createHarness({ config }).');
-  const host = options.host ?? harness.config.server.host;
+  const host = (options.host ?? harness.config.server.host).trim();
   const port = options.port ?? harness.config.server.port;
+  const hostSource = options.host !== undefined ? '--host' : (harness.config.sources['server.host'] ?? 'default');
+  // Node listens on every interface when given no host.
+  if (host === '') {
+    throw new ConfigError({
+      key: 'server.host',
+      source: hostSource,
+      message: 'must not be blank: give an interface such as 127.0.0.1 (the default)',
+    });
+  }
   if (!LOOPBACK.has(host) && harness.config.server.apiKeys.length === 0 && !options.insecure) {
     throw new ConfigError({
       key: 'server.host',
-      source: options.host ? '--host' : (harness.config.sources['server.host'] ?? 'default'),
+      source: hostSource,
       message:
         `refusing to listen on ${host} without API keys; set [server] api_keys or HARNESS_API_KEYS, ` +
         `or pass --insecure`,

@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -631,6 +631,16 @@ describe('harness eval: bad input', () => {
     const run = await harness(['eval', SAMPLE], { env: { HARNESS_MEMORY_MODE: 'off' } });
     expect(run.code).toBe(78);
     expect(run.stderr).toContain('memory.mode: is "off", so there is no memory to measure');
+    expect(run.requests).toEqual([]);
+  });
+
+  it('exits 78 naming memory.enabled when [memory] enabled = false and the memory baseline is asked for', async () => {
+    const directory = workspace();
+    mkdirSync(join(directory, '.harness'));
+    writeFileSync(join(directory, '.harness', 'config.toml'), '[memory]\nenabled = false\n');
+    const run = await harness(['eval', SAMPLE, '--limit', '1'], { workspace: directory });
+    expect(run.code).toBe(78);
+    expect(run.stderr).toContain('memory.enabled: is false, so there is no memory to measure');
     expect(run.requests).toEqual([]);
   });
 });

@@ -180,6 +180,15 @@ interface EvalModelSet {
 
 /** The models as the harness builds them: the agent model answers, the memory model as `selectMemoryModel` chooses. */
 function buildModels(config: HarnessConfig, env: CliContext['env'], options: EvalOptions): EvalModelSet {
+  if (options.baseline === 'memory' && !config.memory.enabled) {
+    throw new ConfigError({
+      key: 'memory.enabled',
+      source: config.sources['memory.enabled'] ?? 'default',
+      message:
+        'is false, so there is no memory to measure: remove it or set it to true, or choose --baseline ' +
+        'full-context or none',
+    });
+  }
   if (options.baseline === 'memory' && config.memory.mode === 'off') {
     throw new ConfigError({
       key: 'memory.mode',

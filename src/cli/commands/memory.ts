@@ -93,7 +93,7 @@ function registerReadCommands(sub: Subcommand, context: CliContext): void {
     'show everything stored: status, reflection, observations, working memory',
     'markdown',
     async (harness, scope, options) => {
-      const inspection = await harness.observationalMemory.inspect(scope);
+      const inspection = await harness.observationalMemory.inspect(scope, { operations: 'open' });
       const entries = await harness.workingMemory.entries(scope);
       const dead = inspection.operations.filter((operation) => operation.status === 'dead');
       if (options.format === 'json') {

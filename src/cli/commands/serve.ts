@@ -4,6 +4,7 @@
  */
 import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
+import { maskPasswords } from '../../core/mask-passwords.js';
 import { startServer } from '../../server/serve.js';
 import { dim, printLine, stopRequested } from '../context.js';
 import type { CliContext, CommandResult } from '../context.js';
@@ -23,7 +24,7 @@ export function registerServeCommand(program: Command, context: CliContext, resu
   program
     .command('serve')
     .description('serve the HTTP API (runs, SSE events, memory) until SIGINT or SIGTERM')
-    .option('--host <host>', 'interface to listen on (default: [server] host, 127.0.0.1)')
+    .option('--host <host>', 'interface to listen on (default: [server] host, 127.0.0.1)', parseHost)
     .option('--port <port>', 'port to listen on; 0 picks a free one (default: [server] port, 8080)', parsePort)
     .option('--insecure', 'allow a non-loopback host without API keys')
     .action(async (options: ServeOptions) => {
@@ -39,7 +40,7 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
     modelsOptional: true,
     onModelMissing: (error) => {
       context.stderr.write(
-        `harness: warning: no model is configured, so runs will fail until it is: ${error.detail}\n`,
+        `harness: warning: no model is configured, so runs will fail until it is: ${maskPasswords(error.detail)}\n`,
       );
     },
   });
@@ -85,6 +86,17 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
     process.off('unhandledRejection', onUnhandledRejection);
   }
   return EXIT_OK;
+}
+
+// NOTE: a blank host would make Node listen on every interface.
+function parseHost(value: string): string {
+  const host = value.trim();
+  if (host === '') {
+    throw new InvalidArgumentError(
+      'the host must not be blank: pass an interface such as 127.0.0.1, or leave --host out for [server] host.',
+    );
+  }
+  return host;
 }
 
 function parsePort(value: string): number {

@@ -1,0 +1,72 @@
+/**
+ * Checks of the merged configuration that one file or variable cannot make alone: the base
+ * URLs (one of them env-only) and the Postgres DSN, which depends on `db_driver`.
+ * @module
+ */
+import { ConfigError } from '../core/errors.js';
+import type { HarnessConfig } from './schema.js';
+
+const URL_HINT = 'it must be an absolute http:// or https:// URL with a host, such as https://api.openai.com/v1';
+
+/**
+ * Throws a {@link ConfigError} naming the key and its source for the first bad setting. Messages
+ * never quote the value: a URL or a DSN may hold a password.
+ */
+export function validateConfig(config: HarnessConfig): void {
+  const urls: Array<[string, string]> = [
+    ['openai.base_url', config.openai.baseUrl],
+    ['memory.llm_base_url', config.memory.llmBaseUrl],
+    ['model.base_url', config.model.baseUrl],
+    ...Object.entries(config.providers).map(([name, provider]): [string, string] => [
+      `providers.${name}.base_url`,
+      provider.baseUrl,
+    ]),
+  ];
+  for (const [key, value] of urls) {
+    // Blank means unset, except where the key is required.
+    const problem = value.trim() === '' ? (key.startsWith('providers.') ? 'is blank' : undefined) : urlProblem(value);
+    if (problem !== undefined) throw invalid(config, key, `${problem}; ${URL_HINT}`);
+  }
+  if (config.memory.dbDriver === 'postgres') checkDsn(config);
+}
+
+function urlProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    return 'is not a URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `uses ${url.protocol}, not http: or https:`;
+  if (url.hostname === '') return 'has no host';
+  return undefined;
+}
+
+function checkDsn(config: HarnessConfig): void {
+  const dsn = config.memory.dbDsn;
+  if (dsn === '') {
+    throw invalid(
+      config,
+      'memory.db_dsn',
+      'is required when db_driver is "postgres"; set [memory] db_dsn or HARNESS_MEMORY_DB_DSN',
+    );
+  }
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(dsn).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    throw invalid(
+      config,
+      'memory.db_dsn',
+      'is not a postgres:// URL, which db_driver = "postgres" needs; write it as ' +
+        'postgres://user:password@host:5432/database',
+    );
+  }
+}
+
+function invalid(config: HarnessConfig, key: string, message: string): ConfigError {
+  return new ConfigError({ key, source: config.sources[key] ?? 'default', message });
+}

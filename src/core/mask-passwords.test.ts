@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { maskPasswords, maskSecret } from './mask-passwords.js';
+
+describe('maskSecret', () => {
+  it('shows the last 4 characters of a long secret only', () => {
+    expect(maskSecret('sk-0123456789abcd')).toBe('****abcd');
+    expect(maskSecret('short-pw')).toBe('****');
+    expect(maskSecret('')).toBe('(unset)');
+  });
+});
+
+describe('maskPasswords', () => {
+  it('masks the password of every URL in a text, keeping user and host', () => {
+    const text =
+      'connect to postgres://app:db-password-9876@db.internal:5432/x failed; ' +
+      'model at https://bot:hunter2@llm.example/v1 too';
+    expect(maskPasswords(text)).toBe(
+      'connect to postgres://app:****9876@db.internal:5432/x failed; model at https://bot:****@llm.example/v1 too',
+    );
+  });
+
+  it('masks a keyword password, quoted or not', () => {
+    expect(maskPasswords("host=db password='a b c d e f g h' dbname=x")).toBe('host=db password=**** g h dbname=x');
+    expect(maskPasswords('host=db password=secret&sslmode=require')).toBe('host=db password=****&sslmode=require');
+  });
+
+  it('masks to the last @ of a password holding an unencoded @, never showing part of it', () => {
+    expect(maskPasswords('https://bot:p@ss@llm.example/v1')).toBe('https://bot:****@llm.example/v1');
+  });
+
+  it('keeps a masked password as it is, so masking twice changes nothing', () => {
+    const once = maskPasswords('https://user:remote-password-1234@remote.example/v1');
+    expect(once).toBe('https://user:****1234@remote.example/v1');
+    expect(maskPasswords(once)).toBe(once);
+  });
+
+  it('leaves a URL without a password as it is', () => {
+    for (const text of ['https://llm.example/v1', 'https://bot@llm.example/v1', 'http://:@h/v1', 'no url here']) {
+      expect(maskPasswords(text)).toBe(text);
+    }
+  });
+});

@@ -1,0 +1,32 @@
+/**
+ * Masking of secrets in settings and in text that may quote them (a DSN, a base URL, a TOML line).
+ * @module
+ */
+
+/** `****` plus the last 4 characters; short secrets show no characters at all; empty shows `(unset)`. */
+export function maskSecret(secret: string): string {
+  if (secret === '') return '(unset)';
+  return secret.length >= 12 ? `****${secret.slice(-4)}` : '****';
+}
+
+// The password runs to the last "@" before a slash or a space: an unencoded "@" in a password
+// then masks too much rather than too little.
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)([^\s/]*)@/gi;
+const KEYWORD_PASSWORD = /(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&"]+)/gi;
+
+/**
+ * Masks every URL password (`scheme://user:pw@host` → `scheme://user:****@host`) and every keyword
+ * password (`password=pw`) in `text` with {@link maskSecret}.
+ * @example maskPasswords('https://bot:hunter2@llm.example/v1') // 'https://bot:****@llm.example/v1'
+ */
+export function maskPasswords(text: string): string {
+  return text
+    .replace(URL_PASSWORD, (_, head: string, password: string) => `${head}${hide(password)}@`)
+    .replace(KEYWORD_PASSWORD, (_, head: string, password: string) => `${head}${hide(password.replace(/^'|'$/g, ''))}`);
+}
+
+// A password masked once already stays as it is, so masking twice shows the same text.
+function hide(password: string): string {
+  if (password === '' || /^\*{4}[^*]{0,4}$/.test(password)) return password;
+  return maskSecret(password);
+}

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../core/errors.js';
+import type { Harness } from './create-harness.js';
+import { startServer } from './serve.js';
+
+/** Just what startServer reads before it listens; `host` is the configured one. */
+function harnessWith(host: string): Harness {
+  return {
+    config: {
+      server: { host, port: 0, apiKeys: [{ key: 'server-key-1', tenantId: 'tenant-a' }] },
+      sources: { 'server.host': '/srv/.harness/config.toml' },
+    },
+    app: { fetch: () => new Response('never called') },
+    dispose: async () => {},
+  } as unknown as Harness;
+}
+
+async function configErrorOf(promise: Promise<unknown>): Promise<ConfigError> {
+  const error = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  if (error instanceof ConfigError) return error;
+  throw new Error(`expected a ConfigError, got ${String(error)}`);
+}
+
+describe('server: startServer host', () => {
+  it.each(['', '   '])('refuses the host option %j, which would listen on every interface', async (host) => {
+    const harness = harnessWith('127.0.0.1');
+    const error = await configErrorOf(startServer(harness, { host, port: 0 }));
+    expect(error).toMatchObject({ code: 'CONFIG_INVALID', key: 'server.host', source: '--host' });
+    expect(error.message).toContain('must not be blank');
+  });
+
+  it('refuses a blank configured host, naming where it was set', async () => {
+    const harness = harnessWith(' ');
+    const error = await configErrorOf(startServer(harness, { port: 0 }));
+    expect(error).toMatchObject({ key: 'server.host', source: '/srv/.harness/config.toml' });
+  });
+});
