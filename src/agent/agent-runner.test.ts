@@ -307,6 +307,26 @@ describe('agent runner: loop', () => {
     await runner.settle();
   });
 
+  it('refuses a model id that looks like a secret, is too long or holds control characters, storing no run', async () => {
+    const { runner, runStore } = harness();
+    await expect(runner.start({ ...ids, prompt: 'hi', model: 'sk-proj-abcdefghijklmnopqrstuvwx' })).rejects.toThrow(
+      'model looks like a secret (openai_key)',
+    );
+    await expect(runner.start({ ...ids, prompt: 'hi', model: 'm'.repeat(201) })).rejects.toThrow(
+      'model is 201 characters long; at most 200 are allowed',
+    );
+    await expect(runner.start({ ...ids, prompt: 'hi', model: 'gpt\u0000x' })).rejects.toThrow(/control characters/);
+    await expect(runner.start({ ...ids, prompt: 'hi', model: 7 as unknown as string })).rejects.toThrow(
+      'model must be a string',
+    );
+    expect(await runStore.listRuns({ tenantId: ids.tenantId, limit: 10 })).toEqual([]);
+    const trimmed = await runner.start({ ...ids, prompt: 'hi', model: '  gpt-4.1-mini \n' });
+    expect(trimmed.model).toBe('gpt-4.1-mini');
+    const blank = await runner.start({ ...ids, prompt: 'hi', model: '   ' });
+    expect(blank.model).toBe('');
+    await runner.settle();
+  });
+
   it('continues a finished run in the same scope', async () => {
     const { runner } = harness();
     const first = await runner.start({ ...ids, prompt: 'one' });

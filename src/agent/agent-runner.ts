@@ -7,13 +7,15 @@
 import { randomUUID } from 'node:crypto';
 import { invalidOption, requireObject, requireOptions, requireString } from '../core/require-option.js';
 import { HarnessMemoryError } from '../core/errors.js';
+import { redactSecrets } from '../core/redact-secrets.js';
+import { needsStripping } from '../core/sanitize-text.js';
 import { IGNORE_FAULTS } from '../core/fault.js';
 import type { FaultReporter } from '../core/fault.js';
 import { resolveScope } from '../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { LanguageModel } from '../llm/language-model.js';
-import type { ObservationalMemory } from '../memory/observational-memory.js';
+import { MAX_MODEL_ID_LENGTH, type ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import type { Tool } from '../tools/tool.js';
 import { createLocalEventHub } from '../storage/local-event-hub.js';
@@ -163,6 +165,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     hub,
     async start(request, startOptions = {}) {
       const maxSteps = checkStart(request, startOptions, options.defaultMaxSteps ?? 10);
+      const model = modelIdOf(request.model);
       const runId = options.generateRunId?.() ?? `run_${randomUUID()}`;
       const scope = resolveScope({
         tenantId: request.tenantId,
@@ -175,7 +178,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
         scope,
         status: 'queued',
         prompt: request.prompt,
-        model: request.model ?? '',
+        model,
         systemPrompt: request.systemPrompt ?? '',
         maxSteps,
         output: null,
@@ -307,6 +310,28 @@ function checkStart(
   if (startOptions.onEvent !== undefined && typeof startOptions.onEvent !== 'function')
     throw invalidRequest('onEvent must be a function');
   return maxSteps;
+}
+
+/**
+ * A run's model id (trimmed; blank means the agent's default) is stored with the run, sent on its events and kept by memory's operations
+ * as it is, so it must be a plain id: never a key pasted into the wrong field.
+ */
+function modelIdOf(given: unknown): string {
+  if (given === undefined) return '';
+  if (typeof given !== 'string') throw invalidRequest('model must be a string');
+  const model = given.trim();
+  if (model.length > MAX_MODEL_ID_LENGTH)
+    throw invalidRequest(`model is ${model.length} characters long; at most ${MAX_MODEL_ID_LENGTH} are allowed`);
+  if (/[\n\t]/.test(model) || needsStripping(model))
+    throw invalidRequest('model must not contain control characters, new lines or invisible characters');
+  const kinds = Object.keys(redactSecrets(model).counts);
+  if (kinds.length > 0) {
+    throw invalidRequest(
+      `model looks like a secret (${kinds.join(', ')}); pass a model id such as gpt-4.1-mini, and give the key ` +
+        "through the provider's API key variable",
+    );
+  }
+  return model;
 }
 
 /**

@@ -370,7 +370,8 @@ function workerContextOf(
 }
 
 // The longest model name a run accepts.
-const MAX_MODEL_ID_LENGTH = 200;
+/** The longest model id a run or an observe may name. */
+export const MAX_MODEL_ID_LENGTH = 200;
 
 function checkModelId(modelId: unknown): void {
   if (modelId === undefined) return;

@@ -235,6 +235,21 @@ describe('server: bad input', () => {
     expect((await post('http://[::1]:8080')).status).toBe(202);
   });
 
+  it('refuses a run whose model looks like a secret with a 400 that names the kind, storing nothing', async () => {
+    const { request, runStore } = setup();
+    const response = await request('/v1/runs', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'hi', tenant_id: 'acme', model: 'ghp_abcdefghijklmnopqrstuvwxyz0123456789' }),
+    });
+    expect(response.status).toBe(400);
+    const body = await json(response);
+    expect(body['error']).toMatchObject({ code: 'request_invalid' });
+    expect(JSON.stringify(body)).toContain('model looks like a secret (github_token)');
+    expect(JSON.stringify(body)).not.toContain('ghp_abcdef');
+    expect(await runStore.listRuns({ tenantId: 'acme', limit: 10 })).toEqual([]);
+  });
+
   it('validates tenant_id before counting a write against it', async () => {
     const limits = createTenantLimits();
     const counted: string[] = [];
