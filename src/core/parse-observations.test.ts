@@ -94,6 +94,23 @@ describe('parseObservations: prefixed format', () => {
     ]);
   });
 
+  it('reads a decimal comma and an exponent as the whole score', () => {
+    expect(parseObservations('IMPORTANCE: 0,9\nUser must never push to main.\n\nIMPORTANCE: 9e-1\nUse pnpm.')).toEqual([
+      { content: 'User must never push to main.', importance: 0.9 },
+      { content: 'Use pnpm.', importance: 0.9 },
+    ]);
+  });
+
+  it('reads a level word followed by a sentence as content, and one set apart as a score', () => {
+    expect(
+      parseObservations('IMPORTANCE: 0.7\nRelease checklist:\nImportance: high for security fixes, low for docs'),
+    ).toEqual([{ content: 'Release checklist:\nImportance: high for security fixes, low for docs', importance: 0.7 }]);
+    expect(parseObservations('Importance: High. User prefers tabs\n\nIMPORTANCE: low - Uses vim')).toEqual([
+      { content: 'User prefers tabs', importance: 0.8 },
+      { content: 'Uses vim', importance: 0.2 },
+    ]);
+  });
+
   it('reads a line starting with "Importance" but holding no score as content, not as a new observation', () => {
     expect(parseObservations('IMPORTANCE: User prefers tabs\nin Go files.')).toEqual([
       { content: 'IMPORTANCE: User prefers tabs\nin Go files.', importance: null },
@@ -314,6 +331,26 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
     for (const answer of ['NONE', 'None.', '**NONE**', 'No observations.', 'Nothing to observe.', 'N/A'])
       expect(isNothingToObserve(answer), answer).toBe(true);
     for (const answer of ['', 'None of the tests pass.', 'IMPORTANCE: 0.9\nNONE'])
+      expect(isNothingToObserve(answer), answer).toBe(false);
+  });
+
+  it('takes "nothing" with a reason after it as nothing, but not a fact that starts with the word', () => {
+    for (const answer of [
+      'NONE - the segment is small talk, nothing durable.',
+      'None. The user only said hello.',
+      'NONE (small talk only)',
+      'Nothing new to record.',
+      'No new observations: the user said thanks.',
+      '**None** — greetings only',
+    ]) {
+      expect(isNothingToObserve(answer), answer).toBe(true);
+      expect(parseObservations(answer), answer).toEqual([]);
+    }
+    for (const answer of [
+      'None of the tests pass on Windows.',
+      'Nothing should be deployed on Fridays.',
+      'IMPORTANCE: 0.9\nNONE - the user has no deadline',
+    ])
       expect(isNothingToObserve(answer), answer).toBe(false);
   });
 });

@@ -37,7 +37,8 @@ const SOURCE_LINE = new RegExp(`${LEAD}sources?${EMPHASIS}\\s*[:=]${EMPHASIS}\\s
 // `User prefers tabs. (importance: 0.9)`: a whole observation on one line, scored at its end.
 const TRAILING_SCORE =
   /^(.*?\S)\s*[([]\s*importance\s*[:=]?\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*(?:%|\/\s*\d+(?:\.\d*)?)?)\s*[)\]]\s*[.;]?\s*$/i;
-const NUMBER_PREFIX = /^[+-]?(\d+(\.\d*)?|\.\d+)/;
+// `0.9`, `.9`, `0,9` (a decimal comma), `9e-1`.
+const NUMBER_PREFIX = /^[+-]?(?:\d+(?:[.,]\d+|\.)?|[.,]\d+)(?:e[+-]?\d+)?/i;
 const SEQ_LIST =
   /^(?:(?:messages?|msgs?)\s+)?(?:(?:seq\s*:?\s*|#)?\d+(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?\d+)?)(?:\s*(?:,|;|\band\b|\s)\s*(?:(?:seq\s*:?\s*|#)?\d+(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?\d+)?))*$/i;
 const LEVEL_WORDS: Readonly<Record<string, number>> = {
@@ -57,6 +58,10 @@ const PREAMBLE_LINE =
   /^\s*[*_#>\s]*(?:(?:here\s+(?:are|is)|here's|sure|okay|ok|certainly|below\s+(?:are|is)|the\s+following)\b.*|[^.!?]{0,60}:[*_\s]*)$/i;
 const NOTHING_ANSWER =
   /^[\s*_"'`([]*(?:none|no\s+(?:new\s+)?observations?|nothing(?:\s+(?:new|worth\s+remembering|to\s+(?:observe|record|remember)))?|n\/a)[\s.!*_"'`)\]]*$/i;
+// The start of an answer that says there is nothing, then gives a reason: `NONE - small talk`,
+// `None. The user only said hello.`, `Nothing new to record.` (`None of the tests pass` is a fact).
+const NOTHING_LEAD =
+  /^[\s*_"'`([]*(?:(?:none|n\/a)[\s*_"'`)\]]*(?:[.!:;,(\-—–]|$)|no\s+(?:new\s+|durable\s+|relevant\s+)?(?:observations?|facts?)\b|nothing\s+(?:new|worth|durable|relevant|of\s+note|to\s+(?:observe|record|remember|note|add))\b)/i;
 const MAX_REPEATED_LINES = 3;
 
 interface Block {
@@ -71,10 +76,13 @@ interface Block {
 
 /**
  * True for an answer that says there is nothing to remember (`NONE`, `No observations.`,
- * `Nothing to observe`): the observer looked and found nothing, which is not a failure.
+ * `Nothing to observe`), with or without a reason after it (`NONE - small talk only`) when it
+ * scores nothing: the observer looked and found nothing, which is not a failure.
  */
 export function isNothingToObserve(raw: string): boolean {
-  return NOTHING_ANSWER.test(stripInvisible(raw).trim());
+  const text = stripInvisible(raw).trim();
+  if (NOTHING_ANSWER.test(text)) return true;
+  return NOTHING_LEAD.test(text) && !text.split('\n').some((line) => readMarker(line) !== undefined);
 }
 
 /**
@@ -184,22 +192,26 @@ function readScore(value: string): { importance: number | null; rest: string } |
   const trimmed = value.replace(/^[*_([]+/, '').trim();
   const number = NUMBER_PREFIX.exec(trimmed);
   if (number) {
-    let importance = Number(number[0]);
+    let importance = Number(number[0].replace(',', '.'));
     // Symbols glued to the number (`%`, `/10`, `,`) belong to the score, not to the content.
-    const glued = /^[^\s\p{L}]*/u.exec(trimmed.slice(number[0].length))?.[0] ?? '';
+    const glued = /^(?:\/\s*\d+(?:\.\d*)?|[^\s\p{L}\p{N}])*/u.exec(trimmed.slice(number[0].length))?.[0] ?? '';
     const denominator = Number(/^\/\s*(\d+(?:\.\d*)?)/.exec(glued)?.[1]);
     if (glued.startsWith('%')) importance /= 100;
     else if (denominator > 0) importance /= denominator;
     const score = Number.isFinite(importance) ? Math.min(1, Math.max(0, importance)) : null;
     return { importance: score, rest: trimmed.slice(number[0].length + glued.length) };
   }
-  const word = /^([\p{L}]+)[*_)\].]*\s*(.*)$/u.exec(trimmed);
+  const word = /^([\p{L}]+)([*_)\].]*)\s*(.*)$/u.exec(trimmed);
   if (trimmed === '') return { importance: null, rest: '' };
   if (!word) return undefined;
-  const level = LEVEL_WORDS[(word[1] ?? '').toLowerCase()];
-  if (level !== undefined) return { importance: level, rest: word[2] ?? '' };
+  const [, name = '', closing = '', after = ''] = word;
+  const level = LEVEL_WORDS[name.toLowerCase()];
+  // `high`, `High.`, `high - text` score; `high for security fixes, low for docs` is a sentence.
+  if (level !== undefined && (after === '' || closing !== '' || /^[-–—:|(]/.test(after)))
+    return { importance: level, rest: after };
+  if (level !== undefined) return undefined;
   // A single word ("NaN", "Infinity", "unknown") is a failed score; a sentence is content.
-  return (word[2] ?? '') === '' ? { importance: null, rest: '' } : undefined;
+  return after === '' ? { importance: null, rest: '' } : undefined;
 }
 
 /** The seqs of a `SOURCE: 12, 14-16` line; undefined when the line is anything else. */

@@ -76,6 +76,32 @@ describe('parseReflection: section headers', () => {
     expect(parseReflection('Here is my reflection.\nSUMMARY:\nKept.').summary).toBe('Kept.');
   });
 
+  it.each([
+    ['numbered', '1. SUMMARY:\nUser prefers spaces.\n2. SUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed'],
+    ['bulleted', '- SUMMARY: User prefers spaces.\n- SUPERSESSIONS:\n  - [seq:2] replaces [seq:1]: changed'],
+    ['quoted whole', '> SUMMARY:\n> User prefers spaces.\n>\n> SUPERSESSIONS:\n> - [seq:2] replaces [seq:1]: changed'],
+    ['bracketed', '[SUMMARY]\nUser prefers spaces.\n[SUPERSESSIONS]\n[seq:2] replaces [seq:1]: changed'],
+    ['dashed', 'SUMMARY -\nUser prefers spaces.\nSUPERSESSIONS —\n[seq:2] replaces [seq:1]: changed'],
+  ])('reads %s section headers', (_name, raw) => {
+    expect(parseReflection(raw)).toEqual({
+      summary: 'User prefers spaces.',
+      supersessions: [{ newerSeq: 2, olderSeq: 1, reason: 'changed' }],
+      contradictions: [],
+      schemaVersion: 1,
+    });
+  });
+
+  it('takes the text above the first header as the summary when there is no SUMMARY section', () => {
+    expect(parseReflection('The user prefers spaces now.\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]')).toMatchObject(
+      {
+        summary: 'The user prefers spaces now.',
+        supersessions: [{ newerSeq: 2, olderSeq: 1 }],
+        schemaVersion: 1,
+      },
+    );
+    expect(parseReflection('SUMMARY-wise, all is fine.').schemaVersion).toBe(0);
+  });
+
   it('gives an empty summary when only other sections exist', () => {
     const parsed = parseReflection('CONTRADICTIONS:\n- [seq:1] vs [seq:2]: which db');
     expect(parsed.schemaVersion).toBe(1);

@@ -8,10 +8,11 @@ import { stripInvisible } from './sanitize-text.js';
 
 type Section = 'summary' | 'supersessions' | 'contradictions';
 
-// Groups: 1 `#`s, 2 opening emphasis, 3 section name, 4 closing emphasis, 5 colon,
-// 6 emphasis after the colon (`**SUMMARY:**`), 7 rest of the line.
+// Groups: 1 `#`s, 2 opening emphasis or bracket, 3 section name, 4 closing emphasis or
+// bracket, 5 colon (or a dash set apart), 6 emphasis after the colon (`**SUMMARY:**`), 7 rest of
+// the line. A list bullet, number or quote may come first (`1. SUMMARY:`, `> SUMMARY:`).
 const HEADER =
-  /^(#*)\s*([*_]*)\s*(summary|supersessions|contradictions)(?![\p{L}\p{N}])([*_]*)\s*(:?)\s*([*_]*)\s*(.*)$/iu;
+  /^(?:(?:[-*•+]|\d{1,3}[.)]|>)\s+)*(#*)\s*([*_[]*)\s*(summary|supersessions|contradictions)(?![\p{L}\p{N}])([*_\]]*)\s*(:|[-—–](?=\s|$)|)\s*([*_]*)\s*(.*)$/iu;
 const BULLET = String.raw`^(?:[-*•]|\d+[.)])?\s*`;
 const SEQ = String.raw`\[\s*seq\s*:\s*(\d+)\s*\]`;
 const TAIL = String.raw`\s*(?:[:—–-]\s*)?(.*)$`;
@@ -26,14 +27,17 @@ const EMPTY: StructuredReflection = Object.freeze({
 });
 
 /**
- * Parses SUMMARY / SUPERSESSIONS / CONTRADICTIONS sections (markdown headings and bold tolerated)
- * into schema 1; text without any section header is legacy schema 0 with the whole text as summary.
+ * Parses SUMMARY / SUPERSESSIONS / CONTRADICTIONS sections (markdown headings, bold, brackets,
+ * list numbers and quotes tolerated) into schema 1; text above the first header is the summary
+ * when the SUMMARY section is missing or empty. Text without any section header is legacy
+ * schema 0 with the whole text as summary.
  */
 export function parseReflection(raw: string): StructuredReflection {
-  const text = stripInvisible(raw).trim();
+  const text = unquoted(stripInvisible(raw).trim());
   if (text === '') return EMPTY;
 
   const sections: Record<Section, string[]> = { summary: [], supersessions: [], contradictions: [] };
+  const before: string[] = [];
   let current: Section | null = null;
   for (const line of text.split('\n')) {
     const header = parseHeader(line);
@@ -42,16 +46,30 @@ export function parseReflection(raw: string): StructuredReflection {
       if (header.rest !== '') sections[current].push(header.rest);
     } else if (current) {
       sections[current].push(line);
+    } else {
+      before.push(line);
     }
   }
   if (current === null) return { ...EMPTY, summary: text };
 
+  // A summary written above the first header, with no SUMMARY section of its own, is the summary.
+  const summary = sections.summary.join('\n').trim();
   return {
-    summary: sections.summary.join('\n').trim(),
+    summary: summary === '' ? before.join('\n').trim() : summary,
     supersessions: parsePairs(sections.supersessions, SUPERSESSION_LINE, toSupersession),
     contradictions: parsePairs(sections.contradictions, CONTRADICTION_LINE, toContradiction),
     schemaVersion: 1,
   };
+}
+
+/** A reply quoted whole (every line starting with `>`) without its quote marks. */
+function unquoted(text: string): string {
+  const lines = text.split('\n');
+  if (!lines.every((line) => line.trim() === '' || line.trimStart().startsWith('>'))) return text;
+  return lines
+    .map((line) => line.replace(/^\s*>\s?/, ''))
+    .join('\n')
+    .trim();
 }
 
 /**

@@ -131,6 +131,73 @@ describe('redactSecrets: more key kinds', () => {
   });
 });
 
+describe('redactSecrets: provider keys, auth headers and labelled secrets', () => {
+  it('redacts Stripe, GitLab, Google API, Hugging Face and npm keys as their own kinds', () => {
+    const text = [
+      `sk_live_${'Ab1'.repeat(6)}`,
+      `rk_test_${'Ab1'.repeat(6)}`,
+      `glpat-${'Ab1_'.repeat(6)}`,
+      `AIza${'Ab1_-'.repeat(7)}`,
+      `hf_${'Ab1'.repeat(11)}`,
+      `npm_${'Ab1'.repeat(12)}`,
+    ].join(' ');
+    const result = redactSecrets(text);
+    expect(result.counts).toEqual({
+      stripe_key: 2,
+      gitlab_token: 1,
+      google_api_key: 1,
+      huggingface_token: 1,
+      npm_token: 1,
+    });
+    expect(result.text).not.toMatch(/Ab1/);
+  });
+
+  it('keeps a publishable Stripe key and look-alikes that are too short', () => {
+    for (const text of [`pk_live_${'Ab1'.repeat(6)}`, 'sk_live_abc', 'glpat-short', 'hf_abc', 'npm_install'])
+      expect(redactSecrets(text).text).toBe(text);
+  });
+
+  it('redacts the credentials of an Authorization header, keeping its scheme', () => {
+    expect(redactSecrets('Authorization: Basic dXNlcjpwYXNzd29yZA==').text).toBe(
+      'Authorization: Basic [REDACTED:auth_header]',
+    );
+    expect(redactSecrets('{"authorization": "Token abc123def456"}').text).toBe(
+      '{"authorization": "Token [REDACTED:auth_header]"}',
+    );
+    expect(redactSecrets('Authorization: Bearer abc123def456').counts).toEqual({ bearer_token: 1 });
+    expect(redactSecrets('Basic authentication is enabled').counts).toEqual({});
+  });
+
+  it.each([
+    ['DB_PASSWORD=Tr0ub4dor-horse-9', 'DB_PASSWORD=[REDACTED:labelled_secret]'],
+    ['"password": "Tr0ub4dor-horse-9"', '"password": "[REDACTED:labelled_secret]"'],
+    ['{\\"api_key\\": \\"k3y-value!\\"}', '{\\"api_key\\": \\"[REDACTED:labelled_secret]\\"}'],
+    ["client_secret: 'abc 123 def'", "client_secret: '[REDACTED:labelled_secret]'"],
+    ['AccountName=x;AccountKey=abc123+/def==;Suffix=y', 'AccountName=x;AccountKey=[REDACTED:labelled_secret];Suffix=y'],
+    ['GITHUB_TOKEN = a1b2c3d4e5f6', 'GITHUB_TOKEN = [REDACTED:labelled_secret]'],
+  ])('redacts the value of %j, keeping its label', (text, redacted) => {
+    const result = redactSecrets(text);
+    expect(result.text).toBe(redacted);
+    expect(result.counts).toEqual({ labelled_secret: 1 });
+    expect(redactSecrets(result.text).text).toBe(result.text);
+  });
+
+  it.each([
+    'const apiKey = process.env.OPENAI_API_KEY;',
+    'password = getPassword()',
+    'api_key = config.api_key',
+    'password: required',
+    'The password: must be 8 characters',
+    'max_tokens: 100000',
+    'token: ********',
+    'password=****cret',
+    'secret: ${SECRET_NAME}',
+    'password=[REDACTED:url_password]',
+  ])('keeps %j, whose labelled value is a reference, a word or a placeholder', (text) => {
+    expect(redactSecrets(text)).toEqual({ text, counts: {} });
+  });
+});
+
 describe('redactSecrets: passwords in URLs', () => {
   it('redacts the password of scheme://user:password@host and keeps the rest', () => {
     const { text, counts } = redactSecrets('dsn postgres://harness:s3cr3t-pw@db.internal:5432/harness ok');
@@ -259,6 +326,10 @@ describe('redactSecrets: combined input', () => {
       `x://u:${'p'.repeat(1_000_000)}`,
       '?password='.repeat(100_000),
       'secret_key='.repeat(100_000),
+      'password='.repeat(100_000),
+      `${'a'.repeat(30)}token:`.repeat(30_000),
+      `Authorization: Basic ${'A'.repeat(1_000_000)}`,
+      `"password": "${'a1'.repeat(500_000)}`,
       `aws_secret_access_key=${'A'.repeat(1_000_000)}`,
       '\\nsk-'.repeat(200_000),
       '\\n1'.repeat(300_000),

@@ -14,7 +14,14 @@ export type SecretKind =
   | 'aws_secret_key'
   | 'github_token'
   | 'slack_token'
+  | 'stripe_key'
+  | 'gitlab_token'
+  | 'google_api_key'
+  | 'huggingface_token'
+  | 'npm_token'
   | 'url_password'
+  | 'auth_header'
+  | 'labelled_secret'
   | 'card_number';
 
 /** The redacted text and how many secrets of each kind were replaced (kinds with none are absent). */
@@ -77,6 +84,17 @@ const RULES: readonly Rule[] = [
     pattern: pattern(String.raw`${startsAfter('A-Za-z0-9-')}(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}`),
   },
   {
+    kind: 'stripe_key',
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}[sr]k_(?:live|test)_[A-Za-z0-9]{10,}`),
+  },
+  { kind: 'gitlab_token', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}glpat-[A-Za-z0-9_-]{20,}`) },
+  {
+    kind: 'google_api_key',
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])`),
+  },
+  { kind: 'huggingface_token', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}hf_[A-Za-z0-9]{30,}`) },
+  { kind: 'npm_token', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}npm_[A-Za-z0-9]{36,}`) },
+  {
     // `scheme://user:password@host`: the password goes, the rest of the URL stays. Every part
     // is bounded and the match cannot start inside a scheme-like run, which keeps it linear.
     kind: 'url_password',
@@ -100,6 +118,26 @@ const RULES: readonly Rule[] = [
     ),
     replace: (_match, [word]) => `${word ?? 'Bearer'} [REDACTED:bearer_token]`,
   },
+  {
+    // `Authorization: Basic …` / `Token …` / `Digest …` (Bearer is taken above): the scheme stays.
+    kind: 'auth_header',
+    pattern: pattern(
+      String.raw`${startsAfter('A-Za-z0-9_')}(authorization(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?(?:basic|token|digest|apikey)[ \t]+)(?!\[REDACTED:)[^\s"'\\]{4,512}`,
+      'gi',
+    ),
+    replace: (_match, [label]) => `${label ?? ''}[REDACTED:auth_header]`,
+  },
+  {
+    // A value labelled as a secret (`DB_PASSWORD=…`, `"api_key": "…"`, `client_secret: …`):
+    // the label stays. Only values that look like one are taken (see `labelledValue`), so
+    // `apiKey = process.env.API_KEY` and `password: required` stay as they are.
+    kind: 'labelled_secret',
+    pattern: pattern(
+      String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Za-z0-9_.-]{0,40}?(?:password|passwd|passphrase|secret|api[_-]?key|account[_-]?key|private[_-]?key|token)(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8})(\\?"[^"\n\\]{1,256}\\?"|\\?'[^'\n\\]{1,256}\\?'|[^\s"'\\,;&<>]{1,256})`,
+      'gi',
+    ),
+    replace: (match, [label, value]) => labelledValue(match, label ?? '', value ?? ''),
+  },
   // Digit groups joined by single spaces or dashes, not inside a word such as a hex hash; the
   // window search is in `redactCardRun`.
   {
@@ -111,8 +149,10 @@ const RULES: readonly Rule[] = [
 
 /**
  * Replaces private keys, JWTs, bearer tokens, Anthropic and OpenAI keys, AWS access key ids and
- * (labelled) secret keys, GitHub and Slack tokens, passwords in URLs (`scheme://user:pw@host`,
- * `?password=`) and Luhn-valid card numbers with `[REDACTED:<kind>]`. Idempotent: redacting
+ * (labelled) secret keys, GitHub, Slack, Stripe, GitLab, Google API, Hugging Face and npm
+ * tokens, passwords in URLs (`scheme://user:pw@host`, `?password=`), `Authorization` header
+ * credentials, values labelled as secrets (`DB_PASSWORD=…`, `"api_key": "…"`) and Luhn-valid
+ * card numbers with `[REDACTED:<kind>]`. Idempotent: redacting
  * the result again changes nothing. Linear in the length of the text.
  */
 export function redactSecrets(text: string): RedactionResult {
@@ -133,6 +173,23 @@ export function redactSecrets(text: string): RedactionResult {
     });
   }
   return { text: result, counts };
+}
+
+// Values that name a secret rather than hold one: code and template references, placeholders,
+// values masked already (`****cret`).
+const REFERENCE_VALUE = /^(?:process\.env|os\.environ|import\.meta|env\.|\$\{|\{\{|%\(|<|\*{3})|\(|^(?:x+|\.+|-+)$/i;
+
+/** The match with its value redacted when the value looks like a secret: 6+ characters, a digit or a symbol. */
+function labelledValue(match: string, label: string, value: string): string {
+  const quote = /^\\?["']/.exec(value)?.[0] ?? '';
+  const inner = value.slice(quote.length, value.length - quote.length);
+  const looksSecret =
+    inner.length >= 6 &&
+    !inner.startsWith('[REDACTED:') &&
+    !REFERENCE_VALUE.test(inner) &&
+    !/^\d{1,11}$/.test(inner) &&
+    /[\d!#$%^&*+=~?|@]/.test(inner);
+  return looksSecret ? `${label}${quote}${placeholder('labelled_secret')}${quote}` : match;
 }
 
 function placeholder(kind: SecretKind): string {

@@ -36,24 +36,30 @@ export interface CheckedReferences {
   readonly supersessions: readonly Supersession[];
   readonly contradictions: readonly Contradiction[];
   /**
-   * References dropped: a seq the scope never assigned, a supersession whose newer seq is not greater than its
-   * older one, a self-reference.
+   * References dropped: a seq the scope never assigned or the reflector was not shown, a supersession whose newer
+   * seq is not greater than its older one, a self-reference.
    */
   readonly rejected: number;
 }
 
 /**
  * Checks the references of a reflection against its scope, whose observation seqs run from
- * 1 to `lastObservationSeq` (seqs are never reused, and only `forget` removes observations).
+ * 1 to `lastObservationSeq` (seqs are never reused, and only `forget` removes observations),
+ * and, when given, against `citableSeqs`: the seqs its prompt showed, the only ones it may cite.
  * Contradictions are stored with the smaller seq first; repeats of a pair are kept once and
  * are not counted as rejected.
  */
 export function checkReflectionReferences(
   structured: StructuredReflection,
   lastObservationSeq: number,
+  citableSeqs?: ReadonlySet<number>,
 ): CheckedReferences {
   if (structured.schemaVersion !== 1) return { supersessions: [], contradictions: [], rejected: 0 };
-  const exists = (seq: number): boolean => Number.isSafeInteger(seq) && seq >= 1 && seq <= lastObservationSeq;
+  const exists = (seq: number): boolean =>
+    Number.isSafeInteger(seq) &&
+    seq >= 1 &&
+    seq <= lastObservationSeq &&
+    (citableSeqs === undefined || citableSeqs.has(seq));
   let rejected = 0;
   const supersessions: Supersession[] = [];
   const seenSupersessions = new Set<string>();

@@ -103,9 +103,11 @@ describe('eval conversation memory: replaying sessions', () => {
         .filter((prompt) => prompt.includes('observational memory processor'));
       expect(observerPrompts).toHaveLength(2);
       expect(observerPrompts[0]).toContain(
-        '[1] user: (session date: 2023/05/02 (Tue) 09:10)\nWe adopted a greyhound called Biscuit.',
+        '[1] user: (session date: 2023/05/02 (Tue) 09:10)\n    We adopted a greyhound called Biscuit.',
       );
-      expect(observerPrompts[1]).toContain('user: (session date: 2023/05/14 (Sun) 18:40)\nBiscuit now weighs 31 kg.');
+      expect(observerPrompts[1]).toContain(
+        'user: (session date: 2023/05/14 (Sun) 18:40)\n    Biscuit now weighs 31 kg.',
+      );
       // The mock reports 10 input and 5 output tokens a call.
       expect(memory.usage).toEqual({ inputTokens: 20, outputTokens: 10 });
       const injection = await memory.inject();

@@ -294,6 +294,67 @@ describe('observational memory: reflection', () => {
     expect((await memory.status(scope)).reflectionPresent).toBe(false);
   });
 
+  it.each([
+    ['NONE', 'NONE'],
+    ['only other sections', 'SUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n\nCONTRADICTIONS:\n'],
+    ['an empty summary', 'SUMMARY:\n\nSUPERSESSIONS:\n'],
+    ['a summary saying nothing', 'SUMMARY: None.\nSUPERSESSIONS:\n'],
+  ])('keeps the last reflection when the reflector answers %s, with no summary', async (_name, answer) => {
+    const { memory } = setup({
+      reflector: scriptedReflector('SUMMARY:\nThe user prefers tabs.\n\nSUPERSESSIONS:\n', answer),
+    });
+    await memory.observe({ scope, messages: messages(0, 1) });
+    expect((await memory.reflectNow(scope)).reflected).toBe(true);
+    await memory.observe({ scope, messages: messages(1, 1) });
+    await expect(memory.reflectNow(scope)).rejects.toMatchObject({
+      code: 'MODEL_OUTPUT_INVALID',
+      data: { role: 'reflector', reason: 'no_summary' },
+    });
+    expect(await memory.snippet(scope)).toContain('The user prefers tabs.');
+    expect((await memory.inspect(scope)).reflection?.structured.summary).toBe('The user prefers tabs.');
+  });
+
+  it('drops a supersession of an observation the reflector was not shown', async () => {
+    const billing = (index: number) =>
+      `IMPORTANCE: 0.9\nThe billing service module ${index} uses Postgres 16 with logical replication and nightly backups.`;
+    const reflector = scriptedReflector(
+      'SUMMARY:\nBilling service on Postgres.\nSUPERSESSIONS:\n',
+      'SUMMARY:\nBilling service on Postgres.\nSUPERSESSIONS:\n- [seq:8] replaces [seq:7]: shown\n' +
+        '- [seq:8] replaces [seq:1]: never shown\n',
+    );
+    const { memory, store } = setup({
+      observer: scriptedObserver(
+        'IMPORTANCE: 0.6\nDeploys go to staging only; production needs a change ticket.',
+        ...[0, 1, 2, 3, 4, 5].map(billing),
+        'IMPORTANCE: 0.3\nThe user asked about colours.',
+      ),
+      reflector,
+      defaults: { observeMinTokens: 1, reflectThresholdTokens: 100_000, snippetMaxTokens: 120 },
+    });
+    for (let index = 0; index < 7; index++) await memory.observe({ scope, messages: messages(index, 1) });
+    await memory.reflectNow(scope);
+    await memory.observe({ scope, messages: messages(7, 1) });
+    await memory.reflectNow(scope);
+    const shown = [...(reflector.calls[1]?.observations ?? []), ...(reflector.calls[1]?.references ?? [])];
+    expect(shown.map((observation) => observation.seq)).not.toContain(1);
+    expect(shown.map((observation) => observation.seq)).toContain(7);
+    const inspection = await memory.inspect(scope);
+    expect(inspection.links.supersessions.map((item) => [item.newerSeq, item.olderSeq])).toEqual([[8, 7]]);
+    expect((await store.getRecord(memoryIdOf(scope)))?.rejectedReferenceCount).toBe(1);
+  });
+
+  it('takes a summary written above the first section header', async () => {
+    const { memory } = setup({
+      reflector: scriptedReflector('The user prefers spaces now.\n\nSUPERSESSIONS:\n\nCONTRADICTIONS:\n'),
+    });
+    await memory.observe({ scope, messages: messages(0, 1) });
+    await memory.reflectNow(scope);
+    expect((await memory.inspect(scope)).reflection?.structured).toMatchObject({
+      summary: 'The user prefers spaces now.',
+      schemaVersion: 1,
+    });
+  });
+
   it('keeps the observation when the automatic reflection after it fails', async () => {
     const { memory } = setup({
       reflector: scriptedReflector(new Error('reflector down')),

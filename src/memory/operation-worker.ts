@@ -8,6 +8,7 @@ import {
 } from '../core/memory-prompts.js';
 import type { MemoryRecord, Observation, ObservationConfig } from '../core/observation.js';
 import { provenanceOf } from '../core/observation-provenance.js';
+import { isNothingToObserve } from '../core/parse-observations.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import { activeReflectionLinks } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
@@ -308,17 +309,31 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
     }),
   );
   context.faultPoint?.('after_llm');
+  const structured = parseReflection(raw);
+  // A reflection replaces the last one whole: one without a summary would erase it.
+  if (structured.summary === '' || isNothingToObserve(structured.summary)) {
+    throw new HarnessMemoryError({
+      code: 'MODEL_OUTPUT_INVALID',
+      component: 'reflector',
+      message:
+        'reflector answered without a summary (' +
+        `${JSON.stringify(redactSecrets(raw.slice(0, 80)).text)}); the last reflection was kept.`,
+      data: { role: 'reflector', reason: 'no_summary' },
+    });
+  }
   const throughSeq = Math.max(previousThrough, observations.at(-1)?.seq ?? 0);
   await store.completeReflection({
     ...lease,
     reflection: {
       raw,
-      structured: parseReflection(raw),
+      structured,
       tokenCount: context.estimator.estimate(raw),
       throughSeq,
       createdAt: context.now().toISOString(),
     },
     markerId: context.generateId('mk'),
+    // A reference to an observation the prompt did not show is invented or injected.
+    citableSeqs: [...observations, ...references].map((observation) => observation.seq),
   });
   context.onEvent({ type: 'reflection-completed', operation, trigger: automatic ? 'auto' : 'reflect_now' });
   return outcome(operation, 'applied', 0, true);

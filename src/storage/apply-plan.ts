@@ -121,11 +121,15 @@ export interface ReflectionApplyPlan {
  */
 export function planReflectionApply(
   position: ApplyPosition,
-  input: { readonly reflection: StoredReflection; readonly markerId: string },
+  input: { readonly reflection: StoredReflection; readonly markerId: string; readonly citableSeqs?: readonly number[] },
 ): ReflectionApplyPlan {
   const { reflection } = input;
   const at = position.observedThroughMessageSeq;
-  const checked = checkReflectionReferences(reflection.structured, position.lastObservationSeq);
+  const checked = checkReflectionReferences(
+    reflection.structured,
+    position.lastObservationSeq,
+    input.citableSeqs === undefined ? undefined : new Set(input.citableSeqs),
+  );
   return {
     marker: {
       markerId: input.markerId,

@@ -633,7 +633,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         markerIds: { start: generateId('mk'), end: generateId('mk') },
       });
     };
-    const reflectAs = async (raw: string, throughSeq: number) => {
+    const reflectAs = async (raw: string, throughSeq: number, citableSeqs?: readonly number[]) => {
       const operation = await store.enqueueOperation({
         operationId: generateId('op'),
         scope: scopeA,
@@ -656,6 +656,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
           createdAt: new Date().toISOString(),
         },
         markerId: generateId('mk'),
+        ...(citableSeqs === undefined ? {} : { citableSeqs }),
       });
       return { record, operationId: operation.operationId };
     };
@@ -740,6 +741,24 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         expect(await store.listReflectionLinks(idA)).toEqual({ supersessions: [], contradictions: [] });
       },
     );
+
+    test('drops and counts references to seqs the reflector was not shown, when told which it was', async () => {
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
+      await observeAs(
+        ['tabs', 'Go', 'spaces', 'Rust'].map((content) => ({ content, importance: 0.5, tokenCount: 2 })),
+        1,
+      );
+      const { record } = await reflectAs(
+        'SUMMARY:\none\nSUPERSESSIONS:\n- [seq:3] replaces [seq:1]: shown\n- [seq:4] replaces [seq:2]: 2 was not\n' +
+          'CONTRADICTIONS:\n- [seq:2] vs [seq:3]: 2 was not\n',
+        4,
+        [1, 3, 4],
+      );
+      expect(record).toMatchObject({ supersessionCount: 1, contradictionCount: 0, rejectedReferenceCount: 2 });
+      expect(
+        (await store.listReflectionLinks(idA)).supersessions.map((item) => [item.newerSeq, item.olderSeq]),
+      ).toEqual([[3, 1]]);
+    });
 
     test(
       'refuses an append made before a forget, by the scope generation, and stores none of it (issue ' + '12)',

@@ -352,12 +352,15 @@ export interface MemoryStore {
    * Applies a reflection atomically under the lease, like {@link completeObservation}, and
    * grows the scope's supersession set in the same transaction: the reflection's
    * supersessions and contradictions are checked against the scope as it is then (see
-   * `checkReflectionReferences`: a seq the scope never assigned, a supersession whose newer
-   * seq is not greater than its older one, or a self-reference is dropped and added to the
-   * record's `rejectedReferenceCount`), and the rest added to the set (a pair already in it
-   * is kept as it was), with the operation's id; the record's counts follow.
+   * `checkReflectionReferences`: a seq the scope never assigned or, when `citableSeqs` is
+   * given, one not in it (the reflector's prompt showed only those), a supersession whose
+   * newer seq is not greater than its older one, or a self-reference is dropped and added to
+   * the record's `rejectedReferenceCount`), and the rest added to the set (a pair already in
+   * it is kept as it was), with the operation's id; the record's counts follow.
    */
-  completeReflection(input: LeaseHandle & { reflection: StoredReflection; markerId: string }): Promise<MemoryRecord>;
+  completeReflection(
+    input: LeaseHandle & { reflection: StoredReflection; markerId: string; citableSeqs?: readonly number[] },
+  ): Promise<MemoryRecord>;
 
   /**
    * The scope's supersession set; supersessions ordered by newer, then older seq; contradictions by `seqA`, then

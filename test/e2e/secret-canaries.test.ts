@@ -37,6 +37,10 @@ const CANARIES: ReadonlyArray<{ kind: string; text: string; needle: string }> = 
   },
   { kind: 'url password', text: 'postgres://svc:Cn10Cn10Cn10pw@db.internal:5432/app', needle: 'Cn10Cn10Cn10' },
   { kind: 'query password', text: 'https://legacy.test/login?user=svc&password=Cn11Cn11Cn11', needle: 'Cn11Cn11Cn11' },
+  { kind: 'labelled password', text: 'DB_PASSWORD=Cn12Cn12Cn12', needle: 'Cn12Cn12Cn12' },
+  { kind: 'basic auth header', text: 'Authorization: Basic Q24xM0NuMTNDbjEz', needle: 'Q24xM0NuMTNDbjEz' },
+  { kind: 'stripe', text: `sk_live_${'Cn14'.repeat(5)}`, needle: 'Cn14Cn14Cn14' },
+  { kind: 'gitlab', text: `glpat-${'Cn15'.repeat(5)}`, needle: 'Cn15Cn15Cn15' },
 ];
 const ALL = CANARIES.map((canary) => canary.text).join('\n');
 

@@ -141,7 +141,7 @@ function observe(request: ScriptedRequest): string {
   const starts = [...transcript.matchAll(TRANSCRIPT_LINE)];
   const blocks = starts.map((match, index) => {
     const body = transcript.slice(match.index + match[0].length, starts[index + 1]?.index ?? transcript.length).trim();
-    const dated = /^\(session date: (.*)\)\n/.exec(body);
+    const dated = /^\(session date: (.*)\)\n\s*/.exec(body);
     const text = (dated ? body.slice(dated[0].length) : body).replace(/\s*\n\s*/g, ' ');
     const when = dated ? `On ${dated[1]}, the` : 'The';
     return `IMPORTANCE:0.8\nSOURCE: ${match[1]}\n${when} ${match[2]} said: ${text}`;

@@ -161,7 +161,7 @@ describe('harness eval: the memory baseline on the shipped sample', () => {
     expect(observed.length).toBeGreaterThanOrEqual(SAMPLE_QUESTIONS);
     const ssu01 = observed.filter((prompt) => prompt.includes('- conversation_id: 1-ssu-01'));
     expect(ssu01.join('\n')).toContain(
-      '(session date: 2023/05/14 (Sun) 18:40)\nWe adopted a retired racing greyhound last week',
+      '(session date: 2023/05/14 (Sun) 18:40)\n    We adopted a retired racing greyhound last week',
     );
     const dates = ssu01.flatMap((prompt) =>
       [...prompt.matchAll(/\(session date: ([^\n]*)\)\n/g)].map((match) => match[1] ?? ''),
@@ -292,7 +292,7 @@ describe('harness eval: what the observer sees', () => {
     );
     expect(
       ofKind(run, 'observer').some((request) =>
-        (messagesOf(request).at(-1)?.content ?? '').includes('(session date: mid-May)\nWe adopted'),
+        (messagesOf(request).at(-1)?.content ?? '').includes('(session date: mid-May)\n    We adopted'),
       ),
     ).toBe(true);
   });
