@@ -94,6 +94,24 @@ describe('parseObservations: prefixed format', () => {
     ]);
   });
 
+  it('gives each score to the text above it when every score follows its text', () => {
+    expect(
+      parseObservations(
+        'User must never push directly to main.\nIMPORTANCE: 1.0\nSOURCE: 3\n\nUser had coffee.\nIMPORTANCE: 0.1',
+      ),
+    ).toEqual([
+      { content: 'User must never push directly to main.', importance: 1, sourceSeqs: [3] },
+      { content: 'User had coffee.', importance: 0.1 },
+    ]);
+    expect(parseObservations('Single fact.\nIMPORTANCE: 0.7')).toEqual([{ content: 'Single fact.', importance: 0.7 }]);
+    // A preamble set apart by a blank line, and text after the last score, keep the usual reading.
+    expect(parseObservations('Intro text.\n\nIMPORTANCE: 0.9\nA\n\nIMPORTANCE: 0.3\nB')).toEqual([
+      { content: 'Intro text.', importance: null },
+      { content: 'A', importance: 0.9 },
+      { content: 'B', importance: 0.3 },
+    ]);
+  });
+
   it('reads a decimal comma and an exponent as the whole score', () => {
     expect(parseObservations('IMPORTANCE: 0,9\nUser must never push to main.\n\nIMPORTANCE: 9e-1\nUse pnpm.')).toEqual([
       { content: 'User must never push to main.', importance: 0.9 },

@@ -130,7 +130,7 @@ export function parseObservations(raw: string, options: ParseObservationsOptions
   if (!blocks.some((block) => block.marked)) return unscored(blocks[0]?.lines ?? [], maxObservations, maxChars);
 
   const observations: ParsedObservation[] = [];
-  for (const block of blocks) {
+  for (const block of scoresFollowText(blocks) ? scoredBackwards(blocks) : blocks) {
     if (observations.length >= maxObservations) break;
     if (!block.marked && isFraming(block.lines)) continue;
     const content = cleanContent(block.lines);
@@ -143,6 +143,29 @@ export function parseObservations(raw: string, options: ParseObservationsOptions
     });
   }
   return observations;
+}
+
+/**
+ * Whether each score was written after its text (`Text` / `IMPORTANCE: 0.9`, and so on): text
+ * before the first marker, each marker right after a line of text, and nothing after the last
+ * one. Read the usual way, every score would go to the next observation.
+ */
+function scoresFollowText(blocks: readonly Block[]): boolean {
+  const [first, ...marked] = blocks;
+  const last = marked.at(-1);
+  if (first === undefined || last === undefined || isFraming(first.lines) || cleanContent(first.lines) === '')
+    return false;
+  if (cleanContent(last.lines) !== '') return false;
+  return blocks.every((block, index) => {
+    if (index > 0 && (block.closed || !block.marked)) return false;
+    if (index === blocks.length - 1) return true;
+    return cleanContent(block.lines) !== '' && (block.lines.at(-1) ?? '').trim() !== '';
+  });
+}
+
+/** Each marker's score and sources given to the text above it. */
+function scoredBackwards(blocks: readonly Block[]): Block[] {
+  return blocks.slice(1).map((block, index) => ({ ...block, lines: blocks[index]?.lines ?? [] }));
 }
 
 /**
