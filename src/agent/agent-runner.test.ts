@@ -60,7 +60,7 @@ const ids = { tenantId: 'tenant-a', conversationId: 'conv-recall-1', agentId: 'a
 
 describe('agent runner: memory across runs', () => {
   it(
-    'injects working memory, then observational memory, then the system prompt into the next run (cross-run ' +
+    'injects the system prompt, then working memory, then observational memory into the next run (cross-run ' +
       'recall)',
     async () => {
       const { runner, agentModel, memoryModel } = harness();
@@ -92,12 +92,12 @@ describe('agent runner: memory across runs', () => {
       });
       await runner.wait(second.runId);
       const request = agentModel.calls[0]?.messages ?? [];
-      expect(request[0]).toMatchObject({ role: 'system' });
-      expect(request[0]?.content).toBe('<working-memory>\nplan: {"step":1,"target":"auth.go"}\n</working-memory>');
-      expect(request[1]?.role).toBe('system');
-      expect(request[1]?.content).toContain('<observational-memory>');
-      expect(request[1]?.content).toContain(SENTINEL);
-      expect(request[2]).toEqual({ role: 'system', content: 'You are a coder.' });
+      expect(request[0]).toEqual({ role: 'system', content: 'You are a coder.' });
+      expect(request[1]).toMatchObject({ role: 'system' });
+      expect(request[1]?.content).toBe('<working-memory>\nplan: {"step":1,"target":"auth.go"}\n</working-memory>');
+      expect(request[2]?.role).toBe('system');
+      expect(request[2]?.content).toContain('<observational-memory>');
+      expect(request[2]?.content).toContain(SENTINEL);
       // Run 1's conversation is replayed after the system messages.
       expect(request.slice(3).map((message) => message.role)).toEqual([
         'user',

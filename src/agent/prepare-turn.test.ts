@@ -42,7 +42,7 @@ async function setup() {
 }
 
 describe('prepareTurn', () => {
-  it('puts working memory, observational memory, the system prompt, the history, then the transcript', async () => {
+  it('puts the system prompt, working memory, observational memory, the history, then the transcript', async () => {
     const { observationalMemory, workingMemory, runStore } = await setup();
     await runStore.appendMessages(memoryId, [
       message('r1:user', 'user', 'earlier question'),
@@ -54,14 +54,14 @@ describe('prepareTurn', () => {
     const preparer = createTurnPreparer({ observationalMemory, workingMemory, runStore });
     const turn = await preparer.prepareTurn(scope, { systemPrompt: 'You are a coder.', transcript: own });
     expect(turn.messages.map((item) => [item.role, item.content.split('\n')[0]])).toEqual([
+      ['system', 'You are a coder.'],
       ['system', '<working-memory>'],
       ['system', '<observational-memory>'],
-      ['system', 'You are a coder.'],
       ['user', 'earlier question'],
       ['assistant', 'earlier answer'],
       ['user', 'current question'],
     ]);
-    expect(turn.snippets.workingMemory).toBe(turn.messages[0]?.content);
+    expect(turn.snippets.workingMemory).toBe(turn.messages[1]?.content);
     expect(turn.snippets.observationalMemory).toContain('User prefers tabs.');
     expect(turn.history.map((item) => item.messageId)).toEqual(['r1:user', 'r1:assistant']);
     expect(turn.failures).toEqual([]);
@@ -177,7 +177,7 @@ describe('prepareTurn', () => {
         HarnessMemoryError.isInstance(failure.error) ? failure.error.code : '',
       ]),
     ).toEqual([['working_memory', 'STORE_DISPOSED']]);
-    expect(turn.messages.map((item) => item.content.split('\n')[0])).toEqual(['<observational-memory>', 'sys', 'hi']);
+    expect(turn.messages.map((item) => item.content.split('\n')[0])).toEqual(['sys', '<observational-memory>', 'hi']);
   });
 
   // The generation comes with the history when the store reads both at once (recentHistory),

@@ -28,7 +28,7 @@ export interface TurnPreparerOptions {
 
 /** Options of {@link TurnPreparer.prepareTurn}. */
 export interface PrepareTurnOptions {
-  /** The run's system prompt, placed after the memory snippets. */
+  /** The run's system prompt, placed first, before the memory snippets. */
   readonly systemPrompt?: string;
   /** Messages put after the stored history (for example the current run's own messages, or an eval question). */
   readonly transcript?: readonly ConversationMessage[];
@@ -49,8 +49,8 @@ export interface SnippetFailure {
 /** What {@link TurnPreparer.prepareTurn} built. */
 export interface PreparedTurn {
   /**
-   * Exactly what goes to the model, in order: working-memory snippet, observational-memory snippet (each a
-   * system message when non-empty), system prompt, history, transcript.
+   * Exactly what goes to the model, in order: system prompt, working-memory snippet, observational-memory
+   * snippet (each a system message when non-empty), history, transcript.
    */
   readonly messages: readonly LanguageModelMessage[];
   readonly snippets: { readonly workingMemory: string; readonly observationalMemory: string };
@@ -162,11 +162,13 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
         });
       }
       const conversation = pairToolCalls(history.messages.concat(transcript));
+      // The system prompt leads: memory is remembered data, so it never comes before the
+      // instructions it could otherwise pose as (reference 10.11 a, 10.15).
       const head: LanguageModelMessage[] = [];
-      if (snippets.workingMemory !== '') head.push({ role: 'system', content: snippets.workingMemory });
-      if (snippets.observationalMemory !== '') head.push({ role: 'system', content: snippets.observationalMemory });
       if (turnOptions.systemPrompt !== undefined && turnOptions.systemPrompt !== '')
         head.push({ role: 'system', content: turnOptions.systemPrompt });
+      if (snippets.workingMemory !== '') head.push({ role: 'system', content: snippets.workingMemory });
+      if (snippets.observationalMemory !== '') head.push({ role: 'system', content: snippets.observationalMemory });
       // Mapped and joined at their sizes rather than grown by pushes: a turn maps its whole history.
       const messages = head.concat(conversation.map(toModelMessage));
       return {

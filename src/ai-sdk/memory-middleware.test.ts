@@ -83,7 +83,7 @@ describe.each(VERSIONS)('AI SDK middleware: $label', (version) => {
     version.compatible({ name: 'scripted', baseURL: server.url, apiKey: 'k' }).chatModel('scripted-model');
 
   it(
-    'generateText: the second call of a scope is shown what the first one taught, before its own system ' + 'prompt',
+    'generateText: the second call of a scope is shown what the first one taught, after its own system ' + 'prompt',
     async () => {
       const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
       const model = ai.wrapLanguageModel({ model: compatibleModel(), middleware });
@@ -96,9 +96,9 @@ describe.each(VERSIONS)('AI SDK middleware: $label', (version) => {
       expect(second.text).toBe('Teal!');
       const sent = requestMessages(server, 1);
       expect(sent.map((message) => message.role)).toEqual(['system', 'system', 'system', 'user']);
-      expect(sent[0]?.content).toBe('<working-memory>\nplan: {"step":1}\n</working-memory>');
-      expect(sent[1]?.content).toContain("The user's favourite colour is teal.");
-      expect(sent[2]?.content).toBe('You are brief.');
+      expect(sent[0]?.content).toBe('You are brief.');
+      expect(sent[1]?.content).toBe('<working-memory>\nplan: {"step":1}\n</working-memory>');
+      expect(sent[2]?.content).toContain("The user's favourite colour is teal.");
       expect(observedText(observer).join('\n')).toContain('My favourite colour is teal.');
       expect(observedText(observer).join('\n')).toContain('Noted: teal.');
     },

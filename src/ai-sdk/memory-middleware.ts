@@ -117,7 +117,10 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
           content: message.content ?? '',
           providerOptions: { [MEMORY_BLOCK_OPTION]: { block: true } },
         }));
-        return { ...params, prompt: [...block, ...prompt] };
+        // After the caller's own leading system messages: memory never comes before instructions.
+        const lead = prompt.findIndex((message) => message.role !== 'system');
+        const at = lead < 0 ? prompt.length : lead;
+        return { ...params, prompt: [...prompt.slice(0, at), ...block, ...prompt.slice(at)] };
       } catch (error) {
         report(error, 'prepare');
         return { ...params, prompt };

@@ -16,7 +16,7 @@ afterEach(async () => {
 });
 
 describe('e2e: cross-run recall over HTTP', () => {
-  it("puts run 1's working memory and observations into run 2's first model request, in the spec's order", async () => {
+  it("puts run 1's working memory and observations into run 2's first model request, after its system prompt", async () => {
     e2e.script.agent = (turn) => {
       if (turn.prompt === RUN_1_PROMPT && turn.step === 0) {
         return {
@@ -58,14 +58,15 @@ describe('e2e: cross-run recall over HTTP', () => {
     expect(firstOfRun2).toBeDefined();
     expect(agentTurnOf(firstOfRun2!)).toMatchObject({ prompt: RUN_2_PROMPT, step: 0 });
     const messages = messagesOf(firstOfRun2!);
-    expect(messages[0]).toEqual({
+    // The system prompt first: remembered text never comes before the instructions.
+    expect(messages[0]).toEqual({ role: 'system', content: SYSTEM_PROMPT });
+    expect(messages[1]).toEqual({
       role: 'system',
       content: `<working-memory>\nlaunch_codename: "${SENTINEL}"\n</working-memory>`,
     });
-    expect(messages[1]?.role).toBe('system');
-    expect(messages[1]?.content).toMatch(/^<observational-memory>\n[\s\S]*<\/observational-memory>$/);
-    expect(messages[1]?.content).toContain(SENTINEL);
-    expect(messages[2]).toEqual({ role: 'system', content: SYSTEM_PROMPT });
+    expect(messages[2]?.role).toBe('system');
+    expect(messages[2]?.content).toMatch(/^<observational-memory>\n[\s\S]*<\/observational-memory>$/);
+    expect(messages[2]?.content).toContain(SENTINEL);
     // Then the conversation: run 1's exchange from storage, then run 2's prompt.
     expect(messages.slice(3).map((message) => message.role)).toEqual([
       'user',
@@ -80,7 +81,7 @@ describe('e2e: cross-run recall over HTTP', () => {
     // The API shows the same snippets as the next turn would see them.
     const memory = await e2e.apiJson('/v1/memory/acme/recall-1/agent-1');
     expect(memory.status).toBe(200);
-    expect(memory.body['snippets'].working_memory).toBe(messages[0]?.content);
+    expect(memory.body['snippets'].working_memory).toBe(messages[1]?.content);
     expect(memory.body['working_memory']).toMatchObject([{ key: 'launch_codename', value: SENTINEL }]);
     expect(JSON.stringify(memory.body['observations'])).toContain(SENTINEL);
     const run = await e2e.apiJson(`/v1/runs/${run2}`);
