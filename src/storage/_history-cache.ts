@@ -82,6 +82,8 @@ export class HistoryCache {
       if (generation === entry.generation && rows.length < DELTA_LIMIT) {
         for (let index = rows.length - 1; index >= 0; index--) {
           const row = rows[index] as ConversationMessageRow;
+          // Two reads at once fetch the same new rows: the first to finish keeps them.
+          if (row.position <= entry.lastPosition) continue;
           entry.messages.push(toConversationMessage(row));
           entry.positions.push(row.position);
           entry.lastPosition = row.position;

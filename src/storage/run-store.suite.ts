@@ -223,6 +223,15 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       expect((await recentHistory('m2', 1000)).generation).toBe(0);
     });
 
+    it('keeps each message once when two history reads of a conversation run at once', async () => {
+      await store.appendMessages('m1', [message('a', 10)]);
+      await store.recentMessages('m1', 1000);
+      await store.appendMessages('m1', [message('b', 10), message('c', 10)]);
+      const reads = await Promise.all([store.recentMessages('m1', 1000), store.recentMessages('m1', 1000)]);
+      for (const read of [...reads, await store.recentMessages('m1', 1000)])
+        expect(read.map((item) => item.messageId)).toEqual(['a', 'b', 'c']);
+    });
+
     if (options.openPeer)
       it(
         'reads history written or forgotten by another store on the same database, never a stale copy ' + '(issue 16)',
