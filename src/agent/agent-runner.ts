@@ -313,8 +313,9 @@ function checkStart(
 }
 
 /**
- * A run's model id (trimmed; blank means the agent's default) is stored with the run, sent on its events and kept by memory's operations
- * as it is, so it must be a plain id: never a key pasted into the wrong field.
+ * A run's model id, trimmed (blank means the agent's default). It is stored with the run, sent
+ * on its events and kept by memory's operations as it is, so it must be a plain id: never a key
+ * pasted into the wrong field.
  */
 function modelIdOf(given: unknown): string {
   if (given === undefined) return '';

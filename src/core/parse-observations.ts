@@ -230,9 +230,8 @@ function readScore(value: string): { importance: number | null; rest: string } |
   const [, name = '', closing = '', after = ''] = word;
   const level = LEVEL_WORDS[name.toLowerCase()];
   // `high`, `High.`, `high - text` score; `high for security fixes, low for docs` is a sentence.
-  if (level !== undefined && (after === '' || closing !== '' || /^[-–—:|(]/.test(after)))
-    return { importance: level, rest: after };
-  if (level !== undefined) return undefined;
+  if (level !== undefined)
+    return after === '' || closing !== '' || /^[-–—:|(]/.test(after) ? { importance: level, rest: after } : undefined;
   // A single word ("NaN", "Infinity", "unknown") is a failed score; a sentence is content.
   return after === '' ? { importance: null, rest: '' } : undefined;
 }

@@ -5,7 +5,6 @@
  */
 import type { Command } from 'commander';
 import { describeConfig } from '../../config/describe-config.js';
-import { maskPasswords } from '../../core/mask-passwords.js';
 import type { HarnessConfig } from '../../config/schema.js';
 import type { LanguageModel } from '../../llm/language-model.js';
 import { createAgentModel, selectMemoryModel } from '../../llm/memory-model-selection.js';
@@ -63,8 +62,7 @@ function modelsOf(
     agent = { provider: agentModel.provider, model_id: agentModel.modelId };
   } catch (error) {
     if (!isModelConfigError(error)) throw error;
-    // The model layer's message can quote a base URL, password and all.
-    agent = { error: maskPasswords(errorMessageOf(error)) };
+    agent = { error: errorMessageOf(error) };
   }
   let memory: MemoryLine;
   try {
@@ -77,7 +75,7 @@ function modelsOf(
     memory = { mode: selection.mode, model_id: selection.modelId, source: selection.source };
   } catch (error) {
     if (!isModelConfigError(error)) throw error;
-    memory = { error: maskPasswords(errorMessageOf(error)) };
+    memory = { error: errorMessageOf(error) };
   }
   return { agent, memory };
 }

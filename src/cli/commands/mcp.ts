@@ -6,7 +6,6 @@
  */
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Command } from 'commander';
-import { maskPasswords } from '../../core/mask-passwords.js';
 import { resolveScope } from '../../core/scope.js';
 import { createMemoryMcpServer } from '../../mcp/memory-mcp-server.js';
 import { stopRequested } from '../context.js';
@@ -47,7 +46,7 @@ async function serveMcp(context: CliContext, options: McpOptions): Promise<numbe
     modelsOptional: true,
     onModelMissing: (error) => {
       context.stderr.write(
-        `harness: warning: no model is configured, so observing will fail until it is: ${maskPasswords(error.detail)}\n`,
+        `harness: warning: no model is configured, so observing will fail until it is: ${error.detail}\n`,
       );
     },
   });

@@ -4,7 +4,6 @@
  */
 import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
-import { maskPasswords } from '../../core/mask-passwords.js';
 import { startServer } from '../../server/serve.js';
 import { dim, printLine, stopRequested } from '../context.js';
 import type { CliContext, CommandResult } from '../context.js';
@@ -40,7 +39,7 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
     modelsOptional: true,
     onModelMissing: (error) => {
       context.stderr.write(
-        `harness: warning: no model is configured, so runs will fail until it is: ${maskPasswords(error.detail)}\n`,
+        `harness: warning: no model is configured, so runs will fail until it is: ${error.detail}\n`,
       );
     },
   });
