@@ -1,4 +1,5 @@
 import { StoreError } from '../core/errors.js';
+import { memoryIdOf } from '../core/scope.js';
 import { createStoreGuard } from './_store-guard.js';
 import { newScopeGeneration } from './_memory-rows.js';
 import { scopeForgottenError } from './_store-errors.js';
@@ -112,6 +113,11 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
     async forgetConversation(memoryId) {
       guard();
       conversations.delete(memoryId);
+      for (const [runId, run] of runs) {
+        if (memoryIdOf(run.scope) !== memoryId) continue;
+        runs.delete(runId);
+        events.delete(runId);
+      }
       generations.set(memoryId, newScopeGeneration());
     },
     async dispose() {

@@ -1,6 +1,7 @@
 /** The conformance suite every `RunStore` adapter runs. */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HarnessMemoryError } from '../core/errors.js';
+import { memoryIdOf } from '../core/scope.js';
 import type { ConversationMessage, RunRecord, RunStore } from './run-store.js';
 
 /** Options of {@link runRunStoreSuite}. */
@@ -221,6 +222,25 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       expect(await ids(1000)).toEqual({ ids: ['e'], generation: forgotten });
       expect(await ids(0)).toEqual({ ids: [], generation: forgotten });
       expect((await recentHistory('m2', 1000)).generation).toBe(0);
+    });
+
+    it('forgets a conversation whole: its messages, runs and events, and no other conversation', async () => {
+      const other = { ...scope, conversationId: 'other' };
+      await store.createRun(newRun('run_a'));
+      await store.appendEvent('run_a', 'run.started', { prompt: 'my secret plan' });
+      await store.createRun({ ...newRun('run_b'), scope: other });
+      await store.appendEvent('run_b', 'run.started', {});
+      const forgotten = memoryIdOf(scope);
+      await store.appendMessages(forgotten, [message('a', 10)]);
+      await store.appendMessages(memoryIdOf(other), [message('b', 10)]);
+      await store.forgetConversation(forgotten);
+      expect(await store.getRun('run_a')).toBeUndefined();
+      expect(await store.listEvents('run_a', -1)).toEqual([]);
+      expect((await store.listRuns({ tenantId: 't', limit: 10 })).map((run) => run.runId)).toEqual(['run_b']);
+      expect(await store.recentMessages(forgotten, 1000)).toEqual([]);
+      expect((await store.getRun('run_b'))?.runId).toBe('run_b');
+      expect(await store.listEvents('run_b', -1)).toHaveLength(1);
+      expect((await store.recentMessages(memoryIdOf(other), 1000)).map((item) => item.messageId)).toEqual(['b']);
     });
 
     it('keeps each message once when two history reads of a conversation run at once', async () => {

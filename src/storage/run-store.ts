@@ -120,7 +120,10 @@ export interface RunStore {
    * append, so a forget while the run is active is never undone by the run.
    */
   conversationGeneration(memoryId: string): Promise<number>;
-  /** Deletes a conversation's messages (memory forget) and gives it a new generation. */
+  /**
+   * Deletes a conversation's messages, runs (prompts and outputs) and run events (memory forget)
+   * and gives it a new generation. Other conversations' runs are kept.
+   */
   forgetConversation(memoryId: string): Promise<void>;
   dispose(): Promise<void>;
 }
