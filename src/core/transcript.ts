@@ -32,6 +32,10 @@ export interface PreparedMessage {
 /** Longest message id accepted. */
 export const MAX_MESSAGE_ID_LENGTH = 256;
 
+// C0 controls, DEL and C1 controls.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
 const SNIPPET_PREFIXES = ['<working-memory>', '<observational-memory>'];
 
 /**
@@ -52,8 +56,8 @@ export function prepareTranscript(
     const key = messageKeyOf(message, position);
     if (seen.has(key) || options.skip?.has(key)) return;
     seen.add(key);
-    const role = typeof message.role === 'string' ? message.role.trim().toLowerCase() : '';
-    const name = typeof message.name === 'string' ? message.name : '';
+    const role = typeof message.role === 'string' ? stripInvisible(message.role).trim().toLowerCase() : '';
+    const name = typeof message.name === 'string' ? stripInvisible(message.name) : '';
     const rawContent = message.content ?? '';
     if (typeof rawContent !== 'string') throw invalid(position, 'content must be a string');
     if (role === 'system' && name !== 'context_reset') return;
@@ -68,7 +72,7 @@ export function prepareTranscript(
       messageKey: key,
       role,
       name,
-      toolCallId: typeof message.toolCallId === 'string' ? message.toolCallId : '',
+      toolCallId: typeof message.toolCallId === 'string' ? stripInvisible(message.toolCallId) : '',
       content,
       tokenCount: estimateMessageTokens(estimator, { content: rawContent, toolCalls }),
     });
@@ -82,6 +86,8 @@ function messageKeyOf(message: TranscriptMessage, position: number): string {
     if (typeof message.id !== 'string' || message.id.length === 0 || message.id.length > MAX_MESSAGE_ID_LENGTH) {
       throw invalid(position, `id must be a string of 1 to ${MAX_MESSAGE_ID_LENGTH} characters`);
     }
+    // A control character is never part of a real id, and Postgres cannot store U+0000.
+    if (CONTROL.test(message.id)) throw invalid(position, 'id must not contain control characters');
     return `id:${message.id}`;
   }
   if (message.index !== undefined) {

@@ -54,6 +54,9 @@ describe('ObservationalMemory.importObservations', () => {
     [[{ content: 'ok', importance: 1.5 }], /observation 0: importance must be a number from 0 to 1/],
     [[{ content: 'ok', source: 'user' }], /observation 0: source must be "import" or "client"/],
     [[{ content: 'ok', createdAt: 'yesterday' }], /observation 0: createdAt must be an ISO 8601 date/],
+    [[{ content: 'ok', createdAt: '+010000-01-01T00:00:00Z' }], /observation 0: createdAt must fall in the years 0001/],
+    [[{ content: 'ok', createdAt: '-000001-01-01T00:00:00Z' }], /observation 0: createdAt must fall in the years 0001/],
+    [[{ content: 'ok', createdAt: '0000-06-01T00:00:00Z' }], /observation 0: createdAt must fall in the years 0001/],
     [[{ content: 'x'.repeat(20_000) }], /longer than 16384/],
     ['not an array', /observations must be an array/],
   ])('refuses %j, naming the observation and the field, and stores nothing', async (input, message) => {

@@ -63,12 +63,16 @@ export function prepareImport(
     if (createdAt !== undefined && (typeof createdAt !== 'string' || Number.isNaN(Date.parse(createdAt)))) {
       throw invalid(index, `createdAt must be an ISO 8601 date, got ${JSON.stringify(createdAt)}`);
     }
+    const at = createdAt === undefined ? undefined : new Date(createdAt).toISOString();
+    // Six-digit and negative years sort wrongly as text, and Postgres refuses them and year 0.
+    if (at !== undefined && !/^(?!0000)\d{4}-/.test(at))
+      throw invalid(index, `createdAt must fall in the years 0001 to 9999, got ${JSON.stringify(createdAt)}`);
     return {
       content: text,
       importance: typeof importance === 'number' ? importance : null,
       tokenCount: estimator.estimate(text),
       source: source ?? 'import',
-      ...(createdAt === undefined ? {} : { createdAt: new Date(createdAt).toISOString() }),
+      ...(at === undefined ? {} : { createdAt: at }),
     };
   });
 }

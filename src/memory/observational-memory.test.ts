@@ -136,6 +136,31 @@ describe('observational memory: observe', () => {
     expect(await store.getRecord(memoryIdOf(scope))).toBeUndefined();
   });
 
+  it('refuses a message id holding a control character, and strips them from role, name and tool-call id', async () => {
+    const { memory, store } = setup({ defaults: { observeMinTokens: 10_000 } });
+    for (const id of ['a\u0000', 'a\nb', 'a\u0085'])
+      await expect(
+        memory.observe({ scope, messages: [{ id, role: 'user', content: 'hello there' }] }),
+      ).rejects.toMatchObject({
+        code: 'OBSERVE_INPUT_INVALID',
+        message: expect.stringContaining('message 0 id must not contain control characters.'),
+      });
+    expect(await store.getRecord(memoryIdOf(scope))).toBeUndefined();
+    // Kept unobserved (below the threshold), so the stored messages can be read back.
+    await memory.observe({
+      scope,
+      messages: [
+        { id: 'm1', role: 'US\u0000ER', content: 'Please use tabs.' },
+        { id: 'm2', role: 'tool', name: 'read\u0000', toolCallId: 'call\u0000_1', content: 'file text' },
+      ],
+    });
+    const stored = await store.listUnobservedMessages(memoryIdOf(scope), Number.MAX_SAFE_INTEGER);
+    expect(stored.map((message) => [message.role, message.name, message.toolCallId])).toEqual([
+      ['user', '', ''],
+      ['tool', 'read', 'call_1'],
+    ]);
+  });
+
   it('never observes system prompts or memory snippets', async () => {
     const { memory, observer } = setup();
     await memory.observe({

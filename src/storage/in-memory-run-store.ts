@@ -4,6 +4,7 @@ import { createStoreGuard } from './_store-guard.js';
 import { newScopeGeneration } from './_memory-rows.js';
 import { scopeForgottenError } from './_store-errors.js';
 import type { ConversationMessage, RunEvent, RunListQuery, RunRecord, RunStore } from './run-store.js';
+import { storableMessage, storablePatch, storableRun } from './_storable-text.js';
 
 /** Options of {@link createInMemoryRunStore}. */
 export interface InMemoryRunStoreOptions {
@@ -27,8 +28,9 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
   return {
     specificationVersion: 'v1',
     name: 'in-memory',
-    async createRun(run) {
+    async createRun(given) {
       guard();
+      const run = storableRun(given);
       const at = now().toISOString();
       const record: RunRecord = Object.freeze({ ...run, createdAt: at, updatedAt: at });
       runs.set(run.runId, record);
@@ -46,8 +48,9 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
         .sort(newestRunFirst)
         .slice(0, query.limit);
     },
-    async updateRun(runId, patch) {
+    async updateRun(runId, given) {
       guard();
+      const patch = storablePatch(given);
       const current = runs.get(runId);
       if (!current) throw missing(runId);
       const next: RunRecord = Object.freeze({ ...current, ...patch, updatedAt: now().toISOString() });
@@ -83,7 +86,7 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
         conversation = { ids: new Set(), messages: [] };
         conversations.set(memoryId, conversation);
       }
-      for (const message of messages) {
+      for (const message of messages.map(storableMessage)) {
         if (conversation.ids.has(message.messageId)) continue;
         conversation.ids.add(message.messageId);
         conversation.messages.push(Object.freeze({ ...message }));

@@ -243,6 +243,41 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       expect((await store.recentMessages(memoryIdOf(other), 1000)).map((item) => item.messageId)).toEqual(['b']);
     });
 
+    it('stores text holding U+0000 with U+FFFD in its place, alike on every backend', async () => {
+      const created = await store.createRun({
+        ...newRun('run_nul'),
+        prompt: 'read\u0000me',
+        systemPrompt: 's\u0000',
+        error: { code: 'E', message: 'bad\u0000byte' },
+      });
+      expect(created).toMatchObject({ prompt: 'read\uFFFDme', systemPrompt: 's\uFFFD' });
+      await store.updateRun('run_nul', { output: 'binary \u0000\u0000 file' });
+      expect(await store.getRun('run_nul')).toMatchObject({
+        prompt: 'read\uFFFDme',
+        output: 'binary \uFFFD\uFFFD file',
+        error: { code: 'E', message: 'bad\uFFFDbyte' },
+      });
+      await store.updateRun('run_nul', { error: { code: 'E', message: 'again\u0000' } });
+      expect((await store.getRun('run_nul'))?.error?.message).toBe('again\uFFFD');
+      await store.appendEvent('run_nul', 'tool.result', { text: 'a\u0000b' });
+      expect((await store.listEvents('run_nul', -1))[0]?.payload).toEqual({ text: 'a\u0000b' });
+      await store.appendMessages('m1', [
+        {
+          ...message('n\u0000', 10, 'assistant'),
+          content: 'c\u0000',
+          toolCalls: [{ id: 'call\u0000', name: 'read', arguments: '{"x":"\u0000"}' }],
+        },
+        { ...message('t', 10, 'tool'), content: '\u0000', name: 'read\u0000', toolCallId: 'call\u0000' },
+      ]);
+      await store.appendMessages('m1', [message('n\u0000', 10)]);
+      const stored = await store.recentMessages('m1', 1000);
+      expect(stored.map((item) => [item.messageId, item.content, item.name, item.toolCallId])).toEqual([
+        ['n\uFFFD', 'c\uFFFD', undefined, undefined],
+        ['t', '\uFFFD', 'read\uFFFD', 'call\uFFFD'],
+      ]);
+      expect(stored[0]?.toolCalls).toEqual([{ id: 'call\u0000', name: 'read', arguments: '{"x":"\u0000"}' }]);
+    });
+
     it('keeps each message once when two history reads of a conversation run at once', async () => {
       await store.appendMessages('m1', [message('a', 10)]);
       await store.recentMessages('m1', 1000);

@@ -26,6 +26,7 @@ import type { PostgresConnectionOptions } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
 import { acquireReadLane, poolReads } from './postgres-read-lane.js';
 import type { PostgresReadLane } from './postgres-read-lane.js';
+import { storableMessage, storablePatch, storableRun } from '../_storable-text.js';
 
 /** What the parts of the Postgres run store share. */
 interface PostgresRunContext {
@@ -124,8 +125,9 @@ function runMethods(
 ): Pick<RunStore, 'createRun' | 'getRun' | 'updateRun' | 'appendEvent' | 'listEvents' | 'listRuns' | 'listStaleRuns'> {
   const { pool, s, wrap, missing, errorJson, listRuns } = ctx;
   return {
-    createRun: (run) =>
+    createRun: (given) =>
       wrap(async () => {
+        const run = storableRun(given);
         const result = await query<RunRow>(
           pool,
           `INSERT INTO ${s}harness_runs (run_id, memory_id, tenant_id, conversation_id, agent_id, status, prompt,
@@ -161,8 +163,9 @@ function runMethods(
         return row ? toRunRecord(row) : undefined;
       }),
     // One statement: each field the patch names is written, the others keep their value.
-    updateRun: (runId, patch) =>
+    updateRun: (runId, given) =>
       wrap(async () => {
+        const patch = storablePatch(given);
         const updated = await query<RunRow>(
           pool,
           `UPDATE ${s}harness_runs SET
@@ -265,8 +268,9 @@ function conversationMethods(
 > {
   const { pool, s, history, lane, lockConversation, conversationLockClass, wrap } = ctx;
   return {
-    appendMessages: (memoryId, messages, appendOptions = {}) =>
+    appendMessages: (memoryId, given, appendOptions = {}) =>
       wrap(async () => {
+        const messages = given.map(storableMessage);
         if (messages.length === 0 && appendOptions.generation === undefined) return;
         const column = <T>(pick: (message: ConversationMessage) => T): T[] => messages.map(pick);
         // One statement: the function takes the conversation's lock (which a forget takes too),

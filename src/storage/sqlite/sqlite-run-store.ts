@@ -19,6 +19,7 @@ import type { RunStore } from '../run-store.js';
 import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } from './sqlite-connection.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
 import { SQL_NOW } from './sqlite-statements.js';
+import { storableMessage, storablePatch, storableRun } from '../_storable-text.js';
 
 /** Options of {@link createSqliteRunStore}. */
 export interface SqliteRunStoreOptions {
@@ -235,7 +236,8 @@ function runMethods(
 ): Pick<RunStore, 'createRun' | 'getRun' | 'updateRun' | 'appendEvent' | 'listEvents' | 'listRuns' | 'listStaleRuns'> {
   const { statements, wrap, write, missing, listRuns } = ctx;
   return {
-    async createRun(run) {
+    async createRun(given) {
+      const run = storableRun(given);
       return write(() => {
         const row = statements.insertRun.get({
           run_id: run.runId,
@@ -264,7 +266,8 @@ function runMethods(
         return row ? toRunRecord(row) : undefined;
       });
     },
-    async updateRun(runId, patch) {
+    async updateRun(runId, given) {
+      const patch = storablePatch(given);
       return write(() => {
         const row = statements.updateRun.get({
           run_id: runId,
@@ -322,7 +325,7 @@ function conversationMethods(
             )
               throw scopeForgottenError(STORE, memoryId);
             let position = statements.nextPosition.get(memoryId) ?? 1;
-            for (const message of messages) {
+            for (const message of messages.map(storableMessage)) {
               const result = statements.insertMessage.run({
                 memory_id: memoryId,
                 position,

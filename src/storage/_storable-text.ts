@@ -1,0 +1,51 @@
+/**
+ * Text a run store keeps, made storable by every adapter alike: U+0000 (a NUL from a binary
+ * tool result or a pasted prompt) becomes U+FFFD. Postgres text and jsonb cannot hold U+0000,
+ * and SQLite would keep it, so the conversation would read back differently by backend.
+ * Private to `src/storage/`.
+ * @module
+ */
+import type { ConversationMessage, RunPatch, RunRecord } from './run-store.js';
+
+/** `text` with each U+0000 replaced by U+FFFD. */
+export function storableText(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
+}
+
+/** The run's prompts, model, output and error message, storable. */
+export function storableRun<T extends Pick<RunRecord, 'prompt' | 'systemPrompt' | 'model' | 'output' | 'error'>>(
+  run: T,
+): T {
+  return {
+    ...run,
+    prompt: storableText(run.prompt),
+    systemPrompt: storableText(run.systemPrompt),
+    model: storableText(run.model),
+    output: run.output === null ? null : storableText(run.output),
+    error: run.error === null ? null : storableError(run.error),
+  };
+}
+
+/** The patch's output and error message, storable. */
+export function storablePatch(patch: RunPatch): RunPatch {
+  return {
+    ...patch,
+    ...(typeof patch.output === 'string' ? { output: storableText(patch.output) } : {}),
+    ...(patch.error ? { error: storableError(patch.error) } : {}),
+  };
+}
+
+/** The message's id, content, name and tool-call id, storable (tool calls are JSON, which escapes U+0000). */
+export function storableMessage(message: ConversationMessage): ConversationMessage {
+  return {
+    ...message,
+    messageId: storableText(message.messageId),
+    content: storableText(message.content),
+    ...(message.name === undefined ? {} : { name: storableText(message.name) }),
+    ...(message.toolCallId === undefined ? {} : { toolCallId: storableText(message.toolCallId) }),
+  };
+}
+
+function storableError(error: NonNullable<RunRecord['error']>): NonNullable<RunRecord['error']> {
+  return { code: storableText(error.code), message: storableText(error.message) };
+}
