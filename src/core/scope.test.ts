@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HarnessMemoryError } from './errors.js';
-import { assertScope, memoryIdOf, resolveScope, validateScopeId } from './scope.js';
+import { assertScope, memoryIdOf, resolveScope, scopeOfMemoryId, validateScopeId } from './scope.js';
 
 const fieldOf = (fn: () => unknown): unknown => {
   try {
@@ -71,6 +71,21 @@ describe('scope: memory id', () => {
     const b = memoryIdOf({ tenantId: 'a', conversationId: 'b:c', agentId: 'd' });
     expect(a).not.toBe(b);
     expect(memoryIdOf({ tenantId: 'a', conversationId: 'b', agentId: 'c' })).toBe('1:a/1:b/1:c');
+  });
+
+  it('reads a scope back from its memory id, and nothing from a key that is not one', () => {
+    for (const scope of [
+      { tenantId: 'a:b', conversationId: 'c', agentId: 'd' },
+      { tenantId: 'acme', conversationId: '12:x.y', agentId: 'agent-x' },
+      { tenantId: 't'.repeat(128), conversationId: '1', agentId: 'a@b' },
+    ])
+      expect(scopeOfMemoryId(memoryIdOf(scope))).toEqual(scope);
+    for (const key of ['', '1:a/1:b', '1:a/1:b/1:c/', '1:a/1:b/2:c', '1:a/1:b/1:cd', '01:a/1:b/1:c', 'x:a/1:b/1:c'])
+      expect(scopeOfMemoryId(key), key).toBeUndefined();
+    // The ids must be valid scope ids, too.
+    expect(scopeOfMemoryId('1:a/3:b c/1:d')).toBeUndefined();
+    expect(scopeOfMemoryId('1:a/2:../1:d')).toBeUndefined();
+    expect(scopeOfMemoryId(`129:${'t'.repeat(129)}/1:b/1:c`)).toBeUndefined();
   });
 });
 

@@ -119,6 +119,32 @@ export function memoryIdOf(scope: Scope): string {
   return `${part(scope.tenantId)}/${part(scope.conversationId)}/${part(scope.agentId)}`;
 }
 
+/**
+ * The scope a storage key names ({@link memoryIdOf} read backwards), or undefined for a key
+ * that is not one, or whose ids would not pass {@link assertScope}.
+ */
+export function scopeOfMemoryId(memoryId: string): Scope | undefined {
+  const ids: string[] = [];
+  let at = 0;
+  for (let part = 0; part < 3; part++) {
+    const colon = memoryId.indexOf(':', at);
+    const digits = memoryId.slice(at, colon);
+    if (colon < 0 || !/^[1-9]\d{0,5}$/.test(digits)) return undefined;
+    const end = colon + 1 + Number(digits);
+    if (end > memoryId.length) return undefined;
+    ids.push(memoryId.slice(colon + 1, end));
+    if (memoryId.charAt(end) !== (part < 2 ? '/' : '')) return undefined;
+    at = end + 1;
+  }
+  if (at <= memoryId.length) return undefined;
+  const [tenantId, conversationId, agentId] = ids as [string, string, string];
+  try {
+    return assertScope({ tenantId, conversationId, agentId });
+  } catch {
+    return undefined;
+  }
+}
+
 function blankToUndefined(value: string | null | undefined): string | undefined {
   if (value === null || value === undefined) return undefined;
   const trimmed = String(value).trim();

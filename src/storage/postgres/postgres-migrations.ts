@@ -347,7 +347,53 @@ ${observeFunctions(s)}`,
     description: "wm_set_entry answers the scope's working-memory version before the set, with the entry",
     up: entryFunctions,
   },
+  {
+    version: 15,
+    description:
+      'a record for each scope that has working-memory entries and none (written only before schema 7), so it is ' +
+      'listed',
+    up: recordWorkingMemoryScopes,
+  },
 ]);
+
+/**
+ * Gives a record to each scope that has working-memory entries and none. The memory id is
+ * read back by its length prefixes (`3:abc/…`); one that is not a valid scope's is left alone.
+ */
+function recordWorkingMemoryScopes(s: string): string {
+  return `
+DO $migration$
+DECLARE
+  orphan text;
+  rest text;
+  size integer;
+  ids text[];
+BEGIN
+  FOR orphan IN SELECT DISTINCT e.memory_id FROM ${s}working_memory_entries AS e
+      WHERE NOT EXISTS (SELECT 1 FROM ${s}om_memory_records AS r WHERE r.memory_id = e.memory_id) LOOP
+    rest := orphan;
+    ids := ARRAY[]::text[];
+    FOR part IN 1..3 LOOP
+      EXIT WHEN rest !~ '^[1-9][0-9]{0,2}:';
+      size := split_part(rest, ':', 1)::integer;
+      ids := ids || substr(rest, length(size::text) + 2, size);
+      rest := substr(rest, length(size::text) + 2 + size);
+      EXIT WHEN part = 3;
+      EXIT WHEN left(rest, 1) <> '/';
+      rest := substr(rest, 2);
+    END LOOP;
+    CONTINUE WHEN cardinality(ids) <> 3 OR rest <> ''
+      OR EXISTS (SELECT 1 FROM unnest(ids) AS id WHERE id !~ '^[A-Za-z0-9._:@-]{1,128}$' OR id IN ('.', '..'))
+      OR orphan <> length(ids[1]) || ':' || ids[1] || '/' || length(ids[2]) || ':' || ids[2] || '/'
+        || length(ids[3]) || ':' || ids[3];
+    INSERT INTO ${s}om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled, state_version,
+      config_json, created_at, updated_at)
+    VALUES (orphan, ids[1], ids[2], ids[3], NULL, 1, '{}', now(), now())
+    ON CONFLICT DO NOTHING;
+  END LOOP;
+END
+$migration$;`;
+}
 
 /** The schema version this code writes and reads. */
 export const POSTGRES_SCHEMA_VERSION: number = Math.max(...POSTGRES_MIGRATIONS.map((migration) => migration.version));

@@ -225,6 +225,25 @@ describe.skipIf(!url)('postgres store', () => {
       expect(await store.workingMemoryVersion!(memoryId)).not.toBe(upgraded);
     });
 
+    it('upgrades a version-14 schema: a scope with only working memory, and no record, is listed', async () => {
+      const pool = await schemaAt(14);
+      const odd = memoryIdOf({ tenantId: 'acme', conversationId: 'c:1', agentId: '12:b' });
+      await pool.query(
+        `INSERT INTO "${schema}".working_memory_entries VALUES ($1, 'a', '"v"', now(), now()), ($1, 'b', ` +
+          `'"v"', now(), now()), ($2, 'a', '"v"', now(), now()), ('not a memory id', 'a', '"v"', now(), now()), ` +
+          `('1:a/3:b c/1:d', 'a', '"v"', now(), now()), ('1:a/1:b/2:c', 'a', '"v"', now(), now())`,
+        [memoryId, odd],
+      );
+      const store = await open();
+      const listed = await store.listScopes({ tenantId: 'acme', limit: 10 });
+      expect(listed.map((summary) => [summary.scope, summary.memoryId, summary.workingMemoryEntries])).toEqual([
+        [{ tenantId: 'acme', conversationId: 'c:1', agentId: '12:b' }, odd, 1],
+        [scope, memoryId, 2],
+      ]);
+      const records = await pool.query(`SELECT memory_id FROM "${schema}".om_memory_records ORDER BY memory_id`);
+      expect(records.rows.map((row: { memory_id: string }) => row.memory_id)).toEqual([memoryId, odd].sort());
+    });
+
     it('upgrades a version-13 schema: wm_set_entry is replaced and a set answers its versions', async () => {
       const pool = await schemaAt(13);
       // The function as schema 13 shipped it: the entry only.

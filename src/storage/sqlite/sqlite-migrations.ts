@@ -8,6 +8,7 @@ import { StoreError } from '../../core/errors.js';
 import { OBSERVATION_SOURCES } from '../../core/observation.js';
 import { parseReflection } from '../../core/parse-reflection.js';
 import { checkReflectionReferences } from '../../core/reflection-links.js';
+import { scopeOfMemoryId } from '../../core/scope.js';
 import { readStructured } from '../_memory-rows.js';
 import { STORE_NAME } from './sqlite-errors.js';
 import { convertReferenceData } from './sqlite-reference-import.js';
@@ -420,6 +421,29 @@ function allowDeadOperations(db: Database): void {
   db.exec("CREATE INDEX om_operation_log_dead_idx ON om_operation_log (memory_id) WHERE status = 'dead'");
 }
 
+/**
+ * Gives a record to each scope that has working-memory entries and none: a scope whose only
+ * writes were working memory, before a first entry made one (schema 9), was never listed.
+ */
+function recordWorkingMemoryScopes(db: Database): void {
+  const orphans = db
+    .prepare<[], string>(
+      `SELECT DISTINCT e.memory_id FROM working_memory_entries AS e
+       WHERE NOT EXISTS (SELECT 1 FROM om_memory_records AS r WHERE r.memory_id = e.memory_id)`,
+    )
+    .pluck()
+    .all();
+  const insert = db.prepare<[string, string, string, string]>(
+    `INSERT OR IGNORE INTO om_memory_records (memory_id, tenant_id, conversation_id, agent_id, enabled,
+       state_version, config_json, created_at, updated_at)
+     VALUES (?, ?, ?, ?, NULL, 1, '{}', ${SQL_NOW}, ${SQL_NOW})`,
+  );
+  for (const memoryId of orphans) {
+    const scope = scopeOfMemoryId(memoryId);
+    if (scope) insert.run(memoryId, scope.tenantId, scope.conversationId, scope.agentId);
+  }
+}
+
 /** A migration step that runs one SQL script. */
 const runSql =
   (sql: string) =>
@@ -498,6 +522,13 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
       'om_memory_records.unobserved_message_tokens: the tokens waiting for an observe, kept by each append and ' +
       'apply, so an append no longer sums every unobserved message',
     up: runSql(UNOBSERVED_MESSAGE_TOKENS),
+  },
+  {
+    version: 12,
+    description:
+      'a record for each scope that has working-memory entries and none (written only before schema 9), so it is ' +
+      'listed',
+    up: recordWorkingMemoryScopes,
   },
 ]);
 

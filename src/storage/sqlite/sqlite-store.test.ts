@@ -121,7 +121,7 @@ describe('store: sqlite (backend)', () => {
     expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual(
       SQLITE_MIGRATIONS.map((migration) => migration.version),
     );
-    expect(SQLITE_SCHEMA_VERSION).toBe(11);
+    expect(SQLITE_SCHEMA_VERSION).toBe(12);
 
     const fullPath = join(files.directory, 'deep', 'er', 'full.db');
     const full = track(new Database(':memory:'));
@@ -406,6 +406,28 @@ describe('store: sqlite (backend)', () => {
     });
     expect(applied.observations[0]?.seq).toBe(3);
     expect(applied.record.unreflectedObservationTokens).toBe(6);
+  });
+
+  it('upgrades a version-11 database: a scope with only working memory, and no record, is listed', async () => {
+    const raw = new Database(files.path);
+    migrateSqliteDatabase(
+      raw,
+      SQLITE_MIGRATIONS.filter((migration) => migration.version <= 11),
+    );
+    const insertEntry = raw.prepare(
+      `INSERT INTO working_memory_entries VALUES (?, ?, '"v"', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`,
+    );
+    insertEntry.run(memoryId, 'plan');
+    insertEntry.run(memoryId, 'goal');
+    // A key no scope makes is left alone.
+    insertEntry.run('not a memory id', 'x');
+    raw.close();
+
+    const store = track(createSqliteStore({ path: files.path }));
+    const listed = await store.listScopes({ tenantId: 'acme', limit: 10 });
+    expect(listed.map((summary) => [summary.scope, summary.memoryId])).toEqual([[scope, memoryId]]);
+    expect((await store.getRecord(memoryId))?.stateVersion).toBe(1);
+    expect((await store.listWorkingMemoryEntries(memoryId)).map((entry) => entry.key).sort()).toEqual(['goal', 'plan']);
   });
 
   it('upgrades a version-4 database: operations keep their order, status and leases, markers their order', async () => {
