@@ -100,6 +100,21 @@ export function inspectionCases(test: Case, current: () => MemoryStore): void {
     expect(await store.findObservations(memoryIdOf(at('t2', 'c')), { limit: 10 })).toEqual([]);
   });
 
+  test('folds case in observation searches as JavaScript does, beyond ASCII, on every backend', async () => {
+    const store = current();
+    const scope = at('t1', 'c');
+    await importInto(scope, [note('ÉCOLE in ΟΔΟΣ street'), note('Visited İSTANBUL'), note('plain text')]);
+    const memoryId = memoryIdOf(scope);
+    const seqs = async (...words: string[]) =>
+      (await store.findObservations(memoryId, { limit: 10, words })).map((observation) => observation.seq);
+    expect(await seqs('école')).toEqual([1]);
+    expect(await seqs('ÉCOLE')).toEqual([1]);
+    // JavaScript lowers a final capital sigma to ς, and İ to i with a combining dot.
+    expect(await seqs('ΟΔΟΣ'.toLowerCase())).toEqual([1]);
+    expect(await seqs('\u03bf\u03b4\u03bf\u03c3 street')).toEqual([]);
+    expect(await seqs('İSTANBUL'.toLowerCase())).toEqual([2]);
+  });
+
   test('replaces one observation, keeping the totals and logging the correction without its text', async () => {
     const store = current();
     const scope = at('t1', 'c');

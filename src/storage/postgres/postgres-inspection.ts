@@ -17,7 +17,7 @@ import type { Queryable } from './postgres-connection.js';
 function inspectionStatements(s: string) {
   // Every pattern of $words must match: no word may fail to.
   const allWords = (column: string, param: string): string =>
-    `NOT EXISTS (SELECT 1 FROM unnest(${param}::text[]) AS word WHERE lower(${column}) NOT LIKE word ESCAPE '\\')`;
+    `NOT EXISTS (SELECT 1 FROM unnest(${param}::text[]) AS word WHERE ${s}hm_fold(${column}) NOT LIKE word ESCAPE '\\')`;
   return {
     findObservations: `SELECT * FROM ${s}om_observations WHERE memory_id = $1 AND seq < $2
       AND ${allWords('content', '$3')} ORDER BY seq DESC LIMIT $4`,

@@ -354,6 +354,13 @@ ${observeFunctions(s)}`,
       'listed',
     up: recordWorkingMemoryScopes,
   },
+  {
+    version: 16,
+    description:
+      'hm_fold(text): lower case as JavaScript folds it (ICU root locale where the server has ICU), for searches ' +
+      'of observations, so a word matches alike on every backend',
+    up: foldFunction,
+  },
 ]);
 
 /**
@@ -391,6 +398,26 @@ BEGIN
     VALUES (orphan, ids[1], ids[2], ids[3], NULL, 1, '{}', now(), now())
     ON CONFLICT DO NOTHING;
   END LOOP;
+END
+$migration$;`;
+}
+
+/**
+ * `hm_fold`: `lower` under the ICU root collation, which folds as JavaScript's `toLowerCase`
+ * does (final sigma, dotted capital I); under the database's own collation `lower` may fold
+ * ASCII only (`C`) or differ. A server built without ICU falls back to that `lower`.
+ */
+function foldFunction(s: string): string {
+  return `
+DO $migration$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_collation WHERE collname = 'und-x-icu') THEN
+    CREATE FUNCTION ${s}hm_fold(value text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+      AS $fold$ SELECT lower(value COLLATE "und-x-icu") $fold$;
+  ELSE
+    CREATE FUNCTION ${s}hm_fold(value text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+      AS $fold$ SELECT lower(value) $fold$;
+  END IF;
 END
 $migration$;`;
 }
