@@ -92,6 +92,8 @@ export interface MemoryRecord {
   readonly observedThroughMessageSeq: number;
   /** Highest message seq received; 0 when none. */
   readonly lastMessageSeq: number;
+  /** Tokens of the messages received and not yet observed (after the cursor), kept by every append and apply. */
+  readonly unobservedMessageTokens: number;
   readonly observationCount: number;
   /** Highest observation seq assigned; 0 when none. */
   readonly lastObservationSeq: number;

@@ -286,14 +286,13 @@ class ScopeInspector implements MemoryInspector {
     const memoryId = memoryIdOf(scope);
     const record = await store.getRecord(memoryId);
     const { config } = reader.effective(record);
-    const [unobserved, operations, snippet] = record
+    const [operations, snippet] = record
       ? await Promise.all([
-          store.listUnobservedMessages(memoryId, record.lastMessageSeq),
           store.listOperationPage(memoryId, { status: 'processing', limit: 10 }),
           reader.snippetOf(memoryId, record),
         ])
-      : [[], [], ''];
-    return progressOf({ record, config, unobserved, operations, snippet, estimator });
+      : [[], ''];
+    return progressOf({ record, config, operations, snippet, estimator });
   }
 }
 

@@ -4,17 +4,16 @@
  */
 import type { MemoryRecord, ObservationConfig } from '../core/observation.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
-import type { Operation, StoredMessage } from '../storage/store.js';
+import type { Operation } from '../storage/store.js';
 import type { MemoryProgress } from './observational-memory-api.js';
 
 /**
- * The progress of a scope from what was read of it: its unobserved messages, its operations in
- * `processing` and its snippet.
+ * The progress of a scope from what was read of it: its record (which keeps the unobserved
+ * tokens), its operations in `processing` and its snippet.
  */
 export function progressOf(input: {
   readonly record: MemoryRecord | undefined;
   readonly config: ObservationConfig;
-  readonly unobserved: readonly StoredMessage[];
   readonly operations: readonly Operation[];
   readonly snippet: string;
   readonly estimator: TokenEstimator;
@@ -25,7 +24,7 @@ export function progressOf(input: {
       .map((operation) => operation.operationType),
   );
   return Object.freeze({
-    unobservedTokens: input.unobserved.reduce((sum, message) => sum + message.tokenCount, 0),
+    unobservedTokens: input.record?.unobservedMessageTokens ?? 0,
     observeMinTokens: input.config.observeMinTokens,
     unreflectedObservationTokens: input.record?.unreflectedObservationTokens ?? 0,
     reflectThresholdTokens: input.config.reflectThresholdTokens,

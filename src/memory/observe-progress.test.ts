@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_PROMPT_MESSAGE_CHARS } from '../core/memory-prompts.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
+import type { MemoryStore } from '../storage/store.js';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
 import { createModelObserver } from './model-observer.js';
 import { createObservationalMemory } from './observational-memory.js';
@@ -76,6 +77,37 @@ describe('observational memory: progress guarantee (issue 12)', () => {
       for (const prompt of prompts()) expect((prompt.match(/msg-\d{3}-head/g) ?? []).length).toBeLessThanOrEqual(9);
     },
   );
+
+  it('reads about one batch of a backlog per observe call, not the whole backlog every time', async () => {
+    const { observer, prompts } = recordingObserver();
+    const store = createInMemoryStore();
+    let rowsRead = 0;
+    const counting: MemoryStore = Object.create(store, {
+      listUnobservedMessages: {
+        value: async (...args: Parameters<MemoryStore['listUnobservedMessages']>) => {
+          const read = await store.listUnobservedMessages(...args);
+          rowsRead += read.length;
+          return read;
+        },
+      },
+    });
+    const memory = createObservationalMemory({
+      store: counting,
+      observer,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+      maxBatchTokens: 1_000,
+    });
+    // 400 messages of 100 tokens: 40 batches of 10.
+    const transcript = Array.from({ length: 400 }, (_, index) => sized(index, 'user', 400));
+    await memory.observe({ scope, messages: transcript });
+    expect((await memory.status(scope)).lastObservedMessageIndex).toBe(399);
+    expect(prompts().length).toBe(40);
+    // Reading the rest of the backlog for every batch would be 8,200 rows.
+    expect(rowsRead).toBeLessThanOrEqual(40 * 11);
+    await memory.inspect(scope);
+    expect(rowsRead).toBeLessThanOrEqual(40 * 11);
+  });
 
   it('moves the cursor past a batch the observer finds nothing in (NONE)', async () => {
     const { observer } = recordingObserver(() => 'NONE');

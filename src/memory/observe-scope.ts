@@ -67,6 +67,7 @@ export async function observeScope(
       },
       leaseOwner: worker.workerId,
       leaseMs: worker.leaseMs,
+      batchTokens: worker.maxBatchTokens,
     });
     if (result.disabled) return skipped('disabled', result.record?.observationCount ?? 0);
     noteStored(memoryId, request.generation, prepared);

@@ -177,13 +177,20 @@ async function runObserve(
     await store.completeWithoutChange({ ...lease, note: 'scope disabled' });
     return outcome(operation, 'unchanged', 0, false);
   }
-  const pending = prefetched
-    ? prefetched.messages
-    : await store.listUnobservedMessages(operation.memoryId, record.lastMessageSeq);
   // The threshold is the unobserved total, as when the operation was enqueued, not the
   // batch's: a batch cut short by a large message, or a threshold above the batch cap, must
   // still be observed (the progress guarantee).
-  if (pending.length === 0 || sumTokens(pending) < config.observeMinTokens) {
+  if (record.unobservedMessageTokens < config.observeMinTokens) {
+    await store.completeWithoutChange({ ...lease, note: 'nothing to observe' });
+    return outcome(operation, 'unchanged', 0, false);
+  }
+  // Only the oldest messages, about one batch: a backlog is not read whole for every batch.
+  const pending = prefetched
+    ? prefetched.messages
+    : await store.listUnobservedMessages(operation.memoryId, record.lastMessageSeq, {
+        maxTokens: context.maxBatchTokens,
+      });
+  if (pending.length === 0) {
     await store.completeWithoutChange({ ...lease, note: 'nothing to observe' });
     return outcome(operation, 'unchanged', 0, false);
   }
@@ -236,9 +243,12 @@ async function runObserve(
     });
   context.observationsApplied(operation.memoryId, applied.record, applied.observations);
   let followUp = false;
-  const rest = pending.filter((message) => message.seq > throughMessageSeq);
-  if (rest.length > 0 && sumTokens(rest) >= config.observeMinTokens) {
-    await enqueue('observe', { messages: rest.length, continued_from: operation.operationId });
+  // What this operation was for and left out of its batch; messages appended since it read the
+  // record came with observes of their own. Message seqs are dense, so seqs count messages.
+  const restMessages = record.lastMessageSeq - throughMessageSeq;
+  const restTokens = record.unobservedMessageTokens - batch.reduce((sum, message) => sum + message.tokenCount, 0);
+  if (restMessages > 0 && restTokens >= config.observeMinTokens) {
+    await enqueue('observe', { messages: restMessages, continued_from: operation.operationId });
     followUp = true;
   }
   if (
@@ -379,12 +389,6 @@ function takeBatch(messages: readonly StoredMessage[], maxTokens: number, estima
     tokens += cost;
   }
   return batch;
-}
-
-function sumTokens(messages: readonly StoredMessage[]): number {
-  let total = 0;
-  for (const message of messages) total += message.tokenCount;
-  return total;
 }
 
 // Both walk the scope's cached observations in place from `start`: copying a slice of a

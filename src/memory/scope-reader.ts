@@ -215,7 +215,6 @@ async function inspectScope(
       progress: progressOf({
         record,
         config: effective(record).config,
-        unobserved: [],
         operations: [],
         snippet: '',
         estimator,
@@ -228,18 +227,17 @@ async function inspectScope(
       snippet: '',
     };
   }
-  const [status, observations, links, operations, unobserved] = await Promise.all([
+  const [status, observations, links, operations] = await Promise.all([
     statusFrom(scope, record),
     // The cache brings its copy up to date with the new rows only: a scope polled by the
     // inspector is not read whole every time.
     reader.observationCache.get(memoryId, record),
     linksOf(memoryId, record),
     inspectOptions.operations === 'open' ? openOperationsOf(store, memoryId) : store.listOperations(memoryId),
-    store.listUnobservedMessages(memoryId, record.lastMessageSeq),
   ]);
   const snippet = mode === 'off' ? '' : await reader.snippetOf(memoryId, record, observations, links);
   return {
-    progress: progressOf({ record, config: effective(record).config, unobserved, operations, snippet, estimator }),
+    progress: progressOf({ record, config: effective(record).config, operations, snippet, estimator }),
     status,
     // A copy: the cache's own array must not reach the caller.
     observations: [...observations],

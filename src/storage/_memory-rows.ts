@@ -211,6 +211,7 @@ export function toRecord(row: RecordRow): MemoryRecord {
     config: Object.freeze(parseConfig(row.config_json)),
     observedThroughMessageSeq: row.observed_through_message_seq,
     lastMessageSeq: row.last_message_seq,
+    unobservedMessageTokens: Number(row.unobserved_message_tokens),
     observationCount: row.observation_count,
     lastObservationSeq: row.last_observation_seq,
     activeObservationTokens: row.active_observation_tokens,
@@ -302,6 +303,21 @@ export function toStoredMessage(row: MessageRow): StoredMessage {
     content: row.content,
     tokenCount: row.token_count,
   });
+}
+
+/**
+ * The oldest message rows whose predecessors hold fewer than `maxTokens` tokens (all of them
+ * without a limit), mapped; reading stops at the first one past the limit.
+ */
+export function oldestUnobserved(rows: Iterable<MessageRow>, maxTokens: number | undefined): StoredMessage[] {
+  const taken: StoredMessage[] = [];
+  let tokens = 0;
+  for (const row of rows) {
+    if (maxTokens !== undefined && taken.length > 0 && tokens >= maxTokens) break;
+    taken.push(toStoredMessage(row));
+    tokens += row.token_count;
+  }
+  return taken;
 }
 
 /** Maps an observation row. */

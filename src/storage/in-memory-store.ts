@@ -101,6 +101,7 @@ class InMemoryStore implements MemoryStore {
     this.#checkGeneration(input.memoryId, input.generation);
     const state = this.#ensureScope(input.scope, input.memoryId);
     let inserted = 0;
+    let addedTokens = 0;
     let lastSeq = state.record.lastMessageSeq;
     for (const message of input.messages) {
       if (state.seenMessageKeys.has(message.messageKey)) continue;
@@ -108,25 +109,42 @@ class InMemoryStore implements MemoryStore {
       lastSeq++;
       state.messages.push(Object.freeze({ ...message, seq: lastSeq }));
       inserted++;
+      addedTokens += message.tokenCount;
     }
-    const record = inserted > 0 ? this.#update(state, { lastMessageSeq: lastSeq }) : state.record;
-    const unobservedTokens = state.messages
-      .filter((message) => message.seq > record.observedThroughMessageSeq)
-      .reduce((sum, message) => sum + message.tokenCount, 0);
-    return { record, inserted, unobservedTokens };
+    const record =
+      inserted > 0
+        ? this.#update(state, {
+            lastMessageSeq: lastSeq,
+            unobservedMessageTokens: state.record.unobservedMessageTokens + addedTokens,
+          })
+        : state.record;
+    return { record, inserted, unobservedTokens: record.unobservedMessageTokens };
   };
 
-  readonly listUnobservedMessages = async (memoryId: string, throughSeq: number): Result<'listUnobservedMessages'> => {
+  readonly listUnobservedMessages = async (
+    memoryId: string,
+    throughSeq: number,
+    options: { readonly maxTokens?: number } = {},
+  ): Result<'listUnobservedMessages'> => {
     this.#guard.check();
     const state = this.#scopes.get(memoryId);
     if (!state) return [];
     // Messages and observations are kept in seq order: appended in order, only ever removed
     // or replaced in place.
     const { messages } = state;
-    return messages.slice(
-      firstAfterSeq(messages, state.record.observedThroughMessageSeq),
-      firstAfterSeq(messages, throughSeq),
-    );
+    const start = firstAfterSeq(messages, state.record.observedThroughMessageSeq);
+    let end = firstAfterSeq(messages, throughSeq);
+    if (options.maxTokens !== undefined) {
+      let tokens = 0;
+      for (let index = start; index < end; index++) {
+        if (index > start && tokens >= options.maxTokens) {
+          end = index;
+          break;
+        }
+        tokens += (messages[index] as StoredMessage).tokenCount;
+      }
+    }
+    return messages.slice(start, end);
   };
 
   readonly listObservations = async (memoryId: string, options?: { afterSeq?: number }): Result<'listObservations'> => {
@@ -209,10 +227,16 @@ class InMemoryStore implements MemoryStore {
     );
     const { throughSeq, tokens } = plan;
     state.observations.push(...inserted);
-    state.messages = state.messages.filter((message) => message.seq > throughSeq);
+    let observedTokens = 0;
+    state.messages = state.messages.filter((message) => {
+      if (message.seq > throughSeq) return true;
+      if (message.seq > state.record.observedThroughMessageSeq) observedTokens += message.tokenCount;
+      return false;
+    });
     for (const planned of plan.markers) this.#marker(state, planned, operation.operationId);
     const record = this.#update(state, {
       observedThroughMessageSeq: throughSeq,
+      unobservedMessageTokens: state.record.unobservedMessageTokens - observedTokens,
       observationCount: state.record.observationCount + inserted.length,
       lastObservationSeq: plan.lastObservationSeq,
       activeObservationTokens: state.record.activeObservationTokens + tokens,
@@ -538,6 +562,7 @@ function newRecord(scope: Scope, memoryId: string, at: string): MemoryRecord {
     config: Object.freeze({}),
     observedThroughMessageSeq: 0,
     lastMessageSeq: 0,
+    unobservedMessageTokens: 0,
     observationCount: 0,
     lastObservationSeq: 0,
     activeObservationTokens: 0,

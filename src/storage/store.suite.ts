@@ -77,6 +77,20 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         toolCallId: 'system',
       });
 
+    // Claims an observe of scope A and applies one observation through message seq 5.
+    const observeFirstFive = async () => {
+      await enqueueObserve();
+      const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      return store.completeObservation({
+        operationId: claimed!.operationId,
+        memoryId: idA,
+        leaseOwner: 'w1',
+        observations: [{ content: 'Five messages seen', importance: 0.5, tokenCount: 3 }],
+        throughMessageSeq: 5,
+        markerIds: { start: generateId('mk'), end: generateId('mk') },
+      });
+    };
+
     test('returns no record for a scope never written', async () => {
       expect(await store.getRecord(idA)).toBeUndefined();
       expect(await store.listObservations(idA)).toEqual([]);
@@ -191,18 +205,37 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         Array.from({ length: Math.max(0, to - from + 1) }, (_, index) => from + index);
       for (let throughSeq = 0; throughSeq <= 13; throughSeq++)
         expect(await through(throughSeq), `through ${throughSeq}`).toEqual(range(1, Math.min(throughSeq, 12)));
-      await enqueueObserve();
-      const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
-      await store.completeObservation({
-        operationId: claimed!.operationId,
-        memoryId: idA,
-        leaseOwner: 'w1',
-        observations: [{ content: 'Five messages seen', importance: 0.5, tokenCount: 3 }],
-        throughMessageSeq: 5,
-        markerIds: { start: generateId('mk'), end: generateId('mk') },
-      });
+      await observeFirstFive();
       for (let throughSeq = 0; throughSeq <= 13; throughSeq++)
         expect(await through(throughSeq), `through ${throughSeq}`).toEqual(range(6, Math.min(throughSeq, 12)));
+    });
+
+    test('keeps the unobserved tokens on the record, and lists only the oldest messages within a token limit', async () => {
+      // Tokens 1, 2, …, 12: seq n holds n tokens.
+      await store.appendMessages({
+        scope: scopeA,
+        memoryId: idA,
+        messages: Array.from({ length: 12 }, (_, index) => message(`id:${index + 1}`, `m${index + 1}`, index + 1)),
+      });
+      expect((await store.getRecord(idA))?.unobservedMessageTokens).toBe(78);
+      const within = async (maxTokens: number, throughSeq = 12) =>
+        (await store.listUnobservedMessages(idA, throughSeq, { maxTokens })).map((item) => item.seq);
+      // Each message whose predecessors hold fewer than the limit; always the first.
+      expect(await within(0)).toEqual([1]);
+      expect(await within(1)).toEqual([1]);
+      expect(await within(2)).toEqual([1, 2]);
+      expect(await within(3)).toEqual([1, 2]);
+      expect(await within(4)).toEqual([1, 2, 3]);
+      expect(await within(10_000)).toEqual(Array.from({ length: 12 }, (_, index) => index + 1));
+      expect(await within(10_000, 5)).toEqual([1, 2, 3, 4, 5]);
+      const applied = await observeFirstFive();
+      expect(applied.record.unobservedMessageTokens).toBe(78 - 15);
+      expect(await within(13)).toEqual([6, 7]);
+      expect(await within(14)).toEqual([6, 7, 8]);
+      const more = await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:13', 'm', 7)] });
+      expect(more.record.unobservedMessageTokens).toBe(70);
+      expect(more.unobservedTokens).toBe(70);
+      expect((await store.getRecord(idA))?.unobservedMessageTokens).toBe(70);
     });
 
     test('imports observations after the last seq, in the order given, logged as an applied import', async () => {
@@ -1057,6 +1090,30 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(older.claimed).toMatchObject({ operationId: 'op-3', status: 'processing' });
       if (older.prefetched) expect(older.prefetched.operationId).toBe('op-3');
       expect(await store.countPendingOperations(idA)).toBe(2);
+    });
+
+    test('the fast path prefetches only the oldest messages within the batch tokens', async () => {
+      if (!store.appendMessagesAndClaim) return;
+      const claimWith = (batchTokens?: number) =>
+        store.appendMessagesAndClaim!({
+          scope: scopeA,
+          memoryId: idA,
+          messages: [message('id:1', 'a', 5), message('id:2', 'b', 5), message('id:3', 'c', 5)],
+          settings: observeFrom(10),
+          operation: { operationId: `op-${batchTokens}`, payload: {}, runId: 'r', toolCallId: 't' },
+          leaseOwner: 'w',
+          leaseMs: 60_000,
+          ...(batchTokens === undefined ? {} : { batchTokens }),
+        });
+      const batched = appended(await claimWith(6));
+      expect(batched.claimed?.operationId).toBe('op-6');
+      expect(batched.record.unobservedMessageTokens).toBe(15);
+      if (batched.prefetched)
+        expect(batched.prefetched.messages.map((item) => item.messageKey)).toEqual(['id:1', 'id:2']);
+      await store.completeWithoutChange({ operationId: 'op-6', memoryId: idA, leaseOwner: 'w', note: 'test' });
+      const whole = appended(await claimWith());
+      if (whole.prefetched)
+        expect(whole.prefetched.messages.map((item) => item.messageKey)).toEqual(['id:1', 'id:2', 'id:3']);
     });
 
     test('the fast path writes nothing for a disabled scope, and shows settings the record as stored', async () => {

@@ -184,7 +184,10 @@ export type AppendAndClaimResult =
 export interface PrefetchedObserve {
   readonly operationId: string;
   readonly record: MemoryRecord;
-  /** Messages after the record's observation cursor, through its last message, in seq order. */
+  /**
+   * Messages after the record's observation cursor, through its last message, in seq order:
+   * the oldest of them only when the claim gave `batchTokens`.
+   */
   readonly messages: readonly StoredMessage[];
 }
 
@@ -271,10 +274,21 @@ export interface MemoryStore {
     operation: { operationId: string; payload: Record<string, unknown>; runId: string; toolCallId: string };
     leaseOwner: string;
     leaseMs: number;
+    /** The prefetched messages are read as {@link listUnobservedMessages} with this `maxTokens`. */
+    batchTokens?: number;
   }): Promise<AppendAndClaimResult>;
 
-  /** Messages with `observedThroughMessageSeq < seq <= throughSeq`, in seq order. */
-  listUnobservedMessages(memoryId: string, throughSeq: number): Promise<StoredMessage[]>;
+  /**
+   * Messages with `observedThroughMessageSeq < seq <= throughSeq`, in seq order. With
+   * `maxTokens`, only the oldest of them: each one whose predecessors in the list hold fewer
+   * than `maxTokens` tokens (so at least one when there is any), so a batch never reads the
+   * whole backlog.
+   */
+  listUnobservedMessages(
+    memoryId: string,
+    throughSeq: number,
+    options?: { readonly maxTokens?: number },
+  ): Promise<StoredMessage[]>;
 
   /** Observations in seq order; `afterSeq` keeps only those with a greater seq. */
   listObservations(memoryId: string, options?: { afterSeq?: number }): Promise<Observation[]>;

@@ -361,6 +361,17 @@ ${observeFunctions(s)}`,
       'of observations, so a word matches alike on every backend',
     up: foldFunction,
   },
+  {
+    version: 17,
+    description:
+      'om_observe_append_and_claim takes the batch tokens and prefetches the oldest unobserved messages within ' +
+      'them, not the whole backlog',
+    up: (s) => `
+DROP FUNCTION IF EXISTS ${s}om_observe_append_and_claim(integer, text, text, text, text, bigint, boolean, boolean,
+  jsonb, boolean, bigint, text[], text[], text[], text[], text[], bigint[], text, jsonb, text, text, text,
+  double precision);
+${observeFunctions(s)}`,
+  },
 ]);
 
 /**

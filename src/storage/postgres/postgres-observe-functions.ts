@@ -16,8 +16,9 @@
 /**
  * The functions' DDL under the quoted schema prefix `s`, as this version defines them. Migration 9
  * created them and each later migration that changes what they read or write (10: the running
- * unobserved token total) replaces them with this text; PL/pgSQL resolves columns at the first
- * call, so creating the current bodies at 9 is harmless.
+ * unobserved token total; 17: the batch tokens, a new parameter, so 17 drops the old signature
+ * first) replaces them with this text; PL/pgSQL resolves columns at the first call, so creating
+ * the current bodies at 9 is harmless.
  */
 export function observeFunctions(s: string): string {
   return `
@@ -27,7 +28,7 @@ CREATE OR REPLACE FUNCTION ${s}om_observe_append_and_claim(
   p_observe boolean, p_min_tokens bigint,
   p_keys text[], p_roles text[], p_names text[], p_tool_call_ids text[], p_contents text[], p_tokens bigint[],
   p_operation_id text, p_payload jsonb, p_run_id text, p_tool_call_id text,
-  p_lease_owner text, p_lease_seconds double precision
+  p_lease_owner text, p_lease_seconds double precision, p_batch_tokens bigint
 ) RETURNS jsonb LANGUAGE plpgsql AS $fn$
 DECLARE
   rec ${s}om_memory_records;
@@ -121,8 +122,16 @@ BEGIN
       'operation', to_jsonb(op));
   END IF;
   IF claimed.operation_type = 'observe' THEN
-    SELECT COALESCE(jsonb_agg(to_jsonb(m) ORDER BY m.seq), '[]') INTO messages FROM ${s}om_messages AS m
-    WHERE m.memory_id = p_memory_id AND m.seq > rec.observed_through_message_seq AND m.seq <= rec.last_message_seq;
+    -- The oldest messages only, up to the batch's tokens (all without p_batch_tokens): a
+    -- backlog is not read whole for every batch.
+    SELECT COALESCE(jsonb_agg(to_jsonb(u) - 'tokens_before' - 'position' ORDER BY u.seq), '[]') INTO messages
+    FROM (
+      SELECT m.*, SUM(m.token_count) OVER (ORDER BY m.seq) - m.token_count AS tokens_before,
+        row_number() OVER (ORDER BY m.seq) AS position
+      FROM ${s}om_messages AS m
+      WHERE m.memory_id = p_memory_id AND m.seq > rec.observed_through_message_seq
+        AND m.seq <= rec.last_message_seq) AS u
+    WHERE p_batch_tokens IS NULL OR u.tokens_before < p_batch_tokens OR u.position = 1;
   END IF;
   IF claimed.operation_id = op.operation_id THEN
     -- The caller applies this very operation next and answers only after that apply's commit,

@@ -101,7 +101,7 @@ export function createPostgresObservePath(
   const lockClass = scopeLockClass(schema, 'memory');
   const appendAndClaim =
     `SELECT ${prefix}om_observe_append_and_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, ` +
-    `$15, $16, $17, $18, $19, $20, $21, $22, $23) AS result`;
+    `$15, $16, $17, $18, $19, $20, $21, $22, $23, $24) AS result`;
   const apply =
     `SELECT ${prefix}om_observe_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, ` +
     `$17, $18, $19, $20, $21, $22, $23, $24, $25, $26) AS result`;
@@ -142,6 +142,7 @@ export function createPostgresObservePath(
       operation.toolCallId,
       input.leaseOwner,
       input.leaseMs / 1000,
+      input.batchTokens ?? null,
     ]);
   };
 

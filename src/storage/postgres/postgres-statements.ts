@@ -174,10 +174,16 @@ export function buildStatements(s: string): PostgresStatements {
       SELECT $1, $8::bigint + row_number() OVER (ORDER BY ord), message_key, role, name, tool_call_id, content,
         token_count FROM fresh
       RETURNING token_count`,
+    // $3: the token limit, or null for every message. The running sum is taken in the
+    // database, so only the rows of the batch travel.
     listUnobservedMessages: `
-      SELECT m.* FROM ${s}om_messages AS m JOIN ${s}om_memory_records AS r ON r.memory_id = m.memory_id
-      WHERE m.memory_id = $1 AND m.seq > r.observed_through_message_seq AND m.seq <= $2
-      ORDER BY m.seq`,
+      SELECT * FROM (
+        SELECT m.*, SUM(m.token_count) OVER (ORDER BY m.seq) - m.token_count AS tokens_before,
+          row_number() OVER (ORDER BY m.seq) AS position
+        FROM ${s}om_messages AS m JOIN ${s}om_memory_records AS r ON r.memory_id = m.memory_id
+        WHERE m.memory_id = $1 AND m.seq > r.observed_through_message_seq AND m.seq <= $2) AS u
+      WHERE $3::bigint IS NULL OR u.tokens_before < $3::bigint OR u.position = 1
+      ORDER BY u.seq`,
     // The keys stay so a message is never stored twice; the text does not linger once observed.
     markMessagesObserved:
       `UPDATE ${s}om_messages SET observed = true, content = '' WHERE memory_id = $1 AND ` +

@@ -441,9 +441,11 @@ function recordAndMessageMethods(
         return fast ?? appendAndClaimInTransaction(ctx, input);
       }),
 
-    listUnobservedMessages: (memoryId, throughSeq) =>
+    listUnobservedMessages: (memoryId, throughSeq, options = {}) =>
       execute(async () =>
-        (await rows<MessageRow>(pool, sql.listUnobservedMessages, [memoryId, throughSeq])).map(toStoredMessage),
+        (
+          await rows<MessageRow>(pool, sql.listUnobservedMessages, [memoryId, throughSeq, options.maxTokens ?? null])
+        ).map(toStoredMessage),
       ),
     // What a turn reads after a write (the few observations after the ones held) takes the
     // lane, a page at most; a longer tail, or the whole log, is read on the pool, so it never
@@ -508,6 +510,7 @@ function appendAndClaimInTransaction(
               await rows<MessageRow>(client, sql.listUnobservedMessages, [
                 input.memoryId,
                 appended.record.lastMessageSeq,
+                input.batchTokens ?? null,
               ])
             ).map(toStoredMessage),
           }

@@ -34,6 +34,7 @@ import {
 import {
   newScopeGeneration,
   newWorkingMemoryVersion,
+  oldestUnobserved,
   parseConfig,
   seqsJson,
   toMarker,
@@ -41,7 +42,6 @@ import {
   toOperation,
   toRecord,
   toReflectionLinks,
-  toStoredMessage,
   toWorkingMemoryEntry,
 } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
@@ -171,8 +171,10 @@ function buildStore(
     updateSettings: async (input) => write(() => updateSettings(ctx, input)),
     appendMessages: async (input) => write(() => appendMessages(ctx, input)),
     appendMessagesAndClaim: async (input) => write(() => appendMessagesAndClaim(ctx, input)),
-    listUnobservedMessages: async (memoryId, throughSeq) =>
-      execute(() => statements.listUnobservedMessages.all({ memoryId, throughSeq }).map(toStoredMessage)),
+    listUnobservedMessages: async (memoryId, throughSeq, options = {}) =>
+      execute(() =>
+        oldestUnobserved(statements.listUnobservedMessages.iterate({ memoryId, throughSeq }), options.maxTokens),
+      ),
     listObservations: async (memoryId, listOptions) =>
       execute(() => statements.listObservations.all(memoryId, listOptions?.afterSeq ?? 0).map(toObservation)),
     listMarkers: async (memoryId) => execute(() => statements.listMarkers.all(memoryId).map(toMarker)),
@@ -507,9 +509,13 @@ function appendMessagesAndClaim(
       ? {
           operationId: claimed.operationId,
           record: appended.record,
-          messages: statements.listUnobservedMessages
-            .all({ memoryId: input.memoryId, throughSeq: appended.record.lastMessageSeq })
-            .map(toStoredMessage),
+          messages: oldestUnobserved(
+            statements.listUnobservedMessages.iterate({
+              memoryId: input.memoryId,
+              throughSeq: appended.record.lastMessageSeq,
+            }),
+            input.batchTokens,
+          ),
         }
       : undefined;
   return { ...appended, operation, claimed, ...(prefetched ? { prefetched } : {}) };
