@@ -175,6 +175,11 @@ describe('redactSecrets: provider keys, auth headers and labelled secrets', () =
     ["client_secret: 'abc 123 def'", "client_secret: '[REDACTED:labelled_secret]'"],
     ['AccountName=x;AccountKey=abc123+/def==;Suffix=y', 'AccountName=x;AccountKey=[REDACTED:labelled_secret];Suffix=y'],
     ['GITHUB_TOKEN = a1b2c3d4e5f6', 'GITHUB_TOKEN = [REDACTED:labelled_secret]'],
+    // Letters only, and holding , ; & (an environment value runs to the end of the word).
+    ['DB_PASSWORD=hunterhorse', 'DB_PASSWORD=[REDACTED:labelled_secret]'],
+    ['export API_TOKEN=abc,def;ghi&jkl done', 'export API_TOKEN=[REDACTED:labelled_secret] done'],
+    ['"password": "correcthorse"', '"password": "[REDACTED:labelled_secret]"'],
+    ["password = 'letmein'", "password = '[REDACTED:labelled_secret]'"],
   ])('redacts the value of %j, keeping its label', (text, redacted) => {
     const result = redactSecrets(text);
     expect(result.text).toBe(redacted);
@@ -193,6 +198,12 @@ describe('redactSecrets: provider keys, auth headers and labelled secrets', () =
     'password=****cret',
     'secret: ${SECRET_NAME}',
     'password=[REDACTED:url_password]',
+    'DB_PASSWORD=$DB_PASSWORD_FROM_VAULT',
+    'API_TOKEN=none',
+    '"password": "required"',
+    'token = response',
+    'PASSWORD_FILE=/run/secrets/db',
+    'MAX_TOKENS=4096',
   ])('keeps %j, whose labelled value is a reference, a word or a placeholder', (text) => {
     expect(redactSecrets(text)).toEqual({ text, counts: {} });
   });

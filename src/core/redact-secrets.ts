@@ -128,6 +128,15 @@ const RULES: readonly Rule[] = [
     replace: (_match, [label]) => `${label ?? ''}[REDACTED:auth_header]`,
   },
   {
+    // An environment-style assignment (`DB_PASSWORD=…`, `export API_TOKEN=…`): what follows is
+    // the secret itself, letters only or holding `,;&`, up to the end of the word.
+    kind: 'labelled_secret',
+    pattern: pattern(
+      String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|API_?KEY|ACCOUNT_?KEY|PRIVATE_?KEY|TOKEN)[ \t]{0,8}=[ \t]{0,8})([^\s"'\\]{1,256})`,
+    ),
+    replace: (match, [label, value]) => labelledValue(match, label ?? '', value ?? '', 'assigned'),
+  },
+  {
     // A value labelled as a secret (`DB_PASSWORD=…`, `"api_key": "…"`, `client_secret: …`):
     // the label stays. Only values that look like one are taken (see `labelledValue`), so
     // `apiKey = process.env.API_KEY` and `password: required` stay as they are.
@@ -136,7 +145,7 @@ const RULES: readonly Rule[] = [
       String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Za-z0-9_.-]{0,40}?(?:password|passwd|passphrase|secret|api[_-]?key|account[_-]?key|private[_-]?key|token)(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8})(\\?"[^"\n\\]{1,256}\\?"|\\?'[^'\n\\]{1,256}\\?'|[^\s"'\\,;&<>]{1,256})`,
       'gi',
     ),
-    replace: (match, [label, value]) => labelledValue(match, label ?? '', value ?? ''),
+    replace: (match, [label, value]) => labelledValue(match, label ?? '', value ?? '', 'labelled'),
   },
   // Digit groups joined by single spaces or dashes, not inside a word such as a hex hash; the
   // window search is in `redactCardRun`.
@@ -167,7 +176,8 @@ export function redactSecrets(text: string): RedactionResult {
         groups.push(typeof item === 'string' ? item : '');
       }
       const replaced = rule.replace ? rule.replace(match, groups) : placeholder(rule.kind);
-      const added = countOf(replaced, rule.kind);
+      // A match kept as it is (a placeholder a rule before this one wrote) adds nothing.
+      const added = replaced === match ? 0 : countOf(replaced, rule.kind);
       if (added > 0) counts[rule.kind] = (counts[rule.kind] ?? 0) + added;
       return replaced;
     });
@@ -177,18 +187,38 @@ export function redactSecrets(text: string): RedactionResult {
 
 // Values that name a secret rather than hold one: code and template references, placeholders,
 // values masked already (`****cret`).
-const REFERENCE_VALUE = /^(?:process\.env|os\.environ|import\.meta|env\.|\$\{|\{\{|%\(|<|\*{3})|\(|^(?:x+|\.+|-+)$/i;
+const REFERENCE_VALUE =
+  /^(?:process\.env|os\.environ|import\.meta|env\.|\$\{|\$[A-Za-z_]|\{\{|%\(|<|\*{3})|\(|^(?:x+|\.+|-+)$/i;
 
-/** The match with its value redacted when the value looks like a secret: 6+ characters, a digit or a symbol. */
-function labelledValue(match: string, label: string, value: string): string {
+// Words a labelled value is in documentation, schemas and forms rather than a secret.
+const PLACEHOLDER_WORDS = new Set(
+  (
+    'required optional string number boolean object array null none nil undefined empty unset missing hidden ' +
+    'masked redacted secret password token invalid expired provided default example placeholder true false yes no'
+  ).split(' '),
+);
+
+/**
+ * The match with its value redacted when the value looks like a secret. An environment-style
+ * assignment's value (4+ characters) and a quoted value (6+) are secrets unless they are a
+ * reference or a placeholder word; an unquoted one in prose or code also needs a digit or a
+ * symbol, so `password: required` and `token = response` stay.
+ */
+function labelledValue(match: string, label: string, value: string, style: 'assigned' | 'labelled'): string {
   const quote = /^\\?["']/.exec(value)?.[0] ?? '';
   const inner = value.slice(quote.length, value.length - quote.length);
-  const looksSecret =
-    inner.length >= 6 &&
+  const plain =
     !inner.startsWith('[REDACTED:') &&
     !REFERENCE_VALUE.test(inner) &&
-    !/^\d{1,11}$/.test(inner) &&
-    /[\d!#$%^&*+=~?|@]/.test(inner);
+    !PLACEHOLDER_WORDS.has(inner.toLowerCase()) &&
+    !/^\d{1,11}$/.test(inner);
+  const looksSecret =
+    plain &&
+    (style === 'assigned'
+      ? inner.length >= 4
+      : quote !== ''
+        ? inner.length >= 6
+        : inner.length >= 6 && /[\d!#$%^&*+=~?|@]/.test(inner));
   return looksSecret ? `${label}${quote}${placeholder('labelled_secret')}${quote}` : match;
 }
 
