@@ -98,6 +98,17 @@ describe('openai-compatible: base URL', () => {
       'must be an http(s) URL such as https://api.openai.com/v1 or http://127.0.0.1:11434 (got "ftp://bot:****word@files.example/v1")',
     );
   });
+
+  it('refuses a base URL holding credentials, a query or a fragment, which no request would carry', () => {
+    expect(() => normalizeBaseUrl('https://bot:base-url-password@gateway.example/v1')).toThrow(
+      /must not hold a user name or password: .* \(got "https:\/\/bot:\*\*\*\*word@gateway.example\/v1"\)/,
+    );
+    expect(() => normalizeBaseUrl('https://bot@gateway.example/v1')).toThrow(/must not hold a user name/);
+    expect(() => normalizeBaseUrl('https://gateway.example/v1?api-version=2024-02-01')).toThrow(
+      'must not hold a query string or fragment (got "https://gateway.example/v1?api-version=2024-02-01")',
+    );
+    expect(() => normalizeBaseUrl('https://gateway.example/v1#x')).toThrow(/query string or fragment/);
+  });
 });
 
 describe('openai-compatible: tool calls', () => {

@@ -80,6 +80,21 @@ export function normalizeBaseUrl(baseUrl: string): string {
         `${JSON.stringify(maskPasswords(trimmed))})`,
     });
   }
+  // Both would be dropped from every request without a word: fetch refuses credentials in a
+  // URL, and the client appends its paths to the base, so a query would end up mid-path.
+  const dropped =
+    parsed.username !== '' || parsed.password !== ''
+      ? "must not hold a user name or password: give the key as the model's API key (apiKey, api_key_env, " +
+        'HARNESS_MEMORY_LLM_API_KEY)'
+      : parsed.search !== '' || parsed.hash !== ''
+        ? 'must not hold a query string or fragment'
+        : undefined;
+  if (dropped !== undefined)
+    throw new ConfigError({
+      key: 'baseURL',
+      source: 'model settings',
+      message: `${dropped} (got ${JSON.stringify(maskPasswords(trimmed))})`,
+    });
   const path = parsed.pathname.replace(/\/+$/, '').replace(/\/chat\/completions$/, '');
   return `${parsed.origin}${path.endsWith('/v1') ? path : `${path}/v1`}`;
 }
