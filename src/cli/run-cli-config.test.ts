@@ -108,26 +108,17 @@ describe('harness: secrets in output', () => {
     expect(result.stderr).not.toContain(secret);
   });
 
-  it('harness config hides the base URL password in the agent model error', async () => {
-    const env = { OPENAI_BASE_URL: 'https://user:url-password-1234@remote.example/v1', OPENAI_API_KEY: '' };
-    const text = await cli(['config'], { env });
-    expect(text.code).toBe(0);
-    expect(text.stdout).toContain('agent model: not configured');
-    expect(text.stdout).not.toContain('url-password');
-    const json = await cli(['config', '--json'], { env });
-    const parsed = JSON.parse(json.stdout) as { agent_model: { error?: string } };
-    expect(parsed.agent_model.error).toContain('https://user:****1234@remote.example/v1');
-    expect(json.stdout).not.toContain('url-password');
-  });
-
-  it('harness serve warns of the missing model without the base URL password', async () => {
-    const result = await cli(['serve', '--port', '0'], {
+  it.each([
+    ['config', ['config']],
+    ['config --json', ['config', '--json']],
+    ['serve', ['serve', '--port', '0']],
+  ])('harness %s refuses a base URL holding a password, naming the key, never the password', async (_, args) => {
+    const result = await cli(args, {
       env: { OPENAI_BASE_URL: 'https://user:url-password-1234@remote.example/v1', OPENAI_API_KEY: '' },
       signal: AbortSignal.abort(),
     });
-    expect(result.code).toBe(0);
-    expect(result.stderr).toContain('harness: warning: no model is configured');
-    expect(result.stderr).toContain('https://user:****1234@remote.example/v1');
+    expect(result.code).toBe(78);
+    expect(result.stderr).toContain('env:OPENAI_BASE_URL: openai.base_url: holds a user name or password');
     expect(result.stderr + result.stdout).not.toContain('url-password');
   });
 });

@@ -28,6 +28,8 @@ const BAD_URLS = [
   ['ftp://user:hunter2@files.example/v1', 'uses ftp:, not http: or https:'],
   ['http://', 'is not a URL'],
   ['/v1/chat', 'is not a URL'],
+  ['https://bot:hunter2@gateway.example/v1', 'holds a user name or password, which no request would carry'],
+  ['https://gateway.example/v1?api-version=hunter2', 'holds a query string or fragment'],
 ] as const;
 
 /** Where a base URL can be set: the key, the place, and how to set it there to `value`. */
@@ -63,10 +65,10 @@ describe('config: base urls', () => {
     writeConfig(
       '[model]\nbase_url = " http://127.0.0.1:11434/v1 "\n[providers.local]\nbase_url = "https://llm.local"\n',
     );
-    const config = load({ OPENAI_BASE_URL: ' ', HARNESS_MEMORY_LLM_BASE_URL: 'https://user:pw@proxy.example/v1' });
+    const config = load({ OPENAI_BASE_URL: ' ', HARNESS_MEMORY_LLM_BASE_URL: 'https://proxy.example/v1' });
     expect(config.openai.baseUrl).toBe('');
     expect(config.model.baseUrl).toBe(' http://127.0.0.1:11434/v1 ');
-    expect(config.memory.llmBaseUrl).toBe('https://user:pw@proxy.example/v1');
+    expect(config.memory.llmBaseUrl).toBe('https://proxy.example/v1');
     expect(config.providers['local']?.baseUrl).toBe('https://llm.local');
   });
 

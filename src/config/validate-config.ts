@@ -39,6 +39,10 @@ function urlProblem(value: string): string | undefined {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `uses ${url.protocol}, not http: or https:`;
   if (url.hostname === '') return 'has no host';
+  // Requests would go without them: fetch refuses credentials in a URL, the client appends its paths.
+  if (url.username !== '' || url.password !== '')
+    return 'holds a user name or password, which no request would carry (give the key as the api key)';
+  if (url.search !== '' || url.hash !== '') return 'holds a query string or fragment, which no request would carry';
   return undefined;
 }
 
