@@ -3,7 +3,7 @@
  * it says, so a message a chat UI sends again is recognised rather than observed twice.
  * @module
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import type {
   LanguageModelV3Content,
   LanguageModelV3Message,
@@ -15,7 +15,8 @@ import type { TranscriptMessage } from '../core/transcript.js';
 /** Marks the system messages the middleware put in front of a prompt, so it can replace them. */
 export const MEMORY_BLOCK_OPTION = 'harnessMemory';
 
-type Unidentified = Omit<TranscriptMessage, 'id'>;
+/** A message before its id; `files` (a digest of its file parts) only tells messages apart, it is not observed. */
+type Unidentified = Omit<TranscriptMessage, 'id'> & { readonly files?: string };
 type ToolCallLike = { readonly toolCallId: string; readonly toolName: string; readonly input: unknown };
 
 /** Whether the middleware put this message there (it carries the block marker). */
@@ -28,8 +29,10 @@ export function isMemoryBlock(message: LanguageModelV3Message): boolean {
 export function promptToTranscript(prompt: LanguageModelV3Prompt): Unidentified[] {
   const messages: Unidentified[] = [];
   for (const message of prompt) {
-    if (message.role === 'user') messages.push({ role: 'user', content: textOf(message.content) });
-    else if (message.role === 'assistant') {
+    if (message.role === 'user') {
+      const files = filesOf(message.content);
+      messages.push({ role: 'user', content: textOf(message.content), ...(files === '' ? {} : { files }) });
+    } else if (message.role === 'assistant') {
       const calls = message.content.filter((part) => part.type === 'tool-call');
       messages.push(assistantMessage(textOf(message.content), calls));
       for (const part of message.content) if (part.type === 'tool-result') messages.push(toolResultMessage(part));
@@ -69,11 +72,13 @@ export function identify(messages: readonly Unidentified[]): TranscriptMessage[]
       message.name ?? '',
       message.toolCallId ?? '',
       message.toolCalls ?? [],
+      message.files ?? '',
     ]);
     const occurrence = seen.get(key) ?? 0;
     seen.set(key, occurrence + 1);
     const id = `ai-sdk:${createHash('sha256').update(`${key}\u0000${occurrence}`).digest('hex').slice(0, 32)}`;
-    return { ...message, id };
+    const { files: _files, ...observed } = message;
+    return { ...observed, id };
   });
 }
 
@@ -114,7 +119,36 @@ function textOf(parts: ReadonlyArray<{ readonly type: string; readonly text?: st
     .join('');
 }
 
+/** A digest of the message's file parts (images, documents), or '' when it has none. */
+function filesOf(parts: ReadonlyArray<{ readonly type: string }>): string {
+  const hash = createHash('sha256');
+  let count = 0;
+  for (const part of parts) {
+    if (part.type !== 'file') continue;
+    const { data, mediaType } = part as unknown as { readonly data: unknown; readonly mediaType?: string };
+    hash.update(`${mediaType ?? ''}\u0000`);
+    digestInto(hash, data);
+    count++;
+  }
+  return count === 0 ? '' : hash.digest('hex').slice(0, 32);
+}
+
+// File data is bytes, a URL or base64 text, bare (ai 6) or wrapped as `{ type, data | url }` (ai 7).
+function digestInto(hash: Hash, value: unknown): void {
+  if (value instanceof Uint8Array) hash.update(value);
+  else if (value instanceof URL) hash.update(value.href);
+  else if (value !== null && typeof value === 'object')
+    for (const key of Object.keys(value).sort()) {
+      hash.update(`${key}\u0000`);
+      digestInto(hash, (value as Record<string, unknown>)[key]);
+    }
+  else hash.update(String(value));
+  hash.update('\u0000');
+}
+
+// The AI SDK sends a blank tool input back as `{}`: read it so, or the call would look new.
 function parseInput(input: string): unknown {
+  if (input.trim() === '') return {};
   try {
     return JSON.parse(input);
   } catch {

@@ -135,6 +135,131 @@ describe.each(VERSIONS)('AI SDK middleware: $label', (version) => {
     expect(prompts.filter((prompt) => prompt.includes('Goodbye.'))).toHaveLength(1);
   });
 
+  /** `memory` with every message it is handed recorded as `role:content`, tool calls included. */
+  const recording = (handed: string[]): ObservationalMemory => ({
+    ...memory,
+    mode: memory.mode,
+    observe: async (request) => {
+      for (const message of request.messages)
+        handed.push(`${message.role}:${message.content ?? ''}${JSON.stringify(message.toolCalls ?? [])}`);
+      return memory.observe(request);
+    },
+  });
+  const replying = (...content: object[][]) => {
+    let call = 0;
+    return new version.Mock({
+      doGenerate: (async () => {
+        const parts = content[Math.min(call++, content.length - 1)] ?? [];
+        const calls = parts.some((part) => (part as { type: string }).type === 'tool-call');
+        return {
+          content: parts,
+          finishReason: calls ? { unified: 'tool-calls', raw: 'tool_calls' } : { unified: 'stop', raw: 'stop' },
+          usage,
+          warnings: [],
+        };
+      }) as never,
+    });
+  };
+
+  it('hands a tool call without arguments to observe once, though the next step sends it back as {}', async () => {
+    const handed: string[] = [];
+    const middleware = createMemoryMiddleware({ memory: recording(handed), workingMemory, scope });
+    const inner = replying(
+      [{ type: 'tool-call', toolCallId: 'c1', toolName: 'now', input: '' }],
+      [{ type: 'text', text: 'It is noon.' }],
+    );
+    const model = ai.wrapLanguageModel({ model: inner as never, middleware });
+    const tools = {
+      now: ai.tool({ inputSchema: ai.jsonSchema({ type: 'object', properties: {} }), execute: async () => 'noon' }),
+    };
+    const result = await ai.generateText({
+      model,
+      tools: tools as never,
+      stopWhen: version.twoSteps() as never,
+      prompt: 'What time is it?',
+    });
+    expect(result.text).toBe('It is noon.');
+    await middleware.flush();
+    expect(handed.filter((text) => text.startsWith('assistant:[{'))).toEqual([
+      'assistant:[{"id":"c1","name":"now","arguments":"{}"}]',
+    ]);
+  });
+
+  it('tells a message with one image from the same words with another image', async () => {
+    const handed: string[] = [];
+    const middleware = createMemoryMiddleware({ memory: recording(handed), workingMemory, scope });
+    const model = ai.wrapLanguageModel({
+      model: replying([{ type: 'text', text: 'A picture.' }]) as never,
+      middleware,
+    });
+    for (const image of [new Uint8Array([1, 2, 3]), new Uint8Array([4, 5, 6])]) {
+      await ai.generateText({
+        model,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'Describe this image.' },
+              { type: 'image', image, mediaType: 'image/png' },
+            ],
+          },
+        ],
+      });
+      await middleware.flush();
+    }
+    expect(handed.filter((text) => text.startsWith('user:Describe this image.'))).toHaveLength(2);
+  });
+
+  it('hands messages sent while the scope was disabled to observe again once it observes', async () => {
+    const handed: string[] = [];
+    const middleware = createMemoryMiddleware({ memory: recording(handed), workingMemory, scope });
+    const model = ai.wrapLanguageModel({
+      model: replying([{ type: 'text', text: 'Hello Ada.' }]) as never,
+      middleware,
+    });
+    await memory.setEnabled(scope, false);
+    await ai.generateText({ model, prompt: 'I am Ada.' });
+    await middleware.flush();
+    await memory.setEnabled(scope, true);
+    await ai.generateText({ model, prompt: 'I am Ada.' });
+    await middleware.flush();
+    expect(handed.filter((text) => text.startsWith('user:I am Ada.'))).toHaveLength(2);
+    expect(observedText(observer).join('\n')).toContain('I am Ada.');
+  });
+
+  it('never fails the call or leaves a rejection unhandled when the logger throws and onError rejects', async () => {
+    const broken = { ...memory, mode: memory.mode, snippet: async () => Promise.reject(new Error('store is down')) };
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      let told = 0;
+      const middleware = createMemoryMiddleware({
+        memory: broken,
+        workingMemory,
+        scope,
+        logger: {
+          warn() {
+            throw new Error('log sink closed');
+          },
+        },
+        onError: async () => {
+          told++;
+          throw new Error('error tracker unreachable');
+        },
+      });
+      const model = ai.wrapLanguageModel({ model: replying([{ type: 'text', text: 'hi' }]) as never, middleware });
+      await expect(ai.generateText({ model, prompt: 'Hi' })).resolves.toMatchObject({ text: 'hi' });
+      await middleware.flush();
+      expect(told).toBeGreaterThan(0);
+      // Unhandled rejections are reported once the microtasks of a turn of the loop are done.
+      for (let turn = 0; turn < 3; turn++) await new Promise<void>((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('passes a stream through chunk for chunk, as the unwrapped model sends it', async () => {
     const chunks = [
       { type: 'stream-start', warnings: [] },

@@ -33,7 +33,7 @@ export interface MemoryMiddlewareOptions {
   /** The scope of every call, or a function of the call's params (for example reading `providerOptions`). */
   readonly scope: ScopeInput | ((params: LanguageModelV3CallOptions) => ScopeInput);
   /** Called with every memory failure; the model call is never failed by one. */
-  readonly onError?: (error: Error, phase: MemoryMiddlewarePhase) => void;
+  readonly onError?: (error: Error, phase: MemoryMiddlewarePhase) => void | Promise<void>;
   /** Where failures are logged. @default console */
   readonly logger?: { warn(message: string): void };
   /** Message ids remembered per scope, so a resent history is not handed to the store again. @default 10000 */
@@ -71,13 +71,20 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
   const pending = new Set<Promise<void>>();
   const seenByScope = new Map<string, Set<string>>();
 
+  // Neither a throwing logger nor an onError that throws or rejects may fail the model call
+  // (or, as an unhandled rejection, end the process).
   const report = (error: unknown, phase: MemoryMiddlewarePhase): void => {
     const failure = error instanceof Error ? error : new Error(String(error));
-    logger.warn(`harness-memory: ${phase} failed, the model call went on without it: ${failure.message}`);
     try {
-      options.onError?.(failure, phase);
+      logger.warn(`harness-memory: ${phase} failed, the model call went on without it: ${failure.message}`);
     } catch {
-      // A throwing onError must not fail the model call either.
+      // The log sink is gone; onError may still hear of it.
+    }
+    try {
+      const handled: unknown = options.onError?.(failure, phase);
+      if (handled instanceof Promise) handled.catch(() => undefined);
+    } catch {
+      // As above.
     }
   };
 
@@ -93,7 +100,9 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
       const seen = seenOf(memoryIdOf(scope));
       const fresh: TranscriptMessage[] = messages.filter((message) => !seen.has(message.id as string));
       if (fresh.length === 0) return;
-      await memory.observe({ scope, runId: `ai-sdk-${randomUUID()}`, messages: fresh });
+      const result = await memory.observe({ scope, runId: `ai-sdk-${randomUUID()}`, messages: fresh });
+      // Nothing was stored: the messages must be handed over again once the scope observes.
+      if (result.status === 'skipped' && (result.reason === 'disabled' || result.reason === 'mode_off')) return;
       for (const message of fresh) seen.add(message.id as string);
       for (const id of seen) {
         if (seen.size <= maxSeen) break;
