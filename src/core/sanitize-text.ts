@@ -21,12 +21,14 @@ const HAS_INVISIBLE = new RegExp(`[${INVISIBLE_CLASS}]`, 'u');
 const LINE_BREAK = /\r\n?|[\u0085\u2028\u2029]/g;
 const HAS_LINE_BREAK = /[\r\u0085\u2028\u2029]/;
 
-// A `<` that could start a tag, a closing tag, a comment or a processing instruction:
-// `<tag`, `</tag`, `< /tag`, `<?xml`, `<!--`, or `< tag>` (spaced, but closed like a tag).
-// `a < b`, `x<5` and `<=` do not match. Invisible characters after the `<` are looked past,
-// for text that was not stripped first.
+// A `<` that could start a tag, a closing tag, a comment, a processing instruction or a chat
+// template's special token: any `<` but one followed by a space, a digit, `=`, `<` or `-` (so
+// `a < b`, `x<5`, `<=`, `1 << 3` and `<-` stay), or the end; and spaced ones closed like a
+// tag (`< /tag`, `< tag>`). So `</tag`, `<//tag`, `</\u0301tag` (a combining mark) and
+// `<|im_start|>` are escaped. Invisible characters after the `<` are looked past, for text
+// that was not stripped first.
 const TAG_OPEN = new RegExp(
-  `<(?=[${INVISIBLE_CLASS}]*(?:\\p{L}|\\s*[/?]\\s*\\p{L}|\\s*!|\\s+\\p{L}[\\p{L}\\p{N}_.:-]*\\s*\\/?>))`,
+  `<(?=[${INVISIBLE_CLASS}]*(?:[^\\s\\d=<-]|\\s*[/?!|]|\\s+\\p{L}[\\p{L}\\p{N}_.:-]*\\s*\\/?>))`,
   'gu',
 );
 
