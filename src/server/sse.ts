@@ -81,6 +81,14 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
             if (TERMINAL_EVENT_TYPES.has(event.type)) return;
           }
           if (pending) continue;
+          // A run deleted with its conversation (memory forget) sends nothing more: say so and end.
+          if (events.length === 0 && (await options.runStore.getRun(options.runId)) === undefined) {
+            const message = 'the run no longer exists: its conversation was forgotten';
+            await output.write(
+              `event: error\ndata: ${JSON.stringify({ error: { code: 'run_not_found', message } })}\n\n`,
+            );
+            return;
+          }
           // Resumed after the terminal event (EventSource reconnects so after every close):
           // there is nothing more to send, so end instead of heartbeating forever.
           if (events.length === 0 && last >= 0) {
@@ -95,6 +103,11 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
             }
           }
           const timedOut = await new Promise<boolean>((resolve) => {
+            // An event published while this pass awaited the store found no `wake` to call.
+            if (pending || closed) {
+              resolve(false);
+              return;
+            }
             const timer = setTimeout(() => resolve(true), options.heartbeatMs ?? 15_000);
             wake = () => {
               clearTimeout(timer);
