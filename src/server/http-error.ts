@@ -63,12 +63,15 @@ export function jsonError(
   });
 }
 
+const INTERNAL_MESSAGE = 'internal error; see the server log';
+
 /** Maps any thrown value to a JSON error response; the one place errors become responses. */
 export function errorResponse(error: unknown): Response {
   if (error instanceof HTTPException) return error.getResponse();
   if (HarnessMemoryError.isInstance(error)) {
     const status = STATUS_BY_CODE[error.code] ?? 500;
-    return jsonError(status, error.code.toLowerCase(), error.detail);
+    // A 500's detail is the server's (a database's message, a schema name): it goes to the log only.
+    return jsonError(status, error.code.toLowerCase(), status === 500 ? INTERNAL_MESSAGE : error.detail);
   }
-  return jsonError(500, 'internal', 'internal error; see the server log');
+  return jsonError(500, 'internal', INTERNAL_MESSAGE);
 }
