@@ -111,8 +111,6 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
     await next();
   });
 
-  app.use('*', limitBody({ maxBytes: MAX_BODY_BYTES }));
-
   app.get('/healthz', (context) => context.json({ status: 'ok', faults: options.faults?.count() ?? 0 }));
   // The inspector's static files need no key; the page sends one with its data calls.
   app.route('/inspector', inspectorRoutes());
@@ -128,6 +126,10 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
     if (principal !== undefined && !READ_METHODS.has(context.req.method)) limits.admitWrite(principal);
     return next();
   });
+
+  // After the key and the write rate: a caller without a key, or over its rate, is answered
+  // before the server reads (and buffers) what it sends.
+  app.use('*', limitBody({ maxBytes: MAX_BODY_BYTES }));
 
   app.route(
     '/v1/runs',
