@@ -38,6 +38,11 @@ function resolved(scope: Scope): Scope {
   return frozen;
 }
 
+/** Whether `value` is a valid scope id, as {@link validateScopeId} checks it. */
+export function isScopeId(value: string): boolean {
+  return SCOPE_ID_PATTERN.test(value) && value !== '.' && value !== '..';
+}
+
 /**
  * Checks one id: 1 to 128 characters of letters, digits and `. _ : @ -`, and not `.` or `..`.
  * Throws `SCOPE_INVALID` naming the field otherwise.

@@ -13,7 +13,7 @@ import type { ObservationSnippetPlan } from '../core/observation-snippet.js';
 import { activeReflectionLinks } from '../core/reflection-links.js';
 import { redactSecrets } from '../core/redact-secrets.js';
 import { stripInvisible } from '../core/sanitize-text.js';
-import { memoryIdOf, validateScopeId } from '../core/scope.js';
+import { isScopeId, memoryIdOf, validateScopeId } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore, ObservationChange, Operation, OperationStatus } from '../storage/store.js';
@@ -343,7 +343,13 @@ function decodeScopeCursor(cursor: string): { conversationId: string; agentId: s
   const value = decodeCursor(cursor);
   const conversationId = value['c'];
   const agentId = value['a'];
-  if (typeof conversationId !== 'string' || typeof agentId !== 'string')
+  // Only what a listing wrote: scope ids (a stray U+0000 would fail a Postgres read).
+  if (
+    typeof conversationId !== 'string' ||
+    typeof agentId !== 'string' ||
+    !isScopeId(conversationId) ||
+    !isScopeId(agentId)
+  )
     throw invalidRequest('cursor', 'cursor is not one this API returned for this list');
   return { conversationId, agentId };
 }

@@ -149,9 +149,17 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
   };
 }
 
+const CONTROL_CHARACTER = /\p{Cc}/u;
+
 /** Retries a dead operation by hand; `OPERATION_NOT_FOUND` or `OPERATION_NOT_DEAD` otherwise. */
 async function retryDead(store: MemoryStore, memoryId: string, operationId: string): Promise<Operation> {
-  if (typeof operationId !== 'string' || operationId.trim() === '' || operationId.length > 200) {
+  // An id with a control character names no operation (and Postgres cannot even look it up).
+  if (
+    typeof operationId !== 'string' ||
+    operationId.trim() === '' ||
+    operationId.length > 200 ||
+    CONTROL_CHARACTER.test(operationId)
+  ) {
     throw new HarnessMemoryError({
       code: 'OPERATION_NOT_FOUND',
       component: 'observational-memory',

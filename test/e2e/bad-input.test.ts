@@ -273,6 +273,10 @@ describe('e2e: bad input over HTTP', () => {
       400,
       'scope_invalid',
     );
+    // A blank id is refused, not trimmed to `default` (whose memory a DELETE would forget).
+    await expectError('/v1/memory/%20/bad-conv/%20/working', { method: 'GET' }, 400, 'scope_invalid', 'tenant_id');
+    await expectError('/v1/memory/bad-tenant/%20/bad-agent', { method: 'DELETE' }, 400, 'scope_invalid');
+    await expectError('/v1/memory/bad-tenant/bad-conv/%09', { method: 'GET' }, 400, 'scope_invalid', 'agent_id');
     // A literal ../ is folded away by URL parsing and routes nowhere.
     await expectError('/v1/memory/%2e%2e/bad-conv/bad-agent', { method: 'GET' }, 404, 'not_found');
 

@@ -8,7 +8,7 @@ import {
   structuredReflectionToJson,
 } from '../../core/memory-status.js';
 import { forgetConversation } from '../../agent/forget-conversation.js';
-import { resolveScope } from '../../core/scope.js';
+import { resolveScope, validateScopeId } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
 import { buildWorkingMemorySnippet } from '../../core/working-memory.js';
 import type { ObservationalMemory } from '../../memory/observational-memory.js';
@@ -70,10 +70,12 @@ type PathContext = {
 
 /** The scope named by the path; another tenant's memory is `404`, as if it did not exist. */
 function scopeOf(context: PathContext): Scope {
+  // Checked as given: a path names a scope exactly, so a blank segment is refused rather than
+  // trimmed to `default` (which a DELETE would forget).
   const scope = resolveScope({
-    tenantId: context.req.param('tenant'),
-    conversationId: context.req.param('conversation'),
-    agentId: context.req.param('agent'),
+    tenantId: validateScopeId('tenant_id', context.req.param('tenant')),
+    conversationId: validateScopeId('conversation_id', context.req.param('conversation')),
+    agentId: validateScopeId('agent_id', context.req.param('agent')),
   });
   const tenant = context.get('tenant');
   if (tenant !== undefined && scope.tenantId !== tenant) throw httpError(404, 'not_found', 'no such memory scope');

@@ -15,6 +15,9 @@ import { admitTenantWrite, principalOf } from '../tenant-limits.js';
 import type { TenantLimits } from '../tenant-limits.js';
 import type { FaultReporter } from '../../core/fault.js';
 
+/** A run id that can name a run: no control characters (a U+0000 would fail a Postgres read), at most 256. */
+const RUN_ID = /^\P{Cc}{1,256}$/u;
+
 const runBody = z
   .object({
     prompt: z.string(),
@@ -60,7 +63,7 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
 
   /** The run, only if the caller's tenant owns it: another tenant's run is 404. */
   const ownedRun = async (runId: string, tenant: string | undefined): Promise<RunRecord> => {
-    const run = await runStore.getRun(runId);
+    const run = RUN_ID.test(runId) ? await runStore.getRun(runId) : undefined;
     if (!run || (tenant !== undefined && run.scope.tenantId !== tenant))
       throw httpError(404, 'not_found', `run ${runId.slice(0, 100)} was not found`);
     return run;

@@ -1,0 +1,63 @@
+/**
+ * Ids and cursors no store could hold are answered as what they are (not found, a bad
+ * request) before Postgres is asked: it refuses a U+0000 with an error, which was a 500.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
+import { createPostgresTestSchemas, postgresTestUrl } from '../../test/support/postgres-schema.js';
+import type { PostgresTestSchemas } from '../../test/support/postgres-schema.js';
+import { useTestWorkspace } from '../../test/support/test-app.js';
+import { createAgentRunner } from '../agent/agent-runner.js';
+import { createObservationalMemory } from '../memory/observational-memory.js';
+import { createWorkingMemory } from '../memory/working-memory.js';
+import { createLocalEventHub } from '../storage/local-event-hub.js';
+import { createPostgresRunStore } from '../storage/postgres/postgres-run-store.js';
+import { createPostgresStore } from '../storage/postgres/postgres-store.js';
+import type { RunStore } from '../storage/run-store.js';
+import type { MemoryStore } from '../storage/store.js';
+import { createApp } from './app.js';
+
+const url = postgresTestUrl();
+const workspace = useTestWorkspace('hm-pg-routes-');
+
+describe.skipIf(!url)('server on Postgres: ids with control characters', () => {
+  let schemas: PostgresTestSchemas;
+  let runStore: RunStore;
+  let store: MemoryStore;
+  let app: ReturnType<typeof createApp>;
+  beforeAll(async () => {
+    schemas = createPostgresTestSchemas(url ?? '');
+    runStore = await createPostgresRunStore({ connectionString: url ?? '', schema: schemas.next(), max: 2 });
+    store = await createPostgresStore({ connectionString: url ?? '', schema: schemas.next(), max: 2 });
+    const observationalMemory = createObservationalMemory({ store });
+    const workingMemory = createWorkingMemory({ store });
+    const hub = createLocalEventHub();
+    const runner = createAgentRunner({
+      model: createMockLanguageModel('answer'),
+      observationalMemory,
+      workingMemory,
+      runStore,
+      hub,
+      workspace,
+      memoryTools: [],
+    });
+    app = createApp({ runner, runStore, hub, observationalMemory, workingMemory });
+  });
+  afterAll(async () => {
+    await runStore?.dispose();
+    await store?.dispose();
+    await schemas?.dropAll();
+  });
+
+  it.each([
+    ['GET', '/v1/runs/run%00x', 404],
+    ['GET', '/v1/runs/run%00x/events', 404],
+    ['POST', '/v1/runs/run%00x/cancel', 404],
+    ['POST', '/v1/memory/default/c/default/operations/op%00x/retry', 404],
+    ['GET', `/v1/memory?cursor=${Buffer.from(JSON.stringify({ c: 'a\u0000', a: 'b' })).toString('base64url')}`, 400],
+  ])('%s %s answers %i', async (method, path, status) => {
+    const response = await app.request(path, { method, headers: { 'content-type': 'application/json' } });
+    expect(response.status).toBe(status);
+    expect(await response.text()).not.toMatch(/SQLSTATE|Postgres/);
+  });
+});
