@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import { Hono } from 'hono';
 import { createMemoryMcpServer } from '../../mcp/memory-mcp-server.js';
@@ -26,6 +27,7 @@ const KEYLESS_TENANT = 'default';
  */
 export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
   const app = new Hono<ServerEnv>();
+  const requestErrors = new AsyncLocalStorage<RequestErrors>();
   const report = (error: unknown): void =>
     options.onFault?.({ component: 'mcp', message: 'an MCP request failed', error });
   const handler = createMcpHandler(
@@ -38,15 +40,40 @@ export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
         allowForget: options.allowForget === true,
         onFault: report,
       }),
-    { onerror: (error) => report(error) },
+    {
+      // The SDK reports a client's bad request (not JSON-RPC, a wrong content type) here too:
+      // held until the answer is known, and a fault only when that answer is a 5xx.
+      onerror: (error) => {
+        const request = requestErrors.getStore();
+        if (request && !request.answered) request.errors.push(error);
+        else report(error);
+      },
+    },
   );
   app.all('/', async (context) => {
     const tenantId = context.get('tenant') ?? KEYLESS_TENANT;
-    return handler.fetch(context.req.raw, {
-      authInfo: { token: 'api-key', clientId: context.get('principal') ?? 'loopback', scopes: [], extra: { tenantId } },
-    });
+    const request: RequestErrors = { errors: [], answered: false };
+    const response = await requestErrors.run(request, () =>
+      handler.fetch(context.req.raw, {
+        authInfo: {
+          token: 'api-key',
+          clientId: context.get('principal') ?? 'loopback',
+          scopes: [],
+          extra: { tenantId },
+        },
+      }),
+    );
+    request.answered = true;
+    if (response.status >= 500) for (const error of request.errors) report(error);
+    return response;
   });
   return app;
+}
+
+/** What the SDK reported while one request was being answered. */
+interface RequestErrors {
+  readonly errors: unknown[];
+  answered: boolean;
 }
 
 function tenantOf(extra: Record<string, unknown> | undefined): string {
