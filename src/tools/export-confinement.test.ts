@@ -87,6 +87,8 @@ describe('export confinement: hostile paths', () => {
       [`${IN}/x-shm`, /name of a database, journal or configuration file/],
       [`${IN}/config.toml`, /name of a database, journal or configuration file/],
       [`${IN}/a\0b.json`, /NUL byte/],
+      [`${IN}/${'n'.repeat(300)}.json`, /a file or folder name in it is longer than 255 bytes/],
+      [`${IN}/${'é'.repeat(128)}/x.json`, /longer than 255 bytes/],
       [IN, /only under \.harness\/observational-memory/],
     ];
     for (const [requested, reason] of hostile) {

@@ -15,6 +15,8 @@ import type { Scope } from '../core/scope.js';
 
 /** Longest export path accepted, in characters. */
 export const MAX_EXPORT_PATH_LENGTH = 1024;
+/** The longest file or folder name an export path may hold, in UTF-8 bytes (most file systems allow no more). */
+export const MAX_NAME_BYTES = 255;
 
 /** The folder of the workspace that exports are written to, and only to. */
 export const EXPORT_DIRECTORY = '.harness/observational-memory';
@@ -85,12 +87,12 @@ export async function resolveExportPath(options: ResolveExportPathOptions, attem
   let current = workspaceReal;
   for (const segment of segments.slice(0, -1)) {
     current = path.join(current, segment);
-    const stats = await lstatOrUndefined(current);
+    const stats = await lstatOrUndefined(current, refuse);
     if (stats === undefined) break;
     if (stats.isSymbolicLink()) throw refuse(`${relative(workspaceReal, current)} is a symlink`);
     if (!stats.isDirectory()) throw refuse(`${relative(workspaceReal, current)} is not a directory`);
   }
-  const target = await lstatOrUndefined(absolutePath);
+  const target = await lstatOrUndefined(absolutePath, refuse);
   if (target?.isSymbolicLink()) throw refuse('the target is a symlink');
   // A default name taken by an export of the same second: the next suffix.
   if (target !== undefined && requestedPath === undefined && attempt < MAX_DEFAULT_ATTEMPTS)
@@ -217,6 +219,8 @@ function requestedSegments(
   if (requested.length > MAX_EXPORT_PATH_LENGTH)
     throw refuse(`the path is longer than ${MAX_EXPORT_PATH_LENGTH} characters`);
   if (requested.includes('\0')) throw refuse('the path contains a NUL byte');
+  if (requested.split(/[\\/]/).some((name) => Buffer.byteLength(name) > MAX_NAME_BYTES))
+    throw refuse(`a file or folder name in it is longer than ${MAX_NAME_BYTES} bytes`);
   const resolved = path.resolve(workspace, requested);
   // An absolute path may name the workspace by its given path or by its real path.
   const inside = [relative(workspace, resolved), relative(workspaceReal, resolved)].find(
@@ -263,14 +267,30 @@ function relative(base: string, target: string): string | undefined {
   return result.split(path.sep).join('/');
 }
 
-async function lstatOrUndefined(target: string): Promise<Stats | undefined> {
+/** The entry at `target`, undefined when there is none; a path the file system refuses is refused. */
+async function lstatOrUndefined(
+  target: string,
+  refuse: (reason: string) => HarnessMemoryError,
+): Promise<Stats | undefined> {
   try {
     return await fs.lstat(target);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    const reason = code === undefined ? undefined : UNUSABLE_PATH[code];
+    if (reason !== undefined) throw refuse(reason);
     throw error;
   }
 }
+
+// File-system answers about a path a caller gave: said as a refusal, without the server's paths.
+const UNUSABLE_PATH: Readonly<Record<string, string>> = {
+  ENAMETOOLONG: 'the path is too long for the file system',
+  ENOTDIR: 'a part of the path is a file, not a directory',
+  EACCES: 'the path cannot be reached (permission denied)',
+  EPERM: 'the path cannot be reached (operation not permitted)',
+  ELOOP: 'the path has too many symlinks',
+};
 
 async function syncDirectory(directory: string): Promise<void> {
   let handle: FileHandle | undefined;
