@@ -20,7 +20,7 @@ import { createApp } from './app.js';
 const url = postgresTestUrl();
 const workspace = useTestWorkspace('hm-pg-routes-');
 
-describe.skipIf(!url)('server on Postgres: ids with control characters', () => {
+describe.skipIf(!url)('server on Postgres: ids and cursors no store could hold', () => {
   let schemas: PostgresTestSchemas;
   let runStore: RunStore;
   let store: MemoryStore;
@@ -54,6 +54,7 @@ describe.skipIf(!url)('server on Postgres: ids with control characters', () => {
     ['GET', '/v1/runs/run%00x/events', 404],
     ['POST', '/v1/runs/run%00x/cancel', 404],
     ['POST', '/v1/memory/default/c/default/operations/op%00x/retry', 404],
+    ['POST', `/v1/memory/default/c/default/operations/${'o'.repeat(201)}/retry`, 400],
     ['GET', `/v1/memory?cursor=${Buffer.from(JSON.stringify({ c: 'a\u0000', a: 'b' })).toString('base64url')}`, 400],
   ])('%s %s answers %i', async (method, path, status) => {
     const response = await app.request(path, { method, headers: { 'content-type': 'application/json' } });

@@ -91,6 +91,9 @@ function writeScopeOf(context: PathContext, limits: TenantLimits): Scope {
 
 const base = '/:tenant/:conversation/:agent';
 
+/** The longest operation id a retry names (the ids memory makes are far shorter). */
+const MAX_OPERATION_ID_LENGTH = 200;
+
 /** `/v1/memory/{tenant}/{conversation}/{agent}`: list, inspect, forget, control and correct both memories. */
 export function memoryRoutes(options: MemoryRoutesOptions): Hono<ServerEnv> {
   const app = new Hono<ServerEnv>();
@@ -186,7 +189,10 @@ function scopeRoutes(app: Hono<ServerEnv>, options: MemoryRoutesOptions): void {
   app.post(`${base}/operations/:operationId/retry`, async (context) => {
     const scope = writeScopeOf(context, options.limits);
     await readJsonBody(context, emptyBody);
-    const operation = await memory.retryOperation(scope, context.req.param('operationId'));
+    const operationId = context.req.param('operationId');
+    if (operationId.length > MAX_OPERATION_ID_LENGTH)
+      throw httpError(400, 'invalid_request', `operation id is longer than ${MAX_OPERATION_ID_LENGTH} characters`);
+    const operation = await memory.retryOperation(scope, operationId);
     return context.json(
       { operation: operationToJson(operation), status: statusToJson(await memory.status(scope)) },
       202,
