@@ -95,11 +95,16 @@ export function expectText(value: unknown, context: InstanceContext, field: stri
   return text;
 }
 
-/** A gold answer: a string, or a finite number (published files have both), as text. */
-export function expectAnswer(value: unknown, context: InstanceContext, field: string): string {
+/**
+ * A gold answer: a string, or a finite number (published files have both), as text. Blank only
+ * where `mayBeBlank` (an abstention question, whose right answer is that it was never said):
+ * elsewhere the judge would grade against nothing.
+ */
+export function expectAnswer(value: unknown, context: InstanceContext, field: string, mayBeBlank = false): string {
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   if (typeof value !== 'string')
     throw invalidField(context, field, `must be a string or a number, got ${jsonTypeOf(value)}`);
+  if (!mayBeBlank && value.trim() === '') throw invalidField(context, field, 'must not be empty');
   return value;
 }
 

@@ -60,7 +60,7 @@ function readSessions(
       'conversation',
       'has no session_N lists; a LoCoMo conversation holds session_1, session_2, ...',
     );
-  return keys.map(({ key, number }) => {
+  const sessions = keys.map(({ key, number }) => {
     const dateField = `conversation.${key}_date_time`;
     const rawDate = conversation[`${key}_date_time`];
     const dateText =
@@ -86,6 +86,14 @@ function readSessions(
       ),
     };
   });
+  // Message ids are numbered by session: session_1 and session_01 would share them, and the
+  // later session's messages would be dropped as already stored.
+  keys.forEach(({ key, number }, index) => {
+    const previous = keys[index - 1];
+    if (previous !== undefined && previous.number === number)
+      throw invalidField(context, `conversation.${key}`, `is session ${number} again, as ${previous.key} is`);
+  });
+  return sessions;
 }
 
 function readTurn(
@@ -139,7 +147,7 @@ function readQuestion(
   const answer =
     adversarial && (item['answer'] === undefined || item['answer'] === null)
       ? ''
-      : expectAnswer(item['answer'], context, `${field}.answer`);
+      : expectAnswer(item['answer'], context, `${field}.answer`, adversarial);
   const adversarialAnswer = item['adversarial_answer'];
   const answerSessionIds = evidenceSessions(item['evidence']);
   return {
@@ -155,7 +163,7 @@ function readQuestion(
     ...(answerSessionIds.length === 0 ? {} : { answerSessionIds }),
     ...(adversarialAnswer === undefined || adversarialAnswer === null
       ? {}
-      : { adversarialAnswer: expectAnswer(adversarialAnswer, context, `${field}.adversarial_answer`) }),
+      : { adversarialAnswer: expectAnswer(adversarialAnswer, context, `${field}.adversarial_answer`, true) }),
   };
 }
 

@@ -42,7 +42,7 @@ export function parseLongMemEvalInstance(value: unknown, index: number): ParsedC
     questionId,
     questionType,
     question: expectText(instance['question'], context, 'question'),
-    answer: expectAnswer(instance['answer'], context, 'answer'),
+    answer: expectAnswer(instance['answer'], context, 'answer', questionId.endsWith(ABSTENTION_SUFFIX)),
     questionDate: questionDate.text,
     questionTimestamp: questionDate.timestamp,
     abstention: questionId.endsWith(ABSTENTION_SUFFIX),

@@ -273,6 +273,7 @@ describe('eval dataset: malformed input', () => {
     ['a missing question', { question: undefined }, 'question must be a string, got undefined'],
     ['an empty question id', { question_id: ' ' }, 'question_id must not be empty'],
     ['an answer that is an object', { answer: { text: 'x' } }, 'answer must be a string or a number, got object'],
+    ['a blank answer to a question that is not an abstention', { answer: '  ' }, 'answer must not be empty'],
     [
       'a numeric date',
       { haystack_dates: ['2023/05/20 (Sat) 02:21', 5, '2023/05/20 (Sat) 02:21'] },
@@ -340,6 +341,12 @@ describe('eval dataset: malformed input', () => {
       'conversation.session_02 must be an array, got string',
     ],
     [
+      'a session numbered as another is',
+      {},
+      { session_01: [] },
+      'conversation.session_01 is session 1 again, as session_1 is',
+    ],
+    [
       'a conversation without sessions',
       { conversation: { speaker_a: 'Ana', speaker_b: 'Ben' } },
       {},
@@ -356,6 +363,12 @@ describe('eval dataset: malformed input', () => {
       { qa: [{ question: 'x', category: 1 }] },
       {},
       'qa[0].answer must be a string or a number, got undefined',
+    ],
+    [
+      'a blank answer outside category 5',
+      { qa: [{ question: 'x', answer: '', category: 2 }] },
+      {},
+      'qa[0].answer must not be empty',
     ],
     ['qa that is not a list', { qa: {} }, {}, 'qa must be an array, got object'],
   ];

@@ -129,6 +129,16 @@ describe('eval judge: reading the reply', () => {
     ['At first it looks wrong, but the response is correct after all.', 'correct'],
     ['The response looks correct at first, but the year is wrong.', 'incorrect'],
     ['Verdict: no\nThe response contains the correct answer only in passing.', 'incorrect'],
+    // JSON, fenced or not.
+    ['{"verdict": "yes"}', 'correct'],
+    ['{"verdict": "no", "reason": "It names Lisbon."}', 'incorrect'],
+    ['```json\n{"reasoning": "Both say Paris.", "verdict": "Yes."}\n```', 'correct'],
+    ['{"correct": true}', 'correct'],
+    ['{"is_correct": false, "explanation": "right city, wrong year"}', 'incorrect'],
+    // A last line that is only a verdict beats a yes or no quoted in the reasoning.
+    ["The assistant's answer is no, which matches the reference.\nYes", 'correct'],
+    ["The reference's answer is no; the response says no as well.\nYes", 'correct'],
+    ['The answer is yes, but the question asked for the year.\nNo.', 'incorrect'],
   ])('reads %j as %s', (reply, verdict) => {
     expect(parseJudgeReply(reply).verdict).toBe(verdict);
   });
@@ -138,6 +148,8 @@ describe('eval judge: reading the reply', () => {
     '   \n  ',
     'I cannot decide.',
     'The answer is no longer relevant to the user.',
+    '{"verdict": "constructor"}',
+    '{"notes": "no verdict here"}',
     'No response was given by the judge model here',
   ])('reads %j as unparsable', (reply) => {
     expect(parseJudgeReply(reply).verdict).toBe('unparsable');

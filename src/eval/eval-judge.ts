@@ -159,13 +159,17 @@ const CORRECT_PHRASES =
  * // { verdict: 'correct', reason: 'The dates differ by one day, which is allowed.' }
  */
 export function parseJudgeReply(text: string): JudgeReply {
+  const json = jsonVerdict(text);
+  if (json !== null) return json;
   const lines = text
     .replace(/[*`]|__/g, '')
     .split(/\r?\n/)
     .map((line) => line.replace(/^\s*(?:#+|>|-)\s*/, '').trim())
     .filter((line) => line !== '');
   if (lines.length === 0) return { verdict: 'unparsable', reason: '' };
-  const found = labelledVerdict(lines) ?? leadingVerdict(lines);
+  // A last line that is nothing but a verdict is the judge's conclusion: it beats a labelled
+  // yes or no quoted in the reasoning above it (`the assistant's answer is no`).
+  const found = (lines.length > 1 ? bareLastVerdict(lines) : null) ?? labelledVerdict(lines) ?? leadingVerdict(lines);
   if (found !== null) {
     const others = lines.filter((_line, index) => index !== found.lineIndex).join(' ');
     return { verdict: found.verdict, reason: clip(others === '' ? found.rest : others) };
@@ -204,6 +208,44 @@ function leadingVerdict(lines: readonly string[]): FoundVerdict | null {
       .replace(/^[\s.,;:!)\]"'—-]+/, '')
       .trim();
     return { verdict: verdictOf(match[1] ?? ''), lineIndex: index, rest };
+  }
+  return null;
+}
+
+// A whole line that is a verdict: `Yes`, `no.`, `"Correct"`, `(yes)`.
+const BARE_VERDICT =
+  /^["'([]?\s*(not\s+correct|partially\s+correct|partly\s+correct|incorrect|correct|wrong|yes|no|true|false|right)\s*[.!]?\s*["')\]]?$/i;
+
+function bareLastVerdict(lines: readonly string[]): FoundVerdict | null {
+  const lineIndex = lines.length - 1;
+  const match = BARE_VERDICT.exec(lines[lineIndex] ?? '');
+  return match === null ? null : { verdict: verdictOf(match[1] ?? ''), lineIndex, rest: '' };
+}
+
+const JSON_VERDICT_KEYS = ['verdict', 'correct', 'is_correct', 'judgement', 'judgment', 'grade', 'answer', 'result'];
+const JSON_REASON_KEYS = ['reason', 'reasoning', 'explanation', 'rationale'];
+
+/** A verdict given as a JSON object (`{"verdict": "yes"}`, `{"correct": true}`), fenced or not; null otherwise. */
+function jsonVerdict(text: string): JudgeReply | null {
+  const start = text.indexOf('{');
+  const end = text.lastIndexOf('}');
+  if (start < 0 || end < start) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(text.slice(start, end + 1));
+  } catch {
+    return null;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+  const fields = new Map(Object.entries(value).map(([key, item]) => [key.toLowerCase(), item] as const));
+  const reasonValue = JSON_REASON_KEYS.map((key) => fields.get(key)).find((item) => typeof item === 'string');
+  const reason = clip(typeof reasonValue === 'string' ? reasonValue : '');
+  for (const key of JSON_VERDICT_KEYS) {
+    const item = fields.get(key);
+    if (typeof item === 'boolean') return { verdict: item ? 'correct' : 'incorrect', reason };
+    if (typeof item !== 'string') continue;
+    const word = item.trim().toLowerCase().replace(/[.!]$/, '').replace(/\s+/g, ' ');
+    if (Object.hasOwn(VERDICT_WORDS, word)) return { verdict: verdictOf(word), reason };
   }
   return null;
 }
