@@ -15,6 +15,7 @@ import { buildJudgePrompt, parseJudgeReply } from './eval-judge.js';
 import type { JudgeReply } from './eval-judge.js';
 import { evidenceHit } from './eval-normalize.js';
 import type { EvalBaseline, EvalModels, EvalResultLine, EvalStage } from './eval-results.js';
+import { questionDigest } from './eval-results.js';
 
 /** What every question of a run shares. */
 export interface QuestionPassSettings {
@@ -141,6 +142,7 @@ function resultLine(
   const { error } = measured;
   return {
     question_id: question.questionId,
+    question_digest: questionDigest(question),
     question_type: question.questionType,
     ...(question.category === undefined ? {} : { category: question.category }),
     abstention: question.abstention,

@@ -9,10 +9,13 @@
  * line; the reader ignores and reports it, and the next writer cuts it off before appending.
  * @module
  */
+import { createHash } from 'node:crypto';
 import { open, readFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod/v4';
 import { HarnessMemoryError } from '../core/errors.js';
+import type { EvalDataset } from './eval-dataset.js';
+import type { EvalQuestion } from './eval-dataset.js';
 import type { JudgeVerdict } from './eval-judge.js';
 
 /** What the answer model is given: the injected memory, the whole haystack, or nothing. */
@@ -35,6 +38,11 @@ export interface EvalModels {
 /** One line of the results file: one question, finished. */
 export interface EvalResultLine {
   readonly question_id: string;
+  /**
+   * A digest of the question, its gold answer and type ({@link questionDigest}): a resume refuses
+   * a line whose question id now names another question. Absent in files of earlier versions.
+   */
+  readonly question_digest?: string;
   /** `question_type` (LongMemEval) or `category-N` (LoCoMo). */
   readonly question_type: string;
   /** LoCoMo's category, 1 to 5. */
@@ -72,6 +80,7 @@ export interface EvalResultLine {
 const TOKENS = z.number().int().nonnegative();
 const RESULT_LINE = z.object({
   question_id: z.string().min(1),
+  question_digest: z.string().min(1).optional(),
   question_type: z.string().min(1),
   category: z.number().int().min(1).max(5).optional(),
   abstention: z.boolean(),
@@ -223,6 +232,40 @@ export function checkResumable(
     message:
       `${path}: the result for ${JSON.stringify(line.question_id)} comes from another run (${found}; ` +
       `this run: ${wanted}). Resume with the same baseline and models, or write to a new --out file.`,
+    data: { path, line: file.lineNumbers[index] ?? 0 },
+  });
+}
+
+/** A digest of what a question asks and expects, so a results line is known to belong to it. */
+export function questionDigest(question: EvalQuestion): string {
+  const fields = [question.questionId, question.questionType, question.question, question.answer];
+  return createHash('sha256').update(JSON.stringify(fields)).digest('hex').slice(0, 16);
+}
+
+/**
+ * Checks that each result line is for the question its id names in `dataset`: the same id in
+ * another dataset (LongMemEval's `_s`, `_m` and `_oracle` share them) or an edited question
+ * would otherwise be reported with the old result. Lines without a digest (earlier versions)
+ * and ids the dataset does not hold are left alone.
+ * @throws HarnessMemoryError `EVAL_RESULTS_INVALID` naming the first line that differs.
+ */
+export function checkSameQuestions(file: EvalResultsFile, path: string, dataset: EvalDataset): void {
+  const digests = new Map<string, string>();
+  for (const conversation of dataset.conversations)
+    for (const question of conversation.questions) digests.set(question.questionId, questionDigest(question));
+  const index = file.lines.findIndex((line) => {
+    const current = digests.get(line.question_id);
+    return line.question_digest !== undefined && current !== undefined && current !== line.question_digest;
+  });
+  const line = file.lines[index];
+  if (line === undefined) return;
+  throw new HarnessMemoryError({
+    code: 'EVAL_RESULTS_INVALID',
+    component: 'eval',
+    message:
+      `${path}: the result for ${JSON.stringify(line.question_id)} was written for another question of that id ` +
+      `(another dataset, or the question or its answer changed). Resume with the dataset it was written for, ` +
+      `or write to a new --out file.`,
     data: { path, line: file.lineNumbers[index] ?? 0 },
   });
 }

@@ -230,6 +230,7 @@ describe('harness eval: the memory baseline on the shipped sample', () => {
     expect(dog?.snippet_tokens).toBeGreaterThan(0);
     expect(Object.keys(dog ?? {})).toEqual([
       'question_id',
+      'question_digest',
       'question_type',
       'abstention',
       'baseline',
@@ -514,6 +515,32 @@ describe('harness eval: resume', () => {
       ['What is the name of the dog I adopted?', lines[2] ? questionOfId(lines[2].question_id) : ''].sort(),
     );
     expect(summaryOf(resumed)).toMatchObject({ questions: 3, accuracy: { correct: 3 }, errors: { total: 0 } });
+  });
+});
+
+describe('harness eval: resume with another dataset', () => {
+  it('refuses a results file whose question ids name other questions in this dataset', async () => {
+    const directory = workspace();
+    const out = join(directory, 'results.jsonl');
+    const first = await harness(['eval', SAMPLE, '--limit', '1', '--out', out, '--baseline', 'none'], {
+      workspace: directory,
+    });
+    expect(first.code, first.stderr).toBe(0);
+    // The same question ids, one question changed: as LongMemEval's _s and _oracle files share ids.
+    const instances = JSON.parse(readFileSync(SAMPLE, 'utf8')) as Array<Record<string, unknown>>;
+    const changed = join(directory, 'changed.json');
+    const [head] = instances;
+    writeFileSync(changed, JSON.stringify([{ ...head, question: 'What is my dog called?', answer: 'Rex' }]));
+    const resumed = await harness(['eval', changed, '--out', out, '--resume', '--baseline', 'none'], {
+      workspace: directory,
+    });
+    expect(resumed.code).toBe(2);
+    expect(resumed.stderr).toContain(`was written for another question of that id`);
+    // The dataset it was written for resumes as before.
+    const again = await harness(['eval', SAMPLE, '--limit', '1', '--out', out, '--resume', '--baseline', 'none'], {
+      workspace: directory,
+    });
+    expect(again.code, again.stderr).toBe(0);
   });
 });
 

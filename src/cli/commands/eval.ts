@@ -13,7 +13,13 @@ import { readEvalDatasetFile } from '../../eval/eval-dataset-file.js';
 import { selectQuestions } from '../../eval/eval-dataset.js';
 import type { EvalDataset } from '../../eval/eval-dataset.js';
 import { formatEvalTable, summarizeEvalResults } from '../../eval/eval-report.js';
-import { checkResumable, EVAL_BASELINES, openEvalResultsWriter, readEvalResults } from '../../eval/eval-results.js';
+import {
+  checkResumable,
+  checkSameQuestions,
+  EVAL_BASELINES,
+  openEvalResultsWriter,
+  readEvalResults,
+} from '../../eval/eval-results.js';
 import type { EvalBaseline, EvalModels, EvalResultLine, EvalResultsWriter } from '../../eval/eval-results.js';
 import { runEval } from '../../eval/eval-runner.js';
 import type { EvalMemoryOptions } from '../../eval/eval-runner.js';
@@ -110,7 +116,7 @@ async function evaluate(context: CliContext, datasetPath: string, options: EvalO
 
   const config = context.config();
   const models = buildModels(config, context.env, options);
-  const results = await openResults(context, options, models.names);
+  const results = await openResults(context, options, models.names, dataset);
   let stores: EvalStores | undefined;
   const controller = new AbortController();
   const stop = stopRequested(context, () => controller.abort());
@@ -222,7 +228,12 @@ interface ResultsSetup {
   readonly skip: ReadonlySet<string>;
 }
 
-async function openResults(context: CliContext, options: EvalOptions, models: EvalModels): Promise<ResultsSetup> {
+async function openResults(
+  context: CliContext,
+  options: EvalOptions,
+  models: EvalModels,
+  dataset: EvalDataset,
+): Promise<ResultsSetup> {
   if (options.out === undefined) return { writer: undefined, previous: new Map(), skip: new Set() };
   const path = resolve(context.cwd, options.out);
   const file = await readEvalResults(path);
@@ -232,6 +243,7 @@ async function openResults(context: CliContext, options: EvalOptions, models: Ev
     );
   }
   checkResumable(file, options.out, { baseline: options.baseline, models });
+  checkSameQuestions(file, options.out, dataset);
   const writer = await openEvalResultsWriter(path);
   if (writer.repairedTail !== null) {
     context.stderr.write(
