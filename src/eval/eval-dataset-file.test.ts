@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -86,6 +86,29 @@ describe('readEvalDatasetFile', () => {
     await expect(streamed.loadSessions?.(streamed.conversations[3]!)).rejects.toMatchObject({
       code: 'EVAL_DATASET_INVALID',
       message: expect.stringContaining('changed while the eval ran'),
+    });
+  });
+
+  it('says the file changed when it was rewritten with the same instances, laid out otherwise', async () => {
+    const path = join(directory, 'reformatted.json');
+    const sample = JSON.parse(readFileSync(SAMPLE, 'utf8')) as unknown[];
+    writeFileSync(path, JSON.stringify(sample));
+    const streamed = await readEvalDatasetFile(path, { wholeFileMaxBytes: 0 });
+    writeFileSync(path, JSON.stringify(sample, null, 2));
+    await expect(streamed.loadSessions?.(streamed.conversations[1]!)).rejects.toMatchObject({
+      code: 'EVAL_DATASET_INVALID',
+      message: expect.stringContaining('reformatted.json changed while the eval ran'),
+    });
+  });
+
+  it('says the file changed when it holds the same bytes under a new modification time', async () => {
+    const path = join(directory, 'touched.json');
+    writeFileSync(path, readFileSync(SAMPLE));
+    const streamed = await readEvalDatasetFile(path, { wholeFileMaxBytes: 0 });
+    utimesSync(path, new Date(0), new Date(0));
+    await expect(streamed.loadSessions?.(streamed.conversations[0]!)).rejects.toMatchObject({
+      code: 'EVAL_DATASET_INVALID',
+      message: expect.stringContaining('it is not the file it was when the eval began'),
     });
   });
 

@@ -46,7 +46,17 @@ export async function readEvalDatasetFile(path: string, options: ReadEvalDataset
   return readByInstance(path, shownPath);
 }
 
+/** What identifies one version of the file: a change to it while the eval runs is noticed. */
+interface FileVersion {
+  readonly size: number;
+  readonly mtimeMs: number;
+  readonly ino: number;
+}
+
+const versionOf = ({ size, mtimeMs, ino }: FileVersion): FileVersion => ({ size, mtimeMs, ino });
+
 async function readByInstance(path: string, shownPath: string): Promise<EvalDataset> {
+  const version = versionOf(await stat(path));
   let format: EvalDatasetFormat | undefined;
   const parsed: ParsedConversation[] = [];
   const ranges = new Map<number, ByteRange>();
@@ -69,40 +79,46 @@ async function readByInstance(path: string, shownPath: string): Promise<EvalData
   if (format === undefined) return parseEvalDataset([]);
   const chosen = format;
   return assembleEvalDataset(chosen, parsed, (conversation) =>
-    loadSessions(path, shownPath, chosen, ranges, conversation),
+    loadSessions({ path, shownPath, format: chosen, ranges, version }, conversation),
   );
 }
 
-async function loadSessions(
-  path: string,
-  shownPath: string,
-  format: EvalDatasetFormat,
-  ranges: ReadonlyMap<number, ByteRange>,
-  conversation: EvalConversation,
-): Promise<readonly EvalSession[]> {
+/** The file as it was first read, and where each instance lay in it. */
+interface ReadFile {
+  readonly path: string;
+  readonly shownPath: string;
+  readonly format: EvalDatasetFormat;
+  readonly ranges: ReadonlyMap<number, ByteRange>;
+  readonly version: FileVersion;
+}
+
+async function loadSessions(source: ReadFile, conversation: EvalConversation): Promise<readonly EvalSession[]> {
+  const { path, shownPath, format, ranges } = source;
+  const changed = (what: string): HarnessMemoryError =>
+    invalid(`${shownPath} changed while the eval ran: ${what}. Run it again on a file that stays as it is.`);
   const range = ranges.get(conversation.index);
   if (range === undefined) throw new RangeError(`loadSessions: instance ${conversation.index} is not in ${shownPath}`);
   const bytes = Buffer.alloc(range.end - range.start);
   const file = await open(path, 'r');
   try {
+    const now = versionOf(await file.stat());
+    const { version } = source;
+    if (now.size !== version.size || now.mtimeMs !== version.mtimeMs || now.ino !== version.ino)
+      throw changed('it is not the file it was when the eval began');
     const { bytesRead } = await file.read(bytes, 0, bytes.length, range.start);
-    if (bytesRead !== bytes.length)
-      throw invalid(
-        `${shownPath} changed while the eval ran: instance ${conversation.index} is no longer where it was.`,
-      );
+    if (bytesRead !== bytes.length) throw changed(`instance ${conversation.index} is no longer where it was`);
   } finally {
     await file.close();
   }
-  const instance = parseEvalElement(
-    format,
-    parseJson(bytes.toString('utf8'), shownPath, conversation.index),
-    conversation.index,
-  );
+  let json: unknown;
+  try {
+    json = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw changed(`instance ${conversation.index} is no longer where it was`);
+  }
+  const instance = parseEvalElement(format, json, conversation.index);
   if (instance.conversation.id !== conversation.id)
-    throw invalid(
-      `${shownPath} changed while the eval ran: instance ${conversation.index} is no longer ` +
-        `${JSON.stringify(conversation.id)}.`,
-    );
+    throw changed(`instance ${conversation.index} is no longer ${JSON.stringify(conversation.id)}`);
   return instance.conversation.sessions;
 }
 
