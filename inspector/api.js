@@ -152,5 +152,15 @@ export function describeError(error) {
  * @param {unknown} error
  */
 export function isAccessError(error) {
-  return error instanceof ApiError && (error.status === 401 || error.status === 403 || error.status === 404);
+  if (!(error instanceof ApiError)) return false;
+  // A row that is gone (`observation_not_found`, `operation_not_found`) is not the view's access.
+  return error.status === 401 || error.status === 403 || (error.status === 404 && !isGoneRow(error));
+}
+
+/**
+ * Whether the error says one row of a table no longer exists (deleted meanwhile elsewhere).
+ * @param {unknown} error
+ */
+export function isGoneRow(error) {
+  return error instanceof ApiError && (error.code === 'observation_not_found' || error.code === 'operation_not_found');
 }

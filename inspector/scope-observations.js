@@ -1,7 +1,7 @@
 // @ts-check
 // A scope's observations as a table: why the next snippet shows each one or not, where it
 // came from, and the correct / delete actions.
-import { api } from './api.js';
+import { api, isGoneRow } from './api.js';
 import { confirmButton, h, numberText, replace, timeOf } from './dom.js';
 import { formError } from './notice.js';
 import { pagedTable } from './paged-table.js';
@@ -22,7 +22,6 @@ import { pagedTable } from './paged-table.js';
 /** @param {PanelOptions & { isEnabled: () => boolean }} options */
 export async function observationsPanel({ base, signal, onError, onChanged, isEnabled }) {
   let query = '';
-  let editing = 0;
   const searchInput = h('input', { id: 'observation-search', type: 'search', name: 'q' });
   const search = h(
     'form',
@@ -66,6 +65,11 @@ export async function observationsPanel({ base, signal, onError, onChanged, isEn
             await api(`${base}/observations/${item.seq}`, { method: 'DELETE', signal });
           } catch (error) {
             onError(error);
+            // Deleted meanwhile elsewhere: the table is brought up to date.
+            if (isGoneRow(error)) {
+              tr.remove();
+              onChanged();
+            }
             return;
           }
           tr.remove();
@@ -73,14 +77,14 @@ export async function observationsPanel({ base, signal, onError, onChanged, isEn
         },
       });
     const edit = () => {
-      editing += 1;
       const content = h('textarea', { id: `observation-${item.seq}-content`, rows: 4, value: item.content });
       const importance = h('input', {
         id: `observation-${item.seq}-importance`,
         type: 'number',
         min: 0,
         max: 1,
-        step: 0.05,
+        // Any value: an observer's 0.72 must not block saving a correction of the text.
+        step: 'any',
         value: typeof item.importance === 'number' ? String(item.importance) : '',
       });
       const problem = formError();
@@ -117,7 +121,6 @@ export async function observationsPanel({ base, signal, onError, onChanged, isEn
       return button;
     };
     const close = () => {
-      editing -= 1;
       replace(tr, cells());
       tr.querySelector('button')?.focus();
     };
@@ -146,8 +149,8 @@ export async function observationsPanel({ base, signal, onError, onChanged, isEn
   });
   return {
     element: h('div', {}, search, table.element),
-    /** Whether a correction is being edited (a reload would lose it). */
-    busy: () => editing > 0,
+    /** Whether a correction is being edited (a reload would lose it): a form still on the page, not one a reload removed. */
+    busy: () => table.element.querySelector('form.edit-form') !== null,
     reload: table.reload,
   };
 }

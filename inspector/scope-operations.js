@@ -1,7 +1,7 @@
 // @ts-check
 // A scope's operation log: observe, reflect and hand corrections, with attempts and errors;
 // dead operations can be retried.
-import { api } from './api.js';
+import { api, isGoneRow } from './api.js';
 import { h, timeOf } from './dom.js';
 import { runHref, shortId } from './links.js';
 import { pagedTable } from './paged-table.js';
@@ -43,6 +43,8 @@ export async function operationsPanel({ base, signal, onError, onChanged }) {
       } catch (error) {
         button.disabled = false;
         onError(error);
+        // Retried or gone meanwhile elsewhere: the table is brought up to date.
+        if (isGoneRow(error)) onChanged();
         return;
       }
       onChanged();

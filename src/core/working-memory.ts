@@ -28,6 +28,17 @@ export const MAX_WORKING_MEMORY_DEPTH = 32;
 const FORBIDDEN_KEY_CHARACTERS = /[\t\n]/;
 
 /**
+ * Checks a key a set would store: besides {@link normalizeWorkingMemoryKey}, not `.` or `..`,
+ * which a URL cannot carry as a path segment (the HTTP route and the inspector could never
+ * read or delete the entry). Get and delete still take them, for entries stored before.
+ */
+export function checkNewWorkingMemoryKey(normalized: string): string {
+  if (normalized === '.' || normalized === '..')
+    throw invalid('key', `key must not be "${normalized}": a URL cannot name it`);
+  return normalized;
+}
+
+/**
  * Normalises and checks a key. Every path (set, get, delete) trims the same way.
  * 1 to 128 characters after trimming; no control characters or newlines.
  */

@@ -43,6 +43,22 @@ describe('working memory: entries', () => {
     await expect(memory.set(scope, 'a'.repeat(128), 1)).resolves.toMatchObject({ ok: true });
   });
 
+  it('refuses the keys "." and "..", which no URL can name, while an entry stored before can still be deleted', async () => {
+    const store = createInMemoryStore();
+    const memory = createWorkingMemory({ store });
+    for (const key of ['.', ' .. '])
+      await expect(memory.set(scope, key, 1)).rejects.toMatchObject({
+        code: 'WORKING_MEMORY_INVALID',
+        message: expect.stringContaining('a URL cannot name it'),
+      });
+    await expect(memory.set(scope, '...', 1)).resolves.toMatchObject({ ok: true, key: '...' });
+    // Stored by an earlier version.
+    const limits = { maxEntries: 10, maxTotalBytes: 1_000 };
+    await store.setWorkingMemoryEntry({ scope, memoryId: memoryIdOf(scope), key: '..', valueJson: '1', limits });
+    expect(await memory.get(scope, '..')).toMatchObject({ found: true });
+    expect(await memory.delete(scope, '..')).toMatchObject({ deleted: true });
+  });
+
   it('rejects values that are too large or not JSON, and stores nothing', async () => {
     const memory = createWorkingMemory({ store: createInMemoryStore(), limits: { maxValueBytes: 20 } });
     await expect(memory.set(scope, 'big', 'x'.repeat(30))).rejects.toSatisfy(isCode('WORKING_MEMORY_LIMIT'));

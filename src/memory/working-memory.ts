@@ -12,6 +12,7 @@ import {
   buildWorkingMemorySnippet,
   encodeWorkingMemoryValue,
   joinWorkingMemoryLines,
+  checkNewWorkingMemoryKey,
   normalizeWorkingMemoryKey,
   refuseSecretKey,
   stripInvisibleFromValueJson,
@@ -95,7 +96,7 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
     limits,
     async set(scopeInput, key, value) {
       const { scope, memoryId } = target(scopeInput);
-      const normalized = normalizeWorkingMemoryKey(key);
+      const normalized = checkNewWorkingMemoryKey(normalizeWorkingMemoryKey(key));
       if (redact) refuseSecretKey(normalized);
       // Validate first (cycles, depth, non-JSON), strip hidden characters (they could split a
       // secret), then redact the plain JSON copy, keys too.

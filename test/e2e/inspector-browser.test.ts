@@ -415,4 +415,53 @@ describe('inspector: in a real browser', () => {
     await page.getByRole('heading', { name: `Scope trip-planning / ${AGENT}` }).waitFor(WAIT);
     await page.locator('h1:focus').waitFor(WAIT);
   });
+
+  it('deleting an observation another client deleted first says so and keeps the scope view', async () => {
+    await seed('stale-delete', 'I like coffee');
+    const page = await openInspector(scopeHash('stale-delete'), { key: KEY });
+    const row = page.locator('tr[data-seq="1"]');
+    await row.waitFor(WAIT);
+    const gone = await e2e.apiJson(`/v1/memory/acme/stale-delete/${AGENT}/observations/1`, {
+      method: 'DELETE',
+      key: KEY,
+    });
+    expect(gone.status).toBe(200);
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await page.locator('#notice .notice-error').waitFor(WAIT);
+    await expect.poll(() => page.locator('tr[data-seq="1"]').count(), WAIT).toBe(0);
+    expect(await page.getByTestId('view-error').count()).toBe(0);
+    expect(await page.getByTestId('observations-table').count()).toBe(1);
+  });
+
+  it('follows new observations after a correction was left by a search, and saves any importance', async () => {
+    const observe = e2e.script.observer;
+    // An observer's score that is not a multiple of 0.05.
+    e2e.script.observer = (request) => {
+      const reply = observe(request) as { text: string };
+      return { text: reply.text.replace(/IMPORTANCE: ?[\d.]+/g, 'IMPORTANCE: 0.72') };
+    };
+    try {
+      await seed('edit-left', 'First thing to remember');
+    } finally {
+      e2e.script.observer = observe;
+    }
+    const page = await openInspector(scopeHash('edit-left'), { key: KEY });
+    const row = page.locator('tr[data-seq="1"]');
+    await row.waitFor(WAIT);
+    // A correction saved with its importance of 0.72 left as it is.
+    await row.getByRole('button', { name: 'Correct observation 1' }).click();
+    await page.getByLabel('Observation #1').fill('The user drinks black tea.');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await expect
+      .poll(async () => (await scopeJson('edit-left'))['observations'][0]?.content, WAIT)
+      .toBe('The user drinks black tea.');
+    // A correction opened, then left by searching: the table reloads without it.
+    await row.getByRole('button', { name: 'Correct observation 1' }).click();
+    await page.getByLabel('Observation #1').waitFor(WAIT);
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await expect.poll(() => page.getByLabel('Observation #1').count(), WAIT).toBe(0);
+    await seed('edit-left', 'Second thing to remember');
+    await page.getByTestId('observations-table').getByText('Second thing to remember').waitFor(WAIT);
+  });
 });
