@@ -33,8 +33,7 @@ export interface PreparedMessage {
 export const MAX_MESSAGE_ID_LENGTH = 256;
 
 // C0 controls, DEL and C1 controls.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const CONTROL = /\p{Cc}/u;
 
 const SNIPPET_PREFIXES = ['<working-memory>', '<observational-memory>'];
 

@@ -4,25 +4,13 @@ import { memoryIdOf } from '../core/scope.js';
 import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
 import { createLocalEventHub } from '../storage/local-event-hub.js';
 import type { RunStore } from '../storage/run-store.js';
+import { newRun } from '../storage/run-store.suite.js';
 import { streamRunEvents } from './sse.js';
 
 const scope = { tenantId: 't', conversationId: 'c', agentId: 'a' };
 
 async function startedRun(runStore: RunStore): Promise<void> {
-  await runStore.createRun({
-    runId: 'run_1',
-    scope,
-    status: 'running',
-    prompt: 'p',
-    model: '',
-    systemPrompt: '',
-    maxSteps: 3,
-    output: null,
-    error: null,
-    steps: 0,
-    usage: { inputTokens: 0, outputTokens: 0 },
-    parentRunId: null,
-  });
+  await runStore.createRun({ ...newRun('run_1'), status: 'running' });
   await runStore.appendEvent('run_1', 'run.started', {});
 }
 

@@ -310,12 +310,20 @@ export function toStoredMessage(row: MessageRow): StoredMessage {
  * without a limit), mapped; reading stops at the first one past the limit.
  */
 export function oldestUnobserved(rows: Iterable<MessageRow>, maxTokens: number | undefined): StoredMessage[] {
-  const taken: StoredMessage[] = [];
+  return oldestWithin(rows, (row) => row.token_count, maxTokens).map(toStoredMessage);
+}
+
+/**
+ * The first items whose predecessors hold fewer than `maxTokens` tokens (at least one; all of
+ * them without a limit); iteration stops at the first one past the limit.
+ */
+export function oldestWithin<T>(items: Iterable<T>, tokensOf: (item: T) => number, maxTokens: number | undefined): T[] {
+  const taken: T[] = [];
   let tokens = 0;
-  for (const row of rows) {
+  for (const item of items) {
     if (maxTokens !== undefined && taken.length > 0 && tokens >= maxTokens) break;
-    taken.push(toStoredMessage(row));
-    tokens += row.token_count;
+    taken.push(item);
+    tokens += tokensOf(item);
   }
   return taken;
 }

@@ -11,7 +11,7 @@ import type { MemoryRecord, Observation } from '../core/observation.js';
 import type { StoredContradiction, StoredSupersession } from '../core/reflection-links.js';
 import type { Scope } from '../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../core/working-memory.js';
-import { newScopeGeneration } from './_memory-rows.js';
+import { newScopeGeneration, oldestWithin } from './_memory-rows.js';
 import { scopeForgottenError } from './_store-errors.js';
 import { createStoreGuard } from './_store-guard.js';
 import { planImportApply, planObservationApply, planReflectionApply } from './apply-plan.js';
@@ -132,19 +132,11 @@ class InMemoryStore implements MemoryStore {
     // Messages and observations are kept in seq order: appended in order, only ever removed
     // or replaced in place.
     const { messages } = state;
-    const start = firstAfterSeq(messages, state.record.observedThroughMessageSeq);
-    let end = firstAfterSeq(messages, throughSeq);
-    if (options.maxTokens !== undefined) {
-      let tokens = 0;
-      for (let index = start; index < end; index++) {
-        if (index > start && tokens >= options.maxTokens) {
-          end = index;
-          break;
-        }
-        tokens += (messages[index] as StoredMessage).tokenCount;
-      }
-    }
-    return messages.slice(start, end);
+    const unobserved = messages.slice(
+      firstAfterSeq(messages, state.record.observedThroughMessageSeq),
+      firstAfterSeq(messages, throughSeq),
+    );
+    return oldestWithin(unobserved, (message) => message.tokenCount, options.maxTokens);
   };
 
   readonly listObservations = async (memoryId: string, options?: { afterSeq?: number }): Result<'listObservations'> => {

@@ -18,7 +18,8 @@ export interface RunStoreSuiteOptions {
 
 const scope = { tenantId: 't', conversationId: 'c', agentId: 'a' };
 
-function newRun(runId: string): Omit<RunRecord, 'createdAt' | 'updatedAt'> {
+/** A queued run of scope t/c/a, as `createRun` takes it. */
+export function newRun(runId: string): Omit<RunRecord, 'createdAt' | 'updatedAt'> {
   return {
     runId,
     scope,
