@@ -14,6 +14,18 @@ export function storedKey() {
 }
 
 /**
+ * Why `key` cannot be an API key, or `undefined` when it can. Keys travel in an HTTP header,
+ * which carries visible ASCII only (the server refuses other keys at start-up too).
+ * @param {string} key
+ */
+export function keyProblem(key) {
+  const bad = /[^\x21-\x7e]/u.exec(key);
+  if (bad === null) return undefined;
+  const shown = /\s/u.test(bad[0]) ? 'a space' : `“${bad[0]}”`;
+  return `An API key holds only letters, digits and ASCII punctuation; this one has ${shown}, which an HTTP header cannot carry. Check the key and enter it again.`;
+}
+
+/**
  * Keeps the key for this tab ('' forgets it).
  * @param {string} key
  */
@@ -59,12 +71,16 @@ export function segment(value) {
 }
 
 /**
- * Headers for a call: the key, when one is stored.
+ * Headers for a call: the key, when one is stored; an {@link ApiError} `key_invalid` when
+ * the stored key cannot travel in a header.
  * @param {Record<string, string>} [extra]
  * @returns {Record<string, string>}
  */
 export function authHeaders(extra = {}) {
   const key = storedKey();
+  // fetch would refuse such a header with a TypeError, which reads as "server unreachable".
+  const problem = keyProblem(key);
+  if (problem !== undefined) throw new ApiError(0, 'key_invalid', problem);
   return key === '' ? { ...extra } : { ...extra, authorization: `Bearer ${key}` };
 }
 
@@ -130,6 +146,7 @@ export async function errorOf(response) {
  */
 export function describeError(error) {
   if (!(error instanceof ApiError)) return `Something went wrong: ${String(error)}`;
+  if (error.code === 'key_invalid') return error.message;
   const detail = `${error.message} (HTTP ${error.status}, ${error.code})`;
   switch (error.status) {
     case 0:
@@ -154,7 +171,12 @@ export function describeError(error) {
 export function isAccessError(error) {
   if (!(error instanceof ApiError)) return false;
   // A row that is gone (`observation_not_found`, `operation_not_found`) is not the view's access.
-  return error.status === 401 || error.status === 403 || (error.status === 404 && !isGoneRow(error));
+  return (
+    error.code === 'key_invalid' ||
+    error.status === 401 ||
+    error.status === 403 ||
+    (error.status === 404 && !isGoneRow(error))
+  );
 }
 
 /**

@@ -1,7 +1,7 @@
 // @ts-check
 // The inspector's entry: the key form, the hash router and the life cycle of a view (each
 // view gets an AbortSignal that ends its polling and streams when the user moves on).
-import { storedKey, storeKey } from './api.js';
+import { keyProblem, storedKey, storeKey } from './api.js';
 import { clearNoticeOnNavigation, notify } from './notice.js';
 import { renderRun } from './run-view.js';
 import { renderRuns } from './runs-view.js';
@@ -70,6 +70,12 @@ function setUpKeyForm() {
   };
   form.addEventListener('submit', (event) => {
     event.preventDefault();
+    const problem = keyProblem(input.value.trim());
+    if (problem !== undefined) {
+      notify(problem, 'error');
+      input.focus();
+      return;
+    }
     storeKey(input.value.trim());
     input.value = '';
     describe();

@@ -34,11 +34,17 @@ export function clearNoticeOnNavigation() {
  * @param {unknown} error
  */
 export function failView(main, title, error) {
-  replace(
-    main,
-    h('h1', { tabindex: -1 }, title),
-    h('div', { class: 'error-panel', role: 'alert', 'data-testid': 'view-error' }, describeError(error)),
-  );
+  replace(main, h('h1', { tabindex: -1 }, title), errorPanel(error, 'view-error'));
+}
+
+/**
+ * The error of a list the API refused for its filters (a 400, say), shown in the table's
+ * place: the filters stay on screen, so the user can correct them.
+ * @param {unknown} error
+ * @param {string} [testId]
+ */
+export function errorPanel(error, testId = 'list-error') {
+  return h('div', { class: 'error-panel', role: 'alert', 'data-testid': testId }, describeError(error));
 }
 
 /**

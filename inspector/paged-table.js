@@ -44,10 +44,22 @@ export async function pagedTable(options) {
   /** @type {string | undefined} */
   let cursor;
   let shown = 0;
+  // Each load from the start begins a new generation; a page that answers after a newer
+  // generation began (a slow poll after a search, "Load more" across a reload) is dropped.
+  let generation = 0;
 
   /** @param {boolean} fromStart */
   const loadPage = async (fromStart) => {
-    const page = await options.load(fromStart ? undefined : cursor);
+    const mine = fromStart ? ++generation : generation;
+    /** @type {Awaited<ReturnType<typeof options.load>>} */
+    let page;
+    try {
+      page = await options.load(fromStart ? undefined : cursor);
+    } catch (error) {
+      if (mine === generation) throw error;
+      return; // the newer load reports its own outcome
+    }
+    if (mine !== generation) return;
     if (fromStart) {
       body.replaceChildren();
       shown = 0;

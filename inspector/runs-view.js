@@ -3,7 +3,7 @@
 import { api, describeError, isAccessError } from './api.js';
 import { h, timeOf } from './dom.js';
 import { runHref, runsHref, scopeHref, shortId } from './links.js';
-import { failView, formError, notify } from './notice.js';
+import { errorPanel, failView, formError, notify } from './notice.js';
 import { pagedTable } from './paged-table.js';
 
 const STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled'];
@@ -26,10 +26,10 @@ export async function renderRuns({ main, signal, query }) {
     tenant_id: query.get('tenant_id') ?? '',
   };
 
-  /** @type {Awaited<ReturnType<typeof pagedTable<RunItem>>>} */
-  let table;
+  /** @type {HTMLElement} */
+  let listing;
   try {
-    table = await pagedTable({
+    const table = await pagedTable({
       caption: 'Runs',
       testId: 'runs-table',
       columns: ['Run', 'Status', 'Conversation', 'Agent', 'Prompt', 'Steps', 'Started'],
@@ -53,12 +53,17 @@ export async function renderRuns({ main, signal, query }) {
         ),
       onError: (error) => (isAccessError(error) ? failView(main, title, error) : notify(describeError(error), 'error')),
     });
+    listing = table.element;
   } catch (error) {
-    if (!signal.aborted) failView(main, title, error);
-    return;
+    if (signal.aborted) return;
+    if (isAccessError(error)) {
+      failView(main, title, error);
+      return;
+    }
+    listing = errorPanel(error);
   }
   if (signal.aborted) return;
-  main.append(h('h1', { tabindex: -1 }, title), filterForm(filters), table.element, startForm(filters, signal));
+  main.append(h('h1', { tabindex: -1 }, title), filterForm(filters), listing, startForm(filters, signal));
 }
 
 /**

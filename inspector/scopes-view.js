@@ -3,7 +3,7 @@
 import { api, describeError, isAccessError } from './api.js';
 import { h, numberText, timeOf } from './dom.js';
 import { scopeHref } from './links.js';
-import { failView, notify } from './notice.js';
+import { errorPanel, failView, notify } from './notice.js';
 import { pagedTable } from './paged-table.js';
 
 /**
@@ -52,10 +52,10 @@ export async function renderScopes({ main, signal, query }) {
     location.hash = `#/scopes${text === '' ? '' : `?${text}`}`;
   });
 
-  /** @type {Awaited<ReturnType<typeof pagedTable<ListedScope>>>} */
-  let table;
+  /** @type {HTMLElement} */
+  let listing;
   try {
-    table = await pagedTable({
+    const table = await pagedTable({
       caption: 'Memory scopes',
       testId: 'scope-table',
       columns: [
@@ -94,11 +94,15 @@ export async function renderScopes({ main, signal, query }) {
         else notify(describeError(error), 'error');
       },
     });
+    listing = table.element;
   } catch (error) {
     if (signal.aborted) return;
-    failView(main, title, error);
-    return;
+    if (isAccessError(error)) {
+      failView(main, title, error);
+      return;
+    }
+    listing = errorPanel(error);
   }
   if (signal.aborted) return;
-  main.append(h('h1', { tabindex: -1 }, title), filters, table.element);
+  main.append(h('h1', { tabindex: -1 }, title), filters, listing);
 }

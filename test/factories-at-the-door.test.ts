@@ -56,6 +56,12 @@ const runnerOptions = {
   workspace: '/tmp',
 };
 
+/** Valid `createApp` options with the given `apiKeys`. */
+function appWithKeys(apiKeys: Parameters<typeof createApp>[0]['apiKeys']): Parameters<typeof createApp>[0] {
+  const runner = createAgentRunner(runnerOptions);
+  return { runner, runStore, hub: runner.hub, observationalMemory: memory, workingMemory, apiKeys };
+}
+
 // [factory, call, the option the error must name]
 const cases: Array<[string, () => unknown, string]> = [
   ['createObservationalMemory', () => createObservationalMemory(undefined as never), 'options'],
@@ -108,6 +114,21 @@ const cases: Array<[string, () => unknown, string]> = [
   ['createAgentRunner', () => createAgentRunner({ ...runnerOptions, memoryTools: undefined } as never), 'memoryTools'],
   ['createAgentRunner', () => createAgentRunner({ ...runnerOptions, workspace: '' }), 'workspace'],
   ['createApp', () => createApp({} as never), 'runner'],
+  ['createApp', () => createApp(appWithKeys([{ key: 'clé-1', tenantId: 'acme' }])), 'apiKeys[0].key'],
+  ['createApp', () => createApp(appWithKeys([{ key: 'two words', tenantId: 'acme' }])), 'apiKeys[0].key'],
+  ['createApp', () => createApp(appWithKeys([{ key: 'k-1', tenantId: '../etc' }])), 'apiKeys[0].tenantId'],
+  [
+    'createApp',
+    () =>
+      createApp(
+        appWithKeys([
+          { key: 'k-1', tenantId: 'a' },
+          { key: 'k-1', tenantId: 'b' },
+        ]),
+      ),
+    'apiKeys[1].key',
+  ],
+  ['createApp', () => createApp(appWithKeys('k-1:a' as never)), 'apiKeys'],
   ['createHarness', () => createHarness(undefined as never), 'options'],
   ['createHarness', () => createHarness({} as never), 'config'],
   ['startServer', () => startServer(undefined as never), 'harness'],

@@ -443,6 +443,16 @@ describe('config: errors', () => {
     expect(fromEnv.message).toContain('entry 1 has an invalid tenant id');
   });
 
+  it.each([['clé-secret:acme'], ['ключ-secret:acme'], ['two secret:acme']])(
+    'rejects the api key entry %j, whose key no HTTP header carries, without echoing the key',
+    (entry) => {
+      const error = configErrorOf(() => load({ HARNESS_API_KEYS: `good-key:acme,${entry}` }));
+      expect(error).toMatchObject({ key: 'server.api_keys', source: 'env:HARNESS_API_KEYS' });
+      expect(error.message).toContain('entry 2: the key may hold only visible ASCII characters');
+      expect(error.message).not.toContain('secret');
+    },
+  );
+
   it('accepts a tenant id with the scope-id punctuation', () => {
     expect(load({ HARNESS_API_KEYS: 'key-one:acme.eu_1:team@x-y' }).server.apiKeys).toEqual([
       { key: 'key-one', tenantId: 'acme.eu_1:team@x-y' },

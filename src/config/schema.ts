@@ -6,6 +6,7 @@
 import { z } from 'zod/v4';
 import { ConfigError, HarnessMemoryError } from '../core/errors.js';
 import { validateScopeId } from '../core/scope.js';
+import { apiKeyProblem } from '../core/api-key.js';
 
 /** Values of `[memory] mode`. `off` disables memory; `local_coordinator` runs it in-process for one host. */
 export type MemoryMode = 'auto' | 'off' | 'local_coordinator';
@@ -112,8 +113,11 @@ const apiKeyEntries = () =>
     entries.forEach((entry, index) => {
       const parsed = parseApiKeyEntry(entry);
       const tenantProblem = parsed === undefined ? undefined : tenantIdProblem(parsed.tenantId);
+      const keyProblem = parsed === undefined ? undefined : apiKeyProblem(parsed.key);
       if (parsed === undefined) {
         context.addIssue({ code: 'custom', path: [index], message: `entry ${index + 1} ${API_KEY_ENTRY}` });
+      } else if (keyProblem !== undefined) {
+        context.addIssue({ code: 'custom', path: [index], message: `entry ${index + 1}: the key ${keyProblem}` });
       } else if (tenantProblem !== undefined) {
         context.addIssue({
           code: 'custom',

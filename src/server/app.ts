@@ -14,6 +14,7 @@ import type { ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import { IGNORE_FAULTS } from '../core/fault.js';
 import { limitBody } from './body-limit.js';
+import { checkApiKeys } from './check-api-keys.js';
 import type { FaultLog } from './fault-log.js';
 import { errorResponse, httpError, jsonError } from './http-error.js';
 import { inspectorRoutes } from './routes/inspector.js';
@@ -34,7 +35,10 @@ export interface AppOptions {
   readonly hub: EventHub;
   readonly observationalMemory: ObservationalMemory;
   readonly workingMemory: WorkingMemory;
-  /** API keys and their tenants. Empty: no auth, and only loopback `Host` headers are served. */
+  /**
+   * API keys and their tenants. Empty: no auth, and only loopback `Host` headers are served.
+   * Keys are visible ASCII (what a header carries), each given once; tenants are scope ids.
+   */
   readonly apiKeys?: ReadonlyArray<{ readonly key: string; readonly tenantId: string }>;
   /** SSE heartbeat interval. @default 15000 */
   readonly heartbeatMs?: number;
@@ -68,7 +72,10 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
   requireOptions('createApp', options, 'Pass { runner, runStore, hub, observationalMemory, workingMemory }.');
   checkAppOptions(options);
   const app = new Hono<ServerEnv>();
-  const keys = (options.apiKeys ?? []).map((entry) => ({ key: Buffer.from(entry.key), tenantId: entry.tenantId }));
+  const keys = checkApiKeys('createApp', options.apiKeys).map((entry) => ({
+    key: Buffer.from(entry.key),
+    tenantId: entry.tenantId,
+  }));
 
   const limits = options.limits ?? createTenantLimits();
   const reportFault = options.faults?.report ?? IGNORE_FAULTS;
