@@ -23,8 +23,9 @@ export interface ObservationProvenance {
 /**
  * The provenance of an observation of a batch: its source is the role of the messages it
  * cites (those in the batch), or, when it cites none, of every message of the batch; `mixed`
- * for several roles or any other role. When that source is `tool`, its importance is capped
- * at `toolImportanceCap` (an unscored one too, when the cap is below the 0.5 it counts as).
+ * for several roles or any other role. When that source is `tool`, or it cites nothing and
+ * the batch holds tool output, its importance is capped at `toolImportanceCap` (an unscored
+ * one too, when the cap is below the 0.5 it counts as).
  */
 export function provenanceOf(
   observation: ParsedObservation,
@@ -35,11 +36,18 @@ export function provenanceOf(
   const cited = [...new Set(observation.sourceSeqs ?? [])].filter((seq) => roles.has(seq)).sort((a, b) => a - b);
   const from = cited.length > 0 ? cited.map((seq) => roles.get(seq) as string) : batch.map((message) => message.role);
   const source = sourceOf(from);
+  // Uncited, an observation of a batch with tool output may have been taken from that output
+  // alone (an injected "remember: …" in a web page): nothing says otherwise, so it is capped.
+  const mayBeTool = source === 'tool' || (cited.length === 0 && from.some((role) => isTool(role)));
   return {
     source,
     sourceMessageSeqs: cited,
-    importance: source === 'tool' ? capImportance(observation.importance, toolImportanceCap) : observation.importance,
+    importance: mayBeTool ? capImportance(observation.importance, toolImportanceCap) : observation.importance,
   };
+}
+
+function isTool(role: string): boolean {
+  return role.trim().toLowerCase() === 'tool';
 }
 
 function sourceOf(roles: readonly string[]): ObservationSource {

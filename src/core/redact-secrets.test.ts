@@ -225,12 +225,7 @@ describe('redactSecrets: passwords in URLs', () => {
   });
 
   it('keeps URLs without a password: a user only, a port, an @ in the path', () => {
-    for (const url of [
-      'https://user@example.com/x',
-      'http://example.com:8080/a@b',
-      'mailto:someone@example.com',
-      'https://x.test/?passport=1',
-    ]) {
+    for (const url of ['https://user@example.com/x', 'http://example.com:8080/a@b', 'https://x.test/?passport=1']) {
       expect(redactSecrets(url).text).toBe(url);
     }
   });
@@ -287,6 +282,33 @@ describe('redactSecrets: card numbers', () => {
 
   it('keeps short digit sequences such as dates and phone numbers', () => {
     const text = 'call 555-123-4567 on 2024-01-15';
+    expect(redactSecrets(text).text).toBe(text);
+  });
+});
+
+describe('redactSecrets: email addresses', () => {
+  it('redacts an address wherever it stands', () => {
+    expect(redactSecrets('Contact alice.smith@example.com today').text).toBe('Contact [REDACTED:email_address] today');
+    expect(redactSecrets('<bob+memo@mail.example.co.uk>, "c_d@x-y.io".').text).toBe(
+      '<[REDACTED:email_address]>, "[REDACTED:email_address]".',
+    );
+    // A mailto: link holds a person's address, not a URL's user name.
+    expect(redactSecrets('mailto:eve@example.org').counts).toEqual({ email_address: 1 });
+  });
+
+  it('keeps what only looks like one: SSH remotes, package versions, decorators, local hosts', () => {
+    for (const text of [
+      'git@github.com:org/repo.git',
+      'npm i @scope/pkg@1.2.3 lodash@4.17.21',
+      '@app.route("/")',
+      'root@localhost',
+      'a@b.c',
+    ])
+      expect(redactSecrets(text).text).toBe(text);
+  });
+
+  it('stays linear on long runs that never finish an address', () => {
+    const text = `${'a.'.repeat(20_000)}@${'b-'.repeat(20_000)}`;
     expect(redactSecrets(text).text).toBe(text);
   });
 });

@@ -22,6 +22,7 @@ export type SecretKind =
   | 'url_password'
   | 'auth_header'
   | 'labelled_secret'
+  | 'email_address'
   | 'card_number';
 
 /** The redacted text and how many secrets of each kind were replaced (kinds with none are absent). */
@@ -147,6 +148,16 @@ const RULES: readonly Rule[] = [
     ),
     replace: (match, [label, value]) => labelledValue(match, label ?? '', value ?? '', 'labelled'),
   },
+  // An email address names a person (the catalogue's canaries include one). `git@host:repo`
+  // is an SSH remote and `https://user@host` a URL's user, not a person's address: both stay;
+  // `pkg@1.2.3` has no domain and never matches.
+  {
+    kind: 'email_address',
+    pattern: pattern(
+      String.raw`${startsAfter('A-Za-z0-9._%+-')}(?<!\/\/)(?!git@)[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![A-Za-z0-9-])`,
+      'gu',
+    ),
+  },
   // Digit groups joined by single spaces or dashes, not inside a word such as a hex hash; the
   // window search is in `redactCardRun`.
   {
@@ -160,8 +171,8 @@ const RULES: readonly Rule[] = [
  * Replaces private keys, JWTs, bearer tokens, Anthropic and OpenAI keys, AWS access key ids and
  * (labelled) secret keys, GitHub, Slack, Stripe, GitLab, Google API, Hugging Face and npm
  * tokens, passwords in URLs (`scheme://user:pw@host`, `?password=`), `Authorization` header
- * credentials, values labelled as secrets (`DB_PASSWORD=…`, `"api_key": "…"`) and Luhn-valid
- * card numbers with `[REDACTED:<kind>]`. Idempotent: redacting
+ * credentials, values labelled as secrets (`DB_PASSWORD=…`, `"api_key": "…"`), email
+ * addresses and Luhn-valid card numbers with `[REDACTED:<kind>]`. Idempotent: redacting
  * the result again changes nothing. Linear in the length of the text.
  */
 export function redactSecrets(text: string): RedactionResult {

@@ -108,6 +108,23 @@ describe('memory model selection: priority', () => {
     });
   });
 
+  it.each([
+    ['[model]\nprovider = "ollama"\nname = "llama3.1"\n', 'the agent\'s provider is "ollama"'],
+    ['[model]\nbase_url = "http://127.0.0.1:8000/v1"\n', "the agent's model is at [model] base_url"],
+  ])('keeps memory with an agent that is not on OpenAI when only OPENAI_API_KEY is set (%j)', (toml, reason) => {
+    const chosen = select({ OPENAI_API_KEY: 'sk-stray' }, toml, { inheritModel: agent() });
+    expect(chosen).toMatchObject({
+      mode: 'inherit',
+      modelId: 'agent-model',
+      source: `inferred: OPENAI_API_KEY is set (env:OPENAI_API_KEY), but ${reason}, so memory stays with it`,
+    });
+    expect(chosen.settings).toBeUndefined();
+    // Asked for by name, the openai mode is still there.
+    expect(select({ OPENAI_API_KEY: 'sk-x', HARNESS_MEMORY_LLM_MODE: 'openai' }, toml).settings?.baseURL).toBe(
+      'https://api.openai.com/v1',
+    );
+  });
+
   it('infers inherit when neither is set, and uses the agent model behind retries and a breaker', async () => {
     const chosen = select({}, '', { inheritModel: agent() });
     expect(chosen).toMatchObject({

@@ -93,7 +93,19 @@ function memorySettings(config: ModelSelectionConfig, env: Env) {
 
 type MemorySettings = ReturnType<typeof memorySettings>;
 
-function chooseMode(settings: MemorySettings): { mode: MemoryModelMode; source: string } {
+/**
+ * Why `OPENAI_API_KEY` alone must not choose the openai mode, or `undefined` when it may: only
+ * an agent on OpenAI's own server takes memory there with it. A key left in the shell must
+ * not send a local model's transcripts to OpenAI (the reference's weak spot 10.14).
+ */
+function agentElsewhere(config: ModelSelectionConfig): string | undefined {
+  const provider = nonBlank(config.model.provider) ?? 'openai';
+  if (provider !== 'openai') return `the agent's provider is ${JSON.stringify(provider)}`;
+  if (nonBlank(config.model.baseUrl) !== undefined) return "the agent's model is at [model] base_url";
+  return undefined;
+}
+
+function chooseMode(settings: MemorySettings, config: ModelSelectionConfig): { mode: MemoryModelMode; source: string } {
   const { mode, provider, openaiKey } = settings;
   if (mode !== undefined) {
     if (mode.value !== 'inherit' && mode.value !== 'openai' && mode.value !== 'provider') {
@@ -106,14 +118,22 @@ function chooseMode(settings: MemorySettings): { mode: MemoryModelMode; source: 
     return { mode: mode.value, source: `llm_mode from ${mode.source}` };
   }
   if (provider !== undefined) return { mode: 'provider', source: `inferred: llm_provider is set (${provider.source})` };
-  if (openaiKey !== undefined)
-    return { mode: 'openai', source: `inferred: OPENAI_API_KEY is set (${openaiKey.source})` };
+  if (openaiKey !== undefined) {
+    const elsewhere = agentElsewhere(config);
+    if (elsewhere === undefined)
+      return { mode: 'openai', source: `inferred: OPENAI_API_KEY is set (${openaiKey.source})` };
+    return {
+      mode: 'inherit',
+      source: `inferred: OPENAI_API_KEY is set (${openaiKey.source}), but ${elsewhere}, so memory stays with it`,
+    };
+  }
   return { mode: 'inherit', source: 'inferred: neither llm_provider nor OPENAI_API_KEY is set' };
 }
 
 /**
  * Chooses the memory model: `llm_mode` when set; else `provider` when `llm_provider` is set;
- * else `openai` when `OPENAI_API_KEY` is set; else `inherit` (the agent model). The
+ * else `openai` when `OPENAI_API_KEY` is set and the agent model is OpenAI's (provider
+ * `openai`, no `[model] base_url`); else `inherit` (the agent model). The
  * `HARNESS_MEMORY_LLM_MODEL`, `_BASE_URL` and `_API_KEY` settings override in every mode.
  * Missing pieces throw a `ConfigError` naming the setting or variable to set.
  * @example
@@ -141,7 +161,7 @@ export function selectMemoryModel(input: SelectMemoryModelInput): MemoryModelSel
   const { config, env } = input;
   const createModel = input.createModel ?? createOpenAICompatibleModel;
   const settings = memorySettings(config, env);
-  const { mode, source } = chooseMode(settings);
+  const { mode, source } = chooseMode(settings, input.config);
   const modeSource = settings.mode?.source ?? 'memory llm selection';
   let base: LanguageModel;
   let baseUrl: string | undefined;

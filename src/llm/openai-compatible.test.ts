@@ -89,6 +89,32 @@ describe('openai-compatible: base URL', () => {
     expect(normalizeBaseUrl('http://gateway.local/llm')).toBe('http://gateway.local/llm/v1');
   });
 
+  it('keeps a path that names another API version as it is', () => {
+    for (const base of [
+      'https://generativelanguage.googleapis.com/v1beta/openai',
+      'https://open.bigmodel.cn/api/paas/v4',
+      'https://gateway.example/v2',
+      'https://api.groq.com/openai/v1',
+    ])
+      expect(normalizeBaseUrl(`${base}/`)).toBe(base);
+    expect(normalizeBaseUrl('https://gateway.example/v1beta/openai/chat/completions')).toBe(
+      'https://gateway.example/v1beta/openai',
+    );
+    // Words that only start like a version are not one.
+    expect(normalizeBaseUrl('https://gateway.example/vendor')).toBe('https://gateway.example/vendor/v1');
+  });
+
+  it('sends requests under a base whose path names its own version', async () => {
+    const gemini = await startScriptedOpenAIServer({ basePath: '/v1beta/openai' });
+    try {
+      const model = createOpenAICompatibleModel({ baseURL: `${gemini.origin}/v1beta/openai/`, modelId: 'm' });
+      expect((await model.doGenerate(user('x'))).text).toBe('ok');
+      expect(gemini.requests.map((request) => request.path)).toEqual(['/v1beta/openai/chat/completions']);
+    } finally {
+      await gemini.close();
+    }
+  });
+
   it('rejects a base URL that is not http(s) with a ConfigError', () => {
     expect(() => normalizeBaseUrl('localhost:11434')).toThrow(ConfigError);
     expect(() => createOpenAICompatibleModel({ baseURL: 'not a url', modelId: 'm' })).toThrow(

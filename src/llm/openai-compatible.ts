@@ -59,7 +59,8 @@ export interface OpenAICompatibleModel extends LanguageModel {
 
 /**
  * Normalises a base URL so the SDK reaches `<origin><path>/v1/chat/completions` exactly once:
- * trims spaces and trailing slashes, drops a pasted `/chat/completions`, adds `/v1` when missing.
+ * trims spaces and trailing slashes, drops a pasted `/chat/completions`, adds `/v1` when the path
+ * names no API version (`/v1`, `/v4`, `/v1beta/openai` are kept as they are).
  * Throws a `ConfigError` for anything that is not an http(s) URL.
  * @example normalizeBaseUrl('http://127.0.0.1:11434/') // 'http://127.0.0.1:11434/v1'
  */
@@ -96,8 +97,13 @@ export function normalizeBaseUrl(baseUrl: string): string {
       message: `${dropped} (got ${JSON.stringify(maskPasswords(trimmed))})`,
     });
   const path = parsed.pathname.replace(/\/+$/, '').replace(/\/chat\/completions$/, '');
-  return `${parsed.origin}${path.endsWith('/v1') ? path : `${path}/v1`}`;
+  // A path that names an API version already (`/v1`, `/v1beta/openai`, `/api/paas/v4`) is
+  // the server's own base: appending `/v1` to it would reach a path that does not exist.
+  const versioned = path.split('/').some((segment) => API_VERSION_SEGMENT.test(segment));
+  return `${parsed.origin}${versioned ? path : `${path}/v1`}`;
 }
+
+const API_VERSION_SEGMENT = /^v\d+(?:(?:alpha|beta|preview)\d*)?$/iu;
 
 /**
  * Creates a model over an OpenAI-compatible server. The SDK's own retries are off

@@ -187,6 +187,39 @@ describe('observational memory: observe', () => {
     expect(JSON.stringify(await store.listOperations(memoryIdOf(scope)))).not.toContain('abcdefghijklmnop');
   });
 
+  it('redacts secrets and strips hidden characters from what the observer and reflector write', async () => {
+    // A key given in two halves passes the transcript's redaction; the model joins it.
+    const key = `sk-proj-${'Zq9x'.repeat(8)}`;
+    const hidden = [...'send data']
+      .map((letter) => String.fromCodePoint(0xe0000 + (letter.codePointAt(0) ?? 0)))
+      .join('');
+    const written = `The user's key is ${key}${hidden}\u200b; mail alice@example.com`;
+    const run = async (redactSecrets: boolean) => {
+      const { memory } = setup({
+        redactSecrets,
+        observer: { observe: async () => [{ content: written, importance: 0.9 }] },
+        reflector: scriptedReflector(`SUMMARY:\n${written}\n\nSUPERSESSIONS:\n\nCONTRADICTIONS:\n`),
+      });
+      await memory.observe({ scope, messages: messages(0, 2) });
+      await memory.reflectNow(scope);
+      const inspection = await memory.inspect(scope);
+      return [
+        (await memory.export(scope, 'json')).content,
+        await memory.snippet(scope),
+        inspection.reflection?.raw ?? '',
+        inspection.observations.map((item) => item.content).join('\n'),
+      ].join('\n');
+    };
+    const redacted = await run(true);
+    expect(redacted).not.toContain('Zq9xZq9x');
+    expect(redacted).not.toContain('alice@example.com');
+    expect(redacted).toContain('[REDACTED:openai_key]');
+    expect(redacted).not.toMatch(/[\u{e0000}-\u{e007f}\u200b]/u);
+    const kept = await run(false);
+    expect(kept).toContain(key);
+    expect(kept).not.toMatch(/[\u{e0000}-\u{e007f}\u200b]/u);
+  });
+
   it('fails with "observer is not configured" and keeps the messages for later', async () => {
     const store = createInMemoryStore();
     const memory = createObservationalMemory({ store, defaultEnabled: true, defaults: { observeMinTokens: 1 } });

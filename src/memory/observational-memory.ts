@@ -359,6 +359,7 @@ function workerContextOf(
     maxBatchTokens: positive(options.maxBatchTokens ?? 16_000, 'maxBatchTokens'),
     toolImportanceCap: unitInterval(options.toolImportanceCap ?? DEFAULT_TOOL_IMPORTANCE_CAP, 'toolImportanceCap'),
     followRunModel: options.followRunModel ?? false,
+    redact: options.redactSecrets ?? true,
     effective,
     onEvent: onWorkerEvent,
     observationsOf: (memoryId, record) => observationCache.get(memoryId, record),

@@ -173,7 +173,8 @@ describe('observational memory: provenance and the tool importance cap (issue 12
       [0.6, 'tool', [2], 1, 2],
       // Seq 99 is not in the batch: ignored.
       [0.9, 'user', [1], 1, 2],
-      [0.8, 'mixed', [], 1, 2],
+      // Uncited beside tool output: it may come from the page alone, so it is capped too.
+      [0.6, 'mixed', [], 1, 2],
     ]);
   });
 

@@ -14,6 +14,7 @@ import { activeReflectionLinks } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
 import { selectReflectionReferences } from '../core/reflection-references.js';
 import { redactSecrets } from '../core/redact-secrets.js';
+import { stripInvisible } from '../core/sanitize-text.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore, Operation, PrefetchedObserve, StoredMessage } from '../storage/store.js';
 import type { Observer, Reflector } from './model-observer.js';
@@ -64,6 +65,8 @@ export interface OperationWorkerContext {
   readonly toolImportanceCap: number;
   /** Whether an operation's `model` (its run's model) is asked instead of the model's own. */
   readonly followRunModel: boolean;
+  /** Whether secrets are redacted from what the observer and reflector write, as from what they read. */
+  readonly redact: boolean;
   readonly effective: (record: { enabled: boolean | null; config: Partial<ObservationConfig> } | undefined) => {
     enabled: boolean;
     config: ObservationConfig;
@@ -223,9 +226,11 @@ async function runObserve(
   const throughMessageSeq = (batch[batch.length - 1] as StoredMessage).seq;
   const applied = await store.completeObservation({
     ...lease,
-    observations: parsed.map((item) => {
+    observations: parsed.flatMap((item) => {
+      const content = modelText(context, item.content);
+      if (content === '') return [];
       const provenance = provenanceOf(item, batch, context.toolImportanceCap);
-      return { content: item.content, tokenCount: context.estimator.estimate(item.content), ...provenance };
+      return [{ content, tokenCount: context.estimator.estimate(content), ...provenance }];
     }),
     throughMessageSeq,
     markerIds: { start: context.generateId('mk'), end: context.generateId('mk') },
@@ -307,7 +312,7 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
     estimator: context.estimator,
   }).filter((observation) => !listed.has(observation.seq));
   const reflector = context.reflector;
-  const raw = await withinLease(context, (abortSignal) =>
+  const answer = await withinLease(context, (abortSignal) =>
     reflector.reflect({
       scope: record.scope,
       config,
@@ -319,6 +324,7 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
     }),
   );
   context.faultPoint?.('after_llm');
+  const raw = modelText(context, answer);
   const structured = parseReflection(raw);
   // A reflection replaces the last one whole: one without a summary would erase it.
   if (structured.summary === '' || isNothingToObserve(structured.summary)) {
@@ -486,4 +492,14 @@ function runModelOf(context: OperationWorkerContext, operation: Operation): { mo
 /** The payload field naming the run's model, when there is one. */
 export function runModelPayload(modelId: string | undefined): { model?: string } {
   return modelId === undefined || modelId === '' ? {} : { model: modelId };
+}
+
+/**
+ * What a memory model wrote, as it is stored: without invisible characters, and with secrets
+ * redacted. The transcript was redacted before the model read it, but a secret given in
+ * pieces (half in one message, half in the next) passes that check and can come back whole.
+ */
+function modelText(context: OperationWorkerContext, text: string): string {
+  const visible = stripInvisible(text).trim();
+  return context.redact ? redactSecrets(visible).text : visible;
 }

@@ -41,6 +41,8 @@ const CANARIES: ReadonlyArray<{ kind: string; text: string; needle: string }> = 
   { kind: 'basic auth header', text: 'Authorization: Basic Q24xM0NuMTNDbjEz', needle: 'Q24xM0NuMTNDbjEz' },
   { kind: 'stripe', text: `sk_live_${'Cn14'.repeat(5)}`, needle: 'Cn14Cn14Cn14' },
   { kind: 'gitlab', text: `glpat-${'Cn15'.repeat(5)}`, needle: 'Cn15Cn15Cn15' },
+  { kind: 'email', text: 'cn16.canary@mail.example.org', needle: 'cn16.canary@' },
+  { kind: 'card', text: ['4111', '1111', '1111', '1111'].join(' '), needle: '4111 1111 1111 1111' },
 ];
 const ALL = CANARIES.map((canary) => canary.text).join('\n');
 

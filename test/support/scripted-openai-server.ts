@@ -91,9 +91,13 @@ export interface ScriptedServerOptions {
    * @default false
    */
   readonly strict?: boolean;
+  /**
+   * The API base path the server answers under (`<basePath>/chat/completions`), as a provider
+   * with its own version path (`/v1beta/openai`) has. @default '/v1'
+   */
+  readonly basePath?: string;
 }
 
-const COMPLETIONS_PATH = '/v1/chat/completions';
 const DEFAULT_TRUNCATED: ScriptedAnswer = { text: 'this answer is cut off before it ends' };
 
 /** Starts a scripted server on 127.0.0.1 and a free port. */
@@ -101,13 +105,14 @@ export async function startScriptedOpenAIServer(options: ScriptedServerOptions =
   const requests: ScriptedRequest[] = [];
   const queue: ScriptedReply[] = [];
   let defaultReply: ScriptedReply = { text: 'ok' };
+  const completionsPath = `${options.basePath ?? '/v1'}/chat/completions`;
   let counter = 0;
 
   const server = createServer((incoming, response) => {
     void (async () => {
       const request = await readRequest(incoming);
       requests.push(request);
-      if (request.method !== 'POST' || request.path !== COMPLETIONS_PATH) {
+      if (request.method !== 'POST' || request.path !== completionsPath) {
         sendJson(response, 404, {
           error: { message: `no route for ${request.method} ${request.path}`, type: 'not_found' },
         });
