@@ -12,8 +12,12 @@ import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
 import { createAgentRunner } from './agent-runner.js';
+import { forgetConversation } from './forget-conversation.js';
 import type { AgentRunnerOptions } from './agent-runner.js';
 import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
+import { createRedactingRunStore } from '../storage/redacting-run-store.js';
+import { defineTool } from '../tools/tool.js';
+import { z } from 'zod/v4';
 
 // One workspace for the file's exports, removed afterwards.
 const WORKSPACE = mkdtempSync(join(tmpdir(), 'hm-runner-'));
@@ -265,6 +269,69 @@ describe('agent runner: loop', () => {
     expect(completed.map((event) => event.payload['ok'])).toEqual([false, false]);
   });
 
+  it('answers malformed tool arguments with TOOL_INPUT_INVALID, and a tool returning nothing with null', async () => {
+    const notify = defineTool({
+      name: 'notify',
+      description: 'Notifies someone.',
+      inputSchema: z.object({}),
+      execute: async () => undefined,
+    });
+    const { runner, agentModel } = harness({ runner: { tools: [notify] } });
+    agentModel.enqueue(
+      {
+        toolCalls: [
+          // Cut at the model's token limit.
+          { id: 'c1', name: 'working_memory', arguments: '{"action":"set","key":"plan","value":{"step":1}' },
+          { id: 'c2', name: 'notify', arguments: '{}' },
+        ],
+      },
+      'noted',
+    );
+    const done = await runner.wait((await runner.start({ ...ids, prompt: 'go' })).runId);
+    expect(done).toMatchObject({ status: 'completed', output: 'noted' });
+    const [cut, nothing] = agentModel.calls[1]?.messages.filter((message) => message.role === 'tool') ?? [];
+    expect(JSON.parse(cut?.content ?? '{}').error).toMatchObject({
+      code: 'TOOL_INPUT_INVALID',
+      message: expect.stringContaining('the arguments of tool "working_memory" are not valid JSON'),
+    });
+    expect(nothing?.content).toBe('null');
+  });
+
+  it('stores a tool value labelled as a secret by its key redacted (arguments and results)', async () => {
+    const aws = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
+    const creds = defineTool({
+      name: 'aws_creds',
+      description: 'Reads credentials.',
+      inputSchema: z.object({}),
+      execute: async () => ({ AccessKeyId: 'x', SecretAccessKey: aws }),
+    });
+    const { runner, agentModel, workingMemory } = harness({
+      runner: { tools: [creds], runStore: createRedactingRunStore(createInMemoryRunStore()) },
+    });
+    agentModel.enqueue(
+      {
+        toolCalls: [
+          {
+            id: 'c1',
+            name: 'working_memory',
+            arguments: JSON.stringify({ action: 'set', key: 'cfg', value: { api_key: 'k3y-value!' } }),
+          },
+          { id: 'c2', name: 'aws_creds', arguments: '{}' },
+        ],
+      },
+      'done',
+    );
+    const run = await runner.start({ ...ids, conversationId: 'conv-labelled', prompt: 'go' });
+    await runner.wait(run.runId);
+    const stored = JSON.stringify(await runner.continue(run.runId, 'again').then((next) => runner.wait(next.runId)));
+    const replayed = JSON.stringify(agentModel.calls.at(-1)?.messages);
+    for (const text of [stored, replayed, await workingMemory.snippet(run.scope)]) {
+      expect(text).not.toContain('k3y-value!');
+      expect(text).not.toContain(aws);
+    }
+    expect(replayed).toContain('[REDACTED:aws_secret_key]');
+  });
+
   it('fails a run that reaches max_steps without a final answer', async () => {
     const { runner, agentModel } = harness();
     agentModel.enqueue(
@@ -297,6 +364,35 @@ describe('agent runner: loop', () => {
     expect((await runStore.listEvents(run.runId, -1)).at(-1)?.type).toBe('run.cancelled');
   });
 
+  it('cancels a run while a tool runs, without waiting for the tool, and hands the tool the signal', async () => {
+    let release = (): void => undefined;
+    const never = new Promise<void>((resolve) => (release = resolve));
+    let started = (): void => undefined;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    let signalled: AbortSignal | undefined;
+    const slow = defineTool({
+      name: 'slow',
+      description: 'Takes its time.',
+      inputSchema: z.object({}),
+      execute: async (_args, context) => {
+        signalled = context.signal;
+        started();
+        await never; // ignores the signal, as a careless tool does
+        return { ok: true };
+      },
+    });
+    const { runner, agentModel, runStore } = harness({ runner: { tools: [slow] } });
+    agentModel.enqueue({ toolCalls: [{ id: 'c1', name: 'slow', arguments: '{}' }] }, 'unreached');
+    const run = await runner.start({ ...ids, conversationId: 'conv-slow-tool', prompt: 'go' });
+    await running;
+    const cancelled = await runner.cancel(run.runId);
+    release();
+    expect(cancelled.status).toBe('cancelled');
+    expect(signalled?.aborted).toBe(true);
+    expect((await runStore.listEvents(run.runId, -1)).at(-1)?.type).toBe('run.cancelled');
+    expect(agentModel.calls).toHaveLength(1);
+  });
+
   it('falls back to the run id for the conversation and validates ids', async () => {
     const { runner } = harness();
     const run = await runner.start({ prompt: 'hi' });
@@ -325,6 +421,21 @@ describe('agent runner: loop', () => {
     const blank = await runner.start({ ...ids, prompt: 'hi', model: '   ' });
     expect(blank.model).toBe('');
     await runner.settle();
+  });
+
+  it('continues with the system prompt as given, not as the redacting run store keeps it', async () => {
+    const runStore = createRedactingRunStore(createInMemoryRunStore());
+    const { runner, agentModel } = harness({ runner: { runStore } });
+    agentModel.enqueue('first', 'second', 'third');
+    const systemPrompt = 'You are the support agent of ACME. Escalate to support@acme.example.';
+    const first = await runner.start({ ...ids, conversationId: 'conv-system', prompt: 'hi', systemPrompt });
+    await runner.wait(first.runId);
+    expect((await runStore.getRun(first.runId))?.systemPrompt).toContain('[REDACTED:email_address]');
+    const second = await runner.continue(first.runId, 'again');
+    await runner.wait(second.runId);
+    const third = await runner.continue(second.runId, 'and again');
+    await runner.wait(third.runId);
+    for (const call of agentModel.calls) expect(call.messages[0]).toEqual({ role: 'system', content: systemPrompt });
   });
 
   it('continues a finished run in the same scope', async () => {
@@ -409,6 +520,34 @@ describe('agent runner: start({ onEvent })', () => {
       expect(seen.map((event) => event.type)).toContain('tool.call.completed');
     },
   );
+
+  it('ends with a run.failed (SCOPE_FORGOTTEN), not stored, when the conversation is forgotten mid-run', async () => {
+    const { runner, agentModel, runStore, observationalMemory } = harness();
+    let calling = (): void => undefined;
+    const called = new Promise<void>((resolve) => (calling = resolve));
+    let answer = (): void => undefined;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    agentModel.enqueue(async () => {
+      calling();
+      await answered;
+      return { text: 'thinking', toolCalls: [{ id: 't', name: 'working_memory', arguments: '{"action":"list"}' }] };
+    }, 'done');
+    const seen: string[] = [];
+    const run = await runner.start(
+      { ...ids, conversationId: 'conv-forgotten-live', prompt: 'hi' },
+      { onEvent: (event) => seen.push(`${event.seq}:${event.type}`) },
+    );
+    await called;
+    await forgetConversation({ observationalMemory, runStore }, run.scope);
+    answer();
+    const done = await runner.wait(run.runId);
+    expect(done.error?.code).toBe('SCOPE_FORGOTTEN');
+    expect(seen.at(-1)).toMatch(/^\d+:run\.failed$/u);
+    expect(seen.filter((entry) => entry.endsWith(':run.failed'))).toHaveLength(1);
+    const seqs = seen.map((entry) => Number(entry.split(':')[0]));
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(await runStore.getRun(run.runId)).toBeUndefined();
+  });
 
   it('survives a callback that throws: the run completes and each throw is reported as a fault', async () => {
     const faults: string[] = [];

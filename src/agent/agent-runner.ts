@@ -85,13 +85,19 @@ export interface AgentRunner {
    * Creates a run and starts it in the background; resolves once the run is stored.
    * `onEvent` sees every event of the run as it is stored, in order, the terminal one
    * (`run.completed`, `run.failed`, `run.cancelled`) last, without subscribing to the hub. A
-   * callback that throws is reported as a fault and never breaks the run.
+   * callback that throws is reported as a fault and never breaks the run. When the run's
+   * conversation is forgotten while it runs, nothing more is stored, and the last event is a
+   * `run.failed` (`SCOPE_FORGOTTEN`) given to `onEvent` only.
    */
   start(
     request: RunRequest,
     options?: { parentRunId?: string; onEvent?: (event: RunEvent) => void },
   ): Promise<RunRecord>;
-  /** A new run in the same scope as `runId`. */
+  /**
+   * A new run in the same scope as `runId`, with its model, system prompt and step limit. The
+   * system prompt is the one `runId` was given when it was started by this runner (among its
+   * last 256 runs); otherwise the stored one, which is redacted when the run store redacts.
+   */
   continue(runId: string, prompt: string): Promise<RunRecord>;
   cancel(runId: string): Promise<RunRecord>;
   /** Resolves when the run has ended. */
@@ -132,7 +138,10 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   validateRunnerOptions(options);
   const hub = options.hub ?? createLocalEventHub();
   const reportFault = options.onFault ?? IGNORE_FAULTS;
-  const callbacks = new Map<string, (event: RunEvent) => void>();
+  const callbacks = new Map<string, RunCallback>();
+  // The system prompts of runs started here, as given: the stored one is redacted (with
+  // redact_transcripts), and a continued run must get the prompt its parent was given.
+  const givenSystemPrompts = new Map<string, string>();
   const events = new RunEventEmitter(options.runStore, hub, (event) => deliverEvent(callbacks, event, reportFault));
   const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
   const active = new Map<string, { controller: AbortController; done: Promise<RunRecord> }>();
@@ -150,7 +159,14 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
           controller.signal.aborted ? 'cancelled' : 'failed',
         ),
       )
-      .finally(() => active.delete(run.runId));
+      .then((record) => {
+        closeCallback(callbacks, record, reportFault);
+        return record;
+      })
+      .finally(() => {
+        active.delete(run.runId);
+        callbacks.delete(run.runId);
+      });
     active.set(run.runId, { controller, done });
   };
 
@@ -187,7 +203,8 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
         usage: { inputTokens: 0, outputTokens: 0 },
         parentRunId: startOptions.parentRunId ?? null,
       });
-      if (startOptions.onEvent) callbacks.set(runId, startOptions.onEvent);
+      if (startOptions.onEvent) callbacks.set(runId, { onEvent: startOptions.onEvent, lastSeq: 0 });
+      keepNewest(givenSystemPrompts, runId, request.systemPrompt ?? '', GIVEN_SYSTEM_PROMPTS_KEPT);
       launch(run);
       return run;
     },
@@ -209,7 +226,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
           conversationId: previous.scope.conversationId,
           agentId: previous.scope.agentId,
           model: previous.model,
-          systemPrompt: previous.systemPrompt,
+          systemPrompt: givenSystemPrompts.get(runId) ?? previous.systemPrompt,
           maxSteps: previous.maxSteps,
         },
         { parentRunId: runId },
@@ -240,20 +257,60 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   return runner;
 }
 
+/** How many runs' system prompts a runner keeps as given, for `continue`. */
+const GIVEN_SYSTEM_PROMPTS_KEPT = 256;
+
+/** Sets `key`, dropping the oldest entries past `limit`; an empty value is not kept. */
+function keepNewest(map: Map<string, string>, key: string, value: string, limit: number): void {
+  if (value === '') return;
+  map.set(key, value);
+  for (const oldest of map.keys()) {
+    if (map.size <= limit) break;
+    map.delete(oldest);
+  }
+}
+
+/** A run's `onEvent`, and the seq of the last event it was given. */
+interface RunCallback {
+  readonly onEvent: (event: RunEvent) => void;
+  lastSeq: number;
+}
+
+/**
+ * The end of a run whose callback got no terminal event: its conversation was forgotten while
+ * it ran, so nothing more could be stored. The callback still gets the run's end, as a
+ * `run.failed` that is not stored, so "the terminal event last" holds.
+ */
+function closeCallback(callbacks: Map<string, RunCallback>, record: RunRecord, reportFault: FaultReporter): void {
+  const callback = callbacks.get(record.runId);
+  if (!callback || (record.status !== 'failed' && record.status !== 'cancelled' && record.status !== 'completed'))
+    return;
+  const seq = callback.lastSeq + 1;
+  deliverEvent(
+    callbacks,
+    {
+      id: `${record.runId}:${seq}`,
+      runId: record.runId,
+      seq,
+      type: `run.${record.status}`,
+      timestamp: new Date().toISOString(),
+      payload: record.error ? { error: record.error } : {},
+    },
+    reportFault,
+  );
+}
+
 /**
  * Hands a run's event to its `onEvent` callback (dropped after the run's last event); a throwing
  * callback is a fault.
  */
-function deliverEvent(
-  callbacks: Map<string, (event: RunEvent) => void>,
-  event: RunEvent,
-  reportFault: FaultReporter,
-): void {
+function deliverEvent(callbacks: Map<string, RunCallback>, event: RunEvent, reportFault: FaultReporter): void {
   const callback = callbacks.get(event.runId);
   if (!callback) return;
   if (TERMINAL_EVENT_TYPES.has(event.type)) callbacks.delete(event.runId);
+  callback.lastSeq = Math.max(callback.lastSeq, event.seq);
   try {
-    callback(event);
+    callback.onEvent(event);
   } catch (error) {
     reportFault({
       component: 'runner',

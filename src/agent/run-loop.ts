@@ -216,7 +216,10 @@ async function runToolCalls(
       runId: run.runId,
       toolCallId: call.id,
       scope,
+      signal,
     });
+    // Cancelled while the tool ran: its result, if any, is not the run's any more.
+    if (signal.aborted) throw cancelled();
     await append(options, state, {
       messageId: `${run.runId}:tool:${step}:${call.id}`,
       role: 'tool',

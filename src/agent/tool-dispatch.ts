@@ -14,6 +14,8 @@ export interface ToolCallTarget {
   readonly runId: string;
   readonly toolCallId: string;
   readonly scope: Scope;
+  /** The run's signal: the tool gets it, and the call stops waiting for the tool once it aborts. */
+  readonly signal?: AbortSignal;
 }
 
 /** What one tool call came to: the JSON text the model gets back, and whether it succeeded. */
@@ -56,10 +58,18 @@ export function createToolDispatcher(options: ToolDispatcherOptions): ToolDispat
         const message = `unknown tool "${name}"; available tools are ${[...toolsByName.keys()].join(', ')}`;
         return { content: JSON.stringify({ error: { code: 'TOOL_NOT_FOUND', message } }), ok: false };
       }
+      let parsed: unknown;
       try {
-        const parsed: unknown = args.trim() === '' ? {} : JSON.parse(args);
+        parsed = args.trim() === '' ? {} : JSON.parse(args);
+      } catch (error) {
+        // A model's answer cut at its token limit, most often: the model can send it again.
+        const reason = error instanceof Error ? error.message : String(error);
+        return failure('TOOL_INPUT_INVALID', `the arguments of tool "${name}" are not valid JSON (${reason})`);
+      }
+      let result: unknown;
+      try {
         // The resolved scope goes as it is; the ids stay for tools that read them.
-        const result = await tool.execute(parsed, {
+        const execution = tool.execute(parsed, {
           scope: target.scope,
           tenantId: target.scope.tenantId,
           conversationId: target.scope.conversationId,
@@ -67,11 +77,50 @@ export function createToolDispatcher(options: ToolDispatcherOptions): ToolDispat
           runId: target.runId,
           toolCallId: target.toolCallId,
           workspace: options.workspace,
+          ...(target.signal ? { signal: target.signal } : {}),
         });
-        return { content: JSON.stringify(result), ok: true };
+        result = target.signal ? await untilAborted(execution, target.signal) : await execution;
       } catch (error) {
         return { content: JSON.stringify({ error: errorJson(error) }), ok: false };
       }
+      let content: string | undefined;
+      try {
+        content = JSON.stringify(result);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        return failure('TOOL_OUTPUT_INVALID', `tool "${name}" returned a value that is not JSON (${reason})`);
+      }
+      // A tool that returns nothing (a notification, a log line) did its work.
+      return { content: content ?? 'null', ok: true };
     },
   };
+}
+
+function failure(code: string, message: string): ToolCallOutcome {
+  return { content: JSON.stringify({ error: { code, message } }), ok: false };
+}
+
+/**
+ * The tool's result, or a rejection as soon as `signal` aborts: a cancelled run does not wait
+ * for a tool that does not listen to its signal (the tool is left to finish on its own).
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.reject(new Error('run cancelled'));
+  }
+  return new Promise<T>((resolve, reject) => {
+    const stop = (): void => reject(new Error('run cancelled'));
+    signal.addEventListener('abort', stop, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', stop);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', stop);
+        reject(error);
+      },
+    );
+  });
 }

@@ -88,7 +88,13 @@ export type HarnessMemoryErrorCode = (typeof HARNESS_MEMORY_ERROR_CODES)[number]
  * - `TOOL_NOT_FOUND`: the model called a tool the run does not offer (a tool result; the run goes on).
  * - `INTERNAL`: an unexpected error that is not a `HarnessMemoryError`; the message says what.
  */
-export const RUN_ERROR_CODES = ['MAX_STEPS', 'RUN_ABANDONED', 'TOOL_NOT_FOUND', 'INTERNAL'] as const;
+export const RUN_ERROR_CODES = [
+  'MAX_STEPS',
+  'RUN_ABANDONED',
+  'TOOL_NOT_FOUND',
+  'TOOL_OUTPUT_INVALID',
+  'INTERNAL',
+] as const;
 
 /** A code of {@link RUN_ERROR_CODES}. */
 export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];

@@ -87,8 +87,25 @@ describe('redactValue: the one-pass check', () => {
     if (typeof value === 'string') return redactSecrets(value).text;
     if (Array.isArray(value)) return value.map(oracle);
     if (value !== null && typeof value === 'object')
-      return Object.fromEntries(Object.entries(value).map(([key, item]) => [redactSecrets(key).text, oracle(item)]));
+      return Object.fromEntries(
+        Object.entries(value).map(([key, item]) => [
+          redactSecrets(key).text,
+          typeof item === 'string' ? asLabelled(key, redactSecrets(item).text) : oracle(item),
+        ]),
+      );
     return value;
+  }
+
+  /** A string value as the JSON text `{"key":"value"}` redacts it. */
+  function asLabelled(key: string, value: string): string {
+    const text = `{${JSON.stringify(redactSecrets(key).text)}:${JSON.stringify(value)}}`;
+    const redacted = redactSecrets(text).text;
+    if (redacted === text) return value;
+    try {
+      return Object.values(JSON.parse(redacted) as object)[0] as string;
+    } catch {
+      return value; // a rule ran through the JSON's quotes: the value as redacted on its own
+    }
   }
 
   function randomValue(next: () => number, depth: number): unknown {
@@ -117,6 +134,26 @@ describe('redactValue: the one-pass check', () => {
     // Both branches are exercised: values that need nothing and values that do.
     expect(unchanged).toBeGreaterThan(100);
     expect(unchanged).toBeLessThan(2_900);
+  });
+
+  it('redacts a value its key labels a secret, as the same JSON text is redacted', () => {
+    const aws = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
+    const value = {
+      cfg: { api_key: 'k3y-value!', db_password: 'Tr0ub4dor-9', SecretAccessKey: aws, region: 'eu-west-1' },
+      form: { password: 'required', token: 'abc' },
+    };
+    expect(redactValue(value)).toEqual({
+      cfg: {
+        api_key: '[REDACTED:labelled_secret]',
+        db_password: '[REDACTED:labelled_secret]',
+        SecretAccessKey: '[REDACTED:aws_secret_key]',
+        region: 'eu-west-1',
+      },
+      form: value.form,
+    });
+    expect(redactJsonText(JSON.stringify({ AccessKeyId: 'x', SecretAccessKey: aws }))).toBe(
+      '{"AccessKeyId":"x","SecretAccessKey":"[REDACTED:aws_secret_key]"}',
+    );
   });
 
   it('leaves a secret split across two strings alone, as redacting each string does', () => {

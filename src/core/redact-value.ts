@@ -13,7 +13,8 @@ export interface RedactValueOptions {
 
 /**
  * A copy of `value` with {@link redactSecrets} applied to every string in it (object keys
- * only with `keys: true`). Values without a string that needs it come back unchanged, the
+ * only with `keys: true`), a string value read with its key too, so `{"api_key": "…"}` is
+ * redacted as the same JSON text would be. Values without a string that needs it come back unchanged, the
  * same object included.
  */
 export function redactValue<T>(value: T, options: RedactValueOptions = {}): T {
@@ -72,6 +73,32 @@ function collectTexts(value: unknown, depth: number, keys: boolean, into: string
   for (const [key, item] of Object.entries(value)) {
     if (keys) into.push(key);
     collectTexts(item, depth + 1, keys, into);
+    if (typeof item === 'string') into.push(pairText(key, item));
+  }
+}
+
+/**
+ * A string value with its key as JSON text: `{"api_key":"…"}`. The key is what labels the
+ * value a secret (`api_key`, `db_password`, `SecretAccessKey`), and a value read on its own
+ * has lost it.
+ */
+function pairText(key: string, item: string): string {
+  return `{${JSON.stringify(key)}:${JSON.stringify(item)}}`;
+}
+
+/** The string `item` of `key`, redacted on its own and as labelled by its key. */
+function redactEntry(key: string, item: string): string {
+  const own = redactSecrets(item).text;
+  // The key redacted first, so a secret in it (an unterminated private key) cannot run on
+  // through the value's quotes.
+  const text = pairText(redactSecrets(key).text, own);
+  const redacted = redactSecrets(text).text;
+  if (redacted === text) return own;
+  try {
+    const [value] = Object.values(JSON.parse(redacted) as Record<string, unknown>);
+    return typeof value === 'string' ? value : own;
+  } catch {
+    return own;
   }
 }
 
@@ -86,7 +113,7 @@ function redactNode(value: unknown, depth: number, keys: boolean): unknown {
   let changed = false;
   const entries = Object.entries(value).map(([key, item]) => {
     const nextKey = keys ? redactSecrets(key).text : key;
-    const next = redactNode(item, depth + 1, keys);
+    const next = typeof item === 'string' ? redactEntry(key, item) : redactNode(item, depth + 1, keys);
     if (next !== item || nextKey !== key) changed = true;
     return [nextKey, next] as const;
   });

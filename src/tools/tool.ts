@@ -24,6 +24,11 @@ export interface ToolContext {
   toolCallId?: string;
   /** Directory that file-writing actions (export) must stay inside. */
   workspace: string;
+  /**
+   * Aborted when the run is cancelled (or its conversation forgotten). A long tool should
+   * stop then; the runner does not wait for one that does not.
+   */
+  signal?: AbortSignal;
 }
 
 /** What {@link defineTool} takes. */
