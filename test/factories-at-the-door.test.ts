@@ -111,7 +111,7 @@ const cases: Array<[string, () => unknown, string]> = [
   ['createObservationalMemoryTool', () => createObservationalMemoryTool({ memory: {} as never }), 'memory'],
   ['createAgentRunner', () => createAgentRunner({ ...runnerOptions, model: undefined } as never), 'model'],
   ['createAgentRunner', () => createAgentRunner({ ...runnerOptions, runStore: {} } as never), 'runStore'],
-  ['createAgentRunner', () => createAgentRunner({ ...runnerOptions, memoryTools: undefined } as never), 'memoryTools'],
+  ['createAgentRunner', () => createAgentRunner({ ...runnerOptions, memoryTools: {} } as never), 'memoryTools'],
   ['createAgentRunner', () => createAgentRunner({ ...runnerOptions, workspace: '' }), 'workspace'],
   ['createApp', () => createApp({} as never), 'runner'],
   ['createApp', () => createApp(appWithKeys([{ key: 'clé-1', tenantId: 'acme' }])), 'apiKeys[0].key'],

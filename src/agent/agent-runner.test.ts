@@ -332,6 +332,25 @@ describe('agent runner: loop', () => {
     expect(replayed).toContain('[REDACTED:aws_secret_key]');
   });
 
+  it('offers both memory tools when memoryTools is left out, and none with []', async () => {
+    const offered = async (memoryTools?: []) => {
+      const store = createInMemoryStore();
+      const model = createMockLanguageModel('done');
+      const runner = createAgentRunner({
+        model,
+        observationalMemory: createObservationalMemory({ store }),
+        workingMemory: createWorkingMemory({ store }),
+        runStore: createInMemoryRunStore(),
+        workspace: WORKSPACE,
+        ...(memoryTools ? { memoryTools } : {}),
+      });
+      await runner.wait((await runner.start({ ...ids, prompt: 'hi' })).runId);
+      return (model.calls[0]?.tools ?? []).map((tool) => tool.name);
+    };
+    expect(await offered()).toEqual(['working_memory', 'observational_memory']);
+    expect(await offered([])).toEqual([]);
+  });
+
   it('fails a run that reaches max_steps without a final answer', async () => {
     const { runner, agentModel } = harness();
     agentModel.enqueue(

@@ -18,6 +18,8 @@ import type { LanguageModel } from '../llm/language-model.js';
 import { MAX_MODEL_ID_LENGTH, type ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import type { Tool } from '../tools/tool.js';
+import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
+import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
 import { createLocalEventHub } from '../storage/local-event-hub.js';
 import type { EventHub } from '../storage/event-hub.js';
 import type { RunEvent, RunRecord, RunStore } from '../storage/run-store.js';
@@ -51,8 +53,11 @@ export interface AgentRunnerOptions {
   hub?: EventHub;
   /** Tools besides `working_memory` and `observational_memory`. */
   tools?: readonly Tool[];
-  /** The memory tools (built by the composition root). */
-  memoryTools: readonly Tool[];
+  /**
+   * The memory tools offered to the model; `[]` offers none.
+   * @default the `working_memory` and `observational_memory` tools over the two services
+   */
+  memoryTools?: readonly Tool[];
   /** Folder that exports must stay inside. */
   workspace: string;
   /** @default 10 */
@@ -130,7 +135,7 @@ const RUN_STORE_METHODS = [
 /**
  * Creates the agent runner.
  * @example
- * const runner = createAgentRunner({ model, observationalMemory, workingMemory, runStore, memoryTools, workspace });
+ * const runner = createAgentRunner({ model, observationalMemory, workingMemory, runStore, workspace });
  * const run = await runner.start({ prompt: 'Hello', conversationId: 'c1' });
  * const done = await runner.wait(run.runId);
  */
@@ -257,6 +262,17 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   return runner;
 }
 
+/** The most model turns a run may take (`max_steps`). */
+export const MAX_RUN_STEPS = 100;
+
+/** Both memory tools over the runner's services. */
+function defaultMemoryTools(options: AgentRunnerOptions): Tool[] {
+  return [
+    createWorkingMemoryTool(options.workingMemory),
+    createObservationalMemoryTool({ memory: options.observationalMemory }),
+  ];
+}
+
 /** How many runs' system prompts a runner keeps as given, for `continue`. */
 const GIVEN_SYSTEM_PROMPTS_KEPT = 256;
 
@@ -342,7 +358,7 @@ function runLoopOf(
       estimator,
     }),
     tools: createToolDispatcher({
-      tools: [...options.memoryTools, ...(options.tools ?? [])],
+      tools: [...(options.memoryTools ?? defaultMemoryTools(options)), ...(options.tools ?? [])],
       workspace: options.workspace,
     }),
     estimator,
@@ -362,8 +378,8 @@ function checkStart(
   if (request.prompt.length > MAX_PROMPT_CHARS)
     throw invalidRequest(`prompt is longer than ${MAX_PROMPT_CHARS} characters`);
   const maxSteps = request.maxSteps ?? defaultMaxSteps;
-  if (!Number.isSafeInteger(maxSteps) || maxSteps < 1 || maxSteps > 100)
-    throw invalidRequest('max_steps must be an integer from 1 to 100');
+  if (!Number.isSafeInteger(maxSteps) || maxSteps < 1 || maxSteps > MAX_RUN_STEPS)
+    throw invalidRequest(`max_steps must be an integer from 1 to ${MAX_RUN_STEPS}`);
   if (startOptions.onEvent !== undefined && typeof startOptions.onEvent !== 'function')
     throw invalidRequest('onEvent must be a function');
   return maxSteps;
@@ -430,11 +446,7 @@ async function endAfterFault(
 
 function validateRunnerOptions(options: AgentRunnerOptions): void {
   const factory = 'createAgentRunner';
-  requireOptions(
-    factory,
-    options,
-    'Pass { model, observationalMemory, workingMemory, runStore, memoryTools, workspace }.',
-  );
+  requireOptions(factory, options, 'Pass { model, observationalMemory, workingMemory, runStore, workspace }.');
   requireObject(factory, 'model', options.model, ['doGenerate'], "Pass the agent's LanguageModel.");
   requireObject(
     factory,
@@ -457,12 +469,12 @@ function validateRunnerOptions(options: AgentRunnerOptions): void {
     RUN_STORE_METHODS,
     'Pass a RunStore, such as createInMemoryRunStore().',
   );
-  if (!Array.isArray(options.memoryTools))
+  if (options.memoryTools !== undefined && !Array.isArray(options.memoryTools))
     throw invalidOption(
       factory,
       'memoryTools',
-      'is required (an array of tools)',
-      'Pass [createWorkingMemoryTool(...), createObservationalMemoryTool(...)], or [] for none.',
+      'must be an array of tools',
+      'Pass [createWorkingMemoryTool(...), createObservationalMemoryTool(...)], [] for none, or leave it out for both.',
     );
   requireString(
     factory,

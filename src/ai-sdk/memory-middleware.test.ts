@@ -367,10 +367,12 @@ describe.each(VERSIONS)('AI SDK middleware: $label', (version) => {
     await workingMemory.set(scope, 'plan', 'A');
     const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
     const params = { prompt: [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'Hi' }] }] };
-    const once = await middleware.transformParams?.({ type: 'generate', params, model: {} as never });
-    const twice = await middleware.transformParams?.({ type: 'generate', params: once as never, model: {} as never });
-    expect(twice?.prompt.filter((message) => message.role === 'system')).toHaveLength(1);
-    expect(twice?.prompt).toHaveLength(2);
+    const once: unknown = await middleware.transformParams({ type: 'generate', params, model: {} });
+    const twice = (await middleware.transformParams({ type: 'generate', params: once, model: {} })) as {
+      prompt: Array<{ role: string }>;
+    };
+    expect(twice.prompt.filter((message) => message.role === 'system')).toHaveLength(1);
+    expect(twice.prompt).toHaveLength(2);
   });
 });
 
@@ -382,5 +384,19 @@ describe('createMemoryMiddleware: options checked at the door', () => {
     expect(() =>
       createMemoryMiddleware({ memory: createObservationalMemory({ store }), workingMemory } as never),
     ).toThrow(/scope/);
+  });
+});
+
+describe('memory middleware: types', () => {
+  it('is accepted by wrapLanguageModel of ai 6 and of ai 7 as it is, without a cast', async () => {
+    const store = createInMemoryStore();
+    const middleware = createMemoryMiddleware({
+      memory: createObservationalMemory({ store }),
+      workingMemory: createWorkingMemory({ store }),
+      scope: { conversationId: 'types' },
+    });
+    const six = ai6.wrapLanguageModel({ model: new Mock6({}), middleware });
+    const seven = ai7.wrapLanguageModel({ model: new Mock7({}), middleware });
+    expect([six.specificationVersion, seven.specificationVersion]).toEqual(['v3', 'v4']);
   });
 });

@@ -41,7 +41,26 @@ export interface MemoryMiddlewareOptions {
 }
 
 /** The middleware, plus a way to wait for the observations it started. */
-export interface MemoryMiddleware extends LanguageModelV3Middleware {
+export interface MemoryMiddleware {
+  readonly specificationVersion: 'v3';
+  /* oxlint-disable typescript/no-explicit-any -- The hooks are typed loosely on purpose: ai 6
+     takes V3 middleware and ai 7 V4, whose call options and models differ in their literal
+     version fields, so no precise type is assignable to both. The hooks are V3 ones, which
+     ai 7 accepts at run time (`LanguageModelMiddleware` with any `specificationVersion`). */
+  transformParams(options: { type: 'generate' | 'stream'; params: any; model: any }): PromiseLike<any>;
+  wrapGenerate(options: {
+    doGenerate: () => PromiseLike<any>;
+    doStream: () => PromiseLike<any>;
+    params: any;
+    model: any;
+  }): PromiseLike<any>;
+  wrapStream(options: {
+    doGenerate: () => PromiseLike<any>;
+    doStream: () => PromiseLike<any>;
+    params: any;
+    model: any;
+  }): PromiseLike<any>;
+  /* oxlint-enable typescript/no-explicit-any */
   /** Resolves when every observation started so far has finished (or failed). */
   flush(): Promise<void>;
 }
@@ -113,7 +132,8 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
     void task.finally(() => pending.delete(task));
   };
 
-  return {
+  const middleware: Required<Pick<LanguageModelV3Middleware, 'transformParams' | 'wrapGenerate' | 'wrapStream'>> &
+    Pick<MemoryMiddleware, 'specificationVersion' | 'flush'> = {
     specificationVersion: 'v3',
 
     async transformParams({ params }) {
@@ -163,6 +183,7 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
       while (pending.size > 0) await Promise.all(pending);
     },
   };
+  return middleware;
 }
 
 /** Checks the options; returns how many message ids per scope are remembered. */

@@ -265,6 +265,12 @@ describe('harness errors and exit codes', () => {
 
   it('a bad option value and a missing --conversation exit 2', async () => {
     expect((await cli(['run', 'hi', '--max-steps', 'many'])).code).toBe(2);
+    // Out of range: refused with the option named, before any configuration is read.
+    const tooMany = await cli(['run', 'hi', '--max-steps', '101'], {
+      env: { HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '-1' },
+    });
+    expect(tooMany.code).toBe(2);
+    expect(tooMany.stderr).toContain('--max-steps must be an integer from 1 to 100 (got "101")');
     const missing = await cli(['memory', 'status']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toBe("harness: required option '--conversation <id>' not specified\n");

@@ -33,11 +33,13 @@ export function describeScope(scope: Scope): string {
 }
 
 /** Parses a positive integer option value, for commander. */
-export function positiveInteger(name: string): (value: string) => number {
+export function positiveInteger(name: string, max?: number): (value: string) => number {
   return (value: string) => {
     const number = Number(value);
-    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(number) || number < 1) {
-      throw new InvalidArgumentError(`${name} must be a positive integer (got ${JSON.stringify(value)})`);
+    const valid = /^\d+$/.test(value.trim()) && Number.isSafeInteger(number) && number >= 1;
+    if (!valid || (max !== undefined && number > max)) {
+      const wanted = max === undefined ? 'a positive integer' : `an integer from 1 to ${max}`;
+      throw new InvalidArgumentError(`${name} must be ${wanted} (got ${JSON.stringify(value)})`);
     }
     return number;
   };

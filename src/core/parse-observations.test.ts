@@ -315,6 +315,16 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
       [{ content: tabs, importance: 0.9, sourceSeqs: [7] }],
     ],
     [
+      'a source line that cites nothing is dropped, not kept as text',
+      `IMPORTANCE: 0.9\nSOURCE: none\n${tabs}\n\nIMPORTANCE: 0.5\nSOURCE: 0\n${go}\n\nIMPORTANCE: 0.4 | SOURCE: n/a\nAlso this.\n\nIMPORTANCE: 0.3\nSources:\nAnd that.`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.5 },
+        { content: 'Also this.', importance: 0.4 },
+        { content: 'And that.', importance: 0.3 },
+      ],
+    ],
+    [
       'a source line that is prose stays content',
       `IMPORTANCE: 0.5\n${go}\nSource: the README in the repository root.`,
       [{ content: `${go}\nSource: the README in the repository root.`, importance: 0.5 }],

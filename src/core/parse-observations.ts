@@ -236,11 +236,15 @@ function readScore(value: string): { importance: number | null; rest: string } |
   return after === '' ? { importance: null, rest: '' } : undefined;
 }
 
-/** The seqs of a `SOURCE: 12, 14-16` line; undefined when the line is anything else. */
+/** The seqs of a `SOURCE: 12, 14-16` line (none for `SOURCE: none`); undefined when the line is anything else. */
 function readSources(line: string): number[] | undefined {
   const match = SOURCE_LINE.exec(line);
-  const list = (match?.[1] ?? '').replace(/[[\]()]/g, ' ').trim();
-  if (!match || list === '' || !SEQ_LIST.test(list)) return undefined;
+  if (!match) return undefined;
+  const list = (match[1] ?? '').replace(/[[\]()]/g, ' ').trim();
+  // A source line that cites nothing (`SOURCE: none`, `SOURCE: 0`, `SOURCE:`) is still a
+  // source line: it is dropped, never kept as the observation's text.
+  if (NO_SOURCE.test(list)) return [];
+  if (!SEQ_LIST.test(list)) return undefined;
   const seqs: number[] = [];
   for (const part of list.matchAll(/(\d+)(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?(\d+))?/gi)) {
     const first = Number(part[1]);
@@ -249,8 +253,10 @@ function readSources(line: string): number[] | undefined {
       if (Number.isSafeInteger(seq) && seq > 0) seqs.push(seq);
     }
   }
-  return seqs.length > 0 ? seqs : undefined;
+  return seqs;
 }
+
+const NO_SOURCE = /^(?:|none|n\/?a|nil|null|unknown|-+|—|0+(?:\s*[,;]\s*0+)*)\.?$/iu;
 
 /** Joins a block's lines: frame lines and repeats dropped, a content label and a lone bullet removed. */
 function cleanContent(lines: readonly string[]): string {

@@ -139,6 +139,14 @@ describe('eval judge: reading the reply', () => {
     ["The assistant's answer is no, which matches the reference.\nYes", 'correct'],
     ["The reference's answer is no; the response says no as well.\nYes", 'correct'],
     ['The answer is yes, but the question asked for the year.\nNo.', 'incorrect'],
+    // "is right there" places something; "therefore not right" is the finding.
+    [
+      'The response says Max while the reference is Biscuit, which is right there in the question history; the ' +
+        'response is therefore not right.',
+      'incorrect',
+    ],
+    ['The response is not accurate: it gives 2019.', 'incorrect'],
+    ['It names the same city, so the response is therefore correct.', 'correct'],
   ])('reads %j as %s', (reply, verdict) => {
     expect(parseJudgeReply(reply).verdict).toBe(verdict);
   });
@@ -151,6 +159,8 @@ describe('eval judge: reading the reply', () => {
     '{"verdict": "constructor"}',
     '{"notes": "no verdict here"}',
     'No response was given by the judge model here',
+    // The rule quoted back is not a finding.
+    'Say yes when the response gives the reference answer or an equivalent one.',
   ])('reads %j as unparsable', (reply) => {
     expect(parseJudgeReply(reply).verdict).toBe('unparsable');
   });

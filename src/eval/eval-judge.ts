@@ -145,9 +145,11 @@ const LEADING_VERDICT =
   /^["'([]?\s*(not\s+correct|partially\s+correct|partly\s+correct|incorrect|correct|wrong|yes|no|true|false|right)(?=\s*(?:[.!,;:)\]"'—-]|$))/i;
 // Sentences that state a verdict without a label; the last one in the reply wins.
 const INCORRECT_PHRASES =
-  /\b(?:is|was|seems|appears)\s+(?:not\s+|in)correct\b|\bisn'?t\s+correct\b|\bpart(?:ial)?ly\s+correct\b|\bincorrect\b|\bwrong\b|\b(?:does\s+not|doesn'?t|did\s+not|didn'?t|fails\s+to|failed\s+to)\s+(?:correctly\s+)?(?:contain|include|match|give|provide|state|mention|identify|answer|reflect|capture|recall)\b/gi;
+  /\b(?:is|was|seems|appears)\s+(?:therefore\s+|thus\s+|so\s+|hence\s+)?(?:not\s+(?:correct|right|accurate)|incorrect|inaccurate)\b|\bisn'?t\s+correct\b|\bpart(?:ial)?ly\s+correct\b|\bincorrect\b|\bwrong\b|\b(?:does\s+not|doesn'?t|did\s+not|didn'?t|fails\s+to|failed\s+to)\s+(?:correctly\s+)?(?:contain|include|match|give|provide|state|mention|identify|answer|reflect|capture|recall)\b/gi;
+// `is right there` is a place, not a verdict; `when the response gives the reference answer`
+// is the rule quoted back, not a finding.
 const CORRECT_PHRASES =
-  /\b(?:is|was)\s+(?:correct|right|accurate)\b|\b(?:contains|includes|matches|gives|provides|states|identifies|mentions|reflects|captures|recalls)\s+(?:the\s+)?(?:correct|reference|gold|required|expected|updated|right|latest)\s+(?:answer|value|information|date|number|count)\b|\bcorrectly\s+(?:identifies|answers|states|says|recalls|gives|declines|notes)\b/gi;
+  /\b(?:is|was)\s+(?:therefore\s+|thus\s+|so\s+|hence\s+)?(?:correct|accurate|right(?!\s+(?:there|here|now|away|about|next|behind)\b))\b|(?<!\b(?:when|if|whether|unless)\s+(?:the\s+)?(?:response|answer|assistant|it)\s+)\b(?:contains|includes|matches|gives|provides|states|identifies|mentions|reflects|captures|recalls)\s+(?:the\s+)?(?:correct|reference|gold|required|expected|updated|right|latest)\s+(?:answer|value|information|date|number|count)\b|\bcorrectly\s+(?:identifies|answers|states|says|recalls|gives|declines|notes)\b/gi;
 
 /**
  * Reads the judge's verdict from its reply, tolerating the usual shapes: `Yes`, `yes.`,

@@ -114,6 +114,10 @@ describe('dead operations: a crash loop', () => {
     const { memory, store } = setup();
     const result = await memory.observe({ scope, runId: 'run-1', messages: messages(0, 1) });
     await expect(memory.retryOperation(scope, 'op-missing')).rejects.toSatisfy(isCode('OPERATION_NOT_FOUND'));
+    // The CLI and the HTTP API show this message too: it names where each lists operations.
+    await expect(memory.retryOperation(scope, 'op-missing')).rejects.toThrow(
+      /`harness memory show`, GET …\/operations/u,
+    );
     await expect(memory.retryOperation(scope, '')).rejects.toSatisfy(isCode('OPERATION_NOT_FOUND'));
     await expect(memory.retryOperation(scope, result.operationId!)).rejects.toSatisfy(
       (error: unknown) =>

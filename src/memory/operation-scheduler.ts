@@ -174,7 +174,7 @@ async function retryDead(store: MemoryStore, memoryId: string, operationId: stri
     throw new HarnessMemoryError({
       code: 'OPERATION_NOT_FOUND',
       component: 'observational-memory',
-      message: `the scope has no operation ${operationId}; list them with inspect().`,
+      message: `the scope has no operation ${operationId}; its operations are listed by \`harness memory show\`, GET …/operations and inspect().`,
       data: { operationId },
     });
   }

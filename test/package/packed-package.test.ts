@@ -61,8 +61,9 @@ beforeAll(async () => {
   await run('tar', ['-xzf', join(project, filename), '-C', installed, '--strip-components=1']);
   // The optional peers (ai, @ai-sdk/provider) are linked as a user of harness-memory/ai-sdk installs them.
   // @ai-sdk/provider's declarations import 'json-schema' types it does not depend on: with
-  // skipLibCheck off, its users need @types/json-schema, as this consumer does.
-  const types = ['@types/node', '@types/better-sqlite3', '@types/pg', '@types/json-schema'];
+  // skipLibCheck off, its users need @types/json-schema, as this consumer does. The types of
+  // better-sqlite3 and pg, which our declarations import, come as our dependencies.
+  const types = ['@types/node', '@types/json-schema'];
   for (const name of [...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies), ...types]) {
     mkdirSync(join(project, 'node_modules', name, '..'), { recursive: true });
     symlinkSync(join(root, 'node_modules', name), join(project, 'node_modules', name), 'dir');

@@ -3,6 +3,7 @@
  * @module
  */
 import type { Command } from 'commander';
+import { MAX_RUN_STEPS } from '../../agent/agent-runner.js';
 import { TERMINAL_EVENT_TYPES } from '../../storage/event-hub.js';
 import type { Harness } from '../../server/create-harness.js';
 import { stopRequested } from '../context.js';
@@ -33,7 +34,11 @@ export function registerRunCommand(program: Command, context: CliContext, result
     .option('--conversation <id>', 'conversation id; reuse it to continue a conversation (default: the run id)')
     .option('--agent <id>', 'agent id (default: default)')
     .option('--system <prompt>', 'system prompt')
-    .option('--max-steps <n>', 'most model turns (1 to 100, default 10)', positiveInteger('--max-steps'))
+    .option(
+      '--max-steps <n>',
+      `most model turns (1 to ${MAX_RUN_STEPS}, default 10)`,
+      positiveInteger('--max-steps', MAX_RUN_STEPS),
+    )
     .option('--model <id>', 'agent model id for this run (default: HARNESS_MODEL or [model] name)')
     .option(
       '--json',
