@@ -5,6 +5,11 @@
  * @module
  */
 export { createMemoryMiddleware } from './memory-middleware.js';
-export type { MemoryMiddleware, MemoryMiddlewareOptions, MemoryMiddlewarePhase } from './memory-middleware.js';
+export type {
+  MemoryMiddleware,
+  MemoryMiddlewareOptions,
+  MemoryMiddlewarePhase,
+  MiddlewareCall,
+} from './memory-middleware.js';
 export { createMemoryTools } from './memory-tools.js';
 export type { MemoryToolsOptions } from './memory-tools.js';

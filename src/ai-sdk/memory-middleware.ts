@@ -40,6 +40,16 @@ export interface MemoryMiddlewareOptions {
   readonly maxSeenPerScope?: number;
 }
 
+/** What a wrapping hook of {@link MemoryMiddleware} is given (loosely typed: see there). */
+export interface MiddlewareCall {
+  /* oxlint-disable typescript/no-explicit-any -- one type for ai 6 and ai 7 (see MemoryMiddleware) */
+  readonly doGenerate: () => PromiseLike<any>;
+  readonly doStream: () => PromiseLike<any>;
+  readonly params: any;
+  readonly model: any;
+  /* oxlint-enable typescript/no-explicit-any */
+}
+
 /** The middleware, plus a way to wait for the observations it started. */
 export interface MemoryMiddleware {
   readonly specificationVersion: 'v3';
@@ -48,18 +58,8 @@ export interface MemoryMiddleware {
      version fields, so no precise type is assignable to both. The hooks are V3 ones, which
      ai 7 accepts at run time (`LanguageModelMiddleware` with any `specificationVersion`). */
   transformParams(options: { type: 'generate' | 'stream'; params: any; model: any }): PromiseLike<any>;
-  wrapGenerate(options: {
-    doGenerate: () => PromiseLike<any>;
-    doStream: () => PromiseLike<any>;
-    params: any;
-    model: any;
-  }): PromiseLike<any>;
-  wrapStream(options: {
-    doGenerate: () => PromiseLike<any>;
-    doStream: () => PromiseLike<any>;
-    params: any;
-    model: any;
-  }): PromiseLike<any>;
+  wrapGenerate(options: MiddlewareCall): PromiseLike<any>;
+  wrapStream(options: MiddlewareCall): PromiseLike<any>;
   /* oxlint-enable typescript/no-explicit-any */
   /** Resolves when every observation started so far has finished (or failed). */
   flush(): Promise<void>;

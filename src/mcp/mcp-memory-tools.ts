@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod/v4';
+import { parseExportFormat } from '../core/memory-export.js';
 import { observationToJson, statusToJson } from '../core/memory-status.js';
 import type { Scope } from '../core/scope.js';
 import type { ObservationalMemory, ObservationView } from '../memory/observational-memory.js';
@@ -119,14 +120,19 @@ function registerObservationalMemoryTool(server: McpServer, dependencies: Memory
           .strict()
           .optional()
           .describe('Per-scope thresholds in tokens (enable only)'),
-        format: z.enum(['json', 'markdown']).optional().describe('Export format (default json)'),
+        format: z.string().max(40).optional().describe('Export format: json (default) or markdown'),
+        export: z
+          .object({ format: z.string().max(40).optional() })
+          .optional()
+          .describe("The reference's shape, {format}, as the agent tool takes it"),
         ...scopeFields,
       }),
     },
     async (args) => {
       const scope = scopeOf(args);
       if (args.action === 'export') {
-        const result = await memory.export(scope, args.format ?? 'json');
+        const format = args.format?.trim() ? args.format : args.export?.format;
+        const result = await memory.export(scope, parseExportFormat(format));
         return {
           status: statusToJson(result.status),
           export: { format: result.format, bytes: result.bytes, content: result.content },

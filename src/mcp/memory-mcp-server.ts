@@ -76,9 +76,14 @@ export function createMemoryMcpServer(options: MemoryMcpServerOptions): McpServe
   const scopeOf: ScopeOfCall = (args) =>
     resolveScope({
       tenantId,
-      conversationId: args.conversation_id ?? conversationId,
-      agentId: args.agent_id ?? agentId,
+      conversationId: givenOr(args.conversation_id, conversationId),
+      agentId: givenOr(args.agent_id, agentId),
     });
+
+  // A blank id is a left-out one (clients fill optional strings with ""): the server's own,
+  // never `default`, which would be another scope (a forget there erased the wrong one).
+  const givenOr = (given: string | undefined, fallback: string): string =>
+    given === undefined || given.trim() === '' ? fallback : given;
 
   const server = new McpServer(
     { name: 'harness-memory', version: options.version ?? '0.1.0' },

@@ -89,6 +89,8 @@ describe('export confinement: hostile paths', () => {
       [`${IN}/a\0b.json`, /NUL byte/],
       [`${IN}/${'n'.repeat(300)}.json`, /a file or folder name in it is longer than 255 bytes/],
       [`${IN}/${'é'.repeat(128)}/x.json`, /longer than 255 bytes/],
+      // Fits 255 bytes, but not with the temporary name's `.tmp-<12 hex>` after it.
+      [`${IN}/${'a'.repeat(245)}.json`, /its file name is longer than 238 bytes/],
       [IN, /only under \.harness\/observational-memory/],
     ];
     for (const [requested, reason] of hostile) {
@@ -98,6 +100,8 @@ describe('export confinement: hostile paths', () => {
       );
       expect(HarnessMemoryError.isInstance(error) && error.code, requested).toBe('EXPORT_INVALID');
       expect((error as HarnessMemoryError).message, requested).toMatch(reason);
+      if (!requested.includes(workspace))
+        expect((error as HarnessMemoryError).message, requested).not.toContain(workspace);
     }
     // Nothing was written anywhere, and what was there is as it was. (The database's own
     // files change as SQLite checkpoints; they are checked by opening it below.)
@@ -110,8 +114,9 @@ describe('export confinement: hostile paths', () => {
     try {
       const again = createObservationalMemory({ store: reopened, defaultEnabled: true });
       expect((await again.status(scope)).observationCount).toBe(1);
+      // A blank path is no path: the default name, as the reference reads it.
       const exported = (await createObservationalMemoryTool({ memory: again }).execute(
-        { action: 'export' },
+        { action: 'export', path: ' ' },
         context,
       )) as { export: { path: string } };
       expect(exported.export.path).toMatch(

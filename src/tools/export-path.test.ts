@@ -87,10 +87,10 @@ describe('export path: requested destination', () => {
     expect((await resolveIn(link)).relativePath).toMatch(/^\.harness\/observational-memory\//);
   });
 
-  it('refuses empty, over-long and NUL-containing paths', async () => {
+  it('takes a blank path for the default, and refuses over-long and NUL-containing paths', async () => {
     const workspace = temporaryDirectory();
-    await refusal(resolveIn(workspace, ''));
-    await refusal(resolveIn(workspace, '   '));
+    for (const blank of ['', '   '])
+      expect((await resolveIn(workspace, blank)).relativePath).toMatch(/\/memory-\d{8}-\d{6}\.json$/);
     await refusal(resolveIn(workspace, `${IN}/${'a/'.repeat(512)}x`));
     await refusal(resolveIn(workspace, `${IN}/a\0b.json`));
   });

@@ -17,6 +17,8 @@ import type { Scope } from '../core/scope.js';
 export const MAX_EXPORT_PATH_LENGTH = 1024;
 /** The longest file or folder name an export path may hold, in UTF-8 bytes (most file systems allow no more). */
 export const MAX_NAME_BYTES = 255;
+/** The longest export file name, in UTF-8 bytes: room is left for the temporary name's `.tmp-<12 hex>`. */
+export const MAX_FILE_NAME_BYTES: number = MAX_NAME_BYTES - '.tmp-'.length - 12;
 
 /** The folder of the workspace that exports are written to, and only to. */
 export const EXPORT_DIRECTORY = '.harness/observational-memory';
@@ -63,7 +65,8 @@ const PROTECTED_NAME = /(?:\.db|\.sqlite3?|-wal|-shm|-journal)$|^config\.toml$/i
  * through or onto a symlink, existing files, and protected files.
  */
 export async function resolveExportPath(options: ResolveExportPathOptions, attempt = 1): Promise<ResolvedExportPath> {
-  const { requestedPath } = options;
+  // A blank path is no path (models fill optional strings with ""): the default name.
+  const requestedPath = options.requestedPath?.trim() === '' ? undefined : options.requestedPath;
   const shown = requestedPath ?? '(default)';
   const refuse = (reason: string): HarnessMemoryError => exportPathError(shown, reason);
   if (options.workspace.trim() === '') throw refuse('no workspace is configured');
@@ -99,7 +102,9 @@ export async function resolveExportPath(options: ResolveExportPathOptions, attem
     return resolveExportPath(options, attempt + 1);
   if (target !== undefined) throw refuse('it names an existing file, and exports only create new files');
 
-  await fs.mkdir(directory, { recursive: true, mode: 0o755 });
+  await fs.mkdir(directory, { recursive: true, mode: 0o755 }).catch((error: unknown) => {
+    throw unusable(error, refuse);
+  });
   // Re-check after mkdir: a symlink planted meanwhile would change the real path.
   if ((await fs.realpath(directory)) !== directory) throw refuse('a directory on the path was replaced by a symlink');
   return { absolutePath, relativePath: segments.join('/') };
@@ -120,8 +125,9 @@ export async function writeExport(
       return destination;
     } catch (error) {
       const taken = (error as NodeJS.ErrnoException).code === 'EEXIST';
-      if (!taken) throw error;
-      if (options.requestedPath !== undefined || attempt >= MAX_DEFAULT_ATTEMPTS)
+      if (!taken)
+        throw unusable(error, (reason) => exportPathError(options.requestedPath ?? '(default)', reason, error));
+      if (options.requestedPath?.trim() || attempt >= MAX_DEFAULT_ATTEMPTS)
         throw exportPathError(
           options.requestedPath ?? destination.relativePath,
           'it names an existing file, and exports only create new files',
@@ -215,12 +221,15 @@ function requestedSegments(
   workspaceReal: string,
   refuse: (reason: string) => HarnessMemoryError,
 ): string[] {
-  if (requested.trim() === '') throw refuse('the path is empty');
   if (requested.length > MAX_EXPORT_PATH_LENGTH)
     throw refuse(`the path is longer than ${MAX_EXPORT_PATH_LENGTH} characters`);
   if (requested.includes('\0')) throw refuse('the path contains a NUL byte');
-  if (requested.split(/[\\/]/).some((name) => Buffer.byteLength(name) > MAX_NAME_BYTES))
+  const names = requested.split(/[\\/]/);
+  if (names.some((name) => Buffer.byteLength(name) > MAX_NAME_BYTES))
     throw refuse(`a file or folder name in it is longer than ${MAX_NAME_BYTES} bytes`);
+  // The file is written as `<name>.tmp-<12 hex>` first, which must fit as well.
+  if (Buffer.byteLength(names.at(-1) ?? '') > MAX_FILE_NAME_BYTES)
+    throw refuse(`its file name is longer than ${MAX_FILE_NAME_BYTES} bytes`);
   const resolved = path.resolve(workspace, requested);
   // An absolute path may name the workspace by its given path or by its real path.
   const inside = [relative(workspace, resolved), relative(workspaceReal, resolved)].find(
@@ -286,11 +295,21 @@ async function lstatOrUndefined(
 // File-system answers about a path a caller gave: said as a refusal, without the server's paths.
 const UNUSABLE_PATH: Readonly<Record<string, string>> = {
   ENAMETOOLONG: 'the path is too long for the file system',
+  ENOSPC: 'the disk is full',
+  EDQUOT: 'the disk quota is used up',
+  EROFS: 'the file system is read-only',
   ENOTDIR: 'a part of the path is a file, not a directory',
   EACCES: 'the path cannot be reached (permission denied)',
   EPERM: 'the path cannot be reached (operation not permitted)',
   ELOOP: 'the path has too many symlinks',
 };
+
+/** A file-system error as an `EXPORT_INVALID` refusal without the server's paths; anything else as it is. */
+function unusable(error: unknown, refuse: (reason: string) => HarnessMemoryError): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  const reason = code === undefined ? undefined : UNUSABLE_PATH[code];
+  return reason === undefined ? error : refuse(reason);
+}
 
 async function syncDirectory(directory: string): Promise<void> {
   let handle: FileHandle | undefined;

@@ -147,6 +147,28 @@ describe('e2e: harness mcp on stdio (the built CLI)', () => {
     expect(stderr.join('')).not.toContain('"level":"error"');
   });
 
+  it("takes blank scope ids for the server's own, and reads the export's reference shape", async () => {
+    const { client } = await connect('--tenant', 'acme', '--conversation', 'desk', '--agent', 'assistant');
+    try {
+      const set = await ok(client, 'working_memory', {
+        action: 'set',
+        key: 'plan',
+        value: 'ship',
+        agent_id: '',
+        conversation_id: ' ',
+      });
+      expect(set).toMatchObject({ ok: true, key: 'plan' });
+      const listed = await harness('wm', 'list', '--tenant', 'acme', '--conversation', 'desk', '--agent', 'assistant');
+      expect(listed.stdout).toContain('plan');
+      const nested = await ok(client, 'observational_memory', { action: 'export', export: { format: 'markdown' } });
+      expect(nested['export'].format).toBe('markdown');
+      const spaced = await ok(client, 'observational_memory', { action: 'export', format: ' Markdown ' });
+      expect(spaced['export'].format).toBe('markdown');
+    } finally {
+      await client.close();
+    }
+  });
+
   it('exits 0 when its client closes stdin', async () => {
     const child = execFile(process.execPath, [cli, 'mcp'], { cwd: home, env });
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
