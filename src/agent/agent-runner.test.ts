@@ -351,6 +351,34 @@ describe('agent runner: loop', () => {
     expect(await offered([])).toEqual([]);
   });
 
+  it("reviews memory with the agent's own model through the default observational_memory tool", async () => {
+    const store = createInMemoryStore();
+    const model = createMockLanguageModel('done');
+    const observationalMemory = createObservationalMemory({ store, defaultEnabled: true });
+    const runner = createAgentRunner({
+      model,
+      observationalMemory,
+      workingMemory: createWorkingMemory({ store }),
+      runStore: createInMemoryRunStore(),
+      workspace: WORKSPACE,
+    });
+    model.enqueue(
+      { toolCalls: [{ id: 'c1', name: 'observational_memory', arguments: '{"action":"review"}' }] },
+      'Nothing contradicts.',
+      'Reviewed.',
+    );
+    const done = await runner.wait(
+      (await runner.start({ ...ids, conversationId: 'conv-review', prompt: 'review' })).runId,
+    );
+    expect(done).toMatchObject({ status: 'completed', output: 'Reviewed.' });
+    expect(model.calls[1]?.messages.at(-1)?.content).toContain('Review the observational memory below');
+    const tool = model.calls[2]?.messages.find((message) => message.role === 'tool');
+    expect(JSON.parse(tool?.content ?? '{}').review).toMatchObject({
+      analysis: 'Nothing contradicts.',
+      model: 'delegated-agent',
+    });
+  });
+
   it('fails a run that reaches max_steps without a final answer', async () => {
     const { runner, agentModel } = harness();
     agentModel.enqueue(

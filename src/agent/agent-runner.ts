@@ -18,7 +18,7 @@ import type { LanguageModel } from '../llm/language-model.js';
 import { MAX_MODEL_ID_LENGTH, type ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import type { Tool } from '../tools/tool.js';
-import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
+import { createModelReviewer, createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
 import { createLocalEventHub } from '../storage/local-event-hub.js';
 import type { EventHub } from '../storage/event-hub.js';
@@ -269,7 +269,10 @@ export const MAX_RUN_STEPS = 100;
 function defaultMemoryTools(options: AgentRunnerOptions): Tool[] {
   return [
     createWorkingMemoryTool(options.workingMemory),
-    createObservationalMemoryTool({ memory: options.observationalMemory }),
+    createObservationalMemoryTool({
+      memory: options.observationalMemory,
+      reviewer: createModelReviewer(options.model),
+    }),
   ];
 }
 

@@ -24,7 +24,7 @@ import type { RunStore } from '../storage/run-store.js';
 import { createSqliteRunStore } from '../storage/sqlite/sqlite-run-store.js';
 import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
 import type { MemoryStore } from '../storage/store.js';
-import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
+import { createModelReviewer, createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
 import type { Tool } from '../tools/tool.js';
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
 import { createApp } from './app.js';
@@ -131,7 +131,11 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       hub,
       memoryTools: [
         createWorkingMemoryTool(workingMemory),
-        createObservationalMemoryTool({ memory: observationalMemory, protectedPaths: protectedPathsOf(config) }),
+        createObservationalMemoryTool({
+          memory: observationalMemory,
+          protectedPaths: protectedPathsOf(config),
+          reviewer: createModelReviewer(agentModel),
+        }),
       ],
       ...(options.tools ? { tools: options.tools } : {}),
       workspace: config.workspace,

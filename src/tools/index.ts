@@ -7,11 +7,14 @@ export { defineTool, toolScope } from './tool.js';
 export type { Tool, ToolContext, ToolDefinition } from './tool.js';
 export { WORKING_MEMORY_TOOL_NAME, createWorkingMemoryTool } from './working-memory-tool.js';
 export {
+  DEFAULT_REVIEW_PROMPT,
   MEMORY_NOT_CONFIGURED_WARNING,
   OBSERVATIONAL_MEMORY_TOOL_NAME,
+  REVIEW_NOT_CONFIGURED_WARNING,
+  createModelReviewer,
   createObservationalMemoryTool,
 } from './observational-memory-tool.js';
-export type { ObservationalMemoryToolOptions } from './observational-memory-tool.js';
+export type { ObservationalMemoryToolOptions, Reviewer } from './observational-memory-tool.js';
 export {
   EXPORT_DIRECTORY,
   MAX_EXPORT_PATH_LENGTH,

@@ -6,7 +6,11 @@ import { HarnessMemoryError, ToolError } from '../core/errors.js';
 import { createObservationalMemory } from '../memory/observational-memory.js';
 import type { ObservationalMemory } from '../memory/observational-memory.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
-import { createObservationalMemoryTool } from './observational-memory-tool.js';
+import {
+  DEFAULT_REVIEW_PROMPT,
+  REVIEW_NOT_CONFIGURED_WARNING,
+  createObservationalMemoryTool,
+} from './observational-memory-tool.js';
 import type { Tool, ToolContext } from './tool.js';
 
 const NOW = (): Date => new Date('2025-01-02T03:04:05Z');
@@ -138,13 +142,54 @@ describe('observational_memory tool: actions', () => {
   });
 });
 
+describe('observational_memory tool: review', () => {
+  it('hands the Markdown export to the reviewer with the default prompt, and returns its analysis', async () => {
+    const { memory, context, workspace } = setup();
+    await memory.setEnabled({ conversationId: 'r1' }, true, { observeMinTokens: 1 });
+    await memory.observe({ scope: { conversationId: 'r1' }, messages: [{ id: 'm1', role: 'user', content: 'Tabs.' }] });
+    const prompts: string[] = [];
+    const tool = createObservationalMemoryTool({
+      memory,
+      now: NOW,
+      reviewer: async ({ prompt }) => {
+        prompts.push(prompt);
+        return 'No contradictions.';
+      },
+    });
+    const result = (await tool.execute({ action: ' Review ' }, context)) as Result & { review: unknown };
+    expect(result.review).toEqual({
+      analysis: 'No contradictions.',
+      model: 'delegated-agent',
+      timestamp: '2025-01-02T03:04:05.000Z',
+    });
+    expect(prompts[0]).toContain(DEFAULT_REVIEW_PROMPT);
+    expect(prompts[0]).toContain('User prefers tabs');
+    // Rendered, not written.
+    expect(fs.readdirSync(workspace)).toEqual([]);
+    await tool.execute({ action: 'review', review: { prompt: 'Any duplicates?' } }, context);
+    expect(prompts[1]?.startsWith('Any duplicates?\n\n')).toBe(true);
+  });
+
+  it('succeeds with a warning when no reviewer is configured, and refuses when memory is off', async () => {
+    const { tool, context } = setup();
+    expect(await run(tool, { action: 'review' }, context)).toMatchObject({
+      warnings: [REVIEW_NOT_CONFIGURED_WARNING],
+    });
+    const off = createObservationalMemoryTool({
+      memory: createObservationalMemory({ store: createInMemoryStore(), mode: 'off' }),
+      reviewer: async () => 'unreached',
+    });
+    expect((await rejection(off.execute({ action: 'review' }, context))).code).toBe('MEMORY_DISABLED');
+  });
+});
+
 describe('observational_memory tool: input errors', () => {
   it('rejects an unknown action and lists the valid ones', async () => {
     const { tool, context } = setup();
-    const error = await rejection(tool.execute({ action: 'review' }, context));
+    const error = await rejection(tool.execute({ action: 'wipe' }, context));
     expect(error).toBeInstanceOf(ToolError);
     expect(error.message).toContain(
-      'unsupported action "review"; valid actions are enable, disable, status, export, reflect_now',
+      'unsupported action "wipe"; valid actions are enable, disable, status, export, review, reflect_now',
     );
   });
 
@@ -343,11 +388,12 @@ describe('observational_memory tool: definition', () => {
       type: 'object',
       required: ['action'],
       properties: {
-        action: { type: 'string', enum: ['enable', 'disable', 'status', 'export', 'reflect_now'] },
+        action: { type: 'string', enum: ['enable', 'disable', 'status', 'export', 'review', 'reflect_now'] },
         config: { type: 'object', properties: { observe_min_tokens: { type: 'integer', minimum: 1 } } },
         format: { type: 'string' },
         path: { type: 'string' },
         export: { type: 'object', properties: { format: { type: 'string' }, path: { type: 'string' } } },
+        review: { type: 'object', properties: { prompt: { type: 'string' } } },
       },
     });
   });
