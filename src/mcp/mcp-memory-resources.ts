@@ -2,8 +2,8 @@
  * The resources of the MCP server: a scope's memory as Markdown, and the tenant's scopes.
  * @module
  */
-import { ResourceTemplate } from '@modelcontextprotocol/server';
-import type { McpServer } from '@modelcontextprotocol/server';
+import { ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
+import type { McpServer, Variables } from '@modelcontextprotocol/server';
 import { HarnessMemoryError } from '../core/errors.js';
 import { resolveScope } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
@@ -48,25 +48,10 @@ export function registerMemoryResources(server: McpServer, dependencies: MemoryR
       mimeType: 'text/markdown',
     },
     async (uri, variables) => {
-      const text = (name: string): string => {
-        const value = variables[name];
-        const raw = Array.isArray(value) ? value[0] : value;
-        return decodeURIComponent(raw ?? '');
-      };
-      const scope = resolveScope({
-        tenantId: text('tenant'),
-        conversationId: text('conversation'),
-        agentId: text('agent'),
-      });
+      const scope = scopeOfUri(uri.href, variables);
       // Another tenant's memory does not exist, as far as this server can tell.
-      if (scope.tenantId !== tenantId) {
-        throw new HarnessMemoryError({
-          code: 'SCOPE_INVALID',
-          component: 'mcp',
-          message: `No memory scope ${uri.href} is served here.`,
-          data: { field: 'tenant_id' },
-        });
-      }
+      if (scope.tenantId !== tenantId)
+        throw new ResourceNotFoundError(uri.href, `No memory scope ${uri.href} is served here.`);
       return { contents: [{ uri: uri.href, mimeType: 'text/markdown', text: await scopeMarkdown(scope) }] };
     },
   );
@@ -103,5 +88,28 @@ export function registerMemoryResources(server: McpServer, dependencies: MemoryR
     const working =
       entries.length === 0 ? ['(none)'] : entries.map((entry) => `- \`${entry.key}\`: ${entry.valueJson}`);
     return [`## Working memory`, '', ...working, '', exported.content].join('\n');
+  }
+}
+
+/**
+ * The scope a `memory://` URI names. A client's mistake (an id that is not a scope id, a
+ * broken percent-encoding) is the protocol's "invalid params", not a server fault.
+ */
+function scopeOfUri(href: string, variables: Variables): Scope {
+  const text = (name: string): string => {
+    const value = variables[name];
+    const raw = Array.isArray(value) ? value[0] : value;
+    return decodeURIComponent(raw ?? '');
+  };
+  try {
+    return resolveScope({ tenantId: text('tenant'), conversationId: text('conversation'), agentId: text('agent') });
+  } catch (error) {
+    const reason = HarnessMemoryError.isInstance(error)
+      ? error.detail
+      : error instanceof URIError
+        ? 'an id in it is not valid percent-encoding'
+        : undefined;
+    if (reason === undefined) throw error;
+    throw new ResourceNotFoundError(href, `No memory scope ${href}: ${reason}`);
   }
 }

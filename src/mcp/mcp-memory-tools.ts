@@ -231,7 +231,8 @@ function registerRememberTool(server: McpServer, dependencies: MemoryToolsDepend
       title: 'Remember',
       description:
         'Stores one explicit observation now (for "remember that …" requests), with an optional importance from 0 ' +
-        'to 1. It is recorded with provenance client and shown in the next snippet.',
+        'to 1. It is recorded with provenance client and shown in the next snippet while observational memory is ' +
+        'enabled for the scope (a warning says when it is not).',
       inputSchema: z.object({
         content: z.string().min(1).max(16_384),
         importance: z.number().min(0).max(1).optional(),
@@ -249,11 +250,18 @@ function registerRememberTool(server: McpServer, dependencies: MemoryToolsDepend
       return {
         observation: observation ? observationToJson(observation) : null,
         status: statusToJson(result.status),
+        // Kept, but no snippet shows a disabled scope's observations: the caller must know.
+        ...(result.status.enabled ? {} : { warnings: [REMEMBERED_WHILE_DISABLED] }),
       };
     },
     onFault,
   );
 }
+
+/** The warning of `memory_remember` into a scope whose observational memory is off. */
+export const REMEMBERED_WHILE_DISABLED: string =
+  'stored, but observational memory is disabled for this scope, so no snippet shows it until it is enabled ' +
+  '(observational_memory with action enable)';
 
 /** `memory_search`: observations and entries holding every word of a query. */
 function registerSearchTool(server: McpServer, dependencies: MemoryToolsDependencies): void {

@@ -131,9 +131,15 @@ export function actionSchema<const Action extends string>(
       error: (issue) =>
         issue.input === undefined || issue.input === ''
           ? `action is required; valid actions are ${list}`
-          : `unsupported action ${JSON.stringify(issue.input)}; valid actions are ${list}`,
+          : `unsupported action ${shownInput(issue.input)}; valid actions are ${list}`,
     }),
   ) as unknown as z.ZodType<Action, unknown>;
+}
+
+/** A value a caller sent, as an error shows it: JSON, cut at 60 characters (it may be huge). */
+function shownInput(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
 }
 
 /**

@@ -89,6 +89,13 @@ describe('working_memory tool: input errors', () => {
     ]);
   });
 
+  it('quotes a huge unknown action cut short, not whole', async () => {
+    const { tool } = setup();
+    const error = await rejection(tool.execute({ action: 'x'.repeat(1_000_000) }, CONTEXT));
+    expect(error.message).toContain(`unsupported action "${'x'.repeat(59)}…; valid actions are`);
+    expect(error.message.length).toBeLessThan(1_000);
+  });
+
   it('rejects a missing or blank action as required', async () => {
     const { tool } = setup();
     expect((await rejection(tool.execute({}, CONTEXT))).message).toContain('action: action is required');

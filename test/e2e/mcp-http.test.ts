@@ -78,6 +78,12 @@ describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
       found: true,
       value: '{"step":2}',
     });
+    // Remembered while a scope is off: kept, with a warning that no snippet shows it yet.
+    const off = { conversation_id: 'mcp-off' };
+    await ok(client, 'observational_memory', { action: 'disable', ...off });
+    const early = await ok(client, 'memory_remember', { content: 'The user deploys on Fridays.', ...off });
+    expect(early['warnings']).toEqual([expect.stringContaining('observational memory is disabled for this scope')]);
+
     const enabled = await ok(client, 'observational_memory', { action: 'enable', ...where });
     expect(enabled['status']).toMatchObject({ enabled: true });
 
@@ -87,6 +93,7 @@ describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
       ...where,
     });
     expect(remembered['observation']).toMatchObject({ seq: 1, source: 'client', importance: 0.9 });
+    expect(remembered).not.toHaveProperty('warnings');
 
     const observed = await ok(client, 'memory_observe', {
       messages: [{ id: 'm1', role: 'user', content: 'I am moving to Lisbon next month.' }],
@@ -175,6 +182,13 @@ describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
     const read = await a.readResource({ uri: 'memory://tenant-a/shared/default' });
     expect(JSON.stringify(read.contents)).toContain('tenant a only');
     await expect(b.readResource({ uri: 'memory://tenant-a/shared/default' })).rejects.toThrow(/is served here/);
+    // A client's mistake, not a server fault: "invalid params" (-32602), not "internal error" (-32603).
+    for (const uri of [
+      'memory://tenant-a/shared/default',
+      'memory://tenant-b/a%20b/default',
+      'memory://tenant-b/%E0%A4%A/x',
+    ])
+      await expect(b.readResource({ uri })).rejects.toMatchObject({ code: -32602 });
     const scopes = await a.readResource({ uri: 'memory://scopes' });
     expect(JSON.stringify(scopes.contents)).toContain('memory://tenant-a/shared/default');
   });
