@@ -59,6 +59,15 @@ describe('working memory: entries', () => {
     expect(await memory.delete(scope, '..')).toMatchObject({ deleted: true });
   });
 
+  it('says why a value that fits as given is over the limit once its secrets are redacted', async () => {
+    const memory = createWorkingMemory({ store: createInMemoryStore(), limits: { maxValueBytes: 40 } });
+    const given = 'mail a@b.co or c@d.co'; // 23 bytes as JSON; each address becomes 24 bytes
+    await expect(memory.set(scope, 'contacts', given)).rejects.toThrow(
+      /value is 23 bytes as JSON, but \d+ once its secrets are redacted/u,
+    );
+    expect(await memory.get(scope, 'contacts')).toMatchObject({ found: false });
+  });
+
   it('rejects values that are too large or not JSON, and stores nothing', async () => {
     const memory = createWorkingMemory({ store: createInMemoryStore(), limits: { maxValueBytes: 20 } });
     await expect(memory.set(scope, 'big', 'x'.repeat(30))).rejects.toSatisfy(isCode('WORKING_MEMORY_LIMIT'));

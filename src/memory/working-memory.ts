@@ -20,7 +20,7 @@ import {
 } from '../core/working-memory.js';
 import type { WorkingMemoryLimitsConfig } from '../core/working-memory.js';
 import type { MemoryStore, WorkingMemoryEntry } from '../storage/store.js';
-import { ConfigError } from '../core/errors.js';
+import { ConfigError, HarnessMemoryError } from '../core/errors.js';
 import { ScopeTargetCache } from './scope-target-cache.js';
 import { SnippetCache } from './snippet-cache.js';
 
@@ -104,7 +104,7 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       if (redact) {
         const plain: unknown = JSON.parse(valueJson);
         const redacted = redactValue(plain, { keys: true });
-        if (redacted !== plain) valueJson = encodeWorkingMemoryValue(redacted, limits.maxValueBytes);
+        if (redacted !== plain) valueJson = encodeRedactedValue(redacted, valueJson, limits.maxValueBytes);
       }
       const { versions, ...stored } = await store.setWorkingMemoryEntry({
         scope,
@@ -219,4 +219,24 @@ function putEntry(keys: string[], lines: string[], entry: WorkingMemoryEntry): v
   const replaces = keys[low] === entry.key ? 1 : 0;
   keys.splice(low, replaces, entry.key);
   lines.splice(low, replaces, workingMemoryLine(entry));
+}
+
+/**
+ * The redacted copy of a value that fit the limit as given: a placeholder can be longer than
+ * the secret it replaces (`[REDACTED:email_address]` for `a@b.co`), and the error must then
+ * say why the value grew, not quote a size the caller never sent.
+ */
+function encodeRedactedValue(redacted: unknown, givenJson: string, maxValueBytes: number): string {
+  const json = JSON.stringify(redacted);
+  const bytes = Buffer.byteLength(json);
+  if (bytes <= maxValueBytes) return json;
+  throw new HarnessMemoryError({
+    code: 'WORKING_MEMORY_LIMIT',
+    component: 'working-memory',
+    message:
+      `value is ${Buffer.byteLength(givenJson)} bytes as JSON, but ${bytes} once its secrets are redacted ` +
+      `(placeholders such as [REDACTED:email_address] can be longer than what they replace), over the ` +
+      `${maxValueBytes}-byte limit. Store a shorter value, or raise working_memory_max_value_bytes.`,
+    data: { limit: 'value_bytes', actual: bytes, max: maxValueBytes },
+  });
 }
