@@ -47,10 +47,15 @@ export async function pagedTable(options) {
   // Each load from the start begins a new generation; a page that answers after a newer
   // generation began (a slow poll after a search, "Load more" across a reload) is dropped.
   let generation = 0;
+  // The generation whose answer set `cursor`: "Load more" pages only that list.
+  let cursorGeneration = 0;
 
   /** @param {boolean} fromStart */
   const loadPage = async (fromStart) => {
+    // "Load more" clicked while a newer list loads would page the old one: nothing to do.
+    if (!fromStart && cursorGeneration !== generation) return;
     const mine = fromStart ? ++generation : generation;
+    if (fromStart) more.hidden = true;
     /** @type {Awaited<ReturnType<typeof options.load>>} */
     let page;
     try {
@@ -67,6 +72,7 @@ export async function pagedTable(options) {
     for (const item of page.items) body.appendChild(options.row(item));
     shown += page.items.length;
     cursor = page.next_cursor ?? undefined;
+    cursorGeneration = mine;
     more.hidden = cursor === undefined;
     if (shown === 0) {
       replace(body, h('tr', {}, h('td', { colspan: options.columns.length, class: 'muted' }, options.empty)));

@@ -16,7 +16,8 @@ import { forgetConversation } from './forget-conversation.js';
 import type { AgentRunnerOptions } from './agent-runner.js';
 import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
 import { createRedactingRunStore } from '../storage/redacting-run-store.js';
-import { defineTool } from '../tools/tool.js';
+import { defineTool, type Tool } from '../tools/tool.js';
+import type { RunEvent } from '../storage/run-store.js';
 import { z } from 'zod/v4';
 
 // One workspace for the file's exports, removed afterwards.
@@ -362,6 +363,9 @@ describe('agent runner: loop', () => {
       runStore: createInMemoryRunStore(),
       workspace: WORKSPACE,
     });
+    await observationalMemory.importObservations({ ...ids, conversationId: 'conv-review' }, [
+      { content: 'The user deploys on Fridays.' },
+    ]);
     model.enqueue(
       { toolCalls: [{ id: 'c1', name: 'observational_memory', arguments: '{"action":"review"}' }] },
       'Nothing contradicts.',
@@ -371,7 +375,9 @@ describe('agent runner: loop', () => {
       (await runner.start({ ...ids, conversationId: 'conv-review', prompt: 'review' })).runId,
     );
     expect(done).toMatchObject({ status: 'completed', output: 'Reviewed.' });
-    expect(model.calls[1]?.messages.at(-1)?.content).toContain('Review the observational memory below');
+    expect(model.calls[1]?.messages.map((message) => message.role)).toEqual(['system', 'user']);
+    expect(model.calls[1]?.messages[0]?.content).toContain('Review the observational memory');
+    expect(model.calls[1]?.messages[1]?.content).toContain('The user deploys on Fridays.');
     const tool = model.calls[2]?.messages.find((message) => message.role === 'tool');
     expect(JSON.parse(tool?.content ?? '{}').review).toMatchObject({
       analysis: 'Nothing contradicts.',
@@ -409,6 +415,20 @@ describe('agent runner: loop', () => {
     const cancelled = await runner.cancel(run.runId);
     expect(cancelled.status).toBe('cancelled');
     expect((await runStore.listEvents(run.runId, -1)).at(-1)?.type).toBe('run.cancelled');
+  });
+
+  it('runs a hand-written tool that returns a plain value, not a promise', async () => {
+    const plain: Tool = {
+      name: 'plain',
+      description: 'Answers at once.',
+      inputSchema: z.object({}),
+      parameters: { type: 'object' },
+      execute: (() => ({ v: 1 })) as unknown as Tool['execute'],
+    };
+    const { runner, agentModel } = harness({ runner: { tools: [plain] } });
+    agentModel.enqueue({ toolCalls: [{ id: 'c1', name: 'plain', arguments: '{}' }] }, 'done');
+    await runner.wait((await runner.start({ ...ids, conversationId: 'conv-plain', prompt: 'go' })).runId);
+    expect(agentModel.calls[1]?.messages.find((message) => message.role === 'tool')?.content).toBe('{"v":1}');
   });
 
   it('cancels a run while a tool runs, without waiting for the tool, and hands the tool the signal', async () => {
@@ -580,9 +600,15 @@ describe('agent runner: start({ onEvent })', () => {
       return { text: 'thinking', toolCalls: [{ id: 't', name: 'working_memory', arguments: '{"action":"list"}' }] };
     }, 'done');
     const seen: string[] = [];
+    let last: RunEvent | undefined;
     const run = await runner.start(
       { ...ids, conversationId: 'conv-forgotten-live', prompt: 'hi' },
-      { onEvent: (event) => seen.push(`${event.seq}:${event.type}`) },
+      {
+        onEvent: (event) => {
+          seen.push(`${event.seq}:${event.type}`);
+          last = event;
+        },
+      },
     );
     await called;
     await forgetConversation({ observationalMemory, runStore }, run.scope);
@@ -590,6 +616,11 @@ describe('agent runner: start({ onEvent })', () => {
     const done = await runner.wait(run.runId);
     expect(done.error?.code).toBe('SCOPE_FORGOTTEN');
     expect(seen.at(-1)).toMatch(/^\d+:run\.failed$/u);
+    expect(last?.payload).toEqual({
+      error: expect.objectContaining({ code: 'SCOPE_FORGOTTEN' }),
+      schema_version: '1',
+      conversation_id: 'conv-forgotten-live',
+    });
     expect(seen.filter((entry) => entry.endsWith(':run.failed'))).toHaveLength(1);
     const seqs = seen.map((entry) => Number(entry.split(':')[0]));
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));

@@ -313,7 +313,12 @@ function closeCallback(callbacks: Map<string, RunCallback>, record: RunRecord, r
       seq,
       type: `run.${record.status}`,
       timestamp: new Date().toISOString(),
-      payload: record.error ? { error: record.error } : {},
+      // As the emitter enriches every stored event's payload.
+      payload: {
+        ...(record.error ? { error: record.error } : {}),
+        schema_version: '1',
+        conversation_id: record.scope.conversationId,
+      },
     },
     reportFault,
   );

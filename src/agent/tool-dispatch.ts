@@ -66,6 +66,8 @@ export function createToolDispatcher(options: ToolDispatcherOptions): ToolDispat
         const reason = error instanceof Error ? error.message : String(error);
         return failure('TOOL_INPUT_INVALID', `the arguments of tool "${name}" are not valid JSON (${reason})`);
       }
+      // Cancelled before the tool started (during its tool.call.started event): it never runs.
+      if (target.signal?.aborted) return failure('RUN_CANCELLED', 'the run was cancelled before the tool ran');
       let result: unknown;
       try {
         // The resolved scope goes as it is; the ids stay for tools that read them.
@@ -79,7 +81,9 @@ export function createToolDispatcher(options: ToolDispatcherOptions): ToolDispat
           workspace: options.workspace,
           ...(target.signal ? { signal: target.signal } : {}),
         });
-        result = target.signal ? await untilAborted(execution, target.signal) : await execution;
+        // A hand-written tool may return a plain value: taken as it is.
+        const settled = Promise.resolve(execution);
+        result = target.signal ? await untilAborted(settled, target.signal) : await settled;
       } catch (error) {
         return { content: JSON.stringify({ error: errorJson(error) }), ok: false };
       }

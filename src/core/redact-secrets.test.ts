@@ -296,9 +296,24 @@ describe('redactSecrets: email addresses', () => {
     expect(redactSecrets('mailto:eve@example.org').counts).toEqual({ email_address: 1 });
   });
 
+  it('takes accented addresses whole, and keeps JSON text valid (never starts on an escape letter)', () => {
+    expect(redactSecrets('jörg@example.com, alice@münchen.de').text).toBe(
+      '[REDACTED:email_address], [REDACTED:email_address]',
+    );
+    for (const message of ['could not notify\nbob@example.com', 'tab\tbob@example.com', 'é\u00e9bob@example.com']) {
+      const json = JSON.stringify({ message });
+      const redacted = redactSecrets(json).text;
+      expect(() => JSON.parse(redacted), redacted).not.toThrow();
+    }
+    expect(redactSecrets(JSON.stringify({ m: 'x\nbob@example.com' })).text).toBe(
+      '{"m":"x\\n[REDACTED:email_address]"}',
+    );
+  });
+
   it('keeps what only looks like one: SSH remotes, package versions, decorators, local hosts', () => {
     for (const text of [
       'git@github.com:org/repo.git',
+      'Git@gitlab.example.com:org/repo.git',
       'npm i @scope/pkg@1.2.3 lodash@4.17.21',
       '@app.route("/")',
       'root@localhost',

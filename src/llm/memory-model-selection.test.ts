@@ -109,9 +109,11 @@ describe('memory model selection: priority', () => {
   });
 
   it.each([
-    ['[model]\nprovider = "ollama"\nname = "llama3.1"\n', 'the agent\'s provider is "ollama"'],
-    ['[model]\nbase_url = "http://127.0.0.1:8000/v1"\n', "the agent's model is at [model] base_url"],
-  ])('keeps memory with an agent that is not on OpenAI when only OPENAI_API_KEY is set (%j)', (toml, reason) => {
+    ['[model]\nprovider = "ollama"\nname = "llama3.1"\n', 'http://127.0.0.1:11434/v1'],
+    ['[model]\nbase_url = "http://127.0.0.1:8000/v1"\n', 'http://127.0.0.1:8000/v1'],
+    ['[providers.openai]\nbase_url = "http://127.0.0.1:11434/v1"\n', 'http://127.0.0.1:11434/v1'],
+  ])('keeps memory with an agent that is not on OpenAI when only OPENAI_API_KEY is set (%j)', (toml, agentAt) => {
+    const reason = `the agent's model is at ${agentAt}, not https://api.openai.com/v1`;
     const chosen = select({ OPENAI_API_KEY: 'sk-stray' }, toml, { inheritModel: agent() });
     expect(chosen).toMatchObject({
       mode: 'inherit',
@@ -123,6 +125,12 @@ describe('memory model selection: priority', () => {
     expect(select({ OPENAI_API_KEY: 'sk-x', HARNESS_MEMORY_LLM_MODE: 'openai' }, toml).settings?.baseURL).toBe(
       'https://api.openai.com/v1',
     );
+  });
+
+  it('infers openai when OPENAI_BASE_URL points the agent and memory at the same server', () => {
+    const chosen = select({ OPENAI_API_KEY: 'sk-x', OPENAI_BASE_URL: 'http://127.0.0.1:11434' });
+    expect(chosen).toMatchObject({ mode: 'openai', source: 'inferred: OPENAI_API_KEY is set (env:OPENAI_API_KEY)' });
+    expect(chosen.settings?.baseURL).toBe('http://127.0.0.1:11434');
   });
 
   it('infers inherit when neither is set, and uses the agent model behind retries and a breaker', async () => {

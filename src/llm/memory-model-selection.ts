@@ -12,6 +12,7 @@ import type { ModelSelectionConfig } from './model-selection-config.js';
 import {
   createOpenAICompatibleModel,
   DEFAULT_MODEL_TIMEOUT_MS,
+  normalizeBaseUrl,
   type OpenAICompatibleSettings,
 } from './openai-compatible.js';
 import { BUILT_IN_PROVIDERS, isLoopbackUrl, nonBlank, resolveProvider } from './provider-registry.js';
@@ -95,17 +96,29 @@ type MemorySettings = ReturnType<typeof memorySettings>;
 
 /**
  * Why `OPENAI_API_KEY` alone must not choose the openai mode, or `undefined` when it may: only
- * an agent on OpenAI's own server takes memory there with it. A key left in the shell must
- * not send a local model's transcripts to OpenAI (the reference's weak spot 10.14).
+ * an agent whose requests go to the server the openai mode would use (`OPENAI_BASE_URL`, else
+ * OpenAI's) takes memory there with it. A key left in the shell must not send a local or
+ * other provider's transcripts to OpenAI (the reference's weak spot 10.14).
  */
-function agentElsewhere(config: ModelSelectionConfig): string | undefined {
-  const provider = nonBlank(config.model.provider) ?? 'openai';
-  if (provider !== 'openai') return `the agent's provider is ${JSON.stringify(provider)}`;
-  if (nonBlank(config.model.baseUrl) !== undefined) return "the agent's model is at [model] base_url";
-  return undefined;
+function agentElsewhere(settings: MemorySettings, config: ModelSelectionConfig, env: Env): string | undefined {
+  const memoryBase =
+    settings.baseUrl?.value ?? settings.openaiBaseUrl?.value ?? BUILT_IN_PROVIDERS['openai']?.baseUrl ?? '';
+  let agentBase: string | undefined;
+  try {
+    agentBase = agentModelSettings(config, env).baseURL;
+    if (normalizeBaseUrl(agentBase) === normalizeBaseUrl(memoryBase)) return undefined;
+  } catch {
+    // An agent model that cannot be built is not known to be at that server.
+  }
+  const where = agentBase === undefined ? 'unknown' : maskPasswords(agentBase);
+  return `the agent's model is at ${where}, not ${maskPasswords(memoryBase)}`;
 }
 
-function chooseMode(settings: MemorySettings, config: ModelSelectionConfig): { mode: MemoryModelMode; source: string } {
+function chooseMode(
+  settings: MemorySettings,
+  config: ModelSelectionConfig,
+  env: Env,
+): { mode: MemoryModelMode; source: string } {
   const { mode, provider, openaiKey } = settings;
   if (mode !== undefined) {
     if (mode.value !== 'inherit' && mode.value !== 'openai' && mode.value !== 'provider') {
@@ -119,7 +132,7 @@ function chooseMode(settings: MemorySettings, config: ModelSelectionConfig): { m
   }
   if (provider !== undefined) return { mode: 'provider', source: `inferred: llm_provider is set (${provider.source})` };
   if (openaiKey !== undefined) {
-    const elsewhere = agentElsewhere(config);
+    const elsewhere = agentElsewhere(settings, config, env);
     if (elsewhere === undefined)
       return { mode: 'openai', source: `inferred: OPENAI_API_KEY is set (${openaiKey.source})` };
     return {
@@ -132,8 +145,8 @@ function chooseMode(settings: MemorySettings, config: ModelSelectionConfig): { m
 
 /**
  * Chooses the memory model: `llm_mode` when set; else `provider` when `llm_provider` is set;
- * else `openai` when `OPENAI_API_KEY` is set and the agent model is OpenAI's (provider
- * `openai`, no `[model] base_url`); else `inherit` (the agent model). The
+ * else `openai` when `OPENAI_API_KEY` is set and the agent's requests go to the server that
+ * mode uses (`OPENAI_BASE_URL`, else OpenAI's); else `inherit` (the agent model). The
  * `HARNESS_MEMORY_LLM_MODEL`, `_BASE_URL` and `_API_KEY` settings override in every mode.
  * Missing pieces throw a `ConfigError` naming the setting or variable to set.
  * @example
@@ -161,7 +174,7 @@ export function selectMemoryModel(input: SelectMemoryModelInput): MemoryModelSel
   const { config, env } = input;
   const createModel = input.createModel ?? createOpenAICompatibleModel;
   const settings = memorySettings(config, env);
-  const { mode, source } = chooseMode(settings, input.config);
+  const { mode, source } = chooseMode(settings, input.config, input.env);
   const modeSource = settings.mode?.source ?? 'memory llm selection';
   let base: LanguageModel;
   let baseUrl: string | undefined;

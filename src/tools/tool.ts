@@ -25,8 +25,9 @@ export interface ToolContext {
   /** Directory that file-writing actions (export) must stay inside. */
   workspace: string;
   /**
-   * Aborted when the run is cancelled (or its conversation forgotten). A long tool should
-   * stop then; the runner does not wait for one that does not.
+   * Aborted when the run is cancelled. A long tool should stop then; the runner does not wait
+   * for one that does not. (A forget of the conversation does not abort it: the run stops at
+   * its next write, which is refused.)
    */
   signal?: AbortSignal;
 }

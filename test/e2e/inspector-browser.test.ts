@@ -496,6 +496,33 @@ describe('inspector: in a real browser', () => {
     await page.unrouteAll({ behavior: 'ignoreErrors' });
   });
 
+  it('ignores "Load more" clicked while a newer list loads: the old list never joins it', async () => {
+    const page = await openInspector('#/scopes', { key: KEY });
+    await page.getByRole('heading', { name: 'Memory scopes' }).waitFor(WAIT);
+    // The table alone, on a load function the test holds (the page's own module).
+    const outcome = await page.evaluate(`(async () => {
+      const { pagedTable } = await import('./paged-table.js');
+      const held = [];
+      let loads = 0;
+      const load = (cursor) => {
+        loads += 1;
+        if (loads === 1) return Promise.resolve({ items: ['all-1'], next_cursor: 'c1' });
+        return new Promise((resolve) => held.push({ cursor, resolve }));
+      };
+      const row = (item) => { const tr = document.createElement('tr'); tr.textContent = item; return tr; };
+      const table = await pagedTable({ caption: 't', columns: ['x'], empty: 'none', onError: () => {}, load, row });
+      document.body.append(table.element);
+      const reload = table.reload();
+      table.element.querySelector('button').click();
+      held[0].resolve({ items: ['coffee-1'], next_cursor: null });
+      await reload;
+      const rows = [...table.element.querySelectorAll('tbody tr')].map((tr) => tr.textContent);
+      table.element.remove();
+      return { rows, loads, cursors: held.map((entry) => entry.cursor ?? null) };
+    })()`);
+    expect(outcome).toEqual({ rows: ['coffee-1'], loads: 2, cursors: [null] });
+  });
+
   it('keeps the filters on screen when the API refuses them, so they can be corrected', async () => {
     const scopes = await openInspector('#/scopes?enabled=maybe', { key: KEY });
     await scopes.getByTestId('list-error').getByText('enabled must be true or false').waitFor(WAIT);
