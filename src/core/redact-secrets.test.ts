@@ -322,6 +322,13 @@ describe('redactSecrets: email addresses', () => {
       expect(redactSecrets(text).text).toBe(text);
   });
 
+  it('takes addresses run together as one, so a second pass changes nothing (idempotent)', () => {
+    const once = redactSecrets('alice.smith+memo@example.co.ukalice.smith+memo@example.co.uk').text;
+    expect(once).toBe('[REDACTED:email_address]');
+    for (const text of ['bob@example.com.', 'a@b.co@c.de and x@y.zz@', 'mail: c@d.org;e@f.net'])
+      expect(redactSecrets(redactSecrets(text).text).text).toBe(redactSecrets(text).text);
+  });
+
   it('stays linear on long runs that never finish an address', () => {
     const text = `${'a.'.repeat(20_000)}@${'b-'.repeat(20_000)}`;
     expect(redactSecrets(text).text).toBe(text);

@@ -151,11 +151,12 @@ const RULES: readonly Rule[] = [
   // An email address names a person (the catalogue's canaries include one). `git@host:repo`
   // is an SSH remote and `https://user@host` a URL's user, not a person's address: both stay;
   // `pkg@1.2.3` has no domain and never matches. Never from the letter of an escape (`\n`) in
-  // JSON text: the address starts after it, and the escape stays whole.
+  // JSON text: the address starts after it, and the escape stays whole. Addresses run
+  // together (`a@b.coc@d.org`) are taken as one, so no part is left to a second pass.
   {
     kind: 'email_address',
     pattern: pattern(
-      String.raw`${startsAfter(String.raw`\p{L}\p{N}._%+-`)}(?<!\\|\\u[0-9A-Fa-f]{0,3}|\/\/)(?![Gg][Ii][Tt]@)[\p{L}\p{N}._%+-]+@(?:[\p{L}\p{N}-]+\.)+\p{L}{2,}(?![\p{L}\p{N}-])`,
+      String.raw`${startsAfter(String.raw`\p{L}\p{N}._%+-`)}(?<!\\|\\u[0-9A-Fa-f]{0,3}|\/\/)(?![Gg][Ii][Tt]@)[\p{L}\p{N}._%+-]+@(?:[\p{L}\p{N}-]+\.)+\p{L}{2,}(?:[\p{L}\p{N}._%+-]*@[\p{L}\p{N}._%+@-]*[\p{L}\p{N}])?(?![\p{L}\p{N}-])`,
       'gu',
     ),
   },

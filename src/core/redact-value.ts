@@ -73,9 +73,13 @@ function collectTexts(value: unknown, depth: number, keys: boolean, into: string
   for (const [key, item] of Object.entries(value)) {
     if (keys) into.push(key);
     collectTexts(item, depth + 1, keys, into);
-    if (typeof item === 'string') into.push(pairText(key, item));
+    if (typeof item === 'string' && SECRET_LABEL.test(key)) into.push(pairText(key, item));
   }
 }
+
+// The words a key must hold for its value to be read as labelled by it (every labelled rule of
+// redactSecrets ends its label with one of them): other keys cost no second pass.
+const SECRET_LABEL = /passw|passphrase|secret|api[_-]?key|account[_-]?key|private[_-]?key|token|authorization/iu;
 
 /**
  * A string value with its key as JSON text: `{"api_key":"…"}`. The key is what labels the
@@ -89,6 +93,7 @@ function pairText(key: string, item: string): string {
 /** The string `item` of `key`, redacted on its own and as labelled by its key. */
 function redactEntry(key: string, item: string): string {
   const own = redactSecrets(item).text;
+  if (!SECRET_LABEL.test(key)) return own;
   // The key redacted first, so a secret in it (an unterminated private key) cannot run on
   // through the value's quotes.
   const text = pairText(redactSecrets(key).text, own);
