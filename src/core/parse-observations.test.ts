@@ -315,6 +315,32 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
       [{ content: tabs, importance: 0.9, sourceSeqs: [7] }],
     ],
     [
+      'sources written before their scores, each with the observation that follows it',
+      `SOURCE: 1\nIMPORTANCE: 0.9\n${tabs}\n\nSOURCE: 2\nIMPORTANCE: 0.5\n${go}`,
+      [
+        { content: tabs, importance: 0.9, sourceSeqs: [1] },
+        { content: go, importance: 0.5, sourceSeqs: [2] },
+      ],
+    ],
+    [
+      'scores after their text, under a preamble that is not stored',
+      `Here are the observations:\n${tabs}\nIMPORTANCE: 0.9\n${go}\nIMPORTANCE: 0.4`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.4 },
+      ],
+    ],
+    [
+      'a bare NONE above scored observations, which is not one itself',
+      `NONE\nIMPORTANCE: 0.9\n${tabs}`,
+      [{ content: tabs, importance: 0.9 }],
+    ],
+    [
+      '"nothing new, except" a fact scored at its end',
+      'Nothing new, except:\n- The user moved to Berlin (importance: 0.9)',
+      [{ content: 'The user moved to Berlin', importance: 0.9 }],
+    ],
+    [
       'a source line that cites nothing is dropped, not kept as text',
       `IMPORTANCE: 0.9\nSOURCE: none\n${tabs}\n\nIMPORTANCE: 0.5\nSOURCE: 0\n${go}\n\nIMPORTANCE: 0.4 | SOURCE: n/a\nAlso this.\n\nIMPORTANCE: 0.3\nSources:\nAnd that.`,
       [

@@ -82,7 +82,14 @@ interface Block {
 export function isNothingToObserve(raw: string): boolean {
   const text = stripInvisible(raw).trim();
   if (NOTHING_ANSWER.test(text)) return true;
-  return NOTHING_LEAD.test(text) && !text.split('\n').some((line) => readMarker(line) !== undefined);
+  // "Nothing new, except: …" followed by a scored fact is not nothing.
+  return NOTHING_LEAD.test(text) && !text.split('\n').some((line) => isScoreLine(line));
+}
+
+function isScoreLine(line: string): boolean {
+  if (readMarker(line) !== undefined) return true;
+  const trailing = TRAILING_SCORE.exec(line);
+  return trailing !== null && readScore(trailing[2] ?? '') !== undefined;
 }
 
 /**
@@ -102,11 +109,25 @@ export function parseObservations(raw: string, options: ParseObservationsOptions
   if (text === '' || isNothingToObserve(text)) return [];
 
   const blocks: Block[] = [{ marked: false, importance: null, lines: [], sources: [] }];
-  for (const line of text.split('\n')) {
+  const lines = text.split('\n');
+  // Sources written before their score (`SOURCE: 1` / `IMPORTANCE: 0.9` / text) belong to the
+  // observation that follows them; the first line tells which way the answer writes them.
+  const sourcesLead = readSources(lines.find((line) => line.trim() !== '') ?? '') !== undefined;
+  let pending: number[] = [];
+  for (const line of lines) {
     const marker = readMarker(line);
     if (marker) {
+      marker.sources.push(...pending);
+      pending = [];
       blocks.push(marker);
       continue;
+    }
+    if (sourcesLead) {
+      const leading = readSources(line);
+      if (leading) {
+        pending.push(...leading);
+        continue;
+      }
     }
     const trailing = TRAILING_SCORE.exec(line);
     const score = trailing ? readScore(trailing[2] ?? '') : undefined;
@@ -132,7 +153,8 @@ export function parseObservations(raw: string, options: ParseObservationsOptions
   const observations: ParsedObservation[] = [];
   for (const block of scoresFollowText(blocks) ? scoredBackwards(blocks) : blocks) {
     if (observations.length >= maxObservations) break;
-    if (!block.marked && isFraming(block.lines)) continue;
+    // Text above the first score that only frames the answer, or says "none" before the scored facts.
+    if (!block.marked && (isFraming(block.lines) || NOTHING_ANSWER.test(cleanContent(block.lines)))) continue;
     const content = cleanContent(block.lines);
     if (content === '') continue;
     const sourceSeqs = [...new Set(block.sources)].sort((a, b) => a - b).slice(0, MAX_SOURCE_SEQS);
@@ -165,7 +187,16 @@ function scoresFollowText(blocks: readonly Block[]): boolean {
 
 /** Each marker's score and sources given to the text above it. */
 function scoredBackwards(blocks: readonly Block[]): Block[] {
-  return blocks.slice(1).map((block, index) => ({ ...block, lines: blocks[index]?.lines ?? [] }));
+  return blocks.slice(1).map((block, index) => ({
+    ...block,
+    // The first text may open with a preamble ("Here are the observations:"), never stored.
+    lines: index === 0 ? withoutLeadingFraming(blocks[0]?.lines ?? []) : (blocks[index]?.lines ?? []),
+  }));
+}
+
+function withoutLeadingFraming(lines: readonly string[]): string[] {
+  const start = lines.findIndex((line) => line.trim() !== '' && !FRAME_LINE.test(line) && !PREAMBLE_LINE.test(line));
+  return start < 0 ? [] : lines.slice(start);
 }
 
 /**

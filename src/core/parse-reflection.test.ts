@@ -72,6 +72,14 @@ describe('parseReflection: section headers', () => {
     expect(parseReflection(`SUMMARY:\n${body}`).summary).toBe(body);
   });
 
+  it('keeps a summary line named like a section ("- Contradictions: none so far") in the summary', () => {
+    const parsed = parseReflection(
+      'SUMMARY:\n- Preferences: tabs\n- Contradictions: none so far\n- Deploy: staging only\n\nSUPERSESSIONS:\n\nCONTRADICTIONS:\n',
+    );
+    expect(parsed.summary).toBe('- Preferences: tabs\n- Contradictions: none so far\n- Deploy: staging only');
+    expect(parsed.contradictions).toEqual([]);
+  });
+
   it('discards lines before the first header', () => {
     expect(parseReflection('Here is my reflection.\nSUMMARY:\nKept.').summary).toBe('Kept.');
   });

@@ -41,7 +41,8 @@ export function parseReflection(raw: string): StructuredReflection {
   let current: Section | null = null;
   for (const line of text.split('\n')) {
     const header = parseHeader(line);
-    if (header) {
+    // `- Contradictions: none so far` inside the summary is a line of it, not a new section.
+    if (header && !(header.listed && current === 'summary')) {
       current = header.section;
       if (header.rest !== '') sections[current].push(header.rest);
     } else if (current) {
@@ -76,17 +77,21 @@ function unquoted(text: string): string {
  * A header needs a colon, nothing else on the line, or decoration (`## Summary of work`,
  * `**Summary** text`), so a sentence such as "Summary of the work" stays ordinary text.
  */
-function parseHeader(line: string): { section: Section; rest: string } | null {
+function parseHeader(line: string): { section: Section; rest: string; listed: boolean } | null {
   const match = HEADER.exec(line.trim());
   if (!match) return null;
   const [, hashes = '', open = '', name = '', close = '', colon = '', after = '', tail = ''] = match;
   const section = name.toLowerCase() as Section;
   // Emphasis after the colon closes the header's own, unless the header had none: `SUMMARY: **x**`.
   const rest = open === '' ? `${after}${tail}` : tail;
-  if (colon !== '' || rest === '' || (open !== '' && close !== '')) return { section, rest: rest.trim() };
+  // A list item named like a section, not in capitals, with text after it: maybe a summary line.
+  const listed = LIST_ITEM.test(line) && rest.trim() !== '' && name !== name.toUpperCase();
+  if (colon !== '' || rest === '' || (open !== '' && close !== '')) return { section, rest: rest.trim(), listed };
   // The rest of a markdown heading is its title ("## Summary of decisions"), not content.
-  return hashes === '' ? null : { section, rest: '' };
+  return hashes === '' ? null : { section, rest: '', listed: false };
 }
+
+const LIST_ITEM = /^\s*(?:[-*•+]|\d{1,3}[.)])\s+/u;
 
 function toSupersession(newerSeq: number, olderSeq: number, reason: string): Supersession {
   return { newerSeq, olderSeq, reason };
