@@ -194,6 +194,11 @@ describe('memory model selection: overrides', () => {
     expect(select({ HARNESS_MEMORY_LLM_PROVIDER: 'ollama', HARNESS_MODEL: 'harness-model' }).modelId).toBe(
       'harness-model',
     );
+    // The agent's model as the agent resolves it: its provider's model, else the default.
+    const agentOnLocal =
+      '[model]\nprovider = "loc"\n[providers.loc]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m1"\n';
+    expect(select({ HARNESS_MEMORY_LLM_PROVIDER: 'ollama' }, agentOnLocal).modelId).toBe('m1');
+    expect(select({ HARNESS_MEMORY_LLM_PROVIDER: 'ollama', OPENAI_API_KEY: 'sk-x' }).modelId).toBe('gpt-4.1-mini');
   });
 
   it('sends llm_model as the model id of an inherited model', async () => {

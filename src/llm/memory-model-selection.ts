@@ -88,7 +88,6 @@ function memorySettings(config: ModelSelectionConfig, env: Env) {
     apiKey: read(env, 'HARNESS_MEMORY_LLM_API_KEY', memory.llmApiKey, config, 'memory.llm_api_key'),
     openaiKey: read(env, 'OPENAI_API_KEY', config.openai.apiKey, config, 'openai.api_key'),
     openaiBaseUrl: read(env, 'OPENAI_BASE_URL', config.openai.baseUrl, config, 'openai.base_url'),
-    harnessModel: read(env, 'HARNESS_MODEL', config.model.name, config, 'model.name'),
   };
 }
 
@@ -239,6 +238,16 @@ export function selectMemoryModel(input: SelectMemoryModelInput): MemoryModelSel
   };
 }
 
+/** The agent's model name as the agent resolves it (its provider's `model`, the default), if it can. */
+function agentModelId(input: SelectMemoryModelInput): string | undefined {
+  try {
+    return agentModelSettings(input.config, input.env).modelId;
+  } catch {
+    // An agent model that cannot be built names no model for memory either.
+    return read(input.env, 'HARNESS_MODEL', input.config.model.name, input.config, 'model.name')?.value;
+  }
+}
+
 function providerSettings(
   settings: MemorySettings,
   input: SelectMemoryModelInput,
@@ -256,7 +265,7 @@ function providerSettings(
     key: 'memory.llm_provider',
     source: settings.provider.source,
   });
-  const modelId = settings.model?.value ?? provider.model ?? settings.harnessModel?.value;
+  const modelId = settings.model?.value ?? provider.model ?? agentModelId(input);
   if (modelId === undefined) {
     throw new ConfigError({
       key: 'memory.llm_model',
