@@ -69,8 +69,9 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
 ];
 
 const KNOWN_NAMES = new Set(ENV_VARIABLES.map((variable) => variable.name));
-const TRUE_WORDS = new Set(['true', '1', 'yes', 'on']);
-const FALSE_WORDS = new Set(['false', '0', 'no', 'off']);
+// Go's ParseBool spellings (`t`, `f`, any case) too, which the reference reads.
+const TRUE_WORDS = new Set(['true', '1', 'yes', 'on', 't']);
+const FALSE_WORDS = new Set(['false', '0', 'no', 'off', 'f']);
 
 /**
  * Reads `env` into one layer per set variable. An empty (or blank) variable counts as unset.
@@ -123,7 +124,7 @@ function convert(variable: EnvVariable, raw: string, source: string): unknown {
       throw new ConfigError({
         key: variable.key,
         source,
-        message: `must be one of: true, false, 1, 0, yes, no, on, off (got ${JSON.stringify(value)})`,
+        message: `must be one of: true, false, 1, 0, yes, no, on, off, t, f (got ${JSON.stringify(value)})`,
       });
     }
     // A string that is not an integer fails the schema's number check, which then names the allowed values.

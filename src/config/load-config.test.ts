@@ -334,17 +334,29 @@ describe('config: errors', () => {
     expect(error.message).toContain('HARNESS_MEMORY_LLM_API_KEY');
   });
 
-  it.each(['0', '-5', '1.5', '"1200"'])(
-    'rejects observe_min_tokens = %s in a file instead of replacing it',
-    (value) => {
-      const file = writeConfig(workspace, `[memory]\nobserve_min_tokens = ${value}\n`);
-      const error = configErrorOf(() => load());
-      expect(error).toMatchObject({ key: 'memory.observe_min_tokens', source: file });
-      expect(error.message).toContain('must be a positive integer');
-    },
-  );
+  it('takes a token setting of 0 for its default, as the reference does, in a file or the environment', () => {
+    writeConfig(workspace, '[memory]\nobserve_min_tokens = 0\nsnippet_max_tokens = 300\n');
+    const config = load({ HARNESS_MEMORY_SNIPPET_MAX_TOKENS: '0', HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: '0' });
+    expect(config.memory).toMatchObject({
+      observeMinTokens: 1200,
+      snippetMaxTokens: 900,
+      reflectThresholdTokens: 4000,
+    });
+  });
 
-  it.each(['0', '-5', '1.5', 'many'])('rejects HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS=%s', (value) => {
+  it('reads the boolean spellings of Go too (t, f), as the reference does', () => {
+    expect(load({ HARNESS_MEMORY_DEFAULT_ENABLED: 'T' }).memory.defaultEnabled).toBe(true);
+    expect(load({ HARNESS_MEMORY_REDACT_SECRETS: 'f' }).memory.redactSecrets).toBe(false);
+  });
+
+  it.each(['-5', '1.5', '"1200"'])('rejects observe_min_tokens = %s in a file instead of replacing it', (value) => {
+    const file = writeConfig(workspace, `[memory]\nobserve_min_tokens = ${value}\n`);
+    const error = configErrorOf(() => load());
+    expect(error).toMatchObject({ key: 'memory.observe_min_tokens', source: file });
+    expect(error.message).toContain('must be a positive integer');
+  });
+
+  it.each(['-5', '1.5', 'many'])('rejects HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS=%s', (value) => {
     const error = configErrorOf(() => load({ HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: value }));
     expect(error).toMatchObject({
       key: 'memory.reflect_threshold_tokens',

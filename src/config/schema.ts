@@ -98,6 +98,9 @@ const POSITIVE_INTEGER = 'must be a positive integer';
 
 const text = () => z.string({ error: 'must be a string' });
 const flag = () => z.boolean({ error: 'must be true or false' });
+// A token setting: 0 means its default, as in the reference (a negative one is an error).
+const TOKEN_SETTING = 'must be a positive integer, or 0 for the default';
+const tokenSetting = () => z.number({ error: TOKEN_SETTING }).int(TOKEN_SETTING).min(0, TOKEN_SETTING);
 const positiveInteger = () => z.number({ error: POSITIVE_INTEGER }).int(POSITIVE_INTEGER).positive(POSITIVE_INTEGER);
 const UNIT_INTERVAL = 'must be a number from 0 to 1';
 const unitInterval = () => z.number({ error: UNIT_INTERVAL }).min(0, UNIT_INTERVAL).max(1, UNIT_INTERVAL);
@@ -155,9 +158,9 @@ const memoryShape = {
   sqlite_path: text().min(1, 'must not be empty'),
   schema: text().refine((name) => name === '' || POSTGRES_SCHEMA_PATTERN.test(name), SCHEMA_NAME),
   default_enabled: flag(),
-  observe_min_tokens: positiveInteger(),
-  snippet_max_tokens: positiveInteger(),
-  reflect_threshold_tokens: positiveInteger(),
+  observe_min_tokens: tokenSetting(),
+  snippet_max_tokens: tokenSetting(),
+  reflect_threshold_tokens: tokenSetting(),
   stale_operation_seconds: positiveInteger(),
   max_operation_attempts: positiveInteger(),
   redact_secrets: flag(),
