@@ -335,34 +335,17 @@ describe('agent runner: loop', () => {
 
   it('offers both memory tools when memoryTools is left out, and none with []', async () => {
     const offered = async (memoryTools?: []) => {
-      const store = createInMemoryStore();
-      const model = createMockLanguageModel('done');
-      const runner = createAgentRunner({
-        model,
-        observationalMemory: createObservationalMemory({ store }),
-        workingMemory: createWorkingMemory({ store }),
-        runStore: createInMemoryRunStore(),
-        workspace: WORKSPACE,
-        ...(memoryTools ? { memoryTools } : {}),
-      });
+      // `memoryTools: undefined` leaves the runner its default tools.
+      const { runner, agentModel } = harness({ runner: { memoryTools } });
       await runner.wait((await runner.start({ ...ids, prompt: 'hi' })).runId);
-      return (model.calls[0]?.tools ?? []).map((tool) => tool.name);
+      return (agentModel.calls[0]?.tools ?? []).map((tool) => tool.name);
     };
     expect(await offered()).toEqual(['working_memory', 'observational_memory']);
     expect(await offered([])).toEqual([]);
   });
 
   it("reviews memory with the agent's own model through the default observational_memory tool", async () => {
-    const store = createInMemoryStore();
-    const model = createMockLanguageModel('done');
-    const observationalMemory = createObservationalMemory({ store, defaultEnabled: true });
-    const runner = createAgentRunner({
-      model,
-      observationalMemory,
-      workingMemory: createWorkingMemory({ store }),
-      runStore: createInMemoryRunStore(),
-      workspace: WORKSPACE,
-    });
+    const { runner, agentModel: model, observationalMemory } = harness({ runner: { memoryTools: undefined } });
     await observationalMemory.importObservations({ ...ids, conversationId: 'conv-review' }, [
       { content: 'The user deploys on Fridays.' },
     ]);

@@ -13,7 +13,7 @@ import type { ObservationalMemory, ObservationView } from '../memory/observation
 import type { WorkingMemory } from '../memory/working-memory.js';
 import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
-import { actionSchema, type ToolContext } from '../tools/tool.js';
+import { actionSchema, givenOr, type ToolContext } from '../tools/tool.js';
 import type { PreparedTurn } from '../agent/prepare-turn.js';
 import { registerMemoryTool } from './_memory-tool.js';
 
@@ -131,8 +131,7 @@ function registerObservationalMemoryTool(server: McpServer, dependencies: Memory
     async (args) => {
       const scope = scopeOf(args);
       if (args.action === 'export') {
-        const format = args.format?.trim() ? args.format : args.export?.format;
-        const result = await memory.export(scope, parseExportFormat(format));
+        const result = await memory.export(scope, parseExportFormat(givenOr(args.format, args.export?.format)));
         return {
           status: statusToJson(result.status),
           export: { format: result.format, bytes: result.bytes, content: result.content },

@@ -12,6 +12,7 @@ import { resolveScope, validateScopeId } from '../core/scope.js';
 import type { ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import type { RunStore } from '../storage/run-store.js';
+import { givenOr } from '../tools/tool.js';
 import { registerMemoryResources } from './mcp-memory-resources.js';
 import { registerMemoryTools } from './mcp-memory-tools.js';
 import type { ScopeOfCall } from './mcp-memory-tools.js';
@@ -76,14 +77,10 @@ export function createMemoryMcpServer(options: MemoryMcpServerOptions): McpServe
   const scopeOf: ScopeOfCall = (args) =>
     resolveScope({
       tenantId,
+      // A blank id is a left-out one: the server's own, never `default`, another scope.
       conversationId: givenOr(args.conversation_id, conversationId),
       agentId: givenOr(args.agent_id, agentId),
     });
-
-  // A blank id is a left-out one (clients fill optional strings with ""): the server's own,
-  // never `default`, which would be another scope (a forget there erased the wrong one).
-  const givenOr = (given: string | undefined, fallback: string): string =>
-    given === undefined || given.trim() === '' ? fallback : given;
 
   const server = new McpServer(
     { name: 'harness-memory', version: options.version ?? '0.1.0' },

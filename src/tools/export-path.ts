@@ -284,11 +284,8 @@ async function lstatOrUndefined(
   try {
     return await fs.lstat(target);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return undefined;
-    const reason = code === undefined ? undefined : UNUSABLE_PATH[code];
-    if (reason !== undefined) throw refuse(reason);
-    throw error;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw unusable(error, refuse);
   }
 }
 

@@ -15,7 +15,7 @@ import type { Scope } from '../core/scope.js';
 import type { LanguageModel } from '../llm/language-model.js';
 import type { ObservationalMemory } from '../memory/observational-memory.js';
 import { writeExport } from './export-path.js';
-import { actionSchema, defineTool, toolScope } from './tool.js';
+import { actionSchema, defineTool, givenOr, toolScope } from './tool.js';
 import type { Tool } from './tool.js';
 
 /** Name of the observational memory tool. */
@@ -188,10 +188,6 @@ export function createObservationalMemoryTool(options: ObservationalMemoryToolOp
       }
     },
   });
-}
-
-function givenOr(given: string | undefined, nested: string | undefined): string | undefined {
-  return given !== undefined && given.trim() !== '' ? given : nested;
 }
 
 function toConfig(

@@ -137,6 +137,14 @@ export function actionSchema<const Action extends string>(
   ) as unknown as z.ZodType<Action, unknown>;
 }
 
+/**
+ * `given` unless it is missing or blank (models and clients fill optional strings with ""),
+ * else `fallback`.
+ */
+export function givenOr<T extends string | undefined>(given: string | undefined, fallback: T): string | T {
+  return given !== undefined && given.trim() !== '' ? given : fallback;
+}
+
 /** A value a caller sent, as an error shows it: JSON, cut at 60 characters (it may be huge). */
 function shownInput(value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);
