@@ -95,6 +95,25 @@ describe('the packed package', () => {
     },
   );
 
+  it('ships source maps that carry their sources, so debuggers and bundlers need no missing src/', async () => {
+    const { stdout } = await run('tar', ['-tzf', join(project, readdirTarball())]);
+    const maps = stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.replace(/^package\//, ''))
+      .filter((file) => file.endsWith('.js.map'));
+    expect(maps.length).toBeGreaterThan(0);
+    const installed = join(project, 'node_modules', 'harness-memory');
+    const incomplete = maps.filter((file) => {
+      const map = JSON.parse(readFileSync(join(installed, file), 'utf8')) as {
+        sources: string[];
+        sourcesContent?: (string | null)[];
+      };
+      return map.sources.some((_, index) => typeof map.sourcesContent?.[index] !== 'string');
+    });
+    expect(incomplete).toEqual([]);
+  });
+
   it('imports the root entry and every subpath from Node, each with what it promises, and uses them', async () => {
     expect(subpaths.sort()).toEqual(Object.keys(EXPECTED).sort());
     const lines = [
