@@ -154,6 +154,13 @@ describe('e2e: bad input over HTTP', () => {
     await post(JSON.stringify([{ prompt: 'x' }]), 400, 'invalid_request');
     await post(JSON.stringify({ ...SCOPE }), 400, 'invalid_request', 'prompt');
     await post(JSON.stringify({ prompt: '   ', ...SCOPE }), 400, 'request_invalid', 'prompt');
+    await post(JSON.stringify({ prompt: 'x'.repeat(200_001), ...SCOPE }), 400, 'request_invalid', '200000');
+    await post(
+      JSON.stringify({ prompt: 'x', system_prompt: 'x'.repeat(100_001), ...SCOPE }),
+      400,
+      'invalid_request',
+      'system_prompt',
+    );
     await post(JSON.stringify({ prompt: 'x', ...SCOPE, tenant_id: '../x' }), 400, 'scope_invalid', 'tenant');
     await post(JSON.stringify({ prompt: 'x', ...SCOPE, conversation_id: LONG_ID }), 400, 'scope_invalid', '128');
     await post(JSON.stringify({ prompt: 'x', ...SCOPE, agent_id: 'has space' }), 400, 'scope_invalid', 'agent');
