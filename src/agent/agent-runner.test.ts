@@ -176,6 +176,46 @@ describe('agent runner: events', () => {
     expect(types).toContain('memory.reflection.completed');
   });
 
+  it("puts an observation's reflection after its memory.observe.completed, with the observed step", async () => {
+    let openGate = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    let observes = 0;
+    const memoryModel = createMockLanguageModel(async (options) => {
+      if (options.messages[0]?.content.includes('structured reflection')) return 'SUMMARY:\nTabs.';
+      // Step 1's observation waits for step 2's turn, so it finishes while the run is on step 2.
+      if (++observes === 1) await gate;
+      return `IMPORTANCE:0.9\n${SENTINEL}`;
+    });
+    const { runner, runStore, agentModel } = harness({
+      memoryModel,
+      memory: { defaults: { observeMinTokens: 1, reflectThresholdTokens: 1 } },
+    });
+    agentModel.enqueue(
+      {
+        toolCalls: [
+          { id: 'c1', name: 'working_memory', arguments: JSON.stringify({ action: 'set', key: 'k', value: 1 }) },
+        ],
+      },
+      () => {
+        openGate();
+        return 'done';
+      },
+    );
+    const run = await runner.start({ ...ids, prompt: 'I like tabs' });
+    expect((await runner.wait(run.runId)).status).toBe('completed');
+    const memoryEvents = (await runStore.listEvents(run.runId, -1))
+      .filter((event) => event.type.startsWith('memory.'))
+      .map((event) => `${event.type}@${String(event.payload['step'])}`);
+    expect(memoryEvents).toEqual([
+      'memory.observe.started@1',
+      'memory.observe.completed@1',
+      'memory.reflection.completed@1',
+      'memory.observe.started@2',
+      'memory.observe.completed@2',
+      'memory.reflection.completed@2',
+    ]);
+  });
+
   it('reports a failed observation as memory.observe.failed and still completes the run', async () => {
     const memoryModel = createMockLanguageModel(new Error('observer down'));
     const { runner, runStore } = harness({ memoryModel, memory: { maxOperationAttempts: 1 } });

@@ -58,8 +58,19 @@ interface RunState {
   generation: number;
   /** The scope's memory generation, read once at the start. */
   memoryGeneration: number;
+  /**
+   * While a step is observed: the memory service's events for this run that its observation
+   * caused, put on the stream after its `memory.observe.completed` (or `failed`) with its step.
+   */
+  heldMemoryEvents: HeldMemoryEvent[] | undefined;
   readonly emit: Emit;
   readonly emitMemory: EmitAt;
+}
+
+/** A memory event waiting for the end of the observation that caused it. */
+interface HeldMemoryEvent {
+  readonly type: string;
+  readonly payload: Record<string, unknown>;
 }
 
 /** The loop over `options`. */
@@ -268,6 +279,7 @@ function newRunState(events: RunEventEmitter, run: RunRecord, signal: AbortSigna
     observing: Promise.resolve(),
     generation: 0,
     memoryGeneration: 0,
+    heldMemoryEvents: undefined,
     emit: (type, payload = {}) =>
       events.emit(run.runId, type, payload, { conversationId: scope.conversationId, step: state.step }),
     emitMemory: async (type, payload, at) => {
@@ -282,6 +294,10 @@ function newRunState(events: RunEventEmitter, run: RunRecord, signal: AbortSigna
 function forwardRunMemoryEvents(memory: ObservationalMemory, state: RunState, reportFault: FaultReporter): () => void {
   const { runId } = state.run;
   const forward = (type: string, payload: Record<string, unknown>): void => {
+    if (state.heldMemoryEvents) {
+      state.heldMemoryEvents.push({ type, payload });
+      return;
+    }
     state
       .emitMemory(type, payload, state.step)
       .catch((error: unknown) =>
@@ -314,6 +330,8 @@ async function observeStep(
   const emit = state.emitMemory;
   const generation = state.memoryGeneration;
   let started: Promise<void> | undefined;
+  const held: HeldMemoryEvent[] = [];
+  state.heldMemoryEvents = held;
   try {
     // Disabled scopes make no memory events (the reference emitted them on every step).
     if (!(await observesScope(memory, state.scope))) return;
@@ -355,6 +373,20 @@ async function observeStep(
     if (result.reflectionError) await emit('memory.observe.failed', { step, error: result.reflectionError }, step);
   } catch (error) {
     await emit('memory.observe.failed', { step, error: errorJson(error).message }, step).catch(() => undefined);
+  } finally {
+    // What the observation caused (its reflection, an operation given up) follows its outcome,
+    // as in the reference: started, completed or failed, then the reflection.
+    state.heldMemoryEvents = undefined;
+    for (const event of held) {
+      await emit(event.type, event.payload, step).catch((error: unknown) =>
+        options.reportFault({
+          component: 'runner',
+          message: `could not store the ${event.type} event`,
+          error,
+          runId: state.run.runId,
+        }),
+      );
+    }
   }
 }
 
