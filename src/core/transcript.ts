@@ -1,5 +1,6 @@
 import { HarnessMemoryError } from './errors.js';
 import { redactSecrets } from './redact-secrets.js';
+import { redactValue } from './redact-value.js';
 import { stripInvisible } from './sanitize-text.js';
 import type { TokenEstimator } from './token-estimator.js';
 import { estimateMessageTokens } from './token-estimator.js';
@@ -62,8 +63,10 @@ export function prepareTranscript(
     if (role === 'system' && name !== 'context_reset') return;
     if (SNIPPET_PREFIXES.some((prefix) => rawContent.trimStart().startsWith(prefix))) return;
     const toolCalls = message.toolCalls ?? [];
-    let content = rawContent;
-    for (const call of toolCalls) content += `${content === '' ? '' : '\n'}[tool call ${call.name}] ${call.arguments}`;
+    const readable = options.redact ? unescapedJson : (text: string) => text;
+    let content = role === 'tool' ? readable(rawContent) : rawContent;
+    for (const call of toolCalls)
+      content += `${content === '' ? '' : '\n'}[tool call ${call.name}] ${readable(call.arguments)}`;
     content = stripInvisible(content);
     if (options.redact) content = redactSecrets(content).text;
     if (content.trim() === '') return;
@@ -77,6 +80,25 @@ export function prepareTranscript(
     });
   });
   return prepared;
+}
+
+/**
+ * JSON text (tool-call arguments, a tool's result) written again with no escapes but those JSON
+ * needs, each value labelled secret by its key redacted: a `\u0043` or an escaped invisible
+ * character inside a key hides it from the text rules, which read the text as it stands. Text
+ * that is not JSON comes back as it was.
+ */
+function unescapedJson(text: string): string {
+  const first = text.trimStart()[0];
+  if (first !== '{' && first !== '[' && first !== '"') return text;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  // Invisible characters come out raw, for the pass over the whole message to strip.
+  return JSON.stringify(redactValue(parsed));
 }
 
 function messageKeyOf(message: TranscriptMessage, position: number): string {

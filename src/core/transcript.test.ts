@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { RUNE_TOKEN_ESTIMATOR } from './token-estimator.js';
+import { prepareTranscript } from './transcript.js';
+
+// Built from pieces so the fixture does not look like a live credential to secret scanners.
+const KEY = `sk-AB${'CDEFGHIJKLMNOPQRSTUVWXYZ012345'}`;
+
+function prepared(message: Parameters<typeof prepareTranscript>[0][number]): string {
+  const [first] = prepareTranscript([message], RUNE_TOKEN_ESTIMATOR, { redact: true });
+  return first?.content ?? '';
+}
+
+describe('prepareTranscript: secrets behind JSON escapes', () => {
+  it('redacts a key written with \\u escapes or \\/ in tool-call arguments', () => {
+    const escaped = JSON.stringify({ action: 'set', value: `key ${KEY}` }).replace('C', '\\u0043');
+    expect(escaped).toContain('\\u0043');
+    const text = prepared({
+      id: 'a1',
+      role: 'assistant',
+      content: '',
+      toolCalls: [{ id: 'c1', name: 'working_memory', arguments: escaped }],
+    });
+    expect(text).toContain('[REDACTED:openai_key]');
+    expect(text).not.toMatch(/DEFGHIJKLMNOP/);
+  });
+
+  it('redacts a key split by an escaped invisible character, and a value labelled secret by its key', () => {
+    const split = `{"note":"${KEY.slice(0, 8)}\\u200b${KEY.slice(8)}","api_key":"hunter2-but-longer"}`;
+    const text = prepared({
+      id: 'a1',
+      role: 'assistant',
+      content: 'calling',
+      toolCalls: [{ id: 'c1', name: 'tool', arguments: split }],
+    });
+    expect(text).not.toMatch(/GHIJKLMNOPQRSTUV|hunter2/);
+  });
+
+  it('redacts a key behind escapes in a tool result that is JSON', () => {
+    const result = `{"token":"${KEY.replace('C', '\\u0043')}","path":"a\\/b"}`;
+    const text = prepared({ id: 't1', role: 'tool', toolCallId: 'c1', content: result });
+    expect(text).toContain('[REDACTED:openai_key]');
+    expect(text).not.toMatch(/DEFGHIJKLMNOP/);
+  });
+
+  it('leaves arguments and results that are not JSON as they were, still redacted as text', () => {
+    const text = prepared({
+      id: 'a1',
+      role: 'assistant',
+      content: '',
+      toolCalls: [{ id: 'c1', name: 'tool', arguments: `{"cut": "${KEY}` }],
+    });
+    expect(text).toBe('[tool call tool] {"cut": "[REDACTED:openai_key]');
+  });
+
+  it('changes nothing when redaction is off', () => {
+    const args = '{"a":"\\u0043"}';
+    const [first] = prepareTranscript(
+      [{ id: 'a1', role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'tool', arguments: args }] }],
+      RUNE_TOKEN_ESTIMATOR,
+      { redact: false },
+    );
+    expect(first?.content).toBe(`[tool call tool] ${args}`);
+  });
+});
