@@ -84,6 +84,30 @@ describe('circuit breaker: opening', () => {
   });
 });
 
+describe('circuit breaker: one circuit per model id', () => {
+  it("keeps calls to another model id going while one model id's circuit is open", async () => {
+    const { model } = breaker();
+    const flaky = { ...call, modelId: 'flaky' };
+    server.enqueue(unavailable, unavailable, unavailable);
+    for (let index = 0; index < 3; index += 1) await model.doGenerate(flaky).catch(() => undefined);
+    const error = await model.doGenerate(flaky).catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({ message: expect.stringContaining('circuit for local/flaky is open') });
+    expect(server.requests).toHaveLength(3);
+    // The model's own id, and any other, still reach the provider.
+    await expect(model.doGenerate(call)).resolves.toMatchObject({ text: 'ok' });
+    await expect(model.doGenerate({ ...call, modelId: 'other' })).resolves.toMatchObject({ text: 'ok' });
+    expect(server.requests).toHaveLength(5);
+    expect(model.state).toBe('closed');
+  });
+
+  it("reports the state of the model's own id", async () => {
+    const { model } = breaker();
+    server.enqueue(unavailable, unavailable, unavailable);
+    await failTimes(model, 3);
+    expect(model.state).toBe('open');
+  });
+});
+
 describe('circuit breaker: recovery', () => {
   it('lets one trial through after resetMs and closes on success', async () => {
     const { model, states, advance } = breaker();

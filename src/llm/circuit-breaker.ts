@@ -23,13 +23,19 @@ export interface CircuitBreakerOptions {
   readonly onStateChange?: (state: CircuitState) => void;
 }
 
-/** A model behind a circuit breaker; `state` is read live. */
+/** A model behind a circuit breaker; `state` is read live (the circuit of the model's own id). */
 export type CircuitBreakerModel = LanguageModel & { readonly state: CircuitState };
+
+// Circuits kept for the model ids calls name; past it the least recently used is dropped
+// (forgetting a circuit only lets calls to that id through again).
+const MAX_CIRCUITS = 256;
 
 /**
  * Wraps `model` in a circuit breaker. Only retryable `ModelCallError`s count as failures:
  * a bad request or a bad answer says nothing about whether the provider is up. While open,
  * calls throw a retryable `ModelCallError` whose `retryAfterMs` is the time until the trial.
+ * Each model id a call names (`modelId`, else the model's own) has a circuit of its own, so
+ * calls to one failing model never stop calls to another.
  * Put it outside `withRetries`, so one failure means one logical call that exhausted its retries.
  * @example
  * const model = withCircuitBreaker(withRetries(base), { failureThreshold: 5, resetMs: 30_000 });
@@ -42,69 +48,114 @@ export function withCircuitBreaker(model: LanguageModel, options: CircuitBreaker
     ['doGenerate'],
     'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).',
   );
-  const failureThreshold = options.failureThreshold ?? 5;
-  const resetMs = options.resetMs ?? 30_000;
-  const now = options.now ?? Date.now;
-  let state: CircuitState = 'closed';
-  let failures = 0;
-  let openedAt = 0;
-  let trialInFlight = false;
-
-  const moveTo = (next: CircuitState): void => {
-    if (next === state) return;
-    state = next;
-    options.onStateChange?.(next);
+  const settings: CircuitSettings = {
+    failureThreshold: options.failureThreshold ?? 5,
+    resetMs: options.resetMs ?? 30_000,
+    now: options.now ?? Date.now,
+    onStateChange: options.onStateChange,
   };
-  const currentState = (): CircuitState => (state === 'open' && now() - openedAt >= resetMs ? 'half-open' : state);
-
-  function failFast(): ModelCallError {
-    const retryAfterMs = Math.max(0, openedAt + resetMs - now());
-    const when = trialInFlight
-      ? 'after the trial call in flight'
-      : `at ${new Date(openedAt + resetMs).toISOString()} (in ${retryAfterMs} ms)`;
-    return new ModelCallError({
-      message:
-        `The circuit for ${model.provider}/${model.modelId} is open after ${failures} consecutive ` +
-        `failures; calls fail fast and it will try again ${when}.`,
-      retryable: true,
-      retryAfterMs,
-    });
-  }
-
-  async function doGenerate(callOptions: LanguageModelCallOptions): Promise<LanguageModelResult> {
-    const observed = currentState();
-    if (observed === 'open' || (observed === 'half-open' && trialInFlight)) throw failFast();
-    const trial = observed === 'half-open';
-    if (trial) {
-      moveTo('half-open');
-      trialInFlight = true;
+  const circuits = new Map<string, Circuit>();
+  const circuitOf = (modelId: string): Circuit => {
+    let circuit = circuits.get(modelId);
+    if (circuit) {
+      circuits.delete(modelId);
+    } else {
+      circuit = new Circuit(`${model.provider}/${modelId}`, settings);
+      if (circuits.size >= MAX_CIRCUITS) circuits.delete(circuits.keys().next().value as string);
     }
-    try {
-      const result = await model.doGenerate(callOptions);
-      failures = 0;
-      moveTo('closed');
-      return result;
-    } catch (error) {
-      if (isModelCallError(error) && error.isRetryable && !callOptions.abortSignal?.aborted) {
-        failures += 1;
-        if (trial || failures >= failureThreshold) {
-          openedAt = now();
-          moveTo('open');
-        }
-      }
-      throw error;
-    } finally {
-      if (trial) trialInFlight = false;
-    }
-  }
+    circuits.set(modelId, circuit);
+    return circuit;
+  };
 
   return {
     specificationVersion: 'v1',
     provider: model.provider,
     modelId: model.modelId,
-    doGenerate,
+    doGenerate: (callOptions) =>
+      circuitOf(callOptions.modelId ?? model.modelId).call(() => model.doGenerate(callOptions), callOptions),
     get state(): CircuitState {
-      return currentState();
+      return circuits.get(model.modelId)?.state ?? 'closed';
     },
   };
+}
+
+/** What every circuit of one breaker shares. */
+interface CircuitSettings {
+  readonly failureThreshold: number;
+  readonly resetMs: number;
+  readonly now: () => number;
+  readonly onStateChange: ((state: CircuitState) => void) | undefined;
+}
+
+/** One model id's circuit. */
+class Circuit {
+  #state: CircuitState = 'closed';
+  #failures = 0;
+  #openedAt = 0;
+  #trialInFlight = false;
+
+  readonly #name: string;
+  readonly #settings: CircuitSettings;
+
+  constructor(name: string, settings: CircuitSettings) {
+    this.#name = name;
+    this.#settings = settings;
+  }
+
+  get state(): CircuitState {
+    return this.#state === 'open' && this.#settings.now() - this.#openedAt >= this.#settings.resetMs
+      ? 'half-open'
+      : this.#state;
+  }
+
+  async call(
+    work: () => Promise<LanguageModelResult>,
+    callOptions: LanguageModelCallOptions,
+  ): Promise<LanguageModelResult> {
+    const observed = this.state;
+    if (observed === 'open' || (observed === 'half-open' && this.#trialInFlight)) throw this.#failFast();
+    const trial = observed === 'half-open';
+    if (trial) {
+      this.#moveTo('half-open');
+      this.#trialInFlight = true;
+    }
+    try {
+      const result = await work();
+      this.#failures = 0;
+      this.#moveTo('closed');
+      return result;
+    } catch (error) {
+      if (isModelCallError(error) && error.isRetryable && !callOptions.abortSignal?.aborted) {
+        this.#failures += 1;
+        if (trial || this.#failures >= this.#settings.failureThreshold) {
+          this.#openedAt = this.#settings.now();
+          this.#moveTo('open');
+        }
+      }
+      throw error;
+    } finally {
+      if (trial) this.#trialInFlight = false;
+    }
+  }
+
+  #moveTo(next: CircuitState): void {
+    if (next === this.#state) return;
+    this.#state = next;
+    this.#settings.onStateChange?.(next);
+  }
+
+  #failFast(): ModelCallError {
+    const { resetMs, now } = this.#settings;
+    const retryAfterMs = Math.max(0, this.#openedAt + resetMs - now());
+    const when = this.#trialInFlight
+      ? 'after the trial call in flight'
+      : `at ${new Date(this.#openedAt + resetMs).toISOString()} (in ${retryAfterMs} ms)`;
+    return new ModelCallError({
+      message:
+        `The circuit for ${this.#name} is open after ${this.#failures} consecutive ` +
+        `failures; calls fail fast and it will try again ${when}.`,
+      retryable: true,
+      retryAfterMs,
+    });
+  }
 }
