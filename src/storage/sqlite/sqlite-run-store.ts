@@ -3,7 +3,7 @@
  * memory. Writes are IMMEDIATE transactions; event seqs are assigned inside them.
  * @module
  */
-import type { Database } from 'better-sqlite3';
+import type { Database, Statement } from 'better-sqlite3';
 import { createSqliteRunListing } from './sqlite-run-listing.js';
 import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
@@ -127,6 +127,16 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
   };
 }
 
+/**
+ * The first row a one-statement write returns, read to the statement's end: a statement outside
+ * a transaction commits as it ends, and better-sqlite3's `get` stops at the first row and drops
+ * that commit's error (a full disk, a file size limit), so a write that was lost would be
+ * reported stored.
+ */
+function firstRow<P, R>(statement: Statement<[P], R>, params: P): R | undefined {
+  return statement.all(params)[0];
+}
+
 /** A history row with the conversation's generation, read by the same statement. */
 type HistoryRow = ConversationMessageRow & { generation: number | null };
 
@@ -239,7 +249,7 @@ function runMethods(
     async createRun(given) {
       const run = storableRun(given);
       return write(() => {
-        const row = statements.insertRun.get({
+        const row = firstRow(statements.insertRun, {
           run_id: run.runId,
           memory_id: memoryIdOf(run.scope),
           tenant_id: run.scope.tenantId,
@@ -269,7 +279,7 @@ function runMethods(
     async updateRun(runId, given) {
       const patch = storablePatch(given);
       return write(() => {
-        const row = statements.updateRun.get({
+        const row = firstRow(statements.updateRun, {
           run_id: runId,
           has_status: 'status' in patch ? 1 : 0,
           status: patch.status ?? null,
@@ -289,7 +299,7 @@ function runMethods(
     },
     async appendEvent(runId, type, payload) {
       return write(() => {
-        const row = statements.appendEvent.get({ run_id: runId, type, payload_json: JSON.stringify(payload) });
+        const row = firstRow(statements.appendEvent, { run_id: runId, type, payload_json: JSON.stringify(payload) });
         if (!row) throw missing(runId);
         return toRunEvent(row);
       });
