@@ -159,7 +159,7 @@ export function parseObservations(raw: string, options: ParseObservationsOptions
     if (content === '') continue;
     const sourceSeqs = [...new Set(block.sources)].sort((a, b) => a - b).slice(0, MAX_SOURCE_SEQS);
     observations.push({
-      content: truncate(content, maxChars),
+      content: truncateObservation(content, maxChars),
       importance: block.importance,
       ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}),
     });
@@ -210,10 +210,12 @@ function unscored(lines: readonly string[], maxObservations: number, maxChars: n
   if (items.length > 1 && items.every((line) => BULLET_LINE.test(line))) {
     return items
       .slice(0, maxObservations)
-      .map((line) => ({ content: truncate(stripBullet(line), maxChars), importance: null }));
+      .map((line) => ({ content: truncateObservation(stripBullet(line), maxChars), importance: null }));
   }
   const content = cleanContent(rest);
-  return content === '' || maxObservations === 0 ? [] : [{ content: truncate(content, maxChars), importance: null }];
+  return content === '' || maxObservations === 0
+    ? []
+    : [{ content: truncateObservation(content, maxChars), importance: null }];
 }
 
 /** True when text before the first observation only frames the answer. */
@@ -315,7 +317,7 @@ function collapseRepeats(lines: readonly string[]): string[] {
 }
 
 /** Cuts content to `maxChars` code points, at the last whitespace in the final 10% if there is one. */
-function truncate(content: string, maxChars: number): string {
+export function truncateObservation(content: string, maxChars: number): string {
   const codePoints = Array.from(content);
   if (codePoints.length <= maxChars) return content;
   let cut = maxChars;

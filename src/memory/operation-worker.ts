@@ -8,6 +8,7 @@ import {
 } from '../core/memory-prompts.js';
 import type { MemoryRecord, Observation, ObservationConfig } from '../core/observation.js';
 import { provenanceOf } from '../core/observation-provenance.js';
+import { checkObserverAnswer } from '../core/check-observer-answer.js';
 import { isNothingToObserve } from '../core/parse-observations.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import { activeReflectionLinks } from '../core/reflection-links.js';
@@ -17,6 +18,7 @@ import { redactSecrets } from '../core/redact-secrets.js';
 import { stripInvisible } from '../core/sanitize-text.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore, Operation, PrefetchedObserve, StoredMessage } from '../storage/store.js';
+import { DEFAULT_MAX_OUTPUT_BYTES } from './model-observer.js';
 import type { Observer, Reflector } from './model-observer.js';
 import { firstAfterSeq } from '../core/first-after-seq.js';
 
@@ -206,7 +208,7 @@ async function runObserve(
     config.reflectThresholdTokens,
   );
   const observer = context.observer;
-  const parsed = await withinLease(context, (abortSignal) =>
+  const answer = await withinLease(context, (abortSignal) =>
     observer.observe({
       scope: record.scope,
       config,
@@ -223,6 +225,7 @@ async function runObserve(
     }),
   );
   context.faultPoint?.('after_llm');
+  const parsed = checkObserverAnswer(answer);
   const throughMessageSeq = (batch[batch.length - 1] as StoredMessage).seq;
   const applied = await store.completeObservation({
     ...lease,
@@ -324,6 +327,18 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
     }),
   );
   context.faultPoint?.('after_llm');
+  // A reflector of a library user's own is held to what the model reflector accepts.
+  if (typeof answer !== 'string' || Buffer.byteLength(answer) > DEFAULT_MAX_OUTPUT_BYTES) {
+    throw new HarnessMemoryError({
+      code: 'MODEL_OUTPUT_INVALID',
+      component: 'reflector',
+      message:
+        typeof answer === 'string'
+          ? `The reflector's answer is larger than ${DEFAULT_MAX_OUTPUT_BYTES} bytes; nothing was stored.`
+          : "The reflector's answer is not a string; nothing was stored.",
+      data: { role: 'reflector', reason: typeof answer === 'string' ? 'too_large' : 'invalid' },
+    });
+  }
   const raw = modelText(context, answer);
   const structured = parseReflection(raw);
   // A reflection replaces the last one whole: one without a summary would erase it.

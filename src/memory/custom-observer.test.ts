@@ -1,0 +1,76 @@
+/**
+ * Observers and reflectors of a library user's own: what they hand back is held to what the
+ * model observer and reflector guarantee, whatever the store.
+ */
+import { describe, expect, it } from 'vitest';
+import { useSqliteTestFiles } from '../../test/support/sqlite-test-files.js';
+import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
+import type { Observer, Reflector } from './model-observer.js';
+import { createObservationalMemory } from './observational-memory.js';
+
+const files = useSqliteTestFiles('hm-custom-observer-');
+const scope = { tenantId: 't', conversationId: 'c', agentId: 'a' };
+
+function memoryWith(observer: Observer, reflector?: Reflector) {
+  return createObservationalMemory({
+    store: files.track(createSqliteStore({ path: files.path })),
+    observer,
+    ...(reflector ? { reflector } : {}),
+    defaultEnabled: true,
+    defaults: { observeMinTokens: 1 },
+    maxOperationAttempts: 1,
+  });
+}
+
+const observeOnce = (memory: ReturnType<typeof memoryWith>) =>
+  memory.observe({ scope, messages: [{ id: 'm1', role: 'user', content: 'I prefer tabs over spaces.' }] });
+
+describe("an observer of the user's own", () => {
+  it('has its importances clamped to [0, 1], long content cut and at most 50 observations kept', async () => {
+    const memory = memoryWith({
+      observe: async () => [
+        { content: 'too important', importance: 5 },
+        { content: 'below zero', importance: -1 },
+        { content: 'infinite', importance: Number.POSITIVE_INFINITY },
+        { content: 'unscored', importance: null },
+        { content: 'x '.repeat(50_000), importance: 0.5 },
+        ...Array.from({ length: 3_000 }, (_, index) => ({ content: `extra ${index}`, importance: 0.1 })),
+      ],
+    });
+    await observeOnce(memory);
+    const exported = JSON.parse((await memory.export(scope, 'json')).content) as {
+      observations: Array<{ content: string; importance: number }>;
+    };
+    expect(exported.observations).toHaveLength(50);
+    const [important, below, infinite, unscored, long] = exported.observations;
+    expect([important?.importance, below?.importance, infinite?.importance]).toEqual([1, 0, 1]);
+    expect(unscored?.importance ?? null).toBeNull();
+    expect(Array.from(long?.content ?? '').length).toBeLessThanOrEqual(2_000 + ' …[truncated]'.length);
+    expect(long?.content).toMatch(/…\[truncated\]$/);
+  });
+
+  it.each([
+    ['NaN', [{ content: 'x', importance: Number.NaN }], /observation 0 has importance NaN/],
+    ['a string importance', [{ content: 'x', importance: '0.9' }], /observation 0 has importance "0.9"/],
+    ['content that is not a string', [{ content: 42, importance: 0.5 }], /observation 0 has no string content/],
+    ['an answer that is not an array', { content: 'x' }, /not an array/],
+  ])('is refused with MODEL_OUTPUT_INVALID for %s, and nothing is stored', async (_, answer, message) => {
+    const memory = memoryWith({ observe: async () => answer as never });
+    await expect(observeOnce(memory)).rejects.toMatchObject({ code: 'MODEL_OUTPUT_INVALID', message });
+    expect((await memory.status(scope)).observationCount).toBe(0);
+  });
+});
+
+describe("a reflector of the user's own", () => {
+  it('is refused when it answers something other than a string, or more than 64 KiB', async () => {
+    for (const answer of [42, `SUMMARY:\n${'y'.repeat(70_000)}`]) {
+      const memory = memoryWith(
+        { observe: async () => [{ content: 'User prefers tabs.', importance: 0.9 }] },
+        { reflect: async () => answer as never },
+      );
+      await observeOnce(memory);
+      await expect(memory.reflectNow(scope)).rejects.toMatchObject({ code: 'MODEL_OUTPUT_INVALID' });
+      expect((await memory.status(scope)).reflectionPresent).toBe(false);
+    }
+  });
+});
