@@ -16,6 +16,8 @@ import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
 import { createObservationalMemoryTool } from './observational-memory-tool.js';
 
 const IN = '.harness/observational-memory';
+// The scope's own folder (scope acme/conv/agent below).
+const OWN = `${IN}/acme/conv/agent`;
 const directories: string[] = [];
 afterEach(() => {
   for (const directory of directories.splice(0)) fs.rmSync(directory, { recursive: true, force: true });
@@ -39,17 +41,17 @@ describe('export confinement: hostile paths', () => {
     directories.push(root);
     const workspace = path.join(root, 'workspace');
     const outside = path.join(root, 'outside');
-    fs.mkdirSync(path.join(workspace, IN), { recursive: true });
+    fs.mkdirSync(path.join(workspace, OWN), { recursive: true });
     fs.mkdirSync(outside);
     const dbPath = path.join(workspace, '.harness', 'state.db');
     const configPath = path.join(workspace, '.harness', 'config.toml');
     fs.writeFileSync(path.join(workspace, 'package.json'), '{"name":"victim"}');
     fs.writeFileSync(configPath, '[memory]\ndefault_enabled = true\n');
-    fs.writeFileSync(path.join(workspace, IN, 'existing.json'), '{"kept":true}');
+    fs.writeFileSync(path.join(workspace, OWN, 'existing.json'), '{"kept":true}');
     fs.writeFileSync(path.join(outside, 'secret.txt'), 'keep');
-    fs.symlinkSync(path.join(workspace, '.harness'), path.join(workspace, IN, 'up'));
-    fs.symlinkSync(dbPath, path.join(workspace, IN, 'alias.json'));
-    fs.symlinkSync(outside, path.join(workspace, IN, 'out'));
+    fs.symlinkSync(path.join(workspace, '.harness'), path.join(workspace, OWN, 'up'));
+    fs.symlinkSync(dbPath, path.join(workspace, OWN, 'alias.json'));
+    fs.symlinkSync(outside, path.join(workspace, OWN, 'out'));
 
     const store = createSqliteStore({ path: dbPath });
     const scope = { tenantId: 'acme', conversationId: 'conv', agentId: 'agent' };
@@ -76,22 +78,28 @@ describe('export confinement: hostile paths', () => {
       ['../outside/x.json', /outside the workspace/],
       [path.join(outside, 'secret.txt'), /outside the workspace/],
       ['/etc/passwd', /outside the workspace/],
-      [`${IN}/existing.json`, /names an existing file/],
-      [`${IN}/alias.json`, /the target is a symlink/],
-      [`${IN}/up/state.db-wal`, /name of a database, journal or configuration file/],
-      [`${IN}/up/new.json`, /up is a symlink/],
-      [`${IN}/out/secret.txt`, /out is a symlink/],
-      [`${IN}/evil.db`, /name of a database, journal or configuration file/],
-      [`${IN}/evil.sqlite`, /name of a database, journal or configuration file/],
-      [`${IN}/x-wal`, /name of a database, journal or configuration file/],
-      [`${IN}/x-shm`, /name of a database, journal or configuration file/],
-      [`${IN}/config.toml`, /name of a database, journal or configuration file/],
-      [`${IN}/a\0b.json`, /NUL byte/],
-      [`${IN}/${'n'.repeat(300)}.json`, /a file or folder name in it is longer than 255 bytes/],
-      [`${IN}/${'é'.repeat(128)}/x.json`, /longer than 255 bytes/],
+      [`${OWN}/existing.json`, /names an existing file/],
+      [`${OWN}/alias.json`, /the target is a symlink/],
+      [`${OWN}/up/state.db-wal`, /name of a database, journal or configuration file/],
+      [`${OWN}/up/new.json`, /up is a symlink/],
+      [`${OWN}/out/secret.txt`, /out is a symlink/],
+      [`${OWN}/evil.db`, /name of a database, journal or configuration file/],
+      [`${OWN}/evil.sqlite`, /name of a database, journal or configuration file/],
+      [`${OWN}/x-wal`, /name of a database, journal or configuration file/],
+      [`${OWN}/x-shm`, /name of a database, journal or configuration file/],
+      [`${OWN}/config.toml`, /name of a database, journal or configuration file/],
+      [`${OWN}/a\0b.json`, /NUL byte/],
+      [`${OWN}/${'n'.repeat(300)}.json`, /a file or folder name in it is longer than 255 bytes/],
+      [`${OWN}/${'é'.repeat(128)}/x.json`, /longer than 255 bytes/],
       // Fits 255 bytes, but not with the temporary name's `.tmp-<12 hex>` after it.
-      [`${IN}/${'a'.repeat(245)}.json`, /its file name is longer than 238 bytes/],
+      [`${OWN}/${'a'.repeat(245)}.json`, /its file name is longer than 238 bytes/],
       [IN, /only under \.harness\/observational-memory/],
+      // Another tenant's, conversation's or agent's folder, and the names above this scope's.
+      [`${IN}/other/conv/agent/x.json`, /only under \.harness\/observational-memory\/acme\/conv\/agent\//],
+      [`${IN}/acme/other/agent/x.json`, /only under \.harness\/observational-memory\/acme\/conv\/agent\//],
+      [`${IN}/acme/conv/other/x.json`, /only under \.harness\/observational-memory\/acme\/conv\/agent\//],
+      [`${IN}/other`, /only under \.harness\/observational-memory\/acme\/conv\/agent\//],
+      [`${OWN}/../../other/agent/x.json`, /only under \.harness\/observational-memory\/acme\/conv\/agent\//],
     ];
     for (const [requested, reason] of hostile) {
       const error = await tool.execute({ action: 'export', path: requested }, context).then(

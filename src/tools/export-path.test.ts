@@ -59,31 +59,33 @@ describe('export path: default destination', () => {
 });
 
 const IN = '.harness/observational-memory';
+// The scope's own folder: the only place a requested path may name.
+const OWN = `${IN}/acme/c:1/bot`;
 
 describe('export path: requested destination', () => {
   it('accepts a new file under .harness/observational-memory, relative or absolute', async () => {
     const workspace = temporaryDirectory();
-    const resolved = await resolveIn(workspace, `${IN}/exports/deep/memory.json`);
-    expect(resolved.relativePath).toBe(`${IN}/exports/deep/memory.json`);
-    expect(fs.statSync(path.join(workspace, IN, 'exports', 'deep')).isDirectory()).toBe(true);
-    expect((await resolveIn(workspace, path.join(workspace, IN, 'abs.json'))).relativePath).toBe(`${IN}/abs.json`);
+    const resolved = await resolveIn(workspace, `${OWN}/exports/deep/memory.json`);
+    expect(resolved.relativePath).toBe(`${OWN}/exports/deep/memory.json`);
+    expect(fs.statSync(path.join(workspace, OWN, 'exports', 'deep')).isDirectory()).toBe(true);
+    expect((await resolveIn(workspace, path.join(workspace, OWN, 'abs.json'))).relativePath).toBe(`${OWN}/abs.json`);
   });
 
   it('accepts a .. segment that stays inside the folder', async () => {
     const workspace = temporaryDirectory();
-    expect((await resolveIn(workspace, `${IN}/a/../b.json`)).relativePath).toBe(`${IN}/b.json`);
+    expect((await resolveIn(workspace, `${OWN}/a/../b.json`)).relativePath).toBe(`${OWN}/b.json`);
   });
 
   it('accepts a workspace given as a symlink, by either of its paths', async () => {
     const real = temporaryDirectory();
     const link = path.join(temporaryDirectory(), 'workspace-link');
     fs.symlinkSync(real, link);
-    const viaLink = await resolveIn(link, path.join(link, IN, 'm.json'));
+    const viaLink = await resolveIn(link, path.join(link, OWN, 'm.json'));
     expect(viaLink).toEqual({
-      absolutePath: path.join(fs.realpathSync(real), IN, 'm.json'),
-      relativePath: `${IN}/m.json`,
+      absolutePath: path.join(fs.realpathSync(real), OWN, 'm.json'),
+      relativePath: `${OWN}/m.json`,
     });
-    expect((await resolveIn(link, path.join(fs.realpathSync(real), IN, 'n.json'))).relativePath).toBe(`${IN}/n.json`);
+    expect((await resolveIn(link, path.join(fs.realpathSync(real), OWN, 'n.json'))).relativePath).toBe(`${OWN}/n.json`);
     expect((await resolveIn(link)).relativePath).toMatch(/^\.harness\/observational-memory\//);
   });
 
@@ -91,8 +93,8 @@ describe('export path: requested destination', () => {
     const workspace = temporaryDirectory();
     for (const blank of ['', '   '])
       expect((await resolveIn(workspace, blank)).relativePath).toMatch(/\/memory-\d{8}-\d{6}\.json$/);
-    await refusal(resolveIn(workspace, `${IN}/${'a/'.repeat(512)}x`));
-    await refusal(resolveIn(workspace, `${IN}/a\0b.json`));
+    await refusal(resolveIn(workspace, `${OWN}/${'a/'.repeat(512)}x`));
+    await refusal(resolveIn(workspace, `${OWN}/a\0b.json`));
   });
 
   it('refuses paths outside the workspace and names the path', async () => {
@@ -101,7 +103,7 @@ describe('export path: requested destination', () => {
     expect(error.message).toContain('"/etc/passwd"');
     expect(error.message).toContain('outside the workspace');
     await refusal(resolveIn(workspace, '../x'));
-    await refusal(resolveIn(workspace, `${IN}/../../../x`));
+    await refusal(resolveIn(workspace, `${OWN}/../../../x`));
     await refusal(resolveIn(workspace, path.join(temporaryDirectory(), 'x.json')));
     expect(fs.readdirSync(workspace)).toEqual([]);
   });
@@ -114,9 +116,18 @@ describe('export path: requested destination', () => {
       'notes/m.json',
       '.harness/state.json',
       IN,
-      `${IN}/..`,
-      `${IN}/../x.json`,
+      `${OWN}/..`,
+      `${OWN}/../x.json`,
       '.harness/observational-memoryx/m.json',
+      // Other scopes' folders, and names above the scope's own.
+      `${IN}/m.json`,
+      `${IN}/acme`,
+      `${IN}/acme/c:1/m.json`,
+      `${IN}/other/c:1/bot/m.json`,
+      `${IN}/acme/c:2/bot/m.json`,
+      `${IN}/acme/c:1/bot2/m.json`,
+      OWN,
+      `${OWN}/../../c:2/bot/m.json`,
     ]) {
       const error = await refusal(resolveIn(workspace, requested));
       expect(error.message, requested).toContain('exports are written only under .harness/observational-memory/');
@@ -124,13 +135,23 @@ describe('export path: requested destination', () => {
     expect(fs.readdirSync(workspace)).toEqual([]);
   });
 
+  it("answers alike whether or not a file exists in another scope's folder", async () => {
+    const workspace = temporaryDirectory();
+    fs.mkdirSync(path.join(workspace, IN, 'other', 'c', 'bot'), { recursive: true });
+    fs.writeFileSync(path.join(workspace, IN, 'other', 'c', 'bot', 'taken.json'), 'keep');
+    const existing = await refusal(resolveIn(workspace, `${IN}/other/c/bot/taken.json`));
+    const missing = await refusal(resolveIn(workspace, `${IN}/other/c/bot/free.json`));
+    expect(existing.message.replace('taken', 'free')).toBe(missing.message);
+    expect(fs.readFileSync(path.join(workspace, IN, 'other', 'c', 'bot', 'taken.json'), 'utf8')).toBe('keep');
+  });
+
   it('refuses an existing file, and leaves it as it was', async () => {
     const workspace = temporaryDirectory();
-    fs.mkdirSync(path.join(workspace, IN), { recursive: true });
-    fs.writeFileSync(path.join(workspace, IN, 'taken.json'), 'keep');
-    const error = await refusal(resolveIn(workspace, `${IN}/taken.json`));
+    fs.mkdirSync(path.join(workspace, OWN), { recursive: true });
+    fs.writeFileSync(path.join(workspace, OWN, 'taken.json'), 'keep');
+    const error = await refusal(resolveIn(workspace, `${OWN}/taken.json`));
     expect(error.message).toContain('it names an existing file, and exports only create new files');
-    expect(fs.readFileSync(path.join(workspace, IN, 'taken.json'), 'utf8')).toBe('keep');
+    expect(fs.readFileSync(path.join(workspace, OWN, 'taken.json'), 'utf8')).toBe('keep');
   });
 
   it(
@@ -146,10 +167,10 @@ describe('export path: requested destination', () => {
         'x-journal',
         'config.toml',
       ]) {
-        const error = await refusal(resolveIn(workspace, `${IN}/${name}`));
+        const error = await refusal(resolveIn(workspace, `${OWN}/${name}`));
         expect(error.message, name).toContain('the name of a database, journal or configuration file');
       }
-      const store = path.join(workspace, IN, 'store.data');
+      const store = path.join(workspace, OWN, 'store.data');
       const options = {
         workspace,
         scope: SCOPE,
@@ -157,25 +178,25 @@ describe('export path: requested destination', () => {
         now: NOW,
         protectedPaths: [store, path.join(workspace, 'settings.txt')],
       };
-      expect((await refusal(resolveExportPath({ ...options, requestedPath: `${IN}/store.data` }))).message).toContain(
+      expect((await refusal(resolveExportPath({ ...options, requestedPath: `${OWN}/store.data` }))).message).toContain(
         'a file the harness keeps its state or configuration in',
       );
       expect(
         (await refusal(resolveExportPath({ ...options, requestedPath: path.join(workspace, 'settings.txt') }))).message,
       ).toContain('exports are written only under');
-      expect((await resolveExportPath({ ...options, requestedPath: `${IN}/store.json` })).relativePath).toBe(
-        `${IN}/store.json`,
+      expect((await resolveExportPath({ ...options, requestedPath: `${OWN}/store.json` })).relativePath).toBe(
+        `${OWN}/store.json`,
       );
     },
   );
 
   it('refuses a symlinked directory on the way: the export folder, .harness, or one below', async () => {
-    for (const planted of ['.harness', IN, `${IN}/link`]) {
+    for (const planted of ['.harness', IN, `${OWN}/link`]) {
       const workspace = temporaryDirectory();
       const outside = temporaryDirectory();
       fs.mkdirSync(path.dirname(path.join(workspace, planted)), { recursive: true });
       fs.symlinkSync(outside, path.join(workspace, planted));
-      const error = await refusal(resolveIn(workspace, `${IN}/link/sub/m.json`));
+      const error = await refusal(resolveIn(workspace, `${OWN}/link/sub/m.json`));
       expect(error.message, planted).toContain(`${planted} is a symlink`);
       expect(fs.readdirSync(outside)).toEqual([]);
     }
@@ -185,23 +206,23 @@ describe('export path: requested destination', () => {
     const workspace = temporaryDirectory();
     const outsideFile = path.join(temporaryDirectory(), 'secret.txt');
     fs.writeFileSync(outsideFile, 'keep');
-    fs.mkdirSync(path.join(workspace, IN), { recursive: true });
-    fs.symlinkSync(outsideFile, path.join(workspace, IN, 'm.json'));
-    fs.mkdirSync(path.join(workspace, IN, 'dir.json'));
-    expect((await refusal(resolveIn(workspace, `${IN}/m.json`))).message).toContain('the target is a symlink');
-    await refusal(resolveIn(workspace, `${IN}/dir.json`));
+    fs.mkdirSync(path.join(workspace, OWN), { recursive: true });
+    fs.symlinkSync(outsideFile, path.join(workspace, OWN, 'm.json'));
+    fs.mkdirSync(path.join(workspace, OWN, 'dir.json'));
+    expect((await refusal(resolveIn(workspace, `${OWN}/m.json`))).message).toContain('the target is a symlink');
+    await refusal(resolveIn(workspace, `${OWN}/dir.json`));
     expect(fs.readFileSync(outsideFile, 'utf8')).toBe('keep');
   });
 
   it('refuses a path through an existing file', async () => {
     const workspace = temporaryDirectory();
-    fs.mkdirSync(path.join(workspace, IN), { recursive: true });
-    fs.writeFileSync(path.join(workspace, IN, 'file'), '');
-    await refusal(resolveIn(workspace, `${IN}/file/m.json`));
+    fs.mkdirSync(path.join(workspace, OWN), { recursive: true });
+    fs.writeFileSync(path.join(workspace, OWN, 'file'), '');
+    await refusal(resolveIn(workspace, `${OWN}/file/m.json`));
   });
 
   it('refuses a workspace that does not exist', async () => {
-    await refusal(resolveIn(path.join(temporaryDirectory(), 'missing'), `${IN}/m.json`));
+    await refusal(resolveIn(path.join(temporaryDirectory(), 'missing'), `${OWN}/m.json`));
   });
 });
 

@@ -58,8 +58,8 @@ const PROTECTED_NAME = /(?:\.db|\.sqlite3?|-wal|-shm|-journal)$|^config\.toml$/i
 
 /**
  * Checks an export destination and creates its missing directories (0o755). The
- * destination is a new file under `.harness/observational-memory/` of the workspace, never a
- * database or configuration file; with no path, the default name (with `-2`, `-3`, … for
+ * destination is a new file in the scope's folder of `.harness/observational-memory/`
+ * (`<tenant>/<conversation>/<agent>/`) in the workspace, never a database or configuration file; with no path, the default name (with `-2`, `-3`, … for
  * `attempt` 2, 3, … when that name is taken). Throws `EXPORT_INVALID` naming the reason for
  * empty, over-long or NUL-containing paths, paths outside that folder (after `..`), paths
  * through or onto a symlink, existing files, and protected files.
@@ -81,7 +81,7 @@ export async function resolveExportPath(options: ResolveExportPathOptions, attem
   const segments =
     requestedPath === undefined
       ? defaultSegments(options, refuse, attempt)
-      : requestedSegments(requestedPath, workspace, workspaceReal, refuse);
+      : requestedSegments(requestedPath, workspace, workspaceReal, options.scope, refuse);
   const absolutePath = path.join(workspaceReal, ...segments);
   const directory = path.dirname(absolutePath);
   await refuseProtected(absolutePath, options.protectedPaths ?? [], refuse);
@@ -219,6 +219,7 @@ function requestedSegments(
   requested: string,
   workspace: string,
   workspaceReal: string,
+  scope: ResolveExportPathOptions['scope'],
   refuse: (reason: string) => HarnessMemoryError,
 ): string[] {
   if (requested.length > MAX_EXPORT_PATH_LENGTH)
@@ -238,11 +239,13 @@ function requestedSegments(
   if (inside === undefined)
     throw refuse(`it resolves outside the workspace; exports are written only under ${EXPORT_DIRECTORY}/`);
   const segments = inside === '' ? [] : inside.split('/');
-  const [first, second] = EXPORT_DIRECTORY.split('/');
-  if (segments.length < 3 || segments[0] !== first || segments[1] !== second) {
+  // The calling scope's own folder: another tenant's or conversation's is neither written nor
+  // probed (whether a file exists there is never looked at).
+  const own = [...EXPORT_DIRECTORY.split('/'), scope.tenantId, scope.conversationId, scope.agentId];
+  if (segments.length <= own.length || own.some((name, index) => segments[index] !== name)) {
     throw refuse(
-      `exports are written only under ${EXPORT_DIRECTORY}/ in the workspace; give a path there, or none for ` +
-        `the default name`,
+      `exports are written only under ${own.join('/')}/ in the workspace (this scope's folder of ` +
+        `${EXPORT_DIRECTORY}/); give a path there, or none for the default name`,
     );
   }
   return segments;

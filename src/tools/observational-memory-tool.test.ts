@@ -17,6 +17,8 @@ import type { Tool, ToolContext } from './tool.js';
 
 const NOW = (): Date => new Date('2025-01-02T03:04:05Z');
 const IN = '.harness/observational-memory';
+// The tool context's scope folder (conversation falls back to the run id r1).
+const OWN = `${IN}/default/r1/default`;
 const temporaryDirectories: string[] = [];
 
 function temporaryDirectory(): string {
@@ -289,21 +291,21 @@ describe('observational_memory tool: export', () => {
     const { tool, context, workspace } = setup();
     const result = await run(
       tool,
-      { action: 'export', export: { format: 'markdown', path: `${IN}/notes/memory.md` } },
+      { action: 'export', export: { format: 'markdown', path: `${OWN}/notes/memory.md` } },
       context,
     );
-    expect(result.export).toMatchObject({ path: `${IN}/notes/memory.md`, format: 'markdown' });
-    expect(fs.readFileSync(path.join(workspace, IN, 'notes', 'memory.md'), 'utf8')).toContain('## Observations');
+    expect(result.export).toMatchObject({ path: `${OWN}/notes/memory.md`, format: 'markdown' });
+    expect(fs.readFileSync(path.join(workspace, OWN, 'notes', 'memory.md'), 'utf8')).toContain('## Observations');
   });
 
   it('takes blank top-level format and path as left out, so the nested ones count', async () => {
     const { tool, context } = setup();
     const result = await run(
       tool,
-      { action: 'export', format: '', path: ' ', export: { format: 'markdown', path: `${IN}/notes/blank.md` } },
+      { action: 'export', format: '', path: ' ', export: { format: 'markdown', path: `${OWN}/notes/blank.md` } },
       context,
     );
-    expect(result.export).toMatchObject({ path: `${IN}/notes/blank.md`, format: 'markdown' });
+    expect(result.export).toMatchObject({ path: `${OWN}/notes/blank.md`, format: 'markdown' });
   });
 
   it('prefers the top-level format and path over the nested ones', async () => {
@@ -313,23 +315,23 @@ describe('observational_memory tool: export', () => {
       {
         action: 'export',
         format: 'json',
-        path: `${IN}/top.json`,
-        export: { format: 'markdown', path: `${IN}/nested.md` },
+        path: `${OWN}/top.json`,
+        export: { format: 'markdown', path: `${OWN}/nested.md` },
       },
       context,
     );
-    expect(result.export).toMatchObject({ path: `${IN}/top.json`, format: 'json' });
+    expect(result.export).toMatchObject({ path: `${OWN}/top.json`, format: 'json' });
   });
 
   it('writes to an explicit relative or absolute path under .harness/observational-memory', async () => {
     const { tool, context, workspace } = setup();
-    expect((await run(tool, { action: 'export', path: `${IN}/out/deep/m.json` }, context)).export?.path).toBe(
-      `${IN}/out/deep/m.json`,
+    expect((await run(tool, { action: 'export', path: `${OWN}/out/deep/m.json` }, context)).export?.path).toBe(
+      `${OWN}/out/deep/m.json`,
     );
     expect(
-      (await run(tool, { action: 'export', path: path.join(workspace, IN, 'abs.json') }, context)).export?.path,
-    ).toBe(`${IN}/abs.json`);
-    expect(filesBelow(workspace)).toEqual([`${IN}/abs.json`, `${IN}/out/deep/m.json`]);
+      (await run(tool, { action: 'export', path: path.join(workspace, OWN, 'abs.json') }, context)).export?.path,
+    ).toBe(`${OWN}/abs.json`);
+    expect(filesBelow(workspace)).toEqual([`${OWN}/abs.json`, `${OWN}/out/deep/m.json`]);
   });
 
   it('refuses paths outside the workspace and writes nothing', async () => {
@@ -348,9 +350,9 @@ describe('observational_memory tool: export', () => {
   it('refuses a symlinked directory leading outside', async () => {
     const { tool, context, workspace } = setup();
     const outside = temporaryDirectory();
-    fs.mkdirSync(path.join(workspace, IN), { recursive: true });
-    fs.symlinkSync(outside, path.join(workspace, IN, 'link'));
-    const error = await rejection(tool.execute({ action: 'export', path: `${IN}/link/memory-x.json` }, context));
+    fs.mkdirSync(path.join(workspace, OWN), { recursive: true });
+    fs.symlinkSync(outside, path.join(workspace, OWN, 'link'));
+    const error = await rejection(tool.execute({ action: 'export', path: `${OWN}/link/memory-x.json` }, context));
     expect(error.code).toBe('EXPORT_INVALID');
     expect(filesBelow(outside)).toEqual([]);
   });
@@ -359,9 +361,9 @@ describe('observational_memory tool: export', () => {
     const { tool, context, workspace } = setup();
     const outsideFile = path.join(temporaryDirectory(), 'secret.txt');
     fs.writeFileSync(outsideFile, 'keep');
-    fs.mkdirSync(path.join(workspace, IN), { recursive: true });
-    fs.symlinkSync(outsideFile, path.join(workspace, IN, 'm.json'));
-    expect((await rejection(tool.execute({ action: 'export', path: `${IN}/m.json` }, context))).code).toBe(
+    fs.mkdirSync(path.join(workspace, OWN), { recursive: true });
+    fs.symlinkSync(outsideFile, path.join(workspace, OWN, 'm.json'));
+    expect((await rejection(tool.execute({ action: 'export', path: `${OWN}/m.json` }, context))).code).toBe(
       'EXPORT_INVALID',
     );
     expect(fs.readFileSync(outsideFile, 'utf8')).toBe('keep');

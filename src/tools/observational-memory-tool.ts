@@ -56,7 +56,8 @@ const exportPath = z
   .string()
   .optional()
   .describe(
-    'A new file under .harness/observational-memory/ in the workspace (existing files are never replaced); ' +
+    "A new file in this scope's folder, .harness/observational-memory/<tenant>/<conversation>/<agent>/ in " +
+      'the workspace (existing files are never replaced); ' +
       'defaults to .harness/observational-memory/<tenant>/<conversation>/<agent>/memory-<timestamp>.<json|md>',
   );
 
