@@ -576,6 +576,37 @@ describe('agent runner: abandoned runs', () => {
   });
 });
 
+describe('agent runner: two processes sweeping one store', () => {
+  it('fails an abandoned run once: one run.failed, its last event', async () => {
+    let clock = Date.parse('2026-01-01T00:00:00Z');
+    const runStore = createInMemoryRunStore({ now: () => new Date(clock) });
+    await runStore.createRun({
+      runId: 'run_orphan',
+      scope: { tenantId: 't', conversationId: 'c', agentId: 'a' },
+      status: 'running',
+      prompt: 'p',
+      model: '',
+      systemPrompt: '',
+      maxSteps: 3,
+      output: null,
+      error: null,
+      steps: 1,
+      usage: { inputTokens: 0, outputTokens: 0 },
+      parentRunId: null,
+    });
+    await runStore.appendEvent('run_orphan', 'run.started', {});
+    clock += 10 * 60 * 1000;
+    const sweepers = [harness({ runner: { runStore } }), harness({ runner: { runStore } })].map(({ runner }) =>
+      runner.startMaintenance({ abandonAfterSeconds: 300, sweepMs: 60_000, heartbeatMs: 60_000 }),
+    );
+    // Each sweeps once at its start; stopping waits for that sweep.
+    await Promise.all(sweepers.map((maintenance) => maintenance.stop()));
+    const types = (await runStore.listEvents('run_orphan', -1)).map((event) => event.type);
+    expect(types).toEqual(['run.started', 'run.failed']);
+    expect((await runStore.getRun('run_orphan'))?.error?.code).toBe('RUN_ABANDONED');
+  });
+});
+
 describe('agent runner: start({ onEvent })', () => {
   it(
     'hands the caller every event of the run in seq order, the terminal one last, without a hub ' + 'subscription',

@@ -68,15 +68,15 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
   const sweep = async (): Promise<void> => {
     for (const stale of await runStore.listStaleRuns(abandonAfterSeconds)) {
       if (target.isActive(stale.runId)) continue;
-      const run = await runStore.getRun(stale.runId);
-      if (!run || (run.status !== 'queued' && run.status !== 'running')) continue;
       const error = {
         code: 'RUN_ABANDONED',
         message:
           `the harness process running this run stopped before it finished (no heartbeat for ` +
           `${abandonAfterSeconds} s)`,
       };
-      await runStore.updateRun(run.runId, { status: 'failed', error });
+      // Only the process whose update took the run reports it: its terminal event stays its last.
+      const run = await runStore.abandonStaleRun(stale.runId, abandonAfterSeconds, error);
+      if (!run) continue;
       await events.emit(run.runId, 'run.failed', { error }, { conversationId: run.scope.conversationId });
     }
   };

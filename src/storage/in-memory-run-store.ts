@@ -102,6 +102,21 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       const all = conversations.get(memoryId)?.messages ?? [];
       return { messages: takeRecent(all, maxTokens), generation: generations.get(memoryId) ?? 0 };
     },
+    async abandonStaleRun(runId, olderThanSeconds, error) {
+      guard();
+      const current = runs.get(runId);
+      const cutoff = new Date(now().getTime() - olderThanSeconds * 1000).toISOString();
+      if (!current || (current.status !== 'queued' && current.status !== 'running') || current.updatedAt > cutoff)
+        return undefined;
+      const next: RunRecord = Object.freeze({
+        ...current,
+        status: 'failed',
+        error: storablePatch({ error }).error ?? null,
+        updatedAt: now().toISOString(),
+      });
+      runs.set(runId, next);
+      return next;
+    },
     async listStaleRuns(olderThanSeconds) {
       guard();
       const cutoff = new Date(now().getTime() - olderThanSeconds * 1000).toISOString();

@@ -48,6 +48,8 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     recentMessages: (memoryId, maxTokens) => store.recentMessages(memoryId, maxTokens),
     ...(recentHistory ? { recentHistory } : {}),
     listStaleRuns: (olderThanSeconds) => store.listStaleRuns(olderThanSeconds),
+    abandonStaleRun: (runId, olderThanSeconds, error) =>
+      store.abandonStaleRun(runId, olderThanSeconds, redactPatch({ error }).error ?? error),
     listRuns: (query) => store.listRuns(query),
     forgetConversation: (memoryId) => store.forgetConversation(memoryId),
     conversationGeneration: (memoryId) => store.conversationGeneration(memoryId),

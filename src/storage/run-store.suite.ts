@@ -353,6 +353,26 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       expect(await store.listStaleRuns(1)).toEqual([]);
     });
 
+    it('abandons a stale run once, and never a run written since or finished', async () => {
+      const error = { code: 'RUN_ABANDONED', message: 'gone' };
+      await store.createRun(newRun('run_1'));
+      await store.createRun(newRun('run_2'));
+      await store.updateRun('run_2', { status: 'completed' });
+      expect(await store.abandonStaleRun('run_1', 3600, error)).toBeUndefined();
+      expect((await store.getRun('run_1'))?.status).toBe('queued');
+      // A second sweeper (another process) racing the first: one of them gets the run.
+      const [first, second] = await Promise.all([
+        store.abandonStaleRun('run_1', 0, error),
+        store.abandonStaleRun('run_1', 0, error),
+      ]);
+      expect([first, second].filter((run) => run !== undefined)).toHaveLength(1);
+      expect(first ?? second).toMatchObject({ runId: 'run_1', status: 'failed', error });
+      expect(await store.abandonStaleRun('run_1', 0, error)).toBeUndefined();
+      expect(await store.abandonStaleRun('run_2', 0, error)).toBeUndefined();
+      expect((await store.getRun('run_2'))?.status).toBe('completed');
+      expect(await store.abandonStaleRun('run_missing', 0, error)).toBeUndefined();
+    });
+
     it('refuses an append made before a forget, by the conversation generation (issue 12)', async () => {
       expect(await store.conversationGeneration('m1')).toBe(0);
       await store.appendMessages('m1', [message('a', 1)], { generation: 0 });

@@ -110,6 +110,17 @@ export interface RunStore {
    */
   listStaleRuns(olderThanSeconds: number): Promise<RunRecord[]>;
   /**
+   * Fails the run with `error` if it is still queued or running and was not written for
+   * `olderThanSeconds` (by the store's clock), in one step: of several processes sweeping the
+   * same abandoned run, one gets it back; the others, and a run written meanwhile, get
+   * `undefined`.
+   */
+  abandonStaleRun(
+    runId: string,
+    olderThanSeconds: number,
+    error: { readonly code: string; readonly message: string },
+  ): Promise<RunRecord | undefined>;
+  /**
    * A page of the tenant's runs, newest first (by `createdAt`, then run id descending), with
    * the filters given, at most `limit`. Never another tenant's.
    */

@@ -122,7 +122,10 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
 /** Runs and their events. */
 function runMethods(
   ctx: PostgresRunContext,
-): Pick<RunStore, 'createRun' | 'getRun' | 'updateRun' | 'appendEvent' | 'listEvents' | 'listRuns' | 'listStaleRuns'> {
+): Pick<
+  RunStore,
+  'createRun' | 'getRun' | 'updateRun' | 'appendEvent' | 'listEvents' | 'listRuns' | 'listStaleRuns' | 'abandonStaleRun'
+> {
   const { pool, s, wrap, missing, errorJson, listRuns } = ctx;
   return {
     createRun: (given) =>
@@ -219,6 +222,19 @@ function runMethods(
         ).rows.map(toRunEvent),
       ),
     listRuns: (runQuery) => wrap(() => listRuns(pool, runQuery)),
+    abandonStaleRun: (runId, olderThanSeconds, error) =>
+      wrap(async () => {
+        const { error: stored } = storablePatch({ error });
+        const result = await query<RunRow>(
+          pool,
+          `UPDATE ${s}harness_runs SET status = 'failed', error_json = $2::jsonb, updated_at = now()
+           WHERE run_id = $1 AND status IN ('queued', 'running') AND updated_at <= now() - make_interval(secs => $3)
+           RETURNING *`,
+          [runId, errorJson(stored ?? error), Math.max(0, olderThanSeconds)],
+        );
+        const row = result.rows[0];
+        return row && toRunRecord(row);
+      }),
     listStaleRuns: (olderThanSeconds) =>
       wrap(async () => {
         const result = await query<RunRow>(

@@ -221,6 +221,12 @@ function prepareRunStatements(db: Database) {
     ),
     newerMessages: db.prepare<[string, string, number, number], HistoryRow>(historyRowsSql('>')),
     olderMessages: db.prepare<[string, string, number, number], HistoryRow>(historyRowsSql('<')),
+    abandonRun: db.prepare<[{ run_id: string; error_json: string; age: string }], RunRow>(
+      `UPDATE harness_runs SET status = 'failed', error_json = @error_json, updated_at = ${SQL_NOW}
+       WHERE run_id = @run_id AND status IN ('queued', 'running')
+         AND updated_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', @age)
+       RETURNING *`,
+    ),
     staleRuns: db.prepare<[string], RunRow>(
       `SELECT * FROM harness_runs WHERE status IN ('queued', 'running') AND updated_at <= ` +
         `strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) ORDER BY created_at`,
@@ -243,7 +249,10 @@ function prepareRunStatements(db: Database) {
 /** Runs and their events. */
 function runMethods(
   ctx: SqliteRunContext,
-): Pick<RunStore, 'createRun' | 'getRun' | 'updateRun' | 'appendEvent' | 'listEvents' | 'listRuns' | 'listStaleRuns'> {
+): Pick<
+  RunStore,
+  'createRun' | 'getRun' | 'updateRun' | 'appendEvent' | 'listEvents' | 'listRuns' | 'listStaleRuns' | 'abandonStaleRun'
+> {
   const { statements, wrap, write, missing, listRuns } = ctx;
   return {
     async createRun(given) {
@@ -309,6 +318,17 @@ function runMethods(
     },
     async listRuns(query) {
       return wrap(() => listRuns(query));
+    },
+    async abandonStaleRun(runId, olderThanSeconds, error) {
+      const { error: stored } = storablePatch({ error });
+      return write(() => {
+        const row = firstRow(statements.abandonRun, {
+          run_id: runId,
+          error_json: JSON.stringify(stored ?? error),
+          age: `-${Math.max(0, olderThanSeconds)} seconds`,
+        });
+        return row && toRunRecord(row);
+      });
     },
     async listStaleRuns(olderThanSeconds) {
       return wrap(() => statements.staleRuns.all(`-${Math.max(0, olderThanSeconds)} seconds`).map(toRunRecord));
