@@ -452,7 +452,10 @@ export async function migratePostgresSchema(
   const latest = migrations.reduce((max, migration) => Math.max(max, migration.version), 0);
   return transaction(pool, async (client) => {
     await query(client, 'SELECT pg_advisory_xact_lock($1::bigint)', [lockKey64(`harness-memory:migrate:${schema}`)]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    // Postgres checks CREATE on the database before IF NOT EXISTS: a role that owns an existing
+    // schema, without that privilege, must not be asked for it.
+    const existing = await query(client, 'SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+    if (existing.rowCount === 0) await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
     await client.query(
       `CREATE TABLE IF NOT EXISTS ${prefix}schema_migrations (version integer PRIMARY KEY, description text ` +
         `NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,

@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createPostgresTestSchemas, postgresTestUrl } from '../../../test/support/postgres-schema.js';
+import { createWorkingMemory } from '../../memory/working-memory.js';
+import { POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
+import { createPostgresStore } from './postgres-store.js';
+
+const url = postgresTestUrl();
+
+describe.skipIf(!url)('postgres migrations: privileges', () => {
+  const connectionString = url ?? '';
+  const schemas = createPostgresTestSchemas(connectionString);
+  const role = `hm_test_role_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Pool({ connectionString, max: 1 });
+  afterAll(async () => {
+    await schemas.dropAll();
+    await admin.query(`DROP OWNED BY "${role}"`).catch(() => undefined);
+    await admin.query(`DROP ROLE IF EXISTS "${role}"`);
+    await admin.end();
+  });
+
+  it('migrates a schema the role owns without CREATE on the database', async () => {
+    const schema = schemas.next();
+    await admin.query(`CREATE ROLE "${role}" LOGIN`);
+    await admin.query(`CREATE SCHEMA "${schema}" AUTHORIZATION "${role}"`);
+    const asRole = new URL(connectionString);
+    asRole.username = role;
+    asRole.password = '';
+    const database = asRole.pathname.slice(1);
+    const { rows } = await admin.query<{ allowed: boolean }>(
+      `SELECT has_database_privilege($1, $2, 'CREATE') AS allowed`,
+      [role, database],
+    );
+    expect(rows[0]?.allowed).toBe(false);
+
+    const store = await createPostgresStore({ connectionString: asRole.toString(), schema, max: 2 });
+    try {
+      const workingMemory = createWorkingMemory({ store });
+      await workingMemory.set({ conversationId: 'c1' }, 'plan', 'ship it');
+      expect((await workingMemory.get({ conversationId: 'c1' }, 'plan')).value).toBe('"ship it"');
+      const version = await admin.query<{ version: number }>(
+        `SELECT max(version) AS version FROM "${schema}".schema_migrations`,
+      );
+      expect(version.rows[0]?.version).toBe(POSTGRES_SCHEMA_VERSION);
+    } finally {
+      await store.dispose();
+    }
+  });
+});
