@@ -126,6 +126,21 @@ describe('observational_memory tool: actions', () => {
     });
   });
 
+  it('keeps the current value for a config field of 0 or less, as the reference does', async () => {
+    const { tool, context } = setup();
+    await run(tool, { action: 'enable', config: { snippet_max_tokens: 50 } }, context);
+    const result = await run(
+      tool,
+      { action: 'enable', config: { observe_min_tokens: 0, snippet_max_tokens: -3, reflect_threshold_tokens: 500 } },
+      context,
+    );
+    expect(result.status['config']).toEqual({
+      observe_min_tokens: 1200,
+      snippet_max_tokens: 50,
+      reflect_threshold_tokens: 500,
+    });
+  });
+
   it('reflects now and says whether it did', async () => {
     const { tool, memory, context } = setup();
     expect(await run(tool, { action: 'reflect_now' }, context)).toMatchObject({
@@ -213,9 +228,9 @@ describe('observational_memory tool: input errors', () => {
     );
   });
 
-  it('rejects zero, negative and fractional thresholds', async () => {
+  it('rejects fractional and non-numeric thresholds', async () => {
     const { tool, context } = setup();
-    for (const value of [0, -1, 1.5]) {
+    for (const value of [1.5, '5', null]) {
       const error = await rejection(tool.execute({ action: 'enable', config: { observe_min_tokens: value } }, context));
       expect(error.code).toBe('TOOL_INPUT_INVALID');
       expect((error as ToolError).issues[0]).toMatch(/^config\.observe_min_tokens: /);
@@ -419,7 +434,10 @@ describe('observational_memory tool: definition', () => {
       required: ['action'],
       properties: {
         action: { type: 'string', enum: ['enable', 'disable', 'status', 'export', 'review', 'reflect_now'] },
-        config: { type: 'object', properties: { observe_min_tokens: { type: 'integer', minimum: 1 } } },
+        config: {
+          type: 'object',
+          properties: { observe_min_tokens: { type: 'integer', description: expect.stringContaining('0 or less') } },
+        },
         format: { type: 'string' },
         path: { type: 'string' },
         export: { type: 'object', properties: { format: { type: 'string' }, path: { type: 'string' } } },

@@ -50,7 +50,8 @@ export type Reviewer = (request: {
   readonly signal?: AbortSignal;
 }) => Promise<string>;
 
-const threshold = z.number().int().min(1);
+// 0 or less keeps the current value, as in the reference (models fill optional numbers with 0).
+const threshold = z.number().int().describe('tokens; 0 or less keeps the current value');
 const exportFormat = z.string().optional().describe('json (default) or markdown');
 const exportPath = z
   .string()
@@ -201,12 +202,11 @@ function toConfig(
     | undefined,
 ): Partial<ObservationConfig> | undefined {
   if (config === undefined) return undefined;
+  const given = (value: number | undefined): value is number => value !== undefined && value > 0;
   return {
-    ...(config.observe_min_tokens === undefined ? {} : { observeMinTokens: config.observe_min_tokens }),
-    ...(config.snippet_max_tokens === undefined ? {} : { snippetMaxTokens: config.snippet_max_tokens }),
-    ...(config.reflect_threshold_tokens === undefined
-      ? {}
-      : { reflectThresholdTokens: config.reflect_threshold_tokens }),
+    ...(given(config.observe_min_tokens) ? { observeMinTokens: config.observe_min_tokens } : {}),
+    ...(given(config.snippet_max_tokens) ? { snippetMaxTokens: config.snippet_max_tokens } : {}),
+    ...(given(config.reflect_threshold_tokens) ? { reflectThresholdTokens: config.reflect_threshold_tokens } : {}),
   };
 }
 

@@ -107,7 +107,7 @@ describe('working_memory tool: input errors', () => {
     for (const action of ['set', 'get', 'delete']) {
       const error = await rejection(tool.execute({ action, value: 1 }, CONTEXT));
       expect(error.code).toBe('TOOL_INPUT_INVALID');
-      expect((error as ToolError).issues).toEqual([`key: key is required for the "${action}" action`]);
+      expect((error as ToolError).issues).toEqual([`key: working memory key is required for the "${action}" action`]);
     }
   });
 

@@ -45,7 +45,7 @@ export function createWorkingMemoryTool(workingMemory: WorkingMemory): Tool {
       if (args.action === 'list') return workingMemory.list(scope);
       const key = args.key;
       if (key === undefined || key.trim() === '') {
-        const issue = `key: key is required for the "${args.action}" action`;
+        const issue = `key: working memory key is required for the "${args.action}" action`;
         throw new ToolError({
           toolName: WORKING_MEMORY_TOOL_NAME,
           message: `invalid arguments: ${issue}`,
