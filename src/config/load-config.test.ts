@@ -132,6 +132,18 @@ describe('config: cascade', () => {
     expect(config.sources['model.name']).toBe('env:HARNESS_MODEL');
   });
 
+  it('reads the reference\'s top-level model = "…" as [model] name, and refuses a model that is neither', () => {
+    const file = writeConfig(workspace, 'model = "gpt-4.1-mini"\n[memory]\nobserve_min_tokens = 3000\n');
+    const config = load();
+    expect(config.model.name).toBe('gpt-4.1-mini');
+    expect(config.sources['model.name']).toBe(file);
+    expect(config.memory.observeMinTokens).toBe(3000);
+    writeConfig(workspace, 'model = 5\n');
+    const error = configErrorOf(() => load());
+    expect(error).toMatchObject({ key: 'model', source: file });
+    expect(error.message).toContain('must be a model name or a table');
+  });
+
   it('reads the hardening settings from [memory] and [server], and from their variables', () => {
     const file = writeConfig(
       workspace,

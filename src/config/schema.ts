@@ -212,7 +212,13 @@ export const configFileSchema: z.ZodType<ConfigFile> = z.strictObject(
   {
     memory: z.strictObject(memoryShape, table()).partial().optional(),
     forensics: z.strictObject(forensicsShape, table()).partial().optional(),
-    model: z.strictObject(modelShape, table()).partial().optional(),
+    // The reference's configuration names the model at the top level (`model = "gpt-4.1-mini"`).
+    model: z
+      .preprocess(
+        (value) => (typeof value === 'string' ? { name: value } : value),
+        z.strictObject(modelShape, { error: 'must be a model name or a table' }).partial(),
+      )
+      .optional(),
     server: z.strictObject(serverShape, table()).partial().optional(),
     providers: z
       .record(
