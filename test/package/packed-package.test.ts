@@ -142,6 +142,21 @@ describe('the packed package', () => {
     expect(result.port).toBe(8080);
   }, 60_000);
 
+  it('loads every subpath with require() from CommonJS (Node 20.19 and later load ES modules so)', async () => {
+    const lines = [
+      `const names = {};`,
+      ...subpaths.map(
+        (subpath) => `names[${JSON.stringify(subpath)}] = Object.keys(require(${JSON.stringify(specifier(subpath))}));`,
+      ),
+      `console.log(JSON.stringify(names));`,
+    ];
+    writeFileSync(join(project, 'consumer.cjs'), `${lines.join('\n')}\n`);
+    const { stdout } = await run(process.execPath, ['consumer.cjs'], { cwd: project });
+    const names = JSON.parse(stdout) as Record<string, string[]>;
+    for (const subpath of subpaths)
+      expect(names[subpath], subpath).toEqual(expect.arrayContaining([...EXPECTED[subpath]!]));
+  }, 60_000);
+
   it('type-checks a TypeScript consumer of every subpath against the shipped declarations', async () => {
     const lines = [
       ...subpaths.map((subpath, index) => `import * as m${index} from '${specifier(subpath)}';`),
