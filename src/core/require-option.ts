@@ -61,3 +61,35 @@ export function requireObject<T>(
     throw invalidOption(factory, option, `is missing ${missing.map((method) => `${method}()`).join(', ')}`, hint);
   return value;
 }
+
+/** A whole number of at least 1: `undefined` passes through. */
+export function requireCount(factory: string, option: string, value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
+    throw invalidOption(
+      factory,
+      option,
+      `must be a whole number of at least 1 (got ${JSON.stringify(value) ?? typeof value})`,
+      'Leave it out for the default.',
+    );
+  return value;
+}
+
+/** The longest delay a Node timer keeps (about 24.8 days); a longer one fires at once. */
+export const MAX_TIMER_DELAY_MS: number = 2 ** 31 - 1;
+
+/**
+ * A time in milliseconds a timer will wait, from `min` to {@link MAX_TIMER_DELAY_MS}:
+ * `undefined` passes through. NaN, a string or an overlong time made every call fail at once.
+ */
+export function requireTimerMs(factory: string, option: string, value: unknown, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > MAX_TIMER_DELAY_MS)
+    throw invalidOption(
+      factory,
+      option,
+      `must be a number of milliseconds from ${min} to ${MAX_TIMER_DELAY_MS} (got ${JSON.stringify(value) ?? typeof value})`,
+      'Leave it out for the default.',
+    );
+  return value;
+}

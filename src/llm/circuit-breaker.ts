@@ -4,7 +4,7 @@
  * @module
  */
 import { ModelCallError } from '../core/errors.js';
-import { requireObject } from '../core/require-option.js';
+import { requireCount, requireObject, requireTimerMs } from '../core/require-option.js';
 import { isModelCallError } from './_model-call-errors.js';
 import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult } from './language-model.js';
 
@@ -49,8 +49,8 @@ export function withCircuitBreaker(model: LanguageModel, options: CircuitBreaker
     'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).',
   );
   const settings: CircuitSettings = {
-    failureThreshold: options.failureThreshold ?? 5,
-    resetMs: options.resetMs ?? 30_000,
+    failureThreshold: requireCount('withCircuitBreaker', 'failureThreshold', options.failureThreshold) ?? 5,
+    resetMs: requireTimerMs('withCircuitBreaker', 'resetMs', options.resetMs, 1) ?? 30_000,
     now: options.now ?? Date.now,
     onStateChange: options.onStateChange,
   };

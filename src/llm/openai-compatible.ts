@@ -4,7 +4,7 @@
  * @module
  */
 import OpenAI, { APIError } from 'openai';
-import { requireOptions, requireString } from '../core/require-option.js';
+import { requireOptions, requireString, requireTimerMs } from '../core/require-option.js';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { ConfigError, ModelCallError } from '../core/errors.js';
 import { maskPasswords } from '../core/mask-passwords.js';
@@ -130,7 +130,7 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
   requireString(factory, 'modelId', settings.modelId, 'Pass the model id the server knows, such as gpt-4.1-mini.');
   const baseURL = normalizeBaseUrl(settings.baseURL);
   const url = `${baseURL}/chat/completions`;
-  const timeoutMs = settings.timeout ?? DEFAULT_MODEL_TIMEOUT_MS;
+  const timeoutMs = requireTimerMs(factory, 'timeout', settings.timeout, 1) ?? DEFAULT_MODEL_TIMEOUT_MS;
   const errorBodies = new WeakMap<object, string>();
   const client = new OpenAI({
     baseURL,

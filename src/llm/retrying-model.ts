@@ -4,7 +4,7 @@
  * @module
  */
 import { ModelCallError } from '../core/errors.js';
-import { requireObject } from '../core/require-option.js';
+import { requireCount, requireObject, requireTimerMs } from '../core/require-option.js';
 import { isModelCallError } from './_model-call-errors.js';
 import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult } from './language-model.js';
 
@@ -80,6 +80,10 @@ export function withRetries(model: LanguageModel, policy: RetryPolicy = {}): Lan
     'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).',
   );
   const inner = withoutRetries(model);
+  requireCount('withRetries', 'maxAttempts', policy.maxAttempts);
+  requireTimerMs('withRetries', 'maxTotalMs', policy.maxTotalMs, 1);
+  requireTimerMs('withRetries', 'baseDelayMs', policy.baseDelayMs, 0);
+  requireTimerMs('withRetries', 'maxDelayMs', policy.maxDelayMs, 0);
   const settings = { ...DEFAULT_RETRY_POLICY, ...withoutUndefined(policy) };
   const sleep = policy.sleep ?? defaultSleep;
   const random = policy.random ?? Math.random;

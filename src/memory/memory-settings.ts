@@ -2,6 +2,7 @@
 import { ConfigError } from '../core/errors.js';
 import type { MemoryMode } from '../core/memory-status.js';
 import type { ObservationConfig } from '../core/observation.js';
+import { MAX_TIMER_DELAY_MS } from '../core/require-option.js';
 
 /** `auto` and `local_coordinator` run memory; `off` disables it; anything else is an error. */
 export function resolveMode(mode: MemoryMode | undefined): 'off' | 'local_coordinator' {
@@ -67,6 +68,21 @@ export function positive(value: number, name: string): number {
       key: name,
       source: 'createObservationalMemory',
       message: `must be a positive number, got ${value}`,
+    });
+  }
+  return value;
+}
+
+/**
+ * A time in milliseconds that a timer will wait: from `min` to {@link MAX_TIMER_DELAY_MS}, or a
+ * ConfigError naming the option (NaN, a string or an overlong time made every call fail at once).
+ */
+export function timerMs(value: number, name: string, min: number): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > MAX_TIMER_DELAY_MS) {
+    throw new ConfigError({
+      key: name,
+      source: 'createObservationalMemory',
+      message: `must be a number of milliseconds from ${min} to ${MAX_TIMER_DELAY_MS}, got ${JSON.stringify(value)}`,
     });
   }
   return value;

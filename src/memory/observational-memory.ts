@@ -33,7 +33,7 @@ import type { ObserveDependencies } from './observe-scope.js';
 import type { OperationWorkerContext, WorkerEvent } from './operation-worker.js';
 import type { ObservationCache } from './observation-cache.js';
 import { KeyedLock } from './scope-lock.js';
-import { positive, resolveMode, unitInterval, validateOverrides, validateThresholds } from './memory-settings.js';
+import { positive, resolveMode, timerMs, unitInterval, validateOverrides, validateThresholds } from './memory-settings.js';
 import { importPrepared, prepareImport } from './import-observations.js';
 
 /** The store methods every observational-memory call relies on. */
@@ -353,9 +353,9 @@ function workerContextOf(
     estimator,
     generateId,
     workerId: generateId('worker'),
-    leaseMs: positive(options.leaseMs ?? 300_000, 'leaseMs'),
+    leaseMs: timerMs(options.leaseMs ?? 300_000, 'leaseMs', 1),
     maxAttempts,
-    retryDelayMs: options.retryDelayMs ?? 1000,
+    retryDelayMs: timerMs(options.retryDelayMs ?? 1000, 'retryDelayMs', 0),
     maxBatchTokens: positive(options.maxBatchTokens ?? 16_000, 'maxBatchTokens'),
     toolImportanceCap: unitInterval(options.toolImportanceCap ?? DEFAULT_TOOL_IMPORTANCE_CAP, 'toolImportanceCap'),
     followRunModel: options.followRunModel ?? false,

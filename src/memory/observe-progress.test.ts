@@ -197,6 +197,17 @@ describe('observational memory: provenance and the tool importance cap (issue 12
     ]);
   });
 
+  it('rejects retry delays and leases a timer cannot wait, naming the option', () => {
+    for (const bad of [Number.NaN, -1, '5', 2 ** 31, Number.POSITIVE_INFINITY]) {
+      expect(() => memoryWith({ retryDelayMs: bad as number })).toThrow(
+        /retryDelayMs: must be a number of milliseconds/,
+      );
+      expect(() => memoryWith({ leaseMs: bad as number })).toThrow(/leaseMs: must be a number of milliseconds/);
+    }
+    expect(() => memoryWith({ leaseMs: 0 })).toThrow(/leaseMs/);
+    expect(() => memoryWith({ retryDelayMs: 0, leaseMs: 1 })).not.toThrow();
+  });
+
   it('rejects a cap outside [0, 1]', () => {
     for (const bad of [-0.1, 1.5, Number.NaN]) {
       expect(() => memoryWith({ toolImportanceCap: bad })).toThrow(/toolImportanceCap: must be a number from 0 to 1/);
