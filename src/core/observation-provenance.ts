@@ -23,9 +23,10 @@ export interface ObservationProvenance {
 /**
  * The provenance of an observation of a batch: its source is the role of the messages it
  * cites (those in the batch), or, when it cites none, of every message of the batch; `mixed`
- * for several roles or any other role. When that source is `tool`, or it cites nothing and
- * the batch holds tool output, its importance is capped at `toolImportanceCap` (an unscored
- * one too, when the cap is below the 0.5 it counts as).
+ * for several roles or any other role. Its importance is capped at `toolImportanceCap` (an
+ * unscored one too, when the cap is below the 0.5 it counts as) when it cites tool output at
+ * all, or when the batch holds tool output and it cites no user message (uncited, or only the
+ * assistant's words, which may repeat what a tool returned).
  */
 export function provenanceOf(
   observation: ParsedObservation,
@@ -36,9 +37,13 @@ export function provenanceOf(
   const cited = [...new Set(observation.sourceSeqs ?? [])].filter((seq) => roles.has(seq)).sort((a, b) => a - b);
   const from = cited.length > 0 ? cited.map((seq) => roles.get(seq) as string) : batch.map((message) => message.role);
   const source = sourceOf(from);
-  // Uncited, an observation of a batch with tool output may have been taken from that output
-  // alone (an injected "remember: …" in a web page): nothing says otherwise, so it is capped.
-  const mayBeTool = source === 'tool' || (cited.length === 0 && from.some((role) => isTool(role)));
+  // Tool output (a web page with "remember: …" in it) can steer what the observer writes and
+  // cites: only an observation resting on a user message and on no tool output goes uncapped.
+  const citedRoles = cited.map((seq) => roles.get(seq) as string);
+  const batchHasTool = batch.some((message) => isTool(message.role));
+  const mayBeTool =
+    citedRoles.some((role) => isTool(role)) ||
+    (batchHasTool && !citedRoles.some((role) => role.trim().toLowerCase() === 'user'));
   return {
     source,
     sourceMessageSeqs: cited,
