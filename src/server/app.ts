@@ -157,6 +157,7 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
       runStore: options.runStore,
       allowForget: options.mcpAllowForget === true,
       onFault: reportFault,
+      limits,
     }),
   );
   app.route(

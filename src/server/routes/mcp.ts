@@ -7,6 +7,7 @@ import type { WorkingMemory } from '../../memory/working-memory.js';
 import type { RunStore } from '../../storage/run-store.js';
 import type { FaultReporter } from '../../core/fault.js';
 import type { ServerEnv } from '../server-env.js';
+import type { TenantLimits } from '../tenant-limits.js';
 
 /** Dependencies of the MCP endpoint. */
 export interface McpRouteOptions {
@@ -16,6 +17,11 @@ export interface McpRouteOptions {
   /** Offer `memory_forget`. @default false */
   readonly allowForget?: boolean;
   readonly onFault?: FaultReporter;
+  /**
+   * The API keys' limits: with keys, every POST counts against the key's write rate and every
+   * answer streamed as events holds one of its event streams while it is open.
+   */
+  readonly limits?: TenantLimits;
 }
 
 /** The tenant of a request without API keys (loopback only). */
@@ -51,6 +57,9 @@ export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
     },
   );
   app.all('/', async (context) => {
+    const principal = context.get('principal');
+    // Any tool call may write (and some ask the memory model): counted before the body is read.
+    if (principal !== undefined && context.req.method === 'POST') options.limits?.admitWrite(principal);
     const tenantId = context.get('tenant') ?? KEYLESS_TENANT;
     const request: RequestErrors = { errors: [], answered: false };
     const response = await requestErrors.run(request, () =>
@@ -65,9 +74,46 @@ export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
     );
     request.answered = true;
     if (response.status >= 500) for (const error of request.errors) report(error);
-    return response;
+    if (principal === undefined || !options.limits || !isEventStream(response)) return response;
+    return holdingStream(response, options.limits, principal);
   });
   return app;
+}
+
+function isEventStream(response: Response): boolean {
+  return response.body !== null && (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
+}
+
+/** The response with its body holding one of the key's event streams until it ends or is dropped. */
+async function holdingStream(response: Response, limits: TenantLimits, principal: string): Promise<Response> {
+  const body = response.body as ReadableStream<Uint8Array>;
+  let release: () => void;
+  try {
+    release = limits.acquireStream(principal);
+  } catch (error) {
+    await body.cancel().catch(() => undefined);
+    throw error;
+  }
+  const reader = body.getReader();
+  const held = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          release();
+          controller.close();
+        } else controller.enqueue(value);
+      } catch (error) {
+        release();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      release();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(held, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 /** What the SDK reported while one request was being answered. */
