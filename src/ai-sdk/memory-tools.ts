@@ -56,7 +56,7 @@ export function createMemoryTools(
           workspace,
         });
       } catch (error) {
-        if (error instanceof HarnessMemoryError) return { error: { code: error.code, message: error.message } };
+        if (HarnessMemoryError.isInstance(error)) return { error: { code: error.code, message: error.message } };
         throw error;
       }
     },

@@ -125,6 +125,8 @@ export interface HarnessMemoryErrorOptions {
  * ```
  */
 export class HarnessMemoryError extends Error {
+  /** The class's name as {@link HarnessMemoryError.isInstance} checks it, the same in every copy of the package. */
+  static readonly kind: string = 'HarnessMemoryError';
   readonly code: HarnessMemoryErrorCode;
   readonly component: string;
   readonly data: Record<string, unknown>;
@@ -134,21 +136,36 @@ export class HarnessMemoryError extends Error {
   constructor(options: HarnessMemoryErrorOptions) {
     super(`[harness-memory] [${options.component}] ${options.message}`, { cause: options.cause });
     this.name = 'HarnessMemoryError';
-    Object.defineProperty(this, MARKER, { value: true });
+    // The kinds of the class made and of every class above it, for each class's isInstance.
+    const kinds: string[] = [];
+    for (let type: unknown = new.target; typeof type === 'function'; type = Object.getPrototypeOf(type)) {
+      if (Object.hasOwn(type, 'kind')) kinds.push((type as unknown as { kind: string }).kind);
+    }
+    Object.defineProperty(this, MARKER, { value: Object.freeze(kinds) });
     this.code = options.code;
     this.component = options.component;
     this.detail = options.message;
     this.data = options.data ?? {};
   }
 
-  /** True for any harness-memory error, whichever copy of the package made it. */
-  static isInstance(error: unknown): error is HarnessMemoryError {
-    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[MARKER] === true;
+  /**
+   * True for an error of this class (any harness-memory error, called on this base class;
+   * `ModelCallError.isInstance` only for model call errors), whichever copy of the package
+   * made it.
+   */
+  static isInstance<T extends abstract new (...args: never[]) => HarnessMemoryError>(
+    this: T,
+    error: unknown,
+  ): error is InstanceType<T> {
+    if (typeof error !== 'object' || error === null) return false;
+    const kinds = (error as Record<symbol, unknown>)[MARKER];
+    return Array.isArray(kinds) && kinds.includes((this as unknown as { kind: string }).kind);
   }
 }
 
 /** A configuration error; names the key and where its value came from. */
 export class ConfigError extends HarnessMemoryError {
+  static override readonly kind: string = 'ConfigError';
   readonly key: string;
   readonly source: string;
   constructor(options: { key: string; source: string; message: string; cause?: unknown }) {
@@ -167,6 +184,7 @@ export class ConfigError extends HarnessMemoryError {
 
 /** A storage adapter error; carries the store's name. */
 export class StoreError extends HarnessMemoryError {
+  static override readonly kind: string = 'StoreError';
   readonly store: string;
   constructor(options: {
     store: string;
@@ -189,6 +207,7 @@ export class StoreError extends HarnessMemoryError {
 
 /** A tool input error; carries the tool name and the validation issues. */
 export class ToolError extends HarnessMemoryError {
+  static override readonly kind: string = 'ToolError';
   readonly toolName: string;
   readonly issues: readonly string[];
   constructor(options: { toolName: string; message: string; issues?: readonly string[]; cause?: unknown }) {
@@ -207,6 +226,7 @@ export class ToolError extends HarnessMemoryError {
 
 /** A failed call to a language model; says whether retrying can help. */
 export class ModelCallError extends HarnessMemoryError {
+  static override readonly kind: string = 'ModelCallError';
   readonly url: string | undefined;
   readonly statusCode: number | undefined;
   readonly responseBody: string | undefined;

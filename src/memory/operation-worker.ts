@@ -456,7 +456,7 @@ function oldestWithin(
 }
 
 function isRetryable(error: Error): boolean {
-  if (error instanceof ModelCallError || (HarnessMemoryError.isInstance(error) && error.code === 'MODEL_CALL_FAILED')) {
+  if (ModelCallError.isInstance(error) || (HarnessMemoryError.isInstance(error) && error.code === 'MODEL_CALL_FAILED')) {
     return (error as ModelCallError).isRetryable ?? true;
   }
   if (HarnessMemoryError.isInstance(error)) return false;
@@ -465,7 +465,7 @@ function isRetryable(error: Error): boolean {
 }
 
 function retryDelay(context: OperationWorkerContext, attempt: number, error: Error): number {
-  const hinted = error instanceof ModelCallError ? error.retryAfterMs : undefined;
+  const hinted = ModelCallError.isInstance(error) ? error.retryAfterMs : undefined;
   const exponential = context.retryDelayMs * 2 ** Math.max(0, attempt - 1);
   const jittered = exponential / 2 + Math.random() * (exponential / 2);
   return Math.min(Math.max(hinted ?? 0, jittered), context.leaseMs);

@@ -169,7 +169,7 @@ async function loadDataset(path: string, shownPath: string): Promise<EvalDataset
   try {
     return await readEvalDatasetFile(path, { shownPath });
   } catch (error) {
-    if (error instanceof HarnessMemoryError) throw error;
+    if (HarnessMemoryError.isInstance(error)) throw error;
     const code = (error as NodeJS.ErrnoException).code;
     throw new UsageError(
       `cannot read the dataset ${shownPath}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
