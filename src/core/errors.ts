@@ -42,6 +42,7 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `USAGE_INVALID`: `{}`, a `harness` command line is wrong in a way its parser cannot see (exit code 2).
  * - `OBSERVATION_NOT_FOUND`: `{ seq }`, the scope has no observation with that seq (never had, or it was deleted).
  * - `OBSERVATION_INVALID`: `{ field }`, a correction is malformed: `field` is `seq`, `content` or `importance`.
+ * - `DRAIN_TIMEOUT`: `{ pending, timeoutMs }`, `drain` ran out of time with operations still pending (they stay queued).
  *
  * Runs and tool results also carry the codes of {@link RUN_ERROR_CODES}.
  */
@@ -75,6 +76,7 @@ export const HARNESS_MEMORY_ERROR_CODES = [
   'USAGE_INVALID',
   'OBSERVATION_NOT_FOUND',
   'OBSERVATION_INVALID',
+  'DRAIN_TIMEOUT',
 ] as const;
 
 /** The code of a thrown {@link HarnessMemoryError}. */

@@ -3,6 +3,7 @@
  * model observer and reflector guarantee, whatever the store.
  */
 import { describe, expect, it } from 'vitest';
+import { ModelCallError } from '../core/errors.js';
 import { useSqliteTestFiles } from '../../test/support/sqlite-test-files.js';
 import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
 import type { Observer, Reflector } from './model-observer.js';
@@ -72,5 +73,26 @@ describe("a reflector of the user's own", () => {
       await expect(memory.reflectNow(scope)).rejects.toMatchObject({ code: 'MODEL_OUTPUT_INVALID' });
       expect((await memory.status(scope)).reflectionPresent).toBe(false);
     }
+  });
+});
+
+describe('drain', () => {
+  it('rejects with DRAIN_TIMEOUT, the pending count and the time, when operations outlast it', async () => {
+    const memory = createObservationalMemory({
+      store: files.track(createSqliteStore({ path: files.path })),
+      observer: {
+        observe: async () => {
+          throw new ModelCallError({ message: 'HTTP 503', statusCode: 503 });
+        },
+      },
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+      retryDelayMs: 600_000,
+    });
+    await observeOnce(memory).catch(() => undefined);
+    await expect(memory.drain(scope, { timeoutMs: 0 })).rejects.toMatchObject({
+      code: 'DRAIN_TIMEOUT',
+      data: { pending: 1, timeoutMs: 0 },
+    });
   });
 });

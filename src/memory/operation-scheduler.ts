@@ -133,12 +133,14 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
       for (;;) {
         if (memoryId !== undefined) await processScope(memoryId);
         else await runClaimable();
-        if ((await store.countPendingOperations(memoryId)) === 0) return;
+        const pending = await store.countPendingOperations(memoryId);
+        if (pending === 0) return;
         if (Date.now() >= deadline) {
           throw new HarnessMemoryError({
-            code: 'STORE_FAILED',
+            code: 'DRAIN_TIMEOUT',
             component: 'observational-memory',
-            message: 'drain timed out with operations still pending; they stay queued and will be retried.',
+            message: `drain timed out after ${timeoutMs} ms with ${pending} operation(s) still pending; they stay queued and will be retried.`,
+            data: { pending, timeoutMs },
           });
         }
         await new Promise((resolve) => setTimeout(resolve, 25));

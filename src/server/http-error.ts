@@ -37,6 +37,7 @@ const STATUS_BY_CODE: Readonly<Record<HarnessMemoryErrorCode, ContentfulStatusCo
   USAGE_INVALID: 400,
   OBSERVATION_NOT_FOUND: 404,
   OBSERVATION_INVALID: 400,
+  DRAIN_TIMEOUT: 503,
 };
 
 /** An HTTP error with our JSON body (and any extra headers, such as `retry-after`). */

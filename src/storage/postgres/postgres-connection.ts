@@ -4,7 +4,7 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { requireObject, requireOptions, requireString } from '../../core/require-option.js';
+import { invalidOption, requireObject, requireOptions, requireString } from '../../core/require-option.js';
 import pg from 'pg';
 import type { ClientBase, CustomTypesConfig, Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { HarnessMemoryError, StoreError } from '../../core/errors.js';
@@ -80,13 +80,14 @@ export function rowFromJson<R extends object>(value: unknown, times: readonly st
 /** Throws unless `schema` is a plain lower-case identifier (it is spliced into SQL, quoted). */
 export function validateSchemaName(schema: string, store: string): string {
   if (!SCHEMA_PATTERN.test(schema)) {
-    throw new StoreError({
+    // The caller's mistake, not a storage failure to retry: OPTION_INVALID.
+    throw invalidOption(
       store,
-      message:
-        `Option schema must match ${SCHEMA_PATTERN.source} (lower-case letters, digits, underscores; ` +
-        `at most 63); got ${JSON.stringify(schema)}.`,
-      data: { option: 'schema' },
-    });
+      'schema',
+      `must match ${SCHEMA_PATTERN.source} (lower-case letters, digits, underscores; at most 63); got ` +
+        JSON.stringify(schema),
+      'Use a name such as harness or harness_prod.',
+    );
   }
   return schema;
 }

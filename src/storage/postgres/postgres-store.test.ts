@@ -369,7 +369,7 @@ describe.skipIf(!url)('postgres store', () => {
       );
       await expect(createPostgresStore({ connectionString, schema })).rejects.toThrow(/newer than/);
       await expect(createPostgresStore({ connectionString, schema: 'Bad-Name' })).rejects.toSatisfy(
-        isCode('STORE_FAILED'),
+        isCode('OPTION_INVALID'),
       );
     });
 

@@ -228,6 +228,18 @@ describe('store: sqlite (backend)', () => {
     },
   );
 
+  it("refuses bad options as OPTION_INVALID naming the option (a caller's mistake, not a failure to retry)", () => {
+    for (const [option, value] of [
+      ['busyTimeoutMs', -1],
+      ['synchronous', 'OFF'],
+      ['checkpoints', 'never'],
+    ] as const) {
+      expect(() => createSqliteStore({ path: files.path, [option]: value })).toThrow(
+        expect.objectContaining({ code: 'OPTION_INVALID', data: { factory: 'createSqliteStore', option } }),
+      );
+    }
+  });
+
   it('upgrades a database made with the reference schema, converting its rows', async () => {
     const raw = new Database(files.path);
     raw.exec(REFERENCE_DDL);

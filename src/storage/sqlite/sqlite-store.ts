@@ -6,8 +6,8 @@
  */
 import type { StoreInput as Input } from '../_memory-rows.js';
 import type { Database } from 'better-sqlite3';
-import { requireOptions, requireString } from '../../core/require-option.js';
-import { StoreError } from '../../core/errors.js';
+import { invalidOption as optionError, requireOptions, requireString } from '../../core/require-option.js';
+import { HarnessMemoryError, StoreError } from '../../core/errors.js';
 import type { Observation } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
@@ -764,8 +764,9 @@ function pickScope(scope: Scope): { tenantId: string; conversationId: string; ag
   return { tenantId: scope.tenantId, conversationId: scope.conversationId, agentId: scope.agentId };
 }
 
-function invalidOption(name: string, problem: string): StoreError {
-  return new StoreError({ store: STORE_NAME, message: `Option ${name} ${problem}.`, data: { option: name } });
+/** A bad option is the caller's mistake, not a storage failure to retry: `OPTION_INVALID`. */
+function invalidOption(name: string, problem: string): HarnessMemoryError {
+  return optionError('createSqliteStore', name, problem, 'Leave it out for the default.');
 }
 
 // Pause between attempts to empty the log while another connection's checkpoint holds it.
