@@ -228,3 +228,21 @@ describe('prepareTurn', () => {
     });
   }
 });
+
+describe('createTurnPreparer: options', () => {
+  it('refuses missing or wrong parts at the call, naming the option', async () => {
+    const store = createInMemoryStore();
+    const observationalMemory = createObservationalMemory({ store });
+    const workingMemory = createWorkingMemory({ store });
+    const refused = (options: unknown, option: string) =>
+      expect(() => createTurnPreparer(options as Parameters<typeof createTurnPreparer>[0])).toThrow(
+        expect.objectContaining({ code: 'OPTION_INVALID', data: { factory: 'createTurnPreparer', option } }),
+      );
+    refused(undefined, 'options');
+    refused({}, 'observationalMemory');
+    refused({ observationalMemory }, 'workingMemory');
+    refused({ observationalMemory, workingMemory, runStore: {} }, 'runStore');
+    refused({ observationalMemory, workingMemory, estimator: {} }, 'estimator');
+    expect(() => createTurnPreparer({ observationalMemory, workingMemory })).not.toThrow();
+  });
+});

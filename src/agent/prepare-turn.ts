@@ -4,6 +4,7 @@
  * @module
  */
 import { ConfigError, HarnessMemoryError } from '../core/errors.js';
+import { requireObject, requireOptions } from '../core/require-option.js';
 import { memoryIdOf, resolveScope } from '../core/scope.js';
 import type { Scope, ScopeInput } from '../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
@@ -81,8 +82,37 @@ export interface TurnPreparer {
  * const answer = await model.doGenerate({ messages: turn.messages });
  */
 export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
-  const { observationalMemory, workingMemory, runStore } = options;
-  const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
+  const factory = 'createTurnPreparer';
+  requireOptions(factory, options, 'Pass { observationalMemory, workingMemory, runStore? }.');
+  const observationalMemory = requireObject(
+    factory,
+    'observationalMemory',
+    options.observationalMemory,
+    ['snippet'],
+    'Pass the service from createObservationalMemory({ store }).',
+  );
+  const workingMemory = requireObject(
+    factory,
+    'workingMemory',
+    options.workingMemory,
+    ['snippet'],
+    'Pass the service from createWorkingMemory({ store }).',
+  );
+  const runStore = requireObject(
+    factory,
+    'runStore',
+    options.runStore,
+    ['recentMessages'],
+    'Pass a RunStore, such as createSqliteRunStore({ path }), or leave it out for no stored history.',
+    true,
+  );
+  const estimator = requireObject(
+    factory,
+    'estimator',
+    options.estimator ?? RUNE_TOKEN_ESTIMATOR,
+    ['estimate'],
+    'Pass a TokenEstimator, or leave it out for the default.',
+  );
   const historyMaxTokens = options.historyMaxTokens ?? 8000;
   if (!Number.isSafeInteger(historyMaxTokens) || historyMaxTokens < 0) {
     throw new ConfigError({
