@@ -70,7 +70,7 @@ export type { RedactionResult, SecretKind } from './core/redact-secrets.js';
 export { observationToJson, reflectionLinksToJson, statusToJson } from './core/memory-status.js';
 export type { MemoryStatus, MemoryMode } from './core/memory-status.js';
 export type { ExportFormat } from './core/memory-export.js';
-export type { TranscriptMessage } from './core/transcript.js';
+export type { PreparedMessage, TranscriptMessage } from './core/transcript.js';
 export { createUlidGenerator } from './core/ids.js';
 export type { IdGenerator } from './core/ids.js';
 export { createObservationalMemory } from './memory/observational-memory.js';
@@ -82,6 +82,13 @@ export type {
   ObserveResult,
   ExportResult,
   MemoryInspection,
+  InspectOptions,
+  ListedScope,
+  MemoryProgress,
+  ObservationView,
+  Page,
+  PageRequest,
+  ScopeListRequest,
 } from './memory/observational-memory.js';
 export { MAX_IMPORT_OBSERVATIONS, MAX_IMPORTED_OBSERVATION_LENGTH } from './memory/import-observations.js';
 export type { ObservationImport } from './memory/import-observations.js';
@@ -91,6 +98,7 @@ export { createModelObserver, createModelReflector } from './memory/model-observ
 export type { Observer, Reflector, ObserverInput, ReflectorInput, ModelOutputLimits } from './memory/model-observer.js';
 export { createInMemoryStore } from './storage/in-memory-store.js';
 export type { InMemoryStoreOptions } from './storage/in-memory-store.js';
+// The port and every type it names, for stores of a library user's own.
 export type {
   MemoryStore,
   Operation,
@@ -99,6 +107,18 @@ export type {
   StoredMessage,
   WorkingMemoryEntry,
   Marker,
+  NewMessage,
+  NewObservation,
+  ImportedObservation,
+  ObservationChange,
+  ScopeSummary,
+  ScopeListQuery,
+  StoredWorkingMemoryEntry,
+  WorkingMemoryLimits,
+  AppendMessagesResult,
+  AppendAndClaimResult,
+  PrefetchedObserve,
+  LeaseHandle,
 } from './storage/store.js';
 export type {
   LanguageModel,

@@ -32,4 +32,6 @@ export type {
   RunStatus,
   RunStore,
   RunUsage,
+  RunPatch,
+  RunListQuery,
 } from '../storage/run-store.js';

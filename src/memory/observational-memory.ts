@@ -61,6 +61,7 @@ export type {
   Page,
   PageRequest,
   ScopeListRequest,
+  InspectOptions,
 } from './observational-memory-api.js';
 
 /**

@@ -199,7 +199,12 @@ export interface LeaseHandle {
   readonly leaseOwner: string;
 }
 
-/** What the service asks of a storage backend. Adapters are tested by `runStoreSuite`. */
+/**
+ * What the service asks of a storage backend. The repository's adapters are held to it by one
+ * conformance suite (`src/storage/store.suite.ts`, not in the package); an adapter of your own
+ * can start from the in-memory store (`harness-memory/storage/in-memory`), the reference for
+ * every rule here. Every type this interface names is exported from `harness-memory`.
+ */
 export interface MemoryStore {
   readonly specificationVersion: 'v1';
   /** Adapter name for errors and logs, e.g. `in-memory`, `sqlite`. */

@@ -161,7 +161,12 @@ describe('the packed package', () => {
     const lines = [
       ...subpaths.map((subpath, index) => `import * as m${index} from '${specifier(subpath)}';`),
       `import type { ObservationalMemory, WorkingMemory, MemoryStore } from 'harness-memory';`,
-      `import type { RunStore } from 'harness-memory/agent';`,
+      `import type { RunStore, RunPatch, RunListQuery } from 'harness-memory/agent';`,
+      // Every type the ports name, for adapters of a user's own.
+      `import type { NewMessage, LeaseHandle, AppendAndClaimResult, PrefetchedObserve, ScopeListQuery, ` +
+        `WorkingMemoryLimits, Page, ObservationView, MemoryProgress, PreparedMessage } from 'harness-memory';`,
+      `export type PortTypes = [NewMessage, LeaseHandle, AppendAndClaimResult, PrefetchedObserve, ScopeListQuery, ` +
+        `WorkingMemoryLimits, Page<ObservationView>, MemoryProgress, PreparedMessage, RunPatch, RunListQuery];`,
       `const store: MemoryStore = m0.createInMemoryStore();`,
       `const memory: ObservationalMemory = m0.createObservationalMemory({ store });`,
       `const workingMemory: WorkingMemory = m0.createWorkingMemory({ store });`,
