@@ -161,7 +161,12 @@ export interface ObserveRequest {
 
 /** What an observe call came to. */
 export interface ObserveResult {
-  /** `applied` when the observer ran; `queued` when another worker holds the scope or a retry is pending. */
+  /**
+   * `applied` when the observer ran; `queued` when another worker holds the scope or an earlier
+   * operation of the scope waits for its retry. When this call's own model call fails, `observe`
+   * rejects (`MODEL_CALL_FAILED`, …) and, for a retryable failure, its operation stays queued
+   * for a retry: the messages are stored either way.
+   */
   readonly status: 'applied' | 'skipped' | 'queued';
   /**
    * Why nothing was observed: `mode_off`, `disabled`, `no_messages`, `below_threshold`, `forgotten` (see
