@@ -107,8 +107,11 @@ export interface AgentRunner {
   cancel(runId: string): Promise<RunRecord>;
   /** Resolves when the run has ended. */
   wait(runId: string): Promise<RunRecord>;
-  /** Resolves when every run started here has ended. */
-  settle(): Promise<void>;
+  /**
+   * Resolves when every run started here has ended. With `timeoutMs`, the runs still going
+   * then are cancelled (each ends `cancelled`, its stream told) and waited for.
+   */
+  settle(options?: { readonly timeoutMs?: number }): Promise<void>;
   /** True while the run executes in this process (only here can it be cancelled). */
   isLocal(runId: string): boolean;
   /**
@@ -246,8 +249,23 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     async wait(runId) {
       return active.get(runId)?.done ?? recordOf(runId);
     },
-    async settle() {
-      while (active.size > 0) await Promise.allSettled([...active.values()].map((entry) => entry.done));
+    async settle(settleOptions = {}) {
+      const deadline = settleOptions.timeoutMs === undefined ? undefined : Date.now() + settleOptions.timeoutMs;
+      while (active.size > 0) {
+        const ended = Promise.allSettled([...active.values()].map((entry) => entry.done));
+        const left = deadline === undefined ? undefined : deadline - Date.now();
+        if (left !== undefined && left <= 0) {
+          for (const entry of active.values()) entry.controller.abort();
+          await ended;
+          continue;
+        }
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          ended,
+          ...(left === undefined ? [] : [new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))]),
+        ]);
+        clearTimeout(timer);
+      }
     },
     isLocal(runId) {
       return active.has(runId);

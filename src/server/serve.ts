@@ -12,17 +12,29 @@ export interface StartServerOptions {
   port?: number;
   /** Allow a non-loopback host without API keys. @default false */
   insecure?: boolean;
+  /**
+   * On `close`, how long runs may go on before they are cancelled, and requests in flight
+   * (a reflection asked over HTTP, say) may take to be answered. @default 30000
+   */
+  shutdownTimeoutMs?: number;
 }
 
 /** A listening server. */
 export interface RunningServer {
   readonly url: string;
   readonly port: number;
-  /** Stops accepting requests, waits for runs, closes the harness. */
+  /**
+   * Stops accepting connections; lets runs finish for up to `shutdownTimeoutMs`, then cancels
+   * the rest (their streams get `run.cancelled`); lets requests in flight be answered within
+   * the same time; then closes the remaining connections and the harness.
+   */
   close(): Promise<void>;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+/** How long `close` lets runs and requests in flight go on by default. */
+const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
 /**
  * Serves the harness over HTTP. Without API keys it listens on loopback only and refuses
@@ -50,6 +62,7 @@ export async function startServer(harness: Harness, options: StartServerOptions 
         `or pass --insecure`,
     });
   }
+  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const created = serve({ fetch: harness.app.fetch, hostname: host, port }, () => resolve(created));
     created.once('error', reject);
@@ -60,11 +73,21 @@ export async function startServer(harness: Harness, options: StartServerOptions 
     url: `http://${shownHost}:${address.port}`,
     port: address.port,
     async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        // SSE clients hold connections open; close them so shutdown does not hang.
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-      });
+      const deadline = Date.now() + shutdownTimeoutMs;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const connections = server as unknown as { closeIdleConnections?: () => void; closeAllConnections?: () => void };
+      // Runs first: their streams end with their terminal events, and cancels still reach them.
+      await harness.runner.settle({ timeoutMs: shutdownTimeoutMs });
+      connections.closeIdleConnections?.();
+      // Requests in flight are answered; what still holds a connection then (an idle stream) is cut.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        closed,
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now())))),
+      ]);
+      clearTimeout(timer);
+      connections.closeAllConnections?.();
+      await closed;
       await harness.dispose();
     },
   };

@@ -102,6 +102,8 @@ export interface StartE2EOptions {
   readonly heartbeatMs?: number;
   /** Tools besides the memory tools. */
   readonly tools?: readonly Tool[];
+  /** The server's `shutdownTimeoutMs`. @default its default */
+  readonly shutdownTimeoutMs?: number;
 }
 
 /** A request to the harness: `json` is sent as the body, `key` as a bearer token. */
@@ -171,7 +173,10 @@ export async function startE2E(options: StartE2EOptions = {}): Promise<E2E> {
       heartbeatMs: options.heartbeatMs ?? 200,
       ...(options.tools ? { tools: options.tools } : {}),
     });
-    const server = await startServer(harness, { port: 0 });
+    const server = await startServer(harness, {
+      port: 0,
+      ...(options.shutdownTimeoutMs === undefined ? {} : { shutdownTimeoutMs: options.shutdownTimeoutMs }),
+    });
     const dbPath = config.memory.sqlitePath;
     const api = (path: string, init: ApiInit = {}): Promise<Response> => {
       const { key, json, ...rest } = init;

@@ -1,0 +1,56 @@
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { eventsOf, startE2E } from './e2e-harness.js';
+import type { E2E } from './e2e-harness.js';
+
+let e2e: E2E | undefined;
+afterEach(async () => {
+  await e2e?.close();
+  e2e = undefined;
+});
+
+async function until(condition: () => boolean): Promise<void> {
+  // Polled; the test's timeout bounds the wait.
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+function statusOf(dbPath: string, runId: string): string {
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare('SELECT status FROM harness_runs WHERE run_id = ?').get(runId) as { status: string }).status;
+  } finally {
+    db.close();
+  }
+}
+
+describe('e2e: shutting the server down', () => {
+  it('cancels a run still going after shutdownTimeoutMs, tells its stream, and stops in bounded time', async () => {
+    const started = await startE2E({ shutdownTimeoutMs: 300 });
+    e2e = started;
+    // The agent's model answers only after 20 s: the run is still going when the server stops.
+    started.model.enqueue({ delayMs: 20_000, reply: { text: 'too late' } });
+    const runId = await started.startRun({ prompt: 'a long task', conversation_id: 'c-shutdown' });
+    const stream = started.events(runId);
+    await until(() => started.agentRequests().length === 1);
+
+    const closing = Date.now();
+    await started.server.close();
+    expect(Date.now() - closing).toBeLessThan(10_000);
+
+    const types = eventsOf(await stream).map((event) => event.type);
+    expect(types.at(-1)).toBe('run.cancelled');
+    expect(statusOf(started.dbPath, runId)).toBe('cancelled');
+  }, 30_000);
+
+  it('lets a run that ends within shutdownTimeoutMs complete', async () => {
+    const started = await startE2E({ shutdownTimeoutMs: 10_000 });
+    e2e = started;
+    started.model.enqueue({ delayMs: 300, reply: { text: 'done in time' } });
+    const runId = await started.startRun({ prompt: 'a short task', conversation_id: 'c-shutdown-2' });
+    const stream = started.events(runId);
+    await until(() => started.agentRequests().length === 1);
+    await started.server.close();
+    expect(eventsOf(await stream).map((event) => event.type)).toContain('run.completed');
+    expect(statusOf(started.dbPath, runId)).toBe('completed');
+  }, 30_000);
+});
