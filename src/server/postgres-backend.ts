@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { createPostgresEventHub, createPostgresRunStore, createPostgresStore } from '../storage/postgres/index.js';
+import { ownPoolSettings } from '../storage/postgres/postgres-connection.js';
 import type { EventHub } from '../storage/event-hub.js';
 import type { RunStore } from '../storage/run-store.js';
 import type { MemoryStore } from '../storage/store.js';
@@ -11,7 +12,7 @@ export async function openPostgresBackend(options: { connectionString: string; s
   hub: EventHub;
   close(): Promise<void>;
 }> {
-  const pool = new pg.Pool({ connectionString: options.connectionString, max: 10, keepAlive: true });
+  const pool = new pg.Pool(ownPoolSettings(options.connectionString, 10));
   pool.on('error', () => {
     // An idle client lost its connection; the pool replaces it on next use.
   });

@@ -4,7 +4,13 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { invalidOption, requireObject, requireOptions, requireString } from '../../core/require-option.js';
+import {
+  invalidOption,
+  requireObject,
+  requireOptions,
+  requireString,
+  requireTimerMs,
+} from '../../core/require-option.js';
 import pg from 'pg';
 import type { ClientBase, CustomTypesConfig, Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { HarnessMemoryError, StoreError } from '../../core/errors.js';
@@ -23,6 +29,12 @@ export interface PostgresConnectionOptions {
   schema?: string;
   /** Size of the pool the store creates (not used with `pool`). @default 10 */
   max?: number;
+  /**
+   * How long the pool the store creates waits for a new connection before the query fails
+   * (`STORE_FAILED`), so an unreachable server does not hang requests (not used with `pool`).
+   * @default 10000
+   */
+  connectionTimeoutMs?: number;
   /**
    * Whether the short reads of a turn go pipelined on one extra connection (the read lane,
    * shared by the stores on one pool) instead of one pooled connection each. The lane's
@@ -138,12 +150,34 @@ export function openPostgresConnection(
       prefix: `"${schema}".`,
       readLane: options.readLane ?? false,
     });
-  // keepAlive: a connection dropped silently (NAT, failover) is noticed instead of hanging.
-  const pool = new pg.Pool({ connectionString: options.connectionString, max, keepAlive: true });
+  const pool = new pg.Pool(
+    ownPoolSettings(
+      options.connectionString ?? '',
+      max,
+      requireTimerMs('createPostgresStore', 'connectionTimeoutMs', options.connectionTimeoutMs, 1),
+    ),
+  );
   // An idle client whose server connection drops makes the pool emit 'error'; unhandled, that
   // would crash the process. The pool has already discarded the client; the next query reconnects.
   pool.on('error', () => {});
   return Object.freeze({ pool, ownsPool: true, schema, prefix: `"${schema}".`, readLane: options.readLane ?? true });
+}
+
+/**
+ * The settings of a pool harness-memory opens itself: a connection dropped silently (NAT,
+ * failover) is noticed by TCP keepalive, a connect that gets no answer fails after
+ * `connectionTimeoutMs`, and a transaction left idle by a stalled client is ended by the
+ * server after a minute, so it does not hold a scope's lock for ever.
+ */
+export function ownPoolSettings(connectionString: string, max: number, connectionTimeoutMs = 10_000): pg.PoolConfig {
+  return {
+    connectionString,
+    max,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    connectionTimeoutMillis: connectionTimeoutMs,
+    idle_in_transaction_session_timeout: 60_000,
+  };
 }
 
 /** Names of prepared statements, by statement text. */

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresTestSchemas, postgresTestUrl } from '../../../test/support/postgres-schema.js';
@@ -46,5 +48,35 @@ describe.skipIf(!url)('postgres migrations: privileges', () => {
     } finally {
       await store.dispose();
     }
+  });
+});
+
+describe('postgres connection: an unreachable server', () => {
+  it('fails to open within connectionTimeoutMs (STORE_FAILED) when the server never answers', async () => {
+    const sockets: Socket[] = [];
+    // Accepts the connection and never says a word, as a server behind a dead route would.
+    const silent = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    try {
+      const started = Date.now();
+      await expect(
+        createPostgresStore({
+          connectionString: `postgres://nobody@127.0.0.1:${port}/nothing`,
+          schema: 'unreachable',
+          connectionTimeoutMs: 300,
+        }),
+      ).rejects.toMatchObject({ code: 'STORE_FAILED' });
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
+
+  it('refuses a connectionTimeoutMs a timer cannot wait', async () => {
+    await expect(
+      createPostgresStore({ connectionString: 'postgres://x@127.0.0.1:1/x', connectionTimeoutMs: Number.NaN }),
+    ).rejects.toMatchObject({ code: 'OPTION_INVALID' });
   });
 });
