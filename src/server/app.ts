@@ -48,6 +48,8 @@ export interface AppOptions {
   readonly faults?: FaultLog;
   /** Offer the `memory_forget` tool at `/mcp`. @default false */
   readonly mcpAllowForget?: boolean;
+  /** What is wrong with the server's storage, if anything: `/healthz` then answers 503 with it. */
+  readonly storageProblem?: () => string | undefined;
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
@@ -118,7 +120,14 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
     await next();
   });
 
-  app.get('/healthz', (context) => context.json({ status: 'ok', faults: options.faults?.count() ?? 0 }));
+  app.get('/healthz', (context) => {
+    // The problem first: finding it logs a fault, which the count then includes.
+    const problem = options.storageProblem?.();
+    const faults = options.faults?.count() ?? 0;
+    return problem === undefined
+      ? context.json({ status: 'ok', faults })
+      : context.json({ status: 'failing', faults, problem }, 503);
+  });
   // The inspector's static files need no key; the page sends one with its data calls.
   app.route('/inspector', inspectorRoutes());
 

@@ -4,7 +4,7 @@
  * @module
  */
 import { createAgentRunner } from '../agent/agent-runner.js';
-import { requireObject, requireOptions } from '../core/require-option.js';
+import { requireObject, requireOptions, requireTimerMs } from '../core/require-option.js';
 import type { AgentRunner } from '../agent/agent-runner.js';
 import { createLocalEventHub } from '../storage/local-event-hub.js';
 import type { EventHub } from '../storage/event-hub.js';
@@ -29,6 +29,7 @@ import type { Tool } from '../tools/tool.js';
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
 import { createApp } from './app.js';
 import { createFaultLog, createJsonLogger } from './fault-log.js';
+import { watchDatabaseFile } from './database-file-watch.js';
 import type { FaultLog, Logger } from './fault-log.js';
 import { createTenantLimits } from './tenant-limits.js';
 import type { ServerEnv } from './server-env.js';
@@ -52,6 +53,8 @@ export interface HarnessOptions {
   heartbeatMs?: number;
   /** Where faults (and other server log records) go, as JSON lines. @default stderr */
   logger?: Logger;
+  /** How often the SQLite file is checked to still be the one opened (not deleted or replaced). @default 5000 */
+  databaseCheckMs?: number;
 }
 
 /** A running harness. */
@@ -145,6 +148,14 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       },
       onFault: faults.report,
     });
+    // SQLite keeps writing to a deleted file: say so in the fault log and on /healthz.
+    const databaseWatch =
+      config.memory.dbDriver === 'sqlite' && config.memory.sqlitePath !== ':memory:'
+        ? watchDatabaseFile(config.memory.sqlitePath, {
+            intervalMs: requireTimerMs('createHarness', 'databaseCheckMs', options.databaseCheckMs, 1) ?? 5_000,
+            onProblem: (problem) => faults.report({ component: 'store', message: problem }),
+          })
+        : undefined;
     const limits = createTenantLimits({
       maxConcurrentRuns: config.server.maxConcurrentRuns,
       maxSseConnections: config.server.maxSseConnections,
@@ -160,6 +171,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       limits,
       faults,
       ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+      ...(databaseWatch ? { storageProblem: databaseWatch.problem } : {}),
     });
     // Stale work left by a crashed process is picked up within the lease plus this check.
     const maintenance = options.startWorker === false ? undefined : runner.startMaintenance();
@@ -185,6 +197,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       async dispose() {
         if (disposed) return;
         disposed = true;
+        databaseWatch?.stop();
         await runner.settle();
         await maintenance?.stop();
         await worker?.stop();

@@ -104,6 +104,8 @@ export interface StartE2EOptions {
   readonly tools?: readonly Tool[];
   /** The server's `shutdownTimeoutMs`. @default its default */
   readonly shutdownTimeoutMs?: number;
+  /** `createHarness`'s `databaseCheckMs`. @default its default */
+  readonly databaseCheckMs?: number;
 }
 
 /** A request to the harness: `json` is sent as the body, `key` as a bearer token. */
@@ -171,6 +173,7 @@ export async function startE2E(options: StartE2EOptions = {}): Promise<E2E> {
       config,
       env,
       heartbeatMs: options.heartbeatMs ?? 200,
+      ...(options.databaseCheckMs === undefined ? {} : { databaseCheckMs: options.databaseCheckMs }),
       ...(options.tools ? { tools: options.tools } : {}),
     });
     const server = await startServer(harness, {
