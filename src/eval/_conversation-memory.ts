@@ -240,11 +240,7 @@ async function drainScope(
       await memory.drain(scope, { timeoutMs: Math.max(1, Math.min(DRAIN_SLICE_MS, deadline - Date.now())) });
       return;
     } catch (error) {
-      // The service's own timeout (a store's errors name the store as their component).
-      const timedOut =
-        HarnessMemoryError.isInstance(error) &&
-        error.code === 'STORE_FAILED' &&
-        error.component === 'observational-memory';
+      const timedOut = HarnessMemoryError.isInstance(error) && error.code === 'DRAIN_TIMEOUT';
       if (!timedOut || Date.now() >= deadline) throw error;
       signal?.throwIfAborted();
     }

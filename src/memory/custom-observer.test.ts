@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { ModelCallError } from '../core/errors.js';
 import { useSqliteTestFiles } from '../../test/support/sqlite-test-files.js';
+import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
 import type { Observer, Reflector } from './model-observer.js';
 import { createObservationalMemory } from './observational-memory.js';
@@ -94,5 +95,28 @@ describe('drain', () => {
       code: 'DRAIN_TIMEOUT',
       data: { pending: 1, timeoutMs: 0 },
     });
+  });
+});
+
+describe('one observe call on a store without appendMessagesAndClaim (the in-memory store)', () => {
+  it('runs its own operation once, as on SQLite: a retryable failure leaves it queued, not used up', async () => {
+    let calls = 0;
+    const memory = createObservationalMemory({
+      store: createInMemoryStore(),
+      observer: {
+        observe: async () => {
+          calls += 1;
+          throw new ModelCallError({ message: 'HTTP 503', statusCode: 503 });
+        },
+      },
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+      maxOperationAttempts: 2,
+      retryDelayMs: 0,
+    });
+    await expect(observeOnce(memory)).rejects.toMatchObject({ code: 'MODEL_CALL_FAILED' });
+    expect(calls).toBe(1);
+    const [operation] = (await memory.operationPage(scope)).items;
+    expect(operation).toMatchObject({ status: 'queued', attempt: 1 });
   });
 });

@@ -89,7 +89,8 @@ export async function observeScope(
       { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens, ...model },
       request,
     );
-    run = () => processScope(memoryId);
+    // Only as far as this call's own operation: later ones belong to their own callers.
+    run = () => processScope(memoryId, undefined, operation.operationId);
   }
   const base = { scope, runId, operationId: operation.operationId };
   emit({ type: 'memory.observe.started', ...base });

@@ -67,7 +67,7 @@ export interface OperationScheduler {
     payload: Record<string, unknown>,
     meta: OperationMeta,
   ): Promise<{ operation: Operation; own: OperationOutcome | undefined; outcomes: Map<string, OperationOutcome> }>;
-  /** Processes pending operations (of one scope, or all) until none is left; `STORE_FAILED` after `timeoutMs`. */
+  /** Processes pending operations (of one scope, or all) until none is left; `DRAIN_TIMEOUT` after `timeoutMs`. */
   drain(memoryId: string | undefined, timeoutMs: number): Promise<void>;
   /**
    * Retries a `dead` operation by hand (back to the queue at the end of its scope's log).
@@ -122,7 +122,7 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
 
     async enqueueAndRun(scope, operationType, payload, meta) {
       const operation = await enqueue(scope, operationType, payload, meta);
-      const outcomes = await processScope(memoryIdOf(scope));
+      const outcomes = await processScope(memoryIdOf(scope), undefined, operation.operationId);
       return { operation, own: outcomes.get(operation.operationId), outcomes };
     },
 
