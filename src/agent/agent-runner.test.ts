@@ -576,6 +576,18 @@ describe('agent runner: abandoned runs', () => {
   });
 });
 
+describe('agent runner: settle', () => {
+  it('refuses a timeout a timer cannot wait, naming it', async () => {
+    const { runner } = harness();
+    for (const timeoutMs of [Number.POSITIVE_INFINITY, Number.NaN, -1])
+      await expect(runner.settle({ timeoutMs })).rejects.toMatchObject({
+        code: 'OPTION_INVALID',
+        data: { factory: 'AgentRunner.settle', option: 'timeoutMs' },
+      });
+    await expect(runner.settle({ timeoutMs: 0 })).resolves.toBeUndefined();
+  });
+});
+
 describe('agent runner: two processes sweeping one store', () => {
   it('fails an abandoned run once: one run.failed, its last event', async () => {
     let clock = Date.parse('2026-01-01T00:00:00Z');

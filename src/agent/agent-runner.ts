@@ -5,7 +5,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { invalidOption, requireObject, requireOptions, requireString } from '../core/require-option.js';
+import { invalidOption, requireObject, requireOptions, requireString, requireTimerMs } from '../core/require-option.js';
 import { HarnessMemoryError } from '../core/errors.js';
 import { redactSecrets } from '../core/redact-secrets.js';
 import { needsStripping } from '../core/sanitize-text.js';
@@ -154,7 +154,8 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
   const active = new Map<string, { controller: AbortController; done: Promise<RunRecord> }>();
   const { runStore } = options;
-  const runLoop = runLoopOf(options, events, estimator, reportFault);
+  let shutdownDeadline: number | undefined;
+  const runLoop = runLoopOf(options, events, estimator, reportFault, () => shutdownDeadline);
 
   const launch = (run: RunRecord): void => {
     const controller = new AbortController();
@@ -250,7 +251,10 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
       return active.get(runId)?.done ?? recordOf(runId);
     },
     async settle(settleOptions = {}) {
-      const deadline = settleOptions.timeoutMs === undefined ? undefined : Date.now() + settleOptions.timeoutMs;
+      const timeoutMs = requireTimerMs('AgentRunner.settle', 'timeoutMs', settleOptions.timeoutMs, 0);
+      const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+      // From now on no run waits for its memory work past the deadline (runs started later too).
+      if (deadline !== undefined) shutdownDeadline = Math.min(shutdownDeadline ?? deadline, deadline);
       while (active.size > 0) {
         const ended = Promise.allSettled([...active.values()].map((entry) => entry.done));
         const left = deadline === undefined ? undefined : deadline - Date.now();
@@ -369,6 +373,7 @@ function runLoopOf(
   events: RunEventEmitter,
   estimator: TokenEstimator,
   reportFault: FaultReporter,
+  shutdownDeadline: () => number | undefined,
 ): ReturnType<typeof createRunLoop> {
   const { runStore, observationalMemory: memory, workingMemory } = options;
   return createRunLoop({
@@ -389,6 +394,7 @@ function runLoopOf(
     }),
     estimator,
     settleTimeoutMs: options.settleTimeoutMs ?? 60_000,
+    shutdownDeadline,
     ...(options.forensics ? { forensics: options.forensics } : {}),
     reportFault,
   });

@@ -30,6 +30,8 @@ export interface RunLoopOptions {
   readonly tools: ToolDispatcher;
   readonly estimator: TokenEstimator;
   readonly settleTimeoutMs: number;
+  /** When the runner is shutting down, the time (epoch ms) past which no run waits for its memory work. */
+  readonly shutdownDeadline: () => number | undefined;
   readonly forensics?: { readonly captureRequestEnvelope?: boolean; readonly snapshotMemorySnippet?: boolean };
   readonly reportFault: FaultReporter;
 }
@@ -137,7 +139,12 @@ async function append(
 
 /** Waits for the run's observations (within the settle timeout), then closes its memory events. */
 async function settle(options: RunLoopOptions, state: RunState): Promise<void> {
-  await settleWithin(state.observing, options.settleTimeoutMs);
+  const deadline = options.shutdownDeadline();
+  const timeoutMs =
+    deadline === undefined
+      ? options.settleTimeoutMs
+      : Math.min(options.settleTimeoutMs, Math.max(0, deadline - Date.now()));
+  await settleWithin(state.observing, timeoutMs);
   state.closed = true;
 }
 

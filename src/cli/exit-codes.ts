@@ -20,6 +20,7 @@ export const EXIT_CONFIG = 78;
 
 /** A mistake in the command line that the argument parser cannot see (`USAGE_INVALID`, exit code 2). */
 export class UsageError extends HarnessMemoryError {
+  static override readonly kind: string = 'UsageError';
   constructor(message: string) {
     super({ code: 'USAGE_INVALID', component: 'cli', message });
     this.name = 'UsageError';

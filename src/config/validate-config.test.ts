@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, StoreError } from '../core/errors.js';
+import { ConfigError, HarnessMemoryError } from '../core/errors.js';
 import { validateSchemaName } from '../storage/postgres/postgres-connection.js';
 import { configErrorOf, makeConfigDirs, writeConfigFile } from '../../test/support/config-files.js';
 import { loadConfig, type HarnessConfig } from './load-config.js';
@@ -108,7 +108,7 @@ describe('config: postgres settings', () => {
           validateSchemaName(schema, 'postgres');
           return true;
         } catch (error) {
-          if (error instanceof StoreError) return false;
+          if (HarnessMemoryError.isInstance(error) && error.code === 'OPTION_INVALID') return false;
           throw error;
         }
       })();

@@ -41,4 +41,14 @@ describe('errors: isInstance', () => {
     expect(StoreError.isInstance(foreign)).toBe(true);
     expect(ModelCallError.isInstance(foreign)).toBe(false);
   });
+
+  it('answers as the base class when called detached, and reads the marker of an older copy', () => {
+    expect([store, new Error('x')].filter(HarnessMemoryError.isInstance)).toEqual([store]);
+    // TypeScript asks for the class as `this`; plain JavaScript may still call it detached.
+    const detached = StoreError.isInstance as (error: unknown) => boolean;
+    expect(detached(model)).toBe(true);
+    const older = Object.defineProperty(new Error('old'), Symbol.for('harness-memory.error'), { value: true });
+    expect(HarnessMemoryError.isInstance(older)).toBe(true);
+    expect(StoreError.isInstance(older)).toBe(false);
+  });
 });

@@ -113,7 +113,8 @@ export interface HarnessMemoryErrorOptions {
 }
 
 /**
- * Base class of every error harness-memory throws. Use {@link HarnessMemoryError.isInstance}
+ * Base class of every error harness-memory throws. A subclass declares its own `static kind`
+ * (its name) for its `isInstance` to answer for it alone. Use {@link HarnessMemoryError.isInstance}
  * rather than `instanceof`: it also works across duplicated copies of the package.
  * @example
  * ```ts
@@ -160,8 +161,12 @@ export class HarnessMemoryError extends Error {
     error: unknown,
   ): error is InstanceType<T> {
     if (typeof error !== 'object' || error === null) return false;
-    const kinds = (error as Record<symbol, unknown>)[MARKER];
-    return Array.isArray(kinds) && kinds.includes((this as unknown as { kind: string }).kind);
+    const marker = (error as Record<symbol, unknown>)[MARKER];
+    // Called detached (`errors.filter(HarnessMemoryError.isInstance)`), it answers as the base class.
+    const kind = (this as unknown as { kind?: string } | undefined)?.kind ?? HarnessMemoryError.kind;
+    // `true`: the marker of a copy of the package from before kinds, which knew only the base class.
+    if (marker === true) return kind === HarnessMemoryError.kind;
+    return Array.isArray(marker) && marker.includes(kind);
   }
 }
 

@@ -69,7 +69,7 @@ export function requireCount(factory: string, option: string, value: unknown): n
     throw invalidOption(
       factory,
       option,
-      `must be a whole number of at least 1 (got ${JSON.stringify(value) ?? typeof value})`,
+      `must be a whole number of at least 1 (got ${shown(value)})`,
       'Leave it out for the default.',
     );
   return value;
@@ -88,8 +88,13 @@ export function requireTimerMs(factory: string, option: string, value: unknown, 
     throw invalidOption(
       factory,
       option,
-      `must be a number of milliseconds from ${min} to ${MAX_TIMER_DELAY_MS} (got ${JSON.stringify(value) ?? typeof value})`,
+      `must be a number of milliseconds from ${min} to ${MAX_TIMER_DELAY_MS} (got ${shown(value)})`,
       'Leave it out for the default.',
     );
   return value;
+}
+
+/** A value as an error message shows it: strings quoted, anything else as `String` writes it. */
+function shown(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value) : typeof value === 'object' ? typeof value : String(value);
 }

@@ -62,3 +62,17 @@ describe('prepareTranscript: secrets behind JSON escapes', () => {
     expect(first?.content).toBe(`[tool call tool] ${args}`);
   });
 });
+
+describe('prepareTranscript: JSON read again only where it must be', () => {
+  it('keeps JSON without escapes or secrets as it was, numbers and spacing included', () => {
+    const result = '{"id": 1234567890123456789, "price": 10.10, "big": 1e400}';
+    expect(prepared({ id: 't1', role: 'tool', toolCallId: 'c1', content: result })).toBe(result);
+  });
+
+  it('keeps a tool result too deep to walk as text, and still redacts it as text', () => {
+    const deep = `${'['.repeat(5_000)}"${KEY}"${']'.repeat(5_000)}`;
+    const text = prepared({ id: 't1', role: 'tool', toolCallId: 'c1', content: deep });
+    expect(text).toContain('[REDACTED:openai_key]');
+    expect(text.startsWith('[[[')).toBe(true);
+  });
+});

@@ -83,22 +83,25 @@ export function prepareTranscript(
 }
 
 /**
- * JSON text (tool-call arguments, a tool's result) written again with no escapes but those JSON
- * needs, each value labelled secret by its key redacted: a `\u0043` or an escaped invisible
- * character inside a key hides it from the text rules, which read the text as it stands. Text
- * that is not JSON comes back as it was.
+ * JSON text (tool-call arguments, a tool's result) as the redaction rules must read it: a
+ * `\u0043` or an escaped invisible character inside a key hides it from the text rules, which
+ * read the text as it stands, and a value labelled secret by its key (`{"api_key": …}`) is
+ * redacted only when read with its key. Such text is written again without escapes, secrets
+ * redacted; text with neither is kept as it was (numbers and spacing untouched), and text that
+ * is not JSON, or too deep to walk, comes back as it was.
  */
 function unescapedJson(text: string): string {
   const first = text.trimStart()[0];
   if (first !== '{' && first !== '[' && first !== '"') return text;
-  let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    const parsed: unknown = JSON.parse(text);
+    const redacted = redactValue(parsed);
+    if (redacted === parsed && !text.includes('\\')) return text;
+    // Invisible characters come out raw, for the pass over the whole message to strip.
+    return JSON.stringify(redacted);
   } catch {
     return text;
   }
-  // Invisible characters come out raw, for the pass over the whole message to strip.
-  return JSON.stringify(redactValue(parsed));
 }
 
 function messageKeyOf(message: TranscriptMessage, position: number): string {

@@ -100,6 +100,17 @@ describe('circuit breaker: one circuit per model id', () => {
     expect(model.state).toBe('closed');
   });
 
+  it('names the model id whose circuit changed', async () => {
+    const changes: Array<[CircuitState, string]> = [];
+    const model = withCircuitBreaker(
+      createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm', provider: 'local' }),
+      { failureThreshold: 1, onStateChange: (state, modelId) => changes.push([state, modelId]) },
+    );
+    server.enqueue(unavailable);
+    await model.doGenerate({ ...call, modelId: 'flaky' }).catch(() => undefined);
+    expect(changes).toEqual([['open', 'flaky']]);
+  });
+
   it("reports the state of the model's own id", async () => {
     const { model } = breaker();
     server.enqueue(unavailable, unavailable, unavailable);

@@ -19,8 +19,8 @@ export interface CircuitBreakerOptions {
   readonly resetMs?: number;
   /** The clock. @default Date.now */
   readonly now?: () => number;
-  /** Called on every state change, for logs and events. */
-  readonly onStateChange?: (state: CircuitState) => void;
+  /** Called on every state change of a model id's circuit, for logs and events. */
+  readonly onStateChange?: (state: CircuitState, modelId: string) => void;
 }
 
 /** A model behind a circuit breaker; `state` is read live (the circuit of the model's own id). */
@@ -60,7 +60,7 @@ export function withCircuitBreaker(model: LanguageModel, options: CircuitBreaker
     if (circuit) {
       circuits.delete(modelId);
     } else {
-      circuit = new Circuit(`${model.provider}/${modelId}`, settings);
+      circuit = new Circuit(model.provider, modelId, settings);
       if (circuits.size >= MAX_CIRCUITS) circuits.delete(circuits.keys().next().value as string);
     }
     circuits.set(modelId, circuit);
@@ -84,7 +84,7 @@ interface CircuitSettings {
   readonly failureThreshold: number;
   readonly resetMs: number;
   readonly now: () => number;
-  readonly onStateChange: ((state: CircuitState) => void) | undefined;
+  readonly onStateChange: ((state: CircuitState, modelId: string) => void) | undefined;
 }
 
 /** One model id's circuit. */
@@ -94,11 +94,13 @@ class Circuit {
   #openedAt = 0;
   #trialInFlight = false;
 
-  readonly #name: string;
+  readonly #provider: string;
+  readonly #modelId: string;
   readonly #settings: CircuitSettings;
 
-  constructor(name: string, settings: CircuitSettings) {
-    this.#name = name;
+  constructor(provider: string, modelId: string, settings: CircuitSettings) {
+    this.#provider = provider;
+    this.#modelId = modelId;
     this.#settings = settings;
   }
 
@@ -141,7 +143,7 @@ class Circuit {
   #moveTo(next: CircuitState): void {
     if (next === this.#state) return;
     this.#state = next;
-    this.#settings.onStateChange?.(next);
+    this.#settings.onStateChange?.(next, this.#modelId);
   }
 
   #failFast(): ModelCallError {
@@ -152,7 +154,7 @@ class Circuit {
       : `at ${new Date(this.#openedAt + resetMs).toISOString()} (in ${retryAfterMs} ms)`;
     return new ModelCallError({
       message:
-        `The circuit for ${this.#name} is open after ${this.#failures} consecutive ` +
+        `The circuit for ${this.#provider}/${this.#modelId} is open after ${this.#failures} consecutive ` +
         `failures; calls fail fast and it will try again ${when}.`,
       retryable: true,
       retryAfterMs,

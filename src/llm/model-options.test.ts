@@ -40,3 +40,12 @@ describe('model options', () => {
     expect(() => withCircuitBreaker(base(), { failureThreshold: 1, resetMs: 1 })).not.toThrow();
   });
 });
+
+describe('model options: what the refusal shows', () => {
+  it('shows NaN as NaN and a bigint without failing on it', () => {
+    expect(() => withRetries(base(), { maxTotalMs: Number.NaN })).toThrow(/\(got NaN\)/);
+    expect(() => withRetries(base(), { maxAttempts: 3n as unknown as number })).toThrow(
+      expect.objectContaining({ code: 'OPTION_INVALID', message: expect.stringContaining('(got 3)') }),
+    );
+  });
+});

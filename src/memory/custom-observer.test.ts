@@ -7,7 +7,9 @@ import { ModelCallError } from '../core/errors.js';
 import { useSqliteTestFiles } from '../../test/support/sqlite-test-files.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
+import { createModelObserver, createModelReflector } from './model-observer.js';
 import type { Observer, Reflector } from './model-observer.js';
+import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
 import { createObservationalMemory } from './observational-memory.js';
 
 const files = useSqliteTestFiles('hm-custom-observer-');
@@ -118,5 +120,28 @@ describe('one observe call on a store without appendMessagesAndClaim (the in-mem
     expect(calls).toBe(1);
     const [operation] = (await memory.operationPage(scope)).items;
     expect(operation).toMatchObject({ status: 'queued', attempt: 1 });
+  });
+});
+
+describe('the model observer and reflector', () => {
+  it('keep the limits they were made with, above the defaults', async () => {
+    const long = `IMPORTANCE: 0.9\n${'word '.repeat(800)}`;
+    const model = createMockLanguageModel((options) =>
+      options.messages[0]?.content.includes('structured reflection') ? `SUMMARY:\n${'y'.repeat(80_000)}` : long,
+    );
+    const memory = createObservationalMemory({
+      store: files.track(createSqliteStore({ path: files.path })),
+      observer: createModelObserver(model, { maxObservationChars: 5_000 }),
+      reflector: createModelReflector(model, { maxOutputBytes: 200_000 }),
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
+    await observeOnce(memory);
+    const exported = JSON.parse((await memory.export(scope, 'json')).content) as {
+      observations: Array<{ content: string }>;
+    };
+    expect(exported.observations[0]?.content.length).toBeGreaterThan(3_000);
+    await memory.reflectNow(scope);
+    expect((await memory.status(scope)).reflectionPresent).toBe(true);
   });
 });

@@ -82,7 +82,7 @@ export function timerMs(value: number, name: string, min: number): number {
     throw new ConfigError({
       key: name,
       source: 'createObservationalMemory',
-      message: `must be a number of milliseconds from ${min} to ${MAX_TIMER_DELAY_MS}, got ${JSON.stringify(value)}`,
+      message: `must be a number of milliseconds from ${min} to ${MAX_TIMER_DELAY_MS}, got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`,
     });
   }
   return value;

@@ -61,6 +61,18 @@ export interface ModelOutputLimits {
   maxObservationChars?: number;
 }
 
+/**
+ * Marks the observers and reflectors made here: they hold their answers to their own
+ * `ModelOutputLimits`, so the worker's bounds for those of a library user's own (which would
+ * cut them to the defaults) are not applied again.
+ */
+export const BOUNDED_OUTPUT: unique symbol = Symbol('harness-memory.bounded-output');
+
+/** True for an observer or reflector made by {@link createModelObserver} or {@link createModelReflector}. */
+export function hasBoundedOutput(maker: Observer | Reflector): boolean {
+  return (maker as unknown as Record<symbol, unknown>)[BOUNDED_OUTPUT] === true;
+}
+
 /** Largest model answer accepted by default (64 KiB). */
 export const DEFAULT_MAX_OUTPUT_BYTES = 65536;
 
@@ -77,7 +89,7 @@ export function createModelObserver(model: LanguageModel, limits: ModelOutputLim
     ['doGenerate'],
     'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).',
   );
-  return {
+  const observer: Observer = {
     async observe(input) {
       const text = await ask(model, 'observer', buildObserverPrompt(input), input, limits);
       if (isNothingToObserve(text)) return [];
@@ -89,6 +101,7 @@ export function createModelObserver(model: LanguageModel, limits: ModelOutputLim
       return observations;
     },
   };
+  return Object.defineProperty(observer, BOUNDED_OUTPUT, { value: true });
 }
 
 /** A reflector backed by a language model. */
@@ -100,11 +113,12 @@ export function createModelReflector(model: LanguageModel, limits: ModelOutputLi
     ['doGenerate'],
     'Pass a LanguageModel, such as createOpenAICompatibleModel({ baseURL, modelId }).',
   );
-  return {
+  const reflector: Reflector = {
     async reflect(input) {
       return ask(model, 'reflector', buildReflectorPrompt(input), input, limits);
     },
   };
+  return Object.defineProperty(reflector, BOUNDED_OUTPUT, { value: true });
 }
 
 /** Sends a memory prompt and returns the accepted answer text. */

@@ -33,7 +33,14 @@ import type { ObserveDependencies } from './observe-scope.js';
 import type { OperationWorkerContext, WorkerEvent } from './operation-worker.js';
 import type { ObservationCache } from './observation-cache.js';
 import { KeyedLock } from './scope-lock.js';
-import { positive, resolveMode, timerMs, unitInterval, validateOverrides, validateThresholds } from './memory-settings.js';
+import {
+  positive,
+  resolveMode,
+  timerMs,
+  unitInterval,
+  validateOverrides,
+  validateThresholds,
+} from './memory-settings.js';
 import { importPrepared, prepareImport } from './import-observations.js';
 
 /** The store methods every observational-memory call relies on. */

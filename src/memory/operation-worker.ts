@@ -18,7 +18,7 @@ import { redactSecrets } from '../core/redact-secrets.js';
 import { stripInvisible } from '../core/sanitize-text.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore, Operation, PrefetchedObserve, StoredMessage } from '../storage/store.js';
-import { DEFAULT_MAX_OUTPUT_BYTES } from './model-observer.js';
+import { DEFAULT_MAX_OUTPUT_BYTES, hasBoundedOutput } from './model-observer.js';
 import type { Observer, Reflector } from './model-observer.js';
 import { firstAfterSeq } from '../core/first-after-seq.js';
 
@@ -225,7 +225,7 @@ async function runObserve(
     }),
   );
   context.faultPoint?.('after_llm');
-  const parsed = checkObserverAnswer(answer);
+  const parsed = hasBoundedOutput(observer) ? answer : checkObserverAnswer(answer);
   const throughMessageSeq = (batch[batch.length - 1] as StoredMessage).seq;
   const applied = await store.completeObservation({
     ...lease,
@@ -328,7 +328,10 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
   );
   context.faultPoint?.('after_llm');
   // A reflector of a library user's own is held to what the model reflector accepts.
-  if (typeof answer !== 'string' || Buffer.byteLength(answer) > DEFAULT_MAX_OUTPUT_BYTES) {
+  if (
+    typeof answer !== 'string' ||
+    (!hasBoundedOutput(reflector) && Buffer.byteLength(answer) > DEFAULT_MAX_OUTPUT_BYTES)
+  ) {
     throw new HarnessMemoryError({
       code: 'MODEL_OUTPUT_INVALID',
       component: 'reflector',
@@ -456,7 +459,10 @@ function oldestWithin(
 }
 
 function isRetryable(error: Error): boolean {
-  if (ModelCallError.isInstance(error) || (HarnessMemoryError.isInstance(error) && error.code === 'MODEL_CALL_FAILED')) {
+  if (
+    ModelCallError.isInstance(error) ||
+    (HarnessMemoryError.isInstance(error) && error.code === 'MODEL_CALL_FAILED')
+  ) {
     return (error as ModelCallError).isRetryable ?? true;
   }
   if (HarnessMemoryError.isInstance(error)) return false;

@@ -71,8 +71,11 @@ export interface Harness {
   readonly faults: FaultLog;
   /** How the memory model was chosen, for `harness config` and logs. */
   readonly memoryModel: { readonly mode: string; readonly modelId: string; readonly source: string };
-  /** Waits for runs, stops the worker, closes the stores. */
-  dispose(): Promise<void>;
+  /**
+   * Waits for runs (with `timeoutMs`, cancels those still going then), stops the worker,
+   * closes the stores.
+   */
+  dispose(options?: { readonly timeoutMs?: number }): Promise<void>;
 }
 
 /**
@@ -194,11 +197,11 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       app,
       faults,
       memoryModel: { mode: selection.mode, modelId: selection.modelId, source: selection.source },
-      async dispose() {
+      async dispose(disposeOptions = {}) {
         if (disposed) return;
         disposed = true;
         databaseWatch?.stop();
-        await runner.settle();
+        await runner.settle(disposeOptions);
         await maintenance?.stop();
         await worker?.stop();
         await backend.close();

@@ -1,6 +1,6 @@
 import { serve } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
-import { requireObject } from '../core/require-option.js';
+import { requireObject, requireTimerMs } from '../core/require-option.js';
 import { ConfigError } from '../core/errors.js';
 import type { Harness } from './create-harness.js';
 
@@ -62,9 +62,21 @@ export async function startServer(harness: Harness, options: StartServerOptions 
         `or pass --insecure`,
     });
   }
-  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+  const shutdownTimeoutMs =
+    requireTimerMs('startServer', 'shutdownTimeoutMs', options.shutdownTimeoutMs, 0) ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+  // Requests being answered (not event streams, which are open until their run ends): a
+  // shutdown answers these before it closes connections.
+  const answering = new InFlight();
+  const fetch: typeof harness.app.fetch = async (request, ...rest) => {
+    const done = answering.begin();
+    try {
+      return await harness.app.fetch(request, ...rest);
+    } finally {
+      done();
+    }
+  };
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const created = serve({ fetch: harness.app.fetch, hostname: host, port }, () => resolve(created));
+    const created = serve({ fetch, hostname: host, port }, () => resolve(created));
     created.once('error', reject);
   });
   const address = server.address() as AddressInfo;
@@ -78,17 +90,39 @@ export async function startServer(harness: Harness, options: StartServerOptions 
       const connections = server as unknown as { closeIdleConnections?: () => void; closeAllConnections?: () => void };
       // Runs first: their streams end with their terminal events, and cancels still reach them.
       await harness.runner.settle({ timeoutMs: shutdownTimeoutMs });
-      connections.closeIdleConnections?.();
-      // Requests in flight are answered; what still holds a connection then (an idle stream) is cut.
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        closed,
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now())))),
-      ]);
-      clearTimeout(timer);
+      // Requests in flight are answered (within the same time); then what still holds a
+      // connection (an idle keep-alive, a stream that waits for events) is cut.
+      await answering.idle(Math.max(0, deadline - Date.now()));
       connections.closeAllConnections?.();
       await closed;
-      await harness.dispose();
+      await harness.dispose({ timeoutMs: Math.max(0, deadline - Date.now()) });
     },
   };
+}
+
+/** Counts requests being answered; `idle` waits until there are none, or `timeoutMs`. */
+class InFlight {
+  #count = 0;
+  #waiters: Array<() => void> = [];
+
+  begin(): () => void {
+    this.#count += 1;
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      this.#count -= 1;
+      if (this.#count === 0) for (const wake of this.#waiters.splice(0)) wake();
+    };
+  }
+
+  async idle(timeoutMs: number): Promise<void> {
+    if (this.#count === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.#waiters.push(resolve);
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    clearTimeout(timer);
+  }
 }

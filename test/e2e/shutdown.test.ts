@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { eventsOf, startE2E } from './e2e-harness.js';
+import { eventsOf, observeUserLines, startE2E } from './e2e-harness.js';
 import type { E2E } from './e2e-harness.js';
 
 let e2e: E2E | undefined;
@@ -52,5 +52,56 @@ describe('e2e: shutting the server down', () => {
     await started.server.close();
     expect(eventsOf(await stream).map((event) => event.type)).toContain('run.completed');
     expect(statusOf(started.dbPath, runId)).toBe('completed');
+  }, 30_000);
+
+  it("does not wait for a cancelled run's memory work past the deadline", async () => {
+    const started = await startE2E({ shutdownTimeoutMs: 300 });
+    e2e = started;
+    // Step 0 calls a tool; its observation takes 8 s, beside step 1, whose answer takes 20 s.
+    started.script.agent = (turn) =>
+      turn.step === 0
+        ? { text: 'noting', toolCalls: [{ id: 'c1', name: 'working_memory', arguments: { action: 'list' } }] }
+        : { delayMs: 20_000, reply: { text: 'too late' } };
+    started.script.observer = (request) => ({ delayMs: 8_000, reply: observeUserLines(request) });
+    const runId = await started.startRun({ prompt: 'a long task', conversation_id: 'c-shutdown-3' });
+    const stream = started.events(runId);
+    await until(() => started.agentRequests().length === 2);
+
+    const closing = Date.now();
+    await started.server.close();
+    expect(Date.now() - closing).toBeLessThan(4_000);
+    expect(eventsOf(await stream).at(-1)?.type).toBe('run.cancelled');
+  }, 30_000);
+
+  it('does not wait for an idle event stream that has no run behind it', async () => {
+    const started = await startE2E({ shutdownTimeoutMs: 5_000 });
+    e2e = started;
+    const listening = await started.api('/mcp', {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'subscriptions/listen',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'subscriptions/listen',
+        params: {
+          notifications: { toolsListChanged: true },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientInfo': { name: 'shutdown-test', version: '1' },
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      }),
+    });
+    expect(listening.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const closing = Date.now();
+    await started.server.close();
+    expect(Date.now() - closing).toBeLessThan(2_000);
+    await listening.body?.cancel().catch(() => undefined);
   }, 30_000);
 });

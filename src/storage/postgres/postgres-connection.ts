@@ -167,16 +167,23 @@ export function openPostgresConnection(
  * The settings of a pool harness-memory opens itself: a connection dropped silently (NAT,
  * failover) is noticed by TCP keepalive, a connect that gets no answer fails after
  * `connectionTimeoutMs`, and a transaction left idle by a stalled client is ended by the
- * server after a minute, so it does not hold a scope's lock for ever.
+ * server after a minute, so it does not hold a scope's lock for ever. The connect timeout is
+ * the client's, not the pool's: the pool's would also fail a query that waits for a free
+ * connection of a busy pool.
  */
 export function ownPoolSettings(connectionString: string, max: number, connectionTimeoutMs = 10_000): pg.PoolConfig {
+  class TimedClient extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, connectionTimeoutMillis: connectionTimeoutMs });
+    }
+  }
   return {
     connectionString,
     max,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
-    connectionTimeoutMillis: connectionTimeoutMs,
     idle_in_transaction_session_timeout: 60_000,
+    Client: TimedClient,
   };
 }
 

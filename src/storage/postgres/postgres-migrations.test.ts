@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresTestSchemas, postgresTestUrl } from '../../../test/support/postgres-schema.js';
 import { createWorkingMemory } from '../../memory/working-memory.js';
 import { POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
+import { ownPoolSettings } from './postgres-connection.js';
 import { createPostgresStore } from './postgres-store.js';
 
 const url = postgresTestUrl();
@@ -78,5 +79,20 @@ describe('postgres connection: an unreachable server', () => {
     await expect(
       createPostgresStore({ connectionString: 'postgres://x@127.0.0.1:1/x', connectionTimeoutMs: Number.NaN }),
     ).rejects.toMatchObject({ code: 'OPTION_INVALID' });
+  });
+});
+
+describe.skipIf(!url)('postgres connection: a busy pool', () => {
+  it('lets a query wait for a free connection longer than the connect timeout', async () => {
+    const pool = new pg.Pool(ownPoolSettings(url ?? '', 1, 200));
+    try {
+      const held = await pool.connect();
+      const waiting = pool.query('SELECT 1 AS one');
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      held.release();
+      expect((await waiting).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await pool.end();
+    }
   });
 });
