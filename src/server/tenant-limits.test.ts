@@ -164,7 +164,7 @@ describe('tenant limits: /mcp', () => {
 
   it("counts every POST against the key's write rate, before the body is read", async () => {
     const { request } = setup({ maxWritesPerSecond: 2 }, KEYS);
-    for (const id of [1, 2])
+    for (let index = 0; index < 2; index += 1)
       expect((await request('/mcp', { method: 'POST', headers: HEADERS, body: '{', key: 'key-one' })).status).not.toBe(
         429,
       );
