@@ -151,6 +151,11 @@ describe('config: postgres settings', () => {
     ).toMatchObject({ dbDriver: 'postgres', dbDsn: 'postgres://u:p@db:5432/x' });
     const socket = 'postgresql:///harness?host=/var/run/postgresql';
     expect(load({ HARNESS_MEMORY_DB_DRIVER: 'postgres', HARNESS_MEMORY_DB_DSN: socket }).memory.dbDsn).toBe(socket);
+    // A socket with credentials and no host: pg reads it, a WHATWG URL does not.
+    const withCredentials = 'postgres://harness:pw@/harness?host=/var/run/postgresql';
+    expect(load({ HARNESS_MEMORY_DB_DRIVER: 'postgres', HARNESS_MEMORY_DB_DSN: withCredentials }).memory.dbDsn).toBe(
+      withCredentials,
+    );
     expect(load({ HARNESS_MEMORY_DB_DSN: 'not a dsn' }).memory.dbDsn).toBe('not a dsn');
   });
 });

@@ -55,13 +55,9 @@ function checkDsn(config: HarnessConfig): void {
       'is required when db_driver is "postgres"; set [memory] db_dsn or HARNESS_MEMORY_DB_DSN',
     );
   }
-  let protocol: string | undefined;
-  try {
-    protocol = new URL(dsn).protocol;
-  } catch {
-    protocol = undefined;
-  }
-  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+  // The scheme only: pg reads forms a WHATWG URL refuses, such as a Unix socket with
+  // credentials and no host (postgres://user:pw@/db?host=/var/run/postgresql).
+  if (!/^postgres(?:ql)?:\/\//i.test(dsn)) {
     throw invalid(
       config,
       'memory.db_dsn',
