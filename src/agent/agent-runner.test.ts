@@ -17,7 +17,8 @@ import type { AgentRunnerOptions } from './agent-runner.js';
 import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
 import { createRedactingRunStore } from '../storage/redacting-run-store.js';
 import { defineTool, type Tool } from '../tools/tool.js';
-import type { RunEvent } from '../storage/run-store.js';
+import type { RunEvent, RunStore } from '../storage/run-store.js';
+import { newRun } from '../storage/run-store.suite.js';
 import { z } from 'zod/v4';
 
 // One workspace for the file's exports, removed afterwards.
@@ -539,26 +540,24 @@ describe('agent runner: loop', () => {
   });
 });
 
+/** A run left `running` by a process that crashed. */
+function orphanRun(): Parameters<RunStore['createRun']>[0] {
+  return {
+    ...newRun('run_orphan'),
+    scope: { tenantId: 't', conversationId: 'c', agentId: 'a' },
+    status: 'running',
+    maxSteps: 3,
+    steps: 1,
+  };
+}
+
 describe('agent runner: abandoned runs', () => {
   it('fails a run whose process stopped heartbeating, ending its stream, and leaves live runs alone', async () => {
     let clock = Date.parse('2026-12-02T10:00:00.000Z');
     const runStore = createInMemoryRunStore({ now: () => new Date(clock) });
     const { runner, agentModel } = harness({ runner: { runStore } });
     // A run left `running` by a process that crashed.
-    await runStore.createRun({
-      runId: 'run_orphan',
-      scope: { tenantId: 't', conversationId: 'c', agentId: 'a' },
-      status: 'running',
-      prompt: 'p',
-      model: '',
-      systemPrompt: '',
-      maxSteps: 3,
-      output: null,
-      error: null,
-      steps: 1,
-      usage: { inputTokens: 0, outputTokens: 0 },
-      parentRunId: null,
-    });
+    await runStore.createRun(orphanRun());
     // A live run of this process, slow to answer.
     agentModel.enqueue({ text: 'slow', delayMs: 300 });
     const live = await runner.start({ ...ids, prompt: 'live' });
@@ -592,20 +591,7 @@ describe('agent runner: two processes sweeping one store', () => {
   it('fails an abandoned run once: one run.failed, its last event', async () => {
     let clock = Date.parse('2026-01-01T00:00:00Z');
     const runStore = createInMemoryRunStore({ now: () => new Date(clock) });
-    await runStore.createRun({
-      runId: 'run_orphan',
-      scope: { tenantId: 't', conversationId: 'c', agentId: 'a' },
-      status: 'running',
-      prompt: 'p',
-      model: '',
-      systemPrompt: '',
-      maxSteps: 3,
-      output: null,
-      error: null,
-      steps: 1,
-      usage: { inputTokens: 0, outputTokens: 0 },
-      parentRunId: null,
-    });
+    await runStore.createRun(orphanRun());
     await runStore.appendEvent('run_orphan', 'run.started', {});
     clock += 10 * 60 * 1000;
     const sweepers = [harness({ runner: { runStore } }), harness({ runner: { runStore } })].map(({ runner }) =>

@@ -84,7 +84,7 @@ export const MAX_TIMER_DELAY_MS: number = 2 ** 31 - 1;
  */
 export function requireTimerMs(factory: string, option: string, value: unknown, min: number): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > MAX_TIMER_DELAY_MS)
+  if (!isTimerMs(value, min))
     throw invalidOption(
       factory,
       option,
@@ -92,6 +92,11 @@ export function requireTimerMs(factory: string, option: string, value: unknown, 
       'Leave it out for the default.',
     );
   return value;
+}
+
+/** Whether `value` is a number of milliseconds from `min` that a Node timer waits out. */
+export function isTimerMs(value: unknown, min: number): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= min && value <= MAX_TIMER_DELAY_MS;
 }
 
 /** A value as an error message shows it: strings quoted, anything else as `String` writes it. */

@@ -2,7 +2,7 @@
 import { ConfigError } from '../core/errors.js';
 import type { MemoryMode } from '../core/memory-status.js';
 import type { ObservationConfig } from '../core/observation.js';
-import { MAX_TIMER_DELAY_MS } from '../core/require-option.js';
+import { isTimerMs, MAX_TIMER_DELAY_MS } from '../core/require-option.js';
 
 /** `auto` and `local_coordinator` run memory; `off` disables it; anything else is an error. */
 export function resolveMode(mode: MemoryMode | undefined): 'off' | 'local_coordinator' {
@@ -78,7 +78,7 @@ export function positive(value: number, name: string): number {
  * ConfigError naming the option (NaN, a string or an overlong time made every call fail at once).
  */
 export function timerMs(value: number, name: string, min: number): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > MAX_TIMER_DELAY_MS) {
+  if (!isTimerMs(value, min)) {
     throw new ConfigError({
       key: name,
       source: 'createObservationalMemory',

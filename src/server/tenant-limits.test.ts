@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
+import { MCP_LISTEN_HEADERS, mcpListenBody } from '../../test/support/mcp-listen.js';
 import { createTestApp, useTestWorkspace } from '../../test/support/test-app.js';
 import type { AppOptions } from './app.js';
 import { createTenantLimits } from './tenant-limits.js';
@@ -141,35 +142,14 @@ describe('tenant limits: concurrent runs and event streams', () => {
 
 describe('tenant limits: /mcp', () => {
   const KEYS = [{ key: 'key-one', tenantId: 'acme' }];
-  const HEADERS = {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': '2026-07-28',
-    'mcp-method': 'subscriptions/listen',
-  };
-  const listen = (id: number) =>
-    JSON.stringify({
-      jsonrpc: '2.0',
-      id,
-      method: 'subscriptions/listen',
-      params: {
-        notifications: { toolsListChanged: true },
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientInfo': { name: 'limits-test', version: '1' },
-          'io.modelcontextprotocol/clientCapabilities': {},
-        },
-      },
-    });
-
   it("counts every POST against the key's write rate, before the body is read", async () => {
     const { request } = setup({ maxWritesPerSecond: 2 }, KEYS);
     for (let index = 0; index < 2; index += 1)
-      expect((await request('/mcp', { method: 'POST', headers: HEADERS, body: '{', key: 'key-one' })).status).not.toBe(
-        429,
-      );
+      expect(
+        (await request('/mcp', { method: 'POST', headers: MCP_LISTEN_HEADERS, body: '{', key: 'key-one' })).status,
+      ).not.toBe(429);
     await expectTooMany(
-      await request('/mcp', { method: 'POST', headers: HEADERS, body: listen(3), key: 'key-one' }),
+      await request('/mcp', { method: 'POST', headers: MCP_LISTEN_HEADERS, body: mcpListenBody(3), key: 'key-one' }),
       'rate_limited',
       '1',
     );
@@ -177,16 +157,26 @@ describe('tenant limits: /mcp', () => {
 
   it("holds one of the key's event streams while an answer streams, and frees it when the client goes", async () => {
     const { request } = setup({ maxSseConnections: 1, maxWritesPerSecond: 100 }, KEYS);
-    const first = await request('/mcp', { method: 'POST', headers: HEADERS, body: listen(1), key: 'key-one' });
+    const first = await request('/mcp', {
+      method: 'POST',
+      headers: MCP_LISTEN_HEADERS,
+      body: mcpListenBody(1),
+      key: 'key-one',
+    });
     expect(first.status).toBe(200);
     expect(first.headers.get('content-type')).toMatch(/^text\/event-stream/);
     await expectTooMany(
-      await request('/mcp', { method: 'POST', headers: HEADERS, body: listen(2), key: 'key-one' }),
+      await request('/mcp', { method: 'POST', headers: MCP_LISTEN_HEADERS, body: mcpListenBody(2), key: 'key-one' }),
       'too_many_streams',
       '1',
     );
     await first.body?.cancel();
-    const third = await request('/mcp', { method: 'POST', headers: HEADERS, body: listen(3), key: 'key-one' });
+    const third = await request('/mcp', {
+      method: 'POST',
+      headers: MCP_LISTEN_HEADERS,
+      body: mcpListenBody(3),
+      key: 'key-one',
+    });
     expect(third.status).toBe(200);
     await third.body?.cancel();
   });

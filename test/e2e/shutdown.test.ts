@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MCP_LISTEN_HEADERS, mcpListenBody } from '../support/mcp-listen.js';
 import { eventsOf, observeUserLines, startE2E } from './e2e-harness.js';
 import type { E2E } from './e2e-harness.js';
 
@@ -78,25 +79,8 @@ describe('e2e: shutting the server down', () => {
     e2e = started;
     const listening = await started.api('/mcp', {
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'subscriptions/listen',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'subscriptions/listen',
-        params: {
-          notifications: { toolsListChanged: true },
-          _meta: {
-            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-            'io.modelcontextprotocol/clientInfo': { name: 'shutdown-test', version: '1' },
-            'io.modelcontextprotocol/clientCapabilities': {},
-          },
-        },
-      }),
+      headers: MCP_LISTEN_HEADERS,
+      body: mcpListenBody(1),
     });
     expect(listening.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const closing = Date.now();
