@@ -1,4 +1,5 @@
 import type { Observation, ObservationConfig, StoredReflection } from './observation.js';
+import type { Contradiction } from './reflection.js';
 import { neutralizeMarkup, renderDataLines, stripInvisible } from './sanitize-text.js';
 import type { Scope } from './scope.js';
 
@@ -104,6 +105,8 @@ export function buildReflectorPrompt(input: {
   observations: readonly Observation[];
   /** Earlier observations, already reflected and not superseded, that a new one may replace or contradict. */
   references?: readonly Observation[];
+  /** Open contradictions of earlier reflections, both of whose observations are among `references`. */
+  contradictions?: readonly Contradiction[];
 }): MemoryPrompt {
   const system = [
     "You produce a structured reflection of an AI agent's observational memory, with the sections SUMMARY, " +
@@ -111,12 +114,20 @@ export function buildReflectorPrompt(input: {
     DATA_RULE,
   ].join('\n');
   const references = input.references ?? [];
+  const contradictions = input.contradictions ?? [];
   const user = [
     'Compress the memory below. Keep every decision, constraint and preference that still applies; carry forward ' +
       'what the existing reflection says unless newer observations change it.',
     'List under SUPERSESSIONS every new observation that replaces an earlier one (a changed preference or ' +
       'decision), and under CONTRADICTIONS two observations that conflict with neither known to win. Cite ' +
       'only seqs shown below; in a supersession the newer (larger) seq comes first.',
+    ...(contradictions.length > 0
+      ? [
+          'An open contradiction stays in the memory until a supersession settles it: when the observations show ' +
+            'which side holds, list under SUPERSESSIONS the newest observation that settles it as replacing the ' +
+            'side that no longer applies. Do not list an open contradiction again.',
+        ]
+      : []),
     '',
     'Answer in exactly this format (leave a section empty when there is nothing to report):',
     'SUMMARY:',
@@ -149,6 +160,15 @@ export function buildReflectorPrompt(input: {
           '',
         ]
       : []),
+    ...(contradictions.length > 0
+      ? [
+          'Open contradictions (one line each, clipped):',
+          '<existing-memory>',
+          ...contradictions.map(contradictionLine),
+          '</existing-memory>',
+          '',
+        ]
+      : []),
     'New observations:',
     '<observations>',
     ...input.observations.map(reflectorObservationLine),
@@ -162,6 +182,12 @@ export function referenceLine(observation: Observation): string {
   return clipChars(oneLine(observation.content), MAX_REFERENCE_LINE_CHARS);
 }
 
+/** The line an open contradiction takes in the reflector prompt. */
+export function contradictionLine(contradiction: Contradiction): string {
+  const detail = clipChars(oneLine(contradiction.detail), MAX_REFERENCE_LINE_CHARS);
+  return `- [seq:${contradiction.seqA}] vs [seq:${contradiction.seqB}]${detail === '' ? '' : `: ${detail}`}`;
+}
+
 /** The line a new observation takes in the reflector prompt. */
 export function reflectorObservationLine(observation: Observation): string {
   return `- [seq:${observation.seq}] ${clipChars(oneLine(observation.content), MAX_OBSERVATION_LINE_CHARS)}`;
@@ -172,8 +198,8 @@ export function reflectorObservationLine(observation: Observation): string {
  * `1,700 + 5 × reflect_threshold_tokens + 2 × snippet_max_tokens`. That is the fixed text
  * and the scope (under 1,000), the existing reflection (clipped to `reflect_threshold_tokens`),
  * the new observations' lines (at most 4 × `reflect_threshold_tokens`, or one line of at most
- * 2,400 characters when a single one is larger) and the references' lines (at most
- * 2 × `snippet_max_tokens`). It depends on the configuration only, never on how long the
+ * 2,400 characters when a single one is larger) and the references' and open
+ * contradictions' lines (at most 2 × `snippet_max_tokens` together). It depends on the configuration only, never on how long the
  * conversation has run.
  */
 export function maxReflectorInputTokens(config: ObservationConfig): number {
@@ -187,7 +213,7 @@ export function reflectorNewObservationTokens(config: ObservationConfig): number
   return Math.max(config.reflectThresholdTokens, 1) * 4;
 }
 
-/** Tokens of references (earlier observations still in force) one reflection takes. */
+/** Tokens of references (earlier observations still in force) and open contradictions one reflection takes. */
 export function reflectorReferenceTokens(config: ObservationConfig): number {
   return config.snippetMaxTokens * 2;
 }

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { referenceLine, reflectorReferenceTokens } from './memory-prompts.js';
+import { contradictionLine, referenceLine, reflectorReferenceTokens } from './memory-prompts.js';
 import type { Observation } from './observation.js';
 import { DEFAULT_OBSERVATION_CONFIG } from './observation.js';
 import { provenanceOf } from './observation-provenance.js';
-import { selectReflectionReferences } from './reflection-references.js';
+import { selectReflectionContext } from './reflection-references.js';
 import { RUNE_TOKEN_ESTIMATOR } from './token-estimator.js';
 
 const observation = (
@@ -30,13 +30,13 @@ describe('reflection references (issue 12)', () => {
       const observations = Array.from({ length: 400 }, (_, index) =>
         observation(index + 1, index === 4 || index === 9 ? 0.95 : 0.3),
       );
-      const chosen = selectReflectionReferences({
+      const chosen = selectReflectionContext({
         observations,
         throughSeq: 380,
         links: { supersessions: [{ newerSeq: 390, olderSeq: 10, reason: '' }] },
         config: { ...DEFAULT_OBSERVATION_CONFIG, snippetMaxTokens: 200 },
         estimator: RUNE_TOKEN_ESTIMATOR,
-      });
+      }).references;
       const seqs = chosen.map((item) => item.seq);
       expect(seqs).toContain(5);
       expect(seqs).not.toContain(10);
@@ -54,15 +54,58 @@ describe('reflection references (issue 12)', () => {
 
   it('offers nothing before the first reflection', () => {
     expect(
-      selectReflectionReferences({
+      selectReflectionContext({
         observations: [observation(1, 1)],
         throughSeq: 0,
         links: { supersessions: [] },
         config: DEFAULT_OBSERVATION_CONFIG,
         estimator: RUNE_TOKEN_ESTIMATOR,
       }),
-    ).toEqual([]);
+    ).toEqual({ references: [], contradictions: [] });
   });
+
+  it(
+    'offers open contradictions first, newest first, each with both its observations, and all of it within ' +
+      'the references budget',
+    () => {
+      const observations = Array.from({ length: 400 }, (_, index) => observation(index + 1, 0.2));
+      const config = { ...DEFAULT_OBSERVATION_CONFIG, snippetMaxTokens: 60 };
+      const contradictions = Array.from({ length: 30 }, (_, index) => ({
+        seqA: index + 1,
+        seqB: 200 + index,
+        detail: `conflict ${index}`,
+      }));
+      const chosen = selectReflectionContext({
+        observations,
+        throughSeq: 380,
+        // Contradiction 0's second side is superseded: it is settled, and is not offered.
+        links: { supersessions: [{ newerSeq: 390, olderSeq: 200, reason: '' }], contradictions },
+        config,
+        estimator: RUNE_TOKEN_ESTIMATOR,
+      });
+      expect(chosen.contradictions.length).toBeGreaterThan(0);
+      expect(chosen.contradictions.length).toBeLessThan(29);
+      // Newest first: the last contradictions of the list, down from 29.
+      expect(chosen.contradictions.map((item) => item.seqA)).toEqual(
+        Array.from({ length: chosen.contradictions.length }, (_, index) => 30 - index),
+      );
+      const seqs = new Set(chosen.references.map((item) => item.seq));
+      for (const item of chosen.contradictions) {
+        expect(seqs.has(item.seqA) && seqs.has(item.seqB)).toBe(true);
+        expect(Object.keys(item).sort()).toEqual(['detail', 'seqA', 'seqB']);
+      }
+      const tokens =
+        chosen.references.reduce(
+          (sum, item) => sum + RUNE_TOKEN_ESTIMATOR.estimate(`- [seq:${item.seq}] ${referenceLine(item)}\n`),
+          0,
+        ) +
+        chosen.contradictions.reduce(
+          (sum, item) => sum + RUNE_TOKEN_ESTIMATOR.estimate(`${contradictionLine(item)}\n`),
+          0,
+        );
+      expect(tokens).toBeLessThanOrEqual(reflectorReferenceTokens(config));
+    },
+  );
 });
 
 describe('observation provenance (issue 12)', () => {

@@ -1,48 +1,83 @@
 /**
- * Which earlier observations a reflection is shown, so that it can supersede or contradict
- * them however long ago they were made.
+ * Which earlier observations and open contradictions a reflection is shown, so that it can
+ * supersede or contradict them, and settle a contradiction, however long ago they were made.
  * @module
  */
-import { referenceLine, reflectorReferenceTokens } from './memory-prompts.js';
+import { contradictionLine, referenceLine, reflectorReferenceTokens } from './memory-prompts.js';
 import type { Observation, ObservationConfig } from './observation.js';
 import { selectObservationIndices } from './observation-snippet.js';
 import { supersededBy } from './reflection-links.js';
-import type { Supersession } from './reflection.js';
+import type { Contradiction, Supersession } from './reflection.js';
 import type { TokenEstimator } from './token-estimator.js';
 
 /** Importance from which an earlier observation is always a candidate reference, however old. */
 export const REFERENCE_IMPORTANCE_FLOOR = 0.7;
 
-/** What {@link selectReflectionReferences} chooses from. */
-export interface ReflectionReferencesInput {
+/** What {@link selectReflectionContext} chooses from. */
+export interface ReflectionContextInput {
   /** The scope's observations in seq order. */
   readonly observations: readonly Observation[];
   /** The previous reflection's `throughSeq`: observations up to it are candidates, later ones are new. */
   readonly throughSeq: number;
-  /** The scope's supersession set: superseded observations are never references. */
-  readonly links: { readonly supersessions: readonly Supersession[] };
+  /**
+   * The scope's active supersession set: superseded observations are never references, and
+   * its contradictions are shown, newest first, with both their observations.
+   */
+  readonly links: {
+    readonly supersessions: readonly Supersession[];
+    readonly contradictions?: readonly Contradiction[];
+  };
   readonly config: ObservationConfig;
   readonly estimator: TokenEstimator;
 }
 
+/** What a reflection is shown besides its new observations. */
+export interface ReflectionContext {
+  /** Earlier observations in force, in seq order. */
+  readonly references: Observation[];
+  /** Open contradictions whose two observations are among the references, newest first. */
+  readonly contradictions: Contradiction[];
+}
+
 /**
- * The earlier observations (up to `throughSeq`, not superseded) to list in the reflector
- * prompt: first those the snippet would show within `snippet_max_tokens`, then those with
- * an importance of at least 0.7, newest first; each counted as its one clipped line, while
- * they fit `2 × snippet_max_tokens`. In seq order.
+ * The earlier observations (up to `throughSeq`, not superseded) and open contradictions to
+ * list in the reflector prompt, each counted as its one clipped line, while they fit
+ * `2 × snippet_max_tokens`: first the open contradictions, newest first, each with its two
+ * observations (a contradiction stays open until a supersession settles it, so the reflector
+ * must see it to settle it); then the observations the snippet would show within
+ * `snippet_max_tokens`; then those with an importance of at least 0.7, newest first.
  */
-export function selectReflectionReferences(input: ReflectionReferencesInput): Observation[] {
+export function selectReflectionContext(input: ReflectionContextInput): ReflectionContext {
   const { observations, throughSeq, config, estimator } = input;
-  if (throughSeq <= 0 || observations.length === 0) return [];
+  if (throughSeq <= 0 || observations.length === 0) return { references: [], contradictions: [] };
   const superseded = supersededBy(input.links);
-  const eligible = (observation: Observation): boolean =>
-    observation.seq <= throughSeq && !superseded.has(observation.seq);
+  const eligible = (observation: Observation | undefined): observation is Observation =>
+    observation !== undefined && observation.seq <= throughSeq && !superseded.has(observation.seq);
+  const lineTokens = (observation: Observation): number =>
+    estimator.estimate(`- [seq:${observation.seq}] ${referenceLine(observation)}\n`);
+  let remaining = reflectorReferenceTokens(config);
+  const chosen = new Map<number, Observation>();
+  const contradictions: Contradiction[] = [];
+  const bySeq = new Map(observations.map((observation) => [observation.seq, observation]));
+  const newestFirst = [...(input.links.contradictions ?? [])].sort(
+    (a, b) =>
+      Math.max(b.seqA, b.seqB) - Math.max(a.seqA, a.seqB) || Math.min(b.seqA, b.seqB) - Math.min(a.seqA, a.seqB),
+  );
+  for (const contradiction of newestFirst) {
+    const sides = [bySeq.get(contradiction.seqA), bySeq.get(contradiction.seqB)];
+    if (!sides.every(eligible)) continue;
+    const added = (sides as Observation[]).filter((side) => !chosen.has(side.seq));
+    const tokens =
+      estimator.estimate(`${contradictionLine(contradiction)}\n`) +
+      added.reduce((sum, side) => sum + lineTokens(side), 0);
+    if (tokens > remaining) continue;
+    remaining -= tokens;
+    contradictions.push({ seqA: contradiction.seqA, seqB: contradiction.seqB, detail: contradiction.detail });
+    for (const side of added) chosen.set(side.seq, side);
+  }
   const candidates: Observation[] = [];
-  const seen = new Set<number>();
   const consider = (observation: Observation): void => {
-    if (!eligible(observation) || seen.has(observation.seq)) return;
-    seen.add(observation.seq);
-    candidates.push(observation);
+    if (eligible(observation) && !chosen.has(observation.seq)) candidates.push(observation);
   };
   for (const index of selectObservationIndices(observations, superseded, config.snippetMaxTokens, estimator))
     consider(observations[index] as Observation);
@@ -50,13 +85,12 @@ export function selectReflectionReferences(input: ReflectionReferencesInput): Ob
     const observation = observations[index] as Observation;
     if ((observation.importance ?? 0) >= REFERENCE_IMPORTANCE_FLOOR) consider(observation);
   }
-  let remaining = reflectorReferenceTokens(config);
-  const chosen: Observation[] = [];
   for (const observation of candidates) {
-    const tokens = estimator.estimate(`- [seq:${observation.seq}] ${referenceLine(observation)}\n`);
+    if (chosen.has(observation.seq)) continue;
+    const tokens = lineTokens(observation);
     if (tokens > remaining) continue;
     remaining -= tokens;
-    chosen.push(observation);
+    chosen.set(observation.seq, observation);
   }
-  return chosen.sort((a, b) => a.seq - b.seq);
+  return { references: [...chosen.values()].sort((a, b) => a.seq - b.seq), contradictions };
 }

@@ -4,6 +4,7 @@ import { requireObject } from '../core/require-option.js';
 import type { MemoryPrompt, PromptMessage } from '../core/memory-prompts.js';
 import type { Observation, ObservationConfig, ParsedObservation, StoredReflection } from '../core/observation.js';
 import { isNothingToObserve, parseObservations } from '../core/parse-observations.js';
+import type { Contradiction } from '../core/reflection.js';
 import type { Scope } from '../core/scope.js';
 import { utf8Length } from '../core/working-memory.js';
 import type { LanguageModel, LanguageModelResult } from '../llm/language-model.js';
@@ -33,6 +34,12 @@ export interface ReflectorInput {
    * may supersede or contradict, chosen and bounded by the configuration.
    */
   readonly references?: readonly Observation[];
+  /**
+   * Contradictions of earlier reflections still open (no supersession has settled them),
+   * newest first and bounded with the references; both observations of each are among
+   * `references`. A contradiction is settled by listing a supersession of one side.
+   */
+  readonly contradictions?: readonly Contradiction[];
   /** The model to ask instead of the reflector's own (the run's, when memory follows it). */
   readonly modelId?: string;
   readonly abortSignal?: AbortSignal;

@@ -13,7 +13,7 @@ import { isNothingToObserve } from '../core/parse-observations.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import { activeReflectionLinks } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
-import { selectReflectionReferences } from '../core/reflection-references.js';
+import { selectReflectionContext } from '../core/reflection-references.js';
 import { redactSecrets } from '../core/redact-secrets.js';
 import { stripInvisible } from '../core/sanitize-text.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
@@ -307,13 +307,15 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
     observations = recentWithin(all, 0, Math.max(config.reflectThresholdTokens, 1), lineCost);
   const links = activeReflectionLinks(await context.linksOf(operation.memoryId, record));
   const listed = new Set(observations.map((observation) => observation.seq));
-  const references = selectReflectionReferences({
+  const shown = selectReflectionContext({
     observations: all,
     throughSeq: previousThrough,
     links,
     config,
     estimator: context.estimator,
-  }).filter((observation) => !listed.has(observation.seq));
+  });
+  const references = shown.references.filter((observation) => !listed.has(observation.seq));
+  const contradictions = shown.contradictions;
   const reflector = context.reflector;
   const answer = await withinLease(context, (abortSignal) =>
     reflector.reflect({
@@ -322,6 +324,7 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
       reflection: record.reflection,
       observations,
       references,
+      contradictions,
       ...runModelOf(context, operation),
       abortSignal,
     }),

@@ -56,6 +56,26 @@ function reflectorModel() {
   });
 }
 
+/** Memory whose observer turns "run N" into the one observation `factOf(N)`, reflected by `model`. */
+function memoryOfRuns(
+  factOf: (run: number) => { text: string; importance: number },
+  model: ReturnType<typeof createMockLanguageModel>,
+  config: ObservationConfig,
+) {
+  const observer = scriptedObserver((input) => {
+    const run = Number(/run (\d+)/.exec(input.messages[0]?.content ?? '')?.[1]);
+    const { text, importance } = factOf(run);
+    return `IMPORTANCE: ${importance}\n${text}`;
+  });
+  return createObservationalMemory({
+    store: createInMemoryStore(),
+    observer,
+    reflector: createModelReflector(model),
+    defaultEnabled: true,
+    defaults: config,
+  });
+}
+
 describe('observational memory: the supersession set (issue 12)', () => {
   it(
     'keeps a supersession found in the second of three reflections over 60 runs, and the reflector input ' +
@@ -69,18 +89,7 @@ describe('observational memory: the supersession set (issue 12)', () => {
         reflectThresholdTokens: observationTokens * 20 - 1,
       };
       const model = reflectorModel();
-      const observer = scriptedObserver((input) => {
-        const run = Number(/run (\d+)/.exec(input.messages[0]?.content ?? '')?.[1]);
-        const { text, importance } = fact(run);
-        return `IMPORTANCE: ${importance}\n${text}`;
-      });
-      const memory = createObservationalMemory({
-        store: createInMemoryStore(),
-        observer,
-        reflector: createModelReflector(model),
-        defaultEnabled: true,
-        defaults: config,
-      });
+      const memory = memoryOfRuns(fact, model, config);
       for (let run = 1; run <= 60; run++) {
         await memory.observe({
           scope,
@@ -146,6 +155,72 @@ describe('observational memory: the supersession set (issue 12)', () => {
         const text = sent.messages.map((message) => message.content).join('\n');
         expect(RUNE_TOKEN_ESTIMATOR.estimate(text)).toBeLessThanOrEqual(maxReflectorInputTokens(config));
       }
+    },
+  );
+
+  it(
+    'shows an open contradiction, with both its observations however old and unimportant, to later ' +
+      'reflections, so one can settle it',
+    async () => {
+      const TUESDAY = 'Deploys go out on Tuesdays.';
+      const THURSDAY = 'Deploys go out on Thursdays.';
+      const CONFIRMED = 'The user confirmed that deploys go out on Thursdays.';
+      const factOf = (run: number): { text: string; importance: number } => {
+        const text =
+          run === 2 ? TUESDAY : run === 3 ? THURSDAY : run === 30 ? CONFIRMED : `Run ${run}: worked on module ${run}.`;
+        return { text: text.padEnd(WIDTH, '.'), importance: run === 2 || run === 3 ? 0.3 : 0.5 };
+      };
+      const observationTokens = RUNE_TOKEN_ESTIMATOR.estimate(factOf(1).text);
+      const config: ObservationConfig = {
+        observeMinTokens: 1,
+        // The snippet holds six observations: the two old ones at 0.3 are never among them.
+        snippetMaxTokens: observationTokens * 6,
+        reflectThresholdTokens: observationTokens * 20 - 1,
+      };
+      // A reflector model that cites only what its prompt shows: it flags the two deploy days
+      // as conflicting, and settles it once it sees both of them and the user's confirmation.
+      const model = createMockLanguageModel((options) => {
+        const prompt = options.messages.at(-1)?.content ?? '';
+        const seqOf = (text: string): number | undefined => {
+          const line = prompt
+            .split('\n')
+            .find((candidate) => candidate.startsWith('- [seq:') && candidate.includes(text));
+          const match = /\[seq:(\d+)\]/.exec(line ?? '');
+          return match ? Number(match[1]) : undefined;
+        };
+        const [tuesday, thursday, confirmed] = [seqOf(TUESDAY), seqOf(THURSDAY), seqOf(CONFIRMED)];
+        const settled =
+          tuesday !== undefined && confirmed !== undefined
+            ? `- [seq:${confirmed}] replaces [seq:${tuesday}]: the user confirmed Thursdays`
+            : '';
+        const conflict =
+          settled === '' && tuesday !== undefined && thursday !== undefined
+            ? `- [seq:${thursday}] vs [seq:${tuesday}]: which day deploys go out`
+            : '';
+        return `SUMMARY:\nA coding session.\n\nSUPERSESSIONS:\n${settled}\n\nCONTRADICTIONS:\n${conflict}\n`;
+      });
+      const memory = memoryOfRuns(factOf, model, config);
+      const observeRun = (run: number) =>
+        memory.observe({ scope, messages: [{ id: `u${run}`, role: 'user', content: `run ${run}: continue` }] });
+      for (let run = 1; run <= 20; run++) await observeRun(run);
+      expect(model.calls).toHaveLength(1);
+      expect(await memory.snippet(scope)).toContain(
+        '⚠️ Unresolved contradictions:\n- which day deploys go out (observations [2] vs [3]) — confirm which applies',
+      );
+
+      for (let run = 21; run <= 40; run++) await observeRun(run);
+      expect(model.calls).toHaveLength(2);
+      const second = model.calls[1]?.messages.at(-1)?.content ?? '';
+      expect(second).toContain(
+        'Open contradictions (one line each, clipped):\n<existing-memory>\n- [seq:2] vs [seq:3]: which day deploys go out\n</existing-memory>',
+      );
+      expect(second).toMatch(/- \[seq:2\] Deploys go out on Tuesdays/);
+      expect(RUNE_TOKEN_ESTIMATOR.estimate(second)).toBeLessThanOrEqual(maxReflectorInputTokens(config));
+
+      const snippet = await memory.snippet(scope);
+      expect(snippet).not.toContain('Unresolved contradictions');
+      expect(snippet).toContain('- the user confirmed Thursdays (observation [30] supersedes [2])');
+      expect(await memory.status(scope)).toMatchObject({ activeContradictions: 0, rejectedReferences: 0 });
     },
   );
 
