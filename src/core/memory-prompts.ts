@@ -63,9 +63,11 @@ export function buildObserverPrompt(input: {
     '- 0.1-0.4: transient details',
     '',
     'Output format: for each observation, a line `IMPORTANCE:x.x`, then a line `SOURCE: n, m` citing the ' +
-      'transcript seqs (the numbers in square brackets) it comes from, then the observation text on the ' +
+      'transcript seqs it comes from (the numbers in square brackets at the start of the <transcript> lines, not ' +
+      'those of the memory lines), then the observation text on the ' +
       'lines below. Separate blocks with a blank line. Plain text only. If nothing in the segment is worth ' +
       'remembering, answer exactly NONE.',
+    'Record only what is new or has changed: do not repeat what the current memory already says.',
     `A message longer than ${MAX_PROMPT_MESSAGE_CHARS} characters is clipped: only its head is shown, ` +
       `followed by a note saying how much was cut.`,
     'Each message starts a line with its `[seq] role:`; its further lines are indented, so an indented ' +
@@ -112,6 +114,8 @@ export function buildReflectorPrompt(input: {
     "You produce a structured reflection of an AI agent's observational memory, with the sections SUMMARY, " +
       'SUPERSESSIONS and CONTRADICTIONS.',
     DATA_RULE,
+    'Answer only with the three sections in the required format, in plain text: no code fences, JSON or ' +
+      'remarks before or after them.',
   ].join('\n');
   const references = input.references ?? [];
   const contradictions = input.contradictions ?? [];

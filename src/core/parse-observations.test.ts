@@ -371,10 +371,96 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
     ['a bare number after the label', `Importance 0.9\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
     ['nothing to remember', 'NONE', []],
     ['nothing to remember, in words', 'No new observations.', []],
+    // Found by a review of what hosted and local models write (2026-12-06).
+    [
+      "a reasoning model's thinking and the prompt's wrapper echoed",
+      `<think>\nThe user states a preference. High importance.\n</think>\n\n<observations>\nIMPORTANCE: 0.9\nSOURCE: 1\n${tabs}\n</observations>`,
+      [{ content: tabs, importance: 0.9, sourceSeqs: [1] }],
+    ],
+    [
+      'a closing remark to the reader',
+      `IMPORTANCE: 0.9\n${tabs}\n\nLet me know if you would like me to adjust anything!`,
+      [{ content: tabs, importance: 0.9 }],
+    ],
+    [
+      'a note after a separator',
+      `IMPORTANCE: 0.9\n${tabs}\n\n---\n*These observations capture the durable facts.*`,
+      [{ content: tabs, importance: 0.9 }],
+    ],
+    [
+      'a JSON list, fenced',
+      '```json\n[{"importance": 0.9, "source": [1], "observation": "' +
+        tabs +
+        '"}, {"importance": 0.5, "observation": "' +
+        go +
+        '"}]\n```',
+      [
+        { content: tabs, importance: 0.9, sourceSeqs: [1] },
+        { content: go, importance: 0.5 },
+      ],
+    ],
+    [
+      'the same block twice',
+      `IMPORTANCE: 0.7\nSOURCE: 1\n${tabs}\n\nIMPORTANCE: 0.9\nSOURCE: 3\n${tabs.toUpperCase()}`,
+      [{ content: tabs, importance: 0.9, sourceSeqs: [1, 3] }],
+    ],
+    [
+      'a source with the role after it',
+      `IMPORTANCE: 0.95\nSOURCE: 1 (user)\n${tabs}`,
+      [{ content: tabs, importance: 0.95, sourceSeqs: [1] }],
+    ],
+    [
+      'a source in words',
+      `IMPORTANCE: 0.9\nSOURCE: transcript seq 3.\n${tabs}`,
+      [{ content: tabs, importance: 0.9, sourceSeqs: [3] }],
+    ],
+    [
+      '"Importance score" labels',
+      `Importance score: 0.9\n${tabs}\n\nImportance score: 0.4\n${go}`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.4 },
+      ],
+    ],
+    ['a level word after the number', `IMPORTANCE: 0.8 (high)\n${tabs}`, [{ content: tabs, importance: 0.8 }]],
+    ['a full-width colon', `IMPORTANCE：0.9\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
+    [
+      'white-circle bullets',
+      `◦ IMPORTANCE: 0.9\n  ${tabs}\n◦ IMPORTANCE: 0.5\n  ${go}`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.5 },
+      ],
+    ],
+    [
+      '"Observation N" labels over the blocks',
+      `**Observation 1**\nIMPORTANCE: 0.9\n${tabs}\n\n**Observation 2**\nIMPORTANCE: 0.5\n${go}`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.5 },
+      ],
+    ],
+    [
+      'a preamble without a colon',
+      `Based on the transcript, I identified one durable fact.\n\nIMPORTANCE: 0.9\n${tabs}`,
+      [{ content: tabs, importance: 0.9 }],
+    ],
+    ['bold text', `IMPORTANCE: 0.9\n**${tabs}**`, [{ content: tabs, importance: 0.9 }]],
   ];
 
   it.each(shapes)('reads %s', (_name, answer, expected) => {
     expect(parseObservations(answer)).toEqual(expected);
+  });
+
+  it('merges repeats before the count limit, so a degenerate answer leaves room for the other facts', () => {
+    const answer = [
+      ...Array.from({ length: 60 }, () => 'IMPORTANCE: 0.5\nThe build uses make.'),
+      'IMPORTANCE: 0.9\nUser name is Ana.',
+    ].join('\n\n');
+    expect(parseObservations(answer)).toEqual([
+      { content: 'The build uses make.', importance: 0.5 },
+      { content: 'User name is Ana.', importance: 0.9 },
+    ]);
   });
 
   it('covers at least twenty shapes', () => {
@@ -382,9 +468,28 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
   });
 
   it('says when an answer means "nothing to remember", and only then', () => {
-    for (const answer of ['NONE', 'None.', '**NONE**', 'No observations.', 'Nothing to observe.', 'N/A'])
+    for (const answer of [
+      'NONE',
+      'None.',
+      '**NONE**',
+      'No observations.',
+      'Nothing to observe.',
+      'N/A',
+      'NONE\n\nThe segment only contains greetings; nothing durable was discussed.',
+      'There are no new durable facts in this segment.',
+      'Nothing in this segment is worth remembering.',
+      "I didn't find anything worth remembering in this segment.",
+      '[]',
+      '```json\n[]\n```',
+      '<think>\nOnly greetings here.\n</think>\nNONE',
+    ])
       expect(isNothingToObserve(answer), answer).toBe(true);
-    for (const answer of ['', 'None of the tests pass.', 'IMPORTANCE: 0.9\nNONE'])
+    for (const answer of [
+      '',
+      'None of the tests pass.',
+      'IMPORTANCE: 0.9\nNONE',
+      'There are no tests in the repo yet.',
+    ])
       expect(isNothingToObserve(answer), answer).toBe(false);
   });
 

@@ -5,6 +5,8 @@
 
 import type { ParsedObservation } from './observation.js';
 import { stripInvisible } from './sanitize-text.js';
+import { readJsonObservations } from './json-answer.js';
+import { stripReasoning } from './strip-reasoning.js';
 
 /** Most observations kept from one observer answer. */
 export const DEFAULT_MAX_OBSERVATIONS = 50;
@@ -25,15 +27,16 @@ export interface ParseObservationsOptions {
 
 // Decoration models put around a label: list bullets and numbers, headings, quotes,
 // emphasis and brackets (`1. **IMPORTANCE:** 0.9`, `- [Importance: 0.9]`, `### Importance: 0.9`).
-const LEAD = String.raw`^\s*(?:(?:[-*•+]|\d{1,3}[.)]|#{1,6}|>)\s+)*[*_\[(]*\s*`;
+const LEAD = String.raw`^\s*(?:(?:[-*•+◦▪–]|\d{1,3}[.)]|#{1,6}|>)\s+)*[*_\[(]*\s*`;
 const EMPHASIS = String.raw`[*_]*`;
-// `IMPORTANCE` then `:` or `=` (emphasis may sit on either side), then the value.
-// Without `:` or `=`, only a bare number may follow (`Importance 0.9`), not a sentence.
+// `IMPORTANCE` (or `Importance score`, `level`, `rating`) then `:` or `=` (emphasis may sit on
+// either side; a full-width colon too), then the value. Without `:` or `=`, only a bare number
+// may follow (`Importance 0.9`), not a sentence.
 const MARKER_LINE = new RegExp(
-  `${LEAD}importance${EMPHASIS}\\s*(?:[:=]|(?=\\s+[+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)\\s*%?[*_\\])]*\\s*$))${EMPHASIS}\\s*(.*)$`,
+  `${LEAD}importance(?:\\s+(?:score|level|rating))?${EMPHASIS}\\s*(?:[:=：]|(?=\\s+[+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)\\s*%?[*_\\])]*\\s*$))${EMPHASIS}\\s*(.*)$`,
   'i',
 );
-const SOURCE_LINE = new RegExp(`${LEAD}sources?${EMPHASIS}\\s*[:=]${EMPHASIS}\\s*(.*?)[*_\\])]*\\s*$`, 'i');
+const SOURCE_LINE = new RegExp(`${LEAD}sources?${EMPHASIS}\\s*[:=：]${EMPHASIS}\\s*(.*?)[*_\\])]*\\s*$`, 'i');
 // `User prefers tabs. (importance: 0.9)`: a whole observation on one line, scored at its end.
 const TRAILING_SCORE =
   /^(.*?\S)\s*[([]\s*importance\s*[:=]?\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*(?:%|\/\s*\d+(?:\.\d*)?)?)\s*[)\]]\s*[.;]?\s*$/i;
@@ -50,18 +53,24 @@ const LEVEL_WORDS: Readonly<Record<string, number>> = {
 };
 // A label models put before the observation text itself.
 const CONTENT_LABEL = /^[*_]*(?:observation|content|fact)[*_]*\s*:[*_]*\s*/i;
-const BULLET_LINE = /^\s*(?:[-*•+]|\d{1,3}[.)])\s+\S/;
-// Lines that frame an answer rather than say anything: headings, separators, code fences.
-const FRAME_LINE = /^\s*(?:#{1,6}\s.*|[-*_=]{3,}|```.*|~~~.*)\s*$/;
+const BULLET_LINE = /^\s*(?:[-*•+◦▪–]|\d{1,3}[.)])\s+\S/;
+// Lines that frame an answer rather than say anything: headings, separators, code fences, a
+// wrapper tag alone on its line (`<observations>` echoed back from the prompt, `<answer>`).
+// An `Observation 2:` or `**Observation 2**` label over each block frames it too.
+const FRAME_LINE =
+  /^\s*(?:#{1,6}\s.*|[-*_=]{3,}|```.*|~~~.*|<\/?(?:observations?|transcript|existing-memory|answer|output|response|result)>|[*_]*observation\s*#?\d{1,3}[*_]*\s*:?[*_]*)\s*$/i;
 // Preamble sentences: "Here are the observations:", "Sure! Below are …", "Observations:".
 const PREAMBLE_LINE =
-  /^\s*[*_#>\s]*(?:(?:here\s+(?:are|is)|here's|sure|okay|ok|certainly|below\s+(?:are|is)|the\s+following)\b.*|[^.!?]{0,60}:[*_\s]*)$/i;
+  /^\s*[*_#>\s]*(?:(?:here\s+(?:are|is)|here's|sure|okay|ok|certainly|below\s+(?:are|is)|the\s+following|based\s+on\s+the\s+(?:new\s+)?(?:transcript|segment|conversation)|after\s+reviewing|i\s+(?:have\s+)?(?:found|identified|extracted|noted|recorded))\b.*|[^.!?]{0,160}:[*_\s]*)$/i;
 const NOTHING_ANSWER =
   /^[\s*_"'`([]*(?:none|no\s+(?:new\s+)?observations?|nothing(?:\s+(?:new|worth\s+remembering|to\s+(?:observe|record|remember)))?|n\/a)[\s.!*_"'`)\]]*$/i;
 // The start of an answer that says there is nothing, then gives a reason: `NONE - small talk`,
 // `None. The user only said hello.`, `Nothing new to record.` (`None of the tests pass` is a fact).
+// Also `There are no new durable facts …`, `Nothing in this segment is worth remembering.`
 const NOTHING_LEAD =
-  /^[\s*_"'`([]*(?:(?:none|n\/a)[\s*_"'`)\]]*(?:[.!:;,(\-—–]|$)|no\s+(?:new\s+|durable\s+|relevant\s+)?(?:observations?|facts?)\b|nothing\s+(?:new|worth|durable|relevant|of\s+note|to\s+(?:observe|record|remember|note|add))\b)/i;
+  /^[\s*_"'`([]*(?:(?:none|n\/a)[\s*_"'`)\]]*(?:[.!:;,(\-—–]|$)|(?:there\s+(?:are|is|were|was)\s+)?no\s+(?:(?:new|durable|relevant|notable|important|lasting)\s+)*(?:observations?|facts?|information)\b|(?:i\s+)?(?:did\s+not|didn't|could\s+not|couldn't)\s+find\s+(?:anything|any\s+(?:new\s+)?(?:facts?|observations?))\b|nothing\s+(?:(?:in|from)\s+(?:this|the)\s+(?:new\s+)?(?:transcript\s+)?(?:segment|transcript|conversation|exchange)\s+(?:is\s+)?)?(?:new|worth|durable|relevant|of\s+note|to\s+(?:observe|record|remember|note|add))\b)/i;
+// An empty JSON list or object: the model answered "nothing" in JSON.
+const EMPTY_JSON = /^(?:```(?:json)?\s*)?(?:\[\s*\]|\{\s*\})(?:\s*```)?$/i;
 const MAX_REPEATED_LINES = 3;
 
 interface Block {
@@ -80,10 +89,14 @@ interface Block {
  * scores nothing: the observer looked and found nothing, which is not a failure.
  */
 export function isNothingToObserve(raw: string): boolean {
-  const text = stripInvisible(raw).trim();
-  if (NOTHING_ANSWER.test(text)) return true;
+  const text = stripInvisible(stripReasoning(raw)).trim();
+  if (NOTHING_ANSWER.test(text) || EMPTY_JSON.test(text)) return true;
+  // The first line says it (`NONE`, then a blank line and the reason); a code fence may come first.
+  const first = text.split('\n').find((line) => line.trim() !== '' && !/^\s*(?:```|~~~)/.test(line)) ?? '';
   // "Nothing new, except: …" followed by a scored fact is not nothing.
-  return NOTHING_LEAD.test(text) && !text.split('\n').some((line) => isScoreLine(line));
+  return (
+    (NOTHING_LEAD.test(first) || NOTHING_ANSWER.test(first)) && !text.split('\n').some((line) => isScoreLine(line))
+  );
 }
 
 function isScoreLine(line: string): boolean {
@@ -105,9 +118,46 @@ function isScoreLine(line: string): boolean {
 export function parseObservations(raw: string, options: ParseObservationsOptions = {}): ParsedObservation[] {
   const maxObservations = bound(options.maxObservations, DEFAULT_MAX_OBSERVATIONS);
   const maxChars = Math.max(1, bound(options.maxObservationChars, DEFAULT_MAX_OBSERVATION_CHARS));
-  const text = stripInvisible(raw).trim();
+  const text = stripInvisible(stripReasoning(raw)).trim();
   if (text === '' || isNothingToObserve(text)) return [];
+  const json = readJsonObservations(text);
+  const parsed = json
+    ? json.map((item) => ({ ...item, content: truncateObservation(item.content, maxChars) }))
+    : // Repeats are merged after reading: room for them, so that 50 copies of one fact leave room for the rest.
+      parseLines(text, maxObservations * 4, maxChars);
+  return withoutRepeats(parsed).slice(0, maxObservations);
+}
 
+/**
+ * One observation per fact: a later one of the same text (case, spacing and end punctuation
+ * aside) is merged into the first, which keeps the higher score and both sets of sources.
+ */
+function withoutRepeats(observations: readonly ParsedObservation[]): ParsedObservation[] {
+  const kept: ParsedObservation[] = [];
+  const byKey = new Map<string, number>();
+  for (const observation of observations) {
+    const key = observation.content
+      .toLowerCase()
+      .replace(/\s+/g, ' ')
+      .replace(/[\s.!;,]+$/, '');
+    const index = byKey.get(key);
+    if (index === undefined) {
+      byKey.set(key, kept.length);
+      kept.push(observation);
+      continue;
+    }
+    const first = kept[index] as ParsedObservation;
+    const importance =
+      first.importance === null ? observation.importance : Math.max(first.importance, observation.importance ?? 0);
+    const sourceSeqs = [...new Set([...(first.sourceSeqs ?? []), ...(observation.sourceSeqs ?? [])])].sort(
+      (a, b) => a - b,
+    );
+    kept[index] = { content: first.content, importance, ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}) };
+  }
+  return kept;
+}
+
+function parseLines(text: string, maxObservations: number, maxChars: number): ParsedObservation[] {
   const blocks: Block[] = [{ marked: false, importance: null, lines: [], sources: [] }];
   const lines = text.split('\n');
   // Sources written before their score (`SOURCE: 1` / `IMPORTANCE: 0.9` / text) belong to the
@@ -151,8 +201,11 @@ export function parseObservations(raw: string, options: ParseObservationsOptions
   if (!blocks.some((block) => block.marked)) return unscored(blocks[0]?.lines ?? [], maxObservations, maxChars);
 
   const observations: ParsedObservation[] = [];
-  for (const block of scoresFollowText(blocks) ? scoredBackwards(blocks) : blocks) {
+  const read = scoresFollowText(blocks) ? scoredBackwards(blocks) : blocks;
+  for (const [index, block] of read.entries()) {
     if (observations.length >= maxObservations) break;
+    // A closing remark after the last observation is said to the reader, not remembered.
+    if (index === read.length - 1) block.lines = withoutSignOff(block.lines);
     // Text above the first score that only frames the answer, or says "none" before the scored facts.
     if (!block.marked && (isFraming(block.lines) || NOTHING_ANSWER.test(cleanContent(block.lines)))) continue;
     const content = cleanContent(block.lines);
@@ -205,7 +258,7 @@ function withoutLeadingFraming(lines: readonly string[]): string[] {
  */
 function unscored(lines: readonly string[], maxObservations: number, maxChars: number): ParsedObservation[] {
   const start = lines.findIndex((line) => line.trim() !== '' && !FRAME_LINE.test(line) && !PREAMBLE_LINE.test(line));
-  const rest = start < 0 ? [] : lines.slice(start);
+  const rest = start < 0 ? [] : withoutSignOff(lines.slice(start));
   const items = rest.filter((line) => line.trim() !== '');
   if (items.length > 1 && items.every((line) => BULLET_LINE.test(line))) {
     return items
@@ -217,6 +270,32 @@ function unscored(lines: readonly string[], maxObservations: number, maxChars: n
     ? []
     : [{ content: truncateObservation(content, maxChars), importance: null }];
 }
+
+/**
+ * The lines without closing remarks addressed to the reader (`Let me know if…`, `I hope this
+ * helps`, `These observations capture…`, `Note: I skipped…`): trailing paragraphs, after a
+ * blank line, of a text that has more than one.
+ */
+export function withoutSignOff(lines: readonly string[]): string[] {
+  let end = lines.length;
+  for (;;) {
+    while (end > 0 && (lines[end - 1] as string).trim() === '') end--;
+    let start = end;
+    while (start > 0 && (lines[start - 1] as string).trim() !== '') start--;
+    const before = lines.slice(0, start).filter((line) => line.trim() !== '' && !FRAME_LINE.test(line));
+    const head = lines.slice(start, end).find((line) => !FRAME_LINE.test(line)) ?? '';
+    if (start === 0 || before.length === 0 || !SIGN_OFF.test(head)) break;
+    end = start;
+  }
+  const kept = lines.slice(0, end);
+  // A separator left at the end (`---` above the remark) frames nothing any more.
+  while (kept.length > 0 && ((kept.at(-1) as string).trim() === '' || FRAME_LINE.test(kept.at(-1) as string)))
+    kept.pop();
+  return kept;
+}
+
+const SIGN_OFF =
+  /^[\s*_>]*(?:let\s+me\s+know|i\s+hope|hope\s+(?:this|that)|feel\s+free|please\s+let|if\s+you\s+(?:need|want|would|have)|(?:these|the\s+above)\s+(?:observations?\b|are\s+the\b)|this\s+(?:update|summary|list)\b|note:\s*(?:i\b|i've|these\b|this\b|the\s+above|greetings|small\s+talk)|i\s+(?:skipped|omitted|ignored|left\s+out|did\s+not|didn't)\b)/i;
 
 /** True when text before the first observation only frames the answer. */
 function isFraming(lines: readonly string[]): boolean {
@@ -231,7 +310,10 @@ function readMarker(line: string): Block | undefined {
   const score = readScore(value);
   if (score === undefined) return undefined;
   const block: Block = { marked: true, importance: score.importance, lines: [], sources: [] };
-  const rest = score.rest.replace(/^[*_)\]]*\s*(?:[-–—:|](?:\s+|$))?/, '').trim();
+  const rest = score.rest
+    .replace(/^[*_)\]]*\s*(?:[-–—:|](?:\s+|$))?/, '')
+    .replace(/^[([]\s*(?:critical|high|medium|moderate|low)\s*[)\]]\s*/i, '')
+    .trim();
   if (rest === '') return block;
   const sources = readSources(rest);
   if (sources) block.sources.push(...sources);
@@ -277,7 +359,22 @@ function readSources(line: string): number[] | undefined {
   // A source line that cites nothing (`SOURCE: none`, `SOURCE: 0`, `SOURCE:`) is still a
   // source line: it is dropped, never kept as the observation's text.
   if (NO_SOURCE.test(list)) return [];
-  if (!SEQ_LIST.test(list)) return undefined;
+  if (!SEQ_LIST.test(list)) {
+    // `SOURCE: 1 (user)`, `SOURCE: [3] user`, `SOURCE: transcript seq 3`, `SOURCE: 3, 5.`: the
+    // seqs with the words models add around them.
+    const loose = (match[1] ?? '')
+      .replace(/\((?:[^()\d]*)\)/g, ' ')
+      .replace(/[[\]()]/g, ' ')
+      .replace(/\b(?:transcript|messages?|msgs?|lines?|turns?|user|assistant|tool|system)\b:?/gi, ' ')
+      .replace(/[.;,:\s]+$/, '')
+      .trim();
+    if (loose === '' || !SEQ_LIST.test(loose)) return undefined;
+    return seqsIn(loose);
+  }
+  return seqsIn(list);
+}
+
+function seqsIn(list: string): number[] {
   const seqs: number[] = [];
   for (const part of list.matchAll(/(\d+)(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?(\d+))?/gi)) {
     const first = Number(part[1]);
@@ -295,11 +392,12 @@ const NO_SOURCE = /^(?:|none|n\/?a|nil|null|unknown|-+|—|0+(?:\s*[,;]\s*0+)*)\
 function cleanContent(lines: readonly string[]): string {
   const kept = collapseRepeats(lines.filter((line) => !FRAME_LINE.test(line)));
   const content = kept.join('\n').trim().replace(CONTENT_LABEL, '');
-  return content.includes('\n') ? content : stripBullet(content);
+  // `**User prefers tabs.**`: emphasis around the whole of a one-line observation.
+  return content.includes('\n') ? content : stripBullet(content).replace(/^(\*\*|__)(?!.*\1.+)(.+)\1$/, '$2');
 }
 
 function stripBullet(line: string): string {
-  return line.replace(/^\s*(?:[-*•+]|\d{1,3}[.)])\s+/, '').trim();
+  return line.replace(/^\s*(?:[-*•+◦▪–]|\d{1,3}[.)])\s+/, '').trim();
 }
 
 /** Keeps at most three consecutive copies of the same (trimmed) line. */

@@ -135,6 +135,55 @@ describe('parseReflection: supersession and contradiction lines', () => {
     ]);
   });
 
+  it('reads the forms models write: emphasis, code marks, bare seqs, words in brackets, several older seqs, passive', () => {
+    const raw = [
+      'SUPERSESSIONS:',
+      '- **[seq:2] replaces [seq:1]**: switched',
+      '- `[seq:4] replaces [seq:3]`',
+      '- [seq:6] (spaces) replaces [seq:5] (tabs): changed mind',
+      '- seq 8 overrides seq 7',
+      '– #10 supersedes #9: dash bullet',
+      '- [seq:15] replaces [seq:12], [seq:13] and [seq:14]: all three',
+      '- [seq:16] is replaced by [seq:20]: passive',
+      'CONTRADICTIONS:',
+      '- **[seq:30]** conflicts with **[seq:31]**: which day',
+    ].join('\n');
+    const parsed = parseReflection(raw);
+    expect(parsed.supersessions).toEqual([
+      { newerSeq: 2, olderSeq: 1, reason: 'switched' },
+      { newerSeq: 4, olderSeq: 3, reason: '' },
+      { newerSeq: 6, olderSeq: 5, reason: 'changed mind' },
+      { newerSeq: 8, olderSeq: 7, reason: '' },
+      { newerSeq: 10, olderSeq: 9, reason: 'dash bullet' },
+      { newerSeq: 15, olderSeq: 12, reason: 'all three' },
+      { newerSeq: 15, olderSeq: 13, reason: 'all three' },
+      { newerSeq: 15, olderSeq: 14, reason: 'all three' },
+      { newerSeq: 20, olderSeq: 16, reason: 'passive' },
+    ]);
+    expect(parsed.contradictions).toEqual([{ seqA: 30, seqB: 31, detail: 'which day' }]);
+  });
+
+  it('reads a reflection answered as JSON, and drops code fences and a closing remark', () => {
+    expect(
+      parseReflection(
+        '```json\n{"summary": "User prefers spaces.", "supersessions": [{"newer": 2, "older": 1, "reason": "switched"}], ' +
+          '"contradictions": [{"seq_a": 3, "seq_b": 4, "detail": "day"}]}\n```',
+      ),
+    ).toEqual({
+      summary: 'User prefers spaces.',
+      supersessions: [{ newerSeq: 2, olderSeq: 1, reason: 'switched' }],
+      contradictions: [{ seqA: 3, seqB: 4, detail: 'day' }],
+      schemaVersion: 1,
+    });
+    expect(parseReflection('```\nSUMMARY:\nUser prefers spaces.\n```').summary).toBe('User prefers spaces.');
+    expect(parseReflection('SUMMARY:\nUser prefers spaces.\n\nLet me know if you want more detail!').summary).toBe(
+      'User prefers spaces.',
+    );
+    expect(parseReflection('<think>\nweighing it\n</think>\nSUMMARY:\nUser prefers spaces.').summary).toBe(
+      'User prefers spaces.',
+    );
+  });
+
   it('accepts vs, vs. and versus in contradictions', () => {
     const raw = 'CONTRADICTIONS:\n- [seq:1] vs [seq:2]: a\n- [seq:3] vs. [seq:4] b\n- [seq:5] VERSUS [seq:6]';
     expect(parseReflection(raw).contradictions).toEqual([
@@ -153,7 +202,7 @@ describe('parseReflection: supersession and contradiction lines', () => {
       '- [seq:0] replaces [seq:2]',
       '- [seq:-1] replaces [seq:2]',
       '- [seq:1.5] replaces [seq:2]',
-      '- [seq:3] overrides [seq:2]',
+      '- [seq:3] undoes [seq:2]',
       `- [seq:${'9'.repeat(20)}] replaces [seq:2]`,
       'CONTRADICTIONS:',
       '- [seq:1] replaces [seq:2]: wrong section keyword',

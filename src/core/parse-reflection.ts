@@ -3,8 +3,11 @@
  * @module
  */
 
+import { readJsonReflection } from './json-answer.js';
+import { withoutSignOff } from './parse-observations.js';
 import type { Contradiction, StructuredReflection, Supersession } from './reflection.js';
 import { stripInvisible } from './sanitize-text.js';
+import { stripReasoning } from './strip-reasoning.js';
 
 type Section = 'summary' | 'supersessions' | 'contradictions';
 
@@ -13,11 +16,24 @@ type Section = 'summary' | 'supersessions' | 'contradictions';
 // the line. A list bullet, number or quote may come first (`1. SUMMARY:`, `> SUMMARY:`).
 const HEADER =
   /^(?:(?:[-*•+]|\d{1,3}[.)]|>)\s+)*(#*)\s*([*_[]*)\s*(summary|supersessions|contradictions)(?![\p{L}\p{N}])([*_\]]*)\s*(:|[-—–](?=\s|$)|)\s*([*_]*)\s*(.*)$/iu;
-const BULLET = String.raw`^(?:[-*•]|\d+[.)])?\s*`;
-const SEQ = String.raw`\[\s*seq\s*:\s*(\d+)\s*\]`;
+const BULLET = String.raw`^(?:[-*•◦▪–—]|\d+[.)])?\s*`;
+// A seq, then words in brackets a model may add after it (`[seq:2] (tabs)`).
+const SEQ = String.raw`\[\s*seq\s*:\s*(\d+)\s*\](?:\s*\([^()]*\))?`;
+// More seqs on the same side: `[seq:5] replaces [seq:2], [seq:3] and [seq:4]`.
+const MORE_SEQS = String.raw`((?:\s*(?:,|&|\band\b)\s*\[\s*seq\s*:\s*\d+\s*\](?:\s*\([^()]*\))?)*)`;
 const TAIL = String.raw`\s*(?:[:—–-]\s*)?(.*)$`;
-const SUPERSESSION_LINE = new RegExp(`${BULLET}${SEQ}\\s*(?:replaces|supersedes)\\s*${SEQ}${TAIL}`, 'i');
-const CONTRADICTION_LINE = new RegExp(`${BULLET}${SEQ}\\s*(?:vs\\.?|versus)\\s*${SEQ}${TAIL}`, 'i');
+// `replaced by` / `superseded by` name the newer seq second.
+const SUPERSESSION_LINE = new RegExp(
+  `${BULLET}${SEQ}\\s*(?:(is\\s+)?(replaced\\s+by|superseded\\s+by|overridden\\s+by)|replaces|supersedes|overrides|replaced|superseded|overrode)\\s*${SEQ}${MORE_SEQS}${TAIL}`,
+  'i',
+);
+const CONTRADICTION_LINE = new RegExp(
+  `${BULLET}${SEQ}\\s*(?:vs\\.?|versus|conflicts\\s+with|contradicts)\\s*${SEQ}${TAIL}`,
+  'i',
+);
+// Seqs written without the brackets: `seq 5`, `seq:5`, `#5`.
+const LOOSE_SEQ = /\[\s*seq\s*[:#]?\s*(\d+)\s*\]|\bseq\s*[:#]?\s*(\d+)\b|(?<![\w[])#(\d+)\b/gi;
+const FENCE_LINE = /^\s*(?:```|~~~)/;
 
 const EMPTY: StructuredReflection = Object.freeze({
   summary: '',
@@ -33,13 +49,17 @@ const EMPTY: StructuredReflection = Object.freeze({
  * schema 0 with the whole text as summary.
  */
 export function parseReflection(raw: string): StructuredReflection {
-  const text = unquoted(stripInvisible(raw).trim());
+  const text = unquoted(stripInvisible(stripReasoning(raw)).trim());
   if (text === '') return EMPTY;
+  const json = readJsonReflection(text);
+  if (json) return json;
 
   const sections: Record<Section, string[]> = { summary: [], supersessions: [], contradictions: [] };
   const before: string[] = [];
   let current: Section | null = null;
   for (const line of text.split('\n')) {
+    // Code fences around the answer or a section frame it; they are not its text.
+    if (FENCE_LINE.test(line)) continue;
     const header = parseHeader(line);
     // `- Contradictions: none so far` inside the summary is a line of it, not a new section.
     if (header && !(header.listed && current === 'summary')) {
@@ -54,9 +74,10 @@ export function parseReflection(raw: string): StructuredReflection {
   if (current === null) return { ...EMPTY, summary: text };
 
   // A summary written above the first header, with no SUMMARY section of its own, is the summary.
-  const summary = sections.summary.join('\n').trim();
+  // A closing remark to the reader ("Let me know if…") after a summary-only answer is not part of it.
+  const summary = withoutSignOff(sections.summary).join('\n').trim();
   return {
-    summary: summary === '' ? before.join('\n').trim() : summary,
+    summary: summary === '' ? withoutSignOff(before).join('\n').trim() : summary,
     supersessions: parsePairs(sections.supersessions, SUPERSESSION_LINE, toSupersession),
     contradictions: parsePairs(sections.contradictions, CONTRADICTION_LINE, toContradiction),
     schemaVersion: 1,
@@ -102,8 +123,11 @@ function toContradiction(seqA: number, seqB: number, detail: string): Contradict
 }
 
 /**
- * Reads `[seq:N] <keyword> [seq:M] <text>` lines, dropping exact duplicates. Self-references
- * are kept: the store drops them when it applies the reflection, and counts them as rejected.
+ * Reads `[seq:N] <keyword> [seq:M] <text>` lines, dropping exact duplicates. Forms models
+ * write are read too: emphasis and code marks around the parts, `seq 5` or `#5` for a seq,
+ * words in brackets after one, several seqs on the second side (one pair each) and, for
+ * supersessions, `is replaced by` (newer seq second). Self-references are kept: the store
+ * drops them when it applies the reflection, and counts them as rejected.
  */
 function parsePairs<T>(
   lines: readonly string[],
@@ -113,17 +137,37 @@ function parsePairs<T>(
   const pairs: T[] = [];
   const seen = new Set<string>();
   for (const line of lines) {
-    const match = pattern.exec(line.trim());
-    const first = toSeq(match?.[1]);
-    const second = toSeq(match?.[2]);
-    if (first === null || second === null) continue;
-    const text = (match?.[3] ?? '').trim();
-    const key = JSON.stringify([first, second, text]);
-    if (seen.has(key)) continue;
-    seen.add(key);
-    pairs.push(build(first, second, text));
+    const match = pattern.exec(pairLine(line));
+    if (!match) continue;
+    // Groups: first seq, then (supersessions) the passive `is` and `… by`, the second seq, more seqs, the text.
+    const passive = match.length === 7 && match[3] !== undefined;
+    const text = (match.at(-1) ?? '').trim();
+    const first = toSeq(match[1]);
+    const seconds = [match.length === 7 ? match[4] : match[2], ...seqsIn(match.length === 7 ? match[5] : '')].map(
+      toSeq,
+    );
+    for (const second of seconds) {
+      if (first === null || second === null) continue;
+      const [a, b] = passive ? [second, first] : [first, second];
+      const key = JSON.stringify([a, b, text]);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      pairs.push(build(a, b, text));
+    }
   }
   return pairs;
+}
+
+/** A pair line with emphasis and code marks dropped and every seq written `[seq:N]`. */
+function pairLine(line: string): string {
+  return line
+    .trim()
+    .replace(/\*\*|__|`/g, '')
+    .replace(LOOSE_SEQ, (_all, a?: string, b?: string, c?: string) => `[seq:${a ?? b ?? c}]`);
+}
+
+function seqsIn(text: string | undefined): string[] {
+  return [...(text ?? '').matchAll(/seq\s*:\s*(\d+)/gi)].map((match) => match[1] as string);
 }
 
 function toSeq(digits: string | undefined): number | null {

@@ -1,6 +1,7 @@
 import { HarnessMemoryError } from '../core/errors.js';
 import { buildObserverPrompt, buildReflectorPrompt } from '../core/memory-prompts.js';
 import { requireObject } from '../core/require-option.js';
+import { stripReasoning } from '../core/strip-reasoning.js';
 import type { MemoryPrompt, PromptMessage } from '../core/memory-prompts.js';
 import type { Observation, ObservationConfig, ParsedObservation, StoredReflection } from '../core/observation.js';
 import { isNothingToObserve, parseObservations } from '../core/parse-observations.js';
@@ -174,7 +175,8 @@ export function acceptOutput(role: 'observer' | 'reflector', result: LanguageMod
       `${role} answer is ${bytes} bytes, over the ${maxBytes}-byte cap; nothing was stored`,
     );
   }
-  const text = result.text.trim();
+  // Thinking a reasoning model wrote into its answer is not what it concluded: never stored.
+  const text = stripReasoning(result.text).trim();
   if (text === '') throw outputError(role, 'empty', `${role} returned empty output`);
   return text;
 }

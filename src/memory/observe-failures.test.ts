@@ -124,6 +124,7 @@ describe('observe failures: rejected answers', () => {
     ['a content-filtered answer', { text: '', finishReason: 'content_filter' }, 'refused'],
     ['a refusal', { text: '', refusal: 'I cannot help with that' }, 'refused'],
     ['an empty answer', { text: '   ' }, 'empty'],
+    ['an answer that is all thinking', { text: '<think>\nThe user said tabs, or did they' }, 'empty'],
     ['an answer over 64 KiB', { text: `IMPORTANCE:0.5\n${'x'.repeat(70_000)}` }, 'too_large'],
   ];
   for (const [name, reply, reason] of cases) {
@@ -141,6 +142,15 @@ describe('observe failures: rejected answers', () => {
       );
     });
   }
+
+  it('stores what a reasoning model concluded, never its thinking', async () => {
+    server.enqueue({
+      text: '<think>\nThe user may be joking about tabs. I will record it anyway.\n</think>\n\nIMPORTANCE: 0.9\nUser prefers tabs',
+    });
+    await observe();
+    expect(await observations()).toEqual(['User prefers tabs']);
+    expect(await memory.snippet(scope)).not.toContain('joking');
+  });
 
   it('fails on a connection cut mid-body, storing no partial observation', async () => {
     server.enqueue(
