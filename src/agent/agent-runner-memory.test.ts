@@ -331,6 +331,57 @@ async function forgetDuringRun(backend: Backend): Promise<void> {
   expect(JSON.stringify(sent)).not.toContain(SECRET);
 }
 
+describe('agent runner: memory never observes its own tools', () => {
+  it('leaves the working_memory calls and results out of what the observer is given', async () => {
+    const store = createInMemoryStore();
+    const observer = scriptedObserver('IMPORTANCE: 0.6\nThe user asked what memory holds.');
+    const memory = createObservationalMemory({
+      store,
+      observer,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
+    const workingMemory = createWorkingMemory({ store });
+    await workingMemory.set(scope, 'deploy_target', 'prod-eu-1 (REMEMBERED-VALUE)');
+    const model = createMockLanguageModel('done');
+    model.enqueue(
+      {
+        toolCalls: [
+          { id: 'call_1', name: 'working_memory', arguments: '{"action":"list"}' },
+          { id: 'call_2', name: 'lookup', arguments: '{"q":"weather"}' },
+        ],
+      },
+      'done',
+    );
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'looks things up',
+      inputSchema: z.object({ q: z.string() }),
+      execute: async () => 'sunny',
+    });
+    const runner = createAgentRunner({
+      model,
+      observationalMemory: memory,
+      workingMemory,
+      runStore: createInMemoryRunStore(),
+      tools: [lookup],
+      workspace: WORKSPACE,
+    });
+    const run = await runner.start({ ...scope, prompt: 'what is in memory?' });
+    expect((await runner.wait(run.runId)).status).toBe('completed');
+    await memory.drain(scope);
+    const seen = observer.calls.flatMap((call) =>
+      call.messages.map((message) => `${message.role}: ${message.content}`),
+    );
+    expect(seen.join('\n')).not.toContain('REMEMBERED-VALUE');
+    expect(seen.join('\n')).not.toContain('working_memory');
+    // Other tools are observed as before.
+    expect(seen).toContain('tool: "sunny"');
+    expect(seen.some((line) => line.includes('[tool call lookup]'))).toBe(true);
+    expect(seen.some((line) => line.startsWith('user: what is in memory?'))).toBe(true);
+  });
+});
+
 describe('agent runner: forget during an active run (issue 12)', () => {
   it('brings nothing forgotten back at the next step (in-memory stores)', async () => {
     const store = createInMemoryStore();

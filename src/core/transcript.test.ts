@@ -18,7 +18,7 @@ describe('prepareTranscript: secrets behind JSON escapes', () => {
       id: 'a1',
       role: 'assistant',
       content: '',
-      toolCalls: [{ id: 'c1', name: 'working_memory', arguments: escaped }],
+      toolCalls: [{ id: 'c1', name: 'save_note', arguments: escaped }],
     });
     expect(text).toContain('[REDACTED:openai_key]');
     expect(text).not.toMatch(/DEFGHIJKLMNOP/);
@@ -74,5 +74,38 @@ describe('prepareTranscript: JSON read again only where it must be', () => {
     const text = prepared({ id: 't1', role: 'tool', toolCallId: 'c1', content: deep });
     expect(text).toContain('[REDACTED:openai_key]');
     expect(text.startsWith('[[[')).toBe(true);
+  });
+});
+
+describe('prepareTranscript: the memory tools are never observed', () => {
+  it('leaves out their calls and results, and keeps every other tool', () => {
+    const messages = prepareTranscript(
+      [
+        {
+          id: 'a',
+          role: 'assistant',
+          content: '',
+          toolCalls: [
+            { id: 'c1', name: 'working_memory', arguments: '{"action":"get","key":"k"}' },
+            { id: 'c2', name: 'read_file', arguments: '{"path":"x"}' },
+          ],
+        },
+        { id: 'b', role: 'tool', name: 'working_memory', toolCallId: 'c1', content: '{"value":"stored"}' },
+        { id: 'c', role: 'tool', name: 'read_file', toolCallId: 'c2', content: 'file text' },
+        {
+          id: 'd',
+          role: 'assistant',
+          content: '',
+          toolCalls: [{ id: 'c3', name: 'observational_memory', arguments: '{"action":"status"}' }],
+        },
+        { id: 'e', role: 'tool', name: 'observational_memory', toolCallId: 'c3', content: '{"enabled":true}' },
+      ],
+      RUNE_TOKEN_ESTIMATOR,
+      { redact: true },
+    );
+    expect(messages.map((message) => [message.messageKey, message.content])).toEqual([
+      ['id:a', '[tool call read_file] {"path":"x"}'],
+      ['id:c', 'file text'],
+    ]);
   });
 });

@@ -39,9 +39,17 @@ const CONTROL = /\p{Cc}/u;
 const SNIPPET_PREFIXES = ['<working-memory>', '<observational-memory>'];
 
 /**
+ * The memory tools (`working_memory`, `observational_memory`): their calls and results are
+ * memory reading and writing itself, never something to observe. Observed, a `list` or a
+ * `get` stored working-memory values again as observations, which went stale (and
+ * contradicted the entry) once the entry changed.
+ */
+export const MEMORY_TOOL_NAMES: ReadonlySet<string> = new Set(['working_memory', 'observational_memory']);
+
+/**
  * Validates, filters and renders messages for storage. The harness's own prompts
- * (system messages) and memory snippets are never observed; a `context_reset` system
- * message is. Secrets are redacted when `redact` is on. Messages whose key is in `skip`
+ * (system messages), memory snippets and the memory tools' calls and results
+ * ({@link MEMORY_TOOL_NAMES}) are never observed; a `context_reset` system message is. Secrets are redacted when `redact` is on. Messages whose key is in `skip`
  * (known stored) are left out.
  */
 export function prepareTranscript(
@@ -62,7 +70,10 @@ export function prepareTranscript(
     if (typeof rawContent !== 'string') throw invalid(position, 'content must be a string');
     if (role === 'system' && name !== 'context_reset') return;
     if (SNIPPET_PREFIXES.some((prefix) => rawContent.trimStart().startsWith(prefix))) return;
-    const toolCalls = message.toolCalls ?? [];
+    if (role === 'tool' && MEMORY_TOOL_NAMES.has(name.trim())) return;
+    const toolCalls = (message.toolCalls ?? []).filter(
+      (call: NonNullable<TranscriptMessage['toolCalls']>[number]) => !MEMORY_TOOL_NAMES.has(call?.name),
+    );
     const readable = options.redact ? unescapedJson : (text: string) => text;
     let content = role === 'tool' ? readable(rawContent) : rawContent;
     for (const call of toolCalls)
