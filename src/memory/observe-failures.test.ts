@@ -143,6 +143,35 @@ describe('observe failures: rejected answers', () => {
     });
   }
 
+  it('asks for half the batch when the answer to it is cut off, so the scope is never stuck behind it', async () => {
+    server.enqueue(
+      { text: 'IMPORTANCE:0.9\nUser pref', finishReason: 'length' },
+      { text: 'IMPORTANCE:0.5\nFirst half observed' },
+      { text: 'IMPORTANCE:0.5\nSecond half observed' },
+    );
+    await memory.observe({
+      scope,
+      runId: 'run-1',
+      messages: ['one', 'two', 'three', 'four'].map((word) => ({
+        id: `half-${word}`,
+        role: 'user',
+        content: `message ${word}`,
+      })),
+    });
+    await memory.drain(scope);
+    const shown = server.requests.map((request) => {
+      const prompt = String(request.body.messages.at(-1)?.content ?? '');
+      return ['one', 'two', 'three', 'four'].filter((word) => prompt.includes(`message ${word}`));
+    });
+    expect(shown).toEqual([
+      ['one', 'two', 'three', 'four'],
+      ['one', 'two'],
+      ['three', 'four'],
+    ]);
+    expect(await observations()).toEqual(['First half observed', 'Second half observed']);
+    expect(await unobserved()).toBe(0);
+  });
+
   it('stores what a reasoning model concluded, never its thinking', async () => {
     server.enqueue({
       text: '<think>\nThe user may be joking about tabs. I will record it anyway.\n</think>\n\nIMPORTANCE: 0.9\nUser prefers tabs',

@@ -199,7 +199,7 @@ async function runObserve(
     await store.completeWithoutChange({ ...lease, note: 'nothing to observe' });
     return outcome(operation, 'unchanged', 0, false);
   }
-  const batch = takeBatch(pending, context.maxBatchTokens, context.estimator);
+  let batch = takeBatch(pending, context.maxBatchTokens, context.estimator);
   if (!context.observer) throw notConfigured('observer');
   const all = await context.observationsOf(operation.memoryId, record);
   const unreflected = recentWithin(
@@ -208,22 +208,32 @@ async function runObserve(
     config.reflectThresholdTokens,
   );
   const observer = context.observer;
-  const answer = await withinLease(context, (abortSignal) =>
-    observer.observe({
-      scope: record.scope,
-      config,
-      messages: batch.map((message) => ({
-        seq: message.seq,
-        role: message.role,
-        content: message.content,
-        ...(message.name ? { name: message.name } : {}),
-      })),
-      reflection: record.reflection,
-      unreflected,
-      ...runModelOf(context, operation),
-      abortSignal,
-    }),
-  );
+  const answer = await withinLease(context, async (abortSignal) => {
+    for (;;) {
+      try {
+        return await observer.observe({
+          scope: record.scope,
+          config,
+          messages: batch.map((message) => ({
+            seq: message.seq,
+            role: message.role,
+            content: message.content,
+            ...(message.name ? { name: message.name } : {}),
+          })),
+          reflection: record.reflection,
+          unreflected,
+          ...runModelOf(context, operation),
+          abortSignal,
+        });
+      } catch (error) {
+        // An answer cut off by the model's token limit would be cut off again for the same
+        // batch, and the scope would never be observed past it: its first half is asked
+        // instead (the rest is the follow-up's), down to one message.
+        if (!cutOff(error) || batch.length === 1) throw error;
+        batch = batch.slice(0, Math.ceil(batch.length / 2));
+      }
+    }
+  });
   context.faultPoint?.('after_llm');
   const parsed = hasBoundedOutput(observer) ? answer : checkObserverAnswer(answer);
   const throughMessageSeq = (batch[batch.length - 1] as StoredMessage).seq;
@@ -396,6 +406,15 @@ async function withinLease<T>(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** True for an observer answer refused because the model's token limit cut it off. */
+function cutOff(error: unknown): boolean {
+  return (
+    HarnessMemoryError.isInstance(error) &&
+    error.code === 'MODEL_OUTPUT_INVALID' &&
+    error.data['reason'] === 'truncated'
+  );
 }
 
 /**
