@@ -160,7 +160,8 @@ describe('observe failures: rejected answers', () => {
     });
     await memory.drain(scope);
     const shown = server.requests.map((request) => {
-      const prompt = String(request.body.messages.at(-1)?.content ?? '');
+      const { messages } = request.body as { messages: { content: string }[] };
+      const prompt = messages.at(-1)?.content ?? '';
       return ['one', 'two', 'three', 'four'].filter((word) => prompt.includes(`message ${word}`));
     });
     expect(shown).toEqual([
