@@ -446,6 +446,22 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
       [{ content: tabs, importance: 0.9 }],
     ],
     ['bold text', `IMPORTANCE: 0.9\n**${tabs}**`, [{ content: tabs, importance: 0.9 }]],
+    [
+      'scores out of ten',
+      `IMPORTANCE: 8\n${tabs}\n\nIMPORTANCE: 3\n${go}`,
+      [
+        { content: tabs, importance: 0.8 },
+        { content: go, importance: 0.3 },
+      ],
+    ],
+    [
+      'a whole number among fractions, clamped as before',
+      `IMPORTANCE: 2\n${tabs}\n\nIMPORTANCE: 0.5\n${go}`,
+      [
+        { content: tabs, importance: 1 },
+        { content: go, importance: 0.5 },
+      ],
+    ],
   ];
 
   it.each(shapes)('reads %s', (_name, answer, expected) => {

@@ -79,6 +79,8 @@ interface Block {
   /** A one-line observation scored at its end: the next content line starts another observation. */
   closed?: boolean;
   importance: number | null;
+  /** The score as written when it was a plain number (no `%`, no `/10`), before clamping. */
+  written?: number;
   lines: string[];
   sources: number[];
 }
@@ -186,6 +188,7 @@ function parseLines(text: string, maxObservations: number, maxChars: number): Pa
         marked: true,
         closed: true,
         importance: score.importance,
+        ...(score.written === undefined ? {} : { written: score.written }),
         lines: [stripBullet(trailing[1] ?? '')],
         sources: [],
       });
@@ -199,6 +202,7 @@ function parseLines(text: string, maxObservations: number, maxChars: number): Pa
     else current.lines.push(line);
   }
   if (!blocks.some((block) => block.marked)) return unscored(blocks[0]?.lines ?? [], maxObservations, maxChars);
+  onTenPointScale(blocks);
 
   const observations: ParsedObservation[] = [];
   const read = scoresFollowText(blocks) ? scoredBackwards(blocks) : blocks;
@@ -218,6 +222,21 @@ function parseLines(text: string, maxObservations: number, maxChars: number): Pa
     });
   }
   return observations;
+}
+
+/**
+ * Scores written on a scale of ten (`IMPORTANCE: 8`, `IMPORTANCE: 3`): when every score of the
+ * answer is a whole number from 0 to 10 and one is above 1, each is read as tenths. Clamped
+ * instead, they would all be 1.0 and the ranking among them lost.
+ */
+function onTenPointScale(blocks: Block[]): void {
+  const scored = blocks.filter((block) => block.marked && block.importance !== null);
+  const tens = scored.every(
+    (block) =>
+      block.written !== undefined && Number.isInteger(block.written) && block.written >= 0 && block.written <= 10,
+  );
+  if (!tens || !scored.some((block) => (block.written as number) > 1)) return;
+  for (const block of scored) block.importance = (block.written as number) / 10;
 }
 
 /**
@@ -309,7 +328,13 @@ function readMarker(line: string): Block | undefined {
   const value = (match[1] ?? '').trim();
   const score = readScore(value);
   if (score === undefined) return undefined;
-  const block: Block = { marked: true, importance: score.importance, lines: [], sources: [] };
+  const block: Block = {
+    marked: true,
+    importance: score.importance,
+    ...(score.written === undefined ? {} : { written: score.written }),
+    lines: [],
+    sources: [],
+  };
   const rest = score.rest
     .replace(/^[*_)\]]*\s*(?:[-–—:|](?:\s+|$))?/, '')
     .replace(/^[([]\s*(?:critical|high|medium|moderate|low)\s*[)\]]\s*/i, '')
@@ -326,7 +351,7 @@ function readMarker(line: string): Block | undefined {
  * word (`high`), or nothing usable (`NaN`, empty) scored `null`. Undefined when the value is
  * a sentence: then the line is content that happens to start with the word "Importance".
  */
-function readScore(value: string): { importance: number | null; rest: string } | undefined {
+function readScore(value: string): { importance: number | null; written?: number; rest: string } | undefined {
   const trimmed = value.replace(/^[*_([]+/, '').trim();
   const number = NUMBER_PREFIX.exec(trimmed);
   if (number) {
@@ -337,7 +362,12 @@ function readScore(value: string): { importance: number | null; rest: string } |
     if (glued.startsWith('%')) importance /= 100;
     else if (denominator > 0) importance /= denominator;
     const score = Number.isFinite(importance) ? Math.min(1, Math.max(0, importance)) : null;
-    return { importance: score, rest: trimmed.slice(number[0].length + glued.length) };
+    const plain = !glued.startsWith('%') && !(denominator > 0) && Number.isFinite(importance);
+    return {
+      importance: score,
+      ...(plain ? { written: importance } : {}),
+      rest: trimmed.slice(number[0].length + glued.length),
+    };
   }
   const word = /^([\p{L}]+)([*_)\].]*)\s*(.*)$/u.exec(trimmed);
   if (trimmed === '') return { importance: null, rest: '' };
