@@ -53,29 +53,39 @@ function seqsOf(value: Json | undefined): number[] {
 /**
  * The observations of an answer that is a JSON list of objects (or an object holding one
  * under `observations`), each with its text under `observation`, `content`, `text` or
- * `fact`, its score under `importance` or `score` (a number in [0, 1], a percentage above
- * 1 read as such) and its sources under `source`/`sources`. Undefined when the answer is
+ * `fact`, its score under `importance` or `score` (a number in [0, 1]; whole numbers out of
+ * ten read as tenths, as in lines, and other scores above 1 as percentages) and its sources under `source`/`sources`. Undefined when the answer is
  * not such JSON, or when any item has no text: then it is read as lines.
  */
 export function readJsonObservations(text: string): ParsedObservation[] | undefined {
   const value = jsonOf(text);
   const list = Array.isArray(value) ? value : isObject(value) ? firstOf(value, ['observations']) : undefined;
   if (!Array.isArray(list)) return undefined;
-  const observations: ParsedObservation[] = [];
+  const items: Array<{ content: string; score: number | null; sourceSeqs: number[] }> = [];
   for (const item of list) {
     if (!isObject(item)) return undefined;
     const content = textOf(firstOf(item, ['observation', 'content', 'text', 'fact']));
     if (content === undefined) return undefined;
-    const score = firstOf(item, ['importance', 'score']);
-    const number = typeof score === 'string' ? Number.parseFloat(score) : score;
-    const importance =
-      typeof number === 'number' && Number.isFinite(number)
-        ? Math.min(1, Math.max(0, number > 1 && number <= 100 ? number / 100 : number))
-        : null;
-    const sourceSeqs = seqsOf(firstOf(item, ['source', 'sources', 'source_seqs', 'seqs']));
-    observations.push({ content, importance, ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}) });
+    const written = firstOf(item, ['importance', 'score']);
+    const score = typeof written === 'string' ? Number.parseFloat(written) : written;
+    items.push({
+      content,
+      score: typeof score === 'number' && Number.isFinite(score) ? score : null,
+      sourceSeqs: seqsOf(firstOf(item, ['source', 'sources', 'source_seqs', 'seqs'])),
+    });
   }
-  return observations;
+  // As in lines: whole numbers out of ten read as tenths; other scores above 1 as percentages.
+  const scores = items.flatMap((item) => (item.score === null ? [] : [item.score]));
+  const tenths =
+    scores.every((score) => Number.isInteger(score) && score >= 0 && score <= 10) && scores.some((score) => score > 1);
+  return items.map(({ content, score, sourceSeqs }) => {
+    const scaled = score === null ? null : tenths ? score / 10 : score > 1 && score <= 100 ? score / 100 : score;
+    return {
+      content,
+      importance: scaled === null ? null : Math.min(1, Math.max(0, scaled)),
+      ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}),
+    };
+  });
 }
 
 /**

@@ -455,6 +455,22 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
       ],
     ],
     [
+      'JSON scores out of ten',
+      `[{"importance": 9, "observation": "${tabs}"}, {"importance": 4, "observation": "${go}"}]`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.4 },
+      ],
+    ],
+    [
+      'JSON scores in percent',
+      `{"observations": [{"score": 85, "text": "${tabs}"}, {"score": "0.5", "fact": "${go}"}]}`,
+      [
+        { content: tabs, importance: 0.85 },
+        { content: go, importance: 0.5 },
+      ],
+    ],
+    [
       'a whole number among fractions, clamped as before',
       `IMPORTANCE: 2\n${tabs}\n\nIMPORTANCE: 0.5\n${go}`,
       [

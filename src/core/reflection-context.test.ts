@@ -3,7 +3,7 @@ import { contradictionLine, referenceLine, reflectorReferenceTokens } from './me
 import type { Observation } from './observation.js';
 import { DEFAULT_OBSERVATION_CONFIG } from './observation.js';
 import { provenanceOf } from './observation-provenance.js';
-import { selectReflectionContext } from './reflection-references.js';
+import { selectReflectionContext } from './reflection-context.js';
 import { RUNE_TOKEN_ESTIMATOR } from './token-estimator.js';
 
 const observation = (
