@@ -13,7 +13,7 @@ import { isNothingToObserve } from '../core/parse-observations.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import { activeReflectionLinks } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
-import { selectReflectionContext } from '../core/reflection-references.js';
+import { selectReflectionContext } from '../core/reflection-context.js';
 import { redactSecrets } from '../core/redact-secrets.js';
 import { stripInvisible } from '../core/sanitize-text.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
