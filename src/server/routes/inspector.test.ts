@@ -76,6 +76,18 @@ describe('server: inspector route', () => {
     const response = await mounted(pathToFileURL(`${folder}/`)).request('/inspector/');
     expect(await response.text()).toBe('<p>elsewhere</p>');
   });
+
+  it('keeps no answer for a name that is not there, so asking for new names cannot grow its cache', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'hm-inspector-'));
+    afterAll(() => rmSync(folder, { recursive: true, force: true }));
+    const app = mounted(pathToFileURL(`${folder}/`));
+    expect((await app.request('/inspector/later.js')).status).toBe(404);
+    // Had the miss been kept, the file appearing afterwards would still answer 404.
+    writeFileSync(join(folder, 'later.js'), 'export {};');
+    const response = await app.request('/inspector/later.js');
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe('export {};');
+  });
 });
 
 describe('server: inspector files', () => {

@@ -51,7 +51,8 @@ export function inspectorRoutes(options: InspectorRoutesOptions = {}): Hono<Serv
   const app = new Hono<ServerEnv>();
   const folder = options.files ?? INSPECTOR_FILES_URL;
   // NOTE: files (all text) are read once and kept: they are a few kilobytes and never change while
-  // the server runs (a package upgrade restarts it).
+  // the server runs (a package upgrade restarts it). A name that is not there is not kept: the
+  // route needs no key, so anyone could grow the cache by asking for new names.
   const cache = new Map<string, Promise<string | undefined>>();
   const load = (name: string): Promise<string | undefined> => {
     let found = cache.get(name);
@@ -59,8 +60,8 @@ export function inspectorRoutes(options: InspectorRoutesOptions = {}): Hono<Serv
       found = readFile(new URL(name, folder), 'utf8').then(
         (text) => text,
         (error: NodeJS.ErrnoException) => {
-          if (error.code === 'ENOENT') return undefined;
           cache.delete(name);
+          if (error.code === 'ENOENT') return undefined;
           throw error;
         },
       );
