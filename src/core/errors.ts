@@ -238,6 +238,8 @@ export class ModelCallError extends HarnessMemoryError {
   readonly statusCode: number | undefined;
   readonly responseBody: string | undefined;
   readonly retryAfterMs: number | undefined;
+  /** True when the call was never sent (a circuit breaker failed it fast): no model saw it. */
+  readonly notSent: boolean;
   constructor(options: {
     message: string;
     url?: string;
@@ -245,6 +247,8 @@ export class ModelCallError extends HarnessMemoryError {
     responseBody?: string;
     retryAfterMs?: number;
     retryable?: boolean;
+    /** The call was never sent: see {@link ModelCallError.notSent}. */
+    notSent?: boolean;
     cause?: unknown;
   }) {
     const retryable = options.retryable ?? isRetryableStatus(options.statusCode);
@@ -260,6 +264,7 @@ export class ModelCallError extends HarnessMemoryError {
     this.statusCode = options.statusCode;
     this.responseBody = options.responseBody;
     this.retryAfterMs = options.retryAfterMs;
+    this.notSent = options.notSent ?? false;
     this.#retryable = retryable;
   }
   readonly #retryable: boolean;

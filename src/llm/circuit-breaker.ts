@@ -158,6 +158,7 @@ class Circuit {
         `failures; calls fail fast and it will try again ${when}.`,
       retryable: true,
       retryAfterMs,
+      notSent: true,
     });
   }
 }

@@ -13,7 +13,7 @@ import { createInMemoryStore } from '../storage/in-memory-store.js';
 import type { MemoryStore } from '../storage/store.js';
 import { createModelObserver } from './model-observer.js';
 import { createObservationalMemory } from './observational-memory.js';
-import type { ObservationalMemory } from './observational-memory.js';
+import type { ObservationalMemory, ObservationalMemoryEvent } from './observational-memory.js';
 
 const scope = { tenantId: 't', conversationId: 'c', agentId: 'a' };
 const memoryId = memoryIdOf(scope);
@@ -206,6 +206,42 @@ describe('observe failures: rejected answers', () => {
 });
 
 describe('observe failures: circuit breaker', () => {
+  it("never buries another scope's operation while the circuit is open: it waits without using up attempts", async () => {
+    const other = { tenantId: 't2', conversationId: 'healthy', agentId: 'a' };
+    const events: ObservationalMemoryEvent[] = [];
+    memory.subscribe((event) => events.push(event));
+    server.setDefaultReply({ status: 500, body: { error: { message: 'boom' } } });
+    await observe('the message this model fails on').catch(() => undefined);
+    await memory.drain(scope, { timeoutMs: 30_000 }).catch(() => undefined);
+    expect(server.requests).toHaveLength(3);
+
+    // The healthy scope's operation meets the open circuit again and again (more often than its
+    // 3 attempts allow) and never reaches the model.
+    await memory
+      .observe({ scope: other, runId: 'run-2', messages: [{ id: 'h1', role: 'user', content: 'I use vim.' }] })
+      .catch(() => undefined);
+    const fastFailures = () =>
+      events.filter(
+        (event) =>
+          event.type === 'memory.operation.failed' && event.scope.tenantId === 't2' && /circuit/.test(event.error),
+      );
+    for (const deadline = Date.now() + 20_000; fastFailures().length < 5 && Date.now() < deadline;)
+      await memory.drain(other, { timeoutMs: 500 }).catch(() => undefined);
+    expect(fastFailures().length).toBeGreaterThanOrEqual(5);
+    expect(fastFailures().every((event) => event.type === 'memory.operation.failed' && event.willRetry)).toBe(true);
+    expect(events.filter((event) => event.type === 'memory.operation.dead' && event.scope.tenantId === 't2')).toEqual(
+      [],
+    );
+    expect(server.requests).toHaveLength(3);
+
+    server.setDefaultReply(GOOD);
+    breakerNow += 350;
+    await memory.drain(other, { timeoutMs: 30_000 });
+    expect((await store.listObservations(memoryIdOf(other))).map((item) => item.content)).toEqual([
+      'User prefers tabs',
+    ]);
+  });
+
   it(
     'opens after repeated failures, fails fast without calling the model, and catches up with the ' + 'backlog',
     async () => {

@@ -120,7 +120,10 @@ export async function runOperation(
       return outcome(operation, 'failed', 0, false, failure);
     }
     const retryable = isRetryable(failure);
-    const willRetry = retryable && operation.attempt < context.maxAttempts;
+    // A call the model's circuit failed fast never reached the model: the operation waits for the
+    // circuit without using up an attempt, or other scopes' failures would bury it untried.
+    const notSent = ModelCallError.isInstance(failure) && failure.notSent;
+    const willRetry = retryable && (notSent || operation.attempt < context.maxAttempts);
     const errorText = redactSecrets(failure.message.slice(0, 2000)).text;
     if (retryable && !willRetry) {
       context.onEvent({ type: 'operation-failed', operation, error: failure, willRetry });
@@ -130,7 +133,8 @@ export async function runOperation(
       await context.store.failOperation({
         ...lease,
         errorText,
-        ...(willRetry ? { retryAfterMs: retryDelay(context, operation.attempt, failure) } : {}),
+        ...(willRetry ? { retryAfterMs: retryDelay(context, notSent ? 1 : operation.attempt, failure) } : {}),
+        ...(notSent ? { notAttempted: true } : {}),
       });
     } catch (storeError) {
       if (!(HarnessMemoryError.isInstance(storeError) && storeError.code === 'OPERATION_LEASE_LOST')) throw storeError;

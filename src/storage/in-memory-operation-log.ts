@@ -150,6 +150,7 @@ export class InMemoryOperationLog {
     return this.#replace({
       ...operation,
       status: 'queued',
+      ...(input.notAttempted ? { attempt: Math.max(0, operation.attempt - 1) } : {}),
       errorText: input.errorText,
       leaseOwner: null,
       leaseExpiresAt: null,

@@ -472,6 +472,39 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await store.countPendingOperations(idB)).toBe(0);
     });
 
+    test('takes an attempt back when the work never started (notAttempted)', async () => {
+      await enqueueObserve();
+      const lease = { memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 };
+      const claim = async () => {
+        let claimed = await store.claimOperation(lease);
+        for (const deadline = Date.now() + 20_000; claimed === undefined && Date.now() < deadline;) {
+          await sleep(5);
+          claimed = await store.claimOperation(lease);
+        }
+        return claimed!;
+      };
+      const fail = (operationId: string, notAttempted: boolean) =>
+        store.failOperation({
+          operationId,
+          memoryId: idA,
+          leaseOwner: 'w1',
+          errorText: 'x',
+          retryAfterMs: 1,
+          notAttempted,
+        });
+      let claimed = await claim();
+      expect(claimed.attempt).toBe(1);
+      for (let round = 0; round < 3; round++) {
+        const waited = await fail(claimed.operationId, true);
+        expect(waited).toMatchObject({ status: 'queued', attempt: 0 });
+        claimed = await claim();
+        expect(claimed.attempt).toBe(1);
+      }
+      // A real attempt still counts.
+      expect((await fail(claimed.operationId, false)).attempt).toBe(1);
+      expect((await claim()).attempt).toBe(2);
+    });
+
     test('parks a claimed operation as dead under its lease; it no longer blocks its scope', async () => {
       const first = await enqueueObserve();
       const second = await enqueueObserve();

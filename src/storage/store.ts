@@ -392,9 +392,14 @@ export interface MemoryStore {
 
   /**
    * Records a failed attempt. With `retryAfterMs` the operation returns to `queued`,
-   * claimable after that delay; otherwise it becomes `failed`. Lease-checked.
+   * claimable after that delay; otherwise it becomes `failed`. With `notAttempted` (the work
+   * never started: the model's circuit was open) the attempt is not counted, `attempt` going
+   * back by one, so waiting out another scope's failures never uses up this one's attempts.
+   * Lease-checked.
    */
-  failOperation(input: LeaseHandle & { errorText: string; retryAfterMs?: number }): Promise<Operation>;
+  failOperation(
+    input: LeaseHandle & { errorText: string; retryAfterMs?: number; notAttempted?: boolean },
+  ): Promise<Operation>;
 
   /**
    * Parks a claimed operation as `dead`, with `errorText`: it used up its attempts. Lease-checked,

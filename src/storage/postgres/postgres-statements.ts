@@ -238,7 +238,7 @@ export function buildStatements(s: string): PostgresStatements {
     finishLeased: `
       UPDATE ${s}om_operation_log SET status = $3, error_text = $4, lease_owner = NULL, lease_expires_at = NULL,
         available_at = COALESCE(clock_timestamp() + make_interval(secs => $5::double precision), available_at),
-          updated_at = now()
+          attempt = GREATEST(0, attempt - $6::int), updated_at = now()
       WHERE operation_id = $1 AND status = 'processing' AND lease_owner = $2 AND lease_expires_at > clock_timestamp()
       RETURNING *`,
     // SKIP LOCKED: an operation whose worker is applying right now is left to that worker

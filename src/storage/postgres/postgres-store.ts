@@ -303,6 +303,7 @@ async function finishLeased(
   status: 'applied' | 'failed' | 'queued' | 'dead',
   errorText: string,
   retrySeconds: number | null = null,
+  refund = 0,
 ): Promise<OperationRow> {
   const { sql, first } = ctx;
 
@@ -312,6 +313,7 @@ async function finishLeased(
     status,
     errorText,
     retrySeconds,
+    refund,
   ]);
   if (!row) throw leaseLost(ctx, handle);
   return row;
@@ -729,6 +731,7 @@ function operationLogMethods(
                 'queued',
                 input.errorText,
                 seconds('retryAfterMs', input.retryAfterMs, 1),
+                input.notAttempted ? 1 : 0,
               );
         return toOperation(row);
       }),

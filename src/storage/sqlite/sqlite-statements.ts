@@ -142,6 +142,8 @@ export interface SqliteStatements {
       status: string;
       errorText: string;
       availableAt: string | null;
+      /** 1 to take the attempt back (it never started), else 0. */
+      refund: number;
       now: string;
     }>,
     OperationRow
@@ -395,7 +397,7 @@ export function prepareStatements(db: Database): SqliteStatements {
     finishLeasedOperation: prepare(`
       UPDATE om_operation_log INDEXED BY om_operation_log_pending_idx
       SET status = @status, error_text = @errorText, lease_owner = NULL, lease_expires_at = NULL,
-        available_at = COALESCE(@availableAt, available_at), updated_at = @now
+        available_at = COALESCE(@availableAt, available_at), attempt = MAX(0, attempt - @refund), updated_at = @now
       WHERE memory_id = @memoryId AND ${PENDING} AND status = 'processing' AND operation_id = @operationId
         AND lease_owner = @leaseOwner AND lease_expires_at > @now
       RETURNING *`),

@@ -319,8 +319,16 @@ function createSqliteStoreContext(
     status: 'applied' | 'failed' | 'queued' | 'dead',
     errorText: string,
     availableAt: string | null = null,
+    refund = 0,
   ): OperationRow => {
-    const row = statements.finishLeasedOperation.get({ ...leaseOf(handle), status, errorText, availableAt, now });
+    const row = statements.finishLeasedOperation.get({
+      ...leaseOf(handle),
+      status,
+      errorText,
+      availableAt,
+      refund,
+      now,
+    });
     if (!row) throw leaseLostError(handle.operationId, handle.leaseOwner);
     return row;
   };
@@ -332,6 +340,7 @@ function createSqliteStoreContext(
       status: 'applied',
       errorText: note,
       availableAt: null,
+      refund: 0,
       now,
     });
     if (changes !== 1) throw leaseLostError(handle.operationId, handle.leaseOwner);
@@ -697,7 +706,14 @@ function failOperation(ctx: SqliteStoreContext, input: Input<'failOperation'>) {
   const row =
     input.retryAfterMs === undefined
       ? finishLeased(input, now, 'failed', input.errorText)
-      : finishLeased(input, now, 'queued', input.errorText, shift(now, 'retryAfterMs', input.retryAfterMs, 1));
+      : finishLeased(
+          input,
+          now,
+          'queued',
+          input.errorText,
+          shift(now, 'retryAfterMs', input.retryAfterMs, 1),
+          input.notAttempted ? 1 : 0,
+        );
   return toOperation(row);
 }
 
