@@ -101,4 +101,21 @@ describe('observational memory: messages known stored (issue 16)', () => {
     keys.add('m', 2, ['x']);
     expect(keys.unknown('m', 2, turn, keyOf).map(keyOf)).toEqual(['a', 'b', 'c', 'd']);
   });
+
+  it('holds at most 65,536 keys in all, forgetting the least recently used scopes first', () => {
+    const keys = new StoredMessageKeys();
+    const many = (scope: number) => Array.from({ length: 4096 }, (_, index) => `scope-${scope}-message-${index}`);
+    for (let scope = 0; scope < 40; scope++) {
+      keys.add(`m${scope}`, 1, many(scope));
+      // The first scope is used again and again: it stays.
+      keys.add('m0', 1, ['again']);
+    }
+    expect(keys.size).toBeLessThanOrEqual(65_536);
+    expect(keys.known('m0', 1)?.has('again')).toBe(true);
+    expect(keys.known('m39', 1)?.size).toBe(4096);
+    expect(keys.known('m1', 1)).toBeUndefined();
+    keys.delete('m39');
+    expect(keys.known('m39', 1)).toBeUndefined();
+    expect(keys.size).toBeLessThanOrEqual(65_536 - 4096);
+  });
 });
