@@ -6,6 +6,7 @@
  * `--summary` runs only those (the quick check).
  */
 import { benchAiSdk } from './ai-sdk.js';
+import { benchClaimPoll } from './claim-poll.js';
 import { benchHarness } from './harness.js';
 import { benchListing } from './listing.js';
 import { benchPostgres } from './postgres.js';
@@ -26,6 +27,7 @@ const summary = await benchSummary();
 if (!flags.has('--summary')) {
   await benchSnippet();
   await benchStorage();
+  await benchClaimPoll();
   await benchHarness();
   await benchTenantLimits();
   await benchAiSdk();

@@ -505,6 +505,25 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect((await claim()).attempt).toBe(2);
     });
 
+    test('finds a claimable scope behind a long queue whose first operation waits', async () => {
+      // Scope A: 80 operations behind a first one that waits out a retry delay; none of them is
+      // claimable, and they are the oldest queued. Scope B's one operation comes after them all.
+      for (let index = 0; index < 80; index++) await enqueueObserve();
+      const head = await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+      await store.failOperation({
+        operationId: head!.operationId,
+        memoryId: idA,
+        leaseOwner: 'w1',
+        errorText: 'waits',
+        retryAfterMs: 600_000,
+      });
+      expect(await store.claimOperation({ leaseOwner: 'w1', leaseMs: 60_000 })).toBeUndefined();
+      const other = await enqueueObserve(scopeB);
+      const claimed = await store.claimOperation({ leaseOwner: 'w1', leaseMs: 60_000 });
+      expect(claimed?.operationId).toBe(other.operationId);
+      expect(await store.claimOperation({ leaseOwner: 'w1', leaseMs: 60_000 })).toBeUndefined();
+    });
+
     test('parks a claimed operation as dead under its lease; it no longer blocks its scope', async () => {
       const first = await enqueueObserve();
       const second = await enqueueObserve();

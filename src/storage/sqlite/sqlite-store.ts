@@ -190,7 +190,7 @@ function buildStore(
       const candidate = execute(() => {
         const now = readNow();
         return input.memoryId === undefined
-          ? statements.claimCandidateOfAnyScope.get({ now })
+          ? (statements.claimCandidateOfAnyScope.get({ now }) ?? statements.claimHeadOfAnyScope.get({ now }))
           : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
       });
       return candidate === undefined ? undefined : write(() => claimOperationBody(ctx, input));
@@ -566,7 +566,7 @@ function claimOperationBody(ctx: SqliteStoreContext, input: Input<'claimOperatio
   const now = readNow();
   const candidate =
     input.memoryId === undefined
-      ? statements.claimCandidateOfAnyScope.get({ now })
+      ? (statements.claimCandidateOfAnyScope.get({ now }) ?? statements.claimHeadOfAnyScope.get({ now }))
       : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
   if (candidate === undefined) return undefined;
   const leaseExpiresAt = shift(now, 'leaseMs', input.leaseMs, 1);
