@@ -143,9 +143,24 @@ describe('observe failures: rejected answers', () => {
     });
   }
 
-  it('asks for half the batch when the answer to it is cut off, so the scope is never stuck behind it', async () => {
+  const tooMuch: Array<[string, Parameters<ScriptedServer['enqueue']>[0]]> = [
+    ['the answer to it is cut off', { text: 'IMPORTANCE:0.9\nUser pref', finishReason: 'length' }],
+    [
+      "it is over the model's context",
+      {
+        status: 400,
+        body: {
+          error: {
+            message: "This model's maximum context length is 8192 tokens.",
+            code: 'context_length_exceeded',
+          },
+        },
+      },
+    ],
+  ];
+  it.each(tooMuch)('asks for half the batch when %s, so the scope is never stuck behind it', async (_name, first) => {
     server.enqueue(
-      { text: 'IMPORTANCE:0.9\nUser pref', finishReason: 'length' },
+      first,
       { text: 'IMPORTANCE:0.5\nFirst half observed' },
       { text: 'IMPORTANCE:0.5\nSecond half observed' },
     );

@@ -230,10 +230,10 @@ async function runObserve(
           abortSignal,
         });
       } catch (error) {
-        // An answer cut off by the model's token limit would be cut off again for the same
-        // batch, and the scope would never be observed past it: its first half is asked
-        // instead (the rest is the follow-up's), down to one message.
-        if (!cutOff(error) || batch.length === 1) throw error;
+        // An answer cut off by the model's token limit, or a prompt over the model's context,
+        // would fail again for the same batch, and the scope would never be observed past it:
+        // its first half is asked instead (the rest is the follow-up's), down to one message.
+        if (!(cutOff(error) || overContext(error)) || batch.length === 1) throw error;
         batch = batch.slice(0, Math.ceil(batch.length / 2));
       }
     }
@@ -418,6 +418,18 @@ function cutOff(error: unknown): boolean {
     HarnessMemoryError.isInstance(error) &&
     error.code === 'MODEL_OUTPUT_INVALID' &&
     error.data['reason'] === 'truncated'
+  );
+}
+
+/**
+ * True for a model call refused because the prompt is too large for the model: a 400 or 413
+ * that says so (`context_length_exceeded`, "maximum context length", "too many tokens"), as a
+ * local model with a small context answers a full batch.
+ */
+function overContext(error: unknown): boolean {
+  if (!ModelCallError.isInstance(error) || (error.statusCode !== 400 && error.statusCode !== 413)) return false;
+  return /context[_ ]length|context window|maximum context|too many tokens|too long|too large|prompt is too|exceeds? the/i.test(
+    `${error.message} ${error.responseBody ?? ''}`,
   );
 }
 
