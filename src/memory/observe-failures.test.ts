@@ -64,6 +64,13 @@ async function timed<T>(work: Promise<T>): Promise<{ ms: number; value?: T; erro
 
 const unobserved = async () => (await store.listUnobservedMessages(memoryId, 1_000_000)).length;
 const observations = async () => (await store.listObservations(memoryId)).map((item) => item.content);
+/** Which of `words` (sent as `message <word>`) each request to the model showed, in order. */
+const shownWords = (words: readonly string[]) =>
+  server.requests.map((request) => {
+    const { messages } = request.body as { messages: { content: string }[] };
+    const prompt = messages.at(-1)?.content ?? '';
+    return words.filter((word) => prompt.includes(`message ${word}`));
+  });
 const codeOf = (error: unknown) =>
   HarnessMemoryError.isInstance(error) ? [error.code, error.data['reason']] : [String(error)];
 
@@ -174,17 +181,44 @@ describe('observe failures: rejected answers', () => {
       })),
     });
     await memory.drain(scope);
-    const shown = server.requests.map((request) => {
-      const { messages } = request.body as { messages: { content: string }[] };
-      const prompt = messages.at(-1)?.content ?? '';
-      return ['one', 'two', 'three', 'four'].filter((word) => prompt.includes(`message ${word}`));
-    });
+    const shown = shownWords(['one', 'two', 'three', 'four']);
     expect(shown).toEqual([
       ['one', 'two', 'three', 'four'],
       ['one', 'two'],
       ['three', 'four'],
     ]);
     expect(await observations()).toEqual(['First half observed', 'Second half observed']);
+    expect(await unobserved()).toBe(0);
+  });
+
+  it('retries a batch that failed twice in halves, so the messages before one the model fails on are observed', async () => {
+    const failure = { status: 500, body: { error: { message: 'boom' } } };
+    server.enqueue(
+      failure,
+      failure,
+      { text: 'IMPORTANCE:0.5\nFirst observed' },
+      { text: 'IMPORTANCE:0.5\nRest observed' },
+    );
+    await memory
+      .observe({
+        scope,
+        runId: 'run-1',
+        messages: ['one', 'two', 'three', 'four'].map((word) => ({
+          id: `retry-${word}`,
+          role: 'user',
+          content: `message ${word}`,
+        })),
+      })
+      .catch(() => undefined);
+    await memory.drain(scope, { timeoutMs: 30_000 });
+    const shown = shownWords(['one', 'two', 'three', 'four']);
+    expect(shown).toEqual([
+      ['one', 'two', 'three', 'four'],
+      ['one', 'two', 'three', 'four'],
+      ['one', 'two'],
+      ['three', 'four'],
+    ]);
+    expect(await observations()).toEqual(['First observed', 'Rest observed']);
     expect(await unobserved()).toBe(0);
   });
 

@@ -204,6 +204,12 @@ async function runObserve(
     return outcome(operation, 'unchanged', 0, false);
   }
   let batch = takeBatch(pending, context.maxBatchTokens, context.estimator);
+  // After two failed attempts the batch itself may be what fails (a slow model timing out on
+  // all of it, a message the provider fails on, a token rate limit it exceeds): each further
+  // retry asks for half of what the last one did, so the messages before a bad one are
+  // observed and the rest follow. A single failure (a rate limit, a blip) retries it whole.
+  if (operation.attempt > 2)
+    batch = batch.slice(0, Math.max(1, Math.ceil(batch.length / 2 ** (operation.attempt - 2))));
   if (!context.observer) throw notConfigured('observer');
   const all = await context.observationsOf(operation.memoryId, record);
   const unreflected = recentWithin(
