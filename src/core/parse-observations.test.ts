@@ -495,6 +495,38 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
     ]);
   });
 
+  it('keeps legitimate text that looks like the forms it drops (review of the parser changes)', () => {
+    const kept: Array<[answer: string, content: string]> = [
+      [
+        'IMPORTANCE: 0.9\nProduction deploys need approval from Dana.\n\nNote: this applies to the payments service too.',
+        'Production deploys need approval from Dana.\n\nNote: this applies to the payments service too.',
+      ],
+      [
+        'IMPORTANCE: 0.9\nTwo repos must never be force-pushed.\n\nThese are the only repos with branch protection off.',
+        'Two repos must never be force-pushed.\n\nThese are the only repos with branch protection off.',
+      ],
+      [
+        'IMPORTANCE: 0.8\nStaging is reset nightly.\n\nIf you need data to survive, snapshot it to s3://acme-snap first.',
+        'Staging is reset nightly.\n\nIf you need data to survive, snapshot it to s3://acme-snap first.',
+      ],
+      [
+        "IMPORTANCE: 0.8\nUser's log pipeline strips <think> blocks before indexing.",
+        "User's log pipeline strips <think> blocks before indexing.",
+      ],
+      [
+        'The user wants these checks run before every release of the mobile app:\n- lint\n- unit tests',
+        'The user wants these checks run before every release of the mobile app:\n- lint\n- unit tests',
+      ],
+    ];
+    for (const [answer, content] of kept)
+      expect(
+        parseObservations(answer).map((item) => item.content),
+        answer,
+      ).toEqual([content]);
+    expect(isNothingToObserve('No information about EU customers may leave the eu-west-1 region.')).toBe(false);
+    expect(parseObservations('No information about EU customers may leave the eu-west-1 region.')).toHaveLength(1);
+  });
+
   it('covers at least twenty shapes', () => {
     expect(shapes.length).toBeGreaterThanOrEqual(20);
   });

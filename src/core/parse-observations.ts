@@ -61,14 +61,14 @@ const FRAME_LINE =
   /^\s*(?:#{1,6}\s.*|[-*_=]{3,}|```.*|~~~.*|<\/?(?:observations?|transcript|existing-memory|answer|output|response|result)>|[*_]*observation\s*#?\d{1,3}[*_]*\s*:?[*_]*)\s*$/i;
 // Preamble sentences: "Here are the observations:", "Sure! Below are …", "Observations:".
 const PREAMBLE_LINE =
-  /^\s*[*_#>\s]*(?:(?:here\s+(?:are|is)|here's|sure|okay|ok|certainly|below\s+(?:are|is)|the\s+following|based\s+on\s+the\s+(?:new\s+)?(?:transcript|segment|conversation)|after\s+reviewing|i\s+(?:have\s+)?(?:found|identified|extracted|noted|recorded))\b.*|[^.!?]{0,160}:[*_\s]*)$/i;
+  /^\s*[*_#>\s]*(?:(?:here\s+(?:are|is)|here's|sure|okay|ok|certainly|below\s+(?:are|is)|the\s+following|based\s+on\s+the\s+(?:new\s+)?(?:transcript|segment|conversation)|after\s+reviewing|i\s+(?:have\s+)?(?:found|identified|extracted|noted|recorded))\b.*|[^.!?]{0,60}:[*_\s]*)$/i;
 const NOTHING_ANSWER =
   /^[\s*_"'`([]*(?:none|no\s+(?:new\s+)?observations?|nothing(?:\s+(?:new|worth\s+remembering|to\s+(?:observe|record|remember)))?|n\/a)[\s.!*_"'`)\]]*$/i;
 // The start of an answer that says there is nothing, then gives a reason: `NONE - small talk`,
 // `None. The user only said hello.`, `Nothing new to record.` (`None of the tests pass` is a fact).
 // Also `There are no new durable facts …`, `Nothing in this segment is worth remembering.`
 const NOTHING_LEAD =
-  /^[\s*_"'`([]*(?:(?:none|n\/a)[\s*_"'`)\]]*(?:[.!:;,(\-—–]|$)|(?:there\s+(?:are|is|were|was)\s+)?no\s+(?:(?:new|durable|relevant|notable|important|lasting)\s+)*(?:observations?|facts?|information)\b|(?:i\s+)?(?:did\s+not|didn't|could\s+not|couldn't)\s+find\s+(?:anything|any\s+(?:new\s+)?(?:facts?|observations?))\b|nothing\s+(?:(?:in|from)\s+(?:this|the)\s+(?:new\s+)?(?:transcript\s+)?(?:segment|transcript|conversation|exchange)\s+(?:is\s+)?)?(?:new|worth|durable|relevant|of\s+note|to\s+(?:observe|record|remember|note|add))\b)/i;
+  /^[\s*_"'`([]*(?:(?:none|n\/a)[\s*_"'`)\]]*(?:[.!:;,(\-—–]|$)|(?:there\s+(?:are|is|were|was)\s+)?no\s+(?:(?:(?:new|durable|relevant|notable|important|lasting)\s+)+(?:observations?|facts?|information)\b|(?:observations?|facts?|information)(?=\s*(?:$|[.!:;,(\-—–]|(?:to\s+(?:record|remember|observe|note|add)|worth|in\s+th(?:is|e)\s+(?:segment|transcript|conversation|exchange)|from\s+th(?:is|e)\s+(?:segment|transcript|conversation|exchange))\b)))|(?:i\s+)?(?:did\s+not|didn't|could\s+not|couldn't)\s+find\s+(?:anything|any\s+(?:new\s+)?(?:facts?|observations?))\b|nothing\s+(?:(?:in|from)\s+(?:this|the)\s+(?:new\s+)?(?:transcript\s+)?(?:segment|transcript|conversation|exchange)\s+(?:is\s+)?)?(?:new|worth|durable|relevant|of\s+note|to\s+(?:observe|record|remember|note|add))\b)/i;
 // An empty JSON list or object: the model answered "nothing" in JSON.
 const EMPTY_JSON = /^(?:```(?:json)?\s*)?(?:\[\s*\]|\{\s*\})(?:\s*```)?$/i;
 const MAX_REPEATED_LINES = 3;
@@ -313,8 +313,10 @@ export function withoutSignOff(lines: readonly string[]): string[] {
   return kept;
 }
 
+// Only what is said to the reader of the answer, never a fact: "Note: this applies to …" and
+// "If you need data to survive, …" are content.
 const SIGN_OFF =
-  /^[\s*_>]*(?:let\s+me\s+know|i\s+hope|hope\s+(?:this|that)|feel\s+free|please\s+let|if\s+you\s+(?:need|want|would|have)|(?:these|the\s+above)\s+(?:observations?\b|are\s+the\b)|this\s+(?:update|summary|list)\b|note:\s*(?:i\b|i've|these\b|this\b|the\s+above|greetings|small\s+talk)|i\s+(?:skipped|omitted|ignored|left\s+out|did\s+not|didn't)\b)/i;
+  /^[\s*_>]*(?:let\s+me\s+know|i\s+hope|hope\s+(?:this|that)\s+helps|feel\s+free|please\s+let\s+me|if\s+you\s+(?:would\s+like|want\s+me|need\s+me|need\s+anything|have\s+any\s+questions)|these\s+are\s+(?:the|my)\s+observations?\b|(?:these|the\s+above)\s+observations?\s+(?:capture|cover|summari[sz]e|reflect|are\s+(?:all|the\s+durable))|note:\s*(?:i\b|i've|greetings|small\s+talk)|i\s+(?:skipped|omitted|ignored|left\s+out)\b)/i;
 
 /** True when text before the first observation only frames the answer. */
 function isFraming(lines: readonly string[]): boolean {

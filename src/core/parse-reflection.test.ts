@@ -184,6 +184,17 @@ describe('parseReflection: supersession and contradiction lines', () => {
     );
   });
 
+  it('keeps a reason as written: its code marks, and a "#12" that is not a seq', () => {
+    const parsed = parseReflection(
+      'SUMMARY:\ns\nSUPERSESSIONS:\n- **[seq:9] replaces [seq:4]**: user now builds with `make __all__` (PR #12)',
+    );
+    expect(parsed.supersessions).toEqual([
+      { newerSeq: 9, olderSeq: 4, reason: 'user now builds with `make __all__` (PR #12)' },
+    ]);
+    const summary = 'The user works on acme/api.\n\nNote: this project forbids force pushes to main.';
+    expect(parseReflection(`SUMMARY:\n${summary}`).summary).toBe(summary);
+  });
+
   it('accepts vs, vs. and versus in contradictions', () => {
     const raw = 'CONTRADICTIONS:\n- [seq:1] vs [seq:2]: a\n- [seq:3] vs. [seq:4] b\n- [seq:5] VERSUS [seq:6]';
     expect(parseReflection(raw).contradictions).toEqual([

@@ -141,7 +141,8 @@ function parsePairs<T>(
     if (!match) continue;
     // Groups: first seq, then (supersessions) the passive `is` and `… by`, the second seq, more seqs, the text.
     const passive = match.length === 7 && match[3] !== undefined;
-    const text = (match.at(-1) ?? '').trim();
+    const cited = 2 + seqsIn(match.length === 7 ? match[5] : '').length;
+    const text = reasonOf(line, cited);
     const first = toSeq(match[1]);
     const seconds = [match.length === 7 ? match[4] : match[2], ...seqsIn(match.length === 7 ? match[5] : '')].map(
       toSeq,
@@ -156,6 +157,21 @@ function parsePairs<T>(
     }
   }
   return pairs;
+}
+
+/**
+ * The reason or detail of a pair line as written (its marks and seq-like words kept): what
+ * follows the line's `cited`-th seq, without the closing marks, words in brackets and the
+ * separator set around it.
+ */
+function reasonOf(line: string, cited: number): string {
+  const seqs = [...line.matchAll(LOOSE_SEQ)];
+  const last = seqs[cited - 1];
+  if (last?.index === undefined) return '';
+  return line
+    .slice(last.index + last[0].length)
+    .replace(/^(?:\s*(?:\*\*|__|`|\([^()]*\)))*\s*(?:[:—–-]\s*)?/, '')
+    .trim();
 }
 
 /** A pair line with emphasis and code marks dropped and every seq written `[seq:N]`. */

@@ -2,24 +2,28 @@ import { describe, expect, it } from 'vitest';
 import { stripReasoning } from './strip-reasoning.js';
 
 describe('stripReasoning', () => {
-  it('drops think blocks wherever they are, whatever their case', () => {
+  it('drops leading think blocks, whatever their case', () => {
     expect(stripReasoning('<think>\nThe user likes tabs.\n</think>\n\nIMPORTANCE: 0.9\nUser prefers tabs.')).toBe(
       '\n\nIMPORTANCE: 0.9\nUser prefers tabs.',
     );
-    expect(stripReasoning('A<THINKING>x</THINKING>B<reasoning>y</reasoning >C')).toBe('ABC');
+    expect(stripReasoning(' <THINKING>x</THINKING><reasoning>y</reasoning >C')).toBe('C');
   });
 
   it('drops what comes before a closing tag whose opening one the template sent', () => {
     expect(stripReasoning('the user may be joking\n</think>\nNONE')).toBe('\nNONE');
   });
 
-  it('drops an opening tag never closed, and all after it', () => {
-    expect(stripReasoning('IMPORTANCE: 0.5\nfact\n<think>\nand then I wonder')).toBe('IMPORTANCE: 0.5\nfact\n');
+  it('takes an answer that is only an opening tag and thinking as empty', () => {
     expect(stripReasoning('<think>\nall thinking, cut off')).toBe('');
   });
 
-  it('leaves other text and tags alone', () => {
-    const text = 'IMPORTANCE: 0.5\nThe template uses <div> and </span> tags; "think" is a word.';
-    expect(stripReasoning(text)).toBe(text);
+  it('keeps tags the answer itself mentions, anywhere after its start', () => {
+    for (const text of [
+      'IMPORTANCE: 0.5\nThe template uses <div> and </span> tags; "think" is a word.',
+      "IMPORTANCE: 0.8\nUser's log pipeline strips <think> blocks before indexing.\n\nIMPORTANCE: 0.5\nUses Go.",
+      'IMPORTANCE: 0.8\nThe parser drops text up to a </think> tag and keeps what follows.\nSOURCE: 5',
+      'SUMMARY:\nThe answers use a schema with a <reasoning> field.\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]',
+    ])
+      expect(stripReasoning(text), text).toBe(text);
   });
 });

@@ -4,24 +4,32 @@
  */
 
 const TAGS = 'think|thinking|reasoning';
-const BLOCK = new RegExp(String.raw`<(${TAGS})>[\s\S]*?</\1\s*>`, 'gi');
+const LEADING_BLOCK = new RegExp(String.raw`^\s*<(${TAGS})>[\s\S]*?</\1\s*>`, 'i');
+const LEADING_OPENING = new RegExp(String.raw`^\s*<(?:${TAGS})>`, 'i');
 const OPENING = new RegExp(String.raw`<(?:${TAGS})>`, 'i');
 const CLOSING = new RegExp(String.raw`</(?:${TAGS})\s*>`, 'i');
+// What an answer (not thinking) starts with: a score, a section, "nothing".
+const ANSWER_MARK = /importance|summary|supersessions|contradictions|^\s*[*_#>\s]*none\b/im;
 
 /**
  * The answer without the thinking that reasoning models served without a reasoning parser
- * write into it (DeepSeek-R1, Qwen3 and others through Ollama, LM Studio or vLLM):
- * `<think>…</think>` blocks (also `<thinking>`, `<reasoning>`), a closing tag whose opening
- * one the chat template already sent (everything up to it), and an opening tag never closed
- * (everything after it: the answer was all thinking). Thinking is not what the model
- * concluded, so it must never be stored as memory.
+ * (DeepSeek-R1, Qwen3 and others through Ollama, LM Studio or vLLM) write before it: leading
+ * `<think>…</think>` blocks (also `<thinking>`, `<reasoning>`), the text before a closing tag
+ * whose opening one the chat template already sent (when nothing before it reads as an
+ * answer), and a leading opening tag never closed (the answer was all thinking). A tag
+ * anywhere else is text, as in an observation about such tags. Thinking is not what the
+ * model concluded, so it must never be stored as memory.
  */
 export function stripReasoning(text: string): string {
   if (!text.includes('</') && !OPENING.test(text)) return text;
-  let answer = text.replace(BLOCK, '');
+  let answer = text;
+  for (let block = LEADING_BLOCK.exec(answer); block; block = LEADING_BLOCK.exec(answer))
+    answer = answer.slice(block[0].length);
+  if (LEADING_OPENING.test(answer)) return '';
   const closing = CLOSING.exec(answer);
-  if (closing) answer = answer.slice(closing.index + closing[0].length);
-  const opening = OPENING.exec(answer);
-  if (opening) answer = answer.slice(0, opening.index);
+  if (closing) {
+    const before = answer.slice(0, closing.index);
+    if (!OPENING.test(before) && !ANSWER_MARK.test(before)) answer = answer.slice(closing.index + closing[0].length);
+  }
   return answer.trim() === '' ? '' : answer;
 }

@@ -108,4 +108,22 @@ describe('prepareTranscript: the memory tools are never observed', () => {
       ['id:c', 'file text'],
     ]);
   });
+
+  it('tells a memory tool result that carries only its call id (OpenAI-style history)', () => {
+    const messages = prepareTranscript(
+      [
+        {
+          id: 'a',
+          role: 'assistant',
+          content: '',
+          toolCalls: [{ id: 'c1', name: 'working_memory', arguments: '{"action":"list"}' }],
+        },
+        { id: 'b', role: 'tool', toolCallId: 'c1', content: '{"entries":{"deploy_target":"prod"}}' },
+        { id: 'c', role: 'user', content: 'thanks' },
+      ],
+      RUNE_TOKEN_ESTIMATOR,
+      { redact: true },
+    );
+    expect(messages.map((message) => message.content)).toEqual(['thanks']);
+  });
 });

@@ -60,6 +60,12 @@ export function prepareTranscript(
   if (!Array.isArray(messages)) throw invalid(-1, 'messages must be an array');
   const prepared: PreparedMessage[] = [];
   const seen = new Set<string>();
+  // A tool result may carry only the id of its call (OpenAI-style history): the ids of the
+  // memory tools' calls tell their results.
+  const memoryCalls = new Set<string>();
+  for (const message of messages)
+    for (const call of Array.isArray(message?.toolCalls) ? message.toolCalls : [])
+      if (MEMORY_TOOL_NAMES.has(call?.name) && typeof call?.id === 'string') memoryCalls.add(call.id);
   messages.forEach((message, position) => {
     const key = messageKeyOf(message, position);
     if (seen.has(key) || options.skip?.has(key)) return;
@@ -70,7 +76,12 @@ export function prepareTranscript(
     if (typeof rawContent !== 'string') throw invalid(position, 'content must be a string');
     if (role === 'system' && name !== 'context_reset') return;
     if (SNIPPET_PREFIXES.some((prefix) => rawContent.trimStart().startsWith(prefix))) return;
-    if (role === 'tool' && MEMORY_TOOL_NAMES.has(name.trim())) return;
+    if (
+      role === 'tool' &&
+      (MEMORY_TOOL_NAMES.has(name.trim()) ||
+        (typeof message.toolCallId === 'string' && memoryCalls.has(message.toolCallId)))
+    )
+      return;
     const toolCalls = (message.toolCalls ?? []).filter(
       (call: NonNullable<TranscriptMessage['toolCalls']>[number]) => !MEMORY_TOOL_NAMES.has(call?.name),
     );
