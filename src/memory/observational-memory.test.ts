@@ -9,6 +9,7 @@ import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
 import type { MemoryStore } from '../storage/store.js';
 import { messages, scriptedObserver, scriptedReflector } from '../../test/support/scripted-models.js';
+import type { Observer } from './model-observer.js';
 import { createObservationalMemory } from './observational-memory.js';
 import type { ObservationalMemoryEvent, ObservationalMemoryOptions } from './observational-memory.js';
 
@@ -745,6 +746,29 @@ describe('observational memory: status, settings and export', () => {
     await memory.forget(scope);
     expect(await store.getRecord(memoryIdOf(scope))).toBeUndefined();
     expect(await memory.snippet(scope)).toBe('');
+  });
+
+  it('forgets a scope at once while its observer is busy: the model call is stopped, not waited for', async () => {
+    let entered!: () => void;
+    const inCall = new Promise<void>((resolve) => (entered = resolve));
+    // A model that answers only when its call is aborted (the lease is five minutes).
+    const observer: Observer = {
+      observe: (input) =>
+        new Promise((_resolve, reject) => {
+          input.abortSignal?.addEventListener('abort', () => reject(input.abortSignal?.reason));
+          entered();
+        }),
+    };
+    const { memory, store } = setup({ observer });
+    const observing = memory.observe({ scope, messages: messages(0, 1) }).then(
+      () => 'observed',
+      (error: unknown) => (error instanceof Error ? error.message : String(error)),
+    );
+    await inCall;
+    await memory.forget(scope);
+    expect(await observing).toMatch(/forgotten/);
+    expect(await store.getRecord(memoryIdOf(scope))).toBeUndefined();
+    expect(await store.listObservations(memoryIdOf(scope))).toEqual([]);
   });
 });
 

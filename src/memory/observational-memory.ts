@@ -32,6 +32,7 @@ import { observeScope } from './observe-scope.js';
 import type { ObserveDependencies } from './observe-scope.js';
 import type { OperationWorkerContext, WorkerEvent } from './operation-worker.js';
 import type { ObservationCache } from './observation-cache.js';
+import { RunningCalls } from './running-calls.js';
 import { KeyedLock } from './scope-lock.js';
 import {
   positive,
@@ -194,6 +195,8 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
     async forget(scopeInput) {
       const memoryId = memoryIdOf(resolveScope(scopeInput));
+      // A model call of the scope would only hold the lock while its answer is bound to be thrown away.
+      worker.calls?.abort(memoryId, new Error('the scope is being forgotten'));
       await locks.run(memoryId, () => store.forget(memoryId));
       reader.forget(memoryId);
       storedKeys.delete(memoryId);
@@ -234,6 +237,7 @@ function assemble(options: ObservationalMemoryOptions) {
     emit,
     observationCache: reader.observationCache,
     linksOf: reader.linksOf,
+    calls: new RunningCalls(),
   });
   const scheduler = createOperationScheduler({
     worker,
@@ -315,6 +319,7 @@ interface WorkerDependencies {
   readonly emit: (event: ObservationalMemoryEvent) => void;
   readonly observationCache: ObservationCache;
   readonly linksOf: OperationWorkerContext['linksOf'];
+  readonly calls: RunningCalls;
 }
 
 /** The operation worker's context: the service's options checked, its events turned into the service's. */
@@ -322,7 +327,7 @@ function workerContextOf(
   options: ObservationalMemoryOptions,
   dependencies: WorkerDependencies,
 ): OperationWorkerContext {
-  const { store, estimator, generateId, now, effective, emit, observationCache, linksOf } = dependencies;
+  const { store, estimator, generateId, now, effective, emit, observationCache, linksOf, calls } = dependencies;
   const maxAttempts = positive(
     options.maxOperationAttempts ?? options.maxAttempts ?? 5,
     options.maxOperationAttempts === undefined && options.maxAttempts !== undefined
@@ -374,6 +379,7 @@ function workerContextOf(
     observationsApplied: (memoryId, record, observations) => observationCache.add(memoryId, record, observations),
     linksOf,
     now,
+    calls,
     faultPoint: options.faultPoint,
   };
 }

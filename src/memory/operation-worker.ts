@@ -1,4 +1,5 @@
 import { HarnessMemoryError, ModelCallError } from '../core/errors.js';
+import type { RunningCalls } from './running-calls.js';
 import type { IdGenerator } from '../core/ids.js';
 import {
   clipMessage,
@@ -81,6 +82,8 @@ export interface OperationWorkerContext {
   /** The scope's whole supersession set (served from the in-process cache). */
   readonly linksOf: (memoryId: string, record: MemoryRecord) => Promise<ReflectionLinks>;
   readonly now: () => Date;
+  /** The model calls in flight by scope, which `forget` aborts. */
+  readonly calls?: RunningCalls;
   /** Testing hook: called at step boundaries of an operation; crash tests kill the process there. */
   readonly faultPoint?: ((point: WorkerFaultPoint) => void) | undefined;
 }
@@ -218,7 +221,7 @@ async function runObserve(
     config.reflectThresholdTokens,
   );
   const observer = context.observer;
-  const answer = await withinLease(context, async (abortSignal) => {
+  const answer = await withinLease(context, operation.memoryId, async (abortSignal) => {
     for (;;) {
       try {
         return await observer.observe({
@@ -337,7 +340,7 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
   const references = shown.references.filter((observation) => !listed.has(observation.seq));
   const contradictions = shown.contradictions;
   const reflector = context.reflector;
-  const answer = await withinLease(context, (abortSignal) =>
+  const answer = await withinLease(context, operation.memoryId, (abortSignal) =>
     reflector.reflect({
       scope: record.scope,
       config,
@@ -403,9 +406,11 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
  */
 async function withinLease<T>(
   context: OperationWorkerContext,
+  memoryId: string,
   call: (abortSignal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const controller = new AbortController();
+  const done = context.calls?.add(memoryId, controller);
   const timer = setTimeout(
     () => controller.abort(new DOMException('The model call ran past 80% of the operation lease.', 'TimeoutError')),
     Math.max(1, Math.floor(context.leaseMs * 0.8)),
@@ -415,6 +420,7 @@ async function withinLease<T>(
     return await call(controller.signal);
   } finally {
     clearTimeout(timer);
+    done?.();
   }
 }
 
