@@ -355,7 +355,8 @@ describe('observational memory: reflection', () => {
 
   it.each([
     ['NONE', 'NONE'],
-    ['only other sections', 'SUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n\nCONTRADICTIONS:\n'],
+    // With a supersession listed, the last summary is carried forward instead (supersession-set.test.ts).
+    ['only other sections, listing nothing', 'SUPERSESSIONS:\n- None\n\nCONTRADICTIONS:\n'],
     ['an empty summary', 'SUMMARY:\n\nSUPERSESSIONS:\n'],
     ['a summary saying nothing', 'SUMMARY: None.\nSUPERSESSIONS:\n'],
   ])('keeps the last reflection when the reflector answers %s, with no summary', async (_name, answer) => {

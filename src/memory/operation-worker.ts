@@ -11,6 +11,7 @@ import type { MemoryRecord, Observation, ObservationConfig } from '../core/obser
 import { provenanceOf } from '../core/observation-provenance.js';
 import { checkObserverAnswer } from '../core/check-observer-answer.js';
 import { isNothingToObserve } from '../core/parse-observations.js';
+import { formatReflection } from '../core/format-reflection.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import { activeReflectionLinks } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
@@ -368,10 +369,22 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
       data: { role: 'reflector', reason: typeof answer === 'string' ? 'too_large' : 'invalid' },
     });
   }
-  const raw = modelText(context, answer);
-  const structured = parseReflection(raw);
-  // A reflection replaces the last one whole: one without a summary would erase it.
-  if (structured.summary === '' || isNothingToObserve(structured.summary)) {
+  let raw = modelText(context, answer);
+  let structured = parseReflection(raw);
+  const noSummary = structured.summary === '' || isNothingToObserve(structured.summary);
+  // Supersessions or contradictions under an empty summary ("nothing else changed"): the
+  // last summary is carried forward with them, rather than losing what they found.
+  const previous = record.reflection?.structured.summary ?? '';
+  if (
+    noSummary &&
+    previous !== '' &&
+    structured.schemaVersion === 1 &&
+    structured.supersessions.length + structured.contradictions.length > 0
+  ) {
+    structured = { ...structured, summary: previous };
+    raw = formatReflection(structured);
+  } else if (noSummary) {
+    // A reflection replaces the last one whole: one without a summary would erase it.
     throw new HarnessMemoryError({
       code: 'MODEL_OUTPUT_INVALID',
       component: 'reflector',

@@ -12,6 +12,7 @@ import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
 import { scriptedObserver, scriptedReflector } from '../../test/support/scripted-models.js';
 import { createModelReflector } from './model-observer.js';
+import type { Observer, Reflector } from './model-observer.js';
 import { createObservationalMemory } from './observational-memory.js';
 import type { ObservationalMemoryEvent } from './observational-memory.js';
 
@@ -73,6 +74,17 @@ function memoryOfRuns(
     reflector: createModelReflector(model),
     defaultEnabled: true,
     defaults: config,
+  });
+}
+
+/** Memory on an in-memory store that observes every message, with these models. */
+function memoryObservingEach(observer: Observer, reflector: Reflector) {
+  return createObservationalMemory({
+    store: createInMemoryStore(),
+    observer,
+    reflector,
+    defaultEnabled: true,
+    defaults: { observeMinTokens: 1 },
   });
 }
 
@@ -255,6 +267,32 @@ describe('observational memory: the supersession set (issue 12)', () => {
     expect(snippet).toContain('[2] User now prefers spaces.');
   });
 
+  it('keeps the last summary when a reflection reports supersessions under an empty one, and applies them', async () => {
+    const observer = scriptedObserver(
+      'IMPORTANCE: 0.9\nUser prefers tabs.',
+      'IMPORTANCE: 0.9\nUser now prefers spaces.',
+    );
+    const reflector = scriptedReflector(
+      'SUMMARY:\nA session about indentation.\nSUPERSESSIONS:\nCONTRADICTIONS:\n',
+      'SUMMARY:\n\nSUPERSESSIONS:\n- **[seq:2] replaces [seq:1]**: switched to spaces\nCONTRADICTIONS:\n',
+      'SUMMARY:\nNone.\nSUPERSESSIONS:\nCONTRADICTIONS:\n',
+    );
+    const memory = memoryObservingEach(observer, reflector);
+    await memory.observe({ scope, messages: [{ id: 'a', role: 'user', content: 'tabs' }] });
+    await memory.reflectNow(scope);
+    await memory.observe({ scope, messages: [{ id: 'b', role: 'user', content: 'spaces now' }] });
+    await memory.reflectNow(scope);
+    const inspection = await memory.inspect(scope);
+    expect(inspection.reflection?.structured.summary).toBe('A session about indentation.');
+    expect(inspection.reflection?.raw).toBe(
+      'SUMMARY:\nA session about indentation.\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: switched to spaces\n\nCONTRADICTIONS:',
+    );
+    expect(inspection.links.supersessions.map((item) => [item.newerSeq, item.olderSeq])).toEqual([[2, 1]]);
+    // Nothing under an empty summary is still refused, the last reflection kept.
+    await expect(memory.reflectNow(scope)).rejects.toMatchObject({ code: 'MODEL_OUTPUT_INVALID' });
+    expect((await memory.inspect(scope)).reflection?.structured.summary).toBe('A session about indentation.');
+  });
+
   it('drops references that do not hold and counts them in the status', async () => {
     const observer = scriptedObserver('IMPORTANCE: 0.5\nfirst', 'IMPORTANCE: 0.5\nsecond', 'IMPORTANCE: 0.5\nthird');
     const reflector = scriptedReflector(
@@ -272,13 +310,7 @@ describe('observational memory: the supersession set (issue 12)', () => {
       ].join('\n'),
       'SUMMARY:\ns\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: now resolves 1 vs 2\nCONTRADICTIONS:\n',
     );
-    const memory = createObservationalMemory({
-      store: createInMemoryStore(),
-      observer,
-      reflector,
-      defaultEnabled: true,
-      defaults: { observeMinTokens: 1 },
-    });
+    const memory = memoryObservingEach(observer, reflector);
     for (const id of ['a', 'b', 'c']) await memory.observe({ scope, messages: [{ id, role: 'user', content: id }] });
     await memory.reflectNow(scope);
     let status = await memory.status(scope);
