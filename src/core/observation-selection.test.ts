@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Observation } from './observation.js';
 import { scoreObservation, selectObservationIndices } from './observation-snippet.js';
+import { repeatKeyOf } from './repeated-observations.js';
 import { renderDataLines } from './sanitize-text.js';
 import { RUNE_TOKEN_ESTIMATOR } from './token-estimator.js';
 import type { TokenEstimator } from './token-estimator.js';
@@ -13,7 +14,7 @@ const WORD_ESTIMATOR: TokenEstimator = { estimate: (text) => (text === '' ? 0 : 
  * The definition the selection must meet, computed over the whole log every time: every
  * observation scored, taken in score order (the older first among equals) when both its
  * stored token count and its rendered line fit what is left of the budget, which then
- * loses the line's cost.
+ * loses the line's cost; one that a newer observation repeats word for word never taken.
  */
 function fullSelection(
   observations: readonly Observation[],
@@ -67,6 +68,16 @@ function fullSelection(
   // whole numbers): once the budget left is below the lowest, nothing more can fit.
   const left: number[] = [];
   for (let index = 0; index < count; index++) left[floors[index] as number] = (left[floors[index] as number] ?? 0) + 1;
+  // An observation a newer one repeats word for word is never taken.
+  const repeated = new Uint8Array(count);
+  const newer = new Set<string>();
+  for (let index = count - 1; index >= 0; index--) {
+    const observation = observations[index] as Observation;
+    let key = repeatKeys.get(observation);
+    if (key === undefined) repeatKeys.set(observation, (key = repeatKeyOf(observation.content)));
+    if (newer.has(key)) repeated[index] = 1;
+    newer.add(key);
+  }
   const chosen: number[] = [];
   let remaining = budget;
   for (let size = count; size > 0 && remaining >= smallest; size--) {
@@ -75,13 +86,14 @@ function fullSelection(
     down(0, size - 1);
     left[floors[top] as number] = (left[floors[top] as number] as number) - 1;
     while (smallest < left.length && !left[smallest]) smallest++;
-    if ((floors[top] as number) > remaining) continue;
+    if (repeated[top] === 1 || (floors[top] as number) > remaining) continue;
     remaining -= costs[top] as number;
     chosen.push(top);
   }
   return chosen.sort((a, b) => a - b);
 }
 
+const repeatKeys = new WeakMap<Observation, string>();
 const plainCosts = new Map<TokenEstimator, number[]>();
 const markedCosts = new Map<TokenEstimator, Map<string, number>>();
 

@@ -221,6 +221,32 @@ describe('snippet: budget', () => {
 });
 
 describe('snippet: selection', () => {
+  it('shows a fact repeated word for word once, as its newest copy, where it stands in time', () => {
+    const observations = [
+      observation(1, 'User prefers tabs.', 0.9),
+      observation(2, 'User prefers spaces.', 0.9),
+      observation(3, 'user prefers  TABS', 0.9),
+      observation(4, 'The build uses make.', 0.5),
+      observation(5, 'The build uses make.', 0.5),
+    ];
+    const text = buildObservationSnippet({
+      observations,
+      reflection: null,
+      maxTokens: 900,
+      estimator: RUNE_TOKEN_ESTIMATOR,
+    });
+    expect([...text.matchAll(/^- \[(\d+)\]/gm)].map((match) => Number(match[1]))).toEqual([2, 3, 5]);
+    // Growing the same array shows the newest copy again.
+    observations.push(observation(6, 'User prefers spaces', 0.9));
+    const grown = buildObservationSnippet({
+      observations,
+      reflection: null,
+      maxTokens: 900,
+      estimator: RUNE_TOKEN_ESTIMATOR,
+    });
+    expect([...grown.matchAll(/^- \[(\d+)\]/gm)].map((match) => Number(match[1]))).toEqual([3, 5, 6]);
+  });
+
   it('selects exactly what a full sort and greedy fill would, on large random scopes', async () => {
     const { renderDataLines } = await import('./sanitize-text.js');
     for (let trial = 0; trial < 20; trial++) {

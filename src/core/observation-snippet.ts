@@ -2,6 +2,7 @@ import type { Observation, StoredReflection } from './observation.js';
 import type { Contradiction, Supersession } from './reflection.js';
 import { firstAfterSeq } from './first-after-seq.js';
 import { supersededBy } from './reflection-links.js';
+import { repeatedSeqsOf } from './repeated-observations.js';
 import { neutralizeMarkup, renderDataLines, stripInvisible } from './sanitize-text.js';
 import { SELECTION_BLOCK, selectionIndexOf } from './selection-index.js';
 import type { TokenEstimator } from './token-estimator.js';
@@ -175,7 +176,7 @@ function fitReflection(
 /**
  * The snippet's choice of observations: greedy by score (`importance / (1 + age)`, unscored
  * 0.5, superseded 0.1), each taken when its rendered line fits what is left of `budget`,
- * skipped otherwise. Returns their indices in `observations`, in seq order. `superseded`
+ * skipped otherwise; an observation a newer one repeats word for word is never taken. Returns their indices in `observations`, in seq order. `superseded`
  * maps a superseded seq to the seq replacing it.
  */
 export function selectObservationIndices(
@@ -207,6 +208,8 @@ function selectObservations(
 
   const chosen: number[] = [];
   const lines = new Map<number, string>();
+  // An observation a newer one repeats word for word is shown once, as the newer.
+  const repeated = repeatedSeqsOf(observations);
   let remaining = budget;
   const known = lineCostsOf(estimator);
   const consider = (index: number): void => {
@@ -258,7 +261,7 @@ function selectObservations(
   };
   for (const seq of superseded.keys()) {
     const position = positionOfSeq(observations, seq);
-    if (position !== -1) offer(position, (observations[position] as Observation).tokenCount);
+    if (position !== -1 && !repeated.has(seq)) offer(position, (observations[position] as Observation).tokenCount);
   }
   for (;;) {
     if (heap.size > 0 && (nodes.size === 0 || (scores[heap.peek()] as number) > nodes.bound())) {
@@ -275,7 +278,10 @@ function selectObservations(
     );
     for (let child = first; child < last; child++) {
       if (level > 0) nodes.push(level - 1, child, boundOf(level - 1, child));
-      else if (!superseded.has((observations[child] as Observation).seq)) offer(child, index.floors[child] as number);
+      else {
+        const { seq } = observations[child] as Observation;
+        if (!superseded.has(seq) && !repeated.has(seq)) offer(child, index.floors[child] as number);
+      }
     }
     if (nodes.size === 0 && remaining < smallest) break;
   }

@@ -401,6 +401,8 @@ describe('server: memory routes', () => {
   it("shows each observation's provenance, the active supersession set and its counts (issue 12)", async () => {
     const { request, observationalMemory, memoryModel } = setup();
     const scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
+    // Two different facts: a fact repeated word for word is shown once anyway.
+    memoryModel.enqueue('IMPORTANCE:0.9\nThe page says tabs.', 'IMPORTANCE:0.9\nThe user says spaces.');
     await observationalMemory.observe({ scope, messages: [{ id: '1', role: 'tool', content: 'page text' }] });
     await observationalMemory.observe({ scope, messages: [{ id: '2', role: 'user', content: 'second' }] });
     const before = await json(await request(base));
