@@ -4,6 +4,7 @@
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
+import { publicErrorText } from '../core/public-error-text.js';
 import type { RunRecord, RunUsage } from '../storage/run-store.js';
 
 /** A run's error as stored and streamed. */
@@ -12,9 +13,13 @@ export interface RunErrorJson {
   readonly message: string;
 }
 
-/** Any thrown value as a run error: its code when it is ours, else `INTERNAL`. */
+/**
+ * Any thrown value as a run error: its code when it is ours, else `INTERNAL`. A model call's
+ * error names the model server instead of showing its address: a run's error goes to the
+ * tenant that started it, who has no business learning where the operator's models run.
+ */
 export function errorJson(error: unknown): RunErrorJson {
-  if (HarnessMemoryError.isInstance(error)) return { code: error.code, message: error.detail };
+  if (HarnessMemoryError.isInstance(error)) return { code: error.code, message: publicErrorText(error) };
   if (error instanceof Error) return { code: 'INTERNAL', message: error.message };
   return { code: 'INTERNAL', message: String(error) };
 }

@@ -127,6 +127,25 @@ describe('agent runner: the transcript stays valid after a cancel (issue 12)', (
   });
 });
 
+describe('agent runner: what a failed model call tells the tenant', () => {
+  it("names the model server in the run's error, never its address", async () => {
+    const server = await startScriptedOpenAIServer();
+    try {
+      server.setDefaultReply({ status: 400, body: { error: { message: 'bad request' } } });
+      const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'scripted' });
+      const { runner } = runnerOver({ store: createInMemoryStore(), runStore: createInMemoryRunStore(), model });
+      const run = await runner.start({ ...scope, prompt: 'hello' });
+      const done = await runner.wait(run.runId);
+      expect(done.status).toBe('failed');
+      expect(done.error?.code).toBe('MODEL_CALL_FAILED');
+      expect(done.error?.message).toContain('HTTP 400 from the model server');
+      expect(done.error?.message).not.toContain('127.0.0.1');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('agent runner: events in order, failures visible (issue 12)', () => {
   it(
     'keeps run.completed last when an observation outlasts the wait, and reports the late observation on ' +

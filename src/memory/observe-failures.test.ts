@@ -122,6 +122,10 @@ describe('observe failures: retryable', () => {
     expect(result.error).toMatchObject({ code: 'MODEL_CALL_FAILED', isRetryable: true });
     expect(await unobserved()).toBe(1);
     expect(await observations()).toEqual([]);
+    // The operation's error, which the tenant can read, names the server without its address.
+    const operation = (await store.listOperations(memoryId)).at(-1);
+    expect(operation?.errorText).toContain('the model server timed out');
+    expect(operation?.errorText).not.toContain('127.0.0.1');
   });
 });
 

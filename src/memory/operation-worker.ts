@@ -12,6 +12,7 @@ import { provenanceOf } from '../core/observation-provenance.js';
 import { checkObserverAnswer } from '../core/check-observer-answer.js';
 import { isNothingToObserve } from '../core/parse-observations.js';
 import { formatReflection } from '../core/format-reflection.js';
+import { hideServerAddress } from '../core/public-error-text.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import { activeReflectionLinks } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
@@ -128,7 +129,8 @@ export async function runOperation(
     // circuit without using up an attempt, or other scopes' failures would bury it untried.
     const notSent = ModelCallError.isInstance(failure) && failure.notSent;
     const willRetry = retryable && (notSent || operation.attempt < context.maxAttempts);
-    const errorText = redactSecrets(failure.message.slice(0, 2000)).text;
+    // Shown to the tenant (the operation's error, `memory.operation.*` events): no server address.
+    const errorText = redactSecrets(hideServerAddress(failure.message, failure).slice(0, 2000)).text;
     if (retryable && !willRetry) {
       context.onEvent({ type: 'operation-failed', operation, error: failure, willRetry });
       return bury(context, operation, `gave up after ${operation.attempt} attempts: ${errorText}`, failure);

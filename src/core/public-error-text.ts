@@ -1,0 +1,40 @@
+/**
+ * Error text fit to show the tenant whose request failed.
+ * @module
+ */
+import { HarnessMemoryError, ModelCallError } from './errors.js';
+
+// An IPv4 address, with its port if any, as connection errors print it.
+const IP_ADDRESS = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g;
+
+/**
+ * The message of `error` as a run's error and the run's events show it: ours without its
+ * `[harness-memory]` prefix, and a model call's naming the model server instead of showing
+ * its address ({@link hideServerAddress}).
+ */
+export function publicErrorText(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  return hideServerAddress(HarnessMemoryError.isInstance(error) ? error.detail : error.message, error);
+}
+
+/**
+ * `text` (about `error`) with the model server named instead of its address shown (its URL,
+ * host and IP addresses) when `error` is a model call's. Such text goes to the tenant that
+ * started the run, who has no business learning where the operator's models run; the error
+ * object itself keeps `url` for the operator's logs.
+ */
+export function hideServerAddress(text: string, error: unknown): string {
+  if (!ModelCallError.isInstance(error)) return text;
+  let shown = text;
+  const { url } = error;
+  if (url) {
+    shown = shown.split(url).join('the model server');
+    try {
+      const { host, hostname } = new URL(url);
+      for (const part of [host, hostname]) if (part !== '') shown = shown.split(part).join("the server's address");
+    } catch {
+      // Not a URL: only the text as given is named.
+    }
+  }
+  return shown.replace(IP_ADDRESS, "the server's address");
+}
