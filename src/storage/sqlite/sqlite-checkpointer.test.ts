@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { memoryIdOf } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
 import type { MemoryStore } from '../store.js';
-import { BACKSTOP_CHECKPOINT_PAGES, WAL_SIZE_LIMIT_BYTES } from './sqlite-connection.js';
+import { BACKSTOP_CHECKPOINT_PAGES } from './sqlite-connection.js';
 import { createSqliteStore } from './sqlite-store.js';
 import { useSqliteTestFiles } from '../../../test/support/sqlite-test-files.js';
 
@@ -102,27 +102,6 @@ describe('sqlite store: background checkpoints', { timeout: 60_000 }, () => {
     // restarted from its beginning instead of growing with every page written.
     expect(largest).toBeGreaterThan(BACKSTOP_CHECKPOINT_PAGES / 2);
     expect(restarts()).toBeGreaterThan(restartsBefore);
-  });
-
-  it('cuts the log file back to 16 MiB when it restarts after a burst, instead of keeping its largest size', async () => {
-    const { store, database } = open();
-    const big = 'x'.repeat(1024 * 1024);
-    for (let index = 0; index < 24; index++)
-      await store.setWorkingMemoryEntry({
-        scope,
-        memoryId,
-        key: `burst-${index}`,
-        valueJson: JSON.stringify(`${index}${big}`),
-        limits,
-      });
-    expect(statSync(`${files.path}-wal`).size).toBeGreaterThan(WAL_SIZE_LIMIT_BYTES);
-    // Once the log is copied whole, the next write restarts it from its beginning.
-    await eventually(() => {
-      const [result] = database.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number; checkpointed: number }>;
-      return result !== undefined && result.log === result.checkpointed;
-    });
-    await setCanary(store, 'after the burst');
-    expect(statSync(`${files.path}-wal`).size).toBeLessThanOrEqual(WAL_SIZE_LIMIT_BYTES);
   });
 
   it('goes back to inline checkpoints, with a warning, when the worker cannot open the file', async () => {

@@ -40,13 +40,7 @@ export function configureSqliteConnection(
   db.pragma('foreign_keys = ON');
   // Deleted content is overwritten with zeros, so forgotten data does not linger in free pages.
   db.pragma('secure_delete = ON');
-  // The log restarts from its beginning after a complete checkpoint; without a limit its file
-  // keeps the size of the largest burst (tens of megabytes) for as long as the process runs.
-  db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
 }
-
-/** Size the write-ahead log's file is cut back to when the log restarts (16 MiB). */
-export const WAL_SIZE_LIMIT_BYTES: number = 16 * 1024 * 1024;
 
 /**
  * Pages in the write-ahead log at which a connection with background checkpoints still
