@@ -104,6 +104,25 @@ describe('sqlite store: background checkpoints', { timeout: 60_000 }, () => {
     expect(restarts()).toBeGreaterThan(restartsBefore);
   });
 
+  it('cuts the log file back once writes pause after a burst, instead of keeping its largest size', async () => {
+    const { store } = open();
+    const big = 'x'.repeat(1024 * 1024);
+    for (let index = 0; index < 24; index++)
+      await store.setWorkingMemoryEntry({
+        scope,
+        memoryId,
+        key: `burst-${index}`,
+        valueJson: JSON.stringify(`${index}${big}`),
+        limits,
+      });
+    const walBytes = () => (existsSync(`${files.path}-wal`) ? statSync(`${files.path}-wal`).size : 0);
+    expect(walBytes()).toBeGreaterThan(16 * 1024 * 1024);
+    // About a second after the last commit the worker truncates the log.
+    await eventually(() => walBytes() <= 16 * 1024 * 1024);
+    // Nothing was lost on the way.
+    expect(await store.getWorkingMemoryEntry(memoryId, 'burst-23')).toBeDefined();
+  });
+
   it('goes back to inline checkpoints, with a warning, when the worker cannot open the file', async () => {
     // Waits for the warning itself (the switch back to inline checkpoints comes just before
     // it), however long the worker thread takes to start on a loaded machine.
