@@ -19,9 +19,7 @@ export interface RunErrorJson {
  * tenant that started it, who has no business learning where the operator's models run.
  */
 export function errorJson(error: unknown): RunErrorJson {
-  if (HarnessMemoryError.isInstance(error)) return { code: error.code, message: publicErrorText(error) };
-  if (error instanceof Error) return { code: 'INTERNAL', message: error.message };
-  return { code: 'INTERNAL', message: String(error) };
+  return { code: HarnessMemoryError.isInstance(error) ? error.code : 'INTERNAL', message: publicErrorText(error) };
 }
 
 /** Token usage as the events and the API show it. */

@@ -360,9 +360,23 @@ describe('agent runner: memory never observes its own tools', () => {
       defaultEnabled: true,
       defaults: { observeMinTokens: 1 },
     });
-    const workingMemory = createWorkingMemory({ store });
-    await workingMemory.set(scope, 'deploy_target', 'prod-eu-1 (REMEMBERED-VALUE)');
     const model = createMockLanguageModel('done');
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'looks things up',
+      inputSchema: z.object({ q: z.string() }),
+      execute: async () => 'sunny',
+    });
+    // The default memory tools, not the helper's none.
+    const { runner, workingMemory } = runnerOver({
+      store,
+      runStore: createInMemoryRunStore(),
+      model,
+      memory,
+      tools: [lookup],
+      runner: { memoryTools: undefined },
+    });
+    await workingMemory.set(scope, 'deploy_target', 'prod-eu-1 (REMEMBERED-VALUE)');
     model.enqueue(
       {
         toolCalls: [
@@ -372,20 +386,6 @@ describe('agent runner: memory never observes its own tools', () => {
       },
       'done',
     );
-    const lookup = defineTool({
-      name: 'lookup',
-      description: 'looks things up',
-      inputSchema: z.object({ q: z.string() }),
-      execute: async () => 'sunny',
-    });
-    const runner = createAgentRunner({
-      model,
-      observationalMemory: memory,
-      workingMemory,
-      runStore: createInMemoryRunStore(),
-      tools: [lookup],
-      workspace: WORKSPACE,
-    });
     const run = await runner.start({ ...scope, prompt: 'what is in memory?' });
     expect((await runner.wait(run.runId)).status).toBe('completed');
     await memory.drain(scope);

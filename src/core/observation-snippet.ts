@@ -1,7 +1,7 @@
 import type { Observation, StoredReflection } from './observation.js';
 import type { Contradiction, Supersession } from './reflection.js';
 import { firstAfterSeq } from './first-after-seq.js';
-import { supersededBy } from './reflection-links.js';
+import { newestContradictionFirst, supersededBy } from './reflection-links.js';
 import { repeatedSeqsOf } from './repeated-observations.js';
 import { neutralizeMarkup, renderDataLines, stripInvisible } from './sanitize-text.js';
 import { SELECTION_BLOCK, selectionIndexOf } from './selection-index.js';
@@ -479,10 +479,7 @@ class IndexHeap {
 function warningSections(links: SnippetLinks): string[] {
   const lines: string[] = [];
   const supersessions = [...links.supersessions].sort((a, b) => b.newerSeq - a.newerSeq || b.olderSeq - a.olderSeq);
-  const contradictions = [...links.contradictions].sort(
-    (a, b) =>
-      Math.max(b.seqA, b.seqB) - Math.max(a.seqA, a.seqB) || Math.min(b.seqA, b.seqB) - Math.min(a.seqA, a.seqB),
-  );
+  const contradictions = [...links.contradictions].sort(newestContradictionFirst);
   if (supersessions.length > 0) {
     lines.push(SUPERSESSIONS_HEADER);
     for (const item of supersessions) {

@@ -6,6 +6,7 @@
 import type { ParsedObservation } from './observation.js';
 import { stripInvisible } from './sanitize-text.js';
 import { readJsonObservations } from './json-answer.js';
+import { repeatKeyOf } from './repeated-observations.js';
 import { stripReasoning } from './strip-reasoning.js';
 
 /** Most observations kept from one observer answer. */
@@ -138,10 +139,7 @@ function withoutRepeats(observations: readonly ParsedObservation[]): ParsedObser
   const kept: ParsedObservation[] = [];
   const byKey = new Map<string, number>();
   for (const observation of observations) {
-    const key = observation.content
-      .toLowerCase()
-      .replace(/\s+/g, ' ')
-      .replace(/[\s.!;,]+$/, '');
+    const key = repeatKeyOf(observation.content);
     const index = byKey.get(key);
     if (index === undefined) {
       byKey.set(key, kept.length);

@@ -6,7 +6,7 @@
 import { contradictionLine, referenceLine, reflectorReferenceTokens } from './memory-prompts.js';
 import type { Observation, ObservationConfig } from './observation.js';
 import { selectObservationIndices } from './observation-snippet.js';
-import { supersededBy } from './reflection-links.js';
+import { newestContradictionFirst, supersededBy } from './reflection-links.js';
 import type { Contradiction, Supersession } from './reflection.js';
 import type { TokenEstimator } from './token-estimator.js';
 
@@ -59,10 +59,7 @@ export function selectReflectionContext(input: ReflectionContextInput): Reflecti
   const chosen = new Map<number, Observation>();
   const contradictions: Contradiction[] = [];
   const bySeq = new Map(observations.map((observation) => [observation.seq, observation]));
-  const newestFirst = [...(input.links.contradictions ?? [])].sort(
-    (a, b) =>
-      Math.max(b.seqA, b.seqB) - Math.max(a.seqA, a.seqB) || Math.min(b.seqA, b.seqB) - Math.min(a.seqA, a.seqB),
-  );
+  const newestFirst = [...(input.links.contradictions ?? [])].sort(newestContradictionFirst);
   for (const contradiction of newestFirst) {
     const sides = [bySeq.get(contradiction.seqA), bySeq.get(contradiction.seqB)];
     if (!sides.every(eligible)) continue;

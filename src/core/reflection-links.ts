@@ -103,6 +103,11 @@ export function supersededBy(links: { readonly supersessions: readonly Supersess
   return map;
 }
 
+/** Orders contradictions newest first: by their newer seq, then their older one, both descending. */
+export function newestContradictionFirst(a: Contradiction, b: Contradiction): number {
+  return Math.max(b.seqA, b.seqB) - Math.max(a.seqA, a.seqB) || Math.min(b.seqA, b.seqB) - Math.min(a.seqA, a.seqB);
+}
+
 /**
  * The active part of a set: every supersession (a replaced fact stays replaced), and the
  * contradictions neither of whose observations has been superseded since (a supersession
