@@ -575,6 +575,58 @@ describe('agent runner: abandoned runs', () => {
   });
 });
 
+describe('agent runner: run retention', () => {
+  it('deletes runs that ended before the retention age, in batches, and keeps the rest', async () => {
+    let clock = Date.parse('2026-12-02T10:00:00.000Z');
+    const runStore = createInMemoryRunStore({ now: () => new Date(clock) });
+    const { runner } = harness({ runner: { runStore } });
+    // More old runs than one delete takes, so the sweep works in several.
+    for (let index = 0; index < 1_200; index++) {
+      await runStore.createRun({ ...newRun(`old_${index}`), status: 'completed' });
+      await runStore.appendEvent(`old_${index}`, 'run.completed', {});
+    }
+    await runStore.createRun(orphanRun());
+    clock += 2 * 86_400_000;
+    await runStore.createRun({ ...newRun('recent'), status: 'failed' });
+    const maintenance = runner.startMaintenance({
+      runRetentionSeconds: 86_400,
+      abandonAfterSeconds: 10 * 86_400,
+      sweepMs: 60_000,
+      heartbeatMs: 60_000,
+    });
+    // The first sweep runs at the start; stopping waits for it.
+    await maintenance.stop();
+    expect(await runStore.getRun('old_0')).toBeUndefined();
+    expect(await runStore.getRun('old_1199')).toBeUndefined();
+    expect(await runStore.listEvents('old_1199', -1)).toEqual([]);
+    expect((await runStore.getRun('recent'))?.status).toBe('failed');
+    // Running, though old: only ended runs are deleted.
+    expect((await runStore.getRun('run_orphan'))?.status).toBe('running');
+  });
+
+  it('refuses a retention the store cannot apply, and bad maintenance options, naming them', () => {
+    const runStore = createInMemoryRunStore();
+    const { deleteEndedRuns: _, ...withoutRetention } = runStore;
+    const { runner } = harness({ runner: { runStore: withoutRetention } });
+    expect(() => runner.startMaintenance({ runRetentionSeconds: 60 })).toThrow(
+      expect.objectContaining({
+        code: 'OPTION_INVALID',
+        data: { factory: 'startRunMaintenance', option: 'runRetentionSeconds' },
+      }),
+    );
+    for (const [option, value] of [
+      ['runRetentionSeconds', -1],
+      ['runRetentionSeconds', 1.5],
+      ['sweepMs', 0],
+      ['heartbeatMs', Number.NaN],
+      ['abandonAfterSeconds', 0],
+    ] as const)
+      expect(() => harness().runner.startMaintenance({ [option]: value })).toThrow(
+        expect.objectContaining({ code: 'OPTION_INVALID', data: { factory: 'startRunMaintenance', option } }),
+      );
+  });
+});
+
 describe('agent runner: settle', () => {
   it('refuses a timeout a timer cannot wait, naming it', async () => {
     const { runner } = harness();

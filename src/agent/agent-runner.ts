@@ -28,7 +28,7 @@ import { errorJson, invalidRequest, notFound } from './_run-errors.js';
 import { createTurnPreparer } from './prepare-turn.js';
 import { RunEventEmitter } from './run-event-emitter.js';
 import { createRunLoop } from './run-loop.js';
-import { startRunMaintenance } from './run-maintenance.js';
+import { startRunMaintenance, type RunMaintenance, type RunMaintenanceOptions } from './run-maintenance.js';
 import { createToolDispatcher } from './tool-dispatch.js';
 
 /** A run request, as `POST /v1/runs` takes it. */
@@ -117,11 +117,10 @@ export interface AgentRunner {
   /**
    * Keeps runs honest across crashes: heartbeats this process's runs every `heartbeatMs`,
    * and at once and every `sweepMs` fails runs of any process that stopped heartbeating for
-   * `abandonAfterSeconds` (`RUN_ABANDONED`, with a `run.failed` event so their streams end).
+   * `abandonAfterSeconds` (`RUN_ABANDONED`, with a `run.failed` event so their streams end),
+   * then deletes runs that ended more than `runRetentionSeconds` ago, when that is set.
    */
-  startMaintenance(options?: { heartbeatMs?: number; sweepMs?: number; abandonAfterSeconds?: number }): {
-    stop(): Promise<void>;
-  };
+  startMaintenance(options?: RunMaintenanceOptions): RunMaintenance;
 }
 
 const MAX_PROMPT_CHARS = 200_000;

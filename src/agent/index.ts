@@ -15,6 +15,7 @@ export type {
 } from './prepare-turn.js';
 export { createAgentRunner } from './agent-runner.js';
 export type { AgentRunner, AgentRunnerOptions, RunRequest } from './agent-runner.js';
+export type { RunMaintenance, RunMaintenanceOptions } from './run-maintenance.js';
 export { TERMINAL_EVENT_TYPES } from '../storage/event-hub.js';
 export type { EventHub } from '../storage/event-hub.js';
 export { createLocalEventHub } from '../storage/local-event-hub.js';

@@ -1,11 +1,15 @@
 /**
  * Run maintenance: heartbeats for this process's runs, and the sweep that fails runs whose
- * process stopped heartbeating (`RUN_ABANDONED`), so their streams end.
+ * process stopped heartbeating (`RUN_ABANDONED`), so their streams end, and deletes runs past
+ * their retention.
  * @module
  */
 import type { FaultReporter } from '../core/fault.js';
 import type { RunStore } from '../storage/run-store.js';
 import type { RunEventEmitter } from './run-event-emitter.js';
+import { invalidOption, requireCount, requireTimerMs } from '../core/require-option.js';
+
+const FACTORY = 'startRunMaintenance';
 
 /** Options of {@link startRunMaintenance}. */
 export interface RunMaintenanceOptions {
@@ -15,7 +19,18 @@ export interface RunMaintenanceOptions {
   readonly sweepMs?: number;
   /** @default 300 */
   readonly abandonAfterSeconds?: number;
+  /**
+   * Ended runs (completed, failed or cancelled) not written for this many seconds are deleted
+   * with their events at each sweep; conversation messages are kept. The run store must have
+   * `deleteEndedRuns`. Leave it out, or 0, to keep runs for ever.
+   * @default 0
+   */
+  readonly runRetentionSeconds?: number;
 }
+
+/** Runs one `deleteEndedRuns` call deletes, and the most calls one sweep makes. */
+const RETENTION_BATCH = 500;
+const RETENTION_BATCHES_PER_SWEEP = 20;
 
 /** What maintenance works on. */
 export interface RunMaintenanceTarget {
@@ -35,14 +50,24 @@ export interface RunMaintenance {
 
 /**
  * Heartbeats the active runs every `heartbeatMs`, and at once and every `sweepMs` fails the
- * runs of any process that stopped heartbeating for `abandonAfterSeconds`. One task runs at
- * a time; a failed one is reported and runs again at its next tick.
+ * runs of any process that stopped heartbeating for `abandonAfterSeconds`, then deletes runs
+ * that ended more than `runRetentionSeconds` ago (when set). One task runs at a time; a
+ * failed one is reported and runs again at its next tick.
  */
 export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMaintenanceOptions = {}): RunMaintenance {
-  const heartbeatMs = options.heartbeatMs ?? 30_000;
-  const sweepMs = options.sweepMs ?? 60_000;
-  const abandonAfterSeconds = options.abandonAfterSeconds ?? 300;
+  const heartbeatMs = requireTimerMs(FACTORY, 'heartbeatMs', options.heartbeatMs, 1) ?? 30_000;
+  const sweepMs = requireTimerMs(FACTORY, 'sweepMs', options.sweepMs, 1) ?? 60_000;
+  const abandonAfterSeconds = requireCount(FACTORY, 'abandonAfterSeconds', options.abandonAfterSeconds) ?? 300;
+  const retentionSeconds = requireRetention(options.runRetentionSeconds);
   const { runStore, events, reportFault } = target;
+  const deleteEndedRuns = retentionSeconds > 0 ? runStore.deleteEndedRuns?.bind(runStore) : undefined;
+  if (retentionSeconds > 0 && !deleteEndedRuns)
+    throw invalidOption(
+      FACTORY,
+      'runRetentionSeconds',
+      `needs a run store with deleteEndedRuns(); ${runStore.name} has none`,
+      'Leave it out to keep runs for ever, or give the store deleteEndedRuns().',
+    );
   let chain: Promise<void> = Promise.resolve();
   const schedule = (task: () => Promise<void>): void => {
     chain = chain.then(task).catch((error: unknown) =>
@@ -79,6 +104,11 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
       if (!run) continue;
       await events.emit(run.runId, 'run.failed', { error }, { conversationId: run.scope.conversationId });
     }
+    if (!deleteEndedRuns) return;
+    // A bounded number of short deletes a sweep: a backlog is worked off over several sweeps
+    // instead of holding the store in one long transaction.
+    for (let batch = 0; batch < RETENTION_BATCHES_PER_SWEEP; batch++)
+      if ((await deleteEndedRuns(retentionSeconds, RETENTION_BATCH)) < RETENTION_BATCH) break;
   };
   schedule(sweep);
   const timers = [setInterval(() => schedule(heartbeat), heartbeatMs), setInterval(() => schedule(sweep), sweepMs)];
@@ -89,4 +119,10 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
       await chain;
     },
   };
+}
+
+/** `runRetentionSeconds` as checked: 0 (keep for ever) or a whole number of seconds. */
+function requireRetention(value: unknown): number {
+  if (value === undefined || value === 0) return 0;
+  return requireCount(FACTORY, 'runRetentionSeconds', value) ?? 0;
 }

@@ -60,6 +60,7 @@ describe('config: defaults', () => {
       maxConcurrentRuns: 16,
       maxSseConnections: 32,
       maxWritesPerSecond: 50,
+      runRetentionDays: 0,
     });
     expect(config.providers).toEqual({});
     expect(config.openai).toEqual({ apiKey: '', baseUrl: '' });
@@ -148,7 +149,7 @@ describe('config: cascade', () => {
     const file = writeConfig(
       workspace,
       '[memory]\nmax_operation_attempts = 7\n[server]\nredact_transcripts = false\nmax_concurrent_runs = ' +
-        '3\nmax_sse_connections = 4\nmax_writes_per_second = 5\n',
+        '3\nmax_sse_connections = 4\nmax_writes_per_second = 5\nrun_retention_days = 30\n',
     );
     const fromFile = load();
     expect(fromFile.memory.maxOperationAttempts).toBe(7);
@@ -157,6 +158,7 @@ describe('config: cascade', () => {
       maxConcurrentRuns: 3,
       maxSseConnections: 4,
       maxWritesPerSecond: 5,
+      runRetentionDays: 30,
     });
     expect(fromFile.sources['server.max_writes_per_second']).toBe(file);
     const fromEnv = load({
@@ -165,6 +167,7 @@ describe('config: cascade', () => {
       HARNESS_MAX_CONCURRENT_RUNS: '30',
       HARNESS_MAX_SSE_CONNECTIONS: '40',
       HARNESS_MAX_WRITES_PER_SECOND: '60',
+      HARNESS_RUN_RETENTION_DAYS: '0',
     });
     expect(fromEnv.memory.maxOperationAttempts).toBe(2);
     expect(fromEnv.server).toMatchObject({
@@ -172,6 +175,7 @@ describe('config: cascade', () => {
       maxConcurrentRuns: 30,
       maxSseConnections: 40,
       maxWritesPerSecond: 60,
+      runRetentionDays: 0,
     });
     expect(fromEnv.sources['server.redact_transcripts']).toBe('env:HARNESS_REDACT_TRANSCRIPTS');
     expect(configErrorOf(() => load({ HARNESS_MEMORY_MAX_OPERATION_ATTEMPTS: '0' })).key).toBe(
@@ -180,6 +184,11 @@ describe('config: cascade', () => {
     expect(configErrorOf(() => load({ HARNESS_MAX_WRITES_PER_SECOND: 'lots' })).key).toBe(
       'server.max_writes_per_second',
     );
+    for (const days of ['-1', '1.5', '36501']) {
+      const error = configErrorOf(() => load({ HARNESS_RUN_RETENTION_DAYS: days }));
+      expect(error.key).toBe('server.run_retention_days');
+      expect(error.message).toContain('or 0 to keep runs for ever');
+    }
   });
 
   it('treats an empty environment variable as unset', () => {

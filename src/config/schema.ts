@@ -75,6 +75,7 @@ export interface ServerFileSection {
   max_concurrent_runs?: number;
   max_sse_connections?: number;
   max_writes_per_second?: number;
+  run_retention_days?: number;
 }
 
 /** One `[providers.NAME]` table. `base_url` is required once all files are merged. */
@@ -106,6 +107,10 @@ const UNIT_INTERVAL = 'must be a number from 0 to 1';
 const unitInterval = () => z.number({ error: UNIT_INTERVAL }).min(0, UNIT_INTERVAL).max(1, UNIT_INTERVAL);
 const literal = <const T extends string>(values: readonly T[]) =>
   z.enum(values as [T, ...T[]], { error: oneOf(values) });
+
+/** The longest `[server] run_retention_days` (a hundred years). */
+export const MAX_RUN_RETENTION_DAYS = 36_500;
+const RETENTION_DAYS = `must be a whole number of days from 1 to ${MAX_RUN_RETENTION_DAYS}, or 0 to keep runs for ever`;
 
 const API_KEY_ENTRY = 'must look like "key:tenant", with neither part empty';
 
@@ -197,6 +202,11 @@ const serverShape = {
   max_concurrent_runs: positiveInteger(),
   max_sse_connections: positiveInteger(),
   max_writes_per_second: positiveInteger(),
+  run_retention_days: z
+    .number({ error: RETENTION_DAYS })
+    .int(RETENTION_DAYS)
+    .min(0, RETENTION_DAYS)
+    .max(MAX_RUN_RETENTION_DAYS, RETENTION_DAYS),
 } satisfies Record<keyof ServerFileSection, z.ZodType>;
 
 const providerShape = {
@@ -353,6 +363,12 @@ export interface ServerConfig {
    * second's worth. @default 50
    */
   readonly maxWritesPerSecond: number;
+  /**
+   * Days an ended run (completed, failed or cancelled) and its events are kept after it was last
+   * written; the server's sweep deletes older ones. Conversation messages are kept. 0 keeps runs
+   * for ever. @default 0
+   */
+  readonly runRetentionDays: number;
 }
 
 /** One user-defined model provider (`[providers.NAME]`). */

@@ -32,6 +32,8 @@ import { createFaultLog, createJsonLogger } from './fault-log.js';
 import { watchDatabaseFile } from './database-file-watch.js';
 import type { FaultLog, Logger } from './fault-log.js';
 import { createTenantLimits } from './tenant-limits.js';
+
+const SECONDS_PER_DAY = 86_400;
 import type { ServerEnv } from './server-env.js';
 import type { Hono } from 'hono';
 
@@ -55,6 +57,11 @@ export interface HarnessOptions {
   logger?: Logger;
   /** How often the SQLite file is checked to still be the one opened (not deleted or replaced). @default 5000 */
   databaseCheckMs?: number;
+  /**
+   * How often runs are swept: runs of a process that stopped heartbeating are failed, and ended
+   * runs past `[server] run_retention_days` deleted. @default 60000
+   */
+  runSweepMs?: number;
 }
 
 /** A running harness. */
@@ -159,6 +166,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
             onProblem: (problem) => faults.report({ component: 'store', message: problem }),
           })
         : undefined;
+    const runSweepMs = requireTimerMs('createHarness', 'runSweepMs', options.runSweepMs, 1);
     const limits = createTenantLimits({
       maxConcurrentRuns: config.server.maxConcurrentRuns,
       maxSseConnections: config.server.maxSseConnections,
@@ -177,7 +185,13 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       ...(databaseWatch ? { storageProblem: databaseWatch.problem } : {}),
     });
     // Stale work left by a crashed process is picked up within the lease plus this check.
-    const maintenance = options.startWorker === false ? undefined : runner.startMaintenance();
+    const maintenance =
+      options.startWorker === false
+        ? undefined
+        : runner.startMaintenance({
+            runRetentionSeconds: config.server.runRetentionDays * SECONDS_PER_DAY,
+            ...(runSweepMs === undefined ? {} : { sweepMs: runSweepMs }),
+          });
     const worker =
       options.startWorker === false
         ? undefined

@@ -3,8 +3,11 @@ import { memoryIdOf } from '../core/scope.js';
 import { createStoreGuard } from './_store-guard.js';
 import { newScopeGeneration } from './_memory-rows.js';
 import { scopeForgottenError } from './_store-errors.js';
-import type { ConversationMessage, RunEvent, RunListQuery, RunRecord, RunStore } from './run-store.js';
+import type { ConversationMessage, RunEvent, RunListQuery, RunRecord, RunStatus, RunStore } from './run-store.js';
 import { storableMessage, storablePatch, storableRun } from './_storable-text.js';
+import { retentionArguments } from './_run-retention.js';
+
+const ENDED: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled']);
 
 /** Options of {@link createInMemoryRunStore}. */
 export interface InMemoryRunStoreOptions {
@@ -123,6 +126,20 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       return [...runs.values()].filter(
         (run) => (run.status === 'queued' || run.status === 'running') && run.updatedAt <= cutoff,
       );
+    },
+    async deleteEndedRuns(olderThanSeconds, limit) {
+      guard();
+      const bounds = retentionArguments(olderThanSeconds, limit);
+      const cutoff = new Date(now().getTime() - bounds.olderThanSeconds * 1000).toISOString();
+      const ended = [...runs.values()]
+        .filter((run) => ENDED.has(run.status) && run.createdAt <= cutoff && run.updatedAt <= cutoff)
+        .sort((a, b) => newestRunFirst(b, a))
+        .slice(0, bounds.limit);
+      for (const run of ended) {
+        runs.delete(run.runId);
+        events.delete(run.runId);
+      }
+      return ended.length;
     },
     async conversationGeneration(memoryId) {
       guard();

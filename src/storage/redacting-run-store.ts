@@ -26,6 +26,7 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     'Pass the RunStore to wrap.',
   );
   const recentHistory = store.recentHistory?.bind(store);
+  const deleteEndedRuns = store.deleteEndedRuns?.bind(store);
   return {
     specificationVersion: 'v1',
     name: store.name,
@@ -50,6 +51,7 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     listStaleRuns: (olderThanSeconds) => store.listStaleRuns(olderThanSeconds),
     abandonStaleRun: (runId, olderThanSeconds, error) =>
       store.abandonStaleRun(runId, olderThanSeconds, redactPatch({ error }).error ?? error),
+    ...(deleteEndedRuns ? { deleteEndedRuns } : {}),
     listRuns: (query) => store.listRuns(query),
     forgetConversation: (memoryId) => store.forgetConversation(memoryId),
     conversationGeneration: (memoryId) => store.conversationGeneration(memoryId),

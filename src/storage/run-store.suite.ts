@@ -373,6 +373,62 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       expect(await store.abandonStaleRun('run_missing', 0, error)).toBeUndefined();
     });
 
+    it('deletes ended runs past the retention age with their events, oldest first, keeping messages', async () => {
+      const deleteEndedRuns = store.deleteEndedRuns?.bind(store);
+      expect(deleteEndedRuns, 'every built-in run store supports retention').toBeTypeOf('function');
+      if (!deleteEndedRuns) return;
+      const statuses = ['completed', 'failed', 'cancelled', 'running', 'queued'] as const;
+      for (const [index, status] of statuses.entries()) {
+        const runId = `run_${index + 1}`;
+        await store.createRun(newRun(runId));
+        await store.appendEvent(runId, 'run.started', { n: index });
+        if (status !== 'queued') await store.updateRun(runId, { status });
+      }
+      await store.appendMessages(memoryIdOf(scope), [message('kept', 1)]);
+      const present = async () =>
+        (await Promise.all(statuses.map((_, index) => store.getRun(`run_${index + 1}`))))
+          .filter((run) => run !== undefined)
+          .map((run) => run.runId);
+
+      expect(await deleteEndedRuns(3600, 10)).toBe(0);
+      expect(await deleteEndedRuns(0, 2)).toBe(2);
+      expect(await present()).toEqual(['run_3', 'run_4', 'run_5']);
+      expect(await store.listEvents('run_1', -1)).toEqual([]);
+      expect(await deleteEndedRuns(0, 10)).toBe(1);
+      expect(await present()).toEqual(['run_4', 'run_5']);
+      expect((await store.listEvents('run_4', -1)).map((event) => event.type)).toEqual(['run.started']);
+      expect((await store.recentMessages(memoryIdOf(scope), 100)).map((item) => item.messageId)).toEqual(['kept']);
+      expect(await deleteEndedRuns(0, 10)).toBe(0);
+
+      for (const [olderThanSeconds, limit] of [
+        [-1, 1],
+        [1.5, 1],
+        [Number.NaN, 1],
+        [0, 0],
+        [0, 1_001],
+        [0, 2.5],
+      ] as const)
+        await expect(deleteEndedRuns(olderThanSeconds, limit)).rejects.toMatchObject({ code: 'OPTION_INVALID' });
+    });
+
+    if (options.openPeer)
+      it('deletes each ended run once when two processes delete at the same time', async () => {
+        for (let index = 1; index <= 6; index++) {
+          await store.createRun(newRun(`run_${index}`));
+          await store.appendEvent(`run_${index}`, 'run.started', {});
+          await store.updateRun(`run_${index}`, { status: 'completed' });
+        }
+        const peer = await options.openPeer?.();
+        if (!peer?.deleteEndedRuns) throw new Error('the peer store has no deleteEndedRuns');
+        try {
+          const counts = await Promise.all([store.deleteEndedRuns?.(0, 4), peer.deleteEndedRuns(0, 4)]);
+          expect((counts[0] ?? 0) + (counts[1] ?? 0)).toBe(6);
+          expect(await store.listRuns({ tenantId: 't', limit: 10 })).toEqual([]);
+        } finally {
+          await peer.dispose();
+        }
+      });
+
     it('refuses an append made before a forget, by the conversation generation (issue 12)', async () => {
       expect(await store.conversationGeneration('m1')).toBe(0);
       await store.appendMessages('m1', [message('a', 1)], { generation: 0 });

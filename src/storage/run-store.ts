@@ -121,6 +121,15 @@ export interface RunStore {
     error: { readonly code: string; readonly message: string },
   ): Promise<RunRecord | undefined>;
   /**
+   * Deletes, oldest first, at most `limit` runs that ended (`completed`, `failed` or
+   * `cancelled`) and were neither created nor written in the last `olderThanSeconds` by the
+   * store's clock, with their events, and answers how many it deleted. Conversation messages
+   * are kept: they are the conversation's history, not the run's. Of several processes
+   * deleting at once, each deletes other runs. Optional: without it, run retention
+   * (`runRetentionDays`) cannot be turned on for the store.
+   */
+  deleteEndedRuns?(olderThanSeconds: number, limit: number): Promise<number>;
+  /**
    * A page of the tenant's runs, newest first (by `createdAt`, then run id descending), with
    * the filters given, at most `limit`. Never another tenant's.
    */

@@ -106,6 +106,8 @@ export interface StartE2EOptions {
   readonly shutdownTimeoutMs?: number;
   /** `createHarness`'s `databaseCheckMs`. @default its default */
   readonly databaseCheckMs?: number;
+  /** `createHarness`'s `runSweepMs`. @default its default */
+  readonly runSweepMs?: number;
 }
 
 /** A request to the harness: `json` is sent as the body, `key` as a bearer token. */
@@ -174,6 +176,7 @@ export async function startE2E(options: StartE2EOptions = {}): Promise<E2E> {
       env,
       heartbeatMs: options.heartbeatMs ?? 200,
       ...(options.databaseCheckMs === undefined ? {} : { databaseCheckMs: options.databaseCheckMs }),
+      ...(options.runSweepMs === undefined ? {} : { runSweepMs: options.runSweepMs }),
       ...(options.tools ? { tools: options.tools } : {}),
     });
     const server = await startServer(harness, {

@@ -372,6 +372,11 @@ DROP FUNCTION IF EXISTS ${s}om_observe_append_and_claim(integer, text, text, tex
   double precision);
 ${observeFunctions(s)}`,
   },
+  {
+    version: 18,
+    description: 'harness_runs_created_idx: runs oldest first, for run retention (deleteEndedRuns)',
+    up: (s) => `CREATE INDEX harness_runs_created_idx ON ${s}harness_runs (created_at, run_id);`,
+  },
 ]);
 
 /**

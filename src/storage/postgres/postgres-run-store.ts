@@ -12,6 +12,7 @@ import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.j
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
+import { retentionArguments } from '../_run-retention.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
 import { createStoreGuard } from '../_store-guard.js';
 import {
@@ -124,7 +125,15 @@ function runMethods(
   ctx: PostgresRunContext,
 ): Pick<
   RunStore,
-  'createRun' | 'getRun' | 'updateRun' | 'appendEvent' | 'listEvents' | 'listRuns' | 'listStaleRuns' | 'abandonStaleRun'
+  | 'createRun'
+  | 'getRun'
+  | 'updateRun'
+  | 'appendEvent'
+  | 'listEvents'
+  | 'listRuns'
+  | 'listStaleRuns'
+  | 'abandonStaleRun'
+  | 'deleteEndedRuns'
 > {
   const { pool, s, wrap, missing, errorJson, listRuns } = ctx;
   return {
@@ -234,6 +243,24 @@ function runMethods(
         );
         const row = result.rows[0];
         return row && toRunRecord(row);
+      }),
+    deleteEndedRuns: (olderThanSeconds, limit) =>
+      wrap(async () => {
+        const bounds = retentionArguments(olderThanSeconds, limit);
+        // One statement: the runs are locked as they are picked (another replica's sweep skips
+        // them), and their events go with them.
+        const result = await query(
+          pool,
+          `WITH ended AS (
+             SELECT run_id FROM ${s}harness_runs
+             WHERE created_at <= now() - make_interval(secs => $1) AND updated_at <= now() - make_interval(secs => $1)
+               AND status IN ('completed', 'failed', 'cancelled')
+             ORDER BY created_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED),
+           events AS (DELETE FROM ${s}harness_run_events WHERE run_id IN (SELECT run_id FROM ended))
+           DELETE FROM ${s}harness_runs WHERE run_id IN (SELECT run_id FROM ended)`,
+          [bounds.olderThanSeconds, bounds.limit],
+        );
+        return result.rowCount ?? 0;
       }),
     listStaleRuns: (olderThanSeconds) =>
       wrap(async () => {

@@ -530,6 +530,11 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
       'listed',
     up: recordWorkingMemoryScopes,
   },
+  {
+    version: 13,
+    description: 'harness_runs_created_idx: runs oldest first, for run retention (deleteEndedRuns)',
+    up: runSql('CREATE INDEX harness_runs_created_idx ON harness_runs (created_at, run_id)'),
+  },
 ]);
 
 /** The schema version this code writes and reads. */

@@ -15,6 +15,7 @@ import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.j
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
+import { retentionArguments } from '../_run-retention.js';
 import type { RunStore } from '../run-store.js';
 import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } from './sqlite-connection.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
@@ -243,6 +244,17 @@ function prepareRunStatements(db: Database) {
       'DELETE FROM harness_run_events WHERE run_id IN (SELECT run_id FROM harness_runs WHERE memory_id = ?)',
     ),
     forgetRuns: db.prepare<[string]>('DELETE FROM harness_runs WHERE memory_id = ?'),
+    endedRuns: db
+      .prepare<[{ age: string; limit: number }], string>(
+        `SELECT run_id FROM harness_runs
+         WHERE created_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', @age)
+           AND updated_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', @age)
+           AND status IN ('completed', 'failed', 'cancelled')
+         ORDER BY created_at, run_id LIMIT @limit`,
+      )
+      .pluck(),
+    deleteRunEvents: db.prepare<[string]>('DELETE FROM harness_run_events WHERE run_id = ?'),
+    deleteRun: db.prepare<[string]>('DELETE FROM harness_runs WHERE run_id = ?'),
   };
 }
 
@@ -251,9 +263,17 @@ function runMethods(
   ctx: SqliteRunContext,
 ): Pick<
   RunStore,
-  'createRun' | 'getRun' | 'updateRun' | 'appendEvent' | 'listEvents' | 'listRuns' | 'listStaleRuns' | 'abandonStaleRun'
+  | 'createRun'
+  | 'getRun'
+  | 'updateRun'
+  | 'appendEvent'
+  | 'listEvents'
+  | 'listRuns'
+  | 'listStaleRuns'
+  | 'abandonStaleRun'
+  | 'deleteEndedRuns'
 > {
-  const { statements, wrap, write, missing, listRuns } = ctx;
+  const { db, statements, wrap, write, missing, listRuns } = ctx;
   return {
     async createRun(given) {
       const run = storableRun(given);
@@ -332,6 +352,24 @@ function runMethods(
     },
     async listStaleRuns(olderThanSeconds) {
       return wrap(() => statements.staleRuns.all(`-${Math.max(0, olderThanSeconds)} seconds`).map(toRunRecord));
+    },
+    async deleteEndedRuns(olderThanSeconds, limit) {
+      const bounds = retentionArguments(olderThanSeconds, limit);
+      return write(() =>
+        db
+          .transaction(() => {
+            const runIds = statements.endedRuns.all({
+              age: `-${bounds.olderThanSeconds} seconds`,
+              limit: bounds.limit,
+            });
+            for (const runId of runIds) {
+              statements.deleteRunEvents.run(runId);
+              statements.deleteRun.run(runId);
+            }
+            return runIds.length;
+          })
+          .immediate(),
+      );
     },
   };
 }
