@@ -56,3 +56,17 @@ export function notFound(runId: string): HarnessMemoryError {
     data: { runId },
   });
 }
+
+/**
+ * Whether `error` is a run store's refusal of an event for a run that ended: another process
+ * ended it first (it swept the run as abandoned while this one was paused), or its terminal
+ * event is stored already.
+ */
+export function isRunEndedConflict(error: unknown): boolean {
+  return HarnessMemoryError.isInstance(error) && error.code === 'STORE_CONFLICT' && 'runId' in error.data;
+}
+
+/** Whether a run of `status` has not ended yet. */
+export function isOpenStatus(status: RunRecord['status']): boolean {
+  return status === 'queued' || status === 'running';
+}

@@ -657,6 +657,62 @@ describe('agent runner: two processes sweeping one store', () => {
   });
 });
 
+describe('agent runner: a run swept as abandoned while its process was paused', () => {
+  /** A runner whose model answers once `release` is called, or when the call is aborted. */
+  function pausedRunner(runStore: RunStore) {
+    const { runner, agentModel } = harness({ runner: { runStore } });
+    let release!: () => void;
+    let called!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const calledOnce = new Promise<void>((resolve) => (called = resolve));
+    agentModel.enqueue(async (call) => {
+      called();
+      await Promise.race([
+        released,
+        new Promise<void>((resolve) => call.abortSignal?.addEventListener('abort', () => resolve())),
+      ]);
+      return { text: 'a late answer' };
+    });
+    return { runner, release, calledOnce };
+  }
+
+  async function sweptWhilePaused() {
+    let clock = Date.parse('2026-01-01T00:00:00Z');
+    const runStore = createInMemoryRunStore({ now: () => new Date(clock) });
+    const paused = pausedRunner(runStore);
+    const run = await paused.runner.start({ ...ids, prompt: 'hi' });
+    await paused.calledOnce;
+    clock += 6 * 60 * 1000;
+    const sweeper = harness({ runner: { runStore } }).runner;
+    await sweeper.startMaintenance({ abandonAfterSeconds: 300, sweepMs: 60_000, heartbeatMs: 60_000 }).stop();
+    return { runStore, paused, run };
+  }
+
+  it('stays failed when the process wakes: nothing it writes comes after run.failed', async () => {
+    const { runStore, paused, run } = await sweptWhilePaused();
+    paused.release();
+    const ended = await paused.runner.wait(run.runId);
+    expect(ended).toMatchObject({ status: 'failed', error: { code: 'RUN_ABANDONED' }, output: null });
+    expect(await runStore.getRun(run.runId)).toMatchObject({ status: 'failed', error: { code: 'RUN_ABANDONED' } });
+    const types = (await runStore.listEvents(run.runId, -1)).map((event) => event.type);
+    expect(types.at(-1)).toBe('run.failed');
+    expect(types.filter((type) => type.startsWith('run.') && type !== 'run.started')).toEqual(['run.failed']);
+  });
+
+  it('is given up by its process at the next heartbeat, without waiting for the model', async () => {
+    const { runStore, paused, run } = await sweptWhilePaused();
+    const maintenance = paused.runner.startMaintenance({ heartbeatMs: 5, sweepMs: 60_000 });
+    try {
+      const ended = await paused.runner.wait(run.runId);
+      expect(ended).toMatchObject({ status: 'failed', error: { code: 'RUN_ABANDONED' } });
+      expect((await runStore.listEvents(run.runId, -1)).at(-1)?.type).toBe('run.failed');
+    } finally {
+      paused.release();
+      await maintenance.stop();
+    }
+  });
+});
+
 describe('agent runner: start({ onEvent })', () => {
   it(
     'hands the caller every event of the run in seq order, the terminal one last, without a hub ' + 'subscription',

@@ -24,7 +24,7 @@ import { createLocalEventHub } from '../storage/local-event-hub.js';
 import type { EventHub } from '../storage/event-hub.js';
 import type { RunEvent, RunRecord, RunStore } from '../storage/run-store.js';
 import { TERMINAL_EVENT_TYPES } from '../storage/event-hub.js';
-import { errorJson, invalidRequest, notFound } from './_run-errors.js';
+import { errorJson, invalidRequest, isRunEndedConflict, notFound } from './_run-errors.js';
 import { createTurnPreparer } from './prepare-turn.js';
 import { RunEventEmitter } from './run-event-emitter.js';
 import { createRunLoop } from './run-loop.js';
@@ -251,12 +251,12 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     },
     async settle(settleOptions = {}) {
       const timeoutMs = requireTimerMs('AgentRunner.settle', 'timeoutMs', settleOptions.timeoutMs, 0);
-      const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+      const deadline = timeoutMs === undefined ? undefined : performance.now() + timeoutMs;
       // From now on no run waits for its memory work past the deadline (runs started later too).
       if (deadline !== undefined) shutdownDeadline = Math.min(shutdownDeadline ?? deadline, deadline);
       while (active.size > 0) {
         const ended = Promise.allSettled([...active.values()].map((entry) => entry.done));
-        const left = deadline === undefined ? undefined : deadline - Date.now();
+        const left = deadline === undefined ? undefined : deadline - performance.now();
         if (left !== undefined && left <= 0) {
           for (const entry of active.values()) entry.controller.abort();
           await ended;
@@ -275,7 +275,14 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     },
     startMaintenance(maintenanceOptions = {}) {
       return startRunMaintenance(
-        { runStore, events, activeRunIds: () => active.keys(), isActive: (runId) => active.has(runId), reportFault },
+        {
+          runStore,
+          events,
+          activeRunIds: () => active.keys(),
+          isActive: (runId) => active.has(runId),
+          endedElsewhere: (runId) => active.get(runId)?.controller.abort(),
+          reportFault,
+        },
         maintenanceOptions,
       );
     },
@@ -456,12 +463,17 @@ async function endAfterFault(
   const context = { conversationId: run.scope.conversationId };
   try {
     const ended = await runStore.updateRun(run.runId, { status, ...(runError ? { error: runError } : {}) });
-    await events.emit(
-      run.runId,
-      status === 'failed' ? 'run.failed' : 'run.cancelled',
-      runError ? { error: runError } : {},
-      context,
-    );
+    await events
+      .emit(
+        run.runId,
+        status === 'failed' ? 'run.failed' : 'run.cancelled',
+        runError ? { error: runError } : {},
+        context,
+      )
+      .catch((error: unknown) => {
+        // Its terminal event is stored already (another process ended the run first).
+        if (!isRunEndedConflict(error)) throw error;
+      });
     return ended;
   } catch (again) {
     // Left as it is, the run is failed as abandoned by the sweep once its heartbeats stop.

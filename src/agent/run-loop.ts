@@ -13,8 +13,8 @@ import type { TokenEstimator } from '../core/token-estimator.js';
 import type { LanguageModel } from '../llm/language-model.js';
 import type { ObservationalMemory, ObservationalMemoryEvent } from '../memory/observational-memory.js';
 import { StoredMessageKeys } from '../memory/stored-message-keys.js';
-import type { ConversationMessage, RunRecord, RunStore } from '../storage/run-store.js';
-import { cancelled, errorJson, forgottenError, usageJson } from './_run-errors.js';
+import type { ConversationMessage, RunPatch, RunRecord, RunStore } from '../storage/run-store.js';
+import { cancelled, errorJson, forgottenError, isOpenStatus, isRunEndedConflict, usageJson } from './_run-errors.js';
 import type { RunErrorJson } from './_run-errors.js';
 import type { TurnPreparer } from './prepare-turn.js';
 import type { RunEventEmitter } from './run-event-emitter.js';
@@ -104,9 +104,7 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
         const output = await takeStep(options, handedOver, state);
         if (output !== undefined) {
           await settle(options, state);
-          await runStore.updateRun(run.runId, { status: 'completed', output, steps: state.step, usage: state.usage });
-          await state.emit('run.completed', { output, steps: state.step, usage: usageJson(state.usage) });
-          return (await runStore.getRun(run.runId)) as RunRecord;
+          return await endRun(options, state, { status: 'completed', output, steps: state.step, usage: state.usage });
         }
       }
       await settle(options, state);
@@ -143,17 +141,44 @@ async function settle(options: RunLoopOptions, state: RunState): Promise<void> {
   const timeoutMs =
     deadline === undefined
       ? options.settleTimeoutMs
-      : Math.min(options.settleTimeoutMs, Math.max(0, deadline - Date.now()));
+      : Math.min(options.settleTimeoutMs, Math.max(0, deadline - performance.now()));
   await settleWithin(state.observing, timeoutMs);
   state.closed = true;
 }
 
 /** Records the run as failed with `error`. */
-async function fail(options: RunLoopOptions, state: RunState, error: RunErrorJson): Promise<RunRecord> {
-  const { runStore } = options;
-  await runStore.updateRun(state.run.runId, { status: 'failed', error, steps: state.step, usage: state.usage });
-  await state.emit('run.failed', { error });
-  return (await runStore.getRun(state.run.runId)) as RunRecord;
+function fail(options: RunLoopOptions, state: RunState, error: RunErrorJson): Promise<RunRecord> {
+  return endRun(options, state, { status: 'failed', error, steps: state.step, usage: state.usage });
+}
+
+/**
+ * Writes the run's end, then its terminal event. A run another process ended first (it swept
+ * the run as abandoned while this one was paused) is not changed by the store, and its
+ * terminal event stands: nothing more is appended, and the run comes back as that one ended it.
+ */
+async function endRun(
+  options: RunLoopOptions,
+  state: RunState,
+  patch: RunPatch & { readonly status: 'completed' | 'failed' | 'cancelled' },
+): Promise<RunRecord> {
+  const ended = await options.runStore.updateRun(state.run.runId, patch);
+  return recordEnd(options, state, ended);
+}
+
+/** Appends the terminal event of the run as `ended` holds it, unless one is stored already. */
+async function recordEnd(options: RunLoopOptions, state: RunState, ended: RunRecord): Promise<RunRecord> {
+  const terminal =
+    ended.status === 'completed'
+      ? { type: 'run.completed', payload: { output: ended.output, steps: ended.steps, usage: usageJson(ended.usage) } }
+      : ended.status === 'failed'
+        ? { type: 'run.failed', payload: { error: ended.error } }
+        : { type: 'run.cancelled', payload: {} };
+  try {
+    await state.emit(terminal.type, terminal.payload);
+  } catch (error) {
+    if (!isRunEndedConflict(error)) throw error;
+  }
+  return (await options.runStore.getRun(state.run.runId)) ?? ended;
 }
 
 /** One step: a turn, the model's answer, its tool calls. Resolves with the final text, if the answer was final. */
@@ -264,11 +289,11 @@ async function endAfterError(options: RunLoopOptions, state: RunState, error: un
       steps: state.step,
       usage: state.usage,
     });
-  if (state.signal.aborted) {
-    await runStore.updateRun(run.runId, { status: 'cancelled', steps: state.step, usage: state.usage });
-    await state.emit('run.cancelled', {});
-    return (await runStore.getRun(run.runId)) as RunRecord;
-  }
+  // Ended already: by this run just before the error (its terminal event failed to store), or
+  // by another process that swept it as abandoned while this one was paused.
+  if (!isOpenStatus(stored.status)) return recordEnd(options, state, stored);
+  if (state.signal.aborted)
+    return endRun(options, state, { status: 'cancelled', steps: state.step, usage: state.usage });
   return fail(options, state, errorJson(error));
 }
 

@@ -8,6 +8,7 @@ import type { FaultReporter } from '../core/fault.js';
 import type { RunStore } from '../storage/run-store.js';
 import type { RunEventEmitter } from './run-event-emitter.js';
 import { invalidOption, requireCount, requireTimerMs } from '../core/require-option.js';
+import { isOpenStatus } from './_run-errors.js';
 
 const FACTORY = 'startRunMaintenance';
 
@@ -40,6 +41,11 @@ export interface RunMaintenanceTarget {
   readonly activeRunIds: () => Iterable<string>;
   /** True while the run executes in this process (the sweep leaves it alone). */
   readonly isActive: (runId: string) => boolean;
+  /**
+   * Told when a heartbeat finds a run of this process ended by another (swept as abandoned
+   * while this process was paused), so that it stops working on it.
+   */
+  readonly endedElsewhere?: (runId: string) => void;
   readonly reportFault: FaultReporter;
 }
 
@@ -80,14 +86,17 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
   };
   const heartbeat = async (): Promise<void> => {
     for (const runId of target.activeRunIds()) {
-      await runStore.updateRun(runId, {}).catch((error: unknown) =>
+      try {
+        const run = await runStore.updateRun(runId, {});
+        if (!isOpenStatus(run.status)) target.endedElsewhere?.(runId);
+      } catch (error) {
         reportFault({
           component: 'maintenance',
           message: 'a run heartbeat failed; the next one retries',
           error,
           runId,
-        }),
-      );
+        });
+      }
     }
   };
   const sweep = async (): Promise<void> => {

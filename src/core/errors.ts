@@ -19,7 +19,8 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `MODEL_NOT_CONFIGURED`: `{ role }`, no observer or reflector model was given.
  * - `MODEL_OUTPUT_INVALID`: `{ role, reason }`, the model answered with nothing usable.
  * - `MODEL_CALL_FAILED`: `{ url?, statusCode?, isRetryable }`, the model call failed.
- * - `STORE_CONFLICT`: `{ memoryId }`, a concurrent writer changed the record first.
+ * - `STORE_CONFLICT`: `{ memoryId }`, a concurrent writer changed the record first; or `{ runId, status }`,
+ *   an event for a run that ended (another process ended it first, or its terminal event is stored).
  * - `STORE_FAILED`: `{ store }`, the storage adapter failed.
  * - `STORE_DISPOSED`: `{ store }`, the store was used after `dispose()`.
  * - `OPERATION_LEASE_LOST`: `{ operationId }`, a worker tried to apply after its lease lapsed.

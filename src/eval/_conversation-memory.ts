@@ -234,14 +234,14 @@ async function drainScope(
   totalMs: number,
   signal: AbortSignal | undefined,
 ): Promise<void> {
-  const deadline = Date.now() + totalMs;
+  const deadline = performance.now() + totalMs;
   for (;;) {
     try {
-      await memory.drain(scope, { timeoutMs: Math.max(1, Math.min(DRAIN_SLICE_MS, deadline - Date.now())) });
+      await memory.drain(scope, { timeoutMs: Math.max(1, Math.min(DRAIN_SLICE_MS, deadline - performance.now())) });
       return;
     } catch (error) {
       const timedOut = HarnessMemoryError.isInstance(error) && error.code === 'DRAIN_TIMEOUT';
-      if (!timedOut || Date.now() >= deadline) throw error;
+      if (!timedOut || performance.now() >= deadline) throw error;
       signal?.throwIfAborted();
     }
   }

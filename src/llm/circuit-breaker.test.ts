@@ -84,6 +84,19 @@ describe('circuit breaker: opening', () => {
   });
 });
 
+describe('circuit breaker: a clock that steps back', () => {
+  it('lets a trial call through after resetMs, not after the step plus resetMs', async () => {
+    const { model, advance } = breaker({ failureThreshold: 1 });
+    server.enqueue(unavailable);
+    await failTimes(model, 1);
+    expect(model.state).toBe('open');
+    advance(-3_600_000);
+    expect(model.state).toBe('half-open');
+    expect(await model.doGenerate(call)).toMatchObject({ text: 'ok' });
+    expect(model.state).toBe('closed');
+  });
+});
+
 describe('circuit breaker: one circuit per model id', () => {
   it("keeps calls to another model id going while one model id's circuit is open", async () => {
     const { model } = breaker();

@@ -7,6 +7,7 @@ import { ModelCallError } from '../core/errors.js';
 import { requireCount, requireObject, requireTimerMs } from '../core/require-option.js';
 import { isModelCallError } from './_model-call-errors.js';
 import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult } from './language-model.js';
+import { monotonicNow } from '../core/monotonic-now.js';
 
 /** `closed`: calls go through. `open`: calls fail fast. `half-open`: one trial call may go through. */
 export type CircuitState = 'closed' | 'open' | 'half-open';
@@ -17,7 +18,7 @@ export interface CircuitBreakerOptions {
   readonly failureThreshold?: number;
   /** Time the circuit stays open before a trial call, in milliseconds. @default 30000 */
   readonly resetMs?: number;
-  /** The clock. @default Date.now */
+  /** The clock. @default a monotonic clock (`performance.now`): a step of the wall clock does not move it */
   readonly now?: () => number;
   /** Called on every state change of a model id's circuit, for logs and events. */
   readonly onStateChange?: (state: CircuitState, modelId: string) => void;
@@ -51,7 +52,7 @@ export function withCircuitBreaker(model: LanguageModel, options: CircuitBreaker
   const settings: CircuitSettings = {
     failureThreshold: requireCount('withCircuitBreaker', 'failureThreshold', options.failureThreshold) ?? 5,
     resetMs: requireTimerMs('withCircuitBreaker', 'resetMs', options.resetMs, 1) ?? 30_000,
-    now: options.now ?? Date.now,
+    now: options.now ?? monotonicNow,
     onStateChange: options.onStateChange,
   };
   const circuits = new Map<string, Circuit>();
@@ -105,9 +106,16 @@ class Circuit {
   }
 
   get state(): CircuitState {
-    return this.#state === 'open' && this.#settings.now() - this.#openedAt >= this.#settings.resetMs
-      ? 'half-open'
-      : this.#state;
+    return this.#state === 'open' && !this.#resetWaiting() ? 'half-open' : this.#state;
+  }
+
+  /**
+   * Whether the open circuit still waits for `resetMs`. A clock of the caller's that went back
+   * before the opening counts as the wait being over, not as a wait of the step's length.
+   */
+  #resetWaiting(): boolean {
+    const elapsed = this.#settings.now() - this.#openedAt;
+    return elapsed >= 0 && elapsed < this.#settings.resetMs;
   }
 
   async call(

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ModelCallError } from '../core/errors.js';
 import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult } from './language-model.js';
 import { DEFAULT_RETRY_POLICY, withoutRetries, withRetries, type RetryPolicy } from './retrying-model.js';
@@ -176,5 +176,24 @@ describe('retrying model: what is not retried', () => {
     expect(model.calls).toHaveLength(2);
     expect(withoutRetries(outer)).toBe(model);
     expect(outer.modelId).toBe('stub-model');
+  });
+});
+
+describe('retrying model: the wall clock', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('still retries when the wall clock steps forward past the budget during a call', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const model = failingModel(retryable());
+    const inner = model.doGenerate.bind(model);
+    model.doGenerate = async (options) => {
+      vi.setSystemTime(Date.now() + 2 * DEFAULT_RETRY_POLICY.maxTotalMs);
+      return inner(options);
+    };
+    const result = await withRetries(model, { sleep: async () => undefined, random: () => 0 }).doGenerate(call);
+    expect(result).toEqual(OK);
+    expect(model.calls).toHaveLength(2);
   });
 });

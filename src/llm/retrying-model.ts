@@ -7,6 +7,7 @@ import { ModelCallError } from '../core/errors.js';
 import { requireCount, requireObject, requireTimerMs } from '../core/require-option.js';
 import { isModelCallError } from './_model-call-errors.js';
 import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult } from './language-model.js';
+import { monotonicNow } from '../core/monotonic-now.js';
 
 /** How {@link withRetries} retries. */
 export interface RetryPolicy {
@@ -29,7 +30,7 @@ export interface RetryPolicy {
   readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** A number in [0, 1) for the jitter. @default Math.random */
   readonly random?: () => number;
-  /** The clock. @default Date.now */
+  /** The clock. @default a monotonic clock (`performance.now`): a step of the wall clock does not move it */
   readonly now?: () => number;
   /** Called before each wait, for logs and events. */
   readonly onRetry?: (event: {
@@ -87,7 +88,7 @@ export function withRetries(model: LanguageModel, policy: RetryPolicy = {}): Lan
   const settings = { ...DEFAULT_RETRY_POLICY, ...withoutUndefined(policy) };
   const sleep = policy.sleep ?? defaultSleep;
   const random = policy.random ?? Math.random;
-  const now = policy.now ?? Date.now;
+  const now = policy.now ?? monotonicNow;
 
   async function doGenerate(options: LanguageModelCallOptions): Promise<LanguageModelResult> {
     const caller = options.abortSignal;

@@ -15,13 +15,14 @@ describe('ObservationalMemory.importObservations', () => {
       const memory = createObservationalMemory({ store, defaultEnabled: true });
       const { observations, status } = await memory.importObservations(scope, [
         { content: 'The user prefers tabs.', importance: 0.9, createdAt: '2025-05-01T10:00:00Z' },
-        { content: 'The user deploys on Fridays.', source: 'client' },
+        { content: 'The user deploys on Fridays.', source: 'client', createdAt: '2025-05-01T12:30:00.25+02:00' },
       ]);
       expect(observations.map((item) => [item.seq, item.source, item.importance])).toEqual([
         [1, 'import', 0.9],
         [2, 'client', null],
       ]);
       expect(observations[0]?.createdAt).toBe('2025-05-01T10:00:00.000Z');
+      expect(observations[1]?.createdAt).toBe('2025-05-01T10:30:00.250Z');
       expect(status.observationCount).toBe(2);
       const snippet = await memory.snippet(scope);
       expect(snippet).toContain('- [1] The user prefers tabs.');
@@ -53,9 +54,19 @@ describe('ObservationalMemory.importObservations', () => {
     [[{ content: 'ok' }, { content: 7 }], /observation 1: content must be a string/],
     [[{ content: 'ok', importance: 1.5 }], /observation 0: importance must be a number from 0 to 1/],
     [[{ content: 'ok', source: 'user' }], /observation 0: source must be "import" or "client"/],
-    [[{ content: 'ok', createdAt: 'yesterday' }], /observation 0: createdAt must be an ISO 8601 date/],
-    [[{ content: 'ok', createdAt: '+010000-01-01T00:00:00Z' }], /observation 0: createdAt must fall in the years 0001/],
-    [[{ content: 'ok', createdAt: '-000001-01-01T00:00:00Z' }], /observation 0: createdAt must fall in the years 0001/],
+    [[{ content: 'ok', createdAt: 'yesterday' }], /observation 0: createdAt must be an RFC 3339 time/],
+    // Date.parse read these as 2001-01-01 and 2001-05-01, and a time without an offset in the
+    // server's time zone.
+    [[{ content: 'ok', createdAt: '1' }], /observation 0: createdAt must be an RFC 3339 time/],
+    [[{ content: 'ok', createdAt: 'May 1' }], /observation 0: createdAt must be an RFC 3339 time/],
+    [[{ content: 'ok', createdAt: '2024-05-01T10:00' }], /observation 0: createdAt must be an RFC 3339 time/],
+    [[{ content: 'ok', createdAt: '2024-02-30' }], /observation 0: createdAt must be an RFC 3339 time/],
+    [[{ content: 'ok', createdAt: '+010000-01-01T00:00:00Z' }], /observation 0: createdAt must be an RFC 3339 time/],
+    [[{ content: 'ok', createdAt: '-000001-01-01T00:00:00Z' }], /observation 0: createdAt must be an RFC 3339 time/],
+    [
+      [{ content: 'ok', createdAt: '9999-12-31T23:00:00-02:00' }],
+      /observation 0: createdAt must fall in the years 0001/,
+    ],
     [[{ content: 'ok', createdAt: '0000-06-01T00:00:00Z' }], /observation 0: createdAt must fall in the years 0001/],
     [[{ content: 'x'.repeat(20_000) }], /longer than 16384/],
     ['not an array', /observations must be an array/],

@@ -12,6 +12,7 @@ import type { Scope } from '../core/scope.js';
 import { memoryIdOf } from '../core/scope.js';
 import type { ImportedObservation, MemoryStore } from '../storage/store.js';
 import type { KeyedLock } from './scope-lock.js';
+import { parseTimestamp } from '../core/parse-timestamp.js';
 
 /** One observation to import, as a caller gives it. */
 export interface ObservationImport {
@@ -60,10 +61,15 @@ export function prepareImport(
     }
     if (source !== undefined && source !== 'import' && source !== 'client')
       throw invalid(index, `source must be "import" or "client", got ${JSON.stringify(source)}`);
-    if (createdAt !== undefined && (typeof createdAt !== 'string' || Number.isNaN(Date.parse(createdAt)))) {
-      throw invalid(index, `createdAt must be an ISO 8601 date, got ${JSON.stringify(createdAt)}`);
+    const time = typeof createdAt === 'string' ? parseTimestamp(createdAt) : undefined;
+    if (createdAt !== undefined && time === undefined) {
+      throw invalid(
+        index,
+        `createdAt must be an RFC 3339 time with its offset (2024-05-01T10:00:00Z) or a date ` +
+          `(2024-05-01), got ${JSON.stringify(createdAt)}`,
+      );
     }
-    const at = createdAt === undefined ? undefined : new Date(createdAt).toISOString();
+    const at = time?.toISOString();
     // Six-digit and negative years sort wrongly as text, and Postgres refuses them and year 0.
     if (at !== undefined && !/^(?!0000)\d{4}-/.test(at))
       throw invalid(index, `createdAt must fall in the years 0001 to 9999, got ${JSON.stringify(createdAt)}`);

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { HarnessMemoryError, ModelCallError } from '../core/errors.js';
 import { memoryIdOf } from '../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
@@ -850,6 +850,37 @@ describe('observational memory: background worker', () => {
       attempt: 2,
     });
     expect(observer.calls).toHaveLength(1);
+  });
+});
+
+describe('observational memory: background worker and the wall clock', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('goes on checking for stale operations after the wall clock steps back an hour', async () => {
+    const store = createInMemoryStore();
+    let checks = 0;
+    const counted: MemoryStore = {
+      ...store,
+      requeueStaleOperations: async (...args) => {
+        checks++;
+        return store.requeueStaleOperations(...args);
+      },
+    };
+    const { memory } = setup({ store: counted });
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const worker = memory.startWorker({ pollMs: 5, staleCheckMs: 20 });
+    try {
+      // Polled until the first check ran; the test's own timeout bounds it.
+      while (checks === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      vi.setSystemTime(Date.now() - 3_600_000);
+      const before = checks;
+      while (checks < before + 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    } finally {
+      await worker.stop();
+    }
+    expect(checks).toBeGreaterThanOrEqual(2);
   });
 });
 

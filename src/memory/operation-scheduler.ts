@@ -129,13 +129,13 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
     retryDead: (memoryId, operationId) => retryDead(store, memoryId, operationId),
 
     async drain(memoryId, timeoutMs) {
-      const deadline = Date.now() + timeoutMs;
+      const deadline = performance.now() + timeoutMs;
       for (;;) {
         if (memoryId !== undefined) await processScope(memoryId);
         else await runClaimable();
         const pending = await store.countPendingOperations(memoryId);
         if (pending === 0) return;
-        if (Date.now() >= deadline) {
+        if (performance.now() >= deadline) {
           throw new HarnessMemoryError({
             code: 'DRAIN_TIMEOUT',
             component: 'observational-memory',
@@ -201,13 +201,13 @@ function startWorkerLoop(
   const pollMs = loopOptions.pollMs ?? 1000;
   const staleCheckMs = loopOptions.staleCheckMs ?? 30_000;
   let stopped = false;
-  let lastStaleCheck = 0;
+  let lastStaleCheck = Number.NEGATIVE_INFINITY;
   let wake: (() => void) | undefined;
   const loop = async (): Promise<void> => {
     while (!stopped) {
       try {
-        if (Date.now() - lastStaleCheck >= staleCheckMs) {
-          lastStaleCheck = Date.now();
+        if (performance.now() - lastStaleCheck >= staleCheckMs) {
+          lastStaleCheck = performance.now();
           await store.requeueStaleOperations({ graceSeconds: 0 });
         }
         await runClaimable(() => stopped);

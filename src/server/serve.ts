@@ -85,17 +85,17 @@ export async function startServer(harness: Harness, options: StartServerOptions 
     url: `http://${shownHost}:${address.port}`,
     port: address.port,
     async close() {
-      const deadline = Date.now() + shutdownTimeoutMs;
+      const deadline = performance.now() + shutdownTimeoutMs;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       const connections = server as unknown as { closeIdleConnections?: () => void; closeAllConnections?: () => void };
       // Runs first: their streams end with their terminal events, and cancels still reach them.
       await harness.runner.settle({ timeoutMs: shutdownTimeoutMs });
       // Requests in flight are answered (within the same time); then what still holds a
       // connection (an idle keep-alive, a stream that waits for events) is cut.
-      await answering.idle(Math.max(0, deadline - Date.now()));
+      await answering.idle(Math.max(0, deadline - performance.now()));
       connections.closeAllConnections?.();
       await closed;
-      await harness.dispose({ timeoutMs: Math.max(0, deadline - Date.now()) });
+      await harness.dispose({ timeoutMs: Math.max(0, deadline - performance.now()) });
     },
   };
 }

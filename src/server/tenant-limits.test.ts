@@ -55,6 +55,16 @@ describe('tenant limits: writes per second', () => {
     await expectTooMany(await request(put('acme', 'd').path, put('acme', 'd').init), 'rate_limited', '1');
   });
 
+  it('is not emptied by a clock that steps back: writes go on at the rate', async () => {
+    const { request, advance } = setup({ maxWritesPerSecond: 2 });
+    expect((await request(put('acme', 'a').path, put('acme', 'a').init)).status).toBe(200);
+    advance(-3_600_000);
+    expect((await request(put('acme', 'b').path, put('acme', 'b').init)).status).toBe(200);
+    await expectTooMany(await request(put('acme', 'c').path, put('acme', 'c').init), 'rate_limited', '1');
+    advance(500);
+    expect((await request(put('acme', 'c').path, put('acme', 'c').init)).status).toBe(200);
+  });
+
   it('counts writes per API key, before the body is read', async () => {
     const { request } = setup({ maxWritesPerSecond: 1 }, [
       { key: 'key-one', tenantId: 'acme' },

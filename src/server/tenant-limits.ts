@@ -7,6 +7,7 @@
 import type { HTTPException } from 'hono/http-exception';
 import { invalidOption } from '../core/require-option.js';
 import { httpError } from './http-error.js';
+import { monotonicNow } from '../core/monotonic-now.js';
 
 /** Options of {@link createTenantLimits}. */
 export interface TenantLimitsOptions {
@@ -21,7 +22,7 @@ export interface TenantLimitsOptions {
    * `Retry-After` then sends at most one request per connection per pause. @default 250
    */
   readonly refusalDelayMs?: number;
-  /** Milliseconds clock for the token buckets. @default Date.now */
+  /** Milliseconds clock for the token buckets. @default a monotonic clock (`performance.now`): a step of the wall clock does not move it */
   readonly now?: () => number;
 }
 
@@ -69,7 +70,7 @@ export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLim
       `must be a non-negative number of milliseconds (got ${String(refusalDelayMs)})`,
       'Leave it out for the default.',
     );
-  const now = options.now ?? Date.now;
+  const now = options.now ?? monotonicNow;
   const usage = new Map<string, Usage>();
 
   const usageOf = (principal: string): Usage => {
@@ -89,7 +90,8 @@ export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLim
   };
   const refill = (entry: Usage): void => {
     const at = now();
-    entry.tokens = Math.min(rate, entry.tokens + ((at - entry.refilledAt) / 1000) * rate);
+    // A clock of the caller's that went back refills nothing; it drains nothing either.
+    entry.tokens = Math.min(rate, entry.tokens + (Math.max(0, at - entry.refilledAt) / 1000) * rate);
     entry.refilledAt = at;
   };
   /** A counter that refuses past `max`, and a release that counts down once. */

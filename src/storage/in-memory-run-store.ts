@@ -6,6 +6,8 @@ import { scopeForgottenError } from './_store-errors.js';
 import type { ConversationMessage, RunEvent, RunListQuery, RunRecord, RunStatus, RunStore } from './run-store.js';
 import { storableMessage, storablePatch, storableRun } from './_storable-text.js';
 import { retentionArguments } from './_run-retention.js';
+import { isOpenRun, runEndedError } from './_run-ending.js';
+import { TERMINAL_EVENT_TYPES } from './event-hub.js';
 
 const ENDED: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled']);
 
@@ -56,6 +58,7 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       const patch = storablePatch(given);
       const current = runs.get(runId);
       if (!current) throw missing(runId);
+      if (!isOpenRun(current.status)) return current;
       const next: RunRecord = Object.freeze({ ...current, ...patch, updatedAt: now().toISOString() });
       runs.set(runId, next);
       return next;
@@ -63,7 +66,13 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
     async appendEvent(runId, type, payload) {
       guard();
       const list = events.get(runId);
-      if (!list) throw missing(runId);
+      const run = runs.get(runId);
+      if (!list || !run) throw missing(runId);
+      if (
+        !isOpenRun(run.status) &&
+        (!TERMINAL_EVENT_TYPES.has(type) || list.some((event) => TERMINAL_EVENT_TYPES.has(event.type)))
+      )
+        throw runEndedError('in-memory-runs', runId, run.status, type);
       const seq = list.length;
       const event: RunEvent = Object.freeze({
         id: `${runId}:${seq}`,

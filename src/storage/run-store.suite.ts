@@ -89,32 +89,35 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       const created = await store.createRun(newRun('run_1'));
       expect(created).toMatchObject({ runId: 'run_1', status: 'queued', scope });
       const updated = await store.updateRun('run_1', {
-        status: 'completed',
+        status: 'running',
         output: 'answer',
         error: null,
         steps: 2,
         usage: { inputTokens: 3, outputTokens: 4 },
       });
       expect(updated).toMatchObject({
-        status: 'completed',
+        status: 'running',
         output: 'answer',
         steps: 2,
         usage: { inputTokens: 3, outputTokens: 4 },
       });
       expect(await store.getRun('run_1')).toEqual(updated);
       // A patch changes the fields it names and keeps the others.
-      const failed = await store.updateRun('run_1', { status: 'failed', error: { code: 'X', message: 'boom' } });
-      expect(failed).toMatchObject({
-        status: 'failed',
+      const partial = await store.updateRun('run_1', { error: { code: 'X', message: 'boom' } });
+      expect(partial).toMatchObject({
+        status: 'running',
         output: 'answer',
         error: { code: 'X', message: 'boom' },
         steps: 2,
         usage: { inputTokens: 3, outputTokens: 4 },
       });
       const cleared = await store.updateRun('run_1', { output: null, error: null, steps: 3 });
-      expect(cleared).toMatchObject({ status: 'failed', output: null, error: null, steps: 3 });
+      expect(cleared).toMatchObject({ status: 'running', output: null, error: null, steps: 3 });
       expect(cleared.usage).toEqual({ inputTokens: 3, outputTokens: 4 });
       expect(await store.getRun('run_1')).toEqual(cleared);
+      const failed = await store.updateRun('run_1', { status: 'failed', error: { code: 'X', message: 'boom' } });
+      expect(failed).toMatchObject({ status: 'failed', error: { code: 'X', message: 'boom' }, steps: 3 });
+      expect(await store.getRun('run_1')).toEqual(failed);
       expect(await store.getRun('run_2')).toBeUndefined();
       await expect(store.updateRun('run_2', { status: 'failed' })).rejects.toThrow();
     });
@@ -428,6 +431,40 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
           await peer.dispose();
         }
       });
+
+    it('keeps a run that ended as it ended: no update, no heartbeat, only its first terminal event', async () => {
+      await store.createRun(newRun('run_1'));
+      await store.appendEvent('run_1', 'run.started', {});
+      const completed = await store.updateRun('run_1', { status: 'completed', output: 'done', steps: 2 });
+      await store.appendEvent('run_1', 'run.completed', { output: 'done' });
+      // A late writer (the process that was running it, after a pause) changes nothing.
+      expect(
+        await store.updateRun('run_1', { status: 'failed', output: 'late', error: { code: 'X', message: 'x' } }),
+      ).toEqual(completed);
+      expect(await store.updateRun('run_1', {})).toEqual(completed);
+      for (const type of ['assistant.message', 'run.completed', 'run.failed'])
+        await expect(store.appendEvent('run_1', type, {})).rejects.toMatchObject({
+          code: 'STORE_CONFLICT',
+          data: { runId: 'run_1', status: 'completed' },
+        });
+      expect((await store.listEvents('run_1', -1)).map((event) => event.type)).toEqual([
+        'run.started',
+        'run.completed',
+      ]);
+
+      // Swept as abandoned while its process was paused: the sweep's run.failed is the last event.
+      await store.createRun(newRun('run_2'));
+      await store.updateRun('run_2', { status: 'running' });
+      const error = { code: 'RUN_ABANDONED', message: 'gone' };
+      const abandoned = await store.abandonStaleRun('run_2', 0, error);
+      await store.appendEvent('run_2', 'run.failed', { error });
+      await expect(store.appendEvent('run_2', 'run.step.completed', {})).rejects.toMatchObject({
+        code: 'STORE_CONFLICT',
+      });
+      expect(await store.updateRun('run_2', { status: 'completed', output: 'late' })).toEqual(abandoned);
+      expect((await store.getRun('run_2'))?.error).toEqual(error);
+      await expect(store.appendEvent('run_missing', 'run.failed', {})).rejects.toMatchObject({ code: 'STORE_FAILED' });
+    });
 
     it('refuses an append made before a forget, by the conversation generation (issue 12)', async () => {
       expect(await store.conversationGeneration('m1')).toBe(0);

@@ -79,8 +79,18 @@ export interface RunStore {
   readonly name: string;
   createRun(run: Omit<RunRecord, 'createdAt' | 'updatedAt'>): Promise<RunRecord>;
   getRun(runId: string): Promise<RunRecord | undefined>;
+  /**
+   * Writes the fields `patch` names (an empty patch is the heartbeat: it bumps `updatedAt`) and
+   * answers the run. A run that ended (`completed`, `failed`, `cancelled`) is not changed: it
+   * comes back as it stands, so a process whose run another one ended first (swept as
+   * abandoned while this one was paused) sees that in the answer.
+   */
   updateRun(runId: string, patch: RunPatch): Promise<RunRecord>;
-  /** Appends an event with the run's next seq (from 0). */
+  /**
+   * Appends an event with the run's next seq (from 0). To a run that ended, only its first
+   * terminal event (`run.completed`, `run.failed`, `run.cancelled`) is appended; anything
+   * else throws `STORE_CONFLICT` with `{ runId, status }`, so the terminal event stays last.
+   */
   appendEvent(runId: string, type: string, payload: Record<string, unknown>): Promise<RunEvent>;
   /** Events with seq greater than `afterSeq` (−1 for all), in order. */
   listEvents(runId: string, afterSeq: number): Promise<RunEvent[]>;

@@ -335,14 +335,14 @@ function createProgress(
     (sum, conversation) => sum + conversation.questions.filter((question) => !skip.has(question.questionId)).length,
     0,
   );
-  const started = Date.now();
+  const started = performance.now();
   let done = 0;
   let correct = 0;
   let errors = 0;
   const draw = (): void => {
     const width = 24;
     const filled = total === 0 ? width : Math.round((done / total) * width);
-    const seconds = Math.round((Date.now() - started) / 1000);
+    const seconds = Math.round((performance.now() - started) / 1000);
     spinner.update(
       `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total} questions, ${correct} correct, ` +
         `${errors} error(s), ${seconds}s`,

@@ -377,6 +377,13 @@ ${observeFunctions(s)}`,
     description: 'harness_runs_created_idx: runs oldest first, for run retention (deleteEndedRuns)',
     up: (s) => `CREATE INDEX harness_runs_created_idx ON ${s}harness_runs (created_at, run_id);`,
   },
+  {
+    version: 19,
+    description:
+      'harness_append_run_event appends to a run that ended only its first terminal event (a run swept as ' +
+      'abandoned got the events of the paused process that was running it after its run.failed)',
+    up: runEventFunctions,
+  },
 ]);
 
 /**

@@ -103,7 +103,7 @@ async function readOn<R extends QueryResultRow>(
   text: string,
   values: readonly unknown[],
 ): Promise<QueryResult<R>> {
-  if (lane.holders === 0 || lane.inFlight >= lane.maxInFlight || pool.ending || Date.now() < lane.downUntil)
+  if (lane.holders === 0 || lane.inFlight >= lane.maxInFlight || pool.ending || performance.now() < lane.downUntil)
     return query<R>(pool, text, values);
   const client = lane.client ?? open(pool, lane);
   if (!client.pipeline) {
@@ -114,7 +114,7 @@ async function readOn<R extends QueryResultRow>(
     return query<R>(pool, text, values);
   }
   if (lane.inFlight++ === 0) client.ref();
-  lane.lastUsed = Date.now();
+  lane.lastUsed = performance.now();
   try {
     return await query<R>(client, text, values);
   } catch (error) {
@@ -137,11 +137,12 @@ function open(pool: Pool, lane: LaneState): RefClient {
   client.on('error', drop);
   client.on('end', drop);
   client.connect().catch(() => {
-    lane.downUntil = Date.now() + lane.retryAfterMs;
+    lane.downUntil = performance.now() + lane.retryAfterMs;
     drop();
   });
   lane.idleTimer ??= setInterval(() => {
-    if (lane.client && lane.inFlight === 0 && Date.now() - lane.lastUsed >= lane.idleMs) void close(lane, lane.client);
+    if (lane.client && lane.inFlight === 0 && performance.now() - lane.lastUsed >= lane.idleMs)
+      void close(lane, lane.client);
   }, lane.idleMs);
   lane.idleTimer.unref();
   return client;

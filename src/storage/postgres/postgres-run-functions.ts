@@ -5,17 +5,26 @@
  * lock, the generation check, the insert). A run makes several of each per step.
  * @module
  */
+import { TERMINAL_EVENT_TYPES_SQL } from '../_run-ending.js';
 
-/** The DDL of migration 12 under the quoted schema prefix `s`. */
+/** The DDL of migrations 12 and 19 under the quoted schema prefix `s`. */
 export function runEventFunctions(s: string): string {
   return `
 CREATE OR REPLACE FUNCTION ${s}harness_append_run_event(p_run_id text, p_type text, p_payload json)
 RETURNS SETOF ${s}harness_run_events LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_status text;
 BEGIN
   -- The run's row lock orders its events. Each statement of a volatile function reads a fresh
   -- snapshot, so the seq below counts an event another writer committed while this one waited.
-  PERFORM 1 FROM ${s}harness_runs WHERE run_id = p_run_id FOR UPDATE;
+  SELECT status INTO v_status FROM ${s}harness_runs WHERE run_id = p_run_id FOR UPDATE;
   IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  -- A run that ended takes only its first terminal event (migration 19); the caller reads the
+  -- run again to tell this refusal from a missing run.
+  IF v_status NOT IN ('queued', 'running') AND (p_type NOT IN (${TERMINAL_EVENT_TYPES_SQL}) OR EXISTS (
+      SELECT 1 FROM ${s}harness_run_events WHERE run_id = p_run_id AND type IN (${TERMINAL_EVENT_TYPES_SQL}))) THEN
     RETURN;
   END IF;
   RETURN QUERY WITH added AS (

@@ -13,6 +13,7 @@ import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
 import { retentionArguments } from '../_run-retention.js';
+import { runEndedError } from '../_run-ending.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
 import { createStoreGuard } from '../_store-guard.js';
 import {
@@ -136,6 +137,8 @@ function runMethods(
   | 'deleteEndedRuns'
 > {
   const { pool, s, wrap, missing, errorJson, listRuns } = ctx;
+  const storedRun = async (runId: string): Promise<RunRow | undefined> =>
+    (await query<RunRow>(pool, `SELECT * FROM ${s}harness_runs WHERE run_id = $1`, [runId])).rows[0];
   return {
     createRun: (given) =>
       wrap(async () => {
@@ -171,7 +174,7 @@ function runMethods(
       }),
     getRun: (runId) =>
       wrap(async () => {
-        const row = (await query<RunRow>(pool, `SELECT * FROM ${s}harness_runs WHERE run_id = $1`, [runId])).rows[0];
+        const row = await storedRun(runId);
         return row ? toRunRecord(row) : undefined;
       }),
     // One statement: each field the patch names is written, the others keep their value.
@@ -188,7 +191,7 @@ function runMethods(
              input_tokens = CASE WHEN $10 THEN $11::bigint ELSE input_tokens END,
              output_tokens = CASE WHEN $10 THEN $12::bigint ELSE output_tokens END,
              updated_at = now()
-           WHERE run_id = $1 RETURNING *`,
+           WHERE run_id = $1 AND status IN ('queued', 'running') RETURNING *`,
           [
             runId,
             'status' in patch,
@@ -204,8 +207,9 @@ function runMethods(
             patch.usage?.outputTokens ?? null,
           ],
         );
-        const row = updated.rows[0];
+        const row = updated.rows[0] ?? (await storedRun(runId));
         if (!row) throw missing(runId);
+        // Not open: an ended run is answered as it stands.
         return toRunRecord(row);
       }),
     // One statement: the function locks the run's row, numbers the event and stores it.
@@ -217,8 +221,10 @@ function runMethods(
           [runId, type, JSON.stringify(payload)],
         );
         const row = inserted.rows[0];
-        if (!row) throw missing(runId);
-        return toRunEvent(row);
+        if (row) return toRunEvent(row);
+        const stored = await storedRun(runId);
+        if (!stored) throw missing(runId);
+        throw runEndedError(STORE, runId, stored.status, type);
       }),
     listEvents: (runId, afterSeq) =>
       wrap(async () =>

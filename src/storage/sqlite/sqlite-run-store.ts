@@ -16,6 +16,7 @@ import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
 import { retentionArguments } from '../_run-retention.js';
+import { runEndedError, TERMINAL_EVENT_TYPES_SQL } from '../_run-ending.js';
 import type { RunStore } from '../run-store.js';
 import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } from './sqlite-connection.js';
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
@@ -195,7 +196,7 @@ function prepareRunStatements(db: Database) {
          input_tokens = CASE WHEN @has_usage THEN @input_tokens ELSE input_tokens END,
          output_tokens = CASE WHEN @has_usage THEN @output_tokens ELSE output_tokens END,
          updated_at = ${SQL_NOW}
-       WHERE run_id = @run_id RETURNING *`,
+       WHERE run_id = @run_id AND status IN ('queued', 'running') RETURNING *`,
     ),
     // One statement, so one implicit transaction that takes the write lock before it reads
     // the last seq: numbering, the run's existence check and the insert cannot interleave.
@@ -203,7 +204,9 @@ function prepareRunStatements(db: Database) {
       `INSERT INTO harness_run_events (run_id, seq, type, timestamp, payload_json)
        SELECT @run_id, COALESCE((SELECT MAX(seq) FROM harness_run_events WHERE run_id = @run_id), -1) + 1, @type,
          ${SQL_NOW}, @payload_json
-       WHERE EXISTS (SELECT 1 FROM harness_runs WHERE run_id = @run_id)
+       WHERE EXISTS (SELECT 1 FROM harness_runs WHERE run_id = @run_id AND (status IN ('queued', 'running') OR
+         (@type IN (${TERMINAL_EVENT_TYPES_SQL}) AND NOT EXISTS (SELECT 1 FROM harness_run_events
+           WHERE run_id = @run_id AND type IN (${TERMINAL_EVENT_TYPES_SQL})))))
        RETURNING *`,
     ),
     listEvents: db.prepare<[string, number], RunEventRow>(
@@ -322,15 +325,20 @@ function runMethods(
           input_tokens: patch.usage?.inputTokens ?? null,
           output_tokens: patch.usage?.outputTokens ?? null,
         });
-        if (!row) throw missing(runId);
-        return toRunRecord(row);
+        if (row) return toRunRecord(row);
+        // Not open: an ended run is answered as it stands.
+        const stored = statements.getRun.get(runId);
+        if (!stored) throw missing(runId);
+        return toRunRecord(stored);
       });
     },
     async appendEvent(runId, type, payload) {
       return write(() => {
         const row = firstRow(statements.appendEvent, { run_id: runId, type, payload_json: JSON.stringify(payload) });
-        if (!row) throw missing(runId);
-        return toRunEvent(row);
+        if (row) return toRunEvent(row);
+        const stored = statements.getRun.get(runId);
+        if (!stored) throw missing(runId);
+        throw runEndedError(STORE, runId, stored.status, type);
       });
     },
     async listEvents(runId, afterSeq) {

@@ -805,8 +805,8 @@ async function forgetAndEmptyLog(ctx: SqliteStoreContext, memoryId: string): Pro
     db.transaction((id: string) => forget(ctx, id)).immediate(memoryId);
     return emptyLog();
   });
-  const deadline = Date.now() + context.busyTimeoutMs;
-  while (!emptied && Date.now() < deadline) {
+  const deadline = performance.now() + context.busyTimeoutMs;
+  while (!emptied && performance.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, EMPTY_LOG_RETRY_MS));
     emptied = execute(emptyLog);
   }
