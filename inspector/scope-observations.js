@@ -11,7 +11,8 @@ import { pagedTable } from './paged-table.js';
  *   seq: number, content: string, importance: number | null | undefined, token_count: number,
  *   created_at: string, source: string, source_start_index?: number, source_end_index?: number,
  *   source_message_indexes?: number[], recency?: number, score?: number, included?: boolean,
- *   cut_by_budget?: boolean, superseded_by?: number | null,
+ *   cut_by_budget?: boolean, not_shown_because?: 'memory_off' | 'repeated' | 'superseded' | 'budget' | null,
+ *   superseded_by?: number | null,
  * }} ObservationItem
  */
 
@@ -164,6 +165,7 @@ function inclusion(item, enabled) {
   if (item.included) return h('span', { class: 'badge on' }, 'included');
   if (item.superseded_by) return h('span', { class: 'badge off' }, 'superseded');
   if (!enabled) return h('span', { class: 'badge off' }, 'memory off');
+  if (item.not_shown_because === 'repeated') return h('span', { class: 'badge off' }, 'repeated later');
   if (item.cut_by_budget) return h('span', { class: 'badge warn' }, 'cut by budget');
   return h('span', { class: 'badge off' }, 'not shown');
 }

@@ -47,6 +47,7 @@ function viewToJson(view: ObservationView): Record<string, unknown> {
     importance: view.importance,
     score: view.score,
     included: view.included,
+    not_shown_because: view.notShownBecause,
     superseded_by: view.supersededBy,
   };
 }

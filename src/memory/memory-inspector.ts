@@ -30,6 +30,7 @@ import type {
 import type { KeyedLock } from './scope-lock.js';
 import type { ScopeReader } from './scope-reader.js';
 import { recordStateKey, SnippetCache } from './snippet-cache.js';
+import { repeatedSeqsOf } from '../core/repeated-observations.js';
 
 /** Pages hold 50 items unless asked otherwise. */
 export const DEFAULT_PAGE_SIZE = 50;
@@ -109,15 +110,26 @@ class ScopeInspector implements MemoryInspector {
       plans.set(memoryId, recordStateKey(record), plan);
     }
     const shown = enabled && dependencies.mode !== 'off';
+    const repeated = repeatedSeqsOf(observations);
     const view = (observation: Observation): ObservationView => {
       const position = firstAfterSeq(observations, observation.seq - 1);
       const ageSteps = Math.max(0, observations.length - 1 - position);
       const replacedBy = plan.supersededBy.get(observation.seq) ?? null;
+      const included = shown && plan.includedSeqs.has(observation.seq);
       return Object.freeze({
         ...observation,
         ageSteps,
         score: scoreObservation(observation.importance, ageSteps, replacedBy !== null),
-        included: shown && plan.includedSeqs.has(observation.seq),
+        included,
+        notShownBecause: included
+          ? null
+          : !shown
+            ? 'memory_off'
+            : repeated.has(observation.seq)
+              ? 'repeated'
+              : replacedBy !== null
+                ? 'superseded'
+                : 'budget',
         supersededBy: replacedBy,
       });
     };

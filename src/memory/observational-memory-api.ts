@@ -249,8 +249,14 @@ export interface ObservationView extends Observation {
   readonly ageSteps: number;
   /** Importance-weighted recency, the snippet's ranking (see `scoreObservation`). */
   readonly score: number;
-  /** Whether the next `<observational-memory>` snippet shows it; false when the budget cut it (or memory is off). */
+  /** Whether the next `<observational-memory>` snippet shows it. */
   readonly included: boolean;
+  /**
+   * Why the next snippet does not show it, or null when it does: memory is off for the scope,
+   * a newer observation repeats it word for word (the snippet shows that one), it is
+   * superseded (scored low, it did not fit), or the budget had no room for it.
+   */
+  readonly notShownBecause: 'memory_off' | 'repeated' | 'superseded' | 'budget' | null;
   /** The seq that supersedes it, or null. */
   readonly supersededBy: number | null;
 }

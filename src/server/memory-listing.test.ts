@@ -60,6 +60,27 @@ describe('server: memory listing and correction', () => {
     expect(response.body['error']['message']).toContain(field);
   });
 
+  it('says why an observation is not shown: a newer repeat, the budget, memory off', async () => {
+    const { request, observationalMemory } = setup();
+    const scope = { tenantId: 't', conversationId: 'c', agentId: 'a' };
+    await observationalMemory.importObservations(scope, [
+      { content: 'The user likes tabs.', importance: 0.9 },
+      ...Array.from({ length: 100 }, (_, index) => ({
+        content: `Filler fact number ${index} about the project, long enough to cost a few tokens.`,
+        importance: 0.5,
+      })),
+      { content: 'the user likes tabs', importance: 0.9 },
+    ]);
+    const items = async (): Promise<any[]> => (await request('/v1/memory/t/c/a/observations?limit=200')).body['items'];
+    const bySeq = new Map((await items()).map((item) => [item.seq, item]));
+    expect(bySeq.get(1)).toMatchObject({ included: false, cut_by_budget: false, not_shown_because: 'repeated' });
+    expect(bySeq.get(102)).toMatchObject({ included: true, cut_by_budget: false, not_shown_because: null });
+    expect(bySeq.get(2)).toMatchObject({ included: false, cut_by_budget: true, not_shown_because: 'budget' });
+    await observationalMemory.setEnabled(scope, false);
+    for (const item of await items())
+      expect(item).toMatchObject({ included: false, cut_by_budget: false, not_shown_because: 'memory_off' });
+  });
+
   it('pages observations with their selection view, corrects and deletes one, and logs both', async () => {
     const { request, observationalMemory } = setup();
     const scope = { tenantId: 't', conversationId: 'c', agentId: 'a' };
@@ -102,11 +123,22 @@ describe('server: memory listing and correction', () => {
     const missing = await request('/v1/memory/t/c/a/observations/2', { method: 'DELETE' });
     expect(missing.status).toBe(404);
     expect(missing.body['error']['code']).toBe('observation_not_found');
-    const bad = await request('/v1/memory/t/c/a/observations/1', {
-      method: 'PATCH',
-      body: JSON.stringify({ content: '' }),
-    });
-    expect(bad.status).toBe(400);
+    // Refused as the library refuses them: observation_invalid, naming the field.
+    for (const [path, body, field] of [
+      ['1', { content: '' }, 'content'],
+      ['1', { content: 'x', importance: 2 }, 'importance'],
+      ['abc', { content: 'x' }, 'seq'],
+    ] as const) {
+      const bad = await request(`/v1/memory/t/c/a/observations/${path}`, {
+        method: 'PATCH',
+        body: JSON.stringify(body),
+      });
+      expect(bad.status).toBe(400);
+      expect(bad.body['error']).toMatchObject({ code: 'observation_invalid' });
+      expect(bad.body['error']['message']).toContain(field);
+    }
+    const badDelete = await request('/v1/memory/t/c/a/observations/-1', { method: 'DELETE' });
+    expect(badDelete.body['error']).toMatchObject({ code: 'observation_invalid' });
   });
 
   it('hides another tenant scope from a key: its observations and operations are 404', async () => {

@@ -74,7 +74,8 @@ export function observationViewToJson(view: ObservationView): Record<string, unk
     recency: view.ageSteps,
     score: view.score,
     included: view.included,
-    cut_by_budget: !view.included,
+    cut_by_budget: view.notShownBecause === 'budget',
+    not_shown_because: view.notShownBecause,
     superseded_by: view.supersededBy,
   };
 }

@@ -191,3 +191,23 @@ describe('tenant limits: /mcp', () => {
     await third.body?.cancel();
   });
 });
+
+describe('tenant limits: /mcp without API keys', () => {
+  it('counts every POST and each streamed answer against the tenant the calls run as', async () => {
+    const { request } = setup({ maxWritesPerSecond: 2, maxSseConnections: 1 });
+    const first = await request('/mcp', { method: 'POST', headers: MCP_LISTEN_HEADERS, body: mcpListenBody(1) });
+    expect(first.status).toBe(200);
+    expect(first.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    await expectTooMany(
+      await request('/mcp', { method: 'POST', headers: MCP_LISTEN_HEADERS, body: mcpListenBody(2) }),
+      'too_many_streams',
+      '1',
+    );
+    await first.body?.cancel();
+    await expectTooMany(
+      await request('/mcp', { method: 'POST', headers: MCP_LISTEN_HEADERS, body: mcpListenBody(3) }),
+      'rate_limited',
+      '1',
+    );
+  });
+});

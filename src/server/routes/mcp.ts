@@ -7,6 +7,7 @@ import type { WorkingMemory } from '../../memory/working-memory.js';
 import type { RunStore } from '../../storage/run-store.js';
 import type { FaultReporter } from '../../core/fault.js';
 import type { ServerEnv } from '../server-env.js';
+import { principalOf } from '../tenant-limits.js';
 import type { TenantLimits } from '../tenant-limits.js';
 
 /** Dependencies of the MCP endpoint. */
@@ -58,9 +59,11 @@ export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
   );
   app.all('/', async (context) => {
     const principal = context.get('principal');
-    // Any tool call may write (and some ask the memory model): counted before the body is read.
-    if (principal !== undefined && context.req.method === 'POST') options.limits?.admitWrite(principal);
     const tenantId = context.get('tenant') ?? KEYLESS_TENANT;
+    // Without keys, what the tenant the calls run as does is counted, as on /v1.
+    const counted = principalOf(principal, tenantId);
+    // Any tool call may write (and some ask the memory model): counted before the body is read.
+    if (context.req.method === 'POST') options.limits?.admitWrite(counted);
     const request: RequestErrors = { errors: [], answered: false };
     const response = await requestErrors.run(request, () =>
       handler.fetch(context.req.raw, {
@@ -74,8 +77,8 @@ export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
     );
     request.answered = true;
     if (response.status >= 500) for (const error of request.errors) report(error);
-    if (principal === undefined || !options.limits || !isEventStream(response)) return response;
-    return holdingStream(response, options.limits, principal);
+    if (!options.limits || !isEventStream(response)) return response;
+    return holdingStream(response, options.limits, counted);
   });
   return app;
 }

@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import { HarnessMemoryError } from '../../core/errors.js';
 import { z } from 'zod/v4';
 import type { RunStore } from '../../storage/run-store.js';
 import {
@@ -45,13 +46,18 @@ const enableBody = z
   .strict();
 const emptyBody = z.object({}).strict();
 const putBody = z.object({ value: z.unknown() }).strict();
-const correctionBody = z
-  .object({ content: z.string(), importance: z.number().min(0).max(1).nullable().optional() })
-  .strict();
+// The importance's range is the service's to check, so HTTP answers observation_invalid as
+// the library does.
+const correctionBody = z.object({ content: z.string(), importance: z.number().nullable().optional() }).strict();
 
 function seqOf(text: string): number {
   if (!/^\d{1,15}$/.test(text))
-    throw httpError(400, 'invalid_request', `seq must be a positive integer, got ${JSON.stringify(text.slice(0, 20))}`);
+    throw new HarnessMemoryError({
+      code: 'OBSERVATION_INVALID',
+      component: 'memory',
+      message: `seq must be a positive integer, got ${JSON.stringify(text.slice(0, 20))}.`,
+      data: { field: 'seq' },
+    });
   return Number(text);
 }
 
