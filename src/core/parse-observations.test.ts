@@ -219,6 +219,36 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
       ],
     ],
     ['bold label, colon outside', `**Importance**: 0.9\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
+    [
+      'scored bullets',
+      `Observations:\n- 0.9: ${tabs}\n- .5 | ${go}\n* **0.4** - The user runs Linux.`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.5 },
+        { content: 'The user runs Linux.', importance: 0.4 },
+      ],
+    ],
+    [
+      'bracketed scores on bullets',
+      `- [0.9] ${tabs}\n- (0.5) ${go}`,
+      [
+        { content: tabs, importance: 0.9 },
+        { content: go, importance: 0.5 },
+      ],
+    ],
+    [
+      'a Markdown table',
+      `| Importance | Observation | Source |\n| ---: | --- | --- |\n| 0.9 | ${tabs} | 3 |\n| high | ${go} |  |\n\nLet me know if you need more.`,
+      [
+        { content: tabs, importance: 0.9, sourceSeqs: [3] },
+        { content: go, importance: 0.8 },
+      ],
+    ],
+    [
+      'a table with the text first',
+      `| Fact | Score |\n|---|---|\n| ${tabs} | 0.9 |`,
+      [{ content: tabs, importance: 0.9 }],
+    ],
     ['bold label and score', `**Importance: 0.9**\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
     [
       'numbered list',
@@ -516,6 +546,13 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
       [
         'The user wants these checks run before every release of the mobile app:\n- lint\n- unit tests',
         'The user wants these checks run before every release of the mobile app:\n- lint\n- unit tests',
+      ],
+      // Whole numbers in brackets cite observations (the snippet's `- [3] text`), and a dose is no score.
+      ['IMPORTANCE: 0.8\nKnown facts:\n- [3] The build uses Bazel.', 'Known facts:\n- [3] The build uses Bazel.'],
+      ['IMPORTANCE: 0.7\nDose notes:\n- 0.5 mg of melatonin at night', 'Dose notes:\n- 0.5 mg of melatonin at night'],
+      [
+        'IMPORTANCE: 0.6\n| Service | Owner |\n| --- | --- |\n| api | Dana |',
+        '| Service | Owner |\n| --- | --- |\n| api | Dana |',
       ],
     ];
     for (const [answer, content] of kept)

@@ -8,6 +8,7 @@ import { stripInvisible } from './sanitize-text.js';
 import { readJsonObservations } from './json-answer.js';
 import { repeatKeyOf } from './repeated-observations.js';
 import { stripReasoning } from './strip-reasoning.js';
+import { toMarkerForm } from './marker-form.js';
 
 /** Most observations kept from one observer answer. */
 export const DEFAULT_MAX_OBSERVATIONS = 50;
@@ -98,7 +99,10 @@ export function isNothingToObserve(raw: string): boolean {
   const first = text.split('\n').find((line) => line.trim() !== '' && !/^\s*(?:```|~~~)/.test(line)) ?? '';
   // "Nothing new, except: …" followed by a scored fact is not nothing.
   return (
-    (NOTHING_LEAD.test(first) || NOTHING_ANSWER.test(first)) && !text.split('\n').some((line) => isScoreLine(line))
+    (NOTHING_LEAD.test(first) || NOTHING_ANSWER.test(first)) &&
+    !toMarkerForm(text)
+      .split('\n')
+      .some((line) => isScoreLine(line))
   );
 }
 
@@ -127,7 +131,7 @@ export function parseObservations(raw: string, options: ParseObservationsOptions
   const parsed = json
     ? json.map((item) => ({ ...item, content: truncateObservation(item.content, maxChars) }))
     : // Repeats are merged after reading: room for them, so that 50 copies of one fact leave room for the rest.
-      parseLines(text, maxObservations * 4, maxChars);
+      parseLines(toMarkerForm(text), maxObservations * 4, maxChars);
   return withoutRepeats(parsed).slice(0, maxObservations);
 }
 
