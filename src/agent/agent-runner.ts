@@ -5,7 +5,14 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { invalidOption, requireObject, requireOptions, requireString, requireTimerMs } from '../core/require-option.js';
+import {
+  invalidOption,
+  requireFunction,
+  requireObject,
+  requireOptions,
+  requireString,
+  requireTimerMs,
+} from '../core/require-option.js';
 import { HarnessMemoryError } from '../core/errors.js';
 import { redactSecrets } from '../core/redact-secrets.js';
 import { needsStripping } from '../core/sanitize-text.js';
@@ -525,4 +532,6 @@ function validateRunnerOptions(options: AgentRunnerOptions): void {
     options.workspace,
     'Pass the folder tools may write in (exports go to its .harness/observational-memory/).',
   );
+  requireObject(factory, 'estimator', options.estimator, ['estimate'], 'Pass a TokenEstimator, or leave it out.', true);
+  for (const option of ['generateRunId', 'onFault'] as const) requireFunction(factory, option, options[option]);
 }

@@ -62,6 +62,20 @@ export function requireObject<T>(
   return value;
 }
 
+/**
+ * A function, or `undefined` (left out). A clock, id generator or listener of the wrong type
+ * otherwise failed later, deep inside, as `… is not a function`.
+ */
+export function requireFunction(factory: string, option: string, value: unknown): void {
+  if (value !== undefined && typeof value !== 'function')
+    throw invalidOption(
+      factory,
+      option,
+      `must be a function (got ${value === null ? 'null' : typeof value})`,
+      'Pass a function, or leave it out for the default.',
+    );
+}
+
 /** A whole number of at least 1: `undefined` passes through. */
 export function requireCount(factory: string, option: string, value: unknown): number | undefined {
   if (value === undefined) return undefined;

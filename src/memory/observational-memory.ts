@@ -4,7 +4,7 @@
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
-import { requireObject, requireOptions } from '../core/require-option.js';
+import { requireFunction, requireObject, requireOptions } from '../core/require-option.js';
 import { generateId as defaultGenerateId } from '../core/ids.js';
 import { parseExportFormat, renderExport } from '../core/memory-export.js';
 import { DEFAULT_OBSERVATION_CONFIG, DEFAULT_TOOL_IMPORTANCE_CAP } from '../core/observation.js';
@@ -433,6 +433,9 @@ function validateMemoryOptions(options: ObservationalMemoryOptions): void {
     'Pass a Reflector, such as createModelReflector(model), or leave it out.',
     true,
   );
+  requireObject(factory, 'estimator', options.estimator, ['estimate'], 'Pass a TokenEstimator, or leave it out.', true);
+  for (const option of ['now', 'generateId', 'onEvent', 'faultPoint'] as const)
+    requireFunction(factory, option, options[option]);
 }
 
 /** Tells every listener; a failing subscriber must never fail the memory work it is told about. */

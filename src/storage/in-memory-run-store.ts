@@ -8,6 +8,7 @@ import { storableMessage, storablePatch, storableRun } from './_storable-text.js
 import { retentionArguments } from './_run-retention.js';
 import { isOpenRun, runEndedError } from './_run-ending.js';
 import { TERMINAL_EVENT_TYPES } from './event-hub.js';
+import { requireFunction, requireOptions } from '../core/require-option.js';
 
 const ENDED: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled']);
 
@@ -19,6 +20,11 @@ export interface InMemoryRunStoreOptions {
 
 /** A run store that keeps everything in this process. */
 export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): RunStore {
+  requireFunction(
+    'createInMemoryRunStore',
+    'now',
+    requireOptions('createInMemoryRunStore', options, 'Pass {}, or nothing.').now,
+  );
   const now = options.now ?? (() => new Date());
   const runs = new Map<string, RunRecord>();
   const events = new Map<string, RunEvent[]>();

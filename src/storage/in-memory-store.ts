@@ -20,6 +20,7 @@ import { containsWords, planCorrection } from './correction-plan.js';
 import { InMemoryOperationLog } from './in-memory-operation-log.js';
 import { isOpenOperation } from './store.js';
 import type { Marker, MemoryStore, Operation, ScopeSummary, StoredMessage, WorkingMemoryEntry } from './store.js';
+import { requireFunction, requireOptions } from '../core/require-option.js';
 
 /** Name of this adapter. */
 export const STORE_NAME = 'in-memory';
@@ -50,6 +51,11 @@ type Result<K extends keyof MemoryStore> = MemoryStore[K] extends ((...args: nev
  * const memory = createObservationalMemory({ store: createInMemoryStore(), model });
  */
 export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryStore {
+  requireFunction(
+    'createInMemoryStore',
+    'now',
+    requireOptions('createInMemoryStore', options, 'Pass {}, or nothing.').now,
+  );
   return new InMemoryStore(options.now ?? (() => new Date()));
 }
 
