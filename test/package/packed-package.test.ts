@@ -45,6 +45,7 @@ const EXPECTED: Record<string, readonly string[]> = {
   './agent': ['createAgentRunner', 'createTurnPreparer', 'createInMemoryRunStore'],
   './ai-sdk': ['createMemoryMiddleware', 'createMemoryTools'],
   './mcp': ['createMemoryMcpServer', 'memoryUri'],
+  './testing': ['runMemoryStoreSuite', 'runRunStoreSuite'],
 };
 
 let project = '';
@@ -196,6 +197,31 @@ describe('the packed package', () => {
     );
     expect(result).toBe('');
   }, 120_000);
+
+  it('runs the shipped conformance suites with vitest against the installed stores', async () => {
+    writeFileSync(
+      join(project, 'conformance.test.mjs'),
+      [
+        `import { runMemoryStoreSuite, runRunStoreSuite } from 'harness-memory/testing';`,
+        `import { createInMemoryRunStore, createInMemoryStore } from 'harness-memory/storage/in-memory';`,
+        `runMemoryStoreSuite({ name: 'installed in-memory', create: () => createInMemoryStore() });`,
+        `runRunStoreSuite({ name: 'installed in-memory', create: () => createInMemoryRunStore() });`,
+        '',
+      ].join('\n'),
+    );
+    const vitest = join(project, 'node_modules', 'vitest', 'vitest.mjs');
+    const { stdout } = await run(process.execPath, [vitest, 'run', 'conformance.test.mjs', '--reporter=json'], {
+      cwd: project,
+      maxBuffer: 64 * 1024 * 1024,
+      env: { ...process.env, NO_COLOR: '1' },
+    });
+    const report = JSON.parse(stdout.slice(stdout.indexOf('{'))) as {
+      numPassedTests: number;
+      numFailedTests: number;
+    };
+    expect(report.numFailedTests).toBe(0);
+    expect(report.numPassedTests).toBeGreaterThan(50);
+  }, 180_000);
 
   it('serves the inspector page from the installed package', async () => {
     const lines = [
