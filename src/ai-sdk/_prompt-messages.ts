@@ -76,7 +76,10 @@ export function identify(messages: readonly Unidentified[]): TranscriptMessage[]
     ]);
     const occurrence = seen.get(key) ?? 0;
     seen.set(key, occurrence + 1);
-    const id = `ai-sdk:${createHash('sha256').update(`${key}\u0000${occurrence}`).digest('hex').slice(0, 32)}`;
+    // The first 16 bytes as hex, a string of their own (a slice of the whole digest's would
+    // keep the whole alive as long as the id is held).
+    const digest = createHash('sha256').update(`${key}\u0000${occurrence}`).digest();
+    const id = `ai-sdk:${digest.toString('hex', 0, 16)}`;
     const { files: _files, ...observed } = message;
     return { ...observed, id };
   });

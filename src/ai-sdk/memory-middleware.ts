@@ -22,6 +22,7 @@ import {
   promptToTranscript,
   responseToTranscript,
 } from './_prompt-messages.js';
+import { SeenIds } from './_seen-ids.js';
 
 /** Where a memory failure happened; the model call went on either way. */
 export type MemoryMiddlewarePhase = 'prepare' | 'observe';
@@ -65,8 +66,6 @@ export interface MemoryMiddleware {
   flush(): Promise<void>;
 }
 
-const MAX_SCOPES_SEEN = 1000;
-
 /**
  * Creates AI SDK middleware that puts the working-memory and observational-memory snippets in
  * front of every call (exactly what the harness's runner injects, replacing its own earlier
@@ -88,7 +87,7 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
     historyMaxTokens: 0,
   });
   const pending = new Set<Promise<void>>();
-  const seenByScope = new Map<string, Set<string>>();
+  const seenIds = new SeenIds(maxSeen);
 
   // Neither a throwing logger nor an onError that throws or rejects may fail the model call
   // (or, as an unhandled rejection, end the process).
@@ -110,23 +109,21 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
   const scopeOf = (params: LanguageModelV3CallOptions) =>
     resolveScope(typeof options.scope === 'function' ? options.scope(params) : options.scope);
 
-  const seenOf = (memoryId: string): Set<string> => seenIdsOf(seenByScope, memoryId);
-
   const observe = (params: LanguageModelV3CallOptions, content: readonly LanguageModelV3Content[]): void => {
     const task = (async () => {
       const scope = scopeOf(params);
       const messages = identify([...promptToTranscript(params.prompt), ...responseToTranscript(content)]);
-      const seen = seenOf(memoryIdOf(scope));
+      const memoryId = memoryIdOf(scope);
+      const seen = seenIds.of(memoryId);
       const fresh: TranscriptMessage[] = messages.filter((message) => !seen.has(message.id as string));
       if (fresh.length === 0) return;
       const result = await memory.observe({ scope, runId: `ai-sdk-${randomUUID()}`, messages: fresh });
       // Nothing was stored: the messages must be handed over again once the scope observes.
       if (result.status === 'skipped' && (result.reason === 'disabled' || result.reason === 'mode_off')) return;
-      for (const message of fresh) seen.add(message.id as string);
-      for (const id of seen) {
-        if (seen.size <= maxSeen) break;
-        seen.delete(id);
-      }
+      seenIds.add(
+        memoryId,
+        fresh.map((message) => message.id as string),
+      );
     })().catch((error: unknown) => report(error, 'observe'));
     pending.add(task);
     void task.finally(() => pending.delete(task));
@@ -220,19 +217,6 @@ function checkMiddlewareOptions(options: MemoryMiddlewareOptions): number {
       'Leave it out for 10000.',
     );
   return maxSeen;
-}
-
-/** The ids of the scope's messages already observed, the scope made the most recently used. */
-function seenIdsOf(seenByScope: Map<string, Set<string>>, memoryId: string): Set<string> {
-  let seen = seenByScope.get(memoryId);
-  if (seen) {
-    seenByScope.delete(memoryId);
-  } else {
-    seen = new Set();
-    if (seenByScope.size >= MAX_SCOPES_SEEN) seenByScope.delete(seenByScope.keys().next().value as string);
-  }
-  seenByScope.set(memoryId, seen);
-  return seen;
 }
 
 /** Gathers a stream's text and tool calls into the content a generate call would have answered. */

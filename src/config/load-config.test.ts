@@ -377,6 +377,13 @@ describe('config: errors', () => {
     expect(error.message).toContain('must be a positive integer');
   });
 
+  it('rejects a snippet_max_tokens above 32000', () => {
+    const error = configErrorOf(() => load({ HARNESS_MEMORY_SNIPPET_MAX_TOKENS: '32001' }));
+    expect(error).toMatchObject({ key: 'memory.snippet_max_tokens' });
+    expect(error.message).toContain('must be at most 32000');
+    expect(load({ HARNESS_MEMORY_SNIPPET_MAX_TOKENS: '32000' }).memory.snippetMaxTokens).toBe(32_000);
+  });
+
   it.each(['-5', '1.5', 'many'])('rejects HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS=%s', (value) => {
     const error = configErrorOf(() => load({ HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: value }));
     expect(error).toMatchObject({

@@ -7,6 +7,7 @@ import { z } from 'zod/v4';
 import { ConfigError, HarnessMemoryError } from '../core/errors.js';
 import { validateScopeId } from '../core/scope.js';
 import { apiKeyProblem } from '../core/api-key.js';
+import { MAX_SNIPPET_MAX_TOKENS } from '../core/observation.js';
 
 /** Values of `[memory] mode`. `off` disables memory; `local_coordinator` runs it in-process for one host. */
 export type MemoryMode = 'auto' | 'off' | 'local_coordinator';
@@ -164,7 +165,10 @@ const memoryShape = {
   schema: text().refine((name) => name === '' || POSTGRES_SCHEMA_PATTERN.test(name), SCHEMA_NAME),
   default_enabled: flag(),
   observe_min_tokens: tokenSetting(),
-  snippet_max_tokens: tokenSetting(),
+  snippet_max_tokens: tokenSetting().max(
+    MAX_SNIPPET_MAX_TOKENS,
+    `must be at most ${MAX_SNIPPET_MAX_TOKENS} (or 0 for the default)`,
+  ),
   reflect_threshold_tokens: tokenSetting(),
   stale_operation_seconds: positiveInteger(),
   max_operation_attempts: positiveInteger(),

@@ -11,6 +11,13 @@ export interface ObservationConfig {
   readonly reflectThresholdTokens: number;
 }
 
+/**
+ * The largest snippet budget (`snippet_max_tokens`) a scope or the configuration may set: a
+ * snippet is injected into every turn and kept per scope, and a budget without a bound made
+ * it the whole scope.
+ */
+export const MAX_SNIPPET_MAX_TOKENS = 32_000;
+
 /** The spec's thresholds: 1200 / 900 / 4000. */
 export const DEFAULT_OBSERVATION_CONFIG: ObservationConfig = Object.freeze({
   observeMinTokens: 1200,

@@ -84,7 +84,11 @@ export function createMemoryInspector(dependencies: MemoryInspectorDependencies)
 /** {@link MemoryInspector} over one service's store, reader and clock of ids. */
 class ScopeInspector implements MemoryInspector {
   readonly #dependencies: MemoryInspectorDependencies;
-  readonly #plans = new SnippetCache<ObservationSnippetPlan, string>();
+  readonly #plans = new SnippetCache<ObservationSnippetPlan, string>(1024, {
+    // The text and, roughly, the sets of seqs beside it.
+    sizeOf: (plan) => plan.text.length + 8 * (plan.includedSeqs.size + plan.supersededBy.size),
+    maxSize: 8_000_000,
+  });
 
   constructor(dependencies: MemoryInspectorDependencies) {
     this.#dependencies = dependencies;

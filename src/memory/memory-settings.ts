@@ -1,6 +1,7 @@
 /** Validation of observational-memory settings given to the service. */
 import { ConfigError } from '../core/errors.js';
 import type { MemoryMode } from '../core/memory-status.js';
+import { MAX_SNIPPET_MAX_TOKENS } from '../core/observation.js';
 import type { ObservationConfig } from '../core/observation.js';
 import { isTimerMs, MAX_TIMER_DELAY_MS } from '../core/require-option.js';
 
@@ -22,15 +23,36 @@ const THRESHOLD_KEYS = {
   reflectThresholdTokens: 'reflect_threshold_tokens',
 } as const;
 
-/** Checks that every threshold is a positive integer. */
+/** Checks that every threshold is a positive integer, and the snippet budget at most {@link MAX_SNIPPET_MAX_TOKENS}. */
 export function validateThresholds(config: ObservationConfig, source: string): ObservationConfig {
   for (const [field, key] of Object.entries(THRESHOLD_KEYS)) {
-    const value = (config as unknown as Record<string, unknown>)[field];
-    if (!Number.isSafeInteger(value) || (value as number) <= 0) {
-      throw new ConfigError({ key, source, message: `must be a positive integer, got ${JSON.stringify(value)}` });
-    }
+    const problem = thresholdProblem(field, (config as unknown as Record<string, unknown>)[field]);
+    if (problem !== undefined) throw new ConfigError({ key, source, message: problem });
   }
   return Object.freeze({ ...config });
+}
+
+/** Why `value` cannot be the threshold `field`, or undefined when it can. */
+function thresholdProblem(field: string, value: unknown): string | undefined {
+  if (!Number.isSafeInteger(value) || (value as number) <= 0)
+    return `must be a positive integer, got ${JSON.stringify(value)}`;
+  if (field === 'snippetMaxTokens' && (value as number) > MAX_SNIPPET_MAX_TOKENS)
+    return `must be at most ${MAX_SNIPPET_MAX_TOKENS}, got ${String(value)}`;
+  return undefined;
+}
+
+/**
+ * A scope's settings over the defaults. A snippet budget stored above the bound (before it
+ * was checked) is read as the bound.
+ */
+export function effectiveConfig(
+  defaults: ObservationConfig,
+  overrides: Partial<ObservationConfig> | undefined,
+): ObservationConfig {
+  const config = { ...defaults, ...overrides };
+  return config.snippetMaxTokens > MAX_SNIPPET_MAX_TOKENS
+    ? { ...config, snippetMaxTokens: MAX_SNIPPET_MAX_TOKENS }
+    : config;
 }
 
 /** Checks per-scope threshold overrides: known keys, positive integers. */
@@ -49,13 +71,8 @@ export function validateOverrides(config: Partial<ObservationConfig>): Partial<O
         message: `unknown setting; valid settings are ${Object.values(THRESHOLD_KEYS).join(', ')}`,
       });
     }
-    if (!Number.isSafeInteger(value) || value <= 0) {
-      throw new ConfigError({
-        key,
-        source: 'observational_memory.enable',
-        message: `must be a positive integer, got ${JSON.stringify(value)}`,
-      });
-    }
+    const problem = thresholdProblem(field, value);
+    if (problem !== undefined) throw new ConfigError({ key, source: 'observational_memory.enable', message: problem });
     result[field] = value;
   }
   return result as Partial<ObservationConfig>;

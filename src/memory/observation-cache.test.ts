@@ -56,7 +56,7 @@ async function runWorkload(
   maxTotal: number,
 ): Promise<{ stats: ObservationCacheStats; steps: ObservationCacheStats[] }> {
   const store = createInMemoryStore();
-  const cache = new ObservationCache(store, maxTotal);
+  const cache = new ObservationCache(store, { maxObservations: maxTotal });
   const random = seededRandom(11).below;
   const steps: ObservationCacheStats[] = [];
   for (let step = 0; step < 25; step++) {
@@ -211,5 +211,40 @@ describe('observation cache: observations read beside the record (issue 16)', ()
     // An unknown scope.
     cache.offer(memoryIdOf(SCOPES[1]!), record, 0, page);
     expect(cache.heldThrough(memoryIdOf(SCOPES[1]!))).toBeUndefined();
+  });
+});
+
+describe('observation cache: bounds', () => {
+  it('holds at most maxScopes scopes, those without observations too, the least recently read out first', async () => {
+    const store = createInMemoryStore();
+    const cache = new ObservationCache(store, { maxScopes: 3 });
+    for (const scope of SCOPES.slice(0, 5)) {
+      const memoryId = memoryIdOf(scope);
+      const { record } = await store.appendMessages({
+        scope,
+        memoryId,
+        messages: [{ messageKey: 'k', role: 'user', name: '', toolCallId: '', content: 'x', tokenCount: 1 }],
+      });
+      expect(record.lastObservationSeq).toBe(0);
+      await cache.get(memoryId, record);
+    }
+    expect(cache.stats()).toMatchObject({ scopes: 3, counted: 0 });
+    expect(cache.heldThrough(memoryIdOf(SCOPES[1]!))).toBeUndefined();
+    expect(cache.heldThrough(memoryIdOf(SCOPES[4]!))).toBe(0);
+  });
+
+  it('holds at most maxChars characters of content, but always the scope being read', async () => {
+    const store = createInMemoryStore();
+    const cache = new ObservationCache(store, { maxChars: 20 });
+    for (const scope of SCOPES.slice(0, 2)) await addObservations(store, scope, 3);
+    const read = async (scope: Scope) => {
+      const memoryId = memoryIdOf(scope);
+      return cache.get(memoryId, (await store.getRecord(memoryId))!);
+    };
+    expect(await read(SCOPES[0]!)).toHaveLength(3);
+    expect(cache.stats()).toMatchObject({ scopes: 1, chars: 18 });
+    expect(await read(SCOPES[1]!)).toHaveLength(3);
+    expect(cache.stats()).toMatchObject({ scopes: 1, chars: 18, counted: 3, held: 3 });
+    expect(cache.heldThrough(memoryIdOf(SCOPES[0]!))).toBeUndefined();
   });
 });

@@ -7,6 +7,8 @@ interface Entry {
   /** The record's `correctionCount` the entry was read at: a correction makes it stale. */
   readonly correctionCount: number;
   readonly observations: Observation[];
+  /** Characters of the observations' content. */
+  chars: number;
   lastSeq: number;
   /** The store read under way for this entry, which concurrent readers wait for instead of reading again. */
   loading?: Promise<void> | undefined;
@@ -20,10 +22,22 @@ export interface ObservationCacheStats {
   readonly counted: number;
   /** Observations actually held: the sum over its scopes. Always equal to `counted`. */
   readonly held: number;
+  /** Characters of the content held. */
+  readonly chars: number;
   /** Reads served without a store read of their own. */
   readonly hits: number;
   /** Reads that started a store read. */
   readonly misses: number;
+}
+
+/** Bounds of an {@link ObservationCache}. */
+export interface ObservationCacheLimits {
+  /** @default 200000 */
+  readonly maxObservations?: number;
+  /** Characters of content (UTF-16 units: about twice as many bytes). @default 50000000 */
+  readonly maxChars?: number;
+  /** @default 4096 */
+  readonly maxScopes?: number;
 }
 
 /**
@@ -31,8 +45,9 @@ export interface ObservationCacheStats {
  * Observations are append-only per scope (seqs only grow), so after a write only the new
  * rows are read, not the whole scope. A record that was forgotten and made again (another
  * `createdAt`) or whose observations were corrected by hand (another `correctionCount`)
- * starts afresh. Bounded by the total
- * number of observations held; least recently used scopes go first.
+ * starts afresh. Bounded by the observations held, their characters and the scopes held
+ * (scopes without observations count too: every scope read makes an entry); least recently
+ * used scopes go first, never the one being read.
  *
  * An entry joins the cache before its store read, and readers arriving meanwhile wait for
  * that read instead of starting their own; only observations added to an entry the cache
@@ -40,15 +55,20 @@ export interface ObservationCacheStats {
  */
 export class ObservationCache {
   readonly #store: MemoryStore;
-  readonly #maxTotal: number;
+  readonly #limits: Required<ObservationCacheLimits>;
   readonly #entries = new Map<string, Entry>();
   #total = 0;
+  #chars = 0;
   #hits = 0;
   #misses = 0;
 
-  constructor(store: MemoryStore, maxTotal = 200_000) {
+  constructor(store: MemoryStore, limits: ObservationCacheLimits = {}) {
     this.#store = store;
-    this.#maxTotal = maxTotal;
+    this.#limits = {
+      maxObservations: limits.maxObservations ?? 200_000,
+      maxChars: limits.maxChars ?? 50_000_000,
+      maxScopes: limits.maxScopes ?? 4_096,
+    };
   }
 
   /** The scope's observations in seq order, as of `record`. Do not mutate the result. */
@@ -64,7 +84,13 @@ export class ObservationCache {
       entry = undefined;
     }
     if (!entry) {
-      entry = { createdAt: record.createdAt, correctionCount: record.correctionCount, observations: [], lastSeq: 0 };
+      entry = {
+        createdAt: record.createdAt,
+        correctionCount: record.correctionCount,
+        observations: [],
+        chars: 0,
+        lastSeq: 0,
+      };
       this.#entries.set(memoryId, entry);
     }
     let readHere = false;
@@ -133,6 +159,7 @@ export class ObservationCache {
     const entry = this.#entries.get(memoryId);
     if (!entry) return;
     this.#total -= entry.observations.length;
+    this.#chars -= entry.chars;
     this.#entries.delete(memoryId);
   }
 
@@ -140,7 +167,14 @@ export class ObservationCache {
   stats(): ObservationCacheStats {
     let held = 0;
     for (const entry of this.#entries.values()) held += entry.observations.length;
-    return { scopes: this.#entries.size, counted: this.#total, held, hits: this.#hits, misses: this.#misses };
+    return {
+      scopes: this.#entries.size,
+      counted: this.#total,
+      held,
+      chars: this.#chars,
+      hits: this.#hits,
+      misses: this.#misses,
+    };
   }
 
   async #load(memoryId: string, entry: Entry): Promise<void> {
@@ -155,18 +189,21 @@ export class ObservationCache {
       // `add` may have appended some of these while the read was under way.
       if (observation.seq <= entry.lastSeq) continue;
       entry.observations.push(observation);
+      entry.chars += observation.content.length;
       entry.lastSeq = observation.seq;
-      if (held) this.#total++;
+      if (held) {
+        this.#total++;
+        this.#chars += observation.content.length;
+      }
     }
   }
 
-  /** Drops least recently used scopes, never `keep`, until the total is within the bound. */
+  /** Drops least recently used scopes, never `keep`, until the cache is within its bounds. */
   #evict(keep: string): void {
-    for (const [key, candidate] of this.#entries) {
-      if (this.#total <= this.#maxTotal) break;
-      if (key === keep) continue;
-      this.#total -= candidate.observations.length;
-      this.#entries.delete(key);
+    const { maxObservations, maxChars, maxScopes } = this.#limits;
+    for (const key of this.#entries.keys()) {
+      if (this.#total <= maxObservations && this.#chars <= maxChars && this.#entries.size <= maxScopes) break;
+      if (key !== keep) this.delete(key);
     }
   }
 }

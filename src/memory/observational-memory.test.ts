@@ -662,6 +662,28 @@ describe('observational memory: status, settings and export', () => {
     );
   });
 
+  it('bounds the snippet budget at 32,000 tokens, and reads a larger one stored before as the bound', async () => {
+    const { memory, store } = setup();
+    await expect(memory.setEnabled(scope, true, { snippetMaxTokens: 32_001 })).rejects.toSatisfy(
+      isCode('CONFIG_INVALID'),
+    );
+    expect((await memory.setEnabled(scope, true, { snippetMaxTokens: 32_000 })).config.snippetMaxTokens).toBe(32_000);
+    expect(() =>
+      createObservationalMemory({ store: createInMemoryStore(), defaults: { snippetMaxTokens: 100_000 } }),
+    ).toThrow(/snippet_max_tokens.*at most 32000/);
+    // Written past the check, as a store of an earlier version could hold it.
+    await store.updateSettings({
+      scope,
+      memoryId: memoryIdOf(scope),
+      enabled: true,
+      config: { snippetMaxTokens: Number.MAX_SAFE_INTEGER },
+      runId: 'r',
+      toolCallId: 't',
+      operationId: 'op_old',
+    });
+    expect((await memory.status(scope)).config.snippetMaxTokens).toBe(32_000);
+  });
+
   it('inspects every operation, or only the open ones, and hands out its own copy of the observations', async () => {
     const { memory } = setup();
     await memory.observe({ scope, runId: 'run-1', messages: messages(0, 2) });
@@ -850,6 +872,34 @@ describe('observational memory: background worker', () => {
       attempt: 2,
     });
     expect(observer.calls).toHaveLength(1);
+  });
+});
+
+describe('observational memory: callers of one scope', () => {
+  it('answers queued at once past 16 callers waiting for the scope, and loses none of their messages', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const observer = scriptedObserver(async () => {
+      await released;
+      return 'IMPORTANCE:0.9\nA fact.';
+    });
+    const { memory, store } = setup({ observer });
+    const settled: Array<{ status: string }> = [];
+    const calls = Array.from({ length: 40 }, (_, index) =>
+      memory.observe({ scope, runId: `run-${index}`, messages: messages(index, 1) }).then((result) => {
+        settled.push(result);
+        return result;
+      }),
+    );
+    // Polled until the callers past the first 16 have their answer, while the model still hangs.
+    while (settled.length < 40 - 16) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(settled.every((result) => result.status === 'queued')).toBe(true);
+    release();
+    await Promise.all(calls);
+    await memory.drain(scope, { timeoutMs: 10_000 });
+    // Every message was observed, by a caller before it or by the drain.
+    const record = await store.getRecord(memoryIdOf(scope));
+    expect(record?.observedThroughMessageSeq).toBe(40);
   });
 });
 

@@ -79,7 +79,11 @@ export interface OperationScheduler {
   startWorker(options?: WorkerLoopOptions): { stop(): Promise<void> };
 }
 
+/** Callers that may run or wait for one scope's operations at once; more answer `queued` at once. */
+export const MAX_SCOPE_CALLERS = 16;
+
 /** The scheduler over one service's worker context and locks. */
+
 export function createOperationScheduler(options: OperationSchedulerOptions): OperationScheduler {
   const { worker, locks } = options;
   const { store } = worker;
@@ -94,16 +98,21 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
   };
 
   const processScope: OperationScheduler['processScope'] = (memoryId, first, wanted, prefetched) =>
-    locks.run(memoryId, async () => {
-      const outcomes = new Map<string, OperationOutcome>();
-      const claim = () => store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
-      for (let operation = first ?? (await claim()); operation; operation = await claim()) {
-        const result = await runOperation(worker, operation, prefetched);
-        outcomes.set(operation.operationId, result);
-        if (wanted !== undefined && outcomes.has(wanted) && !result.followUp) break;
-      }
-      return outcomes;
-    });
+    // Enough callers wait for the scope already: this one's operation is stored and queued, and
+    // the worker or the scope's next caller runs it. Waiting too would hold the caller, and what
+    // it keeps (an MCP request its client gave up on), for as long as the model takes for all.
+    first === undefined && locks.callers(memoryId) >= MAX_SCOPE_CALLERS
+      ? Promise.resolve(new Map<string, OperationOutcome>())
+      : locks.run(memoryId, async () => {
+          const outcomes = new Map<string, OperationOutcome>();
+          const claim = () => store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
+          for (let operation = first ?? (await claim()); operation; operation = await claim()) {
+            const result = await runOperation(worker, operation, prefetched);
+            outcomes.set(operation.operationId, result);
+            if (wanted !== undefined && outcomes.has(wanted) && !result.followUp) break;
+          }
+          return outcomes;
+        });
 
   const enqueue: OperationScheduler['enqueue'] = (scope, operationType, payload, meta) =>
     store.enqueueOperation({

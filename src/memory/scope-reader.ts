@@ -21,6 +21,7 @@ import { ObservationCache } from './observation-cache.js';
 import { progressOf } from './memory-progress.js';
 import { recordStateKey, SnippetCache } from './snippet-cache.js';
 import { SnippetMemo } from './snippet-memo.js';
+import { effectiveConfig } from './memory-settings.js';
 
 /** Options of {@link createScopeReader}. */
 export interface ScopeReaderOptions {
@@ -79,7 +80,9 @@ const MAX_SCOPES_WRITTEN_ELSEWHERE = 1024;
 /** The reader over `options.store`. */
 export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
   const { store, mode, defaults, defaultEnabled, estimator } = options;
-  const snippetCache = new SnippetCache<string, string>();
+  // Snippets are at most MAX_SNIPPET_MAX_TOKENS each; 8 M characters hold a thousand of the
+  // default size, and a few hundred large ones.
+  const snippetCache = new SnippetCache<string, string>(1024, { sizeOf: (text) => text.length, maxSize: 8_000_000 });
   const builtSnippets = new SnippetMemo();
   const observationCache = new ObservationCache(store);
   // The set only grows (until forget makes a new record), so its counts identify it.
@@ -97,7 +100,7 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
 
   const effective: ScopeReader['effective'] = (record) => ({
     enabled: record?.enabled ?? defaultEnabled,
-    config: { ...defaults, ...record?.config },
+    config: effectiveConfig(defaults, record?.config),
   });
 
   const linksOf: ScopeReader['linksOf'] = async (memoryId, record) => {

@@ -274,6 +274,20 @@ describe('working memory: the held snippet', () => {
     }
   });
 
+  it('holds no more unrendered sets than the scope may store: overwrites of one large value list again', async () => {
+    const { memory, fresh, listings } = countingListings();
+    await memory.snippet(scope);
+    const large = (index: number) => `${index}`.padEnd(8_000, 'x');
+    const before = listings();
+    // Four sets of 8 KB fit the 32 KiB the scope may store; the fifth would not.
+    for (let index = 0; index < 4; index++) await memory.set(scope, 'draft', large(index));
+    expect(await memory.snippet(scope)).toBe(await fresh());
+    expect(listings() - before).toBe(0);
+    for (let index = 4; index < 9; index++) await memory.set(scope, 'draft', large(index));
+    expect(await memory.snippet(scope)).toBe(await fresh());
+    expect(listings() - before).toBe(1);
+  });
+
   it('lists again when another process wrote between its reads and its set', async () => {
     const store = createInMemoryStore();
     const memory = createWorkingMemory({ store });

@@ -88,7 +88,7 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
   const { store } = options;
   const redact = options.redactSecrets ?? true;
   // Snippets of recently read scopes, by the store's working-memory version.
-  const snippets = new SnippetCache<HeldSnippet>();
+  const snippets = new SnippetCache<HeldSnippet>(1024, { sizeOf: sizeOfHeld, maxSize: 16_000_000 });
   const targets = new ScopeTargetCache();
   const target = (scope: ScopeInput) => targets.resolve(scope);
 
@@ -118,8 +118,8 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       // held under the version the set wrote (served only while the store still shows it) and
       // rendered when a turn asks for it.
       const held = versions && snippets.get(memoryId, versions.before);
-      if (versions && held && depthOf(held) < MAX_PENDING_SETS)
-        snippets.set(memoryId, versions.after, { base: held, entry, depth: depthOf(held) + 1 });
+      const next = held && withSet(held, entry, limits.maxTotalBytes);
+      if (versions && next) snippets.set(memoryId, versions.after, next);
       return { ok: true, key: normalized, entry };
     },
     async get(scopeInput, key) {
@@ -179,13 +179,42 @@ interface RenderedSnippet {
 /** A snippet held for a version: rendered, or a held one with the entry a set wrote on top. */
 type HeldSnippet =
   | RenderedSnippet
-  | { readonly base: HeldSnippet; readonly entry: WorkingMemoryEntry; readonly depth: number };
+  | {
+      readonly base: HeldSnippet;
+      readonly entry: WorkingMemoryEntry;
+      readonly depth: number;
+      /** Characters of the sets held unrendered, this one included. */
+      readonly pending: number;
+      /** Characters held in all: the rendered snippet below (text and lines) and the pending sets. */
+      readonly size: number;
+    };
 
 // Sets held unrendered on top of one snippet at most; past them the next turn lists the entries.
 const MAX_PENDING_SETS = 64;
 
 function depthOf(held: HeldSnippet): number {
   return 'depth' in held ? held.depth : 0;
+}
+
+function pendingOf(held: HeldSnippet): number {
+  return 'pending' in held ? held.pending : 0;
+}
+
+/** Characters a held snippet keeps: a rendered one's text twice (joined and as lines), and its pending sets. */
+function sizeOfHeld(held: HeldSnippet): number {
+  return 'size' in held ? held.size : 2 * held.text.length;
+}
+
+/**
+ * `held` with the set of `entry` on top, or undefined past {@link MAX_PENDING_SETS} sets or
+ * when the sets held would exceed `maxBytes` (the scope's whole allowance): then the next turn
+ * lists the entries. Sets of the same key stack otherwise, each holding its whole value.
+ */
+function withSet(held: HeldSnippet, entry: WorkingMemoryEntry, maxBytes: number): HeldSnippet | undefined {
+  const added = entry.key.length + entry.valueJson.length;
+  const pending = pendingOf(held) + added;
+  if (depthOf(held) >= MAX_PENDING_SETS || pending > maxBytes) return undefined;
+  return { base: held, entry, depth: depthOf(held) + 1, pending, size: sizeOfHeld(held) + added };
 }
 
 function rendered(held: HeldSnippet): RenderedSnippet {

@@ -84,3 +84,30 @@ describe('HistoryCache', () => {
     expect(state.pages).toEqual(['newer']);
   });
 });
+
+describe('HistoryCache: what it keeps past the budget', () => {
+  it('keeps a few small messages past the budget, serving a slightly larger budget without a read', async () => {
+    const { source, rows, state } = conversation();
+    const cache = new HistoryCache(source, new HistoryPageSizes());
+    for (let position = 1; position <= 100; position++) rows.push(row(position, 10));
+    await cache.recent('c', 400);
+    state.pages = [];
+    expect((await cache.recent('c', 450)).messages).toHaveLength(45);
+    expect(state.pages).toEqual(['newer']);
+  });
+
+  it('keeps only the message past the budget when older ones are large (a 200,000-character prompt each)', async () => {
+    const { source, rows, state } = conversation();
+    const cache = new HistoryCache(source, new HistoryPageSizes());
+    for (let position = 1; position <= 20; position++) rows.push(row(position, 50_000));
+    rows.push(row(21, 10), row(22, 10));
+    expect((await cache.recent('c', 100)).messages.map((message) => message.messageId)).toEqual(['m21', 'm22']);
+    // The same budget is served from the cache; a larger one reads the older messages again.
+    state.pages = [];
+    expect((await cache.recent('c', 100)).messages).toHaveLength(2);
+    expect(state.pages).toEqual(['newer']);
+    state.pages = [];
+    expect((await cache.recent('c', 60_000)).messages).toHaveLength(3);
+    expect(state.pages).toContain('older');
+  });
+});

@@ -44,7 +44,11 @@ interface Entry {
 
 /** New messages read in one go before a full read is cheaper. */
 const DELTA_LIMIT = 64;
-/** Messages kept beyond what the last read returned, so a slightly larger budget is still served. */
+/**
+ * Messages kept beyond what the last read returned and the one past its budget, so a slightly
+ * larger budget is still served: at most this many, and at most a quarter of the budget in
+ * tokens (a run's prompt may be 200,000 characters; sixteen of them held for nothing were MBs).
+ */
 const KEEP_EXTRA = 16;
 /** Conversations held. */
 const CONVERSATIONS = 256;
@@ -89,7 +93,7 @@ export class HistoryCache {
           entry.lastPosition = row.position;
         }
         const start = startWithin(entry.messages, maxTokens, entry.complete);
-        if (start !== undefined) return { messages: this.#keep(memoryId, entry, start), generation };
+        if (start !== undefined) return { messages: this.#keep(memoryId, entry, start, maxTokens), generation };
       }
     }
     return this.#readAfresh(memoryId, maxTokens);
@@ -123,12 +127,19 @@ export class HistoryCache {
       lastPosition: positions.at(-1) ?? 0,
       complete: read.exhausted,
     };
-    return { messages: this.#keep(memoryId, entry, start), generation };
+    return { messages: this.#keep(memoryId, entry, start, maxTokens), generation };
   }
 
   /** Keeps the entry (trimmed to what was returned and a little more) and returns `messages[start..]`. */
-  #keep(memoryId: string, entry: Entry, start: number): ConversationMessage[] {
-    const from = Math.max(0, start - 1 - KEEP_EXTRA);
+  #keep(memoryId: string, entry: Entry, start: number, maxTokens: number): ConversationMessage[] {
+    // The message past the budget is kept whatever its size: it tells the next read where the budget ends.
+    let from = Math.max(0, start - 1);
+    const allowance = Math.max(64, Math.floor(maxTokens / 4));
+    for (let extra = 0, tokens = 0; from > 0 && extra < KEEP_EXTRA; extra++) {
+      tokens += (entry.messages[from - 1] as ConversationMessage).tokenCount;
+      if (tokens > allowance) break;
+      from--;
+    }
     if (from > 0) {
       entry.messages = entry.messages.slice(from);
       entry.positions = entry.positions.slice(from);

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { SeenIds } from './_seen-ids.js';
+
+describe('SeenIds', () => {
+  it('keeps at most perScope ids a scope, the oldest out first', () => {
+    const seen = new SeenIds(3);
+    seen.add('s', ['a', 'b', 'c', 'd']);
+    expect([...seen.of('s')]).toEqual(['b', 'c', 'd']);
+    expect(seen.size).toBe(3);
+  });
+
+  it('keeps 65,536 ids in all, the least recently used scopes out first, never the one just written', () => {
+    const seen = new SeenIds(10_000);
+    const ids = (scope: number) => Array.from({ length: 10_000 }, (_, index) => `${scope}:${index}`);
+    for (let scope = 0; scope < 7; scope++) seen.add(`s${scope}`, ids(scope));
+    // Seven scopes of 10,000 ids are 70,000: the first went.
+    expect(seen.size).toBe(60_000);
+    expect(seen.of('s0').size).toBe(0);
+    // Reading s1 makes it recent: s2 goes next.
+    seen.of('s1');
+    seen.add('s7', ids(7));
+    expect(seen.of('s1').size).toBe(10_000);
+    expect(seen.of('s2').size).toBe(0);
+    expect(seen.size).toBeLessThanOrEqual(65_536);
+  });
+
+  it('keeps 1,000 scopes at most', () => {
+    const seen = new SeenIds(10);
+    for (let scope = 0; scope < 1_200; scope++) seen.add(`s${scope}`, ['x']);
+    expect(seen.size).toBe(1_000);
+    expect(seen.of('s199').size).toBe(0);
+    expect(seen.of('s200').size).toBe(1);
+  });
+});
