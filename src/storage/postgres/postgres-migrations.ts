@@ -10,7 +10,7 @@ import { OBSERVATION_SOURCES } from '../../core/observation.js';
 import { lockKey64, query, transaction, validateSchemaName } from './postgres-connection.js';
 import { entryFunctions } from './postgres-entry-functions.js';
 import { observeFunctions } from './postgres-observe-functions.js';
-import { conversationMessageFunctions, runEventFunctions } from './postgres-run-functions.js';
+import { conversationMessageFunctions, endedRunTrigger, runEventFunctions } from './postgres-run-functions.js';
 
 /** One schema step: SQL run inside the migration transaction. */
 export interface PostgresMigration {
@@ -383,6 +383,13 @@ ${observeFunctions(s)}`,
       'harness_append_run_event appends to a run that ended only its first terminal event (a run swept as ' +
       'abandoned got the events of the paused process that was running it after its run.failed)',
     up: runEventFunctions,
+  },
+  {
+    version: 20,
+    description:
+      'a run that ended is not changed again (a trigger) and an event refused after its end has its own SQLSTATE, ' +
+      'whatever replica (an older version too) writes',
+    up: (s) => `${runEventFunctions(s)}${endedRunTrigger(s)}`,
   },
 ]);
 

@@ -7,7 +7,29 @@
  */
 import { TERMINAL_EVENT_TYPES_SQL } from '../_run-ending.js';
 
-/** The DDL of migrations 12 and 19 under the quoted schema prefix `s`. */
+/** The SQLSTATE of a write refused because its run ended. */
+export const RUN_ENDED_SQLSTATE = 'HM409';
+
+/**
+ * The DDL of migration 20 under the quoted schema prefix `s`: a run that ended is not changed
+ * again, whatever process (an older version too) writes; the statements of this version never
+ * make it fire.
+ */
+export function endedRunTrigger(s: string): string {
+  return `
+CREATE OR REPLACE FUNCTION ${s}harness_runs_ended_stay() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  RAISE EXCEPTION 'run % ended (%); it is not changed again', OLD.run_id, OLD.status
+    USING ERRCODE = '${RUN_ENDED_SQLSTATE}', DETAIL = OLD.status;
+END
+$fn$;
+CREATE TRIGGER harness_runs_ended_stay
+BEFORE UPDATE OF status, output, error_json, steps, input_tokens, output_tokens ON ${s}harness_runs
+FOR EACH ROW WHEN (OLD.status NOT IN ('queued', 'running')) EXECUTE FUNCTION ${s}harness_runs_ended_stay();
+`;
+}
+
+/** The DDL of migrations 12, 19 and 20 under the quoted schema prefix `s`. */
 export function runEventFunctions(s: string): string {
   return `
 CREATE OR REPLACE FUNCTION ${s}harness_append_run_event(p_run_id text, p_type text, p_payload json)
@@ -21,11 +43,12 @@ BEGIN
   IF NOT FOUND THEN
     RETURN;
   END IF;
-  -- A run that ended takes only its first terminal event (migration 19); the caller reads the
-  -- run again to tell this refusal from a missing run.
+  -- A run that ended takes only its first terminal event (migration 19); the refusal has a code
+  -- of its own (migration 20), which a caller tells from a missing run.
   IF v_status NOT IN ('queued', 'running') AND (p_type NOT IN (${TERMINAL_EVENT_TYPES_SQL}) OR EXISTS (
       SELECT 1 FROM ${s}harness_run_events WHERE run_id = p_run_id AND type IN (${TERMINAL_EVENT_TYPES_SQL}))) THEN
-    RETURN;
+    RAISE EXCEPTION 'run % ended (%); only its first terminal event is appended', p_run_id, v_status
+      USING ERRCODE = '${RUN_ENDED_SQLSTATE}', DETAIL = v_status;
   END IF;
   RETURN QUERY WITH added AS (
     INSERT INTO ${s}harness_run_events (run_id, seq, type, "timestamp", payload_json)

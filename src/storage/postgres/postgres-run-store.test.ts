@@ -4,7 +4,7 @@ import { createPostgresTestSchemas, postgresTestUrl, recordStatements } from '..
 import type { PostgresTestSchemas } from '../../../test/support/postgres-schema.js';
 import { createPostgresRunStore } from './postgres-run-store.js';
 import type { RunStore } from '../run-store.js';
-import { runRunStoreSuite } from '../run-store.suite.js';
+import { newRun, runRunStoreSuite } from '../run-store.suite.js';
 
 const url = postgresTestUrl();
 
@@ -100,6 +100,29 @@ describe.skipIf(!url)('postgres run store', () => {
       });
       expect(await first!.getRun('run_1')).toEqual(failed);
       expect(failed.usage).toEqual({ inputTokens: 5, outputTokens: 6 });
+    });
+
+    it('refuses, to a replica of an older version, changes of a run that ended, in the schema itself', async () => {
+      schema = schemas.next();
+      const store = await createPostgresRunStore({ connectionString, schema });
+      opened.push(store);
+      const pool = new pg.Pool({ connectionString, max: 2 });
+      pools.push(pool);
+      await store.createRun({ ...newRun('run_1'), status: 'running' });
+      await store.abandonStaleRun('run_1', 0, { code: 'RUN_ABANDONED', message: 'gone' });
+      // The statement an older replica's run loop makes when it wakes.
+      await expect(
+        pool.query(`UPDATE "${schema}".harness_runs SET status = 'completed', output = 'late' WHERE run_id = 'run_1'`),
+      ).rejects.toMatchObject({ code: 'HM409' });
+      await store.appendEvent('run_1', 'run.failed', {});
+      await expect(
+        pool.query(`SELECT * FROM "${schema}".harness_append_run_event('run_1', 'run.completed', '{}'::json)`),
+      ).rejects.toMatchObject({ code: 'HM409' });
+      expect(await store.getRun('run_1')).toMatchObject({ status: 'failed', output: null });
+      // Times are not guarded: an operator may still age a run.
+      await pool.query(
+        `UPDATE "${schema}".harness_runs SET updated_at = now() - interval '1 day' WHERE run_id = 'run_1'`,
+      );
     });
   });
 });

@@ -29,6 +29,7 @@ import { migratePostgresSchema } from './postgres-migrations.js';
 import { acquireReadLane, poolReads } from './postgres-read-lane.js';
 import type { PostgresReadLane } from './postgres-read-lane.js';
 import { storableMessage, storablePatch, storableRun } from '../_storable-text.js';
+import { RUN_ENDED_SQLSTATE } from './postgres-run-functions.js';
 
 /** What the parts of the Postgres run store share. */
 interface PostgresRunContext {
@@ -219,12 +220,13 @@ function runMethods(
           pool,
           `SELECT * FROM ${s}harness_append_run_event($1, $2, $3::json)`,
           [runId, type, JSON.stringify(payload)],
-        );
+        ).catch((error: unknown) => {
+          const { code, detail } = error as { code?: string; detail?: string };
+          throw code === RUN_ENDED_SQLSTATE ? runEndedError(STORE, runId, detail ?? 'ended', type) : error;
+        });
         const row = inserted.rows[0];
-        if (row) return toRunEvent(row);
-        const stored = await storedRun(runId);
-        if (!stored) throw missing(runId);
-        throw runEndedError(STORE, runId, stored.status, type);
+        if (!row) throw missing(runId);
+        return toRunEvent(row);
       }),
     listEvents: (runId, afterSeq) =>
       wrap(async () =>

@@ -444,6 +444,27 @@ function recordWorkingMemoryScopes(db: Database): void {
   }
 }
 
+// What the run store's statements hold since 97d5633, held by the file itself: a process of an
+// older version still open on it would otherwise bring a run swept as abandoned back as
+// completed. The statements of this version never make them fire.
+const ENDED_RUN_TRIGGERS = `
+CREATE TRIGGER harness_runs_ended_stay
+BEFORE UPDATE OF status, output, error_json, steps, input_tokens, output_tokens ON harness_runs
+WHEN OLD.status NOT IN ('queued', 'running')
+BEGIN
+  SELECT RAISE(ABORT, 'harness_runs: the run ended; it is not changed again');
+END;
+CREATE TRIGGER harness_run_events_after_end
+BEFORE INSERT ON harness_run_events
+WHEN EXISTS (SELECT 1 FROM harness_runs WHERE run_id = NEW.run_id AND status NOT IN ('queued', 'running'))
+  AND (NEW.type NOT IN ('run.completed', 'run.failed', 'run.cancelled') OR EXISTS (
+    SELECT 1 FROM harness_run_events WHERE run_id = NEW.run_id
+      AND type IN ('run.completed', 'run.failed', 'run.cancelled')))
+BEGIN
+  SELECT RAISE(ABORT, 'harness_run_events: the run ended; only its first terminal event is appended');
+END;
+`;
+
 /** A migration step that runs one SQL script. */
 const runSql =
   (sql: string) =>
@@ -534,6 +555,13 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
     version: 13,
     description: 'harness_runs_created_idx: runs oldest first, for run retention (deleteEndedRuns)',
     up: runSql('CREATE INDEX harness_runs_created_idx ON harness_runs (created_at, run_id)'),
+  },
+  {
+    version: 14,
+    description:
+      'triggers keeping a run that ended as it ended: no update of its status, output, error, steps or usage, and ' +
+      'no event but its first terminal one, whatever process (an older version too) writes the file',
+    up: runSql(ENDED_RUN_TRIGGERS),
   },
 ]);
 

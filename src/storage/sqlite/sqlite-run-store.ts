@@ -22,6 +22,7 @@ import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } f
 import { migrateSqliteDatabase } from './sqlite-migrations.js';
 import { SQL_NOW } from './sqlite-statements.js';
 import { storableMessage, storablePatch, storableRun } from '../_storable-text.js';
+import { toStoreError } from './sqlite-errors.js';
 
 /** Options of {@link createSqliteRunStore}. */
 export interface SqliteRunStoreOptions {
@@ -75,13 +76,21 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     options.path,
     "Pass the database file, such as .harness/state.db (':memory:' gives a private database for tests).",
   );
-  const db: Database = openSqliteFile(options.path, options.busyTimeoutMs ?? 5000);
-  configureSqliteConnection(db, {
-    busyTimeoutMs: options.busyTimeoutMs ?? 5000,
-    synchronous: options.synchronous ?? 'NORMAL',
-    path: options.path,
-  });
-  migrateSqliteDatabase(db);
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+  let db: Database | undefined;
+  try {
+    db = openSqliteFile(options.path, busyTimeoutMs);
+    configureSqliteConnection(db, { busyTimeoutMs, synchronous: options.synchronous ?? 'NORMAL', path: options.path });
+    migrateSqliteDatabase(db);
+  } catch (error) {
+    // As the memory store: the connection is not left open, and the error says what to do.
+    if (db?.open) db.close();
+    throw toStoreError(error, { path: options.path, busyTimeoutMs });
+  }
+  return buildRunStore(db, options);
+}
+
+function buildRunStore(db: Database, options: SqliteRunStoreOptions): RunStore {
   const checkpointer =
     (options.checkpoints ?? 'background') === 'background'
       ? useBackgroundCheckpoints(db, { synchronous: options.synchronous ?? 'NORMAL' })
