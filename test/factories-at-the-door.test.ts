@@ -178,4 +178,14 @@ describe('factories fail at the door', () => {
     expect(createTenantLimits()).toBeDefined();
     expect(loadConfig({ env: {}, cwd: '/tmp', homeDir: '/nonexistent-home' }).memory.maxOperationAttempts).toBe(5);
   });
+
+  it('reads an optional callback or estimator given as null as left out, as before the checks', () => {
+    const nulls = { now: null, generateId: null, onEvent: null, faultPoint: null, estimator: null };
+    expect(createObservationalMemory({ store, ...nulls } as never)).toBeDefined();
+    expect(
+      createAgentRunner({ ...runnerOptions, generateRunId: null, onFault: null, estimator: null } as never),
+    ).toBeDefined();
+    expect(createInMemoryStore({ now: null } as never).name).toBe('in-memory');
+    expect(createInMemoryRunStore({ now: null } as never).name).toBe('in-memory');
+  });
 });

@@ -66,7 +66,13 @@ export function isRunEndedConflict(error: unknown): boolean {
   return HarnessMemoryError.isInstance(error) && error.code === 'STORE_CONFLICT' && 'runId' in error.data;
 }
 
-/** Whether a run of `status` has not ended yet. */
-export function isOpenStatus(status: RunRecord['status']): boolean {
-  return status === 'queued' || status === 'running';
+/** The terminal event of an ended run, as the run stands: `run.completed`, `run.failed` or `run.cancelled`. */
+export function terminalEventOf(ended: RunRecord): { type: string; payload: Record<string, unknown> } {
+  if (ended.status === 'completed')
+    return {
+      type: 'run.completed',
+      payload: { output: ended.output, steps: ended.steps, usage: usageJson(ended.usage) },
+    };
+  if (ended.status === 'failed') return { type: 'run.failed', payload: { error: ended.error } };
+  return { type: 'run.cancelled', payload: {} };
 }

@@ -713,6 +713,58 @@ describe('agent runner: a run swept as abandoned while its process was paused', 
   });
 });
 
+describe('agent runner: a run end whose terminal event fails to store', () => {
+  it('streams the end the run has in the store, after two failed attempts', async () => {
+    const inner = createInMemoryRunStore();
+    let failures = 0;
+    const runStore: RunStore = {
+      ...inner,
+      appendEvent: async (runId, type, payload) => {
+        if (type === 'run.completed' && failures < 2) {
+          failures++;
+          throw new Error(`transient store failure ${failures}`);
+        }
+        return inner.appendEvent(runId, type, payload);
+      },
+    };
+    const { runner } = harness({ runner: { runStore } });
+    const run = await runner.start({ ...ids, prompt: 'hi' });
+    const ended = await runner.wait(run.runId);
+    expect(ended.status).toBe('completed');
+    expect(await inner.getRun(run.runId)).toMatchObject({ status: 'completed', output: 'done' });
+    const types = (await inner.listEvents(run.runId, -1)).map((event) => event.type);
+    expect(types.at(-1)).toBe('run.completed');
+    expect(types).not.toContain('run.failed');
+  });
+});
+
+describe('agent runner: the abandon sweep racing the woken process', () => {
+  it('leaves the end the woken process recorded, and goes on to the other stale runs', async () => {
+    let clock = Date.parse('2026-01-01T00:00:00Z');
+    const inner = createInMemoryRunStore({ now: () => new Date(clock) });
+    const runStore: RunStore = {
+      ...inner,
+      // The process running run_a wakes right after the sweep failed it, and records its end first.
+      abandonStaleRun: async (runId, olderThanSeconds, error) => {
+        const run = await inner.abandonStaleRun(runId, olderThanSeconds, error);
+        if (run && runId === 'run_a') await inner.appendEvent(runId, 'run.failed', { error: run.error });
+        return run;
+      },
+    };
+    await inner.createRun({ ...orphanRun(), runId: 'run_a' });
+    await inner.createRun({ ...orphanRun(), runId: 'run_b' });
+    clock += 10 * 60 * 1000;
+    const faults: unknown[] = [];
+    const { runner } = harness({ runner: { runStore, onFault: (fault) => faults.push(fault) } });
+    await runner.startMaintenance({ abandonAfterSeconds: 300, sweepMs: 60_000, heartbeatMs: 60_000 }).stop();
+    for (const runId of ['run_a', 'run_b']) {
+      expect((await inner.getRun(runId))?.status).toBe('failed');
+      expect((await inner.listEvents(runId, -1)).map((event) => event.type)).toEqual(['run.failed']);
+    }
+    expect(faults).toEqual([]);
+  });
+});
+
 describe('agent runner: start({ onEvent })', () => {
   it(
     'hands the caller every event of the run in seq order, the terminal one last, without a hub ' + 'subscription',

@@ -31,7 +31,7 @@ import { createLocalEventHub } from '../storage/local-event-hub.js';
 import type { EventHub } from '../storage/event-hub.js';
 import type { RunEvent, RunRecord, RunStore } from '../storage/run-store.js';
 import { TERMINAL_EVENT_TYPES } from '../storage/event-hub.js';
-import { errorJson, invalidRequest, isRunEndedConflict, notFound } from './_run-errors.js';
+import { errorJson, invalidRequest, isRunEndedConflict, notFound, terminalEventOf } from './_run-errors.js';
 import { createTurnPreparer } from './prepare-turn.js';
 import { RunEventEmitter } from './run-event-emitter.js';
 import { createRunLoop } from './run-loop.js';
@@ -469,24 +469,22 @@ async function endAfterFault(
   const runError = status === 'failed' ? errorJson(error) : null;
   const context = { conversationId: run.scope.conversationId };
   try {
+    // A run that ended already (its own end was stored before its terminal event failed, or
+    // another process ended it) comes back as it stands: its end is the one streamed.
     const ended = await runStore.updateRun(run.runId, { status, ...(runError ? { error: runError } : {}) });
-    await events
-      .emit(
-        run.runId,
-        status === 'failed' ? 'run.failed' : 'run.cancelled',
-        runError ? { error: runError } : {},
-        context,
-      )
-      .catch((error: unknown) => {
-        // Its terminal event is stored already (another process ended the run first).
-        if (!isRunEndedConflict(error)) throw error;
-      });
+    const terminal = terminalEventOf(ended);
+    await events.emit(run.runId, terminal.type, terminal.payload, context).catch((error: unknown) => {
+      // Its terminal event is stored already.
+      if (!isRunEndedConflict(error)) throw error;
+    });
     return ended;
   } catch (again) {
-    // Left as it is, the run is failed as abandoned by the sweep once its heartbeats stop.
+    // Left open, the run is failed as abandoned by the sweep once its heartbeats stop.
     reportFault({
       component: 'runner',
-      message: 'the run end could not be recorded a second time; the sweep will fail it as abandoned',
+      message:
+        'the run end could not be recorded a second time; a run left open is failed as abandoned once its ' +
+        'heartbeats stop',
       error: again,
       runId: run.runId,
     });
@@ -532,6 +530,14 @@ function validateRunnerOptions(options: AgentRunnerOptions): void {
     options.workspace,
     'Pass the folder tools may write in (exports go to its .harness/observational-memory/).',
   );
-  requireObject(factory, 'estimator', options.estimator, ['estimate'], 'Pass a TokenEstimator, or leave it out.', true);
+  // `null` reads as left out, as the default (`??`) always took it.
+  requireObject(
+    factory,
+    'estimator',
+    options.estimator ?? undefined,
+    ['estimate'],
+    'Pass a TokenEstimator, or leave it out.',
+    true,
+  );
   for (const option of ['generateRunId', 'onFault'] as const) requireFunction(factory, option, options[option]);
 }

@@ -13,8 +13,9 @@ import type { TokenEstimator } from '../core/token-estimator.js';
 import type { LanguageModel } from '../llm/language-model.js';
 import type { ObservationalMemory, ObservationalMemoryEvent } from '../memory/observational-memory.js';
 import { StoredMessageKeys } from '../memory/stored-message-keys.js';
+import { isRunOpen } from '../storage/run-store.js';
 import type { ConversationMessage, RunPatch, RunRecord, RunStore } from '../storage/run-store.js';
-import { cancelled, errorJson, forgottenError, isOpenStatus, isRunEndedConflict, usageJson } from './_run-errors.js';
+import { cancelled, errorJson, forgottenError, isRunEndedConflict, terminalEventOf } from './_run-errors.js';
 import type { RunErrorJson } from './_run-errors.js';
 import type { TurnPreparer } from './prepare-turn.js';
 import type { RunEventEmitter } from './run-event-emitter.js';
@@ -30,7 +31,7 @@ export interface RunLoopOptions {
   readonly tools: ToolDispatcher;
   readonly estimator: TokenEstimator;
   readonly settleTimeoutMs: number;
-  /** When the runner is shutting down, the time (epoch ms) past which no run waits for its memory work. */
+  /** When the runner is shutting down, the time (`performance.now()` ms) past which no run waits for its memory work. */
   readonly shutdownDeadline: () => number | undefined;
   readonly forensics?: { readonly captureRequestEnvelope?: boolean; readonly snapshotMemorySnippet?: boolean };
   readonly reportFault: FaultReporter;
@@ -167,12 +168,7 @@ async function endRun(
 
 /** Appends the terminal event of the run as `ended` holds it, unless one is stored already. */
 async function recordEnd(options: RunLoopOptions, state: RunState, ended: RunRecord): Promise<RunRecord> {
-  const terminal =
-    ended.status === 'completed'
-      ? { type: 'run.completed', payload: { output: ended.output, steps: ended.steps, usage: usageJson(ended.usage) } }
-      : ended.status === 'failed'
-        ? { type: 'run.failed', payload: { error: ended.error } }
-        : { type: 'run.cancelled', payload: {} };
+  const terminal = terminalEventOf(ended);
   try {
     await state.emit(terminal.type, terminal.payload);
   } catch (error) {
@@ -291,7 +287,7 @@ async function endAfterError(options: RunLoopOptions, state: RunState, error: un
     });
   // Ended already: by this run just before the error (its terminal event failed to store), or
   // by another process that swept it as abandoned while this one was paused.
-  if (!isOpenStatus(stored.status)) return recordEnd(options, state, stored);
+  if (!isRunOpen(stored.status)) return recordEnd(options, state, stored);
   if (state.signal.aborted)
     return endRun(options, state, { status: 'cancelled', steps: state.step, usage: state.usage });
   return fail(options, state, errorJson(error));

@@ -8,7 +8,8 @@ import type { FaultReporter } from '../core/fault.js';
 import type { RunStore } from '../storage/run-store.js';
 import type { RunEventEmitter } from './run-event-emitter.js';
 import { invalidOption, requireCount, requireTimerMs } from '../core/require-option.js';
-import { isOpenStatus } from './_run-errors.js';
+import { isRunEndedConflict } from './_run-errors.js';
+import { isRunOpen } from '../storage/run-store.js';
 
 const FACTORY = 'startRunMaintenance';
 
@@ -88,7 +89,7 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
     for (const runId of target.activeRunIds()) {
       try {
         const run = await runStore.updateRun(runId, {});
-        if (!isOpenStatus(run.status)) target.endedElsewhere?.(runId);
+        if (!isRunOpen(run.status)) target.endedElsewhere?.(runId);
       } catch (error) {
         reportFault({
           component: 'maintenance',
@@ -111,7 +112,12 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
       // Only the process whose update took the run reports it: its terminal event stays its last.
       const run = await runStore.abandonStaleRun(stale.runId, abandonAfterSeconds, error);
       if (!run) continue;
-      await events.emit(run.runId, 'run.failed', { error }, { conversationId: run.scope.conversationId });
+      await events
+        .emit(run.runId, 'run.failed', { error }, { conversationId: run.scope.conversationId })
+        .catch((failure: unknown) => {
+          // The process running it woke and recorded its end first: that end stands.
+          if (!isRunEndedConflict(failure)) throw failure;
+        });
     }
     if (!deleteEndedRuns) return;
     // A bounded number of short deletes a sweep: a backlog is worked off over several sweeps

@@ -31,4 +31,13 @@ describe('SeenIds', () => {
     expect(seen.of('s199').size).toBe(0);
     expect(seen.of('s200').size).toBe(1);
   });
+
+  it('keeps a scope to the total at most, so one scope cannot push out all others at every add', () => {
+    const seen = new SeenIds(1_000_000);
+    seen.add(
+      's',
+      Array.from({ length: 70_000 }, (_, index) => `${index}`),
+    );
+    expect(seen.size).toBe(65_536);
+  });
 });

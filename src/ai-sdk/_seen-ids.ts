@@ -22,7 +22,8 @@ export class SeenIds {
   #total = 0;
 
   constructor(perScope: number) {
-    this.#perScope = perScope;
+    // A scope over the total would push out every other scope at each add.
+    this.#perScope = Math.min(perScope, MAX_TOTAL);
   }
 
   /** The ids known for the scope (an empty set when none); the scope becomes the most recently used. */

@@ -221,7 +221,7 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
     ['bold label, colon outside', `**Importance**: 0.9\n${tabs}`, [{ content: tabs, importance: 0.9 }]],
     [
       'scored bullets',
-      `Observations:\n- 0.9: ${tabs}\n- .5 | ${go}\n* **0.4** - The user runs Linux.`,
+      `Observations:\n- 0.9: ${tabs}\n- .5 | ${go}\n* **0.4**: The user runs Linux.`,
       [
         { content: tabs, importance: 0.9 },
         { content: go, importance: 0.5 },
@@ -550,6 +550,20 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
       // Whole numbers in brackets cite observations (the snippet's `- [3] text`), and a dose is no score.
       ['IMPORTANCE: 0.8\nKnown facts:\n- [3] The build uses Bazel.', 'Known facts:\n- [3] The build uses Bazel.'],
       ['IMPORTANCE: 0.7\nDose notes:\n- 0.5 mg of melatonin at night', 'Dose notes:\n- 0.5 mg of melatonin at night'],
+      // Lists and tables inside an observation are its content (review of the shapes' change).
+      [
+        'IMPORTANCE: 0.7\nRelease plan:\n- 1.0 - ships in May\n- 0.9 - beta',
+        'Release plan:\n- 1.0 - ships in May\n- 0.9 - beta',
+      ],
+      ['IMPORTANCE: 0.6\nBetas:\n- 0.9: beta one\n- 0.8: beta two', 'Betas:\n- 0.9: beta one\n- 0.8: beta two'],
+      [
+        '| Date | Weight | Notes |\n| --- | --- | --- |\n| 2026-05-01 | 81 kg | after holiday |',
+        '| Date | Weight | Notes |\n| --- | --- | --- |\n| 2026-05-01 | 81 kg | after holiday |',
+      ],
+      [
+        '| Task | Priority | Notes |\n|---|---|---|\n| Fix login | 0.8 | blocks release |',
+        '| Task | Priority | Notes |\n|---|---|---|\n| Fix login | 0.8 | blocks release |',
+      ],
       [
         'IMPORTANCE: 0.6\n| Service | Owner |\n| --- | --- |\n| api | Dana |',
         '| Service | Owner |\n| --- | --- |\n| api | Dana |',

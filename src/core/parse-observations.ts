@@ -100,10 +100,18 @@ export function isNothingToObserve(raw: string): boolean {
   // "Nothing new, except: …" followed by a scored fact is not nothing.
   return (
     (NOTHING_LEAD.test(first) || NOTHING_ANSWER.test(first)) &&
-    !toMarkerForm(text)
+    !withMarkers(text)
       .split('\n')
       .some((line) => isScoreLine(line))
   );
+}
+
+/**
+ * The answer in the marker form: scored bullets and tables rewritten (see {@link toMarkerForm})
+ * unless it has scores of the marker forms already, whose content they then are.
+ */
+function withMarkers(text: string): string {
+  return text.split('\n').some((line) => isScoreLine(line)) ? text : toMarkerForm(text);
 }
 
 function isScoreLine(line: string): boolean {
@@ -131,7 +139,7 @@ export function parseObservations(raw: string, options: ParseObservationsOptions
   const parsed = json
     ? json.map((item) => ({ ...item, content: truncateObservation(item.content, maxChars) }))
     : // Repeats are merged after reading: room for them, so that 50 copies of one fact leave room for the rest.
-      parseLines(toMarkerForm(text), maxObservations * 4, maxChars);
+      parseLines(withMarkers(text), maxObservations * 4, maxChars);
   return withoutRepeats(parsed).slice(0, maxObservations);
 }
 

@@ -63,11 +63,11 @@ export function requireObject<T>(
 }
 
 /**
- * A function, or `undefined` (left out). A clock, id generator or listener of the wrong type
- * otherwise failed later, deep inside, as `… is not a function`.
+ * A function, or `undefined` or `null` (left out). A clock, id generator or listener of the
+ * wrong type otherwise failed later, deep inside, as `… is not a function`.
  */
 export function requireFunction(factory: string, option: string, value: unknown): void {
-  if (value !== undefined && typeof value !== 'function')
+  if (value != null && typeof value !== 'function')
     throw invalidOption(
       factory,
       option,

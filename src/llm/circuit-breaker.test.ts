@@ -59,6 +59,21 @@ describe('circuit breaker: opening', () => {
     expect(server.requests).toHaveLength(3);
   });
 
+  it('says when it tries again by the wall clock, in whole milliseconds, on its default monotonic clock', async () => {
+    const model = withCircuitBreaker(
+      createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm', provider: 'local' }),
+      { failureThreshold: 1, resetMs: 30_000 },
+    );
+    server.enqueue(unavailable);
+    await failTimes(model, 1);
+    const before = Date.now();
+    const error = (await model.doGenerate(call).catch((thrown: unknown) => thrown)) as Error & { retryAfterMs: number };
+    expect(Number.isInteger(error.retryAfterMs)).toBe(true);
+    const when = Date.parse(/will try again at (\S+)/.exec(error.message)?.[1] ?? '');
+    expect(when).toBeGreaterThanOrEqual(before + error.retryAfterMs - 1_000);
+    expect(when).toBeLessThanOrEqual(Date.now() + 30_000);
+  });
+
   it('counts only consecutive failures: a success resets the count', async () => {
     const { model } = breaker();
     server.enqueue(unavailable, unavailable, { text: 'fine' }, unavailable, unavailable);

@@ -156,10 +156,11 @@ class Circuit {
 
   #failFast(): ModelCallError {
     const { resetMs, now } = this.#settings;
-    const retryAfterMs = Math.max(0, this.#openedAt + resetMs - now());
+    // The clock measures durations only (monotonic by default): the time of day is the wall clock's.
+    const retryAfterMs = Math.ceil(Math.max(0, this.#openedAt + resetMs - now()));
     const when = this.#trialInFlight
       ? 'after the trial call in flight'
-      : `at ${new Date(this.#openedAt + resetMs).toISOString()} (in ${retryAfterMs} ms)`;
+      : `at ${new Date(Date.now() + retryAfterMs).toISOString()} (in ${retryAfterMs} ms)`;
     return new ModelCallError({
       message:
         `The circuit for ${this.#provider}/${this.#modelId} is open after ${this.#failures} consecutive ` +

@@ -433,7 +433,15 @@ function validateMemoryOptions(options: ObservationalMemoryOptions): void {
     'Pass a Reflector, such as createModelReflector(model), or leave it out.',
     true,
   );
-  requireObject(factory, 'estimator', options.estimator, ['estimate'], 'Pass a TokenEstimator, or leave it out.', true);
+  // `null` reads as left out, as the default (`??`) always took it.
+  requireObject(
+    factory,
+    'estimator',
+    options.estimator ?? undefined,
+    ['estimate'],
+    'Pass a TokenEstimator, or leave it out.',
+    true,
+  );
   for (const option of ['now', 'generateId', 'onEvent', 'faultPoint'] as const)
     requireFunction(factory, option, options[option]);
 }

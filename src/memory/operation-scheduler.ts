@@ -97,22 +97,34 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
     }
   };
 
-  const processScope: OperationScheduler['processScope'] = (memoryId, first, wanted, prefetched) =>
-    // Enough callers wait for the scope already: this one's operation is stored and queued, and
-    // the worker or the scope's next caller runs it. Waiting too would hold the caller, and what
-    // it keeps (an MCP request its client gave up on), for as long as the model takes for all.
-    first === undefined && locks.callers(memoryId) >= MAX_SCOPE_CALLERS
-      ? Promise.resolve(new Map<string, OperationOutcome>())
-      : locks.run(memoryId, async () => {
-          const outcomes = new Map<string, OperationOutcome>();
-          const claim = () => store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
-          for (let operation = first ?? (await claim()); operation; operation = await claim()) {
-            const result = await runOperation(worker, operation, prefetched);
-            outcomes.set(operation.operationId, result);
-            if (wanted !== undefined && outcomes.has(wanted) && !result.followUp) break;
-          }
-          return outcomes;
-        });
+  // Scopes whose callers were turned away with their operations queued: the last caller
+  // leaving the scope runs what is left, so nothing waits for a worker there may not be.
+  const turnedAway = new Set<string>();
+
+  const processScope: OperationScheduler['processScope'] = (memoryId, first, wanted, prefetched) => {
+    // Enough callers wait for the scope already: this one's operation is stored and queued.
+    // Waiting too would hold the caller, and what it keeps (an MCP request its client gave up
+    // on), for as long as the model takes for all of them.
+    if (first === undefined && locks.callers(memoryId) >= MAX_SCOPE_CALLERS) {
+      turnedAway.add(memoryId);
+      return Promise.resolve(new Map<string, OperationOutcome>());
+    }
+    return locks.run(memoryId, async () => {
+      const outcomes = new Map<string, OperationOutcome>();
+      const claim = () => store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
+      let operation = first ?? (await claim());
+      for (; operation; operation = await claim()) {
+        const result = await runOperation(worker, operation, prefetched);
+        outcomes.set(operation.operationId, result);
+        if (wanted !== undefined && outcomes.has(wanted) && !result.followUp) break;
+      }
+      if (turnedAway.has(memoryId) && locks.callers(memoryId) === 1) {
+        turnedAway.delete(memoryId);
+        while ((operation = await claim())) outcomes.set(operation.operationId, await runOperation(worker, operation));
+      }
+      return outcomes;
+    });
+  };
 
   const enqueue: OperationScheduler['enqueue'] = (scope, operationType, payload, meta) =>
     store.enqueueOperation({

@@ -83,7 +83,7 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
           if (pending) continue;
           // A run deleted with its conversation (memory forget) sends nothing more: say so and end.
           if (events.length === 0 && (await options.runStore.getRun(options.runId)) === undefined) {
-            const message = 'the run no longer exists: its conversation was forgotten';
+            const message = 'the run no longer exists: its conversation was forgotten, or it passed the run retention';
             await output.write(
               `event: error\ndata: ${JSON.stringify({ error: { code: 'run_not_found', message } })}\n\n`,
             );

@@ -5,18 +5,9 @@
  */
 import { StoreError } from '../core/errors.js';
 import { TERMINAL_EVENT_TYPES } from './event-hub.js';
-import type { RunStatus } from './run-store.js';
-
-/** Statuses a run can still leave. */
-export const OPEN_RUN_STATUSES: readonly RunStatus[] = ['queued', 'running'];
 
 /** The terminal event types as a SQL list: `'run.completed', 'run.failed', 'run.cancelled'`. */
 export const TERMINAL_EVENT_TYPES_SQL: string = [...TERMINAL_EVENT_TYPES].map((type) => `'${type}'`).join(', ');
-
-/** Whether a run of `status` can still change. */
-export function isOpenRun(status: string): boolean {
-  return status === 'queued' || status === 'running';
-}
 
 /**
  * The refusal of an event for a run that ended: anything but its first terminal event.

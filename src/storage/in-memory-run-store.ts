@@ -3,14 +3,13 @@ import { memoryIdOf } from '../core/scope.js';
 import { createStoreGuard } from './_store-guard.js';
 import { newScopeGeneration } from './_memory-rows.js';
 import { scopeForgottenError } from './_store-errors.js';
-import type { ConversationMessage, RunEvent, RunListQuery, RunRecord, RunStatus, RunStore } from './run-store.js';
+import { isRunOpen } from './run-store.js';
+import type { ConversationMessage, RunEvent, RunListQuery, RunRecord, RunStore } from './run-store.js';
 import { storableMessage, storablePatch, storableRun } from './_storable-text.js';
 import { retentionArguments } from './_run-retention.js';
-import { isOpenRun, runEndedError } from './_run-ending.js';
+import { runEndedError } from './_run-ending.js';
 import { TERMINAL_EVENT_TYPES } from './event-hub.js';
 import { requireFunction, requireOptions } from '../core/require-option.js';
-
-const ENDED: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled']);
 
 /** Options of {@link createInMemoryRunStore}. */
 export interface InMemoryRunStoreOptions {
@@ -64,7 +63,7 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       const patch = storablePatch(given);
       const current = runs.get(runId);
       if (!current) throw missing(runId);
-      if (!isOpenRun(current.status)) return current;
+      if (!isRunOpen(current.status)) return current;
       const next: RunRecord = Object.freeze({ ...current, ...patch, updatedAt: now().toISOString() });
       runs.set(runId, next);
       return next;
@@ -75,7 +74,7 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       const run = runs.get(runId);
       if (!list || !run) throw missing(runId);
       if (
-        !isOpenRun(run.status) &&
+        !isRunOpen(run.status) &&
         (!TERMINAL_EVENT_TYPES.has(type) || list.some((event) => TERMINAL_EVENT_TYPES.has(event.type)))
       )
         throw runEndedError('in-memory-runs', runId, run.status, type);
@@ -124,8 +123,7 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       guard();
       const current = runs.get(runId);
       const cutoff = new Date(now().getTime() - olderThanSeconds * 1000).toISOString();
-      if (!current || (current.status !== 'queued' && current.status !== 'running') || current.updatedAt > cutoff)
-        return undefined;
+      if (!current || !isRunOpen(current.status) || current.updatedAt > cutoff) return undefined;
       const next: RunRecord = Object.freeze({
         ...current,
         status: 'failed',
@@ -138,16 +136,14 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
     async listStaleRuns(olderThanSeconds) {
       guard();
       const cutoff = new Date(now().getTime() - olderThanSeconds * 1000).toISOString();
-      return [...runs.values()].filter(
-        (run) => (run.status === 'queued' || run.status === 'running') && run.updatedAt <= cutoff,
-      );
+      return [...runs.values()].filter((run) => isRunOpen(run.status) && run.updatedAt <= cutoff);
     },
     async deleteEndedRuns(olderThanSeconds, limit) {
       guard();
       const bounds = retentionArguments(olderThanSeconds, limit);
       const cutoff = new Date(now().getTime() - bounds.olderThanSeconds * 1000).toISOString();
       const ended = [...runs.values()]
-        .filter((run) => ENDED.has(run.status) && run.createdAt <= cutoff && run.updatedAt <= cutoff)
+        .filter((run) => !isRunOpen(run.status) && run.createdAt <= cutoff && run.updatedAt <= cutoff)
         .sort((a, b) => newestRunFirst(b, a))
         .slice(0, bounds.limit);
       for (const run of ended) {

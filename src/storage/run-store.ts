@@ -66,6 +66,11 @@ export interface RunListQuery {
 /** Run statuses, in lifecycle order. */
 export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'completed', 'failed', 'cancelled'];
 
+/** Whether a run of `status` has not ended yet (`queued` or `running`): an ended run is never changed again. */
+export function isRunOpen(status: RunStatus): boolean {
+  return status === 'queued' || status === 'running';
+}
+
 /** What {@link RunStore.recentHistory} answers. */
 export interface RecentHistory {
   /** As `recentMessages` answers them. */

@@ -82,12 +82,12 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     db = openSqliteFile(options.path, busyTimeoutMs);
     configureSqliteConnection(db, { busyTimeoutMs, synchronous: options.synchronous ?? 'NORMAL', path: options.path });
     migrateSqliteDatabase(db);
+    return buildRunStore(db, options);
   } catch (error) {
     // As the memory store: the connection is not left open, and the error says what to do.
     if (db?.open) db.close();
     throw toStoreError(error, { path: options.path, busyTimeoutMs });
   }
-  return buildRunStore(db, options);
 }
 
 function buildRunStore(db: Database, options: SqliteRunStoreOptions): RunStore {
