@@ -44,6 +44,18 @@ describe('run event stream', () => {
     expect(frames.at(-1)).toContain('"code":"run_not_found"');
   });
 
+  it('ends with an error frame when the run ended but its terminal event could not be stored', async () => {
+    const runStore = createInMemoryRunStore();
+    await startedRun(runStore);
+    await runStore.updateRun('run_1', { status: 'completed', output: 'done' });
+    const frames = (await framesOf(runStore, createLocalEventHub(), 5)).filter(
+      (frame) => !frame.startsWith(': heartbeat'),
+    );
+    expect(frames.map((frame) => /^event: (.*)$/m.exec(frame)?.[1])).toEqual(['run.started', 'error']);
+    expect(frames.at(-1)).toContain('"code":"run_ended"');
+    expect(frames.at(-1)).toContain('ended (completed)');
+  });
+
   it('sends an event published while a pass read the store at once, not a heartbeat later', async () => {
     const base = createInMemoryRunStore();
     await startedRun(base);

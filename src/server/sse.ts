@@ -4,6 +4,7 @@ import { TERMINAL_EVENT_TYPES } from '../storage/event-hub.js';
 import type { EventHub } from '../storage/event-hub.js';
 import type { RunEvent, RunStore } from '../storage/run-store.js';
 import type { FaultReporter } from '../core/fault.js';
+import { isRunOpen } from '../storage/run-store.js';
 
 /** Options of {@link streamRunEvents}. */
 export interface StreamRunEventsOptions {
@@ -67,6 +68,8 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
         wake?.();
       });
       let closed = false;
+      // Whether the last heartbeat found the run ended without its terminal event in the stream.
+      let endedWithoutEvent = false;
       output.onAbort(() => {
         closed = true;
         wake?.();
@@ -115,7 +118,23 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
             };
           });
           wake = undefined;
-          if (timedOut && !closed) await output.write(': heartbeat\n\n');
+          if (timedOut && !closed) {
+            // A run whose terminal event could not be stored (the store failed every time) has
+            // ended all the same: seen so at two heartbeats in a row (its end and its event come
+            // milliseconds apart), the stream says so and ends instead of heartbeating forever.
+            const run = await options.runStore.getRun(options.runId);
+            if (run && !isRunOpen(run.status)) {
+              if (endedWithoutEvent) {
+                const message = `the run ended (${run.status}) but its last event could not be stored; read the run for its result`;
+                await output.write(
+                  `event: error\ndata: ${JSON.stringify({ error: { code: 'run_ended', message } })}\n\n`,
+                );
+                return;
+              }
+              endedWithoutEvent = true;
+            }
+            await output.write(': heartbeat\n\n');
+          }
         }
       } finally {
         unsubscribe();
