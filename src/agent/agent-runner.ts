@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   invalidOption,
+  requireEstimator,
   requireFunction,
   requireObject,
   requireOptions,
@@ -530,14 +531,6 @@ function validateRunnerOptions(options: AgentRunnerOptions): void {
     options.workspace,
     'Pass the folder tools may write in (exports go to its .harness/observational-memory/).',
   );
-  // `null` reads as left out, as the default (`??`) always took it.
-  requireObject(
-    factory,
-    'estimator',
-    options.estimator ?? undefined,
-    ['estimate'],
-    'Pass a TokenEstimator, or leave it out.',
-    true,
-  );
+  requireEstimator(factory, options.estimator);
   for (const option of ['generateRunId', 'onFault'] as const) requireFunction(factory, option, options[option]);
 }

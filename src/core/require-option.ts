@@ -76,6 +76,18 @@ export function requireFunction(factory: string, option: string, value: unknown)
     );
 }
 
+/** A token estimator (an object with `estimate`), or `undefined` or `null` (left out, as the default `??` reads it). */
+export function requireEstimator(factory: string, value: unknown): void {
+  requireObject(
+    factory,
+    'estimator',
+    value ?? undefined,
+    ['estimate'],
+    'Pass a TokenEstimator, or leave it out.',
+    true,
+  );
+}
+
 /** A whole number of at least 1: `undefined` passes through. */
 export function requireCount(factory: string, option: string, value: unknown): number | undefined {
   if (value === undefined) return undefined;

@@ -4,7 +4,7 @@
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
-import { requireFunction, requireObject, requireOptions } from '../core/require-option.js';
+import { requireEstimator, requireFunction, requireObject, requireOptions } from '../core/require-option.js';
 import { generateId as defaultGenerateId } from '../core/ids.js';
 import { parseExportFormat, renderExport } from '../core/memory-export.js';
 import { DEFAULT_OBSERVATION_CONFIG, DEFAULT_TOOL_IMPORTANCE_CAP } from '../core/observation.js';
@@ -433,15 +433,7 @@ function validateMemoryOptions(options: ObservationalMemoryOptions): void {
     'Pass a Reflector, such as createModelReflector(model), or leave it out.',
     true,
   );
-  // `null` reads as left out, as the default (`??`) always took it.
-  requireObject(
-    factory,
-    'estimator',
-    options.estimator ?? undefined,
-    ['estimate'],
-    'Pass a TokenEstimator, or leave it out.',
-    true,
-  );
+  requireEstimator(factory, options.estimator);
   for (const option of ['now', 'generateId', 'onEvent', 'faultPoint'] as const)
     requireFunction(factory, option, options[option]);
 }

@@ -11,6 +11,18 @@
 import type { ToolCall } from '../core/conversation-message.js';
 import type { ConversationMessage, RunEvent, RunRecord, RunStatus } from './run-store.js';
 
+/** The run store's methods of runs and their events, as each adapter groups them. */
+export type RunMethodName =
+  | 'createRun'
+  | 'getRun'
+  | 'updateRun'
+  | 'appendEvent'
+  | 'listEvents'
+  | 'listRuns'
+  | 'listStaleRuns'
+  | 'abandonStaleRun'
+  | 'deleteEndedRuns';
+
 /** A row of `harness_runs`. */
 export interface RunRow {
   run_id: string;

@@ -8,7 +8,7 @@ import { createPostgresRunListing } from './postgres-run-listing.js';
 import { memoryIdOf } from '../../core/scope.js';
 import { HISTORY_COLUMNS, HistoryPageSizes, toRunEvent, toRunRecord } from '../_run-rows.js';
 import { HistoryCache } from '../_history-cache.js';
-import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
+import type { ConversationMessageRow, RunEventRow, RunMethodName, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
@@ -123,20 +123,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
 }
 
 /** Runs and their events. */
-function runMethods(
-  ctx: PostgresRunContext,
-): Pick<
-  RunStore,
-  | 'createRun'
-  | 'getRun'
-  | 'updateRun'
-  | 'appendEvent'
-  | 'listEvents'
-  | 'listRuns'
-  | 'listStaleRuns'
-  | 'abandonStaleRun'
-  | 'deleteEndedRuns'
-> {
+function runMethods(ctx: PostgresRunContext): Pick<RunStore, RunMethodName> {
   const { pool, s, wrap, missing, errorJson, listRuns } = ctx;
   const storedRun = async (runId: string): Promise<RunRow | undefined> =>
     (await query<RunRow>(pool, `SELECT * FROM ${s}harness_runs WHERE run_id = $1`, [runId])).rows[0];

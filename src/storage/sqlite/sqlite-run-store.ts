@@ -11,7 +11,7 @@ import { createStoreGuard } from '../_store-guard.js';
 import { memoryIdOf } from '../../core/scope.js';
 import { HISTORY_COLUMNS, HistoryPageSizes, toRunEvent, toRunRecord } from '../_run-rows.js';
 import { HistoryCache } from '../_history-cache.js';
-import type { ConversationMessageRow, RunEventRow, RunRow } from '../_run-rows.js';
+import type { ConversationMessageRow, RunEventRow, RunMethodName, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { takeRecent } from '../in-memory-run-store.js';
@@ -271,20 +271,7 @@ function prepareRunStatements(db: Database) {
 }
 
 /** Runs and their events. */
-function runMethods(
-  ctx: SqliteRunContext,
-): Pick<
-  RunStore,
-  | 'createRun'
-  | 'getRun'
-  | 'updateRun'
-  | 'appendEvent'
-  | 'listEvents'
-  | 'listRuns'
-  | 'listStaleRuns'
-  | 'abandonStaleRun'
-  | 'deleteEndedRuns'
-> {
+function runMethods(ctx: SqliteRunContext): Pick<RunStore, RunMethodName> {
   const { db, statements, wrap, write, missing, listRuns } = ctx;
   return {
     async createRun(given) {
