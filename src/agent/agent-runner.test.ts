@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
+import { ModelCallError } from '../core/errors.js';
 import type { MockLanguageModel } from '../../test/support/mock-language-model.js';
 import { createModelObserver, createModelReflector } from '../memory/model-observer.js';
 import { createObservationalMemory } from '../memory/observational-memory.js';
@@ -244,6 +245,27 @@ describe('agent runner: events', () => {
         ?.status,
     ).toBe('dead');
     expect((await observationalMemory.status(ids)).deadOperations).toBe(1);
+  });
+
+  it('puts memory.message.skipped on the stream of the run whose message the model refused', async () => {
+    const memoryModel = createMockLanguageModel(
+      new ModelCallError({
+        message: 'Invalid prompt: your prompt was flagged as potentially violating our usage policy.',
+        statusCode: 400,
+      }),
+    );
+    const { runner, runStore, observationalMemory } = harness({ memoryModel });
+    const run = await runner.start({ ...ids, prompt: 'something flagged' });
+    expect((await runner.wait(run.runId)).status).toBe('completed');
+    const skipped = (await runStore.listEvents(run.runId, -1)).find((event) => event.type === 'memory.message.skipped');
+    expect(skipped?.payload).toMatchObject({
+      message_seq: 1,
+      message_key: `id:${run.runId}:user`,
+      error: expect.stringMatching(/^skipped message 1 .*the model refused it.*usage policy/),
+      conversation_id: ids.conversationId,
+    });
+    const status = await observationalMemory.status(ids);
+    expect(status).toMatchObject({ deadOperations: 0, observationCount: 0 });
   });
 
   it('captures request snapshots, with the memory snippet only when opted in', async () => {

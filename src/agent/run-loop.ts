@@ -342,6 +342,13 @@ function forwardRunMemoryEvents(memory: ObservationalMemory, state: RunState, re
         error: event.error,
         attempts: event.attempts,
       });
+    } else if (event.type === 'memory.message.skipped' && event.runId === runId) {
+      forward('memory.message.skipped', {
+        operation_id: event.operationId,
+        message_seq: event.messageSeq,
+        message_key: event.messageKey,
+        error: event.error,
+      });
     }
   });
 }

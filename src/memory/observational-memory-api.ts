@@ -135,6 +135,22 @@ export type ObservationalMemoryEvent =
       readonly error: string;
       readonly attempts: number;
     }
+  /**
+   * The model refused one message (a refusal, or its content filter) even alone: it was passed
+   * over, so the scope's later messages are observed, and is never observed. `error` is the
+   * operation's note (the refusal, redacted).
+   */
+  | {
+      readonly type: 'memory.message.skipped';
+      readonly scope: Scope;
+      readonly runId: string;
+      readonly operationId: string;
+      /** The message's seq in the scope. */
+      readonly messageSeq: number;
+      /** Which message, as given to `observe`: `id:<id>`, or `index:<index>` for one given by index. */
+      readonly messageKey: string;
+      readonly error: string;
+    }
   /** The background worker hit a store error; it retries on its next poll. */
   | { readonly type: 'memory.worker.failed'; readonly error: string };
 

@@ -350,6 +350,14 @@ function workerContextOf(
         error: event.errorText,
         attempts: Math.min(event.operation.attempt, maxAttempts),
       });
+    } else if (event.type === 'message-skipped') {
+      emit({
+        type: 'memory.message.skipped',
+        ...base,
+        messageSeq: event.messageSeq,
+        messageKey: event.messageKey,
+        error: event.errorText,
+      });
     } else
       emit({
         type: 'memory.operation.failed',

@@ -132,8 +132,6 @@ describe('observe failures: retryable', () => {
 describe('observe failures: rejected answers', () => {
   const cases: Array<[string, Parameters<ScriptedServer['enqueue']>[0], string]> = [
     ['a length-truncated answer', { text: 'IMPORTANCE:0.9\nUser pref', finishReason: 'length' }, 'truncated'],
-    ['a content-filtered answer', { text: '', finishReason: 'content_filter' }, 'refused'],
-    ['a refusal', { text: '', refusal: 'I cannot help with that' }, 'refused'],
     ['an empty answer', { text: '   ' }, 'empty'],
     ['an answer that is all thinking', { text: '<think>\nThe user said tabs, or did they' }, 'empty'],
     ['an answer over 64 KiB', { text: `IMPORTANCE:0.5\n${'x'.repeat(70_000)}` }, 'too_large'],
@@ -148,11 +146,95 @@ describe('observe failures: rejected answers', () => {
       expect(await unobserved()).toBe(1);
       const operation = (await store.listOperations(memoryId)).at(-1);
       expect(operation?.status).toBe('failed');
-      expect(operation?.errorText).toContain(
-        reason === 'too_large' ? 'cap' : reason === 'refused' ? 'refused' : reason === 'empty' ? 'empty' : 'cut off',
-      );
+      expect(operation?.errorText).toContain(reason === 'too_large' ? 'cap' : reason === 'empty' ? 'empty' : 'cut off');
     });
   }
+
+  const refusals: Array<[string, Parameters<ScriptedServer['enqueue']>[0]]> = [
+    ['a content-filtered answer', { text: '', finishReason: 'content_filter' }],
+    ['a refusal', { text: '', refusal: 'I cannot help with that' }],
+    [
+      "a 400 naming the provider's content policy",
+      {
+        status: 400,
+        body: {
+          error: {
+            message: 'Invalid prompt: your prompt was flagged as potentially violating our usage policy.',
+            code: 'invalid_prompt',
+          },
+        },
+      },
+    ],
+  ];
+  it.each(refusals)(
+    'passes over a single message the model refuses (%s): nothing stored from it, the scope observed past it, the log and an event say so',
+    async (_name, refusal) => {
+      const events: ObservationalMemoryEvent[] = [];
+      memory.subscribe((event) => events.push(event));
+      server.enqueue(refusal, GOOD);
+      const first = await timed(observe('something the filter flags'));
+      expect(first.error).toBeUndefined();
+      expect(await unobserved()).toBe(0);
+      expect(await observations()).toEqual([]);
+      const operation = (await store.listOperations(memoryId)).at(-1);
+      expect(operation?.status).toBe('applied');
+      expect(operation?.errorText).toMatch(/^skipped message 1 \(id:m\d+\): the model refused it/);
+      expect(operation?.errorText).not.toContain('127.0.0.1');
+      expect(events.find((event) => event.type === 'memory.message.skipped')).toMatchObject({
+        scope,
+        runId: 'run-1',
+        operationId: operation?.operationId,
+        messageSeq: 1,
+        messageKey: `id:m${nextId}`,
+        error: operation?.errorText,
+      });
+      // The next message is observed: the refused one no longer stands in front of it.
+      await observe();
+      expect(await observations()).toEqual(['User prefers tabs']);
+      expect(server.requests).toHaveLength(2);
+    },
+  );
+
+  it('narrows a refused batch to the one message refused, and observes the messages around it', async () => {
+    const refused = { text: '', finishReason: 'content_filter' as const };
+    server.enqueue(refused, { text: 'IMPORTANCE:0.5\nFirst half observed' }, refused, refused, {
+      text: 'IMPORTANCE:0.5\nLast observed',
+    });
+    const events: ObservationalMemoryEvent[] = [];
+    memory.subscribe((event) => events.push(event));
+    await memory.observe({
+      scope,
+      runId: 'run-1',
+      messages: ['one', 'two', 'three', 'four'].map((word) => ({
+        id: `narrow-${word}`,
+        role: 'user',
+        content: `message ${word}`,
+      })),
+    });
+    await memory.drain(scope);
+    expect(shownWords(['one', 'two', 'three', 'four'])).toEqual([
+      ['one', 'two', 'three', 'four'],
+      ['one', 'two'],
+      ['three', 'four'],
+      ['three'],
+      ['four'],
+    ]);
+    expect(await observations()).toEqual(['First half observed', 'Last observed']);
+    expect(await unobserved()).toBe(0);
+    expect(
+      events.flatMap((event) =>
+        event.type === 'memory.message.skipped' ? [[event.messageSeq, event.messageKey]] : [],
+      ),
+    ).toEqual([[3, 'id:narrow-three']]);
+  });
+
+  it('does not pass over a single message on a truncation or an over-context (it may be the configuration): it fails', async () => {
+    server.enqueue({ text: 'IMPORTANCE:0.9\nUser pref', finishReason: 'length' });
+    const result = await timed(observe());
+    expect(codeOf(result.error)).toEqual(['MODEL_OUTPUT_INVALID', 'truncated']);
+    expect(await unobserved()).toBe(1);
+    expect((await store.listOperations(memoryId)).at(-1)?.status).toBe('failed');
+  });
 
   const tooMuch: Array<[string, Parameters<ScriptedServer['enqueue']>[0]]> = [
     ['the answer to it is cut off', { text: 'IMPORTANCE:0.9\nUser pref', finishReason: 'length' }],

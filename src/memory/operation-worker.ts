@@ -24,6 +24,7 @@ import type { MemoryStore, Operation, PrefetchedObserve, StoredMessage } from '.
 import { DEFAULT_MAX_OUTPUT_BYTES, hasBoundedOutput } from './model-observer.js';
 import type { Observer, Reflector } from './model-observer.js';
 import { firstAfterSeq } from '../core/first-after-seq.js';
+import { batchFailureOf } from './batch-failure.js';
 
 /** What running one operation came to. */
 export interface OperationOutcome {
@@ -48,7 +49,14 @@ export type WorkerEvent =
       readonly error: Error;
       readonly willRetry: boolean;
     }
-  | { readonly type: 'operation-dead'; readonly operation: Operation; readonly errorText: string };
+  | { readonly type: 'operation-dead'; readonly operation: Operation; readonly errorText: string }
+  | {
+      readonly type: 'message-skipped';
+      readonly operation: Operation;
+      readonly messageSeq: number;
+      readonly messageKey: string;
+      readonly errorText: string;
+    };
 
 /** Everything the worker needs; owned by the observational memory service. */
 export interface OperationWorkerContext {
@@ -224,6 +232,7 @@ async function runObserve(
     config.reflectThresholdTokens,
   );
   const observer = context.observer;
+  let refusal: Error | undefined;
   const answer = await withinLease(context, operation.memoryId, async (abortSignal) => {
     for (;;) {
       try {
@@ -242,17 +251,30 @@ async function runObserve(
           abortSignal,
         });
       } catch (error) {
-        // An answer cut off by the model's token limit, or a prompt over the model's context,
-        // would fail again for the same batch, and the scope would never be observed past it:
-        // its first half is asked instead (the rest is the follow-up's), down to one message.
-        if (!(cutOff(error) || overContext(error)) || batch.length === 1) throw error;
-        batch = batch.slice(0, Math.ceil(batch.length / 2));
+        // An answer cut off by the model's token limit, a prompt over the model's context or one
+        // its content filter refuses would fail again for the same batch, and the scope would
+        // never be observed past it: its first half is asked instead (the rest is the
+        // follow-up's), down to one message.
+        const failure = batchFailureOf(error);
+        if (failure === undefined) throw error;
+        if (batch.length > 1) {
+          batch = batch.slice(0, Math.ceil(batch.length / 2));
+          continue;
+        }
+        // One message the model refuses would be refused at every observe of the scope, and
+        // nothing after it would ever be observed: it is passed over, said so in the log and an
+        // event. A truncation or an over-context at one message may be the configuration's
+        // (a small output limit or context), which would pass over every message: those fail.
+        if (failure !== 'refused' || !(error instanceof Error)) throw error;
+        refusal = error;
+        return [];
       }
     }
   });
   context.faultPoint?.('after_llm');
-  const parsed = hasBoundedOutput(observer) ? answer : checkObserverAnswer(answer);
+  const parsed = refusal || hasBoundedOutput(observer) ? answer : checkObserverAnswer(answer);
   const throughMessageSeq = (batch[batch.length - 1] as StoredMessage).seq;
+  const skipNote = refusal ? skippedNote(batch[0] as StoredMessage, refusal) : undefined;
   const applied = await store.completeObservation({
     ...lease,
     observations: parsed.flatMap((item) => {
@@ -263,7 +285,18 @@ async function runObserve(
     }),
     throughMessageSeq,
     markerIds: { start: context.generateId('mk'), end: context.generateId('mk') },
+    ...(skipNote ? { note: skipNote } : {}),
   });
+  if (skipNote) {
+    const message = batch[0] as StoredMessage;
+    context.onEvent({
+      type: 'message-skipped',
+      operation,
+      messageSeq: message.seq,
+      messageKey: message.messageKey,
+      errorText: skipNote,
+    });
+  }
   const enqueue = (operationType: 'observe' | 'reflect', payload: Record<string, unknown>): Promise<Operation> =>
     store.enqueueOperation({
       operationId: context.generateId('op'),
@@ -439,27 +472,6 @@ async function withinLease<T>(
   }
 }
 
-/** True for an observer answer refused because the model's token limit cut it off. */
-function cutOff(error: unknown): boolean {
-  return (
-    HarnessMemoryError.isInstance(error) &&
-    error.code === 'MODEL_OUTPUT_INVALID' &&
-    error.data['reason'] === 'truncated'
-  );
-}
-
-/**
- * True for a model call refused because the prompt is too large for the model: a 400 or 413
- * that says so (`context_length_exceeded`, "maximum context length", "too many tokens"), as a
- * local model with a small context answers a full batch.
- */
-function overContext(error: unknown): boolean {
-  if (!ModelCallError.isInstance(error) || (error.statusCode !== 400 && error.statusCode !== 413)) return false;
-  return /context[_ ]length|context window|maximum context|too many tokens|too long|too large|prompt is too|exceeds? the/i.test(
-    `${error.message} ${error.responseBody ?? ''}`,
-  );
-}
-
 /**
  * The oldest unobserved messages whose prompt cost fits `maxTokens`, and always at least
  * one: a message costs what the observer is shown of it, so one longer than
@@ -588,4 +600,12 @@ export function runModelPayload(modelId: string | undefined): { model?: string }
 function modelText(context: OperationWorkerContext, text: string): string {
   const visible = stripInvisible(text).trim();
   return context.redact ? redactSecrets(visible).text : visible;
+}
+
+/** The log's note for a message passed over: which one, and the refusal (redacted, without the server's address). */
+function skippedNote(message: StoredMessage, refusal: Error): string {
+  const said = hideServerAddress(refusal.message, refusal).slice(0, 1000);
+  return redactSecrets(
+    `skipped message ${message.seq} (${message.messageKey}): the model refused it, so it is not observed. ${said}`,
+  ).text;
 }

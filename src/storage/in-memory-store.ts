@@ -240,7 +240,7 @@ class InMemoryStore implements MemoryStore {
       activeObservationTokens: state.record.activeObservationTokens + tokens,
       unreflectedObservationTokens: state.record.unreflectedObservationTokens + tokens,
     });
-    this.#log.finish(operation, 'applied', '');
+    this.#log.finish(operation, 'applied', input.note ?? '');
     return { record, observations: inserted };
   };
 

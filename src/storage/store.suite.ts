@@ -348,6 +348,47 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await store.countPendingOperations(idA)).toBe(0);
     });
 
+    test('passes messages over with a note: no observation, the cursor past them, the note on the applied operation', async () => {
+      const messages = [message('id:1', 'a', 5), message('id:2', 'b', 15)];
+      // Claimed as an observe call claims it: through the fast path where the adapter has one.
+      const claimed = store.appendMessagesAndClaim
+        ? appended(
+            await store.appendMessagesAndClaim({
+              scope: scopeA,
+              memoryId: idA,
+              messages,
+              settings: observeFrom(1),
+              operation: { operationId: 'op-note', payload: {}, runId: 'r', toolCallId: 't' },
+              leaseOwner: 'w1',
+              leaseMs: 60_000,
+            }),
+          ).claimed
+        : await (async () => {
+            await store.appendMessages({ scope: scopeA, memoryId: idA, messages });
+            await enqueueObserve();
+            return store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 60_000 });
+          })();
+      const note = 'skipped message 1 (id id:1): the model refused it';
+      const result = await store.completeObservation({
+        operationId: claimed!.operationId,
+        memoryId: idA,
+        leaseOwner: 'w1',
+        observations: [],
+        throughMessageSeq: 1,
+        markerIds: { start: generateId('mk'), end: generateId('mk') },
+        note,
+      });
+      expect(result.observations).toEqual([]);
+      expect(result.record).toMatchObject({
+        observedThroughMessageSeq: 1,
+        observationCount: 0,
+        unobservedMessageTokens: 15,
+      });
+      expect((await store.listUnobservedMessages(idA, 10)).map((item) => item.seq)).toEqual([2]);
+      const operation = (await store.listOperations(idA)).find((item) => item.operationId === claimed!.operationId);
+      expect(operation).toMatchObject({ status: 'applied', errorText: note });
+    });
+
     test('counts the tokens after the cursor through appends, repeated keys and an apply that leaves a tail', async () => {
       const append = async (...messages: NewMessage[]) =>
         (await store.appendMessages({ scope: scopeA, memoryId: idA, messages })).unobservedTokens;

@@ -356,14 +356,16 @@ export interface MemoryStore {
    * observations with the next seqs, advances the message cursor to `throughMessageSeq`
    * (never backwards), drops the observed messages' content (here, or at the scope's next
    * append, whose page write it then shares; the keys stay), writes markers, bumps the
-   * state version and marks the operation `applied`. Throws `OPERATION_LEASE_LOST` if the
-   * lease lapsed or was taken over.
+   * state version and marks the operation `applied`, with `note` as its error text when given
+   * (why messages were passed over). Throws `OPERATION_LEASE_LOST` if the lease lapsed or was
+   * taken over.
    */
   completeObservation(
     input: LeaseHandle & {
       observations: readonly NewObservation[];
       throughMessageSeq: number;
       markerIds: { start: string; end: string };
+      note?: string;
     },
   ): Promise<{ record: MemoryRecord; observations: Observation[] }>;
 

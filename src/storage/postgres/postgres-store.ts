@@ -328,13 +328,14 @@ function applyLeased<T>(
   ctx: PostgresStoreContext,
   handle: LeaseHandle,
   work: (client: PoolClient, operation: OperationRow) => Promise<T>,
+  note = '',
 ): Promise<T> {
   const { pool, schema } = ctx;
 
   return transaction(
     pool,
     async (client) => {
-      const operation = await finishLeased(ctx, client, handle, 'applied', '');
+      const operation = await finishLeased(ctx, client, handle, 'applied', note);
       // The handle names the scope locked above; an operation of another scope is not this lease.
       if (operation.memory_id !== handle.memoryId) throw leaseLost(ctx, handle);
       return work(client, operation);
@@ -585,48 +586,55 @@ function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObs
     // not moved since; otherwise the leased transaction.
     completeObservation: (input) =>
       execute(async () => {
-        const fast = await observePath.completeObservation(input);
+        // The function marks the operation applied without a note: an apply with one (rare:
+        // a message passed over) takes the transaction.
+        const fast = input.note ? undefined : await observePath.completeObservation(input);
         if (fast) return fast;
-        return applyLeased(ctx, input, async (client, operation) => {
-          const memoryId = operation.memory_id;
-          const current = await recordOf(ctx, client, memoryId);
-          const plan = planObservationApply(toApplyPosition(current), input);
-          const planned = plan.observations;
-          let observations: Observation[] = [];
-          if (planned.length > 0) {
-            const inserted = await rows<ObservationRow>(client, sql.insertObservations, [
+        return applyLeased(
+          ctx,
+          input,
+          async (client, operation) => {
+            const memoryId = operation.memory_id;
+            const current = await recordOf(ctx, client, memoryId);
+            const plan = planObservationApply(toApplyPosition(current), input);
+            const planned = plan.observations;
+            let observations: Observation[] = [];
+            if (planned.length > 0) {
+              const inserted = await rows<ObservationRow>(client, sql.insertObservations, [
+                memoryId,
+                planned.map((item) => item.seq),
+                plan.startSeq,
+                plan.throughSeq,
+                operation.operation_id,
+                ...observationColumns(planned),
+              ]);
+              observations = inserted.map(toObservation).sort((a, b) => a.seq - b.seq);
+            }
+            await query(client, sql.markMessagesObserved, [memoryId, plan.throughSeq]);
+            const [start, end] = plan.markers;
+            await query(client, sql.insertMarkerPair, [
               memoryId,
-              planned.map((item) => item.seq),
-              plan.startSeq,
-              plan.throughSeq,
               operation.operation_id,
-              ...observationColumns(planned),
-            ]);
-            observations = inserted.map(toObservation).sort((a, b) => a.seq - b.seq);
-          }
-          await query(client, sql.markMessagesObserved, [memoryId, plan.throughSeq]);
-          const [start, end] = plan.markers;
-          await query(client, sql.insertMarkerPair, [
-            memoryId,
-            operation.operation_id,
-            plan.tokens,
-            ...markerParameters(start),
-            ...markerParameters(end),
-          ]);
-          const row = swapped(
-            ctx,
-            await first<RecordRow>(client, sql.applyObservations, [
-              memoryId,
-              current.state_version,
-              plan.throughSeq,
-              observations.length,
-              plan.lastObservationSeq,
               plan.tokens,
-            ]),
-            memoryId,
-          );
-          return { record: toRecord(row), observations };
-        });
+              ...markerParameters(start),
+              ...markerParameters(end),
+            ]);
+            const row = swapped(
+              ctx,
+              await first<RecordRow>(client, sql.applyObservations, [
+                memoryId,
+                current.state_version,
+                plan.throughSeq,
+                observations.length,
+                plan.lastObservationSeq,
+                plan.tokens,
+              ]),
+              memoryId,
+            );
+            return { record: toRecord(row), observations };
+          },
+          input.note,
+        );
       }),
 
     completeReflection: (input) =>

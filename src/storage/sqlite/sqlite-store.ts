@@ -636,7 +636,7 @@ function completeObservation(ctx: SqliteStoreContext, input: Input<'completeObse
   const { readNow, recordOf, markApplied, insertMarker, statements, faultPoint } = ctx;
 
   const now = readNow();
-  markApplied(input, now, '');
+  markApplied(input, now, input.note ?? '');
   const { memoryId, operationId } = input;
   const current = recordOf(memoryId);
   const plan = planObservationApply(positionOf(current), input);
