@@ -297,11 +297,15 @@ export interface ObservationalMemory {
   readonly mode: 'off' | 'local_coordinator';
   /** Stores new messages; when enough are unobserved, runs the observer (and, when due, the reflector). */
   observe(request: ObserveRequest): Promise<ObserveResult>;
-  /** Reflects now, whatever the thresholds. A no-op when disabled or empty. */
+  /**
+   * Reflects now, whatever the thresholds. A no-op when disabled or empty. `queued` is true
+   * when 16 callers already ran or waited for the scope: the reflection is stored in the
+   * scope's queue and runs after them, and `reflected` is false.
+   */
   reflectNow(
     scope: ScopeInput,
     options?: { runId?: string; toolCallId?: string },
-  ): Promise<{ reflected: boolean; status: MemoryStatus }>;
+  ): Promise<{ reflected: boolean; queued: boolean; status: MemoryStatus }>;
   /** The `<observational-memory>` snippet for the next turn, or `""`. Never writes. */
   snippet(scope: ScopeInput): Promise<string>;
   /** Never writes; an untouched scope reports the current defaults. */

@@ -903,6 +903,35 @@ describe('observational memory: callers of one scope', () => {
   });
 });
 
+describe('observational memory: reflect_now past 16 callers', () => {
+  it('answers queued at once, with its reflection in the scope queue, run by the last caller leaving', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let observes = 0;
+    const observer = scriptedObserver(async () => {
+      // The first observe is stored at once, so reflect_now has something to reflect.
+      if (++observes > 1) await released;
+      return 'IMPORTANCE:0.9\nA fact.';
+    });
+    const { memory, reflector } = setup({ observer });
+    await memory.observe({ scope, runId: 'run-first', messages: messages(100, 1) });
+    let settled = 0;
+    const calls = Array.from({ length: 40 }, (_, index) =>
+      memory.observe({ scope, runId: `run-${index}`, messages: messages(index, 1) }).finally(() => settled++),
+    );
+    // Polled until the callers past the first 16 were turned away: 16 hold or wait for the scope.
+    while (settled < 40 - 16) await new Promise((resolve) => setTimeout(resolve, 5));
+    const early = await memory.reflectNow(scope);
+    expect(early).toMatchObject({ reflected: false, queued: true });
+    expect(reflector.calls).toHaveLength(0);
+    release();
+    await Promise.all(calls);
+    expect(reflector.calls).toHaveLength(1);
+    const ran = await memory.reflectNow(scope);
+    expect(ran).toMatchObject({ reflected: true, queued: false });
+  });
+});
+
 describe('observational memory: background worker and the wall clock', () => {
   afterEach(() => {
     vi.useRealTimers();

@@ -141,11 +141,21 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       const scope = resolveScope(scopeInput, meta.runId);
       const record = await store.getRecord(memoryIdOf(scope));
       if (!record || !effective(record).enabled || record.observationCount === 0) {
-        return { reflected: false, status: await currentStatus(scope, record) };
+        return { reflected: false, queued: false, status: await currentStatus(scope, record) };
       }
-      const { own } = await enqueueAndRun(scope, 'reflect_now', {}, meta);
+      const { operation, own } = await enqueueAndRun(scope, 'reflect_now', {}, meta);
       if (own?.error) throw own.error;
-      return { reflected: own?.reflected ?? false, status: await currentStatus(scope) };
+      if (own) return { reflected: own.reflected, queued: false, status: await currentStatus(scope) };
+      // Not run by this call: 16 callers already ran or waited for the scope (it waits in the
+      // scope's queue), or another caller's drain ran it first. The log tells which.
+      const [logged] = await store.listOperationPage(operation.memoryId, {
+        beforeSequence: operation.scopeSequence + 1,
+        limit: 1,
+      });
+      const queued = logged?.status === 'queued' || logged?.status === 'processing';
+      // An applied reflect_now that changed nothing carries a note ("nothing to reflect").
+      const reflected = logged?.status === 'applied' && logged.errorText === '';
+      return { reflected, queued, status: await currentStatus(scope) };
     },
 
     async snippet(scopeInput) {

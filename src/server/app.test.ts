@@ -372,6 +372,7 @@ describe('server: memory routes', () => {
       messages: [{ id: '1', role: 'user', content: 'x'.repeat(100) }],
     });
     const reflected = await json(await request(`${base}/observational/reflect`, { method: 'POST' }));
+    expect(reflected).toMatchObject({ reflected: true, queued: false });
     expect(reflected.status.reflection_present).toBe(true);
     const markdown = await request(`${base}/observational/export?format=markdown`);
     expect(markdown.headers.get('content-type')).toContain('text/markdown');

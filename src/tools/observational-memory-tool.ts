@@ -149,7 +149,11 @@ export function createObservationalMemoryTool(options: ObservationalMemoryToolOp
           return { status: statusToJson(await memory.status(scope)) };
         case 'reflect_now': {
           const result = await memory.reflectNow(scope, meta);
-          return { status: statusToJson(result.status), reflected: result.reflected };
+          return {
+            status: statusToJson(result.status),
+            reflected: result.reflected,
+            ...(result.queued ? { queued: true } : {}),
+          };
         }
         case 'review': {
           // The export is rendered, not written: the review reads it, no file is left behind.

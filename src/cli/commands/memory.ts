@@ -156,7 +156,11 @@ function registerReadCommands(sub: Subcommand, context: CliContext): void {
     async (harness, scope, options) => {
       const outcome = await harness.observationalMemory.reflectNow(scope);
       if (options.format === 'json')
-        printJson(context, { reflected: outcome.reflected, status: statusToJson(outcome.status) });
+        printJson(context, {
+          reflected: outcome.reflected,
+          queued: outcome.queued,
+          status: statusToJson(outcome.status),
+        });
       else
         printLine(
           context,

@@ -189,7 +189,11 @@ function scopeRoutes(app: Hono<ServerEnv>, options: MemoryRoutesOptions): void {
     const scope = writeScopeOf(context, options.limits);
     await readJsonBody(context, emptyBody);
     const result = await memory.reflectNow(scope);
-    return context.json({ reflected: result.reflected, status: statusToJson(result.status) });
+    return context.json({
+      reflected: result.reflected,
+      queued: result.queued,
+      status: statusToJson(result.status),
+    });
   });
 
   app.post(`${base}/operations/:operationId/retry`, async (context) => {
