@@ -4,6 +4,7 @@
  * one event per line on stdout in the SSE payload shape.
  * @module
  */
+import { stripInvisible } from '../core/sanitize-text.js';
 import type { RunEvent } from '../storage/run-store.js';
 import { dim } from './context.js';
 import type { CliContext } from './context.js';
@@ -34,6 +35,9 @@ export function createEventView(context: CliContext, options: { json: boolean })
     spinner.clear();
     context.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
   };
+  // What a model wrote reaches a terminal without its control characters: an escape sequence
+  // can clear the screen, retitle the window or write the clipboard.
+  const answer = (text: string): void => out(stripInvisible(text));
   return {
     show(event) {
       const payload = event.payload;
@@ -56,7 +60,7 @@ export function createEventView(context: CliContext, options: { json: boolean })
           break;
         case 'assistant.message': {
           const content = str(payload['content']);
-          if (!options.json && content.trim() !== '') out(content);
+          if (!options.json && content.trim() !== '') answer(content);
           answered = payload['final'] === true;
           spinner.update(answered ? 'finishing memory work' : 'running tools');
           break;
@@ -88,6 +92,9 @@ export function createEventView(context: CliContext, options: { json: boolean })
             `· memory: step ${step ?? '?'} went on without the ${str(payload['source']).replace('_', ' ')} ` +
               `snippet: ${str(payload['error'])}`,
           );
+          break;
+        case 'memory.message.skipped':
+          note(`· memory: ${str(payload['error'])}`);
           break;
         case 'memory.reflection.completed':
           note(`· memory: reflection completed (${str(payload['trigger'])})`);
@@ -122,7 +129,8 @@ export function createEventView(context: CliContext, options: { json: boolean })
   };
 }
 
+/** A payload value as a note shows it, without control characters (see `answer`). */
 function str(value: unknown): string {
   if (value === undefined || value === null) return '';
-  return typeof value === 'string' ? value : JSON.stringify(value);
+  return stripInvisible(typeof value === 'string' ? value : JSON.stringify(value));
 }

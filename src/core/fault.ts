@@ -4,6 +4,7 @@
  * place, which logs and counts them; nothing else about the process changes.
  * @module
  */
+import { cutText } from './cut-text.js';
 
 /** One fault the harness survived. */
 export interface Fault {
@@ -29,9 +30,9 @@ export function describeError(error: unknown): { name: string; code?: string; me
     return {
       name: error.name,
       ...(typeof code === 'string' ? { code } : {}),
-      message: error.message.slice(0, 2000),
-      ...(error.stack ? { stack: error.stack.slice(0, 4000) } : {}),
+      message: cutText(error.message, 2000),
+      ...(error.stack ? { stack: cutText(error.stack, 4000) } : {}),
     };
   }
-  return { name: typeof error, message: String(error).slice(0, 2000) };
+  return { name: typeof error, message: cutText(String(error), 2000) };
 }

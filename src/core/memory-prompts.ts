@@ -2,6 +2,7 @@ import type { Observation, ObservationConfig, StoredReflection } from './observa
 import type { Contradiction } from './reflection.js';
 import { neutralizeMarkup, renderDataLines, stripInvisible } from './sanitize-text.js';
 import type { Scope } from './scope.js';
+import { cutText } from './cut-text.js';
 
 /** A system and a user message for the observer or reflector model. */
 export interface MemoryPrompt {
@@ -240,7 +241,7 @@ function transcriptLines(messages: readonly PromptMessage[]): string[] {
     if (content === '') continue;
     const role = message.role.trim() === '' ? 'unknown' : message.role.trim();
     const name =
-      message.name !== undefined && message.name.trim() !== '' ? ` (${oneLine(message.name.trim()).slice(0, 64)})` : '';
+      message.name !== undefined && message.name.trim() !== '' ? ` (${cutText(oneLine(message.name.trim()), 64)})` : '';
     // Indented continuation lines: a tool result holding "\n[11] user: …" must not pose as a message.
     lines.push(`[${message.seq}] ${role}${name}: ${renderDataLines(clipMessage(content), MESSAGE_INDENT)}`);
   }
@@ -253,9 +254,7 @@ function transcriptLines(messages: readonly PromptMessage[]): string[] {
  */
 export function clipMessage(content: string): string {
   if (content.length <= MAX_PROMPT_MESSAGE_CHARS) return content;
-  let head = content.slice(0, MAX_PROMPT_MESSAGE_CHARS);
-  // Never end on half of a surrogate pair.
-  if (/[\uD800-\uDBFF]$/.test(head)) head = head.slice(0, -1);
+  const head = cutText(content, MAX_PROMPT_MESSAGE_CHARS);
   return `${head} …[message clipped: ${content.length - head.length} more characters cut, of ${content.length}]`;
 }
 
@@ -280,5 +279,6 @@ function oneLine(text: string): string {
 
 function clipChars(text: string, max: number): string {
   if (text.length <= max) return text;
-  return `${text.slice(0, max)} …[${text.length - max} more characters cut]`;
+  const head = cutText(text, max);
+  return `${head} …[${text.length - head.length} more characters cut]`;
 }

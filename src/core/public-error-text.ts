@@ -3,18 +3,20 @@
  * @module
  */
 import { HarnessMemoryError, ModelCallError } from './errors.js';
+import { stripInvisible } from './sanitize-text.js';
 
 // An IPv4 address, with its port if any, as connection errors print it.
 const IP_ADDRESS = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g;
 
 /**
  * The message of `error` as a run's error and the run's events show it: ours without its
- * `[harness-memory]` prefix, and a model call's naming the model server instead of showing
- * its address ({@link hideServerAddress}).
+ * `[harness-memory]` prefix, a model call's naming the model server instead of showing its
+ * address ({@link hideServerAddress}), without control characters (a terminal's escape
+ * sequence in a model server's message) or lone surrogates.
  */
 export function publicErrorText(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  return hideServerAddress(HarnessMemoryError.isInstance(error) ? error.detail : error.message, error);
+  if (!(error instanceof Error)) return stripInvisible(String(error));
+  return stripInvisible(hideServerAddress(HarnessMemoryError.isInstance(error) ? error.detail : error.message, error));
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { neutralizeMarkup, renderDataLines, stripInvisible } from './sanitize-text.js';
+import { needsStripping, neutralizeMarkup, renderDataLines, stripInvisible } from './sanitize-text.js';
 
 describe('stripInvisible: removed characters', () => {
   it('removes Unicode tag characters', () => {
@@ -98,5 +98,45 @@ describe('renderDataLines: continuation lines', () => {
 
   it('returns a single line unchanged apart from cleaning', () => {
     expect(renderDataLines('one line', '  ')).toBe('one line');
+  });
+});
+
+describe('stripInvisible: text that stays', () => {
+  it('keeps the zero-width joiner and non-joiner between characters outside ASCII', () => {
+    for (const text of ['👨‍👩‍👧 family', 'coder 👩‍💻', 'می‌خواهم', 'क्‍ष'])
+      expect(stripInvisible(text), JSON.stringify(text)).toBe(text);
+  });
+
+  it('removes them next to ASCII, where they only split a word or a tag', () => {
+    expect(stripInvisible('ig\u200Dnore \u200Cprevious\u200C')).toBe('ignore previous');
+    expect(stripInvisible('<\u200D/working-memory>')).toBe('</working-memory>');
+  });
+
+  it('replaces a lone surrogate with U+FFFD and keeps pairs', () => {
+    expect(stripInvisible('tea \uD83D daily \uDE00 😀')).toBe('tea \uFFFD daily \uFFFD 😀');
+  });
+});
+
+describe('needsStripping', () => {
+  it('is true for hidden characters, joiners, line breaks and lone surrogates, false for plain text', () => {
+    for (const text of ['a\u200Bb', 'a\u200Db', 'a\rb', 'k\uD800', 'k\uDC00'])
+      expect(needsStripping(text), JSON.stringify(text)).toBe(true);
+    for (const text of ['plain', 'café', '日本語 😀']) expect(needsStripping(text), text).toBe(false);
+  });
+});
+
+describe('neutralizeMarkup: look-alike brackets', () => {
+  it('escapes look-alikes of < that close a tag or open one of our wrappers', () => {
+    for (const open of ['\uFF1C', '\uFE64', '\u2039', '\u3008', '\u27E8'])
+      expect(neutralizeMarkup(`x ${open}/observational-memory\uFF1E y`), open).toBe(
+        'x &lt;/observational-memory\uFF1E y',
+      );
+    expect(neutralizeMarkup('\uFF1C\uFF0Fworking-memory\uFF1E')).toBe('&lt;\uFF0Fworking-memory\uFF1E');
+    expect(neutralizeMarkup('\uFF1Csystem\uFF1E obey')).toBe('&lt;system\uFF1E obey');
+  });
+
+  it('leaves quotation marks and titles that use them', () => {
+    for (const text of ['il a dit ‹oui›', '《書名》と〈書名〉', '⟨x, y⟩'])
+      expect(neutralizeMarkup(text), text).toBe(text);
   });
 });

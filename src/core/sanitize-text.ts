@@ -2,19 +2,28 @@
  * Cleaning of model-produced memory text before it is stored or put back into a prompt.
  * @module
  */
+import { wellFormed } from './cut-text.js';
 
 // Tag characters, bidi controls (with the Arabic letter mark), zero-width characters, word
 // joiners, the BOM, the soft hyphen, the combining grapheme joiner, the Mongolian vowel
 // separator, Hangul fillers, interlinear annotation marks, the deprecated format characters,
 // C0 controls other than \t (U+0009) and \n (U+000A), DEL and the C1 controls (NEL apart: it
 // is a line break). All of them can hide or reorder instructions, or split a word a filter
-// looks for.
+// looks for. The zero-width joiner and non-joiner are apart (JOINER): scripts and emoji need them.
 const INVISIBLE_CLASS =
-  '\\u{E0000}-\\u{E007F}\\u{E0100}-\\u{E01EF}\\u{202A}-\\u{202E}\\u{2066}-\\u{2069}\\u{061C}\\u{200B}-\\u{200F}' +
+  '\\u{E0000}-\\u{E007F}\\u{E0100}-\\u{E01EF}\\u{202A}-\\u{202E}\\u{2066}-\\u{2069}\\u{061C}\\u{200B}\\u{200E}\\u{200F}' +
   '\\u{2060}-\\u{2064}\\u{206A}-\\u{206F}\\u{FEFF}\\u{00AD}\\u{034F}\\u{180E}\\u{115F}\\u{1160}\\u{3164}\\u{FFA0}' +
   '\\u{FFF9}-\\u{FFFB}\\u{1D173}-\\u{1D17A}\\u{0}-\\u{8}\\u{B}\\u{C}\\u{E}-\\u{1F}\\u{7F}-\\u{84}\\u{86}-\\u{9F}';
+// What a tag's `<` is looked past to, and what a key may not hold: the above and both joiners.
+const HIDDEN_CLASS = `${INVISIBLE_CLASS}\\u{200C}\\u{200D}`;
 const INVISIBLE = new RegExp(`[${INVISIBLE_CLASS}]`, 'gu');
-const HAS_INVISIBLE = new RegExp(`[${INVISIBLE_CLASS}]`, 'u');
+const HAS_HIDDEN = new RegExp(`[${HIDDEN_CLASS}]`, 'u');
+
+// The zero-width non-joiner (Persian, Hindi) and joiner (emoji sequences such as 👩‍💻, Indic
+// conjuncts) are kept between two characters outside ASCII, where those scripts use them, and
+// removed next to ASCII, where they only split a word (`ig\u200Dnore`) or a tag.
+const JOINER = /(?<![\u0080-\uFFFF])[\u200C\u200D]+|[\u200C\u200D]+(?![\u0080-\uFFFF])/g;
+const HAS_JOINER = /[\u200C\u200D]/;
 
 // CRLF, lone CR, and the Unicode line breaks a model reads as one: NEL, the line separator
 // and the paragraph separator. Each becomes \n, so it is indented like any other new line.
@@ -28,17 +37,28 @@ const HAS_LINE_BREAK = /[\r\u0085\u2028\u2029]/;
 // `<|im_start|>` are escaped. Invisible characters after the `<` are looked past, for text
 // that was not stripped first.
 const TAG_OPEN = new RegExp(
-  `<(?=[${INVISIBLE_CLASS}]*(?:[^\\s\\d=<-]|\\s*[/?!|]|\\s+\\p{L}[\\p{L}\\p{N}_.:-]*\\s*\\/?>))`,
+  `<(?=[${HIDDEN_CLASS}]*(?:[^\\s\\d=<-]|\\s*[/?!|]|\\s+\\p{L}[\\p{L}\\p{N}_.:-]*\\s*\\/?>))`,
   'gu',
+);
+
+// Look-alikes of `<` (fullwidth, small, single guillemet, CJK and mathematical angle
+// brackets, Canadian syllabics) that a model may read as one: escaped when they open a
+// closing tag (`＜/name`, a fullwidth or ASCII solidus) or one of our wrappers and the roles
+// a chat template knows, so `‹mot›` in French and `〈書名〉` stay as they are.
+const LOOK_ALIKE_TAG_OPEN = new RegExp(
+  `[\\uFF1C\\uFE64\\u2039\\u3008\\u27E8\\u2329\\u1438](?=[${HIDDEN_CLASS}\\s]*(?:[/\\uFF0F\\u2215\\u2044]|(?:working-memory|observational-memory|memory-export|transcript|system|assistant|user|tool|developer|instructions?)\\b))`,
+  'giu',
 );
 
 /**
  * Removes invisible and control characters (tag characters, bidi controls, zero-width marks,
- * the BOM, soft hyphens, C0 controls except `\n` and `\t`, DEL, C1 controls) and turns
- * `\r\n`, lone `\r`, NEL (U+0085), U+2028 and U+2029 into `\n`.
+ * the BOM, soft hyphens, C0 controls except `\n` and `\t`, DEL, C1 controls; the zero-width
+ * joiner and non-joiner next to ASCII), turns `\r\n`, lone `\r`, NEL (U+0085), U+2028 and
+ * U+2029 into `\n`, and replaces a lone surrogate with U+FFFD.
  */
 export function stripInvisible(text: string): string {
-  return text.replace(LINE_BREAK, '\n').replace(INVISIBLE, '');
+  const stripped = text.replace(LINE_BREAK, '\n').replace(INVISIBLE, '');
+  return wellFormed(HAS_JOINER.test(stripped) ? stripped.replace(JOINER, '') : stripped);
 }
 
 /**
@@ -46,12 +66,16 @@ export function stripInvisible(text: string): string {
  * line breaks (which JSON leaves raw inside strings) become the `\n` escape.
  */
 export function stripInvisibleInJson(json: string): string {
-  return json.replace(LINE_BREAK, '\\n').replace(INVISIBLE, '');
+  const stripped = json.replace(LINE_BREAK, '\\n').replace(INVISIBLE, '');
+  return HAS_JOINER.test(stripped) ? stripped.replace(JOINER, '') : stripped;
 }
 
-/** Whether {@link stripInvisible} would change `text`. */
+/**
+ * Whether `text` holds what {@link stripInvisible} removes or turns into `\n`, a joiner
+ * anywhere, or a lone surrogate: what an id or key, shown as it is, may not hold.
+ */
 export function needsStripping(text: string): boolean {
-  return HAS_INVISIBLE.test(text) || HAS_LINE_BREAK.test(text);
+  return HAS_HIDDEN.test(text) || HAS_LINE_BREAK.test(text) || !text.isWellFormed();
 }
 
 /**
@@ -59,7 +83,7 @@ export function needsStripping(text: string): boolean {
  * our `<working-memory>` / `<observational-memory>` wrappers. Existing entities are left alone.
  */
 export function neutralizeMarkup(text: string): string {
-  return text.replace(TAG_OPEN, '&lt;');
+  return text.replace(TAG_OPEN, '&lt;').replace(LOOK_ALIKE_TAG_OPEN, '&lt;');
 }
 
 /**

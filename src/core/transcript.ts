@@ -35,6 +35,7 @@ export const MAX_MESSAGE_ID_LENGTH = 256;
 
 // C0 controls, DEL and C1 controls.
 const CONTROL = /\p{Cc}/u;
+const ROLE = /^[a-z][a-z0-9_-]{0,31}$/;
 
 const SNIPPET_PREFIXES = ['<working-memory>', '<observational-memory>'];
 
@@ -71,6 +72,10 @@ export function prepareTranscript(
     if (seen.has(key) || options.skip?.has(key)) return;
     seen.add(key);
     const role = typeof message.role === 'string' ? stripInvisible(message.role).trim().toLowerCase() : '';
+    // The role starts the message's line in the observer's prompt and decides the importance
+    // cap of tool output: a role of several lines, or of look-alike letters, would forge both.
+    if (role !== '' && !ROLE.test(role))
+      throw invalid(position, 'role must be one word of ASCII letters, digits, _ or - (user, assistant, tool, system)');
     const name = typeof message.name === 'string' ? stripInvisible(message.name) : '';
     const rawContent = message.content ?? '';
     if (typeof rawContent !== 'string') throw invalid(position, 'content must be a string');
@@ -134,6 +139,9 @@ function messageKeyOf(message: TranscriptMessage, position: number): string {
     }
     // A control character is never part of a real id, and Postgres cannot store U+0000.
     if (CONTROL.test(message.id)) throw invalid(position, 'id must not contain control characters');
+    // Half of a surrogate pair: Postgres stores it as U+FFFD, which would make two ids one.
+    if (!message.id.isWellFormed())
+      throw invalid(position, 'id must be well-formed Unicode (it holds half of a surrogate pair)');
     return `id:${message.id}`;
   }
   if (message.index !== undefined) {

@@ -49,6 +49,9 @@ export function normalizeWorkingMemoryKey(key: unknown): string {
   if ([...trimmed].length > MAX_WORKING_MEMORY_KEY_LENGTH) {
     throw invalid('key', `key is longer than ${MAX_WORKING_MEMORY_KEY_LENGTH} characters`);
   }
+  // Half of a surrogate pair: stored as U+FFFD by some backends, which would make two keys one.
+  if (!trimmed.isWellFormed())
+    throw invalid('key', 'key must be well-formed Unicode (it holds half of a surrogate pair)');
   if (FORBIDDEN_KEY_CHARACTERS.test(trimmed) || needsStripping(trimmed)) {
     throw invalid('key', 'key must not contain control characters, newlines or invisible characters');
   }

@@ -4,6 +4,7 @@
  */
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { HarnessMemoryError, ModelCallError } from '../core/errors.js';
+import { cutText } from '../core/cut-text.js';
 
 /** Longest response body kept on an error. */
 export const MAX_ERROR_BODY_BYTES = 2048;
@@ -128,7 +129,7 @@ function describeCause(error: unknown): string {
 function firstLine(text: string): string {
   // The SDK prefixes the status, which our message already gives.
   const line = (text.split('\n')[0] ?? '').replace(/^\d{3} /, '').replace(/\.$/, '');
-  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
+  return line.length > 300 ? `${cutText(line, 300)}…` : line;
 }
 
 /** True for a {@link ModelCallError} from any copy of the package. */

@@ -4,6 +4,7 @@
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
+import { needsStripping } from '../core/sanitize-text.js';
 import { requireEstimator, requireFunction, requireObject, requireOptions } from '../core/require-option.js';
 import { generateId as defaultGenerateId } from '../core/ids.js';
 import { parseExportFormat, renderExport } from '../core/memory-export.js';
@@ -408,11 +409,18 @@ export const MAX_MODEL_ID_LENGTH = 200;
 
 function checkModelId(modelId: unknown): void {
   if (modelId === undefined) return;
-  if (typeof modelId === 'string' && modelId.trim() !== '' && modelId.length <= MAX_MODEL_ID_LENGTH) return;
+  if (
+    typeof modelId === 'string' &&
+    modelId.trim() !== '' &&
+    modelId.length <= MAX_MODEL_ID_LENGTH &&
+    !needsStripping(modelId) &&
+    !/[\n\t]/.test(modelId)
+  )
+    return;
   throw new HarnessMemoryError({
     code: 'OBSERVE_INPUT_INVALID',
     component: 'observe',
-    message: `modelId must be a model name of 1 to ${MAX_MODEL_ID_LENGTH} characters, or left out.`,
+    message: `modelId must be a model name of 1 to ${MAX_MODEL_ID_LENGTH} characters, without control or invisible characters, or left out.`,
     data: { field: 'modelId' },
   });
 }

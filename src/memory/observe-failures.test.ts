@@ -129,6 +129,21 @@ describe('observe failures: retryable', () => {
   });
 });
 
+describe('observe failures: error text', () => {
+  it("keeps control characters of a model server's message out of the log (a NUL Postgres cannot store, a terminal escape)", async () => {
+    server.enqueue({
+      status: 400,
+      body: { error: { message: 'bad byte \u0000 here \u001b[2J\u001b]0;pwned\u0007 end \uD83D' } },
+    });
+    const result = await timed(observe());
+    expect(result.error).toBeDefined();
+    const operation = (await store.listOperations(memoryId)).at(-1);
+    expect(operation?.status).toBe('failed');
+    expect(operation?.errorText).toContain('bad byte  here [2J]0;pwned end \uFFFD');
+    expect([...(operation?.errorText ?? '')].filter((char) => char < ' ' && char !== '\n')).toEqual([]);
+  });
+});
+
 describe('observe failures: rejected answers', () => {
   const cases: Array<[string, Parameters<ScriptedServer['enqueue']>[0], string]> = [
     ['a length-truncated answer', { text: 'IMPORTANCE:0.9\nUser pref', finishReason: 'length' }, 'truncated'],

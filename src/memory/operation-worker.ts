@@ -25,6 +25,7 @@ import { DEFAULT_MAX_OUTPUT_BYTES, hasBoundedOutput } from './model-observer.js'
 import type { Observer, Reflector } from './model-observer.js';
 import { firstAfterSeq } from '../core/first-after-seq.js';
 import { batchFailureOf } from './batch-failure.js';
+import { cutText } from '../core/cut-text.js';
 
 /** What running one operation came to. */
 export interface OperationOutcome {
@@ -138,7 +139,7 @@ export async function runOperation(
     const notSent = ModelCallError.isInstance(failure) && failure.notSent;
     const willRetry = retryable && (notSent || operation.attempt < context.maxAttempts);
     // Shown to the tenant (the operation's error, `memory.operation.*` events): no server address.
-    const errorText = redactSecrets(hideServerAddress(failure.message, failure).slice(0, 2000)).text;
+    const errorText = shownErrorText(hideServerAddress(failure.message, failure));
     if (retryable && !willRetry) {
       context.onEvent({ type: 'operation-failed', operation, error: failure, willRetry });
       return bury(context, operation, `gave up after ${operation.attempt} attempts: ${errorText}`, failure);
@@ -166,7 +167,7 @@ async function bury(
   cause?: Error,
 ): Promise<OperationOutcome> {
   const lease = { operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: context.workerId };
-  const text = redactSecrets(errorText.slice(0, 2000)).text;
+  const text = shownErrorText(errorText);
   // The caller sees the failure itself when there was one (a model error, say), else why the operation was parked.
   const error =
     cause ??
@@ -602,10 +603,19 @@ function modelText(context: OperationWorkerContext, text: string): string {
   return context.redact ? redactSecrets(visible).text : visible;
 }
 
-/** The log's note for a message passed over: which one, and the refusal (redacted, without the server's address). */
+/**
+ * An error as the operation log and the `memory.*` events show it to the tenant: at most 2,000
+ * characters, without control characters (a NUL Postgres cannot store, a terminal's escape
+ * sequence from a model server's message) or lone surrogates, secrets redacted.
+ */
+function shownErrorText(text: string): string {
+  return redactSecrets(stripInvisible(cutText(text, 2000))).text;
+}
+
+/** The log's note for a message passed over: which one, and the refusal (without the server's address). */
 function skippedNote(message: StoredMessage, refusal: Error): string {
-  const said = hideServerAddress(refusal.message, refusal).slice(0, 1000);
-  return redactSecrets(
+  const said = cutText(hideServerAddress(refusal.message, refusal), 1000);
+  return shownErrorText(
     `skipped message ${message.seq} (${message.messageKey}): the model refused it, so it is not observed. ${said}`,
-  ).text;
+  );
 }

@@ -43,6 +43,16 @@ describe('working memory: entries', () => {
     await expect(memory.set(scope, 'a'.repeat(128), 1)).resolves.toMatchObject({ ok: true });
   });
 
+  it('refuses a key holding half of a surrogate pair, which some backends would merge with another', async () => {
+    const memory = createWorkingMemory({ store: createInMemoryStore() });
+    for (const key of ['k\uD800', 'k\uDC00'])
+      await expect(memory.set(scope, key, 1)).rejects.toMatchObject({
+        code: 'WORKING_MEMORY_INVALID',
+        message: expect.stringContaining('well-formed Unicode'),
+      });
+    await expect(memory.set(scope, 'emoji 😀', 1)).resolves.toMatchObject({ ok: true });
+  });
+
   it('refuses the keys "." and "..", which no URL can name, while an entry stored before can still be deleted', async () => {
     const store = createInMemoryStore();
     const memory = createWorkingMemory({ store });

@@ -504,6 +504,24 @@ describe('server: memory routes', () => {
         .status,
     ).toBe(413);
   });
+
+  it('refuses a working-memory key in the path that is not percent-encoded UTF-8, and takes one that is', async () => {
+    const { request } = setup();
+    for (const key of ['%FF', '%ED%A0%80', '50%off']) {
+      for (const method of ['PUT', 'DELETE']) {
+        const response = await request(`${base}/working/${key}`, { method, body: '{"value":1}' });
+        expect(response.status, `${method} ${key}`).toBe(400);
+        expect((await json(response)).error).toMatchObject({
+          code: 'working_memory_invalid',
+          message: expect.stringContaining('percent-encoded'),
+        });
+      }
+    }
+    const stored = await json(
+      await request(`${base}/working/50%25off%20caf%C3%A9`, { method: 'PUT', body: '{"value":1}' }),
+    );
+    expect(stored.key).toBe('50%off café');
+  });
 });
 
 describe('server: tenant isolation with API keys', () => {

@@ -1,15 +1,18 @@
 /**
  * Text a run store keeps, made storable by every adapter alike: U+0000 (a NUL from a binary
- * tool result or a pasted prompt) becomes U+FFFD. Postgres text and jsonb cannot hold U+0000,
- * and SQLite would keep it, so the conversation would read back differently by backend.
+ * tool result or a pasted prompt) and a lone surrogate (half of an emoji, as a cut or a bad
+ * decoder leaves) become U+FFFD. Postgres text and jsonb cannot hold U+0000 and jsonb refuses
+ * a lone surrogate, SQLite keeps the one and writes the other as three U+FFFD, so the
+ * conversation would read back differently by backend, or not be stored at all.
  * Private to `src/storage/`.
  * @module
  */
+import { wellFormed } from '../core/cut-text.js';
 import type { ConversationMessage, RunPatch, RunRecord } from './run-store.js';
 
-/** `text` with each U+0000 replaced by U+FFFD. */
+/** `text` with each U+0000 and each lone surrogate replaced by U+FFFD. */
 export function storableText(text: string): string {
-  return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
+  return wellFormed(text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
 }
 
 /** The run's prompts, model, output and error message, storable. */

@@ -289,6 +289,36 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       expect(stored[0]?.toolCalls).toEqual([{ id: 'call\u0000', name: 'read', arguments: '{"x":"\u0000"}' }]);
     });
 
+    test('stores text holding a lone surrogate with U+FFFD in its place, alike on every backend', async () => {
+      // Half of an emoji, as a cut at 300 characters leaves in a model's error message.
+      const half = '\uD83D';
+      await store.createRun({
+        ...newRun('run_half'),
+        prompt: `p${half}`,
+        error: { code: 'E', message: `${'x'.repeat(3)}${half}` },
+      });
+      await store.updateRun('run_half', { output: `o\uDE00${half}!` });
+      expect(await store.getRun('run_half')).toMatchObject({
+        prompt: 'p\uFFFD',
+        output: 'o\uFFFD\uFFFD!',
+        error: { code: 'E', message: 'xxx\uFFFD' },
+      });
+      await store.updateRun('run_half', { error: { code: 'E', message: `again${half}` } });
+      expect((await store.getRun('run_half'))?.error?.message).toBe('again\uFFFD');
+      await store.appendEvent('run_half', 'tool.result', { text: `a${half}b` });
+      expect((await store.listEvents('run_half', -1))[0]?.payload).toEqual({ text: 'a\uD83Db' });
+      await store.appendMessages('m-half', [
+        {
+          ...message(`n${half}`, 10, 'assistant'),
+          content: `c${half}`,
+          toolCalls: [{ id: 'call', name: 'read', arguments: `{"x":"${half}"}` }],
+        },
+      ]);
+      const [stored] = await store.recentMessages('m-half', 1000);
+      expect([stored?.messageId, stored?.content]).toEqual(['n\uFFFD', 'c\uFFFD']);
+      expect(stored?.toolCalls?.[0]?.name).toBe('read');
+    });
+
     test('keeps each message once when two history reads of a conversation run at once', async () => {
       await store.appendMessages('m1', [message('a', 10)]);
       await store.recentMessages('m1', 1000);

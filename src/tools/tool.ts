@@ -8,6 +8,7 @@ import { invalidOption, requireObject, requireOptions, requireString } from '../
 import { HarnessMemoryError, ToolError } from '../core/errors.js';
 import { assertScope, resolveScope } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
+import { cutText } from '../core/cut-text.js';
 
 /** Who is calling a tool and where it may write. */
 export interface ToolContext {
@@ -148,7 +149,7 @@ export function givenOr<T extends string | undefined>(given: string | undefined,
 /** A value a caller sent, as an error shows it: JSON, cut at 60 characters (it may be huge). */
 function shownInput(value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);
-  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+  return text.length > 60 ? `${cutText(text, 60)}…` : text;
 }
 
 /**

@@ -3,6 +3,7 @@
  * one scope, through the ObservationalMemory API. No model is needed except by `reflect`.
  * @module
  */
+import { stripInvisible } from '../../core/sanitize-text.js';
 import { Option } from 'commander';
 import type { Command } from 'commander';
 import type { MemoryStatus } from '../../core/memory-status.js';
@@ -134,7 +135,7 @@ function registerReadCommands(sub: Subcommand, context: CliContext): void {
         for (const operation of dead)
           lines.push(
             `- ${operation.operationId} (${operation.operationType}, ${operation.attempt} attempts): ` +
-              `${operation.errorText}`,
+              `${stripInvisible(operation.errorText)}`,
           );
       }
       lines.push('', '## Working memory', '');

@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import type { Context } from 'hono';
 import { HarnessMemoryError } from '../../core/errors.js';
 import { z } from 'zod/v4';
 import type { RunStore } from '../../storage/run-store.js';
@@ -269,12 +270,27 @@ function workingMemoryRoutes(app: Hono<ServerEnv>, options: MemoryRoutesOptions)
   app.put(`${base}/working/:key`, async (context) => {
     const scope = writeScopeOf(context, options.limits);
     const body = await readJsonBody(context, putBody);
-    const result = await workingMemory.set(scope, context.req.param('key'), body.value);
+    const result = await workingMemory.set(scope, keyOf(context), body.value);
     return context.json({ ok: true, key: result.key, entry: entryToJson(result.entry) });
   });
 
   app.delete(`${base}/working/:key`, async (context) => {
     const scope = writeScopeOf(context, options.limits);
-    return context.json(await workingMemory.delete(scope, context.req.param('key')));
+    return context.json(await workingMemory.delete(scope, keyOf(context)));
   });
+}
+
+/**
+ * The working-memory key the path names. The router keeps a segment it cannot decode as it
+ * stands, so `%FF` would be the key "%FF", the same entry as `%25FF`: refused instead.
+ */
+function keyOf(context: Context<ServerEnv>): string {
+  const { pathname } = new URL(context.req.url);
+  const raw = pathname.slice(pathname.lastIndexOf('/working/') + '/working/'.length);
+  try {
+    decodeURIComponent(raw);
+  } catch {
+    throw httpError(400, 'working_memory_invalid', 'the key in the path is not percent-encoded UTF-8');
+  }
+  return context.req.param('key') ?? '';
 }
