@@ -61,17 +61,24 @@ export function responseToTranscript(content: readonly LanguageModelV3Content[])
 
 /**
  * Gives each message an id from its role, what it says and how many identical messages came
- * before it, so the same history sent again yields the same ids.
+ * before it, so the same history sent again yields the same ids. A tool call is known by its
+ * call id and tool name, and a tool result by its call id, not by their text: the next step's
+ * prompt carries a call's input as the SDK validated it (keys in the schema's order, defaults
+ * filled in) and a provider-run tool's result as the SDK renders it, not as the model wrote them.
  */
 export function identify(messages: readonly Unidentified[]): TranscriptMessage[] {
   const seen = new Map<string, number>();
   return messages.map((message) => {
+    const calls = (message.toolCalls ?? []).map((call) =>
+      call.id ? [call.id, call.name] : [call.name, call.arguments],
+    );
+    const byCallId = message.role === 'tool' && (message.toolCallId ?? '') !== '';
     const key = JSON.stringify([
       message.role,
-      message.content ?? '',
+      byCallId ? '' : (message.content ?? ''),
       message.name ?? '',
       message.toolCallId ?? '',
-      message.toolCalls ?? [],
+      calls,
       message.files ?? '',
     ]);
     const occurrence = seen.get(key) ?? 0;

@@ -1,10 +1,9 @@
-import { createOpenAICompatible as createCompatible6 } from '@ai-sdk/openai-compatible';
 import * as ai6 from 'ai';
-import { MockLanguageModelV3 as Mock6, convertArrayToReadableStream as toStream6 } from 'ai/test';
+import { MockLanguageModelV3 as Mock6 } from 'ai/test';
 import * as ai7 from 'ai-v7';
-import { MockLanguageModelV3 as Mock7, convertArrayToReadableStream as toStream7 } from 'ai-v7/test';
-import { createOpenAICompatible as createCompatible7 } from 'ai-sdk-openai-compatible-v3';
+import { MockLanguageModelV3 as Mock7 } from 'ai-v7/test';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { AI_SDK_VERSIONS as VERSIONS, MOCK_USAGE as usage } from '../../test/support/ai-sdk-versions.js';
 import { startScriptedOpenAIServer, type ScriptedServer } from '../../test/support/scripted-openai-server.js';
 import { createMockLanguageModel, type MockLanguageModel } from '../../test/support/mock-language-model.js';
 import { createObservationalMemory, type ObservationalMemory } from '../memory/observational-memory.js';
@@ -12,40 +11,7 @@ import { createWorkingMemory, type WorkingMemory } from '../memory/working-memor
 import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { createMemoryMiddleware, createMemoryTools } from './index.js';
 
-type Ai = typeof ai6;
-interface Version {
-  readonly label: string;
-  readonly ai: Ai;
-  readonly Mock: typeof Mock6;
-  readonly toStream: typeof toStream6;
-  readonly compatible: typeof createCompatible6;
-  readonly twoSteps: () => unknown;
-}
-
-const VERSIONS: Version[] = [
-  {
-    label: 'ai 6 with @ai-sdk/openai-compatible 2',
-    ai: ai6,
-    Mock: Mock6,
-    toStream: toStream6,
-    compatible: createCompatible6,
-    twoSteps: () => ai6.stepCountIs(2),
-  },
-  {
-    label: 'ai 7 with @ai-sdk/openai-compatible 3',
-    ai: ai7 as unknown as Ai,
-    Mock: Mock7 as unknown as typeof Mock6,
-    toStream: toStream7 as unknown as typeof toStream6,
-    compatible: createCompatible7 as unknown as typeof createCompatible6,
-    twoSteps: () => (ai7 as unknown as { isStepCount(n: number): unknown }).isStepCount(2),
-  },
-];
-
 const scope = { tenantId: 'acme', conversationId: 'chat-1', agentId: 'helper' };
-const usage = {
-  inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 2, text: 2, reasoning: 0 },
-};
 
 function observedText(model: MockLanguageModel): string[] {
   return model.calls.map((call) => JSON.stringify(call.messages));

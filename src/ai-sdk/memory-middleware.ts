@@ -10,6 +10,7 @@ import type {
   LanguageModelV3StreamPart,
 } from '@ai-sdk/provider';
 import { createTurnPreparer } from '../agent/prepare-turn.js';
+import { HarnessMemoryError } from '../core/errors.js';
 import { invalidOption, requireObject, requireOptions } from '../core/require-option.js';
 import { memoryIdOf, resolveScope, type ScopeInput } from '../core/scope.js';
 import type { TranscriptMessage } from '../core/transcript.js';
@@ -109,7 +110,21 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
   const scopeOf = (params: LanguageModelV3CallOptions) =>
     resolveScope(typeof options.scope === 'function' ? options.scope(params) : options.scope);
 
-  const observe = (params: LanguageModelV3CallOptions, content: readonly LanguageModelV3Content[]): void => {
+  // The scope's generation when a call began, so a forget during the call stores nothing of it
+  // (the forgotten messages would come back otherwise). Undefined when it could not be read.
+  const generationOf = async (params: LanguageModelV3CallOptions): Promise<number | undefined> => {
+    try {
+      return await memory.generation(scopeOf(params));
+    } catch {
+      return undefined;
+    }
+  };
+
+  const observe = (
+    params: LanguageModelV3CallOptions,
+    content: readonly LanguageModelV3Content[],
+    generation: Promise<number | undefined>,
+  ): void => {
     const task = (async () => {
       const scope = scopeOf(params);
       const messages = identify([...promptToTranscript(params.prompt), ...responseToTranscript(content)]);
@@ -117,7 +132,15 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
       const seen = seenIds.of(memoryId);
       const fresh: TranscriptMessage[] = messages.filter((message) => !seen.has(message.id as string));
       if (fresh.length === 0) return;
-      const result = await memory.observe({ scope, runId: `ai-sdk-${randomUUID()}`, messages: fresh });
+      const began = await generation;
+      const result = await memory.observe({
+        scope,
+        runId: `ai-sdk-${randomUUID()}`,
+        messages: fresh,
+        ...(began === undefined ? {} : { generation: began }),
+      });
+      // The scope was forgotten during the call: nothing was stored, and nothing of it may be.
+      if (result.status === 'skipped' && result.reason === 'forgotten') return;
       // Nothing was stored: the messages must be handed over again once the scope observes.
       if (result.status === 'skipped' && (result.reason === 'disabled' || result.reason === 'mode_off')) return;
       seenIds.add(
@@ -136,7 +159,10 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
     async transformParams({ params }) {
       const prompt = params.prompt.filter((message) => !isMemoryBlock(message));
       try {
-        const turn = await preparer.prepareTurn(scopeOf(params));
+        // A call its caller gave up on does not wait for memory: the model call that follows
+        // fails at once with the caller's abort.
+        const turn = await untilAborted(preparer.prepareTurn(scopeOf(params)), params.abortSignal);
+        if (turn === undefined) return { ...params, prompt };
         for (const failure of turn.failures) report(failure.error, 'prepare');
         const block = turn.messages.map((message) => ({
           role: 'system' as const,
@@ -154,24 +180,22 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
     },
 
     async wrapGenerate({ doGenerate, params }) {
+      const generation = generationOf(params);
       const result = await doGenerate();
-      observe(params, result.content);
+      observe(params, result.content, generation);
       return result;
     },
 
     async wrapStream({ doStream, params }) {
+      const generation = generationOf(params);
       const result = await doStream();
       const content = new StreamContent();
-      const stream = result.stream.pipeThrough(
-        new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
-          transform(part, controller) {
-            controller.enqueue(part);
-            content.add(part);
-          },
-          flush() {
-            observe(params, content.parts());
-          },
-        }),
+      // A stream that ends whole hands over the prompt and the answer; one cancelled by its
+      // reader, broken off by the connection or carrying an error part hands over the prompt
+      // alone: half an answer is not what the model said, and the user's words must not be
+      // lost with it (a one-message call is never sent again).
+      const stream = observedStream(result.stream as ReadableStream<LanguageModelV3StreamPart>, content, (whole) =>
+        observe(params, whole ? content.parts() : [], generation),
       );
       return { ...result, stream };
     },
@@ -181,6 +205,25 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
     },
   };
   return middleware;
+}
+
+/**
+ * A scope given as ids is checked at the call, as every other option (`OPTION_INVALID`):
+ * without a conversation id it would fail every model call's memory, one warning at a time.
+ */
+export function checkStaticScope(factory: string, scope: unknown): void {
+  if (typeof scope === 'function') return;
+  try {
+    resolveScope(scope as ScopeInput);
+  } catch (error) {
+    const problem = HarnessMemoryError.isInstance(error) ? error.detail : String(error);
+    throw invalidOption(
+      factory,
+      'scope',
+      `is not a valid scope: ${problem}`,
+      'Pass { tenantId, conversationId, agentId } with a conversationId, or (params) => ({ ... }).',
+    );
+  }
 }
 
 /** Checks the options; returns how many message ids per scope are remembered. */
@@ -208,6 +251,7 @@ function checkMiddlewareOptions(options: MemoryMiddlewareOptions): number {
       'Pass { tenantId, conversationId, agentId } or (params) => ({ ... }).',
     );
   }
+  checkStaticScope('createMemoryMiddleware', options.scope);
   const maxSeen = options.maxSeenPerScope ?? 10_000;
   if (!Number.isSafeInteger(maxSeen) || maxSeen < 1)
     throw invalidOption(
@@ -219,14 +263,82 @@ function checkMiddlewareOptions(options: MemoryMiddlewareOptions): number {
   return maxSeen;
 }
 
+/**
+ * The stream passed through part for part, unbuffered, calling `ended` once: with `true` when
+ * it ended whole, `false` when its reader cancelled it, reading it failed, or it carried an
+ * error part.
+ */
+function observedStream(
+  source: ReadableStream<LanguageModelV3StreamPart>,
+  content: StreamContent,
+  ended: (whole: boolean) => void,
+): ReadableStream<LanguageModelV3StreamPart> {
+  const reader = source.getReader();
+  let done = false;
+  const end = (whole: boolean): void => {
+    if (done) return;
+    done = true;
+    ended(whole && !content.failed);
+  };
+  return new ReadableStream<LanguageModelV3StreamPart>(
+    {
+      async pull(controller) {
+        let next: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          next = await reader.read();
+        } catch (error) {
+          end(false);
+          controller.error(error);
+          return;
+        }
+        if (next.done) {
+          end(true);
+          controller.close();
+          return;
+        }
+        content.add(next.value);
+        controller.enqueue(next.value);
+      },
+      async cancel(reason) {
+        end(false);
+        await reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/** Resolves with `work`'s value, or with `undefined` as soon as `signal` is aborted. */
+async function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T | undefined> {
+  if (signal === undefined) return work;
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return undefined;
+  }
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<undefined>((resolve) => {
+    onAbort = () => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    work.catch(() => undefined);
+  }
+}
+
 /** Gathers a stream's text and tool calls into the content a generate call would have answered. */
 class StreamContent {
   readonly #texts = new Map<string, string>();
   readonly #calls: LanguageModelV3Content[] = [];
+  /** Whether the stream carried an error part: what came before it is not a whole answer. */
+  failed = false;
 
   add(part: LanguageModelV3StreamPart): void {
     if (part.type === 'text-delta') this.#texts.set(part.id, (this.#texts.get(part.id) ?? '') + part.delta);
     else if (part.type === 'tool-call' || part.type === 'tool-result') this.#calls.push(part);
+    else if (part.type === 'error') this.failed = true;
   }
 
   parts(): LanguageModelV3Content[] {

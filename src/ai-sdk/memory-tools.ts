@@ -11,6 +11,7 @@ import type { WorkingMemory } from '../memory/working-memory.js';
 import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
 import type { Tool } from '../tools/tool.js';
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
+import { checkStaticScope } from './memory-middleware.js';
 
 /** What {@link createMemoryTools} takes. */
 export interface MemoryToolsOptions {
@@ -41,16 +42,18 @@ export function createMemoryTools(
       'Pass { tenantId, conversationId, agentId }.',
     );
   }
+  checkStaticScope('createMemoryTools', options.scope);
   const workspace = options.workspace ?? process.cwd();
   const scopeOf = () => resolveScope(typeof options.scope === 'function' ? options.scope() : options.scope);
   const wrap = (tool: Tool): AiSdkTool => ({
     description: tool.description,
     inputSchema: jsonSchema(tool.parameters),
     async execute(input: unknown, call: { toolCallId: string }) {
-      const scope = scopeOf();
       try {
+        // The scope is given whole: a provider's call id (`call_1|fc_2`, or longer than a scope
+        // id may be) is never checked as a run id, which only names the call in the log.
         return await tool.execute(input, {
-          ...scope,
+          scope: scopeOf(),
           runId: `ai-sdk-${call.toolCallId}`,
           toolCallId: call.toolCallId,
           workspace,

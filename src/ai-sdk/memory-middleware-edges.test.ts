@@ -1,0 +1,242 @@
+/**
+ * The middleware where a call does not go straight through: tool inputs the SDK reshapes, a
+ * forget during the call, an abort while memory is read, a stream that does not end whole,
+ * and provider call ids that are not scope ids.
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod/v4';
+import { AI_SDK_VERSIONS, MOCK_USAGE as usage } from '../../test/support/ai-sdk-versions.js';
+import { createMockLanguageModel, type MockLanguageModel } from '../../test/support/mock-language-model.js';
+import { createObservationalMemory, type ObservationalMemory } from '../memory/observational-memory.js';
+import { createWorkingMemory, type WorkingMemory } from '../memory/working-memory.js';
+import { createInMemoryStore } from '../storage/in-memory-store.js';
+import type { MemoryStore } from '../storage/store.js';
+import { memoryIdOf } from '../core/scope.js';
+import { createMemoryMiddleware, createMemoryTools } from './index.js';
+
+const scope = { tenantId: 'acme', conversationId: 'chat-edges', agentId: 'helper' };
+
+describe.each(AI_SDK_VERSIONS)('AI SDK middleware at the edges: $label', (version) => {
+  const { ai } = version;
+  let store: MemoryStore;
+  let observer: MockLanguageModel;
+  let memory: ObservationalMemory;
+  let workingMemory: WorkingMemory;
+
+  beforeEach(() => {
+    store = createInMemoryStore();
+    observer = createMockLanguageModel('IMPORTANCE: 0.9\nThe user books hotels.');
+    memory = createObservationalMemory({
+      store,
+      model: observer,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
+    workingMemory = createWorkingMemory({ store });
+  });
+
+  /** `memory` with every message it is handed recorded as `role:content` plus tool calls. */
+  const recording = (handed: string[]): ObservationalMemory => ({
+    ...memory,
+    mode: memory.mode,
+    observe: async (request) => {
+      for (const message of request.messages)
+        handed.push(`${message.role}:${message.content ?? ''}${JSON.stringify(message.toolCalls ?? [])}`);
+      return memory.observe(request);
+    },
+  });
+  const generated = (parts: object[]) => ({
+    content: parts,
+    finishReason: parts.some((part) => (part as { type: string }).type === 'tool-call')
+      ? { unified: 'tool-calls', raw: 'tool_calls' }
+      : { unified: 'stop', raw: 'stop' },
+    usage,
+    warnings: [],
+  });
+  const stored = async () =>
+    (await store.listUnobservedMessages(memoryIdOf(scope), Number.MAX_SAFE_INTEGER)).map((message) => message.content);
+
+  it('hands a tool call to observe once, though the next step sends back its input as the schema shaped it', async () => {
+    const handed: string[] = [];
+    const middleware = createMemoryMiddleware({ memory: recording(handed), workingMemory, scope });
+    let call = 0;
+    const inner = new version.Mock({
+      doGenerate: (async () =>
+        generated(
+          call++ === 0
+            ? [{ type: 'tool-call', toolCallId: 'call_a', toolName: 'book', input: '{"nights": 2, "city": "Paris"}' }]
+            : [{ type: 'text', text: 'Booked.' }],
+        )) as never,
+    });
+    const tools = {
+      book: ai.tool({
+        inputSchema: z.object({ city: z.string(), nights: z.number(), unit: z.string().default('night') }),
+        execute: async () => 'ok',
+      }),
+    };
+    const result = await ai.generateText({
+      model: ai.wrapLanguageModel({ model: inner as never, middleware }),
+      tools: tools as never,
+      stopWhen: version.twoSteps() as never,
+      prompt: 'Book 2 nights in Paris.',
+    });
+    expect(result.text).toBe('Booked.');
+    await middleware.flush();
+    expect(handed.filter((text) => text.includes('"name":"book"'))).toHaveLength(1);
+    expect(handed.filter((text) => text.startsWith('tool:'))).toHaveLength(1);
+  });
+
+  it('stores nothing of a call whose scope was forgotten while the model worked', async () => {
+    let release = (): void => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let started = (): void => undefined;
+    const calling = new Promise<void>((resolve) => (started = resolve));
+    const inner = new version.Mock({
+      doGenerate: (async () => {
+        started();
+        await released;
+        return generated([{ type: 'text', text: 'Noted your address.' }]);
+      }) as never,
+    });
+    const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
+    const answer = ai.generateText({
+      model: ai.wrapLanguageModel({ model: inner as never, middleware }),
+      prompt: 'My home address is 1 Secret Lane.',
+    });
+    await calling;
+    await memory.forget(scope);
+    release();
+    await answer;
+    await middleware.flush();
+    expect(await stored()).toEqual([]);
+    expect(observer.calls).toHaveLength(0);
+    expect(await memory.snippet(scope)).toBe('');
+  });
+
+  it('does not hold a call its caller aborted while memory was being read', async () => {
+    const controller = new AbortController();
+    const stalled = {
+      ...memory,
+      mode: memory.mode,
+      // A store that never answers: only the abort can end the wait.
+      snippet: () => {
+        controller.abort();
+        return new Promise<string>(() => undefined);
+      },
+    } as ObservationalMemory;
+    // As a provider's fetch does, the model call fails at once on an aborted signal.
+    const inner = new version.Mock({
+      doGenerate: (async (options: { abortSignal?: AbortSignal }) => {
+        options.abortSignal?.throwIfAborted();
+        return generated([{ type: 'text', text: 'late' }]);
+      }) as never,
+    });
+    const middleware = createMemoryMiddleware({
+      memory: stalled,
+      workingMemory,
+      scope,
+      logger: { warn: () => undefined },
+    });
+    const model = ai.wrapLanguageModel({ model: inner as never, middleware });
+    const outcome = await ai.generateText({ model, prompt: 'Hi', abortSignal: controller.signal, maxRetries: 0 }).then(
+      () => 'answered',
+      (error: unknown) => (error as Error).name,
+    );
+    expect(outcome).toBe('AbortError');
+  });
+
+  // As a provider's fetch does, a stream that hangs breaks off when the call's signal is aborted.
+  const streamOf = (parts: object[], hang: boolean, signal: AbortSignal | undefined) =>
+    new ReadableStream({
+      start(controller) {
+        for (const part of parts) controller.enqueue(part);
+        if (!hang) controller.close();
+        else signal?.addEventListener('abort', () => controller.error(signal.reason), { once: true });
+      },
+    });
+  const streaming = (parts: object[], hang = false) =>
+    new version.Mock({
+      doStream: (async (options: { abortSignal?: AbortSignal }) => ({
+        stream: streamOf(parts, hang, options.abortSignal),
+      })) as never,
+    });
+  const opening = [
+    { type: 'stream-start', warnings: [] },
+    { type: 'text-start', id: 't1' },
+    { type: 'text-delta', id: 't1', delta: 'Partial ' },
+  ];
+
+  it('hands over the prompt alone when the reader aborts a stream part way', async () => {
+    const handed: string[] = [];
+    const middleware = createMemoryMiddleware({ memory: recording(handed), workingMemory, scope });
+    const controller = new AbortController();
+    const streamed = ai.streamText({
+      model: ai.wrapLanguageModel({ model: streaming(opening, true) as never, middleware }),
+      prompt: 'I am allergic to peanuts.',
+      abortSignal: controller.signal,
+      onError: () => undefined,
+    });
+    for await (const delta of streamed.textStream) {
+      expect(delta).toBe('Partial ');
+      controller.abort();
+    }
+    // The SDK cancels the model's stream when it sees the abort.
+    while (handed.length === 0) await middleware.flush().then(() => new Promise((resolve) => setImmediate(resolve)));
+    expect(handed).toEqual(['user:I am allergic to peanuts.[]']);
+  });
+
+  it('hands over the prompt alone when a stream carries an error part, never the half answer', async () => {
+    const handed: string[] = [];
+    const middleware = createMemoryMiddleware({ memory: recording(handed), workingMemory, scope });
+    const parts = [
+      ...opening,
+      { type: 'error', error: new Error('upstream broke') },
+      { type: 'finish', finishReason: { unified: 'error', raw: 'error' }, usage },
+    ];
+    const streamed = ai.streamText({
+      model: ai.wrapLanguageModel({ model: streaming(parts) as never, middleware }),
+      prompt: 'I am allergic to peanuts.',
+      onError: () => undefined,
+    });
+    await streamed.consumeStream();
+    await middleware.flush();
+    expect(handed).toEqual(['user:I am allergic to peanuts.[]']);
+  });
+
+  it('runs the memory tools for provider call ids that are not scope ids', async () => {
+    const tools = createMemoryTools({ memory, workingMemory, scope });
+    const execute = tools.working_memory.execute as (input: unknown, options: unknown) => Promise<unknown>;
+    for (const toolCallId of ['call_1|fc_2', `call_${'x'.repeat(200)}`])
+      expect(await execute({ action: 'set', key: 'k', value: 1 }, { toolCallId, messages: [] })).toEqual({
+        ok: true,
+        key: 'k',
+      });
+  });
+});
+
+describe('AI SDK: a scope given as ids is checked at the call', () => {
+  it('refuses one without a conversation id, in the middleware and the tools', () => {
+    const store = createInMemoryStore();
+    const memory = createObservationalMemory({ store });
+    const workingMemory = createWorkingMemory({ store });
+    for (const make of [
+      () => createMemoryMiddleware({ memory, workingMemory, scope: { tenantId: 'acme' } }),
+      () => createMemoryTools({ memory, workingMemory, scope: { tenantId: 'acme' } }),
+    ])
+      expect(make).toThrow(
+        expect.objectContaining({ code: 'OPTION_INVALID', message: expect.stringContaining('conversation') }),
+      );
+  });
+
+  it('answers a tool call whose scope function fails with the error, as the tools answer every refusal', async () => {
+    const store = createInMemoryStore();
+    const tools = createMemoryTools({
+      workingMemory: createWorkingMemory({ store }),
+      scope: () => ({ tenantId: 'acme' }),
+    });
+    const execute = tools.working_memory.execute as (input: unknown, options: unknown) => Promise<unknown>;
+    expect(await execute({ action: 'list' }, { toolCallId: 'c1', messages: [] })).toMatchObject({
+      error: { code: 'SCOPE_INVALID' },
+    });
+  });
+});
