@@ -5,7 +5,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod/v4';
-import { AI_SDK_VERSIONS, MOCK_USAGE as usage } from '../../test/support/ai-sdk-versions.js';
+import { AI_SDK_VERSIONS, MOCK_USAGE as usage, recordingMemory } from '../../test/support/ai-sdk-versions.js';
 import { createMockLanguageModel, type MockLanguageModel } from '../../test/support/mock-language-model.js';
 import { createObservationalMemory, type ObservationalMemory } from '../memory/observational-memory.js';
 import { createWorkingMemory, type WorkingMemory } from '../memory/working-memory.js';
@@ -35,16 +35,7 @@ describe.each(AI_SDK_VERSIONS)('AI SDK middleware at the edges: $label', (versio
     workingMemory = createWorkingMemory({ store });
   });
 
-  /** `memory` with every message it is handed recorded as `role:content` plus tool calls. */
-  const recording = (handed: string[]): ObservationalMemory => ({
-    ...memory,
-    mode: memory.mode,
-    observe: async (request) => {
-      for (const message of request.messages)
-        handed.push(`${message.role}:${message.content ?? ''}${JSON.stringify(message.toolCalls ?? [])}`);
-      return memory.observe(request);
-    },
-  });
+  const recording = (handed: string[]): ObservationalMemory => recordingMemory(memory, handed);
   const generated = (parts: object[]) => ({
     content: parts,
     finishReason: parts.some((part) => (part as { type: string }).type === 'tool-call')

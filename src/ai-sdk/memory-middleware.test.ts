@@ -3,7 +3,11 @@ import { MockLanguageModelV3 as Mock6 } from 'ai/test';
 import * as ai7 from 'ai-v7';
 import { MockLanguageModelV3 as Mock7 } from 'ai-v7/test';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AI_SDK_VERSIONS as VERSIONS, MOCK_USAGE as usage } from '../../test/support/ai-sdk-versions.js';
+import {
+  AI_SDK_VERSIONS as VERSIONS,
+  MOCK_USAGE as usage,
+  recordingMemory,
+} from '../../test/support/ai-sdk-versions.js';
 import { startScriptedOpenAIServer, type ScriptedServer } from '../../test/support/scripted-openai-server.js';
 import { createMockLanguageModel, type MockLanguageModel } from '../../test/support/mock-language-model.js';
 import { createObservationalMemory, type ObservationalMemory } from '../memory/observational-memory.js';
@@ -101,16 +105,7 @@ describe.each(VERSIONS)('AI SDK middleware: $label', (version) => {
     expect(prompts.filter((prompt) => prompt.includes('Goodbye.'))).toHaveLength(1);
   });
 
-  /** `memory` with every message it is handed recorded as `role:content`, tool calls included. */
-  const recording = (handed: string[]): ObservationalMemory => ({
-    ...memory,
-    mode: memory.mode,
-    observe: async (request) => {
-      for (const message of request.messages)
-        handed.push(`${message.role}:${message.content ?? ''}${JSON.stringify(message.toolCalls ?? [])}`);
-      return memory.observe(request);
-    },
-  });
+  const recording = (handed: string[]): ObservationalMemory => recordingMemory(memory, handed);
   const replying = (...content: object[][]) => {
     let call = 0;
     return new version.Mock({

@@ -8,6 +8,7 @@ import { MockLanguageModelV3 as Mock6, convertArrayToReadableStream as toStream6
 import * as ai7 from 'ai-v7';
 import { MockLanguageModelV3 as Mock7, convertArrayToReadableStream as toStream7 } from 'ai-v7/test';
 import { createOpenAICompatible as createCompatible7 } from 'ai-sdk-openai-compatible-v3';
+import type { ObservationalMemory } from '../../src/memory/observational-memory.js';
 
 export type Ai = typeof ai6;
 
@@ -45,3 +46,16 @@ export const MOCK_USAGE = {
   inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 },
   outputTokens: { total: 2, text: 2, reasoning: 0 },
 };
+
+/** `memory` with every message it is handed pushed to `handed` as `role:content` plus its tool calls. */
+export function recordingMemory(memory: ObservationalMemory, handed: string[]): ObservationalMemory {
+  return {
+    ...memory,
+    mode: memory.mode,
+    observe: async (request) => {
+      for (const message of request.messages)
+        handed.push(`${message.role}:${message.content ?? ''}${JSON.stringify(message.toolCalls ?? [])}`);
+      return memory.observe(request);
+    },
+  };
+}
