@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
 import { ModelCallError } from '../core/errors.js';
 import type { MockLanguageModel } from '../../test/support/mock-language-model.js';
@@ -616,7 +616,8 @@ describe('agent runner: run retention', () => {
       sweepMs: 60_000,
       heartbeatMs: 60_000,
     });
-    // The first sweep runs at the start; stopping waits for it.
+    // The first sweep runs at the start, one delete of 500 after another.
+    while (await runStore.getRun('old_1199')) await new Promise((resolve) => setTimeout(resolve, 5));
     await maintenance.stop();
     expect(await runStore.getRun('old_0')).toBeUndefined();
     expect(await runStore.getRun('old_1199')).toBeUndefined();
@@ -624,6 +625,54 @@ describe('agent runner: run retention', () => {
     expect((await runStore.getRun('recent'))?.status).toBe('failed');
     // Running, though old: only ended runs are deleted.
     expect((await runStore.getRun('run_orphan'))?.status).toBe('running');
+  });
+
+  it('lets a heartbeat run between two deletes of a backlog, and stops deleting when stopped', async () => {
+    const runStore = createInMemoryRunStore();
+    const calls: string[] = [];
+    const releases: Array<() => void> = [];
+    const counted: RunStore = {
+      ...runStore,
+      // A backlog that never ends: every delete takes a whole batch, once the test lets it.
+      deleteEndedRuns: async () => {
+        calls.push('delete');
+        await new Promise<void>((resolve) => releases.push(resolve));
+        return 500;
+      },
+      updateRun: async (runId, patch) => {
+        calls.push('heartbeat');
+        return runStore.updateRun(runId, patch);
+      },
+    };
+    const { runner, agentModel } = harness({ runner: { runStore: counted } });
+    let finish = (): void => undefined;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    agentModel.enqueue(async () => {
+      await finished;
+      return 'done';
+    });
+    const live = await runner.start({ ...ids, prompt: 'hello' });
+    // The maintenance's intervals on a fake clock: heartbeats fall due when the test says.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const maintenance = runner.startMaintenance({ runRetentionSeconds: 60, heartbeatMs: 10, sweepMs: 60_000 });
+    const deletes = () => calls.filter((call) => call === 'delete').length;
+    const until = async (done: () => boolean) => {
+      while (!done()) await new Promise((resolve) => setTimeout(resolve, 5));
+    };
+    // Heartbeats fall due while the first delete waits; they run before the second.
+    await until(() => releases.length === 1);
+    vi.advanceTimersByTime(30);
+    vi.useRealTimers();
+    releases[0]?.();
+    await until(() => releases.length === 2);
+    const stopping = maintenance.stop();
+    releases[1]?.();
+    await stopping;
+    const first = calls.indexOf('delete');
+    expect(calls.slice(first + 1, calls.indexOf('delete', first + 1))).toContain('heartbeat');
+    expect(deletes()).toBe(2);
+    finish();
+    await runner.wait(live.runId);
   });
 
   it('refuses a retention the store cannot apply, and bad maintenance options, naming them', () => {

@@ -119,11 +119,15 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
           if (!isRunEndedConflict(failure)) throw failure;
         });
     }
-    if (!deleteEndedRuns) return;
-    // A bounded number of short deletes a sweep: a backlog is worked off over several sweeps
-    // instead of holding the store in one long transaction.
-    for (let batch = 0; batch < RETENTION_BATCHES_PER_SWEEP; batch++)
-      if ((await deleteEndedRuns(retentionSeconds, RETENTION_BATCH)) < RETENTION_BATCH) break;
+    if (deleteEndedRuns) schedule(retain(deleteEndedRuns, RETENTION_BATCHES_PER_SWEEP));
+  };
+  // A bounded number of short deletes a sweep, each a task of its own: a backlog is worked off
+  // over several sweeps instead of in one long transaction, and a heartbeat due meanwhile runs
+  // between two deletes instead of after all of them.
+  let stopped = false;
+  const retain = (remove: NonNullable<RunStore['deleteEndedRuns']>, batches: number) => async (): Promise<void> => {
+    const deleted = await remove(retentionSeconds, RETENTION_BATCH);
+    if (deleted === RETENTION_BATCH && batches > 1 && !stopped) schedule(retain(remove, batches - 1));
   };
   schedule(sweep);
   const timers = [setInterval(() => schedule(heartbeat), heartbeatMs), setInterval(() => schedule(sweep), sweepMs)];
@@ -131,6 +135,8 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
   return {
     async stop() {
       for (const timer of timers) clearInterval(timer);
+      // No further delete is scheduled; the task under way finishes.
+      stopped = true;
       await chain;
     },
   };
