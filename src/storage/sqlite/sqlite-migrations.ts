@@ -571,7 +571,8 @@ export const SQLITE_SCHEMA_VERSION: number = Math.max(...SQLITE_MIGRATIONS.map((
 /**
  * Brings the database to {@link SQLITE_SCHEMA_VERSION}. Each migration runs in its own
  * IMMEDIATE transaction and re-checks the recorded version inside it, so two processes
- * opening the file together apply it once. Returns the version now recorded.
+ * opening the file together apply it once; the version is copied to the header's
+ * `user_version`. Returns the version now recorded.
  */
 export function migrateSqliteDatabase(
   db: Database,
@@ -601,5 +602,11 @@ export function migrateSqliteDatabase(
       record.run(migration.version);
     }).immediate();
   }
-  return current.get() ?? 0;
+  const applied = current.get() ?? 0;
+  // The header's copy of the version, which processes already open check before they write
+  // (createSchemaCheck): only ever raised, so an older process opening the file after a newer
+  // one cannot lower it.
+  const header = db.prepare<[], number>('PRAGMA user_version').pluck();
+  if ((header.get() ?? 0) < applied) db.pragma(`user_version = ${applied}`);
+  return applied;
 }

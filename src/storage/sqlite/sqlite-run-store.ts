@@ -19,7 +19,8 @@ import { retentionArguments } from '../_run-retention.js';
 import { runEndedError, TERMINAL_EVENT_TYPES_SQL } from '../_run-ending.js';
 import type { RunStore } from '../run-store.js';
 import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } from './sqlite-connection.js';
-import { migrateSqliteDatabase } from './sqlite-migrations.js';
+import { migrateSqliteDatabase, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
+import { createSchemaCheck } from './sqlite-schema-check.js';
 import { SQL_NOW } from './sqlite-statements.js';
 import { storableMessage, storablePatch, storableRun } from '../_storable-text.js';
 import { toStoreError } from './sqlite-errors.js';
@@ -106,9 +107,13 @@ function buildRunStore(db: Database, options: SqliteRunStoreOptions): RunStore {
 
   const listRuns = createSqliteRunListing(db);
   const wrap = <T>(work: () => T): T => guard.run(work);
+  const checkSchema = createSchemaCheck(db, STORE, SQLITE_SCHEMA_VERSION);
   /** A write transaction, counted for the background checkpoints. */
   const write = <T>(work: () => T): T => {
-    const result = wrap(work);
+    const result = wrap(() => {
+      checkSchema();
+      return work();
+    });
     checkpointer?.noteCommit();
     return result;
   };

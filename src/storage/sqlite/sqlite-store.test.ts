@@ -19,6 +19,8 @@ import { createWorkingMemory } from '../../memory/working-memory.js';
 import { createSqliteStore } from './sqlite-store.js';
 import type { MemoryStore } from '../store.js';
 import { runStoreSuite } from '../store.suite.js';
+import { newRun } from '../run-store.suite.js';
+import { createSqliteRunStore } from './sqlite-run-store.js';
 import { useSqliteTestFiles } from '../../../test/support/sqlite-test-files.js';
 import { seededRandom } from '../../../test/support/seeded-random.js';
 
@@ -750,6 +752,48 @@ describe('store: sqlite (backend)', () => {
     );
     raw.close();
     expect(() => createSqliteStore({ path: files.path })).toThrow(/schema version 99/);
+  });
+
+  it('writes nothing once a newer version upgraded the file it has open, in the memory and the run store', async () => {
+    const store = track(createSqliteStore({ path: files.path }));
+    const runs = createSqliteRunStore({ path: files.path });
+    const message = (key: string, content: string) => ({
+      messageKey: key,
+      role: 'user',
+      name: '',
+      toolCallId: '',
+      content,
+      tokenCount: 3,
+    });
+    try {
+      const raw = new Database(files.path);
+      expect(raw.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
+      await store.appendMessages({ scope, memoryId, messages: [message('id:1', 'before')] });
+      // What a newer version's migration leaves in the header.
+      raw.pragma(`user_version = ${SQLITE_SCHEMA_VERSION + 1}`);
+      raw.close();
+      const upgraded = expect.objectContaining({
+        code: 'STORE_FAILED',
+        message: expect.stringContaining(`upgraded to schema version ${SQLITE_SCHEMA_VERSION + 1}`),
+      });
+      await expect(store.appendMessages({ scope, memoryId, messages: [message('id:2', 'after')] })).rejects.toEqual(
+        upgraded,
+      );
+      await expect(
+        store.setWorkingMemoryEntry({
+          scope,
+          memoryId,
+          key: 'k',
+          valueJson: '1',
+          limits: { maxEntries: 10, maxTotalBytes: 1000 },
+        }),
+      ).rejects.toEqual(upgraded);
+      await expect(runs.createRun(newRun('run_after'))).rejects.toEqual(upgraded);
+      // Reads go on; nothing was written.
+      expect((await store.listUnobservedMessages(memoryId, 100)).map((item) => item.content)).toEqual(['before']);
+    } finally {
+      await runs.dispose();
+    }
   });
 
   it('leaves no trace of a forgotten scope in the database or WAL file', async () => {

@@ -22,7 +22,8 @@ import {
   STORE_NAME,
   toStoreError,
 } from './sqlite-errors.js';
-import { migrateSqliteDatabase } from './sqlite-migrations.js';
+import { migrateSqliteDatabase, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
+import { createSchemaCheck } from './sqlite-schema-check.js';
 import { createStoreGuard } from '../_store-guard.js';
 import {
   planImportApply,
@@ -277,7 +278,12 @@ function createSqliteStoreContext(
   checkpointer: BackgroundCheckpoints | undefined,
 ) {
   const storeGuard = createStoreGuard({ store: STORE_NAME, toError: (error) => toStoreError(error, context) });
-  const batcher = new SqliteWriteBatcher(db, (error) => toStoreError(error, context), checkpointer?.noteCommit);
+  const batcher = new SqliteWriteBatcher(
+    db,
+    (error) => toStoreError(error, context),
+    checkpointer?.noteCommit,
+    createSchemaCheck(db, STORE_NAME, SQLITE_SCHEMA_VERSION),
+  );
   const inspection = createSqliteInspection(db, statements);
 
   /** Runs a read (or a write that must not wait) now, after every write submitted before it. */

@@ -36,17 +36,20 @@ export class SqliteWriteBatcher {
   readonly #rollbackTo: Statement;
   readonly #toError: (error: unknown) => unknown;
   readonly #onCommit: (() => void) | undefined;
+  readonly #check: (() => void) | undefined;
   #queue: Pending[] = [];
   #scheduled = false;
 
   /**
    * `toError` turns what a unit or the commit threw into the error its caller sees;
-   * `onCommit` runs after each commit this batcher makes.
+   * `onCommit` runs after each commit this batcher makes; `check` runs first in each
+   * transaction it begins, and a throw fails the whole batch (nothing written).
    */
-  constructor(db: Database, toError: (error: unknown) => unknown, onCommit?: () => void) {
+  constructor(db: Database, toError: (error: unknown) => unknown, onCommit?: () => void, check?: () => void) {
     this.#db = db;
     this.#toError = toError;
     this.#onCommit = onCommit;
+    this.#check = check;
     this.#begin = db.prepare('BEGIN IMMEDIATE');
     this.#commit = db.prepare('COMMIT');
     this.#rollback = db.prepare('ROLLBACK');
@@ -85,6 +88,7 @@ export class SqliteWriteBatcher {
     try {
       if (!outer) this.#begin.run();
       try {
+        if (!outer) this.#check?.();
         for (const unit of batch) outcomes.push(alone ? { ok: true, value: unit.work() } : this.#runInSavepoint(unit));
         if (!outer) {
           this.#commit.run();
