@@ -80,7 +80,10 @@ function renderMarkdown(input: ExportInput): string {
     '',
   ];
   const reflection = input.reflection?.raw.trim() ?? '';
-  if (reflection !== '') lines.push('## Reflection', '', reflection, '');
+  // A reflection written under Markdown headings (`## Summary`, `## Supersessions`) keeps them
+  // one level below its own section, so the export's `## Supersessions` and `## Contradictions`
+  // stay its only ones.
+  if (reflection !== '') lines.push('## Reflection', '', reflection.replace(/^#{1,6}[ \t]+/gm, '### '), '');
   lines.push('## Observations', '');
   if (input.observations.length === 0) lines.push('- (none)');
   for (const observation of input.observations)

@@ -24,6 +24,20 @@ const OPEN_TAG = '<observational-memory>';
 const CLOSE_TAG = '</observational-memory>';
 const SUPERSESSIONS_HEADER = '⚠️ Preference changes (most recent wins):';
 const CONTRADICTIONS_HEADER = '⚠️ Unresolved contradictions:';
+const REFLECTION_HEADER = 'Reflection:';
+const OBSERVATIONS_HEADER = 'Observations:';
+
+/** The lines the snippet writes around what memory holds: its tags, first line and section headers. */
+export const SNIPPET_FRAME_LINES: readonly string[] = [
+  OPEN_TAG,
+  CLOSE_TAG,
+  SNIPPET_PREAMBLE,
+  SUPERSESSIONS_HEADER,
+  CONTRADICTIONS_HEADER,
+  REFLECTION_HEADER,
+  OBSERVATIONS_HEADER,
+  REFLECTION_TRUNCATED_MARKER,
+];
 const CONTINUATION_INDENT = '  ';
 
 /** The supersessions and contradictions a snippet applies (a scope's active supersession set). */
@@ -101,10 +115,10 @@ export function planObservationSnippet(input: ObservationSnippetInput): Observat
   const selected = selectObservations(
     observations,
     superseded,
-    remaining - cost('') - cost('Observations:'),
+    remaining - cost('') - cost(OBSERVATIONS_HEADER),
     estimator,
   );
-  const observationLines = ['Observations:', ...selected.map((item) => item.line)];
+  const observationLines = [OBSERVATIONS_HEADER, ...selected.map((item) => item.line)];
   const sections: string[][] = [];
   if (reflectionLines.length > 0) sections.push(reflectionLines);
   if (selected.length > 0) sections.push(observationLines);
@@ -150,7 +164,7 @@ function fitReflection(
   if (reflection === null) return [];
   const text = reflectionText(reflection);
   if (text === '') return [];
-  const header = 'Reflection:';
+  const header = REFLECTION_HEADER;
   const lines = neutralizeMarkup(stripInvisible(text))
     .split('\n')
     .map((line) => `${REFLECTION_LINE_PREFIX}${line}`.trimEnd());

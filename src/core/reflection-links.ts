@@ -3,6 +3,7 @@
  * found, kept across reflections and applied at every snippet.
  * @module
  */
+import { firstAfterSeq } from './first-after-seq.js';
 import type { Contradiction, StructuredReflection, Supersession } from './reflection.js';
 
 /** A supersession of the set, with the operation (reflection) that found it. */
@@ -111,15 +112,39 @@ export function newestContradictionFirst(a: Contradiction, b: Contradiction): nu
 /**
  * The active part of a set: every supersession (a replaced fact stays replaced), and the
  * contradictions neither of whose observations has been superseded since (a supersession
- * resolves a contradiction about the same fact).
+ * resolves a contradiction about the same fact). Given the scope's observations (in seq
+ * order), a supersession or contradiction naming one deleted since is left out: a deleted
+ * fact neither replaces another nor stands against it.
  */
-export function activeReflectionLinks(links: ReflectionLinks): ReflectionLinks {
-  if (links.contradictions.length === 0) return links;
-  const superseded = supersededBy(links);
-  const contradictions = links.contradictions.filter(
+export function activeReflectionLinks(
+  links: ReflectionLinks,
+  observations?: ReadonlyArray<{ readonly seq: number }>,
+): ReflectionLinks {
+  const standing = observations === undefined ? links : linksBetweenPresent(links, observations);
+  if (standing.contradictions.length === 0) return standing;
+  const superseded = supersededBy(standing);
+  const contradictions = standing.contradictions.filter(
     (item) => !superseded.has(item.seqA) && !superseded.has(item.seqB),
   );
-  return contradictions.length === links.contradictions.length
+  return contradictions.length === standing.contradictions.length
+    ? standing
+    : { supersessions: standing.supersessions, contradictions };
+}
+
+/** The links both of whose observations are among `observations` (in seq order); `links` itself when all are. */
+function linksBetweenPresent(
+  links: ReflectionLinks,
+  observations: ReadonlyArray<{ readonly seq: number }>,
+): ReflectionLinks {
+  if (links.supersessions.length === 0 && links.contradictions.length === 0) return links;
+  // A binary search each: links are few, a scope's observations many.
+  const present = (seq: number): boolean => {
+    const after = firstAfterSeq(observations, seq);
+    return after > 0 && (observations[after - 1] as { readonly seq: number }).seq === seq;
+  };
+  const supersessions = links.supersessions.filter((item) => present(item.olderSeq) && present(item.newerSeq));
+  const contradictions = links.contradictions.filter((item) => present(item.seqA) && present(item.seqB));
+  return supersessions.length === links.supersessions.length && contradictions.length === links.contradictions.length
     ? links
-    : { supersessions: links.supersessions, contradictions };
+    : { supersessions, contradictions };
 }

@@ -3,6 +3,7 @@
  * judge's verdict, as one result line. A step that fails ends the question as an error of
  * that step.
  */
+import { evidenceText } from './_evidence-text.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { LanguageModel, LanguageModelMessage } from '../llm/language-model.js';
 import { failureOf } from './_conversation-memory.js';
@@ -84,10 +85,9 @@ async function answerAndJudge(
   question: EvalQuestion,
   memoryMessages: readonly LanguageModelMessage[],
 ): Promise<Measured> {
-  const memoryText = memoryMessages.map((message) => message.content).join('\n');
   const base = {
     snippetTokens: memoryMessages.reduce((sum, message) => sum + settings.estimator.estimate(message.content), 0),
-    evidenceHit: evidenceHit(question, memoryText),
+    evidenceHit: evidenceHit(question, evidenceText(memoryMessages)),
   };
   const prompt = buildAnswerPrompt(question);
   const messages: LanguageModelMessage[] = [

@@ -80,4 +80,29 @@ describe('ObservationalMemory.importObservations', () => {
     expect(await store.listObservations('acme/c1/a1').catch(() => [])).toEqual([]);
     expect((await memory.status(scope)).observationCount).toBe(0);
   });
+
+  it("refuses a field it does not read, naming it (an export's created_at), and shows NaN as NaN", async () => {
+    const store = createInMemoryStore();
+    const memory = createObservationalMemory({ store, defaultEnabled: true });
+    await expect(
+      memory.importObservations(scope, [
+        { content: 'ok' },
+        { content: 'dated', created_at: '2024-01-01T00:00:00Z' } as never,
+      ]),
+    ).rejects.toMatchObject({
+      code: 'OBSERVE_INPUT_INVALID',
+      message: expect.stringContaining('observation 1: unknown field "created_at"'),
+    });
+    await expect(
+      memory.importObservations(scope, [{ content: 'x', createdat: '2024-01-01' } as never]),
+    ).rejects.toThrow(/unknown field "createdat"/);
+    await expect(memory.importObservations(scope, [{ content: 'x', importance: Number.NaN }])).rejects.toThrow(
+      /got NaN/,
+    );
+    await memory.importObservations(scope, [{ content: 'first' }]);
+    await expect(memory.correctObservation(scope, 1, { content: 'x', importance: Number.NaN })).rejects.toThrow(
+      /got NaN/,
+    );
+    expect((await memory.status(scope)).observationCount).toBe(1);
+  });
 });

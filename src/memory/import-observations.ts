@@ -45,6 +45,15 @@ export function prepareImport(
     throw invalid(-1, `at most ${MAX_IMPORT_OBSERVATIONS} observations per import, got ${observations.length}`);
   return observations.map((item: unknown, index): ImportedObservation => {
     if (item === null || typeof item !== 'object') throw invalid(index, 'must be an object with content');
+    // A field this does not read is refused, not dropped: a misspelt `createdAt`, or an
+    // export's `created_at`, would otherwise lose its time without a word.
+    for (const key of Object.keys(item))
+      if (!IMPORT_FIELDS.has(key))
+        throw invalid(
+          index,
+          `unknown field ${JSON.stringify(key)}; an observation has content, importance, source and createdAt` +
+            (key === 'created_at' ? " (an export's created_at goes in createdAt)" : ''),
+        );
     const { content, importance, source, createdAt } = item as Record<string, unknown>;
     if (typeof content !== 'string') throw invalid(index, 'content must be a string');
     if (content.length > MAX_IMPORTED_OBSERVATION_LENGTH)
@@ -57,7 +66,7 @@ export function prepareImport(
       importance !== null &&
       (typeof importance !== 'number' || !(importance >= 0 && importance <= 1))
     ) {
-      throw invalid(index, `importance must be a number from 0 to 1 or null, got ${JSON.stringify(importance)}`);
+      throw invalid(index, `importance must be a number from 0 to 1 or null, got ${shown(importance)}`);
     }
     if (source !== undefined && source !== 'import' && source !== 'client')
       throw invalid(index, `source must be "import" or "client", got ${JSON.stringify(source)}`);
@@ -81,6 +90,13 @@ export function prepareImport(
       ...(at === undefined ? {} : { createdAt: at }),
     };
   });
+}
+
+const IMPORT_FIELDS: ReadonlySet<string> = new Set(['content', 'importance', 'source', 'createdAt']);
+
+/** A value as an error shows it: `NaN` and `Infinity` as themselves, not as JSON's `null`. */
+function shown(value: unknown): string {
+  return typeof value === 'number' && !Number.isFinite(value) ? String(value) : JSON.stringify(value);
 }
 
 function invalid(index: number, problem: string): HarnessMemoryError {

@@ -152,4 +152,22 @@ describe('ObservationalMemory listing and correction', () => {
     expect(progress.unobservedTokens).toBeGreaterThan(0);
     expect(progress).toMatchObject({ observeMinTokens: 10_000, observing: false, reflecting: false, snippetTokens: 0 });
   });
+
+  it('exports one state while other writes land: the status counts what the list holds', async () => {
+    const store = createInMemoryStore();
+    const memory = createObservationalMemory({ store, defaultEnabled: true });
+    const other = createObservationalMemory({ store, defaultEnabled: true });
+    const batch = Array.from({ length: 20 }, (_, index) => ({ content: `fact ${index}` }));
+    for (let round = 0; round < 60; round++) {
+      const [, json, markdown] = await Promise.all([
+        (round % 2 === 0 ? memory : other).importObservations(scope, batch),
+        memory.export(scope, 'json'),
+        memory.export(scope, 'markdown'),
+      ]);
+      const exported = JSON.parse(json.content) as { status: { observation_count: number }; observations: unknown[] };
+      expect(exported.observations, `round ${round}`).toHaveLength(exported.status.observation_count);
+      const counted = Number(/observations: `(\d+)`/.exec(markdown.content)?.[1]);
+      expect(markdown.content.match(/^- \[\d+\]/gm) ?? [], `round ${round}`).toHaveLength(counted);
+    }
+  });
 });

@@ -103,7 +103,7 @@ class ScopeInspector implements MemoryInspector {
     const { enabled, config } = reader.effective(record);
     let plan = plans.get(memoryId, recordStateKey(record));
     if (!plan) {
-      const links = activeReflectionLinks(await reader.linksOf(memoryId, record));
+      const links = activeReflectionLinks(await reader.linksOf(memoryId, record), observations);
       plan = planObservationSnippet({
         observations,
         reflection: record.reflection,
@@ -389,7 +389,7 @@ function checkImportance(importance: unknown): number | null | undefined {
   if (typeof importance !== 'number' || !(importance >= 0 && importance <= 1))
     throw invalidObservation(
       'importance',
-      `importance must be a number from 0 to 1 or null, got ${JSON.stringify(importance)}`,
+      `importance must be a number from 0 to 1 or null, got ${typeof importance === 'number' ? String(importance) : JSON.stringify(importance)}`,
     );
   return importance;
 }

@@ -365,7 +365,7 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
   );
   if (observations.length === 0)
     observations = recentWithin(all, 0, Math.max(config.reflectThresholdTokens, 1), lineCost);
-  const links = activeReflectionLinks(await context.linksOf(operation.memoryId, record));
+  const links = activeReflectionLinks(await context.linksOf(operation.memoryId, record), all);
   const listed = new Set(observations.map((observation) => observation.seq));
   const shown = selectReflectionContext({
     observations: all,

@@ -9,6 +9,7 @@ import { statusOf } from '../core/memory-status.js';
 import type { MemoryStatus } from '../core/memory-status.js';
 import type { MemoryRecord, Observation, ObservationConfig } from '../core/observation.js';
 import { buildObservationSnippet } from '../core/observation-snippet.js';
+import { firstAfterSeq } from '../core/first-after-seq.js';
 import { activeReflectionLinks, EMPTY_REFLECTION_LINKS } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
 import { memoryIdOf } from '../core/scope.js';
@@ -123,6 +124,9 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
           linksOf(memoryId, found),
         ])
       : [0, 0, EMPTY_REFLECTION_LINKS];
+    // Links naming an observation deleted since are not counted: their observations tell.
+    const observations =
+      found && links !== EMPTY_REFLECTION_LINKS ? await observationCache.get(memoryId, found) : undefined;
     return statusOf({
       mode,
       memoryId,
@@ -132,7 +136,7 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
       config,
       pendingOperations,
       deadOperations,
-      activeLinks: activeReflectionLinks(links),
+      activeLinks: activeReflectionLinks(links, observations),
     });
   };
 
@@ -164,7 +168,7 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
       // A new state that changed nothing the snippet shows (a turn's messages appended).
       let text = builtSnippets.find(memoryId, inputs);
       if (text === undefined) {
-        text = buildObservationSnippet({ ...inputs, links: activeReflectionLinks(linked), estimator });
+        text = buildObservationSnippet({ ...inputs, links: activeReflectionLinks(linked, listed), estimator });
         builtSnippets.hold(memoryId, inputs, text);
       }
       snippetCache.set(memoryId, stateKey, text);
@@ -230,7 +234,7 @@ async function inspectScope(
       snippet: '',
     };
   }
-  const [status, observations, links, operations] = await Promise.all([
+  const [status, held, links, operations] = await Promise.all([
     statusFrom(scope, record),
     // The cache brings its copy up to date with the new rows only: a scope polled by the
     // inspector is not read whole every time.
@@ -238,14 +242,17 @@ async function inspectScope(
     linksOf(memoryId, record),
     inspectOptions.operations === 'open' ? openOperationsOf(store, memoryId) : store.listOperations(memoryId),
   ]);
+  // A copy, and only what the record read first counts: the cache's own array grows with
+  // every apply, also while the reads above and the snippet below are awaited, and the
+  // status, the list and the snippet must tell of one state.
+  const observations = held.slice(0, firstAfterSeq(held, record.lastObservationSeq));
   const snippet = mode === 'off' ? '' : await reader.snippetOf(memoryId, record, observations, links);
   return {
     progress: progressOf({ record, config: effective(record).config, operations, snippet, estimator }),
     status,
-    // A copy: the cache's own array must not reach the caller.
-    observations: [...observations],
+    observations,
     reflection: record.reflection ?? null,
-    links: activeReflectionLinks(links),
+    links: activeReflectionLinks(links, observations),
     operations,
     snippet,
   };

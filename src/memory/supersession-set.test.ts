@@ -343,6 +343,56 @@ describe('observational memory: the supersession set (issue 12)', () => {
   });
 });
 
+describe('observational memory: the supersession set after a deletion', () => {
+  it('leaves out supersessions and contradictions naming a deleted observation, in the snippet, status and export', async () => {
+    const observer = scriptedObserver(
+      'IMPORTANCE: 0.5\nUser prefers tabs.',
+      'IMPORTANCE: 0.5\nUser lives in Lyon.',
+      'IMPORTANCE: 0.5\nUser switched to spaces.',
+      'IMPORTANCE: 0.5\nUser lives in Paris.',
+    );
+    const reflector = scriptedReflector(
+      'SUMMARY:\nx\n\nSUPERSESSIONS:\n- [seq:3] replaces [seq:1]: switched to spaces\n\n' +
+        'CONTRADICTIONS:\n- [seq:4] vs [seq:2]: which city',
+    );
+    const memory = memoryObservingEach(observer, reflector);
+    for (const id of ['a', 'b', 'c', 'd'])
+      await memory.observe({ scope, messages: [{ id, role: 'user', content: id }] });
+    await memory.reflectNow(scope);
+    expect(await memory.status(scope)).toMatchObject({ activeSupersessions: 1, activeContradictions: 1 });
+    // The user deletes both newer observations as mistakes.
+    await memory.deleteObservation(scope, 3);
+    const { status } = await memory.deleteObservation(scope, 4);
+    expect(status).toMatchObject({ activeSupersessions: 0, activeContradictions: 0 });
+    const snippet = await memory.snippet(scope);
+    expect(snippet).toContain('User prefers tabs.');
+    expect(snippet).not.toContain('superseded');
+    expect(snippet).not.toContain('which city');
+    expect(snippet).not.toContain('switched to spaces');
+    const exported = JSON.parse((await memory.export(scope, 'json')).content);
+    expect(exported.reflection_links).toEqual({ supersessions: [], contradictions: [] });
+    const page = await memory.observationPage(scope);
+    expect(page.items.find((item) => item.seq === 1)).not.toHaveProperty('supersededBy', 3);
+  });
+});
+
+describe('observational memory: a reflection in Markdown headings, exported', () => {
+  it('keeps its headings below its own section, so the export has one Supersessions and one Contradictions', async () => {
+    const observer = scriptedObserver('IMPORTANCE: 0.5\nfirst', 'IMPORTANCE: 0.5\nsecond');
+    const reflector = scriptedReflector(
+      '## Summary\nTwo facts.\n\n## Supersessions\n- [seq:2] replaces [seq:1]: newer\n\n## Contradictions\nNone.',
+    );
+    const memory = memoryObservingEach(observer, reflector);
+    for (const id of ['a', 'b']) await memory.observe({ scope, messages: [{ id, role: 'user', content: id }] });
+    await memory.reflectNow(scope);
+    const markdown = (await memory.export(scope, 'markdown')).content;
+    expect(markdown.match(/^## Supersessions$/gm)).toHaveLength(1);
+    expect(markdown.match(/^## Contradictions$/gm)).toHaveLength(1);
+    expect(markdown).toContain('## Reflection\n\n### Summary\nTwo facts.');
+    expect(markdown).toContain('## Supersessions\n\n- [2] replaces [1]: newer');
+  });
+});
+
 describe('observational memory: observe events on the scope (issue 12)', () => {
   it('reports every observe operation with its scope and run, also a failed one', async () => {
     const events: ObservationalMemoryEvent[] = [];
