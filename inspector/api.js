@@ -84,25 +84,57 @@ export function authHeaders(extra = {}) {
   return key === '' ? { ...extra } : { ...extra, authorization: `Bearer ${key}` };
 }
 
+/** How long an API call may take before it fails (the event stream, open for a run's life, has none). */
+export const REQUEST_TIMEOUT_MS = 15_000;
+
+/**
+ * @typedef {{ method?: string, json?: unknown, query?: Parameters<typeof apiUrl>[1], signal?: AbortSignal }} CallOptions
+ */
+
 /**
  * Calls the API and returns the parsed JSON body, or throws an {@link ApiError}.
  * @param {string} path
- * @param {{ method?: string, json?: unknown, query?: Parameters<typeof apiUrl>[1], signal?: AbortSignal }} [options]
+ * @param {CallOptions} [options]
  * @returns {Promise<any>}
  */
-export async function api(path, options = {}) {
-  const response = await send(path, options);
-  const text = await response.text();
-  return text === '' ? {} : JSON.parse(text);
+export function api(path, options = {}) {
+  return call(path, options, async (response) => {
+    const text = await response.text();
+    return text === '' ? {} : JSON.parse(text);
+  });
 }
 
 /**
- * Calls the API and returns the raw response (a success), or throws an {@link ApiError}.
+ * Calls the API and returns the body as a Blob (a download), or throws an {@link ApiError}.
  * @param {string} path
- * @param {{ method?: string, json?: unknown, query?: Parameters<typeof apiUrl>[1], signal?: AbortSignal }} [options]
+ * @param {CallOptions} [options]
+ * @returns {Promise<Blob>}
  */
-export async function send(path, options = {}) {
+export function apiBlob(path, options = {}) {
+  return call(path, options, (response) => response.blob());
+}
+
+/**
+ * A call and the reading of its answer, both within {@link REQUEST_TIMEOUT_MS}: a server
+ * that takes the request and never answers would otherwise stop a view's polling for good.
+ * @template R
+ * @param {string} path
+ * @param {CallOptions} options
+ * @param {(response: Response) => Promise<R>} read
+ * @returns {Promise<R>}
+ */
+async function call(path, options, read) {
   const headers = authHeaders(options.json === undefined ? {} : { 'content-type': 'application/json' });
+  const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+  /** The error to throw for one a fetch or a read threw, when it was the timeout or the caller's abort. */
+  const aborted = (/** @type {unknown} */ error) => {
+    if (options.signal?.aborted) return error;
+    if (timeout.aborted) {
+      return new ApiError(0, 'timeout', `the harness server did not answer within ${REQUEST_TIMEOUT_MS / 1000} s`);
+    }
+    return undefined;
+  };
   /** @type {Response} */
   let response;
   try {
@@ -110,15 +142,18 @@ export async function send(path, options = {}) {
       method: options.method ?? 'GET',
       headers,
       cache: 'no-store',
+      signal,
       ...(options.json === undefined ? {} : { body: JSON.stringify(options.json) }),
-      ...(options.signal ? { signal: options.signal } : {}),
     });
   } catch (error) {
-    if (options.signal?.aborted) throw error;
-    throw new ApiError(0, 'unreachable', 'the harness server could not be reached');
+    throw aborted(error) ?? new ApiError(0, 'unreachable', 'the harness server could not be reached');
   }
-  if (!response.ok) throw await errorOf(response);
-  return response;
+  try {
+    if (!response.ok) throw await errorOf(response);
+    return await read(response);
+  } catch (error) {
+    throw aborted(error) ?? error;
+  }
 }
 
 /**
@@ -147,6 +182,9 @@ export async function errorOf(response) {
 export function describeError(error) {
   if (!(error instanceof ApiError)) return `Something went wrong: ${String(error)}`;
   if (error.code === 'key_invalid') return error.message;
+  if (error.code === 'timeout') {
+    return `The harness server did not answer within ${REQUEST_TIMEOUT_MS / 1000} s: it may be overloaded, or something between holds the request. Try again.`;
+  }
   const detail = `${error.message} (HTTP ${error.status}, ${error.code})`;
   switch (error.status) {
     case 0:

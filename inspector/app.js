@@ -2,6 +2,7 @@
 // The inspector's entry: the key form, the hash router and the life cycle of a view (each
 // view gets an AbortSignal that ends its polling and streams when the user moves on).
 import { keyProblem, storedKey, storeKey } from './api.js';
+import { h, replace } from './dom.js';
 import { clearNoticeOnNavigation, notify } from './notice.js';
 import { renderRun } from './run-view.js';
 import { renderRuns } from './runs-view.js';
@@ -17,13 +18,24 @@ import { renderScopes } from './scopes-view.js';
  * }} ViewContext
  */
 
-/** @type {Array<{ pattern: RegExp, section: string, render: (context: ViewContext) => Promise<void> }>} */
+/**
+ * @type {Array<{ pattern: RegExp, section: string, title: (params: string[]) => string,
+ *   render: (context: ViewContext) => Promise<void> }>}
+ */
 const ROUTES = [
-  { pattern: /^\/scopes$/, section: 'scopes', render: renderScopes },
-  { pattern: /^\/scope\/([^/]+)\/([^/]+)\/([^/]+)$/, section: 'scopes', render: renderScope },
-  { pattern: /^\/runs$/, section: 'runs', render: renderRuns },
-  { pattern: /^\/run\/([^/]+)$/, section: 'runs', render: renderRun },
+  { pattern: /^\/scopes$/, section: 'scopes', title: () => 'Memory scopes', render: renderScopes },
+  {
+    pattern: /^\/scope\/([^/]+)\/([^/]+)\/([^/]+)$/,
+    section: 'scopes',
+    title: (params) => `Scope ${params.join(' / ')}`,
+    render: renderScope,
+  },
+  { pattern: /^\/runs$/, section: 'runs', title: () => 'Runs', render: renderRuns },
+  { pattern: /^\/run\/([^/]+)$/, section: 'runs', title: ([runId]) => `Run ${runId}`, render: renderRun },
 ];
+
+/** The document's title for a view: the view first, so tabs and history tell pages apart. */
+const titleOf = (/** @type {string} */ view) => `${view} · Memory inspector`;
 
 /** @type {AbortController | undefined} */
 let current;
@@ -44,11 +56,18 @@ async function show(options = {}) {
     location.replace('#/scopes');
     return;
   }
-  const params = (route.pattern.exec(path) ?? []).slice(1).map((part) => decodeURIComponent(part));
-  for (const link of document.querySelectorAll('nav a[data-section]')) {
-    if (link.getAttribute('data-section') === route.section) link.setAttribute('aria-current', 'page');
-    else link.removeAttribute('aria-current');
+  /** @type {string[]} */
+  let params;
+  try {
+    params = (route.pattern.exec(path) ?? []).slice(1).map((part) => decodeURIComponent(part));
+  } catch {
+    // A stray `%` (a link cut or typed by hand) cannot be decoded.
+    showBadLink(main);
+    if (options.focus) main.querySelector('h1')?.focus();
+    return;
   }
+  markSection(route.section);
+  document.title = titleOf(route.title(params));
   main.replaceChildren();
   main.setAttribute('aria-busy', 'true');
   try {
@@ -58,6 +77,40 @@ async function show(options = {}) {
   }
   // Focus the new view's heading, so keyboard and screen-reader users start there.
   if (options.focus && current === controller) main.querySelector('h1')?.focus();
+}
+
+/** @param {string} section the nav link to mark as the current page ('' for none) */
+function markSection(section) {
+  for (const link of document.querySelectorAll('nav a[data-section]')) {
+    if (link.getAttribute('data-section') === section) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+}
+
+/** @param {HTMLElement} main */
+function showBadLink(main) {
+  markSection('');
+  document.title = titleOf('Bad link');
+  main.removeAttribute('aria-busy');
+  replace(
+    main,
+    h('h1', { tabindex: -1 }, 'Bad link'),
+    h(
+      'div',
+      { class: 'error-panel', role: 'alert', 'data-testid': 'view-error' },
+      'This address is not one the inspector can open (part of it is not valid percent-encoding). ',
+      h('a', { href: '#/scopes' }, 'Go to the memory scopes'),
+      '.',
+    ),
+  );
+}
+
+/** The skip link moves the focus to the view; as a plain `#view` link it would change the route. */
+function setUpSkipLink() {
+  document.querySelector('.skip-link')?.addEventListener('click', (event) => {
+    event.preventDefault();
+    document.getElementById('view')?.focus();
+  });
 }
 
 function setUpKeyForm() {
@@ -92,6 +145,7 @@ function setUpKeyForm() {
   describe();
 }
 
+setUpSkipLink();
 setUpKeyForm();
 window.addEventListener('hashchange', () => {
   clearNoticeOnNavigation();

@@ -114,13 +114,40 @@ export function bar({ label, value, max, unit = 'tokens', id }) {
 }
 
 /**
+ * Runs `work` with `button` disabled, so a second press cannot start it again. Disabling the
+ * focused button drops the focus on the page: it goes back to the button afterwards, unless
+ * it went somewhere else meanwhile or the button left the page.
+ * @template R
+ * @param {HTMLButtonElement} button
+ * @param {() => Promise<R>} work
+ * @returns {Promise<R>}
+ */
+export async function whileBusy(button, work) {
+  const hadFocus = document.activeElement === button;
+  button.disabled = true;
+  try {
+    return await work();
+  } finally {
+    button.disabled = false;
+    if (hadFocus && button.isConnected && focusIsLost()) button.focus();
+  }
+}
+
+/** Whether the focus is nowhere in particular (on the body, as after its element went away). */
+export function focusIsLost() {
+  return document.activeElement === null || document.activeElement === document.body;
+}
+
+/**
  * A two-step button: the first press asks, the second (on "confirm") acts. Escape or
  * "Cancel" goes back. Focus moves to the confirm button and back.
- * @param {{ label: string, question: string, confirmLabel: string, onConfirm: () => unknown, danger?: boolean }} options
+ * @param {{ label: string, question: string, confirmLabel: string, onConfirm: () => unknown,
+ *   danger?: boolean, name?: string }} options `name`: the accessible name of both buttons
+ *   when their label alone does not say what they act on ("Delete observation 3")
  */
-export function confirmButton({ label, question, confirmLabel, onConfirm, danger = true }) {
+export function confirmButton({ label, question, confirmLabel, onConfirm, danger = true, name }) {
   const wrapper = h('span', { class: 'confirm' });
-  const start = h('button', { type: 'button', class: danger ? 'danger' : '' }, label);
+  const start = h('button', { type: 'button', class: danger ? 'danger' : '', 'aria-label': name }, label);
   let asking = false;
   const showStart = () => {
     asking = false;
@@ -131,7 +158,7 @@ export function confirmButton({ label, question, confirmLabel, onConfirm, danger
     if (asking && event.key === 'Escape') showStart();
   });
   start.addEventListener('click', () => {
-    const yes = h('button', { type: 'button', class: 'danger' }, confirmLabel);
+    const yes = h('button', { type: 'button', class: 'danger', 'aria-label': name }, confirmLabel);
     const no = h('button', { type: 'button' }, 'Cancel');
     yes.addEventListener('click', async () => {
       yes.disabled = true;

@@ -48,18 +48,26 @@ export function errorPanel(error, testId = 'list-error') {
 }
 
 /**
- * An error line for a form (validation errors from the API), empty until used.
+ * An error line for a form (validation errors from the API, or the form's own), empty until used.
  */
 export function formError() {
   const line = h('p', { class: 'form-error', role: 'alert' });
+  const clear = () => replace(line);
   return {
     element: line,
-    /** @param {unknown} error */
+    /** @param {unknown} error an error, or the message itself */
     show(error) {
-      replace(line, error === null ? null : describeError(error));
+      replace(line, error === null ? null : typeof error === 'string' ? error : describeError(error));
     },
-    clear() {
-      replace(line);
+    clear,
+    /**
+     * Clears the line when the browser's own checks (a required field left empty) stop a
+     * submit: the old error would stand beside a field that is now valid.
+     * @param {HTMLFormElement} form
+     */
+    clearWhenBlocked(form) {
+      // `invalid` does not bubble: caught on the way down.
+      form.addEventListener('invalid', clear, true);
     },
   };
 }

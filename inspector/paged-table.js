@@ -1,6 +1,7 @@
 // @ts-check
 // A table filled page by page from a cursor-paginated list API ({items, next_cursor}).
-import { h, replace } from './dom.js';
+import { h, replace, whileBusy } from './dom.js';
+import { createRowSync } from './row-sync.js';
 
 /**
  * @template T
@@ -8,11 +9,15 @@ import { h, replace } from './dom.js';
  *   caption: string,
  *   columns: string[],
  *   row: (item: T) => HTMLTableRowElement,
+ *   key?: (item: T) => string,
+ *   update?: (row: HTMLTableRowElement, item: T) => void,
  *   load: (cursor: string | undefined) => Promise<{ items: T[], next_cursor?: string | null }>,
  *   empty: string,
  *   onError: (error: unknown) => void,
  *   testId?: string,
- * }} PagedTableOptions
+ * }} PagedTableOptions `key` names the item a row shows (by default the item itself, as JSON),
+ *   so `refresh` keeps the rows that stay; `update` redraws a kept row in place (by default
+ *   it is replaced)
  */
 
 /**
@@ -41,6 +46,11 @@ export async function pagedTable(options) {
     body,
   );
   const element = h('div', { class: 'paged' }, h('div', { class: 'table-scroll' }, table), count, more);
+  const rows = createRowSync({
+    key: options.key ?? ((item) => JSON.stringify(item)),
+    build: options.row,
+    update: options.update,
+  });
   /** @type {string | undefined} */
   let cursor;
   let shown = 0;
@@ -50,28 +60,10 @@ export async function pagedTable(options) {
   // The generation whose answer set `cursor`: "Load more" pages only that list.
   let cursorGeneration = 0;
 
-  /** @param {boolean} fromStart */
-  const loadPage = async (fromStart) => {
-    // "Load more" clicked while a newer list loads would page the old one: nothing to do.
-    if (!fromStart && cursorGeneration !== generation) return;
-    const mine = fromStart ? ++generation : generation;
-    if (fromStart) more.hidden = true;
-    /** @type {Awaited<ReturnType<typeof options.load>>} */
-    let page;
-    try {
-      page = await options.load(fromStart ? undefined : cursor);
-    } catch (error) {
-      if (mine === generation) throw error;
-      return; // the newer load reports its own outcome
-    }
-    if (mine !== generation) return;
-    if (fromStart) {
-      body.replaceChildren();
-      shown = 0;
-    }
-    for (const item of page.items) body.appendChild(options.row(item));
-    shown += page.items.length;
-    cursor = page.next_cursor ?? undefined;
+  /** @param {number} total @param {string | undefined} next @param {number} mine */
+  const showCount = (total, next, mine) => {
+    shown = total;
+    cursor = next;
     cursorGeneration = mine;
     more.hidden = cursor === undefined;
     if (shown === 0) {
@@ -80,21 +72,60 @@ export async function pagedTable(options) {
     count.textContent = `${shown} shown${cursor === undefined ? '' : ', more available'}`;
   };
 
-  more.addEventListener('click', async () => {
-    more.disabled = true;
+  /**
+   * Loads the list from its start: a new list (`keep` false), or the same list brought up to
+   * date (`keep` true): as many rows as were shown, the rows that stay kept as they are.
+   * @param {boolean} keep
+   */
+  const loadFromStart = async (keep) => {
+    const mine = ++generation;
+    if (!keep) more.hidden = true;
+    const wanted = keep ? shown : 0;
+    /** @type {T[]} */
+    const items = [];
+    /** @type {string | undefined} */
+    let next;
     try {
-      await loadPage(false);
+      do {
+        const page = await options.load(next);
+        if (mine !== generation) return;
+        items.push(...page.items);
+        next = page.next_cursor ?? undefined;
+      } while (next !== undefined && items.length < wanted);
+    } catch (error) {
+      if (mine === generation) throw error;
+      return; // the newer load reports its own outcome
+    }
+    if (keep) rows.sync(body, items);
+    else replace(body, items.map(rows.row));
+    showCount(items.length, next, mine);
+  };
+
+  const loadMore = async () => {
+    // "Load more" clicked while a newer list loads would page the old one: nothing to do.
+    if (cursorGeneration !== generation) return;
+    const mine = generation;
+    const page = await options.load(cursor);
+    if (mine !== generation) return;
+    if (shown === 0) body.replaceChildren();
+    for (const item of page.items) body.appendChild(rows.row(item));
+    showCount(shown + page.items.length, page.next_cursor ?? undefined, mine);
+  };
+
+  more.addEventListener('click', async () => {
+    try {
+      await whileBusy(more, loadMore);
     } catch (error) {
       options.onError(error);
-    } finally {
-      more.disabled = false;
     }
   });
 
-  await loadPage(true);
+  await loadFromStart(false);
   return {
     element,
-    /** Loads the first page again. */
-    reload: () => loadPage(true),
+    /** Loads the first page again (a new list: a search, a filter). */
+    reload: () => loadFromStart(false),
+    /** Brings the list up to date, keeping the user's place: as many rows, the same rows where they stay. */
+    refresh: () => loadFromStart(true),
   };
 }

@@ -5,6 +5,7 @@ import { h, replace, timeOf } from './dom.js';
 import { scopeHref } from './links.js';
 import { failView } from './notice.js';
 import { followEvents, TERMINAL_EVENTS } from './sse.js';
+import { isolatedText, visibleText } from './visible-text.js';
 
 const STATE_TEXT = {
   connecting: 'connecting…',
@@ -12,6 +13,22 @@ const STATE_TEXT = {
   reconnecting: 'connection lost, reconnecting…',
   ended: 'ended: the run is over',
 };
+
+/**
+ * What the stream's state line says: while reconnecting, how many tries failed and the
+ * server's error answer (a 500 or a 429 is not a lost connection); once back, how often it
+ * came back.
+ * @param {import('./sse.js').StreamState} state
+ * @param {import('./sse.js').StreamProgress} progress
+ */
+function stateText(state, { reconnects, failures, error }) {
+  if (state !== 'reconnecting') {
+    return `${STATE_TEXT[state]}${reconnects > 0 ? ` (reconnected ${reconnects}×)` : ''}`;
+  }
+  const tries = failures > 1 ? ` (${failures} tries failed)` : '';
+  if (error === undefined) return `${STATE_TEXT[state]}${tries}`;
+  return `the server answered with an error, retrying…${tries} ${describeError(error)}`;
+}
 
 /** @param {import('./app.js').ViewContext} context */
 export async function renderRun({ main, signal, params }) {
@@ -41,14 +58,18 @@ export async function renderRun({ main, signal, params }) {
         h(
           'a',
           { href: scopeHref(run.tenant_id, run.conversation_id, run.agent_id) },
-          `${run.conversation_id} / ${run.agent_id}`,
+          isolatedText(run.conversation_id),
+          ' / ',
+          isolatedText(run.agent_id),
         ),
       ),
       h('dt', {}, 'Prompt'),
-      h('dd', { class: 'wrap' }, run.prompt ?? ''),
+      h('dd', { class: 'wrap', 'data-testid': 'run-prompt' }, isolatedText(run.prompt ?? '')),
       h('dt', {}, 'Output'),
-      h('dd', { class: 'wrap' }, run.output ?? '–'),
-      run.error ? [h('dt', {}, 'Error'), h('dd', { class: 'wrap warn' }, JSON.stringify(run.error))] : null,
+      h('dd', { class: 'wrap', 'data-testid': 'run-output' }, isolatedText(run.output ?? '–')),
+      run.error
+        ? [h('dt', {}, 'Error'), h('dd', { class: 'wrap warn' }, isolatedText(JSON.stringify(run.error)))]
+        : null,
       h('dt', {}, 'Steps'),
       h('dd', {}, `${run.steps ?? 0} of at most ${run.max_steps ?? '?'}`),
       h('dt', {}, 'Tokens'),
@@ -87,10 +108,10 @@ export async function renderRun({ main, signal, params }) {
     await followEvents({
       url: apiUrl(`${path}/events`),
       signal,
-      onState: (next, reconnects) => {
+      onState: (next, progress) => {
         state.dataset['state'] = next;
-        state.dataset['reconnects'] = String(reconnects);
-        replace(state, STATE_TEXT[next], reconnects > 0 ? ` (reconnected ${reconnects}×)` : '');
+        state.dataset['reconnects'] = String(progress.reconnects);
+        replace(state, stateText(next, progress));
       },
       onFrame: (frame) => {
         list.appendChild(eventItem(frame));
@@ -138,7 +159,8 @@ function eventItem(frame) {
         ' ',
         timeOf(data.timestamp),
       ),
-      h('pre', { class: 'wrap' }, JSON.stringify(data.payload ?? {}, null, 2)),
+      // JSON reads left to right, whatever the strings in it hold.
+      h('pre', { class: 'wrap', dir: 'ltr' }, visibleText(JSON.stringify(data.payload ?? {}, null, 2))),
     ),
   );
 }

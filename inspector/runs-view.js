@@ -1,10 +1,11 @@
 // @ts-check
 // The runs list, newest first, with filters, and a form to start a run.
 import { api, describeError, isAccessError } from './api.js';
-import { h, timeOf } from './dom.js';
+import { h, timeOf, whileBusy } from './dom.js';
 import { runHref, runsHref, scopeHref, shortId } from './links.js';
 import { errorPanel, failView, formError, notify } from './notice.js';
 import { pagedTable } from './paged-table.js';
+import { isolatedText } from './visible-text.js';
 
 const STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled'];
 
@@ -44,10 +45,14 @@ export async function renderRuns({ main, signal, query }) {
           h(
             'td',
             {},
-            h('a', { href: scopeHref(run.tenant_id, run.conversation_id, run.agent_id) }, run.conversation_id),
+            h(
+              'a',
+              { href: scopeHref(run.tenant_id, run.conversation_id, run.agent_id) },
+              isolatedText(run.conversation_id),
+            ),
           ),
-          h('td', {}, run.agent_id),
-          h('td', { class: 'content clip' }, run.prompt),
+          h('td', {}, isolatedText(run.agent_id)),
+          h('td', { class: 'content clip' }, isolatedText(run.prompt)),
           h('td', { class: 'number' }, run.steps),
           h('td', {}, timeOf(run.created_at)),
         ),
@@ -114,6 +119,7 @@ function startForm(filters, signal) {
   const conversation = h('input', { id: 'run-conversation', value: filters.conversation_id });
   const agent = h('input', { id: 'run-agent', value: filters.agent_id });
   const problem = formError();
+  const start = h('button', { type: 'submit' }, 'Start run');
   const form = h(
     'form',
     { class: 'edit-form', 'aria-labelledby': 'start-run-heading' },
@@ -125,21 +131,26 @@ function startForm(filters, signal) {
     h('label', { for: agent.id }, 'Agent (empty: the default)'),
     agent,
     problem.element,
-    h('button', { type: 'submit' }, 'Start run'),
+    start,
   );
-  form.addEventListener('submit', async (event) => {
+  problem.clearWhenBlocked(form);
+  form.addEventListener('submit', (event) => {
     event.preventDefault();
+    // A second press while the first is on its way would start a second run.
+    if (start.disabled) return;
     problem.clear();
     const body = /** @type {Record<string, string>} */ ({ prompt: prompt.value });
     if (conversation.value.trim() !== '') body['conversation_id'] = conversation.value.trim();
     if (agent.value.trim() !== '') body['agent_id'] = agent.value.trim();
     if (filters.tenant_id !== '') body['tenant_id'] = filters.tenant_id;
-    try {
-      const started = await api('/runs', { method: 'POST', json: body, signal });
-      location.hash = runHref(started.run_id);
-    } catch (error) {
-      problem.show(error);
-    }
+    void whileBusy(start, async () => {
+      try {
+        const started = await api('/runs', { method: 'POST', json: body, signal });
+        location.hash = runHref(started.run_id);
+      } catch (error) {
+        problem.show(error);
+      }
+    });
   });
   return form;
 }

@@ -2,9 +2,10 @@
 // A scope's observations as a table: why the next snippet shows each one or not, where it
 // came from, and the correct / delete actions.
 import { api, isGoneRow } from './api.js';
-import { confirmButton, h, numberText, replace, timeOf } from './dom.js';
+import { confirmButton, h, numberText, replace, timeOf, whileBusy } from './dom.js';
 import { formError } from './notice.js';
 import { pagedTable } from './paged-table.js';
+import { removeRow } from './row-sync.js';
 
 /**
  * @typedef {{
@@ -34,13 +35,22 @@ export async function observationsPanel({ base, signal, onError, onChanged, isEn
   search.addEventListener('submit', (event) => {
     event.preventDefault();
     query = searchInput.value.trim();
+    changedWhileEditing = false;
     table.reload().catch(onError);
   });
 
-  /** @param {ObservationItem} item */
-  const row = (item) => {
+  // How each row is redrawn for a newer version of its observation.
+  /** @type {WeakMap<Element, (item: ObservationItem) => void>} */
+  const updaters = new WeakMap();
+  // A change seen while a correction was open: the table is brought up to date when it closes.
+  let changedWhileEditing = false;
+
+  /** @param {ObservationItem} first */
+  const row = (first) => {
+    let item = first;
+    let editing = false;
     const tr = h('tr', { 'data-seq': item.seq });
-    const cells = () => [
+    const dataCells = () => [
       h('td', { class: 'number' }, `#${item.seq}`),
       h('td', { class: 'content' }, item.content),
       h('td', { class: 'number' }, numberText(item.importance, 2)),
@@ -49,8 +59,8 @@ export async function observationsPanel({ base, signal, onError, onChanged, isEn
       h('td', {}, inclusion(item, isEnabled())),
       h('td', {}, item.superseded_by ? `#${item.superseded_by}` : '–'),
       h('td', { class: 'provenance' }, provenance(item)),
-      h('td', { class: 'row-actions' }, correctButton(), deleteButton()),
     ];
+    const actionsCell = () => h('td', { class: 'row-actions' }, correctButton(), deleteButton());
     const correctButton = () => {
       const button = h('button', { type: 'button', 'aria-label': `Correct observation ${item.seq}` }, 'Correct');
       button.addEventListener('click', () => edit());
@@ -59,6 +69,7 @@ export async function observationsPanel({ base, signal, onError, onChanged, isEn
     const deleteButton = () =>
       confirmButton({
         label: 'Delete',
+        name: `Delete observation ${item.seq}`,
         question: `Delete observation #${item.seq}?`,
         confirmLabel: 'Delete',
         onConfirm: async () => {
@@ -68,12 +79,12 @@ export async function observationsPanel({ base, signal, onError, onChanged, isEn
             onError(error);
             // Deleted meanwhile elsewhere: the table is brought up to date.
             if (isGoneRow(error)) {
-              tr.remove();
+              removeRow(tr);
               onChanged();
             }
             return;
           }
-          tr.remove();
+          removeRow(tr);
           onChanged();
         },
       });
@@ -89,6 +100,7 @@ export async function observationsPanel({ base, signal, onError, onChanged, isEn
         value: typeof item.importance === 'number' ? String(item.importance) : '',
       });
       const problem = formError();
+      const save = h('button', { type: 'submit' }, 'Save');
       const form = h(
         'form',
         { class: 'edit-form' },
@@ -97,22 +109,28 @@ export async function observationsPanel({ base, signal, onError, onChanged, isEn
         h('label', { for: importance.id }, 'Importance (0 to 1, empty keeps it)'),
         importance,
         problem.element,
-        h('div', { class: 'row-actions' }, h('button', { type: 'submit' }, 'Save'), cancel()),
+        h('div', { class: 'row-actions' }, save, cancel()),
       );
-      form.addEventListener('submit', async (event) => {
+      problem.clearWhenBlocked(form);
+      form.addEventListener('submit', (event) => {
         event.preventDefault();
+        // A second press while the first is on its way would log a second correction.
+        if (save.disabled) return;
         const body = /** @type {{ content: string, importance?: number }} */ ({ content: content.value });
         if (importance.value.trim() !== '') body.importance = Number(importance.value);
-        try {
-          const answer = await api(`${base}/observations/${item.seq}`, { method: 'PATCH', json: body, signal });
-          Object.assign(item, answer.observation ?? { content: body.content });
-        } catch (error) {
-          problem.show(error);
-          return;
-        }
-        close();
-        onChanged();
+        void whileBusy(save, async () => {
+          try {
+            const answer = await api(`${base}/observations/${item.seq}`, { method: 'PATCH', json: body, signal });
+            item = { ...item, ...(answer.observation ?? { content: body.content }) };
+          } catch (error) {
+            problem.show(error);
+            return;
+          }
+          close();
+          onChanged();
+        });
       });
+      editing = true;
       replace(tr, h('td', { colspan: 9 }, form));
       content.focus();
     };
@@ -122,12 +140,29 @@ export async function observationsPanel({ base, signal, onError, onChanged, isEn
       return button;
     };
     const close = () => {
-      replace(tr, cells());
+      editing = false;
+      replace(tr, dataCells(), actionsCell());
       tr.querySelector('button')?.focus();
+      if (changedWhileEditing && !busy()) {
+        changedWhileEditing = false;
+        table.refresh().catch(onError);
+      }
     };
-    replace(tr, cells());
+    updaters.set(tr, (next) => {
+      item = next;
+      if (editing) return;
+      // The actions cell stays as it is: an open delete question and the focus survive.
+      const actions = tr.lastElementChild;
+      if (!actions) return replace(tr, dataCells(), actionsCell());
+      for (const cell of Array.from(tr.children)) if (cell !== actions) cell.remove();
+      actions.before(...dataCells());
+    });
+    replace(tr, dataCells(), actionsCell());
     return tr;
   };
+
+  /** Whether a correction is being edited (a reload would lose it): a form still on the page, not one a reload removed. */
+  const busy = () => table.element.querySelector('form.edit-form') !== null;
 
   const table = await pagedTable({
     caption: 'Observations',
@@ -146,13 +181,21 @@ export async function observationsPanel({ base, signal, onError, onChanged, isEn
     empty: 'No observations.',
     load: (cursor) => api(`${base}/observations`, { query: { q: query, limit: 50, cursor }, signal }),
     row,
+    key: (item) => String(item.seq),
+    update: (tr, item) => updaters.get(tr)?.(item),
     onError,
   });
   return {
     element: h('div', {}, search, table.element),
-    /** Whether a correction is being edited (a reload would lose it): a form still on the page, not one a reload removed. */
-    busy: () => table.element.querySelector('form.edit-form') !== null,
-    reload: table.reload,
+    /** Brings the table up to date, keeping the user's place; after the correction being edited, if one is. */
+    refresh: async () => {
+      if (busy()) {
+        changedWhileEditing = true;
+        return;
+      }
+      changedWhileEditing = false;
+      await table.refresh();
+    },
   };
 }
 

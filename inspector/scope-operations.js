@@ -2,7 +2,7 @@
 // A scope's operation log: observe, reflect and hand corrections, with attempts and errors;
 // dead operations can be retried.
 import { api, isGoneRow } from './api.js';
-import { h, timeOf } from './dom.js';
+import { h, timeOf, whileBusy } from './dom.js';
 import { runHref, shortId } from './links.js';
 import { pagedTable } from './paged-table.js';
 
@@ -32,23 +32,23 @@ export async function operationsPanel({ base, signal, onError, onChanged }) {
   /** @param {OperationItem} item */
   const retryButton = (item) => {
     const button = h('button', { type: 'button', 'aria-label': `Retry operation ${item.operation_id}` }, 'Retry');
-    button.addEventListener('click', async () => {
-      button.disabled = true;
-      try {
-        await api(`${base}/operations/${encodeURIComponent(item.operation_id)}/retry`, {
-          method: 'POST',
-          json: {},
-          signal,
-        });
-      } catch (error) {
-        button.disabled = false;
-        onError(error);
-        // Retried or gone meanwhile elsewhere: the table is brought up to date.
-        if (isGoneRow(error)) onChanged();
-        return;
-      }
-      onChanged();
-    });
+    button.addEventListener('click', () =>
+      whileBusy(button, async () => {
+        try {
+          await api(`${base}/operations/${encodeURIComponent(item.operation_id)}/retry`, {
+            method: 'POST',
+            json: {},
+            signal,
+          });
+        } catch (error) {
+          onError(error);
+          // Retried or gone meanwhile elsewhere: the table is brought up to date.
+          if (isGoneRow(error)) onChanged();
+          return;
+        }
+        onChanged();
+      }),
+    );
     return button;
   };
 
@@ -57,6 +57,7 @@ export async function operationsPanel({ base, signal, onError, onChanged }) {
     testId: 'operations-table',
     columns: ['Seq', 'Type', 'Status', 'Attempt', 'Error', 'Run', 'Created', 'Updated', ''],
     empty: 'No operations.',
+    key: (item) => item.operation_id,
     load: (cursor) => api(`${base}/operations`, { query: { status, limit: 50, cursor }, signal }),
     row: (item) =>
       h(
@@ -81,6 +82,6 @@ export async function operationsPanel({ base, signal, onError, onChanged }) {
       h('div', { class: 'filters' }, h('label', { for: select.id }, 'Status'), select),
       table.element,
     ),
-    reload: table.reload,
+    refresh: table.refresh,
   };
 }

@@ -2,8 +2,8 @@
 // One memory scope: what the next turn's snippets hold, how close the next observe and
 // reflection are (polled every 2 s), its observations, reflection, working memory and
 // operation log, and the buttons that control it.
-import { api, describeError, isAccessError, segment, send } from './api.js';
-import { bar, confirmButton, h, replace } from './dom.js';
+import { api, apiBlob, describeError, isAccessError, segment } from './api.js';
+import { bar, confirmButton, h, replace, whileBusy } from './dom.js';
 import { runsHref } from './links.js';
 import { failView, notify } from './notice.js';
 import { observationsPanel } from './scope-observations.js';
@@ -101,7 +101,12 @@ export async function renderScope({ main, signal, params }) {
     } catch (error) {
       if (signal.aborted) return;
       if (isAccessError(error)) fail(error);
-      else replace(liveState, h('span', { class: 'warn' }, `Not updated: ${describeError(error)}`));
+      else {
+        replace(liveState, h('span', { class: 'warn' }, `Not updated: ${describeError(error)}`));
+        // The next answer writes the live line again, even when its progress is unchanged.
+        liveState.dataset['state'] = 'not updated';
+        drawn.delete('progress');
+      }
       return;
     }
     if (signal.aborted || stopped) return;
@@ -109,8 +114,8 @@ export async function renderScope({ main, signal, params }) {
     const key = stateKey(detail);
     if (key !== seen) {
       seen = key;
-      if (!observations.busy()) observations.reload().catch(report);
-      operations.reload().catch(report);
+      observations.refresh().catch(report);
+      operations.refresh().catch(report);
     }
   };
 
@@ -304,25 +309,23 @@ function scopeActions({ base, conversation, agent, signal, report, refresh }) {
    */
   const action = (label, act) => {
     const button = h('button', { type: 'button' }, label);
-    button.addEventListener('click', async () => {
-      button.disabled = true;
-      try {
-        notify(await act());
-        await refresh();
-      } catch (error) {
-        if (!signal.aborted) report(error);
-      } finally {
-        button.disabled = false;
-      }
-    });
+    button.addEventListener('click', () =>
+      whileBusy(button, async () => {
+        try {
+          notify(await act());
+          await refresh();
+        } catch (error) {
+          if (!signal.aborted) report(error);
+        }
+      }),
+    );
     return button;
   };
   /** @param {string} path */
   const post = (path) => api(`${base}${path}`, { method: 'POST', json: {}, signal });
   /** @param {'json' | 'markdown'} format */
   const exportAs = async (format) => {
-    const response = await send(`${base}/observational/export`, { query: { format }, signal });
-    const blob = await response.blob();
+    const blob = await apiBlob(`${base}/observational/export`, { query: { format }, signal });
     const url = URL.createObjectURL(blob);
     const name = `memory-${conversation}-${agent}.${format === 'json' ? 'json' : 'md'}`.replace(/[^\w.-]+/g, '_');
     const link = h('a', { href: url, download: name, hidden: true });

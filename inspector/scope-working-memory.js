@@ -2,8 +2,10 @@
 // A scope's working memory: its entries, a form to set one (the API's validation errors
 // shown beside it) and delete buttons.
 import { api, segment } from './api.js';
-import { confirmButton, h, replace, timeOf } from './dom.js';
+import { append, confirmButton, h, replace, timeOf, whileBusy } from './dom.js';
 import { formError } from './notice.js';
+import { createRowSync, removeRow } from './row-sync.js';
+import { visibleText } from './visible-text.js';
 
 /**
  * @typedef {{ key: string, value: unknown, created_at: string, updated_at: string }} WorkingMemoryItem
@@ -31,6 +33,7 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
   const keyInput = h('input', { id: 'working-key', name: 'key', spellcheck: 'false', required: true });
   const valueInput = h('textarea', { id: 'working-value', name: 'value', rows: 3, spellcheck: 'false' });
   const problem = formError();
+  const save = h('button', { type: 'submit' }, 'Save entry');
   const form = h(
     'form',
     { class: 'edit-form', 'aria-labelledby': 'working-form-heading' },
@@ -41,29 +44,40 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
     h('p', { class: 'hint', id: 'working-value-hint' }, 'Read as JSON when it parses, otherwise kept as text.'),
     valueInput,
     problem.element,
-    h('button', { type: 'submit' }, 'Save entry'),
+    save,
   );
   valueInput.setAttribute('aria-describedby', 'working-value-hint');
-  form.addEventListener('submit', async (event) => {
+  problem.clearWhenBlocked(form);
+  form.addEventListener('submit', (event) => {
     event.preventDefault();
+    if (save.disabled) return;
     problem.clear();
     const key = keyInput.value.trim();
-    try {
-      await api(`${base}/working/${segment(key)}`, {
-        method: 'PUT',
-        json: { value: parseValue(valueInput.value) },
-        signal,
-      });
-    } catch (error) {
-      problem.show(error);
+    // A key of spaces only would be the path `/working/`, which the API answers with a 404.
+    if (key === '') {
+      problem.show('A key is required: enter the name of the entry.');
+      keyInput.focus();
       return;
     }
-    valueInput.value = '';
-    keyInput.value = '';
-    onChanged();
+    void whileBusy(save, async () => {
+      try {
+        await api(`${base}/working/${segment(key)}`, {
+          method: 'PUT',
+          json: { value: parseValue(valueInput.value) },
+          signal,
+        });
+      } catch (error) {
+        problem.show(error);
+        return;
+      }
+      valueInput.value = '';
+      keyInput.value = '';
+      onChanged();
+    });
   });
+  const rows = createRowSync({ key: (entry) => entry.key, build: row });
 
-  /** The entries last shown, to redraw only on change (an open delete question survives polls). */
+  /** The entries last shown, to look at the rows only on change. */
   let shown = '';
   return {
     element: h('div', {}, h('div', { class: 'table-scroll' }, table), form),
@@ -72,17 +86,14 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
       const text = JSON.stringify(entries);
       if (text === shown) return;
       shown = text;
-      replace(
-        body,
-        entries.length === 0
-          ? h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No entries.'))
-          : entries.map((entry) => row(entry)),
-      );
+      rows.sync(body, entries);
+      if (entries.length === 0) replace(body, h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No entries.')));
     },
   };
 
   /** @param {WorkingMemoryItem} entry */
   function row(entry) {
+    const tr = h('tr', { 'data-key': entry.key });
     const edit = h('button', { type: 'button', 'aria-label': `Edit ${entry.key}` }, 'Edit');
     edit.addEventListener('click', () => {
       keyInput.value = entry.key;
@@ -90,11 +101,9 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
       problem.clear();
       valueInput.focus();
     });
-    return h(
-      'tr',
-      { 'data-key': entry.key },
+    append(tr, [
       h('th', { scope: 'row' }, entry.key),
-      h('td', { class: 'content' }, h('pre', { class: 'wrap' }, JSON.stringify(entry.value, null, 2))),
+      h('td', { class: 'content' }, h('pre', { class: 'wrap' }, visibleText(JSON.stringify(entry.value, null, 2)))),
       h('td', {}, timeOf(entry.updated_at)),
       h(
         'td',
@@ -102,6 +111,7 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
         edit,
         confirmButton({
           label: 'Delete',
+          name: `Delete working-memory entry ${entry.key}`,
           question: `Delete ${entry.key}?`,
           confirmLabel: 'Delete',
           onConfirm: async () => {
@@ -111,11 +121,13 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
               onError(error);
               return;
             }
+            removeRow(tr);
             onChanged();
           },
         }),
       ),
-    );
+    ]);
+    return tr;
   }
 }
 

@@ -81,6 +81,9 @@ export function createSseParser() {
 
 /**
  * @typedef {'connecting' | 'live' | 'reconnecting' | 'ended'} StreamState
+ * @typedef {{ reconnects: number, failures: number, error?: unknown }} StreamProgress `reconnects`:
+ *   how often the stream came back after a loss; `failures`: the connections lost or refused
+ *   in a row; `error`: the server's error answer to the last attempt (a 500, a 429), if it was one
  */
 
 /**
@@ -91,7 +94,7 @@ export function createSseParser() {
  *   url: URL,
  *   signal: AbortSignal,
  *   onFrame: (frame: SseFrame) => void,
- *   onState: (state: StreamState, reconnects: number) => void,
+ *   onState: (state: StreamState, progress: StreamProgress) => void,
  *   isFinished: () => Promise<boolean>,
  * }} options `isFinished` is asked when a stream ends cleanly with no event in it, which
  *   the server does when resumed after the run's last event (a proxy may do it too)
@@ -100,10 +103,15 @@ export async function followEvents({ url, signal, onFrame, onState, isFinished }
   let lastEventId = '';
   let reconnects = 0;
   let failures = 0;
+  let wasLive = false;
+  let lost = false;
+  /** @type {unknown} */
+  let refusal;
   /** @type {number | undefined} */
   let serverRetry;
+  const progress = () => ({ reconnects, failures, ...(refusal === undefined ? {} : { error: refusal }) });
   while (!signal.aborted) {
-    onState(reconnects === 0 ? 'connecting' : 'reconnecting', reconnects);
+    onState(lost ? 'reconnecting' : 'connecting', progress());
     const headers = authHeaders({ accept: 'text/event-stream' });
     if (lastEventId !== '') headers['last-event-id'] = lastEventId;
     let received = 0;
@@ -114,8 +122,12 @@ export async function followEvents({ url, signal, onFrame, onState, isFinished }
       if (!response.ok) {
         const error = await errorOf(response);
         if (isRefusal(error)) throw error;
+        refusal = error;
       } else if (response.body) {
-        onState('live', reconnects);
+        if (wasLive) reconnects += 1;
+        wasLive = true;
+        refusal = undefined;
+        onState('live', progress());
         const parser = createSseParser();
         const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
         try {
@@ -151,11 +163,11 @@ export async function followEvents({ url, signal, onFrame, onState, isFinished }
       }
     }
     if (ended) {
-      onState('ended', reconnects);
+      onState('ended', progress());
       return;
     }
     failures = received > 0 ? 1 : failures + 1;
-    reconnects += 1;
+    lost = true;
     // Quick first retry, then doubling up to the server's `retry` (3 s).
     const delay = Math.min(serverRetry ?? 3000, 250 * 2 ** (failures - 1));
     await new Promise((resolve) => {

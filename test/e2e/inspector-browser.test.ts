@@ -3,10 +3,11 @@
  * the scripted OpenAI-compatible model) over HTTP. No fixed sleeps: every wait is for a
  * condition (a locator, or `expect.poll`).
  */
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_WORKING_MEMORY_KEY_LENGTH } from '../../src/core/working-memory.js';
-import { launchChromium } from '../support/launch-chromium.js';
+import { countAnswersRead, createInspectorPages, unsearchedAnswersRead, WAIT } from '../support/inspector-pages.js';
+import type { InspectorPages } from '../support/inspector-pages.js';
 import { startDropProxy } from './drop-proxy.js';
 import type { DropProxy } from './drop-proxy.js';
 import { messagesOf, startE2E } from './e2e-harness.js';
@@ -15,22 +16,14 @@ import type { E2E, ModelScript } from './e2e-harness.js';
 const KEY = 'key-acme';
 const OTHER_TENANT_KEY = 'key-other';
 const AGENT = 'planner';
-const WAIT = { timeout: 15_000 };
 
 let e2e: E2E;
 let proxy: DropProxy;
 let defaultAgent: ModelScript['agent'];
-/** The browser, started once; each test awaits it, so each one fails (not skips) when it cannot start. */
-let browserStart: Promise<Browser>;
-let contextStart: Promise<BrowserContext> | undefined;
-const pages: Page[] = [];
-/** Uncaught page errors and CSP violations: any of them fails the test that caused it. */
-let pageProblems: string[] = [];
+let inspector: InspectorPages;
 
 beforeAll(async () => {
-  browserStart = launchChromium();
-  // Awaited by each test; here only kept from being an unhandled rejection.
-  browserStart.catch(() => {});
+  inspector = createInspectorPages();
   e2e = await startE2E({ env: { HARNESS_API_KEYS: `${KEY}:acme,${OTHER_TENANT_KEY}:other` } });
   defaultAgent = e2e.script.agent;
   proxy = await startDropProxy(e2e.url);
@@ -40,33 +33,15 @@ beforeAll(async () => {
 
 afterEach(async () => {
   e2e.script.agent = defaultAgent;
-  for (const page of pages.splice(0)) await page.close();
-  const problems = pageProblems;
-  pageProblems = [];
-  expect(problems).toEqual([]);
+  // Uncaught page errors and CSP violations: any of them fails the test that caused it.
+  expect(await inspector.closePages()).toEqual([]);
 });
 
 afterAll(async () => {
-  await (await browserStart?.catch(() => undefined))?.close();
+  await inspector?.close();
   await proxy?.close();
   await e2e?.close();
 });
-
-/**
- * The one browser context of this file. NOTE: Chromium runs with --single-process
- * (@sparticuz/chromium's flags), where closing a context takes the browser down; so there
- * is one context and a page per test. A page is a tab, and each tab has its own session
- * storage, so each test still starts without a key.
- */
-function browserContext(): Promise<BrowserContext> {
-  contextStart ??= (async () => {
-    const context = await (await browserStart).newContext();
-    // A tab that stays open, so closing a test's page never closes the last one.
-    await context.newPage();
-    return context;
-  })();
-  return contextStart;
-}
 
 /** A completed run in `conversation` (agent `planner`), its memory work settled. */
 async function seed(conversation: string, prompt: string): Promise<string> {
@@ -82,33 +57,17 @@ async function scopeJson(conversation: string): Promise<Record<string, any>> {
   return body;
 }
 
-/**
- * Opens the inspector in a new tab (so a fresh session storage), types the
- * key into the header form as a user does, then goes to `hash`.
- */
-async function openInspector(
+/** Opens the inspector in a new tab (so a fresh session storage), types the key, then goes to `hash`. */
+function openInspector(
   hash: string,
   options: { key?: string; base?: string; width?: number; height?: number } = {},
 ): Promise<Page> {
-  const page = await (await browserContext()).newPage();
-  pages.push(page);
-  await page.setViewportSize({ width: options.width ?? 1280, height: options.height ?? 800 });
-  page.on('pageerror', (error) => pageProblems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (/content security policy/i.test(message.text())) pageProblems.push(`CSP: ${message.text()}`);
-  });
-  const base = options.base ?? e2e.url;
-  await page.goto(`${base}/inspector/`);
-  if (options.key !== undefined) await useKey(page, options.key);
-  await page.goto(`${base}/inspector/${hash}`);
-  return page;
+  return inspector.open(options.base ?? e2e.url, hash, options);
 }
 
 /** Types a key into the header form. */
-async function useKey(page: Page, key: string): Promise<void> {
-  await page.getByLabel('API key').fill(key);
-  await page.getByRole('button', { name: 'Use key' }).click();
-  await page.getByText('Key in use for this tab').waitFor(WAIT);
+function useKey(page: Page, key: string): Promise<void> {
+  return inspector.useKey(page, key);
 }
 
 const scopeHash = (conversation: string) => `#/scope/acme/${conversation}/${AGENT}`;
@@ -553,30 +512,3 @@ describe('inspector: in a real browser', () => {
     expect(await bodyText(page)).not.toContain('could not be reached');
   });
 });
-
-/**
- * Makes the page count the API answers it has read (their URLs), so a test knows when an
- * answer it released was handled: the handling runs in the same microtask checkpoint as the
- * count, before any later `page.evaluate`.
- */
-async function countAnswersRead(page: Page): Promise<void> {
-  // A string, as the page's own code: the tests are type-checked without the DOM library.
-  await page.evaluate(`{
-    const read = Response.prototype.text;
-    const log = (window.answersRead = []);
-    Response.prototype.text = async function text() {
-      try {
-        return await read.call(this);
-      } finally {
-        log.push(this.url);
-      }
-    };
-  }`);
-}
-
-/** How many observation lists without a search the page has read since {@link countAnswersRead}. */
-function unsearchedAnswersRead(page: Page): Promise<number> {
-  return page.evaluate(
-    `window.answersRead.filter((url) => /\\/observations(\\?|$)/u.test(url) && !new URL(url).searchParams.has('q')).length`,
-  );
-}
