@@ -5,11 +5,14 @@
  */
 import type { ObservationSource, ParsedObservation } from './observation.js';
 import { UNSCORED_IMPORTANCE } from './observation-snippet.js';
+import { restsOn } from './observation-support.js';
 
 /** A transcript message of the batch an observation was made from. */
 export interface BatchMessage {
   readonly seq: number;
   readonly role: string;
+  /** What it says: when given, an observation citing it beside tool output must say it too. */
+  readonly content?: string;
 }
 
 /** An observation's provenance, and its importance after the tool cap. */
@@ -26,7 +29,9 @@ export interface ObservationProvenance {
  * for several roles or any other role. Its importance is capped at `toolImportanceCap` (an
  * unscored one too, when the cap is below the 0.5 it counts as) when it cites tool output at
  * all, or when the batch holds tool output and it cites no user message (uncited, or only the
- * assistant's words, which may repeat what a tool returned).
+ * assistant's words, which may repeat what a tool returned), or cites user messages that do
+ * not say what it says ({@link restsOn}): tool output may tell the observer which message to
+ * cite.
  */
 export function provenanceOf(
   observation: ParsedObservation,
@@ -41,9 +46,14 @@ export function provenanceOf(
   // cites: only an observation resting on a user message and on no tool output goes uncapped.
   const citedRoles = cited.map((seq) => roles.get(seq) as string);
   const batchHasTool = batch.some((message) => isTool(message.role));
+  const userSources = cited.flatMap((seq) => {
+    const message = batch.find((item) => item.seq === seq);
+    return message && isUser(message.role) && message.content !== undefined ? [message.content] : [];
+  });
   const mayBeTool =
     citedRoles.some((role) => isTool(role)) ||
-    (batchHasTool && !citedRoles.some((role) => role.trim().toLowerCase() === 'user'));
+    (batchHasTool && !citedRoles.some((role) => isUser(role))) ||
+    (batchHasTool && userSources.length > 0 && !restsOn(observation.content, userSources));
   return {
     source,
     sourceMessageSeqs: cited,
@@ -53,6 +63,10 @@ export function provenanceOf(
 
 function isTool(role: string): boolean {
   return role.trim().toLowerCase() === 'tool';
+}
+
+function isUser(role: string): boolean {
+  return role.trim().toLowerCase() === 'user';
 }
 
 function sourceOf(roles: readonly string[]): ObservationSource {

@@ -3,6 +3,7 @@
  * @module
  */
 import { HarnessMemoryError, ModelCallError } from './errors.js';
+import { redactSecrets } from './redact-secrets.js';
 import { stripInvisible } from './sanitize-text.js';
 
 // An IPv4 address, with its port if any, as connection errors print it.
@@ -17,6 +18,24 @@ const IP_ADDRESS = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g;
 export function publicErrorText(error: unknown): string {
   if (!(error instanceof Error)) return stripInvisible(String(error));
   return stripInvisible(hideServerAddress(HarnessMemoryError.isInstance(error) ? error.detail : error.message, error));
+}
+
+/**
+ * {@link publicErrorText} with secrets redacted: what an HTTP or MCP answer says of `error`
+ * to the tenant whose request failed. A model provider's error may quote a key or an internal
+ * address back.
+ */
+export function tenantErrorText(error: unknown): string {
+  return redactSecrets(publicErrorText(error)).text;
+}
+
+/**
+ * The data of `error` as the tenant may see it: a model call's `url` (where the operator's
+ * models run) left out.
+ */
+export function tenantErrorData(error: HarnessMemoryError): Record<string, unknown> {
+  const { url: _url, ...data } = error.data;
+  return data;
 }
 
 /**

@@ -25,6 +25,11 @@ describe('redactSecrets: private keys', () => {
     expect(counts).toEqual({ private_key: 1 });
   });
 
+  it('redacts a PGP private key block', () => {
+    const block = '-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----';
+    expect(redactSecrets(`key:\n${block}\nafter`).text).toBe('key:\n[REDACTED:private_key]\nafter');
+  });
+
   it('redacts from an unterminated BEGIN line to the end of the text', () => {
     expect(redactSecrets('x -----BEGIN PRIVATE KEY-----\nMIIE\nmore').text).toBe('x [REDACTED:private_key]');
   });
@@ -48,6 +53,13 @@ describe('redactSecrets: tokens', () => {
     const { text, counts } = redactSecrets('Authorization: bearer abc123.DEF-456_ghi');
     expect(text).toBe('Authorization: bearer [REDACTED:bearer_token]');
     expect(counts).toEqual({ bearer_token: 1 });
+  });
+
+  it('redacts a long bearer token without digits when it mixes cases, and keeps capitals alone', () => {
+    expect(redactSecrets('Authorization: Bearer CnTwentyFourCharsLongTokenXyz').text).toBe(
+      'Authorization: Bearer [REDACTED:bearer_token]',
+    );
+    expect(redactSecrets('Bearer AUTHENTICATIONSCHEMEISUSED').text).toBe('Bearer AUTHENTICATIONSCHEMEISUSED');
   });
 
   it('keeps a short bearer value and bearer prose', () => {
@@ -217,6 +229,13 @@ describe('redactSecrets: passwords in URLs', () => {
     expect(redactSecrets('https://:token123@example.com').text).toBe('https://:[REDACTED:url_password]@example.com');
   });
 
+  it('takes a password holding a raw @ to the last @ before the host', () => {
+    expect(redactSecrets('postgres://harness:p@ssw0rd!@db.internal:5432/x').text).toBe(
+      'postgres://harness:[REDACTED:url_password]@db.internal:5432/x',
+    );
+    expect(redactSecrets('https://u:pw@host/path@x').text).toBe('https://u:[REDACTED:url_password]@host/path@x');
+  });
+
   it('redacts password query parameters', () => {
     expect(redactSecrets('https://x.test/login?user=a&password=hunter2&next=/').text).toBe(
       'https://x.test/login?user=a&password=[REDACTED:url_password]&next=/',
@@ -333,6 +352,15 @@ describe('redactSecrets: email addresses', () => {
     const text = `${'a.'.repeat(20_000)}@${'b-'.repeat(20_000)}`;
     expect(redactSecrets(text).text).toBe(text);
   });
+
+  // A run of ever-longer address tails: quadratic before (about 23 s for 200,000 characters,
+  // freezing a server for every tenant); linear now, well within the test's own timeout.
+  it('stays linear on a run of address fragments, as long as a prompt may be', () => {
+    const text = '@_@-.cd-'.repeat(50_000);
+    expect(redactSecrets(text).counts).toEqual({});
+    const addresses = 'x@y.zz@'.repeat(30_000);
+    expect(redactSecrets(addresses).text).not.toContain('x@y.zz');
+  }, 10_000);
 });
 
 describe('redactSecrets: combined input', () => {

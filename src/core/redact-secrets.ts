@@ -53,7 +53,9 @@ const pattern = (source: string, flags = 'g'): RegExp => new RegExp(source, flag
 const RULES: readonly Rule[] = [
   {
     kind: 'private_key',
-    pattern: /-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]{0,40}PRIVATE KEY-----|$)/g,
+    // PGP's armour says `PRIVATE KEY BLOCK`.
+    pattern:
+      /-----BEGIN [A-Z ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z ]{0,40}PRIVATE KEY(?: BLOCK)?-----|$)/g,
   },
   // alg "none" tokens have an empty signature and still carry the payload, hence `*`.
   {
@@ -96,11 +98,12 @@ const RULES: readonly Rule[] = [
   { kind: 'huggingface_token', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}hf_[A-Za-z0-9]{30,}`) },
   { kind: 'npm_token', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}npm_[A-Za-z0-9]{36,}`) },
   {
-    // `scheme://user:password@host`: the password goes, the rest of the URL stays. Every part
-    // is bounded and the match cannot start inside a scheme-like run, which keeps it linear.
+    // `scheme://user:password@host`: the password goes, the rest of the URL stays; a password
+    // holding a raw `@` (`p@ssw0rd`) goes to the last `@` before the host. Every part is
+    // bounded and the match cannot start inside a scheme-like run, which keeps it linear.
     kind: 'url_password',
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9+.-')}([A-Za-z][A-Za-z0-9+.\-]{0,30}:\/\/[^\s:/?#@"'<>\\]{0,256}):(?!\[REDACTED:)[^\s/?#@"'<>\\]{1,256}@`,
+      String.raw`${startsAfter('A-Za-z0-9+.-')}([A-Za-z][A-Za-z0-9+.\-]{0,30}:\/\/[^\s:/?#@"'<>\\]{0,256}):(?!\[REDACTED:)[^\s/?#"'<>\\]{1,256}@`,
     ),
     replace: (_match, [prefix]) => `${prefix ?? ''}:[REDACTED:url_password]@`,
   },
@@ -112,10 +115,10 @@ const RULES: readonly Rule[] = [
   },
   {
     kind: 'bearer_token',
-    // The digit requirement keeps prose such as "Bearer authentication" intact.
+    // A token holds a digit, or is long and mixes cases: that keeps prose such as "Bearer
+    // authentication" intact.
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9_')}(bearer)[ \t]+(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}`,
-      'gi',
+      String.raw`${startsAfter('A-Za-z0-9_')}([Bb][Ee][Aa][Rr][Ee][Rr])[ \t]+(?:(?=[A-Za-z0-9._~+/=-]*\d)|(?=[A-Za-z0-9._~+/=-]{20})(?=[a-z0-9._~+/=-]*[A-Z])(?=[A-Z0-9._~+/=-]*[a-z]))[A-Za-z0-9._~+/=-]{8,}`,
     ),
     replace: (_match, [word]) => `${word ?? 'Bearer'} [REDACTED:bearer_token]`,
   },
@@ -156,7 +159,7 @@ const RULES: readonly Rule[] = [
   {
     kind: 'email_address',
     pattern: pattern(
-      String.raw`${startsAfter(String.raw`\p{L}\p{N}._%+-`)}(?<!\\|\\u[0-9A-Fa-f]{0,3}|\/\/)(?![Gg][Ii][Tt]@)[\p{L}\p{N}._%+-]+@(?:[\p{L}\p{N}-]+\.)+\p{L}{2,}(?:[\p{L}\p{N}._%+-]*@[\p{L}\p{N}._%+@-]*[\p{L}\p{N}])?(?![\p{L}\p{N}-])`,
+      String.raw`${startsAfter(String.raw`\p{L}\p{N}._%+-`)}(?<!\\|\\u[0-9A-Fa-f]{0,3}|\/\/)(?![Gg][Ii][Tt]@)[\p{L}\p{N}._%+-]{1,256}@(?:[\p{L}\p{N}-]{1,63}\.){1,16}\p{L}{2,63}(?:[\p{L}\p{N}._%+-]{0,256}@[\p{L}\p{N}._%+@-]{0,256}[\p{L}\p{N}])?(?![\p{L}\p{N}-])`,
       'gu',
     ),
   },

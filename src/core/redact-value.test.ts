@@ -86,13 +86,19 @@ describe('redactValue: the one-pass check', () => {
   function oracle(value: unknown): unknown {
     if (typeof value === 'string') return redactSecrets(value).text;
     if (Array.isArray(value)) return value.map(oracle);
-    if (value !== null && typeof value === 'object')
+    if (value !== null && typeof value === 'object') {
+      // Two keys redacted alike stay two: the later ones get " (2)", " (3)", ….
+      const taken = new Set<string>();
       return Object.fromEntries(
-        Object.entries(value).map(([key, item]) => [
-          redactSecrets(key).text,
-          typeof item === 'string' ? asLabelled(key, redactSecrets(item).text) : oracle(item),
-        ]),
+        Object.entries(value).map(([key, item]) => {
+          const redacted = redactSecrets(key).text;
+          let next = redacted;
+          for (let copy = 2; next !== key && taken.has(next); copy++) next = `${redacted} (${copy})`;
+          taken.add(next);
+          return [next, typeof item === 'string' ? asLabelled(key, redactSecrets(item).text) : oracle(item)];
+        }),
       );
+    }
     return value;
   }
 
@@ -159,6 +165,15 @@ describe('redactValue: the one-pass check', () => {
   it('leaves a secret split across two strings alone, as redacting each string does', () => {
     const value = { a: 'sk-', b: 'proj-' + 'Ab3_'.repeat(8) };
     expect(redactValue(value)).toBe(value);
+  });
+
+  it('keeps two keys that redact alike as two keys, none of their values lost', () => {
+    const value = { 'ann@example.com': 'admin', 'bob@example.org': 'owner', plain: 1 };
+    expect(redactValue(value, { keys: true })).toEqual({
+      '[REDACTED:email_address]': 'admin',
+      '[REDACTED:email_address] (2)': 'owner',
+      plain: 1,
+    });
   });
 
   it('redacts keys only when asked, and keeps a "__proto__" key a plain key', () => {

@@ -25,17 +25,18 @@ export function redactValue<T>(value: T, options: RedactValueOptions = {}): T {
 }
 
 /**
- * Redacts JSON text inside its string values, so the result still parses (an unterminated
- * private key cannot swallow the closing quotes); text that is not JSON is redacted as text.
+ * Redacts JSON text inside its string values (and, with `keys: true`, its object keys), so the
+ * result still parses (an unterminated private key cannot swallow the closing quotes); text
+ * that is not JSON is redacted as text.
  */
-export function redactJsonText(text: string): string {
+export function redactJsonText(text: string, options: RedactValueOptions = {}): string {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     return redactSecrets(text).text;
   }
-  const redacted = redactValue(parsed);
+  const redacted = redactValue(parsed, options);
   return redacted === parsed ? text : JSON.stringify(redacted);
 }
 
@@ -116,14 +117,27 @@ function redactNode(value: unknown, depth: number, keys: boolean): unknown {
     return items.some((item, index) => item !== value[index]) ? items : value;
   }
   let changed = false;
+  const taken = new Set<string>();
   const entries = Object.entries(value).map(([key, item]) => {
-    const nextKey = keys ? redactSecrets(key).text : key;
+    const nextKey = keys ? distinctKey(redactSecrets(key).text, key, taken) : key;
     const next = typeof item === 'string' ? redactEntry(key, item) : redactNode(item, depth + 1, keys);
     if (next !== item || nextKey !== key) changed = true;
     return [nextKey, next] as const;
   });
   // fromEntries defines own properties, so a "__proto__" key stays a plain key.
   return changed ? Object.fromEntries(entries) : value;
+}
+
+/**
+ * `redacted` (the key `key` redacted), made distinct from the keys `taken` so far when
+ * redacting changed it: two addresses as keys would otherwise become one key, and one value
+ * would be lost.
+ */
+function distinctKey(redacted: string, key: string, taken: Set<string>): string {
+  let next = redacted;
+  for (let copy = 2; next !== key && taken.has(next); copy++) next = `${redacted} (${copy})`;
+  taken.add(next);
+  return next;
 }
 
 function redactDeepRemainder(value: object): unknown {

@@ -78,12 +78,19 @@ export function needsStripping(text: string): boolean {
   return HAS_HIDDEN.test(text) || HAS_LINE_BREAK.test(text) || !text.isWellFormed();
 }
 
+// The bracketed special tokens of Mistral's chat templates (`[INST]`, `[/INST]`,
+// `[SYSTEM_PROMPT]`, `[TOOL_CALLS]`, …), which a local server may read as tokens in any text.
+const BRACKET_TOKEN_OPEN =
+  /\[(?=\/?(?:INST|SYSTEM_PROMPT|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS|TOOL_CONTENT|THINK|IMG|IMG_BREAK|IMG_END)\])/g;
+
 /**
- * Escapes every `<` that could open or close a tag as `&lt;`, so memory text cannot end or fake
- * our `<working-memory>` / `<observational-memory>` wrappers. Existing entities are left alone.
+ * Escapes every `<` that could open or close a tag as `&lt;` (look-alikes of `<` before a
+ * closing tag or one of our wrappers too), so memory text cannot end or fake our
+ * `<working-memory>` / `<observational-memory>` wrappers, and the `[` of Mistral's bracketed
+ * template tokens as `&#91;`. Existing entities are left alone.
  */
 export function neutralizeMarkup(text: string): string {
-  return text.replace(TAG_OPEN, '&lt;').replace(LOOK_ALIKE_TAG_OPEN, '&lt;');
+  return text.replace(TAG_OPEN, '&lt;').replace(LOOK_ALIKE_TAG_OPEN, '&lt;').replace(BRACKET_TOKEN_OPEN, '&#91;');
 }
 
 /**

@@ -4,6 +4,7 @@
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
+import { tenantErrorData, tenantErrorText } from '../core/public-error-text.js';
 
 /** The result shape MCP tools return (a subset of the SDK's `CallToolResult`). */
 export interface McpToolResult {
@@ -21,10 +22,12 @@ export function toolResult(value: Record<string, unknown>): McpToolResult {
 /** A failed result: `CODE: message`, with the code and data as structured content. */
 export function toolFailure(error: unknown): McpToolResult {
   if (HarnessMemoryError.isInstance(error)) {
+    // As the HTTP API says it: no model server address, no secret a provider quoted back.
+    const message = tenantErrorText(error);
     return {
       isError: true,
-      content: [{ type: 'text', text: `${error.code}: ${error.detail}` }],
-      structuredContent: { error: { code: error.code, message: error.detail, data: { ...error.data } } },
+      content: [{ type: 'text', text: `${error.code}: ${message}` }],
+      structuredContent: { error: { code: error.code, message, data: tenantErrorData(error) } },
     };
   }
   // Anything else is a bug or a store fault: its details stay in the server's log.

@@ -2,6 +2,7 @@
  * The resources of the MCP server: a scope's memory as Markdown, and the tenant's scopes.
  * @module
  */
+import { neutralizeMarkup } from '../core/sanitize-text.js';
 import { ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
 import type { McpServer, Variables } from '@modelcontextprotocol/server';
 import { HarnessMemoryError } from '../core/errors.js';
@@ -87,7 +88,9 @@ export function registerMemoryResources(server: McpServer, dependencies: MemoryR
     const [entries, exported] = await Promise.all([workingMemory.entries(scope), memory.export(scope, 'markdown')]);
     const working =
       entries.length === 0 ? ['(none)'] : entries.map((entry) => `- \`${entry.key}\`: ${entry.valueJson}`);
-    return [`## Working memory`, '', ...working, '', exported.content].join('\n');
+    // A model reads it: memory text may not close a tag or write a template token, as in
+    // `memory_context` and the snippets.
+    return neutralizeMarkup([`## Working memory`, '', ...working, '', exported.content].join('\n'));
   }
 }
 

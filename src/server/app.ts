@@ -56,9 +56,10 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The host of an Origin header, lower-cased; "" for `null` and anything that is not a URL. */
+/** The `host[:port]` of an Origin header, as a Host header writes it; '' when it is not a URL. */
 function originHost(origin: string): string {
   try {
-    return new URL(origin).hostname.toLowerCase();
+    return new URL(origin).host.toLowerCase();
   } catch {
     return '';
   }
@@ -104,13 +105,16 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
     // Without API keys the server trusts loopback callers only; a foreign Host header
     // means DNS rebinding from a browser, so refuse it.
     if (keys.length === 0) {
-      const host = (context.req.header('host') ?? 'localhost').replace(/:\d+$/, '').toLowerCase();
+      const hostHeader = (context.req.header('host') ?? 'localhost').toLowerCase();
+      const host = hostHeader.replace(/:\d+$/, '');
       if (!LOOPBACK_HOSTS.has(host))
         throw httpError(403, 'forbidden_host', `host ${host.slice(0, 100)} is not served without API keys`);
       // A browser names the page that sent a request in Origin, and a "simple" cross-site
-      // POST needs no preflight: a web page must not start runs or change memory here.
+      // POST needs no preflight: a web page must not start runs or change memory here. Only
+      // this server's own pages (the inspector) may: a page of another local server, on
+      // another port, is another origin.
       const origin = context.req.header('origin');
-      if (origin !== undefined && !LOOPBACK_HOSTS.has(originHost(origin)))
+      if (origin !== undefined && originHost(origin) !== hostHeader)
         throw httpError(
           403,
           'forbidden_origin',

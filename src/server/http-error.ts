@@ -2,6 +2,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { HarnessMemoryError } from '../core/errors.js';
 import type { HarnessMemoryErrorCode } from '../core/errors.js';
+import { tenantErrorText } from '../core/public-error-text.js';
 
 /** The JSON error body: `{error: {code, message}}`. */
 export interface ErrorBody {
@@ -72,7 +73,7 @@ export function errorResponse(error: unknown): Response {
   if (HarnessMemoryError.isInstance(error)) {
     const status = STATUS_BY_CODE[error.code] ?? 500;
     // A 500's detail is the server's (a database's message, a schema name): it goes to the log only.
-    return jsonError(status, error.code.toLowerCase(), status === 500 ? INTERNAL_MESSAGE : error.detail);
+    return jsonError(status, error.code.toLowerCase(), status === 500 ? INTERNAL_MESSAGE : tenantErrorText(error));
   }
   return jsonError(500, 'internal', INTERNAL_MESSAGE);
 }

@@ -165,6 +165,17 @@ describe('tenant limits: /mcp', () => {
     );
   });
 
+  it('counts every message of a JSON-RPC batch, so a batch of calls costs what as many POSTs do', async () => {
+    const { request } = setup({ maxWritesPerSecond: 3 }, KEYS);
+    const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/list', params: {} });
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    await expectTooMany(
+      await request('/mcp', { method: 'POST', headers, body: JSON.stringify([1, 2, 3, 4].map(call)), key: 'key-one' }),
+      'rate_limited',
+      '1',
+    );
+  });
+
   it("holds one of the key's event streams while an answer streams, and frees it when the client goes", async () => {
     const { request } = setup({ maxSseConnections: 1, maxWritesPerSecond: 100 }, KEYS);
     const first = await request('/mcp', {

@@ -6,6 +6,7 @@
  * @module
  */
 import { redactSecrets } from '../core/redact-secrets.js';
+import { needsStripping, stripInvisible, stripInvisibleInJson } from '../core/sanitize-text.js';
 import { requireObject } from '../core/require-option.js';
 import { redactJsonText, redactValue } from '../core/redact-value.js';
 import type { ConversationMessage, RunPatch, RunStore } from './run-store.js';
@@ -59,8 +60,30 @@ export function createRedactingRunStore(store: RunStore): RunStore {
   };
 }
 
+/**
+ * `text` redacted; when it holds invisible characters, also as read without them, and that
+ * reading is stored if it finds more (`sk-\u200Bproj-…` hides a key from the rules only
+ * while the zero-width space is there). Text without a hidden secret is stored as given.
+ */
+function hiddenSecretsToo(text: string, redactAs: (text: string) => string, strip: (text: string) => string): string {
+  const direct = redactAs(text);
+  if (!needsStripping(text)) return direct;
+  const stripped = strip(text);
+  const revealed = redactAs(stripped);
+  return revealed !== stripped && redactionCount(revealed) > redactionCount(direct) ? revealed : direct;
+}
+
+function redactionCount(text: string): number {
+  return text.split('[REDACTED:').length - 1;
+}
+
 function redact(text: string): string {
-  return redactSecrets(text).text;
+  return hiddenSecretsToo(text, (given) => redactSecrets(given).text, stripInvisible);
+}
+
+// Object keys too: a tool's result may key its data by address or token.
+function redactJson(text: string): string {
+  return hiddenSecretsToo(text, (given) => redactJsonText(given, { keys: true }), stripInvisibleInJson);
 }
 
 function redactPatch(patch: RunPatch): RunPatch {
@@ -76,9 +99,9 @@ function redactPatch(patch: RunPatch): RunPatch {
 function redactMessage(message: ConversationMessage): ConversationMessage {
   return {
     ...message,
-    content: message.role === 'tool' ? redactJsonText(message.content) : redact(message.content),
+    content: message.role === 'tool' ? redactJson(message.content) : redact(message.content),
     ...(message.toolCalls
-      ? { toolCalls: message.toolCalls.map((call) => ({ ...call, arguments: redactJsonText(call.arguments) })) }
+      ? { toolCalls: message.toolCalls.map((call) => ({ ...call, arguments: redactJson(call.arguments) })) }
       : {}),
   };
 }

@@ -62,8 +62,14 @@ export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
     const tenantId = context.get('tenant') ?? KEYLESS_TENANT;
     // Without keys, what the tenant the calls run as does is counted, as on /v1.
     const counted = principalOf(principal, tenantId);
-    // Any tool call may write (and some ask the memory model): counted before the body is read.
-    if (context.req.method === 'POST') options.limits?.admitWrite(counted);
+    // Any tool call may write (and some ask the memory model): counted before the body is read,
+    // then once more for every further message of a JSON-RPC batch, so a batch of 100 calls
+    // costs what 100 POSTs do.
+    if (context.req.method === 'POST' && options.limits) {
+      options.limits.admitWrite(counted);
+      const messages = await messageCountOf(context.req.raw);
+      for (let message = 1; message < messages; message++) options.limits.admitWrite(counted);
+    }
     const request: RequestErrors = { errors: [], answered: false };
     const response = await requestErrors.run(request, () =>
       handler.fetch(context.req.raw, {
@@ -81,6 +87,16 @@ export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
     return holdingStream(response, options.limits, counted);
   });
   return app;
+}
+
+/** How many JSON-RPC messages a POST carries: a batch's length, else 1 (the SDK answers a body it cannot read). */
+async function messageCountOf(request: Request): Promise<number> {
+  try {
+    const body: unknown = JSON.parse(await request.clone().text());
+    return Array.isArray(body) ? Math.max(1, body.length) : 1;
+  } catch {
+    return 1;
+  }
 }
 
 function isEventStream(response: Response): boolean {

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { createInMemoryRunStore } from './in-memory-run-store.js';
+import { createRedactingRunStore } from './redacting-run-store.js';
+import { newRun } from './run-store.suite.js';
+
+const KEY = `sk-proj-${'Cn21_'.repeat(6)}`;
+
+describe('redacting run store', () => {
+  it('redacts the keys of a tool result, keeping two that redact alike apart', async () => {
+    const store = createRedactingRunStore(createInMemoryRunStore());
+    const content = JSON.stringify({
+      members: { 'ann@mail.example.org': 'admin', [KEY]: 'owner', 'bob@x.example': 'viewer' },
+    });
+    await store.appendMessages('m', [
+      {
+        messageId: 'a',
+        runId: 'r1',
+        role: 'assistant',
+        content: '',
+        toolCalls: [{ id: 'c1', name: 'team', arguments: '{}' }],
+        tokenCount: 1,
+      },
+      { messageId: 't', runId: 'r1', role: 'tool', content, name: 'team', toolCallId: 'c1', tokenCount: 10 },
+    ]);
+    const [, stored] = await store.recentMessages('m', 1000);
+    expect(stored?.content).not.toContain('ann@mail.example.org');
+    expect(stored?.content).not.toContain(KEY);
+    expect(Object.values((JSON.parse(stored?.content ?? '{}') as { members: object }).members)).toEqual([
+      'admin',
+      'owner',
+      'viewer',
+    ]);
+  });
+
+  it('redacts a secret split by an invisible character, and keeps text without one as given', async () => {
+    const store = createRedactingRunStore(createInMemoryRunStore());
+    const hidden = `key ${KEY.slice(0, 3)}\u200B${KEY.slice(3)} done`;
+    await store.createRun({ ...newRun('r1'), status: 'running' });
+    await store.updateRun('r1', { output: hidden });
+    expect((await store.getRun('r1'))?.output).toBe('key [REDACTED:openai_key] done');
+    const emoji = 'coder 👩\u200D💻 and a zero\u200Bwidth space';
+    await store.updateRun('r1', { output: emoji });
+    expect((await store.getRun('r1'))?.output).toBe(emoji);
+  });
+});
