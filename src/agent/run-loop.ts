@@ -105,10 +105,12 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
         const output = await takeStep(options, handedOver, state);
         if (output !== undefined) {
           await settle(options, state);
+          if (signal.aborted) throw cancelled();
           return await endRun(options, state, { status: 'completed', output, steps: state.step, usage: state.usage });
         }
       }
       await settle(options, state);
+      if (signal.aborted) throw cancelled();
       return await fail(options, state, {
         code: 'MAX_STEPS',
         message: `the run reached max_steps (${run.maxSteps}) without a final answer`,
@@ -136,14 +138,18 @@ async function append(
   state.transcript.push(stored);
 }
 
-/** Waits for the run's observations (within the settle timeout), then closes its memory events. */
+/**
+ * Waits for the run's observations (within the settle timeout), then closes its memory events.
+ * A cancel stops the wait at once, and the run ends `cancelled`: its observation goes on, its
+ * events left to the scope's subscribers.
+ */
 async function settle(options: RunLoopOptions, state: RunState): Promise<void> {
   const deadline = options.shutdownDeadline();
   const timeoutMs =
     deadline === undefined
       ? options.settleTimeoutMs
       : Math.min(options.settleTimeoutMs, Math.max(0, deadline - performance.now()));
-  await settleWithin(state.observing, timeoutMs);
+  await settleWithin(state.observing, timeoutMs, state.signal);
   state.closed = true;
 }
 
@@ -431,8 +437,18 @@ async function observesScope(memory: ObservationalMemory, scope: Scope): Promise
   return status.mode !== 'off' && status.enabled;
 }
 
-async function settleWithin(work: Promise<void>, timeoutMs: number): Promise<void> {
+async function settleWithin(work: Promise<void>, timeoutMs: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return;
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  let onAbort: (() => void) | undefined;
+  await Promise.race([
+    work,
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+      onAbort = resolve;
+      signal.addEventListener('abort', onAbort, { once: true });
+    }),
+  ]);
   clearTimeout(timer);
+  if (onAbort) signal.removeEventListener('abort', onAbort);
 }

@@ -3,8 +3,10 @@
  * model is configured: they get placeholder models that fail clearly if ever called.
  * @module
  */
-import { ConfigError, HarnessMemoryError } from '../core/errors.js';
+import type { HarnessConfig } from '../config/schema.js';
+import { ConfigError, HarnessMemoryError, StoreError } from '../core/errors.js';
 import type { LanguageModel } from '../llm/language-model.js';
+import { createAgentModel } from '../llm/memory-model-selection.js';
 import { createHarness } from '../server/create-harness.js';
 import { createJsonLogger } from '../server/fault-log.js';
 import type { Harness } from '../server/create-harness.js';
@@ -16,36 +18,67 @@ export interface OpenHarnessOptions {
   readonly startWorker?: boolean;
   /** Fall back to placeholder models when model configuration is missing. @default false */
   readonly modelsOptional?: boolean;
-  /** Told why a model fell back to a placeholder. */
-  readonly onModelMissing?: (error: ConfigError) => void;
+  /** Told which model fell back to a placeholder, and why. */
+  readonly onModelMissing?: (role: ModelRole, error: ConfigError) => void;
 }
 
-/** Builds the harness from the context's configuration and environment. */
+/** The agent model, or the memory model (observer and reflector). */
+export type ModelRole = 'agent' | 'memory';
+
+/**
+ * Builds the harness from the context's configuration and environment. With `modelsOptional`,
+ * each model that cannot be configured is replaced on its own: a mistake in the memory model's
+ * settings leaves the agent model as it is, and the reverse.
+ */
 export async function openHarness(context: CliContext, options: OpenHarnessOptions = {}): Promise<Harness> {
+  const config = context.config();
   // Faults go to the command's stderr, as JSON lines.
   const base = {
-    config: context.config(),
+    config,
     env: context.env,
     startWorker: options.startWorker ?? false,
     logger: createJsonLogger(context.stderr),
   };
-  if (!options.modelsOptional) return createHarness(base);
   try {
-    return await createHarness(base);
-  } catch (error) {
-    if (!isModelConfigError(error)) throw error;
-    options.onModelMissing?.(error);
+    if (!options.modelsOptional) return await createHarness(base);
+    let agentModel: LanguageModel;
     try {
-      return await createHarness({ ...base, agentModel: unconfiguredModel('agent', error) });
-    } catch (second) {
-      if (!isModelConfigError(second)) throw second;
-      return createHarness({
-        ...base,
-        agentModel: unconfiguredModel('agent', error),
-        memoryModel: unconfiguredModel('memory', second),
-      });
+      agentModel = createAgentModel(config, context.env);
+    } catch (error) {
+      if (!isModelConfigError(error)) throw error;
+      options.onModelMissing?.('agent', error);
+      agentModel = unconfiguredModel('agent', error);
     }
+    try {
+      return await createHarness({ ...base, agentModel });
+    } catch (error) {
+      if (!isModelConfigError(error)) throw error;
+      options.onModelMissing?.('memory', error);
+      return await createHarness({ ...base, agentModel, memoryModel: unconfiguredModel('memory', error) });
+    }
+  } catch (error) {
+    throw withSqlitePathRemedy(error, config);
   }
+}
+
+/**
+ * A SQLite file that cannot be created or opened where `memory.sqlite_path` points: the error,
+ * with the setting to change and where it came from.
+ */
+function withSqlitePathRemedy(error: unknown, config: HarnessConfig): unknown {
+  if (!HarnessMemoryError.isInstance(error) || error.code !== 'STORE_FAILED') return error;
+  const { data } = error;
+  const unopenable = data['folder'] !== undefined || String(data['sqliteCode'] ?? '').startsWith('SQLITE_CANTOPEN');
+  if (data['store'] !== 'sqlite' || data['path'] !== config.memory.sqlitePath || !unopenable) return error;
+  const source = config.sources['memory.sqlite_path'] ?? 'default';
+  return new StoreError({
+    store: 'sqlite',
+    message:
+      `${error.detail} Set memory.sqlite_path (HARNESS_MEMORY_SQLITE_PATH; now ${source}) to a path in a folder ` +
+      'this process can write.',
+    data,
+    cause: error,
+  });
 }
 
 /** A configuration error from choosing a model (not from storage or the server settings). */

@@ -1,25 +1,9 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useCliWorkspaces } from '../../test/support/cli-workspaces.js';
 import { runCli } from './run-cli.js';
 
-const directories: string[] = [];
-
-afterAll(() => {
-  for (const directory of directories) rmSync(directory, { recursive: true, force: true });
-});
-
-/** A fresh workspace, with `.harness/config.toml` holding `toml` when given. */
-function workspaceWith(toml?: string): string {
-  const workspace = mkdtempSync(join(tmpdir(), 'hm-cli-config-'));
-  directories.push(workspace);
-  if (toml !== undefined) {
-    mkdirSync(join(workspace, '.harness'));
-    writeFileSync(join(workspace, '.harness', 'config.toml'), toml);
-  }
-  return workspace;
-}
+const workspaceWith = useCliWorkspaces('hm-cli-config-');
 
 /** Runs the CLI in-process, with no model server: these commands must not need one. */
 async function cli(

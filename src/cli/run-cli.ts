@@ -16,6 +16,7 @@ import { registerMemoryCommand } from './commands/memory.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerServeCommand } from './commands/serve.js';
 import { registerWmCommand } from './commands/wm.js';
+import { checkWorkspace } from './check-workspace.js';
 import type { CliContext, CliStream, CommandResult } from './context.js';
 import { EXIT_OK, errorMessageOf, exitCodeOf } from './exit-codes.js';
 
@@ -54,12 +55,16 @@ export async function runCli(argv: readonly string[], options: RunCliOptions): P
     color: options.stderr.isTTY === true && (options.env['NO_COLOR'] ?? '') === '' && options.env['TERM'] !== 'dumb',
     config() {
       const onWarning = (message: string): void => void options.stderr.write(`harness: warning: ${message}\n`);
-      config ??= loadConfig({
-        env: options.env,
-        cwd,
-        onWarning,
-        ...(options.homeDir === undefined ? {} : { homeDir: options.homeDir }),
-      });
+      if (config === undefined) {
+        const loaded = loadConfig({
+          env: options.env,
+          cwd,
+          onWarning,
+          ...(options.homeDir === undefined ? {} : { homeDir: options.homeDir }),
+        });
+        checkWorkspace(loaded);
+        config = loaded;
+      }
       return config;
     },
   };

@@ -15,12 +15,22 @@ export interface ConfigRow {
 /**
  * Every effective setting as `{ key, value, source }`, for `harness config` and startup logs.
  * API keys, server keys and the password of a DSN or a base URL show as `****` plus their last 4
- * characters. A mode that `memory.enabled = false` turned off says so.
+ * characters. A mode that `memory.enabled = false` turned off says so, and a workspace that is the
+ * current directory says that rather than which option gave it.
  * @example
  * for (const row of describeConfig(loadConfig())) console.log(`${row.key} = ${row.value}  (${row.source})`);
  */
 export function describeConfig(config: HarnessConfig): ConfigRow[] {
-  return Object.entries(config.sources).map(([key, source]) => ({ key, value: displayValue(config, key), source }));
+  return Object.entries(config.sources).map(([key, source]) => ({
+    key,
+    value: displayValue(config, key),
+    source: key === 'workspace' ? displaySource(source) : source,
+  }));
+}
+
+/** The workspace's source for people: `options.cwd` and `process.cwd()` are the same folder to them. */
+function displaySource(source: string): string {
+  return source === 'options.cwd' || source === 'process.cwd()' ? 'current directory' : source;
 }
 
 function displayValue(config: HarnessConfig, key: string): string {

@@ -3,7 +3,8 @@
  * @module
  */
 import { ConfigError } from '../core/errors.js';
-import { parseConfigFile, type ConfigLayer, type ConfigLayerValues } from './schema.js';
+import { parseConfigFile } from './parse-config-file.js';
+import type { ConfigLayer, ConfigLayerValues } from './schema.js';
 
 /** How a variable's string is read before validation. `secret` values are env-only and taken as they are. */
 type EnvKind = 'string' | 'boolean' | 'integer' | 'number' | 'list' | 'secret';
@@ -128,16 +129,27 @@ function convert(variable: EnvVariable, raw: string, source: string): unknown {
         message: `must be one of: true, false, 1, 0, yes, no, on, off, t, f (got ${JSON.stringify(value)})`,
       });
     }
-    // A string that is not an integer fails the schema's number check, which then names the allowed values.
+    // A string that is not an integer fails the schema's number check, which then names the allowed
+    // values and quotes it; so does one too large to be read exactly, as it was given.
     case 'integer':
-      return /^[+-]?\d+$/.test(value) ? Number(value) : value;
+      return /^[+-]?\d+$/.test(value) && Number.isSafeInteger(Number(value)) ? Number(value) : value;
     case 'number':
       return /^[+-]?(\d+(\.\d*)?|\.\d+)$/.test(value) ? Number(value) : value;
-    case 'list':
-      return value
+    case 'list': {
+      const entries = value
         .split(',')
         .map((entry) => entry.trim())
         .filter((entry) => entry !== '');
+      // NOTE: an empty list would silently replace the keys of the config files with none.
+      if (entries.length === 0) {
+        throw new ConfigError({
+          key: variable.key,
+          source,
+          message: 'lists no "key:tenant" entry; give at least one, or unset it to use the keys of the config file',
+        });
+      }
+      return entries;
+    }
     default:
       return value;
   }

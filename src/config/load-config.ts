@@ -16,11 +16,11 @@ import {
 } from '../core/observation.js';
 import { DEFAULT_WORKING_MEMORY_LIMITS } from '../core/working-memory.js';
 import { readEnvironment } from './env-variables.js';
+import { parseConfigFile } from './parse-config-file.js';
 import { validateConfig } from './validate-config.js';
 import {
   CONFIG_FILE_KEYS,
   parseApiKeyEntry,
-  parseConfigFile,
   type ConfigLayer,
   type ForensicsFileSection,
   type HarnessConfig,

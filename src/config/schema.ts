@@ -4,9 +4,10 @@
  * @module
  */
 import { z } from 'zod/v4';
-import { ConfigError, HarnessMemoryError } from '../core/errors.js';
+import { HarnessMemoryError } from '../core/errors.js';
 import { validateScopeId } from '../core/scope.js';
 import { apiKeyProblem } from '../core/api-key.js';
+import { apiKeyEnvProblem } from './api-key-env.js';
 import { MAX_SNIPPET_MAX_TOKENS } from '../core/observation.js';
 
 /** Values of `[memory] mode`. `off` disables memory; `local_coordinator` runs it in-process for one host. */
@@ -109,6 +110,13 @@ const unitInterval = () => z.number({ error: UNIT_INTERVAL }).min(0, UNIT_INTERV
 const literal = <const T extends string>(values: readonly T[]) =>
   z.enum(values as [T, ...T[]], { error: oneOf(values) });
 
+/** The longest `[memory] stale_operation_seconds`: the lease, in milliseconds, must fit a Node timer. */
+export const MAX_STALE_OPERATION_SECONDS = 2_147_483;
+const STALE_SECONDS = `must be a whole number of seconds from 1 to ${MAX_STALE_OPERATION_SECONDS} (about 24 days)`;
+
+const SQLITE_PATH_TILDE =
+  'starts with ~, which is not expanded here: give an absolute path, or one relative to the workspace';
+
 /** The longest `[server] run_retention_days` (a hundred years). */
 export const MAX_RUN_RETENTION_DAYS = 36_500;
 const RETENTION_DAYS = `must be a whole number of days from 1 to ${MAX_RUN_RETENTION_DAYS}, or 0 to keep runs for ever`;
@@ -161,7 +169,9 @@ const memoryShape = {
   mode: text().trim().toLowerCase().pipe(literal(MEMORY_MODES)),
   db_driver: literal(MEMORY_DB_DRIVERS),
   db_dsn: text(),
-  sqlite_path: text().min(1, 'must not be empty'),
+  sqlite_path: text()
+    .min(1, 'must not be empty')
+    .refine((path) => !path.startsWith('~'), SQLITE_PATH_TILDE),
   schema: text().refine((name) => name === '' || POSTGRES_SCHEMA_PATTERN.test(name), SCHEMA_NAME),
   default_enabled: flag(),
   observe_min_tokens: tokenSetting(),
@@ -170,7 +180,11 @@ const memoryShape = {
     `must be at most ${MAX_SNIPPET_MAX_TOKENS} (or 0 for the default)`,
   ),
   reflect_threshold_tokens: tokenSetting(),
-  stale_operation_seconds: positiveInteger(),
+  stale_operation_seconds: z
+    .number({ error: STALE_SECONDS })
+    .int(STALE_SECONDS)
+    .min(1, STALE_SECONDS)
+    .max(MAX_STALE_OPERATION_SECONDS, STALE_SECONDS),
   max_operation_attempts: positiveInteger(),
   redact_secrets: flag(),
   tool_importance_cap: unitInterval(),
@@ -215,7 +229,10 @@ const serverShape = {
 
 const providerShape = {
   base_url: text().min(1, 'must not be empty'),
-  api_key_env: text(),
+  api_key_env: text().superRefine((name, context) => {
+    const problem = apiKeyEnvProblem(name);
+    if (problem !== undefined) context.addIssue({ code: 'custom', message: problem });
+  }),
   model: text(),
 } satisfies Record<keyof ProviderFileEntry, z.ZodType>;
 
@@ -419,60 +436,4 @@ export interface ConfigLayerValues extends ConfigFile {
 export interface ConfigLayer {
   readonly source: string;
   readonly values: ConfigLayerValues;
-}
-
-const SECTIONS = Object.keys(CONFIG_FILE_KEYS).join(', ');
-
-/**
- * Validates parsed TOML (or one env variable shaped like it) against {@link configFileSchema}.
- * Throws a {@link ConfigError} naming `source` and the dotted key of the first problem.
- */
-export function parseConfigFile(data: unknown, source: string): ConfigFile {
-  const result = configFileSchema.safeParse(data, { reportInput: true });
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  if (issue === undefined) throw new ConfigError({ key: '(file)', source, message: 'is not a valid config' });
-  throw configErrorFromIssue(issue, source);
-}
-
-function configErrorFromIssue(issue: z.core.$ZodIssue, source: string): ConfigError {
-  const path = issue.path.filter((segment): segment is string => typeof segment === 'string');
-  const key = path.join('.');
-  if (issue.code === 'unrecognized_keys') {
-    const unknown = issue.keys[0] ?? '';
-    if (path.length === 0) {
-      return new ConfigError({
-        key: unknown,
-        source,
-        message: `unknown section [${unknown}]; known sections: ${SECTIONS}`,
-      });
-    }
-    const section = path[0] === 'providers' ? 'providers' : (path[0] as keyof ConfigFile);
-    const known = CONFIG_FILE_KEYS[section]?.join(', ') ?? '';
-    return new ConfigError({
-      key: `${key}.${unknown}`,
-      source,
-      message: `unknown key in [${key}]; known keys: ${known}${secretHint(unknown)}`,
-    });
-  }
-  const message = issue.code === 'invalid_key' ? (issue.issues[0]?.message ?? issue.message) : issue.message;
-  const got = key === 'server.api_keys' || key === 'memory.db_dsn' ? '' : ` (got ${describeValue(issue.input)})`;
-  return new ConfigError({ key, source, message: `${message}${got}` });
-}
-
-function secretHint(key: string): string {
-  if (!/api_key$|password|secret|token$/.test(key)) return '';
-  return (
-    '. Secrets are read only from environment variables (HARNESS_MEMORY_LLM_API_KEY, OPENAI_API_KEY, ' +
-    'HARNESS_API_KEYS)'
-  );
-}
-
-function describeValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
-  if (value === undefined) return 'nothing';
-  if (Array.isArray(value)) return 'an array';
-  if (value instanceof Date) return 'a date';
-  return 'a table';
 }

@@ -6,6 +6,9 @@
 import { ConfigError } from '../core/errors.js';
 import type { HarnessConfig } from './schema.js';
 
+// In angle brackets, so that masking passwords leaves the hint as it is.
+const DSN_FORM = 'postgres://<user>:<password>@<host>:5432/<database>';
+
 const URL_HINT = 'it must be an absolute http:// or https:// URL with a host, such as https://api.openai.com/v1';
 
 /**
@@ -55,17 +58,40 @@ function checkDsn(config: HarnessConfig): void {
       'is required when db_driver is "postgres"; set [memory] db_dsn or HARNESS_MEMORY_DB_DSN',
     );
   }
-  // The scheme only: pg reads forms a WHATWG URL refuses, such as a Unix socket with
-  // credentials and no host (postgres://user:pw@/db?host=/var/run/postgresql).
   if (!/^postgres(?:ql)?:\/\//i.test(dsn)) {
     throw invalid(
       config,
       'memory.db_dsn',
-      'is not a postgres:// URL, which db_driver = "postgres" needs; write it as ' +
-        'postgres://user:password@host:5432/database',
+      `is not a postgres:// URL, which db_driver = "postgres" needs; write it as ${DSN_FORM}`,
+    );
+  }
+  if (!readsAsPgUrl(dsn)) {
+    throw invalid(
+      config,
+      'memory.db_dsn',
+      `is not a URL pg can read: write it as ${DSN_FORM}, with a numeric port or none, and ` +
+        'percent-encode a / ? or # in the user name or password (/ as %2F)',
     );
   }
 }
+
+/**
+ * Whether pg's connection-string parser (pg-connection-string 2.x `parse`) can read `dsn`,
+ * done as it does: spaces and stray `%` encoded, then a WHATWG URL, or one with a dummy host
+ * for the Unix-socket form with credentials and no host
+ * (postgres://user:pw@/db?host=/var/run/postgresql), which a WHATWG URL refuses.
+ */
+function readsAsPgUrl(dsn: string): boolean {
+  try {
+    const encoded = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(dsn) ? encodeURI(dsn).replace(/%25(\d\d)/g, '%$1') : dsn;
+    return URL.canParse(encoded, PG_BASE) || URL.canParse(encoded.replace('@/', '@___DUMMY___/'), PG_BASE);
+  } catch {
+    // encodeURI refuses a lone surrogate, and so would pg.
+    return false;
+  }
+}
+
+const PG_BASE = 'postgres://base';
 
 function invalid(config: HarnessConfig, key: string, message: string): ConfigError {
   return new ConfigError({ key, source: config.sources[key] ?? 'default', message });

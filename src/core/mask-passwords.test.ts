@@ -28,6 +28,21 @@ describe('maskPasswords', () => {
     expect(maskPasswords('https://bot:p@ss@llm.example/v1')).toBe('https://bot:****@llm.example/v1');
   });
 
+  it('masks a password holding a raw slash to the last @ of its URL', () => {
+    expect(maskPasswords('postgres://u:Sup3r/S3cretPw@h/db')).toBe('postgres://u:****etPw@h/db');
+    expect(maskPasswords('db_dsn = "postgres://u:a/b@c:9876543210@db:5432/x" # note')).toBe(
+      'db_dsn = "postgres://u:****3210@db:5432/x" # note',
+    );
+    expect(maskPasswords('first https://a:p/1@h1/v1 then https://b:q/2@h2/v1')).toBe(
+      'first https://a:****@h1/v1 then https://b:****@h2/v1',
+    );
+  });
+
+  it('leaves the <password> placeholder of a hint as it is', () => {
+    const hint = 'write it as postgres://<user>:<password>@<host>:5432/<database>';
+    expect(maskPasswords(hint)).toBe(hint);
+  });
+
   it('keeps a masked password as it is, so masking twice changes nothing', () => {
     const once = maskPasswords('https://user:remote-password-1234@remote.example/v1');
     expect(once).toBe('https://user:****1234@remote.example/v1');

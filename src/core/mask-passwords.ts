@@ -9,9 +9,11 @@ export function maskSecret(secret: string): string {
   return secret.length >= 12 ? `****${secret.slice(-4)}` : '****';
 }
 
-// The password runs to the last "@" before a slash or a space: an unencoded "@" in a password
-// then masks too much rather than too little.
-const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)([^\s/]*)@/gi;
+// The password runs to the last "@" of the URL (a run of characters up to a space or the next
+// "scheme://"): an unencoded "/" or "@" in a password then masks too much rather than too little.
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)((?:(?![a-z][a-z0-9+.-]{0,31}:\/\/)\S)*)@/gi;
+// The placeholder of a hint (`postgres://<user>:<password>@<host>/<database>`) is no secret.
+const PLACEHOLDER = '<password>';
 const KEYWORD_PASSWORD = /(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&"]+)/gi;
 
 /**
@@ -27,6 +29,6 @@ export function maskPasswords(text: string): string {
 
 // A password masked once already stays as it is, so masking twice shows the same text.
 function hide(password: string): string {
-  if (password === '' || /^\*{4}[^*]{0,4}$/.test(password)) return password;
+  if (password === '' || password === PLACEHOLDER || /^\*{4}[^*]{0,4}$/.test(password)) return password;
   return maskSecret(password);
 }

@@ -16,6 +16,7 @@ import type { ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import type { ConversationMessage, RunStore } from '../storage/run-store.js';
 import type { MemoryStore } from '../storage/store.js';
+import { untilStopped, withStopSignal } from './_stop-signal.js';
 import { withUsageCounter } from './_usage-counter.js';
 import type { TokenUsage } from './_usage-counter.js';
 import { formatConversationHistory } from './eval-answer-prompt.js';
@@ -84,7 +85,8 @@ export interface MemoryBaselineSettings {
  * after each step as the runner does, then drains the scope's pending work. A memory
  * operation that still fails after its retries, or a store error, makes every question of
  * the conversation a memory-stage error.
- * @throws the signal's reason when it aborts; nothing of the conversation is then reported.
+ * @throws the signal's reason when it aborts, at once (the memory model's call in flight is
+ * aborted, and not waited for); nothing of the conversation is then reported.
  */
 export async function rememberConversation(
   settings: MemoryBaselineSettings,
@@ -95,7 +97,7 @@ export async function rememberConversation(
   const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
   const memory = createObservationalMemory({
     store: settings.store,
-    model: withUsageCounter(settings.model, usage, settings.estimator),
+    model: withUsageCounter(withStopSignal(settings.model, signal), usage, settings.estimator),
     defaultEnabled: true,
     defaults: settings.thresholds,
     estimator: settings.estimator,
@@ -204,7 +206,7 @@ async function replaySessions(
             messages.map((message) => historyMessage(message, runId, settings.estimator)),
           );
         try {
-          await memory.observe({ scope, runId, messages });
+          await untilStopped(memory.observe({ scope, runId, messages }), signal);
         } catch (error) {
           if (!(error instanceof Error && reported.has(error.message))) throw error;
         }
@@ -225,8 +227,8 @@ const DRAIN_SLICE_MS = 1000;
 
 /**
  * Drains the scope's pending work (retries waiting for their backoff included) for up to
- * `totalMs`, a second at a time, so that a stop is seen within a second of the model call
- * under way rather than after the whole wait.
+ * `totalMs`, a second at a time, so that a drain a stop abandons leaves no long timer behind;
+ * the stop itself ends the wait at once.
  */
 async function drainScope(
   memory: ObservationalMemory,
@@ -237,7 +239,8 @@ async function drainScope(
   const deadline = performance.now() + totalMs;
   for (;;) {
     try {
-      await memory.drain(scope, { timeoutMs: Math.max(1, Math.min(DRAIN_SLICE_MS, deadline - performance.now())) });
+      const timeoutMs = Math.max(1, Math.min(DRAIN_SLICE_MS, deadline - performance.now()));
+      await untilStopped(memory.drain(scope, { timeoutMs }), signal);
       return;
     } catch (error) {
       const timedOut = HarnessMemoryError.isInstance(error) && error.code === 'DRAIN_TIMEOUT';

@@ -6,6 +6,7 @@
 import { requireObject, requireOptions } from '../core/require-option.js';
 import { ConfigError } from '../core/errors.js';
 import { maskPasswords } from '../core/mask-passwords.js';
+import { redactSecrets } from '../core/redact-secrets.js';
 import { withCircuitBreaker, type CircuitBreakerModel, type CircuitBreakerOptions } from './circuit-breaker.js';
 import type { LanguageModel } from './language-model.js';
 import type { ModelSelectionConfig } from './model-selection-config.js';
@@ -281,7 +282,7 @@ function providerSettings(
     throw new ConfigError({
       key: 'memory.llm_api_key',
       source: settings.provider.source,
-      message: `provider "${name}" needs an API key: set ${provider.apiKeyEnv} or HARNESS_MEMORY_LLM_API_KEY`,
+      message: `provider "${name}" needs an API key: set ${keyVariableOf(name, provider.apiKeyEnv)} or HARNESS_MEMORY_LLM_API_KEY`,
     });
   }
   return {
@@ -291,6 +292,17 @@ function providerSettings(
     ...(apiKey === undefined ? {} : { apiKey }),
     timeout: DEFAULT_MODEL_TIMEOUT_MS,
   };
+}
+
+/**
+ * The variable to set for a provider's key, for messages. `loadConfig` refuses an `api_key_env`
+ * that is not a variable name; a configuration built otherwise may hold a key pasted there,
+ * which must not be printed.
+ */
+function keyVariableOf(providerName: string, apiKeyEnv: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(apiKeyEnv) && Object.keys(redactSecrets(apiKeyEnv).counts).length === 0
+    ? apiKeyEnv
+    : `the variable that providers.${providerName}.api_key_env names`;
 }
 
 function withModelId(model: LanguageModel, modelId: string): LanguageModel {
@@ -333,7 +345,9 @@ function agentModelSettings(
     throw new ConfigError({
       key: 'model.provider',
       source,
-      message: `the agent model's provider "${name}" at ${maskPasswords(baseURL)} needs an API key: set ${provider.apiKeyEnv}`,
+      message:
+        `the agent model's provider "${name}" at ${maskPasswords(baseURL)} needs an API key: set ` +
+        keyVariableOf(name, provider.apiKeyEnv),
     });
   }
   return {

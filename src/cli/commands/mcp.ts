@@ -44,10 +44,9 @@ async function serveMcp(context: CliContext, options: McpOptions): Promise<numbe
   const harness = await openHarness(context, {
     startWorker: true,
     modelsOptional: true,
-    onModelMissing: (error) => {
-      context.stderr.write(
-        `harness: warning: no model is configured, so observing will fail until it is: ${error.detail}\n`,
-      );
+    onModelMissing: (role, error) => {
+      const missing = role === 'memory' ? 'the memory model is not configured' : 'no model is configured';
+      context.stderr.write(`harness: warning: ${missing}, so observing will fail until it is: ${error.detail}\n`);
     },
   });
   const onFault = (error: unknown): void =>

@@ -16,6 +16,7 @@ import {
   statusToJson,
   structuredReflectionToJson,
 } from '../../core/memory-status.js';
+import { MAX_SNIPPET_MAX_TOKENS } from '../../core/observation.js';
 import type { ObservationConfig } from '../../core/observation.js';
 import { forgetConversation } from '../../agent/forget-conversation.js';
 import type { Scope } from '../../core/scope.js';
@@ -131,7 +132,11 @@ function registerReadCommands(sub: Subcommand, context: CliContext): void {
       }
       lines.push('', ...linkSections(inspection.links));
       if (dead.length > 0) {
-        lines.push('', '## Dead operations (retry with `harness memory retry <operation-id>`)', '');
+        lines.push(
+          '',
+          `## Dead operations (retry with \`harness memory retry ${scopeArguments(scope)} <operation-id>\`)`,
+          '',
+        );
         for (const operation of dead)
           lines.push(
             `- ${operation.operationId} (${operation.operationType}, ${operation.attempt} attempts): ` +
@@ -193,7 +198,11 @@ function registerControlCommands(memory: Command, sub: Subcommand, context: CliC
       'observe once this many tokens are unobserved',
       positiveInteger('--observe-min-tokens'),
     )
-    .option('--snippet-max-tokens <n>', 'token budget of the injected snippet', positiveInteger('--snippet-max-tokens'))
+    .option(
+      '--snippet-max-tokens <n>',
+      `token budget of the injected snippet (at most ${MAX_SNIPPET_MAX_TOKENS})`,
+      positiveInteger('--snippet-max-tokens', MAX_SNIPPET_MAX_TOKENS),
+    )
     .option(
       '--reflect-threshold-tokens <n>',
       'reflect once observations reach this many tokens',
@@ -226,7 +235,12 @@ function registerControlCommands(memory: Command, sub: Subcommand, context: CliC
       const harness = await openHarness(context, { modelsOptional: true });
       try {
         const operation = await harness.observationalMemory.retryOperation(scope, operationId);
-        if (options.format === 'json') printJson(context, { operation: operationToJson(operation) });
+        // The same body as POST …/operations/{id}/retry.
+        if (options.format === 'json')
+          printJson(context, {
+            operation: operationToJson(operation),
+            status: statusToJson(await harness.observationalMemory.status(scope)),
+          });
         else
           printLine(
             context,
@@ -269,7 +283,8 @@ function thresholdOverrides(options: EnableOptions): Partial<ObservationConfig> 
           `${JSON.stringify(pair)})`,
       );
     }
-    overrides[key] = positiveInteger(`--config ${match[1] ?? ''}`)(match[2] ?? '');
+    const max = key === 'snippetMaxTokens' ? MAX_SNIPPET_MAX_TOKENS : undefined;
+    overrides[key] = positiveInteger(`--config ${match[1] ?? ''}`, max)(match[2] ?? '');
   }
   return overrides;
 }
@@ -292,6 +307,13 @@ function statusMarkdown(status: MemoryStatus): string {
       `${config.snippetMaxTokens}, reflect_threshold_tokens ${config.reflectThresholdTokens}`,
     `- updated: ${status.updatedAt ?? 'never'}`,
   ].join('\n');
+}
+
+/** The scope options that name `scope`, defaults left out. */
+function scopeArguments(scope: Scope): string {
+  const tenant = scope.tenantId === 'default' ? [] : [`--tenant ${scope.tenantId}`];
+  const agent = scope.agentId === 'default' ? [] : [`--agent ${scope.agentId}`];
+  return [...tenant, `--conversation ${scope.conversationId}`, ...agent].join(' ');
 }
 
 function printJson(context: CliContext, value: unknown): void {

@@ -5,12 +5,14 @@
 import type { Command } from 'commander';
 import { MAX_RUN_STEPS } from '../../agent/agent-runner.js';
 import { TERMINAL_EVENT_TYPES } from '../../storage/event-hub.js';
+import { HarnessMemoryError } from '../../core/errors.js';
 import type { Harness } from '../../server/create-harness.js';
+import type { RunRecord } from '../../storage/run-store.js';
 import { stopRequested } from '../context.js';
 import type { CliContext, CommandResult } from '../context.js';
 import { createEventView } from '../event-view.js';
 import type { EventView } from '../event-view.js';
-import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.js';
+import { EXIT_FAILURE, EXIT_OK, UsageError } from '../exit-codes.js';
 import { openHarness } from '../open-harness.js';
 import { positiveInteger } from '../scope-options.js';
 
@@ -51,20 +53,11 @@ export function registerRunCommand(program: Command, context: CliContext, result
 }
 
 async function run(context: CliContext, prompt: string, options: RunOptions): Promise<number> {
+  if (prompt.trim() === '') throw new UsageError('<prompt> must not be empty: say what to ask the agent');
   const harness = await openHarness(context, { startWorker: true });
   const view = createEventView(context, { json: options.json === true });
   try {
-    const started = await harness.runner.start({
-      prompt,
-      ...definedOnly({
-        tenantId: options.tenant,
-        conversationId: options.conversation,
-        agentId: options.agent,
-        systemPrompt: options.system,
-        maxSteps: options.maxSteps,
-        model: options.model,
-      }),
-    });
+    const started = await start(harness, prompt, options);
     const stop = stopRequested(context, () => void harness.runner.cancel(started.runId).catch(() => {}));
     try {
       const last = await follow(harness, started.runId, view);
@@ -75,6 +68,40 @@ async function run(context: CliContext, prompt: string, options: RunOptions): Pr
   } finally {
     view.close();
     await harness.dispose();
+  }
+}
+
+/** The argument or option that sets each field a refused run request names first. */
+const REQUEST_FIELD_FLAGS: ReadonlyMap<string, string> = new Map([
+  ['prompt', '<prompt>'],
+  ['model', '--model'],
+  ['max_steps', '--max-steps'],
+]);
+
+/** Starts the run; a request the runner refuses names the argument or option to fix. */
+async function start(harness: Harness, prompt: string, options: RunOptions): Promise<RunRecord> {
+  try {
+    return await harness.runner.start({
+      prompt,
+      ...definedOnly({
+        tenantId: options.tenant,
+        conversationId: options.conversation,
+        agentId: options.agent,
+        systemPrompt: options.system,
+        maxSteps: options.maxSteps,
+        model: options.model,
+      }),
+    });
+  } catch (error) {
+    if (!HarnessMemoryError.isInstance(error) || error.code !== 'REQUEST_INVALID') throw error;
+    const flag = REQUEST_FIELD_FLAGS.get(/^\w+/.exec(error.detail)?.[0] ?? '');
+    if (flag === undefined) throw error;
+    throw new HarnessMemoryError({
+      code: 'REQUEST_INVALID',
+      component: 'cli',
+      message: `${flag}: ${error.detail}`,
+      cause: error,
+    });
   }
 }
 

@@ -4,6 +4,9 @@
  */
 import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
+import type { HarnessConfig } from '../../config/schema.js';
+import { maskPasswords } from '../../core/mask-passwords.js';
+import type { Harness } from '../../server/create-harness.js';
 import { startServer } from '../../server/serve.js';
 import { dim, printLine, stopRequested } from '../context.js';
 import type { CliContext, CommandResult } from '../context.js';
@@ -34,13 +37,23 @@ export function registerServeCommand(program: Command, context: CliContext, resu
 async function serve(context: CliContext, options: ServeOptions): Promise<number> {
   // The server starts without a model so memory and the API can be used and inspected;
   // runs then fail with an error that names the setting to fix.
+  const memoryOff = memoryOffReason(context.config());
+  let memoryProblem: string | undefined;
   const harness = await openHarness(context, {
     startWorker: true,
     modelsOptional: true,
-    onModelMissing: (error) => {
-      context.stderr.write(
-        `harness: warning: no model is configured, so runs will fail until it is: ${error.detail}\n`,
-      );
+    onModelMissing: (role, error) => {
+      const reason = maskPasswords(error.detail);
+      if (role === 'agent')
+        context.stderr.write(`harness: warning: no model is configured, so runs will fail until it is: ${reason}\n`);
+      // With memory off, its model is never asked.
+      else if (memoryOff === undefined) {
+        memoryProblem = reason;
+        context.stderr.write(
+          'harness: warning: the memory model is not configured, so memory cannot observe or reflect until it ' +
+            `is: ${reason}\n`,
+        );
+      }
     },
   });
   const server = await startServer(harness, {
@@ -51,7 +64,6 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
     await harness.dispose();
     throw error;
   });
-  const { mode, modelId, source } = harness.memoryModel;
   const stop = stopRequested(context);
   // Every background promise is caught where it is made; this only makes a missed one loud
   // (logged and counted as a fault) instead of stopping the server.
@@ -65,15 +77,12 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
   };
   process.on('unhandledRejection', onUnhandledRejection);
   try {
-    const { memory } = harness.config;
-    const store =
-      memory.dbDriver === 'postgres'
-        ? `postgres schema ${memory.schema === '' ? 'public' : memory.schema}`
-        : memory.sqlitePath;
     printLine(
       context,
-      `harness listening on ${server.url} (memory: ${mode} ${modelId} from ${source}, store: ${store})`,
+      `harness listening on ${server.url} (memory: ${memoryOff ?? describeMemoryModel(harness, memoryProblem)}, ` +
+        `store: ${describeStore(harness.config)})`,
     );
+    warnIfOpen(context, harness.config, options, server.port);
     printLine(context, `memory inspector: ${server.url}/inspector/`);
     const reason = await stop.stopped;
     context.stderr.write(
@@ -86,6 +95,43 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
   }
   return EXIT_OK;
 }
+
+/** Why memory is off (`off (memory.enabled = false from …)`), or `undefined` when it is on. */
+function memoryOffReason(config: HarnessConfig): string | undefined {
+  const { memory, sources } = config;
+  if (!memory.enabled) return `off (memory.enabled = false from ${sources['memory.enabled'] ?? 'default'})`;
+  if (memory.mode === 'off') return `off (memory.mode = "off" from ${sources['memory.mode'] ?? 'default'})`;
+  return undefined;
+}
+
+function describeMemoryModel(harness: Harness, problem: string | undefined): string {
+  if (problem !== undefined) return `not configured (${problem})`;
+  const { mode, modelId, source } = harness.memoryModel;
+  return `${mode} ${modelId} from ${source}`;
+}
+
+function describeStore(config: HarnessConfig): string {
+  const { memory } = config;
+  return memory.dbDriver === 'postgres'
+    ? `postgres schema ${memory.schema === '' ? 'public' : memory.schema}`
+    : memory.sqlitePath;
+}
+
+/**
+ * `--insecure` on a host other than loopback, without API keys: the server's Host check stops
+ * browsers (DNS rebinding), not a client that sends `Host: localhost` itself.
+ */
+function warnIfOpen(context: CliContext, config: HarnessConfig, options: ServeOptions, port: number): void {
+  const host = (options.host ?? config.server.host).trim();
+  if (config.server.apiKeys.length > 0 || LOOPBACK_HOSTS.has(host.toLowerCase())) return;
+  context.stderr.write(
+    `harness: warning: --insecure: listening on ${host} without API keys, so anyone who can reach port ${port} ` +
+      'can start runs and read, change and erase the memory of every tenant; set [server] api_keys or ' +
+      'HARNESS_API_KEYS\n',
+  );
+}
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
 // NOTE: a blank host would make Node listen on every interface.
 function parseHost(value: string): string {

@@ -11,9 +11,25 @@ import { startBackgroundCheckpoints } from './sqlite-checkpointer.js';
 import type { BackgroundCheckpoints } from './sqlite-checkpointer.js';
 import { STORE_NAME } from './sqlite-errors.js';
 
-/** Opens (creating it and its parent directories if needed) the database file. */
+/**
+ * Opens (creating it and its parent directories if needed) the database file. A folder that
+ * cannot be made is a `StoreError` naming it, with `data: {path, folder}`.
+ */
 export function openSqliteFile(path: string, busyTimeoutMs: number): Database {
-  if (path !== ':memory:' && path !== '') mkdirSync(dirname(resolve(path)), { recursive: true });
+  if (path !== ':memory:' && path !== '') {
+    const folder = dirname(resolve(path));
+    try {
+      mkdirSync(folder, { recursive: true });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? String(error);
+      throw new StoreError({
+        store: STORE_NAME,
+        message: `Cannot create the folder ${folder} for the SQLite file ${path} (${code}).`,
+        data: { path, folder },
+        cause: error,
+      });
+    }
+  }
   return new BetterSqlite3(path, { timeout: busyTimeoutMs });
 }
 

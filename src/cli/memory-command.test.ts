@@ -1,0 +1,107 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { memoryIdOf } from '../core/scope.js';
+import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
+import { runCli } from './run-cli.js';
+
+const directories: string[] = [];
+
+afterAll(() => {
+  for (const directory of directories) rmSync(directory, { recursive: true, force: true });
+});
+
+function newWorkspace(): string {
+  const workspace = mkdtempSync(join(tmpdir(), 'hm-cli-memory-'));
+  directories.push(workspace);
+  return workspace;
+}
+
+async function cli(argv: string[], workspace = newWorkspace()) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, {
+    env: { HARNESS_WORKSPACE: workspace, OPENAI_API_KEY: 'test' },
+    stdout: { write: (chunk: string) => (stdout += chunk) },
+    stderr: { write: (chunk: string) => (stderr += chunk) },
+    cwd: workspace,
+    homeDir: workspace,
+  });
+  return { code, stdout, stderr };
+}
+
+/** A workspace whose scope `acme/c-dead/default` holds the dead operation `op-dead`. */
+async function workspaceWithDeadOperation(): Promise<string> {
+  const workspace = newWorkspace();
+  const scope = { tenantId: 'acme', conversationId: 'c-dead', agentId: 'default' };
+  const memoryId = memoryIdOf(scope);
+  const store = createSqliteStore({ path: join(workspace, '.harness', 'state.db') });
+  await store.appendMessages({
+    scope,
+    memoryId,
+    messages: [{ messageKey: 'm1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 2 }],
+  });
+  await store.enqueueOperation({
+    operationId: 'op-dead',
+    scope,
+    memoryId,
+    operationType: 'observe',
+    payload: {},
+    runId: 'run-1',
+    toolCallId: 'system',
+  });
+  await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
+  await store.markOperationDead({ operationId: 'op-dead', memoryId, leaseOwner: 'w', errorText: 'boom' });
+  await store.dispose();
+  return workspace;
+}
+
+describe('harness memory enable: the snippet budget', () => {
+  it('refuses --snippet-max-tokens over 32000 as bad usage naming the option (exit 2)', async () => {
+    const result = await cli(['memory', 'enable', '--conversation', 'e1', '--snippet-max-tokens', '40000']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      "harness: option '--snippet-max-tokens <n>' argument '40000' is invalid. --snippet-max-tokens must be an " +
+        'integer from 1 to 32000 (got "40000")\n',
+    );
+  });
+
+  it('refuses --config snippet_max_tokens over 32000 the same way', async () => {
+    const result = await cli(['memory', 'enable', '--conversation', 'e1', '--config', 'snippet_max_tokens=40000']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      'harness: --config snippet_max_tokens must be an integer from 1 to 32000 (got "40000")\n',
+    );
+  });
+
+  it('takes 32000', async () => {
+    const result = await cli(['memory', 'enable', '--conversation', 'e1', '--config', 'snippet_max_tokens=32000']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('snippet_max_tokens 32000');
+  });
+});
+
+describe('harness memory: dead operations', () => {
+  it('show gives the whole retry command, scope options included', async () => {
+    const workspace = await workspaceWithDeadOperation();
+    const show = await cli(['memory', 'show', '--conversation', 'c-dead', '--tenant', 'acme'], workspace);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toContain(
+      '## Dead operations (retry with `harness memory retry --tenant acme --conversation c-dead <operation-id>`)',
+    );
+  });
+
+  it('retry --format json answers {operation, status}, as the HTTP API does', async () => {
+    const workspace = await workspaceWithDeadOperation();
+    const retried = await cli(
+      ['memory', 'retry', '--conversation', 'c-dead', '--tenant', 'acme', '--format', 'json', 'op-dead'],
+      workspace,
+    );
+    expect(retried.code).toBe(0);
+    const body = JSON.parse(retried.stdout) as Record<string, Record<string, unknown>>;
+    expect(Object.keys(body)).toEqual(['operation', 'status']);
+    expect(body['operation']).toMatchObject({ operation_id: 'op-dead', status: 'queued' });
+    expect(body['status']).toMatchObject({ dead_operations: 0, pending_operations: 1 });
+  });
+});
