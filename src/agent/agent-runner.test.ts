@@ -516,6 +516,24 @@ describe('agent runner: loop', () => {
     await runner.settle();
   });
 
+  it('refuses a model outside allowedModels, storing no run, and takes one inside it or none', async () => {
+    const { runner, runStore } = harness({ runner: { allowedModels: ['gpt-5-mini', 'llama3.1'] } });
+    await expect(runner.start({ ...ids, prompt: 'hi', model: 'o1-pro' })).rejects.toMatchObject({
+      code: 'REQUEST_INVALID',
+      message: expect.stringContaining('model "o1-pro" is not allowed on this server; allowed: gpt-5-mini, llama3.1'),
+    });
+    expect(await runStore.listRuns({ tenantId: ids.tenantId, limit: 10 })).toEqual([]);
+    expect((await runner.start({ ...ids, prompt: 'hi', model: ' llama3.1 ' })).model).toBe('llama3.1');
+    expect((await runner.start({ ...ids, prompt: 'hi' })).model).toBe('');
+    expect(() => harness({ runner: { allowedModels: [''] } })).toThrow(
+      expect.objectContaining({
+        code: 'OPTION_INVALID',
+        data: { factory: 'createAgentRunner', option: 'allowedModels' },
+      }),
+    );
+    await runner.settle();
+  });
+
   it('refuses a model id that looks like a secret, is too long or holds control characters, storing no run', async () => {
     const { runner, runStore } = harness();
     await expect(runner.start({ ...ids, prompt: 'hi', model: 'sk-proj-abcdefghijklmnopqrstuvwx' })).rejects.toThrow(

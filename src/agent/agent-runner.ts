@@ -23,7 +23,8 @@ import { resolveScope } from '../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { LanguageModel } from '../llm/language-model.js';
-import { MAX_MODEL_ID_LENGTH, type ObservationalMemory } from '../memory/observational-memory.js';
+import type { ObservationalMemory } from '../memory/observational-memory.js';
+import { MAX_MODEL_ID_LENGTH } from '../core/observation.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import type { Tool } from '../tools/tool.js';
 import { createModelReviewer, createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
@@ -70,6 +71,12 @@ export interface AgentRunnerOptions {
   workspace: string;
   /** @default 10 */
   defaultMaxSteps?: number;
+  /**
+   * The model ids a run may name; empty or left out: any. A run that names none uses the
+   * agent's model, always allowed. A tenant's run naming another is refused
+   * (`REQUEST_INVALID`), so it cannot send the operator's account to any model it likes.
+   */
+  allowedModels?: readonly string[];
   /**
    * Tokens of earlier conversation history replayed into a run; older history is left to observational memory.
    * @default 8000
@@ -161,6 +168,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
   const active = new Map<string, { controller: AbortController; done: Promise<RunRecord> }>();
   const { runStore } = options;
+  const allowed = new Set(options.allowedModels ?? []);
   let shutdownDeadline: number | undefined;
   const runLoop = runLoopOf(options, events, estimator, reportFault, () => shutdownDeadline);
 
@@ -198,6 +206,11 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     async start(request, startOptions = {}) {
       const maxSteps = checkStart(request, startOptions, options.defaultMaxSteps ?? 10);
       const model = modelIdOf(request.model);
+      if (allowed.size > 0 && model !== '' && !allowed.has(model))
+        throw invalidRequest(
+          `model ${JSON.stringify(model)} is not allowed on this server; allowed: ${[...allowed].join(', ')} ` +
+            '(or leave model out for the default)',
+        );
       const runId = options.generateRunId?.() ?? `run_${randomUUID()}`;
       const scope = resolveScope({
         tenantId: request.tenantId,
@@ -518,6 +531,18 @@ function validateRunnerOptions(options: AgentRunnerOptions): void {
     RUN_STORE_METHODS,
     'Pass a RunStore, such as createInMemoryRunStore().',
   );
+  if (
+    options.allowedModels !== undefined &&
+    options.allowedModels !== null &&
+    (!Array.isArray(options.allowedModels) ||
+      options.allowedModels.some((model) => typeof model !== 'string' || model.trim() === ''))
+  )
+    throw invalidOption(
+      factory,
+      'allowedModels',
+      'must be an array of model ids',
+      'Pass ["gpt-5-mini", …], or leave it out to allow any.',
+    );
   if (options.memoryTools !== undefined && !Array.isArray(options.memoryTools))
     throw invalidOption(
       factory,

@@ -66,6 +66,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: 'HARNESS_MAX_SSE_CONNECTIONS', key: 'server.max_sse_connections', kind: 'integer' },
   { name: 'HARNESS_MAX_WRITES_PER_SECOND', key: 'server.max_writes_per_second', kind: 'integer' },
   { name: 'HARNESS_RUN_RETENTION_DAYS', key: 'server.run_retention_days', kind: 'integer' },
+  { name: 'HARNESS_ALLOWED_MODELS', key: 'server.allowed_models', kind: 'list' },
   { name: 'OPENAI_API_KEY', key: 'openai.api_key', kind: 'secret' },
   { name: 'OPENAI_BASE_URL', key: 'openai.base_url', kind: 'secret' },
 ];
@@ -145,7 +146,10 @@ function convert(variable: EnvVariable, raw: string, source: string): unknown {
         throw new ConfigError({
           key: variable.key,
           source,
-          message: 'lists no "key:tenant" entry; give at least one, or unset it to use the keys of the config file',
+          message:
+            variable.key === 'server.api_keys'
+              ? 'lists no "key:tenant" entry; give at least one, or unset it to use the keys of the config file'
+              : 'lists no entry; give at least one, or unset it to use the list of the config file',
         });
       }
       return entries;

@@ -61,6 +61,7 @@ describe('config: defaults', () => {
       maxSseConnections: 32,
       maxWritesPerSecond: 50,
       runRetentionDays: 0,
+      allowedModels: [],
     });
     expect(config.providers).toEqual({});
     expect(config.openai).toEqual({ apiKey: '', baseUrl: '' });
@@ -189,6 +190,15 @@ describe('config: cascade', () => {
       expect(error.key).toBe('server.run_retention_days');
       expect(error.message).toContain('or 0 to keep runs for ever');
     }
+  });
+
+  it('reads [server] allowed_models, and HARNESS_ALLOWED_MODELS over it', () => {
+    writeConfig(workspace, '[server]\nallowed_models = ["gpt-5-mini", " llama3.1 ", "gpt-5-mini"]\n');
+    expect(load().server.allowedModels).toEqual(['gpt-5-mini', 'llama3.1']);
+    expect(load({ HARNESS_ALLOWED_MODELS: 'a, b' }).server.allowedModels).toEqual(['a', 'b']);
+    expect(configErrorOf(() => load({ HARNESS_ALLOWED_MODELS: ' , ' })).key).toBe('server.allowed_models');
+    writeConfig(workspace, '[server]\nallowed_models = [""]\n');
+    expect(configErrorOf(() => load()).message).toContain('must not hold an empty model id');
   });
 
   it('treats an empty environment variable as unset', () => {

@@ -8,7 +8,7 @@ import { HarnessMemoryError } from '../core/errors.js';
 import { validateScopeId } from '../core/scope.js';
 import { apiKeyProblem } from '../core/api-key.js';
 import { apiKeyEnvProblem } from './api-key-env.js';
-import { MAX_SNIPPET_MAX_TOKENS } from '../core/observation.js';
+import { MAX_MODEL_ID_LENGTH, MAX_SNIPPET_MAX_TOKENS } from '../core/observation.js';
 
 /** Values of `[memory] mode`. `off` disables memory; `local_coordinator` runs it in-process for one host. */
 export type MemoryMode = 'auto' | 'off' | 'local_coordinator';
@@ -78,6 +78,7 @@ export interface ServerFileSection {
   max_sse_connections?: number;
   max_writes_per_second?: number;
   run_retention_days?: number;
+  allowed_models?: string[];
 }
 
 /** One `[providers.NAME]` table. `base_url` is required once all files are merged. */
@@ -225,6 +226,15 @@ const serverShape = {
     .int(RETENTION_DAYS)
     .min(0, RETENTION_DAYS)
     .max(MAX_RUN_RETENTION_DAYS, RETENTION_DAYS),
+  allowed_models: z
+    .array(
+      text()
+        .trim()
+        .min(1, 'must not hold an empty model id')
+        .max(MAX_MODEL_ID_LENGTH, `must hold model ids of at most ${MAX_MODEL_ID_LENGTH} characters`),
+      { error: 'must be a list of model ids' },
+    )
+    .max(1000, 'must list at most 1000 model ids'),
 } satisfies Record<keyof ServerFileSection, z.ZodType>;
 
 const providerShape = {
@@ -390,6 +400,11 @@ export interface ServerConfig {
    * for ever. @default 0
    */
   readonly runRetentionDays: number;
+  /**
+   * The model ids a run may name (`model` of `POST /v1/runs`); empty: any. A run that names
+   * none uses the agent's default, which is always allowed. @default []
+   */
+  readonly allowedModels: readonly string[];
 }
 
 /** One user-defined model provider (`[providers.NAME]`). */

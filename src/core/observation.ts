@@ -18,6 +18,9 @@ export interface ObservationConfig {
  */
 export const MAX_SNIPPET_MAX_TOKENS = 32_000;
 
+/** The longest model id a run or an observe may name. */
+export const MAX_MODEL_ID_LENGTH = 200;
+
 /** The spec's thresholds: 1200 / 900 / 4000. */
 export const DEFAULT_OBSERVATION_CONFIG: ObservationConfig = Object.freeze({
   observeMinTokens: 1200,

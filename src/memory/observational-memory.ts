@@ -8,7 +8,7 @@ import { needsStripping } from '../core/sanitize-text.js';
 import { requireEstimator, requireFunction, requireObject, requireOptions } from '../core/require-option.js';
 import { generateId as defaultGenerateId } from '../core/ids.js';
 import { parseExportFormat, renderExport } from '../core/memory-export.js';
-import { DEFAULT_OBSERVATION_CONFIG, DEFAULT_TOOL_IMPORTANCE_CAP } from '../core/observation.js';
+import { DEFAULT_OBSERVATION_CONFIG, DEFAULT_TOOL_IMPORTANCE_CAP, MAX_MODEL_ID_LENGTH } from '../core/observation.js';
 import { memoryIdOf, resolveScope } from '../core/scope.js';
 import type { IdGenerator } from '../core/ids.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
@@ -405,7 +405,6 @@ function workerContextOf(
 
 // The longest model name a run accepts.
 /** The longest model id a run or an observe may name. */
-export const MAX_MODEL_ID_LENGTH = 200;
 
 function checkModelId(modelId: unknown): void {
   if (modelId === undefined) return;
