@@ -65,6 +65,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: 'HARNESS_MAX_CONCURRENT_RUNS', key: 'server.max_concurrent_runs', kind: 'integer' },
   { name: 'HARNESS_MAX_SSE_CONNECTIONS', key: 'server.max_sse_connections', kind: 'integer' },
   { name: 'HARNESS_MAX_WRITES_PER_SECOND', key: 'server.max_writes_per_second', kind: 'integer' },
+  { name: 'HARNESS_MAX_READS_PER_SECOND', key: 'server.max_reads_per_second', kind: 'integer' },
   { name: 'HARNESS_RUN_RETENTION_DAYS', key: 'server.run_retention_days', kind: 'integer' },
   { name: 'HARNESS_ALLOWED_MODELS', key: 'server.allowed_models', kind: 'list' },
   { name: 'OPENAI_API_KEY', key: 'openai.api_key', kind: 'secret' },

@@ -60,6 +60,7 @@ describe('config: defaults', () => {
       maxConcurrentRuns: 16,
       maxSseConnections: 32,
       maxWritesPerSecond: 50,
+      maxReadsPerSecond: 200,
       runRetentionDays: 0,
       allowedModels: [],
     });

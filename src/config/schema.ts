@@ -77,6 +77,7 @@ export interface ServerFileSection {
   max_concurrent_runs?: number;
   max_sse_connections?: number;
   max_writes_per_second?: number;
+  max_reads_per_second?: number;
   run_retention_days?: number;
   allowed_models?: string[];
 }
@@ -221,6 +222,7 @@ const serverShape = {
   max_concurrent_runs: positiveInteger(),
   max_sse_connections: positiveInteger(),
   max_writes_per_second: positiveInteger(),
+  max_reads_per_second: positiveInteger(),
   run_retention_days: z
     .number({ error: RETENTION_DAYS })
     .int(RETENTION_DAYS)
@@ -394,6 +396,8 @@ export interface ServerConfig {
    * second's worth. @default 50
    */
   readonly maxWritesPerSecond: number;
+  /** Read requests (GET) per second, per API key; bursts up to one second's worth. @default 200 */
+  readonly maxReadsPerSecond: number;
   /**
    * Days an ended run (completed, failed or cancelled) and its events are kept after it was last
    * written; the server's sweep deletes older ones. Conversation messages are kept. 0 keeps runs

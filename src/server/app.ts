@@ -139,11 +139,15 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
   app.use('/v1/*', authenticate);
   app.use('/mcp', authenticate);
 
-  app.use('/v1/*', async function limitWrites(context, next) {
-    // With API keys, writes are counted here, before the body is read; without, each route
-    // counts them against the tenant it names.
+  app.use('/v1/*', async function limitRequests(context, next) {
+    // With API keys, writes are counted here, before the body is read, and reads too (a
+    // listing or an export of a large scope costs in proportion to it); without keys, on a
+    // loopback-only server, each route counts writes against the tenant it names.
     const principal = context.get('principal');
-    if (principal !== undefined && !READ_METHODS.has(context.req.method)) limits.admitWrite(principal);
+    if (principal !== undefined) {
+      if (READ_METHODS.has(context.req.method)) limits.admitRead(principal);
+      else limits.admitWrite(principal);
+    }
     return next();
   });
 

@@ -176,6 +176,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       maxConcurrentRuns: config.server.maxConcurrentRuns,
       maxSseConnections: config.server.maxSseConnections,
       maxWritesPerSecond: config.server.maxWritesPerSecond,
+      maxReadsPerSecond: config.server.maxReadsPerSecond,
     });
     const app = createApp({
       runner,

@@ -55,6 +55,19 @@ describe('tenant limits: writes per second', () => {
     await expectTooMany(await request(put('acme', 'd').path, put('acme', 'd').init), 'rate_limited', '1');
   });
 
+  it('counts reads with API keys in a bucket of their own, past which they are 429 rate_limited', async () => {
+    const keys = [{ key: 'key-one', tenantId: 'acme' }];
+    const { request, advance } = setup({ maxReadsPerSecond: 2, maxWritesPerSecond: 2 }, keys);
+    const read = () => request('/v1/memory/acme/conv/agent/working', { key: 'key-one' });
+    for (let index = 0; index < 2; index++) expect((await read()).status).toBe(200);
+    const refused = await read();
+    await expectTooMany(refused, 'rate_limited', '1');
+    // Writes have their own bucket.
+    expect((await request(put('acme', 'a').path, { ...put('acme', 'a').init, key: 'key-one' })).status).toBe(200);
+    advance(500);
+    expect((await read()).status).toBe(200);
+  });
+
   it('is not emptied by a clock that steps back: writes go on at the rate', async () => {
     const { request, advance } = setup({ maxWritesPerSecond: 2 });
     expect((await request(put('acme', 'a').path, put('acme', 'a').init)).status).toBe(200);

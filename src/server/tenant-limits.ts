@@ -18,6 +18,11 @@ export interface TenantLimitsOptions {
   /** Write requests per second; bursts up to one second's worth. @default 50 */
   readonly maxWritesPerSecond?: number;
   /**
+   * Read requests per second; bursts up to one second's worth. A read of a large scope (its
+   * listing, an export) costs the server in proportion to the scope. @default 200
+   */
+  readonly maxReadsPerSecond?: number;
+  /**
    * How long a refusal (429) waits before it is sent: a client that floods without honouring
    * `Retry-After` then sends at most one request per connection per pause. @default 250
    */
@@ -30,6 +35,8 @@ export interface TenantLimitsOptions {
 export interface TenantLimits {
   /** Takes a write token, or throws `429 rate_limited` with the seconds until the next one. */
   admitWrite(principal: string): void;
+  /** Takes a read token, or throws `429 rate_limited` with the seconds until the next one. */
+  admitRead(principal: string): void;
   /** Counts a run in; throws `429 too_many_runs` at the cap. Call the returned function once when the run ends. */
   acquireRun(principal: string): () => void;
   /**
@@ -41,11 +48,17 @@ export interface TenantLimits {
   pauseBeforeRefusal(): Promise<void>;
 }
 
+/** A token bucket: `tokens` as of `refilledAt`. */
+interface Bucket {
+  tokens: number;
+  refilledAt: number;
+}
+
 interface Usage {
   runs: number;
   streams: number;
-  tokens: number;
-  refilledAt: number;
+  writes: Bucket;
+  reads: Bucket;
 }
 
 // Idle principals are dropped once there are this many, so ids seen once do not pile up.
@@ -62,6 +75,7 @@ export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLim
   const maxRuns = positiveOption('maxConcurrentRuns', options.maxConcurrentRuns ?? 16);
   const maxStreams = positiveOption('maxSseConnections', options.maxSseConnections ?? 32);
   const rate = positiveOption('maxWritesPerSecond', options.maxWritesPerSecond ?? 50);
+  const readRate = positiveOption('maxReadsPerSecond', options.maxReadsPerSecond ?? 200);
   const refusalDelayMs = options.refusalDelayMs ?? 250;
   if (!Number.isFinite(refusalDelayMs) || refusalDelayMs < 0)
     throw invalidOption(
@@ -77,22 +91,44 @@ export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLim
     let found = usage.get(principal);
     if (!found) {
       if (usage.size >= SWEEP_AT) sweep();
-      found = { runs: 0, streams: 0, tokens: rate, refilledAt: now() };
+      const at = now();
+      found = {
+        runs: 0,
+        streams: 0,
+        writes: { tokens: rate, refilledAt: at },
+        reads: { tokens: readRate, refilledAt: at },
+      };
       usage.set(principal, found);
     }
     return found;
   };
   const sweep = (): void => {
     for (const [principal, entry] of usage) {
-      refill(entry);
-      if (entry.runs === 0 && entry.streams === 0 && entry.tokens >= rate) usage.delete(principal);
+      refill(entry.writes, rate);
+      refill(entry.reads, readRate);
+      if (entry.runs === 0 && entry.streams === 0 && entry.writes.tokens >= rate && entry.reads.tokens >= readRate)
+        usage.delete(principal);
     }
   };
-  const refill = (entry: Usage): void => {
+  const refill = (bucket: Bucket, perSecond: number): void => {
     const at = now();
     // A clock of the caller's that went back refills nothing; it drains nothing either.
-    entry.tokens = Math.min(rate, entry.tokens + (Math.max(0, at - entry.refilledAt) / 1000) * rate);
-    entry.refilledAt = at;
+    bucket.tokens = Math.min(perSecond, bucket.tokens + (Math.max(0, at - bucket.refilledAt) / 1000) * perSecond);
+    bucket.refilledAt = at;
+  };
+  /** Takes a token of `bucket`, or throws `429 rate_limited` naming what `kind` of request it counts. */
+  const take = (bucket: Bucket, perSecond: number, kind: 'write' | 'read'): void => {
+    refill(bucket, perSecond);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return;
+    }
+    const seconds = Math.max(1, Math.ceil((1 - bucket.tokens) / perSecond));
+    throw tooMany(
+      'rate_limited',
+      `more than ${perSecond} ${kind} requests per second; retry after ${seconds} s`,
+      seconds,
+    );
   };
   /** A counter that refuses past `max`, and a release that counts down once. */
   const acquire = (
@@ -113,16 +149,8 @@ export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLim
   };
 
   return {
-    admitWrite(principal) {
-      const entry = usageOf(principal);
-      refill(entry);
-      if (entry.tokens >= 1) {
-        entry.tokens -= 1;
-        return;
-      }
-      const seconds = Math.max(1, Math.ceil((1 - entry.tokens) / rate));
-      throw tooMany('rate_limited', `more than ${rate} write requests per second; retry after ${seconds} s`, seconds);
-    },
+    admitWrite: (principal) => take(usageOf(principal).writes, rate, 'write'),
+    admitRead: (principal) => take(usageOf(principal).reads, readRate, 'read'),
     acquireRun: (principal) =>
       acquire(principal, 'runs', maxRuns, () =>
         tooMany(
