@@ -693,6 +693,33 @@ describe('agent runner: run retention', () => {
     await runner.wait(live.runId);
   });
 
+  it('starts no delete after stop(), even when stopped during the sweep before it', async () => {
+    const runStore = createInMemoryRunStore();
+    let releaseSweep = (): void => undefined;
+    const sweeping = new Promise<void>((resolve) => (releaseSweep = resolve));
+    let listed = false;
+    let deletes = 0;
+    const counted: RunStore = {
+      ...runStore,
+      listStaleRuns: async (seconds) => {
+        listed = true;
+        await sweeping;
+        return runStore.listStaleRuns(seconds);
+      },
+      deleteEndedRuns: async () => {
+        deletes++;
+        return 0;
+      },
+    };
+    const { runner } = harness({ runner: { runStore: counted } });
+    const maintenance = runner.startMaintenance({ runRetentionSeconds: 60, sweepMs: 60_000, heartbeatMs: 60_000 });
+    while (!listed) await new Promise((resolve) => setTimeout(resolve, 5));
+    const stopping = maintenance.stop();
+    releaseSweep();
+    await stopping;
+    expect(deletes).toBe(0);
+  });
+
   it('refuses a retention the store cannot apply, and bad maintenance options, naming them', () => {
     const runStore = createInMemoryRunStore();
     const { deleteEndedRuns: _, ...withoutRetention } = runStore;

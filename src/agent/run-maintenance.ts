@@ -119,7 +119,7 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
           if (!isRunEndedConflict(failure)) throw failure;
         });
     }
-    if (deleteEndedRuns) schedule(retain(deleteEndedRuns, RETENTION_BATCHES_PER_SWEEP));
+    if (deleteEndedRuns && !stopped) schedule(retain(deleteEndedRuns, RETENTION_BATCHES_PER_SWEEP));
   };
   // A bounded number of short deletes a sweep, each a task of its own: a backlog is worked off
   // over several sweeps instead of in one long transaction, and a heartbeat due meanwhile runs
@@ -135,9 +135,13 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
   return {
     async stop() {
       for (const timer of timers) clearInterval(timer);
-      // No further delete is scheduled; the task under way finishes.
+      // No further delete is scheduled; the task under way finishes, and what it scheduled
+      // before it saw `stopped`.
       stopped = true;
-      await chain;
+      for (let current = chain; ; current = chain) {
+        await current;
+        if (current === chain) break;
+      }
     },
   };
 }

@@ -175,6 +175,7 @@ describe('harness: a Postgres DSN that is not a URL', () => {
   it.each([
     ['a port that is not a number', 'postgres://127.0.0.1:notaport/test', 'notaport'],
     ['a password holding a raw slash', 'postgres://u:Sup3r/S3cretPw@h/db', 'S3cret'],
+    ['a password holding a stray percent-encoding', 'postgres://u:Xy%9Fq@h/db', 'Xy%9Fq'],
   ])('is refused at load (78) naming memory.db_dsn: %s', async (_, dsn, secret) => {
     const env = { HARNESS_MEMORY_DB_DRIVER: 'postgres', HARNESS_MEMORY_DB_DSN: dsn };
     for (const argv of [['config'], WM_LIST]) {

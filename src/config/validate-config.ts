@@ -70,7 +70,7 @@ function checkDsn(config: HarnessConfig): void {
       config,
       'memory.db_dsn',
       `is not a URL pg can read: write it as ${DSN_FORM}, with a numeric port or none, and ` +
-        'percent-encode a / ? or # in the user name or password (/ as %2F)',
+        'percent-encode a / ? # or % in the user name or password (/ as %2F, % as %25)',
     );
   }
 }
@@ -84,9 +84,16 @@ function checkDsn(config: HarnessConfig): void {
 function readsAsPgUrl(dsn: string): boolean {
   try {
     const encoded = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(dsn) ? encodeURI(dsn).replace(/%25(\d\d)/g, '%$1') : dsn;
-    return URL.canParse(encoded, PG_BASE) || URL.canParse(encoded.replace('@/', '@___DUMMY___/'), PG_BASE);
+    const url = URL.canParse(encoded, PG_BASE)
+      ? new URL(encoded, PG_BASE)
+      : new URL(encoded.replace('@/', '@___DUMMY___/'), PG_BASE);
+    // pg decodes these too: `%9F` alone is no UTF-8, and pg throws "URI malformed" at the first connection.
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
+    decodeURI(url.pathname);
+    return true;
   } catch {
-    // encodeURI refuses a lone surrogate, and so would pg.
+    // A URL neither form parses, a bad percent-encoding, or a lone surrogate (encodeURI refuses it): pg would fail too.
     return false;
   }
 }

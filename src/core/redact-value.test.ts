@@ -87,14 +87,17 @@ describe('redactValue: the one-pass check', () => {
     if (typeof value === 'string') return redactSecrets(value).text;
     if (Array.isArray(value)) return value.map(oracle);
     if (value !== null && typeof value === 'object') {
-      // Two keys redacted alike stay two: the later ones get " (2)", " (3)", ….
-      const taken = new Set<string>();
+      // Keys left as they are keep their names; two redacted alike stay two (" (2)", " (3)", …).
+      const entries = Object.entries(value);
+      const taken = new Set(entries.map(([key]) => key).filter((key) => redactSecrets(key).text === key));
       return Object.fromEntries(
-        Object.entries(value).map(([key, item]) => {
+        entries.map(([key, item]) => {
           const redacted = redactSecrets(key).text;
           let next = redacted;
-          for (let copy = 2; next !== key && taken.has(next); copy++) next = `${redacted} (${copy})`;
-          taken.add(next);
+          if (redacted !== key) {
+            for (let copy = 2; taken.has(next); copy++) next = `${redacted} (${copy})`;
+            taken.add(next);
+          }
           return [next, typeof item === 'string' ? asLabelled(key, redactSecrets(item).text) : oracle(item)];
         }),
       );
@@ -174,6 +177,10 @@ describe('redactValue: the one-pass check', () => {
       '[REDACTED:email_address] (2)': 'owner',
       plain: 1,
     });
+    // A key already named like a placeholder keeps its name and value.
+    expect(
+      redactValue({ 'ann@mail.example.org': 'admin', '[REDACTED:email_address]': 'owner' }, { keys: true }),
+    ).toEqual({ '[REDACTED:email_address] (2)': 'admin', '[REDACTED:email_address]': 'owner' });
   });
 
   it('redacts keys only when asked, and keeps a "__proto__" key a plain key', () => {

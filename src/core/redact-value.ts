@@ -117,9 +117,13 @@ function redactNode(value: unknown, depth: number, keys: boolean): unknown {
     return items.some((item, index) => item !== value[index]) ? items : value;
   }
   let changed = false;
-  const taken = new Set<string>();
-  const entries = Object.entries(value).map(([key, item]) => {
-    const nextKey = keys ? distinctKey(redactSecrets(key).text, key, taken) : key;
+  const given = Object.entries(value);
+  const redactedKeys = keys ? given.map(([key]) => redactSecrets(key).text) : [];
+  // Keys that redacting leaves as they are keep their names; the others take free ones.
+  const taken = new Set(given.filter((_entry, index) => redactedKeys[index] === given[index]?.[0]).map(([key]) => key));
+  const entries = given.map(([key, item], index) => {
+    const redactedKey = redactedKeys[index] ?? key;
+    const nextKey = keys && redactedKey !== key ? distinctKey(redactedKey, taken) : key;
     const next = typeof item === 'string' ? redactEntry(key, item) : redactNode(item, depth + 1, keys);
     if (next !== item || nextKey !== key) changed = true;
     return [nextKey, next] as const;
@@ -129,13 +133,13 @@ function redactNode(value: unknown, depth: number, keys: boolean): unknown {
 }
 
 /**
- * `redacted` (the key `key` redacted), made distinct from the keys `taken` so far when
- * redacting changed it: two addresses as keys would otherwise become one key, and one value
- * would be lost.
+ * `redacted` (a key redacting changed), made distinct from the keys `taken` (every key left
+ * as it was, and the changed ones placed so far): two addresses as keys would otherwise
+ * become one key, and one value would be lost.
  */
-function distinctKey(redacted: string, key: string, taken: Set<string>): string {
+function distinctKey(redacted: string, taken: Set<string>): string {
   let next = redacted;
-  for (let copy = 2; next !== key && taken.has(next); copy++) next = `${redacted} (${copy})`;
+  for (let copy = 2; taken.has(next); copy++) next = `${redacted} (${copy})`;
   taken.add(next);
   return next;
 }

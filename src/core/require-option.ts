@@ -129,3 +129,8 @@ export function isTimerMs(value: unknown, min: number): value is number {
 function shown(value: unknown): string {
   return typeof value === 'string' ? JSON.stringify(value) : typeof value === 'object' ? typeof value : String(value);
 }
+
+/** A value as an error message shows it: JSON, but `NaN` and `Infinity` as themselves, not as JSON's `null`. */
+export function shownValue(value: unknown): string {
+  return typeof value === 'number' && !Number.isFinite(value) ? String(value) : JSON.stringify(value);
+}

@@ -112,6 +112,13 @@ describe('stripInvisible: text that stays', () => {
     expect(stripInvisible('<\u200D/working-memory>')).toBe('</working-memory>');
   });
 
+  // Once quadratic: 93 s for a run of 200,000 joiners between two accented letters.
+  it('stays linear on a long run of joiners', () => {
+    const text = `é${'\u200D'.repeat(200_000)}é`;
+    expect(stripInvisible(text)).toBe(text);
+    expect(stripInvisible(`a${'\u200D'.repeat(200_000)}b`)).toBe('ab');
+  }, 10_000);
+
   it('replaces a lone surrogate with U+FFFD and keeps pairs', () => {
     expect(stripInvisible('tea \uD83D daily \uDE00 😀')).toBe('tea \uFFFD daily \uFFFD 😀');
   });

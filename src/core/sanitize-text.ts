@@ -22,8 +22,18 @@ const HAS_HIDDEN = new RegExp(`[${HIDDEN_CLASS}]`, 'u');
 // The zero-width non-joiner (Persian, Hindi) and joiner (emoji sequences such as 👩‍💻, Indic
 // conjuncts) are kept between two characters outside ASCII, where those scripts use them, and
 // removed next to ASCII, where they only split a word (`ig\u200Dnore`) or a tag.
-const JOINER = /(?<![\u0080-\uFFFF])[\u200C\u200D]+|[\u200C\u200D]+(?![\u0080-\uFFFF])/g;
+const JOINER_RUN = /[\u200C\u200D]+/g;
 const HAS_JOINER = /[\u200C\u200D]/;
+const NON_ASCII = /[\u0080-\uFFFF]/;
+
+/** `text` with each run of joiners kept only between two characters outside ASCII (one pass: linear). */
+function stripAsciiJoiners(text: string): string {
+  return text.replace(JOINER_RUN, (run: string, offset: number, whole: string) => {
+    const before = whole[offset - 1];
+    const after = whole[offset + run.length];
+    return before !== undefined && after !== undefined && NON_ASCII.test(before) && NON_ASCII.test(after) ? run : '';
+  });
+}
 
 // CRLF, lone CR, and the Unicode line breaks a model reads as one: NEL, the line separator
 // and the paragraph separator. Each becomes \n, so it is indented like any other new line.
@@ -58,7 +68,7 @@ const LOOK_ALIKE_TAG_OPEN = new RegExp(
  */
 export function stripInvisible(text: string): string {
   const stripped = text.replace(LINE_BREAK, '\n').replace(INVISIBLE, '');
-  return wellFormed(HAS_JOINER.test(stripped) ? stripped.replace(JOINER, '') : stripped);
+  return wellFormed(HAS_JOINER.test(stripped) ? stripAsciiJoiners(stripped) : stripped);
 }
 
 /**
@@ -67,7 +77,7 @@ export function stripInvisible(text: string): string {
  */
 export function stripInvisibleInJson(json: string): string {
   const stripped = json.replace(LINE_BREAK, '\\n').replace(INVISIBLE, '');
-  return HAS_JOINER.test(stripped) ? stripped.replace(JOINER, '') : stripped;
+  return HAS_JOINER.test(stripped) ? stripAsciiJoiners(stripped) : stripped;
 }
 
 /**

@@ -2,6 +2,7 @@
  * Checks and cleans observations brought in from elsewhere before a store appends them.
  * @module
  */
+import { shownValue } from '../core/require-option.js';
 import { HarnessMemoryError } from '../core/errors.js';
 import { redactSecrets } from '../core/redact-secrets.js';
 import { stripInvisible } from '../core/sanitize-text.js';
@@ -66,7 +67,7 @@ export function prepareImport(
       importance !== null &&
       (typeof importance !== 'number' || !(importance >= 0 && importance <= 1))
     ) {
-      throw invalid(index, `importance must be a number from 0 to 1 or null, got ${shown(importance)}`);
+      throw invalid(index, `importance must be a number from 0 to 1 or null, got ${shownValue(importance)}`);
     }
     if (source !== undefined && source !== 'import' && source !== 'client')
       throw invalid(index, `source must be "import" or "client", got ${JSON.stringify(source)}`);
@@ -93,11 +94,6 @@ export function prepareImport(
 }
 
 const IMPORT_FIELDS: ReadonlySet<string> = new Set(['content', 'importance', 'source', 'createdAt']);
-
-/** A value as an error shows it: `NaN` and `Infinity` as themselves, not as JSON's `null`. */
-function shown(value: unknown): string {
-  return typeof value === 'number' && !Number.isFinite(value) ? String(value) : JSON.stringify(value);
-}
 
 function invalid(index: number, problem: string): HarnessMemoryError {
   return new HarnessMemoryError({

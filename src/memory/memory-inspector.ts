@@ -4,6 +4,7 @@
  * hand corrections, and the progress toward the next observe and reflection.
  * @module
  */
+import { shownValue } from '../core/require-option.js';
 import { HarnessMemoryError } from '../core/errors.js';
 import type { IdGenerator } from '../core/ids.js';
 import type { MemoryStatus } from '../core/memory-status.js';
@@ -389,7 +390,7 @@ function checkImportance(importance: unknown): number | null | undefined {
   if (typeof importance !== 'number' || !(importance >= 0 && importance <= 1))
     throw invalidObservation(
       'importance',
-      `importance must be a number from 0 to 1 or null, got ${typeof importance === 'number' ? String(importance) : JSON.stringify(importance)}`,
+      `importance must be a number from 0 to 1 or null, got ${shownValue(importance)}`,
     );
   return importance;
 }

@@ -3,6 +3,7 @@
  * memory inspector page at `/inspector`.
  * @module
  */
+import { LOOPBACK_HOSTS } from '../core/loopback-hosts.js';
 import { timingSafeEqual } from 'node:crypto';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import { Hono } from 'hono';
@@ -52,10 +53,8 @@ export interface AppOptions {
   readonly storageProblem?: () => string | undefined;
 }
 
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/** The host of an Origin header, lower-cased; "" for `null` and anything that is not a URL. */
 /** The `host[:port]` of an Origin header, as a Host header writes it; '' when it is not a URL. */
 function originHost(origin: string): string {
   try {
@@ -145,7 +144,7 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
     // loopback-only server, each route counts writes against the tenant it names.
     const principal = context.get('principal');
     if (principal !== undefined) {
-      if (READ_METHODS.has(context.req.method)) limits.admitRead(principal);
+      if (READ_METHODS.has(context.req.method)) limits.admitRead?.(principal);
       else limits.admitWrite(principal);
     }
     return next();

@@ -152,10 +152,11 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       ],
       ...(options.tools ? { tools: options.tools } : {}),
       workspace: config.workspace,
-      // The configured agent model is allowed by name too, when a list is given.
+      // The agent model (as resolved: [model] name, a provider's model, the built-in default)
+      // is allowed by name too, when a list is given.
       allowedModels:
-        config.server.allowedModels.length > 0 && config.model.name !== ''
-          ? [...config.server.allowedModels, config.model.name]
+        config.server.allowedModels.length > 0 && agentModel.modelId !== ''
+          ? [...config.server.allowedModels, agentModel.modelId]
           : config.server.allowedModels,
       forensics: {
         captureRequestEnvelope: config.forensics.captureRequestEnvelope,

@@ -1,4 +1,5 @@
 import { serve } from '@hono/node-server';
+import { LOOPBACK_HOSTS } from '../core/loopback-hosts.js';
 import type { AddressInfo } from 'node:net';
 import { requireObject, requireTimerMs } from '../core/require-option.js';
 import { ConfigError } from '../core/errors.js';
@@ -31,8 +32,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
-
 /** How long `close` lets runs and requests in flight go on by default. */
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
@@ -53,7 +52,7 @@ export async function startServer(harness: Harness, options: StartServerOptions 
       message: 'must not be blank: give an interface such as 127.0.0.1 (the default)',
     });
   }
-  if (!LOOPBACK.has(host) && harness.config.server.apiKeys.length === 0 && !options.insecure) {
+  if (!LOOPBACK_HOSTS.has(host) && harness.config.server.apiKeys.length === 0 && !options.insecure) {
     throw new ConfigError({
       key: 'server.host',
       source: hostSource,

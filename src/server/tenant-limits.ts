@@ -35,8 +35,11 @@ export interface TenantLimitsOptions {
 export interface TenantLimits {
   /** Takes a write token, or throws `429 rate_limited` with the seconds until the next one. */
   admitWrite(principal: string): void;
-  /** Takes a read token, or throws `429 rate_limited` with the seconds until the next one. */
-  admitRead(principal: string): void;
+  /**
+   * Takes a read token, or throws `429 rate_limited` with the seconds until the next one.
+   * Optional, so limits of one's own written before it existed go on working (reads then unlimited).
+   */
+  admitRead?(principal: string): void;
   /** Counts a run in; throws `429 too_many_runs` at the cap. Call the returned function once when the run ends. */
   acquireRun(principal: string): () => void;
   /**

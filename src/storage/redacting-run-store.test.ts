@@ -42,4 +42,23 @@ describe('redacting run store', () => {
     await store.updateRun('r1', { output: emoji });
     expect((await store.getRun('r1'))?.output).toBe(emoji);
   });
+
+  it('keeps a pretty-printed tool result JSON when it finds a key hidden in it', async () => {
+    const store = createRedactingRunStore(createInMemoryRunStore());
+    const hidden = `${KEY.slice(0, 3)}\u200B${KEY.slice(3)}`;
+    const content = JSON.stringify({ note: `key ${hidden}`, other: 'kept' }, null, 2).replaceAll('\n', '\r\n');
+    await store.appendMessages('m2', [
+      {
+        messageId: 'a',
+        runId: 'r1',
+        role: 'assistant',
+        content: '',
+        toolCalls: [{ id: 'c1', name: 't', arguments: '{}' }],
+        tokenCount: 1,
+      },
+      { messageId: 't', runId: 'r1', role: 'tool', content, name: 't', toolCallId: 'c1', tokenCount: 10 },
+    ]);
+    const [, stored] = await store.recentMessages('m2', 1000);
+    expect(JSON.parse(stored?.content ?? '')).toEqual({ note: 'key [REDACTED:openai_key]', other: 'kept' });
+  });
 });

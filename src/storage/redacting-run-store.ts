@@ -6,7 +6,7 @@
  * @module
  */
 import { redactSecrets } from '../core/redact-secrets.js';
-import { needsStripping, stripInvisible, stripInvisibleInJson } from '../core/sanitize-text.js';
+import { needsStripping, stripInvisible } from '../core/sanitize-text.js';
 import { requireObject } from '../core/require-option.js';
 import { redactJsonText, redactValue } from '../core/redact-value.js';
 import type { ConversationMessage, RunPatch, RunStore } from './run-store.js';
@@ -83,7 +83,29 @@ function redact(text: string): string {
 
 // Object keys too: a tool's result may key its data by address or token.
 function redactJson(text: string): string {
-  return hiddenSecretsToo(text, (given) => redactJsonText(given, { keys: true }), stripInvisibleInJson);
+  return hiddenSecretsToo(text, (given) => redactJsonText(given, { keys: true }), stripJsonStrings);
+}
+
+/**
+ * JSON text with every string in it (keys too) read without invisible characters, so it
+ * stays JSON (stripping the raw text would turn line breaks between tokens into `\n`); text
+ * that is not JSON, as text.
+ */
+function stripJsonStrings(text: string): string {
+  try {
+    return JSON.stringify(stripStrings(JSON.parse(text), 0));
+  } catch {
+    return stripInvisible(text);
+  }
+}
+
+function stripStrings(value: unknown, depth: number): unknown {
+  if (typeof value === 'string') return stripInvisible(value);
+  if (typeof value !== 'object' || value === null || depth >= 64) return value;
+  if (Array.isArray(value)) return value.map((item) => stripStrings(item, depth + 1));
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => [stripInvisible(key), stripStrings(item, depth + 1)]),
+  );
 }
 
 function redactPatch(patch: RunPatch): RunPatch {

@@ -14,10 +14,13 @@ import type { E2E, ModelScript } from './e2e-harness.js';
 
 const KEY = 'key-acme';
 const AGENT = 'planner';
-/** Makes the page's 15 s request timeout 1 s, so a test need not wait for it. */
+/**
+ * Makes the page's 15 s request timeout 3 s, so a test need not wait for it; long enough for
+ * the page's first loads on a loaded machine (the scope view does not retry a failed first load).
+ */
 const SHORT_TIMEOUT = `{
   const timeout = AbortSignal.timeout.bind(AbortSignal);
-  AbortSignal.timeout = (ms) => timeout(Math.min(ms, 1000));
+  AbortSignal.timeout = (ms) => timeout(Math.min(ms, 3000));
 }`;
 
 let e2e: E2E;

@@ -2,6 +2,7 @@
  * `harness serve`: the HTTP API until SIGINT or SIGTERM.
  * @module
  */
+import { LOOPBACK_HOSTS } from '../../core/loopback-hosts.js';
 import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
 import type { HarnessConfig } from '../../config/schema.js';
@@ -130,8 +131,6 @@ function warnIfOpen(context: CliContext, config: HarnessConfig, options: ServeOp
       'HARNESS_API_KEYS\n',
   );
 }
-
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
 // NOTE: a blank host would make Node listen on every interface.
 function parseHost(value: string): string {

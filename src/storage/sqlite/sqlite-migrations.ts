@@ -595,18 +595,23 @@ export function migrateSqliteDatabase(
   }
   const isApplied = db.prepare<[number], number>('SELECT 1 FROM schema_migrations WHERE version = ?').pluck();
   const record = db.prepare<[number]>(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ${SQL_NOW})`);
+  // The header's copy of the version, which processes already open check before they write
+  // (createSchemaCheck), raised in the migration's own transaction (never lowered, so an
+  // older process opening the file after a newer one cannot lower it).
+  const header = db.prepare<[], number>('PRAGMA user_version').pluck();
+  const raiseHeader = (version: number): void => {
+    if ((header.get() ?? 0) < version) db.pragma(`user_version = ${version}`);
+  };
   for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
     db.transaction(() => {
       if (isApplied.get(migration.version) !== undefined) return;
       migration.up(db);
       record.run(migration.version);
+      raiseHeader(migration.version);
     }).immediate();
   }
   const applied = current.get() ?? 0;
-  // The header's copy of the version, which processes already open check before they write
-  // (createSchemaCheck): only ever raised, so an older process opening the file after a newer
-  // one cannot lower it.
-  const header = db.prepare<[], number>('PRAGMA user_version').pluck();
-  if ((header.get() ?? 0) < applied) db.pragma(`user_version = ${applied}`);
+  // A file migrated by a version that did not keep the header's copy.
+  if ((header.get() ?? 0) < applied) db.transaction(() => raiseHeader(applied)).immediate();
   return applied;
 }

@@ -789,6 +789,7 @@ describe('store: sqlite (backend)', () => {
         }),
       ).rejects.toEqual(upgraded);
       await expect(runs.createRun(newRun('run_after'))).rejects.toEqual(upgraded);
+      await expect(store.forget(memoryId)).rejects.toEqual(upgraded);
       // Reads go on; nothing was written.
       expect((await store.listUnobservedMessages(memoryId, 100)).map((item) => item.content)).toEqual(['before']);
     } finally {

@@ -278,11 +278,12 @@ function createSqliteStoreContext(
   checkpointer: BackgroundCheckpoints | undefined,
 ) {
   const storeGuard = createStoreGuard({ store: STORE_NAME, toError: (error) => toStoreError(error, context) });
+  const checkSchema = createSchemaCheck(db, STORE_NAME, SQLITE_SCHEMA_VERSION);
   const batcher = new SqliteWriteBatcher(
     db,
     (error) => toStoreError(error, context),
     checkpointer?.noteCommit,
-    createSchemaCheck(db, STORE_NAME, SQLITE_SCHEMA_VERSION),
+    checkSchema,
   );
   const inspection = createSqliteInspection(db, statements);
 
@@ -377,6 +378,7 @@ function createSqliteStoreContext(
     context,
     faultPoint,
     checkpointer,
+    checkSchema,
   };
 }
 
@@ -802,13 +804,16 @@ const EMPTY_LOG_RETRY_MS = 10;
  * still held then, the caller must know the bytes may linger, and a retry is harmless.
  */
 async function forgetAndEmptyLog(ctx: SqliteStoreContext, memoryId: string): Promise<void> {
-  const { db, context, execute } = ctx;
+  const { db, context, execute, checkSchema } = ctx;
   const emptyLog = (): boolean => {
     const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
     return result === undefined || result.busy === 0;
   };
   let emptied = execute(() => {
-    db.transaction((id: string) => forget(ctx, id)).immediate(memoryId);
+    db.transaction((id: string) => {
+      checkSchema();
+      forget(ctx, id);
+    }).immediate(memoryId);
     return emptyLog();
   });
   const deadline = performance.now() + context.busyTimeoutMs;
