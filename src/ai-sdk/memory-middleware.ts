@@ -2,6 +2,7 @@
  * Observational and working memory for any AI SDK model, as language-model middleware.
  * @module
  */
+import { untilStopped } from '../core/until-stopped.js';
 import { randomUUID } from 'node:crypto';
 import type {
   LanguageModelV3CallOptions,
@@ -161,8 +162,7 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
       try {
         // A call its caller gave up on does not wait for memory: the model call that follows
         // fails at once with the caller's abort.
-        const turn = await untilAborted(preparer.prepareTurn(scopeOf(params)), params.abortSignal);
-        if (turn === undefined) return { ...params, prompt };
+        const turn = await untilStopped(preparer.prepareTurn(scopeOf(params)), params.abortSignal);
         for (const failure of turn.failures) report(failure.error, 'prepare');
         const block = turn.messages.map((message) => ({
           role: 'system' as const,
@@ -174,7 +174,8 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
         const at = lead < 0 ? prompt.length : lead;
         return { ...params, prompt: [...prompt.slice(0, at), ...block, ...prompt.slice(at)] };
       } catch (error) {
-        report(error, 'prepare');
+        // Aborted by the caller: no failure of memory's, the model call fails with the abort.
+        if (!params.abortSignal?.aborted) report(error, 'prepare');
         return { ...params, prompt };
       }
     },
@@ -306,26 +307,6 @@ function observedStream(
     },
     { highWaterMark: 0 },
   );
-}
-
-/** Resolves with `work`'s value, or with `undefined` as soon as `signal` is aborted. */
-async function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T | undefined> {
-  if (signal === undefined) return work;
-  if (signal.aborted) {
-    work.catch(() => undefined);
-    return undefined;
-  }
-  let onAbort = (): void => undefined;
-  const aborted = new Promise<undefined>((resolve) => {
-    onAbort = () => resolve(undefined);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([work, aborted]);
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-    work.catch(() => undefined);
-  }
 }
 
 /** Gathers a stream's text and tool calls into the content a generate call would have answered. */

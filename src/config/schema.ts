@@ -7,7 +7,7 @@ import { z } from 'zod/v4';
 import { HarnessMemoryError } from '../core/errors.js';
 import { validateScopeId } from '../core/scope.js';
 import { apiKeyProblem } from '../core/api-key.js';
-import { apiKeyEnvProblem } from './api-key-env.js';
+import { apiKeyEnvProblem } from '../core/api-key-env.js';
 import { MAX_MODEL_ID_LENGTH, MAX_SNIPPET_MAX_TOKENS } from '../core/observation.js';
 
 /** Values of `[memory] mode`. `off` disables memory; `local_coordinator` runs it in-process for one host. */

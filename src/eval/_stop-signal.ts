@@ -31,20 +31,3 @@ function link(source: AbortSignal | undefined, controller: AbortController): () 
   else source.addEventListener('abort', abort, { once: true });
   return () => source.removeEventListener('abort', abort);
 }
-
-/**
- * `work`'s outcome, or a rejection with the signal's reason as soon as it aborts. Work left
- * running then ends on its own, its failure ignored (the eval is being stopped).
- */
-export function untilStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return work;
-  return new Promise<T>((resolve, reject) => {
-    const stop = (): void => {
-      work.catch(() => undefined);
-      reject(signal.reason);
-    };
-    if (signal.aborted) return stop();
-    signal.addEventListener('abort', stop, { once: true });
-    void work.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
-  });
-}

@@ -3,10 +3,10 @@
  * own agent model. Reference behaviour section 7.
  * @module
  */
+import { apiKeyEnvProblem } from '../core/api-key-env.js';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import { ConfigError } from '../core/errors.js';
 import { maskPasswords } from '../core/mask-passwords.js';
-import { redactSecrets } from '../core/redact-secrets.js';
 import { withCircuitBreaker, type CircuitBreakerModel, type CircuitBreakerOptions } from './circuit-breaker.js';
 import type { LanguageModel } from './language-model.js';
 import type { ModelSelectionConfig } from './model-selection-config.js';
@@ -300,7 +300,7 @@ function providerSettings(
  * which must not be printed.
  */
 function keyVariableOf(providerName: string, apiKeyEnv: string): string {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(apiKeyEnv) && Object.keys(redactSecrets(apiKeyEnv).counts).length === 0
+  return apiKeyEnv !== '' && apiKeyEnvProblem(apiKeyEnv) === undefined
     ? apiKeyEnv
     : `the variable that providers.${providerName}.api_key_env names`;
 }

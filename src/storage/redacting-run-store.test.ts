@@ -2,8 +2,26 @@ import { describe, expect, it } from 'vitest';
 import { createInMemoryRunStore } from './in-memory-run-store.js';
 import { createRedactingRunStore } from './redacting-run-store.js';
 import { newRun } from './run-store.suite.js';
+import type { RunStore } from './run-store.js';
 
 const KEY = `sk-proj-${'Cn21_'.repeat(6)}`;
+
+/** Stores a tool call of `name` and its result `content` in conversation `memoryId`; resolves with the stored result. */
+async function storedToolResult(store: RunStore, memoryId: string, name: string, content: string) {
+  await store.appendMessages(memoryId, [
+    {
+      messageId: 'a',
+      runId: 'r1',
+      role: 'assistant',
+      content: '',
+      toolCalls: [{ id: 'c1', name, arguments: '{}' }],
+      tokenCount: 1,
+    },
+    { messageId: 't', runId: 'r1', role: 'tool', content, name, toolCallId: 'c1', tokenCount: 10 },
+  ]);
+  const [, stored] = await store.recentMessages(memoryId, 1000);
+  return stored;
+}
 
 describe('redacting run store', () => {
   it('redacts the keys of a tool result, keeping two that redact alike apart', async () => {
@@ -11,18 +29,7 @@ describe('redacting run store', () => {
     const content = JSON.stringify({
       members: { 'ann@mail.example.org': 'admin', [KEY]: 'owner', 'bob@x.example': 'viewer' },
     });
-    await store.appendMessages('m', [
-      {
-        messageId: 'a',
-        runId: 'r1',
-        role: 'assistant',
-        content: '',
-        toolCalls: [{ id: 'c1', name: 'team', arguments: '{}' }],
-        tokenCount: 1,
-      },
-      { messageId: 't', runId: 'r1', role: 'tool', content, name: 'team', toolCallId: 'c1', tokenCount: 10 },
-    ]);
-    const [, stored] = await store.recentMessages('m', 1000);
+    const stored = await storedToolResult(store, 'm', 'team', content);
     expect(stored?.content).not.toContain('ann@mail.example.org');
     expect(stored?.content).not.toContain(KEY);
     expect(Object.values((JSON.parse(stored?.content ?? '{}') as { members: object }).members)).toEqual([
@@ -47,18 +54,7 @@ describe('redacting run store', () => {
     const store = createRedactingRunStore(createInMemoryRunStore());
     const hidden = `${KEY.slice(0, 3)}\u200B${KEY.slice(3)}`;
     const content = JSON.stringify({ note: `key ${hidden}`, other: 'kept' }, null, 2).replaceAll('\n', '\r\n');
-    await store.appendMessages('m2', [
-      {
-        messageId: 'a',
-        runId: 'r1',
-        role: 'assistant',
-        content: '',
-        toolCalls: [{ id: 'c1', name: 't', arguments: '{}' }],
-        tokenCount: 1,
-      },
-      { messageId: 't', runId: 'r1', role: 'tool', content, name: 't', toolCallId: 'c1', tokenCount: 10 },
-    ]);
-    const [, stored] = await store.recentMessages('m2', 1000);
+    const stored = await storedToolResult(store, 'm2', 't', content);
     expect(JSON.parse(stored?.content ?? '')).toEqual({ note: 'key [REDACTED:openai_key]', other: 'kept' });
   });
 });

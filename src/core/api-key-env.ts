@@ -4,7 +4,7 @@
  * key pasted here would be shown in full.
  * @module
  */
-import { redactSecrets } from '../core/redact-secrets.js';
+import { redactSecrets } from './redact-secrets.js';
 
 /** Letters, digits and underscores, not starting with a digit: what a shell can export. */
 export const ENV_VARIABLE_NAME_PATTERN: RegExp = /^[A-Za-z_][A-Za-z0-9_]*$/;
