@@ -2,7 +2,7 @@
  * Opening and configuring the one connection of a SQLite store.
  * @module
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Database } from 'better-sqlite3';
@@ -19,7 +19,7 @@ export function openSqliteFile(path: string, busyTimeoutMs: number): Database {
   if (path !== ':memory:' && path !== '') {
     const folder = dirname(resolve(path));
     try {
-      mkdirSync(folder, { recursive: true });
+      makeFolders(folder);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? String(error);
       throw new StoreError({
@@ -31,6 +31,38 @@ export function openSqliteFile(path: string, busyTimeoutMs: number): Database {
     }
   }
   return new BetterSqlite3(path, { timeout: busyTimeoutMs });
+}
+
+// Node's recursive mkdirSync never returns on some virtual file systems (`/proc/harness/x`
+// loops on ENOENT), so the missing folders are made one by one from the nearest existing one.
+function makeFolders(folder: string): void {
+  const missing: string[] = [];
+  let current = folder;
+  while (!exists(current)) {
+    missing.push(current);
+    const parent = dirname(current);
+    if (parent === current) break;
+    current = parent;
+  }
+  for (const each of missing.reverse()) {
+    try {
+      mkdirSync(each);
+    } catch (error) {
+      // Made meanwhile by another process: fine if it is a folder now.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(each).isDirectory()) throw error;
+    }
+  }
+  if (!statSync(folder).isDirectory()) throw Object.assign(new Error(`${folder} is not a folder`), { code: 'EEXIST' });
+}
+
+function exists(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
 }
 
 /**

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -742,6 +742,26 @@ describe('store: sqlite (backend)', () => {
       expect.objectContaining({ messageKey: 'id:3', content: 'third', seq: 3 }),
     ]);
     expect((await store.appendMessages({ scope, memoryId, messages: [message('id:2', 'second')] })).inserted).toBe(0);
+  });
+
+  it.runIf(process.platform === 'linux')(
+    'names a folder it cannot make under /proc instead of hanging (Node loops there)',
+    () => {
+      expect(() => createSqliteStore({ path: '/proc/harness-memory-test/deeper/state.db' })).toThrow(
+        'Cannot create the folder /proc/harness-memory-test/deeper for the SQLite file ' +
+          '/proc/harness-memory-test/deeper/state.db (ENOENT).',
+      );
+    },
+  );
+
+  it('makes missing folders, and names a file standing where a folder goes', () => {
+    const path = join(files.directory, 'a', 'b', 'state.db');
+    files.track(createSqliteStore({ path }));
+    expect(existsSync(path)).toBe(true);
+    writeFileSync(join(files.directory, 'file'), '');
+    expect(() => createSqliteStore({ path: join(files.directory, 'file', 'state.db') })).toThrow(
+      `Cannot create the folder ${join(files.directory, 'file')} for the SQLite file`,
+    );
   });
 
   it('refuses a database whose schema is newer than it knows', () => {
