@@ -127,6 +127,31 @@ describe('memory model selection: priority', () => {
     );
   });
 
+  it('infers openai for an agent on OpenAI when memory is sent elsewhere (HARNESS_MEMORY_LLM_BASE_URL)', () => {
+    const chosen = select({
+      OPENAI_API_KEY: 'sk-main',
+      HARNESS_MEMORY_LLM_BASE_URL: 'https://memproxy.example.com/v1',
+    });
+    expect(chosen).toMatchObject({ mode: 'openai', modelId: 'gpt-5-nano' });
+    expect(chosen.settings).toMatchObject({ baseURL: 'https://memproxy.example.com/v1', apiKey: 'sk-main' });
+  });
+
+  it('keeps a stray OPENAI_API_KEY from a memory server the agent also uses when the agent is not on OpenAI', () => {
+    const toml = '[model]\nprovider = "ollama"\nname = "llama3.1"\n';
+    const chosen = select(
+      { OPENAI_API_KEY: 'sk-stray', HARNESS_MEMORY_LLM_BASE_URL: 'http://127.0.0.1:11434/v1' },
+      toml,
+      { inheritModel: agent() },
+    );
+    expect(chosen).toMatchObject({
+      mode: 'inherit',
+      source:
+        "inferred: OPENAI_API_KEY is set (env:OPENAI_API_KEY), but the agent's model is at " +
+        'http://127.0.0.1:11434/v1, not https://api.openai.com/v1, so memory stays with it',
+    });
+    expect(JSON.stringify(chosen.settings ?? {})).not.toContain('sk-stray');
+  });
+
   it('infers openai when OPENAI_BASE_URL points the agent and memory at the same server', () => {
     const chosen = select({ OPENAI_API_KEY: 'sk-x', OPENAI_BASE_URL: 'http://127.0.0.1:11434' });
     expect(chosen).toMatchObject({ mode: 'openai', source: 'inferred: OPENAI_API_KEY is set (env:OPENAI_API_KEY)' });

@@ -95,23 +95,24 @@ function memorySettings(config: ModelSelectionConfig, env: Env) {
 type MemorySettings = ReturnType<typeof memorySettings>;
 
 /**
- * Why `OPENAI_API_KEY` alone must not choose the openai mode, or `undefined` when it may: only
- * an agent whose requests go to the server the openai mode would use (`OPENAI_BASE_URL`, else
- * OpenAI's) takes memory there with it. A key left in the shell must not send a local or
- * other provider's transcripts to OpenAI (the reference's weak spot 10.14).
+ * Why `OPENAI_API_KEY` alone must not choose the openai mode, or `undefined` when it may: the
+ * key is the agent's only when the agent's requests go to the server it belongs to
+ * (`OPENAI_BASE_URL`, else OpenAI's). A key left in the shell must not send a local or other
+ * provider's transcripts, or itself, to OpenAI or to a memory server (the reference's weak
+ * spot 10.14). A memory base URL (`HARNESS_MEMORY_LLM_BASE_URL`) does not enter into it: it
+ * says where memory goes, not whose key this is.
  */
 function agentElsewhere(settings: MemorySettings, config: ModelSelectionConfig, env: Env): string | undefined {
-  const memoryBase =
-    settings.baseUrl?.value ?? settings.openaiBaseUrl?.value ?? BUILT_IN_PROVIDERS['openai']?.baseUrl ?? '';
+  const keyBase = settings.openaiBaseUrl?.value ?? BUILT_IN_PROVIDERS['openai']?.baseUrl ?? '';
   let agentBase: string | undefined;
   try {
     agentBase = agentModelSettings(config, env).baseURL;
-    if (normalizeBaseUrl(agentBase) === normalizeBaseUrl(memoryBase)) return undefined;
+    if (normalizeBaseUrl(agentBase) === normalizeBaseUrl(keyBase)) return undefined;
   } catch {
     // An agent model that cannot be built is not known to be at that server.
   }
   const where = agentBase === undefined ? 'unknown' : maskPasswords(agentBase);
-  return `the agent's model is at ${where}, not ${maskPasswords(memoryBase)}`;
+  return `the agent's model is at ${where}, not ${maskPasswords(keyBase)}`;
 }
 
 function chooseMode(
@@ -146,7 +147,7 @@ function chooseMode(
 /**
  * Chooses the memory model: `llm_mode` when set; else `provider` when `llm_provider` is set;
  * else `openai` when `OPENAI_API_KEY` is set and the agent's requests go to the server that
- * mode uses (`OPENAI_BASE_URL`, else OpenAI's); else `inherit` (the agent model). The
+ * key is for (`OPENAI_BASE_URL`, else OpenAI's); else `inherit` (the agent model). The
  * `HARNESS_MEMORY_LLM_MODEL`, `_BASE_URL` and `_API_KEY` settings override in every mode.
  * Missing pieces throw a `ConfigError` naming the setting or variable to set.
  * @example
