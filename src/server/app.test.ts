@@ -179,7 +179,7 @@ describe('server: bad input', () => {
       [JSON.stringify({ prompt: 5 }), 'invalid_request'],
       [JSON.stringify({ prompt: 'x', max_steps: 0 }), 'invalid_request'],
       [JSON.stringify({ prompt: 'x', tenant_id: '../etc' }), 'scope_invalid'],
-      [JSON.stringify({ prompt: '   ' }), 'request_invalid'],
+      [JSON.stringify({ prompt: '   ' }), 'invalid_request'],
     ];
     for (const [body, code] of cases) {
       const response = await request('/v1/runs', { method: 'POST', body });
@@ -253,7 +253,7 @@ describe('server: bad input', () => {
     });
     expect(response.status).toBe(400);
     const body = await json(response);
-    expect(body['error']).toMatchObject({ code: 'request_invalid' });
+    expect(body['error']).toMatchObject({ code: 'invalid_request' });
     expect(JSON.stringify(body)).toContain('model looks like a secret (github_token)');
     expect(JSON.stringify(body)).not.toContain('ghp_abcdef');
     expect(await runStore.listRuns({ tenantId: 'acme', limit: 10 })).toEqual([]);

@@ -65,6 +65,10 @@ export function jsonError(
   });
 }
 
+// A malformed run or API request is the reference's `invalid_request`, whether the body's
+// shape (checked at the route) or a value inside it (checked by the runner) is wrong.
+const WIRE_CODE: Partial<Record<HarnessMemoryErrorCode, string>> = { REQUEST_INVALID: 'invalid_request' };
+
 const INTERNAL_MESSAGE = 'internal error; see the server log';
 
 /** Maps any thrown value to a JSON error response; the one place errors become responses. */
@@ -73,7 +77,8 @@ export function errorResponse(error: unknown): Response {
   if (HarnessMemoryError.isInstance(error)) {
     const status = STATUS_BY_CODE[error.code] ?? 500;
     // A 500's detail is the server's (a database's message, a schema name): it goes to the log only.
-    return jsonError(status, error.code.toLowerCase(), status === 500 ? INTERNAL_MESSAGE : tenantErrorText(error));
+    const code = WIRE_CODE[error.code] ?? error.code.toLowerCase();
+    return jsonError(status, code, status === 500 ? INTERNAL_MESSAGE : tenantErrorText(error));
   }
   return jsonError(500, 'internal', INTERNAL_MESSAGE);
 }

@@ -16,14 +16,14 @@ afterAll(async () => {
 });
 
 describe('e2e: allowed models', () => {
-  it('refuses a run naming another model with 400 request_invalid, and starts one naming an allowed one or none', async () => {
+  it('refuses a run naming another model with 400 invalid_request, and starts one naming an allowed one or none', async () => {
     const refused = await e2e.apiJson('/v1/runs', {
       method: 'POST',
       body: JSON.stringify({ prompt: 'hi', conversation_id: 'allowed', model: 'o1-pro' }),
     });
     expect(refused.status).toBe(400);
     expect(refused.body['error']).toMatchObject({
-      code: 'request_invalid',
+      code: 'invalid_request',
       message: expect.stringContaining('model "o1-pro" is not allowed on this server'),
     });
     for (const body of [{ model: 'small-model' }, {}]) {

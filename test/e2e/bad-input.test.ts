@@ -153,8 +153,8 @@ describe('e2e: bad input over HTTP', () => {
     );
     await post(JSON.stringify([{ prompt: 'x' }]), 400, 'invalid_request');
     await post(JSON.stringify({ ...SCOPE }), 400, 'invalid_request', 'prompt');
-    await post(JSON.stringify({ prompt: '   ', ...SCOPE }), 400, 'request_invalid', 'prompt');
-    await post(JSON.stringify({ prompt: 'x'.repeat(200_001), ...SCOPE }), 400, 'request_invalid', '200000');
+    await post(JSON.stringify({ prompt: '   ', ...SCOPE }), 400, 'invalid_request', 'prompt');
+    await post(JSON.stringify({ prompt: 'x'.repeat(200_001), ...SCOPE }), 400, 'invalid_request', '200000');
     await post(
       JSON.stringify({ prompt: 'x', system_prompt: 'x'.repeat(100_001), ...SCOPE }),
       400,
@@ -339,7 +339,7 @@ describe('e2e: bad input over HTTP', () => {
       `/v1/runs/${runId}/continue`,
       { method: 'POST', body: JSON.stringify({ prompt: '' }) },
       400,
-      'request_invalid',
+      'invalid_request',
     );
     await expectTooLarge(
       'POST',
