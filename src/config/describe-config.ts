@@ -42,7 +42,11 @@ function displayValue(config: HarnessConfig, key: string): string {
     case 'memory.db_dsn':
       return config.memory.dbDsn === '' ? '""' : maskPasswords(config.memory.dbDsn);
     case 'server.api_keys':
-      return config.server.apiKeys.map((entry) => `${maskSecret(entry.key)}:${entry.tenantId}`).join(', ') || '(none)';
+      return (
+        config.server.apiKeys
+          .map((entry) => `${maskSecret(entry.key)}:${[entry.tenantId, ...(entry.scopes ?? [])].join(' ')}`)
+          .join(', ') || '(none)'
+      );
     case 'memory.mode':
       return config.memory.enabled ? config.memory.mode : `${config.memory.mode} (memory.enabled = false)`;
   }

@@ -264,6 +264,27 @@ describe('config: cascade', () => {
     expect(config.sources['server.api_keys']).toBe('env:HARNESS_API_KEYS');
   });
 
+  it('reads the scopes after the tenant, and refuses unknown or repeated ones without echoing the key', () => {
+    const config = load({ HARNESS_API_KEYS: 'key-one:org:acme runs:read  memory:read, key-two:acme' });
+    expect(config.server.apiKeys).toEqual([
+      { key: 'key-one', tenantId: 'org:acme', scopes: ['runs:read', 'memory:read'] },
+      { key: 'key-two', tenantId: 'acme' },
+    ]);
+    expect(describeConfig(config).find((row) => row.key === 'server.api_keys')?.value).toBe(
+      '****:org:acme runs:read memory:read, ****:acme',
+    );
+    for (const [entry, reason] of [
+      ['key-secret-1:acme runs:admin', 'entry 1 has an unknown scope "runs:admin"; the scopes are runs:read, '],
+      ['key-secret-1:bad tenant', 'entry 1 has an unknown scope "tenant"'],
+      ['key-secret-1:acme runs:read runs:read', 'entry 1 names the scope runs:read twice'],
+    ] as const) {
+      const error = configErrorOf(() => load({ HARNESS_API_KEYS: entry }));
+      expect(error).toMatchObject({ key: 'server.api_keys', source: 'env:HARNESS_API_KEYS' });
+      expect(error.message).toContain(reason);
+      expect(error.message).not.toContain('secret');
+    }
+  });
+
   it('reads the env-only secrets and the OpenAI settings', () => {
     const config = load({
       HARNESS_MEMORY_LLM_API_KEY: 'memory-secret',
@@ -479,7 +500,7 @@ describe('config: errors', () => {
 
   it.each([
     ['key-secret-1:../etc', 'tenant_id may contain only letters, digits and . _ : @ -'],
-    ['key-secret-1:bad tenant', 'tenant_id may contain only letters, digits and . _ : @ -'],
+    ['key-secret-1:bad/tenant', 'tenant_id may contain only letters, digits and . _ : @ -'],
     ['key-secret-1:..', 'tenant_id must not be "." or ".."'],
     [`key-secret-1:${'t'.repeat(129)}`, 'tenant_id is 129 characters long; at most 128 are allowed'],
   ])('rejects the api key entry %j, whose tenant is not a scope id, without echoing the key', (entry, reason) => {

@@ -6,7 +6,8 @@
 import { z } from 'zod/v4';
 import { HarnessMemoryError } from '../core/errors.js';
 import { validateScopeId } from '../core/scope.js';
-import { apiKeyProblem } from '../core/api-key.js';
+import { apiKeyProblem, apiKeyScopesProblem } from '../core/api-key.js';
+import type { ApiKeyScope } from '../core/api-key.js';
 import { apiKeyEnvProblem } from '../core/api-key-env.js';
 import { MAX_MODEL_ID_LENGTH, MAX_SNIPPET_MAX_TOKENS } from '../core/observation.js';
 
@@ -123,33 +124,41 @@ const SQLITE_PATH_TILDE =
 export const MAX_RUN_RETENTION_DAYS = 36_500;
 const RETENTION_DAYS = `must be a whole number of days from 1 to ${MAX_RUN_RETENTION_DAYS}, or 0 to keep runs for ever`;
 
-const API_KEY_ENTRY = 'must look like "key:tenant", with neither part empty';
+const API_KEY_ENTRY = 'must look like "key:tenant" or "key:tenant scope …", with neither part empty';
 
 /** Entries `"key:tenant"`. Messages name the entry by index so the key itself never lands in a log. */
 const apiKeyEntries = () =>
-  z.array(text(), { error: 'must be an array of "key:tenant" strings' }).superRefine((entries, context) => {
-    const seen = new Set<string>();
-    entries.forEach((entry, index) => {
-      const parsed = parseApiKeyEntry(entry);
-      const tenantProblem = parsed === undefined ? undefined : tenantIdProblem(parsed.tenantId);
-      const keyProblem = parsed === undefined ? undefined : apiKeyProblem(parsed.key);
-      if (parsed === undefined) {
-        context.addIssue({ code: 'custom', path: [index], message: `entry ${index + 1} ${API_KEY_ENTRY}` });
-      } else if (keyProblem !== undefined) {
-        context.addIssue({ code: 'custom', path: [index], message: `entry ${index + 1}: the key ${keyProblem}` });
-      } else if (tenantProblem !== undefined) {
-        context.addIssue({
-          code: 'custom',
-          path: [index],
-          message: `entry ${index + 1} has an invalid tenant id: ${tenantProblem}`,
-        });
-      } else if (seen.has(parsed.key)) {
-        context.addIssue({ code: 'custom', path: [index], message: `entry ${index + 1} repeats an earlier key` });
-      } else {
-        seen.add(parsed.key);
-      }
+  z
+    .array(text(), { error: 'must be an array of "key:tenant" or "key:tenant scope …" strings' })
+    .superRefine((entries, context) => {
+      const seen = new Set<string>();
+      entries.forEach((entry, index) => {
+        const parsed = parseApiKeyEntry(entry);
+        const tenantProblem = parsed === undefined ? undefined : tenantIdProblem(parsed.tenantId);
+        const keyProblem = parsed === undefined ? undefined : apiKeyProblem(parsed.key);
+        if (parsed === undefined) {
+          context.addIssue({ code: 'custom', path: [index], message: `entry ${index + 1} ${API_KEY_ENTRY}` });
+        } else if (keyProblem !== undefined) {
+          context.addIssue({ code: 'custom', path: [index], message: `entry ${index + 1}: the key ${keyProblem}` });
+        } else if (parsed.scopes !== undefined && apiKeyScopesProblem(parsed.scopes) !== undefined) {
+          context.addIssue({
+            code: 'custom',
+            path: [index],
+            message: `entry ${index + 1} ${apiKeyScopesProblem(parsed.scopes) ?? ''}`,
+          });
+        } else if (tenantProblem !== undefined) {
+          context.addIssue({
+            code: 'custom',
+            path: [index],
+            message: `entry ${index + 1} has an invalid tenant id: ${tenantProblem}`,
+          });
+        } else if (seen.has(parsed.key)) {
+          context.addIssue({ code: 'custom', path: [index], message: `entry ${index + 1} repeats an earlier key` });
+        } else {
+          seen.add(parsed.key);
+        }
+      });
     });
-  });
 
 /** Why `tenantId` is not a valid scope id, or `undefined` when it is. */
 function tenantIdProblem(tenantId: string): string | undefined {
@@ -283,14 +292,21 @@ export const CONFIG_FILE_KEYS: Readonly<Record<keyof ConfigFile, readonly string
   providers: Object.keys(providerShape),
 });
 
-/** Splits `"key:tenant"` at the first colon; `undefined` when a part is missing or empty. */
+/**
+ * Splits `"key:tenant"` at the first colon, and `"key:tenant scope scope"` at the spaces
+ * after the tenant (the key's scopes, unchecked here); `undefined` when the key or the
+ * tenant is missing or empty.
+ */
 export function parseApiKeyEntry(entry: string): ServerApiKey | undefined {
   const colon = entry.indexOf(':');
   if (colon < 0) return undefined;
   const key = entry.slice(0, colon).trim();
-  const tenantId = entry.slice(colon + 1).trim();
+  const [tenantId = '', ...scopes] = entry
+    .slice(colon + 1)
+    .trim()
+    .split(/\s+/u);
   if (key === '' || tenantId === '') return undefined;
-  return { key, tenantId };
+  return scopes.length === 0 ? { key, tenantId } : { key, tenantId, scopes: scopes as ApiKeyScope[] };
 }
 
 /** Settings of observational and working memory (`[memory]`). */
@@ -368,10 +384,12 @@ export interface ModelConfig {
   readonly baseUrl: string;
 }
 
-/** One API key of the HTTP server and the tenant it authenticates. */
+/** One API key of the HTTP server, the tenant it authenticates and what it may do. */
 export interface ServerApiKey {
   readonly key: string;
   readonly tenantId: string;
+  /** What the key may do; absent, everything. */
+  readonly scopes?: readonly ApiKeyScope[];
 }
 
 /** The HTTP server (`[server]`). */

@@ -24,3 +24,32 @@ export function apiKeyProblem(key: string): string | undefined {
     return 'may hold only visible ASCII characters (letters, digits, punctuation; no spaces), which is what an HTTP header carries';
   return undefined;
 }
+
+/**
+ * What an API key may be allowed to do (the reference's `runs:read` and `runs:write`, and the
+ * same two for memory). A key given no scopes may do everything.
+ */
+export const API_KEY_SCOPES = ['runs:read', 'runs:write', 'memory:read', 'memory:write'] as const;
+
+/** One of {@link API_KEY_SCOPES}. */
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+
+/**
+ * Why `scopes` cannot be a key's scopes, or `undefined` when they can: each one known, none
+ * twice.
+ * @example
+ * apiKeyScopesProblem(['runs:read']); // undefined
+ * apiKeyScopesProblem(['runs:admin']); // 'has an unknown scope "runs:admin"; …'
+ */
+export function apiKeyScopesProblem(scopes: readonly unknown[]): string | undefined {
+  const seen = new Set<unknown>();
+  for (const scope of scopes) {
+    if (typeof scope !== 'string' || !(API_KEY_SCOPES as readonly string[]).includes(scope)) {
+      const shown = typeof scope === 'string' ? JSON.stringify(scope.slice(0, 40)) : typeof scope;
+      return `has an unknown scope ${shown}; the scopes are ${API_KEY_SCOPES.join(', ')}`;
+    }
+    if (seen.has(scope)) return `names the scope ${scope} twice`;
+    seen.add(scope);
+  }
+  return undefined;
+}

@@ -44,6 +44,8 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `OBSERVATION_NOT_FOUND`: `{ seq }`, the scope has no observation with that seq (never had, or it was deleted).
  * - `OBSERVATION_INVALID`: `{ field }`, a correction is malformed: `field` is `seq`, `content` or `importance`.
  * - `DRAIN_TIMEOUT`: `{ pending, timeoutMs }`, `drain` ran out of time with operations still pending (they stay queued).
+ * - `ACCESS_DENIED`: `{ scope }`, the caller's API key lacks the scope the action needs (`memory:write` for an
+ *   MCP tool that writes).
  *
  * Runs and tool results also carry the codes of {@link RUN_ERROR_CODES}.
  */
@@ -78,6 +80,7 @@ export const HARNESS_MEMORY_ERROR_CODES = [
   'OBSERVATION_NOT_FOUND',
   'OBSERVATION_INVALID',
   'DRAIN_TIMEOUT',
+  'ACCESS_DENIED',
 ] as const;
 
 /** The code of a thrown {@link HarnessMemoryError}. */

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod/v4';
+import { HarnessMemoryError } from '../core/errors.js';
 import { parseExportFormat } from '../core/memory-export.js';
 import { observationToJson, statusToJson } from '../core/memory-status.js';
 import type { Scope } from '../core/scope.js';
@@ -29,6 +30,19 @@ export interface MemoryToolsDependencies {
   /** Present only when forgetting is allowed. */
   readonly forget: ((scope: Scope) => Promise<void>) | undefined;
   readonly onFault: ((error: unknown) => void) | undefined;
+  /** Refuse the calls that change memory (`ACCESS_DENIED`): the caller's key may only read. */
+  readonly readOnly?: boolean;
+}
+
+/** Throws `ACCESS_DENIED` when the server may only read and `tool` is about to write. */
+function refuseWrite(dependencies: MemoryToolsDependencies, tool: string): void {
+  if (dependencies.readOnly !== true) return;
+  throw new HarnessMemoryError({
+    code: 'ACCESS_DENIED',
+    component: 'mcp',
+    message: `${tool} would change memory, and this connection may only read it (its API key has no memory:write scope).`,
+    data: { scope: 'memory:write' },
+  });
 }
 
 const scopeFields = {
@@ -89,6 +103,7 @@ function registerWorkingMemoryTool(server: McpServer, dependencies: MemoryToolsD
       }),
     },
     async (args) => {
+      if (args.action === 'set' || args.action === 'delete') refuseWrite(dependencies, 'working_memory');
       const { conversation_id: _conversation, agent_id: _agent, ...toolArgs } = args;
       return (await workingMemoryTool.execute(toolArgs, contextOf(scopeOf(args)))) as Record<string, unknown>;
     },
@@ -130,6 +145,7 @@ function registerObservationalMemoryTool(server: McpServer, dependencies: Memory
       }),
     },
     async (args) => {
+      if (args.action !== 'status' && args.action !== 'export') refuseWrite(dependencies, 'observational_memory');
       const scope = scopeOf(args);
       if (args.action === 'export') {
         const result = await memory.export(scope, parseExportFormat(givenOr(args.format, args.export?.format)));
@@ -199,6 +215,7 @@ function registerObserveTool(server: McpServer, dependencies: MemoryToolsDepende
       }),
     },
     async (args) => {
+      refuseWrite(dependencies, 'memory_observe');
       const scope = scopeOf(args);
       // Without an id a message is new at every call.
       const messages = args.messages.map((message) => ({
@@ -240,6 +257,7 @@ function registerRememberTool(server: McpServer, dependencies: MemoryToolsDepend
       }),
     },
     async (args) => {
+      refuseWrite(dependencies, 'memory_remember');
       const scope = scopeOf(args);
       const result = await memory.importObservations(
         scope,
@@ -326,6 +344,7 @@ function registerCorrectTool(server: McpServer, dependencies: MemoryToolsDepende
       annotations: { destructiveHint: true, openWorldHint: false },
     },
     async (args) => {
+      refuseWrite(dependencies, 'memory_correct');
       const scope = scopeOf(args);
       if (args.action === 'delete') {
         const result = await memory.deleteObservation(scope, args.seq, { toolCallId: 'memory_correct' });
@@ -362,6 +381,7 @@ function registerForgetTool(
       annotations: { destructiveHint: true, openWorldHint: false },
     },
     async (args) => {
+      refuseWrite(dependencies, 'memory_forget');
       const scope = scopeOf(args);
       await forget(scope);
       return {

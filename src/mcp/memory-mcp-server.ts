@@ -31,6 +31,11 @@ export interface MemoryMcpServerOptions {
   readonly agentId?: string;
   /** Offer `memory_forget`. @default false */
   readonly allowForget?: boolean;
+  /**
+   * Only read: the tools and actions that change memory answer `ACCESS_DENIED` (the HTTP
+   * server sets it for an API key without the `memory:write` scope). @default false
+   */
+  readonly readOnly?: boolean;
   /** Told of unexpected failures (store faults, bugs); tool results only say `INTERNAL`. */
   readonly onFault?: (error: unknown) => void;
   /** The server's version, as MCP clients see it. @default the package version */
@@ -109,6 +114,7 @@ export function createMemoryMcpServer(options: MemoryMcpServerOptions): McpServe
               : options.observationalMemory.forget(scope)
         : undefined,
     onFault: options.onFault,
+    readOnly: options.readOnly === true,
   });
   registerMemoryResources(server, {
     observationalMemory: options.observationalMemory,

@@ -590,6 +590,37 @@ describe('server: tenant isolation with API keys', () => {
   });
 });
 
+describe('server: API key scopes', () => {
+  it('lets a runs:read key read runs only, and refuses scopes it does not know at start-up', async () => {
+    const { request, runner } = setup([
+      { key: 'key-a', tenantId: 'tenant-a' },
+      { key: 'key-watch', tenantId: 'tenant-a', scopes: ['runs:read'] },
+    ]);
+    const created = await json(
+      await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'x' }), key: 'key-a' }),
+    );
+    await runner.settle();
+    expect((await request(`/v1/runs/${created.run_id}`, { key: 'key-watch' })).status).toBe(200);
+    expect((await request(`/v1/runs/${created.run_id}/events`, { key: 'key-watch' })).status).toBe(200);
+    for (const [method, path] of [
+      ['POST', '/v1/runs'],
+      ['POST', `/v1/runs/${created.run_id}/cancel`],
+      ['GET', '/v1/memory/tenant-a/c1/default'],
+    ] as const) {
+      const response = await request(path, {
+        method,
+        body: method === 'POST' ? '{"prompt":"x"}' : undefined,
+        key: 'key-watch',
+      });
+      expect(response.status, `${method} ${path}`).toBe(403);
+      expect((await json(response)).error).toMatchObject({ code: 'insufficient_scope' });
+    }
+    expect(() => setup([{ key: 'key-a', tenantId: 't', scopes: ['runs:admin' as never] }])).toThrow(
+      'apiKeys[0].scopes has an unknown scope "runs:admin"',
+    );
+  });
+});
+
 describe('server: inspector page', () => {
   it('serves the page without a key while its data calls still need one', async () => {
     const { request } = setup([{ key: 'key-a', tenantId: 'tenant-a' }]);

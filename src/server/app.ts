@@ -8,6 +8,8 @@ import { timingSafeEqual } from 'node:crypto';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import { Hono } from 'hono';
 import type { MiddlewareHandler } from 'hono';
+import type { HTTPException } from 'hono/http-exception';
+import type { ApiKeyScope } from '../core/api-key.js';
 import type { AgentRunner } from '../agent/agent-runner.js';
 import type { EventHub } from '../storage/event-hub.js';
 import type { RunStore } from '../storage/run-store.js';
@@ -40,7 +42,17 @@ export interface AppOptions {
    * API keys and their tenants. Empty: no auth, and only loopback `Host` headers are served.
    * Keys are visible ASCII (what a header carries), each given once; tenants are scope ids.
    */
-  readonly apiKeys?: ReadonlyArray<{ readonly key: string; readonly tenantId: string }>;
+  readonly apiKeys?: ReadonlyArray<{
+    readonly key: string;
+    readonly tenantId: string;
+    /**
+     * What the key may do (`runs:read`: a run's state, events and listing; `runs:write`:
+     * start, continue, cancel; `memory:read`: memory's GET routes and the read-only MCP tools;
+     * `memory:write`: the rest). Absent, everything. A request outside them is
+     * `403 insufficient_scope`.
+     */
+    readonly scopes?: readonly ApiKeyScope[];
+  }>;
   /** SSE heartbeat interval. @default 15000 */
   readonly heartbeatMs?: number;
   /** Per-tenant limits (runs, SSE streams, writes per second). @default createTenantLimits() */
@@ -77,6 +89,7 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
   const keys = checkApiKeys('createApp', options.apiKeys).map((entry) => ({
     key: Buffer.from(entry.key),
     tenantId: entry.tenantId,
+    scopes: entry.scopes === undefined ? undefined : new Set(entry.scopes),
   }));
 
   const limits = options.limits ?? createTenantLimits();
@@ -137,6 +150,17 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
   const authenticate = authenticateWith(keys);
   app.use('/v1/*', authenticate);
   app.use('/mcp', authenticate);
+  app.use('/v1/runs/*', requireScope('runs'));
+  app.use('/v1/runs', requireScope('runs'));
+  app.use('/v1/memory/*', requireScope('memory'));
+  app.use('/v1/memory', requireScope('memory'));
+  // MCP tools both read and write: the endpoint needs memory:read, and the writing tools
+  // refuse a key without memory:write.
+  app.use('/mcp', async function requireMcpScope(context, next) {
+    const scopes = context.get('scopes');
+    if (scopes !== undefined && !scopes.has('memory:read')) throw missingScope('memory:read');
+    return next();
+  });
 
   app.use('/v1/*', async function limitRequests(context, next) {
     // With API keys, writes are counted here, before the body is read, and reads too (a
@@ -188,11 +212,28 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
   return app;
 }
 
+/** The scope a request of `family` needs: its `read` for GET and HEAD, its `write` otherwise. */
+function requireScope(family: 'runs' | 'memory'): MiddlewareHandler<ServerEnv> {
+  return async function checkScope(context, next) {
+    const scopes = context.get('scopes');
+    const needed: ApiKeyScope = READ_METHODS.has(context.req.method) ? `${family}:read` : `${family}:write`;
+    if (scopes !== undefined && !scopes.has(needed)) throw missingScope(needed);
+    return next();
+  };
+}
+
+function missingScope(needed: ApiKeyScope): HTTPException {
+  return httpError(403, 'insufficient_scope', `this API key does not have the ${needed} scope`);
+}
+
 /** The bearer-key check of `/v1` and `/mcp`: the key's tenant and principal, or `401`; no keys, no check. */
-function authenticateWith(keys: ReadonlyArray<{ key: Buffer; tenantId: string }>): MiddlewareHandler<ServerEnv> {
+function authenticateWith(
+  keys: ReadonlyArray<{ key: Buffer; tenantId: string; scopes: ReadonlySet<ApiKeyScope> | undefined }>,
+): MiddlewareHandler<ServerEnv> {
   return async function authenticate(context, next) {
     if (keys.length === 0) {
       context.set('tenant', undefined);
+      context.set('scopes', undefined);
       return next();
     }
     const header = context.req.header('authorization') ?? '';
@@ -206,6 +247,7 @@ function authenticateWith(keys: ReadonlyArray<{ key: Buffer; tenantId: string }>
     if (!found) throw httpError(401, 'unauthorized', 'the API key is not valid');
     context.set('tenant', found.tenantId);
     context.set('principal', `key:${index}`);
+    context.set('scopes', found.scopes);
     return next();
   };
 }

@@ -4,18 +4,22 @@
  * request.
  * @module
  */
-import { apiKeyProblem } from '../core/api-key.js';
+import { API_KEY_SCOPES, apiKeyProblem, apiKeyScopesProblem } from '../core/api-key.js';
+import type { ApiKeyScope } from '../core/api-key.js';
 import { HarnessMemoryError } from '../core/errors.js';
 import { invalidOption } from '../core/require-option.js';
 import { validateScopeId } from '../core/scope.js';
 
-/** One key and the tenant it stands for. */
+/** One key, the tenant it stands for and what it may do (absent: everything). */
 export interface ApiKeyEntry {
   readonly key: string;
   readonly tenantId: string;
+  readonly scopes?: readonly ApiKeyScope[];
 }
 
-const HINT = 'Pass [{ key, tenantId }, …]: keys of visible ASCII, tenants that are scope ids, each key once.';
+const HINT =
+  'Pass [{ key, tenantId, scopes? }, …]: keys of visible ASCII, tenants that are scope ids, each key once, ' +
+  `scopes among ${API_KEY_SCOPES.join(', ')}.`;
 
 /**
  * The entries, checked; `OPTION_INVALID` naming the entry (by position, never by its key)
@@ -46,6 +50,11 @@ export function checkApiKeys(factory: string, entries: unknown): readonly ApiKey
         HINT,
       );
     }
-    return { key, tenantId: tenantId as string };
+    const { scopes } = entry as Record<string, unknown>;
+    if (scopes === undefined) return { key, tenantId: tenantId as string };
+    if (!Array.isArray(scopes)) throw invalidOption(factory, `${option}.scopes`, 'must be an array', HINT);
+    const scopeProblem = apiKeyScopesProblem(scopes);
+    if (scopeProblem !== undefined) throw invalidOption(factory, `${option}.scopes`, scopeProblem, HINT);
+    return { key, tenantId: tenantId as string, scopes: Object.freeze([...(scopes as ApiKeyScope[])]) };
   });
 }

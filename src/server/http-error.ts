@@ -39,6 +39,7 @@ const STATUS_BY_CODE: Readonly<Record<HarnessMemoryErrorCode, ContentfulStatusCo
   OBSERVATION_NOT_FOUND: 404,
   OBSERVATION_INVALID: 400,
   DRAIN_TIMEOUT: 503,
+  ACCESS_DENIED: 403,
 };
 
 /** An HTTP error with our JSON body (and any extra headers, such as `retry-after`). */
@@ -67,7 +68,10 @@ export function jsonError(
 
 // A malformed run or API request is the reference's `invalid_request`, whether the body's
 // shape (checked at the route) or a value inside it (checked by the runner) is wrong.
-const WIRE_CODE: Partial<Record<HarnessMemoryErrorCode, string>> = { REQUEST_INVALID: 'invalid_request' };
+const WIRE_CODE: Partial<Record<HarnessMemoryErrorCode, string>> = {
+  REQUEST_INVALID: 'invalid_request',
+  ACCESS_DENIED: 'insufficient_scope',
+};
 
 const INTERNAL_MESSAGE = 'internal error; see the server log';
 

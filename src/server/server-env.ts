@@ -1,3 +1,5 @@
+import type { ApiKeyScope } from '../core/api-key.js';
+
 /** Hono variables set by the auth middleware. */
 export interface ServerEnv {
   Variables: {
@@ -8,5 +10,7 @@ export interface ServerEnv {
      * the tenant).
      */
     principal: string | undefined;
+    /** What the API key may do; undefined without keys or for a key given no scopes (everything). */
+    scopes: ReadonlySet<ApiKeyScope> | undefined;
   };
 }

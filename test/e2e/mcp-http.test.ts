@@ -5,11 +5,14 @@ import type { E2E } from './e2e-harness.js';
 
 const KEY_A = 'key-tenant-a-0123456789';
 const KEY_B = 'key-tenant-b-0123456789';
+const KEY_READER = 'key-tenant-a-reader-0123456789';
 
 let e2e: E2E;
 const clients: Client[] = [];
 beforeAll(async () => {
-  e2e = await startE2E({ env: { HARNESS_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b` } });
+  e2e = await startE2E({
+    env: { HARNESS_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b,${KEY_READER}:tenant-a memory:read` },
+  });
 });
 afterEach(async () => {
   for (const client of clients.splice(0)) await client.close();
@@ -240,6 +243,46 @@ describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
       .catch((error: unknown) => error);
     expect(JSON.stringify(unknownTool instanceof Error ? unknownTool.message : unknownTool)).toMatch(/memory_forget/);
     expect((await e2e.apiJson('/healthz')).status).toBe(200);
+  });
+
+  it('lets a key with only memory:read read memory by MCP and HTTP, and refuses every write and run route', async () => {
+    const where = { conversation_id: 'mcp-reader', agent_id: 'assistant' };
+    await ok(await connect(KEY_A), 'working_memory', { action: 'set', key: 'plan', value: 'ship', ...where });
+    const reader = await connect(KEY_READER);
+    expect(await ok(reader, 'working_memory', { action: 'get', key: 'plan', ...where })).toMatchObject({
+      found: true,
+      value: '"ship"',
+    });
+    await ok(reader, 'observational_memory', { action: 'status', ...where });
+    await ok(reader, 'memory_context', where);
+    for (const [name, args] of [
+      ['working_memory', { action: 'set', key: 'plan', value: 'wiped' }],
+      ['working_memory', { action: 'delete', key: 'plan' }],
+      ['observational_memory', { action: 'enable' }],
+      ['memory_remember', { content: 'The user likes tea.' }],
+      ['memory_observe', { messages: [{ role: 'user', content: 'hello' }] }],
+    ] as const) {
+      const refused = await call(reader, name, { ...args, ...where });
+      expect(refused.isError, name).toBe(true);
+      expect(refused.structuredContent?.['error'], name).toMatchObject({ code: 'ACCESS_DENIED' });
+    }
+    const headers = { authorization: `Bearer ${KEY_READER}`, 'content-type': 'application/json' };
+    const memoryPath = `${e2e.url}/v1/memory/tenant-a/mcp-reader/assistant`;
+    expect((await fetch(`${memoryPath}/working`, { headers })).status).toBe(200);
+    const writes: Array<[string, string, string]> = [
+      ['PUT', `${memoryPath}/working/plan`, '{"value":"wiped"}'],
+      ['DELETE', memoryPath, ''],
+      ['POST', `${e2e.url}/v1/runs`, '{"prompt":"hi"}'],
+      ['GET', `${e2e.url}/v1/runs`, ''],
+    ];
+    for (const [method, url, body] of writes) {
+      const response = await fetch(url, { method, headers, ...(body === '' ? {} : { body }) });
+      expect(response.status, `${method} ${url}`).toBe(403);
+      expect((await response.json()) as unknown).toMatchObject({ error: { code: 'insufficient_scope' } });
+    }
+    expect(await ok(reader, 'working_memory', { action: 'get', key: 'plan', ...where })).toMatchObject({
+      value: '"ship"',
+    });
   });
 });
 

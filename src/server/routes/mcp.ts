@@ -45,6 +45,7 @@ export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
         runStore: options.runStore,
         tenantId: tenantOf(request.authInfo?.extra),
         allowForget: options.allowForget === true,
+        readOnly: request.authInfo?.extra?.['readOnly'] === true,
         onFault: report,
       }),
     {
@@ -77,7 +78,7 @@ export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
           token: 'api-key',
           clientId: context.get('principal') ?? 'loopback',
           scopes: [],
-          extra: { tenantId },
+          extra: { tenantId, readOnly: context.get('scopes')?.has('memory:write') === false },
         },
       }),
     );
