@@ -28,6 +28,33 @@ async function framesOf(
 }
 
 describe('run event stream', () => {
+  it('drops a client that stopped reading once a frame waits past writeTimeoutMs, freeing its slot', async () => {
+    const runStore = createInMemoryRunStore();
+    await startedRun(runStore);
+    for (let index = 0; index < 20; index++) await runStore.appendEvent('run_1', 'assistant.message', { index });
+    let closed!: () => void;
+    const closedOnce = new Promise<void>((resolve) => {
+      closed = resolve;
+    });
+    const app = new Hono();
+    const hub = createLocalEventHub();
+    app.get('/events', (context) =>
+      streamRunEvents(context, {
+        runId: 'run_1',
+        runStore,
+        hub,
+        heartbeatMs: 3_600_000,
+        writeTimeoutMs: 20,
+        onClose: closed,
+      }),
+    );
+    const response = await app.request('/events');
+    // Nothing reads the body: the frames back up and the stream must end on its own.
+    await closedOnce;
+    expect(response.status).toBe(200);
+    await response.body?.cancel();
+  });
+
   it('ends with an error frame once the run was deleted with its forgotten conversation', async () => {
     const runStore = createInMemoryRunStore();
     await startedRun(runStore);

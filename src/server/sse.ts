@@ -17,6 +17,11 @@ export interface StreamRunEventsOptions {
   readonly onFault?: FaultReporter;
   /** Called once when the stream ends, however it ends. */
   readonly onClose?: () => void;
+  /**
+   * How long one frame may wait for the client to take it: a client that stopped reading
+   * (its socket buffers full) is dropped then, freeing its stream slot. @default 30000
+   */
+  readonly writeTimeoutMs?: number;
 }
 
 /** The Content-Type of a run's event stream. */
@@ -74,12 +79,27 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
         closed = true;
         wake?.();
       });
+      const writeTimeoutMs = options.writeTimeoutMs ?? 30_000;
+      // Whether `text` was taken by the client in time; a stalled client ends the stream.
+      const sent = async (text: string): Promise<boolean> => {
+        let timer: NodeJS.Timeout | undefined;
+        const stalled = new Promise<true>((resolve) => {
+          timer = setTimeout(() => resolve(true), writeTimeoutMs);
+        });
+        const late = await Promise.race([output.write(text).then(() => false), stalled]);
+        clearTimeout(timer);
+        if (late) {
+          closed = true;
+          output.abort();
+        }
+        return !late && !closed;
+      };
       try {
         while (!closed) {
           pending = false;
           const events = await options.runStore.listEvents(options.runId, last);
           for (const event of events) {
-            await output.write(formatFrame(event));
+            if (!(await sent(formatFrame(event)))) return;
             last = event.seq;
             if (TERMINAL_EVENT_TYPES.has(event.type)) return;
           }
@@ -87,9 +107,7 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
           // A run deleted with its conversation (memory forget) sends nothing more: say so and end.
           if (events.length === 0 && (await options.runStore.getRun(options.runId)) === undefined) {
             const message = 'the run no longer exists: its conversation was forgotten, or it passed the run retention';
-            await output.write(
-              `event: error\ndata: ${JSON.stringify({ error: { code: 'run_not_found', message } })}\n\n`,
-            );
+            await sent(`event: error\ndata: ${JSON.stringify({ error: { code: 'run_not_found', message } })}\n\n`);
             return;
           }
           // Resumed after the terminal event (EventSource reconnects so after every close):
@@ -126,14 +144,12 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
             if (run && !isRunOpen(run.status)) {
               if (endedWithoutEvent) {
                 const message = `the run ended (${run.status}) but its last event could not be stored; read the run for its result`;
-                await output.write(
-                  `event: error\ndata: ${JSON.stringify({ error: { code: 'run_ended', message } })}\n\n`,
-                );
+                await sent(`event: error\ndata: ${JSON.stringify({ error: { code: 'run_ended', message } })}\n\n`);
                 return;
               }
               endedWithoutEvent = true;
             }
-            await output.write(': heartbeat\n\n');
+            if (!(await sent(': heartbeat\n\n'))) return;
           }
         }
       } finally {

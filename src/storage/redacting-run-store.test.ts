@@ -24,6 +24,24 @@ async function storedToolResult(store: RunStore, memoryId: string, name: string,
 }
 
 describe('redacting run store', () => {
+  it("keeps the runner's ids on events as they are, redacting the rest of the payload", async () => {
+    const store = createRedactingRunStore(createInMemoryRunStore());
+    const run = await store.createRun(newRun('r-ids'));
+    const event = await store.appendEvent(run.runId, 'assistant.message', {
+      content: `mail alice@example.com, key ${KEY}`,
+      conversation_id: 'alice@example.com',
+      agent_id: 'order-4111111111111111',
+      tenant_id: 'acme',
+    });
+    expect(event.payload).toMatchObject({
+      conversation_id: 'alice@example.com',
+      agent_id: 'order-4111111111111111',
+      tenant_id: 'acme',
+    });
+    expect(event.payload['content']).not.toContain('alice@example.com');
+    expect(event.payload['content']).not.toContain(KEY);
+  });
+
   it('redacts the keys of a tool result, keeping two that redact alike apart', async () => {
     const store = createRedactingRunStore(createInMemoryRunStore());
     const content = JSON.stringify({

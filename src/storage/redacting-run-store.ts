@@ -43,7 +43,7 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     },
     getRun: (runId) => store.getRun(runId),
     updateRun: (runId, patch) => store.updateRun(runId, redactPatch(patch)),
-    appendEvent: (runId, type, payload) => store.appendEvent(runId, type, redactValue(payload)),
+    appendEvent: (runId, type, payload) => store.appendEvent(runId, type, withIdsKept(payload, redactValue(payload))),
     listEvents: (runId, afterSeq) => store.listEvents(runId, afterSeq),
     appendMessages: (memoryId, messages, options) =>
       store.appendMessages(memoryId, messages.map(redactMessage), options),
@@ -58,6 +58,18 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     conversationGeneration: (memoryId) => store.conversationGeneration(memoryId),
     dispose: () => store.dispose(),
   };
+}
+
+// The ids the runner puts on every event are checked scope ids, shown unredacted by the
+// run itself (`GET /v1/runs/{id}`): an email address or a long number as a conversation id
+// must reach subscribers as it is, or they could not tell its events from another's.
+const ID_FIELDS = ['conversation_id', 'tenant_id', 'agent_id', 'run_id'] as const;
+
+function withIdsKept(payload: Record<string, unknown>, redacted: Record<string, unknown>): Record<string, unknown> {
+  if (redacted === payload) return payload;
+  const kept = { ...redacted };
+  for (const field of ID_FIELDS) if (typeof payload[field] === 'string') kept[field] = payload[field];
+  return kept;
 }
 
 /**

@@ -127,15 +127,23 @@ describe('e2e: SSE over HTTP', () => {
   });
 
   // A browser EventSource reconnects after every close with Last-Event-ID = the
-  // run.completed id; the stream must end rather than heartbeat forever.
-  it('ends a resumed stream at once when Last-Event-ID is the terminal event', async () => {
+  // run.completed id; 204 is what makes it stop (an empty 200 brought it back every 3 s).
+  it('answers 204 to a resume whose Last-Event-ID is the terminal event', async () => {
     const runId = await e2e.startRun({ prompt: 'resume after the end', conversation_id: 'sse-resume-end' });
     const all = await e2e.events(runId);
     const stream = await openSse(eventsUrl(runId), { lastEventId: all.at(-1)!.id! });
     try {
+      expect(stream.status).toBe(204);
       expect(await stream.collect({ timeoutMs: 1_000 })).toEqual([]);
     } finally {
       stream.close();
+    }
+    const before = await openSse(eventsUrl(runId), { lastEventId: all.at(-2)!.id! });
+    try {
+      expect(before.status).toBe(200);
+      expect((await before.collect({ timeoutMs: 5_000 })).map((frame) => frame.event)).toEqual(['run.completed']);
+    } finally {
+      before.close();
     }
   });
 

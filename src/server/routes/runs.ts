@@ -1,15 +1,16 @@
 import { Hono } from 'hono';
 import { z } from 'zod/v4';
 import type { AgentRunner } from '../../agent/agent-runner.js';
+import { TERMINAL_EVENT_TYPES } from '../../storage/event-hub.js';
 import type { EventHub } from '../../storage/event-hub.js';
-import { RUN_STATUSES } from '../../storage/run-store.js';
+import { isRunOpen, RUN_STATUSES } from '../../storage/run-store.js';
 import type { RunRecord, RunStatus, RunStore } from '../../storage/run-store.js';
 import { validateScopeId } from '../../core/scope.js';
 import { httpError } from '../http-error.js';
 import { DEFAULT_PAGE_LIMIT, decodeCursor, encodeCursor, pageQuery } from '../page-query.js';
 import { readJsonBody } from '../request-body.js';
 import { runToJson } from '../serialize.js';
-import { EVENT_STREAM_CONTENT_TYPE, streamRunEvents } from '../sse.js';
+import { EVENT_STREAM_CONTENT_TYPE, resumeAfter, streamRunEvents } from '../sse.js';
 import type { ServerEnv } from '../server-env.js';
 import { admitTenantWrite, principalOf } from '../tenant-limits.js';
 import type { TenantLimits } from '../tenant-limits.js';
@@ -154,6 +155,9 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
     // HEAD is routed here too, but its body is dropped unread: a stream would never end
     // and would keep its slot, so HEAD gets the headers alone.
     if (context.req.method === 'HEAD') return context.body(null, 200, { 'Content-Type': EVENT_STREAM_CONTENT_TYPE });
+    // A browser's EventSource reconnects after every close, also after the run's last event:
+    // 204 is what tells it to stop, where an empty stream made it come back every 3 s.
+    if (await resumesAfterEnd(runStore, run, context.req.header('Last-Event-ID'))) return context.body(null, 204);
     const release = limits.acquireStream(principalOf(context.get('principal'), run.scope.tenantId));
     return streamRunEvents(context, {
       runId: run.runId,
@@ -166,6 +170,14 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
   });
 
   return app;
+}
+
+/** Whether `lastEventId` names the terminal event of `run`, which has ended. */
+async function resumesAfterEnd(runStore: RunStore, run: RunRecord, lastEventId: string | undefined): Promise<boolean> {
+  const after = resumeAfter(lastEventId, run.runId);
+  if (after < 0 || isRunOpen(run.status)) return false;
+  const [named] = await runStore.listEvents(run.runId, after - 1);
+  return named?.seq === after && TERMINAL_EVENT_TYPES.has(named.type);
 }
 
 function definedOnly<T extends Record<string, unknown>>(value: T): Partial<T> {
