@@ -627,4 +627,104 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
     ])
       expect(isNothingToObserve(answer), answer).toBe(false);
   });
+
+  it('keeps a fact given after "nothing" as an unscored observation (review finding 3)', () => {
+    for (const answer of [
+      'No new observations, but the user said the deadline is Friday.',
+      'Nothing new to record, except that the user moved the deadline to Friday.',
+      'There are no new durable facts apart from one: the deadline moved to Friday.',
+      'N/A - but note: user is allergic to peanuts',
+      'No new facts; the user reconfirmed they are allergic to peanuts.',
+      'NONE\n\nHowever, the user mentioned they switched to Postgres.',
+    ]) {
+      expect(isNothingToObserve(answer), answer).toBe(false);
+      expect(parseObservations(answer), answer).toEqual([{ content: answer, importance: null }]);
+    }
+    expect(parseObservations('Nothing new, except:\n- The user moved to Berlin.')).toEqual([
+      { content: 'The user moved to Berlin.', importance: null },
+    ]);
+  });
+
+  it('still takes "nothing" with only a reason, or a note to the reader, after it as nothing', () => {
+    for (const answer of [
+      'NONE - small talk only',
+      'Nothing to observe.',
+      'Nothing to note.',
+      'No new observations: the user only greeted',
+      'NONE; small talk only',
+      'Nothing of note; the user said thanks.',
+      'NONE\n\nNote: I skipped the greetings.',
+    ]) {
+      expect(isNothingToObserve(answer), answer).toBe(true);
+      expect(parseObservations(answer), answer).toEqual([]);
+    }
+  });
+});
+
+describe('parseObservations: score spellings (review finding 8)', () => {
+  const vim = 'User uses vim.';
+
+  it.each([
+    ['HIGH (0.9)', 0.9],
+    ['0.85 (critical constraint)', 0.85],
+    ['medium-high', 0.65],
+    ['medium to high', 0.65],
+    ['Very high', 0.9],
+    ['fairly low', 0.3],
+    ['very critical', 1],
+    ['high priority', 0.8],
+    ['high - 0.9', 0.9],
+    ['0.9 - high', 0.9],
+    ['~0.8', 0.8],
+    ['about 0.7', 0.7],
+    ['9 out of 10', 0.9],
+  ])('reads "IMPORTANCE: %s" whole, none of it left in the text', (score, importance) => {
+    expect(parseObservations(`IMPORTANCE: ${score}\n${vim}`)).toEqual([{ content: vim, importance }]);
+  });
+
+  it.each([
+    ['Importance - 0.9', 0.9],
+    ['IMPORTANCE (0.9):', 0.9],
+    ['IMPORTANCE (high)', 0.8],
+    ['IMPORTANCE：０．９', 0.9],
+    ['ＩＭＰＯＲＴＡＮＣＥ： 0.7', 0.7],
+  ])('reads the marker "%s"', (marker, importance) => {
+    expect(parseObservations(`${marker}\n${vim}`)).toEqual([{ content: vim, importance }]);
+  });
+
+  it('reads a marker line and its content on one line with a bracketed score', () => {
+    expect(parseObservations(`IMPORTANCE (0.9): ${vim}\nIMPORTANCE: HIGH (0.7) - Uses Go.`)).toEqual([
+      { content: vim, importance: 0.9 },
+      { content: 'Uses Go.', importance: 0.7 },
+    ]);
+  });
+
+  it('drops a marker whose score cannot be read, with a null importance', () => {
+    for (const score of ['???', 'x.x', 'N/A', 'TBD'])
+      expect(parseObservations(`IMPORTANCE: ${score}\n${vim}`), score).toEqual([{ content: vim, importance: null }]);
+  });
+
+  it('keeps text that only mentions importance as text', () => {
+    for (const line of [
+      'Importance (as the user put it): tests come first.',
+      'Importance - it matters that CI stays green.',
+      'Importance-weighted recency ranks the snippet.',
+      'Importance (1) tests first, (2) docs.',
+      'IMPORTANCE: low-cost hosting is preferred',
+      'WICHTIGKEIT: 0.9',
+    ])
+      expect(parseObservations(`${line}\n${vim}`), line).toEqual([{ content: `${line}\n${vim}`, importance: null }]);
+  });
+});
+
+describe('parseObservations: long runs of white space', () => {
+  // Once quadratic: 3.3 s for a marker followed by 50,000 spaces, a bracket and 50,000 more.
+  it('reads a marker line with 200,000 spaces in it in linear time, keeping the text as written', () => {
+    const spaces = ' '.repeat(200_000);
+    expect(parseObservations(`IMPORTANCE${spaces}(${spaces}\nUser uses vim.`)).toHaveLength(1);
+    expect(parseObservations(`IMPORTANCE 0.9${spaces}x\nUser uses vim.`)).toHaveLength(1);
+    expect(parseObservations(`IMPORTANCE:   0.9   User  uses   vim.`)).toEqual([
+      { content: 'User  uses   vim.', importance: 0.9 },
+    ]);
+  });
 });

@@ -31,11 +31,13 @@ export interface ParseObservationsOptions {
 // emphasis and brackets (`1. **IMPORTANCE:** 0.9`, `- [Importance: 0.9]`, `### Importance: 0.9`).
 const LEAD = String.raw`^\s*(?:(?:[-*•+◦▪–]|\d{1,3}[.)]|#{1,6}|>)\s+)*[*_\[(]*\s*`;
 const EMPHASIS = String.raw`[*_]*`;
-// `IMPORTANCE` (or `Importance score`, `level`, `rating`) then `:` or `=` (emphasis may sit on
-// either side; a full-width colon too), then the value. Without `:` or `=`, only a bare number
-// may follow (`Importance 0.9`), not a sentence.
+// `IMPORTANCE` (or `Importance score`, `level`, `rating`) then `:`, `=`, a dash set apart or a
+// bracketed value that ends the line or comes before a colon or dash (`Importance - 0.9`,
+// `IMPORTANCE (0.9): text`; emphasis may sit on either side), then the value. Without one of
+// these, only a bare number may follow (`Importance 0.9`), not a sentence. Matched against the
+// line with full-width forms folded (`IMPORTANCE：０．９`).
 const MARKER_LINE = new RegExp(
-  `${LEAD}importance(?:\\s+(?:score|level|rating))?${EMPHASIS}\\s*(?:[:=：]|(?=\\s+[+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)\\s*%?[*_\\])]*\\s*$))${EMPHASIS}\\s*(.*)$`,
+  `${LEAD}importance(?:\\s+(?:score|level|rating))?${EMPHASIS}\\s*(?:[:=]|[-–—](?=\\s|\\d)|(?=[([][^()[\\]]*[)\\]][*_]*\\s*(?:[:=\\-–—]|$))|(?=\\s+[+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)\\s*%?[*_\\])]*\\s*$))${EMPHASIS}\\s*(.*)$`,
   'i',
 );
 const SOURCE_LINE = new RegExp(`${LEAD}sources?${EMPHASIS}\\s*[:=：]${EMPHASIS}\\s*(.*?)[*_\\])]*\\s*$`, 'i');
@@ -50,9 +52,35 @@ const LEVEL_WORDS: Readonly<Record<string, number>> = {
   critical: 0.95,
   high: 0.8,
   medium: 0.5,
+  med: 0.5,
+  mid: 0.5,
   moderate: 0.5,
   low: 0.2,
 };
+// How far a modifier moves a level from the middle: `very high` 0.9, `fairly low` 0.3.
+const MODIFIERS: Readonly<Record<string, number>> = {
+  very: 4 / 3,
+  extremely: 4 / 3,
+  really: 4 / 3,
+  highly: 4 / 3,
+  super: 4 / 3,
+  quite: 2 / 3,
+  fairly: 2 / 3,
+  somewhat: 2 / 3,
+  moderately: 2 / 3,
+  relatively: 2 / 3,
+  rather: 2 / 3,
+  slightly: 2 / 3,
+};
+const LEVEL = `(${Object.keys(LEVEL_WORDS).join('|')})`;
+const MODIFIER = `(?:(${Object.keys(MODIFIERS).join('|')})\\s+)?`;
+// A level in words: `high`, `Very high`, `medium-high`, `medium to high`, `high priority`.
+const LEVEL_PHRASE = new RegExp(
+  `^${MODIFIER}${LEVEL}(?:(?:\\s*[-–/]\\s*(?:to\\s*[-–]\\s*)?|\\s+(?:to\\s+)?)${MODIFIER}${LEVEL})?(?:[\\s-]+(?:priority|importance|significance))?(?![\\p{L}\\p{N}])`,
+  'iu',
+);
+// What may come before a score: emphasis, brackets, `~`, `about`.
+const SCORE_LEAD = /^[\s*_([]*(?:(?:about|approx(?:\.|imately)?|around|roughly)\s+|[~≈]\s*)?/i;
 // A label models put before the observation text itself.
 const CONTENT_LABEL = /^[*_]*(?:observation|content|fact)[*_]*\s*:[*_]*\s*/i;
 const BULLET_LINE = /^\s*(?:[-*•+◦▪–]|\d{1,3}[.)])\s+\S/;
@@ -87,23 +115,58 @@ interface Block {
   sources: number[];
 }
 
+// What brings in a fact after "nothing": "No new facts, but …", "Nothing new, except that …",
+// "N/A - note: …", "… apart from one: …".
+const EXCEPTION_WORD =
+  /\b(?:but|except(?:ing|ions?)?|apart\s+from|aside\s+from|other\s+than|besides|however|(?:al)?though|only\s+that|note)\b/i;
+// A clause that only gives the reason there is nothing: "nothing durable was discussed", "the
+// user said thanks", "small talk only".
+const REASON_CLAUSE =
+  /\b(?:nothing|none|no\s+(?:new|durable|relevant|notable|lasting)|small\s+talk|chit-?chat|pleasantries|greet\w*|hello|hi|bye|goodbye|thanks?|thanked|thanking|acknowledg\w*|filler|off-topic)\b/i;
+
 /**
  * True for an answer that says there is nothing to remember (`NONE`, `No observations.`,
  * `Nothing to observe`), with or without a reason after it (`NONE - small talk only`) when it
- * scores nothing: the observer looked and found nothing, which is not a failure.
+ * scores nothing: the observer looked and found nothing, which is not a failure. Not when it
+ * goes on to state something: a score, a contrast (`No new observations, but the user said
+ * the deadline is Friday.`, `Nothing new, except …`, `… apart from one: …`, `N/A - note: …`)
+ * or a clause after `;` that is more than a reason (`No new facts; the user reconfirmed they
+ * are allergic to peanuts.`). That text is an observation.
  */
 export function isNothingToObserve(raw: string): boolean {
   const text = stripInvisible(stripReasoning(raw)).trim();
   if (NOTHING_ANSWER.test(text) || EMPTY_JSON.test(text)) return true;
   // The first line says it (`NONE`, then a blank line and the reason); a code fence may come first.
-  const first = text.split('\n').find((line) => line.trim() !== '' && !/^\s*(?:```|~~~)/.test(line)) ?? '';
+  const lines = text.split('\n');
+  const index = lines.findIndex((line) => line.trim() !== '' && !/^\s*(?:```|~~~)/.test(line));
+  const first = lines[index] ?? '';
+  const lead = NOTHING_LEAD.exec(first);
+  if (!lead && !NOTHING_ANSWER.test(first)) return false;
   // "Nothing new, except: …" followed by a scored fact is not nothing.
-  return (
-    (NOTHING_LEAD.test(first) || NOTHING_ANSWER.test(first)) &&
-    !withMarkers(text)
+  if (
+    withMarkers(text)
       .split('\n')
       .some((line) => isScoreLine(line))
+  )
+    return false;
+  const after = [lead ? first.slice(lead.index + lead[0].length) : '', ...lines.slice(index + 1)].join('\n');
+  return (
+    !statesFact(after) &&
+    text
+      .split(';')
+      .slice(1)
+      .every((clause) => clause.trim() === '' || REASON_CLAUSE.test(clause))
   );
+}
+
+/**
+ * Whether the text after a "nothing" lead brings in a fact with a contrast word. A note to the
+ * reader ("Note: I skipped the greetings") brings in none.
+ */
+function statesFact(after: string): boolean {
+  const contrast = EXCEPTION_WORD.exec(after);
+  if (!contrast) return false;
+  return !(/^note\b/i.test(contrast[0]) && SIGN_OFF.test(after.slice(contrast.index)));
 }
 
 /**
@@ -124,11 +187,14 @@ function isScoreLine(line: string): boolean {
  * Splits observer output into observations. A line `IMPORTANCE: x` starts an observation
  * that runs to the next one, blank lines included; the forms models write are read too
  * (`**IMPORTANCE:** 0.9`, `1. Importance: 0.9`, `- [importance = 90%]`, `Importance: high`,
- * a line ending `(importance: 0.9)`). A line that starts with the word but holds no score
- * ("Importance: tests matter") is content. An optional `SOURCE: 12, 14` line cites the
- * transcript seqs of its observation. Text before the first observation is kept as one
- * unscored observation unless it only frames the answer ("Here are the observations:", a
- * heading); without any score at all, the whole text is one observation.
+ * `Importance - 0.9`, `IMPORTANCE (0.9): text`, `IMPORTANCE: HIGH (0.9)`,
+ * `IMPORTANCE: Very high`, `IMPORTANCE：０．９`, a line ending `(importance: 0.9)`); no part
+ * of a marker line is stored as text, and one whose score cannot be read (`IMPORTANCE: ???`)
+ * is scored `null`. A line that starts with the word but holds no score ("Importance: tests
+ * matter") is content. An optional `SOURCE: 12, 14` line cites the transcript seqs of its
+ * observation. Text before the first observation is kept as one unscored observation unless
+ * it only frames the answer ("Here are the observations:", a heading); without any score at
+ * all, the whole text is one observation.
  */
 export function parseObservations(raw: string, options: ParseObservationsOptions = {}): ParsedObservation[] {
   const maxObservations = bound(options.maxObservations, DEFAULT_MAX_OBSERVATIONS);
@@ -335,9 +401,15 @@ function isFraming(lines: readonly string[]): boolean {
 
 /** Reads an `IMPORTANCE` line: its score and, if any, content or sources after it; undefined for any other line. */
 function readMarker(line: string): Block | undefined {
-  const match = MARKER_LINE.exec(line);
+  // Matched with each run of white space as one: the pattern's optional spaces before its
+  // alternatives backtrack over a long run once per character (quadratic: seconds for a line
+  // of 100,000 spaces a model could be led to write).
+  const folded = foldWidth(line);
+  const squeezed = folded.replace(/\s{2,}/gu, ' ');
+  const match = MARKER_LINE.exec(squeezed);
   if (!match) return undefined;
-  const value = (match[1] ?? '').trim();
+  // Folding keeps every index, so the value as written is the same stretch of the line.
+  const value = line.slice(unsqueezedIndex(folded, squeezed.length - (match[1] ?? '').length)).trim();
   const score = readScore(value);
   if (score === undefined) return undefined;
   const block: Block = {
@@ -347,10 +419,7 @@ function readMarker(line: string): Block | undefined {
     lines: [],
     sources: [],
   };
-  const rest = score.rest
-    .replace(/^[*_)\]]*\s*(?:[-–—:|](?:\s+|$))?/, '')
-    .replace(/^[([]\s*(?:critical|high|medium|moderate|low)\s*[)\]]\s*/i, '')
-    .trim();
+  const rest = score.rest.replace(/^[*_)\]]*\s*(?:[-–—:|](?:\s+|$))?/, '').trim();
   if (rest === '') return block;
   const sources = readSources(rest);
   if (sources) block.sources.push(...sources);
@@ -358,39 +427,120 @@ function readMarker(line: string): Block | undefined {
   return block;
 }
 
+/** The index in `text` of index `at` of `text` with each run of white space made one space. */
+function unsqueezedIndex(text: string, at: number): number {
+  let squeezedIndex = 0;
+  for (let index = 0; index < text.length; index++) {
+    if (squeezedIndex === at) return index;
+    const inRun = index > 0 && /\s/u.test(text.charAt(index)) && /\s/u.test(text.charAt(index - 1));
+    if (!inRun) squeezedIndex++;
+  }
+  return text.length;
+}
+
 /**
- * The score at the start of a marker's value: a number (`0.9`, `.9`, `90%`, `9/10`), a level
- * word (`high`), or nothing usable (`NaN`, empty) scored `null`. Undefined when the value is
- * a sentence: then the line is content that happens to start with the word "Importance".
+ * The score at the start of a marker's value: a number (`0.9`, `.9`, `~0.8`, `90%`, `9/10`,
+ * `9 out of 10`), a level in words (`high`, `Very high`, `medium-high`; a number in brackets
+ * after it wins: `HIGH (0.9)` is 0.9), or a single token that is no score (`NaN`, `???`,
+ * empty), scored `null`. A remark in brackets or a level in words after a number
+ * (`0.85 (critical constraint)`, `0.9 - high`) belongs to the score, not to `rest`, the text
+ * after it. Undefined when the value is a sentence: then the line is content that happens to
+ * start with the word "Importance".
  */
 function readScore(value: string): { importance: number | null; written?: number; rest: string } | undefined {
-  const trimmed = value.replace(/^[*_([]+/, '').trim();
-  const number = NUMBER_PREFIX.exec(trimmed);
+  // Full-width digits and signs read as ASCII; folding keeps every index, so `rest` is cut from `value`.
+  const text = foldWidth(value);
+  const start = SCORE_LEAD.exec(text)?.[0].length ?? 0;
+  const number = readNumber(text, start);
   if (number) {
-    let importance = Number(number[0].replace(',', '.'));
-    // Symbols glued to the number (`%`, `/10`, `,`) belong to the score, not to the content.
-    const glued = /^(?:\/\s*\d+(?:\.\d*)?|[^\s\p{L}\p{N}])*/u.exec(trimmed.slice(number[0].length))?.[0] ?? '';
-    const denominator = Number(/^\/\s*(\d+(?:\.\d*)?)/.exec(glued)?.[1]);
-    if (glued.startsWith('%')) importance /= 100;
-    else if (denominator > 0) importance /= denominator;
-    const score = Number.isFinite(importance) ? Math.min(1, Math.max(0, importance)) : null;
-    const plain = !glued.startsWith('%') && !(denominator > 0) && Number.isFinite(importance);
-    return {
-      importance: score,
-      ...(plain ? { written: importance } : {}),
-      rest: trimmed.slice(number[0].length + glued.length),
-    };
+    const end = afterRemark(text, number.end);
+    return { ...scoreOf(number), rest: value.slice(end) };
   }
-  const word = /^([\p{L}]+)([*_)\].]*)\s*(.*)$/u.exec(trimmed);
-  if (trimmed === '') return { importance: null, rest: '' };
-  if (!word) return undefined;
-  const [, name = '', closing = '', after = ''] = word;
-  const level = LEVEL_WORDS[name.toLowerCase()];
-  // `high`, `High.`, `high - text` score; `high for security fixes, low for docs` is a sentence.
-  if (level !== undefined)
-    return after === '' || closing !== '' || /^[-–—:|(]/.test(after) ? { importance: level, rest: after } : undefined;
-  // A single word ("NaN", "Infinity", "unknown") is a failed score; a sentence is content.
-  return after === '' ? { importance: null, rest: '' } : undefined;
+  if (text.slice(start).trim() === '') return { importance: null, rest: '' };
+  const phrase = LEVEL_PHRASE.exec(text.slice(start));
+  if (phrase) {
+    let end = start + phrase[0].length;
+    const closing = /^[*_)\].]*/.exec(text.slice(end))?.[0] ?? '';
+    end += closing.length;
+    // `HIGH (0.9)`, `high - 0.9`: the number is the more precise score.
+    const given = /^\s*[([]\s*/.exec(text.slice(end)) ?? /^\s*(?:[-–—:|,/=]\s*)?/.exec(text.slice(end));
+    const stated = given ? readNumber(text, end + given[0].length) : undefined;
+    if (stated && (/[([]/.test(given?.[0] ?? '') || text.slice(stated.end).replace(/[\s*_.)\]]+/g, '') === ''))
+      return { ...scoreOf(stated), rest: value.slice(afterRemark(text, stated.end)) };
+    const after = text.slice(end).trimStart();
+    // `high`, `High.`, `high - text` score; `high for security fixes, low for docs` and
+    // `low-cost hosting is preferred` are sentences.
+    if (after !== '' && closing === '' && !/^(?:[-–—:|](?:\s|$)|[([])/.test(after)) return undefined;
+    return { importance: levelOf(phrase), rest: value.slice(afterRemark(text, end)) };
+  }
+  // A single token ("NaN", "unknown", "???") is a failed score; a sentence is content.
+  return /^\S+\s*$/.test(text.slice(start)) ? { importance: null, rest: '' } : undefined;
+}
+
+interface ReadNumber {
+  importance: number;
+  /** Whether it was written as a plain number (no `%`, no `/10`). */
+  plain: boolean;
+  /** Index in the text after the number and the signs glued to it. */
+  end: number;
+}
+
+/** The number at `start` of `text`, with `%`, `/10` or `out of 10` after it applied. */
+function readNumber(text: string, start: number): ReadNumber | undefined {
+  const number = NUMBER_PREFIX.exec(text.slice(start));
+  if (!number) return undefined;
+  let importance = Number(number[0].replace(',', '.'));
+  let end = start + number[0].length;
+  // Symbols glued to the number (`%`, `/10`, `,`) belong to the score, not to the content.
+  const glued = /^(?:\/\s*\d+(?:\.\d*)?|[^\s\p{L}\p{N}])*/u.exec(text.slice(end))?.[0] ?? '';
+  const spelled = glued === '' ? /^\s+(?:out\s+)?of\s+(\d+(?:\.\d*)?)(?![\p{L}\p{N}])/iu.exec(text.slice(end)) : null;
+  const denominator = Number(/^\/\s*(\d+(?:\.\d*)?)/.exec(glued)?.[1] ?? spelled?.[1]);
+  if (glued.startsWith('%')) importance /= 100;
+  else if (denominator > 0) importance /= denominator;
+  end += glued.length + (spelled?.[0].length ?? 0);
+  return { importance, plain: !glued.startsWith('%') && !(denominator > 0), end };
+}
+
+function scoreOf(number: ReadNumber): { importance: number | null; written?: number } {
+  if (!Number.isFinite(number.importance)) return { importance: null };
+  const importance = Math.min(1, Math.max(0, number.importance));
+  return number.plain ? { importance, written: number.importance } : { importance };
+}
+
+/** The score of a level in words: the mean of its one or two levels, each moved by its modifier. */
+function levelOf(phrase: RegExpExecArray): number {
+  const levels = [
+    [phrase[1], phrase[2]],
+    [phrase[3], phrase[4]],
+  ].flatMap(([modifier, name]) => {
+    if (name === undefined) return [];
+    const level = LEVEL_WORDS[name.toLowerCase()] as number;
+    return [0.5 + (level - 0.5) * (modifier === undefined ? 1 : (MODIFIERS[modifier.toLowerCase()] as number))];
+  });
+  const mean = levels.reduce((sum, level) => sum + level, 0) / levels.length;
+  return Math.round(Math.min(1, Math.max(0, mean)) * 100) / 100;
+}
+
+/**
+ * The index after a remark on the score that follows it at `start`: words in brackets
+ * (`(critical constraint)`, `(high)`) unless they cite sources, or a level alone at the end of
+ * the line (`0.9 - high`). `start` when there is none.
+ */
+function afterRemark(text: string, start: number): number {
+  const rest = text.slice(start);
+  const bracketed = /^\s*[([]([^()[\]]*)[)\]]/.exec(rest);
+  if (bracketed && !SOURCE_LINE.test(bracketed[1] ?? '')) return start + bracketed[0].length;
+  const separator = /^\s*(?:[-–—:|,/]\s*)?/.exec(rest)?.[0] ?? '';
+  const level = LEVEL_PHRASE.exec(rest.slice(separator.length));
+  if (level && /^[\s*_.)\]]*$/.test(rest.slice(separator.length + level[0].length))) return text.length;
+  return start;
+}
+
+/** `text` with full-width forms (`０．９`, `：`) and the ideographic space in ASCII, one code unit each. */
+function foldWidth(text: string): string {
+  return text.replace(/[\uFF01-\uFF5E\u3000]/g, (char) =>
+    char === '\u3000' ? ' ' : String.fromCharCode(char.charCodeAt(0) - 0xfee0),
+  );
 }
 
 /** The seqs of a `SOURCE: 12, 14-16` line (none for `SOURCE: none`); undefined when the line is anything else. */

@@ -80,6 +80,52 @@ describe('parseReflection: section headers', () => {
     expect(parsed.contradictions).toEqual([]);
   });
 
+  it('keeps a summary line named like a section with text after it ("Contradictions: none so far.") in the summary (review finding 5)', () => {
+    const summary =
+      'The user prefers tabs.\nContradictions: none so far.\nThey deploy on Fridays and are allergic to peanuts.';
+    expect(parseReflection(`SUMMARY:\n${summary}\n\nSUPERSESSIONS:\n\nCONTRADICTIONS:\n`)).toEqual({
+      summary,
+      supersessions: [],
+      contradictions: [],
+      schemaVersion: 1,
+    });
+    const none = 'The user prefers tabs.\nContradictions: none.\nThey deploy on Fridays.';
+    expect(parseReflection(`SUMMARY:\n${none}\n\nCONTRADICTIONS:\n- [seq:1] vs [seq:2]: which day`)).toMatchObject({
+      summary: none,
+      contradictions: [{ seqA: 1, seqB: 2, detail: 'which day' }],
+    });
+    const labelled = 'The user prefers tabs.\nSupersessions: the move to spaces was reverted.\nThey use Go.';
+    expect(parseReflection(`SUMMARY:\n${labelled}\nSUPERSESSIONS:\n- [seq:3] replaces [seq:1]: back to tabs`)).toEqual({
+      summary: labelled,
+      supersessions: [{ newerSeq: 3, olderSeq: 1, reason: 'back to tabs' }],
+      contradictions: [],
+      schemaVersion: 1,
+    });
+  });
+
+  it('still reads a header followed on its line by a placeholder, a pair line, or a remark with nothing under it', () => {
+    const parsed = parseReflection(
+      'SUMMARY:\nThe user prefers tabs.\nSUPERSESSIONS: none\nCONTRADICTIONS: - [seq:3] vs [seq:4]: which day\n- [seq:5] vs [seq:6]',
+    );
+    expect(parsed).toEqual({
+      summary: 'The user prefers tabs.',
+      supersessions: [],
+      contradictions: [
+        { seqA: 3, seqB: 4, detail: 'which day' },
+        { seqA: 5, seqB: 6, detail: '' },
+      ],
+      schemaVersion: 1,
+    });
+    expect(
+      parseReflection(
+        'SUMMARY:\nThe user prefers tabs.\n\nSUPERSESSIONS: none found.\n\nCONTRADICTIONS: None identified.\n\nLet me know if you need more.',
+      ).summary,
+    ).toBe('The user prefers tabs.');
+    expect(
+      parseReflection('SUMMARY:\nUses Go.\nSupersessions: one found.\n- [seq:2] replaces [seq:1]: x').supersessions,
+    ).toEqual([{ newerSeq: 2, olderSeq: 1, reason: 'x' }]);
+  });
+
   it('discards lines before the first header', () => {
     expect(parseReflection('Here is my reflection.\nSUMMARY:\nKept.').summary).toBe('Kept.');
   });

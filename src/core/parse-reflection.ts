@@ -45,8 +45,9 @@ const EMPTY: StructuredReflection = Object.freeze({
 /**
  * Parses SUMMARY / SUPERSESSIONS / CONTRADICTIONS sections (markdown headings, bold, brackets,
  * list numbers and quotes tolerated) into schema 1; text above the first header is the summary
- * when the SUMMARY section is missing or empty. Text without any section header is legacy
- * schema 0 with the whole text as summary.
+ * when the SUMMARY section is missing or empty. A line named like a section with other text
+ * after it (`Contradictions: none so far.`) and summary text under it is a summary line. Text
+ * without any section header is legacy schema 0 with the whole text as summary.
  */
 export function parseReflection(raw: string): StructuredReflection {
   const text = unquoted(stripInvisible(stripReasoning(raw)).trim());
@@ -56,13 +57,16 @@ export function parseReflection(raw: string): StructuredReflection {
 
   const sections: Record<Section, string[]> = { summary: [], supersessions: [], contradictions: [] };
   const before: string[] = [];
+  const lines = text.split('\n');
+  const opens = sectionStarts(lines);
   let current: Section | null = null;
-  for (const line of text.split('\n')) {
+  for (const [index, line] of lines.entries()) {
     // Code fences around the answer or a section frame it; they are not its text.
     if (FENCE_LINE.test(line)) continue;
     const header = parseHeader(line);
-    // `- Contradictions: none so far` inside the summary is a line of it, not a new section.
-    if (header && !(header.listed && current === 'summary')) {
+    // `- Contradictions: none so far` inside the summary is a line of it, not a new section; so
+    // is `Contradictions: none so far.` with summary text under it.
+    if (header && !(header.listed && current === 'summary') && opens[index]) {
       current = header.section;
       if (header.rest !== '') sections[current].push(header.rest);
     } else if (current) {
@@ -94,22 +98,76 @@ function unquoted(text: string): string {
     .trim();
 }
 
+interface Header {
+  section: Section;
+  rest: string;
+  /** A list item named like a section, not in capitals, with text after it: maybe a summary line. */
+  listed: boolean;
+  /**
+   * The line is a header whatever follows it: nothing is after it, or one of its section's
+   * pair lines, or it is `SUMMARY:` (any text after it is summary).
+   */
+  fits: boolean;
+}
+
 /**
  * A header needs a colon, nothing else on the line, or decoration (`## Summary of work`,
  * `**Summary** text`), so a sentence such as "Summary of the work" stays ordinary text.
  */
-function parseHeader(line: string): { section: Section; rest: string; listed: boolean } | null {
+function parseHeader(line: string): Header | null {
   const match = HEADER.exec(line.trim());
   if (!match) return null;
   const [, hashes = '', open = '', name = '', close = '', colon = '', after = '', tail = ''] = match;
   const section = name.toLowerCase() as Section;
   // Emphasis after the colon closes the header's own, unless the header had none: `SUMMARY: **x**`.
   const rest = open === '' ? `${after}${tail}` : tail;
-  // A list item named like a section, not in capitals, with text after it: maybe a summary line.
   const listed = LIST_ITEM.test(line) && rest.trim() !== '' && name !== name.toUpperCase();
-  if (colon !== '' || rest === '' || (open !== '' && close !== '')) return { section, rest: rest.trim(), listed };
+  if (colon !== '' || rest === '' || (open !== '' && close !== ''))
+    return { section, rest: rest.trim(), listed, fits: fits(section, rest.trim()) };
   // The rest of a markdown heading is its title ("## Summary of decisions"), not content.
-  return hashes === '' ? null : { section, rest: '', listed: false };
+  return hashes === '' ? null : { section, rest: '', listed: false, fits: true };
+}
+
+const PLACEHOLDER = /^[\s*_"'`([]*(?:none|n\/?a|nil|-+|—)[\s.!*_"'`)\]]*$/iu;
+
+function fits(section: Section, rest: string): boolean {
+  if (section === 'summary' || rest === '') return true;
+  return (section === 'supersessions' ? SUPERSESSION_LINE : CONTRADICTION_LINE).test(pairLine(rest));
+}
+
+/** Whether a line is what `section` holds: blank, a placeholder (`none`, `n/a`) or one of its pair lines. */
+function holds(section: Section, text: string): boolean {
+  return PLACEHOLDER.test(text) || fits(section, text);
+}
+
+/**
+ * For each line, whether it starts a section. A header line does when nothing or one of its
+ * section's pair lines follows it on its line; a line named like a section with other text
+ * after it (`Contradictions: none.`, `Contradictions: none found.`) only when no summary text
+ * follows it before the next section, that is when every line up to there (a closing remark
+ * to the reader at the end aside) is blank, a placeholder or a line of that section.
+ * `Contradictions: none so far.` with summary lines under it is one of the summary's lines.
+ * Read from the end, in one pass.
+ */
+function sectionStarts(lines: readonly string[]): boolean[] {
+  const starts = lines.map(() => false);
+  const remarksFrom = withoutSignOff(lines).length;
+  // Whether a line between this one and the next section start is not a line of that section.
+  const other = { summary: false, supersessions: false, contradictions: false };
+  for (let index = lines.length - 1; index >= 0; index--) {
+    const line = lines[index] as string;
+    if (FENCE_LINE.test(line)) continue;
+    const header = parseHeader(line);
+    if (header && (header.fits || !other[header.section])) {
+      starts[index] = true;
+      other.supersessions = other.contradictions = false;
+      continue;
+    }
+    if (index >= remarksFrom) continue;
+    other.supersessions ||= !holds('supersessions', line.trim());
+    other.contradictions ||= !holds('contradictions', line.trim());
+  }
+  return starts;
 }
 
 const LIST_ITEM = /^\s*(?:[-*•+]|\d{1,3}[.)])\s+/u;

@@ -26,4 +26,19 @@ describe('stripReasoning', () => {
     ])
       expect(stripReasoning(text), text).toBe(text);
   });
+
+  it('keeps a closing tag inside a sentence of an unscored answer as text (review finding 9)', () => {
+    for (const text of [
+      'User writes XML with </reasoning> elements in their config files.',
+      'The user said their parser chokes on a stray </think> tag in model output.',
+      'User notes that </thinking> appears in logs.\nThey want it filtered.',
+      'User ends every template with </think>',
+    ])
+      expect(stripReasoning(text), text).toBe(text);
+  });
+
+  it('still drops thinking the template opened when its closing tag ends a line of its own or the thinking', () => {
+    expect(stripReasoning('the user may be joking.</think>\n\nUser prefers tabs.')).toBe('\n\nUser prefers tabs.');
+    expect(stripReasoning('weighing it\n  </reasoning >  \nUser prefers tabs.')).toBe('  \nUser prefers tabs.');
+  });
 });
