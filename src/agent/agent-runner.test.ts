@@ -445,6 +445,24 @@ describe('agent runner: loop', () => {
     expect(done.steps).toBe(3);
   });
 
+  it('fails a run whose final answer was cut at the output limit or stopped by a filter, keeping what came', async () => {
+    const { runner, agentModel, runStore } = harness();
+    agentModel.enqueue(
+      { text: 'The plan has three parts: first', finishReason: 'length' },
+      { text: '', finishReason: 'content-filter' },
+      { text: 'I cannot help with that.', finishReason: 'refusal' },
+    );
+    const cut = await runner.wait((await runner.start({ ...ids, prompt: 'plan' })).runId);
+    expect(cut).toMatchObject({ status: 'failed', output: 'The plan has three parts: first' });
+    expect(cut.error).toMatchObject({ code: 'OUTPUT_TRUNCATED', message: expect.stringContaining('output limit') });
+    const events = await runStore.listEvents(cut.runId, -1);
+    expect(events.at(-1)).toMatchObject({ type: 'run.failed', payload: { error: { code: 'OUTPUT_TRUNCATED' } } });
+    const filtered = await runner.wait((await runner.start({ ...ids, prompt: 'x' })).runId);
+    expect(filtered).toMatchObject({ status: 'failed', error: { code: 'OUTPUT_FILTERED' } });
+    const refused = await runner.wait((await runner.start({ ...ids, prompt: 'y' })).runId);
+    expect(refused).toMatchObject({ status: 'completed', output: 'I cannot help with that.' });
+  });
+
   it('cancels a running run', async () => {
     const { runner, agentModel, runStore } = harness();
     let calling = (): void => undefined;

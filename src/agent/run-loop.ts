@@ -10,7 +10,7 @@ import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import { estimateMessageTokens } from '../core/token-estimator.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
-import type { LanguageModel } from '../llm/language-model.js';
+import type { FinishReason, LanguageModel } from '../llm/language-model.js';
 import type { ObservationalMemory, ObservationalMemoryEvent } from '../memory/observational-memory.js';
 import { StoredMessageKeys } from '../memory/stored-message-keys.js';
 import { isRunOpen } from '../storage/run-store.js';
@@ -102,11 +102,19 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
       while (state.step < run.maxSteps) {
         if (signal.aborted) throw cancelled();
         state.step++;
-        const output = await takeStep(options, handedOver, state);
-        if (output !== undefined) {
+        const answer = await takeStep(options, handedOver, state);
+        if (answer !== undefined) {
           await settle(options, state);
           if (signal.aborted) throw cancelled();
-          return await endRun(options, state, { status: 'completed', output, steps: state.step, usage: state.usage });
+          const cut = cutAnswerError(answer.finishReason);
+          // The partial answer stays the run's output; the run says it is not whole.
+          if (cut) return await fail(options, state, cut);
+          return await endRun(options, state, {
+            status: 'completed',
+            output: answer.text,
+            steps: state.step,
+            usage: state.usage,
+          });
         }
       }
       await settle(options, state);
@@ -188,7 +196,7 @@ async function takeStep(
   options: RunLoopOptions,
   handedOver: StoredMessageKeys,
   state: RunState,
-): Promise<string | undefined> {
+): Promise<{ readonly text: string; readonly finishReason: FinishReason } | undefined> {
   const { runStore } = options;
   const { run, scope, signal, usage, emit } = state;
   const step = state.step;
@@ -243,7 +251,28 @@ async function takeStep(
       }),
     );
   await emit('run.step.completed', { step });
-  return final ? result.text : undefined;
+  return final ? { text: result.text, finishReason: result.finishReason } : undefined;
+}
+
+/**
+ * Why a final answer is not a whole one: the model stopped at its output limit, or the
+ * provider's filter stopped it. Undefined for an answer that ended as the model meant (a
+ * refusal included: its text is the answer).
+ */
+function cutAnswerError(finishReason: FinishReason): RunErrorJson | undefined {
+  if (finishReason === 'length')
+    return {
+      code: 'OUTPUT_TRUNCATED',
+      message:
+        "the model's answer was cut off at its output limit (finish_reason length); the run's output is the " +
+        "part it gave. Raise the model's output limit or ask for a shorter answer",
+    };
+  if (finishReason === 'content-filter')
+    return {
+      code: 'OUTPUT_FILTERED',
+      message: "the model provider's content filter stopped the answer (finish_reason content_filter)",
+    };
+  return undefined;
 }
 
 /** Runs the answer's tool calls in order, each stored in the transcript with its result. */

@@ -96,6 +96,8 @@ export type HarnessMemoryErrorCode = (typeof HARNESS_MEMORY_ERROR_CODES)[number]
  */
 export const RUN_ERROR_CODES = [
   'MAX_STEPS',
+  'OUTPUT_TRUNCATED',
+  'OUTPUT_FILTERED',
   'RUN_ABANDONED',
   'TOOL_NOT_FOUND',
   'TOOL_OUTPUT_INVALID',

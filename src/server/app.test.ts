@@ -590,6 +590,22 @@ describe('server: tenant isolation with API keys', () => {
   });
 });
 
+describe('server: bodies', () => {
+  it('answers a POST to a path that takes no body without reading it (a body that never ends)', async () => {
+    const { app } = setup([{ key: 'key-a', tenantId: 'tenant-a' }]);
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('x'.repeat(1024)));
+      },
+    });
+    for (const path of ['/anything', '/healthz', '/inspector/app.js']) {
+      const init = { method: 'POST', body, duplex: 'half' } as RequestInit;
+      const response = await app.request(`http://127.0.0.1${path}`, init);
+      expect(response.status, path).toBe(404);
+    }
+  });
+});
+
 describe('server: API key scopes', () => {
   it('lets a runs:read key read runs only, and refuses scopes it does not know at start-up', async () => {
     const { request, runner } = setup([

@@ -175,8 +175,11 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
   });
 
   // After the key and the write rate: a caller without a key, or over its rate, is answered
-  // before the server reads (and buffers) what it sends.
-  app.use('*', limitBody({ maxBytes: MAX_BODY_BYTES }));
+  // before the server reads (and buffers) what it sends. Only the routes that take a body
+  // read one: a POST to any other path is answered (404) without buffering what it sends.
+  const bodyLimit = limitBody({ maxBytes: MAX_BODY_BYTES });
+  app.use('/v1/*', bodyLimit);
+  app.use('/mcp', bodyLimit);
 
   app.route(
     '/v1/runs',

@@ -79,8 +79,9 @@ export interface Harness {
   /** How the memory model was chosen, for `harness config` and logs. */
   readonly memoryModel: { readonly mode: string; readonly modelId: string; readonly source: string };
   /**
-   * Waits for runs (with `timeoutMs`, cancels those still going then), stops the worker,
-   * closes the stores.
+   * Waits for runs (with `timeoutMs`, cancels those still going then), stops the worker
+   * (waiting for an operation it holds no longer than `timeoutMs` from the start), closes
+   * the stores.
    */
   dispose(options?: { readonly timeoutMs?: number }): Promise<void>;
 }
@@ -222,15 +223,35 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
         if (disposed) return;
         disposed = true;
         databaseWatch?.stop();
+        const deadline =
+          disposeOptions.timeoutMs === undefined ? undefined : performance.now() + disposeOptions.timeoutMs;
         await runner.settle(disposeOptions);
         await maintenance?.stop();
-        await worker?.stop();
+        // The worker finishes what it holds, but not past the deadline: a slow model call would
+        // hold the shutdown for as long as the call may take. An operation left so is still
+        // `processing`; its lease runs out and the next process (or this store's next observe of
+        // the scope) takes it up again.
+        if (worker) await untilDeadline(worker.stop(), deadline);
         await backend.close();
       },
     };
   } catch (error) {
     await backend.close();
     throw error;
+  }
+}
+
+/** `work`, or the deadline (`performance.now()` time) if that comes first; no deadline, `work`. */
+async function untilDeadline(work: Promise<void>, deadline: number | undefined): Promise<void> {
+  if (deadline === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const timeUp = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, deadline - performance.now()));
+  });
+  try {
+    await Promise.race([work, timeUp]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

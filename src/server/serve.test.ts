@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../core/errors.js';
 import type { Harness } from './create-harness.js';
@@ -11,6 +12,7 @@ function harnessWith(host: string): Harness {
       sources: { 'server.host': '/srv/.harness/config.toml' },
     },
     app: { fetch: () => new Response('never called') },
+    runner: { settle: async () => {} },
     dispose: async () => {},
   } as unknown as Harness;
 }
@@ -36,5 +38,30 @@ describe('server: startServer host', () => {
     const harness = harnessWith(' ');
     const error = await configErrorOf(startServer(harness, { port: 0 }));
     expect(error).toMatchObject({ key: 'server.host', source: '/srv/.harness/config.toml' });
+  });
+});
+
+describe('server: startServer request timeout', () => {
+  it('answers 408 and closes a connection whose request does not arrive whole within requestTimeoutMs', async () => {
+    const server = await startServer(harnessWith('127.0.0.1'), { port: 0, requestTimeoutMs: 300 });
+    try {
+      const socket = connect(server.port, '127.0.0.1');
+      let answer = '';
+      socket.setEncoding('utf8').on('data', (chunk: string) => {
+        answer += chunk;
+      });
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      socket.write('POST /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+      await closed;
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses a requestTimeoutMs that is not a number of milliseconds', async () => {
+    await expect(startServer(harnessWith('127.0.0.1'), { port: 0, requestTimeoutMs: 0 })).rejects.toThrow(
+      'requestTimeoutMs must be a number of milliseconds',
+    );
   });
 });

@@ -18,6 +18,11 @@ export interface StartServerOptions {
    * (a reflection asked over HTTP, say) may take to be answered. @default 30000
    */
   shutdownTimeoutMs?: number;
+  /**
+   * How long a client has to send a whole request (headers and body); one that trickles it
+   * is answered `408` and its connection closed. @default 60000
+   */
+  requestTimeoutMs?: number;
 }
 
 /** A listening server. */
@@ -34,6 +39,7 @@ export interface RunningServer {
 
 /** How long `close` lets runs and requests in flight go on by default. */
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
+const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 
 /**
  * Serves the harness over HTTP. Without API keys it listens on loopback only and refuses
@@ -74,8 +80,18 @@ export async function startServer(harness: Harness, options: StartServerOptions 
       done();
     }
   };
+  // A request must arrive whole within a minute (Node's default is five): a client trickling
+  // its headers or body would hold the connection, and what it sent, for that long. Node
+  // checks the time every `connectionsCheckingInterval` (30 s by default).
+  const requestTimeout =
+    requireTimerMs('startServer', 'requestTimeoutMs', options.requestTimeoutMs, 1) ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const serverOptions = {
+    requestTimeout,
+    headersTimeout: requestTimeout,
+    connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(requestTimeout / 4))),
+  };
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const created = serve({ fetch, hostname: host, port }, () => resolve(created));
+    const created = serve({ fetch, hostname: host, port, serverOptions }, () => resolve(created));
     created.once('error', reject);
   });
   const address = server.address() as AddressInfo;

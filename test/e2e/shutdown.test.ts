@@ -74,6 +74,24 @@ describe('e2e: shutting the server down', () => {
     expect(eventsOf(await stream).at(-1)?.type).toBe('run.cancelled');
   }, 30_000);
 
+  it("does not wait past the deadline for the background worker's model call", async () => {
+    const started = await startE2E({ shutdownTimeoutMs: 500 });
+    e2e = started;
+    // The run's observation fails once (503); the worker's retry then takes 20 s.
+    let observerCalls = 0;
+    started.script.observer = (request) =>
+      ++observerCalls === 1
+        ? { status: 503, body: { error: { message: 'down' } } }
+        : { delayMs: 20_000, reply: observeUserLines(request) };
+    const runId = await started.startRun({ prompt: 'remember tabs', conversation_id: 'c-shutdown-worker' });
+    await eventsOf(await started.events(runId));
+    await until(() => observerCalls === 2);
+
+    const closing = Date.now();
+    await started.server.close();
+    expect(Date.now() - closing).toBeLessThan(10_000);
+  }, 30_000);
+
   it('does not wait for an idle event stream that has no run behind it', async () => {
     const started = await startE2E({ shutdownTimeoutMs: 5_000 });
     e2e = started;

@@ -1,4 +1,5 @@
 import type {
+  FinishReason,
   LanguageModel,
   LanguageModelCallOptions,
   LanguageModelResult,
@@ -8,7 +9,7 @@ import type {
 /** A scripted reply: text, or tool calls, or a function of the call. */
 export type MockReply =
   | string
-  | { text?: string; toolCalls?: LanguageModelToolCall[]; delayMs?: number }
+  | { text?: string; toolCalls?: LanguageModelToolCall[]; delayMs?: number; finishReason?: FinishReason }
   | Error
   | ((options: LanguageModelCallOptions) => MockReply | Promise<MockReply>);
 
@@ -31,7 +32,7 @@ export function createMockLanguageModel(fallback: MockReply = 'ok'): MockLanguag
     return {
       text: spec.text ?? '',
       toolCalls,
-      finishReason: toolCalls.length > 0 ? 'tool-calls' : 'stop',
+      finishReason: spec.finishReason ?? (toolCalls.length > 0 ? 'tool-calls' : 'stop'),
       usage: { inputTokens: 10, outputTokens: 5 },
     };
   };
