@@ -9,6 +9,7 @@ import { createModelObserver, createModelReflector } from '../memory/model-obser
 import { createObservationalMemory } from '../memory/observational-memory.js';
 import type { ObservationalMemoryOptions } from '../memory/observational-memory.js';
 import { createWorkingMemory } from '../memory/working-memory.js';
+import type { WorkingMemoryEvent } from '../memory/working-memory.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
@@ -209,6 +210,7 @@ describe('agent runner: events', () => {
       .filter((event) => event.type.startsWith('memory.'))
       .map((event) => `${event.type}@${String(event.payload['step'])}`);
     expect(memoryEvents).toEqual([
+      'memory.working_memory.set@1',
       'memory.observe.started@1',
       'memory.observe.completed@1',
       'memory.reflection.completed@1',
@@ -461,6 +463,49 @@ describe('agent runner: loop', () => {
     expect(filtered).toMatchObject({ status: 'failed', error: { code: 'OUTPUT_FILTERED' } });
     const refused = await runner.wait((await runner.start({ ...ids, prompt: 'y' })).runId);
     expect(refused).toMatchObject({ status: 'completed', output: 'I cannot help with that.' });
+  });
+
+  it("puts the run's working-memory sets and deletes on its stream, between its tool events, never the value", async () => {
+    const { runner, agentModel, runStore, workingMemory } = harness();
+    const seen: WorkingMemoryEvent[] = [];
+    workingMemory.subscribe((event) => seen.push(event));
+    const call = (id: string, args: Record<string, unknown>) => ({
+      toolCalls: [{ id, name: 'working_memory', arguments: JSON.stringify(args) }],
+    });
+    agentModel.enqueue(
+      call('c1', { action: 'set', key: 'plan', value: 'SECRET-VALUE-42' }),
+      call('c2', { action: 'delete', key: 'plan' }),
+      call('c3', { action: 'delete', key: 'plan' }),
+      'done',
+    );
+    const run = await runner.wait((await runner.start({ ...ids, prompt: 'plan' })).runId);
+    const events = await runStore.listEvents(run.runId, -1);
+    const types = events
+      .map((event) => event.type)
+      .filter((type) => type.startsWith('tool.') || type.includes('working'));
+    expect(types).toEqual([
+      'tool.call.started',
+      'memory.working_memory.set',
+      'tool.call.completed',
+      'tool.call.started',
+      'memory.working_memory.deleted',
+      'tool.call.completed',
+      'tool.call.started',
+      'tool.call.completed',
+    ]);
+    expect(events.find((event) => event.type === 'memory.working_memory.set')?.payload).toMatchObject({
+      key: 'plan',
+      bytes: '"SECRET-VALUE-42"'.length,
+      step: 1,
+    });
+    expect(JSON.stringify(events)).not.toContain('SECRET-VALUE-42');
+    // Subscribers hear of every change, also those made outside a run (no runId then).
+    await workingMemory.set(ids, 'note', 1);
+    expect(seen.map((event) => [event.type, event.key, event.runId])).toEqual([
+      ['memory.working_memory.set', 'plan', run.runId],
+      ['memory.working_memory.deleted', 'plan', run.runId],
+      ['memory.working_memory.set', 'note', undefined],
+    ]);
   });
 
   it('cancels a running run', async () => {

@@ -406,6 +406,7 @@ function runLoopOf(
   return createRunLoop({
     model: options.model,
     memory,
+    workingMemory,
     runStore,
     events,
     preparer: createTurnPreparer({

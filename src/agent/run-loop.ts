@@ -12,6 +12,7 @@ import { estimateMessageTokens } from '../core/token-estimator.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { FinishReason, LanguageModel } from '../llm/language-model.js';
 import type { ObservationalMemory, ObservationalMemoryEvent } from '../memory/observational-memory.js';
+import type { WorkingMemory, WorkingMemoryEvent } from '../memory/working-memory.js';
 import { StoredMessageKeys } from '../memory/stored-message-keys.js';
 import { isRunOpen } from '../storage/run-store.js';
 import type { ConversationMessage, RunPatch, RunRecord, RunStore } from '../storage/run-store.js';
@@ -25,6 +26,8 @@ import type { ToolDispatcher } from './tool-dispatch.js';
 export interface RunLoopOptions {
   readonly model: LanguageModel;
   readonly memory: ObservationalMemory;
+  /** Its sets and deletes made by the run's own tool calls go on the run's stream. */
+  readonly workingMemory?: Pick<WorkingMemory, 'subscribe'>;
   readonly runStore: RunStore;
   readonly events: RunEventEmitter;
   readonly preparer: TurnPreparer;
@@ -84,7 +87,12 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
 
   return async function runLoop(run, signal) {
     const state = newRunState(events, run, signal);
-    const unsubscribe = forwardRunMemoryEvents(memory, state, options.reportFault);
+    const unsubscribeMemory = forwardRunMemoryEvents(memory, state, options.reportFault);
+    const unsubscribeWorking = forwardRunWorkingMemoryEvents(options.workingMemory, state, options.reportFault);
+    const unsubscribe = (): void => {
+      unsubscribeMemory();
+      unsubscribeWorking();
+    };
     try {
       await runStore.updateRun(run.runId, { status: 'running' });
       await state.emit('run.started', {
@@ -385,6 +393,30 @@ function forwardRunMemoryEvents(memory: ObservationalMemory, state: RunState, re
         error: event.error,
       });
     }
+  });
+}
+
+/**
+ * Puts the working-memory sets and deletes of this run's tool calls on the run's stream, in
+ * order with its tool events (each is stored before the tool call's result); returns the
+ * unsubscribe function.
+ */
+function forwardRunWorkingMemoryEvents(
+  workingMemory: Pick<WorkingMemory, 'subscribe'> | undefined,
+  state: RunState,
+  reportFault: FaultReporter,
+): () => void {
+  const { runId } = state.run;
+  if (typeof workingMemory?.subscribe !== 'function') return () => undefined;
+  return workingMemory.subscribe((event: WorkingMemoryEvent) => {
+    if (event.runId !== runId) return;
+    const payload =
+      event.type === 'memory.working_memory.set' ? { key: event.key, bytes: event.bytes } : { key: event.key };
+    state
+      .emitMemory(event.type, payload, state.step)
+      .catch((error: unknown) =>
+        reportFault({ component: 'runner', message: `could not store the ${event.type} event`, error, runId }),
+      );
   });
 }
 

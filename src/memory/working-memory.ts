@@ -6,7 +6,7 @@
 import { redactValue } from '../core/redact-value.js';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import { compareUtf8 } from '../core/compare-utf8.js';
-import type { ScopeInput } from '../core/scope.js';
+import type { Scope, ScopeInput } from '../core/scope.js';
 import {
   DEFAULT_WORKING_MEMORY_LIMITS,
   buildWorkingMemorySnippet,
@@ -16,6 +16,7 @@ import {
   normalizeWorkingMemoryKey,
   refuseSecretKey,
   stripInvisibleFromValueJson,
+  utf8Length,
   workingMemoryLine,
 } from '../core/working-memory.js';
 import type { WorkingMemoryLimitsConfig } from '../core/working-memory.js';
@@ -40,20 +41,59 @@ export interface WorkingMemoryGetResult {
   readonly found: boolean;
 }
 
+/**
+ * What working memory tells its subscribers, after the write is stored: an entry set (never
+ * its value: `bytes` is the size of its JSON) or deleted, in `scope`. `runId` is the run whose
+ * tool made the change, when it was one; the agent runner puts those on the run's stream.
+ */
+export type WorkingMemoryEvent =
+  | {
+      readonly type: 'memory.working_memory.set';
+      readonly scope: Scope;
+      readonly key: string;
+      readonly bytes: number;
+      readonly runId?: string;
+    }
+  | {
+      readonly type: 'memory.working_memory.deleted';
+      readonly scope: Scope;
+      readonly key: string;
+      readonly runId?: string;
+    };
+
+/** Options of one write: the run whose tool makes it, for its events. */
+export interface WorkingMemoryWriteOptions {
+  readonly runId?: string;
+}
+
 /** The working memory service. */
 export interface WorkingMemory {
   readonly limits: WorkingMemoryLimitsConfig;
   /** Stores `value` as JSON under the trimmed key. */
-  set(scope: ScopeInput, key: string, value: unknown): Promise<{ ok: true; key: string; entry: WorkingMemoryEntry }>;
+  set(
+    scope: ScopeInput,
+    key: string,
+    value: unknown,
+    options?: WorkingMemoryWriteOptions,
+  ): Promise<{ ok: true; key: string; entry: WorkingMemoryEntry }>;
   get(scope: ScopeInput, key: string): Promise<WorkingMemoryGetResult>;
-  /** Removing a missing key is not an error; `deleted` says whether one existed. */
-  delete(scope: ScopeInput, key: string): Promise<{ ok: true; key: string; deleted: boolean }>;
+  /** Removing a missing key is not an error; `deleted` says whether one existed (only then an event). */
+  delete(
+    scope: ScopeInput,
+    key: string,
+    options?: WorkingMemoryWriteOptions,
+  ): Promise<{ ok: true; key: string; deleted: boolean }>;
   /** Every entry as `{key: jsonString}`, sorted by key. */
   list(scope: ScopeInput): Promise<{ entries: Record<string, string> }>;
   /** Every entry with its timestamps, sorted by key. */
   entries(scope: ScopeInput): Promise<WorkingMemoryEntry[]>;
   /** The `<working-memory>` snippet, or `""` when the scope has no entries. */
   snippet(scope: ScopeInput): Promise<string>;
+  /**
+   * Calls `listener` after each set and each delete that removed an entry, in this process;
+   * returns the unsubscribe function. A listener that throws is ignored.
+   */
+  subscribe(listener: (event: WorkingMemoryEvent) => void): () => void;
 }
 
 /**
@@ -91,10 +131,20 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
   const snippets = new SnippetCache<HeldSnippet>(1024, { sizeOf: sizeOfHeld, maxSize: 16_000_000 });
   const targets = new ScopeTargetCache();
   const target = (scope: ScopeInput) => targets.resolve(scope);
+  const listeners = new Set<(event: WorkingMemoryEvent) => void>();
+  const emit = (event: WorkingMemoryEvent): void => {
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A subscriber's failure is its own: the write is stored and the others are told.
+      }
+    }
+  };
 
   return {
     limits,
-    async set(scopeInput, key, value) {
+    async set(scopeInput, key, value, writeOptions) {
       const { scope, memoryId } = target(scopeInput);
       const normalized = checkNewWorkingMemoryKey(normalizeWorkingMemoryKey(key));
       if (redact) refuseSecretKey(normalized);
@@ -120,6 +170,14 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       const held = versions && snippets.get(memoryId, versions.before);
       const next = held && withSet(held, entry, limits.maxTotalBytes);
       if (versions && next) snippets.set(memoryId, versions.after, next);
+      if (listeners.size > 0)
+        emit({
+          type: 'memory.working_memory.set',
+          scope,
+          key: normalized,
+          bytes: utf8Length(valueJson),
+          ...(writeOptions?.runId === undefined ? {} : { runId: writeOptions.runId }),
+        });
       return { ok: true, key: normalized, entry };
     },
     async get(scopeInput, key) {
@@ -128,10 +186,18 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       const entry = await store.getWorkingMemoryEntry(memoryId, normalized);
       return { key: normalized, value: entry?.valueJson ?? '', found: entry !== undefined };
     },
-    async delete(scopeInput, key) {
-      const { memoryId } = target(scopeInput);
+    async delete(scopeInput, key, writeOptions) {
+      const { scope, memoryId } = target(scopeInput);
       const normalized = normalizeWorkingMemoryKey(key);
-      return { ok: true, key: normalized, deleted: await store.deleteWorkingMemoryEntry(memoryId, normalized) };
+      const deleted = await store.deleteWorkingMemoryEntry(memoryId, normalized);
+      if (deleted && listeners.size > 0)
+        emit({
+          type: 'memory.working_memory.deleted',
+          scope,
+          key: normalized,
+          ...(writeOptions?.runId === undefined ? {} : { runId: writeOptions.runId }),
+        });
+      return { ok: true, key: normalized, deleted };
     },
     async list(scopeInput) {
       const entries: Record<string, string> = {};
@@ -165,6 +231,10 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       // written between the two reads must never be held under it.
       if (version !== 0 || listed.keys.length === 0) snippets.set(memoryId, version, listed);
       return listed.text;
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
     },
   };
 }

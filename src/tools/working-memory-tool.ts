@@ -42,6 +42,7 @@ export function createWorkingMemoryTool(workingMemory: WorkingMemory): Tool {
     inputSchema: workingMemoryInput,
     async execute(args, context) {
       const scope = toolScope(context);
+      const written = context.runId === undefined ? undefined : { runId: context.runId };
       if (args.action === 'list') return workingMemory.list(scope);
       const key = args.key;
       if (key === undefined || key.trim() === '') {
@@ -53,14 +54,14 @@ export function createWorkingMemoryTool(workingMemory: WorkingMemory): Tool {
         });
       }
       if (args.action === 'set') {
-        const result = await workingMemory.set(scope, key, args.value);
+        const result = await workingMemory.set(scope, key, args.value, written);
         return { ok: true, key: result.key };
       }
       if (args.action === 'get') {
         const result = await workingMemory.get(scope, key);
         return { key: result.key, value: result.value, found: result.found };
       }
-      const result = await workingMemory.delete(scope, key);
+      const result = await workingMemory.delete(scope, key, written);
       return { ok: true, key: result.key };
     },
   });
