@@ -2,15 +2,18 @@
  * Converts the rows of a version-1 (reference) database into the version-2 tables, inside
  * migration 2's transaction. The reference keyed scopes as `tenant|conversation|agent`,
  * kept observations as one JSON array per record, froze defaults into every record and
- * never consumed its queue; each of those is translated here.
+ * never consumed its queue; each of those is translated here. It also accepted any string as
+ * a scope id: a scope whose ids ours refuse is kept under valid ones (see {@link validIdOf}),
+ * listed in `reference_import_renames` and named in a process warning.
  * @module
  */
+import { createHash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
 import { StoreError } from '../../core/errors.js';
 import { DEFAULT_OBSERVATION_CONFIG } from '../../core/observation.js';
 import type { ObservationConfig } from '../../core/observation.js';
 import { parseReflection } from '../../core/parse-reflection.js';
-import { memoryIdOf } from '../../core/scope.js';
+import { isScopeId, MAX_SCOPE_ID_LENGTH, memoryIdOf } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../../core/token-estimator.js';
 import { STORE_NAME } from './sqlite-errors.js';
@@ -57,6 +60,24 @@ interface ScopeTarget {
   scope: Scope;
 }
 
+/** A scope the reference keyed with ids ours refuse, and the key it is kept under. */
+interface ReferenceRename {
+  oldMemoryId: string;
+  target: ScopeTarget;
+}
+
+/** The table listing each renamed scope; created by the upgrade only when it renamed one. */
+const REFERENCE_IMPORT_RENAMES_TABLE = 'reference_import_renames';
+/** The code of the process warning naming the renamed scopes. */
+const REFERENCE_IMPORT_WARNING_CODE = 'HARNESS_MEMORY_REFERENCE_IMPORT';
+// What an empty id (the reference's working memory outside a run has an empty conversation)
+// becomes, before its hash: the reference's own name for a blank conversation. The hash
+// keeps it apart from a real `unknown`.
+const EMPTY_ID_STAND_IN = 'unknown';
+const HASH_LENGTHS = [8, 16, 32, 64] as const;
+// How many renames the warning names; the table holds them all.
+const WARNING_RENAMES = 20;
+
 const CONFIG_KEYS: ReadonlyArray<readonly [string, keyof ObservationConfig]> = [
   ['observe_min_tokens', 'observeMinTokens'],
   ['snippet_max_tokens', 'snippetMaxTokens'],
@@ -66,8 +87,10 @@ const CONFIG_KEYS: ReadonlyArray<readonly [string, keyof ObservationConfig]> = [
 /** Fills the `_next` tables and `om_observations` from the version-1 rows; updates `om_markers` in place. */
 export function convertReferenceData(db: Database): void {
   const now = db.prepare<[], string>(`SELECT ${SQL_NOW}`).pluck().get() ?? new Date().toISOString();
-  const targets = convertRecords(db, now);
-  const resolve = (referenceId: string): ScopeTarget => targets.get(referenceId) ?? targetOfReferenceId(referenceId);
+  const { targets, renames } = planTargets(db);
+  const resolve = (referenceId: string): ScopeTarget =>
+    targets.get(referenceId) ?? { memoryId: referenceId, scope: { tenantId: '', conversationId: '', agentId: '' } };
+  convertRecords(db, now, resolve);
   convertOperations(db, now, resolve);
   convertWorkingMemory(db, now, resolve);
   const markers = db
@@ -80,10 +103,140 @@ export function convertReferenceData(db: Database): void {
   );
   for (const marker of markers)
     updateMarker.run(resolve(marker.memory_id).memoryId, normalizeTime(marker.created_at, now), marker.row_id);
+  reportRenames(db, renames);
 }
 
-function convertRecords(db: Database, now: string): Map<string, ScopeTarget> {
+/**
+ * The key each version-1 scope key goes to: a record's from its columns, any other
+ * (operations, markers, working memory of scopes without a record) from `tenant|conversation|agent`.
+ * A scope whose ids are all valid keeps them; any other gets valid ones ({@link validIdOf}),
+ * unless those would name another scope of the file, when the hash grows until they do not. A
+ * key with fewer than three parts, which the reference never made, stays as it is.
+ */
+function planTargets(db: Database): { targets: Map<string, ScopeTarget>; renames: ReferenceRename[] } {
+  const records = db
+    .prepare<[], { memory_id: unknown; tenant_id: unknown; conversation_id: unknown; agent_id: unknown }>(
+      'SELECT memory_id, tenant_id, conversation_id, agent_id FROM om_memory_records ORDER BY rowid',
+    )
+    .all();
+  const others = db
+    .prepare<[], unknown>(
+      `SELECT memory_id FROM om_operation_log WHERE memory_id IS NOT NULL
+       UNION SELECT memory_id FROM om_markers WHERE memory_id IS NOT NULL
+       UNION SELECT memory_id FROM working_memory_entries WHERE memory_id IS NOT NULL`,
+    )
+    .pluck()
+    .all();
+  // Each reference key, with the ids it names (undefined: not a scope key).
+  const named = new Map<string, Scope | undefined>();
+  for (const row of records) {
+    named.set(String(row.memory_id), {
+      tenantId: String(row.tenant_id),
+      conversationId: String(row.conversation_id),
+      agentId: String(row.agent_id),
+    });
+  }
+  for (const value of others) {
+    const referenceId = String(value);
+    if (!named.has(referenceId)) named.set(referenceId, scopeOfReferenceId(referenceId));
+  }
+
   const targets = new Map<string, ScopeTarget>();
+  const taken = new Set<string>();
+  const toRename = new Map<string, { scope: Scope; referenceIds: string[] }>();
+  for (const [referenceId, scope] of named) {
+    if (scope === undefined) {
+      targets.set(referenceId, { memoryId: referenceId, scope: { tenantId: '', conversationId: '', agentId: '' } });
+      taken.add(referenceId);
+    } else if (isScopeId(scope.tenantId) && isScopeId(scope.conversationId) && isScopeId(scope.agentId)) {
+      const memoryId = memoryIdOf(scope);
+      targets.set(referenceId, { memoryId, scope });
+      taken.add(memoryId);
+    } else {
+      // One scope may be named by several keys (a record's, and its rows'): it is renamed once.
+      const original = JSON.stringify([scope.tenantId, scope.conversationId, scope.agentId]);
+      const entry = toRename.get(original) ?? { scope, referenceIds: [] };
+      entry.referenceIds.push(referenceId);
+      toRename.set(original, entry);
+    }
+  }
+  const renames: ReferenceRename[] = [];
+  // In the order of the original ids, so that the same file is always upgraded the same way.
+  for (const [, { scope, referenceIds }] of [...toRename].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const target = renamedTarget(scope, taken);
+    taken.add(target.memoryId);
+    for (const referenceId of referenceIds) {
+      targets.set(referenceId, target);
+      renames.push({ oldMemoryId: referenceId, target });
+    }
+  }
+  return { targets, renames };
+}
+
+function renamedTarget(scope: Scope, taken: ReadonlySet<string>): ScopeTarget {
+  for (let attempt = 0; ; attempt++) {
+    const hashLength = HASH_LENGTHS[Math.min(attempt, HASH_LENGTHS.length - 1)];
+    // Past the longest hash (two ids whose UTF-8 is the same), a counter tells them apart.
+    const counter = attempt < HASH_LENGTHS.length ? 0 : attempt - HASH_LENGTHS.length + 2;
+    const renamed: Scope = {
+      tenantId: validIdOf(scope.tenantId, hashLength, counter),
+      conversationId: validIdOf(scope.conversationId, hashLength, counter),
+      agentId: validIdOf(scope.agentId, hashLength, counter),
+    };
+    const memoryId = memoryIdOf(renamed);
+    if (!taken.has(memoryId)) return { memoryId, scope: renamed };
+  }
+}
+
+/**
+ * A valid id standing for a reference id: the id itself when valid; otherwise its characters
+ * outside `A-Z a-z 0-9 . _ : @ -` replaced by `-` (an empty id by `unknown`), cut to fit,
+ * then `.` and the start of the SHA-256 of its UTF-8 (`conv 2` is `conv-2.` and 8 hex digits),
+ * so two ids differing only in refused characters stay apart.
+ */
+function validIdOf(id: string, hashLength = 8, counter = 0): string {
+  if (isScopeId(id)) return id;
+  const suffix =
+    '.' +
+    createHash('sha256').update(id, 'utf8').digest('hex').slice(0, hashLength) +
+    (counter > 0 ? `-${counter}` : '');
+  const base = id === '' ? EMPTY_ID_STAND_IN : id.replace(/[^A-Za-z0-9._:@-]/gu, '-');
+  return base.slice(0, MAX_SCOPE_ID_LENGTH - suffix.length) + suffix;
+}
+
+/** Lists the renamed scopes in their table and a process warning, so their users can find them. */
+function reportRenames(db: Database, renames: readonly ReferenceRename[]): void {
+  if (renames.length === 0) return;
+  db.exec(`CREATE TABLE IF NOT EXISTS ${REFERENCE_IMPORT_RENAMES_TABLE} (
+    old_memory_id TEXT PRIMARY KEY,
+    new_memory_id TEXT NOT NULL,
+    tenant_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL
+  ) WITHOUT ROWID`);
+  const insert = db.prepare<[string, string, string, string, string]>(
+    `INSERT OR REPLACE INTO ${REFERENCE_IMPORT_RENAMES_TABLE} VALUES (?, ?, ?, ?, ?)`,
+  );
+  for (const { oldMemoryId, target } of renames) {
+    insert.run(oldMemoryId, target.memoryId, target.scope.tenantId, target.scope.conversationId, target.scope.agentId);
+  }
+  const named = renames
+    .slice(0, WARNING_RENAMES)
+    .map(
+      ({ oldMemoryId, target: { scope } }) =>
+        `${JSON.stringify(oldMemoryId)} is now tenant_id ${scope.tenantId}, conversation_id ` +
+        `${scope.conversationId}, agent_id ${scope.agentId}`,
+    );
+  if (renames.length > WARNING_RENAMES) named.push(`and ${renames.length - WARNING_RENAMES} more`);
+  process.emitWarning(
+    `Upgrading ${db.name} from the reference schema: ${renames.length} scope key(s) held ids that are not valid ` +
+      `here, so their memory now has valid ones (table ${REFERENCE_IMPORT_RENAMES_TABLE} lists them all): ` +
+      `${named.join('; ')}.`,
+    { code: REFERENCE_IMPORT_WARNING_CODE },
+  );
+}
+
+function convertRecords(db: Database, now: string, resolve: (referenceId: string) => ScopeTarget): void {
   const rows = db.prepare<[], ReferenceRecordRow>('SELECT * FROM om_memory_records ORDER BY rowid').all();
   // The reference wrote `enabled` on every record, explicit or not; only a logged enable or
   // disable shows the user chose it. Otherwise the scope follows the current default.
@@ -113,13 +266,7 @@ function convertRecords(db: Database, now: string): Map<string, ScopeTarget> {
     VALUES (?, ?, ?, ?, ?, ?, 0, 0, '')`);
 
   for (const row of rows) {
-    const scope: Scope = {
-      tenantId: String(row.tenant_id),
-      conversationId: String(row.conversation_id),
-      agentId: String(row.agent_id),
-    };
-    const memoryId = memoryIdOf(scope);
-    targets.set(row.memory_id, { memoryId, scope });
+    const { memoryId, scope } = resolve(String(row.memory_id));
     const updatedAt = normalizeTime(row.updated_at, now);
     const observations = readChunks(row.active_observations_json, updatedAt, row.memory_id);
     const raw =
@@ -158,7 +305,6 @@ function convertRecords(db: Database, now: string): Map<string, ScopeTarget> {
       );
     }
   }
-  return targets;
 }
 
 function convertOperations(db: Database, now: string, resolve: (referenceId: string) => ScopeTarget): void {
@@ -232,14 +378,19 @@ function convertWorkingMemory(db: Database, now: string, resolve: (referenceId: 
   }
 }
 
-function targetOfReferenceId(referenceId: string): ScopeTarget {
+/**
+ * The ids a reference key `tenant|conversation|agent` names (the reference joined them
+ * unescaped: with more than two `|`, the conversation, the id callers chose, takes the middle
+ * ones), or undefined for a key with fewer.
+ */
+function scopeOfReferenceId(referenceId: string): Scope | undefined {
   const parts = referenceId.split('|');
-  const [tenantId, conversationId, agentId] = parts;
-  if (parts.length !== 3 || !tenantId || !conversationId || !agentId) {
-    return { memoryId: referenceId, scope: { tenantId: '', conversationId: '', agentId: '' } };
-  }
-  const scope: Scope = { tenantId, conversationId, agentId };
-  return { memoryId: memoryIdOf(scope), scope };
+  if (parts.length < 3) return undefined;
+  return {
+    tenantId: parts[0] ?? '',
+    conversationId: parts.slice(1, -1).join('|'),
+    agentId: parts.at(-1) ?? '',
+  };
 }
 
 function readChunks(json: string | null, fallbackTime: string, referenceId: string): ConvertedObservation[] {

@@ -12,9 +12,10 @@ import { expectPendingTokensKept, pendingScopes } from '../../../test/support/pe
 import { HarnessMemoryError } from '../../core/errors.js';
 import { createUlidGenerator } from '../../core/ids.js';
 import { parseReflection } from '../../core/parse-reflection.js';
-import { memoryIdOf } from '../../core/scope.js';
+import { isScopeId, memoryIdOf } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
 import { migrateSqliteDatabase, SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
+import { createObservationalMemory } from '../../memory/observational-memory.js';
 import { createWorkingMemory } from '../../memory/working-memory.js';
 import { createSqliteStore } from './sqlite-store.js';
 import type { MemoryStore } from '../store.js';
@@ -420,6 +421,264 @@ describe('store: sqlite (backend)', () => {
     });
     expect(applied.observations[0]?.seq).toBe(3);
     expect(applied.record.unreflectedObservationTokens).toBe(6);
+  });
+
+  /** A version-1 file: records (with their observations), then operations, markers and working memory by reference key. */
+  function writeReferenceFile(data: {
+    records: ReadonlyArray<readonly [tenantId: string, conversationId: string, agentId: string, contents: string[]]>;
+    operations?: ReadonlyArray<readonly [operationId: string, referenceId: string, operationType: string]>;
+    markers?: ReadonlyArray<readonly [markerId: string, referenceId: string]>;
+    workingMemory?: ReadonlyArray<readonly [referenceId: string, key: string, valueJson: string]>;
+  }): void {
+    const raw = new Database(files.path);
+    raw.exec(REFERENCE_DDL);
+    const insertRecord = raw.prepare(
+      `INSERT INTO om_memory_records VALUES (?, ?, ?, ?, 1, 3, 0, ?, ?, '', 0, 0, '{}', '2024-05-01T09:00:00Z', ` +
+        `'2024-05-01T10:00:00Z')`,
+    );
+    for (const [tenantId, conversationId, agentId, contents] of data.records) {
+      const chunks = contents.map((content, index) => ({
+        seq: index + 1,
+        content,
+        token_count: 3,
+        importance: 0.5,
+        created_at: '2024-05-01T10:00:00Z',
+      }));
+      insertRecord.run(
+        `${tenantId}|${conversationId}|${agentId}`,
+        tenantId,
+        conversationId,
+        agentId,
+        JSON.stringify(chunks),
+        3 * chunks.length,
+      );
+    }
+    const insertOperation = raw.prepare(
+      `INSERT INTO om_operation_log VALUES (?, ?, 'run-1', 'system', 1, ?, 'applied', '{}', '', ` +
+        `'2024-05-01T10:00:00Z', '2024-05-01T10:00:01Z')`,
+    );
+    for (const operation of data.operations ?? []) insertOperation.run(...operation);
+    const insertMarker = raw.prepare(
+      `INSERT INTO om_markers VALUES (?, ?, 'observation_start', 'op', 0, 0, 3, '{}', '2024-05-01T10:00:00Z')`,
+    );
+    for (const marker of data.markers ?? []) insertMarker.run(...marker);
+    const insertEntry = raw.prepare('INSERT INTO working_memory_entries VALUES (?, ?, ?)');
+    for (const entry of data.workingMemory ?? []) insertEntry.run(...entry);
+    raw.close();
+  }
+
+  /** Opens the store on the file, with the process warnings its upgrade emitted. */
+  async function upgradeReferenceFile(): Promise<{ store: MemoryStore; warnings: Array<Error & { code?: string }> }> {
+    const warnings: Array<Error & { code?: string }> = [];
+    const onWarning = (warning: Error): void => {
+      warnings.push(warning);
+    };
+    process.on('warning', onWarning);
+    try {
+      const store = track(createSqliteStore({ path: files.path }));
+      await new Promise((resolve) => setImmediate(resolve));
+      return { store, warnings };
+    } finally {
+      process.off('warning', onWarning);
+    }
+  }
+
+  const byConversation = <T extends { scope: Scope }>(items: readonly T[]): T[] =>
+    [...items].sort((a, b) => (a.scope.conversationId < b.scope.conversationId ? -1 : 1));
+
+  it(
+    'upgrades reference scopes whose ids ours refuse (`conv 2`, an empty conversation) under valid ids, each ' +
+      'whole: listed, read, exported and forgotten, the others unchanged',
+    async () => {
+      const kept: Scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'default' };
+      const renamed: Scope = { tenantId: 'acme', conversationId: 'conv-2.dd4f7bee', agentId: 'default' };
+      const outsideRun: Scope = { tenantId: 'default', conversationId: 'unknown.e3b0c442', agentId: 'default' };
+      writeReferenceFile({
+        records: [
+          ['acme', 'conv-1', 'default', ['User prefers tabs']],
+          ['acme', 'conv 2', 'default', ['User lives in Lyon', 'User has a cat']],
+        ],
+        operations: [
+          ['op_1', 'acme|conv-1|default', 'enable'],
+          ['op_2', 'acme|conv 2|default', 'enable'],
+          ['op_3', 'acme|conv 2|default', 'observe'],
+        ],
+        markers: [
+          ['mk_1', 'acme|conv-1|default'],
+          ['mk_2', 'acme|conv 2|default'],
+        ],
+        workingMemory: [
+          ['acme|conv-1|default', 'plan', '"ship it"'],
+          ['acme|conv 2|default', 'pet', '"cat"'],
+          // The reference's working_memory tool outside a run: an empty conversation.
+          ['default||default', 'goal', '"write docs"'],
+          ['default||default', ' todo ', '["a"]'],
+        ],
+      });
+      const { store, warnings } = await upgradeReferenceFile();
+      const memory = createObservationalMemory({ store, observer: { observe: async () => [] } });
+      const workingMemory = createWorkingMemory({ store });
+
+      const listed = [
+        ...byConversation((await memory.listScopes('acme')).items),
+        ...(await memory.listScopes('default')).items,
+      ];
+      expect(
+        listed.map((item) => [
+          item.scope,
+          item.memoryId,
+          item.enabled,
+          item.observationCount,
+          item.workingMemoryEntries,
+        ]),
+      ).toEqual([
+        [kept, memoryIdOf(kept), true, 1, 1],
+        [renamed, memoryIdOf(renamed), true, 2, 1],
+        [outsideRun, memoryIdOf(outsideRun), false, 0, 2],
+      ]);
+      for (const { scope: listedScope } of listed) {
+        expect([listedScope.tenantId, listedScope.conversationId, listedScope.agentId].every(isScopeId)).toBe(true);
+      }
+
+      // Read and exported by the new ids, whole.
+      expect(await memory.status(renamed)).toMatchObject({ observationCount: 2 });
+      const exported = JSON.parse((await memory.export(renamed, 'json')).content) as {
+        observations: Array<{ content: string }>;
+      };
+      expect(exported.observations.map((observation) => observation.content)).toEqual([
+        'User lives in Lyon',
+        'User has a cat',
+      ]);
+      expect((await memory.export(renamed, 'markdown')).content).toContain('conv-2.dd4f7bee');
+      // Newest first.
+      expect((await memory.operationPage(renamed)).items.map((operation) => operation.operationId)).toEqual([
+        'op_3',
+        'op_2',
+      ]);
+      expect((await store.listMarkers(memoryIdOf(renamed))).map((marker) => marker.markerId)).toEqual(['mk_2']);
+      expect(await workingMemory.list(renamed)).toEqual({ entries: { pet: '"cat"' } });
+      expect(await workingMemory.list(outsideRun)).toEqual({ entries: { goal: '"write docs"', todo: '["a"]' } });
+      expect(await workingMemory.snippet(outsideRun)).toContain('write docs');
+
+      // The scope with valid ids is as it was.
+      const keptState = async () => ({
+        observations: JSON.parse((await memory.export(kept, 'json')).content) as unknown,
+        operations: (await memory.operationPage(kept)).items.map((operation) => operation.operationId),
+        markers: (await store.listMarkers(memoryIdOf(kept))).map((marker) => marker.markerId),
+        workingMemory: await workingMemory.list(kept),
+      });
+      const before = await keptState();
+      expect(before).toMatchObject({
+        observations: { observations: [{ content: 'User prefers tabs' }] },
+        operations: ['op_1'],
+        markers: ['mk_1'],
+        workingMemory: { entries: { plan: '"ship it"' } },
+      });
+
+      // No row stays under a reference key; each rename is listed, and named in one warning.
+      const check = track(new Database(files.path, { readonly: true }));
+      for (const table of [
+        'om_memory_records',
+        'om_observations',
+        'om_operation_log',
+        'om_markers',
+        'working_memory_entries',
+      ]) {
+        expect(check.prepare(`SELECT memory_id FROM ${table} WHERE memory_id LIKE '%|%'`).pluck().all()).toEqual([]);
+      }
+      expect(check.prepare('SELECT * FROM reference_import_renames ORDER BY old_memory_id').all()).toEqual([
+        {
+          old_memory_id: 'acme|conv 2|default',
+          new_memory_id: memoryIdOf(renamed),
+          tenant_id: 'acme',
+          conversation_id: 'conv-2.dd4f7bee',
+          agent_id: 'default',
+        },
+        {
+          old_memory_id: 'default||default',
+          new_memory_id: memoryIdOf(outsideRun),
+          tenant_id: 'default',
+          conversation_id: 'unknown.e3b0c442',
+          agent_id: 'default',
+        },
+      ]);
+      const notices = warnings.filter((warning) => warning.code === 'HARNESS_MEMORY_REFERENCE_IMPORT');
+      expect(notices).toHaveLength(1);
+      expect(notices[0]?.message).toContain(
+        '"acme|conv 2|default" is now tenant_id acme, conversation_id conv-2.dd4f7bee, agent_id default',
+      );
+      expect(notices[0]?.message).toContain(
+        '"default||default" is now tenant_id default, conversation_id unknown.e3b0c442, agent_id default',
+      );
+
+      // Forgotten by the new ids: nothing of them is left, and nothing else goes.
+      await memory.forget(renamed);
+      await memory.forget(outsideRun);
+      expect((await memory.listScopes('acme')).items.map((item) => item.scope)).toEqual([kept]);
+      expect((await memory.listScopes('default')).items).toEqual([]);
+      expect(await memory.status(renamed)).toMatchObject({ observationCount: 0 });
+      expect(await workingMemory.list(renamed)).toEqual({ entries: {} });
+      expect(await workingMemory.list(outsideRun)).toEqual({ entries: {} });
+      expect(
+        check
+          .prepare("SELECT COUNT(*) FROM om_observations WHERE content IN ('User lives in Lyon', 'User has a cat')")
+          .pluck()
+          .get(),
+      ).toBe(0);
+      expect(await keptState()).toEqual(before);
+    },
+  );
+
+  it('keeps reference ids that differ only in refused characters apart, and valid ids exactly as they were', async () => {
+    const long = 'x'.repeat(130);
+    writeReferenceFile({
+      records: [
+        ['acme', 'conv-2', 'default', ['valid']],
+        ['acme', 'conv 2', 'default', ['space']],
+        ['acme', 'conv/2', 'default', ['slash']],
+        // A valid id equal to what `conv 2` would become: `conv 2` takes a longer hash.
+        ['acme', 'conv-2.dd4f7bee', 'default', ['look-alike']],
+        ['acme', long, 'default', ['too long']],
+        ['acme', 'conv-1', 'agent x', ['agent with a space']],
+      ],
+      // A scope with working memory only, its conversation holding the reference's separator.
+      workingMemory: [
+        ['acme|x|y|default', 'k', '"v"'],
+        ['acme|conv 2|default', 'k', '"space"'],
+      ],
+    });
+    const { store } = await upgradeReferenceFile();
+    const memory = createObservationalMemory({ store, observer: { observe: async () => [] } });
+    const workingMemory = createWorkingMemory({ store });
+    const listed = byConversation((await memory.listScopes('acme')).items);
+    expect(listed.map((item) => [item.scope.conversationId, item.scope.agentId, item.observationCount])).toEqual([
+      ['conv-1', 'agent-x.2c6923c4', 1],
+      ['conv-2', 'default', 1],
+      ['conv-2.05ad00df', 'default', 1],
+      ['conv-2.dd4f7bee', 'default', 1],
+      ['conv-2.dd4f7bee04738707', 'default', 1],
+      ['x-y.791a886d', 'default', 0],
+      [`${'x'.repeat(119)}.3afbb132`, 'default', 1],
+    ]);
+    const contents = async (conversationId: string, agentId = 'default') =>
+      (await store.listObservations(memoryIdOf({ tenantId: 'acme', conversationId, agentId }))).map(
+        (observation) => observation.content,
+      );
+    expect(await contents('conv-2')).toEqual(['valid']);
+    expect(await contents('conv-2.dd4f7bee')).toEqual(['look-alike']);
+    expect(await contents('conv-2.dd4f7bee04738707')).toEqual(['space']);
+    expect(await contents('conv-2.05ad00df')).toEqual(['slash']);
+    expect(await contents(`${'x'.repeat(119)}.3afbb132`)).toEqual(['too long']);
+    expect(await contents('conv-1', 'agent-x.2c6923c4')).toEqual(['agent with a space']);
+    expect(
+      await workingMemory.list({ tenantId: 'acme', conversationId: 'conv-2.dd4f7bee04738707', agentId: 'default' }),
+    ).toEqual({ entries: { k: '"space"' } });
+    expect(await workingMemory.list({ tenantId: 'acme', conversationId: 'x-y.791a886d', agentId: 'default' })).toEqual({
+      entries: { k: '"v"' },
+    });
+    for (const { scope: listedScope } of listed) {
+      expect([listedScope.tenantId, listedScope.conversationId, listedScope.agentId].every(isScopeId)).toBe(true);
+    }
   });
 
   it('upgrades a version-11 database: a scope with only working memory, and no record, is listed', async () => {
