@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { Observation, StoredReflection } from './observation.js';
-import { buildObservationSnippet, scoreObservation, SNIPPET_PREAMBLE } from './observation-snippet.js';
+import {
+  buildObservationSnippet,
+  planObservationSnippet,
+  scoreObservation,
+  selectObservationIndices,
+  SNIPPET_PREAMBLE,
+} from './observation-snippet.js';
 import { parseReflection } from './parse-reflection.js';
 import { RUNE_TOKEN_ESTIMATOR } from './token-estimator.js';
 import type { TokenEstimator } from './token-estimator.js';
@@ -245,6 +251,75 @@ describe('snippet: selection', () => {
       estimator: RUNE_TOKEN_ESTIMATOR,
     });
     expect([...grown.matchAll(/^- \[(\d+)\]/gm)].map((match) => Number(match[1]))).toEqual([3, 5, 6]);
+  });
+
+  it('applies a supersession naming an older copy of a repeated fact to the copy shown, and cites that one', () => {
+    const observations = [
+      observation(1, 'User prefers tabs.', 0.9),
+      observation(2, 'User prefers tabs.', 0.9),
+      observation(3, 'User prefers spaces now.', 0.9),
+    ];
+    const links = {
+      supersessions: [{ newerSeq: 3, olderSeq: 1, reason: 'switched to spaces' }],
+      contradictions: [],
+    };
+    const plan = planObservationSnippet({
+      observations,
+      reflection: null,
+      links,
+      maxTokens: 900,
+      estimator: RUNE_TOKEN_ESTIMATOR,
+    });
+    expect(plan.text).toContain(
+      [
+        'Observations:',
+        '- [2] (superseded by [3]) User prefers tabs.',
+        '- [3] User prefers spaces now.',
+        '',
+        '⚠️ Preference changes (most recent wins):',
+        '- switched to spaces (observation [3] supersedes [2])',
+      ].join('\n'),
+    );
+    expect(plan.text).not.toContain('[1]');
+    expect(plan.supersededBy.get(2)).toBe(3);
+    // Scored as superseded: a budget for one line takes the newer fact, not the copy.
+    const weighed = [
+      observations[0],
+      observations[1],
+      observation(3, 'User prefers spaces now.', 0.3),
+    ] as Observation[];
+    const line = RUNE_TOKEN_ESTIMATOR.estimate('- [3] User prefers spaces now.\n');
+    expect(selectObservationIndices(weighed, new Map([[1, 3]]), line, RUNE_TOKEN_ESTIMATOR)).toEqual([2]);
+  });
+
+  it('reaches the copy shown of the newer side, and not a replaced fact restated after the change', () => {
+    const build = (contents: string[], links: Parameters<typeof buildObservationSnippet>[0]['links']) =>
+      buildObservationSnippet({
+        observations: contents.map((content, index) => observation(index + 1, content, 0.9)),
+        reflection: null,
+        ...(links ? { links } : {}),
+        maxTokens: 900,
+        estimator: RUNE_TOKEN_ESTIMATOR,
+      });
+    const respoken = build(['User prefers tabs.', 'User prefers spaces.', 'User prefers spaces'], {
+      supersessions: [{ newerSeq: 2, olderSeq: 1, reason: 'spaces now' }],
+      contradictions: [],
+    });
+    expect(respoken).toContain('- [1] (superseded by [3]) User prefers tabs.\n- [3] User prefers spaces');
+    expect(respoken).toContain('- spaces now (observation [3] supersedes [1])');
+    // Tabs again after spaces: the newest copy stands.
+    const back = build(['User prefers tabs.', 'User prefers spaces.', 'user prefers TABS'], {
+      supersessions: [{ newerSeq: 2, olderSeq: 1, reason: 'spaces now' }],
+      contradictions: [],
+    });
+    expect(back).toContain('- [2] User prefers spaces.\n- [3] user prefers TABS');
+    expect(back).not.toContain('(superseded by');
+    const contradicted = build(['User prefers tabs.', 'User prefers spaces.', 'user prefers TABS'], {
+      supersessions: [],
+      contradictions: [{ seqA: 1, seqB: 2, detail: 'which indentation' }],
+    });
+    expect(contradicted).toContain('- which indentation (observations [2] vs [3]) — confirm which applies');
+    expect(contradicted).not.toContain('[1]');
   });
 
   it('selects exactly what a full sort and greedy fill would, on large random scopes', async () => {

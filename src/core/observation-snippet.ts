@@ -2,7 +2,7 @@ import type { Observation, StoredReflection } from './observation.js';
 import type { Contradiction, Supersession } from './reflection.js';
 import { firstAfterSeq } from './first-after-seq.js';
 import { newestContradictionFirst, supersededBy } from './reflection-links.js';
-import { repeatedSeqsOf } from './repeated-observations.js';
+import { linksAsShown, repeatedSeqsOf, supersededAsShown } from './repeated-observations.js';
 import { neutralizeMarkup, renderDataLines, stripInvisible } from './sanitize-text.js';
 import { SELECTION_BLOCK, selectionIndexOf } from './selection-index.js';
 import type { TokenEstimator } from './token-estimator.js';
@@ -53,7 +53,9 @@ export interface ObservationSnippetInput {
   readonly reflection: StoredReflection | null;
   /**
    * The scope's active supersession set: superseded observations are scored as 0.1 and
-   * marked, and both lists become the warnings. Without it, the reflection's own lists are used.
+   * marked, and both lists become the warnings; a supersession or contradiction naming a copy of
+   * a repeated fact applies to the copy shown, and its warning cites that one. Without it, the
+   * reflection's own lists are used.
    */
   readonly links?: SnippetLinks;
   /** The budget of the whole snippet, tags and headers included. */
@@ -86,7 +88,10 @@ export interface ObservationSnippetPlan {
   readonly text: string;
   /** Seqs of the observations the text shows. */
   readonly includedSeqs: ReadonlySet<number>;
-  /** Each superseded seq, with the seq that replaced it (from the links applied). */
+  /**
+   * Each superseded seq, with the seq that replaced it (from the links applied, reaching the copy
+   * shown of a repeated fact: see {@link supersededAsShown}).
+   */
   readonly supersededBy: ReadonlyMap<number, number>;
 }
 
@@ -97,14 +102,15 @@ export interface ObservationSnippetPlan {
 export function planObservationSnippet(input: ObservationSnippetInput): ObservationSnippetPlan {
   const { estimator, observations, reflection } = input;
   const links = input.links ?? linksOf(reflection);
-  const superseded = supersededBy(links);
+  // A fact repeated word for word is shown as its newest copy, which a supersession of any copy reaches.
+  const superseded = supersededAsShown(observations, supersededBy(links));
   const empty = { text: '', includedSeqs: new Set<number>(), supersededBy: superseded };
   if (observations.length === 0 && (reflection === null || reflectionText(reflection) === '')) return empty;
   const cost = (line: string): number => estimator.estimate(`${line}\n`);
   let remaining = input.maxTokens - cost(OPEN_TAG) - cost(SNIPPET_PREAMBLE) - estimator.estimate(CLOSE_TAG);
   if (remaining <= 0) return empty;
 
-  const warnings = warningSections(links);
+  const warnings = warningSections(linksAsShown(observations, links));
   // Warnings are few and decisive, but may not crowd out everything else.
   const warningLines = takeLinesWithin(warnings, Math.min(remaining, Math.floor((input.maxTokens * 2) / 3)), cost);
   remaining -= sumCost(warningLines, cost);
@@ -191,7 +197,8 @@ function fitReflection(
  * The snippet's choice of observations: greedy by score (`importance / (1 + age)`, unscored
  * 0.5, superseded 0.1), each taken when its rendered line fits what is left of `budget`,
  * skipped otherwise; an observation a newer one repeats word for word is never taken. Returns their indices in `observations`, in seq order. `superseded`
- * maps a superseded seq to the seq replacing it.
+ * maps a superseded seq to the seq replacing it; a supersession of a repeated fact's copy
+ * applies to the copy shown, as {@link supersededAsShown} says.
  */
 export function selectObservationIndices(
   observations: readonly Observation[],
@@ -199,10 +206,15 @@ export function selectObservationIndices(
   budget: number,
   estimator: TokenEstimator,
 ): number[] {
-  return selectObservations(observations, superseded, budget, estimator).map((item) => item.index);
+  return selectObservations(observations, supersededAsShown(observations, superseded), budget, estimator).map(
+    (item) => item.index,
+  );
 }
 
-/** The greedy fill behind {@link selectObservationIndices}, with each chosen observation's rendered line. */
+/**
+ * The greedy fill behind {@link selectObservationIndices}, with each chosen observation's rendered
+ * line; `superseded` is already as shown ({@link supersededAsShown}).
+ */
 function selectObservations(
   observations: readonly Observation[],
   superseded: ReadonlyMap<number, number>,

@@ -108,12 +108,19 @@ export interface MemoryRecord {
   /** Highest observation seq assigned; 0 when none. */
   readonly lastObservationSeq: number;
   readonly activeObservationTokens: number;
-  /** Observation tokens added after the last reflection's `throughSeq`. */
+  /** Tokens of the observations after the reflection's `throughSeq`; of them all when there is no reflection. */
   readonly unreflectedObservationTokens: number;
+  /**
+   * The reflection in force: null before the first, and from a correction (or deletion) of an
+   * observation it covers until the next, so no reflection states what was removed.
+   */
   readonly reflection: StoredReflection | null;
-  /** Supersessions stored in the scope's supersession set (they only grow, until `forget`). */
+  /**
+   * Supersessions stored in the scope's supersession set: reflections add them, a correction
+   * drops those naming its observation, `forget` drops them all.
+   */
   readonly supersessionCount: number;
-  /** Contradictions stored in the scope's supersession set, resolved or not. */
+  /** Contradictions stored in the scope's supersession set, resolved or not (kept as supersessions are). */
   readonly contradictionCount: number;
   /**
    * References reflections made that were dropped when applied (unknown seq, backwards supersession,

@@ -52,6 +52,23 @@ describe('reflection references (issue 12)', () => {
     },
   );
 
+  it('does not offer the copy shown of a fact whose older copy was superseded', () => {
+    const observations = [
+      observation(1, 0.9, 'User prefers tabs.'),
+      observation(2, 0.9, 'User prefers tabs.'),
+      observation(3, 0.9, 'User prefers spaces now.'),
+      observation(4, 0.9, 'User deploys on Fridays.'),
+    ];
+    const chosen = selectReflectionContext({
+      observations,
+      throughSeq: 4,
+      links: { supersessions: [{ newerSeq: 3, olderSeq: 1, reason: '' }] },
+      config: DEFAULT_OBSERVATION_CONFIG,
+      estimator: RUNE_TOKEN_ESTIMATOR,
+    }).references;
+    expect(chosen.map((item) => item.seq)).toEqual([3, 4]);
+  });
+
   it('offers nothing before the first reflection', () => {
     expect(
       selectReflectionContext({

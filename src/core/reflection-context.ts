@@ -7,6 +7,7 @@ import { contradictionLine, referenceLine, reflectorReferenceTokens } from './me
 import type { Observation, ObservationConfig } from './observation.js';
 import { selectObservationIndices } from './observation-snippet.js';
 import { newestContradictionFirst, supersededBy } from './reflection-links.js';
+import { supersededAsShown } from './repeated-observations.js';
 import type { Contradiction, Supersession } from './reflection.js';
 import type { TokenEstimator } from './token-estimator.js';
 
@@ -50,7 +51,8 @@ export interface ReflectionContext {
 export function selectReflectionContext(input: ReflectionContextInput): ReflectionContext {
   const { observations, throughSeq, config, estimator } = input;
   if (throughSeq <= 0 || observations.length === 0) return { references: [], contradictions: [] };
-  const superseded = supersededBy(input.links);
+  // A copy of a repeated fact is superseded as the snippet shows it, with any of its copies.
+  const superseded = supersededAsShown(observations, supersededBy(input.links));
   const eligible = (observation: Observation | undefined): observation is Observation =>
     observation !== undefined && observation.seq <= throughSeq && !superseded.has(observation.seq);
   const lineTokens = (observation: Observation): number =>

@@ -15,6 +15,11 @@ export interface CallContext {
   readonly timeoutMs: number;
   /** The caller's signal fired. */
   readonly aborted: boolean;
+  /**
+   * The caller's signal's reason: a `TimeoutError` (the operation worker's cut-off at 80% of its
+   * lease, `AbortSignal.timeout`) marks a deadline, a timeout worth retrying, not a cancellation.
+   */
+  readonly abortReason?: unknown;
   /** Our own whole-call deadline fired. */
   readonly timedOut: boolean;
   /** The raw body of a non-2xx response, when the fetch wrapper captured it. */
@@ -51,6 +56,14 @@ export function truncateBody(text: string): string {
 export function toModelCallError(error: unknown, context: CallContext): ModelCallError {
   if (isModelCallError(error)) return error;
   const { url } = context;
+  if (context.aborted && isTimeoutReason(context.abortReason)) {
+    return new ModelCallError({
+      message: `The call to ${url} ran past the caller's deadline: ${reasonText(context.abortReason)}`,
+      url,
+      retryable: true,
+      cause: error,
+    });
+  }
   if (context.aborted) {
     return new ModelCallError({
       message: `The call to ${url} was aborted by the caller.`,
@@ -130,6 +143,24 @@ function firstLine(text: string): string {
   // The SDK prefixes the status, which our message already gives.
   const line = (text.split('\n')[0] ?? '').replace(/^\d{3} /, '').replace(/\.$/, '');
   return line.length > 300 ? `${cutText(line, 300)}…` : line;
+}
+
+/**
+ * Whether `signal` fired for a deadline (its reason a `TimeoutError`: the operation worker's
+ * cut-off at 80% of its lease, `AbortSignal.timeout`) rather than a cancellation. A call stopped
+ * by a deadline timed out: retryable, and counted by the circuit breaker.
+ */
+export function isDeadlineAbort(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true && isTimeoutReason(signal.reason);
+}
+
+function isTimeoutReason(reason: unknown): boolean {
+  return typeof reason === 'object' && reason !== null && (reason as { name?: unknown }).name === 'TimeoutError';
+}
+
+function reasonText(reason: unknown): string {
+  const message = (reason as { message?: unknown }).message;
+  return typeof message === 'string' && message !== '' ? message : 'the call timed out.';
 }
 
 /** True for a {@link ModelCallError} from any copy of the package. */

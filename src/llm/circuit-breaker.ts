@@ -5,7 +5,7 @@
  */
 import { ModelCallError } from '../core/errors.js';
 import { requireCount, requireObject, requireTimerMs } from '../core/require-option.js';
-import { isModelCallError } from './_model-call-errors.js';
+import { isDeadlineAbort, isModelCallError } from './_model-call-errors.js';
 import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult } from './language-model.js';
 import { monotonicNow } from '../core/monotonic-now.js';
 
@@ -135,7 +135,10 @@ class Circuit {
       this.#moveTo('closed');
       return result;
     } catch (error) {
-      if (isModelCallError(error) && error.isRetryable && !callOptions.abortSignal?.aborted) {
+      // A call its caller cancelled says nothing about the provider; one its caller's deadline
+      // stopped (the operation's lease ran out while the provider hung) is a timeout, and counts.
+      const cancelled = callOptions.abortSignal?.aborted === true && !isDeadlineAbort(callOptions.abortSignal);
+      if (isModelCallError(error) && error.isRetryable && !cancelled) {
         this.#failures += 1;
         if (trial || this.#failures >= this.#settings.failureThreshold) {
           this.#openedAt = this.#settings.now();

@@ -177,6 +177,7 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
           url,
           timeoutMs,
           aborted: caller?.aborted ?? false,
+          abortReason: caller?.reason,
           timedOut: controller.signal.aborted && !(caller?.aborted ?? false),
           responseBody: error instanceof APIError && error.headers ? errorBodies.get(error.headers) : undefined,
         }),

@@ -97,30 +97,41 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
     }
   };
 
-  // Scopes whose callers were turned away with their operations queued: the last caller
-  // leaving the scope runs what is left, so nothing waits for a worker there may not be.
-  const turnedAway = new Set<string>();
+  // Scopes whose callers were turned away with their operations queued, or where an operation
+  // ended with other work perhaps queued behind it by another process (see
+  // `OperationOutcome.othersMayWait`): the last caller leaving the scope runs what is left, so
+  // nothing waits for a worker there may not be, or for the scope's next observe.
+  const leftQueued = new Set<string>();
 
   const processScope: OperationScheduler['processScope'] = (memoryId, first, wanted, prefetched) => {
     // Enough callers wait for the scope already: this one's operation is stored and queued.
     // Waiting too would hold the caller, and what it keeps (an MCP request its client gave up
     // on), for as long as the model takes for all of them.
     if (first === undefined && locks.callers(memoryId) >= MAX_SCOPE_CALLERS) {
-      turnedAway.add(memoryId);
+      leftQueued.add(memoryId);
       return Promise.resolve(new Map<string, OperationOutcome>());
     }
     return locks.run(memoryId, async () => {
       const outcomes = new Map<string, OperationOutcome>();
+      // The scope's claim also takes over an operation whose holder let its lease expire (a
+      // process that died): the scope's next observe or drain recovers it, worker or not.
       const claim = () => store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
+      const run = async (operation: Operation, prefetch?: PrefetchedObserve): Promise<OperationOutcome> => {
+        const result = await runOperation(worker, operation, prefetch);
+        outcomes.set(operation.operationId, result);
+        if (result.othersMayWait) leftQueued.add(memoryId);
+        return result;
+      };
       let operation = first ?? (await claim());
       for (; operation; operation = await claim()) {
-        const result = await runOperation(worker, operation, prefetched);
-        outcomes.set(operation.operationId, result);
+        const result = await run(operation, prefetched);
         if (wanted !== undefined && outcomes.has(wanted) && !result.followUp) break;
       }
-      if (turnedAway.has(memoryId) && locks.callers(memoryId) === 1) {
-        turnedAway.delete(memoryId);
-        while ((operation = await claim())) outcomes.set(operation.operationId, await runOperation(worker, operation));
+      if (leftQueued.has(memoryId)) {
+        // Only while no other caller waits for the scope: one that does runs its own operation
+        // (and answers `applied` for it), and the last of them what is left.
+        while (locks.callers(memoryId) === 1 && (operation = await claim())) await run(operation);
+        if (locks.callers(memoryId) === 1) leftQueued.delete(memoryId);
       }
       return outcomes;
     });
@@ -151,11 +162,19 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
 
     async drain(memoryId, timeoutMs) {
       const deadline = performance.now() + timeoutMs;
+      let lastStaleCheck = Number.NEGATIVE_INFINITY;
       for (;;) {
         if (memoryId !== undefined) await processScope(memoryId);
         else await runClaimable();
         const pending = await store.countPendingOperations(memoryId);
         if (pending === 0) return;
+        // A scope's claim takes over its operation whose lease expired; the claim of any scope
+        // does not, so a drain of every scope requeues them itself (about once a second while
+        // work is pending), as the worker's stale check would.
+        if (memoryId === undefined && performance.now() - lastStaleCheck >= 1000) {
+          lastStaleCheck = performance.now();
+          if ((await store.requeueStaleOperations({ graceSeconds: 0 })) > 0) continue;
+        }
         if (performance.now() >= deadline) {
           throw new HarnessMemoryError({
             code: 'DRAIN_TIMEOUT',

@@ -38,6 +38,13 @@ export interface OperationOutcome {
   readonly followUp: boolean;
   /** Observations in the scope after an applied observe. */
   readonly observationCount?: number;
+  /**
+   * True when work of the scope may wait behind this operation with no caller to run it:
+   * messages came in while it ran (their observe, from another process say, found the scope
+   * busy and left its operation queued), or it failed for good. The scheduler then claims the
+   * scope again before leaving it. Never set on the common path, which makes no such claim.
+   */
+  readonly othersMayWait?: boolean;
   readonly error?: HarnessMemoryError | Error;
 }
 
@@ -147,7 +154,7 @@ export async function runOperation(
     try {
       await context.store.failOperation({
         ...lease,
-        errorText,
+        errorText: willRetry ? shownErrorText(`${errorText}${retryAfterCut(failure)}`) : errorText,
         ...(willRetry ? { retryAfterMs: retryDelay(context, notSent ? 1 : operation.attempt, failure) } : {}),
         ...(notSent ? { notAttempted: true } : {}),
       });
@@ -155,7 +162,8 @@ export async function runOperation(
       if (!(HarnessMemoryError.isInstance(storeError) && storeError.code === 'OPERATION_LEASE_LOST')) throw storeError;
     }
     context.onEvent({ type: 'operation-failed', operation, error: failure, willRetry });
-    return outcome(operation, willRetry ? 'retrying' : 'failed', 0, false, failure);
+    if (willRetry) return outcome(operation, 'retrying', 0, false, failure);
+    return { ...outcome(operation, 'failed', 0, false, failure), othersMayWait: true };
   }
 }
 
@@ -185,7 +193,7 @@ async function bury(
     throw storeError;
   }
   context.onEvent({ type: 'operation-dead', operation, errorText: text });
-  return outcome(operation, 'dead', 0, false, error);
+  return { ...outcome(operation, 'dead', 0, false, error), othersMayWait: true };
 }
 
 async function runObserve(
@@ -331,6 +339,7 @@ async function runObserve(
     ...outcome(operation, 'applied', applied.observations.length, false),
     followUp,
     observationCount: applied.record.observationCount,
+    ...othersMayWait(record, applied.record),
   };
 }
 
@@ -431,7 +440,7 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
     });
   }
   const throughSeq = Math.max(previousThrough, observations.at(-1)?.seq ?? 0);
-  await store.completeReflection({
+  const applied = await store.completeReflection({
     ...lease,
     reflection: {
       raw,
@@ -443,9 +452,22 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
     markerId: context.generateId('mk'),
     // A reference to an observation the prompt did not show is invented or injected.
     citableSeqs: [...observations, ...references].map((observation) => observation.seq),
+    // An observation corrected or deleted while the reflector ran may be restated in its answer.
+    correctionCount: record.correctionCount,
   });
+  // The store kept none of it; the unreflected tokens it left make the next observe's reflection due.
+  if (applied.correctionCount !== record.correctionCount) return outcome(operation, 'unchanged', 0, false);
   context.onEvent({ type: 'reflection-completed', operation, trigger: automatic ? 'auto' : 'reflect_now' });
-  return outcome(operation, 'applied', 0, true);
+  return { ...outcome(operation, 'applied', 0, true), ...othersMayWait(record, applied) };
+}
+
+/**
+ * `{othersMayWait: true}` when messages were appended to the scope between `before`, the record
+ * an operation read, and `after`, the one its apply returned: their observe may have found the
+ * scope busy (in another process, whose caller answered `queued`) and left its operation queued.
+ */
+function othersMayWait(before: MemoryRecord, after: MemoryRecord): { othersMayWait?: true } {
+  return after.lastMessageSeq > before.lastMessageSeq ? { othersMayWait: true } : {};
 }
 
 /**
@@ -460,17 +482,37 @@ async function withinLease<T>(
 ): Promise<T> {
   const controller = new AbortController();
   const done = context.calls?.add(memoryId, controller);
-  const timer = setTimeout(
-    () => controller.abort(new DOMException('The model call ran past 80% of the operation lease.', 'TimeoutError')),
-    Math.max(1, Math.floor(context.leaseMs * 0.8)),
-  );
+  const cutOffMs = Math.max(1, Math.floor(context.leaseMs * 0.8));
+  // A deadline, not a cancellation: the reason is a `TimeoutError`, which the model adapters
+  // and the circuit breaker take for a timeout (retryable, counted), unlike `forget`'s abort.
+  const deadline = new DOMException(leaseCutOffText(cutOffMs), 'TimeoutError');
+  const timer = setTimeout(() => controller.abort(deadline), cutOffMs);
   timer.unref?.();
   try {
     return await call(controller.signal);
+  } catch (error) {
+    // Whatever the model (or a custom observer) made of the abort, the operation failed by
+    // running out of its lease: a timeout, retried with backoff like the model's own.
+    if (controller.signal.reason !== deadline) throw error;
+    throw new ModelCallError({
+      message: deadline.message,
+      ...(ModelCallError.isInstance(error) && error.url !== undefined ? { url: error.url } : {}),
+      retryable: true,
+      cause: error,
+    });
   } finally {
     clearTimeout(timer);
     done?.();
   }
+}
+
+/** Why a model call stopped at 80% of the lease, and what to change. */
+function leaseCutOffText(cutOffMs: number): string {
+  return (
+    `The model call outlasted the operation's lease: it was stopped after ${cutOffMs} ms (80% of the lease), ` +
+    'so that its result could still be applied, and will be retried. Make the lease (`stale_operation_seconds`, ' +
+    "the library's `leaseMs`) longer than the model's timeout, or the model's timeout shorter."
+  );
 }
 
 /**
@@ -548,11 +590,34 @@ function isRetryable(error: Error): boolean {
   return true;
 }
 
+/** The longest wait a server's `Retry-After` gets: a longer one (or an absurd date) is cut to it. */
+const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * How long a failed operation waits in the queue before its next attempt: the backoff (at most
+ * a lease), or the wait the server asked for (`Retry-After`, through the error's `retryAfterMs`)
+ * when longer, however much longer than the lease, up to {@link MAX_RETRY_AFTER_MS}. The
+ * operation waits as `queued` (its `availableAt`), holding no lease: the next attempt never
+ * comes before the server allows it.
+ */
 function retryDelay(context: OperationWorkerContext, attempt: number, error: Error): number {
-  const hinted = ModelCallError.isInstance(error) ? error.retryAfterMs : undefined;
   const exponential = context.retryDelayMs * 2 ** Math.max(0, attempt - 1);
   const jittered = exponential / 2 + Math.random() * (exponential / 2);
-  return Math.min(Math.max(hinted ?? 0, jittered), context.leaseMs);
+  return Math.max(retryAfterOf(error) ?? 0, Math.min(jittered, context.leaseMs));
+}
+
+/** What the error text adds when the wait the server asked for was cut to {@link MAX_RETRY_AFTER_MS}. */
+function retryAfterCut(error: Error): string {
+  const hinted = ModelCallError.isInstance(error) ? error.retryAfterMs : undefined;
+  return hinted !== undefined && hinted > MAX_RETRY_AFTER_MS
+    ? ` (the server asked to wait ${Math.round(hinted / 1000)} s; the operation waits 24 h at most)`
+    : '';
+}
+
+/** The wait a model error asked for, within {@link MAX_RETRY_AFTER_MS}; undefined when none. */
+function retryAfterOf(error: Error): number | undefined {
+  const hinted = ModelCallError.isInstance(error) ? error.retryAfterMs : undefined;
+  return hinted === undefined || !(hinted >= 0) ? undefined : Math.min(hinted, MAX_RETRY_AFTER_MS);
 }
 
 function notConfigured(role: 'observer' | 'reflector'): HarnessMemoryError {

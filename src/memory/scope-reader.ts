@@ -2,7 +2,7 @@
  * The read side of observational memory: a scope's effective settings, its status, its
  * supersession set and its snippet, each built from a record already read and served from
  * in-process caches keyed by what identifies the state (the record's life and `stateVersion`,
- * the set's counts). Never writes.
+ * the set's counts and the correction count). Never writes.
  * @module
  */
 import { statusOf } from '../core/memory-status.js';
@@ -48,7 +48,10 @@ export interface ScopeReader {
   readonly observationCache: ObservationCache;
   /** A record's settings with the service's defaults filled in. */
   effective(record: Pick<MemoryRecord, 'enabled' | 'config'> | undefined): EffectiveSettings;
-  /** The scope's whole supersession set, cached by its counts (the set only grows until forget). */
+  /**
+   * The scope's whole supersession set, cached by its counts and the record's `correctionCount`
+   * (the set grows with reflections, and loses links only to a correction, until forget).
+   */
   linksOf(memoryId: string, record: MemoryRecord): Promise<ReflectionLinks>;
   /** The status of a scope whose record (or its absence) was just read. */
   statusFrom(scope: Scope, record: MemoryRecord | undefined): Promise<MemoryStatus>;
@@ -86,7 +89,8 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
   const snippetCache = new SnippetCache<string, string>(1024, { sizeOf: (text) => text.length, maxSize: 8_000_000 });
   const builtSnippets = new SnippetMemo();
   const observationCache = new ObservationCache(store);
-  // The set only grows (until forget makes a new record), so its counts identify it.
+  // Reflections only add to the set and corrections only take from it (until forget makes a new
+  // record), so its counts and the correction count identify it.
   const linksCache = new SnippetCache<ReflectionLinks, string>();
 
   // Scopes where the record showed observations this process's cache had not been given: some
@@ -106,7 +110,8 @@ export function createScopeReader(options: ScopeReaderOptions): ScopeReader {
 
   const linksOf: ScopeReader['linksOf'] = async (memoryId, record) => {
     if (record.supersessionCount === 0 && record.contradictionCount === 0) return EMPTY_REFLECTION_LINKS;
-    const version = `${record.createdAt}|${record.supersessionCount}|${record.contradictionCount}`;
+    const { createdAt, supersessionCount, contradictionCount, correctionCount } = record;
+    const version = `${createdAt}|${supersessionCount}|${contradictionCount}|${correctionCount}`;
     const cached = linksCache.get(memoryId, version);
     if (cached) return cached;
     const links = await store.listReflectionLinks(memoryId);

@@ -479,3 +479,37 @@ describe('observational memory: forget and generations (issue 12)', () => {
     ).toMatchObject({ status: 'applied' });
   });
 });
+
+describe('observational memory: a supersession of a repeated fact', () => {
+  it('reaches the copy the snippet shows when the reflector cites the older copy', async () => {
+    const observer = scriptedObserver(
+      'IMPORTANCE: 0.9\nUser prefers tabs.',
+      'IMPORTANCE: 0.9\nUser prefers tabs.',
+      'IMPORTANCE: 0.9\nUser prefers spaces now.',
+    );
+    const reflector = scriptedReflector(
+      'SUMMARY:\nThe user switched from tabs to spaces.\n\nSUPERSESSIONS:\n- [seq:3] replaces [seq:1]: switched to spaces',
+    );
+    const memory = createObservationalMemory({
+      store: createInMemoryStore(),
+      observer,
+      reflector,
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1, reflectThresholdTokens: 15 },
+    });
+    for (const id of ['a', 'b', 'c']) {
+      await memory.observe({ scope, messages: [{ id, role: 'user', content: id }] });
+      await memory.drain(scope);
+    }
+    expect(reflector.calls).toHaveLength(1);
+    const snippet = await memory.snippet(scope);
+    expect(snippet).toContain('- [2] (superseded by [3]) User prefers tabs.\n- [3] User prefers spaces now.');
+    expect(snippet).toContain('- switched to spaces (observation [3] supersedes [2])');
+    expect(snippet).not.toContain('[1]');
+    const page = await memory.observationPage(scope);
+    const bySeq = new Map(page.items.map((item) => [item.seq, item]));
+    expect(bySeq.get(2)).toMatchObject({ included: true, supersededBy: 3 });
+    expect(bySeq.get(2)?.score).toBeCloseTo(0.1 / 2);
+    expect(bySeq.get(1)).toMatchObject({ included: false, notShownBecause: 'repeated' });
+  });
+});

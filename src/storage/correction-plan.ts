@@ -6,21 +6,35 @@
 import type { Observation } from '../core/observation.js';
 import type { ObservationChange } from './store.js';
 
-/** What a correction changes on the scope's record, besides bumping its version. */
+/**
+ * What a correction changes on the scope's record, besides bumping its version. Every store also
+ * drops the links of the supersession set that name the observation: a supersession's reason or a
+ * contradiction's detail was written about the old text.
+ */
 export interface CorrectionPlan {
   /** Added to the active observation token total (negative when it shrinks). */
   readonly activeTokensDelta: number;
-  /** Added to the unreflected token total: only an observation after the reflection counts there. */
+  /**
+   * Added to the unreflected token total: only an observation after the reflection counts there.
+   * Unused when {@link dropsReflection}.
+   */
   readonly unreflectedTokensDelta: number;
   /** -1 for a delete, 0 for a replacement. */
   readonly countDelta: number;
+  /**
+   * Whether the scope's reflection is taken out of force: it covers the observation, so it may
+   * state what was deleted or corrected, and the next reflector would carry that forward. The
+   * record is then left without a reflection, and its unreflected token total becomes its active
+   * total (every observation is unreflected again), so the reflect threshold applies to them all.
+   */
+  readonly dropsReflection: boolean;
   /** The observation afterwards; null when deleted. */
   readonly observation: Observation | null;
   /** The operation log's payload: the seq and the action, never the old or the new text. */
   readonly payload: Readonly<Record<string, unknown>>;
 }
 
-/** Plans `change` to `existing`, given the seq the scope's reflection covers (0 when none). */
+/** Plans `change` to `existing`, given the seq the scope's reflection covers through (0 when it has none). */
 export function planCorrection(
   existing: Observation,
   change: ObservationChange,
@@ -28,13 +42,17 @@ export function planCorrection(
   operationId: string,
 ): CorrectionPlan {
   const unreflected = existing.seq > reflectionThroughSeq;
+  const dropsReflection = !unreflected;
+  // Says why the reflection went, never what it or the observation said.
+  const dropped = dropsReflection ? { reflection_dropped: true } : {};
   if (change.kind === 'delete') {
     return {
       activeTokensDelta: -existing.tokenCount,
       unreflectedTokensDelta: unreflected ? -existing.tokenCount : 0,
       countDelta: -1,
+      dropsReflection,
       observation: null,
-      payload: Object.freeze({ seq: existing.seq, action: 'delete' }),
+      payload: Object.freeze({ seq: existing.seq, action: 'delete', ...dropped }),
     };
   }
   const delta = change.tokenCount - existing.tokenCount;
@@ -43,6 +61,7 @@ export function planCorrection(
     activeTokensDelta: delta,
     unreflectedTokensDelta: unreflected ? delta : 0,
     countDelta: 0,
+    dropsReflection,
     observation: Object.freeze({
       ...existing,
       content: change.content,
@@ -50,7 +69,7 @@ export function planCorrection(
       importance,
       operationId,
     }),
-    payload: Object.freeze({ seq: existing.seq, action: 'replace', importance }),
+    payload: Object.freeze({ seq: existing.seq, action: 'replace', importance, ...dropped }),
   };
 }
 
@@ -64,4 +83,19 @@ export function containsWords(text: string, words: readonly string[] | undefined
 /** `word` as a `LIKE` pattern matching it anywhere, with `\` escaping `%`, `_` and itself. */
 export function likePattern(word: string): string {
   return `%${word.toLowerCase().replace(/[\\%_]/g, (character) => `\\${character}`)}%`;
+}
+
+/**
+ * The note of a reflection not stored because an observation was corrected or deleted while the
+ * reflector ran (see `MemoryStore.completeReflection`).
+ */
+export const OUTDATED_REFLECTION_NOTE =
+  'not stored: an observation was corrected or deleted while the reflector ran, and the reflection may restate it';
+
+/**
+ * Whether a reflection made from the record at `madeAt` (its `correctionCount` then, when known)
+ * is out of date: the scope's observations were corrected or deleted since.
+ */
+export function isOutdatedReflection(madeAt: number | undefined, correctionCount: number): boolean {
+  return madeAt !== undefined && madeAt !== correctionCount;
 }

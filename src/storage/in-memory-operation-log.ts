@@ -97,11 +97,19 @@ export class InMemoryOperationLog {
     const at = this.#now();
     const candidates =
       input.memoryId === undefined ? this.#pending.values() : [this.#pending.get(input.memoryId) ?? []];
+    const now = at.toISOString();
     let best: Operation | undefined;
     for (const queue of candidates) {
       // The head is the scope's oldest pending operation: one runs at a time, in order.
       const head = queue[0];
-      if (!head || head.status !== 'queued' || head.availableAt > at.toISOString()) continue;
+      if (!head) continue;
+      // A scope's claim takes over a head whose holder let its lease expire (it died or
+      // stalled): without a worker's stale check, nothing else would ever run the scope again.
+      if (input.memoryId !== undefined && isLeaseExpired(head, now)) {
+        best = head;
+        break;
+      }
+      if (head.status !== 'queued' || head.availableAt > now) continue;
       if (!best || head.createdAt < best.createdAt) best = head;
     }
     if (!best) return undefined;
@@ -109,9 +117,10 @@ export class InMemoryOperationLog {
       ...best,
       status: 'processing',
       attempt: best.attempt + 1,
+      ...(best.status === 'processing' ? { errorText: STALE_REQUEUED } : {}),
       leaseOwner: input.leaseOwner,
       leaseExpiresAt: new Date(at.getTime() + input.leaseMs).toISOString(),
-      updatedAt: at.toISOString(),
+      updatedAt: now,
     });
   }
 
@@ -208,7 +217,7 @@ export class InMemoryOperationLog {
         status: 'queued',
         leaseOwner: null,
         leaseExpiresAt: null,
-        errorText: 'requeued after stale processing operation',
+        errorText: STALE_REQUEUED,
         updatedAt: this.#now().toISOString(),
       });
     }
@@ -303,4 +312,12 @@ export class InMemoryOperationLog {
 
 function isPending(operation: Operation): boolean {
   return operation.status === 'queued' || operation.status === 'processing';
+}
+
+/** The error text of an operation whose lease expired while processing, when it is queued or claimed again. */
+const STALE_REQUEUED = 'requeued after stale processing operation';
+
+/** Whether `operation` is processing under a lease that expired by `now`. */
+function isLeaseExpired(operation: Operation, now: string): boolean {
+  return operation.status === 'processing' && operation.leaseExpiresAt !== null && operation.leaseExpiresAt <= now;
 }

@@ -16,7 +16,7 @@ import { scopeForgottenError } from './_store-errors.js';
 import { createStoreGuard } from './_store-guard.js';
 import { planImportApply, planObservationApply, planReflectionApply } from './apply-plan.js';
 import type { PlannedMarker } from './apply-plan.js';
-import { containsWords, planCorrection } from './correction-plan.js';
+import { containsWords, isOutdatedReflection, OUTDATED_REFLECTION_NOTE, planCorrection } from './correction-plan.js';
 import { InMemoryOperationLog } from './in-memory-operation-log.js';
 import { isOpenOperation } from './store.js';
 import type { Marker, MemoryStore, Operation, ScopeSummary, StoredMessage, WorkingMemoryEntry } from './store.js';
@@ -175,10 +175,20 @@ class InMemoryStore implements MemoryStore {
     const plan = planCorrection(existing, input.change, state.record.reflection?.throughSeq ?? 0, input.operationId);
     if (plan.observation === null) state.observations.splice(index, 1);
     else state.observations[index] = plan.observation;
+    state.supersessions = state.supersessions.filter(
+      (link) => link.newerSeq !== input.seq && link.olderSeq !== input.seq,
+    );
+    state.contradictions = state.contradictions.filter((link) => link.seqA !== input.seq && link.seqB !== input.seq);
+    const activeObservationTokens = state.record.activeObservationTokens + plan.activeTokensDelta;
     const record = this.#update(state, {
       observationCount: state.record.observationCount + plan.countDelta,
-      activeObservationTokens: state.record.activeObservationTokens + plan.activeTokensDelta,
-      unreflectedObservationTokens: state.record.unreflectedObservationTokens + plan.unreflectedTokensDelta,
+      activeObservationTokens,
+      unreflectedObservationTokens: plan.dropsReflection
+        ? activeObservationTokens
+        : state.record.unreflectedObservationTokens + plan.unreflectedTokensDelta,
+      ...(plan.dropsReflection ? { reflection: null } : {}),
+      supersessionCount: state.supersessions.length,
+      contradictionCount: state.contradictions.length,
       correctionCount: state.record.correctionCount + 1,
     });
     this.#log.appendApplied({ ...input, scope: record.scope }, 'correct', plan.payload);
@@ -248,6 +258,10 @@ class InMemoryStore implements MemoryStore {
     this.#guard.check();
     const operation = this.#log.holdLease(input);
     const state = this.#stateOf(operation.memoryId);
+    if (isOutdatedReflection(input.correctionCount, state.record.correctionCount)) {
+      this.#log.finish(operation, 'applied', OUTDATED_REFLECTION_NOTE);
+      return state.record;
+    }
     const unreflected = state.observations
       .filter((observation) => observation.seq > input.reflection.throughSeq)
       .reduce((sum, observation) => sum + observation.tokenCount, 0);

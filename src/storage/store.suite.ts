@@ -10,6 +10,7 @@ import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import type { MemoryRecord } from '../core/observation.js';
 import type { AppendAndClaimResult, MemoryStore, NewMessage, StoredWorkingMemoryEntry } from './store.js';
+import { OUTDATED_REFLECTION_NOTE } from './correction-plan.js';
 import { inspectionCases } from './store-inspection.suite.js';
 
 /** Options of {@link runStoreSuite}. */
@@ -472,6 +473,52 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await store.requeueStaleOperations({ graceSeconds: 300 })).toBe(0);
     });
 
+    test("a scope's claim takes over its processing operation once the lease expired, and only then", async () => {
+      const stuck = await enqueueObserve();
+      const behind = await enqueueObserve();
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
+      expect((await store.claimOperation({ memoryId: idA, leaseOwner: 'w1', leaseMs: 1 }))?.operationId).toBe(
+        stuck.operationId,
+      );
+      // Live leases are never taken: scope B's holder keeps its operation.
+      await enqueueObserve(scopeB);
+      await store.claimOperation({ memoryId: idB, leaseOwner: 'w1', leaseMs: 600_000 });
+      expect(await store.claimOperation({ memoryId: idB, leaseOwner: 'w2', leaseMs: 60_000 })).toBeUndefined();
+      // Polled until the 1 ms lease has expired by the store's clock; the deadline is only for liveness.
+      let again = await store.claimOperation({ memoryId: idA, leaseOwner: 'w2', leaseMs: 60_000 });
+      for (const deadline = Date.now() + 20_000; again === undefined && Date.now() < deadline;) {
+        await sleep(5);
+        again = await store.claimOperation({ memoryId: idA, leaseOwner: 'w2', leaseMs: 60_000 });
+      }
+      expect(again).toMatchObject({
+        operationId: stuck.operationId,
+        status: 'processing',
+        attempt: 2,
+        leaseOwner: 'w2',
+        errorText: 'requeued after stale processing operation',
+      });
+      expect(Date.parse(again!.leaseExpiresAt!)).toBeGreaterThan(Date.now() + 30_000);
+      // Taken over once: the new lease holds, the one behind still waits, the old holder cannot apply.
+      expect(await store.claimOperation({ memoryId: idA, leaseOwner: 'w3', leaseMs: 60_000 })).toBeUndefined();
+      const apply = (leaseOwner: string) =>
+        store.completeObservation({
+          operationId: stuck.operationId,
+          memoryId: idA,
+          leaseOwner,
+          observations: [{ content: 'x', importance: 1, tokenCount: 1 }],
+          throughMessageSeq: 1,
+          markerIds: { start: generateId('mk'), end: generateId('mk') },
+        });
+      await expect(apply('w1')).rejects.toSatisfy(
+        (error: unknown) => HarnessMemoryError.isInstance(error) && error.code === 'OPERATION_LEASE_LOST',
+      );
+      expect((await apply('w2')).observations).toHaveLength(1);
+      expect((await store.claimOperation({ memoryId: idA, leaseOwner: 'w3', leaseMs: 60_000 }))?.operationId).toBe(
+        behind.operationId,
+      );
+      expect(await store.countPendingOperations(idB)).toBe(1);
+    });
+
     test('requeues a failed attempt with a delay, and fails it for good without one', async () => {
       // A delay no machine outlasts between two calls: the operation is surely not claimable yet.
       await enqueueObserve();
@@ -759,7 +806,12 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         markerIds: { start: generateId('mk'), end: generateId('mk') },
       });
     };
-    const reflectAs = async (raw: string, throughSeq: number, citableSeqs?: readonly number[]) => {
+    const reflectAs = async (
+      raw: string,
+      throughSeq: number,
+      citableSeqs?: readonly number[],
+      correctionCount?: number,
+    ) => {
       const operation = await store.enqueueOperation({
         operationId: generateId('op'),
         scope: scopeA,
@@ -783,9 +835,20 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         },
         markerId: generateId('mk'),
         ...(citableSeqs === undefined ? {} : { citableSeqs }),
+        ...(correctionCount === undefined ? {} : { correctionCount }),
       });
       return { record, operationId: operation.operationId };
     };
+    const correctA = (seq: number, change: Parameters<MemoryStore['correctObservation']>[0]['change']) =>
+      store.correctObservation({
+        scope: scopeA,
+        memoryId: idA,
+        seq,
+        change,
+        runId: 'r',
+        toolCallId: 't',
+        operationId: generateId('op'),
+      });
 
     test("stores each observation's provenance: its source and the message seqs it cites", async () => {
       await store.appendMessages({
@@ -884,6 +947,115 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(
         (await store.listReflectionLinks(idA)).supersessions.map((item) => [item.newerSeq, item.olderSeq]),
       ).toEqual([[3, 1]]);
+    });
+
+    test(
+      'takes a reflection out of force when an observation it covers is corrected or deleted, and drops the ' +
+        'links naming it, in the same correction',
+      async () => {
+        await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
+        await observeAs(
+          [
+            'User prefers tabs.',
+            'User lives in Berlin.',
+            'User prefers spaces.',
+            'User uses Go.',
+            'User uses vim.',
+          ].map((content) => ({ content, importance: 0.5, tokenCount: 2 })),
+          1,
+        );
+        await reflectAs(
+          'SUMMARY:\nThe user lives in Berlin and switched to spaces.\nSUPERSESSIONS:\n' +
+            '- [seq:3] replaces [seq:1]: switched to spaces\n- [seq:4] replaces [seq:2]: moved on\n' +
+            'CONTRADICTIONS:\n- [seq:1] vs [seq:4]: which\n- [seq:2] vs [seq:3]: odd pair',
+          4,
+        );
+        // After what the reflection covers: the reflection stands, only the unreflected total moves.
+        const after = await correctA(5, { kind: 'replace', content: 'User uses neovim.', tokenCount: 3 });
+        expect(after?.record.reflection?.throughSeq).toBe(4);
+        expect(after?.record).toMatchObject({ unreflectedObservationTokens: 3, supersessionCount: 2 });
+        expect(after?.record.contradictionCount).toBe(2);
+
+        const corrected = await correctA(3, {
+          kind: 'replace',
+          content: 'User prefers tabs after all.',
+          tokenCount: 4,
+        });
+        expect(corrected?.record.reflection).toBeNull();
+        expect(corrected?.record).toMatchObject({
+          activeObservationTokens: 13,
+          // Every observation is unreflected again, so the reflect threshold counts them all.
+          unreflectedObservationTokens: 13,
+          supersessionCount: 1,
+          contradictionCount: 1,
+          correctionCount: 2,
+        });
+        expect(await store.getRecord(idA)).toEqual(corrected?.record);
+        const links = await store.listReflectionLinks(idA);
+        expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason])).toEqual([
+          [4, 2, 'moved on'],
+        ]);
+        expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.detail])).toEqual([[1, 4, 'which']]);
+        const logged = (await store.listOperations(idA)).at(-1);
+        expect(logged).toMatchObject({ operationType: 'correct', status: 'applied' });
+        expect(logged?.payload).toMatchObject({ seq: 3, action: 'replace', reflection_dropped: true });
+
+        // A deletion drops the links naming it too, with no reflection left to drop.
+        const deleted = await correctA(4, { kind: 'delete' });
+        expect(deleted?.record).toMatchObject({
+          reflection: null,
+          activeObservationTokens: 11,
+          unreflectedObservationTokens: 11,
+          supersessionCount: 0,
+          contradictionCount: 0,
+        });
+        expect(await store.listReflectionLinks(idA)).toEqual({ supersessions: [], contradictions: [] });
+        expect((await store.listOperations(idA)).at(-1)?.payload).not.toHaveProperty('reflection_dropped');
+
+        // The next reflection starts afresh, and the unreflected total follows it again.
+        const { record } = await reflectAs('SUMMARY:\nThe user prefers tabs.', 2);
+        expect(record).toMatchObject({ unreflectedObservationTokens: 7, supersessionCount: 0 });
+        const removed = await correctA(1, { kind: 'delete' });
+        expect(removed?.record).toMatchObject({
+          reflection: null,
+          activeObservationTokens: 9,
+          unreflectedObservationTokens: 9,
+        });
+      },
+    );
+
+    test('stores nothing of a reflection made before an observation was corrected or deleted', async () => {
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
+      await observeAs(
+        ['User lives in Berlin.', 'User prefers tabs.', 'User uses Go.'].map((content) => ({
+          content,
+          importance: 0.5,
+          tokenCount: 2,
+        })),
+        1,
+      );
+      const madeAt = (await store.getRecord(idA))?.correctionCount;
+      expect(madeAt).toBe(0);
+      // The reflector ran on the record at correction count 0; the user deleted [1] meanwhile.
+      await correctA(1, { kind: 'delete' });
+      const markers = (await store.listMarkers(idA)).length;
+      const stale = await reflectAs(
+        'SUMMARY:\nThe user lives in Berlin.\nSUPERSESSIONS:\n- [seq:3] replaces [seq:2]: x\nCONTRADICTIONS:\n',
+        3,
+        undefined,
+        madeAt,
+      );
+      expect(stale.record).toMatchObject({ reflection: null, correctionCount: 1, supersessionCount: 0 });
+      expect(stale.record.unreflectedObservationTokens).toBe(4);
+      expect(await store.getRecord(idA)).toEqual(stale.record);
+      expect(await store.listReflectionLinks(idA)).toEqual({ supersessions: [], contradictions: [] });
+      expect(await store.listMarkers(idA)).toHaveLength(markers);
+      const operation = (await store.listOperations(idA)).find((item) => item.operationId === stale.operationId);
+      expect(operation).toMatchObject({ status: 'applied', errorText: OUTDATED_REFLECTION_NOTE });
+      // Made from the record as it now stands, it is stored.
+      const fresh = await reflectAs('SUMMARY:\nThe user prefers tabs.', 3, undefined, 1);
+      expect(fresh.record.reflection?.raw).toBe('SUMMARY:\nThe user prefers tabs.');
+      expect(fresh.record.unreflectedObservationTokens).toBe(0);
     });
 
     test(

@@ -262,12 +262,14 @@ export interface MemoryStore {
    * Otherwise {@link appendMessages}; then, when the unobserved tokens reach `minTokens`,
    * {@link enqueueOperation} of an `observe` operation and {@link claimOperation} for the
    * scope (which claims the scope's oldest pending operation: the new one, or an older one
-   * that must run first). Services fall back to the separate calls when an adapter lacks
-   * it. When the claimed operation is an observe, `prefetched` may carry the record and the
-   * unobserved messages as the same transaction saw them, so the worker need not read them
-   * again. `settings` must depend only on the record's `enabled` and `config`: an adapter may
-   * call it first with a record it remembers and act on the answer only after checking, in
-   * the same transaction, that the stored record's `enabled` and `config` are those.
+   * that must run first; it may leave a `processing` operation whose lease expired to the
+   * {@link claimOperation} a service makes when this one claimed nothing). Services fall back
+   * to the separate calls when an adapter lacks it. When the claimed operation is an
+   * observe, `prefetched` may carry the record and the unobserved messages as the same
+   * transaction saw them, so the worker need not read them again. `settings` must depend
+   * only on the record's `enabled` and `config`: an adapter may call it first with a record
+   * it remembers and act on the answer only after checking, in the same transaction, that
+   * the stored record's `enabled` and `config` are those.
    */
   appendMessagesAndClaim?(input: {
     scope: Scope;
@@ -310,8 +312,12 @@ export interface MemoryStore {
   /**
    * Replaces or deletes the scope's observation `seq` in one transaction: the token totals and
    * counts follow (the unreflected total only for an observation after the reflection), the
-   * record's `correctionCount` and state version go up, and an `applied` operation of type
-   * `correct` records it (its payload holds the seq and the action, never the old text).
+   * supersession set's links naming `seq` are dropped (their counts follow), the record's
+   * `correctionCount` and state version go up, and an `applied` operation of type `correct`
+   * records it (its payload holds the seq and the action, never the old text). When the
+   * scope's reflection covers `seq` (`seq <= throughSeq`), it is taken out of force too: the
+   * record is left with no reflection, and every observation counts as unreflected (the
+   * unreflected total becomes the active total), as `planCorrection` says.
    * Returns undefined, changing nothing, when the scope has no observation `seq`.
    */
   correctObservation(input: {
@@ -347,7 +353,11 @@ export interface MemoryStore {
   /**
    * Claims the oldest available queued operation (of `memoryId` when given) whose scope has
    * no operation in `processing` and no older queued one: operations of one scope run in
-   * order. Sets `processing`, the lease and attempt+1.
+   * order. Sets `processing`, the lease and attempt+1. With `memoryId`, a scope whose
+   * `processing` operation's lease has expired (by the store's clock: its holder died or
+   * stalled) has that operation claimed again instead, with the same changes and the error
+   * text `requeued after stale processing operation`, as {@link requeueStaleOperations} and a
+   * claim would leave it: so the scope's next observe recovers it without a background worker.
    */
   claimOperation(input: { memoryId?: string; leaseOwner: string; leaseMs: number }): Promise<Operation | undefined>;
 
@@ -378,9 +388,19 @@ export interface MemoryStore {
    * newer seq is not greater than its older one, or a self-reference is dropped and added to
    * the record's `rejectedReferenceCount`), and the rest added to the set (a pair already in
    * it is kept as it was), with the operation's id; the record's counts follow.
+   *
+   * With `correctionCount` (the record's when the reflector's input was read), a scope whose
+   * observations were corrected or deleted since gets nothing of the reflection, which may
+   * restate what was removed: the operation is marked applied with a note saying so, and the
+   * record is returned as it stands (its `correctionCount` tells the caller).
    */
   completeReflection(
-    input: LeaseHandle & { reflection: StoredReflection; markerId: string; citableSeqs?: readonly number[] },
+    input: LeaseHandle & {
+      reflection: StoredReflection;
+      markerId: string;
+      citableSeqs?: readonly number[];
+      correctionCount?: number;
+    },
   ): Promise<MemoryRecord>;
 
   /**

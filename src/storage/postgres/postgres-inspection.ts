@@ -45,11 +45,22 @@ function inspectionStatements(s: string) {
     deleteObservation: `DELETE FROM ${s}om_observations WHERE memory_id = $1 AND seq = $2`,
     replaceObservation: `UPDATE ${s}om_observations SET content = $3, token_count = $4, importance = $5,
       operation_id = $6 WHERE memory_id = $1 AND seq = $2`,
-    /** $1 memoryId, $2 count delta, $3 active delta, $4 unreflected delta. */
+    deleteLinksOf: `DELETE FROM ${s}om_reflection_links WHERE memory_id = $1 AND (first_seq = $2 OR second_seq = $2)
+      RETURNING kind`,
+    /**
+     * $1 memoryId, $2 count delta, $3 active delta, $4 unreflected delta, $5 and $6 the supersessions and
+     * contradictions dropped.
+     */
     applyCorrection: `UPDATE ${s}om_memory_records SET observation_count = observation_count + $2,
       active_observation_tokens = active_observation_tokens + $3,
       unreflected_observation_tokens = unreflected_observation_tokens + $4,
+      supersession_count = supersession_count - $5, contradiction_count = contradiction_count - $6,
       correction_count = correction_count + 1, state_version = state_version + 1, updated_at = now()
+      WHERE memory_id = $1 RETURNING *`,
+    // Run after applyCorrection: the active total it copies is the corrected one.
+    dropReflection: `UPDATE ${s}om_memory_records SET active_reflection = NULL, reflection_structured_json = NULL,
+      active_reflection_tokens = NULL, reflection_through_seq = NULL, reflection_created_at = NULL,
+      unreflected_observation_tokens = active_observation_tokens
       WHERE memory_id = $1 RETURNING *`,
     selectRecord: `SELECT * FROM ${s}om_memory_records WHERE memory_id = $1`,
   };
@@ -140,14 +151,21 @@ export function createPostgresInspection(prefix: string): PostgresInspection {
           plan.observation.importance,
           operationId,
         ]);
-      const updated = (
+      const dropped = (await query<{ kind: string }>(client, sql.deleteLinksOf, [memoryId, seq])).rows;
+      const corrected = (
         await query<RecordRow & Record<string, unknown>>(client, sql.applyCorrection, [
           memoryId,
           plan.countDelta,
           plan.activeTokensDelta,
           plan.unreflectedTokensDelta,
+          dropped.filter((link) => link.kind === 'supersession').length,
+          dropped.filter((link) => link.kind === 'contradiction').length,
         ])
       ).rows[0] as RecordRow;
+      const updated = plan.dropsReflection
+        ? ((await query<RecordRow & Record<string, unknown>>(client, sql.dropReflection, [memoryId]))
+            .rows[0] as RecordRow)
+        : corrected;
       await logOperation(plan.payload);
       return { record: toRecord(updated), observation: plan.observation };
     },

@@ -61,7 +61,10 @@ export interface PostgresStatements {
 
   /** $1 id, $2 memoryId, $3..$5 scope, $6 runId, $7 toolCallId, $8 type, $9 status, $10 payload, $11 attempt. */
   readonly insertOperation: string;
-  /** $1 leaseOwner, $2 lease seconds (, $3 memoryId). */
+  /**
+   * $1 leaseOwner, $2 lease seconds (, $3 memoryId). A scope's claim also takes over its processing
+   * operation when that one's lease expired (by the database clock): its holder died or stalled.
+   */
   readonly claimOfScope: string;
   readonly claimOfAnyScope: string;
   /** $1 id, $2 leaseOwner, $3 status, $4 errorText, $5 retry seconds or null. */
@@ -91,6 +94,9 @@ export interface PostgresStatements {
   readonly forgetScope: readonly string[];
 }
 
+// The error text of an operation whose lease expired while processing, requeued or taken over.
+const STALE_REQUEUED = 'requeued after stale processing operation';
+
 /** Builds the statements for tables under `s` (a quoted schema prefix such as `"hm".`). */
 export function buildStatements(s: string): PostgresStatements {
   // The state_version in WHERE is the compare-and-swap: no row comes back if it moved.
@@ -112,6 +118,19 @@ export function buildStatements(s: string): PostgresStatements {
       lease_expires_at = clock_timestamp() + make_interval(secs => $2::double precision), updated_at = now()
     WHERE operation_id = (${candidate} LIMIT 1 FOR UPDATE SKIP LOCKED) AND status = 'queued'
     RETURNING *`;
+  // The scope's head: its processing operation, else its oldest queued one. A claim of the scope
+  // takes it when it is queued and available, or processing under a lease that expired by the
+  // database clock (the worker's stale check would requeue it; without a worker nothing would).
+  // The head is read without a lock, then locked alone (SKIP LOCKED: a head being claimed or
+  // finished right now is left to that transaction) and checked again, so a claim never skips
+  // past a locked head to the operation behind it.
+  const head = `COALESCE(
+      (SELECT h.operation_id FROM ${s}om_operation_log AS h WHERE h.memory_id = $3 AND h.status = 'processing' LIMIT 1),
+      (SELECT h.operation_id FROM ${s}om_operation_log AS h WHERE h.memory_id = $3 AND h.status IN ('queued',
+        'processing') AND h.status = 'queued' ORDER BY h.scope_sequence LIMIT 1))`;
+  const takeable = (alias: string): string =>
+    `((${alias}status = 'queued' AND ${alias}available_at <= clock_timestamp()) OR (${alias}status = 'processing' ` +
+    `AND ${alias}lease_expires_at <= clock_timestamp()))`;
   return Object.freeze({
     selectRecord: `SELECT * FROM ${s}om_memory_records WHERE memory_id = $1`,
     ensureRecord: `
@@ -226,10 +245,15 @@ export function buildStatements(s: string): PostgresStatements {
         NULL, now(), now(), now()
       FROM ${s}om_operation_log WHERE memory_id = $2
       RETURNING *`,
-    claimOfScope: claim(
-      `SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE q.memory_id = $3 AND ${claimable} ORDER BY ` +
-        `q.scope_sequence`,
-    ),
+    claimOfScope: `
+      UPDATE ${s}om_operation_log SET status = 'processing', attempt = attempt + 1, lease_owner = $1,
+        lease_expires_at = clock_timestamp() + make_interval(secs => $2::double precision), updated_at = now(),
+        error_text = CASE WHEN status = 'processing' THEN '${STALE_REQUEUED}' ELSE error_text END
+      WHERE operation_id = (
+        SELECT c.operation_id FROM ${s}om_operation_log AS c WHERE c.operation_id = ${head} AND ${takeable('c.')}
+        FOR UPDATE SKIP LOCKED)
+        AND ${takeable('')}
+      RETURNING *`,
     claimOfAnyScope: claim(
       `SELECT q.operation_id FROM ${s}om_operation_log AS q WHERE ${claimable} ORDER BY q.created_at, q.log_position`,
     ),
@@ -245,7 +269,7 @@ export function buildStatements(s: string): PostgresStatements {
     // (its lease check decides), and a requeue never waits on or deadlocks with it.
     requeueStale: `
       UPDATE ${s}om_operation_log SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
-        error_text = 'requeued after stale processing operation', updated_at = now()
+        error_text = '${STALE_REQUEUED}', updated_at = now()
       WHERE operation_id IN (
         SELECT operation_id FROM ${s}om_operation_log
         WHERE status = 'processing' AND lease_expires_at <= clock_timestamp() - make_interval(secs => $1::double

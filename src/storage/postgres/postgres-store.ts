@@ -38,6 +38,7 @@ import { migratePostgresSchema } from './postgres-migrations.js';
 import { acquireReadLane, poolReads } from './postgres-read-lane.js';
 import { createStoreGuard } from '../_store-guard.js';
 import { planImportApply, planObservationApply, planReflectionApply } from '../apply-plan.js';
+import { isOutdatedReflection, OUTDATED_REFLECTION_NOTE } from '../correction-plan.js';
 import {
   newScopeGeneration,
   newWorkingMemoryVersion,
@@ -323,19 +324,21 @@ async function finishLeased(
  * Applies a leased operation: takes its scope's lock with `BEGIN` (before any row lock, the
  * order every writer follows, so apply and forget cannot deadlock), checks and ends the
  * lease, then runs `work` in the same transaction. A lapsed lease rolls everything back.
+ * `note`, the applied operation's text, may be read in the transaction, under the lock.
  */
 function applyLeased<T>(
   ctx: PostgresStoreContext,
   handle: LeaseHandle,
   work: (client: PoolClient, operation: OperationRow) => Promise<T>,
-  note = '',
+  note: string | ((client: PoolClient) => Promise<string>) = '',
 ): Promise<T> {
   const { pool, schema } = ctx;
 
   return transaction(
     pool,
     async (client) => {
-      const operation = await finishLeased(ctx, client, handle, 'applied', note);
+      const text = typeof note === 'string' ? note : await note(client);
+      const operation = await finishLeased(ctx, client, handle, 'applied', text);
       // The handle names the scope locked above; an operation of another scope is not this lease.
       if (operation.memory_id !== handle.memoryId) throw leaseLost(ctx, handle);
       return work(client, operation);
@@ -638,53 +641,66 @@ function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObs
       }),
 
     completeReflection: (input) =>
-      execute(() =>
-        applyLeased(ctx, input, async (client, operation) => {
-          const memoryId = operation.memory_id;
-          const current = await recordOf(ctx, client, memoryId);
-          const { reflection } = input;
-          const plan = planReflectionApply(toApplyPosition(current), input);
-          const { marker, links } = plan;
-          await query(client, sql.insertMarker, [
-            marker.markerId,
-            memoryId,
-            marker.markerType,
-            operation.operation_id,
-            marker.messageSeqStart,
-            marker.messageSeqEnd,
-            marker.tokenCount,
-            JSON.stringify(marker.payload),
-          ]);
-          const added =
-            links.length === 0
-              ? []
-              : await rows<{ kind: string }>(client, sql.insertReflectionLinks, [
-                  memoryId,
-                  links.map((link) => link.kind),
-                  links.map((link) => link.firstSeq),
-                  links.map((link) => link.secondSeq),
-                  links.map((link) => link.detail),
-                  operation.operation_id,
-                ]);
-          const row = swapped(
-            ctx,
-            await first<RecordRow>(client, sql.applyReflection, [
+      execute(() => {
+        const outdated = (record: RecordRow): boolean =>
+          isOutdatedReflection(input.correctionCount, record.correction_count);
+        let found: RecordRow | undefined;
+        const noteOf = async (client: PoolClient): Promise<string> => {
+          found = await first<RecordRow>(client, sql.selectRecord, [input.memoryId]);
+          return found !== undefined && outdated(found) ? OUTDATED_REFLECTION_NOTE : '';
+        };
+        return applyLeased(
+          ctx,
+          input,
+          async (client, operation) => {
+            const memoryId = operation.memory_id;
+            const current = found ?? (await recordOf(ctx, client, memoryId));
+            if (outdated(current)) return toRecord(current);
+            const { reflection } = input;
+            const plan = planReflectionApply(toApplyPosition(current), input);
+            const { marker, links } = plan;
+            await query(client, sql.insertMarker, [
+              marker.markerId,
               memoryId,
-              current.state_version,
-              reflection.raw,
-              JSON.stringify(reflection.structured),
-              reflection.tokenCount,
-              reflection.throughSeq,
-              reflection.createdAt,
-              added.filter((link) => link.kind === 'supersession').length,
-              added.filter((link) => link.kind === 'contradiction').length,
-              plan.rejected,
-            ]),
-            memoryId,
-          );
-          return toRecord(row);
-        }),
-      ),
+              marker.markerType,
+              operation.operation_id,
+              marker.messageSeqStart,
+              marker.messageSeqEnd,
+              marker.tokenCount,
+              JSON.stringify(marker.payload),
+            ]);
+            const added =
+              links.length === 0
+                ? []
+                : await rows<{ kind: string }>(client, sql.insertReflectionLinks, [
+                    memoryId,
+                    links.map((link) => link.kind),
+                    links.map((link) => link.firstSeq),
+                    links.map((link) => link.secondSeq),
+                    links.map((link) => link.detail),
+                    operation.operation_id,
+                  ]);
+            const row = swapped(
+              ctx,
+              await first<RecordRow>(client, sql.applyReflection, [
+                memoryId,
+                current.state_version,
+                reflection.raw,
+                JSON.stringify(reflection.structured),
+                reflection.tokenCount,
+                reflection.throughSeq,
+                reflection.createdAt,
+                added.filter((link) => link.kind === 'supersession').length,
+                added.filter((link) => link.kind === 'contradiction').length,
+                plan.rejected,
+              ]),
+              memoryId,
+            );
+            return toRecord(row);
+          },
+          noteOf,
+        );
+      }),
   };
 }
 

@@ -63,15 +63,27 @@ export function createSqliteInspection(db: Database, statements: SqliteStatement
     'UPDATE om_observations SET content = @content, token_count = @tokenCount, importance = @importance, ' +
       'operation_id = @operationId WHERE memory_id = @memoryId AND seq = @seq',
   );
+  const deleteLinksOf = db.prepare<[string, number, number], { kind: string }>(
+    'DELETE FROM om_reflection_links WHERE memory_id = ? AND (first_seq = ? OR second_seq = ?) RETURNING kind',
+  );
   const applyCorrection = db.prepare<[Record<string, unknown>], RecordRow>(`
     UPDATE om_memory_records SET
       observation_count = observation_count + @countDelta,
       active_observation_tokens = active_observation_tokens + @activeDelta,
       unreflected_observation_tokens = unreflected_observation_tokens + @unreflectedDelta,
+      supersession_count = supersession_count - @droppedSupersessions,
+      contradiction_count = contradiction_count - @droppedContradictions,
       correction_count = correction_count + 1,
       state_version = state_version + 1, updated_at = @now
     WHERE memory_id = @memoryId
     RETURNING memory_id`);
+  // Run after applyCorrection: the active total it copies is the corrected one.
+  const dropReflection = db.prepare<[string]>(`
+    UPDATE om_memory_records SET
+      active_reflection = NULL, reflection_structured_json = NULL, active_reflection_tokens = NULL,
+      reflection_through_seq = NULL, reflection_created_at = NULL,
+      unreflected_observation_tokens = active_observation_tokens
+    WHERE memory_id = ?`);
 
   return {
     findObservations: (memoryId, options) => {
@@ -144,7 +156,19 @@ export function createSqliteInspection(db: Database, statements: SqliteStatement
     },
 
     correctObservation: (input, now) =>
-      correct({ statements, selectObservation, deleteObservation, replaceObservation, applyCorrection }, input, now),
+      correct(
+        {
+          statements,
+          selectObservation,
+          deleteObservation,
+          replaceObservation,
+          deleteLinksOf,
+          applyCorrection,
+          dropReflection,
+        },
+        input,
+        now,
+      ),
   };
 }
 
@@ -158,7 +182,9 @@ interface CorrectionStatements {
   readonly selectObservation: Statement<[string, number], ObservationRow>;
   readonly deleteObservation: Statement<[string, number]>;
   readonly replaceObservation: Statement;
+  readonly deleteLinksOf: Statement<[string, number, number], { kind: string }>;
   readonly applyCorrection: Statement<[Record<string, unknown>], RecordRow>;
+  readonly dropReflection: Statement<[string]>;
 }
 
 /** Replaces or deletes one observation, inside the store's write transaction; undefined when there is none. */
@@ -167,7 +193,8 @@ function correct(
   input: StoreInput<'correctObservation'>,
   now: string,
 ): { record: MemoryRecord; observation: Observation | null } | undefined {
-  const { statements, selectObservation, deleteObservation, replaceObservation, applyCorrection } = corrections;
+  const { statements, selectObservation, deleteObservation, replaceObservation, deleteLinksOf } = corrections;
+  const { applyCorrection, dropReflection } = corrections;
   const { memoryId, seq, operationId } = input;
   const existingRow = selectObservation.get(memoryId, seq);
   const record = statements.selectRecord.get(memoryId);
@@ -188,13 +215,17 @@ function correct(
       importance: plan.observation.importance,
       operationId,
     });
+  const dropped = deleteLinksOf.all(memoryId, seq, seq);
   applyCorrection.get({
     memoryId,
     countDelta: plan.countDelta,
     activeDelta: plan.activeTokensDelta,
     unreflectedDelta: plan.unreflectedTokensDelta,
+    droppedSupersessions: dropped.filter((link) => link.kind === 'supersession').length,
+    droppedContradictions: dropped.filter((link) => link.kind === 'contradiction').length,
     now,
   });
+  if (plan.dropsReflection) dropReflection.run(memoryId);
   statements.insertOperation.get({
     operationId,
     memoryId,

@@ -25,6 +25,11 @@ export interface OperationKey {
   readonly scope_sequence: number;
 }
 
+/** A claim's candidate, and whether it is queued or a processing one whose lease expired. */
+export interface ClaimCandidate extends OperationKey {
+  readonly status: 'queued' | 'processing';
+}
+
 /** The prepared statements of one connection. */
 export interface SqliteStatements {
   /** The database clock, read once per transaction. */
@@ -123,7 +128,12 @@ export interface SqliteStatements {
   >;
   /** 1 when the scope has a queued or processing operation. */
   readonly hasPendingOperation: Statement<[string], number>;
-  readonly claimCandidateOfScope: Statement<Named<{ now: string; memoryId: string }>, OperationKey>;
+  /**
+   * The scope's head (its processing operation, else its oldest queued one) when a claim may
+   * take it: queued and available, or processing under a lease that expired by `now` (its
+   * holder died or stalled), which the scope's claim takes over.
+   */
+  readonly claimCandidateOfScope: Statement<Named<{ now: string; memoryId: string }>, ClaimCandidate>;
   /** The oldest claimable among the 64 oldest available queued operations: the usual case, at once. */
   readonly claimCandidateOfAnyScope: Statement<Named<{ now: string }>, OperationKey>;
   /**
@@ -133,6 +143,11 @@ export interface SqliteStatements {
    */
   readonly claimHeadOfAnyScope: Statement<Named<{ now: string }>, OperationKey>;
   readonly claimOperation: Statement<
+    Named<{ memoryId: string; scopeSequence: number; leaseOwner: string; leaseExpiresAt: string; now: string }>,
+    OperationRow
+  >;
+  /** Claims a processing operation whose lease expired by `now` again, for a new holder. */
+  readonly takeOverOperation: Statement<
     Named<{ memoryId: string; scopeSequence: number; leaseOwner: string; leaseExpiresAt: string; now: string }>,
     OperationRow
   >;
@@ -194,6 +209,8 @@ export interface SqliteStatements {
 // repeated `status IN ('queued', 'processing')` lets SQLite use the partial index of pending
 // operations, which it only does when the query names the index's condition.
 const PENDING = `status IN ('queued', 'processing')`;
+// The error text of an operation whose lease expired while processing, requeued or taken over.
+const STALE_REQUEUED = 'requeued after stale processing operation';
 const CLAIMABLE = `
   q.status = 'queued' AND q.available_at <= @now
   AND NOT EXISTS (SELECT 1 FROM om_operation_log AS p WHERE p.memory_id = q.memory_id AND p.${PENDING} AND p.status =
@@ -386,11 +403,14 @@ export function prepareStatements(db: Database): SqliteStatements {
         `${PENDING} LIMIT 1`,
     ),
     // Without INDEXED BY the planner walks the scope's whole history through the primary key.
-    claimCandidateOfScope: prepare(
-      `SELECT q.memory_id, q.scope_sequence FROM om_operation_log AS q INDEXED BY ` +
-        `om_operation_log_pending_idx WHERE q.memory_id = @memoryId AND q.${PENDING} AND ${CLAIMABLE} ORDER ` +
-        `BY q.scope_sequence LIMIT 1`,
-    ),
+    // The index's order ('processing' before 'queued', then the sequence) gives the head first.
+    claimCandidateOfScope: prepare(`
+      SELECT h.memory_id, h.scope_sequence, h.status FROM (
+        SELECT memory_id, scope_sequence, status, available_at, lease_expires_at
+        FROM om_operation_log INDEXED BY om_operation_log_pending_idx
+        WHERE memory_id = @memoryId AND ${PENDING} ORDER BY status, scope_sequence LIMIT 1) AS h
+      WHERE (h.status = 'queued' AND h.available_at <= @now)
+        OR (h.status = 'processing' AND h.lease_expires_at <= @now)`),
     // Oldest available first: the order of the partial index of queued operations. Read whole,
     // a backlog queued behind scopes whose first operation waits (a backoff, an open circuit)
     // cost a pass over every row at each poll: 60 ms at 100,000 queued.
@@ -423,6 +443,12 @@ export function prepareStatements(db: Database): SqliteStatements {
         lease_expires_at = @leaseExpiresAt, updated_at = @now
       WHERE memory_id = @memoryId AND scope_sequence = @scopeSequence AND status = 'queued'
       RETURNING *`),
+    takeOverOperation: prepare(`
+      UPDATE om_operation_log SET attempt = attempt + 1, lease_owner = @leaseOwner, lease_expires_at = @leaseExpiresAt,
+        error_text = '${STALE_REQUEUED}', updated_at = @now
+      WHERE memory_id = @memoryId AND scope_sequence = @scopeSequence AND status = 'processing'
+        AND lease_expires_at <= @now
+      RETURNING *`),
     finishLeasedOperation: prepare(`
       UPDATE om_operation_log INDEXED BY om_operation_log_pending_idx
       SET status = @status, error_text = @errorText, lease_owner = NULL, lease_expires_at = NULL,
@@ -432,7 +458,7 @@ export function prepareStatements(db: Database): SqliteStatements {
       RETURNING *`),
     requeueStaleOperations: prepare(`
       UPDATE om_operation_log SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
-        error_text = 'requeued after stale processing operation', updated_at = @now
+        error_text = '${STALE_REQUEUED}', updated_at = @now
       WHERE ${PENDING} AND status = 'processing' AND lease_expires_at <= @cutoff`),
     // The new sequence is read before the row changes, so it is the scope's next one.
     retryDeadOperation: prepare(`

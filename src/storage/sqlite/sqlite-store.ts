@@ -32,6 +32,7 @@ import {
   type PlannedMarker,
   type PlannedObservation,
 } from '../apply-plan.js';
+import { isOutdatedReflection, OUTDATED_REFLECTION_NOTE } from '../correction-plan.js';
 import {
   newScopeGeneration,
   newWorkingMemoryVersion,
@@ -578,7 +579,9 @@ function claimOperationBody(ctx: SqliteStoreContext, input: Input<'claimOperatio
       : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
   if (candidate === undefined) return undefined;
   const leaseExpiresAt = shift(now, 'leaseMs', input.leaseMs, 1);
-  const row = statements.claimOperation.get({
+  // Only a scope's claim finds a processing head: one whose lease expired, taken over.
+  const claim = 'status' in candidate && candidate.status === 'processing' ? 'takeOverOperation' : 'claimOperation';
+  const row = statements[claim].get({
     memoryId: candidate.memory_id,
     scopeSequence: candidate.scope_sequence,
     leaseOwner: input.leaseOwner,
@@ -662,9 +665,12 @@ function completeReflection(ctx: SqliteStoreContext, input: Input<'completeRefle
   const { readNow, recordOf, swapped, markApplied, insertMarker, statements } = ctx;
 
   const now = readNow();
-  markApplied(input, now, '');
   const { memoryId, operationId } = input;
-  const current = recordOf(memoryId);
+  const found = statements.selectRecord.get(memoryId);
+  const outdated = found !== undefined && isOutdatedReflection(input.correctionCount, found.correction_count);
+  markApplied(input, now, outdated ? OUTDATED_REFLECTION_NOTE : '');
+  const current = found ?? recordOf(memoryId);
+  if (outdated) return toRecord(current);
   const { reflection } = input;
   const plan = planReflectionApply(positionOf(current), input);
   insertMarker(markerRow(memoryId, operationId, plan.marker, now));
