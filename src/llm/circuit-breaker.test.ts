@@ -1,19 +1,9 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startScriptedOpenAIServer, type ScriptedServer } from '../../test/support/scripted-openai-server.js';
+import { describe, expect, it } from 'vitest';
+import { useScriptedOpenAIServer } from '../../test/support/use-scripted-openai-server.js';
 import { withCircuitBreaker, type CircuitState } from './circuit-breaker.js';
 import { createOpenAICompatibleModel } from './openai-compatible.js';
 
-let server: ScriptedServer;
-beforeAll(async () => {
-  server = await startScriptedOpenAIServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-beforeEach(() => {
-  server.requests.length = 0;
-  server.setDefaultReply({ text: 'ok' });
-});
+const server = useScriptedOpenAIServer();
 
 const call = { messages: [{ role: 'user' as const, content: 'x' }] };
 const unavailable = { status: 503, body: { error: { message: 'down' } } };

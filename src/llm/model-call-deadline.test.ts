@@ -3,8 +3,8 @@
  * worker's cut-off at 80% of its lease, `AbortSignal.timeout`) timed out: retryable, and counted
  * by the circuit breaker. A call its caller cancelled is neither.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startScriptedOpenAIServer, type ScriptedServer } from '../../test/support/scripted-openai-server.js';
+import { describe, expect, it } from 'vitest';
+import { useScriptedOpenAIServer } from '../../test/support/use-scripted-openai-server.js';
 import { ModelCallError } from '../core/errors.js';
 import { isDeadlineAbort, toModelCallError } from './_model-call-errors.js';
 import { withCircuitBreaker } from './circuit-breaker.js';
@@ -78,16 +78,7 @@ describe('circuit breaker: calls stopped by their caller', () => {
 });
 
 describe('an OpenAI-compatible call whose caller stops it while the server hangs', () => {
-  let server: ScriptedServer;
-  beforeAll(async () => {
-    server = await startScriptedOpenAIServer();
-  });
-  afterAll(async () => {
-    await server.close();
-  });
-  beforeEach(() => {
-    server.setDefaultReply({ delayMs: 600_000, reply: { text: 'late' } });
-  });
+  const server = useScriptedOpenAIServer({ delayMs: 600_000, reply: { text: 'late' } });
 
   it('at a deadline: a retryable timeout; cancelled: not retryable', async () => {
     const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'm' });

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startScriptedOpenAIServer, type ScriptedServer } from '../../test/support/scripted-openai-server.js';
+import { describe, expect, it } from 'vitest';
+import { startScriptedOpenAIServer } from '../../test/support/scripted-openai-server.js';
+import { useScriptedOpenAIServer } from '../../test/support/use-scripted-openai-server.js';
 import { DEFAULT_OBSERVATION_CONFIG } from '../core/observation.js';
 import { createModelObserver, createModelReflector } from '../memory/model-observer.js';
 import { parseRetryAfter } from './_model-call-errors.js';
@@ -7,17 +8,7 @@ import { withCircuitBreaker } from './circuit-breaker.js';
 import { createOpenAICompatibleModel, type OpenAICompatibleSettings } from './openai-compatible.js';
 import { withRetries } from './retrying-model.js';
 
-let server: ScriptedServer;
-beforeAll(async () => {
-  server = await startScriptedOpenAIServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-beforeEach(() => {
-  server.requests.length = 0;
-  server.setDefaultReply({ text: 'ok' });
-});
+const server = useScriptedOpenAIServer();
 
 const call = { messages: [{ role: 'user' as const, content: 'hello' }] };
 const modelAt = (settings: Partial<OpenAICompatibleSettings> = {}) =>

@@ -1,20 +1,11 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startScriptedOpenAIServer, type ScriptedServer } from '../../test/support/scripted-openai-server.js';
+import { describe, expect, it } from 'vitest';
+import { startScriptedOpenAIServer } from '../../test/support/scripted-openai-server.js';
+import { useScriptedOpenAIServer } from '../../test/support/use-scripted-openai-server.js';
 import { ConfigError } from '../core/errors.js';
 import type { LanguageModelTool } from './language-model.js';
 import { createOpenAICompatibleModel, normalizeBaseUrl, type LanguageModelStreamPart } from './openai-compatible.js';
 
-let server: ScriptedServer;
-beforeAll(async () => {
-  server = await startScriptedOpenAIServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-beforeEach(() => {
-  server.requests.length = 0;
-  server.setDefaultReply({ text: 'ok' });
-});
+const server = useScriptedOpenAIServer();
 
 const user = (content: string) => ({ messages: [{ role: 'user' as const, content }] });
 const lookupTool: LanguageModelTool = {

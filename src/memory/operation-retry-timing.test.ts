@@ -4,8 +4,8 @@
  * `Retry-After` longer than the lease is honoured: the operation waits in the queue that long,
  * up to 24 h, instead of being tried again after a lease.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startScriptedOpenAIServer, type ScriptedServer } from '../../test/support/scripted-openai-server.js';
+import { describe, expect, it } from 'vitest';
+import { useScriptedOpenAIServer } from '../../test/support/use-scripted-openai-server.js';
 import { scriptedObserver } from '../../test/support/scripted-models.js';
 import { ModelCallError } from '../core/errors.js';
 import { memoryIdOf } from '../core/scope.js';
@@ -20,17 +20,7 @@ const scope = { tenantId: 'tenant-a', conversationId: 'conv-timing', agentId: 'a
 const memoryId = memoryIdOf(scope);
 const HOUR = 3_600_000;
 
-let server: ScriptedServer;
-beforeAll(async () => {
-  server = await startScriptedOpenAIServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-beforeEach(() => {
-  server.requests.length = 0;
-  server.setDefaultReply({ text: 'IMPORTANCE:0.9\nUser is allergic to peanuts.' });
-});
+const server = useScriptedOpenAIServer({ text: 'IMPORTANCE:0.9\nUser is allergic to peanuts.' });
 
 function setup(options: Partial<ObservationalMemoryOptions>) {
   let clock = Date.parse('2026-03-01T00:00:00.000Z');
