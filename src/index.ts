@@ -61,7 +61,11 @@ export {
   SUPERSEDED_IMPORTANCE,
 } from './core/observation-snippet.js';
 export type { ObservationSnippetInput, SnippetLinks } from './core/observation-snippet.js';
-export { buildWorkingMemorySnippet, DEFAULT_WORKING_MEMORY_LIMITS } from './core/working-memory.js';
+export {
+  buildWorkingMemorySnippet,
+  DEFAULT_WORKING_MEMORY_LIMITS,
+  MAX_WORKING_MEMORY_TTL_SECONDS,
+} from './core/working-memory.js';
 export type { WorkingMemoryLimitsConfig } from './core/working-memory.js';
 export { redactSecrets } from './core/redact-secrets.js';
 export { redactJsonText, redactValue } from './core/redact-value.js';
@@ -93,7 +97,12 @@ export type {
 export { MAX_IMPORT_OBSERVATIONS, MAX_IMPORTED_OBSERVATION_LENGTH } from './memory/import-observations.js';
 export type { ObservationImport } from './memory/import-observations.js';
 export { createWorkingMemory } from './memory/working-memory.js';
-export type { WorkingMemory, WorkingMemoryOptions, WorkingMemoryGetResult } from './memory/working-memory.js';
+export type {
+  WorkingMemory,
+  WorkingMemoryOptions,
+  WorkingMemoryGetResult,
+  WorkingMemorySetOptions,
+} from './memory/working-memory.js';
 export { createModelObserver, createModelReflector } from './memory/model-observer.js';
 export type { Observer, Reflector, ObserverInput, ReflectorInput, ModelOutputLimits } from './memory/model-observer.js';
 export { createInMemoryStore } from './storage/in-memory-store.js';

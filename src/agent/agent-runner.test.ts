@@ -508,6 +508,28 @@ describe('agent runner: loop', () => {
     ]);
   });
 
+  it("gives a working-memory set with ttl_seconds its expires_at on the run's stream", async () => {
+    const { runner, agentModel, runStore } = harness();
+    agentModel.enqueue(
+      {
+        toolCalls: [
+          {
+            id: 'c1',
+            name: 'working_memory',
+            arguments: JSON.stringify({ action: 'set', key: 'draft', value: 1, ttl_seconds: 120 }),
+          },
+        ],
+      },
+      'done',
+    );
+    const run = await runner.wait((await runner.start({ ...ids, prompt: 'draft' })).runId);
+    const events = await runStore.listEvents(run.runId, -1);
+    const set = events.find((event) => event.type === 'memory.working_memory.set');
+    const expiresAt = (set?.payload as { expires_at?: string } | undefined)?.expires_at;
+    expect(Date.parse(expiresAt!)).toBeGreaterThan(Date.now() + 60_000);
+    expect(Date.parse(expiresAt!)).toBeLessThanOrEqual(Date.now() + 120_000);
+  });
+
   it('cancels a running run', async () => {
     const { runner, agentModel, runStore } = harness();
     let calling = (): void => undefined;

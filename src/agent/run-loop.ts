@@ -411,7 +411,11 @@ function forwardRunWorkingMemoryEvents(
   return workingMemory.subscribe((event: WorkingMemoryEvent) => {
     if (event.runId !== runId) return;
     const payload =
-      event.type === 'memory.working_memory.set' ? { key: event.key, bytes: event.bytes } : { key: event.key };
+      event.type !== 'memory.working_memory.set'
+        ? { key: event.key }
+        : event.expiresAt === undefined
+          ? { key: event.key, bytes: event.bytes }
+          : { key: event.key, bytes: event.bytes, expires_at: event.expiresAt };
     state
       .emitMemory(event.type, payload, state.step)
       .catch((error: unknown) =>

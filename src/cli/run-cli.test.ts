@@ -115,6 +115,39 @@ describe('harness wm and memory', () => {
     expect(missing.stderr).toBe('harness: working-memory entry "plan" is not set in acme/c-wm/default\n');
   });
 
+  it('wm set --ttl stores an entry that expires, shown by wm list and memory show; a bad --ttl is refused', async () => {
+    const scope = ['--tenant', 'acme', '--conversation', 'c-ttl'];
+    const before = Date.now();
+    const set = await cli(['wm', 'set', ...scope, 'draft', 'soon', '--ttl', '3600']);
+    expect(set.code).toBe(0);
+    expect(set.stdout).toMatch(/^set draft = "soon" \(expires \d{4}-\d\d-\d\dT[\d:.]+Z\)\n$/);
+    const { workspace } = set;
+    await cli(['wm', 'set', ...scope, 'plan', '1'], { workspace });
+    const listed = JSON.parse((await cli(['wm', 'list', ...scope, '--json'], { workspace })).stdout).entries as Array<{
+      key: string;
+      expires_at: string | null;
+    }>;
+    expect(listed.map((entry) => [entry.key, entry.expires_at === null])).toEqual([
+      ['draft', false],
+      ['plan', true],
+    ]);
+    const expiresAt = Date.parse(listed[0]!.expires_at!);
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 3_600_000 - 1000);
+    expect(expiresAt).toBeLessThanOrEqual(Date.now() + 3_600_000 + 1000);
+    expect((await cli(['memory', 'show', ...scope], { workspace })).stdout).toContain(
+      `- draft = "soon" (expires ${listed[0]!.expires_at})`,
+    );
+    const refused = await cli(['wm', 'set', ...scope, 'draft', 'x', '--ttl', 'soon'], { workspace });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('ttl_seconds');
+    // The configured default applies to a set without --ttl.
+    const defaulted = await cli(['wm', 'set', ...scope, 'note', '2'], {
+      workspace,
+      env: { HARNESS_MEMORY_WORKING_MEMORY_DEFAULT_TTL_SECONDS: '60' },
+    });
+    expect(defaulted.stdout).toMatch(/^set note = 2 \(expires .+Z\)\n$/);
+  });
+
   it('memory enable then memory status shows enabled, with the thresholds given', async () => {
     const enable = await cli([
       'memory',

@@ -49,6 +49,7 @@ describe('config: defaults', () => {
       workingMemoryMaxValueBytes: 8192,
       workingMemoryMaxEntries: 100,
       workingMemoryMaxTotalBytes: 32768,
+      workingMemoryDefaultTtlSeconds: 0,
     });
     expect(config.forensics).toEqual({ captureRequestEnvelope: false, snapshotMemorySnippet: false });
     expect(config.model).toEqual({ name: '', provider: 'openai', baseUrl: '' });
@@ -190,6 +191,22 @@ describe('config: cascade', () => {
       const error = configErrorOf(() => load({ HARNESS_RUN_RETENTION_DAYS: days }));
       expect(error.key).toBe('server.run_retention_days');
       expect(error.message).toContain('or 0 to keep runs for ever');
+    }
+  });
+
+  it('reads [memory] working_memory_default_ttl_seconds, and its variable over it; 0 is never', () => {
+    const file = writeConfig(workspace, '[memory]\nworking_memory_default_ttl_seconds = 86400\n');
+    const fromFile = load();
+    expect(fromFile.memory.workingMemoryDefaultTtlSeconds).toBe(86_400);
+    expect(fromFile.sources['memory.working_memory_default_ttl_seconds']).toBe(file);
+    const fromEnv = load({ HARNESS_MEMORY_WORKING_MEMORY_DEFAULT_TTL_SECONDS: '0' });
+    expect(fromEnv.memory.workingMemoryDefaultTtlSeconds).toBe(0);
+    expect(fromEnv.sources['memory.working_memory_default_ttl_seconds']).toBe(
+      'env:HARNESS_MEMORY_WORKING_MEMORY_DEFAULT_TTL_SECONDS',
+    );
+    for (const seconds of ['-1', '1.5', '315360001', 'soon']) {
+      const error = configErrorOf(() => load({ HARNESS_MEMORY_WORKING_MEMORY_DEFAULT_TTL_SECONDS: seconds }));
+      expect(error.key).toBe('memory.working_memory_default_ttl_seconds');
     }
   });
 

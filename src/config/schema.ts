@@ -10,6 +10,7 @@ import { apiKeyProblem, apiKeyScopesProblem } from '../core/api-key.js';
 import type { ApiKeyScope } from '../core/api-key.js';
 import { apiKeyEnvProblem } from '../core/api-key-env.js';
 import { MAX_MODEL_ID_LENGTH, MAX_SNIPPET_MAX_TOKENS } from '../core/observation.js';
+import { MAX_WORKING_MEMORY_TTL_SECONDS } from '../core/working-memory.js';
 
 /** Values of `[memory] mode`. `off` disables memory; `local_coordinator` runs it in-process for one host. */
 export type MemoryMode = 'auto' | 'off' | 'local_coordinator';
@@ -53,6 +54,7 @@ export interface MemoryFileSection {
   working_memory_max_value_bytes?: number;
   working_memory_max_entries?: number;
   working_memory_max_total_bytes?: number;
+  working_memory_default_ttl_seconds?: number;
 }
 
 /** The `[forensics]` table of a config file. */
@@ -116,6 +118,10 @@ const literal = <const T extends string>(values: readonly T[]) =>
 /** The longest `[memory] stale_operation_seconds`: the lease, in milliseconds, must fit a Node timer. */
 export const MAX_STALE_OPERATION_SECONDS = 2_147_483;
 const STALE_SECONDS = `must be a whole number of seconds from 1 to ${MAX_STALE_OPERATION_SECONDS} (about 24 days)`;
+
+const DEFAULT_TTL_SECONDS =
+  `must be a whole number of seconds from 1 to ${MAX_WORKING_MEMORY_TTL_SECONDS} (ten years), or 0 for entries ` +
+  'that never expire';
 
 const SQLITE_PATH_TILDE =
   'starts with ~, which is not expanded here: give an absolute path, or one relative to the workspace';
@@ -206,6 +212,11 @@ const memoryShape = {
   working_memory_max_value_bytes: positiveInteger(),
   working_memory_max_entries: positiveInteger(),
   working_memory_max_total_bytes: positiveInteger(),
+  working_memory_default_ttl_seconds: z
+    .number({ error: DEFAULT_TTL_SECONDS })
+    .int(DEFAULT_TTL_SECONDS)
+    .min(0, DEFAULT_TTL_SECONDS)
+    .max(MAX_WORKING_MEMORY_TTL_SECONDS, DEFAULT_TTL_SECONDS),
 } satisfies Record<keyof MemoryFileSection, z.ZodType>;
 
 const forensicsShape = {
@@ -364,6 +375,8 @@ export interface MemoryConfig {
   readonly workingMemoryMaxEntries: number;
   /** @default 32768 */
   readonly workingMemoryMaxTotalBytes: number;
+  /** Seconds a working-memory entry set without its own time to live lives; 0: for ever. @default 0 */
+  readonly workingMemoryDefaultTtlSeconds: number;
 }
 
 /** Debug captures (`[forensics]`). */

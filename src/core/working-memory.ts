@@ -21,6 +21,8 @@ export const DEFAULT_WORKING_MEMORY_LIMITS: WorkingMemoryLimitsConfig = Object.f
 
 /** Longest working-memory key, in characters. */
 export const MAX_WORKING_MEMORY_KEY_LENGTH = 128;
+/** Longest time to live of a working-memory entry: ten years, in seconds. */
+export const MAX_WORKING_MEMORY_TTL_SECONDS = 315_360_000;
 /** Deepest nesting accepted in a value. */
 export const MAX_WORKING_MEMORY_DEPTH = 32;
 

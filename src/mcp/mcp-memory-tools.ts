@@ -93,12 +93,16 @@ function registerWorkingMemoryTool(server: McpServer, dependencies: MemoryToolsD
     {
       title: 'Working memory',
       description:
-        'Explicit key/value entries of the scope, shown to the agent in every turn. Actions: set (key, value), ' +
-        'get (key), delete (key), list.',
+        'Explicit key/value entries of the scope, shown to the agent in every turn. Actions: set (key, value, ' +
+        'optional ttl_seconds after which the entry expires), get (key), delete (key), list.',
       inputSchema: z.object({
         action: actionSchema(['set', 'get', 'delete', 'list']).describe('set, get, delete or list'),
         key: z.string().optional().describe('Entry key; required for set, get and delete'),
         value: z.unknown().optional().describe('Any JSON value (set only)'),
+        ttl_seconds: z
+          .number()
+          .optional()
+          .describe('Seconds until the entry expires, a whole number from 1 to 315360000 (set only)'),
         ...scopeFields,
       }),
     },

@@ -314,7 +314,98 @@ describe('working memory: the held snippet', () => {
   it("returns the entry as stored, without the store's versions", async () => {
     const memory = createWorkingMemory({ store: createInMemoryStore() });
     const result = await memory.set(scope, 'plan', { step: 1 });
-    expect(Object.keys(result.entry).sort()).toEqual(['createdAt', 'key', 'updatedAt', 'valueJson']);
+    expect(Object.keys(result.entry).sort()).toEqual(['createdAt', 'expiresAt', 'key', 'updatedAt', 'valueJson']);
     expect(Object.isFrozen(result.entry)).toBe(true);
+  });
+});
+
+describe('working memory: time to live', () => {
+  /** A store and a service on one clock the test moves, and the events the service sends. */
+  function onClock(options: { defaultTtlSeconds?: number } = {}) {
+    let at = Date.parse('2026-03-01T12:00:00.000Z');
+    const now = () => new Date(at);
+    const store = createInMemoryStore({ now });
+    const memory = createWorkingMemory({ store, now, ...options });
+    const events: unknown[] = [];
+    memory.subscribe((event) => events.push(event));
+    return {
+      store,
+      memory,
+      events,
+      advance: (seconds: number) => {
+        at += seconds * 1000;
+      },
+    };
+  }
+
+  it('expires an entry after ttlSeconds for get, list, entries and the snippet, and tells its expiry', async () => {
+    const { memory, events, advance } = onClock();
+    await memory.set(scope, 'plan', 'stay');
+    const set = await memory.set(scope, 'draft', 'brief', { ttlSeconds: 60, runId: 'run-1' });
+    expect(set.entry.expiresAt).toBe('2026-03-01T12:01:00.000Z');
+    expect(events.at(-1)).toEqual({
+      type: 'memory.working_memory.set',
+      scope: resolveScope(scope),
+      key: 'draft',
+      bytes: 7,
+      expiresAt: '2026-03-01T12:01:00.000Z',
+      runId: 'run-1',
+    });
+    expect(events[0]).not.toHaveProperty('expiresAt');
+    expect(await memory.snippet(scope)).toContain('draft: "brief"');
+    advance(59);
+    expect((await memory.get(scope, 'draft')).found).toBe(true);
+    expect(await memory.snippet(scope)).toContain('draft: "brief"');
+    advance(1);
+    expect(await memory.get(scope, 'draft')).toEqual({ key: 'draft', value: '', found: false });
+    expect(await memory.list(scope)).toEqual({ entries: { plan: '"stay"' } });
+    expect((await memory.entries(scope)).map((entry) => [entry.key, entry.expiresAt])).toEqual([['plan', null]]);
+    // The snippet held from before is not served past the expiry, though no write changed the version.
+    expect(await memory.snippet(scope)).not.toContain('draft');
+  });
+
+  it('does not build the next snippet on a held one whose entry expired', async () => {
+    const { memory, advance } = onClock();
+    await memory.set(scope, 'draft', 'brief', { ttlSeconds: 5 });
+    await memory.snippet(scope);
+    advance(5);
+    await memory.set(scope, 'plan', 'next');
+    const snippet = await memory.snippet(scope);
+    expect(snippet).toContain('plan: "next"');
+    expect(snippet).not.toContain('draft');
+  });
+
+  it('applies the default to sets without ttlSeconds, and a set decides the expiry it replaces', async () => {
+    const { memory, advance } = onClock({ defaultTtlSeconds: 3600 });
+    expect((await memory.set(scope, 'a', 1)).entry.expiresAt).toBe('2026-03-01T13:00:00.000Z');
+    expect((await memory.set(scope, 'a', 2, { ttlSeconds: 10 })).entry.expiresAt).toBe('2026-03-01T12:00:10.000Z');
+    expect((await memory.set(scope, 'a', 3)).entry.expiresAt).toBe('2026-03-01T13:00:00.000Z');
+    advance(3600);
+    expect((await memory.get(scope, 'a')).found).toBe(false);
+
+    const never = onClock();
+    await never.memory.set(scope, 'a', 1, { ttlSeconds: 10 });
+    expect((await never.memory.set(scope, 'a', 2)).entry.expiresAt).toBeNull();
+    never.advance(10);
+    expect((await never.memory.get(scope, 'a')).found).toBe(true);
+  });
+
+  it('refuses a ttlSeconds that is not a whole number from 1 to ten years, naming ttl_seconds, and stores nothing', async () => {
+    const { memory } = onClock();
+    for (const ttlSeconds of [0, -1, 1.5, 315_360_001, Number.NaN, '60' as unknown as number]) {
+      await expect(memory.set(scope, 'a', 1, { ttlSeconds })).rejects.toSatisfy(
+        (error: unknown) =>
+          isCode('WORKING_MEMORY_INVALID')(error) &&
+          (error as HarnessMemoryError).data.field === 'ttl_seconds' &&
+          (error as Error).message.includes('ttl_seconds'),
+      );
+    }
+    expect(await memory.list(scope)).toEqual({ entries: {} });
+    expect((await memory.set(scope, 'a', 1, { ttlSeconds: 315_360_000 })).entry.expiresAt).toBe(
+      '2036-02-27T12:00:00.000Z',
+    );
+    expect(() => createWorkingMemory({ store: createInMemoryStore(), defaultTtlSeconds: -5 })).toThrow(
+      /defaultTtlSeconds must be a whole number/,
+    );
   });
 });

@@ -9,6 +9,7 @@ import { compareUtf8 } from '../core/compare-utf8.js';
 import type { Scope, ScopeInput } from '../core/scope.js';
 import {
   DEFAULT_WORKING_MEMORY_LIMITS,
+  MAX_WORKING_MEMORY_TTL_SECONDS,
   buildWorkingMemorySnippet,
   encodeWorkingMemoryValue,
   joinWorkingMemoryLines,
@@ -32,6 +33,16 @@ export interface WorkingMemoryOptions {
   limits?: Partial<WorkingMemoryLimitsConfig>;
   /** Redact secrets inside string values before storing. @default true */
   redactSecrets?: boolean;
+  /**
+   * Seconds an entry set without `ttlSeconds` lives, from 1 to {@link MAX_WORKING_MEMORY_TTL_SECONDS};
+   * 0 means such entries never expire. @default 0
+   */
+  defaultTtlSeconds?: number;
+  /**
+   * The clock that tells when a held snippet's earliest entry expiry has passed (entries
+   * themselves expire by the store's clock: give both the same one in tests). @default `() => new Date()`
+   */
+  now?: () => Date;
 }
 
 /** The answer of `get`: `value` is the JSON-encoded value, or `""` when not found. */
@@ -52,6 +63,8 @@ export type WorkingMemoryEvent =
       readonly scope: Scope;
       readonly key: string;
       readonly bytes: number;
+      /** When the entry expires (ISO 8601 UTC), present only when it does. */
+      readonly expiresAt?: string;
       readonly runId?: string;
     }
   | {
@@ -66,15 +79,25 @@ export interface WorkingMemoryWriteOptions {
   readonly runId?: string;
 }
 
+/** Options of a set: those of any write, and the entry's time to live. */
+export interface WorkingMemorySetOptions extends WorkingMemoryWriteOptions {
+  /**
+   * Seconds the entry lives, an integer from 1 to {@link MAX_WORKING_MEMORY_TTL_SECONDS}: then
+   * it is gone for every reader. Without it the service's `defaultTtlSeconds` applies (by
+   * default none); either way the set replaces any expiry the entry had.
+   */
+  readonly ttlSeconds?: number;
+}
+
 /** The working memory service. */
 export interface WorkingMemory {
   readonly limits: WorkingMemoryLimitsConfig;
-  /** Stores `value` as JSON under the trimmed key. */
+  /** Stores `value` as JSON under the trimmed key, expiring after `options.ttlSeconds` when given. */
   set(
     scope: ScopeInput,
     key: string,
     value: unknown,
-    options?: WorkingMemoryWriteOptions,
+    options?: WorkingMemorySetOptions,
   ): Promise<{ ok: true; key: string; entry: WorkingMemoryEntry }>;
   get(scope: ScopeInput, key: string): Promise<WorkingMemoryGetResult>;
   /** Removing a missing key is not an error; `deleted` says whether one existed (only then an event). */
@@ -127,6 +150,9 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
   }
   const { store } = options;
   const redact = options.redactSecrets ?? true;
+  const defaultTtlSeconds = options.defaultTtlSeconds ?? 0;
+  if (defaultTtlSeconds !== 0) checkTtlSeconds(defaultTtlSeconds, 'defaultTtlSeconds');
+  const clock = options.now ?? (() => new Date());
   // Snippets of recently read scopes, by the store's working-memory version.
   const snippets = new SnippetCache<HeldSnippet>(1024, { sizeOf: sizeOfHeld, maxSize: 16_000_000 });
   const targets = new ScopeTargetCache();
@@ -148,6 +174,8 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       const { scope, memoryId } = target(scopeInput);
       const normalized = checkNewWorkingMemoryKey(normalizeWorkingMemoryKey(key));
       if (redact) refuseSecretKey(normalized);
+      const ttlSeconds = writeOptions?.ttlSeconds ?? (defaultTtlSeconds === 0 ? undefined : defaultTtlSeconds);
+      if (writeOptions?.ttlSeconds !== undefined) checkTtlSeconds(writeOptions.ttlSeconds, 'ttl_seconds');
       // Validate first (cycles, depth, non-JSON), strip hidden characters (they could split a
       // secret), then redact the plain JSON copy, keys too.
       let valueJson = stripInvisibleFromValueJson(encodeWorkingMemoryValue(value, limits.maxValueBytes));
@@ -162,12 +190,13 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
         key: normalized,
         valueJson,
         limits,
+        ...(ttlSeconds === undefined ? {} : { ttlMs: ttlSeconds * 1000 }),
       });
       const entry = Object.freeze(stored);
       // The snippet held is of the state this set changed: the new one is that plus this entry,
       // held under the version the set wrote (served only while the store still shows it) and
       // rendered when a turn asks for it.
-      const held = versions && snippets.get(memoryId, versions.before);
+      const held = versions && current(snippets.get(memoryId, versions.before));
       const next = held && withSet(held, entry, limits.maxTotalBytes);
       if (versions && next) snippets.set(memoryId, versions.after, next);
       if (listeners.size > 0)
@@ -176,6 +205,7 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
           scope,
           key: normalized,
           bytes: utf8Length(valueJson),
+          ...(entry.expiresAt === null ? {} : { expiresAt: entry.expiresAt }),
           ...(writeOptions?.runId === undefined ? {} : { runId: writeOptions.runId }),
         });
       return { ok: true, key: normalized, entry };
@@ -220,11 +250,11 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       // The version is read before the entries: a write in between makes the next read's
       // version differ, so a snippet is never reused past a change.
       const version = await store.workingMemoryVersion(memoryId);
-      const cached = snippets.get(memoryId, version);
+      const cached = current(snippets.get(memoryId, version));
       if (cached !== undefined) {
-        const current = rendered(cached);
-        if (current !== cached) snippets.set(memoryId, version, current);
-        return current.text;
+        const text = rendered(cached);
+        if (text !== cached) snippets.set(memoryId, version, text);
+        return text.text;
       }
       const listed = renderEntries(await store.listWorkingMemoryEntries(memoryId));
       // Version 0 is every scope without entries, and comes back after a forget: entries
@@ -237,6 +267,25 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       return () => listeners.delete(listener);
     },
   };
+
+  // A held snippet is served until its earliest entry expiry: an expiry changes no version.
+  function current(held: HeldSnippet | undefined): HeldSnippet | undefined {
+    return held !== undefined && clock().getTime() < expiryOf(held) ? held : undefined;
+  }
+}
+
+function checkTtlSeconds(value: unknown, field: string): void {
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_WORKING_MEMORY_TTL_SECONDS)
+    return;
+  throw new HarnessMemoryError({
+    code: 'WORKING_MEMORY_INVALID',
+    component: 'working-memory',
+    message:
+      `${field} must be a whole number of seconds from 1 to ${MAX_WORKING_MEMORY_TTL_SECONDS} (ten years), got ` +
+      `${typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? String(value))}. Leave it out for an ` +
+      'entry that takes the default (by default, never expires).',
+    data: { field },
+  });
 }
 
 /** A scope's snippet with the keys and lines it was joined from, in key order. */
@@ -244,6 +293,8 @@ interface RenderedSnippet {
   readonly text: string;
   readonly keys: readonly string[];
   readonly lines: readonly string[];
+  /** The earliest expiry of its entries, in epoch milliseconds; Infinity when none expires. */
+  readonly expiresAt: number;
 }
 
 /** A snippet held for a version: rendered, or a held one with the entry a set wrote on top. */
@@ -253,6 +304,8 @@ type HeldSnippet =
       readonly base: HeldSnippet;
       readonly entry: WorkingMemoryEntry;
       readonly depth: number;
+      /** The earliest expiry below and of this entry (a replaced entry's stays: early is safe). */
+      readonly expiresAt: number;
       /** Characters of the sets held unrendered, this one included. */
       readonly pending: number;
       /** Characters held in all: the rendered snippet below (text and lines) and the pending sets. */
@@ -264,6 +317,14 @@ const MAX_PENDING_SETS = 64;
 
 function depthOf(held: HeldSnippet): number {
   return 'depth' in held ? held.depth : 0;
+}
+
+function expiryOf(held: HeldSnippet): number {
+  return held.expiresAt;
+}
+
+function entryExpiry(entry: WorkingMemoryEntry): number {
+  return entry.expiresAt === null ? Infinity : Date.parse(entry.expiresAt);
 }
 
 function pendingOf(held: HeldSnippet): number {
@@ -284,7 +345,8 @@ function withSet(held: HeldSnippet, entry: WorkingMemoryEntry, maxBytes: number)
   const added = entry.key.length + entry.valueJson.length;
   const pending = pendingOf(held) + added;
   if (depthOf(held) >= MAX_PENDING_SETS || pending > maxBytes) return undefined;
-  return { base: held, entry, depth: depthOf(held) + 1, pending, size: sizeOfHeld(held) + added };
+  const expiresAt = Math.min(expiryOf(held), entryExpiry(entry));
+  return { base: held, entry, depth: depthOf(held) + 1, pending, size: sizeOfHeld(held) + added, expiresAt };
 }
 
 function rendered(held: HeldSnippet): RenderedSnippet {
@@ -298,12 +360,14 @@ function rendered(held: HeldSnippet): RenderedSnippet {
   const keys = [...base.keys];
   const lines = [...base.lines];
   for (let index = written.length - 1; index >= 0; index--) putEntry(keys, lines, written[index] as WorkingMemoryEntry);
-  return { text: joinWorkingMemoryLines(lines), keys, lines };
+  return { text: joinWorkingMemoryLines(lines), keys, lines, expiresAt: held.expiresAt };
 }
 
 function renderEntries(entries: readonly WorkingMemoryEntry[]): RenderedSnippet {
   const lines = entries.map(workingMemoryLine);
-  return { text: joinWorkingMemoryLines(lines), keys: entries.map((entry) => entry.key), lines };
+  let expiresAt = Infinity;
+  for (const entry of entries) if (entry.expiresAt !== null) expiresAt = Math.min(expiresAt, entryExpiry(entry));
+  return { text: joinWorkingMemoryLines(lines), keys: entries.map((entry) => entry.key), lines, expiresAt };
 }
 
 /** Sets `entry` in the key-ordered `keys` and `lines`: its line replaced, or inserted in order. */

@@ -320,6 +320,40 @@ describe('server: memory routes', () => {
     });
   });
 
+  it('sets an entry with ttl_seconds, shows its expires_at, and drops it once it expired', async () => {
+    let at = Date.parse('2026-03-01T12:00:00.000Z');
+    const { send: request } = createTestApp({
+      workspace: WORKSPACE,
+      model: createMockLanguageModel('final answer'),
+      store: createInMemoryStore({ now: () => new Date(at) }),
+    });
+    const put = await json(
+      await request(`${base}/working/draft`, { method: 'PUT', body: JSON.stringify({ value: 'x', ttl_seconds: 90 }) }),
+    );
+    expect(put).toMatchObject({ ok: true, key: 'draft', entry: { expires_at: '2026-03-01T12:01:30.000Z' } });
+    await request(`${base}/working/plan`, { method: 'PUT', body: '{"value":1}' });
+    expect((await json(await request(`${base}/working`))).entries).toEqual([
+      {
+        key: 'draft',
+        value: 'x',
+        created_at: '2026-03-01T12:00:00.000Z',
+        updated_at: '2026-03-01T12:00:00.000Z',
+        expires_at: '2026-03-01T12:01:30.000Z',
+      },
+      expect.objectContaining({ key: 'plan', expires_at: null }),
+    ]);
+    const refused = await request(`${base}/working/draft`, { method: 'PUT', body: '{"value":1,"ttl_seconds":0}' });
+    expect(refused.status).toBe(400);
+    expect((await json(refused))['error']).toMatchObject({ code: 'working_memory_invalid' });
+    at += 90_000;
+    expect((await json(await request(`${base}/working`))).entries.map((entry: { key: string }) => entry.key)).toEqual([
+      'plan',
+    ]);
+    expect((await json(await request(base))).working_memory.map((entry: { key: string }) => entry.key)).toEqual([
+      'plan',
+    ]);
+  });
+
   it('resolves the scope once and reads each store once for an inspection, snippets included (issue 17)', async () => {
     const store = createInMemoryStore();
     const calls = { getRecord: 0, listWorkingMemoryEntries: 0 };

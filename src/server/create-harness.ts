@@ -281,6 +281,7 @@ function memoryServicesOf(
       maxTotalBytes: config.memory.workingMemoryMaxTotalBytes,
     },
     redactSecrets: config.memory.redactSecrets,
+    defaultTtlSeconds: config.memory.workingMemoryDefaultTtlSeconds,
   });
   return { observationalMemory, workingMemory };
 }

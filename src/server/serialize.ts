@@ -31,6 +31,7 @@ export function entryToJson(entry: WorkingMemoryEntry): Record<string, unknown> 
     value: JSON.parse(entry.valueJson) as unknown,
     created_at: entry.createdAt,
     updated_at: entry.updatedAt,
+    expires_at: entry.expiresAt,
   };
 }
 

@@ -159,6 +159,8 @@ export interface WorkingMemoryRow {
   entry_json: string;
   created_at: string;
   updated_at: string;
+  /** Absent from a database function's answer at an older schema. */
+  expires_at?: string | null;
 }
 
 /**
@@ -412,6 +414,7 @@ export function toWorkingMemoryEntry(row: WorkingMemoryRow): WorkingMemoryEntry 
     valueJson: row.entry_json,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    expiresAt: row.expires_at ?? null,
   });
 }
 

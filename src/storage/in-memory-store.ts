@@ -69,6 +69,8 @@ class InMemoryStore implements MemoryStore {
   readonly #log: InMemoryOperationLog;
   readonly #workingMemory = new Map<string, Map<string, WorkingMemoryEntry>>();
   readonly #workingMemoryVersions = new Map<string, number>();
+  // Per scope, no later than its earliest entry expiry: a write purges only once it has passed.
+  readonly #earliestExpiry = new Map<string, string>();
   /** The `createdAt` of each forgotten scope's record, until the scope has a record again. */
   readonly #forgottenCreatedAt = new Map<string, string>();
   // Kept through forget: that is their point.
@@ -399,11 +401,13 @@ class InMemoryStore implements MemoryStore {
   readonly setWorkingMemoryEntry = async (input: Input<'setWorkingMemoryEntry'>): Result<'setWorkingMemoryEntry'> => {
     this.#guard.check();
     this.#ensureScope(input.scope, input.memoryId);
+    const now = this.#now().getTime();
     let entries = this.#workingMemory.get(input.memoryId);
     if (!entries) {
       entries = new Map();
       this.#workingMemory.set(input.memoryId, entries);
     }
+    this.#purgeExpired(input.memoryId, entries, now);
     const existing = entries.get(input.key);
     if (!existing && entries.size >= input.limits.maxEntries)
       throw workingMemoryLimitError('entries', entries.size + 1, input.limits.maxEntries);
@@ -413,14 +417,20 @@ class InMemoryStore implements MemoryStore {
     }
     if (total > input.limits.maxTotalBytes)
       throw workingMemoryLimitError('total_bytes', total, input.limits.maxTotalBytes);
-    const at = this.#nowIso();
+    const at = new Date(now).toISOString();
+    const expiresAt = input.ttlMs === undefined ? null : new Date(now + input.ttlMs).toISOString();
     const entry: WorkingMemoryEntry = Object.freeze({
       key: input.key,
       valueJson: input.valueJson,
       createdAt: existing?.createdAt ?? at,
       updatedAt: at,
+      expiresAt,
     });
     entries.set(input.key, entry);
+    if (expiresAt !== null) {
+      const earliest = this.#earliestExpiry.get(input.memoryId);
+      if (earliest === undefined || expiresAt < earliest) this.#earliestExpiry.set(input.memoryId, expiresAt);
+    }
     const before = this.#workingMemoryVersions.get(input.memoryId) ?? 0;
     this.#workingMemoryChanged(input.memoryId);
     const after = this.#workingMemoryVersions.get(input.memoryId) ?? 0;
@@ -429,13 +439,17 @@ class InMemoryStore implements MemoryStore {
 
   readonly getWorkingMemoryEntry = async (memoryId: string, key: string): Result<'getWorkingMemoryEntry'> => {
     this.#guard.check();
-    return this.#workingMemory.get(memoryId)?.get(key);
+    const entry = this.#workingMemory.get(memoryId)?.get(key);
+    return entry && this.#live(entry, this.#nowIso()) ? entry : undefined;
   };
 
   readonly deleteWorkingMemoryEntry = async (memoryId: string, key: string): Result<'deleteWorkingMemoryEntry'> => {
     this.#guard.check();
-    const deleted = this.#workingMemory.get(memoryId)?.delete(key) ?? false;
-    if (deleted) this.#workingMemoryChanged(memoryId);
+    const entries = this.#workingMemory.get(memoryId);
+    if (!entries) return false;
+    const purged = this.#purgeExpired(memoryId, entries, this.#now().getTime());
+    const deleted = entries.delete(key);
+    if (deleted || purged) this.#workingMemoryChanged(memoryId);
     return deleted;
   };
 
@@ -446,7 +460,10 @@ class InMemoryStore implements MemoryStore {
 
   readonly listWorkingMemoryEntries = async (memoryId: string): Result<'listWorkingMemoryEntries'> => {
     this.#guard.check();
-    return [...(this.#workingMemory.get(memoryId)?.values() ?? [])].sort((a, b) => compareUtf8(a.key, b.key));
+    const now = this.#nowIso();
+    return [...(this.#workingMemory.get(memoryId)?.values() ?? [])]
+      .filter((entry) => this.#live(entry, now))
+      .sort((a, b) => compareUtf8(a.key, b.key));
   };
 
   // -- Generations, forget, dispose -------------------------------------------------------------
@@ -465,6 +482,7 @@ class InMemoryStore implements MemoryStore {
     this.#log.forget(memoryId);
     this.#workingMemory.delete(memoryId);
     this.#workingMemoryVersions.delete(memoryId);
+    this.#earliestExpiry.delete(memoryId);
   };
 
   readonly dispose = async (): Result<'dispose'> => {
@@ -473,6 +491,7 @@ class InMemoryStore implements MemoryStore {
     this.#log.clear();
     this.#workingMemory.clear();
     this.#workingMemoryVersions.clear();
+    this.#earliestExpiry.clear();
     this.#forgottenCreatedAt.clear();
     this.#generations.clear();
   };
@@ -538,7 +557,10 @@ class InMemoryStore implements MemoryStore {
   }
 
   #summaryOf(record: MemoryRecord): ScopeSummary {
-    const entries = [...(this.#workingMemory.get(record.memoryId)?.values() ?? [])];
+    const now = this.#nowIso();
+    const entries = [...(this.#workingMemory.get(record.memoryId)?.values() ?? [])].filter((entry) =>
+      this.#live(entry, now),
+    );
     const lastActivityAt = entries.reduce(
       (latest, entry) => (entry.updatedAt > latest ? entry.updatedAt : latest),
       record.updatedAt,
@@ -553,6 +575,29 @@ class InMemoryStore implements MemoryStore {
       deadOperations: this.#log.deadCount(record.memoryId),
       lastActivityAt,
     });
+  }
+
+  #live(entry: WorkingMemoryEntry, nowIso: string): boolean {
+    return entry.expiresAt === null || entry.expiresAt > nowIso;
+  }
+
+  /** Deletes the scope's expired entries once its earliest expiry has passed; true when any went. */
+  #purgeExpired(memoryId: string, entries: Map<string, WorkingMemoryEntry>, now: number): boolean {
+    const earliest = this.#earliestExpiry.get(memoryId);
+    if (earliest === undefined || Date.parse(earliest) > now) return false;
+    const nowIso = new Date(now).toISOString();
+    let purged = false;
+    let next: string | undefined;
+    for (const [key, entry] of entries) {
+      if (entry.expiresAt === null) continue;
+      if (entry.expiresAt <= nowIso) {
+        entries.delete(key);
+        purged = true;
+      } else if (next === undefined || entry.expiresAt < next) next = entry.expiresAt;
+    }
+    if (next === undefined) this.#earliestExpiry.delete(memoryId);
+    else this.#earliestExpiry.set(memoryId, next);
+    return purged;
   }
 
   #workingMemoryChanged(memoryId: string): void {

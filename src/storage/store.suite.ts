@@ -21,6 +21,11 @@ export interface StoreSuiteOptions {
   cleanup?: () => Promise<void> | void;
   /** Test names to skip, each with the reason. */
   skip?: Readonly<Record<string, string>>;
+  /**
+   * Moves the clock the store was created with forward by `ms`. Without it, a test that needs
+   * time to pass polls the store (its own clock, as leases use) until it has.
+   */
+  advanceClock?: (ms: number) => void;
 }
 
 const generateId = createUlidGenerator();
@@ -1128,6 +1133,95 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await store.deleteWorkingMemoryEntry(idA, 'a')).toBe(true);
       expect(await store.deleteWorkingMemoryEntry(idA, 'a')).toBe(false);
       expect(await store.getWorkingMemoryEntry(idA, 'a')).toBeUndefined();
+    });
+
+    /**
+     * Lets `ms` pass by the store's clock: moves the injected clock, or polls until `passed`
+     * holds (the deadline is only for liveness).
+     */
+    const letPass = async (ms: number, passed: () => Promise<boolean>): Promise<void> => {
+      if (options.advanceClock) {
+        options.advanceClock(ms);
+        return;
+      }
+      for (const deadline = Date.now() + 20_000; !(await passed()) && Date.now() < deadline;) await sleep(5);
+    };
+
+    test('expires a working-memory entry at its time to live for every reader, the limits included', async () => {
+      const limits = { maxEntries: 3, maxTotalBytes: 40 };
+      const set = (key: string, valueJson: string, ttlMs?: number) =>
+        store.setWorkingMemoryEntry({
+          scope: scopeA,
+          memoryId: idA,
+          key,
+          valueJson,
+          limits,
+          ...(ttlMs === undefined ? {} : { ttlMs }),
+        });
+      const kept = await set('keep', '"k"');
+      expect(kept.expiresAt).toBeNull();
+      const brief = await set('brief', `"${'b'.repeat(14)}"`, 300);
+      expect(Date.parse(brief.expiresAt!)).toBe(Date.parse(brief.updatedAt) + 300);
+      const long = await set('long', '"l"', 3_600_000);
+      expect(Date.parse(long.expiresAt!)).toBe(Date.parse(long.updatedAt) + 3_600_000);
+      const { versions: _versions, ...stored } = brief;
+      expect(await store.getWorkingMemoryEntry(idA, 'brief')).toEqual(stored);
+      expect((await store.listWorkingMemoryEntries(idA)).map((entry) => entry.key)).toEqual(['brief', 'keep', 'long']);
+
+      await letPass(300, async () => (await store.getWorkingMemoryEntry(idA, 'brief')) === undefined);
+      expect(await store.getWorkingMemoryEntry(idA, 'brief')).toBeUndefined();
+      expect((await store.listWorkingMemoryEntries(idA)).map((entry) => entry.key)).toEqual(['keep', 'long']);
+      const [summary] = await store.listScopes({ tenantId: scopeA.tenantId, limit: 10 });
+      expect(summary?.workingMemoryEntries).toBe(2);
+      expect(await store.deleteWorkingMemoryEntry(idA, 'brief')).toBe(false);
+
+      // Neither its count nor its bytes hold a place: a third entry of 21 bytes fits the 40.
+      const third = await set('third', `"${'t'.repeat(14)}"`);
+      expect(third.createdAt).toBe(third.updatedAt);
+      await expect(set('fourth', '"4"')).rejects.toSatisfy(
+        (error: unknown) =>
+          HarnessMemoryError.isInstance(error) &&
+          error.code === 'WORKING_MEMORY_LIMIT' &&
+          (error.data as { actual?: number }).actual === 4,
+      );
+      // Set again, the key is a new entry.
+      await store.deleteWorkingMemoryEntry(idA, 'third');
+      const again = await set('brief', '"again"');
+      expect(again.expiresAt).toBeNull();
+      expect((await store.listWorkingMemoryEntries(idA)).map((entry) => entry.key)).toEqual(['brief', 'keep', 'long']);
+      await store.forget(idA);
+      expect(await store.listWorkingMemoryEntries(idA)).toEqual([]);
+    });
+
+    test("takes each set's time to live: a set without one keeps the entry for good", async () => {
+      const limits = { maxEntries: 10, maxTotalBytes: 1000 };
+      const set = (key: string, ttlMs?: number) =>
+        store.setWorkingMemoryEntry({
+          scope: scopeA,
+          memoryId: idA,
+          key,
+          valueJson: '"v"',
+          limits,
+          ...(ttlMs === undefined ? {} : { ttlMs }),
+        });
+      const first = await set('plan', 200);
+      const replaced = await set('plan');
+      expect(replaced.expiresAt).toBeNull();
+      expect(replaced.createdAt).toBe(first.createdAt);
+      const longer = await set('goal', 200);
+      expect((await set('goal', 3_600_000)).createdAt).toBe(longer.createdAt);
+      await set('probe', 200);
+      await letPass(200, async () => (await store.getWorkingMemoryEntry(idA, 'probe')) === undefined);
+      expect((await store.listWorkingMemoryEntries(idA)).map((entry) => [entry.key, entry.expiresAt === null])).toEqual(
+        [
+          ['goal', false],
+          ['plan', true],
+        ],
+      );
+      // The next write deletes the expired rows; what readers see stays the same.
+      await set('other');
+      expect((await store.listWorkingMemoryEntries(idA)).map((entry) => entry.key)).toEqual(['goal', 'other', 'plan']);
+      expect((await store.getWorkingMemoryEntry(idA, 'plan'))?.expiresAt).toBeNull();
     });
 
     test('enforces the entry count and total size limits without a partial write', async () => {

@@ -142,6 +142,8 @@ export interface WorkingMemoryEntry {
   readonly valueJson: string;
   readonly createdAt: string;
   readonly updatedAt: string;
+  /** When the entry expires (ISO 8601 UTC), by the store's clock; `null` when it never does. */
+  readonly expiresAt: string | null;
 }
 
 /**
@@ -472,6 +474,12 @@ export interface MemoryStore {
   /**
    * Inserts or replaces an entry, enforcing `limits` atomically. Creates the scope's record if
    * missing (as {@link appendMessages} does), so the scope is listed by {@link listScopes}.
+   *
+   * With `ttlMs` the entry expires that many milliseconds after the write, by the store's
+   * clock; without it, never (a replaced entry takes the new set's expiry). An expired entry
+   * is gone for every reader (get, list, version-held snippets, the limits) at once, and its
+   * row is deleted in the scope's next write (set or delete): the store keeps the scope's
+   * earliest expiry with its usage, so a scope without expired entries pays nothing for it.
    */
   setWorkingMemoryEntry(input: {
     scope: Scope;
@@ -479,11 +487,13 @@ export interface MemoryStore {
     key: string;
     valueJson: string;
     limits: WorkingMemoryLimits;
+    /** Milliseconds the entry lives, a positive integer; absent: it never expires. */
+    ttlMs?: number;
   }): Promise<StoredWorkingMemoryEntry>;
   getWorkingMemoryEntry(memoryId: string, key: string): Promise<WorkingMemoryEntry | undefined>;
-  /** True if an entry was removed. */
+  /** True if an entry was removed (an expired one does not count). */
   deleteWorkingMemoryEntry(memoryId: string, key: string): Promise<boolean>;
-  /** All entries of the scope, sorted by key in byte order. */
+  /** All unexpired entries of the scope, sorted by key in byte order. */
   listWorkingMemoryEntries(memoryId: string): Promise<WorkingMemoryEntry[]>;
   /**
    * Optional. A number that changes whenever the scope's entries change (an entry set, an

@@ -195,3 +195,33 @@ describe('working_memory tool: scope', () => {
     );
   });
 });
+
+describe('working_memory tool: time to live', () => {
+  it('sets an entry that expires after ttl_seconds, answering its expiry, while get and list keep their shapes', async () => {
+    let at = Date.parse('2026-03-01T12:00:00.000Z');
+    const now = () => new Date(at);
+    const tool = createWorkingMemoryTool(createWorkingMemory({ store: createInMemoryStore({ now }), now }));
+    expect(tool.parameters).toMatchObject({ properties: { ttl_seconds: { type: 'number' } } });
+    expect(await tool.execute({ action: 'set', key: 'draft', value: 'x', ttl_seconds: 30 }, CONTEXT)).toEqual({
+      ok: true,
+      key: 'draft',
+      expires_at: '2026-03-01T12:00:30.000Z',
+    });
+    expect(await tool.execute({ action: 'set', key: 'plan', value: 1 }, CONTEXT)).toEqual({ ok: true, key: 'plan' });
+    expect(await tool.execute({ action: 'list' }, CONTEXT)).toEqual({ entries: { draft: '"x"', plan: '1' } });
+    at += 30_000;
+    expect(await tool.execute({ action: 'get', key: 'draft' }, CONTEXT)).toEqual({
+      key: 'draft',
+      value: '',
+      found: false,
+    });
+    expect(await tool.execute({ action: 'list' }, CONTEXT)).toEqual({ entries: { plan: '1' } });
+  });
+
+  it('refuses a ttl_seconds out of range as WORKING_MEMORY_INVALID naming ttl_seconds', async () => {
+    const { tool } = setup();
+    const error = await rejection(tool.execute({ action: 'set', key: 'a', value: 1, ttl_seconds: 0.5 }, CONTEXT));
+    expect(error.code).toBe('WORKING_MEMORY_INVALID');
+    expect(error.data).toEqual({ field: 'ttl_seconds' });
+  });
+});

@@ -18,10 +18,15 @@ const workingMemoryInput = z.object({
   action: actionSchema(WORKING_MEMORY_ACTIONS).describe('set, get, delete or list'),
   key: z.string().optional().describe('Entry key; required for set, get and delete'),
   value: z.unknown().optional().describe('Any JSON value to store (set only)'),
+  ttl_seconds: z
+    .number()
+    .optional()
+    .describe('Seconds until the entry expires, a whole number from 1 to 315360000 (set only; omit to keep it)'),
 });
 
 /**
- * Creates the `working_memory` tool. Results: set `{ok, key}`, get `{key, value, found}`
+ * Creates the `working_memory` tool. Results: set `{ok, key}` (with `expires_at` when the entry
+ * expires: `ttl_seconds`, or the configured default), get `{key, value, found}`
  * (`value` is the JSON-encoded string, `""` when missing), delete `{ok, key}`,
  * list `{entries: {key: jsonString}}`.
  * @example
@@ -54,8 +59,14 @@ export function createWorkingMemoryTool(workingMemory: WorkingMemory): Tool {
         });
       }
       if (args.action === 'set') {
-        const result = await workingMemory.set(scope, key, args.value, written);
-        return { ok: true, key: result.key };
+        const result = await workingMemory.set(scope, key, args.value, {
+          ...written,
+          ...(args.ttl_seconds === undefined ? {} : { ttlSeconds: args.ttl_seconds }),
+        });
+        const { expiresAt } = result.entry;
+        return expiresAt === null
+          ? { ok: true, key: result.key }
+          : { ok: true, key: result.key, expires_at: expiresAt };
       }
       if (args.action === 'get') {
         const result = await workingMemory.get(scope, key);

@@ -142,6 +142,39 @@ describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
     expect(afterDelete['observational_memory']).not.toContain('Lisbon');
   });
 
+  it('sets a working-memory entry with ttl_seconds, answering its expiry, and refuses one out of range', async () => {
+    const client = await connect(KEY_A);
+    const where = { conversation_id: 'mcp-ttl' };
+    const { tools } = await client.listTools();
+    expect(tools.find((tool) => tool.name === 'working_memory')?.inputSchema.properties?.['ttl_seconds']).toMatchObject(
+      { type: 'number' },
+    );
+    const before = Date.now();
+    const set = await ok(client, 'working_memory', {
+      action: 'set',
+      key: 'draft',
+      value: 1,
+      ttl_seconds: 600,
+      ...where,
+    });
+    expect(set).toMatchObject({ ok: true, key: 'draft' });
+    expect(Date.parse(set['expires_at'])).toBeGreaterThanOrEqual(before + 600_000 - 1000);
+    expect(await ok(client, 'working_memory', { action: 'get', key: 'draft', ...where })).toEqual({
+      key: 'draft',
+      value: '1',
+      found: true,
+    });
+    const refused = await call(client, 'working_memory', {
+      action: 'set',
+      key: 'x',
+      value: 1,
+      ttl_seconds: 0,
+      ...where,
+    });
+    expect(refused.isError).toBe(true);
+    expect(JSON.stringify(refused.content)).toContain('ttl_seconds');
+  });
+
   it('answers below_threshold until enough new text arrives, and never observes a message twice', async () => {
     const client = await connect(KEY_A);
     const where = { conversation_id: 'mcp-threshold' };

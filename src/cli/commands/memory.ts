@@ -145,7 +145,10 @@ function registerReadCommands(sub: Subcommand, context: CliContext): void {
       }
       lines.push('', '## Working memory', '');
       if (entries.length === 0) lines.push('(none)');
-      for (const entry of entries) lines.push(`- ${entry.key} = ${entry.valueJson}`);
+      for (const entry of entries)
+        lines.push(
+          `- ${entry.key} = ${entry.valueJson}${entry.expiresAt === null ? '' : ` (expires ${entry.expiresAt})`}`,
+        );
       printLine(context, lines.join('\n'));
     },
   );

@@ -15,6 +15,7 @@ import type { ScopeOptions } from '../scope-options.js';
 
 interface WmOptions extends ScopeOptions {
   readonly json?: boolean;
+  readonly ttl?: string;
 }
 
 /** Registers `wm` and its subcommands. */
@@ -36,21 +37,26 @@ export function registerWmCommand(program: Command, context: CliContext, result:
   };
 
   withScopeOptions(wm.command('list').description('list the entries'))
-    .option('--json', 'print {entries: [{key, value, created_at, updated_at}]}')
+    .option('--json', 'print {entries: [{key, value, created_at, updated_at, expires_at}]}')
     .action((options: WmOptions) =>
       withHarness(options, async (harness, scope) => {
         const entries = await harness.workingMemory.entries(scope);
         if (options.json) printLine(context, JSON.stringify({ entries: entries.map(entryToJson) }, null, 2));
         else if (entries.length === 0)
           context.stderr.write(`${dim(context, `no working-memory entries in ${describeScope(scope)}`)}\n`);
-        else for (const entry of entries) printLine(context, `${entry.key} = ${entry.valueJson}`);
+        else
+          for (const entry of entries)
+            printLine(
+              context,
+              `${entry.key} = ${entry.valueJson}${entry.expiresAt === null ? '' : dim(context, ` (expires ${entry.expiresAt})`)}`,
+            );
         return EXIT_OK;
       }),
     );
 
   withScopeOptions(wm.command('get').description("print an entry's value as JSON (exit 1 when it is not set)"))
     .argument('<key>', 'entry key')
-    .option('--json', 'print {key, value, created_at, updated_at}')
+    .option('--json', 'print {key, value, created_at, updated_at, expires_at}')
     .action((key: string, options: WmOptions) =>
       withHarness(options, async (harness, scope) => {
         const found = await harness.workingMemory.get(scope, key);
@@ -75,10 +81,20 @@ export function registerWmCommand(program: Command, context: CliContext, result:
   )
     .argument('<key>', 'entry key')
     .argument('<value>', 'value as JSON (e.g. \'{"step":1}\'), or any text')
+    .option('--ttl <seconds>', 'expire the entry after this many seconds (default: the configured default, or never)')
     .action((key: string, value: string, options: WmOptions) =>
       withHarness(options, async (harness, scope) => {
-        const stored = await harness.workingMemory.set(scope, key, parseValue(value));
-        printLine(context, `set ${stored.key} = ${stored.entry.valueJson}`);
+        const stored = await harness.workingMemory.set(
+          scope,
+          key,
+          parseValue(value),
+          options.ttl === undefined ? undefined : { ttlSeconds: Number(options.ttl) },
+        );
+        const { expiresAt } = stored.entry;
+        printLine(
+          context,
+          `set ${stored.key} = ${stored.entry.valueJson}${expiresAt === null ? '' : ` (expires ${expiresAt})`}`,
+        );
         return EXIT_OK;
       }),
     );

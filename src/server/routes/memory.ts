@@ -46,7 +46,7 @@ const enableBody = z
   })
   .strict();
 const emptyBody = z.object({}).strict();
-const putBody = z.object({ value: z.unknown() }).strict();
+const putBody = z.object({ value: z.unknown(), ttl_seconds: z.number().optional() }).strict();
 // The importance's range is the service's to check, so HTTP answers observation_invalid as
 // the library does.
 const correctionBody = z.object({ content: z.string(), importance: z.number().nullable().optional() }).strict();
@@ -270,7 +270,12 @@ function workingMemoryRoutes(app: Hono<ServerEnv>, options: MemoryRoutesOptions)
   app.put(`${base}/working/:key`, async (context) => {
     const scope = writeScopeOf(context, options.limits);
     const body = await readJsonBody(context, putBody);
-    const result = await workingMemory.set(scope, keyOf(context), body.value);
+    const result = await workingMemory.set(
+      scope,
+      keyOf(context),
+      body.value,
+      body.ttl_seconds === undefined ? undefined : { ttlSeconds: body.ttl_seconds },
+    );
     return context.json({ ok: true, key: result.key, entry: entryToJson(result.entry) });
   });
 

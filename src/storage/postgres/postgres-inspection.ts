@@ -38,7 +38,8 @@ function inspectionStatements(s: string) {
             WHERE lower(r.conversation_id) NOT LIKE word ESCAPE '\\' AND lower(r.agent_id) NOT LIKE word ESCAPE '\\')
         ORDER BY r.conversation_id COLLATE "C", r.agent_id COLLATE "C" LIMIT $7) r
       CROSS JOIN LATERAL (
-        SELECT count(*) AS entries, max(e.updated_at) AS entries_updated_at
+        SELECT count(*) FILTER (WHERE e.expires_at IS NULL OR e.expires_at > now()) AS entries,
+          max(e.updated_at) AS entries_updated_at
         FROM ${s}working_memory_entries e WHERE e.memory_id = r.memory_id) w
       ORDER BY r.conversation_id COLLATE "C", r.agent_id COLLATE "C"`,
     selectObservation: `SELECT * FROM ${s}om_observations WHERE memory_id = $1 AND seq = $2`,

@@ -8,7 +8,7 @@ import type { Pool } from 'pg';
 import { StoreError } from '../../core/errors.js';
 import { OBSERVATION_SOURCES } from '../../core/observation.js';
 import { lockKey64, query, transaction, validateSchemaName } from './postgres-connection.js';
-import { entryFunctions } from './postgres-entry-functions.js';
+import { entryExpiryMigration, entryFunctions } from './postgres-entry-functions.js';
 import { observeFunctions } from './postgres-observe-functions.js';
 import { conversationMessageFunctions, endedRunTrigger, runEventFunctions } from './postgres-run-functions.js';
 
@@ -390,6 +390,13 @@ ${observeFunctions(s)}`,
       'a run that ended is not changed again (a trigger) and an event refused after its end has its own SQLSTATE, ' +
       'whatever replica (an older version too) writes',
     up: (s) => `${runEventFunctions(s)}${endedRunTrigger(s)}`,
+  },
+  {
+    version: 21,
+    description:
+      'working-memory expiry: working_memory_entries.expires_at, working_memory_versions.earliest_expiry, and ' +
+      'wm_set_entry takes a time to live and deletes the expired entries of its scope',
+    up: entryExpiryMigration,
   },
 ]);
 

@@ -94,6 +94,9 @@ export interface PostgresStatements {
   readonly forgetScope: readonly string[];
 }
 
+// A working-memory entry readers see: it never expires, or not yet by the database's clock.
+const UNEXPIRED = '(expires_at IS NULL OR expires_at > now())';
+
 // The error text of an operation whose lease expired while processing, requeued or taken over.
 const STALE_REQUEUED = 'requeued after stale processing operation';
 
@@ -296,18 +299,25 @@ export function buildStatements(s: string): PostgresStatements {
       `SELECT count(*) AS count FROM ${s}om_operation_log WHERE memory_id = $1 AND status ` +
       `IN ('queued', 'processing')`,
 
-    selectEntry: `SELECT * FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2`,
-    setEntry: `SELECT ${s}wm_set_entry($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS result`,
+    selectEntry: `SELECT * FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2 AND ${UNEXPIRED}`,
+    setEntry: `SELECT ${s}wm_set_entry($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS result`,
     // Deletes and, when a row went, sets a new working-memory version ($3), in one statement.
+    // Once the scope's earliest expiry has passed it deletes the expired rows too, and keeps
+    // the earliest of the rest (the CTEs read the rows as they were before the delete).
     deleteEntry: `
-      WITH deleted AS (DELETE FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2 RETURNING 1),
+      WITH due AS (SELECT 1 FROM ${s}working_memory_versions WHERE memory_id = $1 AND earliest_expiry <= now()),
+        deleted AS (DELETE FROM ${s}working_memory_entries WHERE memory_id = $1 AND (entry_key = $2 OR
+          (expires_at <= now() AND EXISTS (SELECT 1 FROM due))) RETURNING entry_key, expires_at),
         bumped AS (
-          INSERT INTO ${s}working_memory_versions (memory_id, version) SELECT $1, $3 WHERE EXISTS (SELECT 1 FROM
+          INSERT INTO ${s}working_memory_versions AS v (memory_id, version) SELECT $1, $3 WHERE EXISTS (SELECT 1 FROM
             deleted)
-          ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version)
-      SELECT count(*) AS count FROM deleted`,
+          ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version, earliest_expiry = CASE WHEN
+            v.earliest_expiry <= now() THEN (SELECT min(e.expires_at) FROM ${s}working_memory_entries AS e WHERE
+              e.memory_id = $1 AND e.entry_key <> $2 AND e.expires_at > now()) ELSE v.earliest_expiry END)
+      SELECT count(*) FILTER (WHERE entry_key = $2 AND (expires_at IS NULL OR expires_at > now()))::int AS count
+      FROM deleted`,
     selectWorkingMemoryVersion: `SELECT version FROM ${s}working_memory_versions WHERE memory_id = $1`,
-    listEntries: `SELECT * FROM ${s}working_memory_entries WHERE memory_id = $1 ORDER BY entry_key`,
+    listEntries: `SELECT * FROM ${s}working_memory_entries WHERE memory_id = $1 AND ${UNEXPIRED} ORDER BY entry_key`,
 
     forgetScope: Object.freeze(
       [

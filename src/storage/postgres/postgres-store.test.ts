@@ -8,6 +8,7 @@ import {
 import { expectPendingTokensKept, pendingScopes } from '../../../test/support/pending-messages.js';
 import { createPostgresTestSchemas } from '../../../test/support/postgres-schema.js';
 import type { PostgresTestSchemas } from '../../../test/support/postgres-schema.js';
+import { untilEntryExpired } from '../../../test/support/until-entry-expired.js';
 import { postgresTestUrl, recordStatements } from '../../../test/support/postgres-schema.js';
 import { HarnessMemoryError } from '../../core/errors.js';
 import { createUlidGenerator } from '../../core/ids.js';
@@ -117,6 +118,73 @@ describe.skipIf(!url)('postgres store', () => {
       } finally {
         writer.release();
       }
+    });
+
+    it("deletes expired rows in the scope's next write, by the database's clock", async () => {
+      const store = await open();
+      const pool = rawPool();
+      const rows = async () =>
+        (
+          await pool.query<{ entry_key: string }>(
+            `SELECT entry_key FROM "${schema}".working_memory_entries WHERE memory_id = $1 ORDER BY entry_key`,
+            [memoryId],
+          )
+        ).rows.map((row) => row.entry_key);
+      const earliest = async () =>
+        (
+          await pool.query<{ earliest: string | null }>(
+            `SELECT to_char(earliest_expiry AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS earliest
+             FROM "${schema}".working_memory_versions WHERE memory_id = $1`,
+            [memoryId],
+          )
+        ).rows[0]?.earliest;
+      const limits = { maxEntries: 10, maxTotalBytes: 1_000 };
+      await store.setWorkingMemoryEntry({ scope, memoryId, key: 'keep', valueJson: '1', limits });
+      expect(await earliest()).toBeNull();
+      const brief = await store.setWorkingMemoryEntry({
+        scope,
+        memoryId,
+        key: 'brief',
+        valueJson: '1',
+        limits,
+        ttlMs: 150,
+      });
+      expect(await earliest()).toBe(brief.expiresAt);
+      await untilEntryExpired(store, memoryId, 'brief');
+      expect(await rows()).toEqual(['brief', 'keep']);
+      expect(await store.deleteWorkingMemoryEntry(memoryId, 'brief')).toBe(false);
+      expect(await rows()).toEqual(['keep']);
+      expect(await earliest()).toBeNull();
+      await store.setWorkingMemoryEntry({ scope, memoryId, key: 'brief', valueJson: '1', limits, ttlMs: 150 });
+      await untilEntryExpired(store, memoryId, 'brief');
+      await store.setWorkingMemoryEntry({ scope, memoryId, key: 'other', valueJson: '1', limits });
+      expect(await rows()).toEqual(['keep', 'other']);
+      expect(await earliest()).toBeNull();
+    });
+
+    it('upgrades a version-20 schema: entries never expire, and a replica of that version still sets', async () => {
+      const pool = await schemaAt(20);
+      const store = await open();
+      const limits = { maxEntries: 10, maxTotalBytes: 1_000 };
+      // The ten-argument call a version-20 replica makes.
+      await pool.query(`SELECT "${schema}".wm_set_entry($1, $2, $3, $4, $5, 'old', '"v"', 5, 10, 1000)`, [
+        12_345,
+        memoryId,
+        scope.tenantId,
+        scope.conversationId,
+        scope.agentId,
+      ]);
+      expect(await store.getWorkingMemoryEntry(memoryId, 'old')).toMatchObject({ valueJson: '"v"', expiresAt: null });
+      const brief = await store.setWorkingMemoryEntry({
+        scope,
+        memoryId,
+        key: 'brief',
+        valueJson: '1',
+        limits,
+        ttlMs: 60_000,
+      });
+      expect(Date.parse(brief.expiresAt!) - Date.parse(brief.updatedAt)).toBe(60_000);
+      expect((await store.listWorkingMemoryEntries(memoryId)).map((entry) => entry.key)).toEqual(['brief', 'old']);
     });
 
     it('sets a working-memory entry in one statement, and refuses one over a limit writing nothing', async () => {

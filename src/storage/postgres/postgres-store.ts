@@ -122,7 +122,7 @@ interface EntrySetAnswer {
   readonly max: number;
 }
 
-const ENTRY_TIMES = ['created_at', 'updated_at'] as const;
+const ENTRY_TIMES = ['created_at', 'updated_at', 'expires_at'] as const;
 
 // Observations read on the read lane at most at once (see listObservations).
 const LANE_PAGE = 64;
@@ -847,6 +847,7 @@ function workingMemoryMethods(
           after,
           limits.maxEntries,
           limits.maxTotalBytes,
+          input.ttlMs ?? null,
         ]);
         const result = answer?.result;
         if (result?.limit) throw workingMemoryLimitError(result.limit, result.actual, result.max);

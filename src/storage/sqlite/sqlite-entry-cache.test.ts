@@ -35,6 +35,27 @@ describe('sqlite working-memory entry cache', () => {
     rmSync(directory, { recursive: true, force: true });
   });
 
+  it('does not keep an entry that expires: it is gone at its expiry though nothing was committed', async () => {
+    const store = open();
+    const brief = await store.setWorkingMemoryEntry({
+      scope,
+      memoryId,
+      key: 'brief',
+      valueJson: '1',
+      limits: DEFAULT_WORKING_MEMORY_LIMITS,
+      ttlMs: 150,
+    });
+    expect(await store.getWorkingMemoryEntry(memoryId, 'brief')).toMatchObject({ expiresAt: brief.expiresAt });
+    // Polled until the database's clock passes the expiry; a kept entry would never go.
+    let entry = await store.getWorkingMemoryEntry(memoryId, 'brief');
+    for (const deadline = Date.now() + 5_000; entry !== undefined && Date.now() < deadline;) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      entry = await store.getWorkingMemoryEntry(memoryId, 'brief');
+    }
+    expect(entry).toBeUndefined();
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(brief.expiresAt!));
+  });
+
   it('sees every write another connection committed before the read, and keeps absences honest', async () => {
     const reader = open();
     const writer = open();

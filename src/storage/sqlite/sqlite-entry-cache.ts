@@ -37,6 +37,8 @@ export class SqliteEntryCache {
     const kept = this.#kept.get(id);
     if (kept !== undefined) return kept ?? undefined;
     const entry = read();
+    // An entry that expires is read each time: it goes at its expiry, with no commit to tell.
+    if (entry?.expiresAt != null) return entry;
     if (this.#kept.size >= MAX_KEPT) this.#kept.clear();
     this.#kept.set(id, entry ?? null);
     return entry;

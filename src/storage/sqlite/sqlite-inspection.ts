@@ -12,6 +12,7 @@ import { toObservation, toOperation, toRecord, toScopeSummary } from '../_memory
 import type { ObservationRow, OperationRow, RecordRow, ScopeRow, StoreInput } from '../_memory-rows.js';
 import { likePattern, planCorrection } from '../correction-plan.js';
 import type { MemoryStore, Operation, ScopeListQuery, ScopeSummary } from '../store.js';
+import { SQL_NOW } from './sqlite-statements.js';
 import type { SqliteStatements } from './sqlite-statements.js';
 
 /** The most words a search may hold (each is one `LIKE` test). */
@@ -19,7 +20,9 @@ export const MAX_SEARCH_WORDS = 8;
 
 const SCOPE_COLUMNS = `
   r.memory_id, r.tenant_id, r.conversation_id, r.agent_id, r.enabled, r.observation_count, r.updated_at,
-  COALESCE(w.entry_count, 0) AS entries,
+  CASE WHEN w.earliest_expiry <= ${SQL_NOW} THEN (SELECT COUNT(*) FROM working_memory_entries e
+    WHERE e.memory_id = r.memory_id AND (e.expires_at IS NULL OR e.expires_at > ${SQL_NOW}))
+    ELSE COALESCE(w.entry_count, 0) END AS entries,
   (SELECT COUNT(*) FROM om_operation_log o WHERE o.memory_id = r.memory_id
     AND o.status IN ('queued', 'processing')) AS pending,
   (SELECT COUNT(*) FROM om_operation_log o WHERE o.memory_id = r.memory_id AND o.status = 'dead') AS dead,

@@ -311,6 +311,13 @@ INSERT INTO working_memory_versions (memory_id, version, entry_count, total_byte
   FROM working_memory_entries GROUP BY memory_id;
 `;
 
+// Version 15: a time to live for working-memory entries. The scope's earliest expiry sits with
+// its count and bytes, which every set already reads: a scope with nothing due costs nothing.
+const WORKING_MEMORY_EXPIRY = `
+ALTER TABLE working_memory_entries ADD COLUMN expires_at TEXT;
+ALTER TABLE working_memory_versions ADD COLUMN earliest_expiry TEXT;
+`;
+
 const SOURCE_LIST = OBSERVATION_SOURCES.map((source) => `'${source}'`).join(', ');
 
 // Version 7: the supersession set of each scope (supersessions and contradictions found by
@@ -562,6 +569,13 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
       'triggers keeping a run that ended as it ended: no update of its status, output, error, steps or usage, and ' +
       'no event but its first terminal one, whatever process (an older version too) writes the file',
     up: runSql(ENDED_RUN_TRIGGERS),
+  },
+  {
+    version: 15,
+    description:
+      'working_memory_entries.expires_at: when an entry expires (NULL: never); working_memory_versions.' +
+      'earliest_expiry: no later than the earliest of the scope, so a write purges expired rows only when one is due',
+    up: runSql(WORKING_MEMORY_EXPIRY),
   },
 ]);
 

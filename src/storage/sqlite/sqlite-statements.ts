@@ -179,26 +179,37 @@ export interface SqliteStatements {
   readonly countPendingOperations: Statement<[], number>;
   readonly countPendingOperationsOfScope: Statement<[string], number>;
 
+  /** The entry, unless it expired. */
   readonly selectEntry: Statement<[string, string], WorkingMemoryRow>;
   /**
    * What a set decides from, in one step: the scope's entry count and bytes (null without a
-   * usage row), the entry's bytes and creation time (null when the key is absent), and now.
+   * usage row), the entry's bytes and creation time (null when the key is absent), now, the
+   * scope's version and its earliest expiry (null when no entry expires).
    */
   readonly entrySetBasis: Statement<
     Named<{ memoryId: string; key: string }>,
-    [number | null, number | null, number | null, string | null, string, number | null]
+    [number | null, number | null, number | null, string | null, string, number | null, string | null]
   >;
-  /** `[entry_count, total_bytes]` of the scope's working memory. */
-  readonly workingMemoryUsage: Statement<[string], [number, number]>;
-  /** Stores the scope's entry count and bytes with a new version. */
-  readonly writeWorkingMemoryUsage: Statement<[string, number, number, number]>;
-  /** Creates or replaces an entry; a replaced one keeps its `created_at`. */
-  readonly upsertEntry: Statement<Named<{ memoryId: string; key: string; valueJson: string; now: string }>>;
-  /** Deletes an entry; returns its bytes, none when the key was absent. */
-  readonly deleteEntry: Statement<[string, string], number>;
+  /** `[entry_count, total_bytes, earliest_expiry, now]` of the scope's working memory. */
+  readonly workingMemoryUsage: Statement<[string], [number, number, string | null, string]>;
+  /** Stores the scope's entry count, bytes and earliest expiry with a new version. */
+  readonly writeWorkingMemoryUsage: Statement<[string, number, number, number, string | null]>;
+  /** Creates or replaces an entry with its expiry; a replaced one keeps its `created_at`. */
+  readonly upsertEntry: Statement<
+    Named<{ memoryId: string; key: string; valueJson: string; now: string; expiresAt: string | null }>
+  >;
+  /** Deletes an entry; returns `[bytes, expires_at]`, none when the key was absent. */
+  readonly deleteEntry: Statement<[string, string], [number, string | null]>;
+  /** Deletes the scope's entries expired at the time given; returns the bytes of each. */
+  readonly purgeExpiredEntries: Statement<[string, string], number>;
+  /** The earliest expiry among the scope's entries, null when none expires. */
+  readonly selectEarliestExpiry: Statement<[string], string | null>;
   readonly selectWorkingMemoryVersion: Statement<[string], number>;
-  /** Rows as `[entry_key, entry_json, created_at, updated_at]`: read every turn, so no per-row objects. */
-  readonly listEntries: Statement<[string], [string, string, string, string]>;
+  /**
+   * Unexpired rows as `[entry_key, entry_json, created_at, updated_at, expires_at]`: read
+   * every turn, so no per-row objects.
+   */
+  readonly listEntries: Statement<[string], [string, string, string, string, string | null]>;
 
   /** One `DELETE … WHERE memory_id = ?` per table. */
   readonly forgetScope: readonly Statement<[string]>[];
@@ -217,6 +228,9 @@ const CLAIMABLE = `
     'processing')
   AND NOT EXISTS (SELECT 1 FROM om_operation_log AS o WHERE o.memory_id = q.memory_id AND o.${PENDING} AND o.status =
     'queued' AND o.scope_sequence < q.scope_sequence)`;
+
+// An entry readers see: its expiry, when it has one, is later than now (the same text format).
+const UNEXPIRED = `(expires_at IS NULL OR expires_at > ${SQL_NOW})`;
 
 // A working-memory entry's size for the limits: the UTF-8 bytes of its key and value.
 const ENTRY_BYTES = 'length(CAST(entry_key AS BLOB)) + length(CAST(entry_json AS BLOB))';
@@ -484,36 +498,41 @@ export function prepareStatements(db: Database): SqliteStatements {
     countPendingOperations: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE ${PENDING}`),
     countPendingOperationsOfScope: pluck(`SELECT COUNT(*) FROM om_operation_log WHERE memory_id = ? AND ${PENDING}`),
 
-    selectEntry: prepare('SELECT * FROM working_memory_entries WHERE memory_id = ? AND entry_key = ?'),
+    selectEntry: prepare(`SELECT * FROM working_memory_entries WHERE memory_id = ? AND entry_key = ? AND ${UNEXPIRED}`),
     entrySetBasis: prepare<
       Named<{ memoryId: string; key: string }>,
-      [number | null, number | null, number | null, string | null, string, number | null]
+      [number | null, number | null, number | null, string | null, string, number | null, string | null]
     >(`
-      SELECT v.entry_count, v.total_bytes, e.bytes, e.created_at, ${SQL_NOW}, v.version
+      SELECT v.entry_count, v.total_bytes, e.bytes, e.created_at, ${SQL_NOW}, v.version, v.earliest_expiry
       FROM (SELECT 1) LEFT JOIN working_memory_versions AS v ON v.memory_id = @memoryId
       LEFT JOIN (SELECT ${ENTRY_BYTES} AS bytes, created_at FROM working_memory_entries
         WHERE memory_id = @memoryId AND entry_key = @key) AS e`).raw(true),
-    workingMemoryUsage: prepare<[string], [number, number]>(
-      'SELECT entry_count, total_bytes FROM working_memory_versions WHERE memory_id = ?',
+    workingMemoryUsage: prepare<[string], [number, number, string | null, string]>(
+      `SELECT entry_count, total_bytes, earliest_expiry, ${SQL_NOW} FROM working_memory_versions WHERE memory_id = ?`,
     ).raw(true),
     writeWorkingMemoryUsage: prepare(`
-      INSERT INTO working_memory_versions (memory_id, version, entry_count, total_bytes) VALUES (?, ?, ?, ?)
+      INSERT INTO working_memory_versions (memory_id, version, entry_count, total_bytes, earliest_expiry)
+      VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version, entry_count = excluded.entry_count,
-        total_bytes = excluded.total_bytes`),
-    // created_at is set on insert only, so a replaced entry keeps it.
+        total_bytes = excluded.total_bytes, earliest_expiry = excluded.earliest_expiry`),
+    // created_at is set on insert only, so a replaced entry keeps it; the expiry is the new set's.
     upsertEntry: prepare(`
-      INSERT INTO working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at) VALUES (@memoryId,
-        @key, @valueJson, @now, @now)
+      INSERT INTO working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at, expires_at)
+      VALUES (@memoryId, @key, @valueJson, @now, @now, @expiresAt)
       ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at =
-        excluded.updated_at`),
-    deleteEntry: pluck(
-      `DELETE FROM working_memory_entries WHERE memory_id = ? AND entry_key = ? RETURNING ${ENTRY_BYTES}`,
+        excluded.updated_at, expires_at = excluded.expires_at`),
+    deleteEntry: prepare<[string, string], [number, string | null]>(
+      `DELETE FROM working_memory_entries WHERE memory_id = ? AND entry_key = ? RETURNING ${ENTRY_BYTES}, expires_at`,
+    ).raw(true),
+    purgeExpiredEntries: pluck(
+      `DELETE FROM working_memory_entries WHERE memory_id = ? AND expires_at <= ? RETURNING ${ENTRY_BYTES}`,
     ),
+    selectEarliestExpiry: pluck('SELECT MIN(expires_at) FROM working_memory_entries WHERE memory_id = ?'),
     selectWorkingMemoryVersion: pluck('SELECT version FROM working_memory_versions WHERE memory_id = ?'),
     // BINARY compares the UTF-8 bytes, which is the port's "byte order".
-    listEntries: prepare<[string], [string, string, string, string]>(
-      'SELECT entry_key, entry_json, created_at, updated_at FROM working_memory_entries WHERE memory_id = ? ORDER ' +
-        'BY entry_key COLLATE BINARY',
+    listEntries: prepare<[string], [string, string, string, string, string | null]>(
+      `SELECT entry_key, entry_json, created_at, updated_at, expires_at FROM working_memory_entries WHERE memory_id = ? ` +
+        `AND ${UNEXPIRED} ORDER BY entry_key COLLATE BINARY`,
     ).raw(true),
 
     forgetScope: Object.freeze(

@@ -23,6 +23,7 @@ import { runStoreSuite } from '../store.suite.js';
 import { newRun } from '../run-store.suite.js';
 import { createSqliteRunStore } from './sqlite-run-store.js';
 import { useSqliteTestFiles } from '../../../test/support/sqlite-test-files.js';
+import { untilEntryExpired } from '../../../test/support/until-entry-expired.js';
 import { seededRandom } from '../../../test/support/seeded-random.js';
 
 let suiteDirectory: string | undefined;
@@ -124,7 +125,7 @@ describe('store: sqlite (backend)', () => {
     expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual(
       SQLITE_MIGRATIONS.map((migration) => migration.version),
     );
-    expect(SQLITE_SCHEMA_VERSION).toBe(14);
+    expect(SQLITE_SCHEMA_VERSION).toBe(15);
 
     const fullPath = join(files.directory, 'deep', 'er', 'full.db');
     const full = track(new Database(':memory:'));
@@ -701,6 +702,72 @@ describe('store: sqlite (backend)', () => {
     expect(listed.map((summary) => [summary.scope, summary.memoryId])).toEqual([[scope, memoryId]]);
     expect((await store.getRecord(memoryId))?.stateVersion).toBe(1);
     expect((await store.listWorkingMemoryEntries(memoryId)).map((entry) => entry.key).sort()).toEqual(['goal', 'plan']);
+  });
+
+  it('upgrades a version-14 database: entries never expire, and an entry set with a time to live does', async () => {
+    const raw = new Database(files.path);
+    migrateSqliteDatabase(
+      raw,
+      SQLITE_MIGRATIONS.filter((migration) => migration.version <= 14),
+    );
+    raw
+      .prepare(
+        `INSERT INTO working_memory_entries VALUES (?, 'plan', '"v"', '2025-01-01T00:00:00.000Z', ` +
+          `'2025-01-01T00:00:00.000Z')`,
+      )
+      .run(memoryId);
+    raw.prepare('INSERT INTO working_memory_versions VALUES (?, 7, 1, 7)').run(memoryId);
+    raw.close();
+
+    const limits = { maxEntries: 10, maxTotalBytes: 1000 };
+    const store = track(createSqliteStore({ path: files.path }));
+    expect(await store.getWorkingMemoryEntry(memoryId, 'plan')).toMatchObject({ key: 'plan', expiresAt: null });
+    const brief = await store.setWorkingMemoryEntry({
+      scope,
+      memoryId,
+      key: 'brief',
+      valueJson: '1',
+      limits,
+      ttlMs: 60_000,
+    });
+    expect(brief.expiresAt).not.toBeNull();
+    expect((await store.listWorkingMemoryEntries(memoryId)).map((entry) => entry.key)).toEqual(['brief', 'plan']);
+  });
+
+  it("deletes expired rows in the scope's next write, and reads nothing more for a scope without them", async () => {
+    const store = track(createSqliteStore({ path: files.path }));
+    const raw = track(new Database(files.path, { readonly: true }));
+    const rows = () =>
+      raw
+        .prepare('SELECT entry_key FROM working_memory_entries WHERE memory_id = ? ORDER BY entry_key')
+        .pluck()
+        .all(memoryId);
+    const earliest = () =>
+      raw.prepare('SELECT earliest_expiry FROM working_memory_versions WHERE memory_id = ?').pluck().get(memoryId);
+    const limits = { maxEntries: 10, maxTotalBytes: 1000 };
+    await store.setWorkingMemoryEntry({ scope, memoryId, key: 'keep', valueJson: '1', limits });
+    expect(earliest()).toBeNull();
+    const brief = await store.setWorkingMemoryEntry({
+      scope,
+      memoryId,
+      key: 'brief',
+      valueJson: '1',
+      limits,
+      ttlMs: 150,
+    });
+    expect(earliest()).toBe(brief.expiresAt);
+    await untilEntryExpired(store, memoryId, 'brief');
+    // Gone for readers, still a row until a write.
+    expect(rows()).toEqual(['brief', 'keep']);
+    expect(await store.deleteWorkingMemoryEntry(memoryId, 'missing')).toBe(false);
+    expect(rows()).toEqual(['keep']);
+    expect(earliest()).toBeNull();
+    expect(
+      raw
+        .prepare('SELECT entry_count, total_bytes FROM working_memory_versions WHERE memory_id = ?')
+        .raw()
+        .get(memoryId),
+    ).toEqual([1, 5]);
   });
 
   it('upgrades a version-4 database: operations keep their order, status and leases, markers their order', async () => {

@@ -247,7 +247,9 @@ function buildStore(
       execute(() =>
         statements.listEntries
           .all(memoryId)
-          .map(([key, valueJson, createdAt, updatedAt]) => Object.freeze({ key, valueJson, createdAt, updatedAt })),
+          .map(([key, valueJson, createdAt, updatedAt, expiresAt]) =>
+            Object.freeze({ key, valueJson, createdAt, updatedAt, expiresAt }),
+          ),
       ),
     forget: async (memoryId) => forgetAndEmptyLog(ctx, memoryId),
     dispose: async () => {
@@ -742,14 +744,20 @@ function requeueStaleOperations(ctx: SqliteStoreContext, input: Input<'requeueSt
 }
 
 // The scope's entry count and bytes live with its working-memory version and change in
-// the same transaction as the entries, so the limits need no pass over every entry.
+// the same transaction as the entries, so the limits need no pass over every entry. So does
+// its earliest expiry: never later than any entry's, so a scope whose earliest expiry has not
+// passed holds no expired entry, and a set there runs no statement for expiry.
 function setWorkingMemoryEntry(ctx: SqliteStoreContext, input: Input<'setWorkingMemoryEntry'>) {
   const { ensureRecord, statements } = ctx;
 
   const { memoryId, key, valueJson, limits } = input;
-  const basis = statements.entrySetBasis.get({ memoryId, key });
+  let basis = statements.entrySetBasis.get({ memoryId, key });
+  if (basis && basis[6] !== null && basis[6] <= basis[4]) {
+    purgeExpiredEntries(ctx, memoryId, basis[0] ?? 0, basis[1] ?? 0, basis[4]);
+    basis = statements.entrySetBasis.get({ memoryId, key });
+  }
   if (!basis) throw new StoreError({ store: STORE_NAME, message: 'SQLite returned no working-memory usage.' });
-  const [storedCount, storedBytes, previous, createdAt, now, before] = basis;
+  const [storedCount, storedBytes, previous, createdAt, now, before, storedEarliest] = basis;
   // A scope's first entry gives it a record, so the scope is listed.
   if (storedCount === null) ensureRecord(input.scope, memoryId, now);
   const count = storedCount ?? 0;
@@ -757,26 +765,69 @@ function setWorkingMemoryEntry(ctx: SqliteStoreContext, input: Input<'setWorking
     throw workingMemoryLimitError('entries', count + 1, limits.maxEntries);
   const total = (storedBytes ?? 0) - (previous ?? 0) + utf8Length(key) + utf8Length(valueJson);
   if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
-  statements.upsertEntry.run({ memoryId, key, valueJson, now });
+  const expiresAt = input.ttlMs === undefined ? null : new Date(Date.parse(now) + input.ttlMs).toISOString();
+  statements.upsertEntry.run({ memoryId, key, valueJson, now, expiresAt });
   const after = newWorkingMemoryVersion();
-  statements.writeWorkingMemoryUsage.run(memoryId, after, previous === null ? count + 1 : count, total);
+  // A replaced entry's expiry may have been the earliest: the one kept is then early, which
+  // costs one purge that finds nothing and sets it right.
+  const earliest =
+    expiresAt !== null && (storedEarliest === null || expiresAt < storedEarliest) ? expiresAt : storedEarliest;
+  statements.writeWorkingMemoryUsage.run(memoryId, after, previous === null ? count + 1 : count, total, earliest);
   return Object.freeze({
     key,
     valueJson,
     createdAt: createdAt ?? now,
     updatedAt: now,
+    expiresAt,
     versions: Object.freeze({ before: before ?? 0, after }),
   });
+}
+
+/** Deletes the scope's entries expired at `now` and stores its usage and earliest expiry without them. */
+function purgeExpiredEntries(
+  ctx: SqliteStoreContext,
+  memoryId: string,
+  count: number,
+  bytes: number,
+  now: string,
+): void {
+  const { statements } = ctx;
+
+  const removed = statements.purgeExpiredEntries.all(memoryId, now);
+  const freed = removed.reduce((sum, entryBytes) => sum + entryBytes, 0);
+  const earliest = statements.selectEarliestExpiry.get(memoryId) ?? null;
+  statements.writeWorkingMemoryUsage.run(
+    memoryId,
+    newWorkingMemoryVersion(),
+    count - removed.length,
+    bytes - freed,
+    earliest,
+  );
 }
 
 function deleteWorkingMemoryEntry(ctx: SqliteStoreContext, memoryId: string, key: string): boolean {
   const { statements } = ctx;
 
   const removed = statements.deleteEntry.get(memoryId, key);
-  if (removed === undefined) return false;
-  const [count, bytes] = statements.workingMemoryUsage.get(memoryId) ?? [1, removed];
-  statements.writeWorkingMemoryUsage.run(memoryId, newWorkingMemoryVersion(), count - 1, bytes - removed);
-  return true;
+  const usage = statements.workingMemoryUsage.get(memoryId);
+  if (removed === undefined) {
+    if (usage && usage[2] !== null && usage[2] <= usage[3])
+      purgeExpiredEntries(ctx, memoryId, usage[0], usage[1], usage[3]);
+    return false;
+  }
+  const [removedBytes, removedExpiry] = removed;
+  const [count, bytes, earliest, now] = usage ?? [1, removedBytes, null, ''];
+  if (earliest !== null && earliest <= now) purgeExpiredEntries(ctx, memoryId, count - 1, bytes - removedBytes, now);
+  else
+    statements.writeWorkingMemoryUsage.run(
+      memoryId,
+      newWorkingMemoryVersion(),
+      count - 1,
+      bytes - removedBytes,
+      earliest,
+    );
+  // An expired entry was already gone for readers: deleting its row removes nothing they saw.
+  return removedExpiry === null || removedExpiry > now;
 }
 
 function forget(ctx: SqliteStoreContext, memoryId: string) {
