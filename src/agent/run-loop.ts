@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { FaultReporter } from '../core/fault.js';
 import { memoryIdOf } from '../core/scope.js';
+import { waitAtMost } from '../core/until-stopped.js';
 import type { Scope } from '../core/scope.js';
 import { estimateMessageTokens } from '../core/token-estimator.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
@@ -165,7 +166,7 @@ async function settle(options: RunLoopOptions, state: RunState): Promise<void> {
     deadline === undefined
       ? options.settleTimeoutMs
       : Math.min(options.settleTimeoutMs, Math.max(0, deadline - performance.now()));
-  await settleWithin(state.observing, timeoutMs, state.signal);
+  await waitAtMost(state.observing, timeoutMs, state.signal);
   state.closed = true;
 }
 
@@ -500,20 +501,4 @@ async function observesScope(memory: ObservationalMemory, scope: Scope): Promise
   if (memory.isEnabled) return memory.isEnabled(scope);
   const status = await memory.status(scope);
   return status.mode !== 'off' && status.enabled;
-}
-
-async function settleWithin(work: Promise<void>, timeoutMs: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return;
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  await Promise.race([
-    work,
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, timeoutMs);
-      onAbort = resolve;
-      signal.addEventListener('abort', onAbort, { once: true });
-    }),
-  ]);
-  clearTimeout(timer);
-  if (onAbort) signal.removeEventListener('abort', onAbort);
 }

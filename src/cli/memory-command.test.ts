@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { memoryIdOf } from '../core/scope.js';
 import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
 import { runCli } from './run-cli.js';
+import { storeDeadOperation } from '../../test/support/dead-operation.js';
 
 const directories: string[] = [];
 
@@ -35,24 +35,8 @@ async function cli(argv: string[], workspace = newWorkspace()) {
 async function workspaceWithDeadOperation(): Promise<string> {
   const workspace = newWorkspace();
   const scope = { tenantId: 'acme', conversationId: 'c-dead', agentId: 'default' };
-  const memoryId = memoryIdOf(scope);
   const store = createSqliteStore({ path: join(workspace, '.harness', 'state.db') });
-  await store.appendMessages({
-    scope,
-    memoryId,
-    messages: [{ messageKey: 'm1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 2 }],
-  });
-  await store.enqueueOperation({
-    operationId: 'op-dead',
-    scope,
-    memoryId,
-    operationType: 'observe',
-    payload: {},
-    runId: 'run-1',
-    toolCallId: 'system',
-  });
-  await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
-  await store.markOperationDead({ operationId: 'op-dead', memoryId, leaseOwner: 'w', errorText: 'boom' });
+  await storeDeadOperation(store, scope, 'boom');
   await store.dispose();
   return workspace;
 }

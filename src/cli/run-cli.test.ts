@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedOpenAIServer } from '../../test/support/scripted-openai-server.js';
 import type { ScriptedRequest, ScriptedServer } from '../../test/support/scripted-openai-server.js';
-import { memoryIdOf } from '../core/scope.js';
 import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
 import { runCli } from './run-cli.js';
+import { storeDeadOperation } from '../../test/support/dead-operation.js';
 
 let server: ScriptedServer;
 const directories: string[] = [];
@@ -220,29 +220,8 @@ describe('harness memory retry', () => {
     const workspace = mkdtempSync(join(tmpdir(), 'hm-cli-'));
     directories.push(workspace);
     const scope = { tenantId: 'acme', conversationId: 'c-dead', agentId: 'default' };
-    const memoryId = memoryIdOf(scope);
     const store = createSqliteStore({ path: join(workspace, '.harness', 'state.db') });
-    await store.appendMessages({
-      scope,
-      memoryId,
-      messages: [{ messageKey: 'm1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 2 }],
-    });
-    await store.enqueueOperation({
-      operationId: 'op-dead',
-      scope,
-      memoryId,
-      operationType: 'observe',
-      payload: {},
-      runId: 'run-1',
-      toolCallId: 'system',
-    });
-    await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
-    await store.markOperationDead({
-      operationId: 'op-dead',
-      memoryId,
-      leaseOwner: 'w',
-      errorText: 'gave up after 5 attempts: boom',
-    });
+    await storeDeadOperation(store, scope, 'gave up after 5 attempts: boom');
     await store.dispose();
 
     const scopeArgs = ['--conversation', 'c-dead', '--tenant', 'acme'];

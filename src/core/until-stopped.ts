@@ -19,3 +19,26 @@ export function untilStopped<T>(work: Promise<T>, signal: AbortSignal | undefine
     void work.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
   });
 }
+
+/**
+ * Waits for `work` (its failure thrown), but no longer than `timeoutMs` nor past `signal`'s
+ * abort: then it resolves and the work goes on without a waiter.
+ */
+export async function waitAtMost(work: Promise<unknown>, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return;
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  try {
+    await Promise.race([
+      work,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, Math.max(0, timeoutMs));
+        onAbort = resolve;
+        signal?.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
+  }
+}

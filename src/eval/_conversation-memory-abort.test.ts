@@ -1,11 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { evalMemorySettings } from '../../test/support/eval-memory-settings.js';
 import { resolveScope } from '../core/scope.js';
-import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
 import type { LanguageModel, LanguageModelCallOptions, LanguageModelResult } from '../llm/language-model.js';
-import { createWorkingMemory } from '../memory/working-memory.js';
-import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { rememberConversation } from './_conversation-memory.js';
-import type { MemoryBaselineSettings } from './_conversation-memory.js';
 import type { EvalConversation } from './eval-dataset.js';
 
 const scope = resolveScope({ tenantId: 'eval-test', conversationId: '1-c1', agentId: 'eval' });
@@ -48,23 +45,7 @@ function hangingModel(options: { readonly honoursAbort: boolean }) {
   return { model, calls, started };
 }
 
-function settings(model: LanguageModel): MemoryBaselineSettings {
-  const store = createInMemoryStore();
-  return {
-    model,
-    store,
-    workingMemory: createWorkingMemory({ store }),
-    runStore: undefined,
-    historyMaxTokens: 0,
-    thresholds: { observeMinTokens: 1, snippetMaxTokens: 900, reflectThresholdTokens: 4000 },
-    redactSecrets: true,
-    toolImportanceCap: undefined,
-    leaseMs: 300_000,
-    retryDelayMs: 1,
-    keep: true,
-    estimator: RUNE_TOKEN_ESTIMATOR,
-  };
-}
+const settings = (model: LanguageModel) => evalMemorySettings(model, { keep: true });
 
 describe('eval conversation memory: a stop during the observer call', () => {
   it('stops at once even when the model call in flight does not end', async () => {

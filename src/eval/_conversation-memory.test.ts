@@ -1,14 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { evalMemorySettings } from '../../test/support/eval-memory-settings.js';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
 import { ModelCallError } from '../core/errors.js';
 import { memoryIdOf, resolveScope } from '../core/scope.js';
-import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
-import type { LanguageModel, LanguageModelCallOptions } from '../llm/language-model.js';
-import { createWorkingMemory } from '../memory/working-memory.js';
+import type { LanguageModelCallOptions } from '../llm/language-model.js';
 import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { datedContent, fullContextMemory, noMemory, rememberConversation, stepsOf } from './_conversation-memory.js';
-import type { MemoryBaselineSettings } from './_conversation-memory.js';
 import type { EvalConversation, EvalMessage } from './eval-dataset.js';
 
 const scope = resolveScope({ tenantId: 'eval-test', conversationId: '1-c1', agentId: 'eval' });
@@ -52,24 +50,7 @@ function observingModel() {
   );
 }
 
-function settings(model: LanguageModel, overrides: Partial<MemoryBaselineSettings> = {}): MemoryBaselineSettings {
-  const store = overrides.store ?? createInMemoryStore();
-  return {
-    model,
-    store,
-    workingMemory: createWorkingMemory({ store }),
-    runStore: undefined,
-    historyMaxTokens: 0,
-    thresholds: { observeMinTokens: 1, snippetMaxTokens: 900, reflectThresholdTokens: 4000 },
-    redactSecrets: true,
-    toolImportanceCap: undefined,
-    leaseMs: 300_000,
-    retryDelayMs: 1,
-    keep: false,
-    estimator: RUNE_TOKEN_ESTIMATOR,
-    ...overrides,
-  };
-}
+const settings = evalMemorySettings;
 
 describe('eval conversation memory: replaying sessions', () => {
   it("groups a session into the runner's steps: each user message with the replies after it", () => {

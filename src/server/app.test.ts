@@ -5,10 +5,10 @@ import { createModelObserver, createModelReflector } from '../memory/model-obser
 import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { createObservationalMemoryTool } from '../tools/observational-memory-tool.js';
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
-import { memoryIdOf } from '../core/scope.js';
 import type { AppOptions } from './app.js';
 import { createFaultLog } from './fault-log.js';
 import { createTenantLimits } from './tenant-limits.js';
+import { storeDeadOperation } from '../../test/support/dead-operation.js';
 
 // One workspace for the file's exports, removed afterwards.
 const WORKSPACE = useTestWorkspace('hm-app-');
@@ -474,28 +474,7 @@ describe('server: memory routes', () => {
   it('lists dead operations and retries one by hand', async () => {
     const { request, store } = setup();
     const scope = { tenantId: 'acme', conversationId: 'conv-1', agentId: 'agent-x' };
-    const memoryId = memoryIdOf(scope);
-    await store.appendMessages({
-      scope,
-      memoryId,
-      messages: [{ messageKey: 'm1', role: 'user', name: '', toolCallId: '', content: 'hello', tokenCount: 2 }],
-    });
-    await store.enqueueOperation({
-      operationId: 'op-dead',
-      scope,
-      memoryId,
-      operationType: 'observe',
-      payload: {},
-      runId: 'run-1',
-      toolCallId: 'system',
-    });
-    await store.claimOperation({ memoryId, leaseOwner: 'w', leaseMs: 60_000 });
-    await store.markOperationDead({
-      operationId: 'op-dead',
-      memoryId,
-      leaseOwner: 'w',
-      errorText: 'gave up after 5 attempts: boom',
-    });
+    await storeDeadOperation(store, scope, 'gave up after 5 attempts: boom');
     const view = await json(await request(base));
     expect(view.status.dead_operations).toBe(1);
     expect(view.dead_operations).toMatchObject([

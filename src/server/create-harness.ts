@@ -5,6 +5,7 @@
  */
 import { createAgentRunner } from '../agent/agent-runner.js';
 import { requireObject, requireOptions, requireTimerMs } from '../core/require-option.js';
+import { waitAtMost } from '../core/until-stopped.js';
 import type { AgentRunner } from '../agent/agent-runner.js';
 import { createLocalEventHub } from '../storage/local-event-hub.js';
 import type { EventHub } from '../storage/event-hub.js';
@@ -231,27 +232,16 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
         // hold the shutdown for as long as the call may take. An operation left so is still
         // `processing`; its lease runs out and the next process (or this store's next observe of
         // the scope) takes it up again.
-        if (worker) await untilDeadline(worker.stop(), deadline);
+        if (worker) {
+          const stopping = worker.stop();
+          await (deadline === undefined ? stopping : waitAtMost(stopping, deadline - performance.now()));
+        }
         await backend.close();
       },
     };
   } catch (error) {
     await backend.close();
     throw error;
-  }
-}
-
-/** `work`, or the deadline (`performance.now()` time) if that comes first; no deadline, `work`. */
-async function untilDeadline(work: Promise<void>, deadline: number | undefined): Promise<void> {
-  if (deadline === undefined) return work;
-  let timer: NodeJS.Timeout | undefined;
-  const timeUp = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, Math.max(0, deadline - performance.now()));
-  });
-  try {
-    await Promise.race([work, timeUp]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
