@@ -485,15 +485,20 @@ async function withinLease<T>(
   const cutOffMs = Math.max(1, Math.floor(context.leaseMs * 0.8));
   // A deadline, not a cancellation: the reason is a `TimeoutError`, which the model adapters
   // and the circuit breaker take for a timeout (retryable, counted), unlike `forget`'s abort.
-  const deadline = new DOMException(leaseCutOffText(cutOffMs), 'TimeoutError');
-  const timer = setTimeout(() => controller.abort(deadline), cutOffMs);
+  // Made only when the lease runs out: a DOMException captures a stack, which every call
+  // would pay for.
+  let deadline: DOMException | undefined;
+  const timer = setTimeout(() => {
+    deadline = new DOMException(leaseCutOffText(cutOffMs), 'TimeoutError');
+    controller.abort(deadline);
+  }, cutOffMs);
   timer.unref?.();
   try {
     return await call(controller.signal);
   } catch (error) {
     // Whatever the model (or a custom observer) made of the abort, the operation failed by
     // running out of its lease: a timeout, retried with backoff like the model's own.
-    if (controller.signal.reason !== deadline) throw error;
+    if (deadline === undefined || controller.signal.reason !== deadline) throw error;
     throw new ModelCallError({
       message: deadline.message,
       ...(ModelCallError.isInstance(error) && error.url !== undefined ? { url: error.url } : {}),
