@@ -189,6 +189,30 @@ describe('tenant limits: /mcp', () => {
     );
   });
 
+  it('answers a batch within the rate from the body read once, and a body that is not JSON with the parse error', async () => {
+    const { request } = setup({ maxWritesPerSecond: 10 }, KEYS);
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const broken = await request('/mcp', {
+      method: 'POST',
+      headers,
+      body: '{"jsonrpc": "2.0", "id": 1,',
+      key: 'key-one',
+    });
+    expect(broken.status).toBe(400);
+    expect(JSON.stringify(await broken.json())).toContain('-32700');
+    const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/list', params: {} });
+    const listed = await request('/mcp', {
+      method: 'POST',
+      headers,
+      body: JSON.stringify([call(1), call(2)]),
+      key: 'key-one',
+    });
+    expect(listed.status).toBe(200);
+    const text = await listed.text();
+    expect(text).toContain('working_memory');
+    expect(text).toContain('"id":2');
+  });
+
   it("holds one of the key's event streams while an answer streams, and frees it when the client goes", async () => {
     const { request } = setup({ maxSseConnections: 1, maxWritesPerSecond: 100 }, KEYS);
     const first = await request('/mcp', {

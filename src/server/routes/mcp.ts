@@ -66,20 +66,20 @@ export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
     // Any tool call may write (and some ask the memory model): counted before the body is read,
     // then once more for every further message of a JSON-RPC batch, so a batch of 100 calls
     // costs what 100 POSTs do.
-    if (context.req.method === 'POST' && options.limits) {
-      options.limits.admitWrite(counted);
-      const messages = await messageCountOf(context.req.raw);
-      for (let message = 1; message < messages; message++) options.limits.admitWrite(counted);
-    }
+    if (context.req.method === 'POST') options.limits?.admitWrite(counted);
+    const body = await readBody(context.req.raw);
+    if (options.limits)
+      for (let message = 1; message < messageCountOf(body); message++) options.limits.admitWrite(counted);
     const request: RequestErrors = { errors: [], answered: false };
     const response = await requestErrors.run(request, () =>
-      handler.fetch(context.req.raw, {
+      handler.fetch(body.request, {
         authInfo: {
           token: 'api-key',
           clientId: context.get('principal') ?? 'loopback',
           scopes: [],
           extra: { tenantId, readOnly: context.get('scopes')?.has('memory:write') === false },
         },
+        ...('parsed' in body ? { parsedBody: body.parsed } : {}),
       }),
     );
     request.answered = true;
@@ -90,14 +90,31 @@ export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
   return app;
 }
 
-/** How many JSON-RPC messages a POST carries: a batch's length, else 1 (the SDK answers a body it cannot read). */
-async function messageCountOf(request: Request): Promise<number> {
+/** A request for the SDK, with its JSON body parsed once when it has one that parses. */
+interface ReadBody {
+  readonly request: Request;
+  readonly parsed?: unknown;
+}
+
+/**
+ * Reads a JSON POST's body once: parsed, it is handed to the SDK as is (which then reads
+ * nothing); unparsable, the SDK gets the same bytes to answer its parse error. Anything else
+ * goes to the SDK untouched.
+ */
+async function readBody(request: Request): Promise<ReadBody> {
+  if (request.method !== 'POST' || !(request.headers.get('content-type') ?? '').includes('json')) return { request };
+  const text = await request.text();
+  const again = new Request(request, { method: 'POST', body: text });
   try {
-    const body: unknown = JSON.parse(await request.clone().text());
-    return Array.isArray(body) ? Math.max(1, body.length) : 1;
+    return { request: again, parsed: JSON.parse(text) as unknown };
   } catch {
-    return 1;
+    return { request: again };
   }
+}
+
+/** How many JSON-RPC messages a POST carries: a batch's length, else 1 (the SDK answers a body it cannot read). */
+function messageCountOf(body: ReadBody): number {
+  return 'parsed' in body && Array.isArray(body.parsed) ? Math.max(1, body.parsed.length) : 1;
 }
 
 function isEventStream(response: Response): boolean {
