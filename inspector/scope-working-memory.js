@@ -1,6 +1,6 @@
 // @ts-check
-// A scope's working memory: its entries, a form to set one (the API's validation errors
-// shown beside it) and delete buttons.
+// A scope's working memory: its entries with when each expires, a form to set one (with an
+// optional time to live; the API's validation errors shown beside it) and delete buttons.
 import { api, segment } from './api.js';
 import { append, confirmButton, h, replace, timeOf, whileBusy } from './dom.js';
 import { formError } from './notice.js';
@@ -8,8 +8,17 @@ import { createRowSync, removeRow } from './row-sync.js';
 import { visibleText } from './visible-text.js';
 
 /**
- * @typedef {{ key: string, value: unknown, created_at: string, updated_at: string }} WorkingMemoryItem
+ * @typedef {{
+ *   key: string,
+ *   value: unknown,
+ *   created_at: string,
+ *   updated_at: string,
+ *   expires_at?: string | null,
+ * }} WorkingMemoryItem `expires_at`: ISO UTC, or null when the entry never expires
  */
+
+/** A time to live as the form reads it: a decimal number, which the API then checks. */
+const NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/iu;
 
 /** @param {import('./scope-observations.js').PanelOptions} options */
 export function workingMemoryPanel({ base, signal, onError, onChanged }) {
@@ -24,7 +33,7 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
       h(
         'tr',
         {},
-        ['Key', 'Value', 'Updated', ''].map((name) => h('th', { scope: 'col' }, name)),
+        ['Key', 'Value', 'Updated', 'Expires', ''].map((name) => h('th', { scope: 'col' }, name)),
       ),
     ),
     body,
@@ -32,6 +41,16 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
 
   const keyInput = h('input', { id: 'working-key', name: 'key', spellcheck: 'false', required: true });
   const valueInput = h('textarea', { id: 'working-value', name: 'value', rows: 3, spellcheck: 'false' });
+  // Text, not a number input: the browser would refuse 0 or 1.5 with its own bubble, or read
+  // "10m" as empty (no TTL at all); the API's check and message apply instead.
+  const ttlInput = h('input', {
+    id: 'working-ttl',
+    name: 'ttl_seconds',
+    inputmode: 'numeric',
+    autocomplete: 'off',
+    spellcheck: 'false',
+    'aria-describedby': 'working-ttl-hint',
+  });
   const problem = formError();
   const save = h('button', { type: 'submit' }, 'Save entry');
   const form = h(
@@ -43,6 +62,13 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
     h('label', { for: valueInput.id }, 'Value'),
     h('p', { class: 'hint', id: 'working-value-hint' }, 'Read as JSON when it parses, otherwise kept as text.'),
     valueInput,
+    h('label', { for: ttlInput.id }, 'Time to live (seconds)'),
+    h(
+      'p',
+      { class: 'hint', id: 'working-ttl-hint' },
+      'Optional: the entry expires this many seconds after it is saved (3600 is an hour). Empty: the server’s default, normally never. Edit fills in the time left.',
+    ),
+    ttlInput,
     problem.element,
     save,
   );
@@ -59,11 +85,18 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
       keyInput.focus();
       return;
     }
+    const ttl = ttlInput.value.trim();
+    // Any number goes to the API, which says what is wrong with 0, -5 or 1.5.
+    if (ttl !== '' && !(NUMBER.test(ttl) && Number.isFinite(Number(ttl)))) {
+      problem.show('The time to live is a number of seconds, such as 3600 for an hour; leave it empty for none.');
+      ttlInput.focus();
+      return;
+    }
     void whileBusy(save, async () => {
       try {
         await api(`${base}/working/${segment(key)}`, {
           method: 'PUT',
-          json: { value: parseValue(valueInput.value) },
+          json: { value: parseValue(valueInput.value), ...(ttl === '' ? {} : { ttl_seconds: Number(ttl) }) },
           signal,
         });
       } catch (error) {
@@ -72,6 +105,7 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
       }
       valueInput.value = '';
       keyInput.value = '';
+      ttlInput.value = '';
       onChanged();
     });
   });
@@ -83,11 +117,14 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
     element: h('div', {}, h('div', { class: 'table-scroll' }, table), form),
     /** @param {WorkingMemoryItem[]} entries */
     update(entries) {
+      // Every poll: the relative times stay right between changes.
+      const now = Date.now();
+      for (const time of body.querySelectorAll('time.expiry')) showExpiry(/** @type {HTMLTimeElement} */ (time), now);
       const text = JSON.stringify(entries);
       if (text === shown) return;
       shown = text;
       rows.sync(body, entries);
-      if (entries.length === 0) replace(body, h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No entries.')));
+      if (entries.length === 0) replace(body, h('tr', {}, h('td', { colspan: 5, class: 'muted' }, 'No entries.')));
     },
   };
 
@@ -98,6 +135,7 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
     edit.addEventListener('click', () => {
       keyInput.value = entry.key;
       valueInput.value = valueText(entry.value);
+      ttlInput.value = secondsLeft(entry.expires_at);
       problem.clear();
       valueInput.focus();
     });
@@ -105,6 +143,7 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
       h('th', { scope: 'row' }, entry.key),
       h('td', { class: 'content' }, h('pre', { class: 'wrap' }, visibleText(JSON.stringify(entry.value, null, 2)))),
       h('td', {}, timeOf(entry.updated_at)),
+      h('td', { class: 'expires' }, expiryOf(entry.expires_at)),
       h(
         'td',
         { class: 'row-actions' },
@@ -129,6 +168,56 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
     ]);
     return tr;
   }
+}
+
+/**
+ * When an entry expires: "in 4 min", the ISO time in the tooltip; "never" without an expiry.
+ * @param {string | null | undefined} iso
+ * @returns {Node}
+ */
+function expiryOf(iso) {
+  if (!iso) return h('span', { class: 'muted' }, 'never');
+  const time = h('time', { class: 'expiry', datetime: iso, title: iso });
+  showExpiry(time, Date.now());
+  return time;
+}
+
+/**
+ * Writes the time left until an expiry, as of `now`. A time passed says "expired" until the
+ * next read drops the entry (the API stops returning it once the store's clock passes it).
+ * @param {HTMLTimeElement} time
+ * @param {number} now
+ */
+function showExpiry(time, now) {
+  const left = Date.parse(time.dateTime) - now;
+  const text = Number.isNaN(left) ? time.dateTime : left > 0 ? `in ${durationText(left)}` : 'expired';
+  if (time.textContent !== text) time.textContent = text;
+  time.classList.toggle('expired', left <= 0);
+}
+
+/**
+ * A duration, short and rounded: "45 s", "4 min", "3 h", "12 days", "10 years".
+ * @param {number} ms more than 0
+ */
+function durationText(ms) {
+  const seconds = Math.ceil(ms / 1000);
+  if (seconds < 90) return `${seconds} s`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 90) return `${minutes} min`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 48) return `${hours} h`;
+  const days = Math.round(hours / 24);
+  if (days < 730) return `${days} days`;
+  return `${Math.round(days / 365)} years`;
+}
+
+/**
+ * The whole seconds until `iso`, as the TTL field's text ('' without one, or once passed).
+ * @param {string | null | undefined} iso
+ */
+function secondsLeft(iso) {
+  const left = iso ? Math.ceil((Date.parse(iso) - Date.now()) / 1000) : Number.NaN;
+  return left > 0 ? String(left) : '';
 }
 
 /**
