@@ -728,3 +728,85 @@ describe('parseObservations: long runs of white space', () => {
     ]);
   });
 });
+
+describe('isNothingToObserve: a fact after the reason', () => {
+  // Once lost: a reason word anywhere in the text after "nothing" made all of it a reason, and
+  // the cursor moved past the fact.
+  const facts = [
+    'No new facts; the user said thanks and moved to Berlin.',
+    'NONE - small talk, then the user said their deadline is Friday',
+    'None. The user only said hello and mentioned they use Neovim.',
+    'NONE; greetings, then the user switched the project to Postgres.',
+    "Nothing new: small talk, and the user's cat is named Miso.",
+    'No new observations, the user is allergic to peanuts.',
+    'No new observations: the user said hi, also their timezone is UTC+2.',
+    'Nothing of note; the user said thanks, then asked to always use metric units.',
+    'N/A - pleasantries; the user said bye, and they are vegetarian.',
+    'NONE (small talk) and the user prefers tabs.',
+    'There are no new durable facts; the assistant greeted the user, who said they work at Acme.',
+    'NONE — chit-chat; then the user said thanks: the API key rotates every 90 days.',
+    'NONE, the user said goodbye and that the release ships on 2027-03-01.',
+  ];
+
+  it.each(facts)('keeps "%s" as one unscored observation', (answer) => {
+    expect(isNothingToObserve(answer)).toBe(false);
+    expect(parseObservations(answer)).toEqual([{ content: answer, importance: null }]);
+  });
+
+  it.each([
+    ['a fact on a later line', 'NONE\n\nThe user moved to Berlin.', 'Berlin'],
+    ['a fact after a reason on a later line', 'NONE - greetings only\nThe deadline is Friday.', 'Friday'],
+    ['a fact under a note to the reader', 'NONE\n\nNote: greetings only. The user prefers tabs.', 'tabs'],
+    ['a list after the reason', 'Nothing new; small talk.\n- User lives in Lisbon.', 'Lisbon'],
+  ])('keeps %s', (_name, answer, word) => {
+    expect(isNothingToObserve(answer)).toBe(false);
+    const observations = parseObservations(answer);
+    expect(observations.map((item) => item.importance)).toEqual([null]);
+    expect(observations[0]?.content).toContain(word);
+  });
+
+  it.each([
+    'NONE - the conversation consisted only of greetings and pleasantries.',
+    'No new observations. The user just said hello and the assistant replied.',
+    'Nothing to record; the exchange was purely social.',
+    'NONE. This segment contains only small talk, with no durable facts.',
+    'No new observations: the user thanked the assistant and said goodbye.',
+    'Nothing new; everything discussed is already in memory.',
+    'None — just an acknowledgement ("ok, thanks!").',
+    'NONE\n\nThe user and the assistant exchanged greetings, then said goodbye.',
+    'No new facts; the assistant only acknowledged the request.',
+    'Nothing worth remembering: chit-chat and filler.',
+    'NONE, the segment repeats facts already recorded.',
+    'N/A - off-topic banter only; nothing durable.',
+    '**NONE** (the user only asked how the assistant was doing)',
+    "I didn't find anything new; the user's messages were greetings.",
+    'NONE\n\nNote: I skipped the greetings and the small talk.',
+  ])('takes "%s" as nothing', (answer) => {
+    expect(isNothingToObserve(answer)).toBe(true);
+    expect(parseObservations(answer)).toEqual([]);
+  });
+});
+
+describe('isNothingToObserve: long and repeated text', () => {
+  // Each of these runs in a few milliseconds; a quadratic step would take seconds and time out.
+  const spaces = ' '.repeat(100_000);
+  it.each([
+    ['spaces after the lead', `NONE;${spaces}thanks`, true],
+    ['spaces inside the lead', `There are${spaces}no${spaces}new${spaces}facts`, true],
+    ['semicolons', `NONE${';'.repeat(100_000)}`, true],
+    ['semicolons, then a fact', `NONE${';'.repeat(100_000)}Berlin`, false],
+    ['a reason repeated', `NONE - ${'the user said thanks '.repeat(5_000)}`, true],
+    ['a reason repeated, then a fact', `NONE - ${'the user said thanks '.repeat(5_000)}Berlin`, false],
+    ['one long word', `NONE - ${'a'.repeat(100_000)}`, false],
+    ['notes to the reader', `NONE${'\n\nNote: I skipped the greetings.'.repeat(3_000)}`, true],
+  ])('reads %s in linear time', (_name, answer, nothing) => {
+    expect(isNothingToObserve(answer)).toBe(nothing);
+  });
+
+  // Once quadratic: 0.9 s for 6,250 trailing remarks, each checked against all the lines above it.
+  it('drops many trailing remarks to the reader in linear time', () => {
+    expect(parseObservations(`User uses vim.${'\n\nNote: I skipped'.repeat(25_000)}`)).toEqual([
+      { content: 'User uses vim.', importance: null },
+    ]);
+  });
+});

@@ -115,23 +115,60 @@ interface Block {
   sources: number[];
 }
 
-// What brings in a fact after "nothing": "No new facts, but …", "Nothing new, except that …",
-// "N/A - note: …", "… apart from one: …".
-const EXCEPTION_WORD =
-  /\b(?:but|except(?:ing|ions?)?|apart\s+from|aside\s+from|other\s+than|besides|however|(?:al)?though|only\s+that|note)\b/i;
-// A clause that only gives the reason there is nothing: "nothing durable was discussed", "the
-// user said thanks", "small talk only".
-const REASON_CLAUSE =
-  /\b(?:nothing|none|no\s+(?:new|durable|relevant|notable|lasting)|small\s+talk|chit-?chat|pleasantries|greet\w*|hello|hi|bye|goodbye|thanks?|thanked|thanking|acknowledg\w*|filler|off-topic)\b/i;
+// The words a reason for "nothing" is made of: that nothing new or durable was found, what the
+// segment held instead (greetings, thanks, small talk, what memory has already), who said it,
+// and the words joining them. Text after a "nothing" lead states something as soon as it holds
+// any other word or a number (`moved`, `Berlin`, `deadline`, `90`), however many reason words
+// surround it. The words of a contrast (`but`, `except`, `however`, `though`, `besides`, `apart
+// from`, `other than`) are deliberately absent: "No new facts, but …" states something. A pure
+// reason with a word not listed here is kept as one unscored observation, the safer error.
+const REASON_WORDS: ReadonlySet<string> = new Set(
+  [
+    // Nothing, and nothing of what kind.
+    'nothing none no not any anything everything all else new further more additional other durable relevant',
+    'notable noteworthy important significant substantive meaningful memorable useful lasting persistent worth',
+    'worthwhile note noting record recording remember remembering observe observing observation observations',
+    'store storing keep keeping add adding capture fact facts information info detail details content',
+    // What the segment held instead.
+    'small talk chit chat chitchat chatter banter pleasantries pleasantry courtesy courtesies social casual',
+    'greet greets greeted greeting greetings hello hellos hi hey bye goodbye goodbyes farewell farewells',
+    'thank thanks thanked thanking acknowledge acknowledges acknowledged acknowledging acknowledgement',
+    'acknowledgements acknowledgment acknowledgments filler off topic trivial routine brief generic ok okay',
+    'yes sure great cool nice welcome how doing well fine question questions clarifying clarification request',
+    'friendly polite simple quick short got understood noted good perfect alright cheers confirm confirmed',
+    'already known existing previously earlier memory recorded captured covered repeat repeats repeated',
+    'repeating restate restates restated duplicate duplicates',
+    // Who, doing what, where.
+    'user users assistant model i we you he she they them their it this that these those there here',
+    'is are was were be been being has have had do does did can could find found see saw seen',
+    "didn't don't doesn't isn't wasn't aren't weren't couldn't can't i've i'm",
+    'contain contains contained containing consist consists consisted consisting include includes included',
+    'including say says said saying exchange exchanges exchanged discuss discussed discussing discussion',
+    'mention mentioned ask asks asked asking reply replies replied respond responds responded response',
+    'offered end ended ending wrap wrapped skip skipped omit omitted ignore ignored left out',
+    'segment transcript conversation message messages turn turns session interaction dialogue part',
+    'review reviewed reviewing looked checked',
+    // Said to the reader: "Let me know if you need anything else.", "I hope this helps."
+    'let me know if need hope helps help feel free please would like want',
+    // Joining words.
+    'the a an and or then so also as of in on at to from for with without about by between within',
+    'only just merely simply purely mostly mainly entirely solely basically some few one again still yet',
+  ]
+    .join(' ')
+    .split(' '),
+);
+// A word (letters, digits, an apostrophe inside it), found in one pass.
+const WORD = /[\p{L}\p{N}]+(?:['’][\p{L}\p{N}]+)*/gu;
 
 /**
  * True for an answer that says there is nothing to remember (`NONE`, `No observations.`,
- * `Nothing to observe`), with or without a reason after it (`NONE - small talk only`) when it
- * scores nothing: the observer looked and found nothing, which is not a failure. Not when it
- * goes on to state something: a score, a contrast (`No new observations, but the user said
- * the deadline is Friday.`, `Nothing new, except …`, `… apart from one: …`, `N/A - note: …`)
- * or a clause after `;` that is more than a reason (`No new facts; the user reconfirmed they
- * are allergic to peanuts.`). That text is an observation.
+ * `Nothing to observe`), with or without a reason after it (`NONE - small talk only`,
+ * `Nothing of note; the user said thanks.`, `NONE` then a note to the reader) when it scores
+ * nothing: the observer looked and found nothing, which is not a failure. Not when the text
+ * after "nothing", on any line, is more than a reason: a contrast (`No new observations, but
+ * the user said the deadline is Friday.`, `Nothing new, except …`, `N/A - note: …`) or any
+ * other statement (`No new facts; the user said thanks and moved to Berlin.`, `NONE - small
+ * talk, then the user said their deadline is Friday`). That text is an observation.
  */
 export function isNothingToObserve(raw: string): boolean {
   const text = stripInvisible(stripReasoning(raw)).trim();
@@ -142,31 +179,21 @@ export function isNothingToObserve(raw: string): boolean {
   const first = lines[index] ?? '';
   const lead = NOTHING_LEAD.exec(first);
   if (!lead && !NOTHING_ANSWER.test(first)) return false;
-  // "Nothing new, except: …" followed by a scored fact is not nothing.
-  if (
-    withMarkers(text)
-      .split('\n')
-      .some((line) => isScoreLine(line))
-  )
-    return false;
   const after = [lead ? first.slice(lead.index + lead[0].length) : '', ...lines.slice(index + 1)].join('\n');
-  return (
-    !statesFact(after) &&
-    text
-      .split(';')
-      .slice(1)
-      .every((clause) => clause.trim() === '' || REASON_CLAUSE.test(clause))
-  );
+  if (!onlyReasons(after)) return false;
+  // "Nothing new:" followed by a scored fact is not nothing.
+  return !withMarkers(text)
+    .split('\n')
+    .some((line) => isScoreLine(line));
 }
 
-/**
- * Whether the text after a "nothing" lead brings in a fact with a contrast word. A note to the
- * reader ("Note: I skipped the greetings") brings in none.
- */
-function statesFact(after: string): boolean {
-  const contrast = EXCEPTION_WORD.exec(after);
-  if (!contrast) return false;
-  return !(/^note\b/i.test(contrast[0]) && SIGN_OFF.test(after.slice(contrast.index)));
+/** Whether every word of `text` is a {@link REASON_WORDS} word (`'s` aside): it states nothing. */
+function onlyReasons(text: string): boolean {
+  for (const [word] of text.matchAll(WORD)) {
+    const key = word.toLowerCase().replace(/’/g, "'").replace(/'s$/, '');
+    if (!REASON_WORDS.has(key)) return false;
+  }
+  return true;
 }
 
 /**
@@ -368,18 +395,18 @@ function unscored(lines: readonly string[], maxObservations: number, maxChars: n
 
 /**
  * The lines without closing remarks addressed to the reader (`Let me know if…`, `I hope this
- * helps`, `These observations capture…`, `Note: I skipped…`): trailing paragraphs, after a
- * blank line, of a text that has more than one.
+ * helps`, `These observations capture…`, and `Note: I skipped the greetings.` while it says
+ * nothing else): trailing paragraphs, after a blank line, of a text that has more than one.
  */
 export function withoutSignOff(lines: readonly string[]): string[] {
+  // A remark must follow some content: found once, so many trailing remarks cost linear time.
+  const firstContent = lines.findIndex((line) => line.trim() !== '' && !FRAME_LINE.test(line));
   let end = lines.length;
   for (;;) {
     while (end > 0 && (lines[end - 1] as string).trim() === '') end--;
     let start = end;
     while (start > 0 && (lines[start - 1] as string).trim() !== '') start--;
-    const before = lines.slice(0, start).filter((line) => line.trim() !== '' && !FRAME_LINE.test(line));
-    const head = lines.slice(start, end).find((line) => !FRAME_LINE.test(line)) ?? '';
-    if (start === 0 || before.length === 0 || !SIGN_OFF.test(head)) break;
+    if (firstContent < 0 || firstContent >= start || !isSignOff(lines.slice(start, end))) break;
     end = start;
   }
   const kept = lines.slice(0, end);
@@ -392,7 +419,17 @@ export function withoutSignOff(lines: readonly string[]): string[] {
 // Only what is said to the reader of the answer, never a fact: "Note: this applies to …" and
 // "If you need data to survive, …" are content.
 const SIGN_OFF =
-  /^[\s*_>]*(?:let\s+me\s+know|i\s+hope|hope\s+(?:this|that)\s+helps|feel\s+free|please\s+let\s+me|if\s+you\s+(?:would\s+like|want\s+me|need\s+me|need\s+anything|have\s+any\s+questions)|these\s+are\s+(?:the|my)\s+observations?\b|(?:these|the\s+above)\s+observations?\s+(?:capture|cover|summari[sz]e|reflect|are\s+(?:all|the\s+durable))|note:\s*(?:i\b|i've|greetings|small\s+talk)|i\s+(?:skipped|omitted|ignored|left\s+out)\b)/i;
+  /^[\s*_>]*(?:let\s+me\s+know|i\s+hope|hope\s+(?:this|that)\s+helps|feel\s+free|please\s+let\s+me|if\s+you\s+(?:would\s+like|want\s+me|need\s+me|need\s+anything|have\s+any\s+questions)|these\s+are\s+(?:the|my)\s+observations?\b|(?:these|the\s+above)\s+observations?\s+(?:capture|cover|summari[sz]e|reflect|are\s+(?:all|the\s+durable)))/i;
+// A note on what the answer left out (`Note: I skipped the greetings.`): said to the reader only
+// while it says nothing else (`Note: greetings only. The user prefers tabs.` is content).
+const LEFT_OUT_NOTE =
+  /^[\s*_>]*(?:note:\s*(?:i\b|i've|greetings|small\s+talk)|i\s+(?:skipped|omitted|ignored|left\s+out)\b)/i;
+
+/** Whether a paragraph is a closing remark to the reader (see {@link withoutSignOff}). */
+function isSignOff(paragraph: readonly string[]): boolean {
+  const head = paragraph.find((line) => !FRAME_LINE.test(line)) ?? '';
+  return SIGN_OFF.test(head) || (LEFT_OUT_NOTE.test(head) && onlyReasons(paragraph.join('\n')));
+}
 
 /** True when text before the first observation only frames the answer. */
 function isFraming(lines: readonly string[]): boolean {
