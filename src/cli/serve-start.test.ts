@@ -22,6 +22,7 @@ afterAll(async () => {
 interface Serving {
   readonly url: string;
   readonly startLine: string;
+  stdout(): string;
   stderr(): string;
   stop(): Promise<number>;
 }
@@ -54,6 +55,7 @@ async function serve(args: string[], env: Record<string, string> = {}): Promise<
   return {
     url: url.replace('0.0.0.0', '127.0.0.1'),
     startLine,
+    stdout: () => stdout,
     stderr: () => stderr,
     stop: () => {
       controller.abort();
@@ -120,6 +122,10 @@ describe('harness serve: the start-up line', () => {
       expect(serving.stderr()).toMatch(
         /^harness: warning: --insecure: listening on 0\.0\.0\.0 without API keys, so anyone who can reach port \d+ can start runs and read, change and erase the memory of every tenant; set \[server\] api_keys or HARNESS_API_KEYS\n/m,
       );
+      // The inspector's address is one a browser can open, not the unspecified address.
+      const inspector = /^memory inspector: (\S+)$/m.exec(serving.stdout())?.[1] ?? '';
+      expect(inspector).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/inspector\/$/);
+      expect((await fetch(inspector)).status).toBe(200);
     } finally {
       expect(await serving.stop()).toBe(0);
     }

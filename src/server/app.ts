@@ -115,11 +115,12 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
 
   app.use('*', async function guardHost(context, next) {
     // Without API keys the server trusts loopback callers only; a foreign Host header
-    // means DNS rebinding from a browser, so refuse it.
+    // means DNS rebinding from a browser, so refuse it. Served beyond loopback on purpose
+    // (`insecure`), every name the server is reached by is its own.
     if (keys.length === 0) {
       const hostHeader = (context.req.header('host') ?? 'localhost').toLowerCase();
       const host = hostHeader.replace(/:\d+$/, '');
-      if (!LOOPBACK_HOSTS.has(host))
+      if (!LOOPBACK_HOSTS.has(host) && context.env?.openToAnyHost !== true)
         throw httpError(403, 'forbidden_host', `host ${host.slice(0, 100)} is not served without API keys`);
       // A browser names the page that sent a request in Origin, and a "simple" cross-site
       // POST needs no preflight: a web page must not start runs or change memory here. Only

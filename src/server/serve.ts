@@ -72,10 +72,11 @@ export async function startServer(harness: Harness, options: StartServerOptions 
   // Requests being answered (not event streams, which are open until their run ends): a
   // shutdown answers these before it closes connections.
   const answering = new InFlight();
-  const fetch: typeof harness.app.fetch = async (request, ...rest) => {
+  const openToAnyHost = !LOOPBACK_HOSTS.has(host) && harness.config.server.apiKeys.length === 0;
+  const fetch: typeof harness.app.fetch = async (request, env, ...rest) => {
     const done = answering.begin();
     try {
-      return await harness.app.fetch(request, ...rest);
+      return await harness.app.fetch(request, openToAnyHost ? { ...env, openToAnyHost } : env, ...rest);
     } finally {
       done();
     }

@@ -1,7 +1,15 @@
 import type { ApiKeyScope } from '../core/api-key.js';
 
-/** Hono variables set by the auth middleware. */
+/** Hono variables set by the auth middleware, and what the server passes with each request. */
 export interface ServerEnv {
+  Bindings: {
+    /**
+     * Set by `startServer` when it listens beyond loopback without API keys (`insecure`): the
+     * Host check, which keeps browsers of a loopback-only server from DNS rebinding, then
+     * serves every host name the server is reached by.
+     */
+    openToAnyHost?: boolean;
+  };
   Variables: {
     /** The API key's tenant, or undefined when the server runs without keys. */
     tenant: string | undefined;

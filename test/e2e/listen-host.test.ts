@@ -86,6 +86,10 @@ describe('e2e: listening host', () => {
     const health = await fetch(`http://127.0.0.1:${insecure.port}/healthz`);
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ status: 'ok', faults: 0 });
+    // Reached by the machine's address or name (a LAN, a container's service name): served,
+    // as the warning says; only the Origin check stays (a page of another site is refused).
+    for (const host of [`192.0.2.2:${insecure.port}`, 'harness.internal', `[2001:db8::1]:${insecure.port}`])
+      expect(await statusWithHost(insecure.port, host), host).toBe(200);
 
     const keyed = await started(await harnessWith({ HARNESS_API_KEYS: 'k1:t1' }), { host: '0.0.0.0', port: 0 });
     expect((await fetch(`http://127.0.0.1:${keyed.port}/v1/memory/t1/c/a`)).status).toBe(401);

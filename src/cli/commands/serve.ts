@@ -84,7 +84,7 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
         `store: ${describeStore(harness.config)})`,
     );
     warnIfOpen(context, harness.config, options, server.port);
-    printLine(context, `memory inspector: ${server.url}/inspector/`);
+    printLine(context, `memory inspector: ${reachableUrl(server.url)}/inspector/`);
     const reason = await stop.stopped;
     context.stderr.write(
       `${dim(context, `harness: ${reason === 'abort' ? 'stopping' : `${reason} received, stopping`} ${WAITING}`)}\n`,
@@ -119,8 +119,16 @@ function describeStore(config: HarnessConfig): string {
 }
 
 /**
- * `--insecure` on a host other than loopback, without API keys: the server's Host check stops
- * browsers (DNS rebinding), not a client that sends `Host: localhost` itself.
+ * A URL a browser on this machine can open: listening on every interface (`0.0.0.0`, `::`),
+ * the server is reached through loopback, not through the unspecified address.
+ */
+function reachableUrl(url: string): string {
+  return url.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:');
+}
+
+/**
+ * `--insecure` on a host other than loopback, without API keys: every host name is then served
+ * (the Host check of a loopback-only server does not apply), so say how open that is.
  */
 function warnIfOpen(context: CliContext, config: HarnessConfig, options: ServeOptions, port: number): void {
   const host = (options.host ?? config.server.host).trim();
