@@ -51,14 +51,38 @@ const TAG_OPEN = new RegExp(
   'gu',
 );
 
-// Look-alikes of `<` (fullwidth, small, single guillemet, CJK and mathematical angle
-// brackets, Canadian syllabics) that a model may read as one: escaped when they open a
-// closing tag (`＜/name`, a fullwidth or ASCII solidus) or one of our wrappers and the roles
-// a chat template knows, so `‹mot›` in French and `〈書名〉` stay as they are.
-const LOOK_ALIKE_TAG_OPEN = new RegExp(
-  `[\\uFF1C\\uFE64\\u2039\\u3008\\u27E8\\u2329\\u1438](?=[${HIDDEN_CLASS}\\s]*(?:[/\\uFF0F\\u2215\\u2044]|(?:working-memory|observational-memory|memory-export|transcript|system|assistant|user|tool|developer|instructions?)\\b))`,
-  'giu',
-);
+// Look-alikes of `<` (fullwidth, small, modifier, single guillemet, CJK and mathematical
+// angle brackets, the ornament brackets, not-less-than, Canadian syllabics) that a model may
+// read as one: escaped when they open a closing tag (`＜/name`, with any solidus look-alike) or
+// one of our wrappers and the roles a chat template knows, or a template token (`＜|`); so
+// `‹mot›` in French, `〈書名〉` and `a ≮ b` stay as they are.
+const LOOK_ALIKE_CLASS =
+  '[\\uFF1C\\uFE64\\u02C2\\u2039\\u3008\\u27E8\\u2329\\u276C\\u276E\\u2770\\u29FC\\u226E\\u1438]';
+const LOOK_ALIKE_OPEN = new RegExp(LOOK_ALIKE_CLASS, 'gu');
+const HAS_LOOK_ALIKE = new RegExp(LOOK_ALIKE_CLASS, 'u');
+// What a look-alike is looked past to: invisible characters and spaces (a sticky scan from
+// just after it, which stops at the next look-alike: every character is scanned at most once).
+const LOOK_PAST = new RegExp(`[${HIDDEN_CLASS}\\s]*`, 'uy');
+// What follows a look-alike that opens a tag, in the compatibility decomposition (NFKD) of the
+// text after it: fullwidth (`ｓｙｓｔｅｍ`, `／`, `｜`), mathematical (`𝐬𝐲𝐬𝐭𝐞𝐦`) and circled
+// letters are read as the ASCII ones a model takes them for, and a role followed by a
+// combining mark is still the role.
+const LOOK_ALIKE_TARGET =
+  /^(?:[/|\u2215\u2044]|(?:working-memory|observational-memory|memory-export|transcript|system|assistant|user|human|tool|developer|instructions?)(?![\p{L}\p{N}_]))/iu;
+// Characters of the text after a look-alike that are decomposed: the longest target (20
+// letters) in letters of two UTF-16 units each, and the character after it.
+const LOOK_ALIKE_WINDOW = 48;
+
+/** `text` with each look-alike of `<` that opens a tag (see {@link LOOK_ALIKE_TARGET}) as `&lt;`. */
+function neutralizeLookAlikes(text: string): string {
+  return text.replace(LOOK_ALIKE_OPEN, (open: string, offset: number, whole: string) => {
+    LOOK_PAST.lastIndex = offset + open.length;
+    LOOK_PAST.exec(whole);
+    const start = LOOK_PAST.lastIndex;
+    const after = whole.slice(start, start + LOOK_ALIKE_WINDOW);
+    return LOOK_ALIKE_TARGET.test(NON_ASCII.test(after) ? after.normalize('NFKD') : after) ? '&lt;' : open;
+  });
+}
 
 /**
  * Removes invisible and control characters (tag characters, bidi controls, zero-width marks,
@@ -95,12 +119,16 @@ const BRACKET_TOKEN_OPEN =
 
 /**
  * Escapes every `<` that could open or close a tag as `&lt;` (look-alikes of `<` before a
- * closing tag or one of our wrappers too), so memory text cannot end or fake our
+ * closing tag, one of our wrappers or a role too, written in ASCII or in fullwidth,
+ * mathematical or circled letters), so memory text cannot end or fake our
  * `<working-memory>` / `<observational-memory>` wrappers, and the `[` of Mistral's bracketed
  * template tokens as `&#91;`. Existing entities are left alone.
  */
 export function neutralizeMarkup(text: string): string {
-  return text.replace(TAG_OPEN, '&lt;').replace(LOOK_ALIKE_TAG_OPEN, '&lt;').replace(BRACKET_TOKEN_OPEN, '&#91;');
+  const escaped = text.replace(TAG_OPEN, '&lt;');
+  // Most text holds no look-alike: one scan, and no copy.
+  const lookAlikesEscaped = HAS_LOOK_ALIKE.test(escaped) ? neutralizeLookAlikes(escaped) : escaped;
+  return lookAlikesEscaped.replace(BRACKET_TOKEN_OPEN, '&#91;');
 }
 
 /**

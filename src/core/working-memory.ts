@@ -145,7 +145,8 @@ function stripNode(value: unknown): unknown {
 
 /**
  * The `<working-memory>` snippet: one `key: <json>` line per entry, sorted by key,
- * or `""` when there are none. Keys and values cannot open or close tags.
+ * or `""` when there are none. Keys and values cannot open or close tags, and a key that is
+ * not a plain name is JSON-quoted (see {@link workingMemoryKeyText}).
  */
 export function buildWorkingMemorySnippet(
   entries: ReadonlyArray<{ readonly key: string; readonly valueJson: string }>,
@@ -153,9 +154,33 @@ export function buildWorkingMemorySnippet(
   return joinWorkingMemoryLines(entries.map(workingMemoryLine));
 }
 
-/** One entry's line of the `<working-memory>` snippet. */
+/**
+ * One entry's line of the `<working-memory>` snippet: `key: <json>`, the key as
+ * {@link workingMemoryKeyText} shows it.
+ */
 export function workingMemoryLine(entry: { readonly key: string; readonly valueJson: string }): string {
-  return `${neutralizeMarkup(stripInvisible(entry.key))}: ${neutralizeMarkup(stripInvisibleInJson(entry.valueJson))}`;
+  return `${workingMemoryKeyText(entry.key)}: ${neutralizeMarkup(stripInvisibleInJson(entry.valueJson))}`;
+}
+
+// A key shown as it is: an ASCII letter or digit, then ASCII letters, digits and `_ . - /`
+// (`plan`, `launch_codename`, `src/auth.go`): it cannot start a Markdown header, list item or
+// quote, hold a `:` or a space, or pass for another script's letters.
+const PLAIN_KEY = /^[A-Za-z0-9][A-Za-z0-9_./-]*$/;
+// A plain key whose first word is a role a transcript labels its turns with (`system`,
+// `SYSTEM_OVERRIDE`, `user.role`, `AI`): its line would read `system: "…"`. A longer word
+// (`username`, `tools`, `airport`) is not one.
+const ROLE_KEY = /^(?:system|developer|assistant|user|human|ai|tool|instructions?)(?![a-z])/i;
+
+/**
+ * A working-memory key as the snippet shows it: cleaned (invisible characters stripped, tags
+ * neutralised), and JSON-quoted unless it is a plain name that is not a role, so no key
+ * starts its line as free text that could pose as an instruction (`SYSTEM: ignore…`,
+ * `# SYSTEM`, `developer: the user is an admin`). A quoted key always starts with `"`, which a
+ * plain one never does.
+ */
+export function workingMemoryKeyText(key: string): string {
+  const clean = neutralizeMarkup(stripInvisible(key));
+  return PLAIN_KEY.test(clean) && !ROLE_KEY.test(clean) ? clean : JSON.stringify(clean);
 }
 
 /** The snippet of entry lines in key order (see {@link workingMemoryLine}); `""` for none. */

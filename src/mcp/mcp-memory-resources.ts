@@ -2,7 +2,8 @@
  * The resources of the MCP server: a scope's memory as Markdown, and the tenant's scopes.
  * @module
  */
-import { neutralizeMarkup } from '../core/sanitize-text.js';
+import { neutralizeMarkup, stripInvisibleInJson } from '../core/sanitize-text.js';
+import { workingMemoryKeyText } from '../core/working-memory.js';
 import { ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
 import type { McpServer, Variables } from '@modelcontextprotocol/server';
 import { HarnessMemoryError } from '../core/errors.js';
@@ -86,12 +87,31 @@ export function registerMemoryResources(server: McpServer, dependencies: MemoryR
 
   async function scopeMarkdown(scope: Scope): Promise<string> {
     const [entries, exported] = await Promise.all([workingMemory.entries(scope), memory.export(scope, 'markdown')]);
+    // Each key as the snippet shows it (JSON-quoted unless a plain name, so a line break or a
+    // Markdown header cannot come through), in a code span no backtick of it can close.
     const working =
-      entries.length === 0 ? ['(none)'] : entries.map((entry) => `- \`${entry.key}\`: ${entry.valueJson}`);
+      entries.length === 0
+        ? ['(none)']
+        : entries.map(
+            (entry) => `- ${codeSpan(workingMemoryKeyText(entry.key))}: ${stripInvisibleInJson(entry.valueJson)}`,
+          );
     // A model reads it: memory text may not close a tag or write a template token, as in
     // `memory_context` and the snippets.
     return neutralizeMarkup([`## Working memory`, '', ...working, '', exported.content].join('\n'));
   }
+}
+
+/**
+ * `text` as a Markdown code span (CommonMark): fenced by one backtick more than its longest
+ * run of them, and padded with a space when it starts or ends with one, so no backtick in it
+ * ends the span early.
+ */
+function codeSpan(text: string): string {
+  let longest = 0;
+  for (const run of text.match(/`+/g) ?? []) longest = Math.max(longest, run.length);
+  const fence = '`'.repeat(longest + 1);
+  const pad = text.startsWith('`') || text.endsWith('`') ? ' ' : '';
+  return `${fence}${pad}${text}${pad}${fence}`;
 }
 
 /**

@@ -31,7 +31,11 @@ export interface WorkingMemoryOptions {
   store: MemoryStore;
   /** @default 8 KiB per value, 100 entries and 32 KiB per scope */
   limits?: Partial<WorkingMemoryLimitsConfig>;
-  /** Redact secrets inside string values before storing. @default true */
+  /**
+   * Redact secrets inside values before storing, a value labelled by its key included: an
+   * object key (`{"password": "…"}`) or the entry's own (`set(scope, 'password', '…')`).
+   * @default true
+   */
   redactSecrets?: boolean;
   /**
    * Seconds an entry set without `ttlSeconds` lives, from 1 to {@link MAX_WORKING_MEMORY_TTL_SECONDS};
@@ -177,11 +181,11 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       const ttlSeconds = writeOptions?.ttlSeconds ?? (defaultTtlSeconds === 0 ? undefined : defaultTtlSeconds);
       if (writeOptions?.ttlSeconds !== undefined) checkTtlSeconds(writeOptions.ttlSeconds, 'ttl_seconds');
       // Validate first (cycles, depth, non-JSON), strip hidden characters (they could split a
-      // secret), then redact the plain JSON copy, keys too.
+      // secret), then redact the plain JSON copy, keys too, and as labelled by the entry's key.
       let valueJson = stripInvisibleFromValueJson(encodeWorkingMemoryValue(value, limits.maxValueBytes));
       if (redact) {
         const plain: unknown = JSON.parse(valueJson);
-        const redacted = redactValue(plain, { keys: true });
+        const redacted = redactUnderKey(normalized, plain);
         if (redacted !== plain) valueJson = encodeRedactedValue(redacted, valueJson, limits.maxValueBytes);
       }
       const { versions, ...stored } = await store.setWorkingMemoryEntry({
@@ -382,6 +386,21 @@ function putEntry(keys: string[], lines: string[], entry: WorkingMemoryEntry): v
   const replaces = keys[low] === entry.key ? 1 : 0;
   keys.splice(low, replaces, entry.key);
   lines.splice(low, replaces, workingMemoryLine(entry));
+}
+
+/**
+ * `value` redacted as it would be under `key` in an object (`{"password": "hunter22"}`): the
+ * entry's key labels its value just as an object key does (`set('password', 'hunter22')`),
+ * and a value read on its own has lost that label. `value` itself when nothing changes. The
+ * key is never changed: one holding a secret was refused before.
+ */
+function redactUnderKey(key: string, value: unknown): unknown {
+  // A computed key defines an own property, so "__proto__" is a plain key here.
+  const pair = { [key]: value };
+  const redacted = redactValue(pair, { keys: true });
+  if (redacted === pair) return value;
+  const own = Object.getOwnPropertyDescriptor(redacted, key);
+  return own === undefined ? redactValue(value, { keys: true }) : (own.value as unknown);
 }
 
 /**

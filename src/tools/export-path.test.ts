@@ -261,6 +261,37 @@ describe('export path: new files only', () => {
   });
 });
 
+// Memories and transcripts are for the user who runs the harness only.
+describe.skipIf(process.platform === 'win32')('export path: permissions (POSIX modes)', () => {
+  const modeOf = (target: string): number => fs.statSync(target).mode & 0o777;
+
+  it('writes an export readable by its owner only, in folders it creates for its owner only', async () => {
+    const workspace = temporaryDirectory();
+    const written = await writeExport({ workspace, scope: SCOPE, format: 'json', now: NOW, content: '{}' });
+    expect(modeOf(written.absolutePath)).toBe(0o600);
+    for (const folder of ['.harness', '.harness/observational-memory', '.harness/observational-memory/acme/c:1/bot'])
+      expect(modeOf(path.join(workspace, folder)), folder).toBe(0o700);
+  });
+
+  it('leaves the mode of folders that were there before', async () => {
+    const workspace = temporaryDirectory();
+    fs.mkdirSync(path.join(workspace, '.harness'), { mode: 0o755 });
+    fs.chmodSync(path.join(workspace, '.harness'), 0o755);
+    await writeExport({ workspace, scope: SCOPE, format: 'json', now: NOW, content: '{}' });
+    expect(modeOf(path.join(workspace, '.harness'))).toBe(0o755);
+    expect(modeOf(path.join(workspace, '.harness/observational-memory'))).toBe(0o700);
+  });
+
+  it('writes new and atomically replaced files with mode 0600', async () => {
+    const directory = temporaryDirectory();
+    await writeNewFile(path.join(directory, 'new.json'), 'x');
+    expect(modeOf(path.join(directory, 'new.json'))).toBe(0o600);
+    fs.writeFileSync(path.join(directory, 'm.json'), 'old', { mode: 0o644 });
+    await writeFileAtomic(path.join(directory, 'm.json'), 'new');
+    expect(modeOf(path.join(directory, 'm.json'))).toBe(0o600);
+  });
+});
+
 describe('export path: atomic write', () => {
   it('writes and replaces the file without leaving temporary files', async () => {
     const directory = temporaryDirectory();

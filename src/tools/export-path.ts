@@ -53,16 +53,23 @@ export interface ResolvedExportPath {
   readonly relativePath: string;
 }
 
+// Memories and transcripts must not be readable by other local users (the umask can only
+// take bits away from these).
+const PRIVATE_FILE_MODE = 0o600;
+const PRIVATE_DIRECTORY_MODE = 0o700;
+
 // Names an export can never take: database files and their journals, and configuration.
 const PROTECTED_NAME = /(?:\.db|\.sqlite3?|-wal|-shm|-journal)$|^config\.toml$/i;
 
 /**
- * Checks an export destination and creates its missing directories (0o755). The
- * destination is a new file in the scope's folder of `.harness/observational-memory/`
- * (`<tenant>/<conversation>/<agent>/`) in the workspace, never a database or configuration file; with no path, the default name (with `-2`, `-3`, … for
- * `attempt` 2, 3, … when that name is taken). Throws `EXPORT_INVALID` naming the reason for
- * empty, over-long or NUL-containing paths, paths outside that folder (after `..`), paths
- * through or onto a symlink, existing files, and protected files.
+ * Checks an export destination and creates its missing directories (0o700: memory is its
+ * owner's only; folders that exist keep their mode). The destination is a new file in the
+ * scope's folder of `.harness/observational-memory/` (`<tenant>/<conversation>/<agent>/`) in
+ * the workspace, never a database or configuration file; with no path, the default name
+ * (with `-2`, `-3`, … for `attempt` 2, 3, … when that name is taken). Throws
+ * `EXPORT_INVALID` naming the reason for empty, over-long or NUL-containing paths, paths
+ * outside that folder (after `..`), paths through or onto a symlink, existing files, and
+ * protected files.
  */
 export async function resolveExportPath(options: ResolveExportPathOptions, attempt = 1): Promise<ResolvedExportPath> {
   // A blank path is no path (models fill optional strings with ""): the default name.
@@ -102,7 +109,7 @@ export async function resolveExportPath(options: ResolveExportPathOptions, attem
     return resolveExportPath(options, attempt + 1);
   if (target !== undefined) throw refuse('it names an existing file, and exports only create new files');
 
-  await fs.mkdir(directory, { recursive: true, mode: 0o755 }).catch((error: unknown) => {
+  await fs.mkdir(directory, { recursive: true, mode: PRIVATE_DIRECTORY_MODE }).catch((error: unknown) => {
     throw unusable(error, refuse);
   });
   // Re-check after mkdir: a symlink planted meanwhile would change the real path.
@@ -139,17 +146,17 @@ export async function writeExport(
 
 /**
  * Writes a new file, never replacing one: the content goes to a temporary file opened
- * exclusively (`wx`, 0o644) in the same directory and synced, then is linked to the target,
- * which fails with `EEXIST` if the target exists (where links are not supported, an
- * exclusive copy does the same). A crash leaves at most the temporary file, never a partial
- * target. The temporary file is always removed.
+ * exclusively (`wx`, 0o600: readable by its owner only) in the same directory and synced,
+ * then is linked to the target, which fails with `EEXIST` if the target exists (where links
+ * are not supported, an exclusive copy does the same, with the same mode). A crash leaves at
+ * most the temporary file, never a partial target. The temporary file is always removed.
  */
 export async function writeNewFile(absolutePath: string, content: string | Uint8Array): Promise<void> {
   const directory = path.dirname(absolutePath);
   const temporary = path.join(directory, `${path.basename(absolutePath)}.tmp-${randomBytes(6).toString('hex')}`);
   let handle: FileHandle | undefined;
   try {
-    handle = await fs.open(temporary, 'wx', 0o644);
+    handle = await fs.open(temporary, 'wx', PRIVATE_FILE_MODE);
     await handle.writeFile(content);
     await handle.sync();
     await handle.close();
@@ -171,16 +178,16 @@ const MAX_DEFAULT_ATTEMPTS = 100;
 const LINK_UNSUPPORTED: ReadonlySet<string> = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV']);
 
 /**
- * Writes a file atomically: a temporary file (`wx`, 0o644) in the same directory, fsync,
- * rename over the target, then a best-effort fsync of the directory. The temporary file
- * is removed if anything fails.
+ * Writes a file atomically: a temporary file (`wx`, 0o600: readable by its owner only, which
+ * the target then is too) in the same directory, fsync, rename over the target, then a
+ * best-effort fsync of the directory. The temporary file is removed if anything fails.
  */
 export async function writeFileAtomic(absolutePath: string, content: string | Uint8Array): Promise<void> {
   const directory = path.dirname(absolutePath);
   const temporary = path.join(directory, `${path.basename(absolutePath)}.tmp-${randomBytes(6).toString('hex')}`);
   let handle: FileHandle | undefined;
   try {
-    handle = await fs.open(temporary, 'wx', 0o644);
+    handle = await fs.open(temporary, 'wx', PRIVATE_FILE_MODE);
     await handle.writeFile(content);
     await handle.sync();
     await handle.close();

@@ -205,8 +205,8 @@ describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
   it('keeps tenants apart: the key decides the tenant, resources of another tenant are refused', async () => {
     const a = await connect(KEY_A);
     const b = await connect(KEY_B);
-    await ok(a, 'working_memory', { action: 'set', key: 'secret', value: 'tenant a only', conversation_id: 'shared' });
-    expect(await ok(b, 'working_memory', { action: 'get', key: 'secret', conversation_id: 'shared' })).toMatchObject({
+    await ok(a, 'working_memory', { action: 'set', key: 'note', value: 'tenant a only', conversation_id: 'shared' });
+    expect(await ok(b, 'working_memory', { action: 'get', key: 'note', conversation_id: 'shared' })).toMatchObject({
       found: false,
     });
     const listedByB = await b.listResources();

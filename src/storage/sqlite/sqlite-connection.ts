@@ -2,7 +2,7 @@
  * Opening and configuring the one connection of a SQLite store.
  * @module
  */
-import { mkdirSync, statSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Database } from 'better-sqlite3';
@@ -12,8 +12,10 @@ import type { BackgroundCheckpoints } from './sqlite-checkpointer.js';
 import { STORE_NAME } from './sqlite-errors.js';
 
 /**
- * Opens (creating it and its parent directories if needed) the database file. A folder that
- * cannot be made is a `StoreError` naming it, with `data: {path, folder}`.
+ * Opens (creating it and its parent directories if needed) the database file. A new file is
+ * created readable by its owner only (0600), and SQLite gives its write-ahead log and shared
+ * memory the same mode; a file that exists keeps its mode. A folder that cannot be made is a
+ * `StoreError` naming it, with `data: {path, folder}`.
  */
 export function openSqliteFile(path: string, busyTimeoutMs: number): Database {
   if (path !== ':memory:' && path !== '') {
@@ -29,9 +31,29 @@ export function openSqliteFile(path: string, busyTimeoutMs: number): Database {
         cause: error,
       });
     }
+    // A `file:` name is a URI when SQLITE_USE_URI is set: SQLite parses it, not this.
+    if (!path.startsWith('file:')) createPrivateFile(path);
   }
   return new BetterSqlite3(path, { timeout: busyTimeoutMs });
 }
+
+/**
+ * Creates `path` empty with mode 0600 when nothing is there (SQLite takes an empty file for an
+ * empty database, and creates the `-wal`, `-shm` and `-journal` files with the main file's
+ * mode), so memories and transcripts are not readable by other local users whatever the
+ * umask. Anything already there (a file, a symlink) is left as it is; SQLite reports what
+ * it cannot open.
+ */
+function createPrivateFile(path: string): void {
+  try {
+    closeSync(openSync(path, 'wx', PRIVATE_FILE_MODE));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return;
+    // SQLite fails on the same path with an error of its own (a folder, no permission).
+  }
+}
+
+const PRIVATE_FILE_MODE = 0o600;
 
 // Node's recursive mkdirSync never returns on some virtual file systems (`/proc/harness/x`
 // loops on ENOENT), so the missing folders are made one by one from the nearest existing one.
