@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -93,6 +93,14 @@ describe('the packed package', () => {
         /^(dist\/|inspector\/[a-z0-9-]+\.(html|css|js)$|README\.md$|CHANGELOG\.md$|package\.json$|LICENSE)/;
       expect(files.filter((file) => !allowed.test(file))).toEqual([]);
       expect(files.filter((file) => /\.test\.(js|d\.ts)$/.test(file))).toEqual([]);
+      // The build starts from an empty dist: nothing compiled from a source since deleted or
+      // renamed is shipped.
+      const orphans = files
+        .filter((file) => file.startsWith('dist/'))
+        .filter(
+          (file) => !existsSync(join(root, file.replace(/^dist\//, 'src/').replace(/(\.d)?\.(js|ts)(\.map)?$/, '.ts'))),
+        );
+      expect(orphans).toEqual([]);
     },
   );
 
