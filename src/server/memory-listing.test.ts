@@ -40,9 +40,13 @@ describe('server: memory listing and correction', () => {
       ['c9', 1],
     ]);
     expect(second.body['next_cursor']).toBeNull();
-    // The query cannot reach another tenant: the key decides.
+    // The query cannot reach another tenant: the key decides, and naming another is refused.
     const other = await request('/v1/memory?tenant_id=tenant-b', { key: 'key-a' });
+    expect(other.status).toBe(400);
+    expect(other.body['error']['message']).toBe('tenant_id does not match the tenant of the API key');
     expect(JSON.stringify(other.body)).not.toContain('secret');
+    const own = await request('/v1/memory?tenant_id=tenant-a&limit=1', { key: 'key-a' });
+    expect(own.body['items'].map((item: any) => item.conversation_id)).toEqual(['c1']);
     const searched = await request('/v1/memory?q=C3', { key: 'key-a' });
     expect(searched.body['items'].map((item: any) => item.conversation_id)).toEqual(['c3']);
   });

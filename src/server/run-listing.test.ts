@@ -47,8 +47,15 @@ describe('server: GET /v1/runs', () => {
       'run_1',
     ]);
     expect(third.body['next_cursor']).toBeNull();
+    // Naming another tenant is refused, not answered with the key's own runs as if they were its.
     const byB = await request('/v1/runs?tenant_id=tenant-a', 'key-b');
-    expect(byB.body['items'].map((run: any) => run.run_id)).toEqual(['run_9']);
+    expect(byB.status).toBe(400);
+    expect(byB.body['error']).toMatchObject({
+      code: 'invalid_request',
+      message: 'tenant_id does not match the tenant of the API key',
+    });
+    const own = await request('/v1/runs?tenant_id=tenant-b', 'key-b');
+    expect(own.body['items'].map((run: any) => run.run_id)).toEqual(['run_9']);
   });
 
   it('filters by conversation, agent and status', async () => {

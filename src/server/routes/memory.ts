@@ -18,6 +18,7 @@ import type { WorkingMemory } from '../../memory/working-memory.js';
 import { httpError } from '../http-error.js';
 import { optionalQuery, pageQuery } from '../page-query.js';
 import { readJsonBody } from '../request-body.js';
+import { requestTenant } from '../request-tenant.js';
 import {
   entryToJson,
   listedScopeToJson,
@@ -115,7 +116,7 @@ function scopeRoutes(app: Hono<ServerEnv>, options: MemoryRoutesOptions): void {
   const { observationalMemory: memory, workingMemory } = options;
   app.get('/', async (context) => {
     // With API keys the tenant is the key's; without (loopback only), the query names it.
-    const tenant = context.get('tenant') ?? context.req.query('tenant_id') ?? 'default';
+    const tenant = requestTenant(context.get('tenant'), context.req.query('tenant_id'));
     const enabled = context.req.query('enabled');
     if (enabled !== undefined && enabled !== 'true' && enabled !== 'false')
       throw httpError(400, 'invalid_request', `enabled must be true or false, got ${JSON.stringify(enabled)}`);

@@ -9,6 +9,7 @@ import { validateScopeId } from '../../core/scope.js';
 import { httpError } from '../http-error.js';
 import { DEFAULT_PAGE_LIMIT, decodeCursor, encodeCursor, pageQuery } from '../page-query.js';
 import { readJsonBody } from '../request-body.js';
+import { requestTenant } from '../request-tenant.js';
 import { runToJson } from '../serialize.js';
 import { EVENT_STREAM_CONTENT_TYPE, resumeAfter, streamRunEvents } from '../sse.js';
 import type { ServerEnv } from '../server-env.js';
@@ -72,18 +73,14 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
 
   app.post('/', async (context) => {
     const body = await readJsonBody(context, runBody);
-    const tenant = context.get('tenant');
-    if (tenant !== undefined && body.tenant_id !== undefined && body.tenant_id !== '' && body.tenant_id !== tenant) {
-      throw httpError(400, 'invalid_request', 'tenant_id does not match the tenant of the API key');
-    }
     // Validated before it is counted: a refused id must not become a key of the limiter.
-    const tenantId = tenant ?? validateScopeId('tenant_id', body.tenant_id || 'default');
+    const tenantId = requestTenant(context.get('tenant'), body.tenant_id);
     admitTenantWrite(limits, context.get('principal'), tenantId);
     const run = await startCounted(principalOf(context.get('principal'), tenantId), () =>
       runner.start({
         prompt: body.prompt,
         ...definedOnly({
-          tenantId: tenant ?? body.tenant_id,
+          tenantId,
           conversationId: body.conversation_id,
           agentId: body.agent_id,
           model: body.model,
@@ -97,7 +94,7 @@ export function runRoutes(options: RunRoutesOptions): Hono<ServerEnv> {
 
   app.get('/', async (context) => {
     // With API keys the tenant is the key's; without (loopback only), the query names it.
-    const tenantId = context.get('tenant') ?? validateScopeId('tenant_id', context.req.query('tenant_id') ?? 'default');
+    const tenantId = requestTenant(context.get('tenant'), context.req.query('tenant_id'));
     const { limit = DEFAULT_PAGE_LIMIT, cursor } = pageQuery(context);
     const status = context.req.query('status');
     if (status !== undefined && !RUN_STATUSES.includes(status as RunStatus))
