@@ -102,7 +102,8 @@ export function createEventView(context: CliContext, options: { json: boolean })
         case 'run.completed': {
           const usage = (payload['usage'] ?? {}) as Record<string, unknown>;
           note(
-            `· run completed: ${str(payload['steps'])} steps, ${str(usage['input_tokens'])} tokens in, ` +
+            `· run completed: ${str(payload['steps'])} ${payload['steps'] === 1 ? 'step' : 'steps'}, ` +
+              `${str(usage['input_tokens'])} tokens in, ` +
               `${str(usage['output_tokens'])} out; conversation ${str(payload['conversation_id'])}`,
           );
           break;

@@ -137,9 +137,12 @@ describe('harness wm and memory', () => {
     expect((await cli(['memory', 'show', ...scope], { workspace })).stdout).toContain(
       `- draft = "soon" (expires ${listed[0]!.expires_at})`,
     );
-    const refused = await cli(['wm', 'set', ...scope, 'draft', 'x', '--ttl', 'soon'], { workspace });
-    expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain('ttl_seconds');
+    // The option is named as the user typed it, and the usage error is exit 2.
+    for (const ttl of ['soon', '0', '1.5', '-5']) {
+      const refused = await cli(['wm', 'set', ...scope, 'draft', 'x', '--ttl', ttl], { workspace });
+      expect(refused.code, ttl).toBe(2);
+      expect(refused.stderr, ttl).toContain(`--ttl must be an integer from 1 to 315360000 (got "${ttl}")`);
+    }
     // The configured default applies to a set without --ttl.
     const defaulted = await cli(['wm', 'set', ...scope, 'note', '2'], {
       workspace,

@@ -30,10 +30,13 @@ function setup(limits: TenantLimitsOptions, apiKeys?: AppOptions['apiKeys']) {
   return { request, runner, holdNextAnswer, advance: (ms: number) => void (clock += ms) };
 }
 
-async function expectTooMany(response: Response, code: string, retryAfter: string): Promise<void> {
+/** Checks a 429 and returns its message. */
+async function expectTooMany(response: Response, code: string, retryAfter: string): Promise<string> {
   expect(response.status).toBe(429);
   expect(response.headers.get('retry-after')).toBe(retryAfter);
-  expect(((await response.json()) as { error: { code: string } }).error.code).toBe(code);
+  const { error } = (await response.json()) as { error: { code: string; message: string } };
+  expect(error.code).toBe(code);
+  return error.message;
 }
 
 const put = (tenant: string, key: string) => ({
@@ -120,11 +123,14 @@ describe('tenant limits: concurrent runs and event streams', () => {
     const first = (await (
       await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'one', tenant_id: 'acme' }) })
     ).json()) as { run_id: string };
-    await expectTooMany(
-      await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'two', tenant_id: 'acme' }) }),
-      'too_many_runs',
-      '1',
-    );
+    // Without keys the limit is the tenant's, and the refusal says so.
+    expect(
+      await expectTooMany(
+        await request('/v1/runs', { method: 'POST', body: JSON.stringify({ prompt: 'two', tenant_id: 'acme' }) }),
+        'too_many_runs',
+        '1',
+      ),
+    ).toBe('1 run is already queued or running for tenant acme; retry when one ends');
     await expectTooMany(
       await request(`/v1/runs/${first.run_id}/continue`, { method: 'POST', body: JSON.stringify({ prompt: 'two' }) }),
       'too_many_runs',
@@ -223,11 +229,13 @@ describe('tenant limits: /mcp', () => {
     });
     expect(first.status).toBe(200);
     expect(first.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    await expectTooMany(
-      await request('/mcp', { method: 'POST', headers: MCP_LISTEN_HEADERS, body: mcpListenBody(2), key: 'key-one' }),
-      'too_many_streams',
-      '1',
-    );
+    expect(
+      await expectTooMany(
+        await request('/mcp', { method: 'POST', headers: MCP_LISTEN_HEADERS, body: mcpListenBody(2), key: 'key-one' }),
+        'too_many_streams',
+        '1',
+      ),
+    ).toContain('already open for this API key');
     await first.body?.cancel();
     const third = await request('/mcp', {
       method: 'POST',

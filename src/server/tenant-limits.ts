@@ -158,7 +158,7 @@ export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLim
       acquire(principal, 'runs', maxRuns, () =>
         tooMany(
           'too_many_runs',
-          `${maxRuns} runs are already queued or running for this API key; retry when one ends`,
+          `${maxRuns === 1 ? '1 run is' : `${maxRuns} runs are`} already queued or running for ${holderOf(principal)}; retry when one ends`,
           1,
         ),
       ),
@@ -168,7 +168,7 @@ export function createTenantLimits(options: TenantLimitsOptions = {}): TenantLim
       acquire(principal, 'streams', maxStreams, () =>
         tooMany(
           'too_many_streams',
-          `${maxStreams} event streams are already open for this API key; close one first`,
+          `${maxStreams === 1 ? '1 event stream is' : `${maxStreams} event streams are`} already open for ${holderOf(principal)}; close one first`,
           1,
         ),
       ),
@@ -190,9 +190,16 @@ function tooMany(code: string, message: string, retryAfterSeconds: number): HTTP
   return httpError(429, code, message, { 'retry-after': String(retryAfterSeconds) });
 }
 
+/** Who a limit is counted for, in a refusal: the API key, or without keys the tenant. */
+function holderOf(principal: string): string {
+  return principal.startsWith(TENANT_PRINCIPAL) ? `tenant ${principal.slice(TENANT_PRINCIPAL.length)}` : 'this API key';
+}
+
+const TENANT_PRINCIPAL = 'tenant:';
+
 /** Who a request counts against: its API key (`principal`), or without keys the tenant it names. */
 export function principalOf(principal: string | undefined, tenantId: string): string {
-  return principal ?? `tenant:${tenantId}`;
+  return principal ?? `${TENANT_PRINCIPAL}${tenantId}`;
 }
 
 /** Counts a write against `tenantId`, unless an API key's principal was already counted (by the app's middleware). */

@@ -4,18 +4,19 @@
  */
 import type { Command } from 'commander';
 import type { Scope } from '../../core/scope.js';
+import { MAX_WORKING_MEMORY_TTL_SECONDS } from '../../core/working-memory.js';
 import type { Harness } from '../../server/create-harness.js';
 import { entryToJson } from '../../server/serialize.js';
 import { dim, printLine } from '../context.js';
 import type { CliContext, CommandResult } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.js';
 import { openHarness } from '../open-harness.js';
-import { describeScope, scopeFrom, withScopeOptions } from '../scope-options.js';
+import { describeScope, positiveInteger, scopeFrom, withScopeOptions } from '../scope-options.js';
 import type { ScopeOptions } from '../scope-options.js';
 
 interface WmOptions extends ScopeOptions {
   readonly json?: boolean;
-  readonly ttl?: string;
+  readonly ttl?: number;
 }
 
 /** Registers `wm` and its subcommands. */
@@ -81,14 +82,18 @@ export function registerWmCommand(program: Command, context: CliContext, result:
   )
     .argument('<key>', 'entry key')
     .argument('<value>', 'value as JSON (e.g. \'{"step":1}\'), or any text')
-    .option('--ttl <seconds>', 'expire the entry after this many seconds (default: the configured default, or never)')
+    .option(
+      '--ttl <seconds>',
+      'expire the entry after this many seconds (default: the configured default, or never)',
+      positiveInteger('--ttl', MAX_WORKING_MEMORY_TTL_SECONDS),
+    )
     .action((key: string, value: string, options: WmOptions) =>
       withHarness(options, async (harness, scope) => {
         const stored = await harness.workingMemory.set(
           scope,
           key,
           parseValue(value),
-          options.ttl === undefined ? undefined : { ttlSeconds: Number(options.ttl) },
+          options.ttl === undefined ? undefined : { ttlSeconds: options.ttl },
         );
         const { expiresAt } = stored.entry;
         printLine(
