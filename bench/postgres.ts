@@ -275,7 +275,7 @@ async function benchObserveRate(url: string, schema: string, directory: string, 
   const common = {
     HARNESS_MEMORY_DEFAULT_ENABLED: 'true',
     HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1',
-    HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: '1000000',
+    HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: '100000',
   };
   const sqlitePath = join(directory, 'rate.db');
   const sqliteEnv = {

@@ -4,6 +4,7 @@
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
+import type { HarnessMemoryErrorCode } from '../core/errors.js';
 import { publicErrorText } from '../core/public-error-text.js';
 import type { RunRecord, RunUsage } from '../storage/run-store.js';
 
@@ -13,6 +14,32 @@ export interface RunErrorJson {
   readonly message: string;
 }
 
+// The codes of failures that are the server's, not the request's: its store failed (the
+// message names the database file, the Postgres schema, the address it could not reach), a
+// factory was misused, an eval results file is broken. The HTTP API answers these, and anything
+// that is not a HarnessMemoryError, with 500 and `internal error; see the server log`
+// (server/http-error.ts, which this layer cannot import; a test holds the two equal).
+const SERVER_FAILURE_CODES: ReadonlySet<HarnessMemoryErrorCode> = new Set<HarnessMemoryErrorCode>([
+  'STORE_FAILED',
+  'OPTION_INVALID',
+  'EVAL_RESULTS_INVALID',
+]);
+
+/**
+ * Whether `error` is the server's own failure rather than one the tenant's request or data
+ * caused: a store's (`STORE_FAILED`), a bug (`INTERNAL`: anything not a `HarnessMemoryError`),
+ * or another code the HTTP API answers with 500. Its detail is the operator's business: it
+ * goes to the fault log, and the tenant is told only {@link serverFailureText}.
+ */
+export function isServerFailure(error: unknown): boolean {
+  return !HarnessMemoryError.isInstance(error) || SERVER_FAILURE_CODES.has(error.code);
+}
+
+/** What the tenant is told of a server failure with `code`: the code, and where its detail is. */
+function serverFailureText(code: string): string {
+  return `internal error (${code}); see the server log`;
+}
+
 /**
  * Any thrown value as a run error: its code when it is ours, else `INTERNAL`. A model call's
  * error names the model server instead of showing its address: a run's error goes to the
@@ -20,6 +47,26 @@ export interface RunErrorJson {
  */
 export function errorJson(error: unknown): RunErrorJson {
   return { code: HarnessMemoryError.isInstance(error) ? error.code : 'INTERNAL', message: publicErrorText(error) };
+}
+
+/**
+ * {@link errorJson}, except that with `hideServerFailures` a server failure
+ * ({@link isServerFailure}) is named by its code only, `internal error (STORE_FAILED); see the
+ * server log`: the tenant has no business learning where the operator's database runs. The
+ * caller reports its detail as a fault.
+ */
+export function shownErrorJson(error: unknown, hideServerFailures: boolean): RunErrorJson {
+  if (!hideServerFailures || !isServerFailure(error)) return errorJson(error);
+  const { code } = errorJson(error);
+  return { code, message: serverFailureText(code) };
+}
+
+/**
+ * Whether a tool's failure is the server's to hide: a store's or another server code. A tool
+ * that throws a plain `Error` is not: its message is the tool's answer to the model.
+ */
+export function isServerFailureOfTool(error: unknown): boolean {
+  return HarnessMemoryError.isInstance(error) && SERVER_FAILURE_CODES.has(error.code);
 }
 
 /** Token usage as the events and the API show it. */

@@ -33,7 +33,15 @@ import { createLocalEventHub } from '../storage/local-event-hub.js';
 import type { EventHub } from '../storage/event-hub.js';
 import type { RunEvent, RunRecord, RunStore } from '../storage/run-store.js';
 import { TERMINAL_EVENT_TYPES } from '../storage/event-hub.js';
-import { errorJson, invalidRequest, isRunEndedConflict, notFound, terminalEventOf } from './_run-errors.js';
+import {
+  errorJson,
+  invalidRequest,
+  isRunEndedConflict,
+  isServerFailureOfTool,
+  notFound,
+  shownErrorJson,
+  terminalEventOf,
+} from './_run-errors.js';
 import { createTurnPreparer } from './prepare-turn.js';
 import { RunEventEmitter } from './run-event-emitter.js';
 import { createRunLoop } from './run-loop.js';
@@ -96,6 +104,17 @@ export interface AgentRunnerOptions {
   generateRunId?: () => string;
   /** Told of faults the runner survives (a store write that failed as a run ended, …). @default ignored */
   onFault?: FaultReporter;
+  /**
+   * Show a failure that is the server's own (a store's `STORE_FAILED`, a bug's `INTERNAL`) to
+   * the run's tenant by its code only: the run's error, its `memory.snippet.failed` and
+   * `memory.observe.failed` events and the model's tool results say `internal error
+   * (STORE_FAILED); see the server log`, and the detail (which names database files, schemas,
+   * addresses) goes to `onFault`. For a server whose tenants are not its operator; the harness
+   * server turns it on. A tool that throws a plain `Error` is not hidden: its message is the
+   * tool's answer to the model. @default false: in your own process the run's error keeps its
+   * detail
+   */
+  hideServerFailures?: boolean;
 }
 
 /** Runs agents and tracks their runs. */
@@ -133,7 +152,9 @@ export interface AgentRunner {
    * Keeps runs honest across crashes: heartbeats this process's runs every `heartbeatMs`,
    * and at once and every `sweepMs` fails runs of any process that stopped heartbeating for
    * `abandonAfterSeconds` (`RUN_ABANDONED`, with a `run.failed` event so their streams end),
-   * then deletes runs that ended more than `runRetentionSeconds` ago, when that is set.
+   * then deletes runs that ended more than `runRetentionSeconds` ago and settled memory
+   * operations not written for `operationRetentionSeconds` (through the observational memory's
+   * `deleteSettledOperations`), each when set.
    */
   startMaintenance(options?: RunMaintenanceOptions): RunMaintenance;
 }
@@ -177,7 +198,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     const done = runLoop(run, controller.signal)
       .catch((error: unknown) =>
         endAfterFault(
-          { runStore, events, reportFault },
+          { runStore, events, reportFault, hideServerFailures: options.hideServerFailures === true },
           run,
           error,
           controller.signal.aborted ? 'cancelled' : 'failed',
@@ -295,6 +316,9 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
       return active.has(runId);
     },
     startMaintenance(maintenanceOptions = {}) {
+      const deleteSettledOperations = options.observationalMemory.deleteSettledOperations?.bind(
+        options.observationalMemory,
+      );
       return startRunMaintenance(
         {
           runStore,
@@ -303,6 +327,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
           isActive: (runId) => active.has(runId),
           endedElsewhere: (runId) => active.get(runId)?.controller.abort(),
           reportFault,
+          ...(deleteSettledOperations ? { deleteSettledOperations } : {}),
         },
         maintenanceOptions,
       );
@@ -403,6 +428,7 @@ function runLoopOf(
   shutdownDeadline: () => number | undefined,
 ): ReturnType<typeof createRunLoop> {
   const { runStore, observationalMemory: memory, workingMemory } = options;
+  const hideServerFailures = options.hideServerFailures === true;
   return createRunLoop({
     model: options.model,
     memory,
@@ -419,12 +445,18 @@ function runLoopOf(
     tools: createToolDispatcher({
       tools: [...(options.memoryTools ?? defaultMemoryTools(options)), ...(options.tools ?? [])],
       workspace: options.workspace,
+      shownError: (error, target) => {
+        if (!hideServerFailures || !isServerFailureOfTool(error)) return errorJson(error);
+        reportFault({ component: 'runner', message: 'a tool failed', error, runId: target.runId });
+        return shownErrorJson(error, true);
+      },
     }),
     estimator,
     settleTimeoutMs: options.settleTimeoutMs ?? 60_000,
     shutdownDeadline,
     ...(options.forensics ? { forensics: options.forensics } : {}),
     reportFault,
+    hideServerFailures,
   });
 }
 
@@ -474,14 +506,19 @@ function modelIdOf(given: unknown): string {
  * back either way, so nothing rejects in the background.
  */
 async function endAfterFault(
-  dependencies: { readonly runStore: RunStore; readonly events: RunEventEmitter; readonly reportFault: FaultReporter },
+  dependencies: {
+    readonly runStore: RunStore;
+    readonly events: RunEventEmitter;
+    readonly reportFault: FaultReporter;
+    readonly hideServerFailures: boolean;
+  },
   run: RunRecord,
   error: unknown,
   status: 'failed' | 'cancelled',
 ): Promise<RunRecord> {
   const { runStore, events, reportFault } = dependencies;
   reportFault({ component: 'runner', message: 'the run could not record its end', error, runId: run.runId });
-  const runError = status === 'failed' ? errorJson(error) : null;
+  const runError = status === 'failed' ? shownErrorJson(error, dependencies.hideServerFailures) : null;
   const context = { conversationId: run.scope.conversationId };
   try {
     // A run that ended already (its own end was stored before its terminal event failed, or

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { FaultReporter } from '../core/fault.js';
+import { tenantErrorText } from '../core/public-error-text.js';
 import { memoryIdOf } from '../core/scope.js';
 import { waitAtMost } from '../core/until-stopped.js';
 import type { Scope } from '../core/scope.js';
@@ -17,7 +18,14 @@ import type { WorkingMemory, WorkingMemoryEvent } from '../memory/working-memory
 import { StoredMessageKeys } from '../memory/stored-message-keys.js';
 import { isRunOpen } from '../storage/run-store.js';
 import type { ConversationMessage, RunPatch, RunRecord, RunStore } from '../storage/run-store.js';
-import { cancelled, errorJson, forgottenError, isRunEndedConflict, terminalEventOf } from './_run-errors.js';
+import {
+  cancelled,
+  forgottenError,
+  isRunEndedConflict,
+  isServerFailure,
+  shownErrorJson,
+  terminalEventOf,
+} from './_run-errors.js';
 import type { RunErrorJson } from './_run-errors.js';
 import type { TurnPreparer } from './prepare-turn.js';
 import type { RunEventEmitter } from './run-event-emitter.js';
@@ -39,6 +47,8 @@ export interface RunLoopOptions {
   readonly shutdownDeadline: () => number | undefined;
   readonly forensics?: { readonly captureRequestEnvelope?: boolean; readonly snapshotMemorySnippet?: boolean };
   readonly reportFault: FaultReporter;
+  /** Server failures reach the run's stream and record by their code only (see `AgentRunnerOptions`). */
+  readonly hideServerFailures: boolean;
 }
 
 /** Runs one run to its end and resolves with its final record. */
@@ -214,8 +224,17 @@ async function takeStep(
     transcript: state.transcript,
     generation: state.generation,
   });
-  for (const failure of turn.failures)
-    await emit('memory.snippet.failed', { step, source: failure.source, error: errorJson(failure.error).message });
+  for (const failure of turn.failures) {
+    const error = snippetFailureText(failure.error, options.hideServerFailures, (detail) =>
+      options.reportFault({
+        component: 'runner',
+        message: `the ${failure.source} snippet could not be built; the run goes on without it`,
+        error: detail,
+        runId: run.runId,
+      }),
+    );
+    await emit('memory.snippet.failed', { step, source: failure.source, error });
+  }
   if (options.forensics?.captureRequestEnvelope) {
     await emit('llm.request.snapshot', {
       prompt_hash: createHash('sha256').update(JSON.stringify(turn.messages)).digest('hex'),
@@ -334,7 +353,34 @@ async function endAfterError(options: RunLoopOptions, state: RunState, error: un
   if (!isRunOpen(stored.status)) return recordEnd(options, state, stored);
   if (state.signal.aborted)
     return endRun(options, state, { status: 'cancelled', steps: state.step, usage: state.usage });
-  return fail(options, state, errorJson(error));
+  return fail(options, state, shownError(options, state, error, 'the run failed'));
+}
+
+/**
+ * `error` as the run's stream and record show it ({@link shownErrorJson}). A server failure
+ * hidden there by its code is reported as a fault (`doing` says what failed), so the
+ * operator still sees its detail.
+ */
+function shownError(options: RunLoopOptions, state: RunState, error: unknown, doing: string): RunErrorJson {
+  if (options.hideServerFailures && isServerFailure(error))
+    options.reportFault({ component: 'runner', message: doing, error, runId: state.run.runId });
+  return shownErrorJson(error, options.hideServerFailures);
+}
+
+/**
+ * What is shown of a snippet that could not be built, in the run's `memory.snippet.failed`
+ * event and in MCP `memory_context`: its text as the HTTP API says it (redacted, no model
+ * server address); with `hideServerFailures`, a server failure (a store's, a bug) only by its
+ * code, `internal error (STORE_FAILED); see the server log`, its detail given to `report`.
+ */
+export function snippetFailureText(
+  error: unknown,
+  hideServerFailures: boolean,
+  report: (error: unknown) => void,
+): string {
+  if (!hideServerFailures || !isServerFailure(error)) return tenantErrorText(error);
+  report(error);
+  return shownErrorJson(error, true).message;
 }
 
 function newRunState(events: RunEventEmitter, run: RunRecord, signal: AbortSignal): RunState {
@@ -479,7 +525,8 @@ async function observeStep(
     );
     if (result.reflectionError) await emit('memory.observe.failed', { step, error: result.reflectionError }, step);
   } catch (error) {
-    await emit('memory.observe.failed', { step, error: errorJson(error).message }, step).catch(() => undefined);
+    const shown = shownError(options, state, error, `observing step ${step} failed`).message;
+    await emit('memory.observe.failed', { step, error: shown }, step).catch(() => undefined);
   } finally {
     // What the observation caused (its reflection, an operation given up) follows its outcome,
     // as in the reference: started, completed or failed, then the reflection.

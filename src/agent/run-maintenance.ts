@@ -1,7 +1,7 @@
 /**
  * Run maintenance: heartbeats for this process's runs, and the sweep that fails runs whose
- * process stopped heartbeating (`RUN_ABANDONED`), so their streams end, and deletes runs past
- * their retention.
+ * process stopped heartbeating (`RUN_ABANDONED`), so their streams end, and deletes runs and
+ * settled memory operations past their retention.
  * @module
  */
 import type { FaultReporter } from '../core/fault.js';
@@ -28,11 +28,24 @@ export interface RunMaintenanceOptions {
    * @default 0
    */
   readonly runRetentionSeconds?: number;
+  /**
+   * Settled memory operations (applied or failed) not written for this many seconds are
+   * deleted with their markers at each sweep, after the runs; queued, processing and dead ones,
+   * and each scope's newest, are kept. The target must have `deleteSettledOperations` (the
+   * runner's observational memory, over a store that has it). Leave it out, or 0, to keep them
+   * for ever.
+   * @default 0
+   */
+  readonly operationRetentionSeconds?: number;
 }
 
 /** Runs one `deleteEndedRuns` call deletes, and the most calls one sweep makes. */
 const RETENTION_BATCH = 500;
 const RETENTION_BATCHES_PER_SWEEP = 20;
+/** Operations one `deleteSettledOperations` call deletes (its most), and the most calls one sweep makes. */
+const OPERATION_RETENTION_BATCH = 1_000;
+const OPERATION_RETENTION_BATCHES_PER_SWEEP = 20;
+const OPERATIONS_FAILED = 'deleting settled memory operations failed; the next sweep tries again';
 
 /** What maintenance works on. */
 export interface RunMaintenanceTarget {
@@ -48,6 +61,11 @@ export interface RunMaintenanceTarget {
    */
   readonly endedElsewhere?: (runId: string) => void;
   readonly reportFault: FaultReporter;
+  /**
+   * Deletes settled memory operations past an age, one bounded call
+   * (`ObservationalMemory.deleteSettledOperations`); needed for `operationRetentionSeconds`.
+   */
+  readonly deleteSettledOperations?: (options: { olderThanSeconds: number; limit: number }) => Promise<number>;
 }
 
 /** A started maintenance; `stop` waits for the task under way. */
@@ -58,14 +76,16 @@ export interface RunMaintenance {
 /**
  * Heartbeats the active runs every `heartbeatMs`, and at once and every `sweepMs` fails the
  * runs of any process that stopped heartbeating for `abandonAfterSeconds`, then deletes runs
- * that ended more than `runRetentionSeconds` ago (when set). One task runs at a time; a
- * failed one is reported and runs again at its next tick.
+ * that ended more than `runRetentionSeconds` ago and settled memory operations not written for
+ * `operationRetentionSeconds` (each when set). One task runs at a time; a failed one is
+ * reported and runs again at its next tick.
  */
 export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMaintenanceOptions = {}): RunMaintenance {
   const heartbeatMs = requireTimerMs(FACTORY, 'heartbeatMs', options.heartbeatMs, 1) ?? 30_000;
   const sweepMs = requireTimerMs(FACTORY, 'sweepMs', options.sweepMs, 1) ?? 60_000;
   const abandonAfterSeconds = requireCount(FACTORY, 'abandonAfterSeconds', options.abandonAfterSeconds) ?? 300;
-  const retentionSeconds = requireRetention(options.runRetentionSeconds);
+  const retentionSeconds = requireRetention('runRetentionSeconds', options.runRetentionSeconds);
+  const operationRetentionSeconds = requireRetention('operationRetentionSeconds', options.operationRetentionSeconds);
   const { runStore, events, reportFault } = target;
   const deleteEndedRuns = retentionSeconds > 0 ? runStore.deleteEndedRuns?.bind(runStore) : undefined;
   if (retentionSeconds > 0 && !deleteEndedRuns)
@@ -75,15 +95,20 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
       `needs a run store with deleteEndedRuns(); ${runStore.name} has none`,
       'Leave it out to keep runs for ever, or give the store deleteEndedRuns().',
     );
-  let chain: Promise<void> = Promise.resolve();
-  const schedule = (task: () => Promise<void>): void => {
-    chain = chain.then(task).catch((error: unknown) =>
-      reportFault({
-        component: 'maintenance',
-        message: 'the stale-run sweep failed; it runs again at its next tick',
-        error,
-      }),
+  const deleteSettledOperations = operationRetentionSeconds > 0 ? target.deleteSettledOperations : undefined;
+  if (operationRetentionSeconds > 0 && !deleteSettledOperations)
+    throw invalidOption(
+      FACTORY,
+      'operationRetentionSeconds',
+      'needs a memory store with deleteSettledOperations(); this one has none',
+      'Leave it out to keep memory operations for ever, or give the store deleteSettledOperations().',
     );
+  let chain: Promise<void> = Promise.resolve();
+  const schedule = (
+    task: () => Promise<void>,
+    message = 'the stale-run sweep failed; it runs again at its next tick',
+  ): void => {
+    chain = chain.then(task).catch((error: unknown) => reportFault({ component: 'maintenance', message, error }));
   };
   const heartbeat = async (): Promise<void> => {
     for (const runId of target.activeRunIds()) {
@@ -120,6 +145,8 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
         });
     }
     if (deleteEndedRuns && !stopped) schedule(retain(deleteEndedRuns, RETENTION_BATCHES_PER_SWEEP));
+    if (deleteSettledOperations && !stopped)
+      schedule(retainOperations(deleteSettledOperations, OPERATION_RETENTION_BATCHES_PER_SWEEP), OPERATIONS_FAILED);
   };
   // A bounded number of short deletes a sweep, each a task of its own: a backlog is worked off
   // over several sweeps instead of in one long transaction, and a heartbeat due meanwhile runs
@@ -129,6 +156,13 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
     const deleted = await remove(retentionSeconds, RETENTION_BATCH);
     if (deleted === RETENTION_BATCH && batches > 1 && !stopped) schedule(retain(remove, batches - 1));
   };
+  const retainOperations =
+    (remove: NonNullable<RunMaintenanceTarget['deleteSettledOperations']>, batches: number) =>
+    async (): Promise<void> => {
+      const deleted = await remove({ olderThanSeconds: operationRetentionSeconds, limit: OPERATION_RETENTION_BATCH });
+      if (deleted === OPERATION_RETENTION_BATCH && batches > 1 && !stopped)
+        schedule(retainOperations(remove, batches - 1), OPERATIONS_FAILED);
+    };
   schedule(sweep);
   const timers = [setInterval(() => schedule(heartbeat), heartbeatMs), setInterval(() => schedule(sweep), sweepMs)];
   for (const timer of timers) timer.unref?.();
@@ -146,8 +180,8 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
   };
 }
 
-/** `runRetentionSeconds` as checked: 0 (keep for ever) or a whole number of seconds. */
-function requireRetention(value: unknown): number {
+/** A retention as checked: 0 (keep for ever) or a whole number of seconds. */
+function requireRetention(option: string, value: unknown): number {
   if (value === undefined || value === 0) return 0;
-  return requireCount(FACTORY, 'runRetentionSeconds', value) ?? 0;
+  return requireCount(FACTORY, option, value) ?? 0;
 }

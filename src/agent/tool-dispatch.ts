@@ -7,7 +7,7 @@
 import type { Scope } from '../core/scope.js';
 import type { LanguageModelTool } from '../llm/language-model.js';
 import type { Tool } from '../tools/tool.js';
-import { errorJson } from './_run-errors.js';
+import type { RunErrorJson } from './_run-errors.js';
 
 /** Who a tool call is for. */
 export interface ToolCallTarget {
@@ -39,6 +39,8 @@ export interface ToolDispatcherOptions {
   readonly tools: readonly Tool[];
   /** Folder that file-writing tools must stay inside. */
   readonly workspace: string;
+  /** A tool's failure as the model reads it back. */
+  readonly shownError: (error: unknown, target: ToolCallTarget) => RunErrorJson;
 }
 
 /** The dispatcher over `tools`; a later tool of the same name wins. */
@@ -85,7 +87,7 @@ export function createToolDispatcher(options: ToolDispatcherOptions): ToolDispat
         const settled = Promise.resolve(execution);
         result = target.signal ? await untilAborted(settled, target.signal) : await settled;
       } catch (error) {
-        return { content: JSON.stringify({ error: errorJson(error) }), ok: false };
+        return { content: JSON.stringify({ error: options.shownError(error, target) }), ok: false };
       }
       let content: string | undefined;
       try {

@@ -50,6 +50,7 @@ describe('config: defaults', () => {
       workingMemoryMaxEntries: 100,
       workingMemoryMaxTotalBytes: 32768,
       workingMemoryDefaultTtlSeconds: 0,
+      operationRetentionDays: 0,
     });
     expect(config.forensics).toEqual({ captureRequestEnvelope: false, snapshotMemorySnippet: false });
     expect(config.model).toEqual({ name: '', provider: 'openai', baseUrl: '' });
@@ -208,6 +209,28 @@ describe('config: cascade', () => {
       const error = configErrorOf(() => load({ HARNESS_MEMORY_WORKING_MEMORY_DEFAULT_TTL_SECONDS: seconds }));
       expect(error.key).toBe('memory.working_memory_default_ttl_seconds');
     }
+  });
+
+  it('reads [memory] operation_retention_days, and its variable over it; 0 keeps operations for ever', () => {
+    const file = writeConfig(workspace, '[memory]\noperation_retention_days = 30\n');
+    const fromFile = load();
+    expect(fromFile.memory.operationRetentionDays).toBe(30);
+    expect(fromFile.sources['memory.operation_retention_days']).toBe(file);
+    const fromEnv = load({ HARNESS_MEMORY_OPERATION_RETENTION_DAYS: '0' });
+    expect(fromEnv.memory.operationRetentionDays).toBe(0);
+    expect(fromEnv.sources['memory.operation_retention_days']).toBe('env:HARNESS_MEMORY_OPERATION_RETENTION_DAYS');
+    expect(describeConfig(fromEnv)).toContainEqual({
+      key: 'memory.operation_retention_days',
+      value: '0',
+      source: 'env:HARNESS_MEMORY_OPERATION_RETENTION_DAYS',
+    });
+    for (const days of ['-1', '1.5', '36501', 'a week']) {
+      const error = configErrorOf(() => load({ HARNESS_MEMORY_OPERATION_RETENTION_DAYS: days }));
+      expect(error.key).toBe('memory.operation_retention_days');
+      if (days !== 'a week') expect(error.message).toContain('or 0 to keep settled operations for ever');
+    }
+    writeConfig(workspace, '[memory]\noperation_retention_days = -3\n');
+    expect(configErrorOf(() => load()).key).toBe('memory.operation_retention_days');
   });
 
   it('reads [server] allowed_models, and HARNESS_ALLOWED_MODELS over it', () => {

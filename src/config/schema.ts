@@ -9,7 +9,12 @@ import { validateScopeId } from '../core/scope.js';
 import { apiKeyProblem, apiKeyScopesProblem } from '../core/api-key.js';
 import type { ApiKeyScope } from '../core/api-key.js';
 import { apiKeyEnvProblem } from '../core/api-key-env.js';
-import { MAX_MODEL_ID_LENGTH, MAX_SNIPPET_MAX_TOKENS } from '../core/observation.js';
+import {
+  MAX_MODEL_ID_LENGTH,
+  MAX_OBSERVE_MIN_TOKENS,
+  MAX_REFLECT_THRESHOLD_TOKENS,
+  MAX_SNIPPET_MAX_TOKENS,
+} from '../core/observation.js';
 import { MAX_WORKING_MEMORY_TTL_SECONDS } from '../core/working-memory.js';
 
 /** Values of `[memory] mode`. `off` disables memory; `local_coordinator` runs it in-process for one host. */
@@ -55,6 +60,7 @@ export interface MemoryFileSection {
   working_memory_max_entries?: number;
   working_memory_max_total_bytes?: number;
   working_memory_default_ttl_seconds?: number;
+  operation_retention_days?: number;
 }
 
 /** The `[forensics]` table of a config file. */
@@ -109,6 +115,8 @@ const flag = () => z.boolean({ error: 'must be true or false' });
 // A token setting: 0 means its default, as in the reference (a negative one is an error).
 const TOKEN_SETTING = 'must be a positive integer, or 0 for the default';
 const tokenSetting = () => z.number({ error: TOKEN_SETTING }).int(TOKEN_SETTING).min(0, TOKEN_SETTING);
+// A token setting at most `max`, which its message names.
+const boundedTokenSetting = (max: number) => tokenSetting().max(max, `must be at most ${max} (or 0 for the default)`);
 const positiveInteger = () => z.number({ error: POSITIVE_INTEGER }).int(POSITIVE_INTEGER).positive(POSITIVE_INTEGER);
 const UNIT_INTERVAL = 'must be a number from 0 to 1';
 const unitInterval = () => z.number({ error: UNIT_INTERVAL }).min(0, UNIT_INTERVAL).max(1, UNIT_INTERVAL);
@@ -126,9 +134,10 @@ const DEFAULT_TTL_SECONDS =
 const SQLITE_PATH_TILDE =
   'starts with ~, which is not expanded here: give an absolute path, or one relative to the workspace';
 
-/** The longest `[server] run_retention_days` (a hundred years). */
+/** The longest `[server] run_retention_days` and `[memory] operation_retention_days` (a hundred years). */
 export const MAX_RUN_RETENTION_DAYS = 36_500;
 const RETENTION_DAYS = `must be a whole number of days from 1 to ${MAX_RUN_RETENTION_DAYS}, or 0 to keep runs for ever`;
+const OPERATION_RETENTION_DAYS = `must be a whole number of days from 1 to ${MAX_RUN_RETENTION_DAYS}, or 0 to keep settled operations for ever`;
 
 const API_KEY_ENTRY = 'must look like "key:tenant" or "key:tenant scope …", with neither part empty';
 
@@ -191,12 +200,9 @@ const memoryShape = {
     .refine((path) => !path.startsWith('~'), SQLITE_PATH_TILDE),
   schema: text().refine((name) => name === '' || POSTGRES_SCHEMA_PATTERN.test(name), SCHEMA_NAME),
   default_enabled: flag(),
-  observe_min_tokens: tokenSetting(),
-  snippet_max_tokens: tokenSetting().max(
-    MAX_SNIPPET_MAX_TOKENS,
-    `must be at most ${MAX_SNIPPET_MAX_TOKENS} (or 0 for the default)`,
-  ),
-  reflect_threshold_tokens: tokenSetting(),
+  observe_min_tokens: boundedTokenSetting(MAX_OBSERVE_MIN_TOKENS),
+  snippet_max_tokens: boundedTokenSetting(MAX_SNIPPET_MAX_TOKENS),
+  reflect_threshold_tokens: boundedTokenSetting(MAX_REFLECT_THRESHOLD_TOKENS),
   stale_operation_seconds: z
     .number({ error: STALE_SECONDS })
     .int(STALE_SECONDS)
@@ -217,6 +223,11 @@ const memoryShape = {
     .int(DEFAULT_TTL_SECONDS)
     .min(0, DEFAULT_TTL_SECONDS)
     .max(MAX_WORKING_MEMORY_TTL_SECONDS, DEFAULT_TTL_SECONDS),
+  operation_retention_days: z
+    .number({ error: OPERATION_RETENTION_DAYS })
+    .int(OPERATION_RETENTION_DAYS)
+    .min(0, OPERATION_RETENTION_DAYS)
+    .max(MAX_RUN_RETENTION_DAYS, OPERATION_RETENTION_DAYS),
 } satisfies Record<keyof MemoryFileSection, z.ZodType>;
 
 const forensicsShape = {
@@ -377,6 +388,12 @@ export interface MemoryConfig {
   readonly workingMemoryMaxTotalBytes: number;
   /** Seconds a working-memory entry set without its own time to live lives; 0: for ever. @default 0 */
   readonly workingMemoryDefaultTtlSeconds: number;
+  /**
+   * Days a settled operation (applied or failed) and its markers are kept after it was last
+   * written; the server's sweep deletes older ones, keeping queued, processing and dead
+   * operations and each scope's newest. 0 keeps them for ever. @default 0
+   */
+  readonly operationRetentionDays: number;
 }
 
 /** Debug captures (`[forensics]`). */

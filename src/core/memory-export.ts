@@ -11,6 +11,8 @@ import type { Observation, StoredReflection } from './observation.js';
 import { EMPTY_REFLECTION_LINKS } from './reflection-links.js';
 import type { ReflectionLinks } from './reflection-links.js';
 import { HarnessMemoryError } from './errors.js';
+import { REFLECTION_LINE_PREFIX } from './observation-snippet.js';
+import { stripInvisible } from './sanitize-text.js';
 
 /** Formats `export` accepts. */
 export type ExportFormat = 'json' | 'markdown';
@@ -80,16 +82,11 @@ function renderMarkdown(input: ExportInput): string {
     '',
   ];
   const reflection = input.reflection?.raw.trim() ?? '';
-  // A reflection written under Markdown headings (`## Summary`, `## Supersessions`) keeps them
-  // one level below its own section, so the export's `## Supersessions` and `## Contradictions`
-  // stay its only ones.
-  if (reflection !== '') lines.push('## Reflection', '', reflection.replace(/^#{1,6}[ \t]+/gm, '### '), '');
+  if (reflection !== '') lines.push('## Reflection', '', ...quotedReflection(reflection), '');
   lines.push('## Observations', '');
   if (input.observations.length === 0) lines.push('- (none)');
   for (const observation of input.observations)
-    lines.push(
-      `- [${observation.seq}] (${describeProvenance(observation)}) ${observation.content.replace(/\n/g, '\n  ')}`,
-    );
+    lines.push(`- [${observation.seq}] (${describeProvenance(observation)}) ${itemText(observation.content)}`);
   lines.push('', ...linkSections(input.links ?? EMPTY_REFLECTION_LINKS));
   return `${lines.join('\n')}\n`;
 }
@@ -108,6 +105,45 @@ export function linkSections(links: ReflectionLinks): string[] {
   for (const item of links.contradictions)
     lines.push(`- [${item.seqA}] vs [${item.seqB}]${oneLine(item.detail) === '' ? '' : `: ${oneLine(item.detail)}`}`);
   return lines;
+}
+
+// A line that opens an ATX heading, indented or not (`## Summary`, a forged `   ## Supersessions`), with its marker.
+const ATX_HEADING = /^[ \t]*#{1,6}(?:[ \t]+|$)/;
+// A line that is a thematic break (`***`, `- - -`, `___`) or a setext underline (`===`, `---`)
+// under the line before it: either makes a heading or a rule of the lines around it.
+const RULE_LINE = /^[ \t]*(?:(?:[-*_][ \t]*){3,}|=+[ \t]*|-+[ \t]*)$/;
+
+/**
+ * The reflection's lines for the export, each quoted with `> ` as the snippet quotes them: a
+ * quoted line belongs to the quote, so no line a reflector wrote (an indented `## Supersessions`,
+ * a setext `Contradictions` over `---`) is a heading or a rule of the export, whose
+ * `## Supersessions` and `## Contradictions` stay its only ones. Its own ATX headings
+ * (`## Summary`) are put one level below its section (`### Summary`) and its rules escaped, so
+ * inside the quote too it reads as one section.
+ */
+function quotedReflection(reflection: string): string[] {
+  return stripInvisible(reflection)
+    .split('\n')
+    .map((line) => `${REFLECTION_LINE_PREFIX}${inertLine(line.replace(ATX_HEADING, '### '))}`.trimEnd());
+}
+
+/**
+ * An observation as the text of its list item: further lines indented into the item, and a
+ * line that would be a heading or a rule there escaped (`\## …`, `\---`).
+ */
+function itemText(content: string): string {
+  const [first = '', ...rest] = stripInvisible(content).split('\n');
+  return [first, ...rest.map((line) => `  ${ATX_HEADING.test(line) ? escapeFirst(line) : inertLine(line)}`)].join('\n');
+}
+
+/** `line`, with its first character escaped when the line is a thematic break or a setext underline. */
+function inertLine(line: string): string {
+  return RULE_LINE.test(line) ? escapeFirst(line) : line;
+}
+
+/** `line` with a backslash before its first character that is not a space or a tab. */
+function escapeFirst(line: string): string {
+  return line.replace(/^([ \t]*)/, '$1\\');
 }
 
 function oneLine(text: string): string {

@@ -18,6 +18,26 @@ export interface ObservationConfig {
  */
 export const MAX_SNIPPET_MAX_TOKENS = 32_000;
 
+/**
+ * The largest `reflect_threshold_tokens` a scope or the configuration may set. Both memory-model
+ * prompts grow with it: the observer's, sent at every observe, carries the unreflected
+ * observations up to it and the reflection clipped to it (about 2 × it, plus a batch); the
+ * reflector's up to 1,700 + 5 × it + 2 × `snippet_max_tokens` tokens (`maxReflectorInputTokens`:
+ * the reflection, and new observations up to 4 × it). At 100,000 that is at most 565,700 tokens,
+ * still within the largest context windows (1 M tokens) and 24 times the default's 23,500;
+ * above about 190,000 no model could take the reflector's prompt at all. The default is 4,000.
+ */
+export const MAX_REFLECT_THRESHOLD_TOKENS = 100_000;
+
+/**
+ * The largest `observe_min_tokens` a scope or the configuration may set. It sizes no prompt
+ * (each observer call takes one batch, `maxBatchTokens`, whatever the threshold): the bound only
+ * refuses a value no scope can mean (10^15: a scope that is never observed is disabled instead),
+ * at a million tokens of unobserved transcript, as long as the largest context windows. The
+ * default is 1,200.
+ */
+export const MAX_OBSERVE_MIN_TOKENS = 1_000_000;
+
 /** The longest model id a run or an observe may name. */
 export const MAX_MODEL_ID_LENGTH = 200;
 

@@ -16,6 +16,7 @@ import { createObservationalMemoryTool } from '../tools/observational-memory-too
 import { createWorkingMemoryTool } from '../tools/working-memory-tool.js';
 import { actionSchema, givenOr, type ToolContext } from '../tools/tool.js';
 import type { PreparedTurn } from '../agent/prepare-turn.js';
+import { snippetFailureText } from '../agent/run-loop.js';
 import { registerMemoryTool } from './_memory-tool.js';
 
 /** The scope of a call: the server's tenant, and the call's ids or the server's defaults. */
@@ -181,11 +182,18 @@ function registerContextTool(server: McpServer, dependencies: MemoryToolsDepende
     },
     async (args) => {
       const turn = await dependencies.prepareTurn(scopeOf(args));
+      // As the run's memory.snippet.failed says it: a store's failure by its code only, its detail a fault.
+      const report = (error: unknown): void => onFault?.(error);
       return {
         working_memory: turn.snippets.workingMemory,
         observational_memory: turn.snippets.observationalMemory,
         ...(turn.failures.length > 0
-          ? { failures: turn.failures.map((failure) => ({ source: failure.source, error: failure.error.message })) }
+          ? {
+              failures: turn.failures.map((failure) => ({
+                source: failure.source,
+                error: snippetFailureText(failure.error, true, report),
+              })),
+            }
           : {}),
       };
     },

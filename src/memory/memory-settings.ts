@@ -1,7 +1,7 @@
 /** Validation of observational-memory settings given to the service. */
 import { ConfigError } from '../core/errors.js';
 import type { MemoryMode } from '../core/memory-status.js';
-import { MAX_SNIPPET_MAX_TOKENS } from '../core/observation.js';
+import { MAX_OBSERVE_MIN_TOKENS, MAX_REFLECT_THRESHOLD_TOKENS, MAX_SNIPPET_MAX_TOKENS } from '../core/observation.js';
 import type { ObservationConfig } from '../core/observation.js';
 import { isTimerMs, MAX_TIMER_DELAY_MS } from '../core/require-option.js';
 
@@ -23,39 +23,65 @@ const THRESHOLD_KEYS = {
   reflectThresholdTokens: 'reflect_threshold_tokens',
 } as const;
 
-/** Checks that every threshold is a positive integer, and the snippet budget at most {@link MAX_SNIPPET_MAX_TOKENS}. */
+/** The most each threshold may be. */
+const THRESHOLD_MAXIMUMS: Readonly<Record<keyof typeof THRESHOLD_KEYS, number>> = {
+  observeMinTokens: MAX_OBSERVE_MIN_TOKENS,
+  snippetMaxTokens: MAX_SNIPPET_MAX_TOKENS,
+  reflectThresholdTokens: MAX_REFLECT_THRESHOLD_TOKENS,
+};
+
+/**
+ * Checks the service's defaults: every threshold a positive integer, the snippet budget at most
+ * {@link MAX_SNIPPET_MAX_TOKENS}. A reflect or observe threshold above its bound
+ * ({@link MAX_REFLECT_THRESHOLD_TOKENS}, {@link MAX_OBSERVE_MIN_TOKENS}) is read as the bound, as
+ * {@link effectiveConfig} reads a stored one: embedders pass a huge one (`2 ** 30`) to mean
+ * "never", and the prompts stay bounded either way. The configuration file and the per-scope
+ * overrides refuse such a value instead (`schema.ts`, {@link validateOverrides}).
+ */
 export function validateThresholds(config: ObservationConfig, source: string): ObservationConfig {
   for (const [field, key] of Object.entries(THRESHOLD_KEYS)) {
-    const problem = thresholdProblem(field, (config as unknown as Record<string, unknown>)[field]);
+    const value = (config as unknown as Record<string, unknown>)[field];
+    const problem = field === 'snippetMaxTokens' ? thresholdProblem(field, value) : positiveProblem(value);
     if (problem !== undefined) throw new ConfigError({ key, source, message: problem });
   }
-  return Object.freeze({ ...config });
+  return Object.freeze(effectiveConfig(config, undefined));
 }
 
-/** Why `value` cannot be the threshold `field`, or undefined when it can. */
-function thresholdProblem(field: string, value: unknown): string | undefined {
-  if (!Number.isSafeInteger(value) || (value as number) <= 0)
-    return `must be a positive integer, got ${JSON.stringify(value)}`;
-  if (field === 'snippetMaxTokens' && (value as number) > MAX_SNIPPET_MAX_TOKENS)
-    return `must be at most ${MAX_SNIPPET_MAX_TOKENS}, got ${String(value)}`;
-  return undefined;
+/** Why `value` cannot be the threshold `field` (not a positive integer, or over its bound), or undefined when it can. */
+function thresholdProblem(field: keyof typeof THRESHOLD_KEYS, value: unknown): string | undefined {
+  const problem = positiveProblem(value);
+  if (problem !== undefined) return problem;
+  const max = THRESHOLD_MAXIMUMS[field];
+  return (value as number) > max ? `must be at most ${max}, got ${String(value)}` : undefined;
+}
+
+function positiveProblem(value: unknown): string | undefined {
+  return Number.isSafeInteger(value) && (value as number) > 0
+    ? undefined
+    : `must be a positive integer, got ${JSON.stringify(value)}`;
 }
 
 /**
- * A scope's settings over the defaults. A snippet budget stored above the bound (before it
- * was checked) is read as the bound.
+ * A scope's settings over the defaults. A threshold stored above its bound (before it was
+ * checked) is read as the bound, never refused: the scope keeps working as it can.
  */
 export function effectiveConfig(
   defaults: ObservationConfig,
   overrides: Partial<ObservationConfig> | undefined,
 ): ObservationConfig {
   const config = { ...defaults, ...overrides };
-  return config.snippetMaxTokens > MAX_SNIPPET_MAX_TOKENS
-    ? { ...config, snippetMaxTokens: MAX_SNIPPET_MAX_TOKENS }
-    : config;
+  return {
+    ...config,
+    observeMinTokens: Math.min(config.observeMinTokens, MAX_OBSERVE_MIN_TOKENS),
+    snippetMaxTokens: Math.min(config.snippetMaxTokens, MAX_SNIPPET_MAX_TOKENS),
+    reflectThresholdTokens: Math.min(config.reflectThresholdTokens, MAX_REFLECT_THRESHOLD_TOKENS),
+  };
 }
 
-/** Checks per-scope threshold overrides: known keys, positive integers. */
+/**
+ * Checks per-scope threshold overrides (what a tenant sets with `enable`): known keys, positive
+ * integers at most their bounds, or a ConfigError naming the setting and its maximum.
+ */
 export function validateOverrides(config: Partial<ObservationConfig>): Partial<ObservationConfig> {
   if (typeof config !== 'object' || config === null) {
     throw new ConfigError({ key: 'config', source: 'observational_memory.enable', message: 'must be an object' });
@@ -71,7 +97,7 @@ export function validateOverrides(config: Partial<ObservationConfig>): Partial<O
         message: `unknown setting; valid settings are ${Object.values(THRESHOLD_KEYS).join(', ')}`,
       });
     }
-    const problem = thresholdProblem(field, value);
+    const problem = thresholdProblem(field as keyof typeof THRESHOLD_KEYS, value);
     if (problem !== undefined) throw new ConfigError({ key, source: 'observational_memory.enable', message: problem });
     result[field] = value;
   }

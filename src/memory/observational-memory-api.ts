@@ -350,6 +350,19 @@ export interface ObservationalMemory {
    * `OPERATION_NOT_DEAD` for an operation that is not dead.
    */
   retryOperation(scope: ScopeInput, operationId: string): Promise<Operation>;
+  /**
+   * Operation retention for callers without the server's sweep: one short call to the store's
+   * `deleteSettledOperations`, deleting settled operations (applied, and failed ones, which
+   * nothing retries) of any scope not written for `olderThanSeconds` (by the store's clock),
+   * with their markers, at most `limit` (1 to 1,000); returns how many. Queued, processing and
+   * dead operations, and each scope's newest, are kept. A call that deleted `limit` may leave
+   * more: call again (say, every minute until it deletes fewer). Present when the store has
+   * the method (the in-memory, SQLite and Postgres stores do). `OPTION_INVALID` names a bad
+   * argument.
+   * @example
+   * await memory.deleteSettledOperations?.({ olderThanSeconds: 30 * 86_400, limit: 1000 });
+   */
+  deleteSettledOperations?(options: { olderThanSeconds: number; limit: number }): Promise<number>;
   /** Processes pending operations (of one scope, or all) until none is left or the timeout passes. */
   drain(scope?: ScopeInput, options?: { timeoutMs?: number }): Promise<void>;
   /**

@@ -149,10 +149,12 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       if (own) return { reflected: own.reflected, queued: false, status: await currentStatus(scope) };
       // Not run by this call: 16 callers already ran or waited for the scope (it waits in the
       // scope's queue), or another caller's drain ran it first. The log tells which.
-      const [logged] = await store.listOperationPage(operation.memoryId, {
+      const [found] = await store.listOperationPage(operation.memoryId, {
         beforeSequence: operation.scopeSequence + 1,
         limit: 1,
       });
+      // Settled and deleted since by operation retention: an older one is not this call's.
+      const logged = found?.operationId === operation.operationId ? found : undefined;
       const queued = logged?.status === 'queued' || logged?.status === 'processing';
       // An applied reflect_now that changed nothing carries a note ("nothing to reflect").
       const reflected = logged?.status === 'applied' && logged.errorText === '';
@@ -216,6 +218,8 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     ...inspectorMethods(inspector, requireMode),
 
     generation: async (scopeInput) => store.scopeGeneration(memoryIdOf(resolveScope(scopeInput))),
+
+    ...retentionMethods(store),
 
     ...schedulerMethods(scheduler, listeners),
   };
@@ -298,6 +302,12 @@ function inspectorMethods(
     },
     progress: async (scopeInput) => inspector.progress(resolveScope(scopeInput)),
   };
+}
+
+/** Operation retention, when the store has it. */
+function retentionMethods(store: MemoryStore): Pick<ObservationalMemory, 'deleteSettledOperations'> {
+  const remove = store.deleteSettledOperations?.bind(store);
+  return remove ? { deleteSettledOperations: async (options) => remove(options) } : {};
 }
 
 /** The service's methods over its operation scheduler and its event listeners. */

@@ -388,7 +388,7 @@ describe('observational memory: a reflection in Markdown headings, exported', ()
     const markdown = (await memory.export(scope, 'markdown')).content;
     expect(markdown.match(/^## Supersessions$/gm)).toHaveLength(1);
     expect(markdown.match(/^## Contradictions$/gm)).toHaveLength(1);
-    expect(markdown).toContain('## Reflection\n\n### Summary\nTwo facts.');
+    expect(markdown).toContain('## Reflection\n\n> ### Summary\n> Two facts.');
     expect(markdown).toContain('## Supersessions\n\n- [2] replaces [1]: newer');
   });
 });

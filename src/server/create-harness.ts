@@ -59,8 +59,9 @@ export interface HarnessOptions {
   /** How often the SQLite file is checked to still be the one opened (not deleted or replaced). @default 5000 */
   databaseCheckMs?: number;
   /**
-   * How often runs are swept: runs of a process that stopped heartbeating are failed, and ended
-   * runs past `[server] run_retention_days` deleted. @default 60000
+   * How often runs are swept: runs of a process that stopped heartbeating are failed, ended
+   * runs past `[server] run_retention_days` deleted, and settled memory operations past
+   * `[memory] operation_retention_days`. @default 60000
    */
   runSweepMs?: number;
 }
@@ -154,6 +155,8 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       ],
       ...(options.tools ? { tools: options.tools } : {}),
       workspace: config.workspace,
+      // Tenants see a store's or a bug's failure by its code; the detail is a fault.
+      hideServerFailures: true,
       // The agent model (as resolved: [model] name, a provider's model, the built-in default)
       // is allowed by name too, when a list is given.
       allowedModels:
@@ -199,6 +202,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
         ? undefined
         : runner.startMaintenance({
             runRetentionSeconds: config.server.runRetentionDays * SECONDS_PER_DAY,
+            operationRetentionSeconds: config.memory.operationRetentionDays * SECONDS_PER_DAY,
             ...(runSweepMs === undefined ? {} : { sweepMs: runSweepMs }),
           });
     const worker =

@@ -7,6 +7,8 @@ import { StoreError } from '../core/errors.js';
 import type { Scope } from '../core/scope.js';
 import type { StoreInput } from './_memory-rows.js';
 import type { LeaseHandle, MemoryStore, Operation, OperationType } from './store.js';
+import { compareUtf8 } from '../core/compare-utf8.js';
+import { OPEN_OPERATIONS_PASSED, settledBeforeNewer, walkScopes } from './_operation-retention.js';
 
 /** The in-memory operation log; `now` is the store's clock, `storeName` names it in errors. */
 export class InMemoryOperationLog {
@@ -18,6 +20,8 @@ export class InMemoryOperationLog {
   /** Each scope's queued or processing operations, in order. */
   readonly #pending = new Map<string, Operation[]>();
   readonly #deadCounts = new Map<string, number>();
+  /** Where the next retention call starts (see `walkScopes`). */
+  #retentionAfter = '';
 
   constructor(now: () => Date, storeName: string) {
     this.#now = now;
@@ -235,6 +239,41 @@ export class InMemoryOperationLog {
     return page;
   }
 
+  /**
+   * Deletes the settled operations a retention call may (see `_operation-retention.ts`),
+   * written at or before `cutoff`, at most `limit`; returns them by scope, each scope with
+   * the ids deleted and the latest time one of them was written.
+   */
+  deleteSettled(
+    cutoff: string,
+    limit: number,
+  ): Array<{ memoryId: string; operationIds: Set<string>; settledThrough: string }> {
+    const deleted: Array<{ memoryId: string; operationIds: Set<string>; settledThrough: string }> = [];
+    const ids = [...this.#operations.keys()].sort(compareUtf8);
+    let remaining = limit;
+    this.#retentionAfter = walkScopes(
+      this.#retentionAfter,
+      (after) => ids[firstAfter(ids, after)],
+      (memoryId) => {
+        const list = this.of(memoryId);
+        // Below the scope's newest, whose sequence the next one is numbered after.
+        const oldest = list.slice(0, Math.min(list.length - 1, limit + OPEN_OPERATIONS_PASSED));
+        const chosen = settledBeforeNewer(oldest, cutoff, remaining);
+        if (chosen.length === 0) return false;
+        const operationIds = new Set(chosen.map((operation) => operation.operationId));
+        this.#removeAll(memoryId, operationIds);
+        const settledThrough = chosen.reduce(
+          (latest, operation) => (operation.updatedAt > latest ? operation.updatedAt : latest),
+          '',
+        );
+        deleted.push({ memoryId, operationIds, settledThrough });
+        remaining -= chosen.length;
+        return remaining === 0;
+      },
+    );
+    return deleted;
+  }
+
   forget(memoryId: string): void {
     for (const operation of this.of(memoryId)) this.#locations.delete(operation.operationId);
     this.#operations.delete(memoryId);
@@ -292,6 +331,14 @@ export class InMemoryOperationLog {
     return frozen;
   }
 
+  /** Takes settled operations out of their scope's log, keeping the other operations' locations right. */
+  #removeAll(memoryId: string, operationIds: ReadonlySet<string>): void {
+    const kept = this.of(memoryId).filter((operation) => !operationIds.has(operation.operationId));
+    for (const operationId of operationIds) this.#locations.delete(operationId);
+    this.#operations.set(memoryId, kept);
+    kept.forEach((operation, index) => this.#locations.set(operation.operationId, { memoryId, index }));
+  }
+
   /** Takes an operation out of its scope's log, keeping the other operations' locations right. */
   #remove(operation: Operation): void {
     const list = this.#list(operation.memoryId);
@@ -320,4 +367,16 @@ const STALE_REQUEUED = 'requeued after stale processing operation';
 /** Whether `operation` is processing under a lease that expired by `now`. */
 function isLeaseExpired(operation: Operation, now: string): boolean {
   return operation.status === 'processing' && operation.leaseExpiresAt !== null && operation.leaseExpiresAt <= now;
+}
+
+/** The index of the first of `sorted` (in byte order) after `after`. */
+function firstAfter(sorted: readonly string[], after: string): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (compareUtf8(sorted[middle] as string, after) <= 0) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }

@@ -18,6 +18,7 @@ import { planImportApply, planObservationApply, planReflectionApply } from './ap
 import type { PlannedMarker } from './apply-plan.js';
 import { containsWords, isOutdatedReflection, OUTDATED_REFLECTION_NOTE, planCorrection } from './correction-plan.js';
 import { InMemoryOperationLog } from './in-memory-operation-log.js';
+import { markersOfDeleted, markerScan, operationRetentionArguments } from './_operation-retention.js';
 import { isOpenOperation } from './store.js';
 import type { Marker, MemoryStore, Operation, ScopeSummary, StoredMessage, WorkingMemoryEntry } from './store.js';
 import { requireFunction, requireOptions } from '../core/require-option.js';
@@ -394,6 +395,25 @@ class InMemoryStore implements MemoryStore {
   readonly countPendingOperations = async (memoryId?: string): Result<'countPendingOperations'> => {
     this.#guard.check();
     return this.#log.pendingCount(memoryId);
+  };
+
+  readonly deleteSettledOperations = async (
+    input: Input<'deleteSettledOperations'>,
+  ): Result<'deleteSettledOperations'> => {
+    this.#guard.check();
+    const { olderThanSeconds, limit } = operationRetentionArguments(input);
+    const cutoff = new Date(this.#now().getTime() - olderThanSeconds * 1000).toISOString();
+    let count = 0;
+    for (const { memoryId, operationIds, settledThrough } of this.#log.deleteSettled(cutoff, limit)) {
+      count += operationIds.size;
+      const state = this.#scopes.get(memoryId);
+      if (!state) continue;
+      const doomed = new Set(
+        markersOfDeleted(state.markers, operationIds, settledThrough, markerScan(operationIds.size)),
+      );
+      if (doomed.size > 0) state.markers = state.markers.filter((_, index) => !doomed.has(index));
+    }
+    return count;
   };
 
   // -- Working memory ---------------------------------------------------------------------------

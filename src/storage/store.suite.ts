@@ -12,6 +12,7 @@ import type { MemoryRecord } from '../core/observation.js';
 import type { AppendAndClaimResult, MemoryStore, NewMessage, StoredWorkingMemoryEntry } from './store.js';
 import { OUTDATED_REFLECTION_NOTE } from './correction-plan.js';
 import { inspectionCases } from './store-inspection.suite.js';
+import { retentionCases } from './store-retention.suite.js';
 
 /** Options of {@link runStoreSuite}. */
 export interface StoreSuiteOptions {
@@ -1540,6 +1541,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     });
 
     inspectionCases(test, () => store);
+    retentionCases(test, () => store, letPass);
 
     test('disposes idempotently and refuses work afterwards', async () => {
       await store.dispose();

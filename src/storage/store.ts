@@ -338,7 +338,10 @@ export interface MemoryStore {
    */
   listScopes(query: ScopeListQuery): Promise<ScopeSummary[]>;
 
-  /** Markers in creation order. */
+  /**
+   * Markers in creation order. Operation retention ({@link deleteSettledOperations}) deletes
+   * them with their operations.
+   */
   listMarkers(memoryId: string): Promise<Marker[]>;
 
   /** Appends a queued operation with the next scope sequence. */
@@ -470,6 +473,32 @@ export interface MemoryStore {
 
   /** Count of queued or processing operations (of one scope, or all). */
   countPendingOperations(memoryId?: string): Promise<number>;
+
+  /**
+   * Operation retention: deletes settled operations (`applied`, and `failed`, which nothing
+   * retries) not written for `olderThanSeconds` (by the store's clock: the database's on SQLite
+   * and Postgres), with their markers, at most `limit` (1 to 1,000) in one short call, and
+   * returns how many operations it deleted. Bad arguments are `OPTION_INVALID` naming them.
+   *
+   * Never deleted, whatever their age: open operations (queued and processing ones, which are
+   * work, claims and leases; dead ones, which the scope counts and a user retries by hand),
+   * and each scope's newest operation, whose sequence the next operation of the scope (an
+   * enqueue, or a dead one retried) is numbered after (`MAX(scope_sequence) + 1`), so no
+   * sequence is used twice and a page cursor of the log (`beforeSequence`) never comes to name
+   * another operation. Nothing else reads a settled operation: the snippet, the observation
+   * cursor and the counts live in the record, an export lists open operations only, an
+   * observation's or link's `operationId` is a label, and the inspector's log pages show what is
+   * left. A scope's markers go with the operations deleted (see `listMarkers`): they mark the
+   * cycles of applied operations, and nothing but `listMarkers` reads them.
+   *
+   * Each call looks at a bounded number of scopes, from where the store's previous call left
+   * off, and in each only at its oldest operations, up to the first settled one written after
+   * the cut-off, so it never reads the whole log; adapters add no index for it, as every
+   * write of the operation log pays for one. A call that deleted `limit` may leave more: call
+   * again. Optional: without it, operation retention (`operationRetentionSeconds`) cannot be
+   * turned on for the store.
+   */
+  deleteSettledOperations?(input: { olderThanSeconds: number; limit: number }): Promise<number>;
 
   /**
    * Inserts or replaces an entry, enforcing `limits` atomically. Creates the scope's record if

@@ -46,7 +46,7 @@ describe.skipIf(!url)('replicas: three harness processes on one Postgres', () =>
     // A high reflect threshold keeps the log to observe operations; nothing else differs from `harness serve`.
     replicas = await startReplicas(
       3,
-      postgresEnv(connectionString, schema, { HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: '1000000' }),
+      postgresEnv(connectionString, schema, { HARNESS_MEMORY_REFLECT_THRESHOLD_TOKENS: '100000' }),
     );
   }, 40_000);
   afterAll(async () => {

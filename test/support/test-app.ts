@@ -83,6 +83,8 @@ export function createTestApp(options: TestAppOptions): TestApp {
     hub,
     memoryTools: options.memoryTools?.({ observationalMemory, workingMemory }) ?? [],
     workspace: options.workspace,
+    // As the harness server runs it.
+    hideServerFailures: true,
   });
   const app = createApp({
     runner,

@@ -616,6 +616,58 @@ describe.skipIf(!url)('postgres store', () => {
       }
     });
 
+    it('deletes each settled operation once when two replicas delete at once, beside a forget', async () => {
+      const [first, second] = [await open(), await open()];
+      const scopes = Array.from({ length: 6 }, (_, index) => scopeOf(index));
+      for (const target of scopes) {
+        const targetId = memoryIdOf(target);
+        for (let step = 0; step < 4; step++) {
+          await first!.updateSettings({
+            scope: target,
+            memoryId: targetId,
+            enabled: true,
+            runId: 'r',
+            toolCallId: 't',
+            operationId: generateId('op'),
+          });
+          await first!.appendMessages({
+            scope: target,
+            memoryId: targetId,
+            messages: [{ messageKey: `k${step}`, role: 'user', name: '', toolCallId: '', content: 'x', tokenCount: 1 }],
+          });
+          await enqueue(first!, target);
+          const claimed = await first!.claimOperation({ memoryId: targetId, leaseOwner: 'w', leaseMs: 60_000 });
+          await first!.completeObservation({
+            operationId: claimed!.operationId,
+            memoryId: targetId,
+            leaseOwner: 'w',
+            observations: [{ content: `fact ${step}`, importance: 0.5, tokenCount: 1 }],
+            throughMessageSeq: step + 1,
+            markerIds: { start: generateId('mk'), end: generateId('mk') },
+          });
+        }
+      }
+      // 8 operations a scope, the newest kept: 7 × 5 scopes (the sixth is forgotten meanwhile).
+      const drain = async (store: MemoryStore): Promise<number> => {
+        for (let total = 0; ;) {
+          const deleted = await store.deleteSettledOperations!({ olderThanSeconds: 0, limit: 3 });
+          if (deleted === 0) return total;
+          total += deleted;
+        }
+      };
+      const [one, two] = await Promise.all([drain(first!), drain(second!), second!.forget(memoryIdOf(scopes[5]!))]);
+      expect(one + two).toBeLessThanOrEqual(7 * 6);
+      expect(one + two).toBeGreaterThanOrEqual(7 * 5);
+      const pool = rawPool();
+      const left = await pool.query<{ memory_id: string; operations: number; markers: number }>(
+        `SELECT o.memory_id, count(*)::int AS operations, (SELECT count(*)::int FROM "${schema}".om_markers AS m
+           WHERE m.memory_id = o.memory_id) AS markers
+         FROM "${schema}".om_operation_log AS o GROUP BY o.memory_id ORDER BY o.memory_id`,
+      );
+      expect(left.rows.map((row) => [row.operations, row.markers])).toEqual(Array.from({ length: 5 }, () => [1, 2]));
+      expect(left.rows.map((row) => row.memory_id)).not.toContain(memoryIdOf(scopes[5]!));
+    });
+
     it('works on a caller-supplied pool and leaves it open on dispose', async () => {
       const pool = rawPool();
       const store = await createPostgresStore({ pool, schema });

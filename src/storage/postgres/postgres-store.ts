@@ -63,6 +63,8 @@ import type {
 } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { buildStatements } from './postgres-statements.js';
+import { createPostgresOperationRetention } from './postgres-operation-retention.js';
+import { operationRetentionArguments } from '../_operation-retention.js';
 
 /** Name of this adapter. */
 export const STORE_NAME = 'postgres';
@@ -704,7 +706,7 @@ function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObs
   };
 }
 
-/** The operation log: enqueue, claim, finish, fail, dead, retry, requeue, lists and counts. */
+/** The operation log: enqueue, claim, finish, fail, dead, retry, requeue, lists, counts and retention. */
 function operationLogMethods(
   ctx: PostgresStoreContext,
 ): Pick<
@@ -720,8 +722,10 @@ function operationLogMethods(
   | 'listOperations'
   | 'listOpenOperations'
   | 'countPendingOperations'
+  | 'deleteSettledOperations'
 > {
   const { sql, execute, rows, first, inScope, pool } = ctx;
+  const retention = createPostgresOperationRetention(pool, ctx.connection.prefix);
   return {
     enqueueOperation: (input) =>
       execute(() =>
@@ -785,6 +789,12 @@ function operationLogMethods(
 
     listOpenOperations: (memoryId) =>
       execute(async () => (await rows<OperationRow>(pool, sql.listOpenOperations, [memoryId])).map(toOperation)),
+
+    deleteSettledOperations: (input) =>
+      execute(async () => {
+        const { olderThanSeconds, limit } = operationRetentionArguments(input);
+        return retention.deleteSettled(olderThanSeconds, limit);
+      }),
 
     countPendingOperations: (memoryId) =>
       execute(async () => {

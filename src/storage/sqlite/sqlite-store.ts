@@ -56,6 +56,8 @@ import {
 } from '../_memory-rows.js';
 import { prepareStatements } from './sqlite-statements.js';
 import { createSqliteInspection } from './sqlite-inspection.js';
+import { createSqliteOperationRetention } from './sqlite-operation-retention.js';
+import { operationRetentionArguments } from '../_operation-retention.js';
 import { SqliteChangeStamp } from './sqlite-change-stamp.js';
 import { SqliteEntryCache } from './sqlite-entry-cache.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
@@ -159,6 +161,7 @@ function buildStore(
 ): MemoryStore {
   const ctx = createSqliteStoreContext(db, statements, context, faultPoint, checkpointer);
   const { storeGuard, batcher, inspection, execute, write, readNow, finishLeased } = ctx;
+  const retention = createSqliteOperationRetention(db);
   const entries = new SqliteEntryCache(db.memory ? undefined : SqliteChangeStamp.open(db.name));
   const store: MemoryStore = {
     specificationVersion: 'v1',
@@ -221,6 +224,12 @@ function buildStore(
     listOperations: async (memoryId) => execute(() => statements.listOperations.all(memoryId).map(toOperation)),
     listOpenOperations: async (memoryId) =>
       execute(() => statements.listOpenOperations.all({ memoryId }).map(toOperation)),
+    deleteSettledOperations: async (input) => {
+      const { olderThanSeconds, limit } = operationRetentionArguments(input);
+      return write(() =>
+        retention.deleteSettled(shift(readNow(), 'olderThanSeconds', olderThanSeconds, 1000, '-'), limit),
+      );
+    },
     countPendingOperations: async (memoryId) =>
       execute(
         () =>

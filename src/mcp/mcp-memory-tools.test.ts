@@ -1,0 +1,77 @@
+import type { McpServer } from '@modelcontextprotocol/server';
+import { describe, expect, it } from 'vitest';
+import { createTurnPreparer } from '../agent/prepare-turn.js';
+import { resolveScope } from '../core/scope.js';
+import { createObservationalMemory } from '../memory/observational-memory.js';
+import { createWorkingMemory } from '../memory/working-memory.js';
+import { createInMemoryStore } from '../storage/in-memory-store.js';
+import { toStoreError } from '../storage/postgres/postgres-connection.js';
+import type { MemoryStore } from '../storage/store.js';
+import type { McpToolResult } from './_tool-result.js';
+import { registerMemoryTools } from './mcp-memory-tools.js';
+
+type ToolHandler = (input: unknown) => Promise<McpToolResult>;
+
+/** The tools `registerMemoryTools` registers over `store`, by name, and the faults they report. */
+function toolsOver(store: MemoryStore): { tools: Map<string, ToolHandler>; faults: unknown[] } {
+  const tools = new Map<string, ToolHandler>();
+  const server = {
+    registerTool: (name: string, _config: unknown, handler: ToolHandler) => {
+      tools.set(name, handler);
+    },
+  } as unknown as McpServer;
+  const observationalMemory = createObservationalMemory({ store });
+  const workingMemory = createWorkingMemory({ store });
+  const preparer = createTurnPreparer({ observationalMemory, workingMemory });
+  const faults: unknown[] = [];
+  registerMemoryTools(server, {
+    observationalMemory,
+    workingMemory,
+    scopeOf: (args) =>
+      resolveScope({ tenantId: 'acme', conversationId: args.conversation_id ?? 'c1', agentId: args.agent_id }),
+    prepareTurn: (scope) => preparer.prepareTurn(scope),
+    forget: undefined,
+    onFault: (error) => faults.push(error),
+  });
+  return { tools, faults };
+}
+
+describe('mcp tools: memory_context', () => {
+  it('names a store failure by its code only, and reports its detail as a fault', async () => {
+    const base = createInMemoryStore();
+    const store = new Proxy(base, {
+      get(target, property, receiver) {
+        if (property === 'listWorkingMemoryEntries')
+          return () =>
+            Promise.reject(toStoreError(new Error('connect ECONNREFUSED 10.0.3.7:5432'), 'postgres', 'hm_prod'));
+        const value: unknown = Reflect.get(target, property, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const { tools, faults } = toolsOver(store);
+    const context = tools.get('memory_context');
+    if (context === undefined) throw new Error('memory_context was not registered');
+    const result = await context({});
+    expect(result.isError).toBeUndefined();
+    expect(result.structuredContent?.['failures']).toEqual([
+      { source: 'working_memory', error: 'internal error (STORE_FAILED); see the server log' },
+    ]);
+    expect(JSON.stringify(result)).not.toMatch(/10\.0\.3\.7|hm_prod/);
+    expect(faults).toHaveLength(1);
+    expect((faults[0] as Error).message).toContain('ECONNREFUSED 10.0.3.7:5432');
+  });
+
+  it('says any other failure as the HTTP API does: its text, without our prefix', async () => {
+    const store = createInMemoryStore();
+    const { tools, faults } = toolsOver(store);
+    await store.dispose();
+    const result = await tools.get('memory_context')?.({});
+    const failures = result?.structuredContent?.['failures'] as Array<{ source: string; error: string }>;
+    expect(failures.map((failure) => failure.source)).toEqual(['working_memory', 'observational_memory']);
+    for (const failure of failures) {
+      expect(failure.error).toMatch(/disposed/);
+      expect(failure.error).not.toContain('[harness-memory]');
+    }
+    expect(faults).toEqual([]);
+  });
+});
