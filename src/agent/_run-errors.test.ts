@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { HARNESS_MEMORY_ERROR_CODES, HarnessMemoryError, ModelCallError, StoreError } from '../core/errors.js';
 import { errorResponse } from '../server/http-error.js';
-import { errorJson, isServerFailure, isServerFailureOfTool, shownErrorJson } from './_run-errors.js';
+import { isServerFailure } from '../core/public-error-text.js';
+import { errorJson, isServerFailureOfTool, shownErrorJson } from './_run-errors.js';
 
 describe('run errors: what the tenant is shown', () => {
   it('calls a failure the server\'s exactly when the HTTP API answers it with "internal error; see the server log"', async () => {

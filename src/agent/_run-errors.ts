@@ -4,40 +4,13 @@
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
-import type { HarnessMemoryErrorCode } from '../core/errors.js';
-import { publicErrorText } from '../core/public-error-text.js';
+import { isServerFailure, publicErrorText, serverFailureText } from '../core/public-error-text.js';
 import type { RunRecord, RunUsage } from '../storage/run-store.js';
 
 /** A run's error as stored and streamed. */
 export interface RunErrorJson {
   readonly code: string;
   readonly message: string;
-}
-
-// The codes of failures that are the server's, not the request's: its store failed (the
-// message names the database file, the Postgres schema, the address it could not reach), a
-// factory was misused, an eval results file is broken. The HTTP API answers these, and anything
-// that is not a HarnessMemoryError, with 500 and `internal error; see the server log`
-// (server/http-error.ts, which this layer cannot import; a test holds the two equal).
-const SERVER_FAILURE_CODES: ReadonlySet<HarnessMemoryErrorCode> = new Set<HarnessMemoryErrorCode>([
-  'STORE_FAILED',
-  'OPTION_INVALID',
-  'EVAL_RESULTS_INVALID',
-]);
-
-/**
- * Whether `error` is the server's own failure rather than one the tenant's request or data
- * caused: a store's (`STORE_FAILED`), a bug (`INTERNAL`: anything not a `HarnessMemoryError`),
- * or another code the HTTP API answers with 500. Its detail is the operator's business: it
- * goes to the fault log, and the tenant is told only {@link serverFailureText}.
- */
-export function isServerFailure(error: unknown): boolean {
-  return !HarnessMemoryError.isInstance(error) || SERVER_FAILURE_CODES.has(error.code);
-}
-
-/** What the tenant is told of a server failure with `code`: the code, and where its detail is. */
-function serverFailureText(code: string): string {
-  return `internal error (${code}); see the server log`;
 }
 
 /**
@@ -66,7 +39,7 @@ export function shownErrorJson(error: unknown, hideServerFailures: boolean): Run
  * that throws a plain `Error` is not: its message is the tool's answer to the model.
  */
 export function isServerFailureOfTool(error: unknown): boolean {
-  return HarnessMemoryError.isInstance(error) && SERVER_FAILURE_CODES.has(error.code);
+  return HarnessMemoryError.isInstance(error) && isServerFailure(error);
 }
 
 /** Token usage as the events and the API show it. */

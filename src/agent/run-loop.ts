@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { FaultReporter } from '../core/fault.js';
-import { tenantErrorText } from '../core/public-error-text.js';
+import { isServerFailure, tenantErrorText } from '../core/public-error-text.js';
 import { memoryIdOf } from '../core/scope.js';
 import { waitAtMost } from '../core/until-stopped.js';
 import type { Scope } from '../core/scope.js';
@@ -18,14 +18,7 @@ import type { WorkingMemory, WorkingMemoryEvent } from '../memory/working-memory
 import { StoredMessageKeys } from '../memory/stored-message-keys.js';
 import { isRunOpen } from '../storage/run-store.js';
 import type { ConversationMessage, RunPatch, RunRecord, RunStore } from '../storage/run-store.js';
-import {
-  cancelled,
-  forgottenError,
-  isRunEndedConflict,
-  isServerFailure,
-  shownErrorJson,
-  terminalEventOf,
-} from './_run-errors.js';
+import { cancelled, forgottenError, isRunEndedConflict, shownErrorJson, terminalEventOf } from './_run-errors.js';
 import type { RunErrorJson } from './_run-errors.js';
 import type { TurnPreparer } from './prepare-turn.js';
 import type { RunEventEmitter } from './run-event-emitter.js';

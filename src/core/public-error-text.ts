@@ -3,8 +3,34 @@
  * @module
  */
 import { HarnessMemoryError, ModelCallError } from './errors.js';
+import type { HarnessMemoryErrorCode } from './errors.js';
 import { redactSecrets } from './redact-secrets.js';
 import { stripInvisible } from './sanitize-text.js';
+
+// The codes of failures that are the server's, not the request's: its store failed (the
+// message names the database file, the Postgres schema, the address it could not reach), a
+// factory was misused, an eval results file is broken. The HTTP API answers these, and anything
+// that is not a HarnessMemoryError, with 500 and `internal error; see the server log`
+// (server/http-error.ts; a test holds the two equal).
+const SERVER_FAILURE_CODES: ReadonlySet<HarnessMemoryErrorCode> = new Set<HarnessMemoryErrorCode>([
+  'STORE_FAILED',
+  'OPTION_INVALID',
+  'EVAL_RESULTS_INVALID',
+]);
+
+/**
+ * Whether `error` is the server's own failure rather than one the tenant's request or data
+ * caused: a store's (`STORE_FAILED`), a bug (`INTERNAL`: anything not a `HarnessMemoryError`),
+ * or another code the HTTP API answers with 500. Its detail is the operator's business.
+ */
+export function isServerFailure(error: unknown): boolean {
+  return !HarnessMemoryError.isInstance(error) || SERVER_FAILURE_CODES.has(error.code);
+}
+
+/** What a tenant is told of a server failure with `code`: the code, and where its detail is. */
+export function serverFailureText(code: string): string {
+  return `internal error (${code}); see the server log`;
+}
 
 // An IPv4 address, with its port if any, as connection errors print it.
 const IP_ADDRESS = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g;

@@ -4,7 +4,7 @@
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
-import { tenantErrorData, tenantErrorText } from '../core/public-error-text.js';
+import { isServerFailure, serverFailureText, tenantErrorData, tenantErrorText } from '../core/public-error-text.js';
 
 /** The result shape MCP tools return (a subset of the SDK's `CallToolResult`). */
 export interface McpToolResult {
@@ -21,6 +21,16 @@ export function toolResult(value: Record<string, unknown>): McpToolResult {
 
 /** A failed result: `CODE: message`, with the code and data as structured content. */
 export function toolFailure(error: unknown): McpToolResult {
+  if (HarnessMemoryError.isInstance(error) && isServerFailure(error)) {
+    // A store's failure names the database file, schema or address: the code only, the
+    // detail in the server's log (the caller reports it).
+    const message = serverFailureText(error.code);
+    return {
+      isError: true,
+      content: [{ type: 'text', text: `${error.code}: ${message}` }],
+      structuredContent: { error: { code: error.code, message } },
+    };
+  }
   if (HarnessMemoryError.isInstance(error)) {
     // As the HTTP API says it: no model server address, no secret a provider quoted back.
     const message = tenantErrorText(error);
@@ -46,7 +56,7 @@ export async function runTool(
   try {
     return toolResult(await body());
   } catch (error) {
-    if (!HarnessMemoryError.isInstance(error) || error.code === 'STORE_FAILED') onFault?.(error);
+    if (isServerFailure(error)) onFault?.(error);
     return toolFailure(error);
   }
 }

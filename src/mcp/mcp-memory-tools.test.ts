@@ -75,3 +75,37 @@ describe('mcp tools: memory_context', () => {
     expect(faults).toEqual([]);
   });
 });
+
+describe('mcp tools: a failing store', () => {
+  it('answers working_memory and memory_observe by the code only, without the data that names the store', async () => {
+    const base = createInMemoryStore();
+    const down = () =>
+      Promise.reject(toStoreError(new Error('connect ECONNREFUSED 10.0.3.7:5432'), 'postgres', 'hm_prod'));
+    const store = new Proxy(base, {
+      get(target, property, receiver) {
+        if (
+          property === 'setWorkingMemoryEntry' ||
+          property === 'appendMessagesAndClaim' ||
+          property === 'appendMessages'
+        )
+          return down;
+        const value: unknown = Reflect.get(target, property, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const { tools, faults } = toolsOver(store);
+    const results = [
+      await tools.get('working_memory')?.({ action: 'set', key: 'plan', value: 'ship' }),
+      await tools.get('memory_observe')?.({ messages: [{ role: 'user', content: 'The deploy is on Friday.' }] }),
+    ];
+    for (const result of results) {
+      expect(result?.isError).toBe(true);
+      expect(result?.content[0]?.text).toBe('STORE_FAILED: internal error (STORE_FAILED); see the server log');
+      expect(result?.structuredContent).toEqual({
+        error: { code: 'STORE_FAILED', message: 'internal error (STORE_FAILED); see the server log' },
+      });
+      expect(JSON.stringify(result)).not.toMatch(/10\.0\.3\.7|hm_prod/);
+    }
+    expect(faults).toHaveLength(2);
+  });
+});
