@@ -487,8 +487,12 @@ describe('config: errors', () => {
     expect(fromEnv.message).toContain('inherit, openai, provider');
   });
 
-  it('rejects a port outside 1 to 65535', () => {
-    expect(configErrorOf(() => load({ HARNESS_PORT: '70000' })).key).toBe('server.port');
+  it('rejects a port outside 0 to 65535, and takes 0 for a free port as --port 0 does', () => {
+    for (const port of ['70000', '-1', '80.5'])
+      expect(configErrorOf(() => load({ HARNESS_PORT: port })).message, port).toContain(
+        'must be an integer from 0 to 65535',
+      );
+    expect(load({ HARNESS_PORT: '0' }).server.port).toBe(0);
   });
 
   it('warns of an unknown HARNESS_ variable, naming the nearest known one, and loads the rest', () => {

@@ -139,6 +139,8 @@ export const MAX_RUN_RETENTION_DAYS = 36_500;
 const RETENTION_DAYS = `must be a whole number of days from 1 to ${MAX_RUN_RETENTION_DAYS}, or 0 to keep runs for ever`;
 const OPERATION_RETENTION_DAYS = `must be a whole number of days from 1 to ${MAX_RUN_RETENTION_DAYS}, or 0 to keep settled operations for ever`;
 
+const PORT = 'must be an integer from 0 to 65535 (0: a free port the system picks)';
+
 const API_KEY_ENTRY = 'must look like "key:tenant" or "key:tenant scope …", with neither part empty';
 
 /** Entries `"key:tenant"`. Messages name the entry by index so the key itself never lands in a log. */
@@ -243,11 +245,8 @@ const modelShape = {
 
 const serverShape = {
   host: text().trim().min(1, 'must not be blank: an empty host listens on every interface'),
-  port: z
-    .number({ error: 'must be an integer from 1 to 65535' })
-    .int('must be an integer from 1 to 65535')
-    .min(1, 'must be an integer from 1 to 65535')
-    .max(65535, 'must be an integer from 1 to 65535'),
+  // 0: a free port the system picks, as `--port 0`.
+  port: z.number({ error: PORT }).int(PORT).min(0, PORT).max(65535, PORT),
   api_keys: apiKeyEntries(),
   redact_transcripts: flag(),
   max_concurrent_runs: positiveInteger(),
