@@ -114,6 +114,9 @@ export async function rememberConversation(
   };
   let failure: StageFailure | null;
   try {
+    // A kept scope is enabled in its own record: read later with the harness's settings
+    // (`harness memory show`, where new scopes start disabled) it is the memory the eval used.
+    if (settings.keep) await memory.setEnabled(scope, true);
     failure = await replaySessions(settings, memory, scope, conversation.sessions, signal);
   } catch (error) {
     await dispose().catch(() => undefined);

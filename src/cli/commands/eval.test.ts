@@ -693,5 +693,7 @@ describe('harness eval: --memory-db', () => {
     expect(show.stdout).toContain(
       "the user said: We adopted a retired racing greyhound last week, he's called Biscuit.",
     );
+    // Enabled in its own record, so shown as the eval used it, snippet included.
+    expect(show.stdout).toMatch(/enabled: yes/);
   });
 });
