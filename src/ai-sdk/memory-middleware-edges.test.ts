@@ -205,7 +205,7 @@ describe.each(AI_SDK_VERSIONS)('AI SDK middleware at the edges: $label', (versio
   });
 });
 
-describe('AI SDK: a scope given as ids is checked at the call', () => {
+describe('AI SDK: a scope given as ids is checked when the middleware or tools are made', () => {
   it('refuses one without a conversation id, in the middleware and the tools', () => {
     const store = createInMemoryStore();
     const memory = createObservationalMemory({ store });
@@ -215,7 +215,11 @@ describe('AI SDK: a scope given as ids is checked at the call', () => {
       () => createMemoryTools({ memory, workingMemory, scope: { tenantId: 'acme' } }),
     ])
       expect(make).toThrow(
-        expect.objectContaining({ code: 'OPTION_INVALID', message: expect.stringContaining('conversation') }),
+        expect.objectContaining({
+          code: 'OPTION_INVALID',
+          // One full stop between the quoted problem and the hint.
+          message: expect.stringMatching(/conversation_id is required when there is no run id to fall back to\. Pass /),
+        }),
       );
   });
 

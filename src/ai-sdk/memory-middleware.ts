@@ -209,7 +209,7 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
 }
 
 /**
- * A scope given as ids is checked at the call, as every other option (`OPTION_INVALID`):
+ * A scope given as ids is checked when the middleware is made, as every other option (`OPTION_INVALID`):
  * without a conversation id it would fail every model call's memory, one warning at a time.
  */
 export function checkStaticScope(factory: string, scope: unknown): void {

@@ -11,7 +11,8 @@ export function invalidOption(factory: string, option: string, problem: string, 
   return new HarnessMemoryError({
     code: 'OPTION_INVALID',
     component: factory,
-    message: `${factory}: option ${option} ${problem}. ${hint}`,
+    // A problem quoted from another error may end its own sentence.
+    message: `${factory}: option ${option} ${problem.replace(/\.+$/, '')}. ${hint}`,
     data: { factory, option },
   });
 }
