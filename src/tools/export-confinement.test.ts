@@ -67,14 +67,17 @@ describe('export confinement: hostile paths', () => {
     const before = snapshot(root);
 
     const hostile: Array<[string, RegExp]> = [
-      ['.harness/state.db', /only under \.harness\/observational-memory/],
-      [dbPath, /only under \.harness\/observational-memory/],
-      ['.harness/state.db-wal', /only under \.harness\/observational-memory/],
-      ['.harness/state.db-shm', /only under \.harness\/observational-memory/],
-      ['.harness/config.toml', /only under \.harness\/observational-memory/],
-      ['package.json', /only under \.harness\/observational-memory/],
-      [`${IN}/../state.db`, /only under \.harness\/observational-memory/],
-      [`${IN}/../../package.json`, /only under \.harness\/observational-memory/],
+      ['.harness/state.db', /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//],
+      [dbPath, /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//],
+      ['.harness/state.db-wal', /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//],
+      ['.harness/state.db-shm', /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//],
+      ['.harness/config.toml', /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//],
+      ['package.json', /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//],
+      [`${IN}/../state.db`, /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//],
+      [
+        `${IN}/../../package.json`,
+        /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//,
+      ],
       ['../outside/x.json', /outside the workspace/],
       [path.join(outside, 'secret.txt'), /outside the workspace/],
       ['/etc/passwd', /outside the workspace/],
@@ -93,13 +96,25 @@ describe('export confinement: hostile paths', () => {
       [`${OWN}/${'é'.repeat(128)}/x.json`, /longer than 255 bytes/],
       // Fits 255 bytes, but not with the temporary name's `.tmp-<12 hex>` after it.
       [`${OWN}/${'a'.repeat(245)}.json`, /its file name is longer than 238 bytes/],
-      [IN, /only under \.harness\/observational-memory/],
+      [IN, /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//],
       // Another tenant's, conversation's or agent's folder, and the names above this scope's.
-      [`${IN}/other/conv/agent/x.json`, /only under \.harness\/observational-memory\/acme\/conv\/agent\//],
-      [`${IN}/acme/other/agent/x.json`, /only under \.harness\/observational-memory\/acme\/conv\/agent\//],
-      [`${IN}/acme/conv/other/x.json`, /only under \.harness\/observational-memory\/acme\/conv\/agent\//],
-      [`${IN}/other`, /only under \.harness\/observational-memory\/acme\/conv\/agent\//],
-      [`${OWN}/../../other/agent/x.json`, /only under \.harness\/observational-memory\/acme\/conv\/agent\//],
+      [
+        `${IN}/other/conv/agent/x.json`,
+        /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//,
+      ],
+      [
+        `${IN}/acme/other/agent/x.json`,
+        /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//,
+      ],
+      [
+        `${IN}/acme/conv/other/x.json`,
+        /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//,
+      ],
+      [`${IN}/other`, /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//],
+      [
+        `${OWN}/../../other/agent/x.json`,
+        /only under this scope.s folder, \.harness\/observational-memory\/acme\/conv\/agent\//,
+      ],
     ];
     for (const [requested, reason] of hostile) {
       const error = await tool.execute({ action: 'export', path: requested }, context).then(

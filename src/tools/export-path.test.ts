@@ -130,7 +130,10 @@ describe('export path: requested destination', () => {
       `${OWN}/../../c:2/bot/m.json`,
     ]) {
       const error = await refusal(resolveIn(workspace, requested));
-      expect(error.message, requested).toContain('exports are written only under .harness/observational-memory/');
+      // The reason and the hint name the same folder: the scope's own.
+      expect(error.message, requested).toContain(
+        `exports are written only under this scope's folder, ${OWN}/. Give a new file name under ${OWN}/ `,
+      );
     }
     expect(fs.readdirSync(workspace)).toEqual([]);
   });

@@ -75,7 +75,7 @@ export async function resolveExportPath(options: ResolveExportPathOptions, attem
   // A blank path is no path (models fill optional strings with ""): the default name.
   const requestedPath = options.requestedPath?.trim() === '' ? undefined : options.requestedPath;
   const shown = requestedPath ?? '(default)';
-  const refuse = (reason: string): HarnessMemoryError => exportPathError(shown, reason);
+  const refuse = (reason: string): HarnessMemoryError => exportPathError(shown, reason, undefined, options.scope);
   if (options.workspace.trim() === '') throw refuse('no workspace is configured');
   const workspace = path.resolve(options.workspace);
   let workspaceReal: string;
@@ -133,12 +133,15 @@ export async function writeExport(
     } catch (error) {
       const taken = (error as NodeJS.ErrnoException).code === 'EEXIST';
       if (!taken)
-        throw unusable(error, (reason) => exportPathError(options.requestedPath ?? '(default)', reason, error));
+        throw unusable(error, (reason) =>
+          exportPathError(options.requestedPath ?? '(default)', reason, error, options.scope),
+        );
       if (options.requestedPath?.trim() || attempt >= MAX_DEFAULT_ATTEMPTS)
         throw exportPathError(
           options.requestedPath ?? destination.relativePath,
           'it names an existing file, and exports only create new files',
           error,
+          options.scope,
         );
     }
   }
@@ -250,10 +253,7 @@ function requestedSegments(
   // probed (whether a file exists there is never looked at).
   const own = [...EXPORT_DIRECTORY.split('/'), scope.tenantId, scope.conversationId, scope.agentId];
   if (segments.length <= own.length || own.some((name, index) => segments[index] !== name)) {
-    throw refuse(
-      `exports are written only under ${own.join('/')}/ in the workspace (this scope's folder of ` +
-        `${EXPORT_DIRECTORY}/); give a path there, or none for the default name`,
-    );
+    throw refuse(`exports are written only under this scope's folder, ${own.join('/')}/`);
   }
   return segments;
 }
@@ -330,14 +330,23 @@ async function syncDirectory(directory: string): Promise<void> {
   }
 }
 
-function exportPathError(requested: string, reason: string, cause?: unknown): HarnessMemoryError {
+/** `scope`, when known, names the folder the hint points to: the scope's own. */
+function exportPathError(
+  requested: string,
+  reason: string,
+  cause?: unknown,
+  scope?: ResolveExportPathOptions['scope'],
+): HarnessMemoryError {
   const shown = requested.length > 200 ? `${requested.slice(0, 200)}…` : requested;
+  const folder = scope
+    ? [EXPORT_DIRECTORY, scope.tenantId, scope.conversationId, scope.agentId].join('/')
+    : EXPORT_DIRECTORY;
   return new HarnessMemoryError({
     code: 'EXPORT_INVALID',
     component: 'export',
     message:
       `cannot export to ${JSON.stringify(shown)}: ${reason}. Give a new file name under ` +
-      `${EXPORT_DIRECTORY}/ (relative to the workspace, no symlinks), or no path for the default name.`,
+      `${folder}/ (relative to the workspace, no symlinks), or no path for the default name.`,
     data: { path: shown },
     cause,
   });
