@@ -268,6 +268,20 @@ describe('harness config', () => {
     });
     expect(parsed.memory_model).toMatchObject({ mode: 'openai', model_id: 'gpt-5-nano' });
   });
+
+  it("names the server memory's calls go to, when it has a base URL of its own", async () => {
+    const env = {
+      OPENAI_API_KEY: 'sk-test-secret-123456',
+      HARNESS_MEMORY_LLM_BASE_URL: 'http://127.0.0.1:9/v1',
+      HARNESS_MEMORY_LLM_API_KEY: 'memory-key-1',
+    };
+    const result = await cli(['config'], { env });
+    expect(result.stdout).toMatch(/^memory model: .* at http:\/\/127\.0\.0\.1:9\/v1$/m);
+    const parsed = JSON.parse((await cli(['config', '--json'], { env })).stdout) as {
+      memory_model: Record<string, string>;
+    };
+    expect(parsed.memory_model['base_url']).toBe('http://127.0.0.1:9/v1');
+  });
 });
 
 describe('harness errors and exit codes', () => {

@@ -39,7 +39,8 @@ export function registerConfigCommand(program: Command, context: CliContext, res
         lines.push(
           'error' in models.memory
             ? `memory model: not configured (${models.memory.error.replace(/^configuration: /, '')})`
-            : `memory model: ${models.memory.mode} ${models.memory.model_id} from ${models.memory.source}`,
+            : `memory model: ${models.memory.mode} ${models.memory.model_id} from ${models.memory.source}` +
+                (models.memory.base_url === undefined ? '' : ` at ${models.memory.base_url}`),
         );
         printLine(context, lines.join('\n'));
       }
@@ -48,7 +49,7 @@ export function registerConfigCommand(program: Command, context: CliContext, res
 }
 
 type ModelLine = { provider: string; model_id: string } | { error: string };
-type MemoryLine = { mode: string; model_id: string; source: string } | { error: string };
+type MemoryLine = { mode: string; model_id: string; source: string; base_url?: string } | { error: string };
 
 /** The models `createHarness` would build, or why it cannot. */
 function modelsOf(
@@ -72,7 +73,13 @@ function modelsOf(
       ...(agentModel ? { inheritModel: agentModel } : {}),
       retry: { maxAttempts: 1 },
     });
-    memory = { mode: selection.mode, model_id: selection.modelId, source: selection.source };
+    memory = {
+      mode: selection.mode,
+      model_id: selection.modelId,
+      source: selection.source,
+      // Where memory's calls go: a memory base URL of its own sends them to another server.
+      ...(selection.baseUrl === undefined ? {} : { base_url: selection.baseUrl }),
+    };
   } catch (error) {
     if (!isModelConfigError(error)) throw error;
     memory = { error: errorMessageOf(error) };
