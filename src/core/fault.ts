@@ -4,7 +4,7 @@
  * place, which logs and counts them; nothing else about the process changes.
  * @module
  */
-import { cutText } from './cut-text.js';
+import { redactAndCut } from './redact-secrets.js';
 
 /** One fault the harness survived. */
 export interface Fault {
@@ -23,16 +23,20 @@ export type FaultReporter = (fault: Fault) => void;
 /** A fault reporter that drops everything (the default where none is given). */
 export const IGNORE_FAULTS: FaultReporter = () => {};
 
-/** The parts of an error worth logging: name, code, message (first 2,000 characters) and stack. */
+/**
+ * The parts of an error worth logging: name, code, message (first 2,000 characters) and stack
+ * (4,000), secrets redacted before they are cut (cut first, part of a secret could be left
+ * that no rule finds, and the log's own redaction would miss it).
+ */
 export function describeError(error: unknown): { name: string; code?: string; message: string; stack?: string } {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
     return {
       name: error.name,
       ...(typeof code === 'string' ? { code } : {}),
-      message: cutText(error.message, 2000),
-      ...(error.stack ? { stack: cutText(error.stack, 4000) } : {}),
+      message: redactAndCut(error.message, 2000),
+      ...(error.stack ? { stack: redactAndCut(error.stack, 4000) } : {}),
     };
   }
-  return { name: typeof error, message: cutText(String(error), 2000) };
+  return { name: typeof error, message: redactAndCut(String(error), 2000) };
 }

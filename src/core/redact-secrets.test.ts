@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { redactSecrets } from './redact-secrets.js';
+import { redactAndCut, redactSecrets } from './redact-secrets.js';
+import { seededRandom } from '../../test/support/seeded-random.js';
 
 // Built from pieces so the fixtures do not look like live credentials to secret scanners.
 const JWT = ['eyJhbGciOiJIUzI1NiJ9', 'eyJzdWIiOiIxMjM0NTY3ODkwIn0', 'dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U'].join(
@@ -135,7 +136,8 @@ describe('redactSecrets: more key kinds', () => {
 
   it('keeps an unlabelled 40-character string and a labelled one of the wrong length', () => {
     expect(redactSecrets(`hash ${AWS_SECRET}`).text).toBe(`hash ${AWS_SECRET}`);
-    expect(redactSecrets(`secret_key=${AWS_SECRET}X`).text).toBe(`secret_key=${AWS_SECRET}X`);
+    // Not an AWS key: a labelled secret (`secret_key` labels one), taken whole.
+    expect(redactSecrets(`secret_key=${AWS_SECRET}X`).text).toBe('secret_key=[REDACTED:labelled_secret]');
   });
 
   it('redacts Slack app-level tokens', () => {
@@ -423,4 +425,118 @@ describe('redactSecrets: combined input', () => {
       expect(redactSecrets(once).text).toBe(once);
     }
   }, 30_000);
+});
+
+describe('redactSecrets: labelled values that hold escapes and punctuation', () => {
+  it.each([
+    ['DB_PASSWORD=Kd81\\9!Lm', 'DB_PASSWORD=[REDACTED:labelled_secret]'],
+    ['password: Kd81,9;x&y<z>"q\'r end', 'password: [REDACTED:labelled_secret] end'],
+    ['"password": "Kd81Kd81#q\\\\z!"', '"password": "[REDACTED:labelled_secret]"'],
+    ['{"db_password":"Kd81\\"Kd81!"}', '{"db_password":"[REDACTED:labelled_secret]"}'],
+    ['password=abc123 and then', 'password=[REDACTED:labelled_secret] and then'],
+  ])('redacts all of the value in %j', (text, redacted) => {
+    expect(redactSecrets(text).text).toBe(redacted);
+    expect(redactSecrets(redacted).text).toBe(redacted);
+  });
+
+  it('keeps JSON text valid: a value ends at the quote that closes its string', () => {
+    const json = JSON.stringify({ note: 'DB_PASSWORD=Kd81\\9"x!', next: 'kept' });
+    const redacted = redactSecrets(json).text;
+    expect(JSON.parse(redacted)).toEqual({ note: 'DB_PASSWORD=[REDACTED:labelled_secret]', next: 'kept' });
+  });
+
+  it.each([
+    ['DB_PASSWORD=Kd81(9)x!', 'DB_PASSWORD=[REDACTED:labelled_secret]'],
+    ['{"password": "Kd81(x)!"}', '{"password": "[REDACTED:labelled_secret]"}'],
+    ['{\\"password\\": \\"Kd81\\\\\\\\z!\\"}', '{\\"password\\": \\"[REDACTED:labelled_secret]\\"}'],
+    ['https://x.test/?password=Kd81&9&next=/', 'https://x.test/?password=[REDACTED:url_password]&next=/'],
+  ])('redacts all of %j (a parenthesis, JSON inside JSON, an & in a query value)', (text, redacted) => {
+    expect(redactSecrets(text).text).toBe(redacted);
+  });
+
+  it('takes a bare value longer than a thousand characters whole, such as a session token', () => {
+    const token = `IQoJb3JpZ2luX2Vj${'Kd81/+'.repeat(250)}`;
+    expect(redactSecrets(`AWS_SESSION_TOKEN=${token} next`).text).toBe(
+      'AWS_SESSION_TOKEN=[REDACTED:labelled_secret] next',
+    );
+  });
+
+  it('keeps JSON text valid and redaction idempotent on random labelled values', () => {
+    const pieces = [
+      'password=',
+      'token: ',
+      '"api_key": "',
+      "secret='",
+      'Kd81',
+      '\\',
+      '"',
+      "'",
+      ',',
+      ';',
+      '&',
+      ' ',
+      '\n',
+    ];
+    const next = seededRandom(0x5eed81);
+    for (let index = 0; index < 5_000; index++) {
+      const text = Array.from(
+        { length: 1 + Math.floor(next() * 6) },
+        () => pieces[Math.floor(next() * pieces.length)],
+      ).join('');
+      const json = JSON.stringify({ a: text, b: ['kept', { c: text }] });
+      const redacted = redactSecrets(json).text;
+      expect(() => JSON.parse(redacted), `${json} -> ${redacted}`).not.toThrow();
+      expect(redactSecrets(redacted).text).toBe(redacted);
+    }
+  });
+
+  it("keeps a connection string's next field", () => {
+    expect(redactSecrets('Server=db;Password=Kd81&9;x;User Id=svc').text).toBe(
+      'Server=db;Password=[REDACTED:url_password];User Id=svc',
+    );
+  });
+});
+
+describe('redactSecrets: secret keys and Authorization headers', () => {
+  it.each([
+    "SECRET_KEY = 'django-insecure-Ka81Ka81xq'",
+    'JWT_SECRET_KEY=Ka81Ka81Ka81xq',
+    'secret_key: Ka81Ka81Ka81xq!',
+    '"secretKey": "Ka81Ka81Ka81xq"',
+  ])('redacts the value of %j', (text) => {
+    expect(redactSecrets(text).text).not.toContain('Ka81Ka81');
+    expect(redactSecrets(text).counts).toEqual({ labelled_secret: 1 });
+  });
+
+  it("redacts any token after an Authorization header's scheme", () => {
+    expect(redactSecrets('Authorization: Bearer kcaaaaaaaaaaaaaaaaaaaaaakc').text).toBe(
+      'Authorization: Bearer [REDACTED:auth_header]',
+    );
+    expect(redactSecrets('{"authorization":"bearer kcaaaaaaaaaaaa"}').text).toBe(
+      '{"authorization":"bearer [REDACTED:auth_header]"}',
+    );
+  });
+});
+
+describe('redactAndCut', () => {
+  const AWS = `wJalrXUtnFEMIK7MDENG${'bPxRfiCYEXAMPLEKEY12'}`;
+
+  it('redacts before cutting, so no part of a secret is left', () => {
+    const text = `${'x'.repeat(20)} aws_secret_access_key=${AWS}`;
+    expect(redactAndCut(text, 60, '…')).toBe(`${'x'.repeat(20)} aws_secret_access_key=…`);
+    expect(redactAndCut(text, 100, '…')).toBe(`${'x'.repeat(20)} aws_secret_access_key=[REDACTED:aws_secret_key]`);
+  });
+
+  it('cuts before a placeholder rather than through it, and adds the ending only when it cut', () => {
+    expect(redactAndCut(`ab sk-${'Ab3_'.repeat(8)}`, 10, '…')).toBe('ab …');
+    expect(redactAndCut('short', 10, '…')).toBe('short');
+    expect(redactAndCut('😀😀😀', 3, '…')).toBe('😀…');
+  });
+
+  it('reads no further than it needs on a huge text, and still says it cut', () => {
+    const text = `${'a '.repeat(10)}${'b'.repeat(5_000_000)}`;
+    expect(redactAndCut(text, 30, '…')).toBe(`${'a '.repeat(10)}${'b'.repeat(10)}…`);
+    const shrunk = `-----BEGIN PRIVATE KEY-----\n${'M'.repeat(100_000)}`;
+    expect(redactAndCut(shrunk, 40, '…')).toBe('[REDACTED:private_key]…');
+  });
 });

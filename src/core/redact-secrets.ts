@@ -2,6 +2,7 @@
  * Redaction of credentials and card numbers from text before it is persisted as memory.
  * @module
  */
+import { cutText } from './cut-text.js';
 
 /** What kind of secret a redaction removed. */
 export type SecretKind =
@@ -44,6 +45,28 @@ interface Rule {
 // results, as stored) `…\nsk-…` is an escaped newline, then a key.
 const startsAfter = (tokenCharacters: string): string => String.raw`(?<!(?<!\\)[${tokenCharacters}])`;
 const pattern = (source: string, flags = 'g'): RegExp => new RegExp(source, flags);
+
+// The words that end a secret's label (`db_password`, `clientSecret`, `JWT_SECRET_KEY`,
+// `x-api-key`, `accessToken`), as the labelled rule and `isLabelledSecret` read them.
+const LABEL_WORDS = String.raw`password|passwd|passphrase|secret(?:[_-]?key)?|api[_-]?key|account[_-]?key|private[_-]?key|token`;
+
+// A labelled value, taken whole (a password holds any punctuation):
+// - quoted, escapes included (JSON text, code): `"Kd81\\z!"`, `'it\'s'` (never across a raw
+//   `"`, which in JSON text ends the string the value is in);
+// - quoted twice over, as JSON inside a JSON string writes it: `\"Kd81\\\\z!\"`;
+// - bare, up to the end of the word: whitespace, or a line break written as an escape. Two
+//   things inside a word end it too, so JSON text stays JSON and the next field stays: a quote
+//   that closes a string (one followed by `,:;}]`, a backslash, whitespace or the end), and
+//   `,;&` that starts a next `name=` (`Password=…;User Id=svc`, `?token=…&page=2`).
+// Every part is bounded and made of units that tell themselves apart (an escape is one unit),
+// so matching stays linear. A quoted value too long for its bound is taken bare, its opening
+// quote kept (a session token runs past a thousand characters).
+const LABELLED_VALUE = [
+  String.raw`"(?:[^"\\\n]|\\.){1,1024}"`,
+  String.raw`\\"(?:[^"\\\n]|\\\\(?:\\["\\]|[^"\\\n])){1,1024}\\"`,
+  String.raw`'(?:[^'"\\\n]|\\.){1,1024}'`,
+  String.raw`(?:[^\s"\\,;&]|\\[^\s"nrt]|\\?"(?![\s,:;}\]\\]|$)|[,;&](?![A-Za-z_][\w. -]{0,40}=)){1,4096}`,
+].join('|');
 
 // Order matters: whole blocks and specific formats come first, so `Bearer eyJ…` counts as a JWT
 // and a placeholder is never matched again by a later rule. No rule may match across a line
@@ -108,9 +131,10 @@ const RULES: readonly Rule[] = [
     replace: (_match, [prefix]) => `${prefix ?? ''}:[REDACTED:url_password]@`,
   },
   {
-    // `?password=…`, `&pwd=…` in a query string.
+    // `?password=…`, `&pwd=…` in a query string, or `;Password=…` in a connection string: up
+    // to the `&` or `;` that starts the next `name=` (a password may hold either).
     kind: 'url_password',
-    pattern: /([?&;](?:password|passwd|pwd|pass)=)(?!\[REDACTED:)[^&#\s"'<>\\]+/gi,
+    pattern: /([?&;](?:password|passwd|pwd|pass)=)(?!\[REDACTED:)(?:[^&;#\s"'<>\\]|[&;](?![A-Za-z_][\w. -]{0,40}=))+/gi,
     replace: (_match, [name]) => `${name ?? ''}[REDACTED:url_password]`,
   },
   {
@@ -123,20 +147,21 @@ const RULES: readonly Rule[] = [
     replace: (_match, [word]) => `${word ?? 'Bearer'} [REDACTED:bearer_token]`,
   },
   {
-    // `Authorization: Basic …` / `Token …` / `Digest …` (Bearer is taken above): the scheme stays.
+    // `Authorization: Basic …` / `Token …` / `Digest …`, and a Bearer token of any shape (the
+    // rule above takes only those that look like one): the scheme stays.
     kind: 'auth_header',
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9_')}(authorization(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?(?:basic|token|digest|apikey)[ \t]+)(?!\[REDACTED:)[^\s"'\\]{4,512}`,
+      String.raw`${startsAfter('A-Za-z0-9_')}(authorization(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?(?:basic|bearer|token|digest|apikey)[ \t]+)(?!\[REDACTED:)[^\s"'\\]{4,512}`,
       'gi',
     ),
     replace: (_match, [label]) => `${label ?? ''}[REDACTED:auth_header]`,
   },
   {
     // An environment-style assignment (`DB_PASSWORD=…`, `export API_TOKEN=…`): what follows is
-    // the secret itself, letters only or holding `,;&`, up to the end of the word.
+    // the secret itself, letters only or holding any punctuation, up to the end of the word.
     kind: 'labelled_secret',
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|API_?KEY|ACCOUNT_?KEY|PRIVATE_?KEY|TOKEN)[ \t]{0,8}=[ \t]{0,8})([^\s"'\\]{1,256})`,
+      String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|PASSPHRASE|SECRET(?:_?KEY)?|API_?KEY|ACCOUNT_?KEY|PRIVATE_?KEY|TOKEN)[ \t]{0,8}=[ \t]{0,8})(${LABELLED_VALUE})`,
     ),
     replace: (match, [label, value]) => labelledValue(match, label ?? '', value ?? '', 'assigned'),
   },
@@ -146,7 +171,7 @@ const RULES: readonly Rule[] = [
     // `apiKey = process.env.API_KEY` and `password: required` stay as they are.
     kind: 'labelled_secret',
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Za-z0-9_.-]{0,40}?(?:password|passwd|passphrase|secret|api[_-]?key|account[_-]?key|private[_-]?key|token)(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8})(\\?"[^"\n\\]{1,256}\\?"|\\?'[^'\n\\]{1,256}\\?'|[^\s"'\\,;&<>]{1,256})`,
+      String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS})(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8})(${LABELLED_VALUE})`,
       'gi',
     ),
     replace: (match, [label, value]) => labelledValue(match, label ?? '', value ?? '', 'labelled'),
@@ -201,10 +226,32 @@ export function redactSecrets(text: string): RedactionResult {
   return { text: result, counts };
 }
 
-// Values that name a secret rather than hold one: code and template references, placeholders,
-// values masked already (`****cret`).
+// Further than any bounded rule reaches (a bare labelled value: 4,096 units of up to two
+// characters), so text past `max` plus this changes nothing of what is kept. A private key cut
+// short is redacted to the end, a token cut short is still a token.
+const CUT_MARGIN = 16_384;
+
+/**
+ * `text` redacted, then cut to at most `max` characters, `ending` added when it was cut. Cutting
+ * first could leave the start of a secret that no rule matches any more (`aws_secret_access_key=`
+ * and 38 of its 40 characters). The cut never splits a `[REDACTED:kind]` placeholder (it goes
+ * before it) nor a surrogate pair.
+ */
+export function redactAndCut(text: string, max: number, ending = ''): string {
+  const redacted = redactSecrets(cutText(text, max + CUT_MARGIN)).text;
+  const shortened = text.length > max + CUT_MARGIN;
+  if (redacted.length <= max) return shortened ? `${redacted}${ending}` : redacted;
+  let end = max;
+  const open = redacted.lastIndexOf('[REDACTED:', max - 1);
+  if (open !== -1 && redacted.indexOf(']', open) >= max) end = open;
+  return `${cutText(redacted, end)}${ending}`;
+}
+
+// Values that name a secret rather than hold one: code and template references (a value that
+// is wholly a call, such as `getPassword()`, not any value holding a parenthesis: passwords
+// do), placeholders, values masked already (`****cret`).
 const REFERENCE_VALUE =
-  /^(?:process\.env|os\.environ|import\.meta|env\.|\$\{|\$[A-Za-z_]|\{\{|%\(|<|\*{3})|\(|^(?:x+|\.+|-+)$/i;
+  /^(?:process\.env|os\.environ|import\.meta|env\.|\$\{|\$[A-Za-z_]|\{\{|%\(|<|\*{3})|^[A-Za-z_$][\w$]{0,80}(?:\.[A-Za-z_$][\w$]{0,80}){0,8}\([^()]{0,200}\)[;,)]*$|^(?:x+|\.+|-+)$/i;
 
 // Words a labelled value is in documentation, schemas and forms rather than a secret.
 const PLACEHOLDER_WORDS = new Set(
@@ -218,24 +265,47 @@ const PLACEHOLDER_WORDS = new Set(
  * The match with its value redacted when the value looks like a secret. An environment-style
  * assignment's value (4+ characters) and a quoted value (6+) are secrets unless they are a
  * reference or a placeholder word; an unquoted one in prose or code also needs a digit or a
- * symbol, so `password: required` and `token = response` stay.
+ * symbol, so `password: required` and `token = response` stay. A quote the value opens and
+ * never closes (a value cut short) stays, so JSON text stays JSON.
  */
 function labelledValue(match: string, label: string, value: string, style: 'assigned' | 'labelled'): string {
-  const quote = /^\\?["']/.exec(value)?.[0] ?? '';
-  const inner = value.slice(quote.length, value.length - quote.length);
-  const plain =
-    !inner.startsWith('[REDACTED:') &&
-    !REFERENCE_VALUE.test(inner) &&
-    !PLACEHOLDER_WORDS.has(inner.toLowerCase()) &&
-    !/^\d{1,11}$/.test(inner);
-  const looksSecret =
-    plain &&
-    (style === 'assigned'
-      ? inner.length >= 4
-      : quote !== ''
-        ? inner.length >= 6
-        : inner.length >= 6 && /[\d!#$%^&*+=~?|@]/.test(inner));
-  return looksSecret ? `${label}${quote}${placeholder('labelled_secret')}${quote}` : match;
+  const quote = /^(?:\\"|"|')/.exec(value)?.[0] ?? '';
+  const closed = quote !== '' && value.length > 2 * quote.length && value.endsWith(quote);
+  const inner = value.slice(quote.length, closed ? value.length - quote.length : value.length);
+  const looksSecret = style === 'assigned' ? isSecretValue(inner, 4) : isSecretValue(inner, 6, !closed);
+  return looksSecret ? `${label}${quote}${placeholder('labelled_secret')}${closed ? quote : ''}` : match;
+}
+
+/**
+ * Whether `value`, labelled a secret, is one: at least `minLength` characters, neither a
+ * reference, a placeholder word, a short number nor redacted already; a bare value in prose or
+ * code (`bare`) also holds a digit or a symbol.
+ */
+function isSecretValue(value: string, minLength: number, bare = false): boolean {
+  return (
+    value.length >= minLength &&
+    !value.startsWith('[REDACTED:') &&
+    !REFERENCE_VALUE.test(value) &&
+    !PLACEHOLDER_WORDS.has(value.toLowerCase()) &&
+    !/^\d{1,11}$/.test(value) &&
+    (!bare || /[\d!#$%^&*+=~?|@]/.test(value))
+  );
+}
+
+// A key that labels its value a secret: its last run of name characters ends with a label word
+// and is short enough for the labelled rule to take whole (40 characters before the word).
+const KEY_LABEL = new RegExp(String.raw`^[A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS})$`, 'i');
+const KEY_LABEL_MAX = 56;
+
+/**
+ * Whether the string `value` of an object's `key` is a secret its key labels (`{"db_password":
+ * "…"}`, `{"secretKey": "…"}`), decided on the value as it is, however JSON would escape it, of
+ * any length: the value `"key": "value"` would be redacted to `[REDACTED:labelled_secret]`.
+ */
+export function isLabelledSecret(key: string, value: string): boolean {
+  let start = key.length;
+  while (start > 0 && key.length - start <= KEY_LABEL_MAX && /[A-Za-z0-9_.-]/.test(key[start - 1] ?? '')) start--;
+  return KEY_LABEL.test(key.slice(start)) && isSecretValue(value, 6);
 }
 
 function placeholder(kind: SecretKind): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactSecrets } from './redact-secrets.js';
+import { isLabelledSecret, redactSecrets } from './redact-secrets.js';
 import { redactJsonText, redactValue } from './redact-value.js';
 import { seededRandom } from '../../test/support/seeded-random.js';
 
@@ -80,6 +80,9 @@ describe('redactValue: the one-pass check', () => {
     '\\',
     'plain words',
     '[REDACTED:openai_key]',
+    'db_password',
+    'secretKey',
+    'Kd81"q\\z!',
   ];
 
   /** The reference: every string (and key) redacted on its own. */
@@ -105,9 +108,19 @@ describe('redactValue: the one-pass check', () => {
     return value;
   }
 
-  /** A string value as the JSON text `{"key":"value"}` redacts it. */
+  /**
+   * A string value as the JSON text `{"key":"value"}` redacts it; a value its key labels a
+   * secret is decided on as it is (the JSON text's placeholder kept when it took it whole).
+   */
   function asLabelled(key: string, value: string): string {
-    const text = `{${JSON.stringify(redactSecrets(key).text)}:${JSON.stringify(value)}}`;
+    const label = redactSecrets(key).text;
+    const asText = labelledAsText(label, value);
+    if (!isLabelledSecret(label, value)) return asText;
+    return /^\[REDACTED:[a-z_]+\]$/.test(asText) ? asText : '[REDACTED:labelled_secret]';
+  }
+
+  function labelledAsText(label: string, value: string): string {
+    const text = `{${JSON.stringify(label)}:${JSON.stringify(value)}}`;
     const redacted = redactSecrets(text).text;
     if (redacted === text) return value;
     try {
@@ -211,5 +224,63 @@ describe('redactJsonText', () => {
     const text = '{ "a" : 1,\n  "b": "x" }';
     expect(redactJsonText(text)).toBe(text);
     expect(redactJsonText(`not json ${OPENAI}`)).toBe('not json [REDACTED:openai_key]');
+  });
+});
+
+describe('redactValue: labelled values decided on the value itself', () => {
+  it('redacts a password holding a backslash or a quote, in a value and in JSON text', () => {
+    expect(JSON.stringify(redactValue({ password: 'Kd81Kd81#q\\z!' }))).not.toContain('Kd81Kd81');
+    expect(JSON.stringify(redactValue({ password: 'Kd81"Kd81#q' }))).not.toContain('Kd81');
+    expect(redactJsonText(JSON.stringify({ db_password: 'Kd81Kd81#q\\z!' }))).toBe(
+      '{"db_password":"[REDACTED:labelled_secret]"}',
+    );
+  });
+
+  it('redacts a long or multi-line value its key labels a secret', () => {
+    expect(JSON.stringify(redactValue({ api_key: `Kd81${'x'.repeat(400)}` }))).not.toContain('Kd81');
+    expect(JSON.stringify(redactValue({ token: 'Kd81Kd81\nsecond line' }))).not.toContain('Kd81');
+  });
+
+  it('takes secret_key, secretKey and JWT_SECRET_KEY for labels', () => {
+    const value = { secret_key: 'Ka81Ka81Ka81xq', secretKey: 'Ka81Ka81Ka81xq', JWT_SECRET_KEY: 'Ka81Ka81Ka81xq' };
+    expect(JSON.stringify(redactValue(value))).not.toContain('Ka81');
+  });
+});
+
+describe('redactValue: deep values', () => {
+  const deep = (levels: number, leaf: unknown): unknown => {
+    let value = leaf;
+    for (let level = 0; level < levels; level++) value = [value];
+    return value;
+  };
+
+  it('redacts a value nested deeper than the stack allows, without throwing', () => {
+    const value = { note: OPENAI, deep: deep(20_000, OPENAI) };
+    const redacted = redactValue(value);
+    expect(redacted.note).toBe('[REDACTED:openai_key]');
+    let leaf: unknown = redacted.deep;
+    while (Array.isArray(leaf)) leaf = leaf[0];
+    expect(leaf).toBe('[REDACTED:openai_key]');
+    const quiet = { deep: deep(20_000, 'plain') };
+    expect(redactValue(quiet, { keys: true })).toBe(quiet);
+  });
+
+  it('redacts a part shared twice once, and refuses a value that contains itself only when it needs redacting', () => {
+    const shared = { key: OPENAI };
+    const redacted = redactValue({ a: shared, b: [shared] });
+    expect(redacted.a).toEqual({ key: '[REDACTED:openai_key]' });
+    expect(redacted.b[0]).toBe(redacted.a);
+    const cyclic: Record<string, unknown> = { note: 'plain' };
+    cyclic['self'] = cyclic;
+    expect(redactValue(cyclic)).toBe(cyclic);
+    cyclic['key'] = OPENAI;
+    expect(() => redactValue(cyclic)).toThrow(TypeError);
+  });
+
+  it('redacts deep JSON text as text', () => {
+    const text = `{"action":"set","value":${'['.repeat(8000)}"${OPENAI}"${']'.repeat(8000)}}`;
+    const redacted = redactJsonText(text);
+    expect(redacted).not.toContain(OPENAI);
+    expect(redacted).toContain('[REDACTED:openai_key]');
   });
 });

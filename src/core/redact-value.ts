@@ -3,7 +3,7 @@
  * (tool arguments, tool results) redacted inside its strings so it stays valid JSON.
  * @module
  */
-import { redactSecrets } from './redact-secrets.js';
+import { isLabelledSecret, redactSecrets } from './redact-secrets.js';
 
 /** Options of {@link redactValue}. */
 export interface RedactValueOptions {
@@ -14,20 +14,22 @@ export interface RedactValueOptions {
 /**
  * A copy of `value` with {@link redactSecrets} applied to every string in it (object keys
  * only with `keys: true`), a string value read with its key too, so `{"api_key": "…"}` is
- * redacted as the same JSON text would be. Values without a string that needs it come back unchanged, the
- * same object included.
+ * redacted as the same JSON text would be, and a value its key labels a secret is decided on
+ * as it is (a password holding `\` or `"`). Values without a string that needs it come back
+ * unchanged, the same object included. Any depth: the walk keeps its own stack. Throws a
+ * `TypeError` for a value that contains itself and needs redacting.
  */
 export function redactValue<T>(value: T, options: RedactValueOptions = {}): T {
   if (typeof value === 'string') return redactSecrets(value).text as T;
   if (typeof value !== 'object' || value === null) return value;
   const keys = options.keys ?? false;
-  return needsRedaction(value, keys) ? (redactNode(value, 0, keys) as T) : value;
+  return needsRedaction(value, keys) ? (redactTree(value, keys) as T) : value;
 }
 
 /**
  * Redacts JSON text inside its string values (and, with `keys: true`, its object keys), so the
  * result still parses (an unterminated private key cannot swallow the closing quotes); text
- * that is not JSON is redacted as text.
+ * that is not JSON, or too deeply nested to write out again, is redacted as text.
  */
 export function redactJsonText(text: string, options: RedactValueOptions = {}): string {
   let parsed: unknown;
@@ -37,11 +39,15 @@ export function redactJsonText(text: string, options: RedactValueOptions = {}): 
     return redactSecrets(text).text;
   }
   const redacted = redactValue(parsed, options);
-  return redacted === parsed ? text : JSON.stringify(redacted);
+  if (redacted === parsed) return text;
+  try {
+    return JSON.stringify(redacted);
+  } catch {
+    // NOTE: JSON.stringify recurses: thousands of levels (a model's tool arguments) overflow
+    // the stack. The text as text still loses every secret a rule finds in it.
+    return redactSecrets(text).text;
+  }
 }
-
-// Deeper values are redacted as their JSON text rather than walked further.
-const MAX_DEPTH = 64;
 
 // Every rule stops at a line break except the private-key block, which always replaces what
 // it matches. So a string that one rule would change is changed the same way inside the
@@ -51,36 +57,38 @@ const SEPARATOR = '\n';
 
 function needsRedaction(value: object, keys: boolean): boolean {
   const texts: string[] = [];
-  collectTexts(value, 0, keys, texts);
+  const seen = new Set<object>([value]);
+  const pending: object[] = [value];
+  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
+    const entries = Array.isArray(node)
+      ? Array.from(node, (item: unknown) => ['', item] as const)
+      : Object.entries(node);
+    for (const [key, item] of entries) {
+      if (keys && !Array.isArray(node)) texts.push(key);
+      if (typeof item === 'string') {
+        texts.push(item);
+        if (Array.isArray(node) || !SECRET_LABEL.test(key)) continue;
+        // Decided on the value as given: a value that redacting on its own changes is found
+        // in the joined text anyway, and one it does not is decided on just the same.
+        if (isLabelledSecret(key, item)) return true;
+        texts.push(pairText(key, item));
+      } else if (typeof item === 'object' && item !== null && !seen.has(item)) {
+        seen.add(item);
+        pending.push(item);
+      }
+    }
+  }
   const joined = texts.join(SEPARATOR);
   return redactSecrets(joined).text !== joined;
 }
 
-function collectTexts(value: unknown, depth: number, keys: boolean, into: string[]): void {
-  if (typeof value === 'string') {
-    into.push(value);
-    return;
-  }
-  if (typeof value !== 'object' || value === null) return;
-  // Past the depth the walk stops, the remainder is redacted as JSON text: check that text.
-  if (depth >= MAX_DEPTH) {
-    into.push(JSON.stringify(value));
-    return;
-  }
-  if (Array.isArray(value)) {
-    for (const item of value) collectTexts(item, depth + 1, keys, into);
-    return;
-  }
-  for (const [key, item] of Object.entries(value)) {
-    if (keys) into.push(key);
-    collectTexts(item, depth + 1, keys, into);
-    if (typeof item === 'string' && SECRET_LABEL.test(key)) into.push(pairText(key, item));
-  }
-}
-
 // The words a key must hold for its value to be read as labelled by it (every labelled rule of
 // redactSecrets ends its label with one of them): other keys cost no second pass.
-const SECRET_LABEL = /passw|passphrase|secret|api[_-]?key|account[_-]?key|private[_-]?key|token|authorization/iu;
+const SECRET_LABEL =
+  /passw|passphrase|secret(?:[_-]?key)?|api[_-]?key|account[_-]?key|private[_-]?key|token|authorization/iu;
+
+const LABELLED_SECRET = '[REDACTED:labelled_secret]';
+const WHOLE_PLACEHOLDER = /^\[REDACTED:[a-z_]+\]$/;
 
 /**
  * A string value with its key as JSON text: `{"api_key":"…"}`. The key is what labels the
@@ -97,7 +105,17 @@ function redactEntry(key: string, item: string): string {
   if (!SECRET_LABEL.test(key)) return own;
   // The key redacted first, so a secret in it (an unterminated private key) cannot run on
   // through the value's quotes.
-  const text = pairText(redactSecrets(key).text, own);
+  const label = redactSecrets(key).text;
+  const asText = redactedAsText(label, own);
+  // The JSON text's kind when it took the whole value (`[REDACTED:aws_secret_key]`), else the
+  // value decided on as it is, never as JSON escapes it.
+  if (isLabelledSecret(label, own)) return WHOLE_PLACEHOLDER.test(asText) ? asText : LABELLED_SECRET;
+  return asText;
+}
+
+/** `own` as the JSON text `{"label": own}` redacts it (an AWS secret key, a header's credentials). */
+function redactedAsText(label: string, own: string): string {
+  const text = pairText(label, own);
   const redacted = redactSecrets(text).text;
   if (redacted === text) return own;
   try {
@@ -108,28 +126,76 @@ function redactEntry(key: string, item: string): string {
   }
 }
 
-function redactNode(value: unknown, depth: number, keys: boolean): unknown {
-  if (typeof value === 'string') return redactSecrets(value).text;
-  if (typeof value !== 'object' || value === null) return value;
-  if (depth >= MAX_DEPTH) return redactDeepRemainder(value);
-  if (Array.isArray(value)) {
-    const items = value.map((item) => redactNode(item, depth + 1, keys));
-    return items.some((item, index) => item !== value[index]) ? items : value;
+/** An array or object being rebuilt: its entries, and the redacted values of those done. */
+interface Frame {
+  readonly node: object;
+  readonly entries: ReadonlyArray<readonly [string, unknown]>;
+  readonly results: unknown[];
+}
+
+/**
+ * `root` with every string redacted, rebuilt bottom-up with a stack of its own: JSON parses
+ * far deeper than a recursive walk can go. A part that needs nothing stays the same object,
+ * and a part met twice is redacted once.
+ */
+function redactTree(root: object, keys: boolean): unknown {
+  const done = new Map<object, unknown>();
+  const open = new Set<object>([root]);
+  const parents: Frame[] = [];
+  let frame = frameOf(root);
+  for (;;) {
+    const index = frame.results.length;
+    if (index < frame.entries.length) {
+      const [key, item] = frame.entries[index] ?? ['', undefined];
+      if (typeof item === 'string') {
+        frame.results.push(Array.isArray(frame.node) ? redactSecrets(item).text : redactEntry(key, item));
+      } else if (typeof item !== 'object' || item === null) {
+        frame.results.push(item);
+      } else if (done.has(item)) {
+        frame.results.push(done.get(item));
+      } else if (open.has(item)) {
+        throw new TypeError('redactValue: the value contains itself, so it has no JSON form to redact.');
+      } else {
+        open.add(item);
+        parents.push(frame);
+        frame = frameOf(item);
+      }
+      continue;
+    }
+    open.delete(frame.node);
+    const rebuilt = rebuild(frame, keys);
+    done.set(frame.node, rebuilt);
+    const parent = parents.pop();
+    if (parent === undefined) return rebuilt;
+    parent.results.push(rebuilt);
+    frame = parent;
   }
+}
+
+function frameOf(node: object): Frame {
+  const entries = Array.isArray(node) ? Array.from(node, (item: unknown) => ['', item] as const) : Object.entries(node);
+  return { node, entries, results: [] };
+}
+
+/** The frame's node with its redacted values (and keys), or the node itself when none changed. */
+function rebuild(frame: Frame, keys: boolean): unknown {
+  const { node, entries, results } = frame;
+  if (Array.isArray(node)) return results.some((item, index) => item !== node[index]) ? results : node;
   let changed = false;
-  const given = Object.entries(value);
-  const redactedKeys = keys ? given.map(([key]) => redactSecrets(key).text) : [];
+  const redactedKeys = keys ? entries.map(([key]) => redactSecrets(key).text) : [];
   // Keys that redacting leaves as they are keep their names; the others take free ones.
-  const taken = new Set(given.filter((_entry, index) => redactedKeys[index] === given[index]?.[0]).map(([key]) => key));
-  const entries = given.map(([key, item], index) => {
+  const taken = new Set(
+    entries.filter((_entry, index) => redactedKeys[index] === entries[index]?.[0]).map(([key]) => key),
+  );
+  const rebuiltEntries = entries.map(([key, item], index) => {
     const redactedKey = redactedKeys[index] ?? key;
     const nextKey = keys && redactedKey !== key ? distinctKey(redactedKey, taken) : key;
-    const next = typeof item === 'string' ? redactEntry(key, item) : redactNode(item, depth + 1, keys);
+    const next = results[index];
     if (next !== item || nextKey !== key) changed = true;
     return [nextKey, next] as const;
   });
   // fromEntries defines own properties, so a "__proto__" key stays a plain key.
-  return changed ? Object.fromEntries(entries) : value;
+  return changed ? Object.fromEntries(rebuiltEntries) : node;
 }
 
 /**
@@ -142,15 +208,4 @@ function distinctKey(redacted: string, taken: Set<string>): string {
   for (let copy = 2; taken.has(next); copy++) next = `${redacted} (${copy})`;
   taken.add(next);
   return next;
-}
-
-function redactDeepRemainder(value: object): unknown {
-  const text = JSON.stringify(value);
-  const redacted = redactSecrets(text).text;
-  if (redacted === text) return value;
-  try {
-    return JSON.parse(redacted) as unknown;
-  } catch {
-    return redacted;
-  }
 }

@@ -4,7 +4,7 @@
  */
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { HarnessMemoryError, ModelCallError } from '../core/errors.js';
-import { cutText } from '../core/cut-text.js';
+import { redactAndCut } from '../core/redact-secrets.js';
 
 /** Longest response body kept on an error. */
 export const MAX_ERROR_BODY_BYTES = 2048;
@@ -142,7 +142,8 @@ function describeCause(error: unknown): string {
 function firstLine(text: string): string {
   // The SDK prefixes the status, which our message already gives.
   const line = (text.split('\n')[0] ?? '').replace(/^\d{3} /, '').replace(/\.$/, '');
-  return line.length > 300 ? `${cutText(line, 300)}…` : line;
+  // Redacted, then cut: cut first, a secret the server echoed could be left too short to find.
+  return redactAndCut(line, 300, '…');
 }
 
 /**

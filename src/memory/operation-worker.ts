@@ -17,7 +17,7 @@ import { parseReflection } from '../core/parse-reflection.js';
 import { activeReflectionLinks } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
 import { selectReflectionContext } from '../core/reflection-context.js';
-import { redactSecrets } from '../core/redact-secrets.js';
+import { redactAndCut, redactSecrets } from '../core/redact-secrets.js';
 import { stripInvisible } from '../core/sanitize-text.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { MemoryStore, Operation, PrefetchedObserve, StoredMessage } from '../storage/store.js';
@@ -679,7 +679,8 @@ function modelText(context: OperationWorkerContext, text: string): string {
  * sequence from a model server's message) or lone surrogates, secrets redacted.
  */
 function shownErrorText(text: string): string {
-  return redactSecrets(stripInvisible(cutText(text, 2000))).text;
+  // Redacted, then cut: cut first, a secret could be left too short for any rule to find.
+  return redactAndCut(stripInvisible(text), 2000);
 }
 
 /** The log's note for a message passed over: which one, and the refusal (without the server's address). */

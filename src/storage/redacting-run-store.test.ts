@@ -76,3 +76,39 @@ describe('redacting run store', () => {
     expect(JSON.parse(stored?.content ?? '')).toEqual({ note: 'key [REDACTED:openai_key]', other: 'kept' });
   });
 });
+
+describe('redacting run store: event payloads', () => {
+  const hidden = `sk-\u200Bproj-${'Zq7'.repeat(10)}`;
+  const shown = (value: unknown) => JSON.stringify(value).replaceAll('\u200B', '');
+
+  it('redacts a key split by an invisible character in every string of a payload', async () => {
+    const store = createRedactingRunStore(createInMemoryRunStore());
+    const run = await store.createRun(newRun('r-hidden'));
+    await store.appendEvent(run.runId, 'run.started', { prompt: `key ${hidden}`, tenant_id: 'acme' });
+    await store.appendEvent(run.runId, 'assistant.message', {
+      content: `here: ${hidden}`,
+      tool_calls: [{ id: 'c1', name: 'x', note: hidden }],
+      final: true,
+    });
+    const events = await store.listEvents(run.runId, -1);
+    expect(events).toHaveLength(2);
+    for (const event of events) expect(shown(event.payload)).not.toContain('Zq7Zq7Zq7');
+    expect(events[0]?.payload).toEqual({ prompt: 'key [REDACTED:openai_key]', tenant_id: 'acme' });
+  });
+
+  it('keeps the ids and strings without a hidden secret as given', async () => {
+    const store = createRedactingRunStore(createInMemoryRunStore());
+    const run = await store.createRun(newRun('r-ids-hidden'));
+    const emoji = 'coder 👩\u200D💻';
+    const event = await store.appendEvent(run.runId, 'assistant.message', {
+      content: `${emoji} ${hidden}`,
+      other: emoji,
+      conversation_id: `conv\u200B-${hidden}`,
+    });
+    expect(event.payload).toEqual({
+      content: 'coder 👩\u200D💻 [REDACTED:openai_key]',
+      other: emoji,
+      conversation_id: `conv\u200B-${hidden}`,
+    });
+  });
+});

@@ -43,7 +43,7 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     },
     getRun: (runId) => store.getRun(runId),
     updateRun: (runId, patch) => store.updateRun(runId, redactPatch(patch)),
-    appendEvent: (runId, type, payload) => store.appendEvent(runId, type, withIdsKept(payload, redactValue(payload))),
+    appendEvent: (runId, type, payload) => store.appendEvent(runId, type, withIdsKept(payload, redactPayload(payload))),
     listEvents: (runId, afterSeq) => store.listEvents(runId, afterSeq),
     appendMessages: (memoryId, messages, options) =>
       store.appendMessages(memoryId, messages.map(redactMessage), options),
@@ -83,6 +83,49 @@ function hiddenSecretsToo(text: string, redactAs: (text: string) => string, stri
   const stripped = strip(text);
   const revealed = redactAs(stripped);
   return revealed !== stripped && redactionCount(revealed) > redactionCount(direct) ? revealed : direct;
+}
+
+/**
+ * An event payload redacted, every string of it also as read without invisible characters
+ * (`run.started`'s prompt, `assistant.message`'s content): the string is stored that way when
+ * it finds more, as `hiddenSecretsToo` decides for text. Strings without one stay as redacted.
+ */
+function redactPayload(payload: Record<string, unknown>): Record<string, unknown> {
+  const redacted = redactValue(payload);
+  return hiddenInStrings(payload, redacted, undefined, 0) as Record<string, unknown>;
+}
+
+/**
+ * `redacted` (`given` redacted by `redactValue`, which keeps keys and shape) with each string
+ * `given` holds invisible characters in replaced by its reading without them when that finds
+ * more; `key` labels a string of an object. Payloads are shallow: deeper than 64 levels,
+ * `redacted` stays as it is.
+ */
+function hiddenInStrings(given: unknown, redacted: unknown, key: string | undefined, depth: number): unknown {
+  if (typeof given === 'string') {
+    if (!needsStripping(given) || typeof redacted !== 'string') return redacted;
+    const stripped = stripInvisible(given);
+    // A string of an object is read with its key, as redactValue reads it (`{"api_key": …}`).
+    const revealed =
+      key === undefined ? redactSecrets(stripped).text : (redactValue({ [key]: stripped })[key] ?? stripped);
+    return revealed !== stripped && redactionCount(revealed) > redactionCount(redacted) ? revealed : redacted;
+  }
+  if (depth >= 64 || typeof given !== 'object' || given === null || typeof redacted !== 'object' || redacted === null)
+    return redacted;
+  if (Array.isArray(given)) {
+    if (!Array.isArray(redacted)) return redacted;
+    const items = redacted.map((item: unknown, index) => hiddenInStrings(given[index], item, undefined, depth + 1));
+    return items.some((item, index) => item !== redacted[index]) ? items : redacted;
+  }
+  const source = given as Record<string, unknown>;
+  let changed = false;
+  const entries = Object.entries(redacted).map(([name, item]) => {
+    const next = Object.hasOwn(source, name) ? hiddenInStrings(source[name], item, name, depth + 1) : item;
+    if (next !== item) changed = true;
+    return [name, next] as const;
+  });
+  // fromEntries defines own properties, so a "__proto__" key stays a plain key.
+  return changed ? Object.fromEntries(entries) : redacted;
 }
 
 function redactionCount(text: string): number {

@@ -8,7 +8,7 @@ import { invalidOption, requireObject, requireOptions, requireString } from '../
 import { HarnessMemoryError, ToolError } from '../core/errors.js';
 import { assertScope, resolveScope } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
-import { cutText } from '../core/cut-text.js';
+import { redactAndCut } from '../core/redact-secrets.js';
 
 /** Who is calling a tool and where it may write. */
 export interface ToolContext {
@@ -146,10 +146,20 @@ export function givenOr<T extends string | undefined>(given: string | undefined,
   return given !== undefined && given.trim() !== '' ? given : fallback;
 }
 
-/** A value a caller sent, as an error shows it: JSON, cut at 60 characters (it may be huge). */
+/**
+ * A value a caller sent, as an error shows it: JSON, secrets redacted, then cut at 60
+ * characters (it may be huge; cut first, a secret would be left too short for a rule to find).
+ */
 function shownInput(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 60 ? `${cutText(text, 60)}…` : text;
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    // NOTE: JSON.stringify recurses, so an array nested thousands deep overflows the stack; a
+    // BigInt has no JSON form. Either is still a value the schema refuses, with its own message.
+    return Array.isArray(value) ? '(an array nested too deeply to show)' : `(a ${typeof value} that has no JSON form)`;
+  }
+  return redactAndCut(text, 60, '…');
 }
 
 /**
