@@ -32,6 +32,20 @@ export function serverFailureText(code: string): string {
   return `internal error (${code}); see the server log`;
 }
 
+/** The code `error` is known by: ours, else `INTERNAL`. */
+export function failureCode(error: unknown): string {
+  return HarnessMemoryError.isInstance(error) ? error.code : 'INTERNAL';
+}
+
+/**
+ * What a tenant is told of `error` where server failures are hidden: the
+ * {@link serverFailureText} of a server failure ({@link isServerFailure}), else undefined (the
+ * caller shows the error as it would anyway).
+ */
+export function hiddenFailureText(error: unknown, hide: boolean): string | undefined {
+  return hide && isServerFailure(error) ? serverFailureText(failureCode(error)) : undefined;
+}
+
 // An IPv4 address, with its port if any, as connection errors print it.
 const IP_ADDRESS = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g;
 

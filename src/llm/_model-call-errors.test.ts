@@ -13,3 +13,25 @@ describe('model call errors: the first line of a server message', () => {
     expect(error.message).toContain('HTTP 400 from https://models.example/v1');
   });
 });
+
+describe('model call errors: the response body kept', () => {
+  it('has secrets redacted before it is cut to 2 KiB', () => {
+    const body = `${'y'.repeat(1990)} aws_secret_access_key=${AWS_SECRET} ${'z'.repeat(5000)}`;
+    const error = toModelCallError(new APIError(502, { message: 'upstream failed' }, undefined, new Headers()), {
+      ...CONTEXT,
+      responseBody: body,
+    });
+    expect(error.responseBody).toBeDefined();
+    expect(Buffer.byteLength(error.responseBody ?? '')).toBeLessThanOrEqual(2048 + 3);
+    expect(error.responseBody).not.toContain('wJal');
+  });
+
+  it('keeps a short body without a secret as it was', () => {
+    const body = '{"error":{"message":"model \\"m\\" does not exist"}}';
+    const error = toModelCallError(new APIError(400, { message: 'no model' }, undefined, new Headers()), {
+      ...CONTEXT,
+      responseBody: body,
+    });
+    expect(error.responseBody).toBe(body);
+  });
+});

@@ -44,10 +44,15 @@ export function parseRetryAfter(headers: HeaderSource | undefined, now: number =
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-/** Cuts `text` to at most {@link MAX_ERROR_BODY_BYTES} UTF-8 bytes. */
+/**
+ * A model server's error body as an error keeps it: secrets redacted (a provider may quote the
+ * key it refused back), then cut to at most {@link MAX_ERROR_BODY_BYTES} UTF-8 bytes. Redacted
+ * first: cut first, a secret could be left too short for any rule to find.
+ */
 export function truncateBody(text: string): string {
-  const bytes = Buffer.from(text, 'utf8');
-  if (bytes.length <= MAX_ERROR_BODY_BYTES) return text;
+  const redacted = redactAndCut(text, MAX_ERROR_BODY_BYTES, '…');
+  const bytes = Buffer.from(redacted, 'utf8');
+  if (bytes.length <= MAX_ERROR_BODY_BYTES) return redacted;
   // NOTE: decoding a cut buffer may end in U+FFFD; acceptable for a diagnostic.
   return `${bytes.subarray(0, MAX_ERROR_BODY_BYTES).toString('utf8')}…`;
 }

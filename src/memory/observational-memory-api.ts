@@ -4,6 +4,7 @@
  * @module
  */
 import type { ExportFormat } from '../core/memory-export.js';
+import type { FaultReporter } from '../core/fault.js';
 import type { MemoryMode, MemoryStatus } from '../core/memory-status.js';
 import type { Observation, ObservationConfig, StoredReflection } from '../core/observation.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
@@ -75,6 +76,17 @@ export interface ObservationalMemoryOptions {
   generateId?: IdGenerator;
   /** Called for memory events (reflections completed, operations failed). */
   onEvent?: (event: ObservationalMemoryEvent) => void;
+  /**
+   * Show a server failure (a store's, such as a database it cannot write, or a bug) only by its
+   * code, `internal error (STORE_FAILED); see the server log`, wherever a tenant could read it:
+   * the operation log, the `memory.*` events' `error` and {@link ObserveResult.reflectionError}.
+   * Its detail (a database path, a Postgres schema or address) goes to {@link onFault}. The
+   * harness server sets it; off by default, for a process that is its own operator. The error
+   * an `observe` call throws is never changed.
+   */
+  hideServerFailures?: boolean;
+  /** Receives the detail of every failure {@link hideServerFailures} hid. Must not throw. */
+  onFault?: FaultReporter;
   /** Testing hook: called at step boundaries of an operation; crash tests kill the process there. */
   faultPoint?: (point: 'after_claim' | 'after_llm') => void;
 }

@@ -4,6 +4,7 @@
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
+import { IGNORE_FAULTS } from '../core/fault.js';
 import { needsStripping } from '../core/sanitize-text.js';
 import { requireEstimator, requireFunction, requireObject, requireOptions } from '../core/require-option.js';
 import { generateId as defaultGenerateId } from '../core/ids.js';
@@ -384,7 +385,7 @@ function workerContextOf(
         type: 'memory.operation.failed',
         ...base,
         operationType: event.operation.operationType,
-        error: event.error.message,
+        error: event.errorText,
         willRetry: event.willRetry,
       });
   };
@@ -404,6 +405,8 @@ function workerContextOf(
     redact: options.redactSecrets ?? true,
     effective,
     onEvent: onWorkerEvent,
+    hideServerFailures: options.hideServerFailures ?? false,
+    reportFault: options.onFault ?? IGNORE_FAULTS,
     observationsOf: (memoryId, record) => observationCache.get(memoryId, record),
     observationsApplied: (memoryId, record, observations) => observationCache.add(memoryId, record, observations),
     linksOf,

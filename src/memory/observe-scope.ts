@@ -5,6 +5,7 @@
  * @module
  */
 import type { PreparedMessage } from '../core/transcript.js';
+import { hiddenFailureText } from '../core/public-error-text.js';
 import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import type { IdGenerator } from '../core/ids.js';
@@ -98,23 +99,24 @@ export async function observeScope(
   try {
     outcomes = await run();
   } catch (error) {
-    emit({ type: 'memory.observe.failed', ...base, error: (error as Error).message });
+    emit({ type: 'memory.observe.failed', ...base, error: shownText(worker, error) });
     throw error;
   }
   const own = outcomes.get(operation.operationId);
   if (own?.error && own.status !== 'applied') {
-    emit({ type: 'memory.observe.failed', ...base, error: own.error.message });
+    emit({ type: 'memory.observe.failed', ...base, error: shownText(worker, own.error) });
     throw own.error;
   }
   const reflections = [...outcomes.values()].filter((item) => item.operationType === 'reflect');
-  const reflectionFailure = reflections.find((item) => item.error)?.error;
+  const failure = reflections.find((item) => item.error)?.error;
+  const reflectionFailure = failure === undefined ? undefined : shownText(worker, failure);
   const result: ObserveResult = {
     status: own ? 'applied' : 'queued',
     observed: [...outcomes.values()].some((item) => item.operationType === 'observe' && item.observationsAdded > 0),
     reflected: reflections.some((item) => item.reflected),
     observationCount: own?.observationCount ?? (await store.getRecord(memoryId))?.observationCount ?? 0,
     operationId: operation.operationId,
-    ...(reflectionFailure ? { reflectionError: reflectionFailure.message } : {}),
+    ...(reflectionFailure === undefined ? {} : { reflectionError: reflectionFailure }),
   };
   emit({
     type: 'memory.observe.completed',
@@ -124,6 +126,17 @@ export async function observeScope(
     reflected: result.reflected,
     observationCount: result.observationCount,
   });
-  if (reflectionFailure) emit({ type: 'memory.observe.failed', ...base, error: reflectionFailure.message });
+  if (reflectionFailure !== undefined) emit({ type: 'memory.observe.failed', ...base, error: reflectionFailure });
   return result;
+}
+
+/**
+ * What the service's events and result say of `error`: its message, or only its code where
+ * server failures are hidden. Not reported here: the caller gets the error itself, or the
+ * worker reported it when it recorded the failure.
+ */
+function shownText(worker: OperationWorkerContext, error: unknown): string {
+  return (
+    hiddenFailureText(error, worker.hideServerFailures) ?? (error instanceof Error ? error.message : String(error))
+  );
 }

@@ -12,7 +12,8 @@ import { provenanceOf } from '../core/observation-provenance.js';
 import { checkObserverAnswer } from '../core/check-observer-answer.js';
 import { isNothingToObserve } from '../core/parse-observations.js';
 import { formatReflection } from '../core/format-reflection.js';
-import { hideServerAddress } from '../core/public-error-text.js';
+import { hiddenFailureText, hideServerAddress } from '../core/public-error-text.js';
+import type { FaultReporter } from '../core/fault.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import { activeReflectionLinks } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
@@ -25,7 +26,6 @@ import { DEFAULT_MAX_OUTPUT_BYTES, hasBoundedOutput } from './model-observer.js'
 import type { Observer, Reflector } from './model-observer.js';
 import { firstAfterSeq } from '../core/first-after-seq.js';
 import { batchFailureOf } from './batch-failure.js';
-import { cutText } from '../core/cut-text.js';
 
 /** What running one operation came to. */
 export interface OperationOutcome {
@@ -55,6 +55,8 @@ export type WorkerEvent =
       readonly type: 'operation-failed';
       readonly operation: Operation;
       readonly error: Error;
+      /** What the event shows of `error`: its message, or only its code where server failures are hidden. */
+      readonly errorText: string;
       readonly willRetry: boolean;
     }
   | { readonly type: 'operation-dead'; readonly operation: Operation; readonly errorText: string }
@@ -93,6 +95,13 @@ export interface OperationWorkerContext {
     config: ObservationConfig;
   };
   readonly onEvent: (event: WorkerEvent) => void;
+  /**
+   * Whether a server failure (a store's, a bug) is shown in the operation log and the events
+   * only by its code, its detail given to {@link reportFault} (the harness server: its tenants
+   * have no business learning where its database is).
+   */
+  readonly hideServerFailures: boolean;
+  readonly reportFault: FaultReporter;
   /** The scope's observations in seq order (served from the in-process cache). */
   readonly observationsOf: (memoryId: string, record: MemoryRecord) => Promise<readonly Observation[]>;
   /** Told of observations just applied, so the cache need not read them back. */
@@ -145,10 +154,28 @@ export async function runOperation(
     // circuit without using up an attempt, or other scopes' failures would bury it untried.
     const notSent = ModelCallError.isInstance(failure) && failure.notSent;
     const willRetry = retryable && (notSent || operation.attempt < context.maxAttempts);
-    // Shown to the tenant (the operation's error, `memory.operation.*` events): no server address.
-    const errorText = shownErrorText(hideServerAddress(failure.message, failure));
+    // Shown to the tenant (the operation's error, `memory.operation.*` events): no server
+    // address, and where server failures are hidden none of a store's detail either.
+    const hidden = hiddenFailureText(failure, context.hideServerFailures);
+    if (hidden !== undefined) {
+      context.reportFault({
+        component: 'memory-worker',
+        message: `${operation.operationType} operation ${operation.operationId} failed`,
+        error: failure,
+        runId: operation.runId,
+        operationId: operation.operationId,
+      });
+    }
+    const errorText = hidden ?? shownErrorText(hideServerAddress(failure.message, failure));
+    const failed: WorkerEvent = {
+      type: 'operation-failed',
+      operation,
+      error: failure,
+      errorText: hidden ?? failure.message,
+      willRetry,
+    };
     if (retryable && !willRetry) {
-      context.onEvent({ type: 'operation-failed', operation, error: failure, willRetry });
+      context.onEvent(failed);
       return bury(context, operation, `gave up after ${operation.attempt} attempts: ${errorText}`, failure);
     }
     try {
@@ -161,7 +188,7 @@ export async function runOperation(
     } catch (storeError) {
       if (!(HarnessMemoryError.isInstance(storeError) && storeError.code === 'OPERATION_LEASE_LOST')) throw storeError;
     }
-    context.onEvent({ type: 'operation-failed', operation, error: failure, willRetry });
+    context.onEvent(failed);
     if (willRetry) return outcome(operation, 'retrying', 0, false, failure);
     return { ...outcome(operation, 'failed', 0, false, failure), othersMayWait: true };
   }
@@ -435,7 +462,7 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
       component: 'reflector',
       message:
         'reflector answered without a summary (' +
-        `${JSON.stringify(redactSecrets(raw.slice(0, 80)).text)}); the last reflection was kept.`,
+        `${JSON.stringify(redactAndCut(raw, 80))}); the last reflection was kept.`,
       data: { role: 'reflector', reason: 'no_summary' },
     });
   }
@@ -685,7 +712,7 @@ function shownErrorText(text: string): string {
 
 /** The log's note for a message passed over: which one, and the refusal (without the server's address). */
 function skippedNote(message: StoredMessage, refusal: Error): string {
-  const said = cutText(hideServerAddress(refusal.message, refusal), 1000);
+  const said = redactAndCut(hideServerAddress(refusal.message, refusal), 1000);
   return shownErrorText(
     `skipped message ${message.seq} (${message.messageKey}): the model refused it, so it is not observed. ${said}`,
   );

@@ -32,6 +32,7 @@ import { createApp } from './app.js';
 import { createFaultLog, createJsonLogger } from './fault-log.js';
 import { watchDatabaseFile } from './database-file-watch.js';
 import type { FaultLog, Logger } from './fault-log.js';
+import type { FaultReporter } from '../core/fault.js';
 import { createTenantLimits } from './tenant-limits.js';
 
 const SECONDS_PER_DAY = 86_400;
@@ -130,7 +131,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
           followsRunModel: false,
         }
       : selectMemoryModel({ config, env, inheritModel: agentModel, retry: { maxAttempts: 1 } });
-    const { observationalMemory, workingMemory } = memoryServicesOf(config, store, selection);
+    const { observationalMemory, workingMemory } = memoryServicesOf(config, store, selection, faults.report);
     observationalMemory.subscribe((event) => {
       if (event.type === 'memory.worker.failed')
         faults.report({
@@ -254,6 +255,7 @@ function memoryServicesOf(
   config: HarnessConfig,
   store: MemoryStore,
   memoryModel: { readonly model: LanguageModel; readonly followsRunModel: boolean },
+  reportFault: FaultReporter,
 ): { observationalMemory: ObservationalMemory; workingMemory: WorkingMemory } {
   const observationalMemory = createObservationalMemory({
     store,
@@ -266,6 +268,9 @@ function memoryServicesOf(
     toolImportanceCap: config.memory.toolImportanceCap,
     leaseMs: config.memory.staleOperationSeconds * 1000,
     maxOperationAttempts: config.memory.maxOperationAttempts,
+    // As the runner: tenants read the operation log and memory events, not the database's path.
+    hideServerFailures: true,
+    onFault: reportFault,
   });
   const workingMemory = createWorkingMemory({
     store,

@@ -15,6 +15,7 @@ import type { Harness } from '../../src/server/create-harness.js';
 import { startServer } from '../../src/server/serve.js';
 import type { Tool } from '../../src/tools/tool.js';
 import type { RunningServer } from '../../src/server/serve.js';
+import type { Logger } from '../../src/server/fault-log.js';
 import { startScriptedOpenAIServer } from '../support/scripted-openai-server.js';
 import type { ScriptedReply, ScriptedRequest, ScriptedServer } from '../support/scripted-openai-server.js';
 import { eventData, openSse } from './sse-client.js';
@@ -108,6 +109,8 @@ export interface StartE2EOptions {
   readonly databaseCheckMs?: number;
   /** `createHarness`'s `runSweepMs`. @default its default */
   readonly runSweepMs?: number;
+  /** Where the server's log (its faults) goes. @default standard error, as JSON lines */
+  readonly logger?: Logger;
 }
 
 /** A request to the harness: `json` is sent as the body, `key` as a bearer token. */
@@ -177,6 +180,7 @@ export async function startE2E(options: StartE2EOptions = {}): Promise<E2E> {
       heartbeatMs: options.heartbeatMs ?? 200,
       ...(options.databaseCheckMs === undefined ? {} : { databaseCheckMs: options.databaseCheckMs }),
       ...(options.runSweepMs === undefined ? {} : { runSweepMs: options.runSweepMs }),
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
       ...(options.tools ? { tools: options.tools } : {}),
     });
     const server = await startServer(harness, {
