@@ -59,6 +59,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   memory('working_memory_max_total_bytes', 'integer'),
   memory('working_memory_default_ttl_seconds', 'integer'),
   memory('operation_retention_days', 'integer'),
+  memory('sqlite_wal_alert_mb', 'integer'),
   { name: 'HARNESS_MODEL', key: 'model.name', kind: 'string' },
   { name: 'HARNESS_API_KEYS', key: 'server.api_keys', kind: 'list' },
   { name: 'HARNESS_HOST', key: 'server.host', kind: 'string' },

@@ -51,6 +51,7 @@ describe('config: defaults', () => {
       workingMemoryMaxTotalBytes: 32768,
       workingMemoryDefaultTtlSeconds: 0,
       operationRetentionDays: 0,
+      sqliteWalAlertMb: 256,
     });
     expect(config.forensics).toEqual({ captureRequestEnvelope: false, snapshotMemorySnippet: false });
     expect(config.model).toEqual({ name: '', provider: 'openai', baseUrl: '' });
@@ -231,6 +232,18 @@ describe('config: cascade', () => {
     }
     writeConfig(workspace, '[memory]\noperation_retention_days = -3\n');
     expect(configErrorOf(() => load()).key).toBe('memory.operation_retention_days');
+  });
+
+  it('reads [memory] sqlite_wal_alert_mb (default 256, 0: no alert), and its variable over it', () => {
+    expect(loadConfig({ env: {}, cwd: workspace, homeDir: home }).memory.sqliteWalAlertMb).toBe(256);
+    const file = writeConfig(workspace, '[memory]\nsqlite_wal_alert_mb = 0\n');
+    expect(loadConfig({ env: {}, cwd: workspace, homeDir: home }).sources['memory.sqlite_wal_alert_mb']).toBe(file);
+    const fromEnv = loadConfig({ env: { HARNESS_MEMORY_SQLITE_WAL_ALERT_MB: '64' }, cwd: workspace, homeDir: home });
+    expect(fromEnv.memory.sqliteWalAlertMb).toBe(64);
+    for (const bad of ['-1', '1.5', '2000000'])
+      expect(() =>
+        loadConfig({ env: { HARNESS_MEMORY_SQLITE_WAL_ALERT_MB: bad }, cwd: workspace, homeDir: home }),
+      ).toThrow(/sqlite_wal_alert_mb.*must be a whole number of MiB from 1 to 1048576, or 0 for no alert/);
   });
 
   it('reads [server] allowed_models, and HARNESS_ALLOWED_MODELS over it', () => {

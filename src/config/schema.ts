@@ -61,6 +61,7 @@ export interface MemoryFileSection {
   working_memory_max_total_bytes?: number;
   working_memory_default_ttl_seconds?: number;
   operation_retention_days?: number;
+  sqlite_wal_alert_mb?: number;
 }
 
 /** The `[forensics]` table of a config file. */
@@ -138,6 +139,9 @@ const SQLITE_PATH_TILDE =
 export const MAX_RUN_RETENTION_DAYS = 36_500;
 const RETENTION_DAYS = `must be a whole number of days from 1 to ${MAX_RUN_RETENTION_DAYS}, or 0 to keep runs for ever`;
 const OPERATION_RETENTION_DAYS = `must be a whole number of days from 1 to ${MAX_RUN_RETENTION_DAYS}, or 0 to keep settled operations for ever`;
+/** The largest `[memory] sqlite_wal_alert_mb`: a tebibyte. */
+const MAX_WAL_ALERT_MB = 1024 * 1024;
+const WAL_ALERT_MB = `must be a whole number of MiB from 1 to ${MAX_WAL_ALERT_MB}, or 0 for no alert`;
 
 const PORT = 'must be an integer from 0 to 65535 (0: a free port the system picks)';
 
@@ -230,6 +234,11 @@ const memoryShape = {
     .int(OPERATION_RETENTION_DAYS)
     .min(0, OPERATION_RETENTION_DAYS)
     .max(MAX_RUN_RETENTION_DAYS, OPERATION_RETENTION_DAYS),
+  sqlite_wal_alert_mb: z
+    .number({ error: WAL_ALERT_MB })
+    .int(WAL_ALERT_MB)
+    .min(0, WAL_ALERT_MB)
+    .max(MAX_WAL_ALERT_MB, WAL_ALERT_MB),
 } satisfies Record<keyof MemoryFileSection, z.ZodType>;
 
 const forensicsShape = {
@@ -393,6 +402,12 @@ export interface MemoryConfig {
    * operations and each scope's newest. 0 keeps them for ever. @default 0
    */
   readonly operationRetentionDays: number;
+  /**
+   * MiB of the SQLite write-ahead log (`<sqlite_path>-wal`) above which the server logs a
+   * fault and `/healthz` carries a `warning` (the log grows without bound while another
+   * connection keeps an old read open); 0: no alert. @default 256
+   */
+  readonly sqliteWalAlertMb: number;
 }
 
 /** Debug captures (`[forensics]`). */

@@ -63,6 +63,8 @@ export interface AppOptions {
   readonly mcpAllowForget?: boolean;
   /** What is wrong with the server's storage, if anything: `/healthz` then answers 503 with it. */
   readonly storageProblem?: () => string | undefined;
+  /** A warning about the server's storage that does not stop it: `/healthz` answers 200 with it. */
+  readonly storageWarning?: () => string | undefined;
 }
 
 const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -140,10 +142,12 @@ export function createApp(options: AppOptions): Hono<ServerEnv> {
   app.get('/healthz', (context) => {
     // The problem first: finding it logs a fault, which the count then includes.
     const problem = options.storageProblem?.();
+    const warning = options.storageWarning?.();
     const faults = options.faults?.count() ?? 0;
+    const warned = warning === undefined ? {} : { warning };
     return problem === undefined
-      ? context.json({ status: 'ok', faults })
-      : context.json({ status: 'failing', faults, problem }, 503);
+      ? context.json({ status: 'ok', faults, ...warned })
+      : context.json({ status: 'failing', faults, problem, ...warned }, 503);
   });
   // The inspector's static files need no key; the page sends one with its data calls.
   app.route('/inspector', inspectorRoutes());

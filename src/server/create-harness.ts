@@ -170,12 +170,15 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       },
       onFault: faults.report,
     });
-    // SQLite keeps writing to a deleted file: say so in the fault log and on /healthz.
+    // SQLite keeps writing to a deleted file, and its log grows while a reader holds it: say
+    // so in the fault log and on /healthz.
     const databaseWatch =
       config.memory.dbDriver === 'sqlite' && config.memory.sqlitePath !== ':memory:'
         ? watchDatabaseFile(config.memory.sqlitePath, {
             intervalMs: requireTimerMs('createHarness', 'databaseCheckMs', options.databaseCheckMs, 1) ?? 5_000,
             onProblem: (problem) => faults.report({ component: 'store', message: problem }),
+            walAlertBytes: config.memory.sqliteWalAlertMb * 1024 * 1024,
+            onWarning: (warning) => faults.report({ component: 'store', message: warning }),
           })
         : undefined;
     const runSweepMs = requireTimerMs('createHarness', 'runSweepMs', options.runSweepMs, 1);
@@ -195,7 +198,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       limits,
       faults,
       ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
-      ...(databaseWatch ? { storageProblem: databaseWatch.problem } : {}),
+      ...(databaseWatch ? { storageProblem: databaseWatch.problem, storageWarning: databaseWatch.warning } : {}),
     });
     // Stale work left by a crashed process is picked up within the lease plus this check.
     const maintenance =

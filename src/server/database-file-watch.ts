@@ -1,7 +1,9 @@
 /**
- * Notices the SQLite database file being deleted or replaced while the server runs. SQLite
- * keeps writing to the file it opened, so after an `rm` every write still succeeds and is
- * lost at the next start; nothing else would say so.
+ * Watches the SQLite database file while the server runs. SQLite keeps writing to the file it
+ * opened, so after an `rm` every write still succeeds and is lost at the next start; nothing
+ * else would say so. It also watches the size of the write-ahead log: a reader that keeps an
+ * old snapshot open (a backup, a forgotten `sqlite3` shell) stops checkpoints from reusing
+ * it, and it grows until the disk is full.
  * @module
  */
 import { statSync } from 'node:fs';
@@ -10,20 +12,35 @@ import { statSync } from 'node:fs';
 export interface DatabaseFileWatch {
   /** What is wrong with the file, or `undefined` while it is the one opened. */
   problem(): string | undefined;
+  /** A warning that does not stop the server (the write-ahead log over its alert size), or `undefined`. */
+  warning(): string | undefined;
   stop(): void;
 }
 
+/** Options of {@link watchDatabaseFile}. */
+export interface DatabaseFileWatchOptions {
+  readonly intervalMs: number;
+  /** Called once, the first time the file is found deleted or replaced. */
+  readonly onProblem: (problem: string) => void;
+  /** The `-wal` size that raises a warning; 0: none. @default 0 */
+  readonly walAlertBytes?: number;
+  /** Called each time the `-wal` file grows past `walAlertBytes` (again after falling below half of it). */
+  readonly onWarning?: (warning: string) => void;
+}
+
+const MIB = 1024 * 1024;
+
 /**
  * Checks every `intervalMs` that `path` is still the file that was there at the start (same
- * device and inode); the first time it is not, calls `onProblem` with what happened.
+ * device and inode); the first time it is not, calls `onProblem` with what happened. With
+ * `walAlertBytes`, also checks the size of `path-wal`.
  */
-export function watchDatabaseFile(
-  path: string,
-  options: { readonly intervalMs: number; readonly onProblem: (problem: string) => void },
-): DatabaseFileWatch {
+export function watchDatabaseFile(path: string, options: DatabaseFileWatchOptions): DatabaseFileWatch {
   const opened = identityOf(path);
+  const walAlertBytes = options.walAlertBytes ?? 0;
   let found: string | undefined;
-  const check = (): void => {
+  let walWarning: string | undefined;
+  const checkFile = (): void => {
     if (found !== undefined || opened === undefined) return;
     const now = identityOf(path);
     if (now === opened) return;
@@ -35,12 +52,34 @@ export function watchDatabaseFile(
           `restart it to use the new one`;
     options.onProblem(found);
   };
+  const checkWal = (): void => {
+    if (walAlertBytes <= 0) return;
+    const size = sizeOf(`${path}-wal`);
+    // Warned once per crossing: cleared only well below the alert, so a log hovering at it
+    // does not warn at every check.
+    if (walWarning !== undefined && size <= walAlertBytes / 2) walWarning = undefined;
+    if (walWarning !== undefined || size <= walAlertBytes) return;
+    walWarning =
+      `the database's write-ahead log (${path}-wal) is ${(size / MIB).toFixed(0)} MiB, over the ` +
+      `${(walAlertBytes / MIB).toFixed(0)} MiB alert ([memory] sqlite_wal_alert_mb): another connection keeps an ` +
+      `old read open (a backup, a sqlite3 shell), so checkpoints cannot reuse the log; end it, and the log is cut ` +
+      `back once writes pause`;
+    options.onWarning?.(walWarning);
+  };
+  const check = (): void => {
+    checkFile();
+    checkWal();
+  };
   const timer = setInterval(check, options.intervalMs);
   timer.unref();
   return {
     problem: () => {
-      check();
+      checkFile();
       return found;
+    },
+    warning: () => {
+      checkWal();
+      return walWarning;
     },
     stop: () => clearInterval(timer),
   };
@@ -52,5 +91,13 @@ function identityOf(path: string): string | undefined {
     return `${stats.dev}:${stats.ino}`;
   } catch {
     return undefined;
+  }
+}
+
+function sizeOf(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
   }
 }
