@@ -170,7 +170,9 @@ describe('factories fail at the door', () => {
     const failure = error as HarnessMemoryError;
     expect(failure.code).toBe('OPTION_INVALID');
     expect(failure.data).toEqual({ factory, option });
-    expect(failure.message).toContain(`${factory}: option ${option} `);
+    // The factory is the component of the prefix, named once.
+    expect(failure.message).toContain(`[harness-memory] [${factory}] option ${option} `);
+    expect(failure.message.split(factory)).toHaveLength(2);
   });
 
   it('keeps the factories whose options are all optional working with none', () => {

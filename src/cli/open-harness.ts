@@ -5,6 +5,7 @@
  */
 import type { HarnessConfig } from '../config/schema.js';
 import { ConfigError, HarnessMemoryError, StoreError } from '../core/errors.js';
+import { maskPasswords } from '../core/mask-passwords.js';
 import type { LanguageModel } from '../llm/language-model.js';
 import { createAgentModel } from '../llm/memory-model-selection.js';
 import { createHarness } from '../server/create-harness.js';
@@ -18,6 +19,11 @@ export interface OpenHarnessOptions {
   readonly startWorker?: boolean;
   /** Fall back to placeholder models when model configuration is missing. @default false */
   readonly modelsOptional?: boolean;
+  /**
+   * Fall back to a placeholder memory model only: the agent model stays required (`run`,
+   * which cannot answer without it). Implied by `modelsOptional`. @default false
+   */
+  readonly memoryModelOptional?: boolean;
   /** Told which model fell back to a placeholder, and why. */
   readonly onModelMissing?: (role: ModelRole, error: ConfigError) => void;
 }
@@ -28,7 +34,8 @@ export type ModelRole = 'agent' | 'memory';
 /**
  * Builds the harness from the context's configuration and environment. With `modelsOptional`,
  * each model that cannot be configured is replaced on its own: a mistake in the memory model's
- * settings leaves the agent model as it is, and the reverse.
+ * settings leaves the agent model as it is, and the reverse. With `memoryModelOptional`, only
+ * the memory model is.
  */
 export async function openHarness(context: CliContext, options: OpenHarnessOptions = {}): Promise<Harness> {
   const config = context.config();
@@ -40,12 +47,12 @@ export async function openHarness(context: CliContext, options: OpenHarnessOptio
     logger: createJsonLogger(context.stderr),
   };
   try {
-    if (!options.modelsOptional) return await createHarness(base);
+    if (!options.modelsOptional && !options.memoryModelOptional) return await createHarness(base);
     let agentModel: LanguageModel;
     try {
       agentModel = createAgentModel(config, context.env);
     } catch (error) {
-      if (!isModelConfigError(error)) throw error;
+      if (!options.modelsOptional || !isModelConfigError(error)) throw error;
       options.onModelMissing?.('agent', error);
       agentModel = unconfiguredModel('agent', error);
     }
@@ -59,6 +66,28 @@ export async function openHarness(context: CliContext, options: OpenHarnessOptio
   } catch (error) {
     throw withSqlitePathRemedy(error, config);
   }
+}
+
+/** Why memory is off (`off (memory.enabled = false from …)`), or `undefined` when it is on. */
+export function memoryOffReason(config: HarnessConfig): string | undefined {
+  const { memory, sources } = config;
+  if (!memory.enabled) return `off (memory.enabled = false from ${sources['memory.enabled'] ?? 'default'})`;
+  if (memory.mode === 'off') return `off (memory.mode = "off" from ${sources['memory.mode'] ?? 'default'})`;
+  return undefined;
+}
+
+/**
+ * Warns on stderr that the memory model is not configured (`serve` and `run` go on without
+ * it), and returns the reason shown; with memory off, whose model is never asked, says nothing
+ * and returns `undefined`.
+ */
+export function warnMemoryModelMissing(context: CliContext, error: ConfigError): string | undefined {
+  if (memoryOffReason(context.config()) !== undefined) return undefined;
+  const reason = maskPasswords(error.detail);
+  context.stderr.write(
+    `harness: warning: the memory model is not configured, so memory cannot observe or reflect until it is: ${reason}\n`,
+  );
+  return reason;
 }
 
 /**

@@ -269,6 +269,48 @@ describe('harness config', () => {
     expect(parsed.memory_model).toMatchObject({ mode: 'openai', model_id: 'gpt-5-nano' });
   });
 
+  it('--json carries plain values (numbers, booleans, null, lists), secrets still masked; the table shows text', async () => {
+    const env = {
+      OPENAI_API_KEY: 'sk-test-secret-123456',
+      HARNESS_API_KEYS: 'server-key-000011112222:tenant-a runs:read, key-two:acme',
+      HARNESS_MEMORY_ENABLED: 'false',
+      HARNESS_ALLOWED_MODELS: 'gpt-4.1-mini,gpt-5-nano',
+    };
+    const json = await cli(['config', '--json'], { env });
+    expect(json.code).toBe(0);
+    const parsed = JSON.parse(json.stdout) as { rows: Array<{ key: string; value: unknown; source: string }> };
+    const value = (key: string): unknown => parsed.rows.find((row) => row.key === key)?.value;
+    expect(value('memory.enabled')).toBe(false);
+    expect(value('server.redact_transcripts')).toBe(true);
+    expect(value('memory.observe_min_tokens')).toBe(1200);
+    expect(value('memory.tool_importance_cap')).toBe(0.6);
+    expect(value('server.port')).toBe(8080);
+    // The effective mode, without the table's note: memory.enabled (its own row) turned it off.
+    expect(value('memory.mode')).toBe('off');
+    expect(value('memory.schema')).toBe('');
+    expect(value('memory.llm_mode')).toBeNull();
+    expect(value('memory.llm_api_key')).toBeNull();
+    expect(value('openai.api_key')).toBe('****3456');
+    expect(value('server.api_keys')).toEqual(['****2222:tenant-a runs:read', '****:acme']);
+    expect(value('server.allowed_models')).toEqual(['gpt-4.1-mini', 'gpt-5-nano']);
+    expect(parsed.rows.find((row) => row.key === 'memory.enabled')).toEqual({
+      key: 'memory.enabled',
+      value: false,
+      source: 'env:HARNESS_MEMORY_ENABLED',
+    });
+    expect(json.stdout).not.toContain('server-key-0000');
+    // The table is unchanged: text for people.
+    const table = await cli(['config'], { env });
+    expect(table.stdout).toMatch(/^memory\.enabled\s+false\s+env:HARNESS_MEMORY_ENABLED$/m);
+    expect(table.stdout).toMatch(/^memory\.mode\s+off \(memory\.enabled = false\)\s+env:HARNESS_MEMORY_ENABLED$/m);
+    expect(table.stdout).toMatch(/^memory\.schema\s+""\s+default$/m);
+    expect(table.stdout).toMatch(/^memory\.llm_mode\s+\(unset\)\s+default$/m);
+    expect(table.stdout).toMatch(
+      /^server\.api_keys\s+\*\*\*\*2222:tenant-a runs:read, \*\*\*\*:acme\s+env:HARNESS_API_KEYS$/m,
+    );
+    expect(table.stdout).toMatch(/^server\.allowed_models\s+gpt-4\.1-mini,gpt-5-nano\s+env:HARNESS_ALLOWED_MODELS$/m);
+  });
+
   it("names the server memory's calls go to, when it has a base URL of its own", async () => {
     const env = {
       OPENAI_API_KEY: 'sk-test-secret-123456',

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,9 +27,17 @@ afterAll(async () => {
   for (const directory of directories) rmSync(directory, { recursive: true, force: true });
 });
 
-async function cli(argv: string[], signal?: AbortSignal) {
+async function cli(
+  argv: string[],
+  options: { signal?: AbortSignal; env?: Record<string, string>; toml?: string } = {},
+) {
+  const { signal } = options;
   const workspace = mkdtempSync(join(tmpdir(), 'hm-cli-run-'));
   directories.push(workspace);
+  if (options.toml !== undefined) {
+    mkdirSync(join(workspace, '.harness'));
+    writeFileSync(join(workspace, '.harness', 'config.toml'), options.toml);
+  }
   let stdout = '';
   let stderr = '';
   const code = await runCli(argv, {
@@ -39,6 +47,7 @@ async function cli(argv: string[], signal?: AbortSignal) {
       OPENAI_API_KEY: 'test',
       HARNESS_MEMORY_DEFAULT_ENABLED: 'true',
       HARNESS_MEMORY_OBSERVE_MIN_TOKENS: '1',
+      ...options.env,
     },
     stdout: { write: (chunk: string) => (stdout += chunk) },
     stderr: { write: (chunk: string) => (stderr += chunk) },
@@ -53,7 +62,9 @@ describe('harness run: Ctrl-C', () => {
   it('cancels the run at once while it waits for memory after its answer (exit 1)', async () => {
     const controller = new AbortController();
     const observing = model.requests.filter(isObserverRequest).length;
-    const running = cli(['run', 'Remember that I like tea', '--conversation', 'c-int', '--json'], controller.signal);
+    const running = cli(['run', 'Remember that I like tea', '--conversation', 'c-int', '--json'], {
+      signal: controller.signal,
+    });
     // Polled until the observer has been asked, after the answer; the test's timeout bounds the wait.
     while (model.requests.filter(isObserverRequest).length === observing)
       await new Promise((resolve) => setTimeout(resolve, 10));
@@ -88,5 +99,46 @@ describe('harness run: bad arguments', () => {
     const long = await cli(['run', 'hello', '--model', 'm'.repeat(300)]);
     expect(long.code).toBe(2);
     expect(long.stderr).toMatch(/^harness: --model: model is 300 characters long/);
+  });
+});
+
+describe('harness run: a memory model that is not configured', () => {
+  it.each([
+    [{ HARNESS_MEMORY_LLM_PROVIDER: 'nope' }, 'env:HARNESS_MEMORY_LLM_PROVIDER: memory.llm_provider: unknown provider'],
+    [{ HARNESS_MEMORY_LLM_MODE: 'provider' }, 'memory.llm_provider: memory llm provider is required'],
+  ])(
+    'answers with the agent model for %j and warns, as serve does, that memory cannot observe',
+    async (env, reason) => {
+      const result = await cli(['run', 'Say something', '--conversation', 'c-memory-broken'], { env });
+      expect(result.code).toBe(0);
+      expect(result.stdout).toBe('the answer\n');
+      expect(result.stderr).toContain(
+        'harness: warning: the memory model is not configured, so memory cannot observe or reflect until it is: ',
+      );
+      expect(result.stderr).toContain(reason);
+      // Not silently: the scope's observe fails where the run's events are shown.
+      expect(result.stderr).toContain(
+        '· memory: step 1 failed: this needs the memory model, which is not configured: ',
+      );
+    },
+  );
+
+  it('neither stops nor warns when memory is off: its model is never asked', async () => {
+    const offSettings: Array<Record<string, string>> = [
+      { HARNESS_MEMORY_ENABLED: 'false' },
+      { HARNESS_MEMORY_MODE: 'off' },
+    ];
+    for (const off of offSettings) {
+      const result = await cli(['run', 'Say something'], { env: { HARNESS_MEMORY_LLM_PROVIDER: 'nope', ...off } });
+      expect(result.code, JSON.stringify(off)).toBe(0);
+      expect(result.stdout).toBe('the answer\n');
+      expect(result.stderr).not.toContain('warning');
+    }
+  });
+
+  it('still stops with exit 78 naming the setting when the agent model is not configured', async () => {
+    const result = await cli(['run', 'Say something'], { toml: '[model]\nprovider = "nope"\n' });
+    expect(result.code).toBe(78);
+    expect(result.stderr).toMatch(/^harness: configuration: .*model\.provider: unknown provider/);
   });
 });

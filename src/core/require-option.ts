@@ -6,13 +6,17 @@
  */
 import { HarnessMemoryError } from './errors.js';
 
-/** Throws `OPTION_INVALID` for `factory`'s option `option`. */
+/**
+ * The `OPTION_INVALID` error for `factory`'s option `option`: `[harness-memory] [<factory>] option
+ * <option> <problem>. <hint>`. The factory is the component, so the text does not name it again;
+ * `data.factory` holds it.
+ */
 export function invalidOption(factory: string, option: string, problem: string, hint: string): HarnessMemoryError {
   return new HarnessMemoryError({
     code: 'OPTION_INVALID',
     component: factory,
     // A problem quoted from another error may end its own sentence.
-    message: `${factory}: option ${option} ${problem.replace(/\.+$/, '')}. ${hint}`,
+    message: `option ${option} ${problem.replace(/\.+$/, '')}. ${hint}`,
     data: { factory, option },
   });
 }

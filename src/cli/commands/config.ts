@@ -4,7 +4,7 @@
  * @module
  */
 import type { Command } from 'commander';
-import { describeConfig } from '../../config/describe-config.js';
+import { describeConfig, describeConfigValues } from '../../config/describe-config.js';
 import type { HarnessConfig } from '../../config/schema.js';
 import type { LanguageModel } from '../../llm/language-model.js';
 import { createAgentModel, selectMemoryModel } from '../../llm/memory-model-selection.js';
@@ -18,14 +18,19 @@ export function registerConfigCommand(program: Command, context: CliContext, res
   program
     .command('config')
     .description('show the effective configuration: key, value and source (secrets masked), and the chosen models')
-    .option('--json', 'print {rows: [{key, value, source}], agent_model, memory_model} as JSON')
+    .option(
+      '--json',
+      'print {rows: [{key, value, source}], agent_model, memory_model} as JSON, each value as data (a number, ' +
+        'boolean, string, list, or null when unset)',
+    )
     .action((options: { json?: boolean }) => {
       const config = context.config();
-      const rows = describeConfig(config);
       const models = modelsOf(config, context.env);
       if (options.json) {
+        const rows = describeConfigValues(config);
         printLine(context, JSON.stringify({ rows, agent_model: models.agent, memory_model: models.memory }, null, 2));
       } else {
+        const rows = describeConfig(config);
         const keyWidth = Math.max(3, ...rows.map((row) => row.key.length));
         const valueWidth = Math.min(60, Math.max(5, ...rows.map((row) => row.value.length)));
         const line = (key: string, value: string, source: string) =>

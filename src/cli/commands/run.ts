@@ -13,7 +13,7 @@ import type { CliContext, CommandResult } from '../context.js';
 import { createEventView } from '../event-view.js';
 import type { EventView } from '../event-view.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../exit-codes.js';
-import { openHarness } from '../open-harness.js';
+import { openHarness, warnMemoryModelMissing } from '../open-harness.js';
 import { positiveInteger } from '../scope-options.js';
 
 interface RunOptions {
@@ -54,7 +54,13 @@ export function registerRunCommand(program: Command, context: CliContext, result
 
 async function run(context: CliContext, prompt: string, options: RunOptions): Promise<number> {
   if (prompt.trim() === '') throw new UsageError('<prompt> must not be empty: say what to ask the agent');
-  const harness = await openHarness(context, { startWorker: true });
+  // As `serve` does: the answer needs the agent model (exit 78 without one); memory's model
+  // only memory, so a mistake in its settings is a warning (none with memory off).
+  const harness = await openHarness(context, {
+    startWorker: true,
+    memoryModelOptional: true,
+    onModelMissing: (_role, error) => void warnMemoryModelMissing(context, error),
+  });
   const view = createEventView(context, { json: options.json === true });
   try {
     const started = await start(harness, prompt, options);

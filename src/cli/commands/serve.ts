@@ -12,7 +12,7 @@ import { startServer } from '../../server/serve.js';
 import { dim, printLine, stopRequested } from '../context.js';
 import type { CliContext, CommandResult } from '../context.js';
 import { EXIT_OK } from '../exit-codes.js';
-import { openHarness } from '../open-harness.js';
+import { memoryOffReason, openHarness, warnMemoryModelMissing } from '../open-harness.js';
 
 const WAITING = '(waiting for runs and memory work)';
 
@@ -44,17 +44,12 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
     startWorker: true,
     modelsOptional: true,
     onModelMissing: (role, error) => {
-      const reason = maskPasswords(error.detail);
       if (role === 'agent')
-        context.stderr.write(`harness: warning: no model is configured, so runs will fail until it is: ${reason}\n`);
-      // With memory off, its model is never asked.
-      else if (memoryOff === undefined) {
-        memoryProblem = reason;
         context.stderr.write(
-          'harness: warning: the memory model is not configured, so memory cannot observe or reflect until it ' +
-            `is: ${reason}\n`,
+          `harness: warning: no model is configured, so runs will fail until it is: ${maskPasswords(error.detail)}\n`,
         );
-      }
+      // With memory off, its model is never asked.
+      else memoryProblem = warnMemoryModelMissing(context, error);
     },
   });
   const server = await startServer(harness, {
@@ -95,14 +90,6 @@ async function serve(context: CliContext, options: ServeOptions): Promise<number
     process.off('unhandledRejection', onUnhandledRejection);
   }
   return EXIT_OK;
-}
-
-/** Why memory is off (`off (memory.enabled = false from …)`), or `undefined` when it is on. */
-function memoryOffReason(config: HarnessConfig): string | undefined {
-  const { memory, sources } = config;
-  if (!memory.enabled) return `off (memory.enabled = false from ${sources['memory.enabled'] ?? 'default'})`;
-  if (memory.mode === 'off') return `off (memory.mode = "off" from ${sources['memory.mode'] ?? 'default'})`;
-  return undefined;
 }
 
 function describeMemoryModel(harness: Harness, problem: string | undefined): string {

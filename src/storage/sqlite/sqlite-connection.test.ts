@@ -58,6 +58,26 @@ describe.skipIf(process.platform === 'win32')('sqlite connection: permissions (P
     expect(modeOf(file)).toBe(0o600);
   });
 
+  it('creates the missing folders of a new file readable by their owner only, leaving the ones that exist as they are', () => {
+    const directory = temporaryDirectory();
+    fs.chmodSync(directory, 0o755);
+    const existing = path.join(directory, 'existing');
+    fs.mkdirSync(existing, { mode: 0o751 });
+    fs.chmodSync(existing, 0o751);
+    const file = path.join(existing, 'a', 'b', 'memory.db');
+    // The usual umask, which leaves group and others able to read new folders.
+    const umask = process.umask(0o022);
+    try {
+      openAndWrite(file).close();
+    } finally {
+      process.umask(umask);
+    }
+    for (const folder of [path.join(existing, 'a'), path.join(existing, 'a', 'b')])
+      expect(modeOf(folder), folder).toBe(0o700);
+    expect(modeOf(existing)).toBe(0o751);
+    expect(modeOf(directory)).toBe(0o755);
+  });
+
   it('never changes the mode of a database file the user made', () => {
     const directory = temporaryDirectory();
     const empty = path.join(directory, 'empty.db');

@@ -14,8 +14,9 @@ import { STORE_NAME } from './sqlite-errors.js';
 /**
  * Opens (creating it and its parent directories if needed) the database file. A new file is
  * created readable by its owner only (0600), and SQLite gives its write-ahead log and shared
- * memory the same mode; a file that exists keeps its mode. A folder that cannot be made is a
- * `StoreError` naming it, with `data: {path, folder}`.
+ * memory the same mode; the folders made for it are its owner's only too (0700). A file or
+ * folder that exists keeps its mode. A folder that cannot be made is a `StoreError` naming
+ * it, with `data: {path, folder}`.
  */
 export function openSqliteFile(path: string, busyTimeoutMs: number): Database {
   if (path !== ':memory:' && path !== '') {
@@ -53,10 +54,15 @@ function createPrivateFile(path: string): void {
   }
 }
 
+// Memories and transcripts are not for other local users: the umask can only take bits
+// away from these. (Exports make their folders with the same mode: tools/export-path.ts.)
 const PRIVATE_FILE_MODE = 0o600;
+const PRIVATE_FOLDER_MODE = 0o700;
 
 // Node's recursive mkdirSync never returns on some virtual file systems (`/proc/harness/x`
-// loops on ENOENT), so the missing folders are made one by one from the nearest existing one.
+// loops on ENOENT), so the missing folders are made one by one from the nearest existing one,
+// each 0700 (the folder holds the write-ahead log and shared memory, created as SQLite needs
+// them). Folders that exist are never changed.
 function makeFolders(folder: string): void {
   const missing: string[] = [];
   let current = folder;
@@ -68,7 +74,7 @@ function makeFolders(folder: string): void {
   }
   for (const each of missing.reverse()) {
     try {
-      mkdirSync(each);
+      mkdirSync(each, { mode: PRIVATE_FOLDER_MODE });
     } catch (error) {
       // Made meanwhile by another process: fine if it is a folder now.
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(each).isDirectory()) throw error;

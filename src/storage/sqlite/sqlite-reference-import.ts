@@ -4,7 +4,9 @@
  * kept observations as one JSON array per record, froze defaults into every record and
  * never consumed its queue; each of those is translated here. It also accepted any string as
  * a scope id: a scope whose ids ours refuse is kept under valid ones (see {@link validIdOf}),
- * listed in `reference_import_renames` and named in a process warning.
+ * listed in `reference_import_renames` and named in a process warning. The reference redacted
+ * nothing: the text it kept (observations, the reflection, error texts, working-memory keys and
+ * values) is redacted here as today's write paths redact what they store.
  * @module
  */
 import { createHash } from 'node:crypto';
@@ -13,6 +15,10 @@ import { StoreError } from '../../core/errors.js';
 import { DEFAULT_OBSERVATION_CONFIG } from '../../core/observation.js';
 import type { ObservationConfig } from '../../core/observation.js';
 import { parseReflection } from '../../core/parse-reflection.js';
+import { redactSecrets } from '../../core/redact-secrets.js';
+import { redactValue } from '../../core/redact-value.js';
+import { stripInvisible } from '../../core/sanitize-text.js';
+import { stripInvisibleFromValueJson } from '../../core/working-memory.js';
 import { isScopeId, MAX_SCOPE_ID_LENGTH, memoryIdOf } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../../core/token-estimator.js';
@@ -269,8 +275,8 @@ function convertRecords(db: Database, now: string, resolve: (referenceId: string
     const { memoryId, scope } = resolve(String(row.memory_id));
     const updatedAt = normalizeTime(row.updated_at, now);
     const observations = readChunks(row.active_observations_json, updatedAt, row.memory_id);
-    const raw =
-      typeof row.active_reflection === 'string' && row.active_reflection.trim() !== '' ? row.active_reflection : null;
+    const reflection = typeof row.active_reflection === 'string' ? storedText(row.active_reflection) : '';
+    const raw = reflection.trim() !== '' ? reflection : null;
     const throughSeq = raw === null ? null : (nonNegativeInteger(row.last_reflected_observation_seq) ?? 0);
     const toggle = lastToggle.get(row.memory_id);
     insertRecord.run({
@@ -287,7 +293,10 @@ function convertRecords(db: Database, now: string, resolve: (referenceId: string
       unreflectedTokens: sumTokens(observations, throughSeq ?? 0),
       reflectionRaw: raw,
       reflectionTokens:
-        raw === null ? null : (nonNegativeInteger(row.active_reflection_tokens) ?? RUNE_TOKEN_ESTIMATOR.estimate(raw)),
+        raw === null
+          ? null
+          : ((raw === row.active_reflection ? nonNegativeInteger(row.active_reflection_tokens) : null) ??
+            RUNE_TOKEN_ESTIMATOR.estimate(raw)),
       reflectionStructured: raw === null ? null : JSON.stringify(parseReflection(raw)),
       reflectionThroughSeq: throughSeq,
       reflectionCreatedAt: raw === null ? null : updatedAt,
@@ -330,7 +339,7 @@ function convertOperations(db: Database, now: string, resolve: (referenceId: str
     // Nothing consumed the reference's queue; a leftover queued or processing row is a
     // mutation that was interrupted long ago, so it is closed rather than run now.
     const finished = row.status === 'applied' || row.status === 'failed';
-    const errorText = row.error_text ?? '';
+    const errorText = row.error_text === null ? '' : storedText(row.error_text);
     insert.run({
       operationId: row.operation_id,
       memoryId: target.memoryId,
@@ -368,13 +377,69 @@ function convertWorkingMemory(db: Database, now: string, resolve: (referenceId: 
       '?, ?, ?, ?) ON CONFLICT (memory_id, entry_key) DO NOTHING',
   );
   // The reference's SQLite backend stored untrimmed keys; ours are trimmed. When trimming
-  // makes two keys equal, the one that was already trimmed wins.
-  const trimmedFirst = [...rows].sort(
-    (a, b) => Number(a.entry_key !== a.entry_key.trim()) - Number(b.entry_key !== b.entry_key.trim()),
-  );
-  for (const row of trimmedFirst) {
-    const key = row.entry_key.trim() === '' ? row.entry_key : row.entry_key.trim();
-    insert.run(resolve(row.memory_id).memoryId, key, row.entry_json ?? 'null', now, now);
+  // makes two keys equal, the one that was already trimmed wins. A key holding a secret (which
+  // a set today refuses) is redacted, and takes a free name (`… (2)`) when that makes it
+  // another key of its scope: those come last, so every other key keeps its name.
+  const planned = rows.map((row) => {
+    const trimmed = row.entry_key.trim() === '' ? row.entry_key : row.entry_key.trim();
+    const key = redactSecrets(trimmed).text;
+    return { ...row, trimmed, key, rank: key !== trimmed ? 2 : trimmed !== row.entry_key ? 1 : 0 };
+  });
+  for (const row of planned.sort((a, b) => a.rank - b.rank)) {
+    const memoryId = resolve(row.memory_id).memoryId;
+    const valueJson = row.entry_json === null ? 'null' : storedValueJson(row.trimmed, row.entry_json);
+    if (row.rank < 2) {
+      insert.run(memoryId, row.key, valueJson, now, now);
+      continue;
+    }
+    let copy = 1;
+    while (insert.run(memoryId, copy === 1 ? row.key : `${row.key} (${copy})`, valueJson, now, now).changes === 0)
+      copy++;
+  }
+}
+
+/**
+ * Text as today's write paths store what a model or a server wrote: invisible characters
+ * stripped (they can split a secret so that no rule finds it), then secrets redacted.
+ * NOTE: whatever `[memory] redact_secrets` says. The upgrade runs when a store or a run store
+ * first opens the file, and neither is told the setting.
+ */
+function storedText(text: string): string {
+  return redactSecrets(stripInvisible(text)).text;
+}
+
+/**
+ * A working-memory value as today's set stores it under `key`: invisible characters stripped
+ * from its strings, then secrets redacted, the value read as labelled by the entry's key
+ * (`password` = `"hunter22"`) just as by an object key. This is what `redactUnderKey` in
+ * memory/working-memory.ts does, which the storage layer cannot import. Text that is not
+ * JSON is redacted as text. Always redacted, as {@link storedText} says.
+ */
+function storedValueJson(key: string, valueJson: string): string {
+  let json = valueJson;
+  try {
+    json = stripInvisibleFromValueJson(valueJson);
+  } catch {
+    // Not JSON, or two object keys that stripping would make one: read as given.
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return storedText(valueJson);
+  }
+  // A computed key defines an own property, so "__proto__" is a plain key here.
+  const pair = { [key]: value };
+  const redacted = redactValue(pair, { keys: true });
+  if (redacted === pair) return json;
+  // The key itself redacted (a secret) renames it: the value is then read on its own.
+  const own = Object.getOwnPropertyDescriptor(redacted, key);
+  const next: unknown = own === undefined ? redactValue(value, { keys: true }) : own.value;
+  try {
+    return JSON.stringify(next);
+  } catch {
+    // NOTE: JSON.stringify recurses, and the reference bounded no value's depth.
+    return storedText(json);
   }
 }
 
@@ -406,8 +471,10 @@ function readChunks(json: string | null, fallbackTime: string, referenceId: stri
   for (const item of parsed as unknown[]) {
     if (typeof item !== 'object' || item === null) continue;
     const chunk = item as Record<string, unknown>;
-    const content = chunk['content'];
-    if (typeof content !== 'string' || content.trim() === '') continue;
+    const given = chunk['content'];
+    if (typeof given !== 'string') continue;
+    const content = storedText(given);
+    if (content.trim() === '') continue;
     const wanted = nonNegativeInteger(chunk['seq']);
     const seq = wanted !== null && wanted > previous ? wanted : previous + 1;
     previous = seq;
@@ -415,7 +482,9 @@ function readChunks(json: string | null, fallbackTime: string, referenceId: stri
     observations.push({
       seq,
       content,
-      tokenCount: nonNegativeInteger(chunk['token_count']) ?? RUNE_TOKEN_ESTIMATOR.estimate(content),
+      // The reference's count is of the text it kept: redacted text is counted again.
+      tokenCount:
+        (content === given ? nonNegativeInteger(chunk['token_count']) : null) ?? RUNE_TOKEN_ESTIMATOR.estimate(content),
       // The reference used 0 (or an omitted field) for "no score".
       importance:
         typeof importance === 'number' && Number.isFinite(importance) && importance > 0
