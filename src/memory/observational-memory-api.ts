@@ -205,7 +205,10 @@ export interface ObserveResult {
   readonly reflected: boolean;
   /** Observations in the scope afterwards. */
   readonly observationCount: number;
-  /** Set when the observation succeeded but the reflection after it failed. */
+  /**
+   * Set when the observation succeeded but the reflection after it failed: the failure's
+   * message (a server failure only by its code with `hideServerFailures`).
+   */
   readonly reflectionError?: string;
   readonly operationId?: string;
 }

@@ -416,9 +416,7 @@ function workerContextOf(
   };
 }
 
-// The longest model name a run accepts.
-/** The longest model id a run or an observe may name. */
-
+/** Refuses a `modelId` that is not a model name an observe may ask for (or left out). */
 function checkModelId(modelId: unknown): void {
   if (modelId === undefined) return;
   if (

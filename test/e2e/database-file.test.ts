@@ -47,23 +47,28 @@ describe('e2e: the SQLite write-ahead log past its alert size', () => {
     const started = await startE2E({ databaseCheckMs: 20, env: { HARNESS_MEMORY_SQLITE_WAL_ALERT_MB: '1' } });
     e2e = started;
     expect((await started.apiJson('/healthz')).body).toEqual({ status: 'ok', faults: 0 });
-    // Another connection writes 2 MiB: the log holds it until a truncating checkpoint, which
-    // our worker makes only above 16 MiB.
-    const db = new Database(started.dbPath);
+    // The catalogue's B14: a reader keeps an old snapshot open while 2 MiB are written, so no
+    // checkpoint can reuse or cut back the log.
+    const reader = new Database(started.dbPath, { readonly: true });
+    const writer = new Database(started.dbPath);
     try {
-      db.exec('CREATE TABLE padding (bytes BLOB)');
-      db.prepare('INSERT INTO padding VALUES (?)').run(Buffer.alloc(2 * 1024 * 1024, 7));
+      reader.exec('BEGIN');
+      reader.prepare('SELECT COUNT(*) FROM om_memory_records').get();
+      writer.exec('CREATE TABLE padding (bytes BLOB)');
+      writer.prepare('INSERT INTO padding VALUES (?)').run(Buffer.alloc(2 * 1024 * 1024, 7));
+      // Polled until the watch has looked again; the test's timeout bounds the wait.
+      let health = await started.apiJson('/healthz');
+      while (health.body['warning'] === undefined) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        health = await started.apiJson('/healthz');
+      }
+      expect(health.status).toBe(200);
+      expect(health.body).toMatchObject({ status: 'ok', faults: 1 });
+      expect(health.body['warning']).toMatch(/write-ahead log \(.*-wal\) is \d+ MiB, over the 1 MiB alert/);
     } finally {
-      db.close();
+      reader.exec('COMMIT');
+      reader.close();
+      writer.close();
     }
-    // Polled until the watch has looked again; the test's timeout bounds the wait.
-    let health = await started.apiJson('/healthz');
-    while (health.body['warning'] === undefined) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      health = await started.apiJson('/healthz');
-    }
-    expect(health.status).toBe(200);
-    expect(health.body).toMatchObject({ status: 'ok', faults: 1 });
-    expect(health.body['warning']).toMatch(/write-ahead log \(.*-wal\) is \d+ MiB, over the 1 MiB alert/);
   }, 30_000);
 });
