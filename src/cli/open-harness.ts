@@ -8,6 +8,7 @@ import { ConfigError, HarnessMemoryError, StoreError } from '../core/errors.js';
 import { maskPasswords } from '../core/mask-passwords.js';
 import type { LanguageModel } from '../llm/language-model.js';
 import { createAgentModel } from '../llm/memory-model-selection.js';
+import { unconfiguredModel } from '../llm/unconfigured-model.js';
 import { createHarness } from '../server/create-harness.js';
 import { createJsonLogger } from '../server/fault-log.js';
 import type { Harness } from '../server/create-harness.js';
@@ -113,24 +114,4 @@ function withSqlitePathRemedy(error: unknown, config: HarnessConfig): unknown {
 /** A configuration error from choosing a model (not from storage or the server settings). */
 export function isModelConfigError(error: unknown): error is ConfigError {
   return error instanceof ConfigError && /^(model\.|memory\.llm_|providers\.)/.test(error.key);
-}
-
-/** A model that explains, when called, why no model is configured. */
-function unconfiguredModel(role: 'agent' | 'memory', reason: ConfigError): LanguageModel {
-  const detail = reason.detail;
-  return {
-    specificationVersion: 'v1',
-    provider: 'unconfigured',
-    modelId: '(not configured)',
-    doGenerate() {
-      return Promise.reject(
-        new HarnessMemoryError({
-          code: 'CONFIG_INVALID',
-          component: 'config',
-          message: `this needs the ${role} model, which is not configured: ${detail}`,
-          data: { key: reason.key, source: reason.source },
-        }),
-      );
-    },
-  };
 }

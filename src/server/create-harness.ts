@@ -15,6 +15,7 @@ import type { HarnessConfig } from '../config/schema.js';
 import { ConfigError } from '../core/errors.js';
 import type { LanguageModel } from '../llm/language-model.js';
 import { createAgentModel, selectMemoryModel } from '../llm/memory-model-selection.js';
+import { unconfiguredModel } from '../llm/unconfigured-model.js';
 import { createObservationalMemory } from '../memory/observational-memory.js';
 import type { ObservationalMemory } from '../memory/observational-memory.js';
 import { createWorkingMemory } from '../memory/working-memory.js';
@@ -120,8 +121,6 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
   const faults = createFaultLog(options.logger ?? createJsonLogger());
   try {
     const agentModel = options.agentModel ?? createAgentModel(config, env);
-    // The operation worker retries memory calls (with backoff, honouring Retry-After), so
-    // the client layer makes one attempt: retries are never stacked.
     const selection = options.memoryModel
       ? {
           mode: 'custom',
@@ -130,7 +129,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
           model: options.memoryModel,
           followsRunModel: false,
         }
-      : selectMemoryModel({ config, env, inheritModel: agentModel, retry: { maxAttempts: 1 } });
+      : memoryModelSelection(config, env, agentModel);
     const { observationalMemory, workingMemory } = memoryServicesOf(config, store, selection, faults.report);
     observationalMemory.subscribe((event) => {
       if (event.type === 'memory.worker.failed')
@@ -250,6 +249,27 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
   } catch (error) {
     await backend.close();
     throw error;
+  }
+}
+
+/**
+ * The memory model as the configuration chooses it. With memory off its model is never asked,
+ * so a mistake in its settings does not stop the harness: the model then says so if called.
+ */
+function memoryModelSelection(
+  config: HarnessConfig,
+  env: Readonly<Record<string, string | undefined>>,
+  agentModel: LanguageModel,
+): { mode: string; modelId: string; source: string; model: LanguageModel; followsRunModel: boolean } {
+  try {
+    // The operation worker retries memory calls (with backoff, honouring Retry-After), so
+    // the client layer makes one attempt: retries are never stacked.
+    return selectMemoryModel({ config, env, inheritModel: agentModel, retry: { maxAttempts: 1 } });
+  } catch (error) {
+    const memoryOff = !config.memory.enabled || config.memory.mode === 'off';
+    if (!memoryOff || !(error instanceof ConfigError)) throw error;
+    const model = unconfiguredModel('memory', error);
+    return { mode: 'unconfigured', modelId: model.modelId, source: error.detail, model, followsRunModel: false };
   }
 }
 
