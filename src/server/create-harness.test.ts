@@ -36,7 +36,7 @@ function open(env: Record<string, string>): Promise<Harness> {
 }
 
 describe('createHarness: a memory model whose settings are wrong', () => {
-  it.each([{ HARNESS_MEMORY_ENABLED: 'false' }, { HARNESS_MEMORY_MODE: 'off' }])(
+  it.each<Record<string, string>>([{ HARNESS_MEMORY_ENABLED: 'false' }, { HARNESS_MEMORY_MODE: 'off' }])(
     'starts with memory off (%j) and answers runs; the memory model is shown unconfigured',
     async (off) => {
       const harness = await open(off);
