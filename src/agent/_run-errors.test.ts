@@ -45,6 +45,19 @@ describe('run errors: what the tenant is shown', () => {
     expect(isServerFailureOfTool(store)).toBe(true);
   });
 
+  it('hands the failure it hides, and only that one, to report', () => {
+    const reported: unknown[] = [];
+    const report = (error: unknown): void => {
+      reported.push(error);
+    };
+    const store = new StoreError({ store: 'sqlite', message: 'The database /srv/acme-prod/x.db is locked.' });
+    const forgotten = new HarnessMemoryError({ code: 'SCOPE_FORGOTTEN', component: 'turn', message: 'gone.' });
+    expect(shownErrorJson(store, true, report).message).toBe('internal error (STORE_FAILED); see the server log');
+    expect(shownErrorJson(store, false, report)).toEqual(errorJson(store));
+    expect(shownErrorJson(forgotten, true, report)).toEqual(errorJson(forgotten));
+    expect(reported).toEqual([store]);
+  });
+
   it("keeps the text of the tenant's own failures, a model call's without the server's address", () => {
     const forgotten = new HarnessMemoryError({
       code: 'SCOPE_FORGOTTEN',

@@ -4,7 +4,7 @@
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
-import { isServerFailure, publicErrorText, serverFailureText } from '../core/public-error-text.js';
+import { failureCode, hiddenFailureText, isServerFailure, publicErrorText } from '../core/public-error-text.js';
 import type { RunRecord, RunUsage } from '../storage/run-store.js';
 
 /** A run's error as stored and streamed. */
@@ -19,19 +19,20 @@ export interface RunErrorJson {
  * tenant that started it, who has no business learning where the operator's models run.
  */
 export function errorJson(error: unknown): RunErrorJson {
-  return { code: HarnessMemoryError.isInstance(error) ? error.code : 'INTERNAL', message: publicErrorText(error) };
+  return { code: failureCode(error), message: publicErrorText(error) };
 }
 
 /**
- * {@link errorJson}, except that with `hideServerFailures` a server failure
- * ({@link isServerFailure}) is named by its code only, `internal error (STORE_FAILED); see the
- * server log`: the tenant has no business learning where the operator's database runs. The
- * caller reports its detail as a fault.
+ * {@link errorJson}, except that with `hide` a server failure ({@link isServerFailure}) is
+ * named by its code only, `internal error (STORE_FAILED); see the server log`: the tenant has
+ * no business learning where the operator's database runs. The hidden failure goes to
+ * `report`, so the operator still sees its detail as a fault.
  */
-export function shownErrorJson(error: unknown, hideServerFailures: boolean): RunErrorJson {
-  if (!hideServerFailures || !isServerFailure(error)) return errorJson(error);
-  const { code } = errorJson(error);
-  return { code, message: serverFailureText(code) };
+export function shownErrorJson(error: unknown, hide: boolean, report?: (error: unknown) => void): RunErrorJson {
+  const hidden = hiddenFailureText(error, hide);
+  if (hidden === undefined) return errorJson(error);
+  report?.(error);
+  return { code: failureCode(error), message: hidden };
 }
 
 /**

@@ -34,7 +34,6 @@ import type { EventHub } from '../storage/event-hub.js';
 import type { RunEvent, RunRecord, RunStore } from '../storage/run-store.js';
 import { TERMINAL_EVENT_TYPES } from '../storage/event-hub.js';
 import {
-  errorJson,
   invalidRequest,
   isRunEndedConflict,
   isServerFailureOfTool,
@@ -445,11 +444,10 @@ function runLoopOf(
     tools: createToolDispatcher({
       tools: [...(options.memoryTools ?? defaultMemoryTools(options)), ...(options.tools ?? [])],
       workspace: options.workspace,
-      shownError: (error, target) => {
-        if (!hideServerFailures || !isServerFailureOfTool(error)) return errorJson(error);
-        reportFault({ component: 'runner', message: 'a tool failed', error, runId: target.runId });
-        return shownErrorJson(error, true);
-      },
+      shownError: (error, target) =>
+        shownErrorJson(error, hideServerFailures && isServerFailureOfTool(error), (detail) =>
+          reportFault({ component: 'runner', message: 'a tool failed', error: detail, runId: target.runId }),
+        ),
     }),
     estimator,
     settleTimeoutMs: options.settleTimeoutMs ?? 60_000,

@@ -1,19 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { Fault } from '../core/fault.js';
-import { createObservationalMemory } from '../memory/observational-memory.js';
-import { createWorkingMemory } from '../memory/working-memory.js';
-import { createApp } from '../server/app.js';
 import { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
-import { createLocalEventHub } from '../storage/local-event-hub.js';
 import { toStoreError as postgresStoreError } from '../storage/postgres/postgres-connection.js';
 import type { RunStore } from '../storage/run-store.js';
 import { toStoreError as sqliteStoreError } from '../storage/sqlite/sqlite-errors.js';
 import type { MemoryStore } from '../storage/store.js';
 import { scriptedObserver } from '../../test/support/scripted-models.js';
-import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
-import { useTestWorkspace } from '../../test/support/test-app.js';
-import { createAgentRunner } from './agent-runner.js';
+import { createTestApp, useTestWorkspace } from '../../test/support/test-app.js';
 
 const workspace = useTestWorkspace('hm-run-loop-');
 
@@ -48,35 +42,16 @@ function failing<T extends object>(target: T, method: keyof T, error: () => Erro
 
 /** The HTTP app over `store` and `runStore`, with one API key for tenant acme, and the faults it reports. */
 function serverOver(options: { store?: MemoryStore; runStore?: RunStore; observeEveryMessage?: boolean }) {
-  const store = options.store ?? createInMemoryStore();
-  const runStore = options.runStore ?? createInMemoryRunStore();
-  const observationalMemory = createObservationalMemory({
-    store,
-    ...(options.observeEveryMessage
-      ? { observer: scriptedObserver('IMPORTANCE: 0.5\nfine'), defaultEnabled: true, defaults: { observeMinTokens: 1 } }
-      : {}),
-  });
-  const workingMemory = createWorkingMemory({ store });
-  const hub = createLocalEventHub();
   const faults: Fault[] = [];
-  const runner = createAgentRunner({
-    model: createMockLanguageModel('answer'),
-    observationalMemory,
-    workingMemory,
-    runStore,
-    hub,
-    memoryTools: [],
+  const { app, runner } = createTestApp({
     workspace,
-    onFault: (fault) => faults.push(fault),
-    hideServerFailures: true,
-  });
-  const app = createApp({
-    runner,
-    runStore,
-    hub,
-    observationalMemory,
-    workingMemory,
     apiKeys: [{ key: 'k', tenantId: 'acme' }],
+    store: options.store,
+    runStore: options.runStore,
+    memory: options.observeEveryMessage
+      ? { observer: scriptedObserver('IMPORTANCE: 0.5\nfine'), defaultEnabled: true, defaults: { observeMinTokens: 1 } }
+      : {},
+    onFault: (fault) => faults.push(fault),
   });
   const send = (path: string, init: RequestInit = {}) =>
     app.request(path, { ...init, headers: { authorization: 'Bearer k', 'content-type': 'application/json' } });

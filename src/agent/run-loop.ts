@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { FaultReporter } from '../core/fault.js';
-import { isServerFailure, tenantErrorText } from '../core/public-error-text.js';
+import { redactSecrets } from '../core/redact-secrets.js';
 import { memoryIdOf } from '../core/scope.js';
 import { waitAtMost } from '../core/until-stopped.js';
 import type { Scope } from '../core/scope.js';
@@ -218,13 +218,10 @@ async function takeStep(
     generation: state.generation,
   });
   for (const failure of turn.failures) {
-    const error = snippetFailureText(failure.error, options.hideServerFailures, (detail) =>
-      options.reportFault({
-        component: 'runner',
-        message: `the ${failure.source} snippet could not be built; the run goes on without it`,
-        error: detail,
-        runId: run.runId,
-      }),
+    const error = snippetFailureText(
+      failure.error,
+      options.hideServerFailures,
+      reportTo(options, state, `the ${failure.source} snippet could not be built; the run goes on without it`),
     );
     await emit('memory.snippet.failed', { step, source: failure.source, error });
   }
@@ -346,18 +343,13 @@ async function endAfterError(options: RunLoopOptions, state: RunState, error: un
   if (!isRunOpen(stored.status)) return recordEnd(options, state, stored);
   if (state.signal.aborted)
     return endRun(options, state, { status: 'cancelled', steps: state.step, usage: state.usage });
-  return fail(options, state, shownError(options, state, error, 'the run failed'));
+  const shown = shownErrorJson(error, options.hideServerFailures, reportTo(options, state, 'the run failed'));
+  return fail(options, state, shown);
 }
 
-/**
- * `error` as the run's stream and record show it ({@link shownErrorJson}). A server failure
- * hidden there by its code is reported as a fault (`doing` says what failed), so the
- * operator still sees its detail.
- */
-function shownError(options: RunLoopOptions, state: RunState, error: unknown, doing: string): RunErrorJson {
-  if (options.hideServerFailures && isServerFailure(error))
-    options.reportFault({ component: 'runner', message: doing, error, runId: state.run.runId });
-  return shownErrorJson(error, options.hideServerFailures);
+/** Reports an error of the run as a fault; `message` says what failed. */
+function reportTo(options: RunLoopOptions, state: RunState, message: string): (error: unknown) => void {
+  return (error) => options.reportFault({ component: 'runner', message, error, runId: state.run.runId });
 }
 
 /**
@@ -371,9 +363,8 @@ export function snippetFailureText(
   hideServerFailures: boolean,
   report: (error: unknown) => void,
 ): string {
-  if (!hideServerFailures || !isServerFailure(error)) return tenantErrorText(error);
-  report(error);
-  return shownErrorJson(error, true).message;
+  // Redacted, a failure shown as it is reads as tenantErrorText(error) says it.
+  return redactSecrets(shownErrorJson(error, hideServerFailures, report).message).text;
 }
 
 function newRunState(events: RunEventEmitter, run: RunRecord, signal: AbortSignal): RunState {
@@ -518,7 +509,8 @@ async function observeStep(
     );
     if (result.reflectionError) await emit('memory.observe.failed', { step, error: result.reflectionError }, step);
   } catch (error) {
-    const shown = shownError(options, state, error, `observing step ${step} failed`).message;
+    const report = reportTo(options, state, `observing step ${step} failed`);
+    const shown = shownErrorJson(error, options.hideServerFailures, report).message;
     await emit('memory.observe.failed', { step, error: shown }, step).catch(() => undefined);
   } finally {
     // What the observation caused (its reflection, an operation given up) follows its outcome,

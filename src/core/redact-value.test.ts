@@ -36,6 +36,32 @@ describe('redactValue', () => {
   });
 });
 
+describe('redactValue: strings read without invisible characters', () => {
+  const hidden = `sk-\u200Bproj-${'Zq7'.repeat(10)}`;
+
+  it('redacts a key split by an invisible character only with readWithoutInvisible', () => {
+    const value = { note: `key ${hidden}`, list: [hidden], emoji: 'coder 👩\u200D💻', step: 2 };
+    expect(redactValue(value)).toBe(value);
+    expect(redactValue(value, { readWithoutInvisible: true })).toEqual({
+      note: 'key [REDACTED:openai_key]',
+      list: ['[REDACTED:openai_key]'],
+      emoji: 'coder 👩\u200D💻',
+      step: 2,
+    });
+    expect(redactValue(`key ${hidden}`, { readWithoutInvisible: true })).toBe('key [REDACTED:openai_key]');
+  });
+
+  it('keeps strings with invisible characters but no hidden secret as given, the same object too', () => {
+    const value = { emoji: 'coder 👩\u200D💻', soft: 'hy\u00ADphen', list: ['zero\u200Bwidth'] };
+    expect(redactValue(value, { readWithoutInvisible: true })).toBe(value);
+    const mixed = { emoji: 'coder 👩\u200D💻', key: OPENAI };
+    expect(redactValue(mixed, { readWithoutInvisible: true })).toEqual({
+      emoji: 'coder 👩\u200D💻',
+      key: '[REDACTED:openai_key]',
+    });
+  });
+});
+
 describe('redactValue: the one-pass check', () => {
   // The fragments a value is built from: secrets of every kind, the characters near which
   // matching changes (line breaks, tabs, quotes, backslashes), and half-secrets that only

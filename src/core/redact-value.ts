@@ -4,11 +4,19 @@
  * @module
  */
 import { isLabelledSecret, redactSecrets } from './redact-secrets.js';
+import { needsStripping, stripInvisible } from './sanitize-text.js';
 
 /** Options of {@link redactValue}. */
 export interface RedactValueOptions {
   /** Redact object keys too (working memory stores what the agent wrote as keys). @default false */
   readonly keys?: boolean;
+  /**
+   * Also read each string that holds invisible characters without them, and keep that reading,
+   * redacted, when it finds more secrets: `sk-\u200Bproj-…` hides a key from the rules only
+   * while the zero-width space is there. A string without one is not read twice; object keys
+   * are read as they are. @default false
+   */
+  readonly readWithoutInvisible?: boolean;
 }
 
 /**
@@ -20,10 +28,39 @@ export interface RedactValueOptions {
  * `TypeError` for a value that contains itself and needs redacting.
  */
 export function redactValue<T>(value: T, options: RedactValueOptions = {}): T {
-  if (typeof value === 'string') return redactSecrets(value).text as T;
+  const readWithoutInvisible = options.readWithoutInvisible ?? false;
+  if (typeof value === 'string') {
+    const redacted = redactSecrets(value).text;
+    return (readWithoutInvisible ? revealHiddenSecrets(value, redacted, redactText) : redacted) as T;
+  }
   if (typeof value !== 'object' || value === null) return value;
-  const keys = options.keys ?? false;
-  return needsRedaction(value, keys) ? (redactTree(value, keys) as T) : value;
+  const walk = walkOf(value, options.keys ?? false, readWithoutInvisible);
+  return walk.redact || walk.invisible ? (redactTree(value, walk) as T) : value;
+}
+
+/**
+ * `redacted` (`text` redacted), or, when `text` holds invisible characters, its reading
+ * without them (`strip`) redacted by `redactAs` if that finds more secrets. Text without a
+ * hidden secret keeps its invisible characters (an emoji's zero-width joiner).
+ */
+export function revealHiddenSecrets(
+  text: string,
+  redacted: string,
+  redactAs: (stripped: string) => string,
+  strip: (text: string) => string = stripInvisible,
+): string {
+  if (!needsStripping(text)) return redacted;
+  const stripped = strip(text);
+  const revealed = redactAs(stripped);
+  return revealed !== stripped && redactionCount(revealed) > redactionCount(redacted) ? revealed : redacted;
+}
+
+function redactText(text: string): string {
+  return redactSecrets(text).text;
+}
+
+function redactionCount(text: string): number {
+  return text.split('[REDACTED:').length - 1;
 }
 
 /**
@@ -55,7 +92,21 @@ export function redactJsonText(text: string, options: RedactValueOptions = {}): 
 // the value needs redacting, at about the cost of redacting one string.
 const SEPARATOR = '\n';
 
-function needsRedaction(value: object, keys: boolean): boolean {
+/**
+ * What {@link redactTree} does to a value: redact its strings (`redact`), its keys too
+ * (`keys`), and read its strings that hold invisible characters without them (`invisible`).
+ */
+interface Walk {
+  readonly redact: boolean;
+  readonly keys: boolean;
+  readonly invisible: boolean;
+}
+
+/**
+ * The walk `value` needs: `redact` when a string of it (or a key, with `keys`) needs
+ * redacting; `invisible` (with `readWithoutInvisible`) when one may hold an invisible character.
+ */
+function walkOf(value: object, keys: boolean, readWithoutInvisible: boolean): Walk {
   const texts: string[] = [];
   const seen = new Set<object>([value]);
   const pending: object[] = [value];
@@ -70,7 +121,7 @@ function needsRedaction(value: object, keys: boolean): boolean {
         if (Array.isArray(node) || !SECRET_LABEL.test(key)) continue;
         // Decided on the value as given: a value that redacting on its own changes is found
         // in the joined text anyway, and one it does not is decided on just the same.
-        if (isLabelledSecret(key, item)) return true;
+        if (isLabelledSecret(key, item)) return { redact: true, keys, invisible: readWithoutInvisible };
         texts.push(pairText(key, item));
       } else if (typeof item === 'object' && item !== null && !seen.has(item)) {
         seen.add(item);
@@ -79,7 +130,9 @@ function needsRedaction(value: object, keys: boolean): boolean {
     }
   }
   const joined = texts.join(SEPARATOR);
-  return redactSecrets(joined).text !== joined;
+  const redact = redactSecrets(joined).text !== joined;
+  // The separator is not invisible, so one test of the joined text spares every string its own.
+  return { redact, keys: keys && redact, invisible: readWithoutInvisible && needsStripping(joined) };
 }
 
 // The words a key must hold for its value to be read as labelled by it (every labelled rule of
@@ -138,7 +191,7 @@ interface Frame {
  * far deeper than a recursive walk can go. A part that needs nothing stays the same object,
  * and a part met twice is redacted once.
  */
-function redactTree(root: object, keys: boolean): unknown {
+function redactTree(root: object, walk: Walk): unknown {
   const done = new Map<object, unknown>();
   const open = new Set<object>([root]);
   const parents: Frame[] = [];
@@ -148,7 +201,7 @@ function redactTree(root: object, keys: boolean): unknown {
     if (index < frame.entries.length) {
       const [key, item] = frame.entries[index] ?? ['', undefined];
       if (typeof item === 'string') {
-        frame.results.push(Array.isArray(frame.node) ? redactSecrets(item).text : redactEntry(key, item));
+        frame.results.push(redactString(Array.isArray(frame.node) ? undefined : key, item, walk, parents.length));
       } else if (typeof item !== 'object' || item === null) {
         frame.results.push(item);
       } else if (done.has(item)) {
@@ -163,13 +216,32 @@ function redactTree(root: object, keys: boolean): unknown {
       continue;
     }
     open.delete(frame.node);
-    const rebuilt = rebuild(frame, keys);
+    const rebuilt = rebuild(frame, walk.keys);
     done.set(frame.node, rebuilt);
     const parent = parents.pop();
     if (parent === undefined) return rebuilt;
     parent.results.push(rebuilt);
     frame = parent;
   }
+}
+
+// NOTE: strings below this depth are not read without invisible characters. The limit is the
+// one of the recursive walk the run store used for event payloads before this option, kept
+// so that what it stores is unchanged; nothing here needs it.
+const INVISIBLE_DEPTH = 64;
+
+/**
+ * The string `item` as `walk` leaves it: redacted (with its `key`, the string of an object),
+ * and read without invisible characters when its object is less than {@link INVISIBLE_DEPTH}
+ * levels deep (`depth`).
+ */
+function redactString(key: string | undefined, item: string, walk: Walk, depth: number): string {
+  const redacted = !walk.redact ? item : key === undefined ? redactSecrets(item).text : redactEntry(key, item);
+  if (!walk.invisible || depth >= INVISIBLE_DEPTH) return redacted;
+  // Read with its key, as the value's own walk reads it (`{"api_key": …}`).
+  const redactAs =
+    key === undefined ? redactText : (stripped: string) => redactValue({ [key]: stripped })[key] ?? stripped;
+  return revealHiddenSecrets(item, redacted, redactAs);
 }
 
 function frameOf(node: object): Frame {

@@ -5,10 +5,9 @@
  * streams carry the redacted text too. Reads pass through.
  * @module
  */
-import { redactSecrets } from '../core/redact-secrets.js';
-import { needsStripping, stripInvisible } from '../core/sanitize-text.js';
+import { stripInvisible } from '../core/sanitize-text.js';
 import { requireObject } from '../core/require-option.js';
-import { redactJsonText, redactValue } from '../core/redact-value.js';
+import { redactJsonText, redactValue, revealHiddenSecrets } from '../core/redact-value.js';
 import type { ConversationMessage, RunPatch, RunStore } from './run-store.js';
 
 /**
@@ -72,73 +71,29 @@ function withIdsKept(payload: Record<string, unknown>, redacted: Record<string, 
   return kept;
 }
 
-/**
- * `text` redacted; when it holds invisible characters, also as read without them, and that
- * reading is stored if it finds more (`sk-\u200Bproj-…` hides a key from the rules only
- * while the zero-width space is there). Text without a hidden secret is stored as given.
- */
-function hiddenSecretsToo(text: string, redactAs: (text: string) => string, strip: (text: string) => string): string {
-  const direct = redactAs(text);
-  if (!needsStripping(text)) return direct;
-  const stripped = strip(text);
-  const revealed = redactAs(stripped);
-  return revealed !== stripped && redactionCount(revealed) > redactionCount(direct) ? revealed : direct;
-}
-
-/**
- * An event payload redacted, every string of it also as read without invisible characters
- * (`run.started`'s prompt, `assistant.message`'s content): the string is stored that way when
- * it finds more, as `hiddenSecretsToo` decides for text. Strings without one stay as redacted.
- */
-function redactPayload(payload: Record<string, unknown>): Record<string, unknown> {
-  const redacted = redactValue(payload);
-  return hiddenInStrings(payload, redacted, undefined, 0) as Record<string, unknown>;
-}
-
-/**
- * `redacted` (`given` redacted by `redactValue`, which keeps keys and shape) with each string
- * `given` holds invisible characters in replaced by its reading without them when that finds
- * more; `key` labels a string of an object. Payloads are shallow: deeper than 64 levels,
- * `redacted` stays as it is.
- */
-function hiddenInStrings(given: unknown, redacted: unknown, key: string | undefined, depth: number): unknown {
-  if (typeof given === 'string') {
-    if (!needsStripping(given) || typeof redacted !== 'string') return redacted;
-    const stripped = stripInvisible(given);
-    // A string of an object is read with its key, as redactValue reads it (`{"api_key": …}`).
-    const revealed =
-      key === undefined ? redactSecrets(stripped).text : (redactValue({ [key]: stripped })[key] ?? stripped);
-    return revealed !== stripped && redactionCount(revealed) > redactionCount(redacted) ? revealed : redacted;
-  }
-  if (depth >= 64 || typeof given !== 'object' || given === null || typeof redacted !== 'object' || redacted === null)
-    return redacted;
-  if (Array.isArray(given)) {
-    if (!Array.isArray(redacted)) return redacted;
-    const items = redacted.map((item: unknown, index) => hiddenInStrings(given[index], item, undefined, depth + 1));
-    return items.some((item, index) => item !== redacted[index]) ? items : redacted;
-  }
-  const source = given as Record<string, unknown>;
-  let changed = false;
-  const entries = Object.entries(redacted).map(([name, item]) => {
-    const next = Object.hasOwn(source, name) ? hiddenInStrings(source[name], item, name, depth + 1) : item;
-    if (next !== item) changed = true;
-    return [name, next] as const;
-  });
-  // fromEntries defines own properties, so a "__proto__" key stays a plain key.
-  return changed ? Object.fromEntries(entries) : redacted;
-}
-
-function redactionCount(text: string): number {
-  return text.split('[REDACTED:').length - 1;
-}
+// Each string is also read without invisible characters (`sk-\u200Bproj-…` hides a key from
+// the rules only while the zero-width space is there), and stored that way when it finds more.
+const HIDDEN_TOO = { readWithoutInvisible: true } as const;
 
 function redact(text: string): string {
-  return hiddenSecretsToo(text, (given) => redactSecrets(given).text, stripInvisible);
+  return redactValue(text, HIDDEN_TOO);
+}
+
+// Every string of an event payload (`run.started`'s prompt, `assistant.message`'s content).
+function redactPayload(payload: Record<string, unknown>): Record<string, unknown> {
+  return redactValue(payload, HIDDEN_TOO);
 }
 
 // Object keys too: a tool's result may key its data by address or token.
+const JSON_KEYS = { keys: true } as const;
+
+/**
+ * JSON text redacted; when it holds invisible characters, also as read without them, the
+ * whole text, and that reading is stored if it finds more.
+ */
 function redactJson(text: string): string {
-  return hiddenSecretsToo(text, (given) => redactJsonText(given, { keys: true }), stripJsonStrings);
+  const redactAs = (given: string): string => redactJsonText(given, JSON_KEYS);
+  return revealHiddenSecrets(text, redactAs(text), redactAs, stripJsonStrings);
 }
 
 /**

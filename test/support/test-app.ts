@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { createAgentRunner } from '../../src/agent/agent-runner.js';
 import type { AgentRunner } from '../../src/agent/agent-runner.js';
+import type { FaultReporter } from '../../src/core/fault.js';
 import type { LanguageModel } from '../../src/llm/language-model.js';
 import type { Tool } from '../../src/tools/tool.js';
 import { createObservationalMemory } from '../../src/memory/observational-memory.js';
@@ -56,6 +57,10 @@ export interface TestAppOptions {
   readonly apiKeys?: AppOptions['apiKeys'];
   /** @default a fresh in-memory store */
   readonly store?: MemoryStore;
+  /** The runs' store, the runner's and the app's. @default a fresh in-memory run store */
+  readonly runStore?: RunStore;
+  /** Where the runner reports its faults. @default none (dropped) */
+  readonly onFault?: FaultReporter;
   /** The agent's model. @default a mock answering "answer" */
   readonly model?: LanguageModel;
   readonly memory?: Partial<Omit<ObservationalMemoryOptions, 'store'>>;
@@ -73,7 +78,7 @@ export function createTestApp(options: TestAppOptions): TestApp {
   const store = options.store ?? createInMemoryStore();
   const observationalMemory = createObservationalMemory({ store, ...options.memory });
   const workingMemory = createWorkingMemory({ store });
-  const runStore = createInMemoryRunStore();
+  const runStore = options.runStore ?? createInMemoryRunStore();
   const hub = createLocalEventHub();
   const runner = createAgentRunner({
     model: options.model ?? createMockLanguageModel('answer'),
@@ -83,6 +88,7 @@ export function createTestApp(options: TestAppOptions): TestApp {
     hub,
     memoryTools: options.memoryTools?.({ observationalMemory, workingMemory }) ?? [],
     workspace: options.workspace,
+    ...(options.onFault ? { onFault: options.onFault } : {}),
     // As the harness server runs it.
     hideServerFailures: true,
   });
