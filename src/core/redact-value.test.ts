@@ -51,6 +51,14 @@ describe('redactValue: strings read without invisible characters', () => {
     expect(redactValue(`key ${hidden}`, { readWithoutInvisible: true })).toBe('key [REDACTED:openai_key]');
   });
 
+  it('reads strings without invisible characters at any depth', () => {
+    let value: unknown = { note: `key ${hidden}` };
+    for (let depth = 0; depth < 500; depth++) value = { inner: value };
+    let node = redactValue(value, { readWithoutInvisible: true }) as Record<string, unknown>;
+    for (let depth = 0; depth < 500; depth++) node = node['inner'] as Record<string, unknown>;
+    expect(node).toEqual({ note: 'key [REDACTED:openai_key]' });
+  });
+
   it('keeps strings with invisible characters but no hidden secret as given, the same object too', () => {
     const value = { emoji: 'coder 👩\u200D💻', soft: 'hy\u00ADphen', list: ['zero\u200Bwidth'] };
     expect(redactValue(value, { readWithoutInvisible: true })).toBe(value);

@@ -201,7 +201,7 @@ function redactTree(root: object, walk: Walk): unknown {
     if (index < frame.entries.length) {
       const [key, item] = frame.entries[index] ?? ['', undefined];
       if (typeof item === 'string') {
-        frame.results.push(redactString(Array.isArray(frame.node) ? undefined : key, item, walk, parents.length));
+        frame.results.push(redactString(Array.isArray(frame.node) ? undefined : key, item, walk));
       } else if (typeof item !== 'object' || item === null) {
         frame.results.push(item);
       } else if (done.has(item)) {
@@ -225,19 +225,13 @@ function redactTree(root: object, walk: Walk): unknown {
   }
 }
 
-// NOTE: strings below this depth are not read without invisible characters. The limit is the
-// one of the recursive walk the run store used for event payloads before this option, kept
-// so that what it stores is unchanged; nothing here needs it.
-const INVISIBLE_DEPTH = 64;
-
 /**
  * The string `item` as `walk` leaves it: redacted (with its `key`, the string of an object),
- * and read without invisible characters when its object is less than {@link INVISIBLE_DEPTH}
- * levels deep (`depth`).
+ * and read without invisible characters at any depth.
  */
-function redactString(key: string | undefined, item: string, walk: Walk, depth: number): string {
+function redactString(key: string | undefined, item: string, walk: Walk): string {
   const redacted = !walk.redact ? item : key === undefined ? redactSecrets(item).text : redactEntry(key, item);
-  if (!walk.invisible || depth >= INVISIBLE_DEPTH) return redacted;
+  if (!walk.invisible) return redacted;
   // Read with its key, as the value's own walk reads it (`{"api_key": …}`).
   const redactAs =
     key === undefined ? redactText : (stripped: string) => redactValue({ [key]: stripped })[key] ?? stripped;
