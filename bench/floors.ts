@@ -1,8 +1,10 @@
 /**
  * What the machine itself allows, measured next to the issue-16 figures so that a missed
- * target can be read against it: a one-row SQLite commit (what a working-memory set cannot
- * beat), and a Postgres round trip and durable commit (what a validated pre-turn read and an
- * observe cannot beat). Nothing of harness-memory runs here: bare better-sqlite3 and pg.
+ * target can be read against it: a one-row SQLite commit, and one of a row in each of two
+ * tables (the pages a working-memory set writes: its entry, and its scope's version and
+ * usage, so what a set cannot beat), and a Postgres round trip and durable commit (what a
+ * validated pre-turn read and an observe cannot beat). Nothing of harness-memory runs here:
+ * bare better-sqlite3 and pg.
  * @module
  */
 import { join } from 'node:path';
@@ -14,6 +16,12 @@ import { measure, report, reportRate, throughputWithin } from './measure.js';
 export interface Floors {
   /** Sequential one-row upserts, each its own `BEGIN IMMEDIATE` … `COMMIT` (SQLite) or autocommit (Postgres). */
   commit_per_s: number;
+  /**
+   * SQLite only: sequential commits of an upsert in each of two tables (a rowid table with
+   * a text key, and a `WITHOUT ROWID` one), as a working-memory set writes its entry and its
+   * scope's version row.
+   */
+  two_table_commit_per_s?: number;
   /** Postgres only: `SELECT $1` on a pool, one at a time. */
   round_trip_p99_ms?: number;
 }
@@ -27,9 +35,13 @@ export async function sqliteFloors(directory: string): Promise<Floors> {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.exec('CREATE TABLE floor (k TEXT PRIMARY KEY, v TEXT NOT NULL)');
+    db.exec('CREATE TABLE floor_usage (k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID');
     const begin = db.prepare('BEGIN IMMEDIATE');
     const commit = db.prepare('COMMIT');
     const upsert = db.prepare('INSERT INTO floor VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v');
+    const upsertUsage = db.prepare(
+      'INSERT INTO floor_usage VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v',
+    );
     const rate = await throughputWithin(
       'floor, sqlite: one-row commit (bare better-sqlite3)',
       (index) => {
@@ -40,7 +52,21 @@ export async function sqliteFloors(directory: string): Promise<Floors> {
       RATE,
     );
     reportRate(rate);
-    return { commit_per_s: Math.round(rate.opsPerSecond) };
+    const twoTables = await throughputWithin(
+      'floor, sqlite: a row in each of two tables (a wm set)',
+      (index) => {
+        begin.run();
+        upsert.run(`k${index % 100}`, `value ${index}`);
+        upsertUsage.run('scope', index);
+        commit.run();
+      },
+      RATE,
+    );
+    reportRate(twoTables);
+    return {
+      commit_per_s: Math.round(rate.opsPerSecond),
+      two_table_commit_per_s: Math.round(twoTables.opsPerSecond),
+    };
   } finally {
     db.close();
   }

@@ -15,6 +15,9 @@
  *   all of it is outside the LLM) with memory on minus with memory off, below the observe
  *   threshold (nothing to observe) and above it (every turn observed by an instant observer,
  *   awaited before the run completes), interleaved.
+ * - `memory_answer_overhead_ms`: the same runs timed to their final `assistant.message` instead:
+ *   memory's share of the path to the answer. The rest of `memory_turn_overhead_ms` (the
+ *   observation and its events) comes after the answer, before `run.completed`.
  *
  * - `floors`: the bare drivers on this machine (a one-row commit; a Postgres round trip), the
  *   limits the figures above are read against (`floors.ts`).
@@ -63,6 +66,8 @@ export interface BackendSummary {
   wm_get_per_s: number;
   /** Medians, memory on minus memory off, per one-step run. */
   memory_turn_overhead_ms: { below_threshold: number; above_threshold: number };
+  /** As `memory_turn_overhead_ms`, to the run's final answer rather than to its end. */
+  memory_answer_overhead_ms: { below_threshold: number; above_threshold: number };
 }
 
 /** The JSON object of `npm run bench -- --json`. */
@@ -201,7 +206,7 @@ async function summarize(backend: Backend): Promise<BackendSummary> {
     reportRate(wmSet, `≥ 50,000/s: ${verdict(wmSet.opsPerSecond >= 50_000)}`);
     reportRate(wmGet, `≥ 300,000/s: ${verdict(wmGet.opsPerSecond >= 300_000)}`);
     reportRate(observe);
-    const overhead = await memoryTurnOverhead(store, runStore, backend.name);
+    const { overhead, toAnswer } = await memoryTurnOverhead(store, runStore, backend.name);
     return {
       observe_per_s: round(observe.opsPerSecond, 0),
       turn_read_p99_ms: round(turnRead.p99Ms, 3),
@@ -211,6 +216,7 @@ async function summarize(backend: Backend): Promise<BackendSummary> {
       wm_set_per_s: round(wmSet.opsPerSecond, 0),
       wm_get_per_s: round(wmGet.opsPerSecond, 0),
       memory_turn_overhead_ms: overhead,
+      memory_answer_overhead_ms: toAnswer,
     };
   } finally {
     await store.dispose();
@@ -219,12 +225,18 @@ async function summarize(backend: Backend): Promise<BackendSummary> {
   }
 }
 
-/** Medians of one-step runs, memory on minus memory off, below and above the observe threshold. */
+/**
+ * Medians of one-step runs, memory on minus memory off, below and above the observe threshold:
+ * to the run's end (`overhead`) and to its final answer (`toAnswer`).
+ */
 async function memoryTurnOverhead(
   store: MemoryStore,
   runStore: RunStore,
   backend: string,
-): Promise<BackendSummary['memory_turn_overhead_ms']> {
+): Promise<{
+  overhead: BackendSummary['memory_turn_overhead_ms'];
+  toAnswer: BackendSummary['memory_answer_overhead_ms'];
+}> {
   const workspace = mkdtempSync(join(tmpdir(), 'hm-bench-turn-'));
   try {
     const runnerWith = (memoryOptions: Parameters<typeof createObservationalMemory>[0]) => {
@@ -249,6 +261,7 @@ async function memoryTurnOverhead(
       above: runnerWith({ store, observer: INSTANT_OBSERVER, defaultEnabled: true, defaults: { observeMinTokens: 1 } }),
     };
     const times: Record<keyof typeof variants, number[]> = { off: [], below: [], above: [] };
+    const answerTimes: Record<keyof typeof variants, number[]> = { off: [], below: [], above: [] };
     const names = Object.keys(variants) as Array<keyof typeof variants>;
     for (let index = -30; index < OVERHEAD_RUNS; index++) {
       // Rotated so no variant always runs first.
@@ -256,14 +269,26 @@ async function memoryTurnOverhead(
         const name = names[(index + 30 + offset) % names.length] as keyof typeof variants;
         const runner = variants[name];
         const start = process.hrtime.bigint();
-        const run = await runner.start({
-          prompt: `Turn ${index}: keep the deploy window in mind.`,
-          tenantId: 'bench',
-          conversationId: `overhead-${name}`,
-        });
+        let answered = Number.NaN;
+        const run = await runner.start(
+          {
+            prompt: `Turn ${index}: keep the deploy window in mind.`,
+            tenantId: 'bench',
+            conversationId: `overhead-${name}`,
+          },
+          {
+            onEvent: (event) => {
+              if (event.type === 'assistant.message' && event.payload['final'] === true)
+                answered = Number(process.hrtime.bigint() - start) / 1e6;
+            },
+          },
+        );
         const done = await runner.wait(run.runId);
         if (done.status !== 'completed') throw new Error(`bench: a ${name} run ended ${done.status}`);
-        if (index >= 0) times[name].push(Number(process.hrtime.bigint() - start) / 1e6);
+        if (index >= 0) {
+          times[name].push(Number(process.hrtime.bigint() - start) / 1e6);
+          answerTimes[name].push(answered);
+        }
       }
     }
     const median = (values: number[]): number =>
@@ -276,13 +301,23 @@ async function memoryTurnOverhead(
       below_threshold: round(median(times.below) - off, 3),
       above_threshold: round(median(times.above) - off, 3),
     };
+    const offAnswer = median(answerTimes.off);
+    const toAnswer = {
+      below_threshold: round(median(answerTimes.below) - offAnswer, 3),
+      above_threshold: round(median(answerTimes.above) - offAnswer, 3),
+    };
     console.log(
       `${`${backend}: one-step run, memory off`.padEnd(58)}  median ${off.toFixed(3).padStart(8)} ms; memory ` +
         `on adds ${result.below_threshold.toFixed(3)} ms below the observe threshold, ` +
         `${result.above_threshold.toFixed(3)} ms above it (target ≤ 0.5 ms: ` +
         `${verdict(result.below_threshold <= 0.5 && result.above_threshold <= 0.5)})`,
     );
-    return result;
+    console.log(
+      `${`${backend}: the same runs, to their final answer`.padEnd(58)}  median ${offAnswer.toFixed(3).padStart(8)} ` +
+        `ms memory off; memory on adds ${toAnswer.below_threshold.toFixed(3)} ms below the threshold, ` +
+        `${toAnswer.above_threshold.toFixed(3)} ms above it (the rest comes after the answer)`,
+    );
+    return { overhead: result, toAnswer };
   } finally {
     rmSync(workspace, { recursive: true, force: true });
   }

@@ -48,7 +48,9 @@ export function normalizeWorkingMemoryKey(key: unknown): string {
   if (typeof key !== 'string') throw invalid('key', 'key is required and must be a string');
   const trimmed = key.trim();
   if (trimmed === '') throw invalid('key', 'working memory key is required');
-  if ([...trimmed].length > MAX_WORKING_MEMORY_KEY_LENGTH) {
+  // Characters are counted only when there may be too many: a string has at least as many
+  // UTF-16 units as characters, and the count allocates (every get, set and delete pays it).
+  if (trimmed.length > MAX_WORKING_MEMORY_KEY_LENGTH && [...trimmed].length > MAX_WORKING_MEMORY_KEY_LENGTH) {
     throw invalid('key', `key is longer than ${MAX_WORKING_MEMORY_KEY_LENGTH} characters`);
   }
   // Half of a surrogate pair: stored as U+FFFD by some backends, which would make two keys one.

@@ -24,6 +24,8 @@ import { createSchemaCheck } from './sqlite-schema-check.js';
 import { SQL_NOW } from './sqlite-statements.js';
 import { storableMessage, storablePatch, storableRun } from '../_storable-text.js';
 import { toStoreError } from './sqlite-errors.js';
+import { holdSqliteConnection } from './sqlite-shared-connection.js';
+import type { SqliteConnectionHold } from './sqlite-shared-connection.js';
 
 /** Options of {@link createSqliteRunStore}. */
 export interface SqliteRunStoreOptions {
@@ -68,7 +70,11 @@ interface SqliteRunContext {
   readonly checkpointer: ReturnType<typeof useBackgroundCheckpoints> | undefined;
 }
 
-/** Creates the SQLite run store. */
+/**
+ * Creates the SQLite run store. It shares the connection of the process's memory store on the
+ * same file (`createSqliteStore` with the same `synchronous`, `busyTimeoutMs` and
+ * `checkpoints`), which is closed when both are disposed.
+ */
 export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
   requireOptions('createSqliteRunStore', options, 'Pass { path }.');
   requireString(
@@ -78,20 +84,33 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     "Pass the database file, such as .harness/state.db (':memory:' gives a private database for tests).",
   );
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
-  let db: Database | undefined;
+  const synchronous = options.synchronous ?? 'NORMAL';
+  let connection: SqliteConnectionHold | undefined;
   try {
-    db = openSqliteFile(options.path, busyTimeoutMs);
-    configureSqliteConnection(db, { busyTimeoutMs, synchronous: options.synchronous ?? 'NORMAL', path: options.path });
-    migrateSqliteDatabase(db);
-    return buildRunStore(db, options);
+    // The process's memory store on this file shares the connection (see holdSqliteConnection).
+    connection = holdSqliteConnection(
+      'runs',
+      { path: options.path, synchronous, busyTimeoutMs, checkpoints: options.checkpoints ?? 'background' },
+      () => openSqliteFile(options.path, busyTimeoutMs),
+    );
+    const { db } = connection;
+    if (connection.opened) {
+      configureSqliteConnection(db, { busyTimeoutMs, synchronous, path: options.path });
+      migrateSqliteDatabase(db);
+    }
+    return buildRunStore(db, options, connection.release);
   } catch (error) {
     // As the memory store: the connection is not left open, and the error says what to do.
-    if (db?.open) db.close();
+    try {
+      connection?.release();
+    } catch {
+      // The error that stopped the store is the one to report.
+    }
     throw toStoreError(error, { path: options.path, busyTimeoutMs });
   }
 }
 
-function buildRunStore(db: Database, options: SqliteRunStoreOptions): RunStore {
+function buildRunStore(db: Database, options: SqliteRunStoreOptions, release: () => void): RunStore {
   const checkpointer =
     (options.checkpoints ?? 'background') === 'background'
       ? useBackgroundCheckpoints(db, { synchronous: options.synchronous ?? 'NORMAL' })
@@ -136,7 +155,7 @@ function buildRunStore(db: Database, options: SqliteRunStoreOptions): RunStore {
     async dispose() {
       if (!guard.dispose()) return;
       await checkpointer?.stop();
-      db.close();
+      release();
     },
     ...runMethods(ctx),
     ...conversationMethods(ctx),

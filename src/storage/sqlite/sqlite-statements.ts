@@ -198,6 +198,11 @@ export interface SqliteStatements {
   readonly upsertEntry: Statement<
     Named<{ memoryId: string; key: string; valueJson: string; now: string; expiresAt: string | null }>
   >;
+  /**
+   * Replaces an entry known to exist, as `[entry_json, updated_at, expires_at, memory_id, entry_key]`;
+   * its `created_at` stays.
+   */
+  readonly replaceEntry: Statement<[string, string, string | null, string, string]>;
   /** Deletes an entry; returns `[bytes, expires_at]`, none when the key was absent. */
   readonly deleteEntry: Statement<[string, string], [number, string | null]>;
   /** Deletes the scope's entries expired at the time given; returns the bytes of each. */
@@ -521,6 +526,10 @@ export function prepareStatements(db: Database): SqliteStatements {
       VALUES (@memoryId, @key, @valueJson, @now, @now, @expiresAt)
       ON CONFLICT (memory_id, entry_key) DO UPDATE SET entry_json = excluded.entry_json, updated_at =
         excluded.updated_at, expires_at = excluded.expires_at`),
+    // For a set that found the entry: an upsert would first try the insert and hit the conflict.
+    replaceEntry: prepare(
+      'UPDATE working_memory_entries SET entry_json = ?, updated_at = ?, expires_at = ? WHERE memory_id = ? AND entry_key = ?',
+    ),
     deleteEntry: prepare<[string, string], [number, string | null]>(
       `DELETE FROM working_memory_entries WHERE memory_id = ? AND entry_key = ? RETURNING ${ENTRY_BYTES}, expires_at`,
     ).raw(true),

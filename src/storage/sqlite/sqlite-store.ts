@@ -61,6 +61,8 @@ import { operationRetentionArguments } from '../_operation-retention.js';
 import { SqliteChangeStamp } from './sqlite-change-stamp.js';
 import { SqliteEntryCache } from './sqlite-entry-cache.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
+import { holdSqliteConnection, privateSqliteConnection } from './sqlite-shared-connection.js';
+import type { SqliteConnectionHold } from './sqlite-shared-connection.js';
 import type { SqliteStatements } from './sqlite-statements.js';
 
 export { STORE_NAME };
@@ -113,7 +115,9 @@ export interface SqliteStoreOptions {
 
 /**
  * Creates a store on a SQLite file: opens it in WAL mode, applies the migrations, and
- * prepares its statements. One connection per store.
+ * prepares its statements. One connection per store, which the process's run store on the
+ * same file (`createSqliteRunStore` with the same `synchronous`, `busyTimeoutMs` and
+ * `checkpoints`) shares; it is closed when both are disposed.
  * @example
  * const store = createSqliteStore({ path: '.harness/state.db' });
  * const memory = createObservationalMemory({ store, model });
@@ -138,16 +142,28 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
   if (checkpoints !== 'background' && checkpoints !== 'inline')
     throw invalidOption('checkpoints', 'must be "background" or "inline"');
 
-  let db: Database | undefined;
+  let connection: SqliteConnectionHold | undefined;
   try {
-    db = options.database ?? openSqliteFile(options.path, busyTimeoutMs);
-    configureSqliteConnection(db, { busyTimeoutMs, synchronous, path: options.path });
-    migrateSqliteDatabase(db);
+    // The process's run store on this file shares the connection (see holdSqliteConnection).
+    connection = options.database
+      ? privateSqliteConnection(options.database)
+      : holdSqliteConnection('memory', { path: options.path, synchronous, busyTimeoutMs, checkpoints }, () =>
+          openSqliteFile(options.path, busyTimeoutMs),
+        );
+    const { db } = connection;
+    if (connection.opened) {
+      configureSqliteConnection(db, { busyTimeoutMs, synchronous, path: options.path });
+      migrateSqliteDatabase(db);
+    }
     const statements = prepareStatements(db);
     const checkpointer = checkpoints === 'background' ? useBackgroundCheckpoints(db, { synchronous }) : undefined;
-    return buildStore(db, statements, context, options.faultPoint, checkpointer);
+    return buildStore(db, statements, context, options.faultPoint, checkpointer, connection.release);
   } catch (error) {
-    if (db?.open) db.close();
+    try {
+      connection?.release();
+    } catch {
+      // The error that stopped the store is the one to report.
+    }
     throw toStoreError(error, context);
   }
 }
@@ -158,6 +174,7 @@ function buildStore(
   context: { path: string; busyTimeoutMs: number },
   faultPoint: SqliteStoreOptions['faultPoint'],
   checkpointer: BackgroundCheckpoints | undefined,
+  release: () => void,
 ): MemoryStore {
   const ctx = createSqliteStoreContext(db, statements, context, faultPoint, checkpointer);
   const { storeGuard, batcher, inspection, execute, write, readNow, finishLeased } = ctx;
@@ -268,12 +285,12 @@ function buildStore(
         batcher.flush();
       } finally {
         // The worker lets go of the file first, so that this connection is its last and
-        // checkpoints and removes the log as it closes.
+        // checkpoints and removes the log as it closes (with the run store's, when it shares it).
         await checkpointer?.stop();
       }
       entries.close();
       try {
-        db.close();
+        release();
       } catch (error) {
         throw toStoreError(error, context);
       }
@@ -775,7 +792,9 @@ function setWorkingMemoryEntry(ctx: SqliteStoreContext, input: Input<'setWorking
   const total = (storedBytes ?? 0) - (previous ?? 0) + utf8Length(key) + utf8Length(valueJson);
   if (total > limits.maxTotalBytes) throw workingMemoryLimitError('total_bytes', total, limits.maxTotalBytes);
   const expiresAt = input.ttlMs === undefined ? null : new Date(Date.parse(now) + input.ttlMs).toISOString();
-  statements.upsertEntry.run({ memoryId, key, valueJson, now, expiresAt });
+  // The basis was read under the write lock, after any purge: the entry is there exactly when it found it.
+  if (previous === null) statements.upsertEntry.run({ memoryId, key, valueJson, now, expiresAt });
+  else statements.replaceEntry.run(valueJson, now, expiresAt, memoryId, key);
   const after = newWorkingMemoryVersion();
   // A replaced entry's expiry may have been the earliest: the one kept is then early, which
   // costs one purge that finds nothing and sets it right.
