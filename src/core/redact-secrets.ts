@@ -35,6 +35,12 @@ export interface RedactionResult {
 interface Rule {
   readonly kind: SecretKind;
   readonly pattern: RegExp;
+  /**
+   * What every match needs the text to hold (a literal of the pattern), tested first with
+   * `includes` on the text and on its lower-case copy (for patterns with the `i` flag): a text
+   * without it cannot match, and the pattern's scan, most of a short text's cost, is skipped.
+   */
+  readonly needs: (text: Haystack) => boolean;
   /** Returns the replacement of a match, given its capture groups. */
   readonly replace?: (match: string, groups: readonly string[]) => string;
 }
@@ -76,6 +82,7 @@ const LABELLED_VALUE = [
 const RULES: readonly Rule[] = [
   {
     kind: 'private_key',
+    needs: (text) => text.has('PRIVATE KEY'),
     // PGP's armour says `PRIVATE KEY BLOCK`.
     pattern:
       /-----BEGIN [A-Z ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z ]{0,40}PRIVATE KEY(?: BLOCK)?-----|$)/g,
@@ -83,16 +90,30 @@ const RULES: readonly Rule[] = [
   // alg "none" tokens have an empty signature and still carry the payload, hence `*`.
   {
     kind: 'jwt',
+    needs: (text) => text.has('eyJ'),
     pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*`),
   },
   // Before the OpenAI rule, which would take `sk-ant-…` for one of its own.
-  { kind: 'anthropic_key', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}sk-ant-[A-Za-z0-9_-]{20,}`) },
-  { kind: 'openai_key', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}sk-[A-Za-z0-9_-]{20,}`) },
-  { kind: 'aws_access_key', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}(?:AKIA|ASIA)[A-Z0-9]{16}\b`) },
+  {
+    kind: 'anthropic_key',
+    needs: (text) => text.has('sk-ant-'),
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}sk-ant-[A-Za-z0-9_-]{20,}`),
+  },
+  {
+    kind: 'openai_key',
+    needs: (text) => text.has('sk-'),
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}sk-[A-Za-z0-9_-]{20,}`),
+  },
+  {
+    kind: 'aws_access_key',
+    needs: (text) => text.has('AKIA') || text.has('ASIA'),
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}(?:AKIA|ASIA)[A-Z0-9]{16}\b`),
+  },
   {
     // A secret access key is 40 characters with nothing to tell it apart, so only a labelled
     // one (`aws_secret_access_key = …`, `"SecretAccessKey": "…"`) is taken.
     kind: 'aws_secret_key',
+    needs: (text) => text.hasFolded('secret'),
     pattern: pattern(
       String.raw`${startsAfter('A-Za-z0-9_')}((?:aws_?)?secret_?(?:access_?)?key(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])`,
       'gi',
@@ -101,30 +122,47 @@ const RULES: readonly Rule[] = [
   },
   {
     kind: 'github_token',
+    needs: (text) => text.has('gh') || text.has('github_pat_'),
     pattern: pattern(
       String.raw`${startsAfter('A-Za-z0-9_')}(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})`,
     ),
   },
   {
     kind: 'slack_token',
+    needs: (text) => text.has('xox') || text.has('xapp-'),
     pattern: pattern(String.raw`${startsAfter('A-Za-z0-9-')}(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}`),
   },
   {
     kind: 'stripe_key',
+    needs: (text) => text.has('k_live_') || text.has('k_test_'),
     pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}[sr]k_(?:live|test)_[A-Za-z0-9]{10,}`),
   },
-  { kind: 'gitlab_token', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}glpat-[A-Za-z0-9_-]{20,}`) },
+  {
+    kind: 'gitlab_token',
+    needs: (text) => text.has('glpat-'),
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}glpat-[A-Za-z0-9_-]{20,}`),
+  },
   {
     kind: 'google_api_key',
+    needs: (text) => text.has('AIza'),
     pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_-')}AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])`),
   },
-  { kind: 'huggingface_token', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}hf_[A-Za-z0-9]{30,}`) },
-  { kind: 'npm_token', pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}npm_[A-Za-z0-9]{36,}`) },
+  {
+    kind: 'huggingface_token',
+    needs: (text) => text.has('hf_'),
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}hf_[A-Za-z0-9]{30,}`),
+  },
+  {
+    kind: 'npm_token',
+    needs: (text) => text.has('npm_'),
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}npm_[A-Za-z0-9]{36,}`),
+  },
   {
     // `scheme://user:password@host`: the password goes, the rest of the URL stays; a password
     // holding a raw `@` (`p@ssw0rd`) goes to the last `@` before the host. Every part is
     // bounded and the match cannot start inside a scheme-like run, which keeps it linear.
     kind: 'url_password',
+    needs: (text) => text.has('://'),
     pattern: pattern(
       String.raw`${startsAfter('A-Za-z0-9+.-')}([A-Za-z][A-Za-z0-9+.\-]{0,30}:\/\/[^\s:/?#@"'<>\\]{0,256}):(?!\[REDACTED:)[^\s/?#"'<>\\]{1,256}@`,
     ),
@@ -134,11 +172,13 @@ const RULES: readonly Rule[] = [
     // `?password=…`, `&pwd=…` in a query string, or `;Password=…` in a connection string: up
     // to the `&` or `;` that starts the next `name=` (a password may hold either).
     kind: 'url_password',
+    needs: (text) => text.hasFolded('pass') || text.hasFolded('pwd'),
     pattern: /([?&;](?:password|passwd|pwd|pass)=)(?!\[REDACTED:)(?:[^&;#\s"'<>\\]|[&;](?![A-Za-z_][\w. -]{0,40}=))+/gi,
     replace: (_match, [name]) => `${name ?? ''}[REDACTED:url_password]`,
   },
   {
     kind: 'bearer_token',
+    needs: (text) => text.hasFolded('bearer'),
     // A token holds a digit, or is long and mixes cases: that keeps prose such as "Bearer
     // authentication" intact.
     pattern: pattern(
@@ -150,6 +190,7 @@ const RULES: readonly Rule[] = [
     // `Authorization: Basic …` / `Token …` / `Digest …`, and a Bearer token of any shape (the
     // rule above takes only those that look like one): the scheme stays.
     kind: 'auth_header',
+    needs: (text) => text.hasFolded('authorization'),
     pattern: pattern(
       String.raw`${startsAfter('A-Za-z0-9_')}(authorization(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?(?:basic|bearer|token|digest|apikey)[ \t]+)(?!\[REDACTED:)[^\s"'\\]{4,512}`,
       'gi',
@@ -160,6 +201,7 @@ const RULES: readonly Rule[] = [
     // An environment-style assignment (`DB_PASSWORD=…`, `export API_TOKEN=…`): what follows is
     // the secret itself, letters only or holding any punctuation, up to the end of the word.
     kind: 'labelled_secret',
+    needs: (text) => text.has('=') && (text.has('PASS') || text.has('SECRET') || text.has('KEY') || text.has('TOKEN')),
     pattern: pattern(
       String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|PASSPHRASE|SECRET(?:_?KEY)?|API_?KEY|ACCOUNT_?KEY|PRIVATE_?KEY|TOKEN)[ \t]{0,8}=[ \t]{0,8})(${LABELLED_VALUE})`,
     ),
@@ -170,6 +212,10 @@ const RULES: readonly Rule[] = [
     // the label stays. Only values that look like one are taken (see `labelledValue`), so
     // `apiKey = process.env.API_KEY` and `password: required` stay as they are.
     kind: 'labelled_secret',
+    // Every label word holds one of these (`api-key`, `passwd`, `clientSecret`).
+    needs: (text) =>
+      (text.has(':') || text.has('=')) &&
+      (text.hasFolded('pass') || text.hasFolded('secret') || text.hasFolded('key') || text.hasFolded('token')),
     pattern: pattern(
       String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS})(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8})(${LABELLED_VALUE})`,
       'gi',
@@ -183,6 +229,7 @@ const RULES: readonly Rule[] = [
   // together (`a@b.coc@d.org`) are taken as one, so no part is left to a second pass.
   {
     kind: 'email_address',
+    needs: (text) => text.has('@'),
     pattern: pattern(
       String.raw`${startsAfter(String.raw`\p{L}\p{N}._%+-`)}(?<!\\|\\u[0-9A-Fa-f]{0,3}|\/\/)(?![Gg][Ii][Tt]@)[\p{L}\p{N}._%+-]{1,256}@(?:[\p{L}\p{N}-]{1,63}\.){1,16}\p{L}{2,63}(?:[\p{L}\p{N}._%+-]{0,256}@[\p{L}\p{N}._%+@-]{0,256}[\p{L}\p{N}])?(?![\p{L}\p{N}-])`,
       'gu',
@@ -192,6 +239,8 @@ const RULES: readonly Rule[] = [
   // window search is in `redactCardRun`.
   {
     kind: 'card_number',
+    // A run is replaced only where a window of at least 13 digits passes Luhn.
+    needs: (text) => text.digits() >= MIN_CARD_DIGITS,
     pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}\d+(?:[ -]\d+)*(?!\w)`),
     replace: (match) => redactCardRun(match),
   },
@@ -208,7 +257,10 @@ const RULES: readonly Rule[] = [
 export function redactSecrets(text: string): RedactionResult {
   const counts: Partial<Record<SecretKind, number>> = {};
   let result = text;
+  let haystack = new Haystack(text);
   for (const rule of RULES) {
+    if (!rule.needs(haystack)) continue;
+    const before = result;
     result = result.replace(rule.pattern, (match: string, ...rest: unknown[]) => {
       // The capture groups come first, then the match offset (a number).
       const groups: string[] = [];
@@ -222,8 +274,46 @@ export function redactSecrets(text: string): RedactionResult {
       if (added > 0) counts[rule.kind] = (counts[rule.kind] ?? 0) + added;
       return replaced;
     });
+    if (result !== before) haystack = new Haystack(result);
   }
   return { text: result, counts };
+}
+
+/** The text a rule's `needs` looks in: as it is, lower-cased, and its count of ASCII digits, each made once. */
+class Haystack {
+  readonly #text: string;
+  #folded: string | undefined;
+  #digits = -1;
+
+  constructor(text: string) {
+    this.#text = text;
+  }
+
+  has(literal: string): boolean {
+    return this.#text.includes(literal);
+  }
+
+  /**
+   * For a pattern with the `i` flag (not `u`): such a pattern matches a letter only in its ASCII
+   * cases, and lower-casing turns those into the literal's (it may also turn other letters
+   * into ASCII ones: a rule then runs and finds nothing, never the other way round).
+   */
+  hasFolded(lowerCaseLiteral: string): boolean {
+    this.#folded ??= this.#text.toLowerCase();
+    return this.#folded.includes(lowerCaseLiteral);
+  }
+
+  digits(): number {
+    if (this.#digits < 0) {
+      let count = 0;
+      for (let index = 0; index < this.#text.length; index++) {
+        const code = this.#text.charCodeAt(index);
+        if (code >= 48 && code <= 57) count++;
+      }
+      this.#digits = count;
+    }
+    return this.#digits;
+  }
 }
 
 // Further than any bounded rule reaches (a bare labelled value: 4,096 units of up to two
