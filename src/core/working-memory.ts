@@ -1,5 +1,6 @@
 import { HarnessMemoryError } from './errors.js';
 import { redactSecrets } from './redact-secrets.js';
+import { redactValue } from './redact-value.js';
 import { needsStripping, neutralizeMarkup, stripInvisible, stripInvisibleInJson } from './sanitize-text.js';
 
 /** Limits of working memory, per scope. */
@@ -249,4 +250,19 @@ function invalid(field: string, message: string): HarnessMemoryError {
     message: `${message}.`,
     data: { field },
   });
+}
+
+/**
+ * `value` redacted as it would be under `key` in an object (`{"password": "hunter22"}`): the
+ * entry's key labels its value just as an object key does (`set('password', 'hunter22')`),
+ * and a value read on its own has lost that label. `value` itself when nothing changes. The
+ * key is never changed: one holding a secret was refused before.
+ */
+export function redactWorkingMemoryValue(key: string, value: unknown): unknown {
+  // A computed key defines an own property, so "__proto__" is a plain key here.
+  const pair = { [key]: value };
+  const redacted = redactValue(pair, { keys: true });
+  if (redacted === pair) return value;
+  const own = Object.getOwnPropertyDescriptor(redacted, key);
+  return own === undefined ? redactValue(value, { keys: true }) : (own.value as unknown);
 }

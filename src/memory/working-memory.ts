@@ -3,7 +3,6 @@
  * turn, so every size is bounded.
  * @module
  */
-import { redactValue } from '../core/redact-value.js';
 import { requireObject, requireOptions } from '../core/require-option.js';
 import { compareUtf8 } from '../core/compare-utf8.js';
 import type { Scope, ScopeInput } from '../core/scope.js';
@@ -15,6 +14,7 @@ import {
   joinWorkingMemoryLines,
   checkNewWorkingMemoryKey,
   normalizeWorkingMemoryKey,
+  redactWorkingMemoryValue,
   refuseSecretKey,
   stripInvisibleFromValueJson,
   utf8Length,
@@ -185,7 +185,7 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       let valueJson = stripInvisibleFromValueJson(encodeWorkingMemoryValue(value, limits.maxValueBytes));
       if (redact) {
         const plain: unknown = JSON.parse(valueJson);
-        const redacted = redactUnderKey(normalized, plain);
+        const redacted = redactWorkingMemoryValue(normalized, plain);
         if (redacted !== plain) valueJson = encodeRedactedValue(redacted, valueJson, limits.maxValueBytes);
       }
       const { versions, ...stored } = await store.setWorkingMemoryEntry({
@@ -386,21 +386,6 @@ function putEntry(keys: string[], lines: string[], entry: WorkingMemoryEntry): v
   const replaces = keys[low] === entry.key ? 1 : 0;
   keys.splice(low, replaces, entry.key);
   lines.splice(low, replaces, workingMemoryLine(entry));
-}
-
-/**
- * `value` redacted as it would be under `key` in an object (`{"password": "hunter22"}`): the
- * entry's key labels its value just as an object key does (`set('password', 'hunter22')`),
- * and a value read on its own has lost that label. `value` itself when nothing changes. The
- * key is never changed: one holding a secret was refused before.
- */
-function redactUnderKey(key: string, value: unknown): unknown {
-  // A computed key defines an own property, so "__proto__" is a plain key here.
-  const pair = { [key]: value };
-  const redacted = redactValue(pair, { keys: true });
-  if (redacted === pair) return value;
-  const own = Object.getOwnPropertyDescriptor(redacted, key);
-  return own === undefined ? redactValue(value, { keys: true }) : (own.value as unknown);
 }
 
 /**

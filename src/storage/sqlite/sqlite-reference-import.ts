@@ -16,9 +16,8 @@ import { DEFAULT_OBSERVATION_CONFIG } from '../../core/observation.js';
 import type { ObservationConfig } from '../../core/observation.js';
 import { parseReflection } from '../../core/parse-reflection.js';
 import { redactSecrets } from '../../core/redact-secrets.js';
-import { redactValue } from '../../core/redact-value.js';
 import { stripInvisible } from '../../core/sanitize-text.js';
-import { stripInvisibleFromValueJson } from '../../core/working-memory.js';
+import { redactWorkingMemoryValue, stripInvisibleFromValueJson } from '../../core/working-memory.js';
 import { isScopeId, MAX_SCOPE_ID_LENGTH, memoryIdOf } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../../core/token-estimator.js';
@@ -411,9 +410,8 @@ function storedText(text: string): string {
 /**
  * A working-memory value as today's set stores it under `key`: invisible characters stripped
  * from its strings, then secrets redacted, the value read as labelled by the entry's key
- * (`password` = `"hunter22"`) just as by an object key. This is what `redactUnderKey` in
- * memory/working-memory.ts does, which the storage layer cannot import. Text that is not
- * JSON is redacted as text. Always redacted, as {@link storedText} says.
+ * (`password` = `"hunter22"`) just as by an object key. Text that is not JSON is redacted as
+ * text. Always redacted, as {@link storedText} says.
  */
 function storedValueJson(key: string, valueJson: string): string {
   let json = valueJson;
@@ -428,15 +426,10 @@ function storedValueJson(key: string, valueJson: string): string {
   } catch {
     return storedText(valueJson);
   }
-  // A computed key defines an own property, so "__proto__" is a plain key here.
-  const pair = { [key]: value };
-  const redacted = redactValue(pair, { keys: true });
-  if (redacted === pair) return json;
-  // The key itself redacted (a secret) renames it: the value is then read on its own.
-  const own = Object.getOwnPropertyDescriptor(redacted, key);
-  const next: unknown = own === undefined ? redactValue(value, { keys: true }) : own.value;
+  const redacted = redactWorkingMemoryValue(key, value);
+  if (redacted === value) return json;
   try {
-    return JSON.stringify(next);
+    return JSON.stringify(redacted);
   } catch {
     // NOTE: JSON.stringify recurses, and the reference bounded no value's depth.
     return storedText(json);
