@@ -123,12 +123,16 @@ export async function resolveExportPath(options: ResolveExportPathOptions, attem
  * on to the next suffix.
  */
 export async function writeExport(
-  options: ResolveExportPathOptions & { content: string | Uint8Array },
+  options: ResolveExportPathOptions & {
+    content: string | Uint8Array;
+    /** Testing hook, passed to {@link writeNewFile}: crash tests kill the process there. */
+    faultPoint?: ExportFaultPoint;
+  },
 ): Promise<ResolvedExportPath> {
   for (let attempt = 1; ; attempt++) {
     const destination = await resolveExportPath(options, attempt);
     try {
-      await writeNewFile(destination.absolutePath, options.content);
+      await writeNewFile(destination.absolutePath, options.content, options.faultPoint);
       return destination;
     } catch (error) {
       const taken = (error as NodeJS.ErrnoException).code === 'EEXIST';
@@ -148,19 +152,32 @@ export async function writeExport(
 }
 
 /**
+ * Testing hook of {@link writeNewFile}: called with `mid_export` once the temporary file
+ * holds the content, before it is synced and linked to the target. Crash tests kill the
+ * process there (test/durability/export-crash.test.ts).
+ */
+export type ExportFaultPoint = (point: 'mid_export') => void;
+
+/**
  * Writes a new file, never replacing one: the content goes to a temporary file opened
  * exclusively (`wx`, 0o600: readable by its owner only) in the same directory and synced,
  * then is linked to the target, which fails with `EEXIST` if the target exists (where links
  * are not supported, an exclusive copy does the same, with the same mode). A crash leaves at
  * most the temporary file, never a partial target. The temporary file is always removed.
+ * `faultPoint` is a testing hook ({@link ExportFaultPoint}).
  */
-export async function writeNewFile(absolutePath: string, content: string | Uint8Array): Promise<void> {
+export async function writeNewFile(
+  absolutePath: string,
+  content: string | Uint8Array,
+  faultPoint?: ExportFaultPoint,
+): Promise<void> {
   const directory = path.dirname(absolutePath);
   const temporary = path.join(directory, `${path.basename(absolutePath)}.tmp-${randomBytes(6).toString('hex')}`);
   let handle: FileHandle | undefined;
   try {
     handle = await fs.open(temporary, 'wx', PRIVATE_FILE_MODE);
     await handle.writeFile(content);
+    faultPoint?.('mid_export');
     await handle.sync();
     await handle.close();
     handle = undefined;

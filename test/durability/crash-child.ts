@@ -12,13 +12,16 @@
  *
  * Environment: `DB_PATH` (required), `FAULT_POINT`, `FAULT_AT` (default 1), `OBSERVES`
  * (default 5), `PER_OBSERVE` (default 2), `RECOVER`, `CRASH_ON_RECOVER` (recovery crashes at
- * `FAULT_POINT` too), `MAX_OPERATION_ATTEMPTS`.
+ * `FAULT_POINT` too), `MAX_OPERATION_ATTEMPTS`, `CHECKPOINTS` (`inline`: the store's option, so
+ * that committed pages stay in the write-ahead log until it reaches SQLite's 1000 pages),
+ * `LEASE_MS` (default 300).
  * @module
  */
 import { memoryIdOf, resolveScope } from '../../src/core/scope.js';
 import { createObservationalMemory } from '../../src/memory/observational-memory.js';
 import { createSqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
 import { messages, scriptedObserver } from '../support/scripted-models.js';
+import { sigkillSelf } from './durability-support.js';
 
 type FaultPoint = 'after_claim' | 'after_llm' | 'mid_apply' | 'before_mark_applied';
 const FAULT_POINTS: readonly string[] = ['after_claim', 'after_llm', 'mid_apply', 'before_mark_applied'];
@@ -43,10 +46,7 @@ const hook = (point: FaultPoint): void => {
   if ((recover && !crashOnRecover) || point !== faultPoint) return;
   hits++;
   if (hits < faultAt) return;
-  process.kill(process.pid, 'SIGKILL');
-  // SIGKILL to oneself is delivered before kill() returns; this only guards the impossible.
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10_000);
-  process.exit(99);
+  sigkillSelf();
 };
 
 // One observation per call, naming the message seqs it saw: the test checks the ranges
@@ -57,13 +57,17 @@ const observer = scriptedObserver((input) => {
   return `IMPORTANCE:0.5\nobs for messages ${first}-${last}`;
 });
 
-const store = createSqliteStore({ path, faultPoint: hook });
+const store = createSqliteStore({
+  path,
+  faultPoint: hook,
+  ...(process.env['CHECKPOINTS'] === 'inline' ? { checkpoints: 'inline' as const } : {}),
+});
 const memory = createObservationalMemory({
   store,
   observer,
   defaultEnabled: true,
   defaults: { observeMinTokens: 1 },
-  leaseMs: 300,
+  leaseMs: Number(process.env['LEASE_MS'] ?? '300'),
   retryDelayMs: 10,
   faultPoint: hook,
   ...(maxOperationAttempts === undefined ? {} : { maxOperationAttempts }),
