@@ -162,9 +162,10 @@ export type ExportFaultPoint = (point: 'mid_export') => void;
  * Writes a new file, never replacing one: the content goes to a temporary file opened
  * exclusively (`wx`, 0o600: readable by its owner only) in the same directory and synced,
  * then is linked to the target, which fails with `EEXIST` if the target exists (where links
- * are not supported, an exclusive copy does the same, with the same mode). A crash leaves at
- * most the temporary file, never a partial target. The temporary file is always removed.
- * `faultPoint` is a testing hook ({@link ExportFaultPoint}).
+ * are not supported, an exclusive copy does the same, with the same mode). Where links work a
+ * crash leaves at most the temporary file, never a partial target; during the copy that
+ * stands in for a link it can leave a partial one. The temporary file is removed whenever the
+ * process lives to do it. `faultPoint` is a testing hook ({@link ExportFaultPoint}).
  */
 export async function writeNewFile(
   absolutePath: string,
