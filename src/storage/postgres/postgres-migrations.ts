@@ -4,7 +4,7 @@
  * settings and payloads, booleans, and identity columns where SQLite orders by rowid.
  * @module
  */
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { StoreError } from '../../core/errors.js';
 import { OBSERVATION_SOURCES } from '../../core/observation.js';
 import { lockKey64, query, transaction, validateSchemaName } from './postgres-connection.js';
@@ -265,6 +265,9 @@ CREATE INDEX om_memory_records_tenant_scope_idx
   ON ${s}om_memory_records (tenant_id, conversation_id COLLATE "C", agent_id COLLATE "C");
 `;
 
+/** The version that puts the tenant policies on the tables (see {@link rowLevelSecurity}). */
+const ROW_LEVEL_SECURITY_VERSION = 22;
+
 /** Every migration, in order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = Object.freeze([
   {
@@ -398,7 +401,74 @@ ${observeFunctions(s)}`,
       'wm_set_entry takes a time to live and deletes the expired entries of its scope',
     up: entryExpiryMigration,
   },
+  {
+    version: ROW_LEVEL_SECURITY_VERSION,
+    description:
+      'row-level security on every table of tenant data: a role that neither owns the tables nor bypasses ' +
+      'row-level security reads and writes only the rows of the tenants harness_tenant_roles names for it',
+    up: rowLevelSecurity,
+  },
 ]);
+
+/** Tables keyed by scope whose rows carry the tenant id in a column of their own. */
+const TENANT_COLUMN_TABLES = ['om_memory_records', 'om_operation_log', 'harness_runs'] as const;
+
+/** Tables keyed by scope whose rows name it only by memory id (`<length>:<tenant id>/…`). */
+const MEMORY_ID_TABLES = [
+  'om_markers',
+  'om_observations',
+  'om_messages',
+  'om_reflection_links',
+  'om_scope_generations',
+  'working_memory_entries',
+  'working_memory_versions',
+  'harness_conversation_messages',
+  'harness_conversation_generations',
+] as const;
+
+/**
+ * Row-level security as a second wall between tenants, for roles other than the harness's
+ * own. `harness_tenant_roles` (kept by the operator, as the owner) names the tenants each
+ * database role may reach. A role that neither owns the tables nor has BYPASSRLS (a reporting
+ * tool, a support console, a tenant's own read access) then reads and writes only those
+ * tenants' rows, and reads of the mapping show it only its own. Nothing a session can set
+ * widens that: a custom setting would be, since any session may change it. The tables' owner
+ * (the role that migrated them, which the harness must be) is not held to it, so the harness's
+ * queries carry no extra condition. Run events belong to their run's tenant.
+ *
+ * NOTE: the memory id's length prefix makes the prefix test exact: `1:a/` can only begin the
+ * memory id of tenant `a`, whatever characters the ids hold.
+ */
+function rowLevelSecurity(s: string): string {
+  const tenants = `SELECT tenant_id FROM ${s}harness_tenant_roles WHERE role_name = current_user`;
+  const byColumn = `tenant_id IN (${tenants})`;
+  const byMemoryId = (table: string): string =>
+    `EXISTS (SELECT 1 FROM ${s}harness_tenant_roles AS allowed WHERE allowed.role_name = current_user AND ` +
+    `starts_with(${table}.memory_id, length(allowed.tenant_id)::text || ':' || allowed.tenant_id || '/'))`;
+  const byRun =
+    `EXISTS (SELECT 1 FROM ${s}harness_runs AS run WHERE run.run_id = harness_run_events.run_id ` +
+    `AND run.tenant_id IN (${tenants}))`;
+  const policies: Array<[string, string]> = [
+    ...TENANT_COLUMN_TABLES.map((table): [string, string] => [table, byColumn]),
+    ...MEMORY_ID_TABLES.map((table): [string, string] => [table, byMemoryId(table)]),
+    ['harness_run_events', byRun],
+  ];
+  return `
+CREATE TABLE ${s}harness_tenant_roles (
+  role_name text NOT NULL,
+  tenant_id text NOT NULL,
+  PRIMARY KEY (role_name, tenant_id)
+);
+ALTER TABLE ${s}harness_tenant_roles ENABLE ROW LEVEL SECURITY;
+CREATE POLICY harness_own_tenants ON ${s}harness_tenant_roles FOR SELECT USING (role_name = current_user);
+${policies
+  .map(
+    ([table, condition]) =>
+      `ALTER TABLE ${s}${table} ENABLE ROW LEVEL SECURITY;\n` +
+      `CREATE POLICY harness_tenant ON ${s}${table} USING (${condition}) WITH CHECK (${condition});\n`,
+  )
+  .join('')}`;
+}
 
 /**
  * Gives a record to each scope that has working-memory entries and none. The memory id is
@@ -507,6 +577,32 @@ export async function migratePostgresSchema(
       ]);
       done.add(migration.version);
     }
+    if (done.has(ROW_LEVEL_SECURITY_VERSION)) await refuseRestrictedRole(client, schema);
     return Math.max(0, ...done);
+  });
+}
+
+/**
+ * Fails when this connection's role would be held to the tenant policies (it neither owns the
+ * tables nor has BYPASSRLS): the stores work across tenants and would find nothing. Such a
+ * role ran before version 22 with plain grants; it needs the owner's rights now.
+ */
+async function refuseRestrictedRole(client: PoolClient, schema: string): Promise<void> {
+  const table = `"${schema}".om_memory_records`;
+  const { rows } = await query<{ active: boolean; role: string; owner: string }>(
+    client,
+    `SELECT row_security_active($1::regclass) AS active, current_user AS role, pg_get_userbyid(relowner) AS owner
+     FROM pg_class WHERE oid = $1::regclass`,
+    [table],
+  );
+  const found = rows[0];
+  if (!found?.active) return;
+  throw new StoreError({
+    store: 'postgres',
+    message:
+      `The database role ${found.role} is held to the row-level security of schema ${schema}: it neither owns ` +
+      `the tables (${found.owner} does) nor has BYPASSRLS, so the harness would see no memory. Connect as ` +
+      `${found.owner} or a role that is a member of it, or grant ${found.role} BYPASSRLS.`,
+    data: { schema, role: found.role, owner: found.owner },
   });
 }

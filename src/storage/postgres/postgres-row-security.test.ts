@@ -1,0 +1,240 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresTestSchemas, postgresTestUrl } from '../../../test/support/postgres-schema.js';
+import { scriptedObserver } from '../../../test/support/scripted-models.js';
+import { memoryIdOf, resolveScope, scopeOfMemoryId } from '../../core/scope.js';
+import { createObservationalMemory } from '../../memory/observational-memory.js';
+import { createWorkingMemory } from '../../memory/working-memory.js';
+import type { RunStore } from '../run-store.js';
+import type { MemoryStore } from '../store.js';
+import { createPostgresRunStore } from './postgres-run-store.js';
+import { createPostgresStore } from './postgres-store.js';
+
+const url = postgresTestUrl();
+/** `acme` and `acme:eu` share a beginning, as tenant ids may: a prefix test must still tell them apart. */
+const TENANTS = ['acme', 'acme:eu', 'globex'] as const;
+
+/**
+ * The reliability catalogue's E39: a role that neither owns the tables nor has BYPASSRLS sees
+ * only the rows of the tenants `harness_tenant_roles` names for it, none without one, cannot
+ * write another tenant's rows nor widen what it may reach; the harness's own role (the owner)
+ * is not held to it.
+ */
+describe.skipIf(!url)('postgres: row-level security for roles other than the harness', () => {
+  const connectionString = url ?? '';
+  const schemas = createPostgresTestSchemas(connectionString);
+  const schema = schemas.next();
+  const role = `hm_rls_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Pool({ connectionString, max: 1 });
+  let restricted: pg.Client;
+  let store: MemoryStore;
+  let runStore: RunStore;
+
+  beforeAll(async () => {
+    store = await createPostgresStore({ connectionString, schema, max: 2 });
+    runStore = await createPostgresRunStore({ connectionString, schema, max: 2 });
+    const memory = createObservationalMemory({
+      store,
+      observer: scriptedObserver((input) => `IMPORTANCE:0.6\nnoted ${input.messages.length} messages`),
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
+    const workingMemory = createWorkingMemory({ store });
+    for (const tenantId of TENANTS) {
+      const input = { tenantId, conversationId: 'conv-1' };
+      const memoryId = memoryIdOf(resolveScope(input));
+      await memory.observe({ scope: input, messages: [{ id: 'm1', role: 'user', content: `${tenantId} says hi` }] });
+      await workingMemory.set(input, 'plan', `${tenantId} plan`);
+      const run = await runStore.createRun({
+        runId: `run-${tenantId}`,
+        scope: resolveScope(input),
+        status: 'running',
+        prompt: 'hello',
+        model: 'scripted',
+        systemPrompt: '',
+        maxSteps: 4,
+        output: null,
+        error: null,
+        steps: 0,
+        usage: { inputTokens: 0, outputTokens: 0 },
+        parentRunId: null,
+      });
+      await runStore.appendEvent(run.runId, 'run.started', { tenant: tenantId });
+      await runStore.appendMessages(memoryId, [
+        { messageId: `${tenantId}-m1`, runId: run.runId, role: 'user', content: 'hello', tokenCount: 1 },
+      ]);
+      // A forgotten conversation leaves its generations behind.
+      const gone = { tenantId, conversationId: 'conv-gone' };
+      await memory.observe({ scope: gone, messages: [{ id: 'g1', role: 'user', content: 'soon gone' }] });
+      await memory.forget(gone);
+      await runStore.forgetConversation(memoryIdOf(resolveScope(gone)));
+      // No reflection runs here: its links are written as a reflection would leave them.
+      await admin.query(
+        `INSERT INTO "${schema}".om_reflection_links (memory_id, kind, first_seq, second_seq, detail, operation_id,
+           created_at) VALUES ($1, 'supersession', 2, 1, 'newer', 'op-reflect', now())`,
+        [memoryId],
+      );
+    }
+    await admin.query(`CREATE ROLE "${role}" LOGIN`);
+    await admin.query(`GRANT USAGE, CREATE ON SCHEMA "${schema}" TO "${role}"`);
+    await admin.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "${schema}" TO "${role}"`);
+    restricted = new pg.Client({ connectionString: asRole(connectionString, role) });
+    await restricted.connect();
+  });
+
+  afterAll(async () => {
+    await restricted?.end();
+    await runStore?.dispose();
+    await store?.dispose();
+    await schemas.dropAll();
+    await admin.query(`DROP OWNED BY "${role}"`).catch(() => undefined);
+    await admin.query(`DROP ROLE IF EXISTS "${role}"`);
+    await admin.end();
+  });
+
+  /** Every table of tenant data: all of the schema's but the migrations' and the role mapping. */
+  const tables = async (): Promise<string[]> =>
+    (
+      await admin.query<{ name: string }>(
+        `SELECT tablename AS name FROM pg_tables WHERE schemaname = $1
+           AND tablename NOT IN ('schema_migrations', 'harness_tenant_roles') ORDER BY tablename`,
+        [schema],
+      )
+    ).rows.map((row) => row.name);
+
+  /** The tenant of each row of `table`, read by the owner (who sees every row) and told apart in code. */
+  const tenantsOfRows = async (table: string, client: pg.ClientBase | pg.Pool = admin): Promise<string[]> => {
+    if (table === 'harness_run_events') {
+      const { rows } = await client.query<{ run_id: string }>(`SELECT run_id FROM "${schema}".${table}`);
+      return rows.map((row) => row.run_id.slice('run-'.length)).sort();
+    }
+    const { rows } = await client.query<{ memory_id: string }>(`SELECT memory_id FROM "${schema}".${table}`);
+    return rows.map((row) => scopeOfMemoryId(row.memory_id)?.tenantId ?? `not a memory id: ${row.memory_id}`).sort();
+  };
+
+  /** Lets the restricted role reach exactly `tenantIds` (the owner keeps the mapping). */
+  const allow = async (...tenantIds: string[]): Promise<void> => {
+    await admin.query(`DELETE FROM "${schema}".harness_tenant_roles WHERE role_name = $1`, [role]);
+    for (const tenantId of tenantIds)
+      await admin.query(`INSERT INTO "${schema}".harness_tenant_roles (role_name, tenant_id) VALUES ($1, $2)`, [
+        role,
+        tenantId,
+      ]);
+  };
+
+  it('puts a tenant policy on every table of tenant data, and the owner still sees every tenant', async () => {
+    const { rows } = await admin.query<{ name: string; enabled: boolean; policies: string }>(
+      `SELECT c.relname AS name, c.relrowsecurity AS enabled,
+         (SELECT count(*) FROM pg_policy p WHERE p.polrelid = c.oid)::text AS policies
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname <> 'schema_migrations' ORDER BY c.relname`,
+      [schema],
+    );
+    expect(rows.length).toBeGreaterThanOrEqual(13);
+    expect(rows.filter((row) => !row.enabled || row.policies !== '1').map((row) => row.name)).toEqual([]);
+    for (const table of await tables()) {
+      const found = new Set(await tenantsOfRows(table));
+      expect([table, ...found].join(' ')).toBe([table, ...TENANTS].join(' '));
+    }
+  });
+
+  it('shows a restricted role no row while no tenant is mapped to it, whatever its session sets', async () => {
+    await allow();
+    await restricted.query(`SELECT set_config('harness.tenant_id', 'acme', false)`);
+    for (const table of await tables()) {
+      const { rows } = await restricted.query<{ count: string }>(`SELECT count(*) FROM "${schema}".${table}`);
+      expect(`${table}: ${rows[0]?.count}`).toBe(`${table}: 0`);
+    }
+  });
+
+  it("shows a restricted role exactly its tenants' rows, and a cross-tenant SELECT returns 0 rows", async () => {
+    for (const allowed of [['acme'], ['acme:eu'], ['globex'], ['acme', 'globex']]) {
+      await allow(...allowed);
+      for (const table of await tables()) {
+        const all = await tenantsOfRows(table);
+        const seen = await tenantsOfRows(table, restricted);
+        expect(`${allowed.join('+')} ${table}: ${seen.join(',')}`).toBe(
+          `${allowed.join('+')} ${table}: ${all.filter((tenant) => allowed.includes(tenant)).join(',')}`,
+        );
+      }
+      for (const other of TENANTS.filter((tenant) => !allowed.includes(tenant))) {
+        const { rows } = await restricted.query(
+          `SELECT r.memory_id FROM "${schema}".om_memory_records r WHERE r.tenant_id = $1
+           UNION ALL SELECT r.memory_id FROM "${schema}".om_memory_records r
+           JOIN "${schema}".om_observations o ON o.memory_id = r.memory_id WHERE r.tenant_id = $1`,
+          [other],
+        );
+        expect(rows).toEqual([]);
+      }
+    }
+  });
+
+  it('lets a restricted role read only its own mapping and change none of it', async () => {
+    await allow('acme');
+    await admin.query(
+      `INSERT INTO "${schema}".harness_tenant_roles (role_name, tenant_id) VALUES ('someone_else', 'globex')`,
+    );
+    const { rows } = await restricted.query<{ role_name: string; tenant_id: string }>(
+      `SELECT role_name, tenant_id FROM "${schema}".harness_tenant_roles`,
+    );
+    expect(rows).toEqual([{ role_name: role, tenant_id: 'acme' }]);
+    await expect(
+      restricted.query(`INSERT INTO "${schema}".harness_tenant_roles (role_name, tenant_id) VALUES ($1, 'globex')`, [
+        role,
+      ]),
+    ).rejects.toThrow(/row-level security/);
+    const changed = await restricted.query(
+      `UPDATE "${schema}".harness_tenant_roles SET tenant_id = 'globex' WHERE role_name = $1`,
+      [role],
+    );
+    expect(changed.rowCount).toBe(0);
+    expect(await tenantsOfRows('om_observations', restricted)).toEqual(['acme']);
+  });
+
+  it("refuses a restricted role's writes to another tenant's rows", async () => {
+    await allow('acme');
+    const globex = memoryIdOf(resolveScope({ tenantId: 'globex', conversationId: 'conv-1' }));
+    await expect(
+      restricted.query(`INSERT INTO "${schema}".om_scope_generations (memory_id, generation) VALUES ($1, 1)`, [
+        memoryIdOf(resolveScope({ tenantId: 'globex', conversationId: 'conv-new' })),
+      ]),
+    ).rejects.toThrow(/row-level security/);
+    const updated = await restricted.query(
+      `UPDATE "${schema}".working_memory_entries SET entry_json = '"stolen"' WHERE memory_id = $1`,
+      [globex],
+    );
+    expect(updated.rowCount).toBe(0);
+    const deleted = await restricted.query(`DELETE FROM "${schema}".harness_run_events WHERE run_id = 'run-globex'`);
+    expect(deleted.rowCount).toBe(0);
+    // Moving its own row to another tenant is refused too.
+    const acme = memoryIdOf(resolveScope({ tenantId: 'acme', conversationId: 'conv-1' }));
+    await expect(
+      restricted.query(`UPDATE "${schema}".working_memory_entries SET memory_id = $1 WHERE memory_id = $2`, [
+        globex,
+        acme,
+      ]),
+    ).rejects.toThrow(/row-level security/);
+    expect(await tenantsOfRows('working_memory_entries')).toEqual([...TENANTS].sort());
+  });
+
+  it('refuses to open the stores as a role held to the policies, naming it and what to do', async () => {
+    const owner = (await admin.query<{ name: string }>('SELECT current_user AS name')).rows[0]?.name;
+    const opened = createPostgresStore({ connectionString: asRole(connectionString, role), schema, max: 1 });
+    await expect(opened).rejects.toMatchObject({
+      code: 'STORE_FAILED',
+      message: expect.stringContaining(`The database role ${role} is held to the row-level security`),
+      data: { schema, role, owner },
+    });
+    await expect(
+      createPostgresRunStore({ connectionString: asRole(connectionString, role), schema, max: 1 }),
+    ).rejects.toMatchObject({ code: 'STORE_FAILED', message: expect.stringContaining('grant') });
+  });
+});
+
+function asRole(connectionString: string, role: string): string {
+  const target = new URL(connectionString);
+  target.username = role;
+  target.password = '';
+  return target.toString();
+}
