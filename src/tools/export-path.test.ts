@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HarnessMemoryError } from '../core/errors.js';
 import type { Scope } from '../core/scope.js';
-import { resolveExportPath, writeExport, writeFileAtomic, writeNewFile } from './export-path.js';
+import { resolveExportPath, STALE_TEMPORARY_MS, writeExport, writeFileAtomic, writeNewFile } from './export-path.js';
 
 const SCOPE: Scope = { tenantId: 'acme', conversationId: 'c:1', agentId: 'bot' };
 const NOW = (): Date => new Date('2025-01-02T03:04:05.678Z');
@@ -261,6 +261,37 @@ describe('export path: new files only', () => {
     expect(fs.readFileSync(first.absolutePath, 'utf8')).toBe('1');
     await refusal(writeExport({ ...options, requestedPath: first.relativePath, content: '3' }));
     expect(fs.readFileSync(first.absolutePath, 'utf8')).toBe('1');
+  });
+});
+
+describe('export path: what killed exports left', () => {
+  it("removes another export's temporary files once they are an hour old, and nothing else", async () => {
+    const workspace = temporaryDirectory();
+    const options = { workspace, scope: SCOPE, format: 'json' as const, now: NOW };
+    const folder = path.dirname((await writeExport({ ...options, content: '1' })).absolutePath);
+    const aged = (name: string, ageMs: number, content = 'partial'): string => {
+      const file = path.join(folder, name);
+      fs.writeFileSync(file, content);
+      const time = new Date(Date.now() - ageMs);
+      fs.utimesSync(file, time, time);
+      return name;
+    };
+    const stale = aged('memory-20250101-000000.json.tmp-0123456789ab', STALE_TEMPORARY_MS + 60_000);
+    const live = aged('memory-20250102-030405-9.json.tmp-ba9876543210', 60_000);
+    const user = aged('notes.json.tmp-not-ours', STALE_TEMPORARY_MS * 2);
+    const outside = path.join(temporaryDirectory(), 'keep.txt');
+    fs.writeFileSync(outside, 'keep');
+    const link = 'memory-20250101-000001.json.tmp-cafecafecafe';
+    fs.symlinkSync(outside, path.join(folder, link));
+    const before = fs.readdirSync(folder);
+    expect(before).toContain(stale);
+
+    const second = await writeExport({ ...options, content: '2' });
+    expect(fs.readdirSync(folder).sort()).toEqual(
+      [...before.filter((name) => name !== stale), path.basename(second.absolutePath)].sort(),
+    );
+    expect([live, user, link].every((name) => fs.readdirSync(folder).includes(name))).toBe(true);
+    expect(fs.readFileSync(outside, 'utf8')).toBe('keep');
   });
 });
 

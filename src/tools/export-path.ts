@@ -120,7 +120,8 @@ export async function resolveExportPath(options: ResolveExportPathOptions, attem
 /**
  * Resolves the destination and writes `content` to it as a new file ({@link writeNewFile}).
  * With no requested path, a default name taken meanwhile (two exports in one second) moves
- * on to the next suffix.
+ * on to the next suffix. Then removes the temporary files that killed exports left in that
+ * folder, once they are {@link STALE_TEMPORARY_MS} old.
  */
 export async function writeExport(
   options: ResolveExportPathOptions & {
@@ -133,6 +134,7 @@ export async function writeExport(
     const destination = await resolveExportPath(options, attempt);
     try {
       await writeNewFile(destination.absolutePath, options.content, options.faultPoint);
+      await removeStaleTemporaries(path.dirname(destination.absolutePath));
       return destination;
     } catch (error) {
       const taken = (error as NodeJS.ErrnoException).code === 'EEXIST';
@@ -193,6 +195,26 @@ export async function writeNewFile(
     await fs.rm(temporary, { force: true }).catch(() => undefined);
   }
   await syncDirectory(directory);
+}
+
+/** How old a temporary file must be before an export removes it: no export writes for that long. */
+export const STALE_TEMPORARY_MS: number = 60 * 60 * 1000;
+const TEMPORARY_NAME = /\.tmp-[0-9a-f]{12}$/;
+
+/**
+ * Removes what exports killed mid-write left in `directory`: regular files named as
+ * {@link writeNewFile} names its temporary files, untouched for {@link STALE_TEMPORARY_MS}
+ * (a live export's file is younger). Best effort: a file it cannot read or remove stays.
+ */
+async function removeStaleTemporaries(directory: string): Promise<void> {
+  const names = await fs.readdir(directory).catch(() => [] as string[]);
+  const cutoff = Date.now() - STALE_TEMPORARY_MS;
+  for (const name of names) {
+    if (!TEMPORARY_NAME.test(name)) continue;
+    const file = path.join(directory, name);
+    const stats = await fs.lstat(file).catch(() => undefined);
+    if (stats?.isFile() && stats.mtimeMs < cutoff) await fs.rm(file, { force: true }).catch(() => undefined);
+  }
 }
 
 const MAX_DEFAULT_ATTEMPTS = 100;
