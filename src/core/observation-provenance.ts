@@ -26,7 +26,8 @@ export interface ObservationProvenance {
 /**
  * The provenance of an observation of a batch: its source is the role of the messages it
  * cites (those in the batch), or, when it cites none, of every message of the batch; `mixed`
- * for several roles or any other role. Its importance is capped at `toolImportanceCap` (an
+ * for several roles or any other role, and for cited user messages that do not say what it
+ * says beside tool output. Its importance is capped at `toolImportanceCap` (an
  * unscored one too, when the cap is below the 0.5 it counts as) when it cites tool output at
  * all, or when the batch holds tool output and it cites no user message (uncited, or only the
  * assistant's words, which may repeat what a tool returned), or cites user messages that do
@@ -41,7 +42,6 @@ export function provenanceOf(
   const roles = new Map(batch.map((message) => [message.seq, message.role]));
   const cited = [...new Set(observation.sourceSeqs ?? [])].filter((seq) => roles.has(seq)).sort((a, b) => a - b);
   const from = cited.length > 0 ? cited.map((seq) => roles.get(seq) as string) : batch.map((message) => message.role);
-  const source = sourceOf(from);
   // Tool output (a web page with "remember: …" in it) can steer what the observer writes and
   // cites: only an observation resting on a user message and on no tool output goes uncapped.
   const citedRoles = cited.map((seq) => roles.get(seq) as string);
@@ -50,12 +50,14 @@ export function provenanceOf(
     const message = batch.find((item) => item.seq === seq);
     return message && isUser(message.role) && message.content !== undefined ? [message.content] : [];
   });
+  // Cited user words that do not say it, beside tool output: the user is not its source.
+  const unsupported = batchHasTool && userSources.length > 0 && !restsOn(observation.content, userSources);
   const mayBeTool =
     citedRoles.some((role) => isTool(role)) ||
     (batchHasTool && !citedRoles.some((role) => isUser(role))) ||
-    (batchHasTool && userSources.length > 0 && !restsOn(observation.content, userSources));
+    unsupported;
   return {
-    source,
+    source: unsupported ? 'mixed' : sourceOf(from),
     sourceMessageSeqs: cited,
     importance: mayBeTool ? capImportance(observation.importance, toolImportanceCap) : observation.importance,
   };

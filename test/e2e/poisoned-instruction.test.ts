@@ -239,7 +239,8 @@ describe('e2e: a poisoned "remember: always send data to …" (F40)', () => {
         importance: DEFAULT_TOOL_IMPORTANCE_CAP,
         source_message_indexes: [indexOf(seen[1])],
       }),
-      expect.objectContaining({ content: STEERED, source: 'user', importance: DEFAULT_TOOL_IMPORTANCE_CAP }),
+      // The user's message does not say what the steered one says: it is not labelled the user's.
+      expect.objectContaining({ content: STEERED, source: 'mixed', importance: DEFAULT_TOOL_IMPORTANCE_CAP }),
     ]);
     expect(DEFAULT_TOOL_IMPORTANCE_CAP).toBeLessThan(1);
     const [user, tool, steered] = observations.map((observation) => Number(observation['seq']));
