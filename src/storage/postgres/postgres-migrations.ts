@@ -440,16 +440,20 @@ const MEMORY_ID_TABLES = [
  * memory id of tenant `a`, whatever characters the ids hold.
  */
 function rowLevelSecurity(s: string): string {
-  const tenants = `SELECT tenant_id FROM ${s}harness_tenant_roles WHERE role_name = current_user`;
-  const byColumn = `tenant_id IN (${tenants})`;
+  const ofTenant = (memoryId: string, tenantId: string): string =>
+    `starts_with(${memoryId}, length(${tenantId})::text || ':' || ${tenantId} || '/')`;
   const byMemoryId = (table: string): string =>
     `EXISTS (SELECT 1 FROM ${s}harness_tenant_roles AS allowed WHERE allowed.role_name = current_user AND ` +
-    `starts_with(${table}.memory_id, length(allowed.tenant_id)::text || ':' || allowed.tenant_id || '/'))`;
+    `${ofTenant(`${table}.memory_id`, 'allowed.tenant_id')})`;
+  // A row's tenant column must also be its memory id's tenant: a row of a mapped tenant
+  // naming another tenant's scope would have the harness act on that scope.
+  const byColumn = (table: string): string =>
+    `${byMemoryId(table)} AND ${ofTenant(`${table}.memory_id`, `${table}.tenant_id`)}`;
   const byRun =
     `EXISTS (SELECT 1 FROM ${s}harness_runs AS run WHERE run.run_id = harness_run_events.run_id ` +
-    `AND run.tenant_id IN (${tenants}))`;
+    `AND run.tenant_id IN (SELECT tenant_id FROM ${s}harness_tenant_roles WHERE role_name = current_user))`;
   const policies: Array<[string, string]> = [
-    ...TENANT_COLUMN_TABLES.map((table): [string, string] => [table, byColumn]),
+    ...TENANT_COLUMN_TABLES.map((table): [string, string] => [table, byColumn(table)]),
     ...MEMORY_ID_TABLES.map((table): [string, string] => [table, byMemoryId(table)]),
     ['harness_run_events', byRun],
   ];

@@ -207,6 +207,18 @@ describe.skipIf(!url)('postgres: row-level security for roles other than the har
     expect(updated.rowCount).toBe(0);
     const deleted = await restricted.query(`DELETE FROM "${schema}".harness_run_events WHERE run_id = 'run-globex'`);
     expect(deleted.rowCount).toBe(0);
+    // Nor may a row of its own tenant name another tenant's scope: the harness would act on it.
+    await expect(
+      restricted.query(
+        `INSERT INTO "${schema}".om_operation_log (memory_id, scope_sequence, operation_id, tenant_id, conversation_id,
+           agent_id, run_id, tool_call_id, operation_type, status, payload_json, error_text, attempt, created_at,
+           updated_at, available_at)
+         SELECT $1, 1000, 'op-planted', 'acme', conversation_id, agent_id, 'run', 'call', 'observe', 'queued', '{}', '',
+           0, created_at, updated_at, updated_at
+         FROM "${schema}".om_operation_log WHERE tenant_id = 'acme' LIMIT 1`,
+        [globex],
+      ),
+    ).rejects.toThrow(/row-level security/);
     // Moving its own row to another tenant is refused too.
     const acme = memoryIdOf(resolveScope({ tenantId: 'acme', conversationId: 'conv-1' }));
     await expect(
