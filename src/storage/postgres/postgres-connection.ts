@@ -254,6 +254,16 @@ export async function transaction<T>(
   }
 }
 
+/**
+ * `<prefix><name>($1::<type 1>, …)`: a call of one of the schema's functions with each
+ * parameter cast to the type the function declares. Untyped parameters let Postgres choose
+ * among overloads, so a role that may create functions in the schema could add a closer match
+ * that would then run with the harness's rights; a call that matches exactly cannot be taken.
+ */
+export function functionCall(prefix: string, name: string, types: readonly string[]): string {
+  return `${prefix}${name}(${types.map((type, index) => `$${index + 1}::${type}`).join(', ')})`;
+}
+
 /** A signed 64-bit key (as a decimal string for `::bigint`) derived from `text`. */
 export function lockKey64(text: string): string {
   return createHash('sha256').update(text).digest().readBigInt64BE(0).toString();

@@ -10,6 +10,10 @@
  * @module
  */
 
+/** The parameter types of `wm_set_entry` as the store calls it (see `functionCall`). */
+export const WM_SET_ENTRY_TYPES: readonly string[] =
+  'integer, text, text, text, text, text, text, bigint, bigint, bigint, bigint'.split(', ');
+
 /**
  * The functions' DDL under the quoted schema prefix `s`, as this version defines them:
  * migration 11 created `wm_set_entry`, 14 replaced it, and 21 adds the entry's time to live

@@ -408,7 +408,39 @@ ${observeFunctions(s)}`,
       'row-level security reads and writes only the rows of the tenants harness_tenant_roles names for it',
     up: rowLevelSecurity,
   },
+  {
+    version: 23,
+    description:
+      "the schema's functions run with search_path pg_catalog, pg_temp: a function another role creates in a " +
+      'schema on the path cannot stand in for a built-in one they call',
+    up: pinFunctionSearchPaths,
+  },
 ]);
+
+/**
+ * Gives every function of the schema `search_path = pg_catalog, pg_temp`. Postgres picks the
+ * closest overload of a name from every schema on the path, so a role that may create
+ * functions in one of them (`public`, before Postgres 15, for every role) could otherwise
+ * have its own run, with the harness's rights, where a function of ours calls a built-in one.
+ * Our functions name the schema's tables with its prefix, so they need nothing else on the path.
+ *
+ * NOTE: `CREATE OR REPLACE FUNCTION` drops this setting: a later migration replacing a
+ * function must run this again (postgres-row-security.test.ts checks every function has it).
+ */
+function pinFunctionSearchPaths(s: string): string {
+  const schema = s.slice(1, -2).replaceAll("'", "''");
+  return `
+DO $pin$
+DECLARE
+  fn regprocedure;
+BEGIN
+  FOR fn IN SELECT p.oid::regprocedure FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
+      WHERE n.nspname = '${schema}' LOOP
+    EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, pg_temp', fn);
+  END LOOP;
+END
+$pin$;`;
+}
 
 /** Tables keyed by scope whose rows carry the tenant id in a column of their own. */
 const TENANT_COLUMN_TABLES = ['om_memory_records', 'om_operation_log', 'harness_runs'] as const;
@@ -465,6 +497,8 @@ CREATE TABLE ${s}harness_tenant_roles (
 );
 ALTER TABLE ${s}harness_tenant_roles ENABLE ROW LEVEL SECURITY;
 CREATE POLICY harness_own_tenants ON ${s}harness_tenant_roles FOR SELECT USING (role_name = current_user);
+ALTER TABLE ${s}schema_migrations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY harness_read_only ON ${s}schema_migrations FOR SELECT USING (true);
 ${policies
   .map(
     ([table, condition]) =>
@@ -556,10 +590,15 @@ export async function migratePostgresSchema(
     // schema, without that privilege, must not be asked for it.
     const existing = await query(client, 'SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
     if (existing.rowCount === 0) await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS ${prefix}schema_migrations (version integer PRIMARY KEY, description text ` +
-        `NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
+    // The same for the table: a role without CREATE on a migrated schema must not be asked for it.
+    const table = await query<{ found: string | null }>(client, 'SELECT to_regclass($1)::text AS found', [
+      `${prefix}schema_migrations`,
+    ]);
+    if ((table.rows[0]?.found ?? null) === null)
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${prefix}schema_migrations (version integer PRIMARY KEY, description text ` +
+          `NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
     const applied = await query<{ version: number }>(client, `SELECT version FROM ${prefix}schema_migrations`);
     const done = new Set(applied.rows.map((row) => row.version));
     const found = Math.max(0, ...done);

@@ -13,6 +13,20 @@
  * @module
  */
 
+/** The parameter types of `om_observe_append_and_claim` (see `functionCall`). */
+export const APPEND_AND_CLAIM_TYPES: readonly string[] = (
+  'integer, text, text, text, text, bigint, boolean, boolean, jsonb, boolean, ' +
+  'bigint, text[], text[], text[], text[], text[], bigint[], text, jsonb, text, ' +
+  'text, text, double precision, bigint'
+).split(', ');
+
+/** The parameter types of `om_observe_apply` (see `functionCall`). */
+export const OBSERVE_APPLY_TYPES: readonly string[] = (
+  'integer, text, text, text, bigint, bigint, bigint[], bigint, bigint, text[], ' +
+  'bigint[], double precision[], text[], jsonb[], bigint, bigint, text, text, ' +
+  'bigint, bigint, jsonb, text, text, bigint, bigint, jsonb'
+).split(', ');
+
 /**
  * The functions' DDL under the quoted schema prefix `s`, as this version defines them. Migration 9
  * created them and each later migration that changes what they read or write (10: the running

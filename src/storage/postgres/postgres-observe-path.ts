@@ -14,7 +14,8 @@ import type { StoreInput as Input } from '../_memory-rows.js';
 import { seqsJson, toApplyPosition, toObservation, toOperation, toRecord, toStoredMessage } from '../_memory-rows.js';
 import type { MessageRow, ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
 import type { AppendAndClaimResult, MemoryStore, NewMessage } from '../store.js';
-import { query, rowFromJson, scopeLockClass } from './postgres-connection.js';
+import { functionCall, query, rowFromJson, scopeLockClass } from './postgres-connection.js';
+import { APPEND_AND_CLAIM_TYPES, OBSERVE_APPLY_TYPES } from './postgres-observe-functions.js';
 
 type ObservationApplied = Awaited<ReturnType<MemoryStore['completeObservation']>>;
 
@@ -99,12 +100,8 @@ export function createPostgresObservePath(
   readRecord: (memoryId: string) => Promise<MemoryRecord | undefined>,
 ): PostgresObservePath {
   const lockClass = scopeLockClass(schema, 'memory');
-  const appendAndClaim =
-    `SELECT ${prefix}om_observe_append_and_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, ` +
-    `$15, $16, $17, $18, $19, $20, $21, $22, $23, $24) AS result`;
-  const apply =
-    `SELECT ${prefix}om_observe_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, ` +
-    `$17, $18, $19, $20, $21, $22, $23, $24, $25, $26) AS result`;
+  const appendAndClaim = `SELECT ${functionCall(prefix, 'om_observe_append_and_claim', APPEND_AND_CLAIM_TYPES)} AS result`;
+  const apply = `SELECT ${functionCall(prefix, 'om_observe_apply', OBSERVE_APPLY_TYPES)} AS result`;
   // The record each scope's settings were last derived from: null when it had none.
   const records = new Map<string, MemoryRecord | null>();
   // The position each claimed observe was planned from, by operation id.

@@ -7,6 +7,7 @@ import { memoryIdOf, resolveScope, scopeOfMemoryId } from '../../core/scope.js';
 import { createObservationalMemory } from '../../memory/observational-memory.js';
 import { createWorkingMemory } from '../../memory/working-memory.js';
 import type { RunStore } from '../run-store.js';
+import { POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
 import type { MemoryStore } from '../store.js';
 import { createPostgresRunStore } from './postgres-run-store.js';
 import { createPostgresStore } from './postgres-store.js';
@@ -77,7 +78,7 @@ describe.skipIf(!url)('postgres: row-level security for roles other than the har
       );
     }
     await admin.query(`CREATE ROLE "${role}" LOGIN`);
-    await admin.query(`GRANT USAGE, CREATE ON SCHEMA "${schema}" TO "${role}"`);
+    await admin.query(`GRANT USAGE ON SCHEMA "${schema}" TO "${role}"`);
     await admin.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "${schema}" TO "${role}"`);
     restricted = new pg.Client({ connectionString: asRole(connectionString, role) });
     await restricted.connect();
@@ -228,6 +229,61 @@ describe.skipIf(!url)('postgres: row-level security for roles other than the har
       ]),
     ).rejects.toThrow(/row-level security/);
     expect(await tenantsOfRows('working_memory_entries')).toEqual([...TENANTS].sort());
+  });
+
+  it('lets a restricted role read the schema version and change none of it', async () => {
+    const { rows } = await restricted.query<{ version: number }>(
+      `SELECT max(version) AS version FROM "${schema}".schema_migrations`,
+    );
+    expect(rows[0]?.version).toBe(POSTGRES_SCHEMA_VERSION);
+    await expect(
+      restricted.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES (999, 'planted')`),
+    ).rejects.toThrow(/row-level security/);
+    expect((await restricted.query(`DELETE FROM "${schema}".schema_migrations`)).rowCount).toBe(0);
+  });
+
+  it("keeps the harness's function calls its own when another role may create functions in the schema", async () => {
+    const functions = await admin.query<{ name: string; config: string[] | null }>(
+      `SELECT p.oid::regprocedure::text AS name, p.proconfig AS config FROM pg_proc p
+       JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 ORDER BY 1`,
+      [schema],
+    );
+    expect(functions.rows.length).toBeGreaterThanOrEqual(6);
+    expect(
+      functions.rows
+        .filter((row) => !(row.config ?? []).includes('search_path=pg_catalog, pg_temp'))
+        .map((row) => row.name),
+    ).toEqual([]);
+
+    // A closer overload of a function the harness calls, planting a mapping when the harness
+    // (the owner) runs it; a store opened afterwards prepares its statements with it in place.
+    await admin.query(`GRANT CREATE ON SCHEMA "${schema}" TO "${role}"`);
+    const texts = Array.from({ length: 11 }, (_, index) => `a${index + 1} text`).join(', ');
+    await restricted.query(
+      `CREATE FUNCTION "${schema}".wm_set_entry(${texts}) RETURNS jsonb LANGUAGE plpgsql AS $planted$
+       BEGIN
+         INSERT INTO "${schema}".harness_tenant_roles SELECT DISTINCT '${role}', tenant_id FROM "${schema}".om_memory_records
+           ON CONFLICT DO NOTHING;
+         RETURN '{}'::jsonb;
+       END $planted$`,
+    );
+    const fresh = await createPostgresStore({ connectionString, schema, max: 1 });
+    try {
+      await allow('acme');
+      const workingMemory = createWorkingMemory({ store: fresh });
+      const globex = { tenantId: 'globex', conversationId: 'conv-1' };
+      await workingMemory.set(globex, 'plan', 'still the harness');
+      expect((await workingMemory.get(globex, 'plan')).value).toBe('"still the harness"');
+      const mapped = await admin.query<{ tenant_id: string }>(
+        `SELECT tenant_id FROM "${schema}".harness_tenant_roles WHERE role_name = $1`,
+        [role],
+      );
+      expect(mapped.rows.map((row) => row.tenant_id)).toEqual(['acme']);
+    } finally {
+      await fresh.dispose();
+      await admin.query(`DROP FUNCTION "${schema}".wm_set_entry(${texts})`);
+      await admin.query(`REVOKE CREATE ON SCHEMA "${schema}" FROM "${role}"`);
+    }
   });
 
   it('refuses to open the stores as a role held to the policies, naming it and what to do', async () => {

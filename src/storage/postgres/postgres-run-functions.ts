@@ -10,6 +10,13 @@ import { TERMINAL_EVENT_TYPES_SQL } from '../_run-ending.js';
 /** The SQLSTATE of a write refused because its run ended. */
 export const RUN_ENDED_SQLSTATE = 'HM409';
 
+/** The parameter types of `harness_append_messages` (see `functionCall`). */
+export const APPEND_MESSAGES_TYPES: readonly string[] =
+  'integer, text, bigint, text[], text[], text[], text[], text[], text[], json[], bigint[]'.split(', ');
+
+/** The parameter types of `harness_append_run_event` (see `functionCall`). */
+export const APPEND_RUN_EVENT_TYPES: readonly string[] = 'text, text, json'.split(', ');
+
 /**
  * The DDL of migration 20 under the quoted schema prefix `s`: a run that ended is not changed
  * again, whatever process (an older version too) writes; the statements of this version never

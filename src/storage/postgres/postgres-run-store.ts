@@ -17,6 +17,7 @@ import { runEndedError } from '../_run-ending.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
 import { createStoreGuard } from '../_store-guard.js';
 import {
+  functionCall,
   openPostgresConnection,
   query,
   scopeLockClass,
@@ -29,7 +30,7 @@ import { migratePostgresSchema } from './postgres-migrations.js';
 import { acquireReadLane, poolReads } from './postgres-read-lane.js';
 import type { PostgresReadLane } from './postgres-read-lane.js';
 import { storableMessage, storablePatch, storableRun } from '../_storable-text.js';
-import { RUN_ENDED_SQLSTATE } from './postgres-run-functions.js';
+import { APPEND_MESSAGES_TYPES, APPEND_RUN_EVENT_TYPES, RUN_ENDED_SQLSTATE } from './postgres-run-functions.js';
 
 /** What the parts of the Postgres run store share. */
 interface PostgresRunContext {
@@ -205,7 +206,7 @@ function runMethods(ctx: PostgresRunContext): Pick<RunStore, RunMethodName> {
       wrap(async () => {
         const inserted = await query<RunEventRow>(
           pool,
-          `SELECT * FROM ${s}harness_append_run_event($1, $2, $3::json)`,
+          `SELECT * FROM ${functionCall(s, 'harness_append_run_event', APPEND_RUN_EVENT_TYPES)}`,
           [runId, type, JSON.stringify(payload)],
         ).catch((error: unknown) => {
           const { code, detail } = error as { code?: string; detail?: string };
@@ -315,7 +316,7 @@ function conversationMethods(
         // checks the generation and inserts what is new.
         const appended = await query<{ appended: boolean }>(
           pool,
-          `SELECT ${s}harness_append_messages($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS appended`,
+          `SELECT ${functionCall(s, 'harness_append_messages', APPEND_MESSAGES_TYPES)} AS appended`,
           [
             conversationLockClass,
             memoryId,
