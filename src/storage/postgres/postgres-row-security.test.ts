@@ -11,6 +11,7 @@ import { POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
 import type { MemoryStore } from '../store.js';
 import { createPostgresRunStore } from './postgres-run-store.js';
 import { createPostgresStore } from './postgres-store.js';
+import { newRun } from '../run-store.suite.js';
 
 const url = postgresTestUrl();
 /** `acme` and `acme:eu` share a beginning, as tenant ids may: a prefix test must still tell them apart. */
@@ -48,18 +49,9 @@ describe.skipIf(!url)('postgres: row-level security for roles other than the har
       await memory.observe({ scope: input, messages: [{ id: 'm1', role: 'user', content: `${tenantId} says hi` }] });
       await workingMemory.set(input, 'plan', `${tenantId} plan`);
       const run = await runStore.createRun({
-        runId: `run-${tenantId}`,
+        ...newRun(`run-${tenantId}`),
         scope: resolveScope(input),
         status: 'running',
-        prompt: 'hello',
-        model: 'scripted',
-        systemPrompt: '',
-        maxSteps: 4,
-        output: null,
-        error: null,
-        steps: 0,
-        usage: { inputTokens: 0, outputTokens: 0 },
-        parentRunId: null,
       });
       await runStore.appendEvent(run.runId, 'run.started', { tenant: tenantId });
       await runStore.appendMessages(memoryId, [

@@ -361,13 +361,22 @@ function conversationMethods(
             [memoryId, newScopeGeneration()],
           );
           await query(client, `DELETE FROM ${s}harness_conversation_messages WHERE memory_id = $1`, [memoryId]);
-          await query(
+          // The runs' rows first: an event being appended holds its run's row, so this waits for
+          // it, and the statements below (each with a fresh snapshot) see what it stored. Deleting
+          // the events in the same snapshot as a waiting delete of their runs left such an event
+          // behind, with no run, after the forget.
+          const locked = await query<{ run_id: string }>(
             client,
-            `DELETE FROM ${s}harness_run_events WHERE run_id IN (SELECT run_id FROM ${s}harness_runs WHERE ` +
-              `memory_id = $1)`,
+            `SELECT run_id FROM ${s}harness_runs WHERE memory_id = $1 FOR UPDATE`,
             [memoryId],
           );
-          await query(client, `DELETE FROM ${s}harness_runs WHERE memory_id = $1`, [memoryId]);
+          const deleted = await query<{ run_id: string }>(
+            client,
+            `DELETE FROM ${s}harness_runs WHERE memory_id = $1 RETURNING run_id`,
+            [memoryId],
+          );
+          const runIds = [...new Set([...locked.rows, ...deleted.rows].map((row) => row.run_id))];
+          await query(client, `DELETE FROM ${s}harness_run_events WHERE run_id = ANY($1::text[])`, [runIds]);
         }),
       ),
   };
