@@ -177,14 +177,38 @@ export function ownPoolSettings(connectionString: string, max: number, connectio
       super({ ...config, connectionTimeoutMillis: connectionTimeoutMs });
     }
   }
+  const { dsn, options } = withOwnSearchPath(connectionString);
   return {
-    connectionString,
+    connectionString: dsn,
+    options,
     max,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     idle_in_transaction_session_timeout: 60_000,
     Client: TimedClient,
   };
+}
+
+/**
+ * The connection string without its `options` parameter, and those options followed by a
+ * `search_path` of `pg_catalog, pg_temp`, sent when each connection starts. Only built-in
+ * functions and types are then found on the path (the stores name their own objects with the
+ * schema), so a function another role creates in a schema on the default path (`public`,
+ * writable by every role before Postgres 15) never stands in for a built-in one. The DSN's
+ * own options are kept: `pg` would let them replace ours.
+ */
+function withOwnSearchPath(connectionString: string): { dsn: string; options: string } {
+  const own = '-c search_path=pg_catalog,pg_temp';
+  let url: URL;
+  try {
+    url = new URL(connectionString);
+  } catch {
+    return { dsn: connectionString, options: own };
+  }
+  const given = url.searchParams.get('options');
+  if (given === null) return { dsn: connectionString, options: own };
+  url.searchParams.delete('options');
+  return { dsn: url.toString(), options: `${given} ${own}` };
 }
 
 /** Names of prepared statements, by statement text. */

@@ -7,6 +7,7 @@ import { memoryIdOf, resolveScope, scopeOfMemoryId } from '../../core/scope.js';
 import { createObservationalMemory } from '../../memory/observational-memory.js';
 import { createWorkingMemory } from '../../memory/working-memory.js';
 import type { RunStore } from '../run-store.js';
+import { ownPoolSettings } from './postgres-connection.js';
 import { POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
 import type { MemoryStore } from '../store.js';
 import { createPostgresRunStore } from './postgres-run-store.js';
@@ -275,6 +276,22 @@ describe.skipIf(!url)('postgres: row-level security for roles other than the har
       await fresh.dispose();
       await admin.query(`DROP FUNCTION "${schema}".wm_set_entry(${texts})`);
       await admin.query(`REVOKE CREATE ON SCHEMA "${schema}" FROM "${role}"`);
+    }
+  });
+
+  it("starts the stores' own connections with only the built-ins on the search path, keeping the DSN's options", async () => {
+    const withOptions = new URL(connectionString);
+    withOptions.searchParams.set('options', '-c statement_timeout=4321');
+    for (const dsn of [connectionString, withOptions.toString()]) {
+      const pool = new pg.Pool(ownPoolSettings(dsn, 1));
+      try {
+        const path = await pool.query<{ search_path: string }>('SHOW search_path');
+        expect(path.rows[0]?.search_path).toBe('pg_catalog,pg_temp');
+        const timeout = await pool.query<{ statement_timeout: string }>('SHOW statement_timeout');
+        expect(timeout.rows[0]?.statement_timeout).toBe(dsn === connectionString ? '0' : '4321ms');
+      } finally {
+        await pool.end();
+      }
     }
   });
 
