@@ -175,12 +175,14 @@ export function ownPoolSettings(connectionString: string, max: number, connectio
   class TimedClient extends pg.Client {
     constructor(config?: pg.ClientConfig) {
       super({ ...config, connectionTimeoutMillis: connectionTimeoutMs });
+      // Appended to what pg read from the config, the connection string or PGOPTIONS, which
+      // would each replace an `options` given in the config. pg is pinned; a test checks it.
+      const parameters = (this as unknown as { connectionParameters: { options?: string } }).connectionParameters;
+      parameters.options = [parameters.options, OWN_SEARCH_PATH_OPTION].filter(Boolean).join(' ');
     }
   }
-  const { dsn, options } = withOwnSearchPath(connectionString);
   return {
-    connectionString: dsn,
-    options,
+    connectionString,
     max,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
@@ -190,26 +192,12 @@ export function ownPoolSettings(connectionString: string, max: number, connectio
 }
 
 /**
- * The connection string without its `options` parameter, and those options followed by a
- * `search_path` of `pg_catalog, pg_temp`, sent when each connection starts. Only built-in
- * functions and types are then found on the path (the stores name their own objects with the
- * schema), so a function another role creates in a schema on the default path (`public`,
- * writable by every role before Postgres 15) never stands in for a built-in one. The DSN's
- * own options are kept: `pg` would let them replace ours.
+ * The startup option every connection of a pool the stores open sends: only built-in functions
+ * and types are then found on the path (the stores name their own objects with the schema), so
+ * a function another role creates in a schema on the default path (`public`, writable by every
+ * role before Postgres 15) never stands in for a built-in one.
  */
-function withOwnSearchPath(connectionString: string): { dsn: string; options: string } {
-  const own = '-c search_path=pg_catalog,pg_temp';
-  let url: URL;
-  try {
-    url = new URL(connectionString);
-  } catch {
-    return { dsn: connectionString, options: own };
-  }
-  const given = url.searchParams.get('options');
-  if (given === null) return { dsn: connectionString, options: own };
-  url.searchParams.delete('options');
-  return { dsn: url.toString(), options: `${given} ${own}` };
-}
+const OWN_SEARCH_PATH_OPTION = '-c search_path=pg_catalog,pg_temp';
 
 /** Names of prepared statements, by statement text. */
 const statementNames = new Map<string, string>();

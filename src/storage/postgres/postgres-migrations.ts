@@ -411,36 +411,52 @@ ${observeFunctions(s)}`,
   {
     version: 23,
     description:
-      "the schema's functions run with search_path pg_catalog, pg_temp: a function another role creates in a " +
+      "the harness's functions run with search_path pg_catalog, pg_temp: a function another role creates in a " +
       'schema on the path cannot stand in for a built-in one they call',
     up: pinFunctionSearchPaths,
   },
 ]);
 
 /**
- * Gives every function of the schema `search_path = pg_catalog, pg_temp`. Postgres picks the
- * closest overload of a name from every schema on the path, so a role that may create
- * functions in one of them (`public`, before Postgres 15, for every role) could otherwise
- * have its own run, with the harness's rights, where a function of ours calls a built-in one.
- * Our functions name the schema's tables with its prefix, so they need nothing else on the path.
+ * Gives our functions of the schema ({@link PINNED_FUNCTIONS}) `search_path = pg_catalog,
+ * pg_temp`. Postgres picks the closest overload of a name from every schema on the path, so a
+ * role that may create functions in one of them (`public`, before Postgres 15, for every role)
+ * could otherwise have its own run, with the harness's rights, where a function of ours calls a
+ * built-in one. Ours name the schema's tables with its prefix, so they need nothing else on
+ * the path. Other functions of a shared schema are left as they are.
  *
- * NOTE: `CREATE OR REPLACE FUNCTION` drops this setting: a later migration replacing a
- * function must run this again (postgres-row-security.test.ts checks every function has it).
+ * NOTE: `CREATE OR REPLACE FUNCTION` drops this setting: a later migration replacing one of
+ * them must run this again (postgres-row-security.test.ts checks each has it).
  */
 function pinFunctionSearchPaths(s: string): string {
   const schema = s.slice(1, -2).replaceAll("'", "''");
+  const names = PINNED_FUNCTIONS.map((name) => `'${name}'`).join(', ');
   return `
 DO $pin$
 DECLARE
   fn regprocedure;
 BEGIN
   FOR fn IN SELECT p.oid::regprocedure FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
-      WHERE n.nspname = '${schema}' LOOP
+      WHERE n.nspname = '${schema}' AND p.prokind = 'f' AND p.proname IN (${names}) LOOP
     EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, pg_temp', fn);
   END LOOP;
 END
 $pin$;`;
 }
+
+/**
+ * The schema's functions that migration 23 pins: ours only, never another application's or an
+ * extension's in a shared schema (`public`). `hm_fold` is left out: it only calls `lower(text)`,
+ * an exact match, and a pinned SQL function is no longer inlined into the searches using it.
+ */
+export const PINNED_FUNCTIONS: readonly string[] = [
+  'wm_set_entry',
+  'om_observe_append_and_claim',
+  'om_observe_apply',
+  'harness_append_run_event',
+  'harness_append_messages',
+  'harness_runs_ended_stay',
+];
 
 /** Tables keyed by scope whose rows carry the tenant id in a column of their own. */
 const TENANT_COLUMN_TABLES = ['om_memory_records', 'om_operation_log', 'harness_runs'] as const;

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresTestSchemas, postgresTestUrl } from '../../../test/support/postgres-schema.js';
@@ -8,7 +9,7 @@ import { createObservationalMemory } from '../../memory/observational-memory.js'
 import { createWorkingMemory } from '../../memory/working-memory.js';
 import type { RunStore } from '../run-store.js';
 import { ownPoolSettings } from './postgres-connection.js';
-import { POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
+import { PINNED_FUNCTIONS, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
 import type { MemoryStore } from '../store.js';
 import { createPostgresRunStore } from './postgres-run-store.js';
 import { createPostgresStore } from './postgres-store.js';
@@ -238,10 +239,11 @@ describe.skipIf(!url)('postgres: row-level security for roles other than the har
   it("keeps the harness's function calls its own when another role may create functions in the schema", async () => {
     const functions = await admin.query<{ name: string; config: string[] | null }>(
       `SELECT p.oid::regprocedure::text AS name, p.proconfig AS config FROM pg_proc p
-       JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 ORDER BY 1`,
-      [schema],
+       JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = ANY($2) ORDER BY 1`,
+      [schema, PINNED_FUNCTIONS],
     );
-    expect(functions.rows.length).toBeGreaterThanOrEqual(6);
+    // Every one of them, wm_set_entry in its two forms.
+    expect(functions.rows.length).toBe(PINNED_FUNCTIONS.length + 1);
     expect(
       functions.rows
         .filter((row) => !(row.config ?? []).includes('search_path=pg_catalog, pg_temp'))
@@ -279,18 +281,56 @@ describe.skipIf(!url)('postgres: row-level security for roles other than the har
     }
   });
 
-  it("starts the stores' own connections with only the built-ins on the search path, keeping the DSN's options", async () => {
+  it('leaves the functions of others in a shared schema as they were, aggregates too', async () => {
+    const shared = schemas.next();
+    await admin.query(`CREATE SCHEMA "${shared}"`);
+    await admin.query(`CREATE FUNCTION "${shared}".app_count() RETURNS integer LANGUAGE sql AS 'SELECT 1'`);
+    await admin.query(`CREATE AGGREGATE "${shared}".app_min(integer) (sfunc = int4smaller, stype = integer)`);
+    const opened = await createPostgresStore({ connectionString, schema: shared, max: 1 });
+    try {
+      const { rows } = await admin.query<{ name: string; config: string[] | null }>(
+        `SELECT p.proname AS name, p.proconfig AS config FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+         WHERE n.nspname = $1 AND p.proname LIKE 'app_%' ORDER BY 1`,
+        [shared],
+      );
+      expect(rows).toEqual([
+        { name: 'app_count', config: null },
+        { name: 'app_min', config: null },
+      ]);
+    } finally {
+      await opened.dispose();
+    }
+  });
+
+  it("starts the stores' own connections with only the built-ins on the search path, keeping other options", async () => {
     const withOptions = new URL(connectionString);
     withOptions.searchParams.set('options', '-c statement_timeout=4321');
-    for (const dsn of [connectionString, withOptions.toString()]) {
+    const cases: Array<{ dsn: string; timeout: string; env?: string }> = [
+      { dsn: connectionString, timeout: '0' },
+      { dsn: withOptions.toString(), timeout: '4321ms' },
+      { dsn: connectionString, timeout: '1234ms', env: '-c statement_timeout=1234' },
+    ];
+    // A connection string new URL() cannot read but pg can: a socket folder as the host.
+    const socket = '/var/run/postgresql';
+    if (existsSync(`${socket}/.s.PGSQL.5432`))
+      cases.push({
+        dsn: `postgres://postgres@/test?host=${socket}&options=-c%20statement_timeout%3D2345`,
+        timeout: '2345ms',
+      });
+    for (const { dsn, timeout, env } of cases) {
+      const before = process.env['PGOPTIONS'];
+      if (env === undefined) delete process.env['PGOPTIONS'];
+      else process.env['PGOPTIONS'] = env;
       const pool = new pg.Pool(ownPoolSettings(dsn, 1));
       try {
-        const path = await pool.query<{ search_path: string }>('SHOW search_path');
-        expect(path.rows[0]?.search_path).toBe('pg_catalog,pg_temp');
-        const timeout = await pool.query<{ statement_timeout: string }>('SHOW statement_timeout');
-        expect(timeout.rows[0]?.statement_timeout).toBe(dsn === connectionString ? '0' : '4321ms');
+        const shown = await pool.query<{ search_path: string; statement_timeout: string }>(
+          `SELECT current_setting('search_path') AS search_path, current_setting('statement_timeout') AS statement_timeout`,
+        );
+        expect(shown.rows[0]).toEqual({ search_path: 'pg_catalog,pg_temp', statement_timeout: timeout });
       } finally {
         await pool.end();
+        if (before === undefined) delete process.env['PGOPTIONS'];
+        else process.env['PGOPTIONS'] = before;
       }
     }
   });
