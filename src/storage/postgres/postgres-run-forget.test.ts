@@ -39,11 +39,13 @@ describe.skipIf(!url)('postgres run store: forget racing an event append', () =>
       expect(appended.rows).toHaveLength(1);
 
       const forgetting = store.forgetConversation(memoryId);
-      // Wait until the forget is blocked on the append's lock.
+      // Wait until the forget is blocked on the append's lock (a statement of this schema's, not
+      // of another test file's on the same server).
       for (;;) {
         const waiting = await admin.query<{ count: string }>(
           `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-           WHERE NOT l.granted AND a.datname = current_database() AND a.query LIKE '%harness_runs%'`,
+           WHERE NOT l.granted AND a.datname = current_database() AND strpos(a.query, $1) > 0`,
+          [`"${schema}".harness_runs`],
         );
         if (waiting.rows[0]?.count !== '0') break;
         await new Promise((resolve) => setImmediate(resolve));
