@@ -6,12 +6,10 @@
  * of working-memory sets on 1,000 scopes. The file is read directly afterwards, as an auditor
  * would; then a new process writes to it again.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { audit, runChild } from './durability-support.js';
+import { useSqliteTestFiles } from '../support/sqlite-test-files.js';
 import type { ChildResult } from './durability-support.js';
 
 const BATCH = 1_000;
@@ -19,19 +17,11 @@ const BATCH = 1_000;
 const KILL_AT = BATCH + BATCH / 2;
 
 describe('durability: SIGKILL in the middle of a 1,000-row batch', () => {
-  let directory: string;
-  let path: string;
-  beforeEach(() => {
-    directory = mkdtempSync(join(tmpdir(), 'harness-memory-batch-kill-'));
-    path = join(directory, 'state.db');
-  });
-  afterEach(() => {
-    rmSync(directory, { recursive: true, force: true });
-  });
+  const files = useSqliteTestFiles('harness-memory-batch-kill-');
 
   const child = (mode: string, round: string, killAt?: number): Promise<ChildResult> =>
     runChild('./batch-kill-child.ts', {
-      DB_PATH: path,
+      DB_PATH: files.path,
       MODE: mode,
       BATCH: String(BATCH),
       ROUND: round,
@@ -51,7 +41,7 @@ describe('durability: SIGKILL in the middle of a 1,000-row batch', () => {
     expect(after.stdout.split('\n')).toEqual(['batch b1 committed', 'batch b2 committed', 'done', '']);
   };
   const query = <T>(sql: string): T[] => {
-    const db = new Database(path, { readonly: true });
+    const db = new Database(files.path, { readonly: true });
     try {
       return db.prepare(sql).all() as T[];
     } finally {
@@ -68,7 +58,7 @@ describe('durability: SIGKILL in the middle of a 1,000-row batch', () => {
 
   it('keeps an import of 1,000 observations whole or not at all', async () => {
     await killMidBatch('import');
-    const rows = audit(path);
+    const rows = audit(files.path);
     expect(rows.integrity).toEqual(['ok']);
     expect(rows.observations.map((row) => row.seq)).toEqual(seqs(BATCH));
     expect(rows.observations.every((row) => row.content.startsWith('batch a1 '))).toBe(true);
@@ -76,7 +66,7 @@ describe('durability: SIGKILL in the middle of a 1,000-row batch', () => {
     expect(rows.records.map((row) => [row.observation_count, row.last_observation_seq])).toEqual([[BATCH, BATCH]]);
 
     await finishes('import');
-    const after = audit(path);
+    const after = audit(files.path);
     expect(after.integrity).toEqual(['ok']);
     expect(after.observations.map((row) => row.seq)).toEqual(seqs(3 * BATCH));
     expect(after.observations.map((row) => row.content.split(' ')[1])).toEqual([
@@ -94,7 +84,7 @@ describe('durability: SIGKILL in the middle of a 1,000-row batch', () => {
 
   it('keeps 1,000 messages stored by one observe whole or not at all', async () => {
     await killMidBatch('messages');
-    const rows = audit(path);
+    const rows = audit(files.path);
     expect(rows.integrity).toEqual(['ok']);
     expect(rows.messages.map((row) => row.seq)).toEqual(seqs(BATCH));
     expect(rows.records.map((row) => row.last_message_seq)).toEqual([BATCH]);
@@ -107,7 +97,7 @@ describe('durability: SIGKILL in the middle of a 1,000-row batch', () => {
     expect(unobserved[0]?.tokens).toBe(unobserved[0]?.sum);
 
     await finishes('messages');
-    const after = audit(path);
+    const after = audit(files.path);
     expect(after.integrity).toEqual(['ok']);
     expect(after.messages.map((row) => row.seq)).toEqual(seqs(3 * BATCH));
     expect(after.records.map((row) => row.last_message_seq)).toEqual([3 * BATCH]);
@@ -115,7 +105,7 @@ describe('durability: SIGKILL in the middle of a 1,000-row batch', () => {
 
   it('keeps a group commit of 1,000 working-memory sets whole or not at all', async () => {
     await killMidBatch('working-memory');
-    const rows = audit(path);
+    const rows = audit(files.path);
     expect(rows.integrity).toEqual(['ok']);
     expect(rows.entries).toHaveLength(BATCH);
     expect(new Set(rows.entries.map((row) => row.entry_key))).toEqual(new Set(['batch-a1']));
@@ -126,7 +116,7 @@ describe('durability: SIGKILL in the middle of a 1,000-row batch', () => {
     expect(usage.every((row) => row.entry_count === 1 && row.entries === 1)).toBe(true);
 
     await finishes('working-memory');
-    const after = audit(path);
+    const after = audit(files.path);
     expect(after.integrity).toEqual(['ok']);
     expect(after.entries).toHaveLength(3 * BATCH);
     const counts = usageRows();

@@ -4,11 +4,10 @@
  * `-shm` file (the log's index) is deleted. The next processes to open the file rebuild the
  * index from the log: nothing committed is lost, and the interrupted work is replayed once.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   audit,
   coveredSeqs,
@@ -17,27 +16,21 @@ import {
   range,
   runChild,
 } from './durability-support.js';
+import { useSqliteTestFiles } from '../support/sqlite-test-files.js';
 import type { ChildResult } from './durability-support.js';
 
 const MEMORY_ID = '8:tenant-a/10:conv-crash/7:agent-x';
 const MESSAGE_COUNT = 10;
 
 describe('durability: the -shm file deleted while the -wal file holds commits', () => {
-  let directory: string;
-  let path: string;
-  beforeEach(() => {
-    directory = mkdtempSync(join(tmpdir(), 'harness-memory-lost-shm-'));
-    path = join(directory, 'state.db');
-  });
-  afterEach(() => {
-    rmSync(directory, { recursive: true, force: true });
-  });
+  const files = useSqliteTestFiles('harness-memory-lost-shm-');
 
   /** A copy of the database file alone (`withLog`: with its -wal and -shm files) in a folder of its own. */
   const copyOf = (name: string, withLog: boolean): string => {
-    mkdirSync(join(directory, name));
-    const copy = join(directory, name, 'state.db');
-    for (const suffix of withLog ? ['', '-wal', '-shm'] : ['']) copyFileSync(`${path}${suffix}`, `${copy}${suffix}`);
+    mkdirSync(join(files.directory, name));
+    const copy = join(files.directory, name, 'state.db');
+    for (const suffix of withLog ? ['', '-wal', '-shm'] : [''])
+      copyFileSync(`${files.path}${suffix}`, `${copy}${suffix}`);
     return copy;
   };
 
@@ -47,7 +40,7 @@ describe('durability: the -shm file deleted while the -wal file holds commits', 
    */
   const restart = async (): Promise<ChildResult> => {
     // A lease the other restarting process cannot see expire, however loaded the machine.
-    const env = { DB_PATH: path, OBSERVES: '5', PER_OBSERVE: '2', RECOVER: '1', LEASE_MS: '10000' };
+    const env = { DB_PATH: files.path, OBSERVES: '5', PER_OBSERVE: '2', RECOVER: '1', LEASE_MS: '10000' };
     for (let attempt = 1; ; attempt++) {
       const result = await runChild('./crash-child.ts', env);
       if (result.code === 0 || attempt === 3 || !result.stderr.includes('SQLITE_BUSY_RECOVERY')) return result;
@@ -58,7 +51,7 @@ describe('durability: the -shm file deleted while the -wal file holds commits', 
     // Killed before its third observe's apply commits: the first two are committed. With inline
     // checkpoints nothing reaches the database file before the log holds 1000 pages.
     const crashed = await runChild('./crash-child.ts', {
-      DB_PATH: path,
+      DB_PATH: files.path,
       OBSERVES: '5',
       PER_OBSERVE: '2',
       FAULT_POINT: 'before_mark_applied',
@@ -66,8 +59,8 @@ describe('durability: the -shm file deleted while the -wal file holds commits', 
       CHECKPOINTS: 'inline',
     });
     expect(crashed.signal, crashed.stderr).toBe('SIGKILL');
-    expect(statSync(`${path}-wal`).size).toBeGreaterThan(0);
-    expect(existsSync(`${path}-shm`)).toBe(true);
+    expect(statSync(`${files.path}-wal`).size).toBeGreaterThan(0);
+    expect(existsSync(`${files.path}-shm`)).toBe(true);
 
     // What was committed, read from a copy of all three files.
     const committed = audit(copyOf('committed', true));
@@ -84,12 +77,12 @@ describe('durability: the -shm file deleted while the -wal file holds commits', 
       bare.close();
     }
 
-    rmSync(`${path}-shm`);
+    rmSync(`${files.path}-shm`);
     // Both rebuild the index as they open the file; one may have to wait for the other.
     const restarted = await Promise.all([restart(), restart()]);
     for (const result of restarted) expect(result.code, result.stderr).toBe(0);
 
-    const rows = audit(path);
+    const rows = audit(files.path);
     expect(invariantProblems(rows)).toEqual([]);
     // Everything committed is there as it was.
     expect(rows.observations.slice(0, committed.observations.length)).toEqual(committed.observations);

@@ -13,12 +13,10 @@
  * a failure names the seed, the iteration and the delay, and `RANDOM_KILL_SEED=<n>` runs another
  * sequence.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { seededRandom } from '../support/seeded-random.js';
 import { audit, invariantProblems, messagesObservedAndCleared, runChild, startChild } from './durability-support.js';
+import { useSqliteTestFiles } from '../support/sqlite-test-files.js';
 import type { AuditRows } from './durability-support.js';
 
 /** Kills per run: about 0.9 s each on an idle 2-core machine (see the module comment). */
@@ -41,20 +39,12 @@ function foreignRows(rows: AuditRows): string[] {
 }
 
 describe('durability: SIGKILL at random moments', () => {
-  let directory: string;
-  let path: string;
-  beforeEach(() => {
-    directory = mkdtempSync(join(tmpdir(), 'harness-memory-random-kills-'));
-    path = join(directory, 'state.db');
-  });
-  afterEach(() => {
-    rmSync(directory, { recursive: true, force: true });
-  });
+  const files = useSqliteTestFiles('harness-memory-random-kills-');
 
   it(`keeps the invariants after each of ${KILLS} kills, and loses nothing once the work is finished`, async () => {
     const random = seededRandom(SEED);
     for (let iteration = 1; iteration <= KILLS; iteration++) {
-      const started = startChild('./random-kill-child.ts', { DB_PATH: path });
+      const started = startChild('./random-kill-child.ts', { DB_PATH: files.path });
       await started.line('ready');
       const delay = random.below(MAX_KILL_DELAY_MS);
       const timer = setTimeout(() => started.child.kill('SIGKILL'), delay);
@@ -62,14 +52,14 @@ describe('durability: SIGKILL at random moments', () => {
       clearTimeout(timer);
       const where = `seed ${SEED}, iteration ${iteration}, killed ${delay} ms after it was ready`;
       expect(ended.signal, `${where}: ${ended.stderr}`).toBe('SIGKILL');
-      const rows = audit(path);
+      const rows = audit(files.path);
       expect(invariantProblems(rows), where).toEqual([]);
       expect(foreignRows(rows), where).toEqual([]);
     }
 
-    const finished = await runChild('./random-kill-child.ts', { DB_PATH: path, DRAIN: '1' });
+    const finished = await runChild('./random-kill-child.ts', { DB_PATH: files.path, DRAIN: '1' });
     expect(finished.code, finished.stderr).toBe(0);
-    const rows = audit(path);
+    const rows = audit(files.path);
     expect(invariantProblems(rows)).toEqual([]);
     expect(foreignRows(rows)).toEqual([]);
     for (const operation of rows.operations) expect(operation.status, operation.operation_id).toBe('applied');

@@ -4,22 +4,12 @@
  * child takes the reflection over once its lease has expired by the database's clock. Until
  * the replacement commits, the scope keeps its observations and its last reflection.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { audit, invariantProblems, jsonLine, runChild } from './durability-support.js';
+import { useSqliteTestFiles } from '../support/sqlite-test-files.js';
 
 describe('durability: SIGKILL during a reflection, after the model answered and before the apply', () => {
-  let directory: string;
-  let path: string;
-  beforeEach(() => {
-    directory = mkdtempSync(join(tmpdir(), 'harness-memory-reflect-crash-'));
-    path = join(directory, 'state.db');
-  });
-  afterEach(() => {
-    rmSync(directory, { recursive: true, force: true });
-  });
+  const files = useSqliteTestFiles('harness-memory-reflect-crash-');
 
   // The first reflection (of observations 1 and 2) commits; the second is the one killed.
   const cases = [
@@ -31,7 +21,7 @@ describe('durability: SIGKILL during a reflection, after the model answered and 
     '$trigger: keeps the observations and the last reflection, and replays it once after its lease expires',
     async ({ trigger, observes, reflectNow, replacement }) => {
       const crashed = await runChild('./reflect-crash-child.ts', {
-        DB_PATH: path,
+        DB_PATH: files.path,
         OBSERVES: String(observes),
         CRASH_AT_REFLECTION: '2',
         // Longer than a child takes to start, so that the recovery has to wait for it.
@@ -42,7 +32,7 @@ describe('durability: SIGKILL during a reflection, after the model answered and 
       expect(crashed.stdout).not.toContain('done');
 
       // Before recovery: the reflection is claimed and nothing of it is stored; the old state stands.
-      const before = audit(path);
+      const before = audit(files.path);
       expect(invariantProblems(before)).toEqual([]);
       const unfinished = before.operations.filter((row) => row.status !== 'applied');
       expect(unfinished).toMatchObject([{ operation_type: trigger, status: 'processing', attempt: 1 }]);
@@ -59,13 +49,17 @@ describe('durability: SIGKILL during a reflection, after the model answered and 
       expect(before.markers.filter((row) => row.marker_type === 'reflection_end')).toHaveLength(1);
 
       // The replay's own lease is long: however loaded the machine, it is not lost and taken over again.
-      const recovered = await runChild('./reflect-crash-child.ts', { DB_PATH: path, RECOVER: '1', LEASE_MS: '10000' });
+      const recovered = await runChild('./reflect-crash-child.ts', {
+        DB_PATH: files.path,
+        RECOVER: '1',
+        LEASE_MS: '10000',
+      });
       expect(recovered.code, recovered.stderr).toBe(0);
       expect(recovered.stderr).toBe('');
       const state = jsonLine<{ observerCalls: number; reflectorCalls: number; reflection: string }>(recovered.stdout);
       expect(state).toEqual({ observerCalls: 0, reflectorCalls: 1, reflection: `SUMMARY:\n${replacement}` });
 
-      const after = audit(path);
+      const after = audit(files.path);
       expect(invariantProblems(after)).toEqual([]);
       for (const operation of after.operations) expect(operation.status, operation.operation_id).toBe('applied');
       // Replayed once, by its second attempt, and not before its lease expired (both by the database's clock).
