@@ -415,6 +415,16 @@ ${observeFunctions(s)}`,
       'schema on the path cannot stand in for a built-in one they call',
     up: pinFunctionSearchPaths,
   },
+  {
+    version: 24,
+    description:
+      'harness_run_events.run_id references harness_runs (ON DELETE CASCADE): no event outlives its run, ' +
+      'whatever statement or role deletes the run; events an older version left without one are removed',
+    up: (s) => `
+DELETE FROM ${s}harness_run_events AS e WHERE NOT EXISTS (SELECT 1 FROM ${s}harness_runs AS r WHERE r.run_id = e.run_id);
+ALTER TABLE ${s}harness_run_events ADD CONSTRAINT harness_run_events_run_fk
+  FOREIGN KEY (run_id) REFERENCES ${s}harness_runs (run_id) ON DELETE CASCADE;`,
+  },
 ]);
 
 /**

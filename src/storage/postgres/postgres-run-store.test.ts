@@ -3,6 +3,7 @@ import pg from 'pg';
 import { createPostgresTestSchemas, postgresTestUrl, recordStatements } from '../../../test/support/postgres-schema.js';
 import type { PostgresTestSchemas } from '../../../test/support/postgres-schema.js';
 import { createPostgresRunStore } from './postgres-run-store.js';
+import { migratePostgresSchema, POSTGRES_MIGRATIONS } from './postgres-migrations.js';
 import type { RunStore } from '../run-store.js';
 import { newRun, runRunStoreSuite } from '../run-store.suite.js';
 
@@ -123,6 +124,45 @@ describe.skipIf(!url)('postgres run store', () => {
       await pool.query(
         `UPDATE "${schema}".harness_runs SET updated_at = now() - interval '1 day' WHERE run_id = 'run_1'`,
       );
+    });
+
+    it('keeps no event without its run: the schema refuses one, a deleted run takes its events, and the upgrade removes those an older version left', async () => {
+      schema = schemas.next();
+      const pool = new pg.Pool({ connectionString, max: 2 });
+      pools.push(pool);
+      // The schema as version 23 left it, with an event whose run a racing sweep deleted.
+      await migratePostgresSchema(
+        pool,
+        schema,
+        POSTGRES_MIGRATIONS.filter((migration) => migration.version <= 23),
+      );
+      const t = `"${schema}"`;
+      await pool.query(
+        `INSERT INTO ${t}.harness_runs (run_id, memory_id, tenant_id, conversation_id, agent_id, status, prompt, ` +
+          `model, system_prompt, max_steps, steps, input_tokens, output_tokens, created_at, updated_at) VALUES ` +
+          `('run_kept', '7:default/7:default/7:default', 'default', 'default', 'default', 'completed', 'p', 'm', ` +
+          `'', 4, 1, 0, 0, now(), now())`,
+      );
+      const event = (runId: string, seq: number) =>
+        pool.query(
+          `INSERT INTO ${t}.harness_run_events (run_id, seq, type, "timestamp", payload_json) ` +
+            `VALUES ($1, $2, 'run.started', now(), '{}')`,
+          [runId, seq],
+        );
+      await event('run_kept', 0);
+      await event('run_swept', 0);
+      await event('run_swept', 1);
+
+      const store = await createPostgresRunStore({ connectionString, schema });
+      opened.push(store);
+      const events = async () =>
+        (await pool.query<{ run_id: string }>(`SELECT run_id FROM ${t}.harness_run_events ORDER BY run_id, seq`))
+          .rows;
+      expect(await events()).toEqual([{ run_id: 'run_kept' }]);
+      await expect(event('run_none', 0)).rejects.toMatchObject({ code: '23503' });
+      // Any statement deleting a run, an operator's included, takes its events with it.
+      await pool.query(`DELETE FROM ${t}.harness_runs WHERE run_id = 'run_kept'`);
+      expect(await events()).toEqual([]);
     });
   });
 });

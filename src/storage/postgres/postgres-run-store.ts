@@ -244,15 +244,15 @@ function runMethods(ctx: PostgresRunContext): Pick<RunStore, RunMethodName> {
       wrap(async () => {
         const bounds = retentionArguments(olderThanSeconds, limit);
         // One statement: the runs are locked as they are picked (another replica's sweep skips
-        // them), and their events go with them.
+        // them). Their events go by the foreign key's cascade, which reads the latest snapshot:
+        // deleting them in this statement's own missed one committed just before the lock.
         const result = await query(
           pool,
           `WITH ended AS (
              SELECT run_id FROM ${s}harness_runs
              WHERE created_at <= now() - make_interval(secs => $1) AND updated_at <= now() - make_interval(secs => $1)
                AND status IN ('completed', 'failed', 'cancelled')
-             ORDER BY created_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED),
-           events AS (DELETE FROM ${s}harness_run_events WHERE run_id IN (SELECT run_id FROM ended))
+             ORDER BY created_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED)
            DELETE FROM ${s}harness_runs WHERE run_id IN (SELECT run_id FROM ended)`,
           [bounds.olderThanSeconds, bounds.limit],
         );
@@ -361,22 +361,10 @@ function conversationMethods(
             [memoryId, newScopeGeneration()],
           );
           await query(client, `DELETE FROM ${s}harness_conversation_messages WHERE memory_id = $1`, [memoryId]);
-          // The runs' rows first: an event being appended holds its run's row, so this waits for
-          // it, and the statements below (each with a fresh snapshot) see what it stored. Deleting
-          // the events in the same snapshot as a waiting delete of their runs left such an event
-          // behind, with no run, after the forget.
-          const locked = await query<{ run_id: string }>(
-            client,
-            `SELECT run_id FROM ${s}harness_runs WHERE memory_id = $1 FOR UPDATE`,
-            [memoryId],
-          );
-          const deleted = await query<{ run_id: string }>(
-            client,
-            `DELETE FROM ${s}harness_runs WHERE memory_id = $1 RETURNING run_id`,
-            [memoryId],
-          );
-          const runIds = [...new Set([...locked.rows, ...deleted.rows].map((row) => row.run_id))];
-          await query(client, `DELETE FROM ${s}harness_run_events WHERE run_id = ANY($1::text[])`, [runIds]);
+          // An event being appended holds its run's row, so this waits for it; the foreign key's
+          // cascade then deletes the run's events in the latest snapshot, the one just stored
+          // included (deleting them in this statement's snapshot left it behind with no run).
+          await query(client, `DELETE FROM ${s}harness_runs WHERE memory_id = $1`, [memoryId]);
         }),
       ),
   };
