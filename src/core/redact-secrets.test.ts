@@ -252,6 +252,38 @@ describe('redactSecrets: passwords in URLs', () => {
   });
 });
 
+describe('redactSecrets: URL-encoded text', () => {
+  it('finds a token right after a percent escape, as in an encoded callback or redirect link', () => {
+    const tokens = [OPENAI, ANTHROPIC, GITHUB, GITHUB_PAT, SLACK, JWT, 'AKIAIOSFODNN7EXAMPLE'];
+    for (const token of tokens) {
+      for (const escape of ['%3D', '%3d', '%20', '%22', '%2F', '%3A']) {
+        const text = `https://x.test/cb?next=https%3A%2F%2Fapi.test%2F%3Fapi_key${escape}${token}&page=2`;
+        const { text: redacted } = redactSecrets(text);
+        expect(redacted).not.toContain(token);
+        expect(redacted).toMatch(/api_key%[0-9A-Fa-f]{2}\[REDACTED:[a-z_]+\]&page=2$/);
+      }
+    }
+  });
+
+  it('redacts labelled values and password parameters whose separators are percent-encoded', () => {
+    expect(redactSecrets('?next=%2Flogin%3Fuser%3Dbob%26password%3DHunter22%2521%26page%3D2').text).toBe(
+      '?next=%2Flogin%3Fuser%3Dbob%26password%3D[REDACTED:url_password]%26page%3D2',
+    );
+    expect(redactSecrets('?next=%2Fdb%3FDB_PASSWORD%3Dsup3rs3cret').text).toBe(
+      '?next=%2Fdb%3FDB_PASSWORD%3D[REDACTED:labelled_secret]',
+    );
+    expect(redactSecrets('client_secret%3Ak9Xq2mLp7 next').text).toBe(
+      'client_secret%3A[REDACTED:labelled_secret] next',
+    );
+  });
+
+  it('keeps words that only end in a token prefix and percent signs that are no escape', () => {
+    for (const text of [`ta${OPENAI}`, `100%a${OPENAI}`, 'the %3Dmeeting, 50%3Afoo']) {
+      expect(redactSecrets(text).text).toBe(text);
+    }
+  });
+});
+
 describe('redactSecrets: JSON text', () => {
   it('finds secrets right after an escape such as \\n, as in stored tool arguments', () => {
     const text = JSON.stringify({

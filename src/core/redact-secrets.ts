@@ -48,8 +48,11 @@ interface Rule {
 // Every token pattern starts with a lookbehind that refuses to start inside a longer run of
 // token characters: that keeps matching linear on long runs and avoids hits inside other words.
 // A character right after a backslash does not count: in JSON text (tool arguments and
-// results, as stored) `…\nsk-…` is an escaped newline, then a key.
-const startsAfter = (tokenCharacters: string): string => String.raw`(?<!(?<!\\)[${tokenCharacters}])`;
+// results, as stored) `…\nsk-…` is an escaped newline, then a key. Nor does the last digit of
+// a percent escape: in a URL-encoded link (`?q=api_key%3Dsk-…`) the key starts after `%3D`.
+const startsAfter = (tokenCharacters: string): string => String.raw`(?<!(?<!\\|%[0-9A-Fa-f])[${tokenCharacters}])`;
+// What ends a secret's label: `:` or `=`, also percent-encoded (`password%3D…` in a link).
+const LABEL_END = String.raw`(?:[:=]|%3[AaDd])`;
 const pattern = (source: string, flags = 'g'): RegExp => new RegExp(source, flags);
 
 // The words that end a secret's label (`db_password`, `clientSecret`, `JWT_SECRET_KEY`,
@@ -173,7 +176,9 @@ const RULES: readonly Rule[] = [
     // to the `&` or `;` that starts the next `name=` (a password may hold either).
     kind: 'url_password',
     needs: (text) => text.hasFolded('pass') || text.hasFolded('pwd'),
-    pattern: /([?&;](?:password|passwd|pwd|pass)=)(?!\[REDACTED:)(?:[^&;#\s"'<>\\]|[&;](?![A-Za-z_][\w. -]{0,40}=))+/gi,
+    // The separators may be percent-encoded too, as in a link inside another link's query.
+    pattern:
+      /((?:[?&;]|%3[Ff]|%26|%3[Bb])(?:password|passwd|pwd|pass)(?:=|%3[Dd]))(?!\[REDACTED:)(?:[^&;#\s"'<>\\%]|%(?!(?:26|3[Bb])[A-Za-z_][\w.-]{0,40}(?:=|%3[Dd]))|[&;](?![A-Za-z_][\w. -]{0,40}=))+/gi,
     replace: (_match, [name]) => `${name ?? ''}[REDACTED:url_password]`,
   },
   {
@@ -201,9 +206,11 @@ const RULES: readonly Rule[] = [
     // An environment-style assignment (`DB_PASSWORD=…`, `export API_TOKEN=…`): what follows is
     // the secret itself, letters only or holding any punctuation, up to the end of the word.
     kind: 'labelled_secret',
-    needs: (text) => text.has('=') && (text.has('PASS') || text.has('SECRET') || text.has('KEY') || text.has('TOKEN')),
+    needs: (text) =>
+      (text.has('=') || text.has('%3')) &&
+      (text.has('PASS') || text.has('SECRET') || text.has('KEY') || text.has('TOKEN')),
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|PASSPHRASE|SECRET(?:_?KEY)?|API_?KEY|ACCOUNT_?KEY|PRIVATE_?KEY|TOKEN)[ \t]{0,8}=[ \t]{0,8})(${LABELLED_VALUE})`,
+      String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|PASSPHRASE|SECRET(?:_?KEY)?|API_?KEY|ACCOUNT_?KEY|PRIVATE_?KEY|TOKEN)[ \t]{0,8}(?:=|%3[Dd])[ \t]{0,8})(${LABELLED_VALUE})`,
     ),
     replace: (match, [label, value]) => labelledValue(match, label ?? '', value ?? '', 'assigned'),
   },
@@ -214,10 +221,10 @@ const RULES: readonly Rule[] = [
     kind: 'labelled_secret',
     // Every label word holds one of these (`api-key`, `passwd`, `clientSecret`).
     needs: (text) =>
-      (text.has(':') || text.has('=')) &&
+      (text.has(':') || text.has('=') || text.has('%3')) &&
       (text.hasFolded('pass') || text.hasFolded('secret') || text.hasFolded('key') || text.hasFolded('token')),
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS})(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8})(${LABELLED_VALUE})`,
+      String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS})(?:\\?["'])?[ \t]{0,8}${LABEL_END}[ \t]{0,8})(${LABELLED_VALUE})`,
       'gi',
     ),
     replace: (match, [label, value]) => labelledValue(match, label ?? '', value ?? '', 'labelled'),

@@ -37,8 +37,19 @@ describe('stripInvisible: removed characters', () => {
     expect(stripInvisible('a\u007Fb\u0080c\u009Bd')).toBe('abcd');
   });
 
-  it('removes the supplementary variation selectors', () => {
-    expect(stripInvisible('a\u{E0100}\u{E01EF}b')).toBe('ab');
+  it('removes the supplementary variation selectors and the rest of the tag block', () => {
+    expect(stripInvisible('a\u{E0100}\u{E01EF}b\u{E0080}\u{E01F0}\u{E0FFF}c')).toBe('abc');
+  });
+
+  it('removes the Khmer inherent vowels and the shorthand format controls, which hide inside a key', () => {
+    const key = 'sk-proj-AbCdEfGh';
+    for (const char of ['\u17B4', '\u17B5', '\u{1BCA0}', '\u{1BCA3}'])
+      expect(stripInvisible(`${key.slice(0, 12)}${char}${key.slice(12)}`), JSON.stringify(char)).toBe(key);
+  });
+
+  it('removes variation selectors next to ASCII, where they only split a word or a key', () => {
+    for (const char of ['\uFE00', '\uFE0E', '\uFE0F', '\u180B', '\u180C', '\u180D', '\u180F'])
+      expect(stripInvisible(`ig${char}nore sk-${char}proj`), JSON.stringify(char)).toBe('ignore sk-proj');
   });
 
   it('keeps ordinary text, emoji and non-Latin scripts', () => {
@@ -103,7 +114,7 @@ describe('renderDataLines: continuation lines', () => {
 
 describe('stripInvisible: text that stays', () => {
   it('keeps the zero-width joiner and non-joiner between characters outside ASCII', () => {
-    for (const text of ['👨‍👩‍👧 family', 'coder 👩‍💻', 'می‌خواهم', 'क्‍ष'])
+    for (const text of ['👨‍👩‍👧 family', 'coder 👩‍💻', 'می‌خواهم', 'क्‍ष', 'I ❤️ it', '❤️‍🔥 ok', '🏳️‍🌈', 'ᠠ᠋ᠢ'])
       expect(stripInvisible(text), JSON.stringify(text)).toBe(text);
   });
 
@@ -126,7 +137,7 @@ describe('stripInvisible: text that stays', () => {
 
 describe('needsStripping', () => {
   it('is true for hidden characters, joiners, line breaks and lone surrogates, false for plain text', () => {
-    for (const text of ['a\u200Bb', 'a\u200Db', 'a\rb', 'k\uD800', 'k\uDC00'])
+    for (const text of ['a\u200Bb', 'a\u200Db', 'a\uFE0Fb', 'a\u17B4b', 'a\rb', 'k\uD800', 'k\uDC00'])
       expect(needsStripping(text), JSON.stringify(text)).toBe(true);
     for (const text of ['plain', 'café', '日本語 😀']) expect(needsStripping(text), text).toBe(false);
   });

@@ -4,34 +4,48 @@
  */
 import { wellFormed } from './cut-text.js';
 
-// Tag characters, bidi controls (with the Arabic letter mark), zero-width characters, word
-// joiners, the BOM, the soft hyphen, the combining grapheme joiner, the Mongolian vowel
-// separator, Hangul fillers, interlinear annotation marks, the deprecated format characters,
-// C0 controls other than \t (U+0009) and \n (U+000A), DEL and the C1 controls (NEL apart: it
-// is a line break). All of them can hide or reorder instructions, or split a word a filter
-// looks for. The zero-width joiner and non-joiner are apart (JOINER): scripts and emoji need them.
+// Tag characters (and the rest of their plane's unassigned block), bidi controls (with the
+// Arabic letter mark), zero-width characters, word joiners, the BOM, the soft hyphen, the
+// combining grapheme joiner, the Mongolian vowel separator, the Khmer inherent vowels, Hangul
+// fillers, interlinear annotation marks, shorthand format controls, the deprecated format
+// characters, C0 controls other than \t (U+0009) and \n (U+000A), DEL and the C1 controls (NEL
+// apart: it is a line break). All of them can hide or reorder instructions, or split a word a
+// filter looks for. The joiners and variation selectors are apart (JOINABLE): scripts and
+// emoji need them.
 const INVISIBLE_CLASS =
-  '\\u{E0000}-\\u{E007F}\\u{E0100}-\\u{E01EF}\\u{202A}-\\u{202E}\\u{2066}-\\u{2069}\\u{061C}\\u{200B}\\u{200E}\\u{200F}' +
-  '\\u{2060}-\\u{2064}\\u{206A}-\\u{206F}\\u{FEFF}\\u{00AD}\\u{034F}\\u{180E}\\u{115F}\\u{1160}\\u{3164}\\u{FFA0}' +
-  '\\u{FFF9}-\\u{FFFB}\\u{1D173}-\\u{1D17A}\\u{0}-\\u{8}\\u{B}\\u{C}\\u{E}-\\u{1F}\\u{7F}-\\u{84}\\u{86}-\\u{9F}';
-// What a tag's `<` is looked past to, and what a key may not hold: the above and both joiners.
-const HIDDEN_CLASS = `${INVISIBLE_CLASS}\\u{200C}\\u{200D}`;
+  '\\u{E0000}-\\u{E0FFF}\\u{202A}-\\u{202E}\\u{2066}-\\u{2069}\\u{061C}\\u{200B}\\u{200E}\\u{200F}' +
+  '\\u{2060}-\\u{2064}\\u{206A}-\\u{206F}\\u{FEFF}\\u{00AD}\\u{034F}\\u{180E}\\u{17B4}\\u{17B5}\\u{115F}\\u{1160}' +
+  '\\u{3164}\\u{FFA0}\\u{FFF9}-\\u{FFFB}\\u{1BCA0}-\\u{1BCA3}\\u{1D173}-\\u{1D17A}\\u{0}-\\u{8}\\u{B}\\u{C}\\u{E}-\\u{1F}' +
+  '\\u{7F}-\\u{84}\\u{86}-\\u{9F}';
+// The variation selectors and the Mongolian free variation selectors; with the zero-width
+// non-joiner and joiner, what scripts and emoji need.
+const SELECTOR_CLASS = '\\u{FE00}-\\u{FE0F}\\u{180B}-\\u{180D}\\u{180F}';
+const JOINABLE_CLASS = `\\u{200C}\\u{200D}${SELECTOR_CLASS}`;
+// What a tag's `<` is looked past to, and what a key may not hold: all of the above.
+const HIDDEN_CLASS = `${INVISIBLE_CLASS}${JOINABLE_CLASS}`;
 const INVISIBLE = new RegExp(`[${INVISIBLE_CLASS}]`, 'gu');
 const HAS_HIDDEN = new RegExp(`[${HIDDEN_CLASS}]`, 'u');
 
 // The zero-width non-joiner (Persian, Hindi) and joiner (emoji sequences such as 👩‍💻, Indic
-// conjuncts) are kept between two characters outside ASCII, where those scripts use them, and
-// removed next to ASCII, where they only split a word (`ig\u200Dnore`) or a tag.
-const JOINER_RUN = /[\u200C\u200D]+/g;
-const HAS_JOINER = /[\u200C\u200D]/;
+// conjuncts) are kept between two characters outside ASCII, where those scripts use them, and a
+// variation selector (❤️, Mongolian letter forms) right after one, the character it varies;
+// elsewhere, next to ASCII, they only split a word (`ig\u200Dnore`, `sk-\uFE0F…`) or a tag.
+const JOINER_RUN = new RegExp(`[\\u{200C}\\u{200D}]+|[${SELECTOR_CLASS}]+`, 'gu');
+const HAS_JOINER = new RegExp(`[${JOINABLE_CLASS}]`, 'u');
+const JOINER = /^[\u200C\u200D]/;
 const NON_ASCII = /[\u0080-\uFFFF]/;
 
-/** `text` with each run of joiners kept only between two characters outside ASCII (one pass: linear). */
+/**
+ * `text` with each run of joiners kept only between two characters outside ASCII, and each run
+ * of variation selectors only after one (one pass: linear).
+ */
 function stripAsciiJoiners(text: string): string {
   return text.replace(JOINER_RUN, (run: string, offset: number, whole: string) => {
     const before = whole[offset - 1];
+    if (before === undefined || !NON_ASCII.test(before)) return '';
+    if (!JOINER.test(run)) return run;
     const after = whole[offset + run.length];
-    return before !== undefined && after !== undefined && NON_ASCII.test(before) && NON_ASCII.test(after) ? run : '';
+    return after !== undefined && NON_ASCII.test(after) ? run : '';
   });
 }
 
