@@ -3,7 +3,6 @@
  * models (and servers with a JSON mode switched on) answer that way whatever they are told.
  * @module
  */
-import type { ParsedObservation } from './observation.js';
 import type { Contradiction, StructuredReflection, Supersession } from './reflection.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -50,42 +49,46 @@ function seqsOf(value: Json | undefined): number[] {
   return seqs;
 }
 
+/** An observation of a JSON answer, its score as written: the caller reads it as it reads lines. */
+export interface JsonObservation {
+  readonly content: string;
+  /** A number or a string (`0.9`, `"8"`, `"90%"`, `"high"`); null when there is none. */
+  readonly score: number | string | null;
+  readonly sourceSeqs: readonly number[];
+}
+
+const TEXT_KEYS = ['observation', 'content', 'text', 'fact'];
+
 /**
  * The observations of an answer that is a JSON list of objects (or an object holding one
  * under `observations`), each with its text under `observation`, `content`, `text` or
- * `fact`, its score under `importance` or `score` (a number in [0, 1]; whole numbers out of
- * ten read as tenths, as in lines, and other scores above 1 as percentages) and its sources under `source`/`sources`. Undefined when the answer is
- * not such JSON, or when any item has no text: then it is read as lines.
+ * `fact`, its score under `importance` or `score` and its sources under `source`/`sources`.
+ * An item whose text is blank or null (or a null item) is skipped, so a list of such items
+ * reads as no observation. Undefined when the answer is not such JSON, or when an item has
+ * none of those text keys or a text that is not a string: then it is read as lines.
  */
-export function readJsonObservations(text: string): ParsedObservation[] | undefined {
+export function readJsonObservations(text: string): JsonObservation[] | undefined {
   const value = jsonOf(text);
   const list = Array.isArray(value) ? value : isObject(value) ? firstOf(value, ['observations']) : undefined;
   if (!Array.isArray(list)) return undefined;
-  const items: Array<{ content: string; score: number | null; sourceSeqs: number[] }> = [];
+  const items: JsonObservation[] = [];
   for (const item of list) {
+    if (item === null) continue;
     if (!isObject(item)) return undefined;
-    const content = textOf(firstOf(item, ['observation', 'content', 'text', 'fact']));
-    if (content === undefined) return undefined;
-    const written = firstOf(item, ['importance', 'score']);
-    const score = typeof written === 'string' ? Number.parseFloat(written) : written;
+    const texts = TEXT_KEYS.map((key) => firstOf(item, [key])).filter((found) => found !== undefined);
+    // NOTE: an item of another shape (`{"note": "…"}`) may hold a fact: read as lines, the
+    // answer is kept whole rather than taken for "nothing".
+    if (texts.length === 0 || texts.some((found) => found !== null && typeof found !== 'string')) return undefined;
+    const content = texts.map(textOf).find((found) => found !== undefined);
+    if (content === undefined) continue;
+    const score = firstOf(item, ['importance', 'score']);
     items.push({
       content,
-      score: typeof score === 'number' && Number.isFinite(score) ? score : null,
+      score: typeof score === 'number' || typeof score === 'string' ? score : null,
       sourceSeqs: seqsOf(firstOf(item, ['source', 'sources', 'source_seqs', 'seqs'])),
     });
   }
-  // As in lines: whole numbers out of ten read as tenths; other scores above 1 as percentages.
-  const scores = items.flatMap((item) => (item.score === null ? [] : [item.score]));
-  const tenths =
-    scores.every((score) => Number.isInteger(score) && score >= 0 && score <= 10) && scores.some((score) => score > 1);
-  return items.map(({ content, score, sourceSeqs }) => {
-    const scaled = score === null ? null : tenths ? score / 10 : score > 1 && score <= 100 ? score / 100 : score;
-    return {
-      content,
-      importance: scaled === null ? null : Math.min(1, Math.max(0, scaled)),
-      ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}),
-    };
-  });
+  return items;
 }
 
 /**

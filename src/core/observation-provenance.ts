@@ -63,8 +63,12 @@ export function provenanceOf(
   };
 }
 
+// Roles the application itself writes as. Any other role a caller passes (`tool`, OpenAI's
+// older `function`, `tool_result`, `ipython`) carries what a tool returned.
+const CONVERSATION_ROLES: ReadonlySet<string> = new Set(['user', 'assistant', 'system', 'developer']);
+
 function isTool(role: string): boolean {
-  return role.trim().toLowerCase() === 'tool';
+  return !CONVERSATION_ROLES.has(role.trim().toLowerCase());
 }
 
 function isUser(role: string): boolean {

@@ -493,8 +493,8 @@ describe('parseObservations: real-world answer shapes (issue 12)', () => {
       ],
     ],
     [
-      'JSON scores in percent',
-      `{"observations": [{"score": 85, "text": "${tabs}"}, {"score": "0.5", "fact": "${go}"}]}`,
+      'JSON scores in percent, written with %',
+      `{"observations": [{"score": "85%", "text": "${tabs}"}, {"score": "0.5", "fact": "${go}"}]}`,
       [
         { content: tabs, importance: 0.85 },
         { content: go, importance: 0.5 },
@@ -726,6 +726,79 @@ describe('parseObservations: long runs of white space', () => {
     expect(parseObservations(`IMPORTANCE:   0.9   User  uses   vim.`)).toEqual([
       { content: 'User  uses   vim.', importance: 0.9 },
     ]);
+  });
+});
+
+describe('parseObservations: JSON answers scored as lines are', () => {
+  const rule = 'User must never force-push to main.';
+  const deadline = 'The release deadline is Friday.';
+  const json = (...items: unknown[]) => JSON.stringify(items);
+
+  // Once read as percentages: 1.2 was stored as 0.012, a 9 among fractions as 0.09.
+  it.each([
+    ['a score above 1 among fractions', [0.9, 1.2], [0.9, 1]],
+    ['a whole number above 1 among fractions', [0.5, 9], [0.5, 1]],
+    ['a fraction above 1 among whole numbers', [8.5, 7], [1, 1]],
+    ['a score above 10', [85, 0.5], [1, 0.5]],
+    ['whole numbers out of ten', [9, 4], [0.9, 0.4]],
+    ['whole numbers out of ten, one of them 0', [8, 0], [0.8, 0]],
+    ['whole numbers out of ten written as strings', ['8', '3'], [0.8, 0.3]],
+    ['a percentage written with %', ['90%', 0.4], [0.9, 0.4]],
+    ['a score written as a fraction of ten', ['9/10', 0.4], [0.9, 0.4]],
+    ['a level in words', ['high', 0.4], [0.8, 0.4]],
+    ['an unreadable score beside whole numbers out of ten', ['???', 8], [null, 0.8]],
+  ])('reads %s as the line format does', (_name, scores, expected) => {
+    const answer = json({ observation: rule, importance: scores[0] }, { observation: deadline, importance: scores[1] });
+    expect(parseObservations(answer)).toEqual([
+      { content: rule, importance: expected[0] },
+      { content: deadline, importance: expected[1] },
+    ]);
+    const lines = `IMPORTANCE: ${scores[0]}\n${rule}\n\nIMPORTANCE: ${scores[1]}\n${deadline}`;
+    expect(parseObservations(lines)).toEqual(parseObservations(answer));
+  });
+
+  // Once the whole answer was stored as one unscored observation of raw JSON.
+  it('skips an item without text and keeps the others', () => {
+    for (const empty of ['', '   ', null]) {
+      const answer = json(
+        { observation: rule, importance: 0.9, source: [1] },
+        { observation: empty, importance: 0.1 },
+        { content: deadline, importance: 0.5 },
+      );
+      expect(parseObservations(answer), String(empty)).toEqual([
+        { content: rule, importance: 0.9, sourceSeqs: [1] },
+        { content: deadline, importance: 0.5 },
+      ]);
+    }
+  });
+
+  it('leaves the scores of the other items on the ten-point scale when an item without text is skipped', () => {
+    const answer = json({ observation: rule, importance: 9 }, { observation: '', importance: 0.5 });
+    expect(parseObservations(answer)).toEqual([{ content: rule, importance: 0.9 }]);
+  });
+
+  it('reads a JSON list of items that are not observations as text', () => {
+    const answer = json({ note: rule }, { note: deadline });
+    expect(parseObservations(answer)).toEqual([{ content: answer, importance: null }]);
+  });
+});
+
+describe('isNothingToObserve: JSON answers', () => {
+  // Once refused as empty output, so the operation failed on every attempt.
+  it.each([
+    ['an empty list of observations in an object', '{"observations": []}'],
+    ['an empty list of observations, fenced', '```json\n{"observations": []}\n```'],
+    ['a list whose items have no text', '[{"observation": "", "importance": 0.1}, {"observation": null}]'],
+    ['an object whose observations have no text', '{"observations": [{"content": " "}]}'],
+  ])('takes %s as nothing', (_name, answer) => {
+    expect(isNothingToObserve(answer)).toBe(true);
+    expect(parseObservations(answer)).toEqual([]);
+  });
+
+  it('does not take a JSON list with an observation in it as nothing', () => {
+    expect(isNothingToObserve('{"observations": [{"observation": "", "importance": 0.1}, {"fact": "Uses Go."}]}')).toBe(
+      false,
+    );
   });
 });
 

@@ -6,6 +6,7 @@
 import type { ParsedObservation } from './observation.js';
 import { stripInvisible } from './sanitize-text.js';
 import { readJsonObservations } from './json-answer.js';
+import type { JsonObservation } from './json-answer.js';
 import { repeatKeyOf } from './repeated-observations.js';
 import { stripReasoning } from './strip-reasoning.js';
 import { toMarkerForm } from './marker-form.js';
@@ -99,8 +100,9 @@ const NOTHING_ANSWER =
 // Also `There are no new durable facts …`, `Nothing in this segment is worth remembering.`
 const NOTHING_LEAD =
   /^[\s*_"'`([]*(?:(?:none|n\/a)[\s*_"'`)\]]*(?:[.!:;,(\-—–]|$)|(?:there\s+(?:are|is|were|was)\s+)?no\s+(?:(?:(?:new|durable|relevant|notable|important|lasting)\s+)+(?:observations?|facts?|information)\b|(?:observations?|facts?|information)(?=\s*(?:$|[.!:;,(\-—–]|(?:to\s+(?:record|remember|observe|note|add)|worth|in\s+th(?:is|e)\s+(?:segment|transcript|conversation|exchange)|from\s+th(?:is|e)\s+(?:segment|transcript|conversation|exchange))\b)))|(?:i\s+)?(?:did\s+not|didn't|could\s+not|couldn't)\s+find\s+(?:anything|any\s+(?:new\s+)?(?:facts?|observations?))\b|nothing\s+(?:(?:in|from)\s+(?:this|the)\s+(?:new\s+)?(?:transcript\s+)?(?:segment|transcript|conversation|exchange)\s+(?:is\s+)?)?(?:new|worth|durable|relevant|of\s+note|to\s+(?:observe|record|remember|note|add))\b)/i;
-// An empty JSON list or object: the model answered "nothing" in JSON.
-const EMPTY_JSON = /^(?:```(?:json)?\s*)?(?:\[\s*\]|\{\s*\})(?:\s*```)?$/i;
+// An empty JSON object: the model answered "nothing" in JSON (an empty list is one that
+// readJsonObservations reads as no observation).
+const EMPTY_JSON = /^(?:```(?:json)?\s*)?\{\s*\}(?:\s*```)?$/i;
 const MAX_REPEATED_LINES = 3;
 
 interface Block {
@@ -168,11 +170,13 @@ const WORD = /[\p{L}\p{N}]+(?:['’][\p{L}\p{N}]+)*/gu;
  * after "nothing", on any line, is more than a reason: a contrast (`No new observations, but
  * the user said the deadline is Friday.`, `Nothing new, except …`, `N/A - note: …`) or any
  * other statement (`No new facts; the user said thanks and moved to Berlin.`, `NONE - small
- * talk, then the user said their deadline is Friday`). That text is an observation.
+ * talk, then the user said their deadline is Friday`). That text is an observation. Also true
+ * for a JSON answer with no observation in it (`[]`, `{"observations": []}`, items whose text
+ * is empty).
  */
 export function isNothingToObserve(raw: string): boolean {
   const text = stripInvisible(stripReasoning(raw)).trim();
-  if (NOTHING_ANSWER.test(text) || EMPTY_JSON.test(text)) return true;
+  if (NOTHING_ANSWER.test(text) || EMPTY_JSON.test(text) || readJsonObservations(text)?.length === 0) return true;
   // The first line says it (`NONE`, then a blank line and the reason); a code fence may come first.
   const lines = text.split('\n');
   const index = lines.findIndex((line) => line.trim() !== '' && !/^\s*(?:```|~~~)/.test(line));
@@ -221,7 +225,8 @@ function isScoreLine(line: string): boolean {
  * matter") is content. An optional `SOURCE: 12, 14` line cites the transcript seqs of its
  * observation. Text before the first observation is kept as one unscored observation unless
  * it only frames the answer ("Here are the observations:", a heading); without any score at
- * all, the whole text is one observation.
+ * all, the whole text is one observation. A JSON list of `{importance, source, observation}`
+ * objects is read too, each score as the value of an `IMPORTANCE` line.
  */
 export function parseObservations(raw: string, options: ParseObservationsOptions = {}): ParsedObservation[] {
   const maxObservations = bound(options.maxObservations, DEFAULT_MAX_OBSERVATIONS);
@@ -230,7 +235,7 @@ export function parseObservations(raw: string, options: ParseObservationsOptions
   if (text === '' || isNothingToObserve(text)) return [];
   const json = readJsonObservations(text);
   const parsed = json
-    ? json.map((item) => ({ ...item, content: truncateObservation(item.content, maxChars) }))
+    ? scoredAsLines(json, maxChars)
     : // Repeats are merged after reading: room for them, so that 50 copies of one fact leave room for the rest.
       parseLines(withMarkers(text), maxObservations * 4, maxChars);
   return withoutRepeats(parsed).slice(0, maxObservations);
@@ -260,6 +265,27 @@ function withoutRepeats(observations: readonly ParsedObservation[]): ParsedObser
     kept[index] = { content: first.content, importance, ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}) };
   }
   return kept;
+}
+
+/** The observations of a JSON answer, each score read as a marker's value and on the same scale rule. */
+function scoredAsLines(items: readonly JsonObservation[], maxChars: number): ParsedObservation[] {
+  const scored = items.map((item) => ({ ...item, ...jsonScoreOf(item.score) }));
+  onTenPointScale(scored);
+  return scored.map(({ content, importance, sourceSeqs }) => ({
+    content: truncateObservation(content, maxChars),
+    importance,
+    ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}),
+  }));
+}
+
+function jsonScoreOf(score: number | string | null): { importance: number | null; written?: number } {
+  if (typeof score === 'number') return scoreOf({ importance: score, plain: true, end: 0 });
+  // A string is read as `IMPORTANCE: <string>` would be; a sentence there is no score.
+  const read = score === null ? undefined : readScore(score);
+  if (read === undefined) return { importance: null };
+  return read.written === undefined
+    ? { importance: read.importance }
+    : { importance: read.importance, written: read.written };
 }
 
 function parseLines(text: string, maxObservations: number, maxChars: number): ParsedObservation[] {
@@ -305,7 +331,7 @@ function parseLines(text: string, maxObservations: number, maxChars: number): Pa
     else current.lines.push(line);
   }
   if (!blocks.some((block) => block.marked)) return unscored(blocks[0]?.lines ?? [], maxObservations, maxChars);
-  onTenPointScale(blocks);
+  onTenPointScale(blocks.filter((block) => block.marked));
 
   const observations: ParsedObservation[] = [];
   const read = scoresFollowText(blocks) ? scoredBackwards(blocks) : blocks;
@@ -332,14 +358,14 @@ function parseLines(text: string, maxObservations: number, maxChars: number): Pa
  * answer is a whole number from 0 to 10 and one is above 1, each is read as tenths. Clamped
  * instead, they would all be 1.0 and the ranking among them lost.
  */
-function onTenPointScale(blocks: Block[]): void {
-  const scored = blocks.filter((block) => block.marked && block.importance !== null);
+function onTenPointScale(scores: ReadonlyArray<{ importance: number | null; readonly written?: number }>): void {
+  const scored = scores.filter((score) => score.importance !== null);
   const tens = scored.every(
-    (block) =>
-      block.written !== undefined && Number.isInteger(block.written) && block.written >= 0 && block.written <= 10,
+    (score) =>
+      score.written !== undefined && Number.isInteger(score.written) && score.written >= 0 && score.written <= 10,
   );
-  if (!tens || !scored.some((block) => (block.written as number) > 1)) return;
-  for (const block of scored) block.importance = (block.written as number) / 10;
+  if (!tens || !scored.some((score) => (score.written as number) > 1)) return;
+  for (const score of scored) score.importance = (score.written as number) / 10;
 }
 
 /**
