@@ -10,13 +10,26 @@ import type {
   LanguageModelV3Prompt,
   LanguageModelV3ToolResultPart,
 } from '@ai-sdk/provider';
+import { cutText } from '../core/cut-text.js';
+import { stripInvisible } from '../core/sanitize-text.js';
 import type { TranscriptMessage } from '../core/transcript.js';
 
 /** Marks the system messages the middleware put in front of a prompt, so it can replace them. */
 export const MEMORY_BLOCK_OPTION = 'harnessMemory';
 
-/** A message before its id; `files` (a digest of its file parts) only tells messages apart, it is not observed. */
-type Unidentified = Omit<TranscriptMessage, 'id'> & { readonly files?: string };
+/**
+ * A message before its id. Neither extra field is observed: `files` (a digest of its file
+ * parts) tells messages apart, and `text` (its text parts alone, when its content also renders
+ * file parts) is what its id is keyed on, as it was before file parts were rendered: a changed
+ * id would hand the whole stored history over again.
+ */
+type Unidentified = Omit<TranscriptMessage, 'id'> & { readonly files?: string; readonly text?: string };
+type Part = {
+  readonly type: string;
+  readonly text?: string;
+  readonly mediaType?: unknown;
+  readonly filename?: unknown;
+};
 type ToolCallLike = { readonly toolCallId: string; readonly toolName: string; readonly input: unknown };
 
 /** Whether the middleware put this message there (it carries the block marker). */
@@ -31,10 +44,10 @@ export function promptToTranscript(prompt: LanguageModelV3Prompt): Unidentified[
   for (const message of prompt) {
     if (message.role === 'user') {
       const files = filesOf(message.content);
-      messages.push({ role: 'user', content: textOf(message.content), ...(files === '' ? {} : { files }) });
+      messages.push({ role: 'user', ...contentOf(message.content), ...(files === '' ? {} : { files }) });
     } else if (message.role === 'assistant') {
       const calls = message.content.filter((part) => part.type === 'tool-call');
-      messages.push(assistantMessage(textOf(message.content), calls));
+      messages.push(assistantMessage(contentOf(message.content), calls));
       for (const part of message.content) if (part.type === 'tool-result') messages.push(toolResultMessage(part));
     } else if (message.role === 'tool') {
       for (const part of message.content) if (part.type === 'tool-result') messages.push(toolResultMessage(part));
@@ -46,17 +59,16 @@ export function promptToTranscript(prompt: LanguageModelV3Prompt): Unidentified[
 /** What a model call answered, rendered as the AI SDK will send it back in the next prompt. */
 export function responseToTranscript(content: readonly LanguageModelV3Content[]): Unidentified[] {
   const calls: ToolCallLike[] = [];
-  let text = '';
   const results: Unidentified[] = [];
   for (const part of content) {
-    if (part.type === 'text') text += part.text;
-    else if (part.type === 'tool-call')
+    if (part.type === 'tool-call')
       calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: parseInput(part.input) });
     else if (part.type === 'tool-result')
       results.push({ role: 'tool', toolCallId: part.toolCallId, name: part.toolName, content: stringify(part.result) });
   }
-  if (text === '' && calls.length === 0) return results;
-  return [assistantMessage(text, calls), ...results];
+  const said = contentOf(content);
+  if (said.content === '' && calls.length === 0) return results;
+  return [assistantMessage(said, calls), ...results];
 }
 
 /**
@@ -75,7 +87,7 @@ export function identify(messages: readonly Unidentified[]): TranscriptMessage[]
     const byCallId = message.role === 'tool' && (message.toolCallId ?? '') !== '';
     const key = JSON.stringify([
       message.role,
-      byCallId ? '' : (message.content ?? ''),
+      byCallId ? '' : (message.text ?? message.content ?? ''),
       message.name ?? '',
       message.toolCallId ?? '',
       calls,
@@ -87,16 +99,16 @@ export function identify(messages: readonly Unidentified[]): TranscriptMessage[]
     // keep the whole alive as long as the id is held).
     const digest = createHash('sha256').update(`${key}\u0000${occurrence}`).digest();
     const id = `ai-sdk:${digest.toString('hex', 0, 16)}`;
-    const { files: _files, ...observed } = message;
+    const { files: _files, text: _text, ...observed } = message;
     return { ...observed, id };
   });
 }
 
-function assistantMessage(text: string, calls: readonly ToolCallLike[]): Unidentified {
-  if (calls.length === 0) return { role: 'assistant', content: text };
+function assistantMessage(said: Said, calls: readonly ToolCallLike[]): Unidentified {
+  if (calls.length === 0) return { role: 'assistant', ...said };
   return {
     role: 'assistant',
-    content: text,
+    ...said,
     toolCalls: calls.map((call) => ({ id: call.toolCallId, name: call.toolName, arguments: stringify(call.input) })),
   };
 }
@@ -122,11 +134,51 @@ function outputText(output: LanguageModelV3ToolResultPart['output']): string {
   }
 }
 
-function textOf(parts: ReadonlyArray<{ readonly type: string; readonly text?: string }>): string {
-  return parts
-    .filter((part) => part.type === 'text')
-    .map((part) => part.text ?? '')
-    .join('');
+/** A message's content, and its text parts alone when that differs (see {@link Unidentified}). */
+type Said = { readonly content: string; readonly text?: string };
+
+/**
+ * The text parts, run together as they always were, with each file part as a line of its own
+ * between them, in their order: the observer learns a file was sent, never what it holds.
+ */
+function contentOf(parts: readonly Part[]): Said {
+  const lines: string[] = [];
+  // The text parts since the last file part, undefined when there are none.
+  let run: string | undefined;
+  let text = '';
+  let hasFiles = false;
+  for (const part of parts) {
+    if (part.type === 'text') {
+      run = (run ?? '') + (part.text ?? '');
+      text += part.text ?? '';
+    } else if (part.type === 'file') {
+      if (run !== undefined) lines.push(run);
+      run = undefined;
+      lines.push(filePlaceholder(part));
+      hasFiles = true;
+    }
+  }
+  if (run !== undefined) lines.push(run);
+  return hasFiles ? { content: lines.join('\n'), text } : { content: text };
+}
+
+/** Longest file name or media type shown, in UTF-16 code units. */
+const MAX_FILE_LABEL = 100;
+
+/** `[file: photo.png (image/png)]`, or `[file: image/png]` without a file name. */
+function filePlaceholder(part: Part): string {
+  const mediaType = typeof part.mediaType === 'string' ? fileLabel(part.mediaType) : '';
+  const filename = typeof part.filename === 'string' ? fileLabel(part.filename) : '';
+  if (filename === '') return `[file: ${mediaType || 'unknown type'}]`;
+  return mediaType === '' ? `[file: ${filename}]` : `[file: ${filename} (${mediaType})]`;
+}
+
+// A file name comes from outside, as the user's words do, and is cleaned as they are when
+// stored (invisible characters stripped, secrets redacted); here it is also kept to one short
+// line, so a placeholder stays one.
+function fileLabel(text: string): string {
+  const line = stripInvisible(text).replace(/\s+/g, ' ').trim();
+  return line.length <= MAX_FILE_LABEL ? line : `${cutText(line, MAX_FILE_LABEL - 1)}…`;
 }
 
 /** A digest of the message's file parts (images, documents), or '' when it has none. */

@@ -1,7 +1,8 @@
 /**
  * The middleware where a call does not go straight through: tool inputs the SDK reshapes, a
- * forget during the call, an abort while memory is read, a stream that does not end whole,
- * and provider call ids that are not scope ids.
+ * forget during or before the call, a generation that cannot be read, an abort while memory
+ * is read, a stream that does not end whole, a message made only of files, and provider call
+ * ids that are not scope ids.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod/v4';
@@ -102,6 +103,158 @@ describe.each(AI_SDK_VERSIONS)('AI SDK middleware at the edges: $label', (versio
     expect(await stored()).toEqual([]);
     expect(observer.calls).toHaveLength(0);
     expect(await memory.snippet(scope)).toBe('');
+  });
+
+  const answering = (text: string) =>
+    new version.Mock({ doGenerate: (async () => generated([{ type: 'text', text }])) as never });
+  const observedTexts = () => observer.calls.map((call) => JSON.stringify(call.messages));
+
+  it('hands over again, after a forget, the messages it had handed over before it', async () => {
+    const handed: string[] = [];
+    const middleware = createMemoryMiddleware({ memory: recording(handed), workingMemory, scope });
+    const model = ai.wrapLanguageModel({ model: answering('Hi Bob.') as never, middleware });
+    await ai.generateText({ model, prompt: 'My name is Bob.' });
+    await middleware.flush();
+    await memory.forget(scope);
+    await ai.generateText({ model, prompt: 'My name is Bob.' });
+    await middleware.flush();
+    await memory.drain(scope);
+    expect(handed.filter((text) => text === 'user:My name is Bob.[]')).toHaveLength(2);
+    expect(observedTexts().filter((text) => text.includes('My name is Bob.'))).toHaveLength(2);
+    expect((await memory.status(scope)).observationCount).toBe(1);
+  });
+
+  it('hands over everything when the scope generation cannot be read, trusting no earlier generation', async () => {
+    const handed: string[] = [];
+    let generationFails = false;
+    const flaky: ObservationalMemory = {
+      ...recording(handed),
+      generation: async (scopeInput) => {
+        if (generationFails) throw new Error('store is down');
+        return memory.generation(scopeInput);
+      },
+    };
+    const middleware = createMemoryMiddleware({ memory: flaky, workingMemory, scope });
+    const model = ai.wrapLanguageModel({
+      model: new version.Mock({
+        doStream: (async () => ({
+          stream: version.toStream([
+            { type: 'stream-start', warnings: [] },
+            { type: 'text-start', id: 't1' },
+            { type: 'text-delta', id: 't1', delta: 'Hi Bob.' },
+            { type: 'text-end', id: 't1' },
+            { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage },
+          ] as never),
+        })) as never,
+      }) as never,
+      middleware,
+    });
+    await ai.streamText({ model, prompt: 'My name is Bob.' }).consumeStream();
+    await middleware.flush();
+    await memory.forget(scope);
+    generationFails = true;
+    for (let call = 0; call < 2; call++) {
+      await ai.streamText({ model, prompt: 'My name is Bob.' }).consumeStream();
+      await middleware.flush();
+    }
+    // The store skips what it holds: the third call stores nothing new.
+    expect(handed.filter((text) => text === 'user:My name is Bob.[]')).toHaveLength(3);
+    await memory.drain(scope);
+    expect(observedTexts().filter((text) => text.includes('My name is Bob.'))).toHaveLength(2);
+  });
+
+  it('hands over a user message made only of files as placeholder lines, never their data', async () => {
+    const handed: string[] = [];
+    const middleware = createMemoryMiddleware({ memory: recording(handed), workingMemory, scope });
+    const model = ai.wrapLanguageModel({ model: answering('Nice picture.') as never, middleware });
+    const png = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10]);
+    const pdf = new TextEncoder().encode('%PDF-1.7\n');
+    const picture = {
+      role: 'user' as const,
+      content: [{ type: 'image' as const, image: png, mediaType: 'image/png' }],
+    };
+    await ai.generateText({ model, messages: [picture] });
+    await middleware.flush();
+    await ai.generateText({
+      model,
+      messages: [
+        picture,
+        { role: 'assistant', content: 'Nice picture.' },
+        {
+          role: 'user',
+          content: [
+            { type: 'file', data: pdf, mediaType: 'application/pdf', filename: 'menu.pdf' },
+            { type: 'text', text: 'And this?' },
+          ],
+        },
+      ],
+    });
+    await middleware.flush();
+    await memory.drain(scope);
+    expect(handed).toEqual([
+      'user:[file: image/png][]',
+      'assistant:Nice picture.[]',
+      'user:[file: menu.pdf (application/pdf)]\nAnd this?[]',
+      'assistant:Nice picture.[]',
+    ]);
+    const observed = observedTexts().join('\n');
+    expect(observed).toContain('[file: image/png]');
+    expect(observed).toContain('[file: menu.pdf (application/pdf)]');
+    expect(observed).not.toContain(Buffer.from(png).toString('base64'));
+  });
+
+  it('gives the observer a file name cleaned as the words are: invisible characters out, secrets redacted', async () => {
+    const middleware = createMemoryMiddleware({ memory, workingMemory, scope });
+    const model = ai.wrapLanguageModel({ model: answering('Received.') as never, middleware });
+    const filename = 'in\u200Bvoice for jane.doe@example.com.pdf';
+    await ai.generateText({
+      model,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'file', data: new TextEncoder().encode('%PDF-1.7\n'), mediaType: 'application/pdf', filename },
+          ],
+        },
+      ],
+    });
+    await middleware.flush();
+    await memory.drain(scope);
+    const observed = observedTexts().join('\n');
+    expect(observed).toContain('[file: invoice for [REDACTED:email_address] (application/pdf)]');
+    expect(observed).not.toContain('jane.doe');
+  });
+
+  it('hands over answers made only of a file as placeholder lines, streamed or not, each once', async () => {
+    const handed: string[] = [];
+    const middleware = createMemoryMiddleware({ memory: recording(handed), workingMemory, scope });
+    const drawing = { type: 'file', mediaType: 'image/png', data: 'iVBORw0KGgo=' };
+    const inner = new version.Mock({
+      doGenerate: (async () => generated([drawing])) as never,
+      doStream: (async () => ({
+        stream: version.toStream([
+          { type: 'stream-start', warnings: [] },
+          drawing,
+          { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage },
+        ] as never),
+      })) as never,
+    });
+    const model = ai.wrapLanguageModel({ model: inner as never, middleware });
+    await ai.generateText({ model, prompt: 'Draw a cat.' });
+    await middleware.flush();
+    const history = [
+      { role: 'user' as const, content: 'Draw a cat.' },
+      { role: 'assistant' as const, content: [{ type: 'file' as const, data: drawing.data, mediaType: 'image/png' }] },
+      { role: 'user' as const, content: 'Draw a dog.' },
+    ];
+    await ai.streamText({ model, messages: history }).consumeStream();
+    await middleware.flush();
+    expect(handed).toEqual([
+      'user:Draw a cat.[]',
+      'assistant:[file: image/png][]',
+      'user:Draw a dog.[]',
+      'assistant:[file: image/png][]',
+    ]);
   });
 
   it('does not hold a call its caller aborted while memory was being read', async () => {

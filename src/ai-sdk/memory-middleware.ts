@@ -130,10 +130,15 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
       const scope = scopeOf(params);
       const messages = identify([...promptToTranscript(params.prompt), ...responseToTranscript(content)]);
       const memoryId = memoryIdOf(scope);
-      const seen = seenIds.of(memoryId);
-      const fresh: TranscriptMessage[] = messages.filter((message) => !seen.has(message.id as string));
-      if (fresh.length === 0) return;
       const began = await generation;
+      // Ids are known per generation: after a forget every message is handed over again, as a
+      // new process would. With the generation unread none is trusted (the store skips what
+      // it holds).
+      const seen = began === undefined ? undefined : seenIds.of(memoryId, began);
+      const fresh: TranscriptMessage[] = seen
+        ? messages.filter((message) => !seen.has(message.id as string))
+        : messages;
+      if (fresh.length === 0) return;
       const result = await memory.observe({
         scope,
         runId: `ai-sdk-${randomUUID()}`,
@@ -144,8 +149,11 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Memory
       if (result.status === 'skipped' && result.reason === 'forgotten') return;
       // Nothing was stored: the messages must be handed over again once the scope observes.
       if (result.status === 'skipped' && (result.reason === 'disabled' || result.reason === 'mode_off')) return;
+      // Under which generation they were stored is unknown: noted under none, they are handed over again.
+      if (began === undefined) return;
       seenIds.add(
         memoryId,
+        began,
         fresh.map((message) => message.id as string),
       );
     })().catch((error: unknown) => report(error, 'observe'));
@@ -309,20 +317,20 @@ function observedStream(
   );
 }
 
-/** Gathers a stream's text and tool calls into the content a generate call would have answered. */
+/** Gathers a stream's text, files and tool calls into the content a generate call would have answered. */
 class StreamContent {
   readonly #texts = new Map<string, string>();
-  readonly #calls: LanguageModelV3Content[] = [];
+  readonly #others: LanguageModelV3Content[] = [];
   /** Whether the stream carried an error part: what came before it is not a whole answer. */
   failed = false;
 
   add(part: LanguageModelV3StreamPart): void {
     if (part.type === 'text-delta') this.#texts.set(part.id, (this.#texts.get(part.id) ?? '') + part.delta);
-    else if (part.type === 'tool-call' || part.type === 'tool-result') this.#calls.push(part);
+    else if (part.type === 'file' || part.type === 'tool-call' || part.type === 'tool-result') this.#others.push(part);
     else if (part.type === 'error') this.failed = true;
   }
 
   parts(): LanguageModelV3Content[] {
-    return [...[...this.#texts.values()].map((text) => ({ type: 'text' as const, text })), ...this.#calls];
+    return [...[...this.#texts.values()].map((text) => ({ type: 'text' as const, text })), ...this.#others];
   }
 }

@@ -116,6 +116,9 @@ function registerWorkingMemoryTool(server: McpServer, dependencies: MemoryToolsD
   );
 }
 
+// As the agent tool takes them: models fill optional numbers with 0, which keeps the current value.
+const keptThreshold = z.number().int().optional().describe('tokens; 0 or less keeps the current value');
+
 /** `observational_memory`: the agent tool, except that export returns the content and writes no file. */
 function registerObservationalMemoryTool(server: McpServer, dependencies: MemoryToolsDependencies): void {
   const { observationalMemory: memory, scopeOf, onFault } = dependencies;
@@ -134,9 +137,9 @@ function registerObservationalMemoryTool(server: McpServer, dependencies: Memory
         ),
         config: z
           .object({
-            observe_min_tokens: z.number().int().min(1).optional(),
-            snippet_max_tokens: z.number().int().min(1).optional(),
-            reflect_threshold_tokens: z.number().int().min(1).optional(),
+            observe_min_tokens: keptThreshold,
+            snippet_max_tokens: keptThreshold,
+            reflect_threshold_tokens: keptThreshold,
           })
           .strict()
           .optional()

@@ -164,6 +164,13 @@ describe('e2e: harness mcp on stdio (the built CLI)', () => {
       expect(nested['export'].format).toBe('markdown');
       const spaced = await ok(client, 'observational_memory', { action: 'export', format: ' Markdown ' });
       expect(spaced['export'].format).toBe('markdown');
+      // Models fill optional numbers with 0: as with the agent tool, 0 keeps a threshold as it is.
+      const before = (await ok(client, 'observational_memory', { action: 'status' }))['status'];
+      const enabled = await ok(client, 'observational_memory', {
+        action: 'enable',
+        config: { observe_min_tokens: 0, snippet_max_tokens: 0, reflect_threshold_tokens: -1 },
+      });
+      expect(enabled['status']).toMatchObject({ enabled: true, config: before.config });
     } finally {
       await client.close();
     }
