@@ -66,6 +66,45 @@ describe('harness memory enable: the snippet budget', () => {
   });
 });
 
+describe('harness memory enable: the observe and reflect thresholds', () => {
+  it.each([
+    ['--observe-min-tokens', '2000000', 1_000_000],
+    ['--reflect-threshold-tokens', '200000', 100_000],
+  ])('refuses %s %s as bad usage naming the option and its bound (exit 2)', async (option, value, max) => {
+    const result = await cli(['memory', 'enable', '--conversation', 'e1', option, value]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      `harness: option '${option} <n>' argument '${value}' is invalid. ${option} must be an integer from 1 to ` +
+        `${max} (got "${value}")\n`,
+    );
+  });
+
+  it.each([
+    ['observe_min_tokens', '2000000', 1_000_000],
+    ['reflect_threshold_tokens', '200000', 100_000],
+  ])('refuses --config %s=%s the same way', async (key, value, max) => {
+    const result = await cli(['memory', 'enable', '--conversation', 'e1', '--config', `${key}=${value}`]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(`harness: --config ${key} must be an integer from 1 to ${max} (got "${value}")\n`);
+  });
+
+  it('takes each at its bound', async () => {
+    const result = await cli([
+      'memory',
+      'enable',
+      '--conversation',
+      'e1',
+      '--observe-min-tokens',
+      '1000000',
+      '--config',
+      'reflect_threshold_tokens=100000',
+    ]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('observe_min_tokens 1000000');
+    expect(result.stdout).toContain('reflect_threshold_tokens 100000');
+  });
+});
+
 describe('harness memory: dead operations', () => {
   it('show gives the whole retry command, scope options included', async () => {
     const workspace = await workspaceWithDeadOperation();

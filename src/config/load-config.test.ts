@@ -582,6 +582,10 @@ describe('config: errors', () => {
     },
   );
 
+  it('ends the key at the first colon of an entry, since a key cannot hold one', () => {
+    expect(load({ HARNESS_API_KEYS: 'abc:def:acme' }).server.apiKeys).toEqual([{ key: 'abc', tenantId: 'def:acme' }]);
+  });
+
   it('accepts a tenant id with the scope-id punctuation', () => {
     expect(load({ HARNESS_API_KEYS: 'key-one:acme.eu_1:team@x-y' }).server.apiKeys).toEqual([
       { key: 'key-one', tenantId: 'acme.eu_1:team@x-y' },

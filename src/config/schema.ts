@@ -323,9 +323,9 @@ export const CONFIG_FILE_KEYS: Readonly<Record<keyof ConfigFile, readonly string
 });
 
 /**
- * Splits `"key:tenant"` at the first colon, and `"key:tenant scope scope"` at the spaces
- * after the tenant (the key's scopes, unchecked here); `undefined` when the key or the
- * tenant is missing or empty.
+ * Splits `"key:tenant"` at the first colon (a key holds none, a tenant id may), and
+ * `"key:tenant scope scope"` at the spaces after the tenant (the key's scopes, unchecked
+ * here); `undefined` when the key or the tenant is missing or empty.
  */
 export function parseApiKeyEntry(entry: string): ServerApiKey | undefined {
   const colon = entry.indexOf(':');

@@ -14,6 +14,7 @@ describe('apiKeyProblem', () => {
     ['two words', 'no spaces'],
     ['tab\there', 'visible ASCII'],
     ['k'.repeat(MAX_API_KEY_LENGTH + 1), `at most ${MAX_API_KEY_LENGTH}`],
+    ['abc:def', 'must not hold ":"'],
   ])('refuses %j without repeating it', (key, reason) => {
     const problem = apiKeyProblem(key);
     expect(problem).toContain(reason);

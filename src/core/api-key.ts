@@ -2,7 +2,8 @@
  * What an API key may hold. A key travels in an `Authorization` header, which carries
  * visible ASCII reliably: a key with other characters reaches the server as different
  * bytes from different clients (curl sends UTF-8, a browser Latin-1, and most refuse it),
- * so it could never be used. Such keys are refused where they are configured.
+ * so it could never be used. A key also holds no `:`, the separator of a `"key:tenant"`
+ * entry. Such keys are refused where they are configured.
  * @module
  */
 
@@ -22,6 +23,9 @@ export function apiKeyProblem(key: string): string | undefined {
     return `is ${key.length} characters long; at most ${MAX_API_KEY_LENGTH} are allowed`;
   if (/[^\x21-\x7e]/u.test(key))
     return 'may hold only visible ASCII characters (letters, digits, punctuation; no spaces), which is what an HTTP header carries';
+  // Tenant ids may hold ":", so a "key:tenant" entry can only end its key at the first one:
+  // a key with a colon would load as its prefix, a working key for another tenant.
+  if (key.includes(':')) return 'must not hold ":", which ends the key in a "key:tenant" entry';
   return undefined;
 }
 

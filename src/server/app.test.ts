@@ -650,6 +650,25 @@ describe('server: API key scopes', () => {
   });
 });
 
+describe('server: API keys holding a colon', () => {
+  // A "key:tenant" entry ends its key at the first ":", so such a key could not be configured
+  // the same way in a file or HARNESS_API_KEYS; only its prefix would have been.
+  it('refuses a key with ":" at start-up, naming its position and not the key', () => {
+    let refusal: unknown;
+    try {
+      setup([
+        { key: 'key-a', tenantId: 'acme' },
+        { key: 'abc:secret', tenantId: 'acme' },
+      ]);
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toMatchObject({ code: 'OPTION_INVALID' });
+    expect(String(refusal)).toContain('apiKeys[1].key must not hold ":"');
+    expect(String(refusal)).not.toContain('secret');
+  });
+});
+
 describe('server: inspector page', () => {
   it('serves the page without a key while its data calls still need one', async () => {
     const { request } = setup([{ key: 'key-a', tenantId: 'tenant-a' }]);

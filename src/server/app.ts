@@ -40,7 +40,7 @@ export interface AppOptions {
   readonly workingMemory: WorkingMemory;
   /**
    * API keys and their tenants. Empty: no auth, and only loopback `Host` headers are served.
-   * Keys are visible ASCII (what a header carries), each given once; tenants are scope ids.
+   * Keys are visible ASCII (what a header carries) without `:`, each given once; tenants are scope ids.
    */
   readonly apiKeys?: ReadonlyArray<{
     readonly key: string;
@@ -61,9 +61,12 @@ export interface AppOptions {
   readonly faults?: FaultLog;
   /** Offer the `memory_forget` tool at `/mcp`. @default false */
   readonly mcpAllowForget?: boolean;
-  /** What is wrong with the server's storage, if anything: `/healthz` then answers 503 with it. */
+  /**
+   * What is wrong with the server's storage, if anything: `/healthz` then answers 503 with it.
+   * `/healthz` needs no key, so the text names no path; the fault log has the details.
+   */
   readonly storageProblem?: () => string | undefined;
-  /** A warning about the server's storage that does not stop it: `/healthz` answers 200 with it. */
+  /** A warning about the server's storage that does not stop it: `/healthz` answers 200 with it (no path either). */
   readonly storageWarning?: () => string | undefined;
 }
 

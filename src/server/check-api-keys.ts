@@ -18,7 +18,7 @@ export interface ApiKeyEntry {
 }
 
 const HINT =
-  'Pass [{ key, tenantId, scopes? }, …]: keys of visible ASCII, tenants that are scope ids, each key once, ' +
+  'Pass [{ key, tenantId, scopes? }, …]: keys of visible ASCII without ":", tenants that are scope ids, each key once, ' +
   `scopes among ${API_KEY_SCOPES.join(', ')}.`;
 
 /**

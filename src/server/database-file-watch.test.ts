@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -38,7 +38,7 @@ describe('watchDatabaseFile: the write-ahead log', () => {
     expect(watch.warning()).toBeUndefined();
     writeFileSync(`${path}-wal`, '');
     truncateSync(`${path}-wal`, 3 * MIB);
-    expect(watch.warning()).toBe(warnings[0]);
+    expect(watch.warning()).toBeDefined();
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(`${path}-wal) is 3 MiB, over the 2 MiB alert`);
     truncateSync(`${path}-wal`, 1.5 * MIB);
@@ -49,7 +49,8 @@ describe('watchDatabaseFile: the write-ahead log', () => {
     truncateSync(`${path}-wal`, MIB);
     expect(watch.warning()).toBeUndefined();
     truncateSync(`${path}-wal`, 4 * MIB);
-    expect(watch.warning()).toContain('is 4 MiB');
+    watch.warning();
+    expect(warnings[1]).toContain('is 4 MiB');
     expect(warnings).toHaveLength(2);
     expect(watch.problem()).toBeUndefined();
   });
@@ -67,5 +68,51 @@ describe('watchDatabaseFile: the write-ahead log', () => {
     });
     expect(watch.warning()).toBeUndefined();
     expect(warnings).toEqual([]);
+  });
+});
+
+// /healthz answers anyone, key or not: its texts name no path; the fault log has it.
+describe('watchDatabaseFile: what /healthz shows', () => {
+  it('gives the warning without the file path, and the log the warning with it', () => {
+    const path = databaseFile();
+    const warnings: string[] = [];
+    watch = watchDatabaseFile(path, {
+      intervalMs: NEVER,
+      onProblem: () => undefined,
+      walAlertBytes: 2 * MIB,
+      onWarning: (warning) => warnings.push(warning),
+    });
+    writeFileSync(`${path}-wal`, '');
+    truncateSync(`${path}-wal`, 3 * MIB);
+    expect(watch.warning()).toBe('the write-ahead log is 3 MiB, past its 2 MiB alert size; see the server log');
+    expect(warnings[0]).toContain(`${path}-wal`);
+  });
+
+  it.each([
+    ['deleted', (path: string) => rmSync(path), 'the database file was deleted under the running server'],
+    [
+      'replaced',
+      (path: string) => {
+        rmSync(path);
+        writeFileSync(path, 'another file');
+      },
+      'the database file was replaced under the running server',
+    ],
+  ])('says the file was %s without its path, and logs the path', (_, change, said) => {
+    const path = databaseFile();
+    const problems: string[] = [];
+    watch = watchDatabaseFile(path, { intervalMs: NEVER, onProblem: (problem) => problems.push(problem) });
+    // Holding the old inode open keeps a new file from reusing its number.
+    const held = openSync(path, 'r');
+    try {
+      change(path);
+      const problem = watch.problem();
+      expect(problem).toContain(said);
+      expect(problem).toContain('see the server log');
+      expect(problem).not.toContain(root);
+      expect(problems).toEqual([expect.stringContaining(path)]);
+    } finally {
+      closeSync(held);
+    }
   });
 });

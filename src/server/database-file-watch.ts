@@ -8,11 +8,18 @@
  */
 import { statSync } from 'node:fs';
 
-/** A started watch. */
+/**
+ * A started watch. Its `problem()` and `warning()` are for `/healthz`, which answers without a
+ * key: they name no path, and point to the server log, where `onProblem` and `onWarning` put
+ * the full text.
+ */
 export interface DatabaseFileWatch {
-  /** What is wrong with the file, or `undefined` while it is the one opened. */
+  /** What is wrong with the file, without its path, or `undefined` while it is the one opened. */
   problem(): string | undefined;
-  /** A warning that does not stop the server (the write-ahead log over its alert size), or `undefined`. */
+  /**
+   * A warning that does not stop the server (the write-ahead log over its alert size), without
+   * its path, or `undefined`.
+   */
   warning(): string | undefined;
   stop(): void;
 }
@@ -20,11 +27,14 @@ export interface DatabaseFileWatch {
 /** Options of {@link watchDatabaseFile}. */
 export interface DatabaseFileWatchOptions {
   readonly intervalMs: number;
-  /** Called once, the first time the file is found deleted or replaced. */
+  /** Called once, the first time the file is found deleted or replaced, with a text naming it. */
   readonly onProblem: (problem: string) => void;
   /** The `-wal` size that raises a warning; 0: none. @default 0 */
   readonly walAlertBytes?: number;
-  /** Called each time the `-wal` file grows past `walAlertBytes` (again after falling below half of it). */
+  /**
+   * Called each time the `-wal` file grows past `walAlertBytes` (again after falling below half
+   * of it), with a text naming it.
+   */
   readonly onWarning?: (warning: string) => void;
 }
 
@@ -44,13 +54,15 @@ export function watchDatabaseFile(path: string, options: DatabaseFileWatchOption
     if (found !== undefined || opened === undefined) return;
     const now = identityOf(path);
     if (now === opened) return;
-    found =
-      now === undefined
+    const deleted = now === undefined;
+    found = `the database file was ${deleted ? 'deleted' : 'replaced'} under the running server; see the server log`;
+    options.onProblem(
+      deleted
         ? `the database file ${path} was deleted while the server runs: writes go to the deleted file and are lost ` +
-          `when the server stops; stop it and restore the file from a backup`
+            `when the server stops; stop it and restore the file from a backup`
         : `the database file ${path} was replaced while the server runs: this server still writes to the old file; ` +
-          `restart it to use the new one`;
-    options.onProblem(found);
+            `restart it to use the new one`,
+    );
   };
   const checkWal = (): void => {
     if (walAlertBytes <= 0) return;
@@ -59,12 +71,14 @@ export function watchDatabaseFile(path: string, options: DatabaseFileWatchOption
     // does not warn at every check.
     if (walWarning !== undefined && size <= walAlertBytes / 2) walWarning = undefined;
     if (walWarning !== undefined || size <= walAlertBytes) return;
-    walWarning =
-      `the database's write-ahead log (${path}-wal) is ${(size / MIB).toFixed(0)} MiB, over the ` +
-      `${(walAlertBytes / MIB).toFixed(0)} MiB alert ([memory] sqlite_wal_alert_mb): another connection keeps an ` +
-      `old read open (a backup, a sqlite3 shell), so checkpoints cannot reuse the log; end it, and the log is cut ` +
-      `back once writes pause`;
-    options.onWarning?.(walWarning);
+    const sizeMib = (size / MIB).toFixed(0);
+    const alertMib = (walAlertBytes / MIB).toFixed(0);
+    walWarning = `the write-ahead log is ${sizeMib} MiB, past its ${alertMib} MiB alert size; see the server log`;
+    options.onWarning?.(
+      `the database's write-ahead log (${path}-wal) is ${sizeMib} MiB, over the ${alertMib} MiB alert ` +
+        `([memory] sqlite_wal_alert_mb): another connection keeps an old read open (a backup, a sqlite3 shell), ` +
+        `so checkpoints cannot reuse the log; end it, and the log is cut back once writes pause`,
+    );
   };
   const check = (): void => {
     checkFile();

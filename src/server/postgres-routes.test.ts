@@ -61,4 +61,42 @@ describe.skipIf(!url)('server on Postgres: ids and cursors no store could hold',
     expect(response.status).toBe(status);
     expect(await response.text()).not.toMatch(/SQLSTATE|Postgres/);
   });
+
+  // timestamptz refuses year 0 (SQLSTATE 22008) and a signed six-digit year (22009),
+  // which JavaScript's own ISO form accepts and prints back unchanged.
+  it.each(['0000-01-01T00:00:00.000Z', '+275760-09-13T00:00:00.000Z', '-000001-01-01T00:00:00.000Z'])(
+    'answers a run-list cursor at %s with 400 naming cursor',
+    async (time) => {
+      const cursor = Buffer.from(JSON.stringify({ t: time, r: 'run_x' })).toString('base64url');
+      const response = await app.request(`/v1/runs?cursor=${cursor}`);
+      expect(response.status).toBe(400);
+      expect(await response.text()).toContain('cursor');
+    },
+  );
+
+  it('takes a run-list cursor in year 1 and in year 9999', async () => {
+    for (const time of ['0001-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z']) {
+      const cursor = Buffer.from(JSON.stringify({ t: time, r: 'run_x' })).toString('base64url');
+      const response = await app.request(`/v1/runs?cursor=${cursor}`);
+      expect(response.status).toBe(200);
+    }
+  });
+
+  it('reads the observation and operation cursors at their largest as a page, not a store failure', async () => {
+    const enabled = await app.request('/v1/memory/default/c/default/observational/enable', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(enabled.status).toBe(200);
+    const largest = (key: string) =>
+      Buffer.from(JSON.stringify({ [key]: Number.MAX_SAFE_INTEGER })).toString('base64url');
+    for (const path of [
+      `/v1/memory/default/c/default/observations?cursor=${largest('s')}`,
+      `/v1/memory/default/c/default/operations?cursor=${largest('q')}`,
+    ]) {
+      const response = await app.request(path);
+      expect(response.status).toBe(200);
+    }
+  });
 });

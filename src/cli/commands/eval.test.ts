@@ -643,6 +643,10 @@ describe('harness eval: bad input', () => {
       const bad = await harness(['eval', 'bad.json'], { workspace: directory });
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain('LongMemEval instance 1 (question_id "ssu-02"): haystack_dates');
+      const huge = await harness(['eval', SAMPLE, '--observe-min-tokens', '2000000']);
+      expect(huge.code).toBe(2);
+      expect(huge.stderr).toContain('--observe-min-tokens');
+      expect(huge.stderr).toContain('1000000');
       const type = await harness(['eval', SAMPLE, '--types', 'trivia']);
       expect(type.code).toBe(2);
       expect(type.stderr).toContain('--types: "trivia" is not a question type of this dataset');

@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { tokenConfigFrom } from '../../config/load-config.js';
 import type { HarnessConfig } from '../../config/schema.js';
 import { ConfigError, HarnessMemoryError } from '../../core/errors.js';
+import { MAX_OBSERVE_MIN_TOKENS } from '../../core/observation.js';
 import { readEvalDatasetFile } from '../../eval/eval-dataset-file.js';
 import { selectQuestions } from '../../eval/eval-dataset.js';
 import type { EvalDataset } from '../../eval/eval-dataset.js';
@@ -85,7 +86,7 @@ export function registerEvalCommand(program: Command, context: CliContext, resul
     .option(
       '--observe-min-tokens <n>',
       'memory baseline: observe once this many tokens are unobserved (default: [memory] observe_min_tokens)',
-      positiveInteger('--observe-min-tokens'),
+      positiveInteger('--observe-min-tokens', MAX_OBSERVE_MIN_TOKENS),
     )
     .option(
       '--memory-db <file>',

@@ -16,7 +16,11 @@ import {
   statusToJson,
   structuredReflectionToJson,
 } from '../../core/memory-status.js';
-import { MAX_SNIPPET_MAX_TOKENS } from '../../core/observation.js';
+import {
+  MAX_OBSERVE_MIN_TOKENS,
+  MAX_REFLECT_THRESHOLD_TOKENS,
+  MAX_SNIPPET_MAX_TOKENS,
+} from '../../core/observation.js';
 import type { ObservationConfig } from '../../core/observation.js';
 import { forgetConversation } from '../../agent/forget-conversation.js';
 import type { Scope } from '../../core/scope.js';
@@ -48,6 +52,14 @@ const THRESHOLD_KEYS: Readonly<Record<string, keyof ObservationConfig>> = {
   observe_min_tokens: 'observeMinTokens',
   snippet_max_tokens: 'snippetMaxTokens',
   reflect_threshold_tokens: 'reflectThresholdTokens',
+};
+
+// The bounds memory itself enforces, checked here so a value past one is bad usage (exit 2),
+// not a configuration error (exit 78).
+const THRESHOLD_MAXIMUMS: Readonly<Record<keyof ObservationConfig, number>> = {
+  observeMinTokens: MAX_OBSERVE_MIN_TOKENS,
+  snippetMaxTokens: MAX_SNIPPET_MAX_TOKENS,
+  reflectThresholdTokens: MAX_REFLECT_THRESHOLD_TOKENS,
 };
 
 /** A subcommand of `memory` over one scope: `--format`, a harness opened for it and closed after. */
@@ -198,8 +210,8 @@ function registerControlCommands(memory: Command, sub: Subcommand, context: CliC
   )
     .option(
       '--observe-min-tokens <n>',
-      'observe once this many tokens are unobserved',
-      positiveInteger('--observe-min-tokens'),
+      `observe once this many tokens are unobserved (at most ${MAX_OBSERVE_MIN_TOKENS})`,
+      positiveInteger('--observe-min-tokens', MAX_OBSERVE_MIN_TOKENS),
     )
     .option(
       '--snippet-max-tokens <n>',
@@ -208,8 +220,8 @@ function registerControlCommands(memory: Command, sub: Subcommand, context: CliC
     )
     .option(
       '--reflect-threshold-tokens <n>',
-      'reflect once observations reach this many tokens',
-      positiveInteger('--reflect-threshold-tokens'),
+      `reflect once observations reach this many tokens (at most ${MAX_REFLECT_THRESHOLD_TOKENS})`,
+      positiveInteger('--reflect-threshold-tokens', MAX_REFLECT_THRESHOLD_TOKENS),
     )
     .option('--config <key=value...>', `thresholds as key=value (${Object.keys(THRESHOLD_KEYS).join(', ')})`);
 
@@ -286,8 +298,7 @@ function thresholdOverrides(options: EnableOptions): Partial<ObservationConfig> 
           `${JSON.stringify(pair)})`,
       );
     }
-    const max = key === 'snippetMaxTokens' ? MAX_SNIPPET_MAX_TOKENS : undefined;
-    overrides[key] = positiveInteger(`--config ${match[1] ?? ''}`, max)(match[2] ?? '');
+    overrides[key] = positiveInteger(`--config ${match[1] ?? ''}`, THRESHOLD_MAXIMUMS[key])(match[2] ?? '');
   }
   return overrides;
 }

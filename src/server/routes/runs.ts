@@ -186,10 +186,19 @@ function runCursor(cursor: string): { createdAt: string; runId: string } {
   const value = decodeCursor(cursor);
   const createdAt = value['t'];
   const runId = value['r'];
-  // Only what a listing wrote: a run time as toISOString gives it, and a run id's characters.
-  const time = typeof createdAt === 'string' ? new Date(createdAt) : undefined;
-  const validTime = time !== undefined && !Number.isNaN(time.getTime()) && time.toISOString() === createdAt;
-  if (!validTime || typeof runId !== 'string' || !/^[\w:.@-]{1,200}$/.test(runId))
+  // Only what a listing wrote: a run time, and a run id's characters.
+  if (!isListedRunTime(createdAt) || typeof runId !== 'string' || !/^[\w:.@-]{1,200}$/.test(runId))
     throw httpError(400, 'invalid_request', 'cursor is not one this API returned for this list');
   return { createdAt, runId };
+}
+
+/**
+ * Whether `value` is a run time as a listing writes it: toISOString's plain form, in years 1 to
+ * 9999. toISOString also prints year 0 and signed six-digit years, which Postgres's timestamptz
+ * refuses (SQLSTATE 22008/22009): such a cursor was a 500 and a logged fault.
+ */
+function isListedRunTime(value: unknown): value is string {
+  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value)) return false;
+  const time = new Date(value);
+  return !Number.isNaN(time.getTime()) && time.toISOString() === value && !value.startsWith('0000');
 }
