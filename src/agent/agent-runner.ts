@@ -43,7 +43,7 @@ import {
 } from './_run-errors.js';
 import { createTurnPreparer } from './prepare-turn.js';
 import { RunEventEmitter } from './run-event-emitter.js';
-import { createRunLoop } from './run-loop.js';
+import { createRunLoop, SHUTDOWN_ABORT } from './run-loop.js';
 import { startRunMaintenance, type RunMaintenance, type RunMaintenanceOptions } from './run-maintenance.js';
 import { createToolDispatcher } from './tool-dispatch.js';
 
@@ -299,7 +299,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
         const ended = Promise.allSettled([...active.values()].map((entry) => entry.done));
         const left = deadline === undefined ? undefined : deadline - performance.now();
         if (left !== undefined && left <= 0) {
-          for (const entry of active.values()) entry.controller.abort();
+          for (const entry of active.values()) entry.controller.abort(SHUTDOWN_ABORT);
           await ended;
           continue;
         }

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { FaultReporter } from '../core/fault.js';
 import { redactSecrets } from '../core/redact-secrets.js';
 import { memoryIdOf } from '../core/scope.js';
-import { waitAtMost } from '../core/until-stopped.js';
+import { untilStopped, waitAtMost } from '../core/until-stopped.js';
 import type { Scope } from '../core/scope.js';
 import { estimateMessageTokens } from '../core/token-estimator.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
@@ -117,7 +117,7 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
         const answer = await takeStep(options, handedOver, state);
         if (answer !== undefined) {
           await settle(options, state);
-          if (signal.aborted) throw cancelled();
+          if (cancelledByCaller(signal)) throw cancelled();
           const cut = cutAnswerError(answer.finishReason);
           // The partial answer stays the run's output; the run says it is not whole.
           if (cut) return await fail(options, state, cut);
@@ -130,7 +130,7 @@ export function createRunLoop(options: RunLoopOptions): RunLoop {
         }
       }
       await settle(options, state);
-      if (signal.aborted) throw cancelled();
+      if (cancelledByCaller(signal)) throw cancelled();
       return await fail(options, state, {
         code: 'MAX_STEPS',
         message: `the run reached max_steps (${run.maxSteps}) without a final answer`,
@@ -171,6 +171,17 @@ async function settle(options: RunLoopOptions, state: RunState): Promise<void> {
       : Math.min(options.settleTimeoutMs, Math.max(0, deadline - performance.now()));
   await waitAtMost(state.observing, timeoutMs, state.signal);
   state.closed = true;
+}
+
+/**
+ * The reason a runner's timed `settle` aborts the runs still open at its deadline. A run whose
+ * answer is in and that only waits for its memory work then ends as its answer says: the abort
+ * ends the wait, not the run.
+ */
+export const SHUTDOWN_ABORT: DOMException = new DOMException('the runner is shutting down', 'AbortError');
+
+function cancelledByCaller(signal: AbortSignal): boolean {
+  return signal.aborted && signal.reason !== SHUTDOWN_ABORT;
 }
 
 /** Records the run as failed with `error`. */
@@ -232,12 +243,16 @@ async function takeStep(
       ...(options.forensics.snapshotMemorySnippet ? { memory_snippet: turn.snippets.observationalMemory } : {}),
     });
   }
-  const result = await options.model.doGenerate({
-    messages: turn.messages,
-    tools: options.tools.definitions,
-    ...(run.model !== '' ? { modelId: run.model } : {}),
-    abortSignal: signal,
-  });
+  // A model of the caller's may ignore the signal: a cancel does not wait for its answer.
+  const result = await untilStopped(
+    options.model.doGenerate({
+      messages: turn.messages,
+      tools: options.tools.definitions,
+      ...(run.model !== '' ? { modelId: run.model } : {}),
+      abortSignal: signal,
+    }),
+    signal,
+  );
   usage.inputTokens += result.usage.inputTokens;
   usage.outputTokens += result.usage.outputTokens;
   await append(options, state, {

@@ -5,6 +5,7 @@
  * @module
  */
 import type { Scope } from '../core/scope.js';
+import { untilStopped } from '../core/until-stopped.js';
 import type { LanguageModelTool } from '../llm/language-model.js';
 import type { Tool } from '../tools/tool.js';
 import type { RunErrorJson } from './_run-errors.js';
@@ -83,9 +84,9 @@ export function createToolDispatcher(options: ToolDispatcherOptions): ToolDispat
           workspace: options.workspace,
           ...(target.signal ? { signal: target.signal } : {}),
         });
-        // A hand-written tool may return a plain value: taken as it is.
-        const settled = Promise.resolve(execution);
-        result = target.signal ? await untilAborted(settled, target.signal) : await settled;
+        // A hand-written tool may return a plain value: taken as it is. A cancelled run does not
+        // wait for a tool that ignores its signal (it is left to finish on its own).
+        result = await untilStopped(Promise.resolve(execution), target.signal);
       } catch (error) {
         return { content: JSON.stringify({ error: options.shownError(error, target) }), ok: false };
       }
@@ -104,29 +105,4 @@ export function createToolDispatcher(options: ToolDispatcherOptions): ToolDispat
 
 function failure(code: string, message: string): ToolCallOutcome {
   return { content: JSON.stringify({ error: { code, message } }), ok: false };
-}
-
-/**
- * The tool's result, or a rejection as soon as `signal` aborts: a cancelled run does not wait
- * for a tool that does not listen to its signal (the tool is left to finish on its own).
- */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    work.catch(() => undefined);
-    return Promise.reject(new Error('run cancelled'));
-  }
-  return new Promise<T>((resolve, reject) => {
-    const stop = (): void => reject(new Error('run cancelled'));
-    signal.addEventListener('abort', stop, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener('abort', stop);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', stop);
-        reject(error);
-      },
-    );
-  });
 }
