@@ -156,8 +156,7 @@ describe.skipIf(!url)('postgres run store', () => {
       const store = await createPostgresRunStore({ connectionString, schema });
       opened.push(store);
       const events = async () =>
-        (await pool.query<{ run_id: string }>(`SELECT run_id FROM ${t}.harness_run_events ORDER BY run_id, seq`))
-          .rows;
+        (await pool.query<{ run_id: string }>(`SELECT run_id FROM ${t}.harness_run_events ORDER BY run_id, seq`)).rows;
       expect(await events()).toEqual([{ run_id: 'run_kept' }]);
       await expect(event('run_none', 0)).rejects.toMatchObject({ code: '23503' });
       // Any statement deleting a run, an operator's included, takes its events with it.

@@ -4,7 +4,9 @@
  * kept observations as one JSON array per record, froze defaults into every record and
  * never consumed its queue; each of those is translated here. It also accepted any string as
  * a scope id: a scope whose ids ours refuse is kept under valid ones (see {@link validIdOf}),
- * listed in `reference_import_renames` and named in a process warning. The reference redacted
+ * listed in `reference_import_renames` and named in a process warning; and any string as a
+ * working-memory key: an entry whose key ours refuse is kept under a valid one (see
+ * {@link validKeyOf}), named in a process warning. The reference redacted
  * nothing: the text it kept (observations, the reflection, error texts, working-memory keys and
  * values) is redacted here as today's write paths redact what they store.
  * @module
@@ -16,8 +18,14 @@ import { DEFAULT_OBSERVATION_CONFIG } from '../../core/observation.js';
 import type { ObservationConfig } from '../../core/observation.js';
 import { parseReflection } from '../../core/parse-reflection.js';
 import { redactSecrets } from '../../core/redact-secrets.js';
-import { stripInvisible } from '../../core/sanitize-text.js';
-import { redactWorkingMemoryValue, stripInvisibleFromValueJson } from '../../core/working-memory.js';
+import { needsStripping, stripInvisible } from '../../core/sanitize-text.js';
+import {
+  checkNewWorkingMemoryKey,
+  MAX_WORKING_MEMORY_KEY_LENGTH,
+  normalizeWorkingMemoryKey,
+  redactWorkingMemoryValue,
+  stripInvisibleFromValueJson,
+} from '../../core/working-memory.js';
 import { isScopeId, MAX_SCOPE_ID_LENGTH, memoryIdOf } from '../../core/scope.js';
 import type { Scope } from '../../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../../core/token-estimator.js';
@@ -44,6 +52,7 @@ interface ReferenceOperationRow {
   memory_id: string;
   run_id: string | null;
   tool_call_id: string | null;
+  scope_sequence: unknown;
   operation_type: string;
   status: string;
   payload_json: string | null;
@@ -69,6 +78,14 @@ interface ScopeTarget {
 interface ReferenceRename {
   oldMemoryId: string;
   target: ScopeTarget;
+}
+
+/** A working-memory key today's rules refuse, and the key its entry is kept under. */
+interface KeyRename {
+  target: ScopeTarget;
+  /** The key with secrets redacted (cleaned, see {@link cleanedKey}, when invisible characters split one). */
+  oldKey: string;
+  newKey: string;
 }
 
 /** The table listing each renamed scope; created by the upgrade only when it renamed one. */
@@ -97,7 +114,7 @@ export function convertReferenceData(db: Database): void {
     targets.get(referenceId) ?? { memoryId: referenceId, scope: { tenantId: '', conversationId: '', agentId: '' } };
   convertRecords(db, now, resolve);
   convertOperations(db, now, resolve);
-  convertWorkingMemory(db, now, resolve);
+  const keyRenames = convertWorkingMemory(db, now, resolve);
   const markers = db
     .prepare<[], { row_id: number; memory_id: string; created_at: string | null }>(
       'SELECT rowid AS row_id, memory_id, created_at FROM om_markers',
@@ -109,6 +126,7 @@ export function convertReferenceData(db: Database): void {
   for (const marker of markers)
     updateMarker.run(resolve(marker.memory_id).memoryId, normalizeTime(marker.created_at, now), marker.row_id);
   reportRenames(db, renames);
+  reportKeyRenames(db, keyRenames);
 }
 
 /**
@@ -245,13 +263,15 @@ function convertRecords(db: Database, now: string, resolve: (referenceId: string
   const rows = db.prepare<[], ReferenceRecordRow>('SELECT * FROM om_memory_records ORDER BY rowid').all();
   // The reference wrote `enabled` on every record, explicit or not; only a logged enable or
   // disable shows the user chose it. Otherwise the scope follows the current default.
-  const lastToggle = db
-    .prepare<[string], string>(
-      `SELECT operation_type FROM om_operation_log WHERE memory_id = ? AND status = 'applied' AND operation_type IN
-        ('enable', 'disable')
-       ORDER BY scope_sequence DESC, created_at DESC LIMIT 1`,
+  const toggles = db
+    .prepare<[], { memory_id: string; operation_type: string; scope_sequence: unknown; created_at: unknown }>(
+      `SELECT memory_id, operation_type, scope_sequence, created_at FROM om_operation_log
+       WHERE status = 'applied' AND operation_type IN ('enable', 'disable')
+       ORDER BY scope_sequence, rowid`,
     )
-    .pluck();
+    .all();
+  const lastToggle = new Map<string, string>();
+  for (const toggle of inOperationOrder(toggles, now)) lastToggle.set(String(toggle.memory_id), toggle.operation_type);
   const insertRecord = db.prepare(`
     INSERT INTO om_memory_records_next (
       memory_id, tenant_id, conversation_id, agent_id, enabled, state_version, config_json,
@@ -273,11 +293,11 @@ function convertRecords(db: Database, now: string, resolve: (referenceId: string
   for (const row of rows) {
     const { memoryId, scope } = resolve(String(row.memory_id));
     const updatedAt = normalizeTime(row.updated_at, now);
-    const observations = readChunks(row.active_observations_json, updatedAt, row.memory_id);
+    const { observations, highestSeq } = readChunks(row.active_observations_json, updatedAt, row.memory_id);
     const reflection = typeof row.active_reflection === 'string' ? storedText(row.active_reflection) : '';
     const raw = reflection.trim() !== '' ? reflection : null;
     const throughSeq = raw === null ? null : (nonNegativeInteger(row.last_reflected_observation_seq) ?? 0);
-    const toggle = lastToggle.get(row.memory_id);
+    const toggle = lastToggle.get(String(row.memory_id));
     insertRecord.run({
       memoryId,
       tenantId: scope.tenantId,
@@ -287,7 +307,9 @@ function convertRecords(db: Database, now: string, resolve: (referenceId: string
       stateVersion: Math.max(1, nonNegativeInteger(row.state_version) ?? 1),
       configJson: JSON.stringify(convertConfig(row.config_json)),
       observationCount: observations.length,
-      lastObservationSeq: observations.at(-1)?.seq ?? 0,
+      // Never below a seq the reference assigned, skipped chunks' and the reflection's included:
+      // ours never reuses a seq, and a new observation must not be one the reflection covers.
+      lastObservationSeq: Math.max(highestSeq, throughSeq ?? 0),
       activeTokens: sumTokens(observations, 0),
       unreflectedTokens: sumTokens(observations, throughSeq ?? 0),
       reflectionRaw: raw,
@@ -318,9 +340,10 @@ function convertRecords(db: Database, now: string, resolve: (referenceId: string
 function convertOperations(db: Database, now: string, resolve: (referenceId: string) => ScopeTarget): void {
   // Sequences are renumbered per scope in their old order: the reference's MAX+1 had no
   // unique constraint, so duplicates may exist.
-  const rows = db
-    .prepare<[], ReferenceOperationRow>('SELECT * FROM om_operation_log ORDER BY scope_sequence, created_at, rowid')
-    .all();
+  const rows = inOperationOrder(
+    db.prepare<[], ReferenceOperationRow>('SELECT * FROM om_operation_log ORDER BY scope_sequence, rowid').all(),
+    now,
+  );
   const insert = db.prepare(`
     INSERT INTO om_operation_log_next (
       operation_id, memory_id, tenant_id, conversation_id, agent_id, run_id, tool_call_id, scope_sequence,
@@ -362,7 +385,7 @@ function convertOperations(db: Database, now: string, resolve: (referenceId: str
   }
 }
 
-function convertWorkingMemory(db: Database, now: string, resolve: (referenceId: string) => ScopeTarget): void {
+function convertWorkingMemory(db: Database, now: string, resolve: (referenceId: string) => ScopeTarget): KeyRename[] {
   // The reference declared these columns without NOT NULL; a row without a scope or key was unreachable there too.
   const rows = db
     .prepare<[], { memory_id: string; entry_key: string; entry_json: string | null }>(
@@ -377,24 +400,124 @@ function convertWorkingMemory(db: Database, now: string, resolve: (referenceId: 
   );
   // The reference's SQLite backend stored untrimmed keys; ours are trimmed. When trimming
   // makes two keys equal, the one that was already trimmed wins. A key holding a secret (which
-  // a set today refuses) is redacted, and takes a free name (`… (2)`) when that makes it
-  // another key of its scope: those come last, so every other key keeps its name.
+  // a set today refuses) is redacted, and one today's rules refuse is renamed ({@link
+  // validKeyOf}): either takes a free name (`… (2)`) when that makes it another key of its
+  // scope. Those come last, so every other key keeps its name.
   const planned = rows.map((row) => {
     const trimmed = row.entry_key.trim() === '' ? row.entry_key : row.entry_key.trim();
-    const key = redactSecrets(trimmed).text;
-    return { ...row, trimmed, key, rank: key !== trimmed ? 2 : trimmed !== row.entry_key ? 1 : 0 };
+    const redacted = redactSecrets(trimmed).text;
+    const refused = !isAcceptedKey(redacted);
+    const key = refused ? validKeyOf(trimmed) : redacted;
+    return {
+      ...row,
+      trimmed,
+      redacted,
+      key,
+      refused,
+      rank: key !== trimmed ? 2 : trimmed !== row.entry_key ? 1 : 0,
+    };
   });
+  const renames: KeyRename[] = [];
   for (const row of planned.sort((a, b) => a.rank - b.rank)) {
-    const memoryId = resolve(row.memory_id).memoryId;
+    const target = resolve(row.memory_id);
     const valueJson = row.entry_json === null ? 'null' : storedValueJson(row.trimmed, row.entry_json);
     if (row.rank < 2) {
-      insert.run(memoryId, row.key, valueJson, now, now);
+      insert.run(target.memoryId, row.key, valueJson, now, now);
       continue;
     }
     let copy = 1;
-    while (insert.run(memoryId, copy === 1 ? row.key : `${row.key} (${copy})`, valueJson, now, now).changes === 0)
-      copy++;
+    while (insert.run(target.memoryId, numberedKey(row.key, copy), valueJson, now, now).changes === 0) copy++;
+    if (!row.refused) continue;
+    const cleaned = cleanedKey(row.redacted);
+    const oldKey = cleaned === stripInvisible(row.redacted) ? row.redacted : cleaned;
+    renames.push({ target, oldKey, newKey: numberedKey(row.key, copy) });
   }
+  return renames;
+}
+
+/** Whether today's set would store `key` as it is. */
+function isAcceptedKey(key: string): boolean {
+  try {
+    return checkNewWorkingMemoryKey(normalizeWorkingMemoryKey(key)) === key;
+  } catch {
+    return false;
+  }
+}
+
+/** A character no working-memory key may hold (see {@link normalizeWorkingMemoryKey}). */
+function isRefusedKeyCharacter(character: string): boolean {
+  return character === '\t' || character === '\n' || needsStripping(character);
+}
+
+/** A key as stored text is cleaned: invisible characters stripped (they can split a secret), then secrets redacted. */
+function cleanedKey(key: string): string {
+  return redactSecrets(stripInvisible(key)).text;
+}
+
+/**
+ * A valid key standing for a trimmed reference key that today's rules refuse: the key cleaned
+ * ({@link cleanedKey}), each character a key may not hold replaced by `-` (an empty key by
+ * `unknown`), cut to fit, then `.` and the first 8 hex digits of the SHA-256 of the cleaned
+ * key (`line1\nline2` is `line1-line2.` and 8 hex digits). The hash keeps keys that differ
+ * only in replaced characters apart, and, being of the cleaned key, holds nothing of a secret.
+ */
+function validKeyOf(key: string): string {
+  const cleaned = cleanedKey(key);
+  const suffix = '.' + createHash('sha256').update(cleaned, 'utf8').digest('hex').slice(0, HASH_LENGTHS[0]);
+  const characters = Array.from(cleaned.trim(), (character) => (isRefusedKeyCharacter(character) ? '-' : character));
+  const base = characters.length === 0 ? [EMPTY_ID_STAND_IN] : characters;
+  return base.slice(0, MAX_WORKING_MEMORY_KEY_LENGTH - suffix.length).join('') + suffix;
+}
+
+/** `key`, or for a later copy `key (copy)`, cut so that it still fits. */
+function numberedKey(key: string, copy: number): string {
+  if (copy === 1) return key;
+  const suffix = ` (${copy})`;
+  return (
+    Array.from(key)
+      .slice(0, MAX_WORKING_MEMORY_KEY_LENGTH - suffix.length)
+      .join('') + suffix
+  );
+}
+
+/**
+ * Names the renamed working-memory keys in a process warning.
+ * NOTE: not in `reference_import_renames`, whose rows are keyed by the old scope key alone.
+ */
+function reportKeyRenames(db: Database, renames: readonly KeyRename[]): void {
+  if (renames.length === 0) return;
+  const named = renames.slice(0, WARNING_RENAMES).map(({ target: { memoryId, scope }, oldKey, newKey }) => {
+    const where =
+      scope.tenantId === ''
+        ? `scope key ${JSON.stringify(memoryId)}`
+        : `tenant_id ${scope.tenantId}, conversation_id ${scope.conversationId}, agent_id ${scope.agentId}`;
+    // The reference bounded no key's length.
+    const characters = Array.from(oldKey);
+    const shownOldKey =
+      characters.length > MAX_WORKING_MEMORY_KEY_LENGTH
+        ? `${shownKey(characters.slice(0, MAX_WORKING_MEMORY_KEY_LENGTH).join(''))}…`
+        : shownKey(oldKey);
+    return `in ${where}, ${shownOldKey} is now ${shownKey(newKey)}`;
+  });
+  if (renames.length > WARNING_RENAMES) named.push(`and ${renames.length - WARNING_RENAMES} more`);
+  process.emitWarning(
+    `Upgrading ${db.name} from the reference schema: ${renames.length} working-memory key(s) could not be read ` +
+      `or deleted here (control or invisible characters, over ${MAX_WORKING_MEMORY_KEY_LENGTH} characters, "." or ` +
+      `".."), so their entries now have valid keys: ${named.join('; ')}.`,
+    { code: REFERENCE_IMPORT_WARNING_CODE },
+  );
+}
+
+/** A key as a JSON string, with the characters a key may not hold escaped, so a warning shows them. */
+function shownKey(key: string): string {
+  return Array.from(JSON.stringify(key), (character) =>
+    isRefusedKeyCharacter(character)
+      ? Array.from(
+          { length: character.length },
+          (_, index) => `\\u${character.charCodeAt(index).toString(16).padStart(4, '0')}`,
+        ).join('')
+      : character,
+  ).join('');
 }
 
 /**
@@ -451,7 +574,12 @@ function scopeOfReferenceId(referenceId: string): Scope | undefined {
   };
 }
 
-function readChunks(json: string | null, fallbackTime: string, referenceId: string): ConvertedObservation[] {
+/** The chunks kept, and the highest seq of any chunk, kept or skipped. */
+function readChunks(
+  json: string | null,
+  fallbackTime: string,
+  referenceId: string,
+): { observations: ConvertedObservation[]; highestSeq: number } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(json ?? '[]');
@@ -461,16 +589,19 @@ function readChunks(json: string | null, fallbackTime: string, referenceId: stri
   if (!Array.isArray(parsed)) throw unreadable(referenceId, 'active_observations_json is not a JSON array');
   const observations: ConvertedObservation[] = [];
   let previous = 0;
+  let highestSeq = 0;
   for (const item of parsed as unknown[]) {
     if (typeof item !== 'object' || item === null) continue;
     const chunk = item as Record<string, unknown>;
+    const wanted = nonNegativeInteger(chunk['seq']);
+    highestSeq = Math.max(highestSeq, wanted ?? 0);
     const given = chunk['content'];
     if (typeof given !== 'string') continue;
     const content = storedText(given);
     if (content.trim() === '') continue;
-    const wanted = nonNegativeInteger(chunk['seq']);
     const seq = wanted !== null && wanted > previous ? wanted : previous + 1;
     previous = seq;
+    highestSeq = Math.max(highestSeq, seq);
     const importance = chunk['importance'];
     observations.push({
       seq,
@@ -486,7 +617,7 @@ function readChunks(json: string | null, fallbackTime: string, referenceId: stri
       createdAt: normalizeTime(chunk['created_at'], fallbackTime),
     });
   }
-  return observations;
+  return { observations, highestSeq };
 }
 
 // The reference stored its whole effective config; only values that differ from the
@@ -527,9 +658,41 @@ function nonNegativeInteger(value: unknown): number | null {
 
 /** RFC 3339 text (any precision or offset) to `Date.toISOString()` form, so text order is time order. */
 function normalizeTime(value: unknown, fallback: string): string {
-  if (typeof value !== 'string') return fallback;
-  const time = Date.parse(value);
-  return Number.isNaN(time) ? fallback : new Date(time).toISOString();
+  const time = parseTime(value);
+  return time === null ? fallback : new Date(time).toISOString();
+}
+
+// A date-time without an offset, as SQLite's CURRENT_TIMESTAMP writes it (`2024-05-01 10:00:00`).
+const WITHOUT_OFFSET = /^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)$/;
+
+/** Milliseconds since the epoch, or null for what is not a time. */
+function parseTime(value: unknown): number | null {
+  if (typeof value !== 'string') return null;
+  // Date.parse reads a date-time without an offset in the host's time zone; the reference's
+  // times and SQLite's are UTC.
+  const parts = WITHOUT_OFFSET.exec(value);
+  const time = Date.parse(parts === null ? value : `${parts[1]}T${parts[2]}Z`);
+  return Number.isNaN(time) ? null : time;
+}
+
+/**
+ * Operation rows, given in SQL order of `scope_sequence` then rowid, with each run of equal
+ * sequences put in time order (rowid order kept between equal times).
+ * NOTE: not `ORDER BY created_at`: the reference wrote RFC3339Nano, which drops trailing
+ * zeros, so `10:00:00Z` sorts after `10:00:00.5Z` as text.
+ */
+function inOperationOrder<T extends { scope_sequence: unknown; created_at: unknown }>(
+  rows: readonly T[],
+  now: string,
+): T[] {
+  const fallback = parseTime(now) ?? 0;
+  let group = 0;
+  const keyed = rows.map((row, index) => {
+    if (index > 0 && row.scope_sequence !== rows[index - 1]?.scope_sequence) group++;
+    return { row, group, time: parseTime(row.created_at) ?? fallback, index };
+  });
+  keyed.sort((a, b) => a.group - b.group || a.time - b.time || a.index - b.index);
+  return keyed.map(({ row }) => row);
 }
 
 function unreadable(referenceId: string, reason: string, cause?: unknown): StoreError {
