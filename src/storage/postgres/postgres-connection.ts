@@ -246,6 +246,13 @@ export async function transaction<T>(
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     let broken: Error | undefined;
+    // The pool takes its own 'error' listener off a client it lends. A connection lost in the
+    // transaction (a restart, pg_terminate_backend) fails the statement under way and then
+    // emits 'error', which without a listener is an uncaught exception: the process would die.
+    const onError = (error: Error): void => {
+      broken ??= error;
+    };
+    client.on('error', onError);
     try {
       await client.query(options.begin ? options.begin(client) : 'BEGIN');
       const result = await work(client);
@@ -261,6 +268,7 @@ export async function transaction<T>(
       if (attempt < MAX_ATTEMPTS && RETRYABLE_CODES.has(pgCodeOf(error) ?? '')) continue;
       throw error;
     } finally {
+      client.removeListener('error', onError);
       client.release(broken);
     }
   }
