@@ -208,11 +208,12 @@ export function describeError(error) {
  */
 export function isAccessError(error) {
   if (!(error instanceof ApiError)) return false;
-  // A row that is gone (`observation_not_found`, `operation_not_found`) is not the view's access.
+  // A row that is gone (`observation_not_found`, `operation_not_found`) is not the view's access,
+  // nor a write a read-only key may not make (`insufficient_scope`): the key still reads the view.
   return (
     error.code === 'key_invalid' ||
     error.status === 401 ||
-    error.status === 403 ||
+    (error.status === 403 && error.code !== 'insufficient_scope') ||
     (error.status === 404 && !isGoneRow(error))
   );
 }

@@ -85,6 +85,12 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
       keyInput.focus();
       return;
     }
+    // The browser would resolve them as path segments and send the request elsewhere.
+    if (key === '.' || key === '..') {
+      problem.show('A key may not be "." or "..": a URL cannot name it.');
+      keyInput.focus();
+      return;
+    }
     const ttl = ttlInput.value.trim();
     // Any number goes to the API, which says what is wrong with 0, -5 or 1.5.
     if (ttl !== '' && !(NUMBER.test(ttl) && Number.isFinite(Number(ttl)))) {

@@ -15,6 +15,7 @@ import type { E2E, ModelScript } from './e2e-harness.js';
 
 const KEY = 'key-acme';
 const OTHER_TENANT_KEY = 'key-other';
+const READ_ONLY_KEY = 'key-acme-read';
 const AGENT = 'planner';
 
 let e2e: E2E;
@@ -24,7 +25,11 @@ let inspector: InspectorPages;
 
 beforeAll(async () => {
   inspector = createInspectorPages();
-  e2e = await startE2E({ env: { HARNESS_API_KEYS: `${KEY}:acme,${OTHER_TENANT_KEY}:other` } });
+  e2e = await startE2E({
+    env: {
+      HARNESS_API_KEYS: `${KEY}:acme,${OTHER_TENANT_KEY}:other,${READ_ONLY_KEY}:acme runs:read memory:read`,
+    },
+  });
   defaultAgent = e2e.script.agent;
   proxy = await startDropProxy(e2e.url);
   await seed('trip-planning', 'I am planning a trip to Lisbon in May');
@@ -129,6 +134,13 @@ describe('inspector: in a real browser', () => {
       await page.getByLabel('Value').fill('x');
       await page.getByRole('button', { name: 'Save entry' }).click();
       await page.locator('.form-error').getByText(`longer than ${MAX_WORKING_MEMORY_KEY_LENGTH}`).waitFor(WAIT);
+
+      // The browser would send `..` and `.` to other paths (the scope's own, the list's).
+      for (const dots of ['..', '.']) {
+        await page.getByLabel('Key', { exact: true }).fill(dots);
+        await page.getByRole('button', { name: 'Save entry' }).click();
+        await page.locator('.form-error').getByText('a URL cannot name it').waitFor(WAIT);
+      }
 
       await page.getByLabel('Key', { exact: true }).fill('hotel');
       await page.getByLabel('Value').fill('{"name": "Casa Azul", "nights": 3}');
@@ -240,6 +252,16 @@ describe('inspector: in a real browser', () => {
     await useKey(page, 'revoked-key');
     await page.getByTestId('view-error').getByText('refused the API key').waitFor(WAIT);
     expect(await bodyText(page)).not.toMatch(/Porto|Lisbon|Casa Azul/);
+  });
+
+  it('keeps the scope view for a read-only key whose write is refused, and says why', async () => {
+    const page = await openInspector(scopeHash('groceries'), { key: READ_ONLY_KEY });
+    await page.locator('tr[data-seq="1"]').waitFor(WAIT);
+    await page.getByRole('button', { name: 'Reflect now' }).click();
+    await page.locator('#notice').getByText('memory:write').waitFor(WAIT);
+    expect(await page.getByTestId('view-error').count()).toBe(0);
+    expect(await page.locator('tr[data-seq="1"]').count()).toBe(1);
+    expect(await page.getByTestId('snippet-observational-memory').textContent()).toContain('oat milk');
   });
 
   it('lists runs with filters and replays a finished run’s events', async () => {

@@ -9,6 +9,12 @@ import sparticuzChromium from '@sparticuz/chromium';
 import { chromium } from 'playwright-core';
 import type { Browser } from 'playwright-core';
 
+// The package's defaults turn off the same-origin policy and mixed-content blocking: a browser
+// that sends no Origin header on cross-site requests would make every test of the inspector's
+// cross-site protections pass for the wrong reason.
+const WEAKENING_ARGS = new Set(['--disable-web-security', '--allow-running-insecure-content']);
+const BROWSER_ARGS = sparticuzChromium.args.filter((arg) => !WEAKENING_ARGS.has(arg));
+
 /** Starts headless Chromium; throws (with the cause) when it cannot. */
 export async function launchChromium(): Promise<Browser> {
   let executablePath: string;
@@ -22,7 +28,7 @@ export async function launchChromium(): Promise<Browser> {
     );
   }
   try {
-    return await chromium.launch({ executablePath, args: sparticuzChromium.args, headless: true });
+    return await chromium.launch({ executablePath, args: BROWSER_ARGS, headless: true });
   } catch (error) {
     throw new Error(
       `[harness-memory] [browser tests] Chromium at ${executablePath} did not start. ` +
