@@ -41,6 +41,17 @@ async function workspaceWithDeadOperation(): Promise<string> {
   return workspace;
 }
 
+describe('harness memory: scope options', () => {
+  // `--tenant "$T"` with `$T` unset once named the default tenant: a forget erased its conversation.
+  it.each(['--tenant', '--agent'])('refuses a blank %s as bad usage (exit 2), for forget too', async (option) => {
+    for (const blank of ['', '  ']) {
+      const result = await cli(['memory', 'forget', '--conversation', 'c1', option, blank]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`${option} must not be blank`);
+    }
+  });
+});
+
 describe('harness memory enable: the snippet budget', () => {
   it('refuses --snippet-max-tokens over 32000 as bad usage naming the option (exit 2)', async () => {
     const result = await cli(['memory', 'enable', '--conversation', 'e1', '--snippet-max-tokens', '40000']);

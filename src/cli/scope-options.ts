@@ -17,9 +17,21 @@ export interface ScopeOptions {
 /** Adds the scope options; `--conversation` is required (there is no shared catch-all conversation). */
 export function withScopeOptions(command: Command): Command {
   return command
-    .option('--tenant <id>', 'tenant id', 'default')
+    .option('--tenant <id>', 'tenant id', nonBlankId('--tenant'), 'default')
     .requiredOption('--conversation <id>', 'conversation id (required)')
-    .option('--agent <id>', 'agent id', 'default');
+    .option('--agent <id>', 'agent id', nonBlankId('--agent'), 'default');
+}
+
+/**
+ * Refuses a blank id, for commander: `--tenant "$T"` with `$T` unset would otherwise name the
+ * `default` tenant, and a `forget` would erase its conversation.
+ */
+export function nonBlankId(name: string): (value: string) => string {
+  return (value: string) => {
+    if (value.trim() === '')
+      throw new InvalidArgumentError(`${name} must not be blank (leave the option out for "default")`);
+    return value;
+  };
 }
 
 /** Validates the scope; an invalid id throws `SCOPE_INVALID` naming the field. */

@@ -190,5 +190,11 @@ describe('e2e: harness mcp on stdio (the built CLI)', () => {
     );
     expect(failed.code).toBe(2);
     expect(failed.stderr).toContain('tenant');
+    const blank = await harness('mcp', '--agent', ' ').then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(blank.code).toBe(2);
+    expect(blank.stderr).toContain('--agent must not be blank');
   });
 });

@@ -12,6 +12,7 @@ import { stopRequested } from '../context.js';
 import type { CliContext, CommandResult } from '../context.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { openHarness } from '../open-harness.js';
+import { nonBlankId } from '../scope-options.js';
 
 interface McpOptions {
   readonly tenant: string;
@@ -25,9 +26,14 @@ export function registerMcpCommand(program: Command, context: CliContext, result
   program
     .command('mcp')
     .description('serve both memories to an MCP client on stdio (tools, and resources memory://…)')
-    .option('--tenant <id>', 'the tenant every tool works in (tools cannot change it)', 'default')
-    .option('--conversation <id>', 'conversation of tool calls that name none', 'default')
-    .option('--agent <id>', 'agent of tool calls that name none', 'default')
+    .option(
+      '--tenant <id>',
+      'the tenant every tool works in (tools cannot change it)',
+      nonBlankId('--tenant'),
+      'default',
+    )
+    .option('--conversation <id>', 'conversation of tool calls that name none', nonBlankId('--conversation'), 'default')
+    .option('--agent <id>', 'agent of tool calls that name none', nonBlankId('--agent'), 'default')
     .option('--allow-forget', 'offer the memory_forget tool (erases a conversation for good)')
     .action(async (options: McpOptions) => {
       result.exitCode = await serveMcp(context, options);

@@ -14,7 +14,7 @@ import { createEventView } from '../event-view.js';
 import type { EventView } from '../event-view.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../exit-codes.js';
 import { openHarness, warnMemoryModelMissing } from '../open-harness.js';
-import { positiveInteger } from '../scope-options.js';
+import { nonBlankId, positiveInteger } from '../scope-options.js';
 
 interface RunOptions {
   readonly tenant?: string;
@@ -32,9 +32,9 @@ export function registerRunCommand(program: Command, context: CliContext, result
     .command('run')
     .description('run the agent once, in this process, streaming its answer, tool calls and memory events')
     .argument('<prompt>', 'what to ask the agent')
-    .option('--tenant <id>', 'tenant id (default: default)')
+    .option('--tenant <id>', 'tenant id (default: default)', nonBlankId('--tenant'))
     .option('--conversation <id>', 'conversation id; reuse it to continue a conversation (default: the run id)')
-    .option('--agent <id>', 'agent id (default: default)')
+    .option('--agent <id>', 'agent id (default: default)', nonBlankId('--agent'))
     .option('--system <prompt>', 'system prompt')
     .option(
       '--max-steps <n>',
