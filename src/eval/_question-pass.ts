@@ -15,7 +15,7 @@ import type { EvalQuestion } from './eval-dataset.js';
 import { buildJudgePrompt, parseJudgeReply } from './eval-judge.js';
 import type { JudgeReply } from './eval-judge.js';
 import { evidenceHit } from './eval-normalize.js';
-import type { EvalBaseline, EvalModels, EvalResultLine, EvalStage } from './eval-results.js';
+import type { EvalBaseline, EvalMemorySettings, EvalModels, EvalResultLine, EvalStage } from './eval-results.js';
 import { questionDigest } from './eval-results.js';
 
 /** What every question of a run shares. */
@@ -26,16 +26,20 @@ export interface QuestionPassSettings {
   readonly judgeModelId: string | undefined;
   readonly baseline: EvalBaseline;
   readonly models: EvalModels;
+  /** `null` for the baselines without memory. */
+  readonly memorySettings: EvalMemorySettings | null;
   readonly estimator: TokenEstimator;
   readonly now: () => number;
   readonly signal: AbortSignal | undefined;
 }
 
-/** What differs between the questions of a conversation. */
+/** What is particular to one question: its start, its conversation's digest and its share of the memory model's tokens. */
 export interface QuestionStart {
   readonly startedAt: number;
   /** The memory model's tokens to put on this question's line. */
   readonly memoryUsage: Readonly<TokenUsage>;
+  /** The digest of the question's conversation, when the dataset reader took one. */
+  readonly conversationDigest: string | undefined;
 }
 
 /** The outcome of the steps after the memory was built. */
@@ -143,6 +147,7 @@ function resultLine(
   return {
     question_id: question.questionId,
     question_digest: questionDigest(question),
+    ...(start.conversationDigest === undefined ? {} : { conversation_digest: start.conversationDigest }),
     question_type: question.questionType,
     ...(question.category === undefined ? {} : { category: question.category }),
     abstention: question.abstention,
@@ -167,5 +172,6 @@ function resultLine(
     started_at: new Date(start.startedAt).toISOString(),
     duration_ms: Math.max(0, settings.now() - start.startedAt),
     models: settings.models,
+    memory_settings: settings.memorySettings,
   };
 }

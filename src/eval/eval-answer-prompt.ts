@@ -52,5 +52,14 @@ export function formatConversationHistory(sessions: readonly EvalSession[]): str
     const header = `Session ${index + 1} (${session.date ?? 'date unknown'})`;
     return [header, ...session.messages.map((message) => `${message.role}: ${message.content}`)].join('\n');
   });
-  return fenced('conversation-history', blocks.join('\n\n'));
+  return fenced(CONVERSATION_HISTORY_TAG, blocks.join('\n\n'));
 }
+
+/** The fence of {@link formatConversationHistory}. */
+export const CONVERSATION_HISTORY_TAG = 'conversation-history';
+
+/** A session header line of {@link formatConversationHistory}. */
+export const SESSION_HEADER_LINE: RegExp = /^Session \d+ \(.*\)$/;
+
+/** The role label that starts each message line of {@link formatConversationHistory}. */
+export const ROLE_LABEL: RegExp = /^(?:user|assistant): /;

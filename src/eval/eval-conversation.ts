@@ -74,6 +74,12 @@ export interface EvalConversation {
    */
   readonly sessions: readonly EvalSession[];
   readonly questions: readonly EvalQuestion[];
+  /**
+   * A digest of the sessions as read (ids, dates, turns), taken when the dataset is read, so also for a `lazy`
+   * conversation: a resume refuses results of the same questions over another haystack (LongMemEval's `_s`, `_m`
+   * and `_oracle` files share their questions). Absent only on conversations built by hand.
+   */
+  readonly sessionsDigest?: string;
   /** True when the sessions are still in the file (a large dataset): read them with the dataset's `loadSessions`. */
   readonly lazy?: boolean;
 }

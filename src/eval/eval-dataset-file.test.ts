@@ -42,6 +42,14 @@ describe('readEvalDatasetFile', () => {
     expect(await loaded(streamed)).toEqual(await loaded(whole));
   });
 
+  it('digests each conversation while reading it one instance at a time, as a whole read does', async () => {
+    const whole = await readEvalDatasetFile(SAMPLE);
+    const streamed = await readEvalDatasetFile(SAMPLE, { wholeFileMaxBytes: 0 });
+    const digests = whole.conversations.map((conversation) => conversation.sessionsDigest);
+    expect(digests.every((digest) => typeof digest === 'string')).toBe(true);
+    expect(streamed.conversations.map((conversation) => conversation.sessionsDigest)).toEqual(digests);
+  });
+
   it('keeps loadSessions through --limit and --types', async () => {
     const streamed = await readEvalDatasetFile(SAMPLE, { wholeFileMaxBytes: 0 });
     const chosen = selectQuestions(streamed, { limit: 2 });

@@ -174,6 +174,28 @@ describe('eval dataset: LongMemEval', () => {
   });
 });
 
+describe('eval dataset: the digest of a conversation', () => {
+  it('differs for the same question over another haystack, and not for the same file read again', () => {
+    const instance = longMemEvalInstance();
+    const digestOf = (json: Json) => parseEvalDataset([json]).conversations[0]?.sessionsDigest;
+    expect(digestOf(instance)).toMatch(/^[0-9a-f]{16}$/);
+    expect(digestOf(longMemEvalInstance())).toBe(digestOf(instance));
+    const sessions = instance['haystack_sessions'] as Array<Array<{ role: string; content: string }>>;
+    const otherTurns = sessions.map((turns) => turns.map((turn) => ({ ...turn, content: `${turn.content}!` })));
+    expect(digestOf({ ...instance, haystack_sessions: otherTurns })).not.toBe(digestOf(instance));
+    const dates = instance['haystack_dates'] as string[];
+    expect(digestOf({ ...instance, haystack_dates: ['2023/05/21 (Sun) 02:21', ...dates.slice(1)] })).not.toBe(
+      digestOf(instance),
+    );
+    const ids = instance['haystack_session_ids'] as string[];
+    expect(digestOf({ ...instance, haystack_session_ids: ids.map((id) => `${id}-x`) })).not.toBe(digestOf(instance));
+  });
+
+  it('is one per LoCoMo sample, shared by its questions', () => {
+    expect(parseEvalDataset([locomoSample()]).conversations[0]?.sessionsDigest).toMatch(/^[0-9a-f]{16}$/);
+  });
+});
+
 describe('eval dataset: LoCoMo', () => {
   it('reads a sample into one conversation with all its questions', () => {
     const dataset = parseEvalDataset([locomoSample()]);

@@ -4,12 +4,13 @@
  * parses the file.
  * @module
  */
+import { createHash } from 'node:crypto';
 import { HarnessMemoryError } from '../core/errors.js';
 import type { InstanceContext, ParsedConversation } from './_dataset-fields.js';
 import { describeInstance, invalidField, isRecord, jsonTypeOf } from './_dataset-fields.js';
 import { parseLocomoSample } from './_locomo-format.js';
 import { parseLongMemEvalInstance } from './_longmemeval-format.js';
-import type { EvalConversation, EvalDataset, EvalDatasetFormat } from './eval-conversation.js';
+import type { EvalConversation, EvalDataset, EvalDatasetFormat, EvalSession } from './eval-conversation.js';
 
 export { LONGMEMEVAL_QUESTION_TYPES } from './eval-conversation.js';
 export type {
@@ -44,10 +45,9 @@ const PARSERS: Readonly<Record<EvalDatasetFormat, (value: unknown, index: number
  */
 export function parseEvalDataset(json: unknown): EvalDataset {
   const format = detectFormat(json);
-  const parse = PARSERS[format];
   return assembleEvalDataset(
     format,
-    (json as readonly unknown[]).map((element, index) => parse(element, index)),
+    (json as readonly unknown[]).map((element, index) => parseEvalElement(format, element, index)),
   );
 }
 
@@ -57,7 +57,24 @@ export function parseEvalDataset(json: unknown): EvalDataset {
  * @throws HarnessMemoryError `EVAL_DATASET_INVALID` naming the instance and the field.
  */
 export function parseEvalElement(format: EvalDatasetFormat, element: unknown, index: number): ParsedConversation {
-  return PARSERS[format](element, index);
+  const parsed = PARSERS[format](element, index);
+  return {
+    ...parsed,
+    conversation: { ...parsed.conversation, sessionsDigest: sessionsDigest(parsed.conversation.sessions) },
+  };
+}
+
+/**
+ * A digest of what a conversation holds: each session's id and date and each turn's role and text, in order.
+ * Hashed piece by piece, as a LongMemEval `_m` haystack is a few megabytes.
+ */
+export function sessionsDigest(sessions: readonly EvalSession[]): string {
+  const hash = createHash('sha256');
+  for (const session of sessions) {
+    hash.update(JSON.stringify(['session', session.id, session.date]));
+    for (const message of session.messages) hash.update(JSON.stringify(['turn', message.role, message.content]));
+  }
+  return hash.digest('hex').slice(0, 16);
 }
 
 /**

@@ -147,6 +147,18 @@ describe('eval judge: reading the reply', () => {
     ],
     ['The response is not accurate: it gives 2019.', 'incorrect'],
     ['It names the same city, so the response is therefore correct.', 'correct'],
+    // A verdict followed by a parenthesis, an en dash or a reason.
+    ['The response says 19 days; the reference is 18.\nVerdict: yes (off by one is allowed)', 'correct'],
+    ['Verdict: no (the response names the old gym)', 'incorrect'],
+    ['Verdict: yes – the dates match', 'correct'],
+    ['Verdict: no – it names the old gym', 'incorrect'],
+    ['It names the old gym.\nVerdict: no because it names the old gym', 'incorrect'],
+    ['Verdict: yes since both name Paris', 'correct'],
+    ['Verdict: no as it names Lisbon', 'incorrect'],
+    ['Final verdict – yes', 'correct'],
+    ['Yes (off by one is allowed)', 'correct'],
+    ['No – it names the previous employer.', 'incorrect'],
+    ['No because it names the previous employer.', 'incorrect'],
   ])('reads %j as %s', (reply, verdict) => {
     expect(parseJudgeReply(reply).verdict).toBe(verdict);
   });
@@ -161,6 +173,11 @@ describe('eval judge: reading the reply', () => {
     'No response was given by the judge model here',
     // The rule quoted back is not a finding.
     'Say yes when the response gives the reference answer or an equivalent one.',
+    // A word that starts with a verdict word is no verdict.
+    'Answer: yesterday, at the gym.',
+    'Verdict: no one mentioned it',
+    'Yesterday the user moved.',
+    'No one in the conversation said so.',
   ])('reads %j as unparsable', (reply) => {
     expect(parseJudgeReply(reply).verdict).toBe('unparsable');
   });

@@ -136,13 +136,14 @@ const VERDICT_WORDS: Readonly<Record<string, Verdict>> = {
 };
 
 // `Verdict: yes`, `Final answer - NO`, `The answer is correct`. Bare yes/no/true/false/right
-// must end the phrase, so `answer is no longer Paris` is no verdict; `the reference answer is
+// must end the phrase or be followed by a reason (`no (…)`, `no – …`, `no because …`), so
+// `answer is no longer Paris` and `answer: no one said` are no verdicts; `the reference answer is
 // no` describes the gold answer of a yes/no question, so it is no verdict either.
 const LABELLED_VERDICT =
-  /\b(?:final\s+)?(?:verdict|(?<!(?:reference|gold|correct|expected|right|true|given|model's|response's|its)\s+)answer|judge?ment|grade|decision|result|label|evaluation|assessment|output)\s*(?:is|:|=|-|—)\s*["'([]?\s*(?:(not\s+correct|partially\s+correct|partly\s+correct|incorrect|correct|wrong)\b|(yes|no|true|false|right)(?=\s*(?:[.!,;:)\]"'—-]|$)))/gi;
+  /\b(?:final\s+)?(?:verdict|(?<!(?:reference|gold|correct|expected|right|true|given|model's|response's|its)\s+)answer|judge?ment|grade|decision|result|label|evaluation|assessment|output)\s*(?:is|:|=|-|—|–)\s*["'([]?\s*(?:(not\s+correct|partially\s+correct|partly\s+correct|incorrect|correct|wrong)\b|(yes|no|true|false|right)(?=\s*(?:[.!,;:()\]"'—–-]|$)|\s+(?:because|since|as)\b))/gi;
 // A line that starts with the verdict: `Yes`, `no.`, `CORRECT`, `No - it names the old gym`.
 const LEADING_VERDICT =
-  /^["'([]?\s*(not\s+correct|partially\s+correct|partly\s+correct|incorrect|correct|wrong|yes|no|true|false|right)(?=\s*(?:[.!,;:)\]"'—-]|$))/i;
+  /^["'([]?\s*(not\s+correct|partially\s+correct|partly\s+correct|incorrect|correct|wrong|yes|no|true|false|right)(?=\s*(?:[.!,;:()\]"'—–-]|$)|\s+(?:because|since|as)\b)/i;
 // Sentences that state a verdict without a label; the last one in the reply wins.
 const INCORRECT_PHRASES =
   /\b(?:is|was|seems|appears)\s+(?:therefore\s+|thus\s+|so\s+|hence\s+)?(?:not\s+(?:correct|right|accurate)|incorrect|inaccurate)\b|\bisn'?t\s+correct\b|\bpart(?:ial)?ly\s+correct\b|\bincorrect\b|\bwrong\b|\b(?:does\s+not|doesn'?t|did\s+not|didn'?t|fails\s+to|failed\s+to)\s+(?:correctly\s+)?(?:contain|include|match|give|provide|state|mention|identify|answer|reflect|capture|recall)\b/gi;
@@ -193,7 +194,7 @@ function labelledVerdict(lines: readonly string[]): FoundVerdict | null {
     const match = [...line.matchAll(LABELLED_VERDICT)].pop();
     if (match === undefined) continue;
     const rest = (line.slice(0, match.index) + line.slice(match.index + match[0].length))
-      .replace(/^[\s.,;:!)\]"'—-]+/, '')
+      .replace(/^[\s.,;:!)\]"'—–-]+/, '')
       .trim();
     return { verdict: verdictOf(match[1] ?? match[2] ?? ''), lineIndex: index, rest };
   }
@@ -207,7 +208,7 @@ function leadingVerdict(lines: readonly string[]): FoundVerdict | null {
     if (match === null) continue;
     const rest = line
       .slice(match[0].length)
-      .replace(/^[\s.,;:!)\]"'—-]+/, '')
+      .replace(/^[\s.,;:!)\]"'—–-]+/, '')
       .trim();
     return { verdict: verdictOf(match[1] ?? ''), lineIndex: index, rest };
   }

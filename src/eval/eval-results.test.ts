@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resultLine } from '../../test/support/eval-result-lines.js';
 import { HarnessMemoryError } from '../core/errors.js';
-import { checkResumable, openEvalResultsWriter, readEvalResults } from './eval-results.js';
+import { parseEvalDataset } from './eval-dataset.js';
+import {
+  checkResumable,
+  checkSameQuestions,
+  openEvalResultsWriter,
+  questionDigest,
+  readEvalResults,
+} from './eval-results.js';
 
 let directory: string;
 let path: string;
@@ -141,6 +148,18 @@ describe('eval results: writing and reading', () => {
     await expect(readEvalResults(path)).rejects.toThrow(`${path} line 1 is not a result line (not JSON:`);
   });
 
+  it('refuses a complete JSON last line without its newline that is not a result, and leaves it in place', async () => {
+    const edited = JSON.stringify({ ...resultLine({ question_id: 'b' }), verdict: 'skipped' });
+    const text = `${JSON.stringify(resultLine({ question_id: 'a' }))}\n${edited}`;
+    writeFileSync(path, text);
+    const error = await readEvalResults(path).catch((thrown: unknown) => thrown);
+    expect(HarnessMemoryError.isInstance(error)).toBe(true);
+    expect((error as HarnessMemoryError).code).toBe('EVAL_RESULTS_INVALID');
+    expect((error as HarnessMemoryError).detail).toContain(`${path} line 2 is not a result line (verdict: `);
+    await expect(openEvalResultsWriter(path)).rejects.toThrow(`${path} line 2 is not a result line (verdict: `);
+    expect(readFileSync(path, 'utf8')).toBe(text);
+  });
+
   it('refuses to append after close, and closes once', async () => {
     const writer = await openEvalResultsWriter(path);
     await writer.close();
@@ -184,11 +203,12 @@ describe('eval results: writing and reading', () => {
 
 describe('eval results: resuming', () => {
   const models = { memory: 'openai/gpt-5-mini', answer: 'openai/gpt-5-mini', judge: 'openai/gpt-5-mini' };
+  const memorySettings = { history_tokens: 8000, observe_min_tokens: 1200 };
 
   it('accepts a file written by the same baseline and models', async () => {
     writeFileSync(path, `${JSON.stringify(resultLine())}\n`);
     const file = await readEvalResults(path);
-    expect(() => checkResumable(file, path, { baseline: 'memory', models })).not.toThrow();
+    expect(() => checkResumable(file, path, { baseline: 'memory', models, memorySettings })).not.toThrow();
   });
 
   it.each([
@@ -201,15 +221,92 @@ describe('eval results: resuming', () => {
       `${JSON.stringify(resultLine({ question_id: 'a' }))}\n\n${JSON.stringify(resultLine({ question_id: 'b', ...overrides }))}\n`,
     );
     const file = await readEvalResults(path);
-    let thrown: unknown;
-    try {
-      checkResumable(file, path, { baseline: 'memory', models });
-    } catch (error) {
-      thrown = error;
-    }
-    expect(HarnessMemoryError.isInstance(thrown) && thrown.code).toBe('EVAL_RESULTS_INVALID');
-    expect((thrown as HarnessMemoryError).data).toEqual({ path, line: 3 });
-    expect((thrown as HarnessMemoryError).detail).toContain('the result for "b" comes from another run (');
-    expect((thrown as HarnessMemoryError).detail).toContain(found);
+    const thrown = resultsRefusal(() => checkResumable(file, path, { baseline: 'memory', models, memorySettings }));
+    expect(thrown.data).toEqual({ path, line: 3 });
+    expect(thrown.detail).toContain('the result for "b" comes from another run (');
+    expect(thrown.detail).toContain(found);
+  });
+
+  it('refuses a file written with other memory settings, naming both', async () => {
+    const other = { history_tokens: 0, observe_min_tokens: 40 };
+    writeFileSync(
+      path,
+      `${JSON.stringify(resultLine({ question_id: 'a', memory_settings: memorySettings }))}\n` +
+        `${JSON.stringify(resultLine({ question_id: 'b', memory_settings: other }))}\n`,
+    );
+    const file = await readEvalResults(path);
+    const thrown = resultsRefusal(() => checkResumable(file, path, { baseline: 'memory', models, memorySettings }));
+    expect(thrown.data).toEqual({ path, line: 2 });
+    expect(thrown.detail).toContain(
+      'the result for "b" was written with other memory settings (--history-tokens 0, --observe-min-tokens 40; ' +
+        'this run: --history-tokens 8000, --observe-min-tokens 1200)',
+    );
+  });
+
+  it('accepts a line of an earlier version, which did not record the memory settings', async () => {
+    writeFileSync(path, `${JSON.stringify(resultLine())}\n`);
+    const file = await readEvalResults(path);
+    expect(() =>
+      checkResumable(file, path, {
+        baseline: 'memory',
+        models,
+        memorySettings: { history_tokens: 0, observe_min_tokens: 40 },
+      }),
+    ).not.toThrow();
   });
 });
+
+describe('eval results: resuming over another conversation', () => {
+  const instance = {
+    question_id: 'q1',
+    question_type: 'single-session-user',
+    question: 'What is the name of my cat?',
+    answer: 'Miso',
+    question_date: '2023/06/01 (Thu) 09:00',
+    haystack_session_ids: ['s-a'],
+    haystack_dates: ['2023/05/20 (Sat) 02:21'],
+    haystack_sessions: [[{ role: 'user', content: 'I adopted a cat called Miso.' }]],
+    answer_session_ids: ['s-a'],
+  };
+  const written = parseEvalDataset([instance]);
+  const conversation = written.conversations[0]!;
+  const question = conversation.questions[0]!;
+  const lineOf = (conversationDigest: string | undefined) =>
+    resultLine({
+      question_id: 'q1',
+      question_digest: questionDigest(question),
+      ...(conversationDigest === undefined ? {} : { conversation_digest: conversationDigest }),
+    });
+
+  it('refuses a result of the same question over another haystack, as in LongMemEval _s and _oracle', async () => {
+    writeFileSync(path, `${JSON.stringify(lineOf(conversation.sessionsDigest))}\n`);
+    const other = parseEvalDataset([
+      { ...instance, haystack_sessions: [[{ role: 'user', content: 'I adopted a dog called Rex.' }]] },
+    ]);
+    const file = await readEvalResults(path);
+    expect(() => checkSameQuestions(file, path, written)).not.toThrow();
+    const thrown = resultsRefusal(() => checkSameQuestions(file, path, other));
+    expect(thrown.data).toEqual({ path, line: 1 });
+    expect(thrown.detail).toContain('the result for "q1" was written for the same question over another conversation');
+  });
+
+  it('accepts a line of an earlier version, which did not record the conversation digest', async () => {
+    writeFileSync(path, `${JSON.stringify(lineOf(undefined))}\n`);
+    const other = parseEvalDataset([
+      { ...instance, haystack_sessions: [[{ role: 'user', content: 'I adopted a dog called Rex.' }]] },
+    ]);
+    const file = await readEvalResults(path);
+    expect(() => checkSameQuestions(file, path, other)).not.toThrow();
+  });
+});
+
+/** The `EVAL_RESULTS_INVALID` error `check` throws; fails the test when it throws none or another. */
+function resultsRefusal(check: () => void): HarnessMemoryError {
+  try {
+    check();
+  } catch (error) {
+    if (HarnessMemoryError.isInstance(error) && error.code === 'EVAL_RESULTS_INVALID') return error;
+    throw error;
+  }
+  throw new Error('expected EVAL_RESULTS_INVALID, and nothing was thrown');
+}

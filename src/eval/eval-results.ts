@@ -35,6 +35,14 @@ export interface EvalModels {
   readonly judge: string;
 }
 
+/** The settings of the `memory` baseline that change what a question's memory holds. */
+export interface EvalMemorySettings {
+  /** `--history-tokens`. */
+  readonly history_tokens: number;
+  /** `--observe-min-tokens`, or the configuration's `[memory] observe_min_tokens`. */
+  readonly observe_min_tokens: number;
+}
+
 /** One line of the results file: one question, finished. */
 export interface EvalResultLine {
   readonly question_id: string;
@@ -43,6 +51,11 @@ export interface EvalResultLine {
    * a line whose question id now names another question. Absent in files of earlier versions.
    */
   readonly question_digest?: string;
+  /**
+   * A digest of the question's conversation (`sessionsDigest`): a resume refuses a line written over another
+   * haystack. Absent in files of earlier versions.
+   */
+  readonly conversation_digest?: string;
   /** `question_type` (LongMemEval) or `category-N` (LoCoMo). */
   readonly question_type: string;
   /** LoCoMo's category, 1 to 5. */
@@ -75,12 +88,15 @@ export interface EvalResultLine {
   readonly started_at: string;
   readonly duration_ms: number;
   readonly models: EvalModels;
+  /** The `memory` baseline's settings; `null` for the other baselines. Absent in files of earlier versions. */
+  readonly memory_settings?: EvalMemorySettings | null;
 }
 
 const TOKENS = z.number().int().nonnegative();
 const RESULT_LINE = z.object({
   question_id: z.string().min(1),
   question_digest: z.string().min(1).optional(),
+  conversation_digest: z.string().min(1).optional(),
   question_type: z.string().min(1),
   category: z.number().int().min(1).max(5).optional(),
   abstention: z.boolean(),
@@ -99,12 +115,17 @@ const RESULT_LINE = z.object({
   started_at: z.string().min(1),
   duration_ms: z.number().nonnegative(),
   models: z.object({ memory: z.string().nullable(), answer: z.string(), judge: z.string() }),
+  memory_settings: z.object({ history_tokens: TOKENS, observe_min_tokens: TOKENS }).nullable().optional(),
 });
 
-/** A line as the reader found it: a result, blank, or not a result (with why). */
+/**
+ * A line as the reader found it: a result, blank, not JSON (what a write cut short by a crash
+ * leaves), or JSON that is not a result (with why).
+ */
 type ParsedLine =
   | { readonly kind: 'result'; readonly result: EvalResultLine }
   | { readonly kind: 'blank' }
+  | { readonly kind: 'not-json'; readonly problem: string }
   | { readonly kind: 'invalid'; readonly problem: string };
 
 function parseLine(text: string): ParsedLine {
@@ -113,7 +134,7 @@ function parseLine(text: string): ParsedLine {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    return { kind: 'invalid', problem: `not JSON: ${(error as Error).message}` };
+    return { kind: 'not-json', problem: `not JSON: ${(error as Error).message}` };
   }
   const parsed = RESULT_LINE.safeParse(json);
   if (parsed.success) return { kind: 'result', result: parsed.data as EvalResultLine };
@@ -142,8 +163,9 @@ export interface EvalResultsFile {
 
 /**
  * Reads a results file for `--resume`. A missing file reads as empty. A truncated last line
- * (no final newline and not a valid result) is ignored and reported in `truncatedTail`.
- * @throws HarnessMemoryError `EVAL_RESULTS_INVALID` when a complete line is not a result line.
+ * (no final newline and not JSON) is ignored and reported in `truncatedTail`.
+ * @throws HarnessMemoryError `EVAL_RESULTS_INVALID` when a complete line, or a last line that is
+ * JSON, is not a result line.
  * @example
  * const previous = await readEvalResults('results.jsonl');
  * const todo = questions.filter((question) => !previous.completedIds.has(question.questionId));
@@ -162,7 +184,8 @@ export async function readEvalResults(path: string): Promise<EvalResultsFile> {
   const lineNumbers: number[] = [];
   rows.forEach((row, index) => {
     const parsed = parseLine(row);
-    if (parsed.kind === 'invalid') throw resultsError(path, index + 1, `is not a result line (${parsed.problem})`);
+    if (parsed.kind === 'invalid' || parsed.kind === 'not-json')
+      throw resultsError(path, index + 1, `is not a result line (${parsed.problem})`);
     if (parsed.kind === 'result') {
       lines.push(parsed.result);
       lineNumbers.push(index + 1);
@@ -173,7 +196,10 @@ export async function readEvalResults(path: string): Promise<EvalResultsFile> {
   if (parsedTail.kind === 'result') {
     lines.push(parsedTail.result);
     lineNumbers.push(rows.length + 1);
-  } else if (parsedTail.kind === 'invalid') truncatedTail = { line: rows.length + 1, bytes: Buffer.byteLength(tail) };
+  } else if (parsedTail.kind === 'invalid') {
+    // A crash cannot leave complete JSON behind, so this line was written or edited whole.
+    throw resultsError(path, rows.length + 1, `is not a result line (${parsedTail.problem})`);
+  } else if (parsedTail.kind === 'not-json') truncatedTail = { line: rows.length + 1, bytes: Buffer.byteLength(tail) };
   return { lines, lineNumbers, ...latestOf(lines), truncatedTail };
 }
 
@@ -201,12 +227,27 @@ function resultsError(path: string, line: number, problem: string, cause?: unkno
 
 /**
  * Checks that a results file was written by the same kind of run, so that `--resume` never
- * mixes baselines or models in one report. Lines of other questions are fine.
+ * mixes baselines, models or memory settings in one report. Lines of other questions are fine;
+ * lines without memory settings (earlier versions) are not checked for them.
  * @throws HarnessMemoryError `EVAL_RESULTS_INVALID` naming the first line that differs.
  * @example
- * checkResumable(previous, 'results.jsonl', { baseline: 'memory', models });
+ * checkResumable(previous, 'results.jsonl', { baseline: 'memory', models, memorySettings });
  */
 export function checkResumable(
+  file: EvalResultsFile,
+  path: string,
+  run: {
+    readonly baseline: EvalBaseline;
+    readonly models: EvalModels;
+    /** `null` for the baselines without memory. */
+    readonly memorySettings: EvalMemorySettings | null;
+  },
+): void {
+  checkSameRun(file, path, run);
+  checkSameMemorySettings(file, path, run.memorySettings);
+}
+
+function checkSameRun(
   file: EvalResultsFile,
   path: string,
   run: { readonly baseline: EvalBaseline; readonly models: EvalModels },
@@ -236,6 +277,32 @@ export function checkResumable(
   });
 }
 
+function checkSameMemorySettings(file: EvalResultsFile, path: string, settings: EvalMemorySettings | null): void {
+  const index = file.lines.findIndex(
+    (line) =>
+      line.memory_settings !== undefined &&
+      (line.memory_settings?.history_tokens !== settings?.history_tokens ||
+        line.memory_settings?.observe_min_tokens !== settings?.observe_min_tokens),
+  );
+  const line = file.lines[index];
+  if (line === undefined) return;
+  throw new HarnessMemoryError({
+    code: 'EVAL_RESULTS_INVALID',
+    component: 'eval',
+    message:
+      `${path}: the result for ${JSON.stringify(line.question_id)} was written with other memory settings ` +
+      `(${describeSettings(line.memory_settings ?? null)}; this run: ${describeSettings(settings)}). Resume with ` +
+      `the same --history-tokens and --observe-min-tokens, or write to a new --out file.`,
+    data: { path, line: file.lineNumbers[index] ?? 0 },
+  });
+}
+
+function describeSettings(settings: EvalMemorySettings | null): string {
+  return settings === null
+    ? 'no memory'
+    : `--history-tokens ${settings.history_tokens}, --observe-min-tokens ${settings.observe_min_tokens}`;
+}
+
 /** A digest of what a question asks and expects, so a results line is known to belong to it. */
 export function questionDigest(question: EvalQuestion): string {
   const fields = [question.questionId, question.questionType, question.question, question.answer];
@@ -243,31 +310,45 @@ export function questionDigest(question: EvalQuestion): string {
 }
 
 /**
- * Checks that each result line is for the question its id names in `dataset`: the same id in
- * another dataset (LongMemEval's `_s`, `_m` and `_oracle` share them) or an edited question
- * would otherwise be reported with the old result. Lines without a digest (earlier versions)
- * and ids the dataset does not hold are left alone.
+ * Checks that each result line is for the question its id names in `dataset`, over the same
+ * conversation: the same id in another dataset (LongMemEval's `_s`, `_m` and `_oracle` share
+ * their ids, questions and answers; only the haystack differs) or an edited question would
+ * otherwise be reported with the old result. Digests a line lacks (earlier versions) and ids
+ * the dataset does not hold are left alone.
  * @throws HarnessMemoryError `EVAL_RESULTS_INVALID` naming the first line that differs.
  */
 export function checkSameQuestions(file: EvalResultsFile, path: string, dataset: EvalDataset): void {
-  const digests = new Map<string, string>();
+  const current = new Map<string, { readonly question: string; readonly conversation: string | undefined }>();
   for (const conversation of dataset.conversations)
-    for (const question of conversation.questions) digests.set(question.questionId, questionDigest(question));
-  const index = file.lines.findIndex((line) => {
-    const current = digests.get(line.question_id);
-    return line.question_digest !== undefined && current !== undefined && current !== line.question_digest;
-  });
-  const line = file.lines[index];
-  if (line === undefined) return;
-  throw new HarnessMemoryError({
-    code: 'EVAL_RESULTS_INVALID',
-    component: 'eval',
-    message:
-      `${path}: the result for ${JSON.stringify(line.question_id)} was written for another question of that id ` +
-      `(another dataset, or the question or its answer changed). Resume with the dataset it was written for, ` +
-      `or write to a new --out file.`,
-    data: { path, line: file.lineNumbers[index] ?? 0 },
-  });
+    for (const question of conversation.questions)
+      current.set(question.questionId, {
+        question: questionDigest(question),
+        conversation: conversation.sessionsDigest,
+      });
+  for (const [index, line] of file.lines.entries()) {
+    const digests = current.get(line.question_id);
+    if (digests === undefined) continue;
+    let problem: string | undefined;
+    if (line.question_digest !== undefined && line.question_digest !== digests.question)
+      problem = 'for another question of that id (another dataset, or the question or its answer changed)';
+    else if (
+      line.conversation_digest !== undefined &&
+      digests.conversation !== undefined &&
+      line.conversation_digest !== digests.conversation
+    )
+      problem =
+        "for the same question over another conversation (another dataset: LongMemEval's _s, _m and _oracle " +
+        'files differ only there; or its sessions changed)';
+    if (problem === undefined) continue;
+    throw new HarnessMemoryError({
+      code: 'EVAL_RESULTS_INVALID',
+      component: 'eval',
+      message:
+        `${path}: the result for ${JSON.stringify(line.question_id)} was written ${problem}. Resume with the ` +
+        `dataset it was written for, or write to a new --out file.`,
+      data: { path, line: file.lineNumbers[index] ?? 0 },
+    });
+  }
 }
 
 /** Options of {@link openEvalResultsWriter}. */
@@ -287,8 +368,9 @@ export interface EvalResultsWriter {
 }
 
 /**
- * Opens (or creates) a results file for appending. A truncated last line left by a crash is
- * cut off first; a last line that is a complete result without its newline gets the newline.
+ * Opens (or creates) a results file for appending. A truncated last line left by a crash (not
+ * JSON) is cut off first; a last line that is a complete result without its newline gets the newline.
+ * @throws HarnessMemoryError `EVAL_RESULTS_INVALID` when the last line is JSON but not a result line.
  * @example
  * const writer = await openEvalResultsWriter('results.jsonl');
  * await writer.append(result);
@@ -303,7 +385,7 @@ export async function openEvalResultsWriter(
     throw new RangeError(`syncEvery must be a whole number of lines, 1 or more; got ${syncEvery}`);
   const handle = await open(path, 'a+');
   try {
-    const repairedTail = await repairTail(handle);
+    const repairedTail = await repairTail(handle, path);
     return new ResultsWriter(handle, syncEvery, repairedTail);
   } catch (error) {
     await handle.close();
@@ -313,7 +395,7 @@ export async function openEvalResultsWriter(
 
 const TAIL_CHUNK = 64 * 1024;
 
-async function repairTail(handle: FileHandle): Promise<{ bytes: number } | null> {
+async function repairTail(handle: FileHandle, path: string): Promise<{ bytes: number } | null> {
   const size = (await handle.stat()).size;
   let start = size;
   let tail = Buffer.alloc(0);
@@ -330,13 +412,28 @@ async function repairTail(handle: FileHandle): Promise<{ bytes: number } | null>
     }
   }
   if (tail.length === 0) return null;
-  if (parseLine(tail.toString('utf8')).kind === 'result') {
+  const parsed = parseLine(tail.toString('utf8'));
+  if (parsed.kind === 'result') {
     await handle.write('\n');
     return null;
+  }
+  if (parsed.kind === 'invalid') {
+    const lines = await lineCountBefore(handle, start);
+    throw resultsError(path, lines + 1, `is not a result line (${parsed.problem})`);
   }
   await handle.truncate(start);
   await handle.datasync();
   return { bytes: tail.length };
+}
+
+async function lineCountBefore(handle: FileHandle, end: number): Promise<number> {
+  let count = 0;
+  const chunk = Buffer.alloc(TAIL_CHUNK);
+  for (let position = 0; position < end; position += TAIL_CHUNK) {
+    const { bytesRead } = await handle.read(chunk, 0, Math.min(TAIL_CHUNK, end - position), position);
+    for (let index = 0; index < bytesRead; index++) if (chunk[index] === 0x0a) count++;
+  }
+  return count;
 }
 
 class ResultsWriter implements EvalResultsWriter {

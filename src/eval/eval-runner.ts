@@ -24,7 +24,7 @@ import { fullContextMemory, noMemory, rememberConversation } from './_conversati
 import type { ConversationMemory, MemoryBaselineSettings } from './_conversation-memory.js';
 import { askQuestion } from './_question-pass.js';
 import type { EvalConversation, EvalDataset } from './eval-dataset.js';
-import type { EvalBaseline, EvalModels, EvalResultLine } from './eval-results.js';
+import type { EvalBaseline, EvalMemorySettings, EvalModels, EvalResultLine } from './eval-results.js';
 
 /** The `memory` baseline's setup. */
 export interface EvalMemoryOptions {
@@ -179,6 +179,19 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunOutcome> 
   };
 }
 
+/**
+ * The settings of the `memory` baseline as a run with `memory` applies them, defaults filled in: written on each
+ * result line, and compared by a resume.
+ */
+export function evalMemorySettings(
+  memory: Pick<EvalMemoryOptions, 'historyMaxTokens' | 'thresholds'>,
+): EvalMemorySettings {
+  return {
+    history_tokens: memory.historyMaxTokens ?? 0,
+    observe_min_tokens: { ...DEFAULT_OBSERVATION_CONFIG, ...memory.thresholds }.observeMinTokens,
+  };
+}
+
 function memorySettings(options: EvalRunOptions, estimator: TokenEstimator): MemoryBaselineSettings {
   const memory = options.memory;
   if (memory === undefined)
@@ -222,6 +235,8 @@ async function evaluateConversation(context: RunContext, conversation: EvalConve
           judgeModelId: options.judgeModelId,
           baseline: options.baseline,
           models: options.models,
+          memorySettings:
+            options.baseline === 'memory' && options.memory !== undefined ? evalMemorySettings(options.memory) : null,
           estimator: context.estimator,
           now: context.now,
           signal: options.signal,
@@ -231,6 +246,7 @@ async function evaluateConversation(context: RunContext, conversation: EvalConve
         {
           startedAt: first ? startedAt : context.now(),
           memoryUsage: first ? memory.usage : { inputTokens: 0, outputTokens: 0 },
+          conversationDigest: conversation.sessionsDigest,
         },
       );
       await options.onResult(result);

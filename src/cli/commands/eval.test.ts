@@ -231,6 +231,7 @@ describe('harness eval: the memory baseline on the shipped sample', () => {
     expect(Object.keys(dog ?? {})).toEqual([
       'question_id',
       'question_digest',
+      'conversation_digest',
       'question_type',
       'abstention',
       'baseline',
@@ -245,7 +246,9 @@ describe('harness eval: the memory baseline on the shipped sample', () => {
       'started_at',
       'duration_ms',
       'models',
+      'memory_settings',
     ]);
+    expect(dog?.memory_settings).toEqual({ history_tokens: 0, observe_min_tokens: 40 });
   });
 
   it('keeps the eval out of the harness state: no state.db is created', () => {
@@ -518,22 +521,34 @@ describe('harness eval: resume', () => {
   });
 });
 
+/**
+ * Runs the sample's first question into a results file, then resumes that file over a copy of
+ * the dataset whose first instance `change` altered; returns the resume and the folder.
+ */
+async function resumeOverChanged(change: (instance: Record<string, unknown>) => Record<string, unknown>) {
+  const directory = workspace();
+  const out = join(directory, 'results.jsonl');
+  const first = await harness(['eval', SAMPLE, '--limit', '1', '--out', out, '--baseline', 'none'], {
+    workspace: directory,
+  });
+  expect(first.code, first.stderr).toBe(0);
+  const [head] = JSON.parse(readFileSync(SAMPLE, 'utf8')) as Array<Record<string, unknown>>;
+  const changed = join(directory, 'changed.json');
+  writeFileSync(changed, JSON.stringify([change(head ?? {})]));
+  const resumed = await harness(['eval', changed, '--out', out, '--resume', '--baseline', 'none'], {
+    workspace: directory,
+  });
+  return { resumed, directory, out };
+}
+
 describe('harness eval: resume with another dataset', () => {
   it('refuses a results file whose question ids name other questions in this dataset', async () => {
-    const directory = workspace();
-    const out = join(directory, 'results.jsonl');
-    const first = await harness(['eval', SAMPLE, '--limit', '1', '--out', out, '--baseline', 'none'], {
-      workspace: directory,
-    });
-    expect(first.code, first.stderr).toBe(0);
-    // The same question ids, one question changed: as LongMemEval's _s and _oracle files share ids.
-    const instances = JSON.parse(readFileSync(SAMPLE, 'utf8')) as Array<Record<string, unknown>>;
-    const changed = join(directory, 'changed.json');
-    const [head] = instances;
-    writeFileSync(changed, JSON.stringify([{ ...head, question: 'What is my dog called?', answer: 'Rex' }]));
-    const resumed = await harness(['eval', changed, '--out', out, '--resume', '--baseline', 'none'], {
-      workspace: directory,
-    });
+    // The same question ids, one question changed.
+    const { resumed, directory, out } = await resumeOverChanged((head) => ({
+      ...head,
+      question: 'What is my dog called?',
+      answer: 'Rex',
+    }));
     expect(resumed.code).toBe(2);
     expect(resumed.stderr).toContain(`was written for another question of that id`);
     // The dataset it was written for resumes as before.
@@ -541,6 +556,58 @@ describe('harness eval: resume with another dataset', () => {
       workspace: directory,
     });
     expect(again.code, again.stderr).toBe(0);
+  });
+});
+
+describe('harness eval: resume over another haystack or with other memory settings', () => {
+  it('refuses a results file of the same questions over other conversations, as LongMemEval _s and _oracle', async () => {
+    const { resumed } = await resumeOverChanged((head) => ({
+      ...head,
+      haystack_sessions: ((head['haystack_sessions'] ?? []) as unknown[]).map(() => [
+        { role: 'user', content: 'hello' },
+      ]),
+    }));
+    expect(resumed.code).toBe(2);
+    expect(resumed.stderr).toContain('was written for the same question over another conversation');
+    expect(resumed.requests).toEqual([]);
+  });
+
+  it('refuses a results file written with another --history-tokens or --observe-min-tokens', async () => {
+    const directory = workspace();
+    const out = join(directory, 'results.jsonl');
+    const first = await harness(['eval', SAMPLE, '--limit', '1', '--out', out, '--history-tokens', '0'], {
+      workspace: directory,
+    });
+    expect(first.code, first.stderr).toBe(0);
+    expect(linesOf(out)[0]).toMatchObject({ memory_settings: { history_tokens: 0, observe_min_tokens: 40 } });
+    const history = await harness(['eval', SAMPLE, '--limit', '2', '--out', out, '--resume'], { workspace: directory });
+    expect(history.code).toBe(2);
+    expect(history.stderr).toContain(
+      'was written with other memory settings (--history-tokens 0, --observe-min-tokens 40; this run: ' +
+        '--history-tokens 8000, --observe-min-tokens 40)',
+    );
+    const observe = await harness(
+      [
+        'eval',
+        SAMPLE,
+        '--limit',
+        '2',
+        '--out',
+        out,
+        '--resume',
+        '--history-tokens',
+        '0',
+        '--observe-min-tokens',
+        '5000',
+      ],
+      { workspace: directory },
+    );
+    expect(observe.code).toBe(2);
+    expect(observe.stderr).toContain('this run: --history-tokens 0, --observe-min-tokens 5000)');
+    const same = await harness(['eval', SAMPLE, '--limit', '2', '--out', out, '--resume', '--history-tokens', '0'], {
+      workspace: directory,
+    });
+    expect(same.code, same.stderr).toBe(0);
   });
 });
 
@@ -655,6 +722,16 @@ describe('harness eval: bad input', () => {
         code: 2,
         stderr: 'harness: --resume needs --out: the results file to continue\n',
       });
+    },
+  );
+
+  it.each(['', '   '])(
+    'refuses a blank --judge-model (%j), naming the option, before any model call',
+    async (blank) => {
+      const run = await harness(['eval', SAMPLE, '--limit', '1', '--judge-model', blank]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain('--judge-model must be a model id, not blank');
+      expect(run.requests).toEqual([]);
     },
   );
 

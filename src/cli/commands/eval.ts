@@ -21,8 +21,14 @@ import {
   openEvalResultsWriter,
   readEvalResults,
 } from '../../eval/eval-results.js';
-import type { EvalBaseline, EvalModels, EvalResultLine, EvalResultsWriter } from '../../eval/eval-results.js';
-import { runEval } from '../../eval/eval-runner.js';
+import type {
+  EvalBaseline,
+  EvalMemorySettings,
+  EvalModels,
+  EvalResultLine,
+  EvalResultsWriter,
+} from '../../eval/eval-results.js';
+import { evalMemorySettings, runEval } from '../../eval/eval-runner.js';
 import type { EvalMemoryOptions } from '../../eval/eval-runner.js';
 import type { LanguageModel } from '../../llm/language-model.js';
 import { createAgentModel, selectMemoryModel } from '../../llm/memory-model-selection.js';
@@ -75,7 +81,11 @@ export function registerEvalCommand(program: Command, context: CliContext, resul
         .choices(EVAL_BASELINES)
         .default('memory'),
     )
-    .option('--judge-model <id>', "model id of the judge, on the agent model's provider (default: the agent model)")
+    .option(
+      '--judge-model <id>',
+      "model id of the judge, on the agent model's provider (default: the agent model)",
+      modelId('--judge-model'),
+    )
     .option(
       '--history-tokens <n>',
       'memory baseline: tokens of the newest conversation history replayed before the question, as the agent ' +
@@ -117,7 +127,11 @@ async function evaluate(context: CliContext, datasetPath: string, options: EvalO
 
   const config = context.config();
   const models = buildModels(config, context.env, options);
-  const results = await openResults(context, options, models.names, dataset);
+  const memorySettings =
+    options.baseline === 'memory'
+      ? evalMemorySettings({ historyMaxTokens: options.historyTokens, thresholds: memoryThresholds(config, options) })
+      : null;
+  const results = await openResults(context, options, { models: models.names, memorySettings }, dataset);
   let stores: EvalStores | undefined;
   const controller = new AbortController();
   const stop = stopRequested(context, () => controller.abort());
@@ -232,7 +246,7 @@ interface ResultsSetup {
 async function openResults(
   context: CliContext,
   options: EvalOptions,
-  models: EvalModels,
+  run: { readonly models: EvalModels; readonly memorySettings: EvalMemorySettings | null },
   dataset: EvalDataset,
 ): Promise<ResultsSetup> {
   if (options.out === undefined) return { writer: undefined, previous: new Map(), skip: new Set() };
@@ -243,7 +257,7 @@ async function openResults(
       `${options.out} already holds results: pass --resume to continue that run, or choose another --out file`,
     );
   }
-  checkResumable(file, options.out, { baseline: options.baseline, models });
+  checkResumable(file, options.out, { baseline: options.baseline, ...run });
   checkSameQuestions(file, options.out, dataset);
   const writer = await openEvalResultsWriter(path);
   if (writer.repairedTail !== null) {
@@ -278,6 +292,13 @@ function openStores(context: CliContext, options: EvalOptions): EvalStores {
   };
 }
 
+function memoryThresholds(config: HarnessConfig, options: EvalOptions): EvalMemoryOptions['thresholds'] {
+  return {
+    ...tokenConfigFrom(config),
+    ...(options.observeMinTokens === undefined ? {} : { observeMinTokens: options.observeMinTokens }),
+  };
+}
+
 function memoryOptions(
   config: HarnessConfig,
   options: EvalOptions,
@@ -288,10 +309,7 @@ function memoryOptions(
     model,
     store: stores.store,
     runStore: stores.runStore,
-    thresholds: {
-      ...tokenConfigFrom(config),
-      ...(options.observeMinTokens === undefined ? {} : { observeMinTokens: options.observeMinTokens }),
-    },
+    thresholds: memoryThresholds(config, options),
     historyMaxTokens: options.historyTokens,
     redactSecrets: config.memory.redactSecrets,
     toolImportanceCap: config.memory.toolImportanceCap,
@@ -358,6 +376,14 @@ function createProgress(
       draw();
     },
     stop: () => spinner.stop(),
+  };
+}
+
+// A blank id would reach the provider as model "" and fail every judge call, question by question.
+function modelId(name: string): (value: string) => string {
+  return (value: string) => {
+    if (value.trim() === '') throw new InvalidArgumentError(`${name} must be a model id, not blank`);
+    return value;
   };
 }
 
