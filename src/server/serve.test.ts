@@ -41,6 +41,24 @@ describe('server: startServer host', () => {
   });
 });
 
+describe('server: startServer listen failures', () => {
+  it('names the port and where it came from when the port is taken', async () => {
+    const first = await startServer(harnessWith('127.0.0.1'), { port: 0 });
+    try {
+      const failure = await startServer(harnessWith('127.0.0.1'), { port: first.port }).then(
+        () => undefined,
+        (reason: unknown) => reason as Error,
+      );
+      expect(failure?.message).toBe(
+        `port ${first.port} on 127.0.0.1 is already in use (port from --port): stop what holds it, or pick ` +
+          'another port (0 picks a free one)',
+      );
+    } finally {
+      await first.close();
+    }
+  });
+});
+
 describe('server: startServer request timeout', () => {
   it('answers 408 and closes a connection whose request does not arrive whole within requestTimeoutMs', async () => {
     const server = await startServer(harnessWith('127.0.0.1'), { port: 0, requestTimeoutMs: 300 });

@@ -93,7 +93,7 @@ export async function startServer(harness: Harness, options: StartServerOptions 
   };
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const created = serve({ fetch, hostname: host, port, serverOptions }, () => resolve(created));
-    created.once('error', reject);
+    created.once('error', (error: NodeJS.ErrnoException) => reject(listenError(error, host, port, options, harness)));
   });
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
@@ -140,5 +140,42 @@ class InFlight {
       timer = setTimeout(resolve, timeoutMs);
     });
     clearTimeout(timer);
+  }
+}
+
+/**
+ * A listen failure the user can act on, naming where the host or port came from (`--port`,
+ * `HARNESS_PORT`, the config file); other errors as they are.
+ */
+function listenError(
+  error: NodeJS.ErrnoException,
+  host: string,
+  port: number,
+  options: StartServerOptions,
+  harness: Harness,
+): Error {
+  const portSource = options.port !== undefined ? '--port' : (harness.config.sources['server.port'] ?? 'the default');
+  const hostSource = options.host !== undefined ? '--host' : (harness.config.sources['server.host'] ?? 'the default');
+  switch (error.code) {
+    case 'EADDRINUSE':
+      return new Error(
+        `port ${port} on ${host} is already in use (port from ${portSource}): stop what holds it, or pick ` +
+          'another port (0 picks a free one)',
+        { cause: error },
+      );
+    case 'EACCES':
+      return new Error(
+        `port ${port} on ${host} needs privileges this process lacks (port from ${portSource}): pick a port ` +
+          'above 1023',
+        { cause: error },
+      );
+    case 'EADDRNOTAVAIL':
+      return new Error(
+        `${host} is not an address of this machine (host from ${hostSource}): give one of its interfaces, ` +
+          'such as 127.0.0.1',
+        { cause: error },
+      );
+    default:
+      return error;
   }
 }
