@@ -1194,6 +1194,26 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await store.listWorkingMemoryEntries(idA)).toEqual([]);
     });
 
+    test('dates a scope last activity by its live entries: an expired one no longer counts', async () => {
+      const limits = { maxEntries: 10, maxTotalBytes: 1000 };
+      const kept = await store.setWorkingMemoryEntry({
+        scope: scopeA,
+        memoryId: idA,
+        key: 'keep',
+        valueJson: '1',
+        limits,
+      });
+      const activity = async () =>
+        (await store.listScopes({ tenantId: scopeA.tenantId, limit: 10 }))[0]?.lastActivityAt;
+      const before = await activity();
+      await letPass(1, async () => new Date().toISOString() > kept.updatedAt);
+      const brief = { scope: scopeA, memoryId: idA, key: 'brief', valueJson: '2', limits, ttlMs: 200 };
+      const set = await store.setWorkingMemoryEntry(brief);
+      expect(await activity()).toBe(set.updatedAt);
+      await letPass(200, async () => (await store.getWorkingMemoryEntry(idA, 'brief')) === undefined);
+      expect(await activity()).toBe(before);
+    });
+
     test("takes each set's time to live: a set without one keeps the entry for good", async () => {
       const limits = { maxEntries: 10, maxTotalBytes: 1000 };
       const set = (key: string, ttlMs?: number) =>

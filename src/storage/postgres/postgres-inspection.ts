@@ -39,7 +39,7 @@ function inspectionStatements(s: string) {
         ORDER BY r.conversation_id COLLATE "C", r.agent_id COLLATE "C" LIMIT $7) r
       CROSS JOIN LATERAL (
         SELECT count(*) FILTER (WHERE e.expires_at IS NULL OR e.expires_at > now()) AS entries,
-          max(e.updated_at) AS entries_updated_at
+          max(e.updated_at) FILTER (WHERE e.expires_at IS NULL OR e.expires_at > now()) AS entries_updated_at
         FROM ${s}working_memory_entries e WHERE e.memory_id = r.memory_id) w
       ORDER BY r.conversation_id COLLATE "C", r.agent_id COLLATE "C"`,
     selectObservation: `SELECT * FROM ${s}om_observations WHERE memory_id = $1 AND seq = $2`,

@@ -26,7 +26,8 @@ const SCOPE_COLUMNS = `
   (SELECT COUNT(*) FROM om_operation_log o WHERE o.memory_id = r.memory_id
     AND o.status IN ('queued', 'processing')) AS pending,
   (SELECT COUNT(*) FROM om_operation_log o WHERE o.memory_id = r.memory_id AND o.status = 'dead') AS dead,
-  (SELECT MAX(e.updated_at) FROM working_memory_entries e WHERE e.memory_id = r.memory_id) AS entries_updated_at`;
+  (SELECT MAX(e.updated_at) FROM working_memory_entries e WHERE e.memory_id = r.memory_id
+    AND (e.expires_at IS NULL OR e.expires_at > ${SQL_NOW})) AS entries_updated_at`;
 
 /** The listing and correction half of the SQLite store, over its connection and statements. */
 export interface SqliteInspection {
