@@ -25,34 +25,41 @@ function databaseFile(): string {
 // The interval never fires during a test: each call of warning() or problem() checks.
 const NEVER = 1_000_000;
 
+/** Watches a new database file with a 2 MiB log alert; `warnings` collects what the log gets. */
+function watchWal(): { path: string; warnings: string[]; wal: DatabaseFileWatch } {
+  const path = databaseFile();
+  const warnings: string[] = [];
+  const wal = watchDatabaseFile(path, {
+    intervalMs: NEVER,
+    onProblem: () => undefined,
+    walAlertBytes: 2 * MIB,
+    onWarning: (warning) => warnings.push(warning),
+  });
+  watch = wal;
+  return { path, warnings, wal };
+}
+
 describe('watchDatabaseFile: the write-ahead log', () => {
   it('warns once when the -wal file grows past the alert, and again only after it fell below half', () => {
-    const path = databaseFile();
-    const warnings: string[] = [];
-    watch = watchDatabaseFile(path, {
-      intervalMs: NEVER,
-      onProblem: () => undefined,
-      walAlertBytes: 2 * MIB,
-      onWarning: (warning) => warnings.push(warning),
-    });
-    expect(watch.warning()).toBeUndefined();
+    const { path, warnings, wal } = watchWal();
+    expect(wal.warning()).toBeUndefined();
     writeFileSync(`${path}-wal`, '');
     truncateSync(`${path}-wal`, 3 * MIB);
-    expect(watch.warning()).toBeDefined();
+    expect(wal.warning()).toBeDefined();
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(`${path}-wal) is 3 MiB, over the 2 MiB alert`);
     truncateSync(`${path}-wal`, 1.5 * MIB);
-    expect(watch.warning()).toBeDefined();
+    expect(wal.warning()).toBeDefined();
     truncateSync(`${path}-wal`, 3 * MIB);
-    watch.warning();
+    wal.warning();
     expect(warnings).toHaveLength(1);
     truncateSync(`${path}-wal`, MIB);
-    expect(watch.warning()).toBeUndefined();
+    expect(wal.warning()).toBeUndefined();
     truncateSync(`${path}-wal`, 4 * MIB);
-    watch.warning();
+    wal.warning();
     expect(warnings[1]).toContain('is 4 MiB');
     expect(warnings).toHaveLength(2);
-    expect(watch.problem()).toBeUndefined();
+    expect(wal.problem()).toBeUndefined();
   });
 
   it('never warns with an alert of 0', () => {
@@ -74,17 +81,10 @@ describe('watchDatabaseFile: the write-ahead log', () => {
 // /healthz answers anyone, key or not: its texts name no path; the fault log has it.
 describe('watchDatabaseFile: what /healthz shows', () => {
   it('gives the warning without the file path, and the log the warning with it', () => {
-    const path = databaseFile();
-    const warnings: string[] = [];
-    watch = watchDatabaseFile(path, {
-      intervalMs: NEVER,
-      onProblem: () => undefined,
-      walAlertBytes: 2 * MIB,
-      onWarning: (warning) => warnings.push(warning),
-    });
+    const { path, warnings, wal } = watchWal();
     writeFileSync(`${path}-wal`, '');
     truncateSync(`${path}-wal`, 3 * MIB);
-    expect(watch.warning()).toBe('the write-ahead log is 3 MiB, past its 2 MiB alert size; see the server log');
+    expect(wal.warning()).toBe('the write-ahead log is 3 MiB, past its 2 MiB alert size; see the server log');
     expect(warnings[0]).toContain(`${path}-wal`);
   });
 
