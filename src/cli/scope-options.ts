@@ -23,13 +23,16 @@ export function withScopeOptions(command: Command): Command {
 }
 
 /**
- * Refuses a blank id, for commander: `--tenant "$T"` with `$T` unset would otherwise name the
- * `default` tenant, and a `forget` would erase its conversation.
+ * Refuses a blank id, for commander, saying `refusal` after the option's name: `--tenant "$T"`
+ * with `$T` unset would otherwise name the `default` tenant, and a `forget` would erase its
+ * conversation.
  */
-export function nonBlankId(name: string): (value: string) => string {
+export function nonBlankId(
+  name: string,
+  refusal = 'must not be blank (leave the option out for "default")',
+): (value: string) => string {
   return (value: string) => {
-    if (value.trim() === '')
-      throw new InvalidArgumentError(`${name} must not be blank (leave the option out for "default")`);
+    if (value.trim() === '') throw new InvalidArgumentError(`${name} ${refusal}`);
     return value;
   };
 }

@@ -283,9 +283,8 @@ function jsonScoreOf(score: number | string | null): { importance: number | null
   // A string is read as `IMPORTANCE: <string>` would be; a sentence there is no score.
   const read = score === null ? undefined : readScore(score);
   if (read === undefined) return { importance: null };
-  return read.written === undefined
-    ? { importance: read.importance }
-    : { importance: read.importance, written: read.written };
+  const { rest: _rest, ...scored } = read;
+  return scored;
 }
 
 function parseLines(text: string, maxObservations: number, maxChars: number): ParsedObservation[] {

@@ -41,7 +41,7 @@ import type { MemoryStore } from '../../storage/store.js';
 import { printLine, stopRequested } from '../context.js';
 import type { CliContext, CommandResult } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../exit-codes.js';
-import { positiveInteger } from '../scope-options.js';
+import { nonBlankId, positiveInteger } from '../scope-options.js';
 import { Spinner } from '../spinner.js';
 
 interface EvalOptions {
@@ -84,7 +84,8 @@ export function registerEvalCommand(program: Command, context: CliContext, resul
     .option(
       '--judge-model <id>',
       "model id of the judge, on the agent model's provider (default: the agent model)",
-      modelId('--judge-model'),
+      // A blank id would reach the provider as model "" and fail every judge call.
+      nonBlankId('--judge-model', 'must be a model id, not blank'),
     )
     .option(
       '--history-tokens <n>',
@@ -376,14 +377,6 @@ function createProgress(
       draw();
     },
     stop: () => spinner.stop(),
-  };
-}
-
-// A blank id would reach the provider as model "" and fail every judge call, question by question.
-function modelId(name: string): (value: string) => string {
-  return (value: string) => {
-    if (value.trim() === '') throw new InvalidArgumentError(`${name} must be a model id, not blank`);
-    return value;
   };
 }
 

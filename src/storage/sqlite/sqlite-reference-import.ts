@@ -83,7 +83,7 @@ interface ReferenceRename {
 /** A working-memory key today's rules refuse, and the key its entry is kept under. */
 interface KeyRename {
   target: ScopeTarget;
-  /** The key with secrets redacted (cleaned, see {@link cleanedKey}, when invisible characters split one). */
+  /** The key with secrets redacted (cleaned, see {@link storedText}, when invisible characters split one). */
   oldKey: string;
   newKey: string;
 }
@@ -428,7 +428,7 @@ function convertWorkingMemory(db: Database, now: string, resolve: (referenceId: 
     let copy = 1;
     while (insert.run(target.memoryId, numberedKey(row.key, copy), valueJson, now, now).changes === 0) copy++;
     if (!row.refused) continue;
-    const cleaned = cleanedKey(row.redacted);
+    const cleaned = storedText(row.redacted);
     const oldKey = cleaned === stripInvisible(row.redacted) ? row.redacted : cleaned;
     renames.push({ target, oldKey, newKey: numberedKey(row.key, copy) });
   }
@@ -449,20 +449,15 @@ function isRefusedKeyCharacter(character: string): boolean {
   return character === '\t' || character === '\n' || needsStripping(character);
 }
 
-/** A key as stored text is cleaned: invisible characters stripped (they can split a secret), then secrets redacted. */
-function cleanedKey(key: string): string {
-  return redactSecrets(stripInvisible(key)).text;
-}
-
 /**
  * A valid key standing for a trimmed reference key that today's rules refuse: the key cleaned
- * ({@link cleanedKey}), each character a key may not hold replaced by `-` (an empty key by
+ * ({@link storedText}), each character a key may not hold replaced by `-` (an empty key by
  * `unknown`), cut to fit, then `.` and the first 8 hex digits of the SHA-256 of the cleaned
  * key (`line1\nline2` is `line1-line2.` and 8 hex digits). The hash keeps keys that differ
  * only in replaced characters apart, and, being of the cleaned key, holds nothing of a secret.
  */
 function validKeyOf(key: string): string {
-  const cleaned = cleanedKey(key);
+  const cleaned = storedText(key);
   const suffix = '.' + createHash('sha256').update(cleaned, 'utf8').digest('hex').slice(0, HASH_LENGTHS[0]);
   const characters = Array.from(cleaned.trim(), (character) => (isRefusedKeyCharacter(character) ? '-' : character));
   const base = characters.length === 0 ? [EMPTY_ID_STAND_IN] : characters;
