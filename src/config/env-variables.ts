@@ -138,8 +138,9 @@ function convert(variable: EnvVariable, raw: string, source: string): unknown {
     // values and quotes it; so does one too large to be read exactly, as it was given.
     case 'integer':
       return /^[+-]?\d+$/.test(value) && Number.isSafeInteger(Number(value)) ? Number(value) : value;
+    // Exponent forms (`1e-1`) too: TOML floats and Go's ParseFloat, which the reference uses, take them.
     case 'number':
-      return /^[+-]?(\d+(\.\d*)?|\.\d+)$/.test(value) ? Number(value) : value;
+      return /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(value) ? Number(value) : value;
     case 'list': {
       const entries = value
         .split(',')

@@ -362,7 +362,15 @@ describe('config: cascade', () => {
     },
   );
 
-  it.each(['1.5', '-0.1', 'high'])('rejects HARNESS_MEMORY_TOOL_IMPORTANCE_CAP=%s', (value) => {
+  it.each([
+    ['1e-1', 0.1],
+    ['2.5E-1', 0.25],
+    ['+5e-1', 0.5],
+  ])('reads HARNESS_MEMORY_TOOL_IMPORTANCE_CAP=%s in exponent form, as a TOML float may be written', (value, cap) => {
+    expect(load({ HARNESS_MEMORY_TOOL_IMPORTANCE_CAP: value }).memory.toolImportanceCap).toBe(cap);
+  });
+
+  it.each(['1.5', '-0.1', 'high', '1e', 'e-1', '1e1'])('rejects HARNESS_MEMORY_TOOL_IMPORTANCE_CAP=%s', (value) => {
     const error = configErrorOf(() => load({ HARNESS_MEMORY_TOOL_IMPORTANCE_CAP: value }));
     expect(error).toMatchObject({
       key: 'memory.tool_importance_cap',
