@@ -4,6 +4,7 @@
  * that step.
  */
 import { evidenceText } from './_evidence-text.js';
+import { redactSecrets } from '../core/redact-secrets.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { LanguageModel, LanguageModelMessage } from '../llm/language-model.js';
 import { failureOf } from './_conversation-memory.js';
@@ -31,6 +32,8 @@ export interface QuestionPassSettings {
   readonly estimator: TokenEstimator;
   readonly now: () => number;
   readonly signal: AbortSignal | undefined;
+  /** Whether the line's free text (hypothesis, judge reason, error) is redacted before it is written. */
+  readonly redactSecrets: boolean;
 }
 
 /** What is particular to one question: its start, its conversation's digest and its share of the memory model's tokens. */
@@ -144,6 +147,9 @@ function resultLine(
   measured: Measured,
 ): EvalResultLine {
   const { error } = measured;
+  // NOTE: the judge saw the answer as given; only what is written is redacted (the answer model
+  // may quote a secret of the haystack, which the full-context baseline shows it whole).
+  const clean = (text: string): string => (settings.redactSecrets ? redactSecrets(text).text : text);
   return {
     question_id: question.questionId,
     question_digest: questionDigest(question),
@@ -152,15 +158,15 @@ function resultLine(
     ...(question.category === undefined ? {} : { category: question.category }),
     abstention: question.abstention,
     baseline: settings.baseline,
-    hypothesis: measured.hypothesis,
+    hypothesis: measured.hypothesis === null ? null : clean(measured.hypothesis),
     verdict: error === undefined ? (measured.reply?.verdict ?? null) : null,
-    judge_reason: measured.reply?.reason ?? '',
+    judge_reason: clean(measured.reply?.reason ?? ''),
     ...(error === undefined
       ? {}
       : {
           error: {
             stage: error.stage,
-            message: error.message,
+            message: clean(error.message),
             ...(error.code === undefined ? {} : { code: error.code }),
           },
         }),

@@ -118,6 +118,26 @@ describe('eval runner', () => {
     expect(memory.calls).toHaveLength(1);
   });
 
+  it('redacts the secrets an answer or a judge quotes before the line is written, unless told not to', async () => {
+    const secret = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
+    const answer = createMockLanguageModel((call) =>
+      call.messages[0]?.content.startsWith('You grade answers')
+        ? `Verdict: no, the response gives the token ${secret}`
+        : `The token is ${secret}`,
+    );
+    const redacted = options({ answerModel: answer, judgeModel: undefined, baseline: 'none' });
+    await runEval(redacted);
+    expect(redacted.lines.length).toBeGreaterThan(0);
+    for (const line of redacted.lines) {
+      expect(line.hypothesis).toBe('The token is [REDACTED:github_token]');
+      expect(line.judge_reason).toContain('[REDACTED:github_token]');
+      expect(JSON.stringify(line)).not.toContain(secret);
+    }
+    const kept = options({ answerModel: answer, judgeModel: undefined, baseline: 'none', redactSecrets: false });
+    await runEval(kept);
+    expect(kept.lines[0]?.hypothesis).toBe(`The token is ${secret}`);
+  });
+
   it('asks the judge with --judge-model as the model id, and the answer model with its own', async () => {
     const answer = createMockLanguageModel('Porto');
     const run = options({ answerModel: answer, judgeModel: undefined, judgeModelId: 'judge-large', baseline: 'none' });

@@ -79,6 +79,12 @@ export interface EvalRunOptions {
   readonly models: EvalModels;
   /** Required by the `memory` baseline. */
   readonly memory?: EvalMemoryOptions;
+  /**
+   * Whether the result lines' free text (hypothesis, judge reason, error message) is redacted
+   * like memory (an answer may quote a secret of the conversation).
+   * @default memory.redactSecrets, else true
+   */
+  readonly redactSecrets?: boolean;
   /** Questions not to ask (those already in the results file, when resuming). */
   readonly skipQuestionIds?: ReadonlySet<string>;
   /** Conversations evaluated at once. @default 1 */
@@ -240,6 +246,7 @@ async function evaluateConversation(context: RunContext, conversation: EvalConve
           estimator: context.estimator,
           now: context.now,
           signal: options.signal,
+          redactSecrets: options.redactSecrets ?? options.memory?.redactSecrets ?? true,
         },
         question,
         memory,

@@ -146,6 +146,7 @@ async function evaluate(context: CliContext, datasetPath: string, options: EvalO
       ...(options.judgeModel === undefined ? {} : { judgeModelId: options.judgeModel }),
       models: models.names,
       ...(stores && models.memory ? { memory: memoryOptions(config, options, models.memory, stores) } : {}),
+      redactSecrets: config.memory.redactSecrets,
       skipQuestionIds: results.skip,
       concurrency: options.concurrency,
       signal: controller.signal,
