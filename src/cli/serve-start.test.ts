@@ -142,3 +142,43 @@ describe('harness serve: the start-up line', () => {
     }
   });
 });
+
+describe('harness serve: how the host is written', () => {
+  it('listens on [::1], as the server writes its own URL', async () => {
+    const serving = await serve(['--host', '[::1]']);
+    try {
+      expect(serving.startLine).toMatch(/^harness listening on http:\/\/\[::1\]:\d+ /);
+      expect((await fetch(`${serving.url}/healthz`)).status).toBe(200);
+    } finally {
+      expect(await serving.stop()).toBe(0);
+    }
+  });
+
+  it('takes HARNESS_HOST=LOCALHOST for loopback, without API keys or a warning', async () => {
+    const serving = await serve([], { HARNESS_HOST: 'LOCALHOST' });
+    try {
+      expect(serving.startLine).toMatch(/^harness listening on http:\/\/127\.0\.0\.1:\d+ /);
+    } finally {
+      expect(await serving.stop()).toBe(0);
+    }
+    expect(serving.stderr()).not.toContain('warning: --insecure');
+  });
+
+  it.each<Record<string, string>>([{}, { HARNESS_API_KEYS: 'server-key-1:acme' }])(
+    'refuses HARNESS_HOST=http://127.0.0.1 as a URL, not for missing API keys (%j)',
+    async (env) => {
+      const serving = await serve([], { HARNESS_HOST: 'http://127.0.0.1', ...env });
+      expect(serving.startLine).toBe(
+        'exited 78: harness: configuration: env:HARNESS_HOST: server.host: http://127.0.0.1 is not a host: give a host name or an ' +
+          'address such as 127.0.0.1, not a URL\n',
+      );
+    },
+  );
+
+  it('names a host that does not resolve and where it was set', async () => {
+    const serving = await serve(['--host', 'no-such-host.invalid'], { HARNESS_API_KEYS: 'server-key-1:acme' });
+    expect(serving.startLine).toMatch(
+      /^exited 1: harness: no-such-host\.invalid (is not a name this machine resolves|could not be resolved: the name service did not answer) \(host from --host\): /,
+    );
+  });
+});

@@ -1,6 +1,18 @@
-import { closeSync, mkdtempSync, openSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { watchDatabaseFile } from './database-file-watch.js';
 import type { DatabaseFileWatch } from './database-file-watch.js';
@@ -16,7 +28,8 @@ afterEach(() => {
 });
 
 function databaseFile(): string {
-  root = mkdtempSync(join(tmpdir(), 'hm-db-watch-'));
+  // Real path: the log is named by where the file really is.
+  root = realpathSync(mkdtempSync(join(tmpdir(), 'hm-db-watch-')));
   const path = join(root, 'state.db');
   writeFileSync(path, '');
   return path;
@@ -75,6 +88,51 @@ describe('watchDatabaseFile: the write-ahead log', () => {
     });
     expect(watch.warning()).toBeUndefined();
     expect(warnings).toEqual([]);
+  });
+});
+
+describe('watchDatabaseFile: a database path that is a symbolic link', () => {
+  it("watches the log SQLite writes beside the link's target", () => {
+    const target = databaseFile();
+    const link = join(root!, 'link.db');
+    symlinkSync(target, link);
+    const database = new Database(link);
+    try {
+      database.pragma('journal_mode = WAL');
+      // No checkpoint, so the log keeps every page written.
+      database.pragma('wal_autocheckpoint = 0');
+      database.exec('CREATE TABLE pages (body BLOB)');
+      const warnings: string[] = [];
+      watch = watchDatabaseFile(link, {
+        intervalMs: NEVER,
+        onProblem: () => undefined,
+        walAlertBytes: MIB,
+        onWarning: (warning) => warnings.push(warning),
+      });
+      expect(watch.warning()).toBeUndefined();
+      const insert = database.prepare('INSERT INTO pages (body) VALUES (?)');
+      for (let index = 0; index < 32; index++) insert.run(Buffer.alloc(64 * 1024, index));
+      expect(existsSync(`${link}-wal`)).toBe(false);
+      expect(watch.warning()).toBeDefined();
+      expect(warnings).toEqual([expect.stringContaining(`(${target}-wal) is 2 MiB`)]);
+      expect(watch.problem()).toBeUndefined();
+    } finally {
+      database.close();
+    }
+  });
+
+  it('finds the target of a link whose file is made after the watch starts', () => {
+    root = realpathSync(mkdtempSync(join(tmpdir(), 'hm-db-watch-')));
+    mkdirSync(join(root, 'real'));
+    const target = join(root, 'real', 'state.db');
+    const link = join(root, 'link.db');
+    symlinkSync(target, link);
+    watch = watchDatabaseFile(link, { intervalMs: NEVER, onProblem: () => undefined, walAlertBytes: MIB });
+    expect(watch.warning()).toBeUndefined();
+    writeFileSync(target, '');
+    writeFileSync(`${target}-wal`, '');
+    truncateSync(`${target}-wal`, 3 * MIB);
+    expect(watch.warning()).toBeDefined();
   });
 });
 

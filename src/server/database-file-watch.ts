@@ -6,7 +6,7 @@
  * it, and it grows until the disk is full.
  * @module
  */
-import { statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 
 /**
  * A started watch. Its `problem()` and `warning()` are for `/healthz`, which answers without a
@@ -43,13 +43,21 @@ const MIB = 1024 * 1024;
 /**
  * Checks every `intervalMs` that `path` is still the file that was there at the start (same
  * device and inode); the first time it is not, calls `onProblem` with what happened. With
- * `walAlertBytes`, also checks the size of `path-wal`.
+ * `walAlertBytes`, also checks the size of the `-wal` file beside the file `path` resolves to
+ * (SQLite follows a symbolic link and keeps its log beside the target).
  */
 export function watchDatabaseFile(path: string, options: DatabaseFileWatchOptions): DatabaseFileWatch {
   const opened = identityOf(path);
   const walAlertBytes = options.walAlertBytes ?? 0;
   let found: string | undefined;
   let walWarning: string | undefined;
+  // Resolved once the file exists, and kept: a link pointed elsewhere later does not move the
+  // log of the file SQLite has open.
+  let realPath = realPathOf(path);
+  const walPath = (): string => {
+    realPath ??= realPathOf(path);
+    return `${realPath ?? path}-wal`;
+  };
   const checkFile = (): void => {
     if (found !== undefined || opened === undefined) return;
     const now = identityOf(path);
@@ -66,7 +74,8 @@ export function watchDatabaseFile(path: string, options: DatabaseFileWatchOption
   };
   const checkWal = (): void => {
     if (walAlertBytes <= 0) return;
-    const size = sizeOf(`${path}-wal`);
+    const wal = walPath();
+    const size = sizeOf(wal);
     // Warned once per crossing: cleared only well below the alert, so a log hovering at it
     // does not warn at every check.
     if (walWarning !== undefined && size <= walAlertBytes / 2) walWarning = undefined;
@@ -75,7 +84,7 @@ export function watchDatabaseFile(path: string, options: DatabaseFileWatchOption
     const alertMib = (walAlertBytes / MIB).toFixed(0);
     walWarning = `the write-ahead log is ${sizeMib} MiB, past its ${alertMib} MiB alert size; see the server log`;
     options.onWarning?.(
-      `the database's write-ahead log (${path}-wal) is ${sizeMib} MiB, over the ${alertMib} MiB alert ` +
+      `the database's write-ahead log (${wal}) is ${sizeMib} MiB, over the ${alertMib} MiB alert ` +
         `([memory] sqlite_wal_alert_mb): another connection keeps an old read open (a backup, a sqlite3 shell), ` +
         `so checkpoints cannot reuse the log; end it, and the log is cut back once writes pause`,
     );
@@ -103,6 +112,14 @@ function identityOf(path: string): string | undefined {
   try {
     const stats = statSync(path);
     return `${stats.dev}:${stats.ino}`;
+  } catch {
+    return undefined;
+  }
+}
+
+function realPathOf(path: string): string | undefined {
+  try {
+    return realpathSync(path);
   } catch {
     return undefined;
   }

@@ -4,14 +4,26 @@ import { ConfigError } from '../core/errors.js';
 import type { Harness } from './create-harness.js';
 import { startServer } from './serve.js';
 
-/** Just what startServer reads before it listens; `host` is the configured one. */
-function harnessWith(host: string): Harness {
+/**
+ * Just what startServer reads before it listens; `host` is the configured one. `served` gets
+ * the `openToAnyHost` each request is passed to the app with.
+ */
+function harnessWith(host: string, options: { apiKeys?: boolean; served?: unknown[] } = {}): Harness {
   return {
     config: {
-      server: { host, port: 0, apiKeys: [{ key: 'server-key-1', tenantId: 'tenant-a' }] },
+      server: {
+        host,
+        port: 0,
+        apiKeys: options.apiKeys === false ? [] : [{ key: 'server-key-1', tenantId: 'tenant-a' }],
+      },
       sources: { 'server.host': '/srv/.harness/config.toml' },
     },
-    app: { fetch: () => new Response('never called') },
+    app: {
+      fetch: (_request: Request, env: { openToAnyHost?: boolean }) => {
+        options.served?.push(env.openToAnyHost);
+        return new Response('served');
+      },
+    },
     runner: { settle: async () => {} },
     dispose: async () => {},
   } as unknown as Harness;
@@ -38,6 +50,61 @@ describe('server: startServer host', () => {
     const harness = harnessWith(' ');
     const error = await configErrorOf(startServer(harness, { port: 0 }));
     expect(error).toMatchObject({ key: 'server.host', source: '/srv/.harness/config.toml' });
+  });
+});
+
+describe('server: startServer host spellings', () => {
+  it.each([
+    ['the host option', { host: '[::1]' }, '127.0.0.1'],
+    ['the configured host', {}, '[::1]'],
+  ])(
+    'listens on a bracketed IPv6 address given as %s, as the server writes its own URL',
+    async (_, option, configured) => {
+      const server = await startServer(harnessWith(configured, { apiKeys: false }), { ...option, port: 0 });
+      try {
+        expect(server.url).toBe(`http://[::1]:${server.port}`);
+      } finally {
+        await server.close();
+      }
+    },
+  );
+
+  it.each(['LOCALHOST', 'LocalHost'])('takes %s for loopback, as host names are case-insensitive', async (host) => {
+    const served: unknown[] = [];
+    const server = await startServer(harnessWith(host, { apiKeys: false, served }), { port: 0 });
+    try {
+      expect(await (await fetch(`${server.url}/healthz`)).text()).toBe('served');
+      // Not served as open to every host name: the loopback Host check still applies.
+      expect(served).toEqual([undefined]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it.each([
+    ['http://127.0.0.1', true],
+    ['http://127.0.0.1', false],
+    ['127.0.0.1/8', true],
+    ['https://api.example.com:8443/', false],
+  ])('refuses the URL-like host %j (API keys: %s), asking for a host name or address', async (host, apiKeys) => {
+    const error = await configErrorOf(startServer(harnessWith('127.0.0.1', { apiKeys }), { host, port: 0 }));
+    expect(error).toMatchObject({ key: 'server.host', source: '--host' });
+    expect(error.message).toContain(
+      `${host} is not a host: give a host name or an address such as 127.0.0.1, not a URL`,
+    );
+    expect(error.message).not.toContain('API keys');
+  });
+
+  it('names a host this machine does not resolve, and where it was set', async () => {
+    const failure = await startServer(harnessWith('no-such-host.invalid'), { port: 0 }).then(
+      () => undefined,
+      (reason: unknown) => reason as Error,
+    );
+    // `.invalid` never resolves (RFC 6761); a resolver that does not answer at all is the other case.
+    expect(failure?.message).toMatch(
+      /^no-such-host\.invalid (is not a name this machine resolves|could not be resolved: the name service did not answer) \(host from \/srv\/\.harness\/config\.toml\): /,
+    );
+    expect(failure?.message).not.toContain('getaddrinfo');
   });
 });
 

@@ -1,5 +1,6 @@
 import { serve } from '@hono/node-server';
 import { LOOPBACK_HOSTS } from '../core/loopback-hosts.js';
+import { isIPv6 } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { requireObject, requireTimerMs } from '../core/require-option.js';
 import { ConfigError } from '../core/errors.js';
@@ -7,7 +8,10 @@ import type { Harness } from './create-harness.js';
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
-  /** Must not be blank, which would listen on every interface. @default config.server.host (127.0.0.1) */
+  /**
+   * A host name or address (`[::1]` too), not a URL; not blank, which would listen on every interface.
+   * @default config.server.host (127.0.0.1)
+   */
   host?: string;
   /** 0 picks a free port. @default config.server.port (8080) */
   port?: number;
@@ -58,7 +62,16 @@ export async function startServer(harness: Harness, options: StartServerOptions 
       message: 'must not be blank: give an interface such as 127.0.0.1 (the default)',
     });
   }
-  if (!LOOPBACK_HOSTS.has(host) && harness.config.server.apiKeys.length === 0 && !options.insecure) {
+  if (host.includes('/')) {
+    throw new ConfigError({
+      key: 'server.host',
+      source: hostSource,
+      message: `${host} is not a host: give a host name or an address such as 127.0.0.1, not a URL`,
+    });
+  }
+  // Host names are case-insensitive; the Host header check lower-cases too.
+  const loopback = LOOPBACK_HOSTS.has(host.toLowerCase());
+  if (!loopback && harness.config.server.apiKeys.length === 0 && !options.insecure) {
     throw new ConfigError({
       key: 'server.host',
       source: hostSource,
@@ -72,7 +85,7 @@ export async function startServer(harness: Harness, options: StartServerOptions 
   // Requests being answered (not event streams, which are open until their run ends): a
   // shutdown answers these before it closes connections.
   const answering = new InFlight();
-  const openToAnyHost = !LOOPBACK_HOSTS.has(host) && harness.config.server.apiKeys.length === 0;
+  const openToAnyHost = !loopback && harness.config.server.apiKeys.length === 0;
   const fetch: typeof harness.app.fetch = async (request, env, ...rest) => {
     const done = answering.begin();
     try {
@@ -92,7 +105,7 @@ export async function startServer(harness: Harness, options: StartServerOptions 
     connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(requestTimeout / 4))),
   };
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const created = serve({ fetch, hostname: host, port, serverOptions }, () => resolve(created));
+    const created = serve({ fetch, hostname: listenAddress(host), port, serverOptions }, () => resolve(created));
     created.once('error', (error: NodeJS.ErrnoException) => reject(listenError(error, host, port, options, harness)));
   });
   const address = server.address() as AddressInfo;
@@ -114,6 +127,12 @@ export async function startServer(harness: Harness, options: StartServerOptions 
       await harness.dispose({ timeoutMs: Math.max(0, deadline - performance.now()) });
     },
   };
+}
+
+/** `[::1]`, as a URL writes an IPv6 address, is listened on as `::1`; Node would look it up as a name. */
+function listenAddress(host: string): string {
+  const bracketed = /^\[(.*)\]$/.exec(host)?.[1];
+  return bracketed !== undefined && isIPv6(bracketed) ? bracketed : host;
 }
 
 /** Counts requests being answered; `idle` waits until there are none, or `timeoutMs`. */
@@ -173,6 +192,18 @@ function listenError(
       return new Error(
         `${host} is not an address of this machine (host from ${hostSource}): give one of its interfaces, ` +
           'such as 127.0.0.1',
+        { cause: error },
+      );
+    case 'ENOTFOUND':
+      return new Error(
+        `${host} is not a name this machine resolves (host from ${hostSource}): give the address of one of its ` +
+          'interfaces, such as 127.0.0.1, or a name that resolves to one',
+        { cause: error },
+      );
+    case 'EAI_AGAIN':
+      return new Error(
+        `${host} could not be resolved: the name service did not answer (host from ${hostSource}): try again, or ` +
+          'give an address, such as 127.0.0.1',
         { cause: error },
       );
     default:
