@@ -76,12 +76,13 @@ describe('harness: a DSN password holding a slash', () => {
     expect(result.stdout).not.toContain('Sup3r');
   });
 
-  it('is hidden in the cause --verbose shows for a TOML syntax error', async () => {
+  it('is not shown by --verbose for a TOML syntax error, which names the place but no line of the file', async () => {
     const workspace = workspaceWith('[memory]\ndb_dsn = "postgres://u:Sup3r/S3cretPw@h/db"\nobserve_min_tokens = \n');
     const result = await cli(['--verbose', 'config'], { workspace });
     expect(result.code).toBe(78);
-    expect(result.stderr).toContain('Caused by: Error: Invalid TOML document');
-    expect(result.stderr).toContain('db_dsn = "postgres://u:');
+    expect(result.stderr).toContain('is not valid TOML at line 3, column 22');
+    expect(result.stderr).not.toContain('Caused by');
+    expect(result.stderr).not.toContain('db_dsn = ');
     expect(result.stderr).not.toContain('Sup3r');
     expect(result.stderr).not.toContain('S3cret');
   });

@@ -43,3 +43,25 @@ describe('config: describeConfigValues', () => {
     expect(JSON.stringify(rows)).not.toContain('0123456789');
   });
 });
+
+describe('config: a DSN password holding spaces', () => {
+  // pg reads it (it encodes the spaces), so it loads; it must not be shown.
+  const dsn = 'postgres://harness:correct horse battery@db.internal:5432/harness';
+
+  it('is masked whole in describeConfig and describeConfigValues', () => {
+    const config = loadConfig({
+      homeDir: home,
+      workspace,
+      env: { HARNESS_MEMORY_DB_DRIVER: 'postgres', HARNESS_MEMORY_DB_DSN: dsn },
+    });
+    const row = describeConfig(config).find((entry) => entry.key === 'memory.db_dsn');
+    expect(row?.value).toBe('postgres://harness:****tery@db.internal:5432/harness');
+    const value = describeConfigValues(config).find((entry) => entry.key === 'memory.db_dsn')?.value;
+    expect(value).toBe(row?.value);
+  });
+
+  it('is masked whole with the SQLite driver too, where the DSN is not checked', () => {
+    const config = loadConfig({ homeDir: home, workspace, env: { HARNESS_MEMORY_DB_DSN: 'postgres://u:a b c@h/db' } });
+    expect(describeConfig(config).find((entry) => entry.key === 'memory.db_dsn')?.value).toBe('postgres://u:****@h/db');
+  });
+});

@@ -2,7 +2,7 @@
  * A printable view of a loaded configuration, with secrets masked.
  * @module
  */
-import { maskPasswords, maskSecret } from '../core/mask-passwords.js';
+import { maskPasswords, maskSecret, maskUrlPassword } from '../core/mask-passwords.js';
 import type { HarnessConfig } from './schema.js';
 
 /** One line of {@link describeConfig}: a dotted key, its display value (secrets masked) and its source. */
@@ -81,7 +81,7 @@ function valueOf(config: HarnessConfig, key: string): ConfigValue {
     case 'openai.api_key':
       return secretValue(config.openai.apiKey);
     case 'memory.db_dsn':
-      return config.memory.dbDsn === '' ? '' : maskPasswords(config.memory.dbDsn);
+      return config.memory.dbDsn === '' ? '' : maskUrlPassword(config.memory.dbDsn);
     case 'server.api_keys':
       return config.server.apiKeys.map(
         (entry) => `${maskSecret(entry.key)}:${[entry.tenantId, ...(entry.scopes ?? [])].join(' ')}`,

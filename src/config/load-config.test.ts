@@ -1,5 +1,6 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { inspect } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configErrorOf, makeConfigDirs, writeConfigFile } from '../../test/support/config-files.js';
 import { describeConfig, loadConfig, tokenConfigFrom, type HarnessConfig } from './load-config.js';
@@ -420,6 +421,16 @@ describe('config: errors', () => {
     expect(error.source).toBe(file);
     expect(error.message).toContain(file);
     expect(error.message).toContain('line 3');
+  });
+
+  it('keeps only the line, column and reason of a TOML syntax error, never the lines around it', () => {
+    writeConfig(workspace, '[server]\napi_keys = ["Xq7mZp2Lk9Rw4Tn8Vb3:acme",\n  "Hs6Jd1Kf5Gl0Qa:beta" "oops"]\n');
+    const error = configErrorOf(() => load());
+    expect(error.key).toBe('(syntax)');
+    expect(error.cause).toEqual({ line: 3, column: expect.any(Number), reason: expect.any(String) });
+    const shown = inspect(error, { depth: 10 });
+    expect(shown).not.toContain('Hs6Jd1Kf5Gl0Qa');
+    expect(shown).not.toContain('Xq7mZp2Lk9Rw4Tn8Vb3');
   });
 
   it('rejects an unknown section, naming the file and the section', () => {

@@ -200,7 +200,8 @@ function readFileLayer(path: string): ConfigLayer[] {
     data = parseToml(text);
   } catch (error) {
     if (!(error instanceof TomlError)) throw error;
-    // NOTE: only the first line of smol-toml's message: the code block after it could show a DSN password.
+    // NOTE: only the first line of smol-toml's message, and not the TomlError itself as the cause:
+    // its code block shows the lines around the error, a DSN password or server keys among them.
     const reason = (error.message.split('\n')[0] ?? '').replace(/^Invalid TOML document: /, '');
     throw new ConfigError({
       key: '(syntax)',
@@ -208,7 +209,7 @@ function readFileLayer(path: string): ConfigLayer[] {
       message:
         `is not valid TOML at line ${error.line}, column ${error.column}: ${reason}. Fix the syntax ` +
         `or remove the file.`,
-      cause: error,
+      cause: { line: error.line, column: error.column, reason },
     });
   }
   return [{ source: path, values: parseConfigFile(data, path) }];

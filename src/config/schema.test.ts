@@ -50,3 +50,32 @@ describe.each([
     expect(error.message).toContain(`must be at most ${max}`);
   });
 });
+
+describe('config schema: blank and reserved names', () => {
+  it.each(['', '  ', '\t'])('refuses [memory] sqlite_path = %j, naming the key', (path) => {
+    const file = writeConfigFile(workspace, `[memory]\nsqlite_path = ${JSON.stringify(path)}\n`);
+    const error = configErrorOf(() => load());
+    expect(error).toMatchObject({ key: 'memory.sqlite_path', source: file });
+    expect(error.message).toMatch(/must not be (empty|blank)/);
+  });
+
+  it('refuses a [providers.__proto__] table by name rather than dropping it', () => {
+    const file = writeConfigFile(workspace, '[providers.__proto__]\nbase_url = "http://127.0.0.1:1/v1"\n');
+    const error = configErrorOf(() => load());
+    expect(error).toMatchObject({ key: 'providers.__proto__', source: file });
+    expect(error.message).toContain('__proto__');
+  });
+});
+
+describe('config schema: provider names are read case-insensitively', () => {
+  it('lower-cases [model] provider and [memory] llm_provider, as [memory] mode', () => {
+    writeConfigFile(workspace, '[model]\nprovider = " OpenAI "\n[memory]\nllm_provider = "OpenRouter"\n');
+    const config = load();
+    expect(config.model.provider).toBe('openai');
+    expect(config.memory.llmProvider).toBe('openrouter');
+  });
+
+  it('lower-cases HARNESS_MEMORY_LLM_PROVIDER too', () => {
+    expect(load({ HARNESS_MEMORY_LLM_PROVIDER: 'Ollama' }).memory.llmProvider).toBe('ollama');
+  });
+});

@@ -196,15 +196,29 @@ const SCHEMA_NAME =
   `must match ${POSTGRES_SCHEMA_PATTERN.source} (lower-case letters, digits and underscores, at most 63), ` +
   'or be "" for "public"';
 
+/** Why Postgres keeps `name` for itself, or `undefined` when a store may use it (as `validateSchemaName`). */
+function reservedSchemaProblem(name: string): string | undefined {
+  if (name.startsWith('pg_'))
+    return 'must not start with "pg_", which Postgres reserves for its own schemas (it refuses to create one)';
+  if (name === 'information_schema')
+    return 'must not be "information_schema", which Postgres keeps for its catalog views and pg_dump skips';
+  return undefined;
+}
+
 const memoryShape = {
   enabled: flag(),
   mode: text().trim().toLowerCase().pipe(literal(MEMORY_MODES)),
   db_driver: literal(MEMORY_DB_DRIVERS),
   db_dsn: text(),
   sqlite_path: text()
-    .min(1, 'must not be empty')
+    .refine((path) => path.trim() !== '', 'must not be empty or blank')
     .refine((path) => !path.startsWith('~'), SQLITE_PATH_TILDE),
-  schema: text().refine((name) => name === '' || POSTGRES_SCHEMA_PATTERN.test(name), SCHEMA_NAME),
+  schema: text()
+    .refine((name) => name === '' || POSTGRES_SCHEMA_PATTERN.test(name), SCHEMA_NAME)
+    .superRefine((name, context) => {
+      const problem = reservedSchemaProblem(name);
+      if (problem !== undefined) context.addIssue({ code: 'custom', message: problem });
+    }),
   default_enabled: flag(),
   observe_min_tokens: boundedTokenSetting(MAX_OBSERVE_MIN_TOKENS),
   snippet_max_tokens: boundedTokenSetting(MAX_SNIPPET_MAX_TOKENS),
@@ -218,7 +232,8 @@ const memoryShape = {
   redact_secrets: flag(),
   tool_importance_cap: unitInterval(),
   llm_mode: literal(MEMORY_LLM_MODES),
-  llm_provider: text(),
+  // Provider names are lower case ([providers.NAME] refuses others), so "OpenRouter" means openrouter.
+  llm_provider: text().trim().toLowerCase(),
   llm_model: text(),
   llm_base_url: text(),
   working_memory_max_value_bytes: positiveInteger(),
@@ -248,7 +263,7 @@ const forensicsShape = {
 
 const modelShape = {
   name: text(),
-  provider: text().min(1, 'must not be empty'),
+  provider: text().trim().toLowerCase().min(1, 'must not be empty or blank'),
   base_url: text(),
 } satisfies Record<keyof ModelFileSection, z.ZodType>;
 
@@ -289,6 +304,18 @@ const providerShape = {
 
 const table = () => ({ error: 'must be a table' });
 
+// A record skips a `__proto__` key (assigning it would set the prototype), so the table would vanish unseen.
+function refuseProtoProvider(value: unknown, context: z.RefinementCtx): unknown {
+  if (typeof value === 'object' && value !== null && Object.hasOwn(value, '__proto__'))
+    context.addIssue({
+      code: 'custom',
+      path: ['__proto__'],
+      message: 'is a name JavaScript reserves, so the table would be ignored: choose another provider name',
+      input: value,
+    });
+  return value;
+}
+
 /** Validates one parsed config file. Objects are strict: an unknown section or key is an error. */
 export const configFileSchema: z.ZodType<ConfigFile> = z.strictObject(
   {
@@ -303,10 +330,13 @@ export const configFileSchema: z.ZodType<ConfigFile> = z.strictObject(
       .optional(),
     server: z.strictObject(serverShape, table()).partial().optional(),
     providers: z
-      .record(
-        text().regex(PROVIDER_NAME_PATTERN, 'provider names may contain only a-z, 0-9, "_" and "-"'),
-        z.strictObject(providerShape, table()).partial(),
-        table(),
+      .preprocess(
+        refuseProtoProvider,
+        z.record(
+          text().regex(PROVIDER_NAME_PATTERN, 'provider names may contain only a-z, 0-9, "_" and "-"'),
+          z.strictObject(providerShape, table()).partial(),
+          table(),
+        ),
       )
       .optional(),
   },

@@ -93,6 +93,35 @@ describe('config: postgres settings', () => {
     },
   );
 
+  it.each([
+    ['pg_harness', 'pg_'],
+    ['pg_catalog', 'pg_'],
+    ['information_schema', 'information_schema'],
+  ])('refuses [memory] schema = %j, a name Postgres reserves, at load saying why', (schema, why) => {
+    const file = writeConfig(`[memory]\nschema = ${JSON.stringify(schema)}\n`);
+    const error = configErrorOf(() => load());
+    expect(error).toMatchObject({ code: 'CONFIG_INVALID', key: 'memory.schema', source: file });
+    expect(error.message).toContain(why);
+    expect(error.message).toMatch(/Postgres/);
+    rmSync(file);
+    const fromEnv = configErrorOf(() =>
+      load({
+        HARNESS_MEMORY_DB_DRIVER: 'postgres',
+        HARNESS_MEMORY_DB_DSN: 'postgres://u@127.0.0.1/db',
+        HARNESS_MEMORY_SCHEMA: schema,
+      }),
+    );
+    expect(fromEnv).toMatchObject({ key: 'memory.schema', source: 'env:HARNESS_MEMORY_SCHEMA' });
+  });
+
+  it.each(['pg_harness', 'information_schema'])(
+    'the Postgres store refuses the schema option %j, saying why',
+    (schema) => {
+      expect(() => validateSchemaName(schema, 'postgres')).toThrow(/reserve|pg_dump/);
+      expect(validateSchemaName('harness_pg_1', 'postgres')).toBe('harness_pg_1');
+    },
+  );
+
   it('rejects HARNESS_MEMORY_SCHEMA with a bad name, and accepts a good one or a blank one', () => {
     const error = configErrorOf(() => load({ HARNESS_MEMORY_SCHEMA: 'Bad.Name' }));
     expect(error).toMatchObject({ key: 'memory.schema', source: 'env:HARNESS_MEMORY_SCHEMA' });
@@ -100,32 +129,42 @@ describe('config: postgres settings', () => {
     expect(load({ HARNESS_MEMORY_SCHEMA: ' ' }).memory.schema).toBe('');
   });
 
-  it.each(['public', 'harness', '_x', 'Harness', 'my-schema', 'a'.repeat(63), 'a'.repeat(64), ''])(
-    'agrees with the Postgres store on the schema name %j',
-    (schema) => {
-      const store = (() => {
-        try {
-          validateSchemaName(schema, 'postgres');
-          return true;
-        } catch (error) {
-          if (HarnessMemoryError.isInstance(error) && error.code === 'OPTION_INVALID') return false;
-          throw error;
-        }
-      })();
-      const config = (() => {
-        try {
-          writeConfig(`[memory]\nschema = ${JSON.stringify(schema)}\n`);
-          load();
-          return true;
-        } catch (error) {
-          if (error instanceof ConfigError) return false;
-          throw error;
-        }
-      })();
-      // "" means "public" to the harness; the store itself is never given "".
-      expect(config).toBe(schema === '' ? true : store);
-    },
-  );
+  it.each([
+    'public',
+    'harness',
+    '_x',
+    'Harness',
+    'my-schema',
+    'a'.repeat(63),
+    'a'.repeat(64),
+    '',
+    'pg_x',
+    'pgx',
+    'information_schema',
+    'information_schema2',
+  ])('agrees with the Postgres store on the schema name %j', (schema) => {
+    const store = (() => {
+      try {
+        validateSchemaName(schema, 'postgres');
+        return true;
+      } catch (error) {
+        if (HarnessMemoryError.isInstance(error) && error.code === 'OPTION_INVALID') return false;
+        throw error;
+      }
+    })();
+    const config = (() => {
+      try {
+        writeConfig(`[memory]\nschema = ${JSON.stringify(schema)}\n`);
+        load();
+        return true;
+      } catch (error) {
+        if (error instanceof ConfigError) return false;
+        throw error;
+      }
+    })();
+    // "" means "public" to the harness; the store itself is never given "".
+    expect(config).toBe(schema === '' ? true : store);
+  });
 
   it.each([
     ['not-a-url-secret', 'is not a postgres:// URL'],

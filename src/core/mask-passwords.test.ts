@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { maskPasswords, maskSecret } from './mask-passwords.js';
+import { maskPasswords, maskSecret, maskUrlPassword } from './mask-passwords.js';
 
 describe('maskSecret', () => {
   it('shows the last 4 characters of a long secret only', () => {
@@ -53,5 +53,26 @@ describe('maskPasswords', () => {
     for (const text of ['https://llm.example/v1', 'https://bot@llm.example/v1', 'http://:@h/v1', 'no url here']) {
       expect(maskPasswords(text)).toBe(text);
     }
+  });
+});
+
+describe('maskUrlPassword', () => {
+  it('masks a password holding spaces to the last @ of the URL', () => {
+    expect(maskUrlPassword('postgres://harness:correct horse battery@db.internal:5432/harness')).toBe(
+      'postgres://harness:****tery@db.internal:5432/harness',
+    );
+    expect(maskUrlPassword('postgres://u:a b@c d@h/db')).toBe('postgres://u:****@h/db');
+  });
+
+  it('masks as maskPasswords does otherwise, and keeps a URL without a password', () => {
+    for (const url of [
+      'postgres://u:Sup3r/S3cretPw@h/db',
+      'postgres://app:db-password-9876@db.internal:5432/x',
+      'postgres://h/db?password=secret-value',
+      'https://bot:****1234@llm.example/v1',
+    ])
+      expect(maskUrlPassword(url)).toBe(maskPasswords(url));
+    for (const url of ['postgresql:///harness?host=/var/run/postgresql', 'postgres://u@h:5432/db', 'not a dsn'])
+      expect(maskUrlPassword(url)).toBe(url);
   });
 });

@@ -27,6 +27,21 @@ export function maskPasswords(text: string): string {
     .replace(KEYWORD_PASSWORD, (_, head: string, password: string) => `${head}${hide(password.replace(/^'|'$/g, ''))}`);
 }
 
+// One whole URL: its password runs to the value's last "@", spaces and all (pg encodes them).
+const WHOLE_URL_PASSWORD = /^(\s*[a-z][a-z0-9+.-]*:\/\/[^:/@]*:)(.*)@/is;
+
+/**
+ * Masks the password of `url`, a setting that holds one URL (a DSN), as {@link maskPasswords}
+ * does, except that the password may hold spaces: in a setting it runs to the last `@`, where in
+ * free text a space ends it. Keyword passwords are masked too.
+ * @example maskUrlPassword('postgres://app:correct horse@db/x') // 'postgres://app:****@db/x'
+ */
+export function maskUrlPassword(url: string): string {
+  return maskPasswords(
+    url.replace(WHOLE_URL_PASSWORD, (_, head: string, password: string) => `${head}${hide(password)}@`),
+  );
+}
+
 // A password masked once already stays as it is, so masking twice shows the same text.
 function hide(password: string): string {
   if (password === '' || password === PLACEHOLDER || /^\*{4}[^*]{0,4}$/.test(password)) return password;

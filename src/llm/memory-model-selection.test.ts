@@ -319,4 +319,38 @@ describe('memory model selection: agent model', () => {
   it('asks for the provider key for a remote base URL', () => {
     expect(errorOf(() => createAgentModel(configWith(), {})).message).toContain('set OPENAI_API_KEY');
   });
+
+  it('sends the built-in key variable of a provider a [providers.NAME] table re-points', () => {
+    const env = { OPENROUTER_API_KEY: 'sk-or-v1-abcdefghijklmnopqrstuvwxyz' };
+    const toml =
+      '[model]\nprovider = "openrouter"\n\n[providers.openrouter]\nbase_url = "https://openrouter.ai/api/v1"\n' +
+      'model = "anthropic/claude-sonnet-4"\n';
+    const built: OpenAICompatibleSettings[] = [];
+    createAgentModel(configWith(env, toml), env, {
+      createModel: (settings) => {
+        built.push(settings);
+        return createOpenAICompatibleModel(settings);
+      },
+    });
+    expect(built[0]).toMatchObject({
+      provider: 'openrouter',
+      modelId: 'anthropic/claude-sonnet-4',
+      apiKey: 'sk-or-v1-abcdefghijklmnopqrstuvwxyz',
+    });
+  });
+
+  it('reads a provider name in any case, in the config and in HARNESS_MEMORY_LLM_PROVIDER', () => {
+    const env = { OPENROUTER_API_KEY: 'or-key', HARNESS_MEMORY_LLM_MODEL: 'x/small' };
+    const agentBuilt: OpenAICompatibleSettings[] = [];
+    const config = configWith(env, '[model]\nprovider = "OpenRouter"\n');
+    createAgentModel(config, env, {
+      createModel: (settings) => {
+        agentBuilt.push(settings);
+        return createOpenAICompatibleModel(settings);
+      },
+    });
+    expect(agentBuilt[0]).toMatchObject({ provider: 'openrouter', apiKey: 'or-key' });
+    const chosen = select({ ...env, HARNESS_MEMORY_LLM_PROVIDER: 'OpenRouter' });
+    expect(chosen.settings).toMatchObject({ provider: 'openrouter', apiKey: 'or-key', modelId: 'x/small' });
+  });
 });

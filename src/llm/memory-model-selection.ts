@@ -262,11 +262,11 @@ function providerSettings(
       message: 'memory llm provider is required: set [memory] llm_provider or HARNESS_MEMORY_LLM_PROVIDER',
     });
   }
-  const name = settings.provider.value;
-  const provider = resolveProvider(name, input.config, input.env, {
+  const provider = resolveProvider(settings.provider.value, input.config, input.env, {
     key: 'memory.llm_provider',
     source: settings.provider.source,
   });
+  const { name } = provider;
   const modelId = settings.model?.value ?? provider.model ?? agentModelId(input);
   if (modelId === undefined) {
     throw new ConfigError({
@@ -327,9 +327,12 @@ function agentModelSettings(
   env: Env,
   overrides: AgentOverrides = {},
 ): OpenAICompatibleSettings {
-  const name = nonBlank(config.model.provider) ?? 'openai';
   const source = config.sources['model.provider'] ?? 'default';
-  const provider = resolveProvider(name, config, env, { key: 'model.provider', source });
+  const provider = resolveProvider(nonBlank(config.model.provider) ?? 'openai', config, env, {
+    key: 'model.provider',
+    source,
+  });
+  const { name } = provider;
   // OPENAI_BASE_URL points the openai provider elsewhere; it must not redirect other providers.
   const openaiBaseUrl =
     name === 'openai'

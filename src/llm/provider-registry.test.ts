@@ -54,6 +54,56 @@ describe('provider registry: config entries', () => {
     expect(resolveProvider('ollama', config, {})).toMatchObject({ baseUrl: 'http://gpu-box:11434', model: 'llama3.2' });
   });
 
+  it('merges a table for a built-in over it field by field, keeping its key variable', () => {
+    const config = configWith(
+      '[providers.openrouter]\nbase_url = "https://openrouter.ai/api/v1"\nmodel = "anthropic/claude-sonnet-4"\n' +
+        '[providers.openai]\nbase_url = "https://proxy.example/v1"\n',
+    );
+    expect(resolveProvider('openrouter', config, { OPENROUTER_API_KEY: 'or-key' })).toMatchObject({
+      baseUrl: 'https://openrouter.ai/api/v1',
+      apiKeyEnv: 'OPENROUTER_API_KEY',
+      model: 'anthropic/claude-sonnet-4',
+      apiKey: 'or-key',
+    });
+    expect(resolveProvider('openai', config, { OPENAI_API_KEY: 'sk-env' })).toMatchObject({
+      baseUrl: 'https://proxy.example/v1',
+      apiKeyEnv: 'OPENAI_API_KEY',
+      apiKey: 'sk-env',
+    });
+  });
+
+  it('lets a table for a built-in name its own key variable, or none with api_key_env = ""', () => {
+    const config = configWith(
+      '[providers.openrouter]\nbase_url = "https://gw.example/v1"\napi_key_env = "GW_KEY"\n' +
+        '[providers.openai]\nbase_url = "http://127.0.0.1:8000/v1"\napi_key_env = ""\n',
+    );
+    expect(resolveProvider('openrouter', config, { OPENROUTER_API_KEY: 'or-key', GW_KEY: 'gw' })).toMatchObject({
+      apiKeyEnv: 'GW_KEY',
+      apiKey: 'gw',
+    });
+    const openai = resolveProvider('openai', config, { OPENAI_API_KEY: 'sk-env' });
+    expect(openai.apiKeyEnv).toBeUndefined();
+    expect(openai.apiKey).toBeUndefined();
+  });
+
+  it('reads a provider name case-insensitively', () => {
+    const config = configWith('[providers.local]\nbase_url = "http://127.0.0.1:8080"\n');
+    expect(resolveProvider('OpenRouter', config, { OPENROUTER_API_KEY: 'or-key' })).toMatchObject({
+      name: 'openrouter',
+      apiKey: 'or-key',
+    });
+    expect(resolveProvider(' Local ', config, {}).baseUrl).toBe('http://127.0.0.1:8080');
+  });
+
+  it('never suggests a [providers.NAME] table the name pattern refuses', () => {
+    const config = configWith('');
+    expect(() => resolveProvider('Anthropic', config, {})).toThrow('Add a [providers.anthropic] table');
+    const run = () => resolveProvider('my provider', config, {});
+    expect(run).toThrow(/unknown provider "my provider"/);
+    expect(run).not.toThrow(/\[providers\.my provider\]/);
+    expect(run).toThrow(/a-z, 0-9/);
+  });
+
   it('names the known providers and the setting when the name is unknown', () => {
     const config = configWith('[providers.local]\nbase_url = "http://127.0.0.1:8080"\n');
     const run = () =>

@@ -1,6 +1,6 @@
 /**
  * Named OpenAI-compatible providers: `openai`, `openrouter` and `ollama` built in, plus the
- * `[providers.NAME]` tables of the config, which override a built-in of the same name.
+ * `[providers.NAME]` tables of the config, merged over a built-in of the same name.
  * @module
  */
 import type { ModelSelectionConfig } from './model-selection-config.js';
@@ -24,6 +24,9 @@ export interface ResolvedProvider extends ProviderDefinition {
   readonly apiKey: string | undefined;
 }
 
+// The config's PROVIDER_NAME_PATTERN, which this layer may not import.
+const NAME_PATTERN = /^[a-z0-9_-]+$/;
+
 /** The providers known without any config. */
 export const BUILT_IN_PROVIDERS: Readonly<Record<string, ProviderDefinition>> = Object.freeze({
   openai: { name: 'openai', baseUrl: 'https://api.openai.com/v1', apiKeyEnv: 'OPENAI_API_KEY', source: 'built-in' },
@@ -36,17 +39,24 @@ export const BUILT_IN_PROVIDERS: Readonly<Record<string, ProviderDefinition>> = 
   ollama: { name: 'ollama', baseUrl: 'http://127.0.0.1:11434/v1', source: 'built-in' },
 });
 
-/** Every provider: the built-ins, overridden and extended by `config.providers`. */
+/**
+ * Every provider: the built-ins, extended by `config.providers`. A table for a built-in's name
+ * is merged over it field by field: a key it leaves out keeps the built-in's (`api_key_env`
+ * among them), and `api_key_env = ""` removes the key variable.
+ */
 export function listProviders(
   config: Pick<ModelSelectionConfig, 'providers' | 'sources'>,
 ): Readonly<Record<string, ProviderDefinition>> {
   const providers: Record<string, ProviderDefinition> = { ...BUILT_IN_PROVIDERS };
   for (const [name, entry] of Object.entries(config.providers)) {
+    const builtIn = Object.hasOwn(BUILT_IN_PROVIDERS, name) ? BUILT_IN_PROVIDERS[name] : undefined;
+    const apiKeyEnv = entry.apiKeyEnv ?? builtIn?.apiKeyEnv;
+    const model = entry.model || builtIn?.model;
     providers[name] = {
       name,
       baseUrl: entry.baseUrl,
-      ...(entry.apiKeyEnv ? { apiKeyEnv: entry.apiKeyEnv } : {}),
-      ...(entry.model ? { model: entry.model } : {}),
+      ...(apiKeyEnv ? { apiKeyEnv } : {}),
+      ...(model ? { model } : {}),
       source: config.sources[`providers.${name}.base_url`] ?? 'config',
     };
   }
@@ -54,7 +64,7 @@ export function listProviders(
 }
 
 /**
- * Looks up provider `name` and its API key in `env`. The `openai` key also falls back to
+ * Looks up provider `name` (in any case) and its API key in `env`. The `openai` key also falls back to
  * `config.openai.apiKey`. An unknown name throws a `ConfigError` listing the known ones,
  * attributed to `origin` (the setting that named the provider).
  * @example resolveProvider('ollama', config, process.env).baseUrl // 'http://127.0.0.1:11434/v1'
@@ -66,13 +76,18 @@ export function resolveProvider(
   origin: { readonly key: string; readonly source: string } = { key: 'provider', source: 'provider registry' },
 ): ResolvedProvider {
   const providers = listProviders(config);
-  const provider = Object.hasOwn(providers, name) ? providers[name] : undefined;
+  // Table names are lower case (the config refuses others), so "OpenAI" means openai.
+  const key = name.trim().toLowerCase();
+  const provider = Object.hasOwn(providers, key) ? providers[key] : undefined;
   if (provider === undefined) {
+    const define = NAME_PATTERN.test(key)
+      ? `Add a [providers.${key}] table with base_url to define it.`
+      : 'A [providers.NAME] table name may contain only a-z, 0-9, "_" and "-".';
     throw new ConfigError({
       ...origin,
       message:
         `unknown provider ${JSON.stringify(name)}; known providers: ` +
-        `${Object.keys(providers).sort().join(', ')}. Add a [providers.${name}] table with base_url to define it.`,
+        `${Object.keys(providers).sort().join(', ')}. ${define}`,
     });
   }
   const fromEnv = provider.apiKeyEnv ? nonBlank(env[provider.apiKeyEnv]) : undefined;

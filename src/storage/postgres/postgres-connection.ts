@@ -89,15 +89,30 @@ export function rowFromJson<R extends object>(value: unknown, times: readonly st
   return row as R;
 }
 
-/** Throws unless `schema` is a plain lower-case identifier (it is spliced into SQL, quoted). */
+/**
+ * Throws unless `schema` is a plain lower-case identifier (it is spliced into SQL, quoted) that
+ * Postgres leaves to users: not `pg_*`, which it refuses to create, nor `information_schema`,
+ * which pg_dump skips.
+ */
 export function validateSchemaName(schema: string, store: string): string {
+  // The caller's mistake, not a storage failure to retry: OPTION_INVALID.
   if (!SCHEMA_PATTERN.test(schema)) {
-    // The caller's mistake, not a storage failure to retry: OPTION_INVALID.
     throw invalidOption(
       store,
       'schema',
       `must match ${SCHEMA_PATTERN.source} (lower-case letters, digits, underscores; at most 63); got ` +
         JSON.stringify(schema),
+      'Use a name such as harness or harness_prod.',
+    );
+  }
+  if (schema.startsWith('pg_') || schema === 'information_schema') {
+    const why = schema.startsWith('pg_')
+      ? 'must not start with "pg_", which Postgres reserves for its own schemas (it refuses to create one)'
+      : 'must not be "information_schema", which Postgres keeps for its catalog views and pg_dump skips';
+    throw invalidOption(
+      store,
+      'schema',
+      `${why}; got ${JSON.stringify(schema)}`,
       'Use a name such as harness or harness_prod.',
     );
   }
