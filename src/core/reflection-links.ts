@@ -4,6 +4,7 @@
  * @module
  */
 import { firstAfterSeq } from './first-after-seq.js';
+import type { ObservationSource } from './observation.js';
 import type { Contradiction, StructuredReflection, Supersession } from './reflection.js';
 
 /** A supersession of the set, with the operation (reflection) that found it. */
@@ -89,6 +90,83 @@ export function checkReflectionReferences(
     contradictions.push({ seqA, seqB, detail: item.detail });
   }
   return { supersessions, contradictions, rejected };
+}
+
+/** What {@link refuseToolSupersessions} reads of an observation: its provenance. */
+export interface ObservationOrigin {
+  readonly seq: number;
+  readonly source: ObservationSource;
+  readonly importance: number | null;
+}
+
+/** What {@link refuseToolSupersessions} leaves of a reflection, and how many supersessions it refused. */
+export interface RefusedSupersessions {
+  readonly structured: StructuredReflection;
+  readonly refused: number;
+}
+
+/**
+ * Whether an observation may rest on tool output: its source is `tool`, or it is `assistant`
+ * or `mixed` with an importance within `toolImportanceCap` (or none), the mark the cap leaves
+ * on what cites only the assistant, or nothing, beside tool output. `user`, `client` and
+ * `import` never do.
+ */
+export function mayRestOnToolOutput(observation: ObservationOrigin, toolImportanceCap: number): boolean {
+  if (observation.source === 'tool') return true;
+  if (observation.source !== 'assistant' && observation.source !== 'mixed') return false;
+  return observation.importance === null || observation.importance <= toolImportanceCap;
+}
+
+/**
+ * Refuses the supersessions in which an observation that may rest on tool output
+ * ({@link mayRestOnToolOutput}) replaces one that does not: text a tool returned cannot retire
+ * what the user said, so the pair is kept as a contradiction instead (once: not when the
+ * reflection already lists it), which shows both and asks which applies. `observations` are
+ * the scope's, in seq order; a seq not among them, and a supersession whose newer seq is not
+ * the greater, are left to {@link checkReflectionReferences}.
+ * With nothing refused, `structured` itself.
+ */
+export function refuseToolSupersessions(
+  structured: StructuredReflection,
+  observations: readonly ObservationOrigin[],
+  toolImportanceCap: number,
+): RefusedSupersessions {
+  if (structured.schemaVersion !== 1) return { structured, refused: 0 };
+  const fromTool = (seq: number): boolean | undefined => {
+    const observation = observations[firstAfterSeq(observations, seq) - 1];
+    return observation?.seq === seq ? mayRestOnToolOutput(observation, toolImportanceCap) : undefined;
+  };
+  const refuses = (item: Supersession): boolean =>
+    item.newerSeq > item.olderSeq && fromTool(item.newerSeq) === true && fromTool(item.olderSeq) === false;
+  const refused = structured.supersessions.filter(refuses);
+  if (refused.length === 0) return { structured, refused: 0 };
+  const listed = new Set(structured.contradictions.map((item) => pairKey(item.seqA, item.seqB)));
+  const contradictions = [...structured.contradictions];
+  for (const item of refused) {
+    const key = pairKey(item.newerSeq, item.olderSeq);
+    if (listed.has(key)) continue;
+    listed.add(key);
+    const reason = item.reason.trim();
+    contradictions.push({
+      seqA: item.olderSeq,
+      seqB: item.newerSeq,
+      detail: reason === '' ? REFUSED_DETAIL : `${REFUSED_DETAIL}: ${reason}`,
+    });
+  }
+  return {
+    structured: {
+      ...structured,
+      supersessions: structured.supersessions.filter((item) => !refuses(item)),
+      contradictions,
+    },
+    refused: refused.length,
+  };
+}
+
+const REFUSED_DETAIL = 'a change that may come from tool output';
+
+function pairKey(seqA: number, seqB: number): string {
+  return `${Math.min(seqA, seqB)}:${Math.max(seqA, seqB)}`;
 }
 
 /**

@@ -408,7 +408,8 @@ describe('observational memory: reflection', () => {
     });
     for (let index = 0; index < 7; index++) await memory.observe({ scope, messages: messages(index, 1) });
     await memory.reflectNow(scope);
-    await memory.observe({ scope, messages: messages(7, 1) });
+    // A user message: an assistant's observation within the tool cap may not replace the user's.
+    await memory.observe({ scope, messages: messages(8, 1) });
     await memory.reflectNow(scope);
     const shown = [...(reflector.calls[1]?.observations ?? []), ...(reflector.calls[1]?.references ?? [])];
     expect(shown.map((observation) => observation.seq)).not.toContain(1);

@@ -15,7 +15,7 @@ import { formatReflection } from '../core/format-reflection.js';
 import { hiddenFailureText, hideServerAddress } from '../core/public-error-text.js';
 import type { FaultReporter } from '../core/fault.js';
 import { parseReflection } from '../core/parse-reflection.js';
-import { activeReflectionLinks } from '../core/reflection-links.js';
+import { activeReflectionLinks, refuseToolSupersessions } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
 import { selectReflectionContext } from '../core/reflection-context.js';
 import { redactAndCut, redactSecrets } from '../core/redact-secrets.js';
@@ -466,6 +466,13 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
       data: { role: 'reflector', reason: 'no_summary' },
     });
   }
+  // A reflector that followed text a tool returned may list it as replacing the user's rule:
+  // stored as a contradiction, written back so the reflection says what the set holds.
+  const settled = refuseToolSupersessions(structured, all, context.toolImportanceCap);
+  if (settled.refused > 0) {
+    structured = settled.structured;
+    raw = formatReflection(structured);
+  }
   const throughSeq = Math.max(previousThrough, observations.at(-1)?.seq ?? 0);
   const applied = await store.completeReflection({
     ...lease,
@@ -481,6 +488,7 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
     citableSeqs: [...observations, ...references].map((observation) => observation.seq),
     // An observation corrected or deleted while the reflector ran may be restated in its answer.
     correctionCount: record.correctionCount,
+    refusedReferences: settled.refused,
   });
   // The store kept none of it; the unreflected tokens it left make the next observe's reflection due.
   if (applied.correctionCount !== record.correctionCount) return outcome(operation, 'unchanged', 0, false);

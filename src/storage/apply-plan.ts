@@ -121,7 +121,12 @@ export interface ReflectionApplyPlan {
  */
 export function planReflectionApply(
   position: ApplyPosition,
-  input: { readonly reflection: StoredReflection; readonly markerId: string; readonly citableSeqs?: readonly number[] },
+  input: {
+    readonly reflection: StoredReflection;
+    readonly markerId: string;
+    readonly citableSeqs?: readonly number[];
+    readonly refusedReferences?: number;
+  },
 ): ReflectionApplyPlan {
   const { reflection } = input;
   const at = position.observedThroughMessageSeq;
@@ -153,7 +158,7 @@ export function planReflectionApply(
         detail: item.detail,
       })),
     ],
-    rejected: checked.rejected,
+    rejected: checked.rejected + (input.refusedReferences ?? 0),
   };
 }
 

@@ -393,6 +393,8 @@ export interface MemoryStore {
    * newer seq is not greater than its older one, or a self-reference is dropped and added to
    * the record's `rejectedReferenceCount`), and the rest added to the set (a pair already in
    * it is kept as it was), with the operation's id; the record's counts follow.
+   * `refusedReferences`, references the caller refused before (a supersession turned into a
+   * contradiction by `refuseToolSupersessions`), are added to that count too.
    *
    * With `correctionCount` (the record's when the reflector's input was read), a scope whose
    * observations were corrected or deleted since gets nothing of the reflection, which may
@@ -405,6 +407,7 @@ export interface MemoryStore {
       markerId: string;
       citableSeqs?: readonly number[];
       correctionCount?: number;
+      refusedReferences?: number;
     },
   ): Promise<MemoryRecord>;
 
