@@ -324,6 +324,19 @@ describe('harness config', () => {
     };
     expect(parsed.memory_model['base_url']).toBe('http://127.0.0.1:9/v1');
   });
+
+  it.each(['http://127.0.0.1:9', 'http://127.0.0.1:9/', 'http://127.0.0.1:9/v1/chat/completions'])(
+    'names the base URL memory calls go to as the client sends them when given as %s',
+    async (baseUrl) => {
+      const env = {
+        OPENAI_API_KEY: 'sk-test-secret-123456',
+        HARNESS_MEMORY_LLM_BASE_URL: baseUrl,
+        HARNESS_MEMORY_LLM_API_KEY: 'memory-key-1',
+      };
+      const result = await cli(['config'], { env });
+      expect(result.stdout).toMatch(/^memory model: .* at http:\/\/127\.0\.0\.1:9\/v1$/m);
+    },
+  );
 });
 
 describe('harness errors and exit codes', () => {

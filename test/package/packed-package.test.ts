@@ -78,7 +78,8 @@ afterAll(() => {
 
 describe('the packed package', () => {
   it(
-    'ships only dist, the inspector page, the README, the CHANGELOG and package.json (no sources or ' + 'tests)',
+    'ships only dist, the inspector page, the README, the CHANGELOG, the LICENSE and package.json (no ' +
+      'sources or tests)',
     async () => {
       const { stdout } = await run('tar', ['-tzf', join(project, readdirTarball())]);
       const files = stdout
@@ -86,11 +87,13 @@ describe('the packed package', () => {
         .split('\n')
         .map((line) => line.replace(/^package\//, ''));
       expect(files).toContain('dist/index.js');
+      // MIT asks for its notice to travel with every copy.
+      expect(files).toContain('LICENSE');
       expect(files).toEqual(
         expect.arrayContaining(['inspector/index.html', 'inspector/inspector.css', 'inspector/app.js']),
       );
       const allowed =
-        /^(dist\/|inspector\/[a-z0-9-]+\.(html|css|js)$|README\.md$|CHANGELOG\.md$|package\.json$|LICENSE)/;
+        /^(dist\/|inspector\/[a-z0-9-]+\.(html|css|js)$|README\.md$|CHANGELOG\.md$|package\.json$|LICENSE$)/;
       expect(files.filter((file) => !allowed.test(file))).toEqual([]);
       expect(files.filter((file) => /\.test\.(js|d\.ts)$/.test(file))).toEqual([]);
       // The build starts from an empty dist: nothing compiled from a source since deleted or

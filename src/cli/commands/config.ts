@@ -8,6 +8,7 @@ import { describeConfig, describeConfigValues } from '../../config/describe-conf
 import type { HarnessConfig } from '../../config/schema.js';
 import type { LanguageModel } from '../../llm/language-model.js';
 import { createAgentModel, selectMemoryModel } from '../../llm/memory-model-selection.js';
+import { normalizeBaseUrl } from '../../llm/openai-compatible.js';
 import { printLine } from '../context.js';
 import type { CliContext, CommandResult } from '../context.js';
 import { EXIT_OK, errorMessageOf } from '../exit-codes.js';
@@ -83,7 +84,8 @@ function modelsOf(
       model_id: selection.modelId,
       source: selection.source,
       // Where memory's calls go: a memory base URL of its own sends them to another server.
-      ...(selection.baseUrl === undefined ? {} : { base_url: selection.baseUrl }),
+      // As the client sends them: `/v1` added to a bare host, a pasted `/chat/completions` dropped.
+      ...(selection.baseUrl === undefined ? {} : { base_url: normalizeBaseUrl(selection.baseUrl) }),
     };
   } catch (error) {
     if (!isModelConfigError(error)) throw error;
