@@ -571,6 +571,18 @@ describe('server: tenant isolation with API keys', () => {
       expect(response.status, path).toBe(404);
       expect(await response.text()).not.toContain('CANARY');
     }
+    // A reconnect resuming the stream (the catalogue's E36) is held to the tenant alike, however it names its place.
+    for (const lastEventId of [`${runId}:0`, `${runId}:1`, '0', 'garbage']) {
+      const response = await request(`/v1/runs/${runId}/events`, {
+        key: 'key-b',
+        headers: { 'Last-Event-ID': lastEventId },
+      });
+      expect(response.status, lastEventId).toBe(404);
+      expect(await response.text()).not.toContain('CANARY');
+    }
+    const resumed = await request(`/v1/runs/${runId}/events`, { key: 'key-a', headers: { 'Last-Event-ID': '0' } });
+    expect(resumed.status).toBe(200);
+    expect(await resumed.text()).toContain('event: run.completed');
     for (const [method, path] of [
       ['POST', `/v1/runs/${runId}/continue`],
       ['POST', `/v1/runs/${runId}/cancel`],
