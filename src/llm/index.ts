@@ -16,6 +16,7 @@ export type {
 export {
   createOpenAICompatibleModel,
   normalizeBaseUrl,
+  DEFAULT_MAX_RESPONSE_BYTES,
   DEFAULT_MODEL_TIMEOUT_MS,
   PLACEHOLDER_API_KEY,
   type LanguageModelStreamPart,

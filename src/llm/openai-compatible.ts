@@ -3,11 +3,12 @@
  * OpenRouter, Ollama, vLLM, LiteLLM, …), built on the `openai` SDK with its retries off.
  * @module
  */
-import OpenAI, { APIError } from 'openai';
-import { requireOptions, requireString, requireTimerMs } from '../core/require-option.js';
+import OpenAI, { APIError, APIUserAbortError } from 'openai';
+import { requireCount, requireOptions, requireString, requireTimerMs } from '../core/require-option.js';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { ConfigError, ModelCallError } from '../core/errors.js';
 import { maskPasswords } from '../core/mask-passwords.js';
+import { boundedFetch } from './_bounded-fetch.js';
 import { parseCompletion, StreamAssembler, toChatMessages, toChatTools } from './_chat-completions.js';
 import { toModelCallError } from './_model-call-errors.js';
 import type {
@@ -21,29 +22,41 @@ export type { LanguageModelStreamPart } from './language-model.js';
 
 /** Whole-call timeout of a model call, in milliseconds (the reference's 90 s). */
 export const DEFAULT_MODEL_TIMEOUT_MS = 90_000;
+/** Largest response body read by default (16 MiB); see {@link OpenAICompatibleSettings.maxResponseBytes}. */
+export const DEFAULT_MAX_RESPONSE_BYTES: number = 16 * 1024 * 1024;
 /** API key sent when none is given; local servers usually ignore it. */
 export const PLACEHOLDER_API_KEY = 'not-needed';
 
-/** Settings of {@link createOpenAICompatibleModel}. */
+/**
+ * Settings of {@link createOpenAICompatibleModel}. Every optional one also takes `undefined`
+ * (`apiKey: process.env.OPENAI_API_KEY` under `exactOptionalPropertyTypes`).
+ */
 export interface OpenAICompatibleSettings {
   /** Server base URL, with or without a trailing `/v1` (for example `http://127.0.0.1:11434`). */
   readonly baseURL: string;
   /** Model id sent as `model`, unless a call gives its own `modelId`. */
   readonly modelId: string;
   /** Provider name reported by the model. @default "openai-compatible" */
-  readonly provider?: string;
+  readonly provider?: string | undefined;
   /** Sent as `Authorization: Bearer …`. @default "not-needed" */
-  readonly apiKey?: string;
+  readonly apiKey?: string | undefined;
   /** Whole-call timeout in milliseconds, reading the body included. @default 90000 */
-  readonly timeout?: number;
+  readonly timeout?: number | undefined;
   /** Extra headers on every request. @default {} */
-  readonly headers?: Readonly<Record<string, string>>;
+  readonly headers?: Readonly<Record<string, string>> | undefined;
   /** The fetch implementation, for tests or proxies. @default globalThis.fetch */
-  readonly fetch?: typeof globalThis.fetch;
+  readonly fetch?: typeof globalThis.fetch | undefined;
   /** When true, `doGenerate` streams the answer and assembles it. @default false */
-  readonly stream?: boolean;
+  readonly stream?: boolean | undefined;
   /** Body field for `maxOutputTokens`; some older servers know only `max_tokens`. @default "max_completion_tokens" */
-  readonly maxTokensParameter?: 'max_tokens' | 'max_completion_tokens';
+  readonly maxTokensParameter?: 'max_tokens' | 'max_completion_tokens' | undefined;
+  /**
+   * Most bytes of a successful response read: past it the call stops reading, drops the
+   * connection and fails with a `ModelCallError` that is not retryable. A streamed answer counts
+   * its whole event stream, several times the size of its text. (Of a failed response, the first
+   * 64 KiB are read for the error.) @default 16777216 (16 MiB)
+   */
+  readonly maxResponseBytes?: number | undefined;
 }
 
 /** An OpenAI-compatible model: a {@link LanguageModel} that can also stream. */
@@ -131,6 +144,8 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
   const baseURL = normalizeBaseUrl(settings.baseURL);
   const url = `${baseURL}/chat/completions`;
   const timeoutMs = requireTimerMs(factory, 'timeout', settings.timeout, 1) ?? DEFAULT_MODEL_TIMEOUT_MS;
+  const maxResponseBytes =
+    requireCount(factory, 'maxResponseBytes', settings.maxResponseBytes) ?? DEFAULT_MAX_RESPONSE_BYTES;
   const errorBodies = new WeakMap<object, string>();
   const client = new OpenAI({
     baseURL,
@@ -144,7 +159,7 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
     maxRetries: 0,
     logLevel: 'off',
     defaultHeaders: { ...settings.headers },
-    fetch: capturingFetch(settings.fetch ?? globalThis.fetch, errorBodies),
+    fetch: boundedFetch(settings.fetch ?? globalThis.fetch, { url, maxResponseBytes, errorBodies }),
   });
 
   function requestBody(options: LanguageModelCallOptions): ChatCompletionCreateParamsNonStreaming {
@@ -172,6 +187,8 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
     if (caller?.aborted) abort();
     return {
       signal: controller.signal,
+      /** Our timeout or the caller stopped the call (the SDK ends a stream it aborted without an error). */
+      stopped: (): boolean => controller.signal.aborted,
       fail: (error: unknown) =>
         toModelCallError(error, {
           url,
@@ -197,6 +214,7 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
       );
       const assembler = new StreamAssembler(url);
       for await (const chunk of stream) yield* assembler.add(chunk);
+      if (call.stopped()) throw new APIUserAbortError();
       yield { type: 'finish', result: assembler.finish() };
     } catch (error) {
       throw call.fail(error);
@@ -229,25 +247,5 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
     baseURL,
     doGenerate,
     doStream,
-  };
-}
-
-/**
- * The SDK keeps only `body.error` of a failed response; vLLM-style bodies have none. This
- * wrapper reads the raw text first and files it under the response's `Headers`, which the
- * SDK's `APIError` keeps.
- */
-function capturingFetch(base: typeof globalThis.fetch, bodies: WeakMap<object, string>): typeof globalThis.fetch {
-  return async (input, init) => {
-    const response = await base(input, init);
-    if (response.ok) return response;
-    const text = await response.text();
-    const copy = new Response(text, {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    });
-    bodies.set(copy.headers, text);
-    return copy;
   };
 }

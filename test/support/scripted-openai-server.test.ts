@@ -158,3 +158,27 @@ describe('scripted openai server: strict transcripts', () => {
     expect(ok.status).toBe(200);
   });
 });
+
+describe('scripted openai server: large and trickling bodies', () => {
+  it('sends head, fill repeated and tail as one body', async () => {
+    server.enqueue({
+      largeBody: { status: 502, contentType: 'text/plain', head: '<', fill: 'ab', repeat: 3, tail: '>' },
+    });
+    const response = await post({});
+    expect(response.status).toBe(502);
+    expect(response.headers.get('content-type')).toBe('text/plain');
+    expect(await response.text()).toBe('<ababab>');
+  });
+
+  it('trickles chunks until the client goes away', async () => {
+    server.enqueue({ trickle: { chunk: ': keepalive\n\n', everyMs: 5 } });
+    const response = await post({ stream: true });
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    while (text.split(': keepalive').length <= 3) text += decoder.decode((await reader.read()).value);
+    await reader.cancel();
+    expect(text.startsWith(': keepalive\n\n: keepalive\n\n')).toBe(true);
+  });
+});

@@ -59,12 +59,46 @@ export interface ScriptedTruncation {
   readonly reply?: ScriptedAnswer;
 }
 
+/**
+ * A body too large to script as one string: `head`, then `fill` `repeat` times, then `tail`,
+ * written as the client reads it. Stops when the client goes away.
+ */
+export interface ScriptedLargeBody {
+  readonly largeBody: {
+    /** @default 200 */
+    readonly status?: number;
+    /** @default "application/json" */
+    readonly contentType?: string;
+    readonly head?: string;
+    readonly fill: string;
+    readonly repeat: number;
+    readonly tail?: string;
+  };
+}
+
+/**
+ * Sends the status and headers, then `chunk` every `everyMs` milliseconds and never ends the
+ * body: a server that keeps the connection busy (SSE keepalives, say) but never answers.
+ */
+export interface ScriptedTrickle {
+  readonly trickle: {
+    /** @default 200 */
+    readonly status?: number;
+    /** @default "text/event-stream" */
+    readonly contentType?: string;
+    readonly chunk: string;
+    readonly everyMs: number;
+  };
+}
+
 /** What the server does with one chat completions request. */
 export type ScriptedReply =
   | ScriptedAnswer
   | ScriptedStatus
   | ScriptedDelay
   | ScriptedTruncation
+  | ScriptedLargeBody
+  | ScriptedTrickle
   | ((request: ScriptedRequest) => ScriptedReply | Promise<ScriptedReply>);
 
 /** A running scripted server. */
@@ -185,6 +219,8 @@ async function respond(
     if (waited) await respond(response, request, reply.reply, id);
     return;
   }
+  if ('largeBody' in reply) return sendLargeBody(response, reply.largeBody);
+  if ('trickle' in reply) return trickle(response, reply.trickle);
   if ('status' in reply) {
     const body = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body ?? {});
     const type = typeof reply.body === 'string' ? 'text/plain' : 'application/json';
@@ -208,6 +244,24 @@ async function respond(
   response.write(bytes.subarray(0, reply.truncateAfterBytes));
   // Give the client the first bytes before the connection drops.
   setTimeout(() => response.destroy(), 20);
+}
+
+async function sendLargeBody(response: ServerResponse, body: ScriptedLargeBody['largeBody']): Promise<void> {
+  response.writeHead(body.status ?? 200, { 'content-type': body.contentType ?? 'application/json' });
+  // Waits for the client to read what is buffered, so a client that stops reading stops the body.
+  const write = async (text: string): Promise<void> => {
+    if (!response.write(text)) await new Promise((resolve) => response.once('drain', resolve).once('close', resolve));
+  };
+  await write(body.head ?? '');
+  for (let index = 0; index < body.repeat && !response.destroyed; index++) await write(body.fill);
+  if (!response.destroyed) response.end(body.tail ?? '');
+}
+
+function trickle(response: ServerResponse, body: ScriptedTrickle['trickle']): void {
+  response.writeHead(body.status ?? 200, { 'content-type': body.contentType ?? 'text/event-stream' });
+  response.flushHeaders();
+  const timer = setInterval(() => response.write(body.chunk), body.everyMs);
+  response.once('close', () => clearInterval(timer));
 }
 
 /** Resolves false when the client went away first. */
