@@ -41,6 +41,46 @@ describe('redactSecrets: private keys', () => {
   });
 });
 
+describe('redactSecrets: a private key read in pieces', () => {
+  // A file read in two calls: the first piece has the BEGIN line, the second the END line.
+  const [HEAD, TAIL] = [PEM.split('\n').slice(0, 2).join('\n'), PEM.split('\n').slice(2).join('\n')];
+
+  it('redacts a piece that ends a key: its base64 lines and the END line', () => {
+    const { text, counts } = redactSecrets(`${TAIL}\nafter`);
+    expect(text).toBe('[REDACTED:private_key]\nafter');
+    expect(counts).toEqual({ private_key: 1 });
+    expect(redactSecrets(`rest of the key:\n${TAIL}`).text).toBe('rest of the key:\n[REDACTED:private_key]');
+    expect(redactSecrets(`${HEAD}\n`).text).toBe('[REDACTED:private_key]');
+  });
+
+  it('redacts a tail cut inside a line, indented, with CRLF line breaks, or in JSON text', () => {
+    const cut = `${PEM.split('\n')[1]?.slice(9)}\n${TAIL}`;
+    expect(redactSecrets(`note: ${cut}`).text).toBe('note: [REDACTED:private_key]');
+    const indented = TAIL.split('\n')
+      .map((line) => `    ${line}`)
+      .join('\n');
+    expect(redactSecrets(`key: |\n${indented}\nnext: 1`).text).toBe('key: |\n[REDACTED:private_key]\nnext: 1');
+    expect(redactSecrets(TAIL.replaceAll('\n', '\r\n')).text).toBe('[REDACTED:private_key]');
+    const json = JSON.stringify({ path: 'id_rsa', text: `${cut}\n` });
+    const redacted = redactSecrets(json).text;
+    expect(JSON.parse(redacted)).toEqual({ path: 'id_rsa', text: '[REDACTED:private_key]\n' });
+    const pgp = 'mQENBFzAbCdEfGh=\n=x2Yz\n-----END PGP PRIVATE KEY BLOCK-----';
+    expect(redactSecrets(pgp).text).toBe('[REDACTED:private_key]');
+  });
+
+  it('keeps what is no key body: a prose line, a public key, text after the END line', () => {
+    expect(redactSecrets('see below\n\n-----END PRIVATE KEY----- done').text).toBe(
+      'see below\n\n[REDACTED:private_key] done',
+    );
+    const pub = 'MIIBIjAN\n-----END PUBLIC KEY-----';
+    expect(redactSecrets(pub).text).toBe(pub);
+    // One short word is no key line (a key's lines are long but for its last, and PGP's checksum).
+    const once = redactSecrets(`a\n${TAIL}\n${TAIL}`).text;
+    expect(once).toBe('a\n[REDACTED:private_key]\n[REDACTED:private_key]');
+    expect(redactSecrets(once).text).toBe(once);
+  });
+});
+
 describe('redactSecrets: tokens', () => {
   it('redacts a JWT', () => {
     expect(redactSecrets(`token=${JWT};`).text).toBe('token=[REDACTED:jwt];');
@@ -223,6 +263,86 @@ describe('redactSecrets: provider keys, auth headers and labelled secrets', () =
   });
 });
 
+describe('redactSecrets: more labelled secrets', () => {
+  const L = '[REDACTED:labelled_secret]';
+  const HEX = '0a1b2c3d4e5f60718293a4b5c6d7e8f9';
+
+  it.each([
+    // Environment names whose label word has more name after it, or a name of its own.
+    ['SMTP_PASS=Sm7pPassw0rd', `SMTP_PASS=${L}`],
+    ['DB_PWD=Dbpwd12345', `DB_PWD=${L}`],
+    ['DB_PASSWORD_PROD=Hunter2024', `DB_PASSWORD_PROD=${L}`],
+    [`SECRET_KEY_BASE=${HEX}`, `SECRET_KEY_BASE=${L}`],
+    [`ENCRYPTION_KEY=${HEX}`, `ENCRYPTION_KEY=${L}`],
+    [`export SIGNING_KEY=${HEX}`, `export SIGNING_KEY=${L}`],
+    [`RAILS_MASTER_KEY=${HEX}`, `RAILS_MASTER_KEY=${L}`],
+    ['APP_KEY=base64:Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2Rl=', `APP_KEY=${L}`],
+    // PHP and Ruby hashes, PHP constants, XML elements.
+    ['"password" => "Hunter2024",', `"password" => "${L}",`],
+    [":api_key => 'k3y-value!'", `:api_key => '${L}'`],
+    ["define('DB_PASSWORD', 'Hunter2024');", `define('DB_PASSWORD', '${L}');`],
+    ['define( "AUTH_TOKEN" , "t0k3n-value" )', `define( "AUTH_TOKEN" , "${L}" )`],
+    ['<password>Hunter2024</password>', `<password>${L}</password>`],
+    ['<apiKey> abcdef0123456789 </apiKey>', `<apiKey> ${L} </apiKey>`],
+    ['<db.secret>s3cr3t-value</db.secret>', `<db.secret>${L}</db.secret>`],
+    ['<Token>abc123def456</Token>', `<Token>${L}</Token>`],
+    // A name/value pair (Kubernetes env, AWS parameters), and a JSON array.
+    ['{"name":"DB_PASSWORD","value":"Tr0ub4dor&3"}', `{"name":"DB_PASSWORD","value":"${L}"}`],
+    ['{"Name": "api_token", "Value": "abc123def456"}', `{"Name": "api_token", "Value": "${L}"}`],
+    ['{"password":["Hunter2024","x"]}', `{"password":["${L}","x"]}`],
+    // Chat: the value has a digit or a symbol.
+    ['my password is Hunter2024', `my password is ${L}`],
+    ['The API key is k3y-0123456789, thanks', `The API key is ${L} thanks`],
+    ['db_password is "correcthorse"', `db_password is "${L}"`],
+  ])('redacts the value of %j, keeping its label', (text, redacted) => {
+    const result = redactSecrets(text);
+    expect(result.text).toBe(redacted);
+    expect(result.counts).toEqual({ labelled_secret: 1 });
+    expect(redactSecrets(result.text).text).toBe(result.text);
+  });
+
+  it.each([
+    'BYPASS=Skip1234',
+    'COMPASS_HEADING=north-by-east',
+    'FIRST_PASS=enabled',
+    'ALLOW_PASS=yes',
+    'TOKEN_URL=https://auth.example.com/token',
+    'TOKEN_TYPE=bearer',
+    'PASSWORD_MIN_LENGTH=12',
+    'SECRET_NAME=db-credentials',
+    'PRIMARY_KEY=id',
+    'SORT_KEY=created_at',
+    'KEYBOARD=us-intl',
+    'items.map(token => token.trim());',
+    'tokens.forEach(token => console.log(token));',
+    'users.filter(password => password.length > 8);',
+    "'password' => 'required',",
+    '"token" => $token,',
+    "define('DB_HOST', 'localhost1');",
+    "define('DB_PASSWORD', getenv('DB_PASSWORD'));",
+    '<token>hello</token>',
+    '<secret>The answer is 42</secret>',
+    '<password>string</password>',
+    '<token>{{token}}</token>',
+    '<passwordPolicy>strict-8</passwordPolicy>',
+    '{"name":"DB_HOST","value":"db.internal1"}',
+    '{"name":"password","value":"required"}',
+    '{"name":"x","value":"Tr0ub4dor&3","label":"password"}',
+    'Your password is too short.',
+    'The token is expired.',
+    'The password is 8 characters long',
+    'password is required (min 8)',
+    'The API key is stored in the vault',
+    'if token is None: return',
+    'assert token is not None',
+    'the session token is 3600s',
+    '[REDACTED:github_token] is 9f8e7d6c',
+    '{"tokens":["abc123def456"]}',
+  ])('keeps %j', (text) => {
+    expect(redactSecrets(text)).toEqual({ text, counts: {} });
+  });
+});
+
 describe('redactSecrets: passwords in URLs', () => {
   it('redacts the password of scheme://user:password@host and keeps the rest', () => {
     const { text, counts } = redactSecrets('dsn postgres://harness:s3cr3t-pw@db.internal:5432/harness ok');
@@ -243,6 +363,17 @@ describe('redactSecrets: passwords in URLs', () => {
       'https://x.test/login?user=a&password=[REDACTED:url_password]&next=/',
     );
     expect(redactSecrets('https://x.test/?PWD=abc#frag').text).toBe('https://x.test/?PWD=[REDACTED:url_password]#frag');
+  });
+
+  it('keeps a token redacted as the user name of a URL whole, placeholder and all', () => {
+    expect(redactSecrets(`git clone https://${GITHUB}@github.com/o/r`)).toEqual({
+      text: 'git clone https://[REDACTED:github_token]@github.com/o/r',
+      counts: { github_token: 1 },
+    });
+    expect(redactSecrets(`https://${GITHUB}:pw1@github.com/o/r`).text).toBe(
+      'https://[REDACTED:github_token]:[REDACTED:url_password]@github.com/o/r',
+    );
+    expect(redactSecrets(`https://u:[x${GITHUB}@h/`).text).toBe('https://u:[REDACTED:url_password]@h/');
   });
 
   it('keeps URLs without a password: a user only, a port, an @ in the path', () => {
@@ -451,6 +582,15 @@ describe('redactSecrets: combined input', () => {
       '\\nsk-'.repeat(200_000),
       '\\n1'.repeat(300_000),
       `\\n${'1'.repeat(1_000_000)}x`,
+      `${'QUJD\n'.repeat(200_000)}-----END PRIVATE KEY-----`,
+      'QUJD\n-----END PRIVATE KEY-----'.repeat(30_000),
+      `${'QUJD '.repeat(200_000)}-----END PRIVATE KEY-----`,
+      `<password>${'a'.repeat(1_000_000)}`,
+      '<password>a'.repeat(90_000),
+      'password is '.repeat(90_000),
+      `${'A_'.repeat(500_000)}PASS=`,
+      "define('password', ".repeat(50_000),
+      '{"name":"password","value":'.repeat(40_000),
     ];
     for (const input of inputs) {
       const once = redactSecrets(input).text;

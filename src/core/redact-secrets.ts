@@ -43,6 +43,11 @@ interface Rule {
   readonly needs: (text: Haystack) => boolean;
   /** Returns the replacement of a match, given its capture groups. */
   readonly replace?: (match: string, groups: readonly string[]) => string;
+  /**
+   * Redacts the whole text in place of `pattern` and `replace`, for a rule whose secret starts
+   * before its pattern's match: the text and how many secrets it took.
+   */
+  readonly redactIn?: (text: string) => { readonly text: string; readonly count: number };
 }
 
 // Every token pattern starts with a lookbehind that refuses to start inside a longer run of
@@ -50,9 +55,12 @@ interface Rule {
 // A character right after a backslash does not count: in JSON text (tool arguments and
 // results, as stored) `…\nsk-…` is an escaped newline, then a key. Nor does the last digit of
 // a percent escape: in a URL-encoded link (`?q=api_key%3Dsk-…`) the key starts after `%3D`.
+// A rule that scans much text starts with a lookahead for its first character: the engine
+// skips other positions fast, which a pattern opening on a lookbehind keeps it from doing.
 const startsAfter = (tokenCharacters: string): string => String.raw`(?<!(?<!\\|%[0-9A-Fa-f])[${tokenCharacters}])`;
-// What ends a secret's label: `:` or `=`, also percent-encoded (`password%3D…` in a link).
-const LABEL_END = String.raw`(?:[:=]|%3[AaDd])`;
+// What ends a secret's label: `:`, `=` or `=>` (a PHP or Ruby hash), `:` and `=` also
+// percent-encoded (`password%3D…` in a link).
+const LABEL_END = String.raw`(?:=>|[:=]|%3[AaDd])`;
 const pattern = (source: string, flags = 'g'): RegExp => new RegExp(source, flags);
 
 // The words that end a secret's label (`db_password`, `clientSecret`, `JWT_SECRET_KEY`,
@@ -70,12 +78,28 @@ const LABEL_WORDS = String.raw`password|passwd|passphrase|secret(?:[_-]?key)?|ap
 // Every part is bounded and made of units that tell themselves apart (an escape is one unit),
 // so matching stays linear. A quoted value too long for its bound is taken bare, its opening
 // quote kept (a session token runs past a thousand characters).
-const LABELLED_VALUE = [
+const QUOTED_VALUE = [
   String.raw`"(?:[^"\\\n]|\\.){1,1024}"`,
   String.raw`\\"(?:[^"\\\n]|\\\\(?:\\["\\]|[^"\\\n])){1,1024}\\"`,
   String.raw`'(?:[^'"\\\n]|\\.){1,1024}'`,
+].join('|');
+const LABELLED_VALUE = [
+  QUOTED_VALUE,
   String.raw`(?:[^\s"\\,;&]|\\[^\s"nrt]|\\?"(?![\s,:;}\]\\]|$)|[,;&](?![A-Za-z_][\w. -]{0,40}=)){1,4096}`,
 ].join('|');
+
+// An environment name that ends in a label word and one of these (`DB_PASSWORD_PROD`,
+// `SECRET_KEY_BASE`) still names the secret, not a setting about it (`PASSWORD_FILE`,
+// `TOKEN_URL`, `PASSWORD_MIN_LENGTH` stay).
+const SECRET_NAME_ENDS =
+  'PROD|PRODUCTION|DEV|DEVELOPMENT|STAGING|STAGE|TEST|QA|UAT|LIVE|LOCAL|PRIMARY|SECONDARY|OLD|NEW|CURRENT|' +
+  'PREVIOUS|NEXT|BACKUP|ROOT|ADMIN|BASE|VALUE|RAW|B64|BASE64|HEX|V?\\d{1,3}';
+
+// How every label word ends, with the ` is ` a sentence puts after it.
+const SAID_LABEL_ENDS = ['password is ', 'passwd is ', 'passphrase is ', 'secret is ', 'key is ', 'token is '];
+
+// The END line of a private key (PGP's armour says `PRIVATE KEY BLOCK`).
+const KEY_END = /-----END [A-Z ]{0,40}PRIVATE KEY(?: BLOCK)?-----/g;
 
 // Order matters: whole blocks and specific formats come first, so `Bearer eyJ…` counts as a JWT
 // and a placeholder is never matched again by a later rule. No rule may match across a line
@@ -89,6 +113,14 @@ const RULES: readonly Rule[] = [
     // PGP's armour says `PRIVATE KEY BLOCK`.
     pattern:
       /-----BEGIN [A-Z ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z ]{0,40}PRIVATE KEY(?: BLOCK)?-----|$)/g,
+  },
+  {
+    // The rest of a key read in pieces (a file read by offset): the END line and the key's
+    // lines before it, with no BEGIN line left (see `keyTailStart`).
+    kind: 'private_key',
+    needs: (text) => text.has('PRIVATE KEY'),
+    pattern: KEY_END,
+    redactIn: redactKeyTails,
   },
   // alg "none" tokens have an empty signature and still carry the payload, hence `*`.
   {
@@ -163,11 +195,13 @@ const RULES: readonly Rule[] = [
   {
     // `scheme://user:password@host`: the password goes, the rest of the URL stays; a password
     // holding a raw `@` (`p@ssw0rd`) goes to the last `@` before the host. Every part is
-    // bounded and the match cannot start inside a scheme-like run, which keeps it linear.
+    // bounded and the match cannot start inside a scheme-like run, which keeps it linear. A
+    // user name a rule before redacted (`https://ghp_…@github.com`) is taken whole or not at
+    // all, and no part of a placeholder is ever taken for a password.
     kind: 'url_password',
     needs: (text) => text.has('://'),
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9+.-')}([A-Za-z][A-Za-z0-9+.\-]{0,30}:\/\/[^\s:/?#@"'<>\\]{0,256}):(?!\[REDACTED:)[^\s/?#"'<>\\]{1,256}@`,
+      String.raw`${startsAfter('A-Za-z0-9+.-')}([A-Za-z][A-Za-z0-9+.\-]{0,30}:\/\/(?:\[REDACTED:[a-z_]{1,40}\]|[^\s:/?#@"'<>\\[]{0,256})):(?!\[REDACTED:)(?:[^\s/?#"'<>\\[]|\[(?!REDACTED:)){1,256}@`,
     ),
     replace: (_match, [prefix]) => `${prefix ?? ''}:[REDACTED:url_password]@`,
   },
@@ -203,16 +237,20 @@ const RULES: readonly Rule[] = [
     replace: (_match, [label]) => `${label ?? ''}[REDACTED:auth_header]`,
   },
   {
-    // An environment-style assignment (`DB_PASSWORD=…`, `export API_TOKEN=…`): what follows is
-    // the secret itself, letters only or holding any punctuation, up to the end of the word.
+    // An environment-style assignment (`DB_PASSWORD=…`, `export API_TOKEN=…`, `SMTP_PASS=…`,
+    // `APP_KEY=…`): what follows is the secret itself, letters only or holding any
+    // punctuation, up to the end of the word. The short words `PASS` and `PWD` are a name's
+    // own word (not `BYPASS`), and their bare value needs a digit or a symbol (`FIRST_PASS=
+    // enabled` stays).
     kind: 'labelled_secret',
     needs: (text) =>
       (text.has('=') || text.has('%3')) &&
-      (text.has('PASS') || text.has('SECRET') || text.has('KEY') || text.has('TOKEN')),
+      (text.has('PASS') || text.has('SECRET') || text.has('KEY') || text.has('TOKEN') || text.has('PWD')),
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|PASSPHRASE|SECRET(?:_?KEY)?|API_?KEY|ACCOUNT_?KEY|PRIVATE_?KEY|TOKEN)[ \t]{0,8}(?:=|%3[Dd])[ \t]{0,8})(${LABELLED_VALUE})`,
+      String.raw`(?=[A-Z0-9_])${startsAfter('A-Za-z0-9_.-')}((?:[A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|PASSPHRASE|SECRET(?:_?KEY)?|API_?KEY|ACCOUNT_?KEY|PRIVATE_?KEY|TOKEN)(?:_(?:${SECRET_NAME_ENDS}))?|(?:[A-Z0-9_]{0,40}_)?(?:(PASS|PWD)|(?:ENCRYPTION|SIGNING|MASTER|APP)_KEY))[ \t]{0,8}(?:=|%3[Dd])[ \t]{0,8})(${LABELLED_VALUE})`,
     ),
-    replace: (match, [label, value]) => labelledValue(match, label ?? '', value ?? '', 'assigned'),
+    replace: (match, [label, short, value]) =>
+      labelledValue(match, label ?? '', value ?? '', short ? 'short' : 'assigned'),
   },
   {
     // A value labelled as a secret (`DB_PASSWORD=…`, `"api_key": "…"`, `client_secret: …`):
@@ -223,8 +261,59 @@ const RULES: readonly Rule[] = [
     needs: (text) =>
       (text.has(':') || text.has('=') || text.has('%3')) &&
       (text.hasFolded('pass') || text.hasFolded('secret') || text.hasFolded('key') || text.hasFolded('token')),
+    // A JSON array's first string is taken as the value (`"password":["…"]`), so the text
+    // stays JSON.
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9_.-')}([A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS})(?:\\?["'])?[ \t]{0,8}${LABEL_END}[ \t]{0,8})(${LABELLED_VALUE})`,
+      String.raw`(?=[A-Za-z0-9_.-])${startsAfter('A-Za-z0-9_.-')}([A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS})(?:\\?["'])?[ \t]{0,8}${LABEL_END}[ \t]{0,8}(?:\[[ \t]{0,8}(?=\\?["']))?)(${LABELLED_VALUE})`,
+      'gi',
+    ),
+    replace: (match, [label, value]) => labelledValue(match, label ?? '', value ?? '', 'labelled'),
+  },
+  {
+    // A PHP constant: `define('DB_PASSWORD', '…')`.
+    kind: 'labelled_secret',
+    needs: (text) => text.hasFolded('define'),
+    pattern: pattern(
+      String.raw`${startsAfter('A-Za-z0-9_$')}(define[ \t]{0,8}\([ \t]{0,8}(["'])[A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS})\2[ \t]{0,8},[ \t]{0,8})(${QUOTED_VALUE})`,
+      'gi',
+    ),
+    replace: (match, [label, _quote, value]) => labelledValue(match, label ?? '', value ?? '', 'labelled'),
+  },
+  {
+    // An XML element (`<password>…</password>`, `<apiKey>…</apiKey>`): one word (prose in a
+    // `<secret>` tag has spaces), the element's spaces kept.
+    kind: 'labelled_secret',
+    needs: (text) =>
+      text.has('</') &&
+      (text.hasFolded('pass') || text.hasFolded('secret') || text.hasFolded('key') || text.hasFolded('token')),
+    pattern: pattern(
+      String.raw`(<([A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS}))>[ \t]{0,8})([^<\s]{1,1024})(?=[ \t]{0,8}<\/\2>)`,
+      'gi',
+    ),
+    replace: (match, [open, _name, value]) =>
+      isSecretValue(value ?? '', 6) ? `${open ?? ''}${placeholder('labelled_secret')}` : match,
+  },
+  {
+    // A name/value pair whose name labels the value a secret: `{"name": "DB_PASSWORD",
+    // "value": "…"}` (Kubernetes, AWS parameters).
+    kind: 'labelled_secret',
+    needs: (text) => text.hasFolded('value') && (text.hasFolded('name') || text.hasFolded('key')),
+    pattern: pattern(
+      String.raw`((\\?["'])(?:parameter)?(?:name|key)\2[ \t]{0,8}:[ \t]{0,8}(\\?["'])[A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS})\3[ \t]{0,8},[ \t]{0,8}(\\?["'])(?:parameter)?value\4[ \t]{0,8}:[ \t]{0,8})(${QUOTED_VALUE})`,
+      'gi',
+    ),
+    replace: (match, [label, _name, _quote, _value, value]) =>
+      labelledValue(match, label ?? '', value ?? '', 'labelled'),
+  },
+  {
+    // Said in a sentence: `my password is Hunter2024`, `the API key is …`. A bare value needs
+    // a digit or a symbol (`the token is expired`, `password is required` stay). The match
+    // starts at the label word (what is before it stays as it is), so the engine looks for
+    // those words only; a placeholder's kind (`[REDACTED:github_token] is …`) ends in `]`.
+    kind: 'labelled_secret',
+    needs: (text) => text.hasFolded(' is ') && SAID_LABEL_ENDS.some((end) => text.hasFolded(end)),
+    pattern: pattern(
+      String.raw`((?:password|passwd|passphrase|secret|token|(?:api|access|account|private|secret)[ _-]?key) is[ \t]{1,8})(${LABELLED_VALUE})`,
       'gi',
     ),
     replace: (match, [label, value]) => labelledValue(match, label ?? '', value ?? '', 'labelled'),
@@ -257,8 +346,11 @@ const RULES: readonly Rule[] = [
  * Replaces private keys, JWTs, bearer tokens, Anthropic and OpenAI keys, AWS access key ids and
  * (labelled) secret keys, GitHub, Slack, Stripe, GitLab, Google API, Hugging Face and npm
  * tokens, passwords in URLs (`scheme://user:pw@host`, `?password=`), `Authorization` header
- * credentials, values labelled as secrets (`DB_PASSWORD=…`, `"api_key": "…"`), email
- * addresses and Luhn-valid card numbers with `[REDACTED:<kind>]`. Idempotent: redacting
+ * credentials, values labelled as secrets (`DB_PASSWORD=…`, `"api_key": "…"`, `SMTP_PASS=…`,
+ * `"password" => "…"`, `define('DB_PASSWORD', '…')`, `<password>…</password>`, a name/value
+ * pair, `my password is …`), email addresses and Luhn-valid card numbers with
+ * `[REDACTED:<kind>]`; a private key's END line with the key lines before it, when its BEGIN
+ * line came in an earlier piece. Idempotent: redacting
  * the result again changes nothing. Linear in the length of the text.
  */
 export function redactSecrets(text: string): RedactionResult {
@@ -267,6 +359,14 @@ export function redactSecrets(text: string): RedactionResult {
   let haystack = new Haystack(text);
   for (const rule of RULES) {
     if (!rule.needs(haystack)) continue;
+    if (rule.redactIn) {
+      const redacted = rule.redactIn(result);
+      if (redacted.count === 0) continue;
+      counts[rule.kind] = (counts[rule.kind] ?? 0) + redacted.count;
+      result = redacted.text;
+      haystack = new Haystack(result);
+      continue;
+    }
     const before = result;
     result = result.replace(rule.pattern, (match: string, ...rest: unknown[]) => {
       // The capture groups come first, then the match offset (a number).
@@ -361,15 +461,17 @@ const PLACEHOLDER_WORDS = new Set(
 /**
  * The match with its value redacted when the value looks like a secret. An environment-style
  * assignment's value (4+ characters) and a quoted value (6+) are secrets unless they are a
- * reference or a placeholder word; an unquoted one in prose or code also needs a digit or a
- * symbol, so `password: required` and `token = response` stay. A quote the value opens and
+ * reference or a placeholder word; an unquoted one in prose or code, or after a `short` name
+ * (`SMTP_PASS=`), also needs a digit or a symbol, so `password: required` and `token =
+ * response` stay. A quote the value opens and
  * never closes (a value cut short) stays, so JSON text stays JSON.
  */
-function labelledValue(match: string, label: string, value: string, style: 'assigned' | 'labelled'): string {
+function labelledValue(match: string, label: string, value: string, style: 'assigned' | 'short' | 'labelled'): string {
   const quote = /^(?:\\"|"|')/.exec(value)?.[0] ?? '';
   const closed = quote !== '' && value.length > 2 * quote.length && value.endsWith(quote);
   const inner = value.slice(quote.length, closed ? value.length - quote.length : value.length);
-  const looksSecret = style === 'assigned' ? isSecretValue(inner, 4) : isSecretValue(inner, 6, !closed);
+  const looksSecret =
+    style === 'labelled' ? isSecretValue(inner, 6, !closed) : isSecretValue(inner, 4, style === 'short' && !closed);
   return looksSecret ? `${label}${quote}${placeholder('labelled_secret')}${closed ? quote : ''}` : match;
 }
 
@@ -400,9 +502,29 @@ const KEY_LABEL_MAX = 56;
  * any length: the value `"key": "value"` would be redacted to `[REDACTED:labelled_secret]`.
  */
 export function isLabelledSecret(key: string, value: string): boolean {
+  return labelsSecret(key) && isSecretValue(value, 6);
+}
+
+/**
+ * Whether `key` labels its value a secret (`db_password`, `secretKey`, `x-api-key`): its last
+ * run of name characters ends with a label word, as {@link isLabelledSecret} reads it.
+ */
+export function labelsSecret(key: string): boolean {
   let start = key.length;
-  while (start > 0 && key.length - start <= KEY_LABEL_MAX && /[A-Za-z0-9_.-]/.test(key[start - 1] ?? '')) start--;
-  return KEY_LABEL.test(key.slice(start)) && isSecretValue(value, 6);
+  while (start > 0 && key.length - start <= KEY_LABEL_MAX && isNameCharacter(key.charCodeAt(start - 1))) start--;
+  return KEY_LABEL.test(key.slice(start));
+}
+
+/** `[A-Za-z0-9_.-]`. */
+function isNameCharacter(code: number): boolean {
+  return (
+    (code >= 97 && code <= 122) ||
+    (code >= 65 && code <= 90) ||
+    (code >= 48 && code <= 57) ||
+    code === 95 ||
+    code === 46 ||
+    code === 45
+  );
 }
 
 function placeholder(kind: SecretKind): string {
@@ -411,6 +533,80 @@ function placeholder(kind: SecretKind): string {
 
 function countOf(replacement: string, kind: SecretKind): number {
   return replacement.split(placeholder(kind)).length - 1;
+}
+
+/** `text` with each END line of a private key, and the key's lines before it, replaced. */
+function redactKeyTails(text: string): { text: string; count: number } {
+  let out = '';
+  let copied = 0;
+  let count = 0;
+  for (const match of text.matchAll(KEY_END)) {
+    out += `${text.slice(copied, keyTailStart(text, match.index, copied))}${placeholder('private_key')}`;
+    copied = match.index + match[0].length;
+    count++;
+  }
+  return count === 0 ? { text, count } : { text: out + text.slice(copied), count };
+}
+
+// A key's lines are long but for its last one and PGP's checksum (`=x2Yz`, the line before the
+// END line, after the last one): shorter lines further up are words, not a key.
+const MIN_KEY_LINE = 16;
+
+/**
+ * Where the key whose END line starts at `end` starts, looking back no further than `floor`:
+ * the run of lines holding only base64 (indented or not) right before the END line, line
+ * breaks raw or escaped as in JSON text (`\n`), and the base64 that ends the line above them
+ * (a piece cut inside a line: `"text":"…`). Each character is looked at once: linear.
+ */
+function keyTailStart(text: string, end: number, floor: number): number {
+  let start = end;
+  let position = skipBack(text, end, floor, isBlank);
+  position -= lineBreakBefore(text, position, floor);
+  let checksum = false;
+  for (let line = 0; ; line++) {
+    const lineEnd = skipBack(text, position, floor, isBlank);
+    const run = skipBack(text, lineEnd, floor, isBase64);
+    const lineStart = skipBack(text, run, floor, isBlank);
+    const length = lineEnd - run;
+    const whole = lineStart === 0 || lineBreakBefore(text, lineStart, floor) > 0;
+    const long = length >= MIN_KEY_LINE;
+    if (!whole || length === 0 || !(long || line === 0 || (line === 1 && checksum))) {
+      return long ? run : start;
+    }
+    checksum = line === 0 && text[run] === '=';
+    start = lineStart;
+    if (lineStart === 0) return start;
+    position = lineStart - lineBreakBefore(text, lineStart, floor);
+  }
+}
+
+/** The start of the run of characters `test` accepts that ends at `end`, not before `floor`. */
+function skipBack(text: string, end: number, floor: number, test: (text: string, index: number) => boolean): number {
+  let index = end;
+  while (index > floor && test(text, index - 1)) index--;
+  return index;
+}
+
+function isBlank(text: string, index: number): boolean {
+  const code = text.charCodeAt(index);
+  return code === 32 || code === 9;
+}
+
+/** A base64 character, but not the letter of an escaped line break (`\n` in JSON text). */
+function isBase64(text: string, index: number): boolean {
+  const code = text.charCodeAt(index);
+  const letter = (code >= 65 && code <= 90) || (code >= 97 && code <= 122);
+  if (!letter && !(code >= 48 && code <= 57) && code !== 43 && code !== 47 && code !== 61) return false;
+  return !((code === 110 || code === 114) && text[index - 1] === '\\');
+}
+
+/** The length of the line break (raw or escaped, `\r\n` too) that ends right before `end`, or 0. */
+function lineBreakBefore(text: string, end: number, floor: number): number {
+  const at = (offset: number): string => (end - offset >= floor ? (text[end - offset] ?? '') : '');
+  if (at(1) === '\n') return at(2) === '\r' ? 2 : 1;
+  if (at(1) === '\r') return 1;
+  if (at(2) !== '\\' || (at(1) !== 'n' && at(1) !== 'r')) return 0;
+  return at(1) === 'n' && at(3) === 'r' && at(4) === '\\' ? 4 : 2;
 }
 
 const MIN_CARD_DIGITS = 13;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { isLabelledSecret, redactSecrets } from './redact-secrets.js';
+import { isLabelledSecret, labelsSecret, redactSecrets } from './redact-secrets.js';
 import { redactJsonText, redactValue } from './redact-value.js';
+import { redactWorkingMemoryValue } from './working-memory.js';
 import { seededRandom } from '../../test/support/seeded-random.js';
 
 const OPENAI = `sk-proj-${'Ab3_'.repeat(8)}`;
@@ -119,10 +120,13 @@ describe('redactValue: the one-pass check', () => {
     'Kd81"q\\z!',
   ];
 
-  /** The reference: every string (and key) redacted on its own. */
-  function oracle(value: unknown): unknown {
-    if (typeof value === 'string') return redactSecrets(value).text;
-    if (Array.isArray(value)) return value.map(oracle);
+  /**
+   * The reference: every string (and key) redacted on its own, and read with the nearest key
+   * above it that labels a secret (`label`).
+   */
+  function oracle(value: unknown, label?: string): unknown {
+    if (typeof value === 'string') return underLabel(redactSecrets(value).text, label);
+    if (Array.isArray(value)) return value.map((item) => oracle(item, label));
     if (value !== null && typeof value === 'object') {
       // Keys left as they are keep their names; two redacted alike stay two (" (2)", " (3)", …).
       const entries = Object.entries(value);
@@ -135,11 +139,17 @@ describe('redactValue: the one-pass check', () => {
             for (let copy = 2; taken.has(next); copy++) next = `${redacted} (${copy})`;
             taken.add(next);
           }
-          return [next, typeof item === 'string' ? asLabelled(key, redactSecrets(item).text) : oracle(item)];
+          const below = labelsSecret(key) ? key : label;
+          if (typeof item !== 'string') return [next, oracle(item, below)];
+          return [next, underLabel(asLabelled(key, redactSecrets(item).text), below === key ? undefined : below)];
         }),
       );
     }
     return value;
+  }
+
+  function underLabel(value: string, label: string | undefined): string {
+    return label === undefined ? value : asLabelled(label, value);
   }
 
   /**
@@ -278,6 +288,69 @@ describe('redactValue: labelled values decided on the value itself', () => {
   it('takes secret_key, secretKey and JWT_SECRET_KEY for labels', () => {
     const value = { secret_key: 'Ka81Ka81Ka81xq', secretKey: 'Ka81Ka81Ka81xq', JWT_SECRET_KEY: 'Ka81Ka81Ka81xq' };
     expect(JSON.stringify(redactValue(value))).not.toContain('Ka81');
+  });
+});
+
+describe('redactValue: a label carried to the strings under it', () => {
+  const L = '[REDACTED:labelled_secret]';
+
+  it('decides every string in an array or object under a labelled key as labelled by it', () => {
+    expect(redactValue({ password: ['Hunter2024', 'Other2025!'] })).toEqual({ password: [L, L] });
+    expect(redactValue({ db: { password: { current: 'Hunter2024', previous: ['Old2023!'] } } })).toEqual({
+      db: { password: { current: L, previous: [L] } },
+    });
+    expect(redactWorkingMemoryValue('password', ['Hunter2024', 'Other2025!'])).toEqual([L, L]);
+    expect(redactWorkingMemoryValue('db', { password: { current: 'Hunter2024' } })).toEqual({
+      password: { current: L },
+    });
+  });
+
+  it('keeps placeholder words and references under a labelled key, and strings under other keys', () => {
+    const value = { password: ['required', { hint: '${DB_PASSWORD}' }], tokens: ['abc123def456'], n: [1] };
+    expect(redactValue(value)).toBe(value);
+  });
+
+  it('keeps JSON text with a labelled array valid JSON', () => {
+    const text = redactJsonText('{"password":["Hunter2024"],"user":"svc"}', { keys: true });
+    expect(JSON.parse(text)).toEqual({ password: [L], user: 'svc' });
+  });
+
+  it('redacts the value of a name/value pair whose name labels a secret', () => {
+    const env = [
+      { name: 'DB_PASSWORD', value: 'Tr0ub4dor&3' },
+      { Name: 'api_token', Value: ['abc123def456'] },
+      { name: 'DB_HOST', value: 'db.internal1' },
+      { name: 'password', value: 'required' },
+    ];
+    expect(redactValue({ env })).toEqual({
+      env: [
+        { name: 'DB_PASSWORD', value: L },
+        { Name: 'api_token', Value: [L] },
+        { name: 'DB_HOST', value: 'db.internal1' },
+        { name: 'password', value: 'required' },
+      ],
+    });
+  });
+});
+
+describe('redactValue: a reading without invisible characters loses no secret', () => {
+  const AWS = 'AKIAIOSFODNN7EXAMPLE';
+  const Z = '\u200B';
+
+  it('keeps what the text as given found when the reading without them finds more', () => {
+    // Without the zero-width space the two ids run together and are no id; three keys show.
+    const text = `${AWS}${Z}${AWS} then ${['a', 'b', 'c'].map((c) => `sk-${Z}${c.repeat(24)}`).join(' ')}`;
+    const redacted = redactValue(text, { readWithoutInvisible: true });
+    expect(redacted).toBe(
+      '[REDACTED:aws_access_key][REDACTED:aws_access_key] then [REDACTED:openai_key] [REDACTED:openai_key] ' +
+        '[REDACTED:openai_key]',
+    );
+    expect(redactValue({ note: text }, { readWithoutInvisible: true }).note).toBe(redacted);
+  });
+
+  it('keeps what the reading without them found when the text as given finds part of it', () => {
+    const text = `key sk-${'Ab3_'.repeat(6)}\u00AD${'Zq7'.repeat(4)} end`;
+    expect(redactValue(text, { readWithoutInvisible: true })).toBe('key [REDACTED:openai_key] end');
   });
 });
 

@@ -3,7 +3,7 @@
  * (tool arguments, tool results) redacted inside its strings so it stays valid JSON.
  * @module
  */
-import { isLabelledSecret, redactSecrets } from './redact-secrets.js';
+import { isLabelledSecret, labelsSecret, redactSecrets } from './redact-secrets.js';
 import { needsStripping, stripInvisible } from './sanitize-text.js';
 
 /** Options of {@link redactValue}. */
@@ -23,7 +23,9 @@ export interface RedactValueOptions {
  * A copy of `value` with {@link redactSecrets} applied to every string in it (object keys
  * only with `keys: true`), a string value read with its key too, so `{"api_key": "…"}` is
  * redacted as the same JSON text would be, and a value its key labels a secret is decided on
- * as it is (a password holding `\` or `"`). Values without a string that needs it come back
+ * as it is (a password holding `\` or `"`). A key that labels a secret labels every string
+ * under it too (`{"password": ["…"]}`, `{"password": {"current": "…"}}`), and so does the name
+ * of a name/value pair its value (`{"name": "DB_PASSWORD", "value": "…"}`). Values without a string that needs it come back
  * unchanged, the same object included. Any depth: the walk keeps its own stack. Throws a
  * `TypeError` for a value that contains itself and needs redacting.
  */
@@ -39,8 +41,12 @@ export function redactValue<T>(value: T, options: RedactValueOptions = {}): T {
 }
 
 /**
- * `redacted` (`text` redacted), or, when `text` holds invisible characters, its reading
- * without them (`strip`) redacted by `redactAs` if that finds more secrets. Text without a
+ * `redacted` (`text` redacted by `redactAs`), or, when `text` holds invisible characters and
+ * its reading without them (`strip`) finds more secrets, that reading, keeping every secret
+ * either reading found: `redacted` is read again without its invisible characters (what the
+ * text as given found stays found, `AKIA…\u200BAKIA…` two ids that stripping would run
+ * together), and a piece left next to a placeholder that the stripped text's own reading
+ * took (`sk-…\u00AD…`, its tail past the soft hyphen) joins the placeholder. Text without a
  * hidden secret keeps its invisible characters (an emoji's zero-width joiner).
  */
 export function revealHiddenSecrets(
@@ -50,17 +56,32 @@ export function revealHiddenSecrets(
   strip: (text: string) => string = stripInvisible,
 ): string {
   if (!needsStripping(text)) return redacted;
-  const stripped = strip(text);
-  const revealed = redactAs(stripped);
-  return revealed !== stripped && redactionCount(revealed) > redactionCount(redacted) ? revealed : redacted;
+  const stripped = strip(redacted);
+  const revealed = withTailsTaken(redactAs(stripped), redactAs(strip(text)));
+  return revealed !== stripped ? revealed : redacted;
+}
+
+// A placeholder and the name characters right before or after it, with no space between.
+const PLACEHOLDER_NEIGHBOURS = /([A-Za-z0-9_+/=-]*)(\[REDACTED:[a-z_]+\])([A-Za-z0-9_+/=-]*)/g;
+
+/**
+ * `revealed` with the characters next to each placeholder dropped where `other`, another
+ * reading of the same text, does not hold them in the clear: that reading took them as part
+ * of a secret.
+ */
+function withTailsTaken(revealed: string, other: string): string {
+  if (!revealed.includes('[REDACTED:')) return revealed;
+  return revealed.replace(
+    PLACEHOLDER_NEIGHBOURS,
+    (match: string, before: string, placeholder: string, after: string) =>
+      before === '' && after === ''
+        ? match
+        : `${before !== '' && !other.includes(before) ? '' : before}${placeholder}${after !== '' && !other.includes(after) ? '' : after}`,
+  );
 }
 
 function redactText(text: string): string {
   return redactSecrets(text).text;
-}
-
-function redactionCount(text: string): number {
-  return text.split('[REDACTED:').length - 1;
 }
 
 /**
@@ -108,24 +129,30 @@ interface Walk {
  */
 function walkOf(value: object, keys: boolean, readWithoutInvisible: boolean): Walk {
   const texts: string[] = [];
-  const seen = new Set<object>([value]);
-  const pending: object[] = [value];
-  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
-    const entries = Array.isArray(node)
-      ? Array.from(node, (item: unknown) => ['', item] as const)
-      : Object.entries(node);
-    for (const [key, item] of entries) {
-      if (keys && !Array.isArray(node)) texts.push(key);
-      if (typeof item === 'string') {
+  const seen = new Seen();
+  seen.add(value, undefined);
+  const pending: Array<readonly [object, string | undefined]> = [[value, undefined]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const frame = frameOf(next[0], next[1]);
+    const array = Array.isArray(frame.node);
+    for (const [key, item] of frame.entries) {
+      if (keys && !array) texts.push(key);
+      const isString = typeof item === 'string';
+      if (!isString && (typeof item !== 'object' || item === null)) continue;
+      const own = !array && SECRET_LABEL.test(key) ? key : undefined;
+      const label = labelOf(frame, key, own !== undefined);
+      if (isString) {
         texts.push(item);
-        if (Array.isArray(node) || !SECRET_LABEL.test(key)) continue;
         // Decided on the value as given: a value that redacting on its own changes is found
         // in the joined text anyway, and one it does not is decided on just the same.
-        if (isLabelledSecret(key, item)) return { redact: true, keys, invisible: readWithoutInvisible };
-        texts.push(pairText(key, item));
-      } else if (typeof item === 'object' && item !== null && !seen.has(item)) {
-        seen.add(item);
-        pending.push(item);
+        if (own !== undefined && readAsLabelled(own, item, texts))
+          return { redact: true, keys, invisible: readWithoutInvisible };
+        if (label !== undefined && label !== own && readAsLabelled(label, item, texts)) {
+          return { redact: true, keys, invisible: readWithoutInvisible };
+        }
+      } else if (!seen.has(item, label)) {
+        seen.add(item, label);
+        pending.push([item, label]);
       }
     }
   }
@@ -133,6 +160,16 @@ function walkOf(value: object, keys: boolean, readWithoutInvisible: boolean): Wa
   const redact = redactSecrets(joined).text !== joined;
   // The separator is not invisible, so one test of the joined text spares every string its own.
   return { redact, keys: keys && redact, invisible: readWithoutInvisible && needsStripping(joined) };
+}
+
+/**
+ * Whether `label` makes the string `item` a secret; if not, the pair as JSON text goes to
+ * `texts`, for the joined pass to find what reading it with its label finds.
+ */
+function readAsLabelled(label: string, item: string, texts: string[]): boolean {
+  if (isLabelledSecret(label, item)) return true;
+  texts.push(pairText(label, item));
+  return false;
 }
 
 // The words a key must hold for its value to be read as labelled by it (every labelled rule of
@@ -150,6 +187,15 @@ const WHOLE_PLACEHOLDER = /^\[REDACTED:[a-z_]+\]$/;
  */
 function pairText(key: string, item: string): string {
   return `{${JSON.stringify(key)}:${JSON.stringify(item)}}`;
+}
+
+/**
+ * The string `item` of `key` (none in an array), redacted as {@link redactEntry} does and, when
+ * a key above it or a pair's name labels it (`label`), as labelled by that too.
+ */
+function redactLabelled(key: string | undefined, label: string | undefined, item: string): string {
+  const own = key === undefined ? redactSecrets(item).text : redactEntry(key, item);
+  return label === undefined || label === key ? own : redactEntry(label, own);
 }
 
 /** The string `item` of `key`, redacted on its own and as labelled by its key. */
@@ -179,11 +225,58 @@ function redactedAsText(label: string, own: string): string {
   }
 }
 
-/** An array or object being rebuilt: its entries, and the redacted values of those done. */
+/**
+ * An array or object being rebuilt: its entries, and the redacted values of those done; the
+ * label of a key above it, and the name of its name/value pair, when either labels a secret.
+ */
 interface Frame {
   readonly node: object;
   readonly entries: ReadonlyArray<readonly [string, unknown]>;
   readonly results: unknown[];
+  readonly label: string | undefined;
+  readonly pairName: string | undefined;
+}
+
+// A name/value pair (Kubernetes' env, AWS parameters): the name labels the value.
+const NAME_KEYS = new Set(['name', 'Name', 'key', 'Key', 'ParameterKey', 'ParameterName']);
+const VALUE_KEYS = new Set(['value', 'Value', 'ParameterValue']);
+const NAME = /^[A-Za-z0-9_.-]{1,96}$/;
+
+/** The name of an object's name/value pair, when it labels a secret (`DB_PASSWORD`). */
+function pairNameOf(entries: ReadonlyArray<readonly [string, unknown]>): string | undefined {
+  let name: string | undefined;
+  let value = false;
+  for (const [key, item] of entries) {
+    if (VALUE_KEYS.has(key)) value = true;
+    else if (name === undefined && typeof item === 'string' && NAME_KEYS.has(key)) name = item;
+  }
+  return value && name !== undefined && NAME.test(name) && labelsSecret(name) ? name : undefined;
+}
+
+/**
+ * The label the value of the frame's entry `key` is read with besides its own key: the pair's
+ * name for its value, the key itself when it labels a secret (`named`: it holds a label word,
+ * so it may), else the frame's label.
+ */
+function labelOf(frame: Frame, key: string, named: boolean): string | undefined {
+  if (Array.isArray(frame.node)) return frame.label;
+  if (frame.pairName !== undefined && VALUE_KEYS.has(key)) return frame.pairName;
+  return named && labelsSecret(key) ? key : frame.label;
+}
+
+/** The parts met so far, each with the labels it was met under (most under none). */
+class Seen {
+  readonly #unlabelled = new Set<object>();
+  readonly #labelled = new Map<object, Set<string>>();
+
+  has(node: object, label: string | undefined): boolean {
+    return label === undefined ? this.#unlabelled.has(node) : (this.#labelled.get(node)?.has(label) ?? false);
+  }
+
+  add(node: object, label: string | undefined): void {
+    if (label === undefined) this.#unlabelled.add(node);
+    else this.#labelled.set(node, (this.#labelled.get(node) ?? new Set<string>()).add(label));
+  }
 }
 
 /**
@@ -192,32 +285,37 @@ interface Frame {
  * and a part met twice is redacted once.
  */
 function redactTree(root: object, walk: Walk): unknown {
-  const done = new Map<object, unknown>();
+  // Keyed by the label a part is read under too: under `password` its strings are secrets.
+  const done = new Map<string | undefined, Map<object, unknown>>();
   const open = new Set<object>([root]);
   const parents: Frame[] = [];
-  let frame = frameOf(root);
+  let frame = frameOf(root, undefined);
   for (;;) {
     const index = frame.results.length;
     if (index < frame.entries.length) {
       const [key, item] = frame.entries[index] ?? ['', undefined];
-      if (typeof item === 'string') {
-        frame.results.push(redactString(Array.isArray(frame.node) ? undefined : key, item, walk));
-      } else if (typeof item !== 'object' || item === null) {
+      if (typeof item !== 'string' && (typeof item !== 'object' || item === null)) {
         frame.results.push(item);
-      } else if (done.has(item)) {
-        frame.results.push(done.get(item));
+        continue;
+      }
+      const label = labelOf(frame, key, !Array.isArray(frame.node) && SECRET_LABEL.test(key));
+      if (typeof item === 'string') {
+        frame.results.push(redactString(Array.isArray(frame.node) ? undefined : key, label, item, walk));
+      } else if (done.get(label)?.has(item)) {
+        frame.results.push(done.get(label)?.get(item));
       } else if (open.has(item)) {
         throw new TypeError('redactValue: the value contains itself, so it has no JSON form to redact.');
       } else {
         open.add(item);
         parents.push(frame);
-        frame = frameOf(item);
+        frame = frameOf(item, label);
       }
       continue;
     }
     open.delete(frame.node);
     const rebuilt = rebuild(frame, walk.keys);
-    done.set(frame.node, rebuilt);
+    const byLabel = done.get(frame.label) ?? new Map<object, unknown>();
+    done.set(frame.label, byLabel.set(frame.node, rebuilt));
     const parent = parents.pop();
     if (parent === undefined) return rebuilt;
     parent.results.push(rebuilt);
@@ -226,21 +324,30 @@ function redactTree(root: object, walk: Walk): unknown {
 }
 
 /**
- * The string `item` as `walk` leaves it: redacted (with its `key`, the string of an object),
- * and read without invisible characters at any depth.
+ * The string `item` as `walk` leaves it: redacted (with its `key`, the string of an object,
+ * and the `label` above it), and read without invisible characters at any depth.
  */
-function redactString(key: string | undefined, item: string, walk: Walk): string {
-  const redacted = !walk.redact ? item : key === undefined ? redactSecrets(item).text : redactEntry(key, item);
+function redactString(key: string | undefined, label: string | undefined, item: string, walk: Walk): string {
+  const redacted = walk.redact ? redactLabelled(key, label, item) : item;
   if (!walk.invisible) return redacted;
-  // Read with its key, as the value's own walk reads it (`{"api_key": …}`).
+  // Read with its key and label, as the value's own walk reads it (`{"api_key": …}`).
   const redactAs =
-    key === undefined ? redactText : (stripped: string) => redactValue({ [key]: stripped })[key] ?? stripped;
+    key === undefined && label === undefined ? redactText : (stripped: string) => redactLabelled(key, label, stripped);
   return revealHiddenSecrets(item, redacted, redactAs);
 }
 
-function frameOf(node: object): Frame {
-  const entries = Array.isArray(node) ? Array.from(node, (item: unknown) => ['', item] as const) : Object.entries(node);
-  return { node, entries, results: [] };
+function frameOf(node: object, label: string | undefined): Frame {
+  if (Array.isArray(node)) {
+    return {
+      node,
+      entries: Array.from(node, (item: unknown) => ['', item] as const),
+      results: [],
+      label,
+      pairName: undefined,
+    };
+  }
+  const entries = Object.entries(node);
+  return { node, entries, results: [], label, pairName: pairNameOf(entries) };
 }
 
 /** The frame's node with its redacted values (and keys), or the node itself when none changed. */
