@@ -24,6 +24,13 @@ import { createSchemaCheck } from './sqlite-schema-check.js';
 import { SQL_NOW } from './sqlite-statements.js';
 import { storableMessage, storablePatch, storableRun } from '../_storable-text.js';
 import { toStoreError } from './sqlite-errors.js';
+import {
+  emptyWriteAheadLogLater,
+  emptyWriteAheadLogWithin,
+  isBusyError,
+  limitSynchronousBusyWait,
+  retryWhileBusy,
+} from './sqlite-busy-wait.js';
 import { holdSqliteConnection } from './sqlite-shared-connection.js';
 import type { SqliteConnectionHold } from './sqlite-shared-connection.js';
 
@@ -62,8 +69,10 @@ interface SqliteRunContext {
   readonly db: Database;
   readonly statements: RunStatements;
   readonly guard: ReturnType<typeof createStoreGuard>;
-  readonly wrap: <T>(work: () => T) => T;
-  readonly write: <T>(work: () => T) => T;
+  readonly wrap: <T>(work: () => T) => Promise<T>;
+  readonly write: <T>(work: () => T) => Promise<T>;
+  readonly path: string;
+  readonly busyTimeoutMs: number;
   readonly history: HistoryCache;
   readonly missing: (runId: string) => StoreError;
   readonly listRuns: ReturnType<typeof createSqliteRunListing>;
@@ -97,6 +106,8 @@ export function createSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     if (connection.opened) {
       configureSqliteConnection(db, { busyTimeoutMs, synchronous, path: options.path });
       migrateSqliteDatabase(db);
+      // Opening may wait for the lock; from now on the event loop never does (see sqlite-busy-wait.ts).
+      limitSynchronousBusyWait(db, busyTimeoutMs);
     }
     return buildRunStore(db, options, connection.release);
   } catch (error) {
@@ -115,21 +126,26 @@ function buildRunStore(db: Database, options: SqliteRunStoreOptions, release: ()
     (options.checkpoints ?? 'background') === 'background'
       ? useBackgroundCheckpoints(db, { synchronous: options.synchronous ?? 'NORMAL' })
       : undefined;
+  const context = { path: options.path, busyTimeoutMs: options.busyTimeoutMs ?? 5000 };
   const guard = createStoreGuard({
     store: STORE,
     disposedMessage: 'The run store was disposed.',
     toError: (error) =>
-      new StoreError({ store: STORE, message: `SQLite failed: ${(error as Error).message}`, cause: error }),
+      isBusyError(error)
+        ? toStoreError(error, context)
+        : new StoreError({ store: STORE, message: `SQLite failed: ${(error as Error).message}`, cause: error }),
   });
 
   const statements = prepareRunStatements(db);
 
   const listRuns = createSqliteRunListing(db);
-  const wrap = <T>(work: () => T): T => guard.run(work);
+  // Another process's lock is waited for on a timer, never blocking the event loop; `work`
+  // undoes itself when it throws (a statement or transaction that could not begin).
+  const wrap = <T>(work: () => T): Promise<T> => retryWhileBusy(() => guard.run(work), context.busyTimeoutMs);
   const checkSchema = createSchemaCheck(db, STORE, SQLITE_SCHEMA_VERSION);
   /** A write transaction, counted for the background checkpoints. */
-  const write = <T>(work: () => T): T => {
-    const result = wrap(() => {
+  const write = async <T>(work: () => T): Promise<T> => {
+    const result = await wrap(() => {
       checkSchema();
       return work();
     });
@@ -147,7 +163,18 @@ function buildRunStore(db: Database, options: SqliteRunStoreOptions, release: ()
   );
   const missing = (runId: string): StoreError =>
     new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
-  const ctx: SqliteRunContext = { db, statements, guard, wrap, write, history, missing, listRuns, checkpointer };
+  const ctx: SqliteRunContext = {
+    db,
+    statements,
+    guard,
+    wrap,
+    write,
+    history,
+    missing,
+    listRuns,
+    checkpointer,
+    ...context,
+  };
 
   return {
     specificationVersion: 'v1',
@@ -409,10 +436,10 @@ function conversationMethods(
   RunStore,
   'appendMessages' | 'recentMessages' | 'recentHistory' | 'conversationGeneration' | 'forgetConversation'
 > {
-  const { db, statements, guard, wrap, write, history } = ctx;
+  const { db, statements, guard, wrap, write, history, path, busyTimeoutMs } = ctx;
   return {
     async appendMessages(memoryId, messages, appendOptions = {}) {
-      write(() =>
+      await write(() =>
         db
           .transaction(() => {
             if (
@@ -453,15 +480,23 @@ function conversationMethods(
       return wrap(() => statements.selectGeneration.get(memoryId) ?? 0);
     },
     async forgetConversation(memoryId) {
-      write(() => {
+      await write(() => {
         db.transaction(() => {
           statements.forgetMessages.run(memoryId);
           statements.forgetEvents.run(memoryId);
           statements.forgetRuns.run(memoryId);
           statements.writeGeneration.run(memoryId, newScopeGeneration());
         }).immediate();
-        db.pragma('wal_checkpoint(TRUNCATE)');
       });
+      // As the memory store's forget: the log is emptied now if nothing holds it, else later.
+      if (await emptyWriteAheadLogWithin(db, busyTimeoutMs)) return;
+      emptyWriteAheadLogLater(db);
+      process.emitWarning(
+        `The conversation history of ${memoryId} was deleted, but another connection kept the write-ahead log ` +
+          `from being emptied within ${busyTimeoutMs} ms, so old copies may remain in ${path}-wal until it lets go; ` +
+          `the log is emptied then (at the latest when the store closes).`,
+        { code: 'HARNESS_MEMORY_FORGET_LOG' },
+      );
     },
   };
 }

@@ -61,6 +61,12 @@ import { operationRetentionArguments } from '../_operation-retention.js';
 import { SqliteChangeStamp } from './sqlite-change-stamp.js';
 import { SqliteEntryCache } from './sqlite-entry-cache.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
+import {
+  emptyWriteAheadLogLater,
+  emptyWriteAheadLogWithin,
+  limitSynchronousBusyWait,
+  retryWhileBusy,
+} from './sqlite-busy-wait.js';
 import { holdSqliteConnection, privateSqliteConnection } from './sqlite-shared-connection.js';
 import type { SqliteConnectionHold } from './sqlite-shared-connection.js';
 import type { SqliteStatements } from './sqlite-statements.js';
@@ -154,6 +160,8 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     if (connection.opened) {
       configureSqliteConnection(db, { busyTimeoutMs, synchronous, path: options.path });
       migrateSqliteDatabase(db);
+      // Opening may wait for the lock; from now on the event loop never does (see sqlite-busy-wait.ts).
+      limitSynchronousBusyWait(db, busyTimeoutMs);
     }
     const statements = prepareStatements(db);
     const checkpointer = checkpoints === 'background' ? useBackgroundCheckpoints(db, { synchronous }) : undefined;
@@ -188,45 +196,48 @@ function buildStore(
       return execute(() => {
         const row = statements.selectRecord.get(memoryId);
         return row && toRecord(row);
-      });
+      }, memoryId);
     },
-    updateSettings: async (input) => write(() => updateSettings(ctx, input)),
-    appendMessages: async (input) => write(() => appendMessages(ctx, input)),
-    appendMessagesAndClaim: async (input) => write(() => appendMessagesAndClaim(ctx, input)),
+    updateSettings: async (input) => write(() => updateSettings(ctx, input), input.memoryId),
+    appendMessages: async (input) => write(() => appendMessages(ctx, input), input.memoryId),
+    appendMessagesAndClaim: async (input) => write(() => appendMessagesAndClaim(ctx, input), input.memoryId),
     listUnobservedMessages: async (memoryId, throughSeq, options = {}) =>
-      execute(() =>
-        oldestUnobserved(statements.listUnobservedMessages.iterate({ memoryId, throughSeq }), options.maxTokens),
+      execute(
+        () => oldestUnobserved(statements.listUnobservedMessages.iterate({ memoryId, throughSeq }), options.maxTokens),
+        memoryId,
       ),
     listObservations: async (memoryId, listOptions) =>
-      execute(() => statements.listObservations.all(memoryId, listOptions?.afterSeq ?? 0).map(toObservation)),
-    listMarkers: async (memoryId) => execute(() => statements.listMarkers.all(memoryId).map(toMarker)),
-    findObservations: async (memoryId, options) => execute(() => inspection.findObservations(memoryId, options)),
-    correctObservation: async (input) => write(() => inspection.correctObservation(input, readNow())),
+      execute(() => statements.listObservations.all(memoryId, listOptions?.afterSeq ?? 0).map(toObservation), memoryId),
+    listMarkers: async (memoryId) => execute(() => statements.listMarkers.all(memoryId).map(toMarker), memoryId),
+    findObservations: async (memoryId, options) =>
+      execute(() => inspection.findObservations(memoryId, options), memoryId),
+    correctObservation: async (input) => write(() => inspection.correctObservation(input, readNow()), input.memoryId),
     listScopes: async (query) => execute(() => inspection.listScopes(query)),
-    listOperationPage: async (memoryId, options) => execute(() => inspection.listOperationPage(memoryId, options)),
-    enqueueOperation: async (input) => write(() => enqueueOperation(ctx, input)),
+    listOperationPage: async (memoryId, options) =>
+      execute(() => inspection.listOperationPage(memoryId, options), memoryId),
+    enqueueOperation: async (input) => write(() => enqueueOperation(ctx, input), input.memoryId),
     claimOperation: async (input) => {
       // Most claims find nothing (the scope's work is done): check with a plain read first
       // and take the write lock only when there is something to claim. The claim itself
       // re-selects inside its transaction, so a race only costs an empty claim.
-      const candidate = execute(() => {
+      const candidate = await execute(() => {
         const now = readNow();
         return input.memoryId === undefined
           ? (statements.claimCandidateOfAnyScope.get({ now }) ?? statements.claimHeadOfAnyScope.get({ now }))
           : statements.claimCandidateOfScope.get({ now, memoryId: input.memoryId });
-      });
-      return candidate === undefined ? undefined : write(() => claimOperationBody(ctx, input));
+      }, input.memoryId);
+      return candidate === undefined ? undefined : write(() => claimOperationBody(ctx, input), input.memoryId);
     },
-    importObservations: async (input) => write(() => importObservations(ctx, input)),
-    completeObservation: async (input) => write(() => completeObservation(ctx, input)),
-    completeReflection: async (input) => write(() => completeReflection(ctx, input)),
+    importObservations: async (input) => write(() => importObservations(ctx, input), input.memoryId),
+    completeObservation: async (input) => write(() => completeObservation(ctx, input), input.memoryId),
+    completeReflection: async (input) => write(() => completeReflection(ctx, input), input.memoryId),
     listReflectionLinks: async (memoryId) =>
-      execute(() => toReflectionLinks(statements.listReflectionLinks.all(memoryId))),
-    scopeGeneration: async (memoryId) => execute(() => statements.selectScopeGeneration.get(memoryId) ?? 0),
-    completeWithoutChange: async (input) => write(() => completeWithoutChange(ctx, input)),
-    failOperation: async (input) => write(() => failOperation(ctx, input)),
+      execute(() => toReflectionLinks(statements.listReflectionLinks.all(memoryId)), memoryId),
+    scopeGeneration: async (memoryId) => execute(() => statements.selectScopeGeneration.get(memoryId) ?? 0, memoryId),
+    completeWithoutChange: async (input) => write(() => completeWithoutChange(ctx, input), input.memoryId),
+    failOperation: async (input) => write(() => failOperation(ctx, input), input.memoryId),
     markOperationDead: async (input) =>
-      write(() => toOperation(finishLeased(input, readNow(), 'dead', input.errorText))),
+      write(() => toOperation(finishLeased(input, readNow(), 'dead', input.errorText)), input.memoryId),
     retryDeadOperation: async (input) =>
       write(() => {
         const row = statements.retryDeadOperation.get({
@@ -235,12 +246,14 @@ function buildStore(
           now: readNow(),
         });
         return row && toOperation(row);
-      }),
-    countDeadOperations: async (memoryId) => execute(() => statements.countDeadOperationsOfScope.get(memoryId) ?? 0),
+      }, input.memoryId),
+    countDeadOperations: async (memoryId) =>
+      execute(() => statements.countDeadOperationsOfScope.get(memoryId) ?? 0, memoryId),
     requeueStaleOperations: async (input) => write(() => requeueStaleOperations(ctx, input)),
-    listOperations: async (memoryId) => execute(() => statements.listOperations.all(memoryId).map(toOperation)),
+    listOperations: async (memoryId) =>
+      execute(() => statements.listOperations.all(memoryId).map(toOperation), memoryId),
     listOpenOperations: async (memoryId) =>
-      execute(() => statements.listOpenOperations.all({ memoryId }).map(toOperation)),
+      execute(() => statements.listOpenOperations.all({ memoryId }).map(toOperation), memoryId),
     deleteSettledOperations: async (input) => {
       const { olderThanSeconds, limit } = operationRetentionArguments(input);
       return write(() =>
@@ -253,36 +266,44 @@ function buildStore(
           (memoryId === undefined
             ? statements.countPendingOperations.get()
             : statements.countPendingOperationsOfScope.get(memoryId)) ?? 0,
+        memoryId,
       ),
-    setWorkingMemoryEntry: async (input) => write(() => setWorkingMemoryEntry(ctx, input)),
+    setWorkingMemoryEntry: async (input) => write(() => setWorkingMemoryEntry(ctx, input), input.memoryId),
     getWorkingMemoryEntry: async (memoryId, key) =>
-      execute(() =>
-        entries.get(
-          memoryId,
-          key,
-          () => {
-            const row = statements.selectEntry.get(memoryId, key);
-            return row && toWorkingMemoryEntry(row);
-          },
-          db.inTransaction,
-        ),
-      ),
-    deleteWorkingMemoryEntry: async (memoryId, key) => write(() => deleteWorkingMemoryEntry(ctx, memoryId, key)),
-    workingMemoryVersion: async (memoryId) => execute(() => statements.selectWorkingMemoryVersion.get(memoryId) ?? 0),
-    listWorkingMemoryEntries: async (memoryId) =>
-      execute(() =>
-        statements.listEntries
-          .all(memoryId)
-          .map(([key, valueJson, createdAt, updatedAt, expiresAt]) =>
-            Object.freeze({ key, valueJson, createdAt, updatedAt, expiresAt }),
+      execute(
+        () =>
+          entries.get(
+            memoryId,
+            key,
+            () => {
+              const row = statements.selectEntry.get(memoryId, key);
+              return row && toWorkingMemoryEntry(row);
+            },
+            db.inTransaction,
           ),
+        memoryId,
+      ),
+    deleteWorkingMemoryEntry: async (memoryId, key) =>
+      write(() => deleteWorkingMemoryEntry(ctx, memoryId, key), memoryId),
+    workingMemoryVersion: async (memoryId) =>
+      execute(() => statements.selectWorkingMemoryVersion.get(memoryId) ?? 0, memoryId),
+    listWorkingMemoryEntries: async (memoryId) =>
+      execute(
+        () =>
+          statements.listEntries
+            .all(memoryId)
+            .map(([key, valueJson, createdAt, updatedAt, expiresAt]) =>
+              Object.freeze({ key, valueJson, createdAt, updatedAt, expiresAt }),
+            ),
+        memoryId,
       ),
     forget: async (memoryId) => forgetAndEmptyLog(ctx, memoryId),
     dispose: async () => {
       if (!storeGuard.dispose()) return;
       try {
-        // Writes already submitted still commit.
+        // Writes already submitted still commit (or fail), another process's lock permitting.
         batcher.flush();
+        for (let locked = batcher.lockedOut(); locked; locked = batcher.lockedOut()) await locked;
       } finally {
         // The worker lets go of the file first, so that this connection is its last and
         // checkpoints and removes the log as it closes (with the run store's, when it shares it).
@@ -313,19 +334,24 @@ function createSqliteStoreContext(
     (error) => toStoreError(error, context),
     checkpointer?.noteCommit,
     checkSchema,
+    context.busyTimeoutMs,
   );
   const inspection = createSqliteInspection(db, statements);
 
-  /** Runs a read (or a write that must not wait) now, after every write submitted before it. */
-  const execute = <T>(work: () => T): T =>
-    storeGuard.run(() => {
-      batcher.flush();
-      return work();
-    });
+  /**
+   * Runs a read after every write submitted before it. Writes of `scope` (or of any scope) that
+   * wait for another process's write lock are waited for, on a timer, never blocking; a read
+   * that finds the file locked (another process recovering it, say) is tried again the same way.
+   */
+  const execute = async <T>(work: () => T, scope?: string): Promise<T> => {
+    storeGuard.run(() => batcher.flush());
+    for (let locked = batcher.lockedOut(scope); locked; locked = batcher.lockedOut(scope)) await locked;
+    return retryWhileBusy(() => storeGuard.run(work), context.busyTimeoutMs);
+  };
 
-  /** Runs a write in the next group commit (see SqliteWriteBatcher). */
-  const write = <T>(work: () => T): Promise<T> =>
-    storeGuard.disposed ? Promise.reject(disposedError()) : batcher.submit(work);
+  /** Runs a write of `scope` (any scope when undefined) in the next group commit (see SqliteWriteBatcher). */
+  const write = <T>(work: () => T, scope?: string): Promise<T> =>
+    storeGuard.disposed ? Promise.reject(disposedError()) : batcher.submit(work, scope);
 
   const readNow = (): string => {
     const now = statements.now.get();
@@ -878,44 +904,31 @@ function invalidOption(name: string, problem: string): HarnessMemoryError {
   return optionError('createSqliteStore', name, problem, 'Leave it out for the default.');
 }
 
-// Pause between attempts to empty the log while another connection's checkpoint holds it.
-const EMPTY_LOG_RETRY_MS = 10;
-
 /**
  * Forgets the scope, then copies the zeroed pages into the file and empties the WAL, so the
- * old text is gone from both. The checkpoint waits (busy timeout) for readers of older
- * snapshots; it cannot wait for another connection's checkpoint (the background one of this
- * very process, say), so it is tried again until the busy timeout has passed. If the log is
- * still held then, the caller must know the bytes may linger, and a retry is harmless.
+ * old text is gone from both. Nothing here blocks the event loop on another connection: the
+ * delete waits for the write lock as any write does, and emptying the log (which a reader of
+ * an older snapshot, in any process, or another connection's checkpoint holds up) is tried on
+ * a timer until the busy timeout has passed. The scope is forgotten once the delete commits;
+ * if the log is still held then, a `HARNESS_MEMORY_FORGET_LOG` warning says old copies may
+ * remain in it, and it is emptied as soon as it can be (at the latest when the last connection
+ * closes).
  */
 async function forgetAndEmptyLog(ctx: SqliteStoreContext, memoryId: string): Promise<void> {
-  const { db, context, execute, checkSchema } = ctx;
-  const emptyLog = (): boolean => {
-    const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
-    return result === undefined || result.busy === 0;
-  };
-  let emptied = execute(() => {
-    db.transaction((id: string) => {
-      checkSchema();
-      forget(ctx, id);
-    }).immediate(memoryId);
-    return emptyLog();
-  });
-  const deadline = performance.now() + context.busyTimeoutMs;
-  while (!emptied && performance.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, EMPTY_LOG_RETRY_MS));
-    emptied = execute(emptyLog);
-  }
-  if (!emptied) {
-    throw new StoreError({
-      store: STORE_NAME,
-      message:
-        `Scope ${memoryId} was deleted, but another connection kept the write-ahead log from being emptied, so ` +
-        `old copies may remain in ${context.path}-wal. Retry forget() when the other process is idle.`,
-      data: { memoryId, deleted: true },
-    });
-  }
+  const { db, context, write } = ctx;
+  await write(() => forget(ctx, memoryId), memoryId);
+  if (await emptyWriteAheadLogWithin(db, context.busyTimeoutMs)) return;
+  emptyWriteAheadLogLater(db);
+  process.emitWarning(
+    `Scope ${memoryId} was deleted, but another connection kept the write-ahead log from being emptied within ` +
+      `${context.busyTimeoutMs} ms, so old copies may remain in ${context.path}-wal until it lets go; the log is ` +
+      `emptied then (at the latest when the store closes).`,
+    { code: FORGET_LOG_WARNING_CODE },
+  );
 }
+
+/** The warning of a forget whose write-ahead log could not be emptied at once. */
+const FORGET_LOG_WARNING_CODE = 'HARNESS_MEMORY_FORGET_LOG';
 
 // Moves a database time by a caller's duration (arithmetic on the database's own clock
 // reading, in the format it writes). Negative or non-finite durations are refused: a

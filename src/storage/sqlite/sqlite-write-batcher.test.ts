@@ -116,4 +116,40 @@ describe('SqliteWriteBatcher', () => {
     expect(rows()).toEqual([]);
     await expect(batcher.submit(insert('c'))).resolves.toBe(1);
   });
+
+  it('waits for a write lock held elsewhere on timers, commits what came meanwhile in the same batch, and lets other scopes read', async () => {
+    const other = new Database(join(directory, 'batch.db'), { timeout: 0 });
+    db.pragma('busy_timeout = 0');
+    let commits = 0;
+    const waiting = new SqliteWriteBatcher(
+      db,
+      (error) => error,
+      () => commits++,
+      undefined,
+      60_000,
+    );
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      let settled = false;
+      const first = waiting.submit(insert('a'), 'scope-1');
+      void first.finally(() => (settled = true));
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      expect(settled).toBe(false);
+      expect(waiting.lockedOut('scope-2')).toBeUndefined();
+      const turn = waiting.lockedOut('scope-1');
+      expect(turn).toBeInstanceOf(Promise);
+      expect(waiting.lockedOut()).toBeInstanceOf(Promise);
+      const second = waiting.submit(insert('b'), 'scope-2');
+      await turn;
+      expect(settled).toBe(false);
+      other.exec('ROLLBACK');
+      expect(await Promise.all([first, second])).toEqual([1, 2]);
+      expect(commits).toBe(1);
+      expect(waiting.lockedOut()).toBeUndefined();
+    } finally {
+      if (other.inTransaction) other.exec('ROLLBACK');
+      other.close();
+    }
+    expect(rows()).toEqual(['a', 'b']);
+  });
 });
