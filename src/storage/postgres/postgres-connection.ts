@@ -193,7 +193,7 @@ export function ownPoolSettings(connectionString: string, max: number, connectio
       // Appended to what pg read from the config, the connection string or PGOPTIONS, which
       // would each replace an `options` given in the config. pg is pinned; a test checks it.
       const parameters = (this as unknown as { connectionParameters: { options?: string } }).connectionParameters;
-      parameters.options = [parameters.options, OWN_SEARCH_PATH_OPTION].filter(Boolean).join(' ');
+      parameters.options = [parameters.options, OWN_SEARCH_PATH_OPTION, OWN_ISOLATION_OPTION].filter(Boolean).join(' ');
     }
   }
   return {
@@ -213,6 +213,18 @@ export function ownPoolSettings(connectionString: string, max: number, connectio
  * role before Postgres 15) never stands in for a built-in one.
  */
 const OWN_SEARCH_PATH_OPTION = '-c search_path=pg_catalog,pg_temp';
+
+/**
+ * The other startup option: READ COMMITTED, whatever the role, the database or the connection
+ * string make the default. The database functions take the scope's lock and then read what
+ * earlier writers committed; under REPEATABLE READ or SERIALIZABLE their snapshot would
+ * predate the lock. Sent after the caller's options, so it wins; the space is escaped, as the
+ * server splits the options on spaces.
+ */
+const OWN_ISOLATION_OPTION = '-c default_transaction_isolation=read\\ committed';
+
+/** What every transaction of the stores begins with: see {@link OWN_ISOLATION_OPTION}, for a caller's pool. */
+export const BEGIN_READ_COMMITTED = 'BEGIN ISOLATION LEVEL READ COMMITTED';
 
 /** Names of prepared statements, by statement text. */
 const statementNames = new Map<string, string>();
@@ -250,8 +262,8 @@ const MAX_ATTEMPTS = 4;
 /**
  * Runs `work` in a READ COMMITTED transaction on one client, committing on success and
  * rolling back on any error. Deadlocks and serialization failures are retried a few times.
- * `begin` replaces `BEGIN` with a simple query that starts with it (say, `BEGIN` and a lock
- * in one round trip).
+ * `begin` replaces the `BEGIN` with a simple query that starts with it (say, the `BEGIN` and a
+ * lock in one round trip); it must begin with {@link BEGIN_READ_COMMITTED}.
  */
 export async function transaction<T>(
   pool: Pool,
@@ -269,7 +281,7 @@ export async function transaction<T>(
     };
     client.on('error', onError);
     try {
-      await client.query(options.begin ? options.begin(client) : 'BEGIN');
+      await client.query(options.begin ? options.begin(client) : BEGIN_READ_COMMITTED);
       const result = await work(client);
       await client.query('COMMIT');
       return result;
@@ -332,8 +344,54 @@ export function beginWithScopeLock(
   client: PoolClient,
 ): string {
   return (
-    `BEGIN; SELECT pg_advisory_xact_lock(${scopeLockClass(schema, kind)}, ` + `hashtext(${client.escapeLiteral(id)}))`
+    `${BEGIN_READ_COMMITTED}; SELECT pg_advisory_xact_lock(${scopeLockClass(schema, kind)}, ` +
+    `hashtext(${client.escapeLiteral(id)}))`
   );
+}
+
+/**
+ * `SELECT <call> AS result` that calls only in a READ COMMITTED transaction, and says which it
+ * was (`read_committed`). For a database function that takes a scope's lock and then reads:
+ * under a stricter level its snapshot would predate the lock. The pools the stores open always
+ * start in READ COMMITTED; a caller's pool may not. Run it with {@link callReadCommitted}.
+ */
+export function readCommittedCall(call: string): string {
+  const level = `current_setting('transaction_isolation') = 'read committed'`;
+  return `SELECT ${level} AS read_committed, CASE WHEN ${level} THEN ${call} END AS result`;
+}
+
+/**
+ * Runs a {@link readCommittedCall} statement: one round trip in READ COMMITTED; on a
+ * connection that defaults to another level (where it called nothing), again inside a
+ * READ COMMITTED transaction.
+ */
+export async function callReadCommitted<R extends QueryResultRow>(
+  pool: Pool,
+  text: string,
+  values: readonly unknown[],
+): Promise<QueryResult<R>> {
+  const result = await query<R & { read_committed: boolean }>(pool, text, values);
+  if (result.rows[0]?.read_committed !== false) return result;
+  return transaction(pool, (client) => query<R>(client, text, values));
+}
+
+/**
+ * Runs one statement that is a write of its own (an implicit transaction). On a caller's pool
+ * that defaults to REPEATABLE READ or SERIALIZABLE a concurrent write of the same rows fails it
+ * with a serialization failure, which leaves it undone: it is then made again in a READ
+ * COMMITTED transaction, where that cannot happen (a deadlock is retried there too).
+ */
+export async function writeStatement<R extends QueryResultRow>(
+  pool: Pool,
+  text: string,
+  values: readonly unknown[] = [],
+): Promise<QueryResult<R>> {
+  try {
+    return await query<R>(pool, text, values);
+  } catch (error) {
+    if (!RETRYABLE_CODES.has(pgCodeOf(error) ?? '')) throw error;
+    return transaction(pool, (client) => query<R>(client, text, values));
+  }
 }
 
 /** The SQLSTATE of a pg error, if any. */

@@ -14,7 +14,13 @@ import type { StoreInput as Input } from '../_memory-rows.js';
 import { seqsJson, toApplyPosition, toObservation, toOperation, toRecord, toStoredMessage } from '../_memory-rows.js';
 import type { MessageRow, ObservationRow, OperationRow, RecordRow } from '../_memory-rows.js';
 import type { AppendAndClaimResult, MemoryStore, NewMessage } from '../store.js';
-import { functionCall, query, rowFromJson, scopeLockClass } from './postgres-connection.js';
+import {
+  callReadCommitted,
+  functionCall,
+  readCommittedCall,
+  rowFromJson,
+  scopeLockClass,
+} from './postgres-connection.js';
 import { APPEND_AND_CLAIM_TYPES, OBSERVE_APPLY_TYPES } from './postgres-observe-functions.js';
 
 type ObservationApplied = Awaited<ReturnType<MemoryStore['completeObservation']>>;
@@ -100,8 +106,8 @@ export function createPostgresObservePath(
   readRecord: (memoryId: string) => Promise<MemoryRecord | undefined>,
 ): PostgresObservePath {
   const lockClass = scopeLockClass(schema, 'memory');
-  const appendAndClaim = `SELECT ${functionCall(prefix, 'om_observe_append_and_claim', APPEND_AND_CLAIM_TYPES)} AS result`;
-  const apply = `SELECT ${functionCall(prefix, 'om_observe_apply', OBSERVE_APPLY_TYPES)} AS result`;
+  const appendAndClaim = readCommittedCall(functionCall(prefix, 'om_observe_append_and_claim', APPEND_AND_CLAIM_TYPES));
+  const apply = readCommittedCall(functionCall(prefix, 'om_observe_apply', OBSERVE_APPLY_TYPES));
   // The record each scope's settings were last derived from: null when it had none.
   const records = new Map<string, MemoryRecord | null>();
   // The position each claimed observe was planned from, by operation id.
@@ -109,7 +115,7 @@ export function createPostgresObservePath(
 
   // What a function answers: its answer, or why its premise did not hold.
   const call = async (text: string, values: unknown[]): Promise<Answer> => {
-    const result = await query<{ result: Record<string, unknown> }>(pool, text, values);
+    const result = await callReadCommitted<{ result: Record<string, unknown> }>(pool, text, values);
     const answer = result.rows[0]?.result;
     if (answer === undefined) return { missed: 'no answer' };
     return 'missed' in answer ? { missed: String(answer['missed']) } : { answer };

@@ -17,9 +17,11 @@ import { runEndedError } from '../_run-ending.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
 import { createStoreGuard } from '../_store-guard.js';
 import {
+  callReadCommitted,
   functionCall,
   openPostgresConnection,
   query,
+  readCommittedCall,
   scopeLockClass,
   scopeLockSql,
   toStoreError,
@@ -314,9 +316,9 @@ function conversationMethods(
         const column = <T>(pick: (message: ConversationMessage) => T): T[] => messages.map(pick);
         // One statement: the function takes the conversation's lock (which a forget takes too),
         // checks the generation and inserts what is new.
-        const appended = await query<{ appended: boolean }>(
+        const appended = await callReadCommitted<{ result: boolean }>(
           pool,
-          `SELECT ${functionCall(s, 'harness_append_messages', APPEND_MESSAGES_TYPES)} AS appended`,
+          readCommittedCall(functionCall(s, 'harness_append_messages', APPEND_MESSAGES_TYPES)),
           [
             conversationLockClass,
             memoryId,
@@ -331,7 +333,7 @@ function conversationMethods(
             column((message) => message.tokenCount),
           ],
         );
-        if (appended.rows[0]?.appended !== true) throw scopeForgottenError(STORE, memoryId);
+        if (appended.rows[0]?.result !== true) throw scopeForgottenError(STORE, memoryId);
       }),
     recentMessages: (memoryId, maxTokens) =>
       wrap(async () => takeRecent((await history.recent(memoryId, maxTokens)).messages, maxTokens)),

@@ -4,7 +4,7 @@
  * the transaction); row times use `now()`, one value per transaction.
  * @module
  */
-import { functionCall } from './postgres-connection.js';
+import { functionCall, readCommittedCall } from './postgres-connection.js';
 import { WM_SET_ENTRY_TYPES } from './postgres-entry-functions.js';
 
 /** Statements of one schema, keyed by purpose. Parameters are documented where not obvious. */
@@ -302,7 +302,7 @@ export function buildStatements(s: string): PostgresStatements {
       `IN ('queued', 'processing')`,
 
     selectEntry: `SELECT * FROM ${s}working_memory_entries WHERE memory_id = $1 AND entry_key = $2 AND ${UNEXPIRED}`,
-    setEntry: `SELECT ${functionCall(s, 'wm_set_entry', WM_SET_ENTRY_TYPES)} AS result`,
+    setEntry: readCommittedCall(functionCall(s, 'wm_set_entry', WM_SET_ENTRY_TYPES)),
     // Deletes and, when a row went, sets a new working-memory version ($3), in one statement.
     // Once the scope's earliest expiry has passed it deletes the expired rows too, and keeps
     // the earliest of the rest (the CTEs read the rows as they were before the delete).

@@ -26,15 +26,18 @@ import {
 } from './postgres-observe-path.js';
 import {
   beginWithScopeLock,
+  callReadCommitted,
   openPostgresConnection,
   query,
   rowFromJson,
   scopeLockClass,
   toStoreError,
   transaction,
+  writeStatement,
 } from './postgres-connection.js';
 import type { PostgresConnection, PostgresConnectionOptions, Queryable } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
+import { createScopeWrites } from './postgres-scope-writes.js';
 import { acquireReadLane, poolReads } from './postgres-read-lane.js';
 import { createStoreGuard } from '../_store-guard.js';
 import { planImportApply, planObservationApply, planReflectionApply } from '../apply-plan.js';
@@ -144,6 +147,10 @@ function createPostgresStoreContext(connection: PostgresConnection) {
     toError: (error) => toStoreError(error, STORE_NAME, schema),
   });
   const execute = <T>(work: () => Promise<T>): Promise<T> => storeGuard.runAsync(work);
+  // A scope's writes wait for each other here, not on pooled connections (see postgres-scope-writes.ts).
+  const scopeWrites = createScopeWrites();
+  const scopeWrite = <T>(memoryId: string, work: () => Promise<T>): Promise<T> =>
+    execute(() => scopeWrites.run(memoryId, work));
   const rows = async <R extends object>(
     target: Queryable,
     text: string,
@@ -176,6 +183,7 @@ function createPostgresStoreContext(connection: PostgresConnection) {
     observePath,
     storeGuard,
     execute,
+    scopeWrite,
     rows,
     first,
     lane,
@@ -308,16 +316,14 @@ async function finishLeased(
   retrySeconds: number | null = null,
   refund = 0,
 ): Promise<OperationRow> {
-  const { sql, first } = ctx;
+  const { sql, pool } = ctx;
 
-  const row = await first<OperationRow>(target, sql.finishLeased, [
-    handle.operationId,
-    handle.leaseOwner,
-    status,
-    errorText,
-    retrySeconds,
-    refund,
-  ]);
+  const values = [handle.operationId, handle.leaseOwner, status, errorText, retrySeconds, refund];
+  const row = (
+    target === pool
+      ? await writeStatement<OperationRow>(pool, sql.finishLeased, values)
+      : await query<OperationRow>(target, sql.finishLeased, values)
+  ).rows[0];
   if (!row) throw leaseLost(ctx, handle);
   return row;
 }
@@ -402,7 +408,7 @@ function recordAndMessageMethods(
   | 'listObservations'
   | 'listMarkers'
 > {
-  const { sql, execute, rows, first, readRows, readFirst, inScope, pool, observePath } = ctx;
+  const { sql, execute, scopeWrite, rows, first, readRows, readFirst, inScope, pool, observePath } = ctx;
   return {
     getRecord: (memoryId) =>
       execute(async () => {
@@ -413,7 +419,7 @@ function recordAndMessageMethods(
       }),
 
     updateSettings: (input) =>
-      execute(() =>
+      scopeWrite(input.memoryId, () =>
         inScope(input.memoryId, async (client) => {
           const current = await ensureRecord(ctx, client, input.scope, input.memoryId);
           const config = parseConfig({ ...parseConfig(current.config_json), ...input.config });
@@ -439,12 +445,13 @@ function recordAndMessageMethods(
         }),
       ),
 
-    appendMessages: (input) => execute(() => inScope(input.memoryId, (client) => appendIn(ctx, client, input))),
+    appendMessages: (input) =>
+      scopeWrite(input.memoryId, () => inScope(input.memoryId, (client) => appendIn(ctx, client, input))),
 
     // One statement (a database function) when its premise holds; otherwise one transaction:
     // append, then (at the threshold) enqueue and claim.
     appendMessagesAndClaim: (input) =>
-      execute(async () => {
+      scopeWrite(input.memoryId, async () => {
         const fast = await observePath.appendMessagesAndClaim(input);
         return fast ?? appendAndClaimInTransaction(ctx, input);
       }),
@@ -531,10 +538,10 @@ function appendAndClaimInTransaction(
 function importMethods(
   ctx: PostgresStoreContext,
 ): Pick<MemoryStore, 'importObservations' | 'listReflectionLinks' | 'scopeGeneration'> {
-  const { sql, execute, rows, first, readFirst, inScope, pool } = ctx;
+  const { sql, execute, scopeWrite, rows, first, readFirst, inScope, pool } = ctx;
   return {
     importObservations: (input) =>
-      execute(() =>
+      scopeWrite(input.memoryId, () =>
         inScope(input.memoryId, async (client) => {
           const { memoryId } = input;
           const current = await ensureRecord(ctx, client, input.scope, memoryId);
@@ -585,12 +592,12 @@ function importMethods(
 
 /** The leased applies of observe and reflect operations. */
 function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObservation' | 'completeReflection'> {
-  const { sql, execute, rows, first, observePath } = ctx;
+  const { sql, scopeWrite, rows, first, observePath } = ctx;
   return {
     // One statement when the observe was claimed by this store's fast path and the scope has
     // not moved since; otherwise the leased transaction.
     completeObservation: (input) =>
-      execute(async () => {
+      scopeWrite(input.memoryId, async () => {
         // The function marks the operation applied without a note: an apply with one (rare:
         // a message passed over) takes the transaction.
         const fast = input.note ? undefined : await observePath.completeObservation(input);
@@ -643,7 +650,7 @@ function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObs
       }),
 
     completeReflection: (input) =>
-      execute(() => {
+      scopeWrite(input.memoryId, () => {
         const outdated = (record: RecordRow): boolean =>
           isOutdatedReflection(input.correctionCount, record.correction_count);
         let found: RecordRow | undefined;
@@ -724,11 +731,11 @@ function operationLogMethods(
   | 'countPendingOperations'
   | 'deleteSettledOperations'
 > {
-  const { sql, execute, rows, first, inScope, pool } = ctx;
+  const { sql, execute, scopeWrite, rows, first, inScope, pool } = ctx;
   const retention = createPostgresOperationRetention(pool, ctx.connection.prefix);
   return {
     enqueueOperation: (input) =>
-      execute(() =>
+      scopeWrite(input.memoryId, () =>
         inScope(input.memoryId, async (client) => toOperation(await insertOperation(ctx, client, input, 'queued', 0))),
       ),
 
@@ -737,9 +744,13 @@ function operationLogMethods(
         const leaseSeconds = seconds('leaseMs', input.leaseMs, 1);
         const row =
           input.memoryId === undefined
-            ? await first<OperationRow>(pool, sql.claimOfAnyScope, [input.leaseOwner, leaseSeconds])
-            : await first<OperationRow>(pool, sql.claimOfScope, [input.leaseOwner, leaseSeconds, input.memoryId]);
-        return row && toOperation(row);
+            ? await writeStatement<OperationRow>(pool, sql.claimOfAnyScope, [input.leaseOwner, leaseSeconds])
+            : await writeStatement<OperationRow>(pool, sql.claimOfScope, [
+                input.leaseOwner,
+                leaseSeconds,
+                input.memoryId,
+              ]);
+        return row.rows[0] && toOperation(row.rows[0]);
       }),
 
     completeWithoutChange: (input) =>
@@ -768,7 +779,7 @@ function operationLogMethods(
       execute(async () => toOperation(await finishLeased(ctx, pool, input, 'dead', input.errorText))),
 
     retryDeadOperation: (input) =>
-      execute(() =>
+      scopeWrite(input.memoryId, () =>
         inScope(input.memoryId, async (client) => {
           const row = await first<OperationRow>(client, sql.retryDead, [input.memoryId, input.operationId]);
           return row && toOperation(row);
@@ -781,7 +792,8 @@ function operationLogMethods(
     requeueStaleOperations: (input) =>
       execute(
         async () =>
-          (await query(pool, sql.requeueStale, [seconds('graceSeconds', input.graceSeconds, 1000)])).rowCount ?? 0,
+          (await writeStatement(pool, sql.requeueStale, [seconds('graceSeconds', input.graceSeconds, 1000)]))
+            .rowCount ?? 0,
       ),
 
     listOperations: (memoryId) =>
@@ -811,13 +823,13 @@ function operationLogMethods(
 function listingMethods(
   ctx: PostgresStoreContext,
 ): Pick<MemoryStore, 'listOperationPage' | 'findObservations' | 'listScopes' | 'correctObservation'> {
-  const { inspection, execute, inScope, pool } = ctx;
+  const { inspection, execute, scopeWrite, inScope, pool } = ctx;
   return {
     listOperationPage: (memoryId, options) => execute(() => inspection.listOperationPage(pool, memoryId, options)),
     findObservations: (memoryId, options) => execute(() => inspection.findObservations(pool, memoryId, options)),
     listScopes: (scopeQuery) => execute(() => inspection.listScopes(pool, scopeQuery)),
     correctObservation: (input) =>
-      execute(() =>
+      scopeWrite(input.memoryId, () =>
         inScope(input.memoryId, (client) =>
           inspection.correctObservation(client, input, (payload) =>
             insertOperation(ctx, client, { ...input, operationType: 'correct', payload: { ...payload } }, 'applied', 1),
@@ -839,14 +851,14 @@ function workingMemoryMethods(
   | 'listWorkingMemoryEntries'
   | 'forget'
 > {
-  const { sql, execute, first, readRows, readFirst, inScope, pool } = ctx;
+  const { sql, execute, scopeWrite, readRows, readFirst, inScope, pool } = ctx;
   return {
     // One statement: the function takes the scope's lock, checks the limits, and writes.
     setWorkingMemoryEntry: (input) =>
-      execute(async () => {
+      scopeWrite(input.memoryId, async () => {
         const { memoryId, key, valueJson, limits, scope } = input;
         const after = newWorkingMemoryVersion();
-        const answer = await first<{ result: EntrySetAnswer }>(pool, sql.setEntry, [
+        const { rows: answers } = await callReadCommitted<{ result: EntrySetAnswer }>(pool, sql.setEntry, [
           ctx.memoryLockClass,
           memoryId,
           scope.tenantId,
@@ -859,7 +871,7 @@ function workingMemoryMethods(
           limits.maxTotalBytes,
           input.ttlMs ?? null,
         ]);
-        const result = answer?.result;
+        const result = answers[0]?.result;
         if (result?.limit) throw workingMemoryLimitError(result.limit, result.actual, result.max);
         if (!result?.entry)
           throw new StoreError({ store: STORE_NAME, message: `Working-memory entry ${key} was not stored.` });
@@ -875,10 +887,11 @@ function workingMemoryMethods(
         return row && toWorkingMemoryEntry(row);
       }),
     deleteWorkingMemoryEntry: (memoryId, key) =>
-      execute(
+      scopeWrite(
+        memoryId,
         async () =>
-          ((await first<{ count: number }>(pool, sql.deleteEntry, [memoryId, key, newWorkingMemoryVersion()]))?.count ??
-            0) > 0,
+          ((await writeStatement<{ count: number }>(pool, sql.deleteEntry, [memoryId, key, newWorkingMemoryVersion()]))
+            .rows[0]?.count ?? 0) > 0,
       ),
     workingMemoryVersion: (memoryId) =>
       execute(
@@ -890,7 +903,7 @@ function workingMemoryMethods(
     // The rows are gone for every reader at commit; their old versions stay in table pages
     // and WAL until (auto)vacuum and checkpoints reclaim them, as with any Postgres DELETE.
     forget: (memoryId) =>
-      execute(() =>
+      scopeWrite(memoryId, () =>
         inScope(memoryId, async (client) => {
           for (const statement of sql.forgetScope) await query(client, statement, [memoryId]);
           await query(client, sql.writeScopeGeneration, [memoryId, newScopeGeneration()]);
