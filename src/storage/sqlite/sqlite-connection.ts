@@ -2,7 +2,7 @@
  * Opening and configuring the one connection of a SQLite store.
  * @module
  */
-import { closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Database } from 'better-sqlite3';
@@ -16,9 +16,14 @@ import { STORE_NAME } from './sqlite-errors.js';
  * created readable by its owner only (0600), and SQLite gives its write-ahead log and shared
  * memory the same mode; the folders made for it are its owner's only too (0700). A file or
  * folder that exists keeps its mode. A folder that cannot be made is a `StoreError` naming
- * it, with `data: {path, folder}`.
+ * it, with `data: {path, folder}`. A better-sqlite3 whose compiled addon cannot be loaded is a
+ * `StoreError` saying how to rebuild it (`data.reason: 'driver_not_loaded'`), and leaves no file.
  */
-export function openSqliteFile(path: string, busyTimeoutMs: number): Database {
+export function openSqliteFile(
+  path: string,
+  busyTimeoutMs: number,
+  driver: typeof BetterSqlite3 = BetterSqlite3,
+): Database {
   if (path !== ':memory:' && path !== '') {
     const folder = dirname(resolve(path));
     try {
@@ -32,10 +37,37 @@ export function openSqliteFile(path: string, busyTimeoutMs: number): Database {
         cause: error,
       });
     }
-    // A `file:` name is a URI when SQLITE_USE_URI is set: SQLite parses it, not this.
-    if (!path.startsWith('file:')) createPrivateFile(path);
   }
-  return new BetterSqlite3(path, { timeout: busyTimeoutMs });
+  // A `file:` name is a URI when SQLITE_USE_URI is set: SQLite parses it, not this.
+  const created = path !== ':memory:' && path !== '' && !path.startsWith('file:') && createPrivateFile(path);
+  try {
+    return new driver(path, { timeout: busyTimeoutMs });
+  } catch (error) {
+    if (!isDriverLoadFailure(error)) throw error;
+    // The file is not the problem: leave no empty database behind for the next try.
+    if (created) unlinkSync(path);
+    throw new StoreError({
+      store: STORE_NAME,
+      message:
+        `The better-sqlite3 native module could not be loaded for Node ${process.versions.node} (its install ` +
+        'script did not run or built it for another Node): run `npm rebuild better-sqlite3` (pnpm: ' +
+        '`pnpm approve-builds`, then reinstall). The database file was not opened.',
+      data: { path, reason: 'driver_not_loaded' },
+      cause: error,
+    });
+  }
+}
+
+/** Whether opening failed in loading better-sqlite3's compiled addon, not on the file. */
+export function isDriverLoadFailure(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  const message = error instanceof Error ? error.message : '';
+  return (
+    code === 'ERR_DLOPEN_FAILED' ||
+    /Could not locate the bindings file|NODE_MODULE_VERSION|invalid ELF header|wrong ELF class|was compiled against a different Node/i.test(
+      message,
+    )
+  );
 }
 
 /**
@@ -45,12 +77,14 @@ export function openSqliteFile(path: string, busyTimeoutMs: number): Database {
  * umask. Anything already there (a file, a symlink) is left as it is; SQLite reports what
  * it cannot open.
  */
-function createPrivateFile(path: string): void {
+function createPrivateFile(path: string): boolean {
   try {
     closeSync(openSync(path, 'wx', PRIVATE_FILE_MODE));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return;
-    // SQLite fails on the same path with an error of its own (a folder, no permission).
+    return true;
+  } catch {
+    // Already there (EEXIST), or SQLite fails on the same path with an error of its own (a
+    // folder, no permission).
+    return false;
   }
 }
 
