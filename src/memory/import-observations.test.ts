@@ -53,7 +53,7 @@ describe('ObservationalMemory.importObservations', () => {
     [[{ content: '' }], /observation 0: content is empty/],
     [[{ content: 'ok' }, { content: 7 }], /observation 1: content must be a string/],
     [[{ content: 'ok', importance: 1.5 }], /observation 0: importance must be a number from 0 to 1/],
-    [[{ content: 'ok', source: 'user' }], /observation 0: source must be "import" or "client"/],
+    [[{ content: 'ok', source: 'robot' }], /observation 0: source must be one of "user", .*"import", got "robot"/],
     [[{ content: 'ok', createdAt: 'yesterday' }], /observation 0: createdAt must be an RFC 3339 time/],
     // Date.parse read these as 2001-01-01 and 2001-05-01, and a time without an offset in the
     // server's time zone.
@@ -81,17 +81,17 @@ describe('ObservationalMemory.importObservations', () => {
     expect((await memory.status(scope)).observationCount).toBe(0);
   });
 
-  it("refuses a field it does not read, naming it (an export's created_at), and shows NaN as NaN", async () => {
+  it('refuses a field it does not read, naming it, and shows NaN as NaN', async () => {
     const store = createInMemoryStore();
     const memory = createObservationalMemory({ store, defaultEnabled: true });
     await expect(
       memory.importObservations(scope, [
         { content: 'ok' },
-        { content: 'dated', created_at: '2024-01-01T00:00:00Z' } as never,
+        { content: 'dated', created: '2024-01-01T00:00:00Z' } as never,
       ]),
     ).rejects.toMatchObject({
       code: 'OBSERVE_INPUT_INVALID',
-      message: expect.stringContaining('observation 1: unknown field "created_at"'),
+      message: expect.stringContaining('observation 1: unknown field "created"'),
     });
     await expect(
       memory.importObservations(scope, [{ content: 'x', createdat: '2024-01-01' } as never]),

@@ -190,7 +190,9 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
     async importObservations(scopeInput, observations, meta = {}) {
       requireMode('import');
       const scope = resolveScope(scopeInput, meta.runId);
-      const prepared = prepareImport(observations, estimator, options.redactSecrets ?? true);
+      // The cap was checked when the service was made.
+      const cap = options.toolImportanceCap ?? DEFAULT_TOOL_IMPORTANCE_CAP;
+      const prepared = prepareImport(observations, estimator, options.redactSecrets ?? true, cap);
       const result = await importPrepared({ store, locks, generateId }, scope, prepared, meta);
       // Held as applied, like an observer's: the next snippet reads none of them back.
       reader.observationCache.add(memoryIdOf(scope), result.record, result.observations);

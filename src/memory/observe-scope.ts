@@ -62,7 +62,8 @@ export async function observeScope(
       },
       operation: {
         operationId: generateId('op'),
-        payload: { messages: prepared.length, ...model },
+        // The store sets `messages` (the ones it stored) and `unobserved_tokens`.
+        payload: model,
         runId,
         toolCallId: request.toolCallId ?? 'system',
       },
@@ -87,7 +88,7 @@ export async function observeScope(
     operation = await enqueue(
       scope,
       'observe',
-      { messages: appended.inserted, unobserved_tokens: appended.unobservedTokens, ...model },
+      { ...model, messages: appended.inserted, unobserved_tokens: appended.unobservedTokens },
       request,
     );
     // Only as far as this call's own operation: later ones belong to their own callers.

@@ -18,6 +18,7 @@ import { planImportApply, planObservationApply, planReflectionApply } from './ap
 import type { PlannedMarker } from './apply-plan.js';
 import { containsWords, isOutdatedReflection, OUTDATED_REFLECTION_NOTE, planCorrection } from './correction-plan.js';
 import { InMemoryOperationLog } from './in-memory-operation-log.js';
+import { settingsPayload } from './_operation-payloads.js';
 import { markersOfDeleted, markerScan, operationRetentionArguments } from './_operation-retention.js';
 import { isOpenOperation } from './store.js';
 import type { Marker, MemoryStore, Operation, ScopeSummary, StoredMessage, WorkingMemoryEntry } from './store.js';
@@ -100,7 +101,7 @@ class InMemoryStore implements MemoryStore {
     this.#log.appendApplied(
       { ...input, scope: record.scope },
       input.enabled ? 'enable' : 'disable',
-      Object.freeze({ enabled: input.enabled, ...(input.config ? { config: input.config } : {}) }),
+      Object.freeze(settingsPayload(input.enabled, input.config)),
     );
     return record;
   };

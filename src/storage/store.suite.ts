@@ -164,6 +164,11 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         ['enable', 'applied', 1],
         ['disable', 'applied', 2],
       ]);
+      // The payload is wire JSON: snake_case keys, as the configuration and the API spell them.
+      expect(log.map((item) => item.payload)).toEqual([
+        { enabled: true, config: { observe_min_tokens: 11 } },
+        { enabled: false, config: { snippet_max_tokens: 22 } },
+      ]);
     });
 
     test('lists the observations after a seq, in order, however many follow it', async () => {
@@ -1470,6 +1475,27 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(older.claimed).toMatchObject({ operationId: 'op-3', status: 'processing' });
       if (older.prefetched) expect(older.prefetched.operationId).toBe('op-3');
       expect(await store.countPendingOperations(idA)).toBe(2);
+    });
+
+    test('the fast path logs the observe with the messages this call stored and the unobserved tokens', async () => {
+      if (!store.appendMessagesAndClaim) return;
+      const call = (operationId: string, keys: readonly string[]) =>
+        store.appendMessagesAndClaim!({
+          scope: scopeA,
+          memoryId: idA,
+          messages: keys.map((key) => message(key, key, 5)),
+          settings: observeFrom(12),
+          // What the caller sets itself stays; `messages` is the adapter's to fill.
+          operation: { operationId, payload: { model: 'm', messages: 99 }, runId: 'r', toolCallId: 't' },
+          leaseOwner: 'w',
+          leaseMs: 60_000,
+        });
+      appended(await call('op-1', ['id:1']));
+      // id:1 is known already: two messages are new, three wait to be observed.
+      appended(await call('op-2', ['id:1', 'id:2', 'id:3']));
+      expect((await store.listOperations(idA)).map((item) => item.payload)).toEqual([
+        { model: 'm', messages: 2, unobserved_tokens: 15 },
+      ]);
     });
 
     test('the fast path prefetches only the oldest messages within the batch tokens', async () => {

@@ -217,7 +217,9 @@ export interface MemoryStore {
 
   /**
    * Creates the record if missing, then sets `enabled` and merges the `config` overrides
-   * per field, bumps the state version, and logs an applied `enable`/`disable` operation.
+   * per field, bumps the state version, and logs an applied `enable`/`disable` operation
+   * whose payload is `{"enabled":bool}`, with `"config"` holding the overrides given, their
+   * keys in snake_case (`observe_min_tokens`).
    */
   updateSettings(input: {
     scope: Scope;
@@ -280,6 +282,11 @@ export interface MemoryStore {
     /** As {@link appendMessages}: checked in the same transaction, before anything is written. */
     generation?: number;
     settings: (record: MemoryRecord | undefined) => { enabled: boolean; minTokens: number };
+    /**
+     * The observe to enqueue. Its logged payload is `payload` with `messages` (how many
+     * messages this call stored: repeated keys are not counted) and `unobserved_tokens` (the
+     * unobserved tokens after it) set by the adapter, as the service logs them without the fast path.
+     */
     operation: { operationId: string; payload: Record<string, unknown>; runId: string; toolCallId: string };
     leaseOwner: string;
     leaseMs: number;

@@ -425,6 +425,14 @@ DELETE FROM ${s}harness_run_events AS e WHERE NOT EXISTS (SELECT 1 FROM ${s}harn
 ALTER TABLE ${s}harness_run_events ADD CONSTRAINT harness_run_events_run_fk
   FOREIGN KEY (run_id) REFERENCES ${s}harness_runs (run_id) ON DELETE CASCADE;`,
   },
+  {
+    version: 25,
+    description:
+      "om_observe_append_and_claim logs an observe's messages as the messages it stored (not the transcript it " +
+      'was given) and the unobserved tokens, as the other stores do',
+    // CREATE OR REPLACE drops the pinned search_path: pinned again.
+    up: (s) => `${observeFunctions(s)}${pinFunctionSearchPaths(s)}`,
+  },
 ]);
 
 /**

@@ -31,8 +31,8 @@ export const OBSERVE_APPLY_TYPES: readonly string[] = (
  * The functions' DDL under the quoted schema prefix `s`, as this version defines them. Migration 9
  * created them and each later migration that changes what they read or write (10: the running
  * unobserved token total; 17: the batch tokens, a new parameter, so 17 drops the old signature
- * first) replaces them with this text; PL/pgSQL resolves columns at the first call, so creating
- * the current bodies at 9 is harmless.
+ * first; 25: the observe's logged payload) replaces them with this text; PL/pgSQL resolves
+ * columns at the first call, so creating the current bodies at 9 is harmless.
  */
 export function observeFunctions(s: string): string {
   return `
@@ -50,6 +50,7 @@ DECLARE
   added bigint := 0;
   added_tokens bigint := 0;
   unobserved bigint;
+  logged jsonb;
   op ${s}om_operation_log;
   claimed ${s}om_operation_log;
   messages jsonb;
@@ -96,6 +97,8 @@ BEGIN
   IF unobserved < p_min_tokens THEN
     RETURN jsonb_build_object('record', to_jsonb(rec), 'inserted', added, 'unobserved_tokens', unobserved);
   END IF;
+  -- The log shows the messages this call stored and the tokens waiting, as every store logs them.
+  logged := p_payload || jsonb_build_object('messages', added, 'unobserved_tokens', unobserved);
   IF NOT EXISTS (SELECT 1 FROM ${s}om_operation_log WHERE memory_id = p_memory_id
       AND status IN ('queued', 'processing')) THEN
     -- Nothing of the scope is pending, so the new operation is the one a claim would take:
@@ -104,7 +107,7 @@ BEGIN
       tool_call_id, scope_sequence, operation_type, status, payload_json, error_text, attempt, lease_owner,
       lease_expires_at, available_at, created_at, updated_at)
     SELECT p_operation_id, p_memory_id, p_tenant_id, p_conversation_id, p_agent_id, p_run_id, p_tool_call_id,
-      COALESCE(MAX(scope_sequence), 0) + 1, 'observe', 'processing', p_payload, '', 1, p_lease_owner,
+      COALESCE(MAX(scope_sequence), 0) + 1, 'observe', 'processing', logged, '', 1, p_lease_owner,
       clock_timestamp() + make_interval(secs => p_lease_seconds), now(), now(), now()
     FROM ${s}om_operation_log WHERE memory_id = p_memory_id
     RETURNING * INTO claimed;
@@ -114,7 +117,7 @@ BEGIN
       tool_call_id, scope_sequence, operation_type, status, payload_json, error_text, attempt, lease_owner,
       lease_expires_at, available_at, created_at, updated_at)
     SELECT p_operation_id, p_memory_id, p_tenant_id, p_conversation_id, p_agent_id, p_run_id, p_tool_call_id,
-      COALESCE(MAX(scope_sequence), 0) + 1, 'observe', 'queued', p_payload, '', 0, NULL, NULL, now(), now(), now()
+      COALESCE(MAX(scope_sequence), 0) + 1, 'observe', 'queued', logged, '', 0, NULL, NULL, now(), now(), now()
     FROM ${s}om_operation_log WHERE memory_id = p_memory_id
     RETURNING * INTO op;
     -- The scope's oldest pending operation, as claimOfScope picks it.

@@ -40,6 +40,7 @@ import { migratePostgresSchema } from './postgres-migrations.js';
 import { createScopeWrites } from './postgres-scope-writes.js';
 import { acquireReadLane, poolReads } from './postgres-read-lane.js';
 import { createStoreGuard } from '../_store-guard.js';
+import { observePayload, settingsPayload } from '../_operation-payloads.js';
 import { planImportApply, planObservationApply, planReflectionApply } from '../apply-plan.js';
 import { isOutdatedReflection, OUTDATED_REFLECTION_NOTE } from '../correction-plan.js';
 import {
@@ -433,7 +434,7 @@ function recordAndMessageMethods(
             ]),
             input.memoryId,
           );
-          const payload = { enabled: input.enabled, ...(input.config ? { config: input.config } : {}) };
+          const payload = settingsPayload(input.enabled, input.config);
           await insertOperation(
             ctx,
             client,
@@ -503,7 +504,13 @@ function appendAndClaimInTransaction(
       await insertOperation(
         ctx,
         client,
-        { ...input.operation, scope: input.scope, memoryId: input.memoryId, operationType: 'observe' },
+        {
+          ...input.operation,
+          payload: observePayload(input.operation.payload, appended),
+          scope: input.scope,
+          memoryId: input.memoryId,
+          operationType: 'observe',
+        },
         'queued',
         0,
       ),

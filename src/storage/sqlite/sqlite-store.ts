@@ -25,6 +25,7 @@ import {
 import { migrateSqliteDatabase, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
 import { createSchemaCheck } from './sqlite-schema-check.js';
 import { createStoreGuard } from '../_store-guard.js';
+import { observePayload, settingsPayload } from '../_operation-payloads.js';
 import {
   planImportApply,
   planObservationApply,
@@ -463,7 +464,7 @@ function updateSettings(ctx: SqliteStoreContext, input: Input<'updateSettings'>)
     toolCallId: input.toolCallId,
     operationType: input.enabled ? 'enable' : 'disable',
     status: 'applied',
-    payloadJson: JSON.stringify({ enabled: input.enabled, ...(input.config ? { config: input.config } : {}) }),
+    payloadJson: JSON.stringify(settingsPayload(input.enabled, input.config)),
     attempt: 1,
     leaseOwner: null,
     leaseExpiresAt: null,
@@ -552,6 +553,7 @@ function appendMessagesAndClaim(
   if (appended.unobservedTokens < settings.minTokens) return appended;
   const fields = {
     ...input.operation,
+    payload: observePayload(input.operation.payload, appended),
     scope: input.scope,
     memoryId: input.memoryId,
     operationType: 'observe' as const,
