@@ -123,6 +123,10 @@ const UNIT_INTERVAL = 'must be a number from 0 to 1';
 const unitInterval = () => z.number({ error: UNIT_INTERVAL }).min(0, UNIT_INTERVAL).max(1, UNIT_INTERVAL);
 const literal = <const T extends string>(values: readonly T[]) =>
   z.enum(values as [T, ...T[]], { error: oneOf(values) });
+// The reference reads "" as the default for these (mode auto, llm_mode inferred): a blank one is
+// unset, as a blank environment variable is, so a config spelling the defaults out still loads.
+const blankAsUnset = <Schema extends z.ZodType>(schema: Schema) =>
+  z.preprocess((value) => (typeof value === 'string' && value.trim() === '' ? undefined : value), schema.optional());
 
 /** The longest `[memory] stale_operation_seconds`: the lease, in milliseconds, must fit a Node timer. */
 export const MAX_STALE_OPERATION_SECONDS = 2_147_483;
@@ -207,8 +211,8 @@ function reservedSchemaProblem(name: string): string | undefined {
 
 const memoryShape = {
   enabled: flag(),
-  mode: text().trim().toLowerCase().pipe(literal(MEMORY_MODES)),
-  db_driver: literal(MEMORY_DB_DRIVERS),
+  mode: blankAsUnset(text().trim().toLowerCase().pipe(literal(MEMORY_MODES))),
+  db_driver: blankAsUnset(literal(MEMORY_DB_DRIVERS)),
   db_dsn: text(),
   sqlite_path: text()
     .refine((path) => path.trim() !== '', 'must not be empty or blank')
@@ -231,7 +235,7 @@ const memoryShape = {
   max_operation_attempts: positiveInteger(),
   redact_secrets: flag(),
   tool_importance_cap: unitInterval(),
-  llm_mode: literal(MEMORY_LLM_MODES),
+  llm_mode: blankAsUnset(literal(MEMORY_LLM_MODES)),
   // Provider names are lower case ([providers.NAME] refuses others), so "OpenRouter" means openrouter.
   llm_provider: text().trim().toLowerCase(),
   llm_model: text(),

@@ -69,8 +69,21 @@ const toolCallSchema = z.object({
 const usageSchema = z
   .object({ prompt_tokens: z.number().nullish(), completion_tokens: z.number().nullish() })
   .nullish();
+// Some providers answer content as parts, `[{ type: 'text', text }]`: the text parts, joined, are
+// the text; reasoning and thinking parts are not part of the answer.
+const TEXT_PART_TYPES: ReadonlySet<unknown> = new Set(['text', 'output_text']);
+const contentSchema = z
+  .union([z.string(), z.array(z.unknown())])
+  .nullish()
+  .transform((content) => (Array.isArray(content) ? content.map(textOfPart).join('') : content))
+  .optional();
+function textOfPart(part: unknown): string {
+  if (typeof part !== 'object' || part === null) return '';
+  const { type, text } = part as { type?: unknown; text?: unknown };
+  return TEXT_PART_TYPES.has(type) && typeof text === 'string' ? text : '';
+}
 const messageSchema = z.object({
-  content: z.string().nullish(),
+  content: contentSchema,
   refusal: z.string().nullish(),
   tool_calls: z.array(toolCallSchema).nullish(),
 });

@@ -109,3 +109,35 @@ describe('mcp tools: a failing store', () => {
     expect(faults).toHaveLength(2);
   });
 });
+
+describe('mcp tools: arguments padded with null', () => {
+  it('takes optional arguments sent as null as left out, and still stores a null value', async () => {
+    const { tools } = toolsOver(createInMemoryStore());
+    const call = async (name: string, input: unknown) => {
+      const result = await tools.get(name)?.(input);
+      expect(result?.isError, JSON.stringify(result)).toBeUndefined();
+      return result?.structuredContent;
+    };
+    const scopeNulls = { conversation_id: null, agent_id: null };
+    await call('working_memory', { action: 'set', key: 'plan', value: { step: 1 }, ttl_seconds: null, ...scopeNulls });
+    await call('working_memory', { action: 'set', key: 'empty', value: null, ttl_seconds: null, ...scopeNulls });
+    expect(await call('working_memory', { action: 'list', key: null, value: null, ...scopeNulls })).toEqual({
+      entries: { empty: 'null', plan: '{"step":1}' },
+    });
+    const enabled = await call('observational_memory', {
+      action: 'enable',
+      config: { observe_min_tokens: null, snippet_max_tokens: 50, reflect_threshold_tokens: null },
+      format: null,
+      export: null,
+      ...scopeNulls,
+    });
+    expect(enabled?.['status']).toMatchObject({
+      config: { observe_min_tokens: 1200, snippet_max_tokens: 50, reflect_threshold_tokens: 4000 },
+    });
+    await call('observational_memory', { action: 'status', config: null, format: null, export: null, ...scopeNulls });
+    await call('memory_remember', { content: 'The deploy is on Friday.', importance: null, ...scopeNulls });
+    const found = await call('memory_search', { query: 'deploy', limit: null, cursor: null, ...scopeNulls });
+    expect(found?.['observations']).toHaveLength(1);
+    await call('memory_context', scopeNulls);
+  });
+});

@@ -218,6 +218,46 @@ describe('observational_memory tool: review', () => {
   });
 });
 
+describe('observational_memory tool: arguments padded with null', () => {
+  it('takes optional arguments sent as null as left out, at the top level and in config', async () => {
+    const { tool, context } = setup();
+    const padded = { config: null, format: null, path: null, export: null, review: null };
+    expect((await run(tool, { action: 'status', ...padded }, context)).status).toMatchObject({ enabled: false });
+    const enabled = await run(
+      tool,
+      {
+        action: 'enable',
+        ...padded,
+        config: { observe_min_tokens: null, snippet_max_tokens: 50, reflect_threshold_tokens: null },
+      },
+      context,
+    );
+    expect(enabled.status['config']).toEqual({
+      observe_min_tokens: 1200,
+      snippet_max_tokens: 50,
+      reflect_threshold_tokens: 4000,
+    });
+  });
+
+  it('exports with a null top-level format and path, taking the nested ones', async () => {
+    const { tool, context } = setup();
+    const result = await run(
+      tool,
+      { action: 'export', format: null, path: null, export: { format: 'markdown', path: null }, review: null },
+      context,
+    );
+    expect(result.export).toMatchObject({ format: 'markdown', path: expect.stringMatching(/\.md$/) });
+  });
+
+  it('advertises config and format as it did, not as nullable', () => {
+    const { tool } = setup();
+    const properties = tool.parameters['properties'] as Record<string, Record<string, unknown>>;
+    expect(properties['format']).toEqual({ description: 'json (default) or markdown', type: 'string' });
+    expect(properties['config']).toMatchObject({ type: 'object', additionalProperties: false });
+    expect(JSON.stringify(tool.parameters)).not.toContain('null');
+  });
+});
+
 describe('observational_memory tool: input errors', () => {
   it('rejects an unknown action and lists the valid ones', async () => {
     const { tool, context } = setup();
@@ -230,7 +270,8 @@ describe('observational_memory tool: input errors', () => {
 
   it('rejects fractional and non-numeric thresholds', async () => {
     const { tool, context } = setup();
-    for (const value of [1.5, '5', null]) {
+    // A null is a left-out threshold (see "arguments padded with null"), not a wrong one.
+    for (const value of [1.5, '5', true]) {
       const error = await rejection(tool.execute({ action: 'enable', config: { observe_min_tokens: value } }, context));
       expect(error.code).toBe('TOOL_INPUT_INVALID');
       expect((error as ToolError).issues[0]).toMatch(/^config\.observe_min_tokens: /);

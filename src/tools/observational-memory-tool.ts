@@ -15,7 +15,7 @@ import type { Scope } from '../core/scope.js';
 import type { LanguageModel } from '../llm/language-model.js';
 import type { ObservationalMemory } from '../memory/observational-memory.js';
 import { writeExport } from './export-path.js';
-import { actionSchema, defineTool, givenOr, toolScope } from './tool.js';
+import { actionSchema, defineTool, givenOr, nullAsAbsent, toolScope } from './tool.js';
 import type { Tool } from './tool.js';
 
 /** Name of the observational memory tool. */
@@ -62,31 +62,36 @@ const exportPath = z
       'defaults to .harness/observational-memory/<tenant>/<conversation>/<agent>/memory-<timestamp>.<json|md>',
   );
 
-const observationalMemoryInput = z.object({
-  action: actionSchema(OBSERVATIONAL_MEMORY_ACTIONS).describe('enable, disable, status, export, review or reflect_now'),
-  config: z
-    .object({
-      observe_min_tokens: threshold.optional(),
-      snippet_max_tokens: threshold.optional(),
-      reflect_threshold_tokens: threshold.optional(),
-    })
-    .strict()
-    .optional()
-    .describe('Per-scope thresholds in tokens (enable only)'),
-  format: exportFormat,
-  path: exportPath,
-  // The reference harness reads these nested under `export`; its docs show them top level.
-  export: z
-    .object({ format: exportFormat, path: exportPath })
-    .optional()
-    .describe('Alternative to the top-level format and path'),
-  review: z
-    .object({ prompt: z.string().max(8_000).optional() })
-    .optional()
-    .describe(
-      'review only: what to ask about the exported memory (default: contradictions, stale assumptions, missing constraints)',
+// Models pad the arguments they leave out with null: a null is a left-out argument, nested ones too.
+const observationalMemoryInput = nullAsAbsent(
+  z.object({
+    action: actionSchema(OBSERVATIONAL_MEMORY_ACTIONS).describe(
+      'enable, disable, status, export, review or reflect_now',
     ),
-});
+    config: nullAsAbsent(
+      z
+        .object({
+          observe_min_tokens: threshold.optional(),
+          snippet_max_tokens: threshold.optional(),
+          reflect_threshold_tokens: threshold.optional(),
+        })
+        .strict(),
+    )
+      .optional()
+      .describe('Per-scope thresholds in tokens (enable only)'),
+    format: exportFormat,
+    path: exportPath,
+    // The reference harness reads these nested under `export`; its docs show them top level.
+    export: nullAsAbsent(z.object({ format: exportFormat, path: exportPath }))
+      .optional()
+      .describe('Alternative to the top-level format and path'),
+    review: nullAsAbsent(z.object({ prompt: z.string().max(8_000).optional() }))
+      .optional()
+      .describe(
+        'review only: what to ask about the exported memory (default: contradictions, stale assumptions, missing constraints)',
+      ),
+  }),
+);
 
 /** Options of {@link createObservationalMemoryTool}. */
 export interface ObservationalMemoryToolOptions {

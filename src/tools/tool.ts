@@ -188,3 +188,18 @@ export function toolScope(context: Omit<ToolContext, 'workspace'>): Scope {
 function isBlank(value: string | undefined): boolean {
   return value === undefined || value.trim() === '';
 }
+
+/**
+ * `schema`, taking a field sent as `null` as left out: models in strict function-calling mode,
+ * and some providers, fill every argument they leave out with null. The fields named in
+ * `nullable` keep a null. The JSON Schema a model is shown is `schema`'s, unchanged.
+ */
+export function nullAsAbsent<Schema extends z.ZodObject>(
+  schema: Schema,
+  nullable: readonly string[] = [],
+): z.ZodPreprocess<Schema> {
+  return z.preprocess((input: unknown) => {
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) return input;
+    return Object.fromEntries(Object.entries(input).filter(([key, value]) => value !== null || nullable.includes(key)));
+  }, schema);
+}

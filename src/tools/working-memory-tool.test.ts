@@ -225,3 +225,46 @@ describe('working_memory tool: time to live', () => {
     expect(error.data).toEqual({ field: 'ttl_seconds' });
   });
 });
+
+describe('working_memory tool: arguments padded with null', () => {
+  it('takes an optional argument sent as null as left out, as models in strict mode send them', async () => {
+    const { tool } = setup();
+    expect(await tool.execute({ action: 'set', key: 'plan', value: { step: 2 }, ttl_seconds: null }, CONTEXT)).toEqual({
+      ok: true,
+      key: 'plan',
+    });
+    expect(await tool.execute({ action: 'get', key: 'plan', value: null, ttl_seconds: null }, CONTEXT)).toEqual({
+      key: 'plan',
+      value: '{"step":2}',
+      found: true,
+    });
+    expect(await tool.execute({ action: 'list', key: null, value: null, ttl_seconds: null }, CONTEXT)).toEqual({
+      entries: { plan: '{"step":2}' },
+    });
+  });
+
+  it('still stores a value of null, and still requires a key for set when it is null', async () => {
+    const { tool } = setup();
+    await tool.execute({ action: 'set', key: 'plan', value: null, ttl_seconds: null }, CONTEXT);
+    expect(await tool.execute({ action: 'get', key: 'plan' }, CONTEXT)).toEqual({
+      key: 'plan',
+      value: 'null',
+      found: true,
+    });
+    const error = await rejection(tool.execute({ action: 'set', key: null, value: 1 }, CONTEXT));
+    expect(error.message).toContain('key: working memory key is required for the "set" action');
+  });
+
+  it('advertises the same JSON Schema as before: the fields are not made nullable', () => {
+    const { tool } = setup();
+    expect(tool.parameters['properties']).toEqual({
+      action: { description: 'set, get, delete or list', type: 'string', enum: ['set', 'get', 'delete', 'list'] },
+      key: { description: 'Entry key; required for set, get and delete', type: 'string' },
+      value: { description: 'Any JSON value to store (set only)' },
+      ttl_seconds: {
+        description: 'Seconds until the entry expires, a whole number from 1 to 315360000 (set only; omit to keep it)',
+        type: 'number',
+      },
+    });
+  });
+});

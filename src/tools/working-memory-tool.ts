@@ -6,7 +6,7 @@ import { z } from 'zod/v4';
 import { requireObject } from '../core/require-option.js';
 import { ToolError } from '../core/errors.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
-import { actionSchema, defineTool, toolScope } from './tool.js';
+import { actionSchema, defineTool, nullAsAbsent, toolScope } from './tool.js';
 import type { Tool } from './tool.js';
 
 /** Name of the working memory tool. */
@@ -14,15 +14,19 @@ export const WORKING_MEMORY_TOOL_NAME = 'working_memory';
 
 const WORKING_MEMORY_ACTIONS = ['set', 'get', 'delete', 'list'] as const;
 
-const workingMemoryInput = z.object({
-  action: actionSchema(WORKING_MEMORY_ACTIONS).describe('set, get, delete or list'),
-  key: z.string().optional().describe('Entry key; required for set, get and delete'),
-  value: z.unknown().optional().describe('Any JSON value to store (set only)'),
-  ttl_seconds: z
-    .number()
-    .optional()
-    .describe('Seconds until the entry expires, a whole number from 1 to 315360000 (set only; omit to keep it)'),
-});
+// A null value is a value (set stores it), not a left-out one.
+const workingMemoryInput = nullAsAbsent(
+  z.object({
+    action: actionSchema(WORKING_MEMORY_ACTIONS).describe('set, get, delete or list'),
+    key: z.string().optional().describe('Entry key; required for set, get and delete'),
+    value: z.unknown().optional().describe('Any JSON value to store (set only)'),
+    ttl_seconds: z
+      .number()
+      .optional()
+      .describe('Seconds until the entry expires, a whole number from 1 to 315360000 (set only; omit to keep it)'),
+  }),
+  ['value'],
+);
 
 /**
  * Creates the `working_memory` tool. Results: set `{ok, key}` (with `expires_at` when the entry

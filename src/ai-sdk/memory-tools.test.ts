@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { createObservationalMemory } from '../memory/observational-memory.js';
+import { createWorkingMemory } from '../memory/working-memory.js';
+import { createInMemoryStore } from '../storage/in-memory-store.js';
+import { createMemoryTools } from './memory-tools.js';
+
+const scope = { tenantId: 'acme', conversationId: 'chat-1', agentId: 'helper' };
+type Execute = (input: unknown, options: unknown) => Promise<unknown>;
+
+describe('AI SDK memory tools: arguments padded with null', () => {
+  it('take optional arguments sent as null as left out, as providers in strict mode send them', async () => {
+    const store = createInMemoryStore();
+    const workingMemory = createWorkingMemory({ store });
+    const tools = createMemoryTools({ memory: createObservationalMemory({ store }), workingMemory, scope });
+    const workingMemoryTool = tools.working_memory.execute as Execute;
+    const observationalTool = tools.observational_memory.execute as Execute;
+    const call = { toolCallId: 'c1', messages: [] };
+    expect(
+      await workingMemoryTool({ action: 'set', key: 'plan', value: { step: 1 }, ttl_seconds: null }, call),
+    ).toEqual({ ok: true, key: 'plan' });
+    expect(await workingMemoryTool({ action: 'list', key: null, value: null, ttl_seconds: null }, call)).toEqual({
+      entries: { plan: '{"step":1}' },
+    });
+    expect(await observationalTool({ action: 'status', config: null, format: null, path: null }, call)).toMatchObject({
+      status: { enabled: false },
+    });
+  });
+});
