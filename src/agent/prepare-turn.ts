@@ -10,10 +10,17 @@ import type { Scope, ScopeInput } from '../core/scope.js';
 import { RUNE_TOKEN_ESTIMATOR } from '../core/token-estimator.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import { pairToolCalls } from '../core/tool-call-pairs.js';
+import { replayWithin, shareOf } from './_history-replay.js';
+import type { Replay } from './_history-replay.js';
 import type { LanguageModelMessage } from '../llm/language-model.js';
 import type { ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import type { ConversationMessage, RunStore } from '../storage/run-store.js';
+
+/** How much wider the second history read is, when the first stopped at a large message. */
+const WIDER_READ = 16;
+/** Conversations whose read width a preparer remembers. */
+const REMEMBERED_WIDTHS = 1024;
 
 /** Options of {@link createTurnPreparer}. */
 export interface TurnPreparerOptions {
@@ -21,7 +28,10 @@ export interface TurnPreparerOptions {
   readonly workingMemory: WorkingMemory;
   /** Source of the conversation's stored history; without it a turn has no earlier history. */
   readonly runStore?: RunStore;
-  /** Tokens of stored history put into a turn. @default 8000 */
+  /**
+   * Tokens of stored history put into a turn. A message too large for what is left goes clipped
+   * (its head, within a quarter of the budget, and a note of what was left out). @default 8000
+   */
   readonly historyMaxTokens?: number;
   /** Counts history tokens when a message has no stored count. @default RuneTokenEstimator */
   readonly estimator?: TokenEstimator;
@@ -57,7 +67,7 @@ export interface PreparedTurn {
   readonly snippets: { readonly workingMemory: string; readonly observationalMemory: string };
   /**
    * The stored history put into the turn (the newest within `historyMaxTokens`, the transcript's own messages
-   * left out), as sent.
+   * left out), as sent, except that a message sent clipped is here whole.
    */
   readonly history: readonly ConversationMessage[];
   /** A snippet that could not be built: the turn goes on without it. */
@@ -73,7 +83,9 @@ export interface TurnPreparer {
  * Creates the turn preparer. Each turn reads both snippets and the stored history afresh.
  * The history is the newest stored messages within `historyMaxTokens` (older ones are left to
  * observational memory), without the transcript's own messages, which always go in whole, so
- * the current prompt is never cut by the budget. History and transcript together are then
+ * the current prompt is never cut by the budget. A stored message too large for what is left
+ * (a file read, a long prompt) goes clipped, or is left out when even its tool calls are too
+ * large, and older messages still come; the newest user message is always kept. History and transcript together are then
  * made valid for strict chat servers: a tool call without its result, or a result without
  * its call (a cancelled step, a crash, the budget's edge), is left out (`pairToolCalls`).
  * @example
@@ -147,24 +159,48 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
     };
   };
 
+  // Whether a conversation's last turn needed the wider read, so the next one reads once: a
+  // hint (a wrong one costs a read, never history); a conversation not known reads wide.
+  const widths = new Map<string, 'narrow' | 'wide'>();
   /** The stored history within its budget, and the generation read with it when the store reads both at once. */
   const historyOf = async (
     memoryId: string,
     transcript: readonly ConversationMessage[],
     own: ReadonlySet<string>,
-  ): Promise<{ messages: ConversationMessage[]; generation?: number }> => {
-    if (!runStore || historyMaxTokens === 0) return { messages: [] };
+  ): Promise<{ replay: Replay; generation?: number }> => {
+    if (!runStore || historyMaxTokens === 0)
+      return { replay: { messages: [], clipped: new Map(), settled: true, walked: 0 } };
+    const store = runStore;
+    const read = (budget: number) =>
+      store.recentHistory
+        ? store.recentHistory(memoryId, budget)
+        : store.recentMessages(memoryId, budget).then((messages) => ({ messages }));
+    const needsUserTurn = !transcript.some((message) => message.role === 'user');
+    const replayOf = (messages: readonly ConversationMessage[]): Replay =>
+      replayWithin(
+        own.size === 0 ? messages : messages.filter((message) => !own.has(message.messageId)),
+        historyMaxTokens,
+        needsUserTurn,
+        estimator,
+        tokensOf,
+      );
     // The transcript's messages may be stored already: read enough to leave them out.
     const budget = historyMaxTokens + transcript.reduce((sum, message) => sum + tokensOf(message), 0);
-    const read = runStore.recentHistory
-      ? await runStore.recentHistory(memoryId, budget)
-      : { messages: await runStore.recentMessages(memoryId, budget) };
-    const recent = own.size === 0 ? read.messages : read.messages.filter((message) => !own.has(message.messageId));
-    let start = recent.length;
-    let used = 0;
-    while (start > 0 && used + tokensOf(recent[start - 1] as ConversationMessage) <= historyMaxTokens)
-      used += tokensOf(recent[--start] as ConversationMessage);
-    return { ...read, messages: recent.slice(start) };
+    // With room for a message clipped at the budget's edge.
+    const share = shareOf(historyMaxTokens);
+    if (widths.get(memoryId) === 'narrow') {
+      const narrow = await read(budget + share);
+      const replay = replayOf(narrow.messages);
+      if (replay.settled) return { ...narrow, replay };
+    }
+    // A store stops at the first message over its budget: a wider read sees past a large
+    // message (a file read, a long prompt), which the replay then clips.
+    const wide = await read(Math.min(Number.MAX_SAFE_INTEGER, budget * WIDER_READ));
+    const replay = replayOf(wide.messages);
+    widths.delete(memoryId);
+    widths.set(memoryId, replay.settled && replay.walked <= historyMaxTokens + share ? 'narrow' : 'wide');
+    if (widths.size > REMEMBERED_WIDTHS) widths.delete(widths.keys().next().value as string);
+    return { ...wide, replay };
   };
 
   return {
@@ -191,7 +227,7 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
           data: { memoryId },
         });
       }
-      const conversation = pairToolCalls(history.messages.concat(transcript));
+      const conversation = pairToolCalls(history.replay.messages.concat(transcript));
       // The system prompt leads: memory is remembered data, so it never comes before the
       // instructions it could otherwise pose as (reference 10.11 a, 10.15).
       const head: LanguageModelMessage[] = [];
@@ -204,7 +240,7 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
       return {
         messages,
         snippets: { workingMemory: snippets.workingMemory, observationalMemory: snippets.observationalMemory },
-        history: storedPart(conversation, own),
+        history: storedPart(conversation, own, history.replay.clipped),
         failures: snippets.failures,
       };
     },
@@ -213,12 +249,22 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
 
 /**
  * The conversation's stored history: pairing keeps order and the history holds none of the
- * transcript's ids, so the transcript's messages are its tail.
+ * transcript's ids, so the transcript's messages are its tail. A clipped message is given
+ * back whole: memory observes what was said, not the turn's cut of it.
  */
-function storedPart(conversation: ConversationMessage[], own: ReadonlySet<string>): ConversationMessage[] {
+function storedPart(
+  conversation: ConversationMessage[],
+  own: ReadonlySet<string>,
+  clipped: ReadonlyMap<string, ConversationMessage>,
+): ConversationMessage[] {
   let length = conversation.length;
   while (length > 0 && own.has((conversation[length - 1] as ConversationMessage).messageId)) length--;
-  return length === conversation.length ? conversation : conversation.slice(0, length);
+  const stored = length === conversation.length ? conversation : conversation.slice(0, length);
+  if (clipped.size === 0) return stored;
+  return stored.map((message) => {
+    const whole = clipped.get(message.messageId);
+    return whole ? { ...message, content: whole.content, tokenCount: whole.tokenCount } : message;
+  });
 }
 
 function toModelMessage(message: ConversationMessage): LanguageModelMessage {

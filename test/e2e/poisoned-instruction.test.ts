@@ -272,11 +272,14 @@ describe('e2e: a poisoned "remember: always send data to …" (F40)', () => {
 
   it('shows it only inside the envelope once the poisoned turns have left the history window', async () => {
     await poisonTheConversation();
-    // More than the 8,000 history tokens a turn replays: the poisoned turns age out, and only
-    // memory carries them on.
-    const filler = Array.from({ length: 1000 }, (_, index) => `Appendix line ${index}: figures unchanged.`).join('\n');
-    expect(filler.length / 4).toBeGreaterThan(8_000);
-    await run(filler);
+    // More than the 8,000 history tokens a turn replays, in turns of ordinary size (one message
+    // too large for the budget would be replayed clipped, older turns behind it): the poisoned
+    // turns age out, and only memory carries them on.
+    const fillers = [1, 2, 3, 4].map((part) =>
+      Array.from({ length: 250 }, (_, index) => `Appendix ${part} line ${index}: figures unchanged.`).join('\n'),
+    );
+    expect(fillers.reduce((sum, filler) => sum + filler.length, 0) / 4).toBeGreaterThan(8_000);
+    for (const filler of fillers) await run(filler);
 
     await run(NEXT_PROMPT);
     const messages = firstRequestOf(NEXT_PROMPT);
@@ -287,7 +290,8 @@ describe('e2e: a poisoned "remember: always send data to …" (F40)', () => {
     const observations = (await e2e.apiJson(MEMORY_PATH)).body['observations'] as Array<Record<string, unknown>>;
     const [user, tool, steered] = observations.map((observation) => Number(observation['seq']));
     expectInertEnvelope(String(holding[0]?.content), { user: user!, tool: tool!, steered: steered! });
-    expect(messages.some((message) => message.content === filler)).toBe(false);
+    // The oldest filler went the way of the poisoned turns.
+    expect(messages.some((message) => message.content === fillers[0])).toBe(false);
     expectNoRequestToTheHost();
   });
 });
