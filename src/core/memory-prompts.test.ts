@@ -139,6 +139,17 @@ describe('prompts: reflector', () => {
     expect(prompt.user).toContain('- [seq:2] b / c');
     expect(prompt.user).toContain('Reflection threshold: 4000 tokens.');
   });
+
+  it("asks for a summary of about half the scope's snippet budget", () => {
+    const prompt = buildReflectorPrompt({
+      scope,
+      config: { ...DEFAULT_OBSERVATION_CONFIG, snippetMaxTokens: 1200 },
+      reflection: null,
+      observations: [observation(1, 'a')],
+    });
+    expect(prompt.user).toContain('Keep the SUMMARY under about 600 tokens');
+    expect(prompt.user).toContain('a memory budget of 1200 tokens');
+  });
 });
 
 describe('prompts: issue 12', () => {

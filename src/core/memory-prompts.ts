@@ -146,6 +146,7 @@ export function buildReflectorPrompt(input: {
     '',
     scopeBlock(input.scope),
     `Reflection threshold: ${input.config.reflectThresholdTokens} tokens.`,
+    reflectionTarget(input.config),
     '',
     ...(input.reflection
       ? [
@@ -180,6 +181,18 @@ export function buildReflectorPrompt(input: {
     '</observations>',
   ].join('\n');
   return { system, user };
+}
+
+/**
+ * The size the reflector is asked to keep the summary to: about half the snippet budget, which
+ * it shares with the warnings and the observations made after it.
+ */
+function reflectionTarget(config: ObservationConfig): string {
+  const target = Math.max(1, Math.floor(config.snippetMaxTokens / 2));
+  return (
+    `Keep the SUMMARY under about ${target} tokens: it is shown before every turn within a memory budget of ` +
+    `${config.snippetMaxTokens} tokens, beside the newer observations.`
+  );
 }
 
 /** The line an earlier observation takes in the reflector prompt, without its `- [seq:N] ` prefix. */

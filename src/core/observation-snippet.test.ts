@@ -49,7 +49,7 @@ describe('snippet: scoring', () => {
 });
 
 describe('snippet: layout', () => {
-  it('opens with the data line, puts the quoted reflection first, observations in seq order, then the warnings', () => {
+  it('opens with the data line, puts the quoted reflection first, observations in seq order, then the warnings (contradictions first)', () => {
     const text = buildObservationSnippet({
       observations: [observation(1, 'first', 0.2), observation(2, 'second', 0.9)],
       reflection: reflection(
@@ -69,11 +69,11 @@ describe('snippet: layout', () => {
         '- [1] (superseded by [2]) first',
         '- [2] second',
         '',
-        '⚠️ Preference changes (most recent wins):',
-        '- observation [2] supersedes [1]',
-        '',
         '⚠️ Unresolved contradictions:',
         '- observations [1] and [2] conflict',
+        '',
+        '⚠️ Preference changes (most recent wins):',
+        '- observation [2] supersedes [1]',
         '</observational-memory>',
       ].join('\n'),
     );
@@ -154,7 +154,7 @@ describe('snippet: layout', () => {
       observations: [observations[0]!, observations[2]!],
       reflection: null,
       links: { supersessions: links.supersessions, contradictions: [] },
-      maxTokens: 74,
+      maxTokens: 52,
       estimator: RUNE_TOKEN_ESTIMATOR,
     });
     expect(tight).toContain('- [3] prefers spaces');
@@ -191,8 +191,8 @@ describe('snippet: layout', () => {
     expect(inside).not.toMatch(/<\s*\/|<\||<observational|\[INST\]|\[\/INST\]|\u202E/);
     expect(inside.split('\n').filter((line) => /^(?:SYSTEM|<|\[)/.test(line))).toEqual([]);
     expect(lines.filter((line) => line.startsWith('⚠️'))).toEqual([
-      '⚠️ Preference changes (most recent wins):',
       '⚠️ Unresolved contradictions:',
+      '⚠️ Preference changes (most recent wins):',
     ]);
     expect(lines.filter((line) => /^- \[\d+\]/.test(line)).map((line) => line.slice(0, 6))).toEqual([
       '- [1] ',

@@ -39,6 +39,10 @@ export const SNIPPET_FRAME_LINES: readonly string[] = [
   REFLECTION_TRUNCATED_MARKER,
 ];
 const CONTINUATION_INDENT = '  ';
+/** The warnings take at most this fraction (1/n) of the budget. */
+const WARNING_SHARE_DIVISOR = 3;
+/** Observations newer than the reflection keep up to this fraction (1/n) of what the warnings leave. */
+const FRESH_SHARE_DIVISOR = 3;
 
 /** The supersessions and contradictions a snippet applies (a scope's active supersession set). */
 export interface SnippetLinks {
@@ -53,7 +57,7 @@ export interface ObservationSnippetInput {
   readonly reflection: StoredReflection | null;
   /**
    * The scope's active supersession set: superseded observations are scored as 0.1 and
-   * marked, and both lists become the warnings; a supersession or contradiction naming a copy of
+   * marked, and the lists become the warnings (a supersession only when an observation it names is shown); a supersession or contradiction naming a copy of
    * a repeated fact applies to the copy shown, and its warning cites that one. Without it, the
    * reflection's own lists are used.
    */
@@ -75,9 +79,11 @@ export function scoreObservation(importance: number | null, ageSteps: number, su
 /**
  * Builds the `<observational-memory>` snippet: a line saying that what follows is data,
  * then `Reflection:` (every line quoted with `> `), then `Observations:` (`- [seq] content`,
- * in seq order; a superseded one says by which), then the supersession and contradiction
- * warnings. The whole text never exceeds `maxTokens` by the estimator; `""` when there is
- * nothing to show or the budget cannot hold even the wrapper.
+ * in seq order; a superseded one says by which), then the warnings: the active contradictions,
+ * then the supersessions naming an observation shown, within a third of the budget. A reflection
+ * leaves the observations newer than it up to a third of what the warnings leave. The whole text
+ * never exceeds `maxTokens` by the estimator; `""` when there is nothing to show or the budget
+ * cannot hold even the wrapper.
  */
 export function buildObservationSnippet(input: ObservationSnippetInput): string {
   return planObservationSnippet(input).text;
@@ -110,20 +116,47 @@ export function planObservationSnippet(input: ObservationSnippetInput): Observat
   let remaining = input.maxTokens - cost(OPEN_TAG) - cost(SNIPPET_PREAMBLE) - estimator.estimate(CLOSE_TAG);
   if (remaining <= 0) return empty;
 
-  const warnings = warningSections(linksAsShown(observations, links));
-  // Warnings are few and decisive, but may not crowd out everything else.
-  const warningLines = takeLinesWithin(warnings, Math.min(remaining, Math.floor((input.maxTokens * 2) / 3)), cost);
-  remaining -= sumCost(warningLines, cost);
-
-  const reflectionLines = fitReflection(reflection, remaining, cost, estimator);
-  remaining -= sumCost(reflectionLines, cost);
-
-  const selected = selectObservations(
-    observations,
-    superseded,
-    remaining - cost('') - cost(OBSERVATIONS_HEADER),
-    estimator,
+  const shownLinks = linksAsShown(observations, links);
+  // Warnings get a small share, contradictions (which ask the model to confirm) first.
+  const warningShare = Math.floor(input.maxTokens / WARNING_SHARE_DIVISOR);
+  const contradictionLines = takeLinesWithin(
+    contradictionWarnings(shownLinks),
+    Math.min(remaining, warningShare),
+    cost,
   );
+  const contradictionCost = sectionCost(contradictionLines, cost);
+  remaining -= contradictionCost;
+
+  // A reflection is made every few dozen turns: what was observed since must still show.
+  const fresh = freshReserve(observations, reflection, superseded, Math.floor(remaining / FRESH_SHARE_DIVISOR), cost);
+  const reflectionLines = fitReflection(reflection, remaining - fresh, cost, estimator);
+  remaining -= sectionCost(reflectionLines, cost);
+
+  // The supersession lines are kept room for, but chosen once the observations are: only those
+  // about an observation shown. Room they leave goes back to the observations, and what the
+  // observations leave goes to them.
+  const supersessionRoom = Math.min(
+    Math.max(0, warningShare - contradictionCost),
+    sectionCost(supersessionWarnings(shownLinks, undefined), cost),
+  );
+  const observationBudget = remaining - cost('') - cost(OBSERVATIONS_HEADER);
+  let selected = selectObservations(observations, superseded, observationBudget - supersessionRoom, estimator);
+  const unused =
+    supersessionRoom -
+    sectionCost(supersessionsShown(shownLinks, selected, observations, supersessionRoom, cost), cost);
+  if (unused > 0)
+    selected = selectObservations(observations, superseded, observationBudget - supersessionRoom + unused, estimator);
+  const left =
+    observationBudget -
+    sumCost(
+      selected.map((item) => item.line),
+      cost,
+    );
+  const supersessionLines = supersessionsShown(shownLinks, selected, observations, left, cost);
+  const warningLines =
+    contradictionLines.length > 0 && supersessionLines.length > 0
+      ? [...contradictionLines, '', ...supersessionLines]
+      : [...contradictionLines, ...supersessionLines];
   const observationLines = [OBSERVATIONS_HEADER, ...selected.map((item) => item.line)];
   const sections: string[][] = [];
   if (reflectionLines.length > 0) sections.push(reflectionLines);
@@ -137,7 +170,13 @@ export function planObservationSnippet(input: ObservationSnippetInput): Observat
   while (estimator.estimate(text) > input.maxTokens && sections.length > 0) {
     const last = sections[sections.length - 1];
     if (!last || last.length <= 2) sections.pop();
-    else last.pop();
+    else {
+      last.pop();
+      // A warnings header (or the blank line before one) left without its items goes too.
+      if (last === warningLines)
+        while (last.length > 0 && !(last[last.length - 1] as string).startsWith('- ')) last.pop();
+      if (last.length === 0) sections.pop();
+    }
     text = sections.length > 0 ? render(sections) : '';
   }
   // Lines trimmed from the observations section leave it from its end.
@@ -145,6 +184,45 @@ export function planObservationSnippet(input: ObservationSnippetInput): Observat
   const includedSeqs = new Set<number>();
   for (const item of selected.slice(0, shown)) includedSeqs.add((observations[item.index] as Observation).seq);
   return { text, includedSeqs, supersededBy: superseded };
+}
+
+/** The supersession warnings about the observations `selected` shows, within `budget`. */
+function supersessionsShown(
+  links: SnippetLinks,
+  selected: ReadonlyArray<{ index: number }>,
+  observations: readonly Observation[],
+  budget: number,
+  cost: (line: string) => number,
+): string[] {
+  if (links.supersessions.length === 0 || budget <= 0) return [];
+  const shown = new Set(selected.map((item) => (observations[item.index] as Observation).seq));
+  return takeLinesWithin(supersessionWarnings(links, shown), budget, cost);
+}
+
+/**
+ * Tokens kept from the reflection for the observations newer than it: what they cost (newest
+ * first, with the observations' header), at most `cap`. Bounded by the budget, not the log.
+ */
+function freshReserve(
+  observations: readonly Observation[],
+  reflection: StoredReflection | null,
+  superseded: ReadonlyMap<number, number>,
+  cap: number,
+  cost: (line: string) => number,
+): number {
+  if (reflection === null || cap <= 0) return 0;
+  const first = firstAfterSeq(observations, reflection.throughSeq);
+  if (first >= observations.length) return 0;
+  const repeated = repeatedSeqsOf(observations);
+  let need = cost('') + cost(OBSERVATIONS_HEADER);
+  for (let position = observations.length - 1; position >= first && need < cap; position--) {
+    const observation = observations[position] as Observation;
+    if (repeated.has(observation.seq)) continue;
+    const replacedBy = superseded.get(observation.seq);
+    const marker = replacedBy === undefined ? '' : `(superseded by [${replacedBy}]) `;
+    need += cost(`- [${observation.seq}] ${marker}${renderedBodyOf(observation)}`);
+  }
+  return Math.min(need, cap);
 }
 
 function linksOf(reflection: StoredReflection | null): SnippetLinks {
@@ -501,33 +579,39 @@ class IndexHeap {
   }
 }
 
-/** The warnings, newest first in each list, so the most recent changes survive a tight budget. */
-function warningSections(links: SnippetLinks): string[] {
-  const lines: string[] = [];
-  const supersessions = [...links.supersessions].sort((a, b) => b.newerSeq - a.newerSeq || b.olderSeq - a.olderSeq);
-  const contradictions = [...links.contradictions].sort(newestContradictionFirst);
-  if (supersessions.length > 0) {
-    lines.push(SUPERSESSIONS_HEADER);
-    for (const item of supersessions) {
-      const reason = oneLine(item.reason);
-      lines.push(
-        reason === ''
-          ? `- observation [${item.newerSeq}] supersedes [${item.olderSeq}]`
-          : `- ${reason} (observation [${item.newerSeq}] supersedes [${item.olderSeq}])`,
-      );
-    }
+/** The active contradictions' warnings, newest first, so the most recent survive a tight budget. */
+function contradictionWarnings(links: SnippetLinks): string[] {
+  if (links.contradictions.length === 0) return [];
+  const lines = [CONTRADICTIONS_HEADER];
+  for (const item of [...links.contradictions].sort(newestContradictionFirst)) {
+    const detail = oneLine(item.detail);
+    lines.push(
+      detail === ''
+        ? `- observations [${item.seqA}] and [${item.seqB}] conflict`
+        : `- ${detail} (observations [${item.seqA}] vs [${item.seqB}]) — confirm which applies`,
+    );
   }
-  if (contradictions.length > 0) {
-    if (lines.length > 0) lines.push('');
-    lines.push(CONTRADICTIONS_HEADER);
-    for (const item of contradictions) {
-      const detail = oneLine(item.detail);
-      lines.push(
-        detail === ''
-          ? `- observations [${item.seqA}] and [${item.seqB}] conflict`
-          : `- ${detail} (observations [${item.seqA}] vs [${item.seqB}]) — confirm which applies`,
-      );
-    }
+  return lines;
+}
+
+/**
+ * The warnings of the supersessions one of whose observations the snippet shows, newest first:
+ * the set only grows, and a change about observations not shown tells the model nothing.
+ * `undefined` lists them all.
+ */
+function supersessionWarnings(links: SnippetLinks, shown: ReadonlySet<number> | undefined): string[] {
+  const supersessions = links.supersessions
+    .filter((item) => shown === undefined || shown.has(item.newerSeq) || shown.has(item.olderSeq))
+    .sort((a, b) => b.newerSeq - a.newerSeq || b.olderSeq - a.olderSeq);
+  if (supersessions.length === 0) return [];
+  const lines = [SUPERSESSIONS_HEADER];
+  for (const item of supersessions) {
+    const reason = oneLine(item.reason);
+    lines.push(
+      reason === ''
+        ? `- observation [${item.newerSeq}] supersedes [${item.olderSeq}]`
+        : `- ${reason} (observation [${item.newerSeq}] supersedes [${item.olderSeq}])`,
+    );
   }
   return lines;
 }
@@ -544,6 +628,11 @@ function takeLinesWithin(lines: readonly string[], budget: number, cost: (line: 
   }
   while (kept.length > 0 && !(kept[kept.length - 1] as string).startsWith('- ')) kept.pop();
   return kept;
+}
+
+/** A section's lines with the blank line that separates it from the next; 0 for none. */
+function sectionCost(lines: readonly string[], cost: (line: string) => number): number {
+  return lines.length === 0 ? 0 : sumCost(lines, cost) + cost('');
 }
 
 function sumCost(lines: readonly string[], cost: (line: string) => number): number {

@@ -150,7 +150,8 @@ async function ask(
 
 /**
  * Rejects answers that must not be stored: cut off by the token limit, refused or
- * filtered, empty, or larger than the cap. Returns the trimmed text otherwise.
+ * filtered, empty, larger than the cap, or (a reflection) mostly the same lines repeated.
+ * Returns the trimmed text otherwise.
  */
 export function acceptOutput(role: 'observer' | 'reflector', result: LanguageModelResult, maxBytes: number): string {
   if (result.finishReason === 'length') {
@@ -178,7 +179,28 @@ export function acceptOutput(role: 'observer' | 'reflector', result: LanguageMod
   // Thinking a reasoning model wrote into its answer is not what it concluded: never stored.
   const text = stripReasoning(result.text).trim();
   if (text === '') throw outputError(role, 'empty', `${role} returned empty output`);
+  // A reflection replaces the last one whole: a model caught in a loop must not erase it.
+  if (role === 'reflector' && isRepetitive(text)) {
+    throw outputError(
+      role,
+      'repetitive',
+      `${role} answer is mostly the same lines repeated; nothing was stored, the last reflection is kept`,
+    );
+  }
   return text;
+}
+
+/** Lines an answer needs before its repetition is judged. */
+const MIN_LINES_TO_JUDGE = 12;
+
+/** True when fewer than a third of the answer's non-blank lines are distinct. */
+function isRepetitive(text: string): boolean {
+  const lines = text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+  if (lines.length < MIN_LINES_TO_JUDGE) return false;
+  return new Set(lines).size * 3 < lines.length;
 }
 
 function outputError(role: string, reason: string, message: string): HarnessMemoryError {
