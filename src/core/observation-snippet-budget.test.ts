@@ -1,24 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { Observation, StoredReflection } from './observation.js';
+import { observationOf } from '../../test/support/observation-fixture.js';
+import type { StoredReflection } from './observation.js';
 import { planObservationSnippet, REFLECTION_TRUNCATED_MARKER } from './observation-snippet.js';
 import type { SnippetLinks } from './observation-snippet.js';
 import { parseReflection } from './parse-reflection.js';
 import { RUNE_TOKEN_ESTIMATOR } from './token-estimator.js';
 
-function observation(seq: number, content: string, importance: number | null): Observation {
-  return {
-    seq,
-    content,
-    importance,
-    tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(content),
-    createdAt: '2026-01-01T00:00:00.000Z',
-    sourceStartSeq: 1,
-    sourceEndSeq: 1,
-    source: 'user',
-    sourceMessageSeqs: [],
-    operationId: 'op',
-  };
-}
+const observation = observationOf;
 
 function reflection(raw: string, throughSeq: number): StoredReflection {
   return {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { observationOf } from '../../test/support/observation-fixture.js';
 import type { Observation, StoredReflection } from './observation.js';
 import {
   buildObservationSnippet,
@@ -12,20 +13,7 @@ import { RUNE_TOKEN_ESTIMATOR } from './token-estimator.js';
 import type { TokenEstimator } from './token-estimator.js';
 import { seededRandom } from '../../test/support/seeded-random.js';
 
-function observation(seq: number, content: string, importance: number | null): Observation {
-  return {
-    seq,
-    content,
-    importance,
-    tokenCount: RUNE_TOKEN_ESTIMATOR.estimate(content),
-    createdAt: '2026-01-01T00:00:00.000Z',
-    sourceStartSeq: 1,
-    sourceEndSeq: 1,
-    source: 'user',
-    sourceMessageSeqs: [],
-    operationId: 'op',
-  };
-}
+const observation = observationOf;
 
 function reflection(raw: string): StoredReflection {
   return {
