@@ -250,7 +250,15 @@ async function sendLargeBody(response: ServerResponse, body: ScriptedLargeBody['
   response.writeHead(body.status ?? 200, { 'content-type': body.contentType ?? 'application/json' });
   // Waits for the client to read what is buffered, so a client that stops reading stops the body.
   const write = async (text: string): Promise<void> => {
-    if (!response.write(text)) await new Promise((resolve) => response.once('drain', resolve).once('close', resolve));
+    if (response.write(text)) return;
+    await new Promise<void>((resolve) => {
+      // Both listeners go once either fires: a long body waits for many drains.
+      const done = (): void => {
+        response.off('drain', done).off('close', done);
+        resolve();
+      };
+      response.once('drain', done).once('close', done);
+    });
   };
   await write(body.head ?? '');
   for (let index = 0; index < body.repeat && !response.destroyed; index++) await write(body.fill);
