@@ -65,6 +65,7 @@ import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
 import {
   emptyWriteAheadLogLater,
   emptyWriteAheadLogWithin,
+  isBusyError,
   limitSynchronousBusyWait,
   retryWhileBusy,
 } from './sqlite-busy-wait.js';
@@ -344,8 +345,20 @@ function createSqliteStoreContext(
    * wait for another process's write lock are waited for, on a timer, never blocking; a read
    * that finds the file locked (another process recovering it, say) is tried again the same way.
    */
-  const execute = async <T>(work: () => T, scope?: string): Promise<T> => {
+  const execute = <T>(work: () => T, scope?: string): T | Promise<T> => {
     storeGuard.run(() => batcher.flush());
+    // NOTE: the usual case answers at once, without a promise: a get is a few microseconds, and
+    // each promise layer would add to it.
+    if (batcher.lockedOut(scope) === undefined) {
+      try {
+        return storeGuard.run(work);
+      } catch (error) {
+        if (!isBusyError(error)) throw error;
+      }
+    }
+    return waitThenExecute(work, scope);
+  };
+  const waitThenExecute = async <T>(work: () => T, scope?: string): Promise<T> => {
     for (let locked = batcher.lockedOut(scope); locked; locked = batcher.lockedOut(scope)) await locked;
     return retryWhileBusy(() => storeGuard.run(work), context.busyTimeoutMs);
   };
