@@ -6,6 +6,7 @@
 import { z } from 'zod/v4';
 import { HarnessMemoryError } from '../core/errors.js';
 import { validateScopeId } from '../core/scope.js';
+import { POSTGRES_SCHEMA_PATTERN, reservedSchemaProblem } from '../core/postgres-schema-name.js';
 import { apiKeyProblem, apiKeyScopesProblem } from '../core/api-key.js';
 import type { ApiKeyScope } from '../core/api-key.js';
 import { apiKeyEnvProblem } from '../core/api-key-env.js';
@@ -33,7 +34,7 @@ export const MEMORY_LLM_MODES: readonly MemoryLlmMode[] = ['inherit', 'openai', 
 /** Pattern of a `[providers.NAME]` name. */
 export const PROVIDER_NAME_PATTERN: RegExp = /^[a-z0-9_-]+$/;
 /** Pattern of `[memory] schema`, the Postgres store's own (`validateSchemaName`); `""` means `public`. */
-export const POSTGRES_SCHEMA_PATTERN: RegExp = /^[a-z_][a-z0-9_]{0,62}$/;
+export { POSTGRES_SCHEMA_PATTERN };
 
 /** The `[memory]` table of a config file; every key is optional. */
 export interface MemoryFileSection {
@@ -199,15 +200,6 @@ function tenantIdProblem(tenantId: string): string | undefined {
 const SCHEMA_NAME =
   `must match ${POSTGRES_SCHEMA_PATTERN.source} (lower-case letters, digits and underscores, at most 63), ` +
   'or be "" for "public"';
-
-/** Why Postgres keeps `name` for itself, or `undefined` when a store may use it (as `validateSchemaName`). */
-function reservedSchemaProblem(name: string): string | undefined {
-  if (name.startsWith('pg_'))
-    return 'must not start with "pg_", which Postgres reserves for its own schemas (it refuses to create one)';
-  if (name === 'information_schema')
-    return 'must not be "information_schema", which Postgres keeps for its catalog views and pg_dump skips';
-  return undefined;
-}
 
 const memoryShape = {
   enabled: flag(),

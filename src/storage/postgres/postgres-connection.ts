@@ -4,6 +4,7 @@
  * @module
  */
 import { createHash } from 'node:crypto';
+import { POSTGRES_SCHEMA_PATTERN, reservedSchemaProblem } from '../../core/postgres-schema-name.js';
 import {
   invalidOption,
   requireObject,
@@ -59,7 +60,6 @@ export interface PostgresConnection {
 /** Anything that can run a query: the pool, a client inside a transaction, or the read lane's client. */
 export type Queryable = Pool | ClientBase;
 
-const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 const INT8_OID = 20;
 
 /**
@@ -96,19 +96,17 @@ export function rowFromJson<R extends object>(value: unknown, times: readonly st
  */
 export function validateSchemaName(schema: string, store: string): string {
   // The caller's mistake, not a storage failure to retry: OPTION_INVALID.
-  if (!SCHEMA_PATTERN.test(schema)) {
+  if (!POSTGRES_SCHEMA_PATTERN.test(schema)) {
     throw invalidOption(
       store,
       'schema',
-      `must match ${SCHEMA_PATTERN.source} (lower-case letters, digits, underscores; at most 63); got ` +
+      `must match ${POSTGRES_SCHEMA_PATTERN.source} (lower-case letters, digits, underscores; at most 63); got ` +
         JSON.stringify(schema),
       'Use a name such as harness or harness_prod.',
     );
   }
-  if (schema.startsWith('pg_') || schema === 'information_schema') {
-    const why = schema.startsWith('pg_')
-      ? 'must not start with "pg_", which Postgres reserves for its own schemas (it refuses to create one)'
-      : 'must not be "information_schema", which Postgres keeps for its catalog views and pg_dump skips';
+  const why = reservedSchemaProblem(schema);
+  if (why !== undefined) {
     throw invalidOption(
       store,
       'schema',
