@@ -79,6 +79,27 @@ describe("a reflector of the user's own", () => {
   });
 });
 
+describe("a reflector of the user's own caught in a loop", () => {
+  it('is refused as repetitive, and the last reflection is kept', async () => {
+    let answer = 'SUMMARY:\n- The user prefers tabs.\nSUPERSESSIONS:\n- none\nCONTRADICTIONS:\n- none';
+    const memory = memoryWith(
+      { observe: async () => [{ content: 'User prefers tabs.', importance: 0.9 }] },
+      { reflect: async () => answer },
+    );
+    await observeOnce(memory);
+    await memory.reflectNow(scope);
+    answer = `SUMMARY:\n${'- The user likes tabs.\n'.repeat(2_000)}`;
+    await memory.observe({ scope, messages: [{ id: 'm2', role: 'user', content: 'Tabs, always.' }] });
+    await expect(memory.reflectNow(scope)).rejects.toMatchObject({
+      code: 'MODEL_OUTPUT_INVALID',
+      data: { role: 'reflector', reason: 'repetitive' },
+    });
+    const exported = JSON.parse((await memory.export(scope, 'json')).content) as { reflection: string };
+    expect(exported.reflection).toContain('The user prefers tabs.');
+    expect(exported.reflection).not.toContain('likes tabs');
+  });
+});
+
 describe('drain', () => {
   it('rejects with DRAIN_TIMEOUT, the pending count and the time, when operations outlast it', async () => {
     const memory = createObservationalMemory({

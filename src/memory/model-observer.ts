@@ -1,5 +1,6 @@
 import { HarnessMemoryError } from '../core/errors.js';
 import { buildObserverPrompt, buildReflectorPrompt } from '../core/memory-prompts.js';
+import { isRepetitive } from '../core/repetitive-text.js';
 import { requireObject } from '../core/require-option.js';
 import { stripReasoning } from '../core/strip-reasoning.js';
 import type { MemoryPrompt, PromptMessage } from '../core/memory-prompts.js';
@@ -188,19 +189,6 @@ export function acceptOutput(role: 'observer' | 'reflector', result: LanguageMod
     );
   }
   return text;
-}
-
-/** Lines an answer needs before its repetition is judged. */
-const MIN_LINES_TO_JUDGE = 12;
-
-/** True when fewer than a third of the answer's non-blank lines are distinct. */
-function isRepetitive(text: string): boolean {
-  const lines = text
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line !== '');
-  if (lines.length < MIN_LINES_TO_JUDGE) return false;
-  return new Set(lines).size * 3 < lines.length;
 }
 
 function outputError(role: string, reason: string, message: string): HarnessMemoryError {

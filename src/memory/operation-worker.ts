@@ -15,6 +15,7 @@ import { formatReflection } from '../core/format-reflection.js';
 import { hiddenFailureText, hideServerAddress } from '../core/public-error-text.js';
 import type { FaultReporter } from '../core/fault.js';
 import { parseReflection } from '../core/parse-reflection.js';
+import { isRepetitive } from '../core/repetitive-text.js';
 import { activeReflectionLinks, refuseToolSupersessions } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
 import { selectReflectionContext } from '../core/reflection-context.js';
@@ -442,6 +443,16 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
     });
   }
   let raw = modelText(context, answer);
+  // The model reflector refused this already; a library user's own is held to the same.
+  if (!hasBoundedOutput(reflector) && isRepetitive(raw)) {
+    throw new HarnessMemoryError({
+      code: 'MODEL_OUTPUT_INVALID',
+      component: 'reflector',
+      message:
+        "The reflector's answer is mostly the same lines repeated; nothing was stored, the last reflection is kept.",
+      data: { role: 'reflector', reason: 'repetitive' },
+    });
+  }
   let structured = parseReflection(raw);
   const noSummary = structured.summary === '' || isNothingToObserve(structured.summary);
   // Supersessions or contradictions under an empty summary ("nothing else changed"): the
