@@ -95,6 +95,25 @@ describe('server: startServer host spellings', () => {
     expect(error.message).not.toContain('API keys');
   });
 
+  it.each([
+    ['127.0.0.1:8080', '127.0.0.1', true],
+    ['localhost:3000', 'localhost', false],
+    ['[::1]:8080', '[::1]', false],
+    ['example.com:', 'example.com', true],
+  ])('refuses the host with a port %j (API keys: %s), asking for the port apart', async (host, alone, apiKeys) => {
+    const error = await configErrorOf(startServer(harnessWith('127.0.0.1', { apiKeys }), { host, port: 0 }));
+    expect(error).toMatchObject({ key: 'server.host', source: '--host' });
+    expect(error.message).toContain(
+      `${host} is not a host: it holds a port; give the host alone (${alone}) and the port with --port or [server] port`,
+    );
+    expect(error.message).not.toContain('API keys');
+  });
+
+  it('listens on an IPv6 address written without brackets', async () => {
+    const server = await startServer(harnessWith('::1'), { port: 0 });
+    await server.close();
+  });
+
   it('names a host this machine does not resolve, and where it was set', async () => {
     const failure = await startServer(harnessWith('no-such-host.invalid'), { port: 0 }).then(
       () => undefined,

@@ -69,6 +69,17 @@ export async function startServer(harness: Harness, options: StartServerOptions 
       message: `${host} is not a host: give a host name or an address such as 127.0.0.1, not a URL`,
     });
   }
+  // `name:port` or `[v6]:port`: one colon, or a colon after the bracket (an IPv6 address has several).
+  const withPort = /^(?:\[[^\]]*\]|[^:[\]]*):(\d*)$/.exec(host);
+  if (withPort) {
+    throw new ConfigError({
+      key: 'server.host',
+      source: hostSource,
+      message:
+        `${host} is not a host: it holds a port; give the host alone (${host.slice(0, host.lastIndexOf(':'))}) ` +
+        `and the port with --port or [server] port`,
+    });
+  }
   // Host names are case-insensitive; the Host header check lower-cases too.
   const loopback = LOOPBACK_HOSTS.has(host.toLowerCase());
   if (!loopback && harness.config.server.apiKeys.length === 0 && !options.insecure) {
