@@ -28,6 +28,7 @@ export { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
 export type {
   ConversationMessage,
   RecentHistory,
+  RecentMessagesOptions,
   RunEvent,
   RunRecord,
   RunStatus,

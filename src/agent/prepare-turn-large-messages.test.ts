@@ -184,8 +184,8 @@ describe.each(Object.keys(runStores))('prepareTurn with messages over the histor
     const budgets: number[] = [];
     const runStore: RunStore = {
       ...inner,
-      recentMessages: (id, tokens) => (budgets.push(tokens), inner.recentMessages(id, tokens)),
-      recentHistory: (id, tokens) => (budgets.push(tokens), inner.recentHistory!(id, tokens)),
+      recentMessages: (id, tokens, options) => (budgets.push(tokens), inner.recentMessages(id, tokens, options)),
+      recentHistory: (id, tokens, options) => (budgets.push(tokens), inner.recentHistory!(id, tokens, options)),
     };
     await runStore.appendMessages(
       memoryId,
@@ -206,6 +206,39 @@ describe.each(Object.keys(runStores))('prepareTurn with messages over the histor
       // The first turn of a conversation the preparer does not know reads wide; then narrow.
       expect(budgets, `turn ${turnNumber}`).toHaveLength(1);
       if (turnNumber > 1) expect(budgets[0]).toBeLessThanOrEqual(8_000 + 2_000 + 1);
+    }
+  });
+
+  it('replays the history before a tool result larger than any wider read, in one read a turn', async () => {
+    const inner = open();
+    const clips: Array<number | undefined> = [];
+    const runStore: RunStore = {
+      ...inner,
+      recentMessages: (id, tokens, options) => (clips.push(options?.clipAt), inner.recentMessages(id, tokens, options)),
+      recentHistory: (id, tokens, options) => (clips.push(options?.clipAt), inner.recentHistory!(id, tokens, options)),
+    };
+    // 1.2 MB: 300,000 tokens, past 16 times the budget and the transcript.
+    await runStore.appendMessages(memoryId, [
+      message('r0:user', 'user', 'EARLIER_SENTINEL what is in the dump?'),
+      message('r0:assistant', 'assistant', 'reading it', { toolCalls: [call('c0')] }),
+      message('r0:tool', 'tool', `dump ${'z'.repeat(1_200_000)}`, { toolCallId: 'c0', name: 'read_file' }),
+      message('r0:answer', 'assistant', 'it is a dump of z'),
+    ]);
+    const preparer = preparerOver(runStore);
+    for (const turnNumber of [1, 2]) {
+      clips.length = 0;
+      const turn = await preparer.prepareTurn(scope, {
+        transcript: [message(`t${turnNumber}:user`, 'user', 'and before that?')],
+      });
+      const sent = turn.messages.filter((item) => item.role !== 'system');
+      expect(
+        sent.map((item) => item.role),
+        `turn ${turnNumber}`,
+      ).toEqual(['user', 'assistant', 'tool', 'assistant', 'user']);
+      expect(sent[0]?.content).toBe('EARLIER_SENTINEL what is in the dump?');
+      expect(sent[2]?.content).toMatch(CLIP_NOTE);
+      expect(sent[2]?.content.length).toBeLessThanOrEqual(2_000 * 4);
+      expect(clips, `turn ${turnNumber}`).toEqual([2_000]);
     }
   });
 

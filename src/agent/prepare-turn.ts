@@ -17,7 +17,11 @@ import type { ObservationalMemory } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
 import type { ConversationMessage, RunStore } from '../storage/run-store.js';
 
-/** How much wider the second history read is, when the first stopped at a large message. */
+/**
+ * How much wider the second history read is, when the first did not settle the replay: a store
+ * that counts every message whole (one of a user's own) stopped at a large message, the newest
+ * user message lies past the budget, or tool calls too large to clip were left out.
+ */
 const WIDER_READ = 16;
 /** Conversations whose read width a preparer remembers. */
 const REMEMBERED_WIDTHS = 1024;
@@ -171,10 +175,13 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
     if (!runStore || historyMaxTokens === 0)
       return { replay: { messages: [], clipped: new Map(), settled: true, walked: 0 } };
     const store = runStore;
+    // A message over the share is replayed clipped to it, so the store counts it as the share.
+    const share = shareOf(historyMaxTokens);
+    const options = { clipAt: share };
     const read = (budget: number) =>
       store.recentHistory
-        ? store.recentHistory(memoryId, budget)
-        : store.recentMessages(memoryId, budget).then((messages) => ({ messages }));
+        ? store.recentHistory(memoryId, budget, options)
+        : store.recentMessages(memoryId, budget, options).then((messages) => ({ messages }));
     const needsUserTurn = !transcript.some((message) => message.role === 'user');
     const replayOf = (messages: readonly ConversationMessage[]): Replay =>
       replayWithin(
@@ -187,14 +194,12 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
     // The transcript's messages may be stored already: read enough to leave them out.
     const budget = historyMaxTokens + transcript.reduce((sum, message) => sum + tokensOf(message), 0);
     // With room for a message clipped at the budget's edge.
-    const share = shareOf(historyMaxTokens);
     if (widths.get(memoryId) === 'narrow') {
       const narrow = await read(budget + share);
       const replay = replayOf(narrow.messages);
       if (replay.settled) return { ...narrow, replay };
     }
-    // A store stops at the first message over its budget: a wider read sees past a large
-    // message (a file read, a long prompt), which the replay then clips.
+    // A wider read sees past what stopped the first (see WIDER_READ).
     const wide = await read(Math.min(Number.MAX_SAFE_INTEGER, budget * WIDER_READ));
     const replay = replayOf(wide.messages);
     widths.delete(memoryId);

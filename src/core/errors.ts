@@ -21,7 +21,9 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `MODEL_CALL_FAILED`: `{ url?, statusCode?, isRetryable }`, the model call failed.
  * - `STORE_CONFLICT`: `{ memoryId }`, a concurrent writer changed the record first; or `{ runId, status }`,
  *   an event for a run that ended (another process ended it first, or its terminal event is stored).
- * - `STORE_FAILED`: `{ store }`, the storage adapter failed.
+ * - `STORE_FAILED`: `{ store }`, the storage adapter failed; from Postgres also `schema`, `sqlState`,
+ *   and, when the connection was lost, `connectionLost: true` and `outcome` (`not-applied`,
+ *   `unknown`, `read-failed`).
  * - `STORE_DISPOSED`: `{ store }`, the store was used after `dispose()`.
  * - `OPERATION_LEASE_LOST`: `{ operationId }`, a worker tried to apply after its lease lapsed.
  * - `SCOPE_FORGOTTEN`: `{ memoryId }`, the scope (or conversation) was forgotten after the caller

@@ -78,8 +78,15 @@ export class HistoryCache {
     this.#sizes = sizes;
   }
 
-  /** The newest messages within `maxTokens`, oldest first, with the generation read beside them. */
-  async recent(memoryId: string, maxTokens: number): Promise<RecentHistoryRead> {
+  /**
+   * The newest messages within `maxTokens` (each counted as at most `clipAt` tokens), oldest
+   * first, with the generation read beside them.
+   */
+  async recent(
+    memoryId: string,
+    maxTokens: number,
+    clipAt: number = Number.POSITIVE_INFINITY,
+  ): Promise<RecentHistoryRead> {
     const entry = this.#entries.get(memoryId);
     if (entry) {
       const { generation, rows } = await this.#source.newer(memoryId, entry.lastPosition, DELTA_LIMIT);
@@ -92,27 +99,33 @@ export class HistoryCache {
           entry.positions.push(row.position);
           entry.lastPosition = row.position;
         }
-        const start = startWithin(entry.messages, maxTokens, entry.complete);
+        const start = startWithin(entry.messages, maxTokens, entry.complete, clipAt);
         if (start !== undefined) return { messages: this.#keep(memoryId, entry, start, maxTokens), generation };
       }
     }
-    return this.#readAfresh(memoryId, maxTokens);
+    return this.#readAfresh(memoryId, maxTokens, clipAt);
   }
 
-  async #readAfresh(memoryId: string, maxTokens: number): Promise<RecentHistoryRead> {
+  async #readAfresh(memoryId: string, maxTokens: number, clipAt: number): Promise<RecentHistoryRead> {
     let generation: number | undefined;
     let latest = 0;
     let consistent = true;
-    const read = await readRecentHistory(memoryId, maxTokens, this.#sizes, async (before, limit) => {
-      const page = await this.#source.older(memoryId, before, limit);
-      latest = page.generation;
-      if (generation === undefined) generation = page.generation;
-      // A forget between two pages: the result may mix generations, so it is not kept.
-      else if (page.generation !== generation) consistent = false;
-      return page.rows;
-    });
+    const read = await readRecentHistory(
+      memoryId,
+      maxTokens,
+      this.#sizes,
+      async (before, limit) => {
+        const page = await this.#source.older(memoryId, before, limit);
+        latest = page.generation;
+        if (generation === undefined) generation = page.generation;
+        // A forget between two pages: the result may mix generations, so it is not kept.
+        else if (page.generation !== generation) consistent = false;
+        return page.rows;
+      },
+      clipAt,
+    );
     const messages = read.rows.map(toConversationMessage);
-    const start = startWithin(messages, maxTokens, true) ?? 0;
+    const start = startWithin(messages, maxTokens, true, clipAt) ?? 0;
     // After a forget between two pages the last page's generation is the new one: a caller
     // that holds the old one learns of the forget.
     if (!consistent || generation === undefined) {
@@ -154,18 +167,19 @@ export class HistoryCache {
 }
 
 /**
- * Where the newest messages within `maxTokens` start in `messages` (oldest first): found when
- * a message over the budget is reached, or when `complete` (nothing older exists); otherwise
- * undefined (older messages must be read).
+ * Where the newest messages within `maxTokens` (each counted as at most `clipAt` tokens) start
+ * in `messages` (oldest first): found when a message over the budget is reached, or when
+ * `complete` (nothing older exists); otherwise undefined (older messages must be read).
  */
 function startWithin(
   messages: readonly ConversationMessage[],
   maxTokens: number,
   complete: boolean,
+  clipAt: number,
 ): number | undefined {
   let used = 0;
   for (let index = messages.length - 1; index >= 0; index--) {
-    used += (messages[index] as ConversationMessage).tokenCount;
+    used += Math.min((messages[index] as ConversationMessage).tokenCount, clipAt);
     if (used > maxTokens) return index + 1;
   }
   return complete ? 0 : undefined;

@@ -9,7 +9,8 @@
  * @module
  */
 import type { ToolCall } from '../core/conversation-message.js';
-import type { ConversationMessage, RunEvent, RunRecord, RunStatus } from './run-store.js';
+import { requireCount } from '../core/require-option.js';
+import type { ConversationMessage, RecentMessagesOptions, RunEvent, RunRecord, RunStatus } from './run-store.js';
 
 /** The run store's methods of runs and their events, as each adapter groups them. */
 export type RunMethodName =
@@ -166,17 +167,24 @@ export class HistoryPageSizes {
   }
 }
 
+/** The most tokens one message counts for in a history read: `clipAt`, or no limit. */
+export function clipAtOf(options: RecentMessagesOptions | undefined): number {
+  return requireCount('recentMessages', 'clipAt', options?.clipAt) ?? Number.POSITIVE_INFINITY;
+}
+
 /**
  * Reads a conversation's newest messages a keyset page at a time (sized by `sizes`) through
  * `page(before, limit)` (rows with a position below `before`, newest first), until a message
- * over `maxTokens` is reached or the rows run out (`exhausted`). Returns every row read, oldest
- * first: the newest ones within the budget, and before them the rest of the last page.
+ * over `maxTokens` is reached (each counted as at most `clipAt` tokens) or the rows run out
+ * (`exhausted`). Returns every row read, oldest first: the newest ones within the budget, and
+ * before them the rest of the last page.
  */
 export async function readRecentHistory(
   memoryId: string,
   maxTokens: number,
   sizes: HistoryPageSizes,
   page: (before: number, limit: number) => ConversationMessageRow[] | Promise<ConversationMessageRow[]>,
+  clipAt: number = Number.POSITIVE_INFINITY,
 ): Promise<{ rows: ConversationMessageRow[]; exhausted: boolean }> {
   const rows: ConversationMessageRow[] = [];
   let before = Number.MAX_SAFE_INTEGER;
@@ -187,11 +195,12 @@ export async function readRecentHistory(
     const batch = await page(before, limit);
     rows.push(...batch);
     for (const row of batch) {
-      if (used + row.token_count > maxTokens) {
+      const tokens = Math.min(row.token_count, clipAt);
+      if (used + tokens > maxTokens) {
         sizes.remember(memoryId, kept + 1);
         return { rows: rows.reverse(), exhausted: false };
       }
-      used += row.token_count;
+      used += tokens;
       kept++;
     }
     if (batch.length < limit) break;

@@ -7,6 +7,7 @@ import { isRunOpen } from './run-store.js';
 import type { ConversationMessage, RunEvent, RunListQuery, RunRecord, RunStore } from './run-store.js';
 import { storableMessage, storablePatch, storableRun } from './_storable-text.js';
 import { retentionArguments } from './_run-retention.js';
+import { clipAtOf } from './_run-rows.js';
 import { runEndedError } from './_run-ending.js';
 import { TERMINAL_EVENT_TYPES } from './event-hub.js';
 import { requireFunction, requireOptions } from '../core/require-option.js';
@@ -109,15 +110,15 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
         conversation.messages.push(Object.freeze({ ...message }));
       }
     },
-    async recentMessages(memoryId, maxTokens) {
+    async recentMessages(memoryId, maxTokens, options) {
       guard();
       const all = conversations.get(memoryId)?.messages ?? [];
-      return takeRecent(all, maxTokens);
+      return takeRecent(all, maxTokens, clipAtOf(options));
     },
-    async recentHistory(memoryId, maxTokens) {
+    async recentHistory(memoryId, maxTokens, options) {
       guard();
       const all = conversations.get(memoryId)?.messages ?? [];
-      return { messages: takeRecent(all, maxTokens), generation: generations.get(memoryId) ?? 0 };
+      return { messages: takeRecent(all, maxTokens, clipAtOf(options)), generation: generations.get(memoryId) ?? 0 };
     },
     async abandonStaleRun(runId, olderThanSeconds, error) {
       guard();
@@ -176,13 +177,17 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
  * The newest messages that fit the budget, oldest first, never starting with a tool result
  * whose call was cut off (a model rejects an orphaned tool message).
  */
-export function takeRecent(all: readonly ConversationMessage[], maxTokens: number): ConversationMessage[] {
+export function takeRecent(
+  all: readonly ConversationMessage[],
+  maxTokens: number,
+  clipAt: number = Number.POSITIVE_INFINITY,
+): ConversationMessage[] {
   let start = all.length;
   let used = 0;
   while (start > 0) {
-    const candidate = all[start - 1] as ConversationMessage;
-    if (used + candidate.tokenCount > maxTokens) break;
-    used += candidate.tokenCount;
+    const tokens = Math.min((all[start - 1] as ConversationMessage).tokenCount, clipAt);
+    if (used + tokens > maxTokens) break;
+    used += tokens;
     start--;
   }
   while (start < all.length && all[start]?.role === 'tool') start++;

@@ -46,7 +46,7 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     listEvents: (runId, afterSeq) => store.listEvents(runId, afterSeq),
     appendMessages: (memoryId, messages, options) =>
       store.appendMessages(memoryId, messages.map(redactMessage), options),
-    recentMessages: (memoryId, maxTokens) => store.recentMessages(memoryId, maxTokens),
+    recentMessages: (memoryId, maxTokens, options) => store.recentMessages(memoryId, maxTokens, options),
     ...(recentHistory ? { recentHistory } : {}),
     listStaleRuns: (olderThanSeconds) => store.listStaleRuns(olderThanSeconds),
     abandonStaleRun: (runId, olderThanSeconds, error) =>

@@ -167,6 +167,31 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       expect(await store.recentMessages('m1', 1000)).toEqual([]);
     });
 
+    test('counts a message over clipAt as clipAt tokens, so one large message does not end the history', async () => {
+      await store.appendMessages('m1', [
+        message('a', 10),
+        message('b', 10),
+        message('huge', 300_000, 'tool'),
+        message('c', 10, 'assistant'),
+      ]);
+      const ids = (messages: ConversationMessage[]) => messages.map((item) => item.messageId);
+      expect(ids(await store.recentMessages('m1', 100))).toEqual(['c']);
+      expect(ids(await store.recentMessages('m1', 100, { clipAt: 25 }))).toEqual(['a', 'b', 'huge', 'c']);
+      // 10 + 25 + 10: the message before the large one no longer fits.
+      expect(ids(await store.recentMessages('m1', 45, { clipAt: 25 }))).toEqual(['b', 'huge', 'c']);
+      // Never starts with a tool result: the clipped one goes when its call is cut off.
+      expect(ids(await store.recentMessages('m1', 35, { clipAt: 25 }))).toEqual(['c']);
+      const read = await store.recentHistory?.('m1', 100, { clipAt: 25 });
+      if (read) expect(ids(read.messages)).toEqual(['a', 'b', 'huge', 'c']);
+      // A clip as large as the message changes nothing; served again from what the store keeps.
+      expect(ids(await store.recentMessages('m1', 100, { clipAt: 300_000 }))).toEqual(['c']);
+      expect(ids(await store.recentMessages('m1', 100, { clipAt: 25 }))).toEqual(['a', 'b', 'huge', 'c']);
+      for (const clipAt of [0, -1, 2.5, Number.NaN, '25'])
+        await expect(store.recentMessages('m1', 100, { clipAt: clipAt as number })).rejects.toThrow(
+          /clipAt must be a whole number of at least 1/,
+        );
+    });
+
     test(
       'returns exactly the newest messages within the budget, whatever the page sizes it read in (issue ' + '16)',
       async () => {

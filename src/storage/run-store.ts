@@ -71,6 +71,16 @@ export function isRunOpen(status: RunStatus): boolean {
   return status === 'queued' || status === 'running';
 }
 
+/** How {@link RunStore.recentMessages} counts a message toward its budget. */
+export interface RecentMessagesOptions {
+  /**
+   * A message of more tokens counts as this many: the caller replays it clipped to that size,
+   * so one large message (a file a tool read) does not end the history. A positive integer;
+   * without it every message counts whole.
+   */
+  readonly clipAt?: number;
+}
+
 /** What {@link RunStore.recentHistory} answers. */
 export interface RecentHistory {
   /** As `recentMessages` answers them. */
@@ -109,15 +119,18 @@ export interface RunStore {
     messages: readonly ConversationMessage[],
     options?: { generation?: number },
   ): Promise<void>;
-  /** The most recent messages of a conversation whose tokens fit `maxTokens`, oldest first. */
-  recentMessages(memoryId: string, maxTokens: number): Promise<ConversationMessage[]>;
+  /**
+   * The most recent messages of a conversation whose tokens fit `maxTokens`, oldest first,
+   * each counted as at most `options.clipAt` tokens when that is given.
+   */
+  recentMessages(memoryId: string, maxTokens: number, options?: RecentMessagesOptions): Promise<ConversationMessage[]>;
   /**
    * `recentMessages` with the conversation's generation, read with the messages (in their
    * snapshot, the last one when the read took several, or right after an empty page): a
    * forget that finished before the call shows in it. Optional: without it, a turn reads the
    * generation on its own.
    */
-  recentHistory?(memoryId: string, maxTokens: number): Promise<RecentHistory>;
+  recentHistory?(memoryId: string, maxTokens: number, options?: RecentMessagesOptions): Promise<RecentHistory>;
   /**
    * Runs still `queued` or `running` whose `updatedAt` is at least `olderThanSeconds` old by
    * the store's clock: their process stopped heartbeating them. (`updateRun(runId, {})`

@@ -1111,6 +1111,23 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       },
     );
 
+    test('lands writes of one scope made at once in the order they were made: the last set of a key wins', async () => {
+      const limits = { maxEntries: 10, maxTotalBytes: 10_000 };
+      const set = (key: string, value: string) =>
+        store.setWorkingMemoryEntry({ scope: scopeA, memoryId: idA, key, valueJson: JSON.stringify(value), limits });
+      const misplaced: string[] = [];
+      for (let round = 0; round < 60; round++) {
+        const key = `k${round % 3}`;
+        const answers = await Promise.all(Array.from({ length: 6 }, (_, index) => set(key, `${round}.${index}`)));
+        // Each set's answer and the stored value tell the same order: the calls', whatever the store.
+        const stored = (await store.getWorkingMemoryEntry(idA, key))?.valueJson;
+        if (stored !== JSON.stringify(`${round}.5`)) misplaced.push(`round ${round}: ${stored}`);
+        const updated = answers.map((entry) => entry.updatedAt);
+        expect([...updated].sort(), `round ${round}`).toEqual(updated);
+      }
+      expect(misplaced).toEqual([]);
+    });
+
     test('keeps working-memory entries sorted by key bytes, with timestamps', async () => {
       const limits = { maxEntries: 10, maxTotalBytes: 10_000 };
       const created = [];

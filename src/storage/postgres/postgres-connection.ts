@@ -14,7 +14,8 @@ import {
 } from '../../core/require-option.js';
 import pg from 'pg';
 import type { ClientBase, CustomTypesConfig, Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
-import { HarnessMemoryError, StoreError } from '../../core/errors.js';
+import { StoreError } from '../../core/errors.js';
+import { isConnectionLost, noteLostConnection, pgCodeOf } from './postgres-errors.js';
 import { isoTimeOfJson, isoTimeOfText, TIMESTAMPTZ_OID } from './postgres-time.js';
 
 /** How a Postgres store reaches its database. */
@@ -262,6 +263,10 @@ const MAX_ATTEMPTS = 4;
  * rolling back on any error. Deadlocks and serialization failures are retried a few times.
  * `begin` replaces the `BEGIN` with a simple query that starts with it (say, the `BEGIN` and a
  * lock in one round trip); it must begin with {@link BEGIN_READ_COMMITTED}.
+ *
+ * A transaction whose connection is lost is not made again (whoever killed it may have meant
+ * it): the client is destroyed, and the error says whether the transaction was rolled back
+ * (lost before `COMMIT` was sent) or may have committed (lost under the `COMMIT`).
  */
 export async function transaction<T>(
   pool: Pool,
@@ -271,6 +276,7 @@ export async function transaction<T>(
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     let broken: Error | undefined;
+    let committing = false;
     // The pool takes its own 'error' listener off a client it lends. A connection lost in the
     // transaction (a restart, pg_terminate_backend) fails the statement under way and then
     // emits 'error', which without a listener is an uncaught exception: the process would die.
@@ -281,9 +287,16 @@ export async function transaction<T>(
     try {
       await client.query(options.begin ? options.begin(client) : BEGIN_READ_COMMITTED);
       const result = await work(client);
+      committing = true;
       await client.query('COMMIT');
       return result;
     } catch (error) {
+      if (isConnectionLost(error)) {
+        // Nothing can roll back on a lost connection: the server ends its transaction itself.
+        broken ??= error as Error;
+        noteLostConnection(error, committing ? 'unknown' : 'rolled-back');
+        throw error;
+      }
       try {
         await client.query('ROLLBACK');
       } catch (rollbackError) {
@@ -368,7 +381,14 @@ export async function callReadCommitted<R extends QueryResultRow>(
   text: string,
   values: readonly unknown[],
 ): Promise<QueryResult<R>> {
-  const result = await query<R & { read_committed: boolean }>(pool, text, values);
+  let result: QueryResult<R & { read_committed: boolean }>;
+  try {
+    result = await query<R & { read_committed: boolean }>(pool, text, values);
+  } catch (error) {
+    // The functions called this way write: not made again, the answer may have been lost after the commit.
+    noteLostConnection(error, 'unknown');
+    throw error;
+  }
   if (result.rows[0]?.read_committed !== false) return result;
   return transaction(pool, (client) => query<R>(client, text, values));
 }
@@ -387,29 +407,57 @@ export async function writeStatement<R extends QueryResultRow>(
   try {
     return await query<R>(pool, text, values);
   } catch (error) {
+    // Not made again on a lost connection: the write may have committed before its answer was lost.
+    noteLostConnection(error, 'unknown');
     if (!RETRYABLE_CODES.has(pgCodeOf(error) ?? '')) throw error;
     return transaction(pool, (client) => query<R>(client, text, values));
   }
 }
 
-/** The SQLSTATE of a pg error, if any. */
-export function pgCodeOf(error: unknown): string | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+/**
+ * Runs one read-only statement (a `SELECT`, or a call of a function that only reads). On a pool,
+ * a read whose connection was lost before its answer came (a killed backend, a failover, an
+ * idle-connection killer, a restarted pgbouncer) is made again on a new connection, once: the
+ * pool destroyed the lost client, and idle clients the same event cut off, which fail at once,
+ * are destroyed on the way (at most as many as the pool held idle). On a client (a caller's
+ * transaction) and after any other error, nothing is made again. The normal path is the one
+ * round trip of {@link query}.
+ */
+export async function readStatement<R extends QueryResultRow>(
+  target: Queryable,
+  text: string,
+  values: readonly unknown[] = [],
+): Promise<QueryResult<R>> {
+  try {
+    return await query<R>(target, text, values);
+  } catch (error) {
+    if (!isConnectionLost(error) || !isPool(target)) throw error;
+    return readAgain<R>(target, text, values);
+  }
 }
 
-/** Maps anything thrown to a harness-memory error; ours pass through unchanged. */
-export function toStoreError(error: unknown, store: string, schema: string): HarnessMemoryError {
-  if (HarnessMemoryError.isInstance(error)) return error;
-  const code = pgCodeOf(error);
-  const reason = error instanceof Error ? error.message : String(error);
-  return new StoreError({
-    store,
-    message: `Postgres failed (schema ${schema}): ${reason}${code === undefined ? '' : ` (SQLSTATE ${code})`}.`,
-    data: { schema, ...(code === undefined ? {} : { sqlState: code }) },
-    cause: error,
-  });
+async function readAgain<R extends QueryResultRow>(
+  pool: Pool,
+  text: string,
+  values: readonly unknown[],
+): Promise<QueryResult<R>> {
+  let stale = pool.idleCount;
+  for (;;) {
+    try {
+      return await query<R>(pool, text, values);
+    } catch (error) {
+      if (!isConnectionLost(error) || stale-- <= 0) {
+        noteLostConnection(error, 'read');
+        throw error;
+      }
+    }
+  }
 }
 
+// A pool has counts of its clients; a client (pg.Client, a PoolClient) has none.
+function isPool(target: Queryable): target is Pool {
+  return typeof (target as Partial<Pool>).idleCount === 'number';
+}
+
+export { isConnectionLost, pgCodeOf, toStoreError } from './postgres-errors.js';
 export { disposedError } from '../_store-guard.js';

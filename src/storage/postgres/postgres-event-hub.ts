@@ -7,7 +7,7 @@
 import type { Notification, PoolClient } from 'pg';
 import { createHash } from 'node:crypto';
 import { StoreError } from '../../core/errors.js';
-import { openPostgresConnection, validateSchemaName } from './postgres-connection.js';
+import { isConnectionLost, openPostgresConnection, validateSchemaName } from './postgres-connection.js';
 import type { PostgresConnectionOptions } from './postgres-connection.js';
 import type { RunEvent } from '../run-store.js';
 import { createLocalEventHub } from '../local-event-hub.js';
@@ -34,6 +34,7 @@ export interface PostgresEventHub extends EventHub {
 }
 
 const HUB = 'postgres-event-hub';
+const NOTIFY = 'SELECT pg_notify($1, $2)';
 const MAX_RECONNECT_DELAY_MS = 5000;
 // Ids this hub delivered locally whose own notification has not come back yet; bounded in
 // case LISTEN was down when they were sent.
@@ -126,6 +127,16 @@ export async function createPostgresEventHub(options: PostgresEventHubOptions): 
     });
   }
 
+  // A notification whose connection was lost is sent again on a new one: sent twice, it only wakes
+  // the other replicas' subscribers twice, and they read the run store again (an echo that comes
+  // back twice is delivered here once as a wake-up). A pooled connection killed with the LISTEN
+  // one would otherwise lose the first notification after the kill.
+  const notify = (payload: string): Promise<unknown> =>
+    pool.query(NOTIFY, [channel, payload]).catch((error: unknown) => {
+      if (!isConnectionLost(error)) throw error;
+      return pool.query(NOTIFY, [channel, payload]);
+    });
+
   const healthCheck = setInterval(() => {
     const client = listening;
     if (client) client.query('SELECT 1').catch(() => drop(client));
@@ -142,7 +153,7 @@ export async function createPostgresEventHub(options: PostgresEventHubOptions): 
       pendingEchoes.add(event.id);
       deliver(event);
       // Other replicas' subscribers will catch up at their next heartbeat read if this fails.
-      pool.query('SELECT pg_notify($1, $2)', [channel, `${event.runId}:${event.seq}`]).catch(() => {
+      notify(`${event.runId}:${event.seq}`).catch(() => {
         pendingEchoes.delete(event.id);
       });
     },

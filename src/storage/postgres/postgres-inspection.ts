@@ -10,7 +10,7 @@ import { toObservation, toOperation, toRecord, toScopeSummary } from '../_memory
 import type { ObservationRow, OperationRow, RecordRow, ScopeRow, StoreInput } from '../_memory-rows.js';
 import { likePattern, planCorrection } from '../correction-plan.js';
 import type { MemoryStore, Operation, ScopeListQuery, ScopeSummary } from '../store.js';
-import { query } from './postgres-connection.js';
+import { query, readStatement } from './postgres-connection.js';
 import type { Queryable } from './postgres-connection.js';
 
 /** The SQL of the listing half, for one schema prefix. */
@@ -97,7 +97,7 @@ export function createPostgresInspection(prefix: string): PostgresInspection {
   const patterns = (words: readonly string[] | undefined): string[] => (words ?? []).map(likePattern);
   return {
     findObservations: async (target, memoryId, options) => {
-      const result = await query<ObservationRow & Record<string, unknown>>(target, sql.findObservations, [
+      const result = await readStatement<ObservationRow & Record<string, unknown>>(target, sql.findObservations, [
         memoryId,
         options.beforeSeq ?? Number.MAX_SAFE_INTEGER,
         patterns(options.words),
@@ -107,7 +107,7 @@ export function createPostgresInspection(prefix: string): PostgresInspection {
     },
 
     listOperationPage: async (target, memoryId, options) => {
-      const result = await query<OperationRow & Record<string, unknown>>(target, sql.listOperationPage, [
+      const result = await readStatement<OperationRow & Record<string, unknown>>(target, sql.listOperationPage, [
         memoryId,
         options.beforeSequence ?? Number.MAX_SAFE_INTEGER,
         options.status ?? null,
@@ -117,7 +117,7 @@ export function createPostgresInspection(prefix: string): PostgresInspection {
     },
 
     listScopes: async (target, scopeQuery) => {
-      const result = await query<ScopeRow & Record<string, unknown>>(target, sql.listScopes, [
+      const result = await readStatement<ScopeRow & Record<string, unknown>>(target, sql.listScopes, [
         scopeQuery.tenantId,
         scopeQuery.after?.conversationId ?? '',
         scopeQuery.after?.agentId ?? '',

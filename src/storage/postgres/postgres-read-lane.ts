@@ -6,15 +6,16 @@
  */
 import pg from 'pg';
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
-import { pgCodeOf, query } from './postgres-connection.js';
+import { isConnectionLost, pgCodeOf, query, readStatement } from './postgres-connection.js';
 
 /** A holder's handle on the lane of a pool. */
 export interface PostgresReadLane {
   /**
    * Runs one short read-only statement (prepared, with the stores' type parsers). It goes
    * pipelined on the lane's connection; on the pool when the lane has `maxInFlight` reads
-   * waiting or cannot connect. A read the lane's connection lost is read again on the pool;
-   * an error of the statement itself is thrown.
+   * waiting or cannot connect. A read the lane's connection lost is read again on the pool, and
+   * a read on the pool that lost its connection once more on a new one; an error of the
+   * statement itself is thrown.
    */
   read<R extends QueryResultRow>(text: string, values: readonly unknown[]): Promise<QueryResult<R>>;
   /** Gives up this holder's share; the last holder's release closes the connection. Idempotent. */
@@ -47,9 +48,6 @@ const lanes = new WeakMap<Pool, LaneState>();
 
 /** What pg's client has and its type declarations leave out: holding the process open or not. */
 type RefClient = pg.Client & { ref(): void; unref(): void };
-
-// SQLSTATE classes and codes that mean the connection, not the statement, failed.
-const CONNECTION_CODE = /^(08|57P0[1-3])/;
 
 /**
  * Takes a share of the pool's read lane, creating it on first use. Stores on the same pool
@@ -92,7 +90,7 @@ export function acquireReadLane(pool: Pool, options: ReadLaneOptions = {}): Post
 /** A lane that sends every read to the pool (the stores' reads when `readLane` is off). */
 export function poolReads(pool: Pool): PostgresReadLane {
   return {
-    read: (text, values) => query(pool, text, values),
+    read: (text, values) => readStatement(pool, text, values),
     release: async () => {},
   };
 }
@@ -104,25 +102,26 @@ async function readOn<R extends QueryResultRow>(
   values: readonly unknown[],
 ): Promise<QueryResult<R>> {
   if (lane.holders === 0 || lane.inFlight >= lane.maxInFlight || pool.ending || performance.now() < lane.downUntil)
-    return query<R>(pool, text, values);
+    return readStatement<R>(pool, text, values);
   const client = lane.client ?? open(pool, lane);
   if (!client.pipeline) {
     // The pool's client class does not pipeline (pg-native, say): reads queued on one
     // connection would wait for each other, so every read goes to the pool instead.
     lane.maxInFlight = 0;
     void close(lane, client);
-    return query<R>(pool, text, values);
+    return readStatement<R>(pool, text, values);
   }
   if (lane.inFlight++ === 0) client.ref();
   lane.lastUsed = performance.now();
   try {
     return await query<R>(client, text, values);
   } catch (error) {
-    const code = pgCodeOf(error);
-    if (code !== undefined && !CONNECTION_CODE.test(code)) throw error;
-    // The connection failed, not the statement: a read is safe to make again.
+    // An error with a SQLSTATE that is not a lost connection is the statement's own. Any other
+    // (a socket error such as EPIPE, pg's "Connection terminated unexpectedly") is the
+    // connection's: a read is safe to make again.
+    if (!isConnectionLost(error) && pgCodeOf(error) !== undefined) throw error;
     void close(lane, client);
-    return query<R>(pool, text, values);
+    return readStatement<R>(pool, text, values);
   } finally {
     if (--lane.inFlight === 0 && lane.client === client) client.unref();
   }

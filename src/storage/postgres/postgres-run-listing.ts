@@ -6,7 +6,7 @@
 import { toRunRecord } from '../_run-rows.js';
 import type { RunRow } from '../_run-rows.js';
 import type { RunListQuery, RunRecord } from '../run-store.js';
-import { query } from './postgres-connection.js';
+import { readStatement } from './postgres-connection.js';
 import type { Queryable } from './postgres-connection.js';
 
 /** Lists a page of runs of the schema behind `prefix` (`"schema".`). */
@@ -23,7 +23,7 @@ export function createPostgresRunListing(
     ORDER BY created_at DESC, run_id DESC
     LIMIT $7`;
   return async (target, runQuery) => {
-    const result = await query<RunRow & Record<string, unknown>>(target, text, [
+    const result = await readStatement<RunRow & Record<string, unknown>>(target, text, [
       runQuery.tenantId,
       runQuery.conversationId ?? null,
       runQuery.agentId ?? null,

@@ -6,7 +6,7 @@
 import { StoreError } from '../../core/errors.js';
 import { createPostgresRunListing } from './postgres-run-listing.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { HISTORY_COLUMNS, HistoryPageSizes, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { clipAtOf, HISTORY_COLUMNS, HistoryPageSizes, toRunEvent, toRunRecord } from '../_run-rows.js';
 import { HistoryCache } from '../_history-cache.js';
 import type { ConversationMessageRow, RunEventRow, RunMethodName, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
@@ -22,6 +22,7 @@ import {
   openPostgresConnection,
   query,
   readCommittedCall,
+  readStatement,
   scopeLockClass,
   scopeLockSql,
   toStoreError,
@@ -30,6 +31,7 @@ import {
 import type { PostgresConnectionOptions } from './postgres-connection.js';
 import { migratePostgresSchema } from './postgres-migrations.js';
 import { acquireReadLane, poolReads } from './postgres-read-lane.js';
+import { createScopeWrites } from './postgres-scope-writes.js';
 import type { PostgresReadLane } from './postgres-read-lane.js';
 import { storableMessage, storablePatch, storableRun } from '../_storable-text.js';
 import { APPEND_MESSAGES_TYPES, APPEND_RUN_EVENT_TYPES, RUN_ENDED_SQLSTATE } from './postgres-run-functions.js';
@@ -48,6 +50,10 @@ interface PostgresRunContext {
   readonly conversationLockClass: number;
   readonly lane: PostgresReadLane;
   readonly wrap: <T>(work: () => Promise<T>) => Promise<T>;
+  /** {@link wrap} behind the run's earlier writes (they all lock its row): see postgres-scope-writes.ts. */
+  readonly runWrite: <T>(runId: string, work: () => Promise<T>) => Promise<T>;
+  /** {@link wrap} behind the conversation's earlier writes (they all take its lock). */
+  readonly conversationWrite: <T>(memoryId: string, work: () => Promise<T>) => Promise<T>;
   readonly missing: (runId: string) => StoreError;
   readonly errorJson: (error: RunRecord['error']) => string | null;
   readonly listRuns: ReturnType<typeof createPostgresRunListing>;
@@ -85,7 +91,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
       newer: async (memoryId, after, limit) =>
         historyPageOf((await lane.read<PageRow>(newerSql, [memoryId, after, limit])).rows),
       older: async (memoryId, before, limit) =>
-        historyPageOf((await query<PageRow>(pool, olderSql, [memoryId, before, limit])).rows),
+        historyPageOf((await readStatement<PageRow>(pool, olderSql, [memoryId, before, limit])).rows),
     },
     new HistoryPageSizes(),
   );
@@ -93,6 +99,15 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
   const conversationLockClass = scopeLockClass(schema, 'conversation');
 
   const wrap = <T>(work: () => Promise<T>): Promise<T> => guard.runAsync(work);
+  // A run's or a conversation's writes wait for each other here, not on a pooled connection
+  // each: a run whose row, or a conversation whose lock, another session holds (a forget in
+  // another replica, an operator's transaction) then ties up one connection, not the pool; and
+  // they land in the order made (see postgres-scope-writes.ts).
+  const runWrites = createScopeWrites();
+  const conversationWrites = createScopeWrites();
+  const runWrite = <T>(runId: string, work: () => Promise<T>): Promise<T> => wrap(() => runWrites.run(runId, work));
+  const conversationWrite = <T>(memoryId: string, work: () => Promise<T>): Promise<T> =>
+    wrap(() => conversationWrites.run(memoryId, work));
   const missing = (runId: string): StoreError =>
     new StoreError({ store: STORE, message: `Run ${runId} does not exist.`, data: { runId } });
   const errorJson = (error: RunRecord['error']): string | null => (error ? JSON.stringify(error) : null);
@@ -107,6 +122,8 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
     lockConversation,
     conversationLockClass,
     wrap,
+    runWrite,
+    conversationWrite,
     missing,
     errorJson,
     listRuns,
@@ -127,9 +144,9 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
 
 /** Runs and their events. */
 function runMethods(ctx: PostgresRunContext): Pick<RunStore, RunMethodName> {
-  const { pool, s, wrap, missing, errorJson, listRuns } = ctx;
+  const { pool, s, wrap, runWrite, missing, errorJson, listRuns } = ctx;
   const storedRun = async (runId: string): Promise<RunRow | undefined> =>
-    (await query<RunRow>(pool, `SELECT * FROM ${s}harness_runs WHERE run_id = $1`, [runId])).rows[0];
+    (await readStatement<RunRow>(pool, `SELECT * FROM ${s}harness_runs WHERE run_id = $1`, [runId])).rows[0];
   return {
     createRun: (given) =>
       wrap(async () => {
@@ -170,7 +187,7 @@ function runMethods(ctx: PostgresRunContext): Pick<RunStore, RunMethodName> {
       }),
     // One statement: each field the patch names is written, the others keep their value.
     updateRun: (runId, given) =>
-      wrap(async () => {
+      runWrite(runId, async () => {
         const patch = storablePatch(given);
         const updated = await query<RunRow>(
           pool,
@@ -205,7 +222,7 @@ function runMethods(ctx: PostgresRunContext): Pick<RunStore, RunMethodName> {
       }),
     // One statement: the function locks the run's row, numbers the event and stores it.
     appendEvent: (runId, type, payload) =>
-      wrap(async () => {
+      runWrite(runId, async () => {
         const inserted = await query<RunEventRow>(
           pool,
           `SELECT * FROM ${functionCall(s, 'harness_append_run_event', APPEND_RUN_EVENT_TYPES)}`,
@@ -221,7 +238,7 @@ function runMethods(ctx: PostgresRunContext): Pick<RunStore, RunMethodName> {
     listEvents: (runId, afterSeq) =>
       wrap(async () =>
         (
-          await query<RunEventRow>(
+          await readStatement<RunEventRow>(
             pool,
             `SELECT * FROM ${s}harness_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq`,
             [runId, afterSeq],
@@ -230,7 +247,7 @@ function runMethods(ctx: PostgresRunContext): Pick<RunStore, RunMethodName> {
       ),
     listRuns: (runQuery) => wrap(() => listRuns(pool, runQuery)),
     abandonStaleRun: (runId, olderThanSeconds, error) =>
-      wrap(async () => {
+      runWrite(runId, async () => {
         const { error: stored } = storablePatch({ error });
         const result = await query<RunRow>(
           pool,
@@ -262,7 +279,7 @@ function runMethods(ctx: PostgresRunContext): Pick<RunStore, RunMethodName> {
       }),
     listStaleRuns: (olderThanSeconds) =>
       wrap(async () => {
-        const result = await query<RunRow>(
+        const result = await readStatement<RunRow>(
           pool,
           `SELECT * FROM ${s}harness_runs WHERE status IN ('queued', 'running') AND updated_at <= now() - ` +
             `make_interval(secs => $1) ORDER BY created_at`,
@@ -307,12 +324,13 @@ function conversationMethods(
   RunStore,
   'appendMessages' | 'recentMessages' | 'recentHistory' | 'conversationGeneration' | 'forgetConversation'
 > {
-  const { pool, s, history, lane, lockConversation, conversationLockClass, wrap } = ctx;
+  const { pool, s, history, lane, lockConversation, conversationLockClass, wrap, conversationWrite } = ctx;
   return {
-    appendMessages: (memoryId, given, appendOptions = {}) =>
-      wrap(async () => {
+    appendMessages: (memoryId, given, appendOptions = {}) => {
+      // Nothing to write or check: not queued behind the conversation's writes.
+      if (given.length === 0 && appendOptions.generation === undefined) return wrap(async () => {});
+      return conversationWrite(memoryId, async () => {
         const messages = given.map(storableMessage);
-        if (messages.length === 0 && appendOptions.generation === undefined) return;
         const column = <T>(pick: (message: ConversationMessage) => T): T[] => messages.map(pick);
         // One statement: the function takes the conversation's lock (which a forget takes too),
         // checks the generation and inserts what is new.
@@ -334,13 +352,18 @@ function conversationMethods(
           ],
         );
         if (appended.rows[0]?.result !== true) throw scopeForgottenError(STORE, memoryId);
-      }),
-    recentMessages: (memoryId, maxTokens) =>
-      wrap(async () => takeRecent((await history.recent(memoryId, maxTokens)).messages, maxTokens)),
-    recentHistory: (memoryId, maxTokens) =>
+      });
+    },
+    recentMessages: (memoryId, maxTokens, options) =>
       wrap(async () => {
-        const read = await history.recent(memoryId, maxTokens);
-        return { messages: takeRecent(read.messages, maxTokens), generation: read.generation };
+        const clipAt = clipAtOf(options);
+        return takeRecent((await history.recent(memoryId, maxTokens, clipAt)).messages, maxTokens, clipAt);
+      }),
+    recentHistory: (memoryId, maxTokens, options) =>
+      wrap(async () => {
+        const clipAt = clipAtOf(options);
+        const read = await history.recent(memoryId, maxTokens, clipAt);
+        return { messages: takeRecent(read.messages, maxTokens, clipAt), generation: read.generation };
       }),
     conversationGeneration: (memoryId) =>
       wrap(
@@ -353,7 +376,7 @@ function conversationMethods(
           ).rows[0]?.generation ?? 0,
       ),
     forgetConversation: (memoryId) =>
-      wrap(() =>
+      conversationWrite(memoryId, () =>
         transaction(pool, async (client) => {
           await query(client, lockConversation, [memoryId]);
           await query(

@@ -37,8 +37,29 @@ async function within<T>(ms: number, work: Promise<T>): Promise<T> {
 }
 
 describe('createScopeWrites', () => {
-  it('runs a scope’s writes at most two at a time, in order, and other scopes’ beside them', async () => {
+  it('runs a scope’s writes one at a time by default, in the order made', async () => {
+    expect(SCOPE_WRITES_IN_FLIGHT).toBe(1);
     const writes = createScopeWrites();
+    const gates = Array.from({ length: 3 }, deferred);
+    const started: number[] = [];
+    const runs = gates.map((gate, index) =>
+      writes.run('a', async () => {
+        started.push(index);
+        await gate.promise;
+        return index;
+      }),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(started).toEqual([0]);
+    gates[2]?.resolve();
+    gates[1]?.resolve();
+    gates[0]?.resolve();
+    expect(await Promise.all(runs)).toEqual([0, 1, 2]);
+    expect(started).toEqual([0, 1, 2]);
+  });
+
+  it('runs a scope’s writes at most two at a time when asked, in order, and other scopes’ beside them', async () => {
+    const writes = createScopeWrites(2);
     const gates = Array.from({ length: 4 }, deferred);
     const started: string[] = [];
     const runs = gates.map((gate, index) =>
@@ -50,7 +71,7 @@ describe('createScopeWrites', () => {
     );
     const other = writes.run('b', async () => 'b');
     expect(await other).toBe('b');
-    expect(started).toEqual(['a0', 'a1'].slice(0, SCOPE_WRITES_IN_FLIGHT));
+    expect(started).toEqual(['a0', 'a1']);
     gates[1]?.resolve();
     await runs[1];
     expect(started).toEqual(['a0', 'a1', 'a2']);
@@ -120,8 +141,8 @@ describe.skipIf(!url)('postgres store: a scope held by another session', () => {
           ? store.deleteWorkingMemoryEntry(memoryId, 'k')
           : store.setWorkingMemoryEntry({ scope: held, memoryId, key: 'k', valueJson: String(index), limits }),
       );
-      // One waits on the row, the next on the scope's lock behind it.
-      await untilWaiting(application, 2);
+      // One waits on the row; the rest wait in the process.
+      await untilWaiting(application, SCOPE_WRITES_IN_FLIGHT);
       const other = scopeOf('t2');
       const written = await within(
         5_000,
@@ -161,7 +182,7 @@ describe.skipIf(!url)('postgres store: a scope held by another session', () => {
           store.setWorkingMemoryEntry({ scope: held, memoryId, key: `k${index}`, valueJson: '1', limits }),
         ),
       ];
-      await untilWaiting(application, 2);
+      await untilWaiting(application, SCOPE_WRITES_IN_FLIGHT);
       const other = scopeOf('t2');
       const appended = await within(
         5_000,

@@ -7,16 +7,20 @@
  */
 
 /**
- * Writes of one scope sent to the database at once. Two, not one: the second waits on the
- * scope's lock at the server and starts the moment the first commits, so a busy scope loses
- * no round trip between its writes.
+ * Writes of one scope sent to the database at once. One: of two in flight on two connections,
+ * the second can take the scope's lock first (the first call on a connection prepares its
+ * statement), so two sets of one key made at once could leave the first one's value. The cost
+ * is a round trip between the writes of a scope that is written from several places at once.
  */
-export const SCOPE_WRITES_IN_FLIGHT = 2;
+export const SCOPE_WRITES_IN_FLIGHT = 1;
 
 /** Runs a scope's writes at most `inFlight` at a time, in the order they came. */
 export interface ScopeWrites {
-  /** Runs `work` once fewer than `inFlight` writes of `memoryId` are under way. */
-  run<T>(memoryId: string, work: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` once fewer than `inFlight` writes of `key` are under way: a scope's memory id
+   * (the run store's queues: a conversation's memory id, a run's id).
+   */
+  run<T>(key: string, work: () => Promise<T>): Promise<T>;
   /** Scopes with writes under way or waiting (for tests). */
   readonly size: number;
 }

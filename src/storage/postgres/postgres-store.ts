@@ -29,6 +29,7 @@ import {
   callReadCommitted,
   openPostgresConnection,
   query,
+  readStatement,
   rowFromJson,
   scopeLockClass,
   toStoreError,
@@ -162,6 +163,12 @@ function createPostgresStoreContext(connection: PostgresConnection) {
     text: string,
     values: readonly unknown[] = [],
   ): Promise<R | undefined> => (await rows<R>(target, text, values))[0];
+  // Reads on the pool, outside any transaction: one that lost its connection is made again on
+  // a new one (readStatement). Writes never go through these.
+  const poolRows = async <R extends object>(text: string, values: readonly unknown[] = []): Promise<R[]> =>
+    (await readStatement<R & Record<string, unknown>>(pool, text, values)).rows;
+  const poolFirst = async <R extends object>(text: string, values: readonly unknown[] = []): Promise<R | undefined> =>
+    (await poolRows<R>(text, values))[0];
   // The short reads of a turn go pipelined on the pool's read lane (one round trip together).
   const lane = connection.readLane ? acquireReadLane(pool) : poolReads(pool);
   const readRows = async <R extends object>(text: string, values: readonly unknown[]): Promise<R[]> =>
@@ -187,6 +194,8 @@ function createPostgresStoreContext(connection: PostgresConnection) {
     scopeWrite,
     rows,
     first,
+    poolRows,
+    poolFirst,
     lane,
     readRows,
     readFirst,
@@ -409,7 +418,7 @@ function recordAndMessageMethods(
   | 'listObservations'
   | 'listMarkers'
 > {
-  const { sql, execute, scopeWrite, rows, first, readRows, readFirst, inScope, pool, observePath } = ctx;
+  const { sql, execute, scopeWrite, first, poolRows, readRows, readFirst, inScope, observePath } = ctx;
   return {
     getRecord: (memoryId) =>
       execute(async () => {
@@ -459,9 +468,9 @@ function recordAndMessageMethods(
 
     listUnobservedMessages: (memoryId, throughSeq, options = {}) =>
       execute(async () =>
-        (
-          await rows<MessageRow>(pool, sql.listUnobservedMessages, [memoryId, throughSeq, options.maxTokens ?? null])
-        ).map(toStoredMessage),
+        (await poolRows<MessageRow>(sql.listUnobservedMessages, [memoryId, throughSeq, options.maxTokens ?? null])).map(
+          toStoredMessage,
+        ),
       ),
     // What a turn reads after a write (the few observations after the ones held) takes the
     // lane, a page at most; a longer tail, or the whole log, is read on the pool, so it never
@@ -470,16 +479,16 @@ function recordAndMessageMethods(
       execute(async () => {
         const afterSeq = listOptions?.afterSeq ?? 0;
         if (afterSeq === 0)
-          return (await rows<ObservationRow>(pool, sql.listObservations, [memoryId, 0])).map(toObservation);
+          return (await poolRows<ObservationRow>(sql.listObservations, [memoryId, 0])).map(toObservation);
         const page = await readRows<ObservationRow>(sql.listObservationsPage, [memoryId, afterSeq, LANE_PAGE]);
         const rest =
           page.length < LANE_PAGE
             ? []
-            : await rows<ObservationRow>(pool, sql.listObservations, [memoryId, page.at(-1)?.seq ?? afterSeq]);
+            : await poolRows<ObservationRow>(sql.listObservations, [memoryId, page.at(-1)?.seq ?? afterSeq]);
         return [...page, ...rest].map(toObservation);
       }),
     listMarkers: (memoryId) =>
-      execute(async () => (await rows<MarkerRow>(pool, sql.listMarkers, [memoryId])).map(toMarker)),
+      execute(async () => (await poolRows<MarkerRow>(sql.listMarkers, [memoryId])).map(toMarker)),
   };
 }
 
@@ -545,7 +554,7 @@ function appendAndClaimInTransaction(
 function importMethods(
   ctx: PostgresStoreContext,
 ): Pick<MemoryStore, 'importObservations' | 'listReflectionLinks' | 'scopeGeneration'> {
-  const { sql, execute, scopeWrite, rows, first, readFirst, inScope, pool } = ctx;
+  const { sql, execute, scopeWrite, rows, first, poolRows, readFirst, inScope } = ctx;
   return {
     importObservations: (input) =>
       scopeWrite(input.memoryId, () =>
@@ -588,7 +597,7 @@ function importMethods(
       ),
 
     listReflectionLinks: (memoryId) =>
-      execute(async () => toReflectionLinks(await rows<ReflectionLinkRow>(pool, sql.listReflectionLinks, [memoryId]))),
+      execute(async () => toReflectionLinks(await poolRows<ReflectionLinkRow>(sql.listReflectionLinks, [memoryId]))),
 
     scopeGeneration: (memoryId) =>
       execute(
@@ -738,7 +747,7 @@ function operationLogMethods(
   | 'countPendingOperations'
   | 'deleteSettledOperations'
 > {
-  const { sql, execute, scopeWrite, rows, first, inScope, pool } = ctx;
+  const { sql, execute, scopeWrite, first, poolRows, poolFirst, inScope, pool } = ctx;
   const retention = createPostgresOperationRetention(pool, ctx.connection.prefix);
   return {
     enqueueOperation: (input) =>
@@ -794,7 +803,7 @@ function operationLogMethods(
       ),
 
     countDeadOperations: (memoryId) =>
-      execute(async () => (await first<{ count: number }>(pool, sql.countDeadOfScope, [memoryId]))?.count ?? 0),
+      execute(async () => (await poolFirst<{ count: number }>(sql.countDeadOfScope, [memoryId]))?.count ?? 0),
 
     requeueStaleOperations: (input) =>
       execute(
@@ -804,10 +813,10 @@ function operationLogMethods(
       ),
 
     listOperations: (memoryId) =>
-      execute(async () => (await rows<OperationRow>(pool, sql.listOperations, [memoryId])).map(toOperation)),
+      execute(async () => (await poolRows<OperationRow>(sql.listOperations, [memoryId])).map(toOperation)),
 
     listOpenOperations: (memoryId) =>
-      execute(async () => (await rows<OperationRow>(pool, sql.listOpenOperations, [memoryId])).map(toOperation)),
+      execute(async () => (await poolRows<OperationRow>(sql.listOpenOperations, [memoryId])).map(toOperation)),
 
     deleteSettledOperations: (input) =>
       execute(async () => {
@@ -819,8 +828,8 @@ function operationLogMethods(
       execute(async () => {
         const row =
           memoryId === undefined
-            ? await first<{ count: number }>(pool, sql.countPending)
-            : await first<{ count: number }>(pool, sql.countPendingOfScope, [memoryId]);
+            ? await poolFirst<{ count: number }>(sql.countPending)
+            : await poolFirst<{ count: number }>(sql.countPendingOfScope, [memoryId]);
         return row?.count ?? 0;
       }),
   };

@@ -9,7 +9,7 @@ import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
 import { createStoreGuard } from '../_store-guard.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { HISTORY_COLUMNS, HistoryPageSizes, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { clipAtOf, HISTORY_COLUMNS, HistoryPageSizes, toRunEvent, toRunRecord } from '../_run-rows.js';
 import { HistoryCache } from '../_history-cache.js';
 import type { ConversationMessageRow, RunEventRow, RunMethodName, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
@@ -467,14 +467,16 @@ function conversationMethods(
           .immediate(),
       );
     },
-    async recentMessages(memoryId, maxTokens) {
+    async recentMessages(memoryId, maxTokens, options) {
       guard.check();
-      return takeRecent((await history.recent(memoryId, maxTokens)).messages, maxTokens);
+      const clipAt = clipAtOf(options);
+      return takeRecent((await history.recent(memoryId, maxTokens, clipAt)).messages, maxTokens, clipAt);
     },
-    async recentHistory(memoryId, maxTokens) {
+    async recentHistory(memoryId, maxTokens, options) {
       guard.check();
-      const read = await history.recent(memoryId, maxTokens);
-      return { messages: takeRecent(read.messages, maxTokens), generation: read.generation };
+      const clipAt = clipAtOf(options);
+      const read = await history.recent(memoryId, maxTokens, clipAt);
+      return { messages: takeRecent(read.messages, maxTokens, clipAt), generation: read.generation };
     },
     async conversationGeneration(memoryId) {
       return wrap(() => statements.selectGeneration.get(memoryId) ?? 0);
