@@ -162,3 +162,65 @@ describe('run maintenance: operation retention', () => {
       );
   });
 });
+
+describe('run maintenance: heartbeats', () => {
+  it("keeps heartbeating the other runs, and sweeping, while one run's heartbeat waits on its held row", async () => {
+    const store = createInMemoryStore();
+    const runStore = createInMemoryRunStore();
+    // Heartbeats begun, and answered, per run.
+    const beats = new Map<string, number>();
+    const answered = new Map<string, number>();
+    let held: string | undefined;
+    let release = (): void => undefined;
+    const releasedRow = new Promise<void>((resolve) => (release = resolve));
+    let sweeps = 0;
+    const { runner, agentModel } = runnerOver(store, undefined, {
+      ...runStore,
+      updateRun: async (runId, patch) => {
+        if (Object.keys(patch).length === 0) {
+          beats.set(runId, (beats.get(runId) ?? 0) + 1);
+          // Another session holds this run's row: its heartbeat waits until the test lets go.
+          if (runId === held) await releasedRow;
+        }
+        const updated = await runStore.updateRun(runId, patch);
+        if (Object.keys(patch).length === 0) answered.set(runId, (answered.get(runId) ?? 0) + 1);
+        return updated;
+      },
+      listStaleRuns: async (olderThanSeconds) => {
+        sweeps += 1;
+        return runStore.listStaleRuns(olderThanSeconds);
+      },
+    });
+    let finish = (): void => undefined;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    for (let index = 0; index < 2; index++)
+      agentModel.enqueue(async () => {
+        await finished;
+        return 'done';
+      });
+    const first = await runner.start({ tenantId: 't', conversationId: 'held', prompt: 'hello' });
+    const second = await runner.start({ tenantId: 't', conversationId: 'free', prompt: 'hello' });
+    held = first.runId;
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const maintenance = runner.startMaintenance({ heartbeatMs: 10, sweepMs: 25 });
+    try {
+      for (let tick = 0; tick < 6; tick++) {
+        vi.advanceTimersByTime(10);
+        const expected = tick + 1;
+        // Answered, and so no longer in flight: the next tick begins another.
+        await until(() => (answered.get(second.runId) ?? 0) >= expected);
+      }
+      await until(() => sweeps >= 3);
+    } finally {
+      vi.useRealTimers();
+    }
+    // One heartbeat of the held run in flight, however many ticks passed.
+    expect(beats.get(first.runId)).toBe(1);
+    expect(beats.get(second.runId)).toBeGreaterThanOrEqual(6);
+    const stopping = maintenance.stop();
+    release();
+    await stopping;
+    finish();
+    await Promise.all([runner.wait(first.runId), runner.wait(second.runId)]);
+  });
+});

@@ -68,7 +68,7 @@ export interface RunMaintenanceTarget {
   readonly deleteSettledOperations?: (options: { olderThanSeconds: number; limit: number }) => Promise<number>;
 }
 
-/** A started maintenance; `stop` waits for the task under way. */
+/** A started maintenance; `stop` waits for the task under way and the heartbeats in flight. */
 export interface RunMaintenance {
   stop(): Promise<void>;
 }
@@ -77,8 +77,9 @@ export interface RunMaintenance {
  * Heartbeats the active runs every `heartbeatMs`, and at once and every `sweepMs` fails the
  * runs of any process that stopped heartbeating for `abandonAfterSeconds`, then deletes runs
  * that ended more than `runRetentionSeconds` ago and settled memory operations not written for
- * `operationRetentionSeconds` (each when set). One task runs at a time; a failed one is
- * reported and runs again at its next tick.
+ * `operationRetentionSeconds` (each when set). Sweeps and deletes run one at a time; heartbeats
+ * go beside them, one in flight per run, so a run whose row is held delays no other. A failed
+ * one is reported and runs again at its next tick.
  */
 export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMaintenanceOptions = {}): RunMaintenance {
   const heartbeatMs = requireTimerMs(FACTORY, 'heartbeatMs', options.heartbeatMs, 1) ?? 30_000;
@@ -110,19 +111,29 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
   ): void => {
     chain = chain.then(task).catch((error: unknown) => reportFault({ component: 'maintenance', message, error }));
   };
-  const heartbeat = async (): Promise<void> => {
+  // Heartbeats go at once, each run's on its own, outside the chain: a run whose row another
+  // session holds (its heartbeat waits for it) must not hold up the heartbeats of the other
+  // runs, nor the sweep, or those runs would be swept as abandoned. One in flight per run.
+  const beating = new Map<string, Promise<void>>();
+  const heartbeat = (): void => {
     for (const runId of target.activeRunIds()) {
-      try {
-        const run = await runStore.updateRun(runId, {});
-        if (!isRunOpen(run.status)) target.endedElsewhere?.(runId);
-      } catch (error) {
-        reportFault({
-          component: 'maintenance',
-          message: 'a run heartbeat failed; the next one retries',
-          error,
-          runId,
-        });
-      }
+      if (beating.has(runId)) continue;
+      const beat = runStore
+        .updateRun(runId, {})
+        .then(
+          (run) => {
+            if (!isRunOpen(run.status)) target.endedElsewhere?.(runId);
+          },
+          (error: unknown) =>
+            reportFault({
+              component: 'maintenance',
+              message: 'a run heartbeat failed; the next one retries',
+              error,
+              runId,
+            }),
+        )
+        .finally(() => beating.delete(runId));
+      beating.set(runId, beat);
     }
   };
   const sweep = async (): Promise<void> => {
@@ -164,7 +175,7 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
         schedule(retainOperations(remove, batches - 1), OPERATIONS_FAILED);
     };
   schedule(sweep);
-  const timers = [setInterval(() => schedule(heartbeat), heartbeatMs), setInterval(() => schedule(sweep), sweepMs)];
+  const timers = [setInterval(heartbeat, heartbeatMs), setInterval(() => schedule(sweep), sweepMs)];
   for (const timer of timers) timer.unref?.();
   return {
     async stop() {
@@ -176,6 +187,7 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
         await current;
         if (current === chain) break;
       }
+      await Promise.all(beating.values());
     },
   };
 }
