@@ -22,6 +22,8 @@ export interface Replay {
   readonly settled: boolean;
   /** Stored tokens of the messages the walk went through, whole. */
   readonly walked: number;
+  /** The same, each counted as at most the clip share, as a store given `clipAt` counts them. */
+  readonly walkedClipped: number;
 }
 
 /**
@@ -50,6 +52,7 @@ export function replayWithin(
   };
   let remaining = maxTokens;
   let walked = 0;
+  let walkedClipped = 0;
   let userTurn = !needsUserTurn;
   let index = messages.length - 1;
   for (; index >= 0; index--) {
@@ -59,11 +62,15 @@ export function replayWithin(
     if (tokens > remaining) {
       if (remaining < MIN_CLIP_TOKENS) break;
       walked += tokens;
+      walkedClipped += Math.min(tokens, share);
       sent = clipTo(message, Math.min(share, remaining), estimator);
       if (!sent) continue;
     }
     take(message, sent);
-    if (sent === message) walked += tokens;
+    if (sent === message) {
+      walked += tokens;
+      walkedClipped += Math.min(tokens, share);
+    }
     remaining -= sent === message ? tokens : sent.tokenCount;
     if (message.role === 'user') userTurn = true;
   }
@@ -75,7 +82,7 @@ export function replayWithin(
     if (sent) take(message, sent);
     userTurn = true;
   }
-  return { messages: picked.reverse(), clipped, settled: used && userTurn, walked };
+  return { messages: picked.reverse(), clipped, settled: used && userTurn, walked, walkedClipped };
 }
 
 /** The most of the budget one clipped message takes. */

@@ -242,6 +242,68 @@ describe.each(Object.keys(runStores))('prepareTurn with messages over the histor
     }
   });
 
+  it('reads wide, without clipAt, from a run store that counts every message whole', async () => {
+    const { supportsClipAt: _clips, ...inner } = open();
+    const reads: Array<{ budget: number; clipAt: number | undefined }> = [];
+    const runStore: RunStore = {
+      ...inner,
+      recentMessages: (id, tokens, options) => (
+        reads.push({ budget: tokens, clipAt: options?.clipAt }),
+        inner.recentMessages(id, tokens)
+      ),
+      recentHistory: (id, tokens, options) => (
+        reads.push({ budget: tokens, clipAt: options?.clipAt }),
+        inner.recentHistory!(id, tokens)
+      ),
+    };
+    await runStore.appendMessages(memoryId, fileReadingRun());
+    const turn = await preparerOver(runStore).prepareTurn(scope, { transcript: [message('r2:user', 'user', 'again')] });
+    expect(turn.messages.filter((item) => item.role !== 'system')[0]?.content).toBe(
+      'USER_PROMPT_SENTINEL read three files',
+    );
+    expect(reads).toHaveLength(1);
+    expect(reads[0]?.clipAt).toBeUndefined();
+    expect(reads[0]?.budget).toBeGreaterThan(8_000 * 15);
+  });
+
+  it('reads narrow, once a turn, in a long conversation of large tool results', async () => {
+    const inner = open();
+    const reads: Array<{ budget: number; characters: number }> = [];
+    const count = (budget: number, messages: readonly ConversationMessage[]) =>
+      reads.push({ budget, characters: messages.reduce((sum, item) => sum + item.content.length, 0) });
+    const runStore: RunStore = {
+      ...inner,
+      recentMessages: async (id, tokens, options) => {
+        const messages = await inner.recentMessages(id, tokens, options);
+        count(tokens, messages);
+        return messages;
+      },
+      recentHistory: async (id, tokens, options) => {
+        const read = await inner.recentHistory!(id, tokens, options);
+        count(tokens, read.messages);
+        return read;
+      },
+    };
+    for (let turn = 0; turn < 40; turn++)
+      await runStore.appendMessages(memoryId, [
+        message(`r${turn}:user`, 'user', `question ${turn}`),
+        message(`r${turn}:call`, 'assistant', '', { toolCalls: [call(`c${turn}`)] }),
+        message(`r${turn}:tool`, 'tool', `dump ${turn} `.padEnd(200_000, 'z'), { toolCallId: `c${turn}` }),
+        message(`r${turn}:answer`, 'assistant', `answer ${turn}`),
+      ]);
+    const preparer = preparerOver(runStore);
+    for (const turnNumber of [1, 2, 3]) {
+      reads.length = 0;
+      const turn = await preparer.prepareTurn(scope, { transcript: [message(`t${turnNumber}:user`, 'user', 'next')] });
+      const sent = turn.messages.filter((item) => item.role !== 'system');
+      expect(sent.at(-2)?.content).toBe('answer 39');
+      expect(reads, `turn ${turnNumber}`).toHaveLength(1);
+      expect(reads[0]?.budget).toBeLessThanOrEqual(8_000 + 2_000 + 1);
+      // A few clipped results, not sixty-odd whole ones (12 MB).
+      expect(reads[0]?.characters).toBeLessThan(1_500_000);
+    }
+  });
+
   it('never splits a surrogate pair, and clips the redacted text as stored', async () => {
     const secret = `sk-proj-${'Cn21_'.repeat(6)}`;
     for (const prefix of ['', 'a']) {

@@ -164,7 +164,8 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
   };
 
   // Whether a conversation's last turn needed the wider read, so the next one reads once: a
-  // hint (a wrong one costs a read, never history); a conversation not known reads wide.
+  // hint (a wrong one costs a read, never history). A conversation not known reads narrow from
+  // a store that counts large messages as their clip, wide from one that counts them whole.
   const widths = new Map<string, 'narrow' | 'wide'>();
   /** The stored history within its budget, and the generation read with it when the store reads both at once. */
   const historyOf = async (
@@ -173,11 +174,12 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
     own: ReadonlySet<string>,
   ): Promise<{ replay: Replay; generation?: number }> => {
     if (!runStore || historyMaxTokens === 0)
-      return { replay: { messages: [], clipped: new Map(), settled: true, walked: 0 } };
+      return { replay: { messages: [], clipped: new Map(), settled: true, walked: 0, walkedClipped: 0 } };
     const store = runStore;
     // A message over the share is replayed clipped to it, so the store counts it as the share.
     const share = shareOf(historyMaxTokens);
-    const options = { clipAt: share };
+    const clips = store.supportsClipAt === true;
+    const options = clips ? { clipAt: share } : undefined;
     const read = (budget: number) =>
       store.recentHistory
         ? store.recentHistory(memoryId, budget, options)
@@ -194,16 +196,22 @@ export function createTurnPreparer(options: TurnPreparerOptions): TurnPreparer {
     // The transcript's messages may be stored already: read enough to leave them out.
     const budget = historyMaxTokens + transcript.reduce((sum, message) => sum + tokensOf(message), 0);
     // With room for a message clipped at the budget's edge.
-    if (widths.get(memoryId) === 'narrow') {
+    const width = widths.get(memoryId) ?? (clips ? 'narrow' : 'wide');
+    if (width === 'narrow') {
       const narrow = await read(budget + share);
       const replay = replayOf(narrow.messages);
-      if (replay.settled) return { ...narrow, replay };
+      // Room for one more message of any size left over: a store counting it as its clip had no
+      // older one (one counting messages whole may have stopped at a large one).
+      const ranOut =
+        clips && narrow.messages.reduce((sum, message) => sum + Math.min(tokensOf(message), share), share) <= budget;
+      if (replay.settled || ranOut) return { ...narrow, replay };
     }
     // A wider read sees past what stopped the first (see WIDER_READ).
     const wide = await read(Math.min(Number.MAX_SAFE_INTEGER, budget * WIDER_READ));
     const replay = replayOf(wide.messages);
     widths.delete(memoryId);
-    widths.set(memoryId, replay.settled && replay.walked <= historyMaxTokens + share ? 'narrow' : 'wide');
+    const walked = clips ? replay.walkedClipped : replay.walked;
+    widths.set(memoryId, replay.settled && walked <= historyMaxTokens + share ? 'narrow' : 'wide');
     if (widths.size > REMEMBERED_WIDTHS) widths.delete(widths.keys().next().value as string);
     return { ...wide, replay };
   };

@@ -17,6 +17,10 @@ import { createInMemoryStore } from '../storage/in-memory-store.js';
 import type { RunStore } from '../storage/run-store.js';
 import type { MemoryStore } from '../storage/store.js';
 import { createAgentRunner } from './agent-runner.js';
+import { startRunMaintenance } from './run-maintenance.js';
+import { RunEventEmitter } from './run-event-emitter.js';
+import { createLocalEventHub } from '../storage/local-event-hub.js';
+import { newRun } from '../storage/run-store.suite.js';
 
 const WORKSPACE = mkdtempSync(join(tmpdir(), 'hm-maintenance-'));
 afterAll(() => rmSync(WORKSPACE, { recursive: true, force: true }));
@@ -222,5 +226,51 @@ describe('run maintenance: heartbeats', () => {
     await stopping;
     finish();
     await Promise.all([runner.wait(first.runId), runner.wait(second.runId)]);
+  });
+});
+
+describe('run maintenance: heartbeat failures', () => {
+  it('reports a store that throws, a callback that throws and a run list that throws, as faults', async () => {
+    const runStore = createInMemoryRunStore();
+    await runStore.createRun(newRun('run_sync'));
+    await runStore.createRun(newRun('run_ended'));
+    await runStore.updateRun('run_ended', { status: 'failed' });
+    const faults: string[] = [];
+    let listFails = false;
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const maintenance = startRunMaintenance(
+      {
+        runStore: {
+          ...runStore,
+          updateRun: (runId, patch) => {
+            if (runId === 'run_sync') throw new Error('thrown, not rejected');
+            return runStore.updateRun(runId, patch);
+          },
+          listStaleRuns: async () => [],
+        },
+        events: new RunEventEmitter(runStore, createLocalEventHub()),
+        activeRunIds: () => {
+          if (listFails) throw new Error('no run list');
+          return ['run_sync', 'run_ended'];
+        },
+        isActive: () => true,
+        endedElsewhere: () => {
+          throw new Error('callback failed');
+        },
+        reportFault: (fault) => faults.push(`${fault.runId ?? '-'}: ${(fault.error as Error).message}`),
+      },
+      { heartbeatMs: 10, sweepMs: 60_000 },
+    );
+    try {
+      vi.advanceTimersByTime(10);
+      await until(() => faults.length >= 2);
+      listFails = true;
+      vi.advanceTimersByTime(10);
+      await until(() => faults.length >= 3);
+    } finally {
+      vi.useRealTimers();
+      await maintenance.stop();
+    }
+    expect(faults.sort()).toEqual(['-: no run list', 'run_ended: callback failed', 'run_sync: thrown, not rejected']);
   });
 });

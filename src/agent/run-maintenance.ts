@@ -115,25 +115,29 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
   // session holds (its heartbeat waits for it) must not hold up the heartbeats of the other
   // runs, nor the sweep, or those runs would be swept as abandoned. One in flight per run.
   const beating = new Map<string, Promise<void>>();
+  const reportBeat = (error: unknown, runId?: string): void =>
+    reportFault({
+      component: 'maintenance',
+      message: 'a run heartbeat failed; the next one retries',
+      error,
+      ...(runId === undefined ? {} : { runId }),
+    });
   const heartbeat = (): void => {
-    for (const runId of target.activeRunIds()) {
-      if (beating.has(runId)) continue;
-      const beat = runStore
-        .updateRun(runId, {})
-        .then(
-          (run) => {
+    try {
+      for (const runId of target.activeRunIds()) {
+        if (beating.has(runId)) continue;
+        // Begun in a promise, so a store or callback that throws is reported, never uncaught.
+        const beat = Promise.resolve()
+          .then(() => runStore.updateRun(runId, {}))
+          .then((run) => {
             if (!isRunOpen(run.status)) target.endedElsewhere?.(runId);
-          },
-          (error: unknown) =>
-            reportFault({
-              component: 'maintenance',
-              message: 'a run heartbeat failed; the next one retries',
-              error,
-              runId,
-            }),
-        )
-        .finally(() => beating.delete(runId));
-      beating.set(runId, beat);
+          })
+          .catch((error: unknown) => reportBeat(error, runId))
+          .finally(() => beating.delete(runId));
+        beating.set(runId, beat);
+      }
+    } catch (error) {
+      reportBeat(error);
     }
   };
   const sweep = async (): Promise<void> => {

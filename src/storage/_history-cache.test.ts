@@ -110,4 +110,42 @@ describe('HistoryCache: what it keeps past the budget', () => {
     expect((await cache.recent('c', 60_000)).messages).toHaveLength(3);
     expect(state.pages).toContain('older');
   });
+
+  it('holds at most 32 Mi characters of message text across conversations, and still answers each read whole', async () => {
+    const sources = new Map<string, ReturnType<typeof conversation>>();
+    const cache = new HistoryCache(
+      {
+        newer: (memoryId, after, limit) =>
+          (sources.get(memoryId) as ReturnType<typeof conversation>).source.newer(memoryId, after, limit),
+        older: (memoryId, before, limit) =>
+          (sources.get(memoryId) as ReturnType<typeof conversation>).source.older(memoryId, before, limit),
+      },
+      new HistoryPageSizes(),
+    );
+    // Each conversation: five tool results of 200,000 characters (50,000 tokens) under a clip of
+    // 2,000 tokens, so a budget of 10,000 takes all five: a million characters a conversation.
+    for (let index = 0; index < 60; index++) {
+      const held = conversation();
+      for (let position = 1; position <= 5; position++)
+        held.rows.push({ ...row(position, 50_000), content: 'x'.repeat(200_000) });
+      sources.set(`c${index}`, held);
+      const read = await cache.recent(`c${index}`, 10_000, 2_000);
+      expect(read.messages.map((message) => message.messageId)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5']);
+      expect(cache.characters).toBeLessThanOrEqual(32 * 1024 * 1024);
+    }
+    expect(cache.characters).toBeGreaterThan(16 * 1024 * 1024);
+    // The newest conversations are still served from the cache: one delta read.
+    const newest = sources.get('c59') as ReturnType<typeof conversation>;
+    newest.state.pages = [];
+    expect((await cache.recent('c59', 10_000, 2_000)).messages).toHaveLength(5);
+    expect(newest.state.pages).toEqual(['newer']);
+    // One conversation over an eighth of it is answered, not held.
+    const huge = conversation();
+    for (let position = 1; position <= 5; position++)
+      huge.rows.push({ ...row(position, 2_000_000), content: 'y'.repeat(1_000_000) });
+    sources.set('huge', huge);
+    const before = cache.characters;
+    expect((await cache.recent('huge', 10_000, 2_000)).messages).toHaveLength(5);
+    expect(cache.characters).toBe(before);
+  });
 });

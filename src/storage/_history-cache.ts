@@ -40,6 +40,8 @@ interface Entry {
   lastPosition: number;
   /** Whether `messages` starts at the conversation's first message. */
   complete: boolean;
+  /** Characters of the messages' text when last kept (what it counts toward {@link HELD_CHARACTERS}). */
+  characters: number;
 }
 
 /** New messages read in one go before a full read is cheaper. */
@@ -52,6 +54,13 @@ const DELTA_LIMIT = 64;
 const KEEP_EXTRA = 16;
 /** Conversations held. */
 const CONVERSATIONS = 256;
+/**
+ * Characters of message text held for all conversations, at most, and for one. A read counting
+ * large messages as their clip (`clipAt`) returns a few of any size: tool results of 200,000
+ * characters held for 256 conversations were gigabytes.
+ */
+const HELD_CHARACTERS = 32 * 1024 * 1024;
+const HELD_CHARACTERS_ONE = HELD_CHARACTERS / 8;
 
 /** What {@link HistoryCache.recent} answers. */
 export interface RecentHistoryRead {
@@ -70,6 +79,7 @@ export interface RecentHistoryRead {
  */
 export class HistoryCache {
   readonly #entries = new Map<string, Entry>();
+  #characters = 0;
   readonly #source: HistorySource;
   readonly #sizes: HistoryPageSizes;
 
@@ -129,7 +139,7 @@ export class HistoryCache {
     // After a forget between two pages the last page's generation is the new one: a caller
     // that holds the old one learns of the forget.
     if (!consistent || generation === undefined) {
-      this.#entries.delete(memoryId);
+      this.#drop(memoryId);
       return { messages: messages.slice(start), generation: latest };
     }
     const positions = read.rows.map((row) => row.position);
@@ -139,6 +149,7 @@ export class HistoryCache {
       positions,
       lastPosition: positions.at(-1) ?? 0,
       complete: read.exhausted,
+      characters: 0,
     };
     return { messages: this.#keep(memoryId, entry, start, maxTokens), generation };
   }
@@ -159,11 +170,38 @@ export class HistoryCache {
       entry.complete = false;
       start -= from;
     }
-    this.#entries.delete(memoryId);
+    this.#drop(memoryId);
+    const messages = entry.messages.slice(start);
+    entry.characters = charactersOf(entry.messages);
+    if (entry.characters > HELD_CHARACTERS_ONE) return messages;
     this.#entries.set(memoryId, entry);
-    if (this.#entries.size > CONVERSATIONS) this.#entries.delete(this.#entries.keys().next().value as string);
-    return entry.messages.slice(start);
+    this.#characters += entry.characters;
+    while (this.#entries.size > CONVERSATIONS || this.#characters > HELD_CHARACTERS)
+      this.#drop(this.#entries.keys().next().value as string);
+    return messages;
   }
+
+  #drop(memoryId: string): void {
+    const entry = this.#entries.get(memoryId);
+    if (!entry) return;
+    this.#characters -= entry.characters;
+    this.#entries.delete(memoryId);
+  }
+
+  /** Characters of message text held (for tests). */
+  get characters(): number {
+    return this.#characters;
+  }
+}
+
+/** Characters of the messages' text and tool-call arguments. */
+function charactersOf(messages: readonly ConversationMessage[]): number {
+  let characters = 0;
+  for (const message of messages) {
+    characters += message.content.length;
+    for (const call of message.toolCalls ?? []) characters += call.arguments.length;
+  }
+  return characters;
 }
 
 /**

@@ -38,6 +38,7 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
 
   return {
     specificationVersion: 'v1',
+    supportsClipAt: true,
     name: 'in-memory',
     async createRun(given) {
       guard();

@@ -30,6 +30,7 @@ export function createRedactingRunStore(store: RunStore): RunStore {
   return {
     specificationVersion: 'v1',
     name: store.name,
+    ...(store.supportsClipAt === undefined ? {} : { supportsClipAt: store.supportsClipAt }),
     async createRun(run) {
       const stored = await store.createRun({
         ...run,

@@ -120,8 +120,14 @@ export interface RunStore {
     options?: { generation?: number },
   ): Promise<void>;
   /**
+   * True when `recentMessages` and `recentHistory` count a message as at most `options.clipAt`
+   * tokens. A turn then reads once past a large message; without it, it reads 16 times its
+   * budget to see past one, and history beyond that is left out.
+   */
+  readonly supportsClipAt?: boolean;
+  /**
    * The most recent messages of a conversation whose tokens fit `maxTokens`, oldest first,
-   * each counted as at most `options.clipAt` tokens when that is given.
+   * each counted as at most `options.clipAt` tokens when that is given (see `supportsClipAt`).
    */
   recentMessages(memoryId: string, maxTokens: number, options?: RecentMessagesOptions): Promise<ConversationMessage[]>;
   /**

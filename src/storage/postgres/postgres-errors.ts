@@ -26,10 +26,18 @@ const LOST_CONNECTION_MESSAGES = new Set([
 export function isConnectionLost(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const code = pgCodeOf(error);
-  if (code !== undefined) return LOST_CONNECTION_SQLSTATE.test(code);
+  // A statement's own error of class 08 (08P01, a bind with the wrong parameter count) comes at
+  // severity ERROR on a connection still up; the server ends a connection with FATAL or PANIC.
+  if (code !== undefined) return LOST_CONNECTION_SQLSTATE.test(code) && !isStatementSeverity(error);
   const errno = systemCodeOf(error);
   if (errno !== undefined) return LOST_CONNECTION_ERRNO.has(errno);
   return error instanceof Error && LOST_CONNECTION_MESSAGES.has(error.message);
+}
+
+/** Whether the server sent `error` at a severity that leaves the connection up (ERROR). */
+function isStatementSeverity(error: object): boolean {
+  const severity = (error as { severity?: unknown }).severity;
+  return severity === 'ERROR';
 }
 
 /** What a call whose connection was lost did: read (and read again), rolled back, or maybe wrote. */

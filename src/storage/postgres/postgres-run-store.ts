@@ -131,6 +131,7 @@ export async function createPostgresRunStore(options: PostgresRunStoreOptions): 
 
   return {
     specificationVersion: 'v1',
+    supportsClipAt: true,
     name: 'postgres',
     dispose: async () => {
       if (!guard.dispose()) return;
@@ -327,8 +328,10 @@ function conversationMethods(
   const { pool, s, history, lane, lockConversation, conversationLockClass, wrap, conversationWrite } = ctx;
   return {
     appendMessages: (memoryId, given, appendOptions = {}) => {
-      // Nothing to write or check: not queued behind the conversation's writes.
-      if (given.length === 0 && appendOptions.generation === undefined) return wrap(async () => {});
+      // Nothing to write or check: not queued behind the conversation's writes. (Read with care:
+      // a caller's bad arguments fail inside the write, as a rejection, never as a throw here.)
+      if (Array.isArray(given) && given.length === 0 && appendOptions?.generation === undefined)
+        return wrap(async () => {});
       return conversationWrite(memoryId, async () => {
         const messages = given.map(storableMessage);
         const column = <T>(pick: (message: ConversationMessage) => T): T[] => messages.map(pick);

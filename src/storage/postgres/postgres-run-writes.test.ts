@@ -162,6 +162,19 @@ describe.skipIf(!url)('postgres run store: a conversation or run held by another
     }
   });
 
+  it('answers bad append arguments with a rejection, never a throw, and an empty append at once', async () => {
+    const { store, schema } = await openStore();
+    const heldId = memoryIdOf(held);
+    let rejected: Promise<void> | undefined;
+    expect(() => {
+      rejected = store.appendMessages(heldId, undefined as never);
+    }).not.toThrow();
+    await expect(rejected).rejects.toThrow();
+    await expect(store.appendMessages(heldId, [message('m0', 'run-held')], null as never)).rejects.toThrow();
+    await store.appendMessages(heldId, []);
+    expect(await storedIds(schema, heldId)).toEqual([]);
+  });
+
   it('applies a forget made among appends of the conversation in its turn', async () => {
     const { store, schema, application } = await openStore();
     const heldId = memoryIdOf(held);

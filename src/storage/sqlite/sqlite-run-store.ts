@@ -178,6 +178,7 @@ function buildRunStore(db: Database, options: SqliteRunStoreOptions, release: ()
 
   return {
     specificationVersion: 'v1',
+    supportsClipAt: true,
     name: 'sqlite',
     async dispose() {
       if (!guard.dispose()) return;
