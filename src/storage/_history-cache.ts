@@ -4,9 +4,10 @@
  * generation, in the same snapshot). Private to `src/storage/`.
  * @module
  */
-import { readRecentHistory, toConversationMessage } from './_run-rows.js';
+import { clipAtOf, readRecentHistory, toConversationMessage } from './_run-rows.js';
+import { takeRecent } from './in-memory-run-store.js';
 import type { ConversationMessageRow, HistoryPageSizes } from './_run-rows.js';
-import type { ConversationMessage } from './run-store.js';
+import type { ConversationMessage, RecentMessagesOptions } from './run-store.js';
 
 /**
  * What a store reads for {@link HistoryCache}. Each call reads the generation in the rows'
@@ -86,6 +87,20 @@ export class HistoryCache {
   constructor(source: HistorySource, sizes: HistoryPageSizes) {
     this.#source = source;
     this.#sizes = sizes;
+  }
+
+  /**
+   * What `RunStore.recentHistory` answers, for the SQLite and Postgres run stores: the newest
+   * messages within `maxTokens` (`options` checked), never starting with an orphaned tool result.
+   */
+  async recentHistory(
+    memoryId: string,
+    maxTokens: number,
+    options: RecentMessagesOptions | undefined,
+  ): Promise<RecentHistoryRead> {
+    const clipAt = clipAtOf(options);
+    const read = await this.recent(memoryId, maxTokens, clipAt);
+    return { messages: takeRecent(read.messages, maxTokens, clipAt), generation: read.generation };
   }
 
   /**

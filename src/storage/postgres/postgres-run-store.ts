@@ -6,12 +6,11 @@
 import { StoreError } from '../../core/errors.js';
 import { createPostgresRunListing } from './postgres-run-listing.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { clipAtOf, HISTORY_COLUMNS, HistoryPageSizes, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HISTORY_COLUMNS, HistoryPageSizes, toRunEvent, toRunRecord } from '../_run-rows.js';
 import { HistoryCache } from '../_history-cache.js';
 import type { ConversationMessageRow, RunEventRow, RunMethodName, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
-import { takeRecent } from '../in-memory-run-store.js';
 import { retentionArguments } from '../_run-retention.js';
 import { runEndedError } from '../_run-ending.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
@@ -358,16 +357,8 @@ function conversationMethods(
       });
     },
     recentMessages: (memoryId, maxTokens, options) =>
-      wrap(async () => {
-        const clipAt = clipAtOf(options);
-        return takeRecent((await history.recent(memoryId, maxTokens, clipAt)).messages, maxTokens, clipAt);
-      }),
-    recentHistory: (memoryId, maxTokens, options) =>
-      wrap(async () => {
-        const clipAt = clipAtOf(options);
-        const read = await history.recent(memoryId, maxTokens, clipAt);
-        return { messages: takeRecent(read.messages, maxTokens, clipAt), generation: read.generation };
-      }),
+      wrap(async () => (await history.recentHistory(memoryId, maxTokens, options)).messages),
+    recentHistory: (memoryId, maxTokens, options) => wrap(() => history.recentHistory(memoryId, maxTokens, options)),
     conversationGeneration: (memoryId) =>
       wrap(
         async () =>

@@ -9,12 +9,11 @@ import { requireOptions, requireString } from '../../core/require-option.js';
 import { StoreError } from '../../core/errors.js';
 import { createStoreGuard } from '../_store-guard.js';
 import { memoryIdOf } from '../../core/scope.js';
-import { clipAtOf, HISTORY_COLUMNS, HistoryPageSizes, toRunEvent, toRunRecord } from '../_run-rows.js';
+import { HISTORY_COLUMNS, HistoryPageSizes, toRunEvent, toRunRecord } from '../_run-rows.js';
 import { HistoryCache } from '../_history-cache.js';
 import type { ConversationMessageRow, RunEventRow, RunMethodName, RunRow } from '../_run-rows.js';
 import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
-import { takeRecent } from '../in-memory-run-store.js';
 import { retentionArguments } from '../_run-retention.js';
 import { runEndedError, TERMINAL_EVENT_TYPES_SQL } from '../_run-ending.js';
 import type { RunStore } from '../run-store.js';
@@ -470,14 +469,11 @@ function conversationMethods(
     },
     async recentMessages(memoryId, maxTokens, options) {
       guard.check();
-      const clipAt = clipAtOf(options);
-      return takeRecent((await history.recent(memoryId, maxTokens, clipAt)).messages, maxTokens, clipAt);
+      return (await history.recentHistory(memoryId, maxTokens, options)).messages;
     },
     async recentHistory(memoryId, maxTokens, options) {
       guard.check();
-      const clipAt = clipAtOf(options);
-      const read = await history.recent(memoryId, maxTokens, clipAt);
-      return { messages: takeRecent(read.messages, maxTokens, clipAt), generation: read.generation };
+      return history.recentHistory(memoryId, maxTokens, options);
     },
     async conversationGeneration(memoryId) {
       return wrap(() => statements.selectGeneration.get(memoryId) ?? 0);
