@@ -127,3 +127,75 @@ describe('prepareTranscript: the memory tools are never observed', () => {
     expect(messages.map((message) => message.content)).toEqual(['thanks']);
   });
 });
+
+describe('prepareTranscript: memory read back through the MCP tools is never observed', () => {
+  const snippet = '<observational-memory>\n- [1] User lives in Paris.\n</observational-memory>';
+
+  it("leaves out the MCP server's memory tools, by their name or an MCP client's prefixed name", () => {
+    for (const name of ['memory_context', 'memory_search', 'mcp__harness-memory__memory_search', 'memory_remember']) {
+      const messages = prepareTranscript(
+        [
+          { id: 'a', role: 'assistant', content: '', toolCalls: [{ id: 'c1', name, arguments: '{}' }] },
+          { id: 'b', role: 'tool', toolCallId: 'c1', content: '{"observations":[{"content":"User lives in Paris."}]}' },
+          { id: 'c', role: 'tool', name, content: '{"observations":[{"content":"User lives in Paris."}]}' },
+          { id: 'd', role: 'user', content: 'thanks' },
+        ],
+        RUNE_TOKEN_ESTIMATOR,
+        { redact: true },
+      );
+      expect(
+        messages.map((message) => message.content),
+        name,
+      ).toEqual(['thanks']);
+    }
+  });
+
+  it('takes our snippets out of a message that quotes them, wherever they stand', () => {
+    const quoted = JSON.stringify({ working_memory: '', observational_memory: snippet });
+    expect(prepared({ id: 'a', role: 'tool', content: quoted })).not.toContain('Paris');
+    expect(prepared({ id: 'a', role: 'user', content: `Here is what you had:\n${snippet}\nIs it right?` })).toBe(
+      'Here is what you had:\n\nIs it right?',
+    );
+  });
+});
+
+describe('prepareTranscript: one id, one message', () => {
+  it('refuses a second, different message under an id already used in the call, naming both', () => {
+    const prepare = (): unknown =>
+      prepareTranscript(
+        [
+          { id: 'turn-1', role: 'user', content: 'I am allergic to peanuts.' },
+          { id: 'turn-1', role: 'assistant', content: 'Noted: I will avoid tree nuts too.' },
+        ],
+        RUNE_TOKEN_ESTIMATOR,
+        { redact: true },
+      );
+    expect(prepare).toThrow(/message 1 has the id of message 0 \(turn-1\) with another role or content/);
+    expect(prepare).toThrow(expect.objectContaining({ code: 'OBSERVE_INPUT_INVALID', data: { index: 1 } }));
+    expect(() =>
+      prepareTranscript(
+        [
+          { index: 4, role: 'user', content: 'a' },
+          { index: 4, role: 'user', content: 'b' },
+        ],
+        RUNE_TOKEN_ESTIMATOR,
+        { redact: true },
+      ),
+    ).toThrow(/has the index of message 0 \(4\)/);
+  });
+
+  it('takes the same message sent twice once, and an id known stored is still left out', () => {
+    const message = { id: 'turn-1', role: 'user', content: 'hello', toolCalls: [] };
+    expect(
+      prepareTranscript([message, { ...message }], RUNE_TOKEN_ESTIMATOR, { redact: true }).map(
+        (item) => item.messageKey,
+      ),
+    ).toEqual(['id:turn-1']);
+    expect(
+      prepareTranscript([message, { ...message, id: 'turn-2' }], RUNE_TOKEN_ESTIMATOR, {
+        redact: true,
+        skip: new Set(['id:turn-1']),
+      }).map((item) => item.messageKey),
+    ).toEqual(['id:turn-2']);
+  });
+});

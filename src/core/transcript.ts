@@ -39,13 +39,38 @@ const ROLE = /^[a-z][a-z0-9_-]{0,31}$/;
 
 const SNIPPET_PREFIXES = ['<working-memory>', '<observational-memory>'];
 
+// One of our snippets anywhere in a message: a tool's result that quotes it (the MCP server's
+// `memory_context` returns both inside JSON) is memory read back, not something said.
+const SNIPPET_BLOCK = /<(working-memory|observational-memory)>[\s\S]*?<\/\1>/g;
+
 /**
- * The memory tools (`working_memory`, `observational_memory`): their calls and results are
- * memory reading and writing itself, never something to observe. Observed, a `list` or a
- * `get` stored working-memory values again as observations, which went stale (and
- * contradicted the entry) once the entry changed.
+ * The memory tools: the agent's (`working_memory`, `observational_memory`) and the MCP
+ * server's (`memory_context`, `memory_search`, `memory_remember`, `memory_correct`,
+ * `memory_observe`, `memory_forget`). Their calls and results are memory reading and writing
+ * itself, never something to observe. Observed, a `list` or a `get` stored working-memory
+ * values again as observations, which went stale (and contradicted the entry) once the entry
+ * changed; a `memory_context` result fed the snippet back to the observer.
  */
-export const MEMORY_TOOL_NAMES: ReadonlySet<string> = new Set(['working_memory', 'observational_memory']);
+export const MEMORY_TOOL_NAMES: ReadonlySet<string> = new Set([
+  'working_memory',
+  'observational_memory',
+  'memory_context',
+  'memory_search',
+  'memory_remember',
+  'memory_correct',
+  'memory_observe',
+  'memory_forget',
+]);
+
+/**
+ * Whether `name` is one of {@link MEMORY_TOOL_NAMES}, also as an MCP client names another
+ * server's tool (`mcp__harness-memory__memory_context`).
+ */
+export function isMemoryToolName(name: unknown): boolean {
+  if (typeof name !== 'string') return false;
+  const trimmed = name.trim();
+  return MEMORY_TOOL_NAMES.has(trimmed) || MEMORY_TOOL_NAMES.has(trimmed.slice(trimmed.lastIndexOf('__') + 2));
+}
 
 /**
  * Validates, filters and renders messages for storage. The harness's own prompts
@@ -60,17 +85,27 @@ export function prepareTranscript(
 ): PreparedMessage[] {
   if (!Array.isArray(messages)) throw invalid(-1, 'messages must be an array');
   const prepared: PreparedMessage[] = [];
-  const seen = new Set<string>();
+  const seen = new Map<string, number>();
   // A tool result may carry only the id of its call (OpenAI-style history): the ids of the
   // memory tools' calls tell their results.
   const memoryCalls = new Set<string>();
   for (const message of messages)
     for (const call of Array.isArray(message?.toolCalls) ? message.toolCalls : [])
-      if (MEMORY_TOOL_NAMES.has(call?.name) && typeof call?.id === 'string') memoryCalls.add(call.id);
+      if (isMemoryToolName(call?.name) && typeof call?.id === 'string') memoryCalls.add(call.id);
   messages.forEach((message, position) => {
     const key = messageKeyOf(message, position);
-    if (seen.has(key) || options.skip?.has(key)) return;
-    seen.add(key);
+    const first = seen.get(key);
+    if (first !== undefined) {
+      // The same message sent twice is harmless; another message under its id would be lost.
+      if (sameMessage(messages[first] as TranscriptMessage, message)) return;
+      throw invalid(
+        position,
+        `has the ${key.startsWith('id:') ? 'id' : 'index'} of message ${first} (${key.slice(key.indexOf(':') + 1)}) ` +
+          'with another role or content; give each message its own id',
+      );
+    }
+    seen.set(key, position);
+    if (options.skip?.has(key)) return;
     const role = typeof message.role === 'string' ? stripInvisible(message.role).trim().toLowerCase() : '';
     // The role starts the message's line in the observer's prompt and decides the importance
     // cap of tool output: a role of several lines, or of look-alike letters, would forge both.
@@ -83,15 +118,14 @@ export function prepareTranscript(
     if (SNIPPET_PREFIXES.some((prefix) => rawContent.trimStart().startsWith(prefix))) return;
     if (
       role === 'tool' &&
-      (MEMORY_TOOL_NAMES.has(name.trim()) ||
-        (typeof message.toolCallId === 'string' && memoryCalls.has(message.toolCallId)))
+      (isMemoryToolName(name) || (typeof message.toolCallId === 'string' && memoryCalls.has(message.toolCallId)))
     )
       return;
     const toolCalls = (message.toolCalls ?? []).filter(
-      (call: NonNullable<TranscriptMessage['toolCalls']>[number]) => !MEMORY_TOOL_NAMES.has(call?.name),
+      (call: NonNullable<TranscriptMessage['toolCalls']>[number]) => !isMemoryToolName(call?.name),
     );
     const readable = options.redact ? unescapedJson : (text: string) => text;
-    let content = role === 'tool' ? readable(rawContent) : rawContent;
+    let content = (role === 'tool' ? readable(rawContent) : rawContent).replace(SNIPPET_BLOCK, '');
     for (const call of toolCalls)
       content += `${content === '' ? '' : '\n'}[tool call ${call.name}] ${readable(call.arguments)}`;
     content = stripInvisible(content);
@@ -128,6 +162,26 @@ function unescapedJson(text: string): string {
     return JSON.stringify(redacted);
   } catch {
     return text;
+  }
+}
+
+/** Whether two messages under one key say the same thing (role, name, content, tool calls). */
+function sameMessage(a: TranscriptMessage, b: TranscriptMessage): boolean {
+  return (
+    a.role === b.role &&
+    (a.content ?? '') === (b.content ?? '') &&
+    (a.name ?? '') === (b.name ?? '') &&
+    (a.toolCallId ?? '') === (b.toolCallId ?? '') &&
+    callsText(a) === callsText(b)
+  );
+}
+
+function callsText(message: TranscriptMessage): string {
+  try {
+    return JSON.stringify(message.toolCalls ?? []);
+  } catch {
+    // Not JSON (a cycle, a bigint): never the same as anything.
+    return String(Math.random());
   }
 }
 
