@@ -26,3 +26,17 @@ describe('AI SDK memory tools: arguments padded with null', () => {
     });
   });
 });
+
+describe('AI SDK memory tools: a refused call', () => {
+  it("answers the model as the harness's tools do: the code, the problem, no library prefix", async () => {
+    const store = createInMemoryStore();
+    const tools = createMemoryTools({ workingMemory: createWorkingMemory({ store }), scope });
+    const answer = (await (tools.working_memory.execute as Execute)(
+      { action: 'set', key: '', value: 1 },
+      { toolCallId: 'c1', messages: [] },
+    )) as { error: { code: string; message: string } };
+    expect(answer.error.code).toBe('TOOL_INPUT_INVALID');
+    expect(answer.error.message).not.toContain('[harness-memory]');
+    expect(answer.error.message).toMatch(/key/);
+  });
+});

@@ -4,6 +4,7 @@
  */
 import { jsonSchema, type Tool as AiSdkTool } from 'ai';
 import { HarnessMemoryError } from '../core/errors.js';
+import { tenantErrorText } from '../core/public-error-text.js';
 import { invalidOption, requireOptions } from '../core/require-option.js';
 import { resolveScope, type ScopeInput } from '../core/scope.js';
 import type { ObservationalMemory } from '../memory/observational-memory.js';
@@ -59,7 +60,9 @@ export function createMemoryTools(
           workspace,
         });
       } catch (error) {
-        if (HarnessMemoryError.isInstance(error)) return { error: { code: error.code, message: error.message } };
+        // Worded as the harness's tools answer a model: no library prefix, secrets redacted.
+        if (HarnessMemoryError.isInstance(error))
+          return { error: { code: error.code, message: tenantErrorText(error) } };
         throw error;
       }
     },

@@ -33,4 +33,11 @@ describe('MCP endpoint: faults', () => {
     expect(statuses.every((status) => status >= 400 && status < 500)).toBe(true);
     expect(faults.count()).toBe(0);
   });
+
+  it('answers GET and DELETE with 405: the server keeps no sessions, as the README says', async () => {
+    const { app } = createTestApp({ workspace, apiKeys: [{ key: 'key-a', tenantId: 'tenant-a' }] });
+    const headers = { accept: 'application/json, text/event-stream', authorization: 'Bearer key-a' };
+    for (const method of ['GET', 'DELETE'])
+      expect((await app.request('/mcp', { method, headers })).status, method).toBe(405);
+  });
 });
