@@ -48,6 +48,8 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `DRAIN_TIMEOUT`: `{ pending, timeoutMs }`, `drain` ran out of time with operations still pending (they stay queued).
  * - `ACCESS_DENIED`: `{ scope }`, the caller's API key lacks the scope the action needs (`memory:write` for an
  *   MCP tool that writes).
+ * - `CANCELLED`: `{ operationId? }`, the caller's `signal` aborted the call (`cause` is the signal's reason): what
+ *   it stored stays stored, and an operation it was running (`operationId`, its own) is queued again, not failed.
  *
  * Runs and tool results also carry the codes of {@link RUN_ERROR_CODES}.
  */
@@ -83,6 +85,7 @@ export const HARNESS_MEMORY_ERROR_CODES = [
   'OBSERVATION_INVALID',
   'DRAIN_TIMEOUT',
   'ACCESS_DENIED',
+  'CANCELLED',
 ] as const;
 
 /** The code of a thrown {@link HarnessMemoryError}. */

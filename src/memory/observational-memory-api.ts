@@ -185,6 +185,21 @@ export interface ObserveRequest {
    * ask this model; otherwise it is ignored.
    */
   readonly modelId?: string;
+  /**
+   * Cancels the call, as `fetch`'s `signal` does (pass an HTTP request's, or the AI SDK's
+   * `abortSignal`). Already aborted, `observe` rejects with `CANCELLED` before it stores
+   * anything. Aborted during the call, the observer's (or the reflector's) model call is aborted
+   * at once and `observe` rejects with `CANCELLED` (`cause`: the signal's reason; `data.operationId`:
+   * its observe operation): the messages it stored stay stored, and the operation it was running
+   * is put back in the queue as it was, available at once, its attempt not counted, no failure
+   * recorded or reported (the scope's next `observe`, `drain` or the background worker runs it).
+   * A reflection after the observation is cancelled the same way and stays queued. Other callers
+   * of the scope waiting behind the call go on as before. A call whose work is done resolves as
+   * usual, whenever the signal aborts afterwards.
+   * @example
+   * await memory.observe({ scope, messages, signal: request.signal });
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** What an observe call came to. */

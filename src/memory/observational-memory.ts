@@ -45,6 +45,7 @@ import {
   validateThresholds,
 } from './memory-settings.js';
 import { importPrepared, prepareImport } from './import-observations.js';
+import { observeCancelled } from './observe-cancelled.js';
 
 /** The store methods every observational-memory call relies on. */
 const MEMORY_STORE_METHODS = [
@@ -115,6 +116,8 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
 
     async observe(request) {
       checkModelId(request.modelId);
+      checkSignal(request.signal);
+      if (request.signal?.aborted) throw observeCancelled(request.signal.reason);
       const scope = resolveScope(request.scope, request.runId);
       const known =
         request.generation === undefined ? undefined : storedKeys.known(memoryIdOf(scope), request.generation);
@@ -416,6 +419,25 @@ function workerContextOf(
     calls,
     faultPoint: options.faultPoint,
   };
+}
+
+/** Refuses a `signal` that is not an `AbortSignal` (or left out): one that could never abort would be ignored silently. */
+function checkSignal(signal: unknown): void {
+  if (signal === undefined) return;
+  const candidate = signal as Partial<AbortSignal> | null;
+  if (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    typeof candidate.aborted === 'boolean' &&
+    typeof candidate.addEventListener === 'function'
+  )
+    return;
+  throw new HarnessMemoryError({
+    code: 'OBSERVE_INPUT_INVALID',
+    component: 'observe',
+    message: 'signal must be an AbortSignal (from an AbortController, say), or left out.',
+    data: { field: 'signal' },
+  });
 }
 
 /** Refuses a `modelId` that is not a model name an observe may ask for (or left out). */

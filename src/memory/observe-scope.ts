@@ -13,6 +13,7 @@ import type { MemoryStore, Operation } from '../storage/store.js';
 import type { ObservationalMemoryEvent, ObserveRequest, ObserveResult } from './observational-memory-api.js';
 import { runModelPayload, type OperationOutcome, type OperationWorkerContext } from './operation-worker.js';
 import type { OperationScheduler } from './operation-scheduler.js';
+import { observeCancelled } from './observe-cancelled.js';
 import type { ScopeReader } from './scope-reader.js';
 
 /** What {@link observeScope} works with; the service builds it once. */
@@ -46,6 +47,7 @@ export async function observeScope(
   const runId = request.runId ?? 'unknown';
   const generation = request.generation === undefined ? {} : { generation: request.generation };
   const model = worker.followRunModel ? runModelPayload(request.modelId) : {};
+  const signal = request.signal;
   let operation: Operation;
   let run: () => Promise<Map<string, OperationOutcome>>;
   if (store.appendMessagesAndClaim && prepared.length > 0) {
@@ -75,7 +77,7 @@ export async function observeScope(
     noteStored(memoryId, request.generation, prepared);
     if (!result.operation) return skipped('below_threshold', result.record.observationCount);
     operation = result.operation;
-    run = () => processScope(memoryId, result.claimed, result.operation?.operationId, result.prefetched);
+    run = () => processScope(memoryId, result.claimed, result.operation?.operationId, result.prefetched, signal);
   } else {
     const record = await store.getRecord(memoryId);
     const { enabled, config } = effective(record);
@@ -92,7 +94,7 @@ export async function observeScope(
       request,
     );
     // Only as far as this call's own operation: later ones belong to their own callers.
-    run = () => processScope(memoryId, undefined, operation.operationId);
+    run = () => processScope(memoryId, undefined, operation.operationId, undefined, signal);
   }
   const base = { scope, runId, operationId: operation.operationId };
   emit({ type: 'memory.observe.started', ...base });
@@ -104,6 +106,18 @@ export async function observeScope(
     throw error;
   }
   const own = outcomes.get(operation.operationId);
+  if (signal !== undefined && wasCancelled(outcomes, own, signal)) {
+    // Not a failure: the operations it reached are queued again, to be run later.
+    emit({
+      type: 'memory.observe.completed',
+      ...base,
+      status: own?.status === 'applied' ? 'applied' : 'queued',
+      observed: observedIn(outcomes),
+      reflected: [...outcomes.values()].some((item) => item.reflected),
+      observationCount: own?.observationCount ?? (await store.getRecord(memoryId))?.observationCount ?? 0,
+    });
+    throw observeCancelled(signal.reason, operation.operationId);
+  }
   if (own?.error && own.status !== 'applied') {
     emit({ type: 'memory.observe.failed', ...base, error: shownText(worker, own.error) });
     throw own.error;
@@ -113,7 +127,7 @@ export async function observeScope(
   const reflectionFailure = failure === undefined ? undefined : shownText(worker, failure);
   const result: ObserveResult = {
     status: own ? 'applied' : 'queued',
-    observed: [...outcomes.values()].some((item) => item.operationType === 'observe' && item.observationsAdded > 0),
+    observed: observedIn(outcomes),
     reflected: reflections.some((item) => item.reflected),
     observationCount: own?.observationCount ?? (await store.getRecord(memoryId))?.observationCount ?? 0,
     operationId: operation.operationId,
@@ -129,6 +143,23 @@ export async function observeScope(
   });
   if (reflectionFailure !== undefined) emit({ type: 'memory.observe.failed', ...base, error: reflectionFailure });
   return result;
+}
+
+/** Whether an observe operation among `outcomes` added observations. */
+function observedIn(outcomes: ReadonlyMap<string, OperationOutcome>): boolean {
+  return [...outcomes.values()].some((item) => item.operationType === 'observe' && item.observationsAdded > 0);
+}
+
+/**
+ * Whether the caller's signal stopped the call: an operation it reached was put back in the
+ * queue, or the signal ended its wait for the scope before its own operation ran.
+ */
+function wasCancelled(
+  outcomes: ReadonlyMap<string, OperationOutcome>,
+  own: OperationOutcome | undefined,
+  signal: AbortSignal,
+): boolean {
+  return [...outcomes.values()].some((item) => item.status === 'cancelled') || (own === undefined && signal.aborted);
 }
 
 /**

@@ -9,7 +9,8 @@ import { HarnessMemoryError } from '../core/errors.js';
 import { memoryIdOf } from '../core/scope.js';
 import type { Scope } from '../core/scope.js';
 import type { MemoryStore, Operation, PrefetchedObserve } from '../storage/store.js';
-import { runOperation } from './operation-worker.js';
+import { releaseOperation, runOperation } from './operation-worker.js';
+import { observeCancelled } from './observe-cancelled.js';
 import type { OperationOutcome, OperationWorkerContext } from './operation-worker.js';
 import type { KeyedLock } from './scope-lock.js';
 
@@ -46,12 +47,17 @@ export interface OperationScheduler {
    * operations of the scope, in order, under the scope's lock. Once the `wanted` operation
    * ran and left no follow-up work, it stops: whatever else is queued belongs to other
    * callers, who run it themselves (or the background worker does).
+   *
+   * When `signal` aborts (an observe caller's), it stops at once: the wait for the scope's lock
+   * ends, the model call under way is aborted, and the operation claimed then (or `first`) is
+   * put back in the queue as it was, its outcome `cancelled`; operations not reached stay queued.
    */
   processScope(
     memoryId: string,
     first?: Operation,
     wanted?: string,
     prefetched?: PrefetchedObserve,
+    signal?: AbortSignal,
   ): Promise<Map<string, OperationOutcome>>;
   /** Enqueues an operation of the scope. */
   enqueue(
@@ -103,21 +109,31 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
   // nothing waits for a worker there may not be, or for the scope's next observe.
   const leftQueued = new Set<string>();
 
-  const processScope: OperationScheduler['processScope'] = (memoryId, first, wanted, prefetched) => {
+  /** `first`, claimed by a caller whose signal aborted before it ran, put back in the queue. */
+  const released = async (first: Operation | undefined, signal: AbortSignal) => {
+    const outcomes = new Map<string, OperationOutcome>();
+    if (first) outcomes.set(first.operationId, await releaseOperation(worker, first, observeCancelled(signal.reason)));
+    return outcomes;
+  };
+
+  const processScope: OperationScheduler['processScope'] = async (memoryId, first, wanted, prefetched, signal) => {
+    if (signal?.aborted) return released(first, signal);
     // Enough callers wait for the scope already: this one's operation is stored and queued.
     // Waiting too would hold the caller, and what it keeps (an MCP request its client gave up
     // on), for as long as the model takes for all of them.
     if (first === undefined && locks.callers(memoryId) >= MAX_SCOPE_CALLERS) {
       leftQueued.add(memoryId);
-      return Promise.resolve(new Map<string, OperationOutcome>());
+      return new Map<string, OperationOutcome>();
     }
-    return locks.run(memoryId, async () => {
+    const work = async (): Promise<Map<string, OperationOutcome>> => {
       const outcomes = new Map<string, OperationOutcome>();
       // The scope's claim also takes over an operation whose holder let its lease expire (a
       // process that died): the scope's next observe or drain recovers it, worker or not.
       const claim = () => store.claimOperation({ memoryId, leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
       const run = async (operation: Operation, prefetch?: PrefetchedObserve): Promise<OperationOutcome> => {
-        const result = await runOperation(worker, operation, prefetch);
+        const result = signal?.aborted
+          ? await releaseOperation(worker, operation, observeCancelled(signal.reason))
+          : await runOperation(worker, operation, prefetch, signal);
         outcomes.set(operation.operationId, result);
         if (result.othersMayWait) leftQueued.add(memoryId);
         return result;
@@ -125,16 +141,27 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
       let operation = first ?? (await claim());
       for (; operation; operation = await claim()) {
         const result = await run(operation, prefetched);
+        // What is still queued runs at the scope's next observe, drain or worker poll.
+        if (result.status === 'cancelled') return outcomes;
         if (wanted !== undefined && outcomes.has(wanted) && !result.followUp) break;
       }
       if (leftQueued.has(memoryId)) {
         // Only while no other caller waits for the scope: one that does runs its own operation
-        // (and answers `applied` for it), and the last of them what is left.
-        while (locks.callers(memoryId) === 1 && (operation = await claim())) await run(operation);
-        if (locks.callers(memoryId) === 1) leftQueued.delete(memoryId);
+        // (and answers `applied` for it), and the last of them what is left. A cancelled caller
+        // leaves it for the next (its released operation would be claimed again and again).
+        const alone = () => locks.callers(memoryId) === 1 && !signal?.aborted;
+        while (alone() && (operation = await claim())) await run(operation);
+        if (alone()) leftQueued.delete(memoryId);
       }
       return outcomes;
-    });
+    };
+    try {
+      return await locks.run(memoryId, work, signal);
+    } catch (error) {
+      // Aborted while it waited for the lock: the work never started.
+      if (signal?.aborted && error === signal.reason) return released(first, signal);
+      throw error;
+    }
   };
 
   const enqueue: OperationScheduler['enqueue'] = (scope, operationType, payload, meta) =>

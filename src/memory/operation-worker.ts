@@ -27,12 +27,18 @@ import { DEFAULT_MAX_OUTPUT_BYTES, hasBoundedOutput } from './model-observer.js'
 import type { Observer, Reflector } from './model-observer.js';
 import { firstAfterSeq } from '../core/first-after-seq.js';
 import { batchFailureOf } from './batch-failure.js';
+import { untilStopped } from '../core/until-stopped.js';
+import { cancelReason, isCancelled, observeCancelled } from './observe-cancelled.js';
 
 /** What running one operation came to. */
 export interface OperationOutcome {
   readonly operationId: string;
   readonly operationType: Operation['operationType'];
-  readonly status: 'applied' | 'unchanged' | 'retrying' | 'failed' | 'dead';
+  /**
+   * `cancelled`: the signal of the call running it aborted; the operation was put back in the
+   * queue as it was, its attempt not counted (see {@link releaseOperation}).
+   */
+  readonly status: 'applied' | 'unchanged' | 'retrying' | 'failed' | 'dead' | 'cancelled';
   readonly observationsAdded: number;
   readonly reflected: boolean;
   /** True when the operation enqueued more work for its scope (a continuation or a reflection). */
@@ -122,12 +128,14 @@ export type WorkerFaultPoint = 'after_claim' | 'after_llm';
 /**
  * Runs claimed operations: reads what it needs, calls the model outside any transaction,
  * then applies the result atomically under the lease. Failures are recorded, and the
- * messages stay unobserved so nothing is lost.
+ * messages stay unobserved so nothing is lost. When `signal` (an observe caller's) aborts,
+ * the model call is aborted and the operation released ({@link releaseOperation}): `cancelled`.
  */
 export async function runOperation(
   context: OperationWorkerContext,
   operation: Operation,
   prefetched?: PrefetchedObserve,
+  signal?: AbortSignal,
 ): Promise<OperationOutcome> {
   const lease = { operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: context.workerId };
   // Claimed once more than allowed: every earlier attempt ended with its lease expiring (the
@@ -143,9 +151,16 @@ export async function runOperation(
   context.faultPoint?.('after_claim');
   try {
     return operation.operationType === 'observe'
-      ? await runObserve(context, operation, prefetched?.operationId === operation.operationId ? prefetched : undefined)
-      : await runReflect(context, operation);
+      ? await runObserve(
+          context,
+          operation,
+          prefetched?.operationId === operation.operationId ? prefetched : undefined,
+          signal,
+        )
+      : await runReflect(context, operation, signal);
   } catch (error) {
+    // Not a failure: no attempt used, no failure event or fault, nothing for the circuit.
+    if (isCancelled(error)) return releaseOperation(context, operation, error);
     const failure = error instanceof Error ? error : new Error(String(error));
     if (HarnessMemoryError.isInstance(failure) && failure.code === 'OPERATION_LEASE_LOST') {
       return outcome(operation, 'failed', 0, false, failure);
@@ -195,6 +210,33 @@ export async function runOperation(
   }
 }
 
+/**
+ * Puts a claimed operation its caller cancelled back in the queue as it was: available at
+ * once, its attempt not counted, its error text unchanged, its lease given back (not left to
+ * expire), so the scope's next observe, drain or worker claims it at once. No event: nothing
+ * failed.
+ */
+export async function releaseOperation(
+  context: OperationWorkerContext,
+  operation: Operation,
+  error: Error,
+): Promise<OperationOutcome> {
+  try {
+    await context.store.failOperation({
+      operationId: operation.operationId,
+      memoryId: operation.memoryId,
+      leaseOwner: context.workerId,
+      errorText: operation.errorText,
+      retryAfterMs: 0,
+      notAttempted: true,
+    });
+  } catch (storeError) {
+    // Taken over already (the lease lapsed): whoever holds it now runs it.
+    if (!(HarnessMemoryError.isInstance(storeError) && storeError.code === 'OPERATION_LEASE_LOST')) throw storeError;
+  }
+  return outcome(operation, 'cancelled', 0, false, error);
+}
+
 /** Parks an operation as `dead` (its attempts are used up) and reports it. */
 async function bury(
   context: OperationWorkerContext,
@@ -228,6 +270,7 @@ async function runObserve(
   context: OperationWorkerContext,
   operation: Operation,
   prefetched: PrefetchedObserve | undefined,
+  signal: AbortSignal | undefined,
 ): Promise<OperationOutcome> {
   const { store } = context;
   const lease = { operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: context.workerId };
@@ -270,7 +313,7 @@ async function runObserve(
   );
   const observer = context.observer;
   let refusal: Error | undefined;
-  const answer = await withinLease(context, operation.memoryId, async (abortSignal) => {
+  const answer = await withinLease(context, operation.memoryId, signal, async (abortSignal) => {
     for (;;) {
       try {
         return await observer.observe({
@@ -371,7 +414,11 @@ async function runObserve(
   };
 }
 
-async function runReflect(context: OperationWorkerContext, operation: Operation): Promise<OperationOutcome> {
+async function runReflect(
+  context: OperationWorkerContext,
+  operation: Operation,
+  signal: AbortSignal | undefined,
+): Promise<OperationOutcome> {
   const { store } = context;
   const lease = { operationId: operation.operationId, memoryId: operation.memoryId, leaseOwner: context.workerId };
   const record = await store.getRecord(operation.memoryId);
@@ -414,7 +461,7 @@ async function runReflect(context: OperationWorkerContext, operation: Operation)
   const references = shown.references.filter((observation) => !listed.has(observation.seq));
   const contradictions = shown.contradictions;
   const reflector = context.reflector;
-  const answer = await withinLease(context, operation.memoryId, (abortSignal) =>
+  const answer = await withinLease(context, operation.memoryId, signal, (abortSignal) =>
     reflector.reflect({
       scope: record.scope,
       config,
@@ -520,13 +567,19 @@ function othersMayWait(before: MemoryRecord, after: MemoryRecord): { othersMayWa
  * Runs a model call with a signal that aborts once 80% of the lease is gone, so the call
  * ends while the result can still be applied. The timer is cleared as soon as the call
  * settles: `AbortSignal.timeout` would leave one timer per operation pending for minutes.
+ * When `cancel` (the observe caller's signal) aborts, the call is aborted and this rejects at
+ * once with `CANCELLED`, even for an observer that ignores its signal (its answer is dropped).
  */
 async function withinLease<T>(
   context: OperationWorkerContext,
   memoryId: string,
+  cancel: AbortSignal | undefined,
   call: (abortSignal: AbortSignal) => Promise<T>,
 ): Promise<T> {
+  if (cancel?.aborted) throw observeCancelled(cancel.reason);
   const controller = new AbortController();
+  const onCancel = (): void => controller.abort(cancelReason());
+  cancel?.addEventListener('abort', onCancel, { once: true });
   const done = context.calls?.add(memoryId, controller);
   const cutOffMs = Math.max(1, Math.floor(context.leaseMs * 0.8));
   // A deadline, not a cancellation: the reason is a `TimeoutError`, which the model adapters
@@ -540,8 +593,10 @@ async function withinLease<T>(
   }, cutOffMs);
   timer.unref?.();
   try {
-    return await call(controller.signal);
+    return await untilStopped(call(controller.signal), cancel);
   } catch (error) {
+    // The caller's cancel comes first, whatever the model made of it: the operation did not fail.
+    if (cancel?.aborted) throw observeCancelled(cancel.reason);
     // Whatever the model (or a custom observer) made of the abort, the operation failed by
     // running out of its lease: a timeout, retried with backoff like the model's own.
     if (deadline === undefined || controller.signal.reason !== deadline) throw error;
@@ -553,6 +608,7 @@ async function withinLease<T>(
     });
   } finally {
     clearTimeout(timer);
+    cancel?.removeEventListener('abort', onCancel);
     done?.();
   }
 }

@@ -40,6 +40,7 @@ const STATUS_BY_CODE: Readonly<Record<HarnessMemoryErrorCode, ContentfulStatusCo
   OBSERVATION_INVALID: 400,
   DRAIN_TIMEOUT: 503,
   ACCESS_DENIED: 403,
+  CANCELLED: 503,
 };
 
 /** An HTTP error with our JSON body (and any extra headers, such as `retry-after`). */
