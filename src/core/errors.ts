@@ -14,7 +14,8 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `WORKING_MEMORY_INVALID`: `{ field }`, a key or value is malformed.
  * - `WORKING_MEMORY_LIMIT`: `{ limit, actual, max }`, a size or count limit was reached.
  * - `OBSERVE_INPUT_INVALID`: `{ index }`, a transcript message is malformed.
- * - `EXPORT_INVALID`: `{ format? , path? }`, an export format or path was refused.
+ * - `EXPORT_INVALID`: `{ format?, path?, field? }`, an export format or path was refused, or an export to import is
+ *   malformed (`field` names it; `scope`: the scope imported into already holds memory).
  * - `MEMORY_DISABLED`: `{}`, the action needs memory but `mode = "off"`.
  * - `MODEL_NOT_CONFIGURED`: `{ role }`, no observer or reflector model was given.
  * - `MODEL_OUTPUT_INVALID`: `{ role, reason }`, the model answered with nothing usable.

@@ -58,6 +58,7 @@ function renderJson(input: ExportInput): string {
       config: configToJson(input.status.config),
       observations: input.observations.map(observationToJson),
       reflection: input.reflection?.raw ?? '',
+      reflection_through_seq: input.reflection?.throughSeq ?? 0,
       structured_reflection: structured ? structuredReflectionToJson(structured) : null,
       reflection_links: reflectionLinksToJson(input.links ?? EMPTY_REFLECTION_LINKS),
       status: statusToJson(input.status),

@@ -153,17 +153,8 @@ export async function importPrepared(
   observations: readonly ImportedObservation[],
   meta: { runId?: string; toolCallId?: string },
 ): Promise<{ record: MemoryRecord; observations: Observation[] }> {
-  const { store } = dependencies;
   const memoryId = memoryIdOf(scope);
-  if (!store.importObservations) {
-    throw new HarnessMemoryError({
-      code: 'STORE_FAILED',
-      component: 'import',
-      message: 'this store cannot import observations (it has no importObservations).',
-      data: { memoryId },
-    });
-  }
-  const importInto = store.importObservations.bind(store);
+  const importInto = importerOf(dependencies.store, memoryId);
   return dependencies.locks.run(memoryId, () =>
     importInto({
       scope,
@@ -174,4 +165,17 @@ export async function importPrepared(
       operationId: dependencies.generateId('op'),
     }),
   );
+}
+
+/** The store's `importObservations`, or `STORE_FAILED` for a store that has none. */
+export function importerOf(store: MemoryStore, memoryId: string): NonNullable<MemoryStore['importObservations']> {
+  if (!store.importObservations) {
+    throw new HarnessMemoryError({
+      code: 'STORE_FAILED',
+      component: 'import',
+      message: 'this store cannot import observations (it has no importObservations).',
+      data: { memoryId },
+    });
+  }
+  return store.importObservations.bind(store);
 }

@@ -236,6 +236,15 @@ export interface ExportResult {
   readonly status: MemoryStatus;
 }
 
+/** What {@link ObservationalMemory.importExport} resolves. */
+export interface ExportImportResult {
+  /** The observations imported, with their new seqs. */
+  readonly observations: Observation[];
+  readonly status: MemoryStatus;
+  /** Supersessions and contradictions of the export naming a seq none of its observations has: not imported. */
+  readonly droppedLinks: number;
+}
+
 /** Everything stored for a scope, for inspection. */
 export interface MemoryInspection {
   readonly status: MemoryStatus;
@@ -358,6 +367,27 @@ export interface ObservationalMemory {
     observations: readonly ObservationImport[],
     options?: { runId?: string; toolCallId?: string },
   ): Promise<{ observations: Observation[]; status: MemoryStatus }>;
+  /**
+   * Restores a JSON export (`export(scope, 'json')`, as its text or parsed) into a scope that
+   * holds no observations yet, in one store transaction: nothing is written when any part
+   * fails. The observations are imported as {@link importObservations} imports them (same
+   * checks, cleaning, redaction and caps) with new seqs; the reflection (cleaned and redacted
+   * like a reflector's, at most 64 KiB) and the supersession set follow, every seq renumbered,
+   * so the next snippet shows the reflection and holds back the superseded observations as the
+   * exported scope's did. The reflection covers the observations through the export's
+   * `reflection_through_seq` or, when it has none, all of them. A link naming a seq none of the
+   * exported observations has is left out and counted in `droppedLinks`. The export's `config`
+   * and `status` (enabled or not) are not applied: use {@link setEnabled}.
+   *
+   * Throws `EXPORT_INVALID` with `data.field` naming what is wrong
+   * (`reflection_links.supersessions[3].newer_seq`, `observations[2]`), or `scope` when the scope
+   * already holds observations, a reflection or links.
+   */
+  importExport(
+    scope: ScopeInput,
+    exported: string | Readonly<Record<string, unknown>>,
+    options?: { runId?: string; toolCallId?: string },
+  ): Promise<ExportImportResult>;
   setEnabled(
     scope: ScopeInput,
     enabled: boolean,

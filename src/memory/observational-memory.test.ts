@@ -760,6 +760,7 @@ describe('observational memory: status, settings and export', () => {
         'observations',
         'reflection',
         'reflection_links',
+        'reflection_through_seq',
         'status',
         'structured_reflection',
       ]);

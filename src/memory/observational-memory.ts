@@ -45,6 +45,7 @@ import {
   validateThresholds,
 } from './memory-settings.js';
 import { importPrepared, prepareImport } from './import-observations.js';
+import { importExport } from './import-export.js';
 import { observeCancelled } from './observe-cancelled.js';
 
 /** The store methods every observational-memory call relies on. */
@@ -64,6 +65,7 @@ export type {
   ObserveRequest,
   ObserveResult,
   ExportResult,
+  ExportImportResult,
   MemoryInspection,
   ObservationalMemory,
   ListedScope,
@@ -200,6 +202,29 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       // Held as applied, like an observer's: the next snippet reads none of them back.
       reader.observationCache.add(memoryIdOf(scope), result.record, result.observations);
       return { observations: result.observations, status: await currentStatus(scope, result.record) };
+    },
+
+    async importExport(scopeInput, exported, meta = {}) {
+      requireMode('import');
+      const scope = resolveScope(scopeInput, meta.runId);
+      const result = await importExport(
+        {
+          store,
+          locks,
+          generateId,
+          estimator,
+          now: options.now ?? (() => new Date()),
+          redact: options.redactSecrets ?? true,
+          // The cap was checked when the service was made.
+          toolImportanceCap: options.toolImportanceCap ?? DEFAULT_TOOL_IMPORTANCE_CAP,
+        },
+        scope,
+        exported,
+        meta,
+      );
+      reader.observationCache.add(memoryIdOf(scope), result.record, result.observations);
+      const status = await currentStatus(scope, result.record);
+      return { observations: result.observations, status, droppedLinks: result.droppedLinks };
     },
 
     async export(scopeInput, format) {

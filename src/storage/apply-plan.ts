@@ -1,5 +1,6 @@
 import type { ObservationSource, StoredReflection } from '../core/observation.js';
 import { checkReflectionReferences } from '../core/reflection-links.js';
+import type { Contradiction, Supersession } from '../core/reflection.js';
 import type { ImportedObservation, Marker, NewObservation } from './store.js';
 
 /** Where a scope stands before an apply: the message cursor and the last observation seq. */
@@ -144,22 +145,30 @@ export function planReflectionApply(
       tokenCount: reflection.tokenCount,
       payload: { last_reflected_seq: reflection.throughSeq },
     },
-    links: [
-      ...checked.supersessions.map((item): PlannedLink => ({
-        kind: 'supersession',
-        firstSeq: item.newerSeq,
-        secondSeq: item.olderSeq,
-        detail: item.reason,
-      })),
-      ...checked.contradictions.map((item): PlannedLink => ({
-        kind: 'contradiction',
-        firstSeq: item.seqA,
-        secondSeq: item.seqB,
-        detail: item.detail,
-      })),
-    ],
+    links: plannedLinks(checked),
     rejected: checked.rejected + (input.refusedReferences ?? 0),
   };
+}
+
+/** Checked references as the links a store adds: supersessions first, then contradictions. */
+export function plannedLinks(checked: {
+  readonly supersessions: readonly Supersession[];
+  readonly contradictions: readonly Contradiction[];
+}): PlannedLink[] {
+  return [
+    ...checked.supersessions.map((item): PlannedLink => ({
+      kind: 'supersession',
+      firstSeq: item.newerSeq,
+      secondSeq: item.olderSeq,
+      detail: item.reason,
+    })),
+    ...checked.contradictions.map((item): PlannedLink => ({
+      kind: 'contradiction',
+      firstSeq: item.seqA,
+      secondSeq: item.seqB,
+      detail: item.detail,
+    })),
+  ];
 }
 
 /** Everything a store writes to import observations. */

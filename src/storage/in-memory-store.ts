@@ -14,6 +14,8 @@ import { utf8Length, workingMemoryLimitError } from '../core/working-memory.js';
 import { newScopeGeneration, oldestWithin } from './_memory-rows.js';
 import { scopeForgottenError } from './_store-errors.js';
 import { createStoreGuard } from './_store-guard.js';
+import { checkRestoreTarget, planRestoreLinks } from './_import-restore.js';
+import type { RestoreTarget } from './_import-restore.js';
 import { planImportApply, planObservationApply, planReflectionApply } from './apply-plan.js';
 import type { PlannedMarker } from './apply-plan.js';
 import { containsWords, isOutdatedReflection, OUTDATED_REFLECTION_NOTE, planCorrection } from './correction-plan.js';
@@ -21,7 +23,15 @@ import { InMemoryOperationLog } from './in-memory-operation-log.js';
 import { settingsPayload } from './_operation-payloads.js';
 import { markersOfDeleted, markerScan, operationRetentionArguments } from './_operation-retention.js';
 import { isOpenOperation } from './store.js';
-import type { Marker, MemoryStore, Operation, ScopeSummary, StoredMessage, WorkingMemoryEntry } from './store.js';
+import type {
+  ImportedReflection,
+  Marker,
+  MemoryStore,
+  Operation,
+  ScopeSummary,
+  StoredMessage,
+  WorkingMemoryEntry,
+} from './store.js';
 import { requireFunction, requireOptions } from '../core/require-option.js';
 
 /** Name of this adapter. */
@@ -201,6 +211,9 @@ class InMemoryStore implements MemoryStore {
 
   readonly importObservations = async (input: Input<'importObservations'>): Result<'importObservations'> => {
     this.#guard.check();
+    const { restore } = input;
+    if (restore)
+      checkRestoreTarget(STORE_NAME, input.memoryId, restoreTargetOf(this.#scopes.get(input.memoryId)), restore);
     const state = this.#ensureScope(input.scope, input.memoryId);
     const at = this.#nowIso();
     const plan = planImportApply(state.record, input.observations);
@@ -219,9 +232,36 @@ class InMemoryStore implements MemoryStore {
       activeObservationTokens: state.record.activeObservationTokens + plan.tokens,
       unreflectedObservationTokens: state.record.unreflectedObservationTokens + plan.tokens,
     });
+    const restored = restore ? this.#restore(state, restore, input.operationId, at) : record;
     this.#log.appendApplied({ ...input, scope: record.scope }, 'import', Object.freeze({ count: inserted.length }));
-    return { record, observations: inserted };
+    return { record: restored, observations: inserted };
   };
+
+  /** Puts an imported reflection in force and adds its links (see `importObservations`). */
+  #restore(state: ScopeState, restore: ImportedReflection, operationId: string, at: string): MemoryRecord {
+    const plan = planRestoreLinks(restore, state.record.lastObservationSeq);
+    for (const link of plan.links) {
+      const found = { operationId, createdAt: at };
+      if (link.kind === 'supersession')
+        state.supersessions.push(
+          Object.freeze({ newerSeq: link.firstSeq, olderSeq: link.secondSeq, reason: link.detail, ...found }),
+        );
+      else
+        state.contradictions.push(
+          Object.freeze({ seqA: link.firstSeq, seqB: link.secondSeq, detail: link.detail, ...found }),
+        );
+    }
+    const throughSeq = restore.reflection?.throughSeq ?? 0;
+    return this.#update(state, {
+      reflection: restore.reflection && Object.freeze({ ...restore.reflection }),
+      unreflectedObservationTokens: state.observations
+        .filter((observation) => observation.seq > throughSeq)
+        .reduce((sum, observation) => sum + observation.tokenCount, 0),
+      supersessionCount: state.supersessions.length,
+      contradictionCount: state.contradictions.length,
+      rejectedReferenceCount: state.record.rejectedReferenceCount + plan.rejected,
+    });
+  }
 
   readonly completeObservation = async (input: Input<'completeObservation'>): Result<'completeObservation'> => {
     this.#guard.check();
@@ -661,4 +701,13 @@ function compareScopeOrder(
   b: { readonly conversationId: string; readonly agentId: string },
 ): number {
   return compareUtf8(a.conversationId, b.conversationId) || compareUtf8(a.agentId, b.agentId);
+}
+
+function restoreTargetOf(state: ScopeState | undefined): RestoreTarget {
+  return {
+    observationCount: state?.record.observationCount ?? 0,
+    lastObservationSeq: state?.record.lastObservationSeq ?? 0,
+    hasReflection: (state?.record.reflection ?? null) !== null,
+    linkCount: (state?.supersessions.length ?? 0) + (state?.contradictions.length ?? 0),
+  };
 }

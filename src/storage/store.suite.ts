@@ -13,6 +13,7 @@ import type { AppendAndClaimResult, MemoryStore, NewMessage, StoredWorkingMemory
 import { OUTDATED_REFLECTION_NOTE } from './correction-plan.js';
 import { inspectionCases } from './store-inspection.suite.js';
 import { retentionCases } from './store-retention.suite.js';
+import { restoreCases } from './store-import.suite.js';
 
 /** Options of {@link runStoreSuite}. */
 export interface StoreSuiteOptions {
@@ -1605,6 +1606,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
 
     inspectionCases(test, () => store);
     retentionCases(test, () => store, letPass);
+    restoreCases(test, () => store);
 
     test('disposes idempotently and refuses work afterwards', async () => {
       await store.dispose();

@@ -12,6 +12,7 @@ import type {
   StoredReflection,
 } from '../core/observation.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
+import type { Contradiction, Supersession } from '../core/reflection.js';
 import type { Scope } from '../core/scope.js';
 import type { PreparedMessage } from '../core/transcript.js';
 
@@ -79,6 +80,21 @@ export interface NewObservation {
 export interface ImportedObservation extends NewObservation {
   /** When it was first observed. @default the import's time */
   readonly createdAt?: string;
+}
+
+/**
+ * A reflection and supersession set restored with imported observations (a JSON export's,
+ * see {@link MemoryStore.importObservations}), naming observations by the seqs the import gives
+ * them: the one given first gets `afterSeq + 1`, and so on.
+ */
+export interface ImportedReflection {
+  /** The scope's last observation seq as the caller read it; the seqs here are numbered after it. */
+  readonly afterSeq: number;
+  /** The reflection to put in force, or `null` for none. */
+  readonly reflection: StoredReflection | null;
+  readonly supersessions: readonly Supersession[];
+  /** Stored with the smaller seq first. */
+  readonly contradictions: readonly Contradiction[];
 }
 
 /**
@@ -236,11 +252,20 @@ export interface MemoryStore {
    * in one transaction (creating the record if missing): the message cursor does not move,
    * the token totals and the state version follow, and an `applied` operation of type
    * `import` records it. Optional: a store without it cannot import.
+   *
+   * With `restore`, the same transaction also puts `restore.reflection` in force (the
+   * unreflected total becomes the tokens after its `throughSeq`) and adds the supersessions and
+   * contradictions to the scope's set, each checked as {@link completeReflection} checks a
+   * reflection's, against the seqs this import assigns (the dropped ones are added to the
+   * record's `rejectedReferenceCount`), with the import's operation id. Only into a scope that
+   * holds no observation, no reflection and no link, and whose last observation seq is still
+   * `restore.afterSeq`: otherwise it throws `STORE_CONFLICT` and writes nothing.
    */
   importObservations?(input: {
     scope: Scope;
     memoryId: string;
     observations: readonly ImportedObservation[];
+    restore?: ImportedReflection;
     runId: string;
     toolCallId: string;
     operationId: string;

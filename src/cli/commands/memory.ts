@@ -1,5 +1,5 @@
 /**
- * `harness memory status|show|export|reflect|enable|disable|forget|retry`: observational memory of
+ * `harness memory status|show|export|import|reflect|enable|disable|forget|retry`: observational memory of
  * one scope, through the ObservationalMemory API. No model is needed except by `reflect`.
  * @module
  */
@@ -30,6 +30,7 @@ import { printLine } from '../context.js';
 import type { CliContext, CommandResult } from '../context.js';
 import { UsageError } from '../exit-codes.js';
 import { openHarness } from '../open-harness.js';
+import { readExportFile } from '../read-export-file.js';
 import { describeScope, positiveInteger, scopeFrom, withScopeOptions } from '../scope-options.js';
 import type { ScopeOptions } from '../scope-options.js';
 
@@ -44,6 +45,10 @@ interface EnableOptions extends MemoryOptions {
   readonly snippetMaxTokens?: number;
   readonly reflectThresholdTokens?: number;
   readonly config?: readonly string[];
+}
+
+interface ImportOptions extends MemoryOptions {
+  readonly file: string;
 }
 
 const NOTHING_TO_REFLECT = 'nothing to reflect (memory disabled or empty)';
@@ -87,6 +92,35 @@ export function registerMemoryCommand(program: Command, context: CliContext, _re
       });
   registerReadCommands(sub, context);
   registerControlCommands(memory, sub, context);
+  registerImportCommand(sub, context);
+}
+
+/** `import`: a JSON export restored into a scope that holds no memory yet. */
+function registerImportCommand(sub: Subcommand, context: CliContext): void {
+  sub(
+    'import',
+    'restore a JSON export (memory export) into a scope with no observations: observations, reflection, supersessions',
+    'markdown',
+    async (harness, scope, options) => {
+      const text = await readExportFile((options as ImportOptions).file, { cwd: context.cwd });
+      const result = await harness.observationalMemory.importExport(scope, text);
+      if (options.format === 'json')
+        printJson(context, {
+          imported: result.observations.length,
+          dropped_links: result.droppedLinks,
+          status: statusToJson(result.status),
+        });
+      else {
+        const dropped =
+          result.droppedLinks === 0 ? '' : `; ${result.droppedLinks} link(s) naming no exported observation left out`;
+        printLine(
+          context,
+          `imported ${result.observations.length} observation(s) into ${describeScope(scope)}${dropped}\n\n` +
+            statusMarkdown(result.status),
+        );
+      }
+    },
+  ).requiredOption('--file <path>', 'the JSON export to read, `-` for standard input (at most 64 MiB)');
 }
 
 /** `status`, `show`, `export` and `reflect`. */

@@ -28,6 +28,11 @@ export interface PostgresStatements {
    * are skipped; returns the `kind` of each row added.
    */
   readonly insertReflectionLinks: string;
+  /**
+   * Links restored without a reflection: $1 memoryId, $2 stateVersion, $3 supersessions added, $4 contradictions
+   * added, $5 references rejected.
+   */
+  readonly addLinkCounts: string;
   readonly listReflectionLinks: string;
   readonly selectScopeGeneration: string;
   /** $1 memoryId, $2 the new generation. */
@@ -178,6 +183,12 @@ export function buildStatements(s: string): PostgresStatements {
       FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[]) AS t(kind, first_seq, second_seq, detail)
       ON CONFLICT DO NOTHING
       RETURNING kind`,
+    addLinkCounts: `
+      UPDATE ${s}om_memory_records SET
+        supersession_count = supersession_count + $3,
+        contradiction_count = contradiction_count + $4,
+        rejected_reference_count = rejected_reference_count + $5,
+        ${bump}`,
     listReflectionLinks: `SELECT * FROM ${s}om_reflection_links WHERE memory_id = $1`,
     selectScopeGeneration: `SELECT generation FROM ${s}om_scope_generations WHERE memory_id = $1`,
     writeScopeGeneration: `

@@ -13,6 +13,7 @@ import { workingMemoryLimitError } from '../../core/working-memory.js';
 import type {
   AppendAndClaimResult,
   AppendMessagesResult,
+  ImportedReflection,
   LeaseHandle,
   MemoryStore,
   PrefetchedObserve,
@@ -42,7 +43,7 @@ import { createScopeWrites } from './postgres-scope-writes.js';
 import { acquireReadLane, poolReads } from './postgres-read-lane.js';
 import { createStoreGuard } from '../_store-guard.js';
 import { observePayload, settingsPayload } from '../_operation-payloads.js';
-import { planImportApply, planObservationApply, planReflectionApply } from '../apply-plan.js';
+import { planImportApply, planObservationApply, planReflectionApply, type PlannedLink } from '../apply-plan.js';
 import { isOutdatedReflection, OUTDATED_REFLECTION_NOTE } from '../correction-plan.js';
 import {
   newScopeGeneration,
@@ -67,6 +68,8 @@ import type {
   WorkingMemoryRow,
 } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
+import { checkRestoreTarget, planRestoreLinks } from '../_import-restore.js';
+import type { RestoreTarget } from '../_import-restore.js';
 import { buildStatements } from './postgres-statements.js';
 import { createPostgresOperationRetention } from './postgres-operation-retention.js';
 import { operationRetentionArguments } from '../_operation-retention.js';
@@ -561,6 +564,7 @@ function importMethods(
         inScope(input.memoryId, async (client) => {
           const { memoryId } = input;
           const current = await ensureRecord(ctx, client, input.scope, memoryId);
+          if (input.restore) checkRestoreTarget(STORE_NAME, memoryId, restoreTargetOf(current), input.restore);
           const plan = planImportApply(toApplyPosition(current), input.observations);
           const planned = plan.observations;
           const inserted =
@@ -573,7 +577,7 @@ function importMethods(
                   ...observationColumns(planned),
                   planned.map((item) => item.createdAt ?? null),
                 ]);
-          const row = swapped(
+          const imported = swapped(
             ctx,
             await first<RecordRow>(client, sql.applyObservations, [
               memoryId,
@@ -585,6 +589,9 @@ function importMethods(
             ]),
             memoryId,
           );
+          const row = input.restore
+            ? await restoreReflection(ctx, client, imported, input.restore, input.operationId)
+            : imported;
           await insertOperation(
             ctx,
             client,
@@ -604,6 +611,73 @@ function importMethods(
         async () => (await readFirst<{ generation: number }>(sql.selectScopeGeneration, [memoryId]))?.generation ?? 0,
       ),
   };
+}
+
+function restoreTargetOf(row: RecordRow): RestoreTarget {
+  return {
+    observationCount: Number(row.observation_count),
+    lastObservationSeq: Number(row.last_observation_seq),
+    hasReflection: row.active_reflection !== null,
+    linkCount: Number(row.supersession_count) + Number(row.contradiction_count),
+  };
+}
+
+/** Adds planned links to the scope's set in one statement; counts those that were not there. */
+async function insertLinks(
+  ctx: PostgresStoreContext,
+  client: PoolClient,
+  memoryId: string,
+  operationId: string,
+  links: readonly PlannedLink[],
+): Promise<{ supersessions: number; contradictions: number }> {
+  if (links.length === 0) return { supersessions: 0, contradictions: 0 };
+  const added = await ctx.rows<{ kind: string }>(client, ctx.sql.insertReflectionLinks, [
+    memoryId,
+    links.map((link) => link.kind),
+    links.map((link) => link.firstSeq),
+    links.map((link) => link.secondSeq),
+    links.map((link) => link.detail),
+    operationId,
+  ]);
+  const supersessions = added.filter((link) => link.kind === 'supersession').length;
+  return { supersessions, contradictions: added.length - supersessions };
+}
+
+/** Puts an imported reflection in force and adds its links, in the import's transaction. */
+async function restoreReflection(
+  ctx: PostgresStoreContext,
+  client: PoolClient,
+  current: RecordRow,
+  restore: ImportedReflection,
+  operationId: string,
+): Promise<RecordRow> {
+  const { sql, first } = ctx;
+  const memoryId = current.memory_id;
+  const { links, rejected } = planRestoreLinks(restore, Number(current.last_observation_seq));
+  const { supersessions, contradictions } = await insertLinks(ctx, client, memoryId, operationId, links);
+  const { reflection } = restore;
+  if (!reflection && supersessions + contradictions + rejected === 0) return current;
+  const row = reflection
+    ? await first<RecordRow>(client, sql.applyReflection, [
+        memoryId,
+        current.state_version,
+        reflection.raw,
+        JSON.stringify(reflection.structured),
+        reflection.tokenCount,
+        reflection.throughSeq,
+        reflection.createdAt,
+        supersessions,
+        contradictions,
+        rejected,
+      ])
+    : await first<RecordRow>(client, sql.addLinkCounts, [
+        memoryId,
+        current.state_version,
+        supersessions,
+        contradictions,
+        rejected,
+      ]);
+  return swapped(ctx, row, memoryId);
 }
 
 /** The leased applies of observe and reflect operations. */
@@ -694,17 +768,7 @@ function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObs
               marker.tokenCount,
               JSON.stringify(marker.payload),
             ]);
-            const added =
-              links.length === 0
-                ? []
-                : await rows<{ kind: string }>(client, sql.insertReflectionLinks, [
-                    memoryId,
-                    links.map((link) => link.kind),
-                    links.map((link) => link.firstSeq),
-                    links.map((link) => link.secondSeq),
-                    links.map((link) => link.detail),
-                    operation.operation_id,
-                  ]);
+            const added = await insertLinks(ctx, client, memoryId, operation.operation_id, links);
             const row = swapped(
               ctx,
               await first<RecordRow>(client, sql.applyReflection, [
@@ -715,8 +779,8 @@ function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObs
                 reflection.tokenCount,
                 reflection.throughSeq,
                 reflection.createdAt,
-                added.filter((link) => link.kind === 'supersession').length,
-                added.filter((link) => link.kind === 'contradiction').length,
+                added.supersessions,
+                added.contradictions,
                 plan.rejected,
               ]),
               memoryId,

@@ -78,6 +78,17 @@ export interface SqliteStatements {
       now: string;
     }>
   >;
+  /** Counts links restored without a reflection (an import's `restore`). */
+  readonly addLinkCounts: RecordRowStatement<
+    Named<{
+      memoryId: string;
+      stateVersion: number;
+      addedSupersessions: number;
+      addedContradictions: number;
+      rejected: number;
+      now: string;
+    }>
+  >;
   /** Adds a supersession or contradiction to the scope's set; no change when the pair is there already. */
   readonly insertReflectionLink: Statement<Named<ReflectionLinkRow>>;
   readonly listReflectionLinks: Statement<[string], ReflectionLinkRow>;
@@ -365,6 +376,12 @@ export function prepareStatements(db: Database): SqliteStatements {
         reflection_created_at = @createdAt,
         unreflected_observation_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM om_observations WHERE memory_id =
           @memoryId AND seq > @throughSeq),
+        supersession_count = supersession_count + @addedSupersessions,
+        contradiction_count = contradiction_count + @addedContradictions,
+        rejected_reference_count = rejected_reference_count + @rejected,
+        ${BUMP}`),
+    addLinkCounts: records(`
+      UPDATE om_memory_records SET
         supersession_count = supersession_count + @addedSupersessions,
         contradiction_count = contradiction_count + @addedContradictions,
         rejected_reference_count = rejected_reference_count + @rejected,

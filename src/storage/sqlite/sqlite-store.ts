@@ -8,10 +8,19 @@ import type { StoreInput as Input } from '../_memory-rows.js';
 import type { Database } from 'better-sqlite3';
 import { invalidOption as optionError, requireOptions, requireString } from '../../core/require-option.js';
 import { HarnessMemoryError, StoreError } from '../../core/errors.js';
-import type { Observation } from '../../core/observation.js';
+import type { Observation, StoredReflection } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { utf8Length, workingMemoryLimitError } from '../../core/working-memory.js';
-import type { AppendAndClaimResult, LeaseHandle, MemoryStore, Operation, PrefetchedObserve } from '../store.js';
+import type {
+  AppendAndClaimResult,
+  ImportedReflection,
+  LeaseHandle,
+  MemoryStore,
+  Operation,
+  PrefetchedObserve,
+} from '../store.js';
+import { checkRestoreTarget, planRestoreLinks } from '../_import-restore.js';
+import type { RestoreTarget } from '../_import-restore.js';
 import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } from './sqlite-connection.js';
 import type { BackgroundCheckpoints } from './sqlite-checkpointer.js';
 import {
@@ -30,6 +39,7 @@ import {
   planImportApply,
   planObservationApply,
   planReflectionApply,
+  type PlannedLink,
   type PlannedMarker,
   type PlannedObservation,
 } from '../apply-plan.js';
@@ -669,11 +679,13 @@ function importObservations(
   const now = readNow();
   const { memoryId, operationId } = input;
   const current = ensureRecord(input.scope, memoryId, now);
+  if (input.restore) checkRestoreTarget(STORE_NAME, memoryId, restoreTargetOf(current), input.restore);
   const plan = planImportApply(positionOf(current), input.observations);
   const observations = plan.observations.map((planned) =>
     insertObservation(statements, memoryId, operationId, planned, planned.createdAt ?? now),
   );
-  const row = applyPlanToRecord(ctx, memoryId, current, plan, observations.length, now);
+  const imported = applyPlanToRecord(ctx, memoryId, current, plan, observations.length, now);
+  const row = input.restore ? restoreReflection(ctx, imported, input.restore, operationId, now) : imported;
   statements.insertOperation.get({
     operationId,
     memoryId,
@@ -689,6 +701,92 @@ function importObservations(
     now,
   });
   return { record: toRecord(row), observations };
+}
+
+function restoreTargetOf(row: RecordRow): RestoreTarget {
+  return {
+    observationCount: row.observation_count,
+    lastObservationSeq: row.last_observation_seq,
+    hasReflection: row.active_reflection !== null,
+    linkCount: row.supersession_count + row.contradiction_count,
+  };
+}
+
+/** Adds planned links to the scope's set; a pair already there is kept as it was, and not counted. */
+function insertLinks(
+  statements: SqliteStoreContext['statements'],
+  memoryId: string,
+  operationId: string,
+  now: string,
+  links: readonly PlannedLink[],
+): { addedSupersessions: number; addedContradictions: number } {
+  const link = { memory_id: memoryId, operation_id: operationId, created_at: now };
+  let addedSupersessions = 0;
+  let addedContradictions = 0;
+  for (const planned of links) {
+    const added = statements.insertReflectionLink.run({
+      ...link,
+      kind: planned.kind,
+      first_seq: planned.firstSeq,
+      second_seq: planned.secondSeq,
+      detail: planned.detail,
+    }).changes;
+    if (planned.kind === 'supersession') addedSupersessions += added;
+    else addedContradictions += added;
+  }
+  return { addedSupersessions, addedContradictions };
+}
+
+/** A reflection as `applyReflection` binds it, with the compare-and-swap's version. */
+function reflectionColumns(memoryId: string, stateVersion: number, reflection: StoredReflection) {
+  return {
+    memoryId,
+    stateVersion,
+    raw: reflection.raw,
+    structuredJson: JSON.stringify(reflection.structured),
+    tokenCount: reflection.tokenCount,
+    throughSeq: reflection.throughSeq,
+    createdAt: reflection.createdAt,
+  };
+}
+
+/** Puts an imported reflection in force and adds its links, in the import's transaction. */
+function restoreReflection(
+  ctx: SqliteStoreContext,
+  current: RecordRow,
+  restore: ImportedReflection,
+  operationId: string,
+  now: string,
+): RecordRow {
+  const { statements, swapped } = ctx;
+  const memoryId = current.memory_id;
+  const plan = planRestoreLinks(restore, current.last_observation_seq);
+  const { addedSupersessions, addedContradictions } = insertLinks(statements, memoryId, operationId, now, plan.links);
+  const { reflection } = restore;
+  if (reflection) {
+    return swapped(
+      statements.applyReflection.get({
+        ...reflectionColumns(memoryId, current.state_version, reflection),
+        addedSupersessions,
+        addedContradictions,
+        rejected: plan.rejected,
+        now,
+      }),
+      memoryId,
+    );
+  }
+  if (addedSupersessions + addedContradictions + plan.rejected === 0) return current;
+  return swapped(
+    statements.addLinkCounts.get({
+      memoryId,
+      stateVersion: current.state_version,
+      addedSupersessions,
+      addedContradictions,
+      rejected: plan.rejected,
+      now,
+    }),
+    memoryId,
+  );
 }
 
 /** Moves the record past an applied plan of `count` observations (compare-and-swap on its state version). */
@@ -743,29 +841,10 @@ function completeReflection(ctx: SqliteStoreContext, input: Input<'completeRefle
   const { reflection } = input;
   const plan = planReflectionApply(positionOf(current), input);
   insertMarker(markerRow(memoryId, operationId, plan.marker, now));
-  const link = { memory_id: memoryId, operation_id: operationId, created_at: now };
-  let addedSupersessions = 0;
-  let addedContradictions = 0;
-  for (const planned of plan.links) {
-    const added = statements.insertReflectionLink.run({
-      ...link,
-      kind: planned.kind,
-      first_seq: planned.firstSeq,
-      second_seq: planned.secondSeq,
-      detail: planned.detail,
-    }).changes;
-    if (planned.kind === 'supersession') addedSupersessions += added;
-    else addedContradictions += added;
-  }
+  const { addedSupersessions, addedContradictions } = insertLinks(statements, memoryId, operationId, now, plan.links);
   const row = swapped(
     statements.applyReflection.get({
-      memoryId,
-      stateVersion: current.state_version,
-      raw: reflection.raw,
-      structuredJson: JSON.stringify(reflection.structured),
-      tokenCount: reflection.tokenCount,
-      throughSeq: reflection.throughSeq,
-      createdAt: reflection.createdAt,
+      ...reflectionColumns(memoryId, current.state_version, reflection),
       addedSupersessions,
       addedContradictions,
       rejected: plan.rejected,
