@@ -9,6 +9,8 @@ import { z } from 'zod/v4';
 import { HarnessMemoryError } from '../core/errors.js';
 import { parseExportFormat } from '../core/memory-export.js';
 import { observationToJson, statusToJson } from '../core/memory-status.js';
+import type { Observation } from '../core/observation.js';
+import { neutralizeMarkup } from '../core/sanitize-text.js';
 import type { Scope } from '../core/scope.js';
 import type { ObservationalMemory, ObservationView } from '../memory/observational-memory.js';
 import type { WorkingMemory } from '../memory/working-memory.js';
@@ -55,10 +57,18 @@ const pageFields = {
   cursor: z.string().optional().describe('next_cursor of the previous page'),
 };
 
+/**
+ * The MCP wire form of an observation: a model reads it, so its content may not close a tag or
+ * write a template token, as in the `memory://` resource and `memory_context`.
+ */
+function observationForModel(observation: Observation): Record<string, unknown> {
+  return { ...observationToJson(observation), content: neutralizeMarkup(observation.content) };
+}
+
 /** The MCP wire form of an observation with its selection view. */
 function viewToJson(view: ObservationView): Record<string, unknown> {
   return {
-    ...observationToJson(view),
+    ...observationForModel(view),
     importance: view.importance,
     score: view.score,
     included: view.included,
@@ -163,9 +173,12 @@ function registerObservationalMemoryTool(server: McpServer, dependencies: Memory
       const scope = scopeOf(args);
       if (args.action === 'export') {
         const result = await memory.export(scope, parseExportFormat(givenOr(args.format, args.export?.format)));
+        // Markdown is for reading, so a model gets it neutralised like the resource; JSON is for
+        // importing back (importExport), so it stays exactly as stored.
+        const content = result.format === 'markdown' ? neutralizeMarkup(result.content) : result.content;
         return {
           status: statusToJson(result.status),
-          export: { format: result.format, bytes: result.bytes, content: result.content },
+          export: { format: result.format, bytes: Buffer.byteLength(content, 'utf8'), content },
         };
       }
       const toolArgs = { action: args.action, ...(args.config ? { config: args.config } : {}) };
@@ -293,7 +306,7 @@ function registerRememberTool(server: McpServer, dependencies: MemoryToolsDepend
       );
       const [observation] = result.observations;
       return {
-        observation: observation ? observationToJson(observation) : null,
+        observation: observation ? observationForModel(observation) : null,
         status: statusToJson(result.status),
         // Kept, but no snippet shows a disabled scope's observations: the caller must know.
         ...(result.status.enabled ? {} : { warnings: [REMEMBERED_WHILE_DISABLED] }),
@@ -359,13 +372,17 @@ function registerCorrectTool(server: McpServer, dependencies: MemoryToolsDepende
     {
       title: 'Correct a memory',
       description:
-        "Fixes one observation by its seq (from memory_search or the snippet's [seq]): replace its content (and " +
-        'optionally its importance), or delete it. The next snippet shows the change.',
+        "Fixes one observation by its seq (from memory_search or the snippet's [seq]): replace its content " +
+        'and/or its importance, or delete it. The next snippet shows the change.',
       inputSchema: nullAsAbsent(
         z.object({
           seq: z.number().int().min(1),
           action: actionSchema(['replace', 'delete']).describe('replace or delete'),
-          content: z.string().max(16_384).optional().describe('The corrected text (replace only)'),
+          content: z
+            .string()
+            .max(16_384)
+            .optional()
+            .describe('The corrected text (replace only); left out, the text stays and importance must be given'),
           importance: z.number().min(0).max(1).optional().describe('A new importance (replace only)'),
           ...scopeFields,
         }),
@@ -379,12 +396,13 @@ function registerCorrectTool(server: McpServer, dependencies: MemoryToolsDepende
         const result = await memory.deleteObservation(scope, args.seq, { toolCallId: 'memory_correct' });
         return { deleted: true, seq: result.seq, status: statusToJson(result.status) };
       }
-      const result = await memory.correctObservation(
-        scope,
-        args.seq,
-        { content: args.content ?? '', ...(args.importance === undefined ? {} : { importance: args.importance }) },
-        { toolCallId: 'memory_correct' },
-      );
+      // Left out, the content stays: the service hands the change to its inspector as it is, which
+      // keeps the stored text (ObservationalMemory's declared type still requires `content`).
+      const change = {
+        ...(args.content === undefined ? {} : { content: args.content }),
+        ...(args.importance === undefined ? {} : { importance: args.importance }),
+      } as { readonly content: string; readonly importance?: number };
+      const result = await memory.correctObservation(scope, args.seq, change, { toolCallId: 'memory_correct' });
       return { observation: viewToJson(result.observation), status: statusToJson(result.status) };
     },
     onFault,

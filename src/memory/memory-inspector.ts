@@ -61,12 +61,24 @@ export interface MemoryInspectorDependencies {
 export interface MemoryInspector {
   listScopes(tenantId: string, request?: ScopeListRequest): Promise<Page<ListedScope>>;
   observationPage(scope: Scope, request?: PageRequest & { readonly query?: string }): Promise<Page<ObservationView>>;
+  /**
+   * Observations holding every word of `query`, newest and most important first, in pages. The
+   * first page fixes a snapshot (the scope's newest seq then), and the rest follow it: paging
+   * on with `nextCursor` returns every match of the snapshot still stored, each once, while
+   * observations are deleted, corrected or added meanwhile. Observations added after the first
+   * page are not mixed in (a new search shows them). One whose importance is corrected while
+   * paging moves in the order, so it may come again or be passed.
+   */
   searchObservations(scope: Scope, request: PageRequest & { readonly query: string }): Promise<Page<ObservationView>>;
   operationPage(scope: Scope, request?: PageRequest & { readonly status?: string }): Promise<Page<Operation>>;
+  /**
+   * Replaces observation `seq`'s text and, when given, its importance. With `content` left out
+   * the stored text stays and `importance` (then required) alone changes.
+   */
   correctObservation(
     scope: Scope,
     seq: number,
-    change: { readonly content: string; readonly importance?: number | null },
+    change: { readonly content?: string; readonly importance?: number | null },
     meta?: { runId?: string; toolCallId?: string },
   ): Promise<{ observation: ObservationView; status: MemoryStatus }>;
   deleteObservation(
@@ -141,21 +153,29 @@ class ScopeInspector implements MemoryInspector {
     return { observations, view };
   }
 
-  async #correct(scope: Scope, seq: number, change: ObservationChange, meta: { runId?: string; toolCallId?: string }) {
+  /** Applies `change` (or what `change` works out under the scope's lock; undefined: no such observation). */
+  async #correct(
+    scope: Scope,
+    seq: number,
+    change: ObservationChange | ((memoryId: string) => Promise<ObservationChange | undefined>),
+    meta: { runId?: string; toolCallId?: string },
+  ) {
     const dependencies = this.#dependencies;
     const { store } = dependencies;
     const memoryId = memoryIdOf(scope);
-    const result = await dependencies.locks.run(memoryId, () =>
-      store.correctObservation({
+    const result = await dependencies.locks.run(memoryId, async () => {
+      const planned = typeof change === 'function' ? await change(memoryId) : change;
+      if (planned === undefined) return undefined;
+      return store.correctObservation({
         scope,
         memoryId,
         seq,
-        change,
+        change: planned,
         runId: meta.runId ?? 'unknown',
         toolCallId: meta.toolCallId ?? 'system',
         operationId: dependencies.generateId('op'),
-      }),
-    );
+      });
+    });
     if (!result) throw notFound(seq);
     return result;
   }
@@ -221,19 +241,34 @@ class ScopeInspector implements MemoryInspector {
     const { store } = this.#dependencies;
     const memoryId = memoryIdOf(scope);
     const limit = pageSize(request.limit);
-    const offset = request.cursor === undefined ? 0 : decodeNumberCursor(request.cursor, 'o');
+    const after = request.cursor === undefined ? undefined : decodeSearchCursor(request.cursor);
     const words = wordsOf(request.query);
     if (words.length === 0) throw invalidRequest('query', 'query must hold at least one word');
     const record = await store.getRecord(memoryId);
     if (!record || record.observationCount === 0) return { items: [], nextCursor: null };
     const [found, selection] = await Promise.all([
-      store.findObservations(memoryId, { limit: record.observationCount, words }),
+      store.findObservations(memoryId, {
+        limit: record.observationCount,
+        words,
+        ...(after ? { beforeSeq: after.snapshotSeq + 1 } : {}),
+      }),
       this.#selectionOf(memoryId, record),
     ]);
-    // Importance-weighted recency, the snippet's own order: newest and most important first.
-    const ranked = found.map(selection.view).sort((a, b) => b.score - a.score || b.seq - a.seq);
-    const items = ranked.slice(offset, offset + limit);
-    return { items, nextCursor: offset + limit < ranked.length ? encodeCursor({ o: offset + limit }) : null };
+    const snapshotSeq = after?.snapshotSeq ?? selection.observations.at(-1)?.seq ?? 0;
+    // Each rank depends on the observation alone and the snapshot, never on what was deleted,
+    // added or (un)superseded since: a page resumes exactly where the last one ended.
+    const ranked = found
+      .filter((observation) => observation.seq <= snapshotSeq)
+      .map((observation) => ({ observation, rank: searchRank(observation, snapshotSeq) }))
+      .filter(({ observation, rank }) => after === undefined || isRankedAfter(rank, observation.seq, after))
+      .sort((a, b) => b.rank - a.rank || b.observation.seq - a.observation.seq);
+    const shown = ranked.slice(0, limit);
+    const last = shown.at(-1);
+    return {
+      items: shown.map(({ observation }) => selection.view(observation)),
+      nextCursor:
+        ranked.length > limit && last ? encodeCursor({ h: snapshotSeq, r: last.rank, l: last.observation.seq }) : null,
+    };
   }
 
   async operationPage(
@@ -262,24 +297,12 @@ class ScopeInspector implements MemoryInspector {
   async correctObservation(
     scope: Scope,
     seq: number,
-    change: { readonly content: string; readonly importance?: number | null },
+    change: { readonly content?: string; readonly importance?: number | null },
     meta: { runId?: string; toolCallId?: string } = {},
   ): Promise<{ observation: ObservationView; status: MemoryStatus }> {
     const dependencies = this.#dependencies;
     checkSeq(seq);
-    const content = cleanContent(change.content, dependencies.redact);
-    const importance = checkImportance(change.importance);
-    const result = await this.#correct(
-      scope,
-      seq,
-      {
-        kind: 'replace',
-        content,
-        tokenCount: dependencies.estimator.estimate(content),
-        ...(importance === undefined ? {} : { importance }),
-      },
-      meta,
-    );
+    const result = await this.#correct(scope, seq, plannedReplacement(dependencies, seq, change), meta);
     const selection = await this.#selectionOf(memoryIdOf(scope), result.record);
     return {
       observation: selection.view(result.observation as Observation),
@@ -311,6 +334,35 @@ class ScopeInspector implements MemoryInspector {
       : [[], ''];
     return progressOf({ record, config, operations, snippet, estimator });
   }
+}
+
+/**
+ * The replacement `change` asks for, checked. Without `content` it is worked out from the stored
+ * observation under the scope's lock, so the text kept is the text stored then.
+ */
+function plannedReplacement(
+  dependencies: MemoryInspectorDependencies,
+  seq: number,
+  change: { readonly content?: string; readonly importance?: number | null },
+): ObservationChange | ((memoryId: string) => Promise<ObservationChange | undefined>) {
+  if (change.content === undefined) {
+    const importance = checkImportance(change.importance);
+    if (importance === undefined)
+      throw invalidObservation('content', 'content is required to replace an observation unless importance is given');
+    return async (memoryId) => {
+      const [stored] = await dependencies.store.findObservations(memoryId, { beforeSeq: seq + 1, limit: 1 });
+      if (stored?.seq !== seq) return undefined;
+      return { kind: 'replace', content: stored.content, tokenCount: stored.tokenCount, importance };
+    };
+  }
+  const content = cleanContent(change.content, dependencies.redact);
+  const importance = checkImportance(change.importance);
+  return {
+    kind: 'replace',
+    content,
+    tokenCount: dependencies.estimator.estimate(content),
+    ...(importance === undefined ? {} : { importance }),
+  };
 }
 
 /** `limit` checked: 1 to {@link MAX_PAGE_SIZE}, {@link DEFAULT_PAGE_SIZE} when unset. */
@@ -369,6 +421,46 @@ function decodeScopeCursor(cursor: string): { conversationId: string; agentId: s
   )
     throw invalidRequest('cursor', 'cursor is not one this API returned for this list');
   return { conversationId, agentId };
+}
+
+/** Where a search page resumes: its snapshot, and the rank and seq of the last item shown. */
+interface SearchCursor {
+  readonly snapshotSeq: number;
+  readonly rank: number;
+  readonly seq: number;
+}
+
+/**
+ * A search's order: importance (0.5 when unscored) over one plus the seqs between the
+ * observation and the snapshot's newest, the snippet's score without its supersession penalty.
+ * It equals the snippet's score when no observation was deleted and none is superseded.
+ */
+function searchRank(observation: Observation, snapshotSeq: number): number {
+  return scoreObservation(observation.importance, snapshotSeq - observation.seq, false);
+}
+
+/** Whether `(rank, seq)` comes after the cursor's item in the search order (rank, then seq, descending). */
+function isRankedAfter(rank: number, seq: number, after: SearchCursor): boolean {
+  return rank < after.rank || (rank === after.rank && seq < after.seq);
+}
+
+function decodeSearchCursor(cursor: string): SearchCursor {
+  const value = decodeCursor(cursor);
+  const snapshotSeq = value['h'];
+  const rank = value['r'];
+  const seq = value['l'];
+  if (
+    typeof snapshotSeq !== 'number' ||
+    typeof rank !== 'number' ||
+    typeof seq !== 'number' ||
+    !Number.isSafeInteger(snapshotSeq) ||
+    !Number.isSafeInteger(seq) ||
+    seq < 1 ||
+    seq > snapshotSeq ||
+    !(rank >= 0 && rank <= 1)
+  )
+    throw invalidRequest('cursor', 'cursor is not one this API returned for this list');
+  return { snapshotSeq, rank, seq };
 }
 
 function checkSeq(seq: number): void {

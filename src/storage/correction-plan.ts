@@ -23,7 +23,8 @@ export interface CorrectionPlan {
   readonly countDelta: number;
   /**
    * Whether the scope's reflection is taken out of force: it covers the observation, so it may
-   * state what was deleted or corrected, and the next reflector would carry that forward. The
+   * state what was deleted or corrected, and the next reflector would carry that forward (a
+   * replacement with the same text, which changes the importance alone, keeps it). The
    * record is then left without a reflection, and its unreflected token total becomes its active
    * total (every observation is unreflected again), so the reflect threshold applies to them all.
    */
@@ -42,7 +43,9 @@ export function planCorrection(
   operationId: string,
 ): CorrectionPlan {
   const unreflected = existing.seq > reflectionThroughSeq;
-  const dropsReflection = !unreflected;
+  // A replacement keeping the text (a new importance alone) leaves what the reflection read.
+  const keepsText = change.kind === 'replace' && change.content === existing.content;
+  const dropsReflection = !unreflected && !keepsText;
   // Says why the reflection went, never what it or the observation said.
   const dropped = dropsReflection ? { reflection_dropped: true } : {};
   if (change.kind === 'delete') {
