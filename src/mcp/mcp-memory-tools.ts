@@ -396,12 +396,11 @@ function registerCorrectTool(server: McpServer, dependencies: MemoryToolsDepende
         const result = await memory.deleteObservation(scope, args.seq, { toolCallId: 'memory_correct' });
         return { deleted: true, seq: result.seq, status: statusToJson(result.status) };
       }
-      // Left out, the content stays: the service hands the change to its inspector as it is, which
-      // keeps the stored text (ObservationalMemory's declared type still requires `content`).
+      // Left out, the content stays: the store keeps the text it holds.
       const change = {
         ...(args.content === undefined ? {} : { content: args.content }),
         ...(args.importance === undefined ? {} : { importance: args.importance }),
-      } as { readonly content: string; readonly importance?: number };
+      };
       const result = await memory.correctObservation(scope, args.seq, change, { toolCallId: 'memory_correct' });
       return { observation: viewToJson(result.observation), status: statusToJson(result.status) };
     },

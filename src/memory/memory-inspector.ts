@@ -73,7 +73,8 @@ export interface MemoryInspector {
   operationPage(scope: Scope, request?: PageRequest & { readonly status?: string }): Promise<Page<Operation>>;
   /**
    * Replaces observation `seq`'s text and, when given, its importance. With `content` left out
-   * the stored text stays and `importance` (then required) alone changes.
+   * the stored text stays (the store keeps it in its own transaction) and `importance` (then
+   * required) alone changes; the reflection and the supersessions naming it stay.
    */
   correctObservation(
     scope: Scope,
@@ -153,29 +154,22 @@ class ScopeInspector implements MemoryInspector {
     return { observations, view };
   }
 
-  /** Applies `change` (or what `change` works out under the scope's lock; undefined: no such observation). */
-  async #correct(
-    scope: Scope,
-    seq: number,
-    change: ObservationChange | ((memoryId: string) => Promise<ObservationChange | undefined>),
-    meta: { runId?: string; toolCallId?: string },
-  ) {
+  /** Applies `change` under the scope's lock; throws `OBSERVATION_NOT_FOUND` when there is no such observation. */
+  async #correct(scope: Scope, seq: number, change: ObservationChange, meta: { runId?: string; toolCallId?: string }) {
     const dependencies = this.#dependencies;
     const { store } = dependencies;
     const memoryId = memoryIdOf(scope);
-    const result = await dependencies.locks.run(memoryId, async () => {
-      const planned = typeof change === 'function' ? await change(memoryId) : change;
-      if (planned === undefined) return undefined;
-      return store.correctObservation({
+    const result = await dependencies.locks.run(memoryId, () =>
+      store.correctObservation({
         scope,
         memoryId,
         seq,
-        change: planned,
+        change,
         runId: meta.runId ?? 'unknown',
         toolCallId: meta.toolCallId ?? 'system',
         operationId: dependencies.generateId('op'),
-      });
-    });
+      }),
+    );
     if (!result) throw notFound(seq);
     return result;
   }
@@ -302,7 +296,7 @@ class ScopeInspector implements MemoryInspector {
   ): Promise<{ observation: ObservationView; status: MemoryStatus }> {
     const dependencies = this.#dependencies;
     checkSeq(seq);
-    const result = await this.#correct(scope, seq, plannedReplacement(dependencies, seq, change), meta);
+    const result = await this.#correct(scope, seq, plannedReplacement(dependencies, change), meta);
     const selection = await this.#selectionOf(memoryIdOf(scope), result.record);
     return {
       observation: selection.view(result.observation as Observation),
@@ -337,23 +331,18 @@ class ScopeInspector implements MemoryInspector {
 }
 
 /**
- * The replacement `change` asks for, checked. Without `content` it is worked out from the stored
- * observation under the scope's lock, so the text kept is the text stored then.
+ * The replacement `change` asks for, checked. Without `content` the store keeps the text it holds
+ * when its transaction runs, so a text corrected meanwhile by another process is not put back.
  */
 function plannedReplacement(
   dependencies: MemoryInspectorDependencies,
-  seq: number,
   change: { readonly content?: string; readonly importance?: number | null },
-): ObservationChange | ((memoryId: string) => Promise<ObservationChange | undefined>) {
+): ObservationChange {
   if (change.content === undefined) {
     const importance = checkImportance(change.importance);
     if (importance === undefined)
       throw invalidObservation('content', 'content is required to replace an observation unless importance is given');
-    return async (memoryId) => {
-      const [stored] = await dependencies.store.findObservations(memoryId, { beforeSeq: seq + 1, limit: 1 });
-      if (stored?.seq !== seq) return undefined;
-      return { kind: 'replace', content: stored.content, tokenCount: stored.tokenCount, importance };
-    };
+    return { kind: 'replace', importance };
   }
   const content = cleanContent(change.content, dependencies.redact);
   const importance = checkImportance(change.importance);

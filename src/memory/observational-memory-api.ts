@@ -449,12 +449,16 @@ export interface ObservationalMemory {
   /**
    * Replaces the text (and, when given, the importance) of observation `seq`, cleaned and
    * redacted like an import, logged as an applied `correct` operation; the next snippet shows
-   * the new text. Throws `OBSERVATION_NOT_FOUND` or `OBSERVATION_INVALID` (naming the field).
+   * the new text. With `content` left out the stored text stays and `importance` (then
+   * required) alone changes, in one store transaction (a text corrected meanwhile elsewhere is
+   * kept); the reflection and the supersessions naming it stay, so a fact it superseded stays
+   * held back. A new text takes them out of force. Throws `OBSERVATION_NOT_FOUND` or
+   * `OBSERVATION_INVALID` (naming the field: `content` when neither is given).
    */
   correctObservation(
     scope: ScopeInput,
     seq: number,
-    change: { readonly content: string; readonly importance?: number | null },
+    change: { readonly content?: string; readonly importance?: number | null },
     options?: { runId?: string; toolCallId?: string },
   ): Promise<{ observation: ObservationView; status: MemoryStatus }>;
   /** Deletes observation `seq` (logged as an applied `correct` operation). Throws `OBSERVATION_NOT_FOUND`. */

@@ -145,6 +145,29 @@ describe('server: memory listing and correction', () => {
     expect(badDelete.body['error']).toMatchObject({ code: 'observation_invalid' });
   });
 
+  it('changes an importance alone when PATCH leaves content out, keeping the text; neither is observation_invalid', async () => {
+    const { request, observationalMemory } = setup();
+    await observationalMemory.importObservations({ tenantId: 't', conversationId: 'c', agentId: 'a' }, [
+      { content: 'The deploy is on Friday.', importance: 0.2 },
+    ]);
+    const changed = await request('/v1/memory/t/c/a/observations/1', {
+      method: 'PATCH',
+      body: JSON.stringify({ importance: 0.9 }),
+    });
+    expect(changed.status).toBe(200);
+    expect(changed.body['observation']).toMatchObject({ seq: 1, content: 'The deploy is on Friday.', importance: 0.9 });
+    const neither = await request('/v1/memory/t/c/a/observations/1', { method: 'PATCH', body: '{}' });
+    expect(neither.status).toBe(400);
+    expect(neither.body['error']).toMatchObject({ code: 'observation_invalid' });
+    expect(neither.body['error']['message']).toContain('content');
+    const unknown = await request('/v1/memory/t/c/a/observations/1', {
+      method: 'PATCH',
+      body: JSON.stringify({ importance: 0.5, text: 'x' }),
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body['error']).toMatchObject({ code: 'invalid_request' });
+  });
+
   it('hides another tenant scope from a key: its observations and operations are 404', async () => {
     const { request, observationalMemory } = setup(keys);
     await observationalMemory.importObservations({ tenantId: 'tenant-b', conversationId: 'c', agentId: 'a' }, [

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { HarnessMemoryError } from '../core/errors.js';
 import type { Observation } from '../core/observation.js';
 import { planCorrection } from './correction-plan.js';
 
@@ -26,6 +27,26 @@ describe('planCorrection of an observation the reflection covers', () => {
     expect(plan).toMatchObject({ dropsReflection: false, activeTokensDelta: 0, unreflectedTokensDelta: 0 });
     expect(plan.observation).toMatchObject({ content: existing.content, importance: 0.9, operationId: 'op-correct' });
     expect(plan.payload).toEqual({ seq: 3, action: 'replace', importance: 0.9 });
+    expect(plan.dropsLinks).toBe(false);
+  });
+
+  it('keeps the stored text, its tokens, the reflection and the links when the content is left out', () => {
+    const plan = planCorrection(existing, { kind: 'replace', importance: null }, 5, 'op-correct');
+    expect(plan).toMatchObject({ dropsReflection: false, dropsLinks: false, activeTokensDelta: 0 });
+    expect(plan.observation).toMatchObject({ content: existing.content, tokenCount: 6, importance: null });
+  });
+
+  it('refuses a replacement with neither content nor importance, naming content', () => {
+    let error: unknown;
+    try {
+      planCorrection(existing, { kind: 'replace' } as never, 5, 'op-correct');
+    } catch (thrown) {
+      error = thrown;
+    }
+    expect(HarnessMemoryError.isInstance(error) && [error.code, error.data['field']]).toEqual([
+      'OBSERVATION_INVALID',
+      'content',
+    ]);
   });
 
   it('drops the reflection when the text changes or the observation is deleted', () => {
@@ -35,7 +56,7 @@ describe('planCorrection of an observation the reflection covers', () => {
       5,
       'op-correct',
     );
-    expect(replaced.dropsReflection).toBe(true);
+    expect(replaced).toMatchObject({ dropsReflection: true, dropsLinks: true });
     expect(replaced.payload).toMatchObject({ reflection_dropped: true, importance: 0.4 });
     expect(planCorrection(existing, { kind: 'delete' }, 5, 'op-correct').dropsReflection).toBe(true);
   });

@@ -3,13 +3,14 @@
  * match the stores' searches share.
  * @module
  */
+import { HarnessMemoryError } from '../core/errors.js';
 import type { Observation } from '../core/observation.js';
 import type { ObservationChange } from './store.js';
 
 /**
- * What a correction changes on the scope's record, besides bumping its version. Every store also
- * drops the links of the supersession set that name the observation: a supersession's reason or a
- * contradiction's detail was written about the old text.
+ * What a correction changes on the scope's record, besides bumping its version and correction
+ * count. When {@link CorrectionPlan.dropsLinks}, the store also drops the links of the
+ * supersession set that name the observation.
  */
 export interface CorrectionPlan {
   /** Added to the active observation token total (negative when it shrinks). */
@@ -24,18 +25,28 @@ export interface CorrectionPlan {
   /**
    * Whether the scope's reflection is taken out of force: it covers the observation, so it may
    * state what was deleted or corrected, and the next reflector would carry that forward (a
-   * replacement with the same text, which changes the importance alone, keeps it). The
+   * replacement keeping the text, which changes the importance alone, keeps it). The
    * record is then left without a reflection, and its unreflected token total becomes its active
    * total (every observation is unreflected again), so the reflect threshold applies to them all.
    */
   readonly dropsReflection: boolean;
+  /**
+   * Whether the supersessions and contradictions naming the observation are dropped: a
+   * supersession's reason or a contradiction's detail was written about the old text. A
+   * replacement keeping the text keeps them, so a fact its newer one superseded stays held back.
+   */
+  readonly dropsLinks: boolean;
   /** The observation afterwards; null when deleted. */
   readonly observation: Observation | null;
   /** The operation log's payload: the seq and the action, never the old or the new text. */
   readonly payload: Readonly<Record<string, unknown>>;
 }
 
-/** Plans `change` to `existing`, given the seq the scope's reflection covers through (0 when it has none). */
+/**
+ * Plans `change` to `existing`, given the seq the scope's reflection covers through (0 when it has
+ * none). A replacement without `content` keeps `existing`'s text; one with neither `content` nor
+ * `importance` is refused (`OBSERVATION_INVALID`, field `content`).
+ */
 export function planCorrection(
   existing: Observation,
   change: ObservationChange,
@@ -43,38 +54,49 @@ export function planCorrection(
   operationId: string,
 ): CorrectionPlan {
   const unreflected = existing.seq > reflectionThroughSeq;
-  // A replacement keeping the text (a new importance alone) leaves what the reflection read.
-  const keepsText = change.kind === 'replace' && change.content === existing.content;
-  const dropsReflection = !unreflected && !keepsText;
-  // Says why the reflection went, never what it or the observation said.
-  const dropped = dropsReflection ? { reflection_dropped: true } : {};
   if (change.kind === 'delete') {
     return {
       activeTokensDelta: -existing.tokenCount,
       unreflectedTokensDelta: unreflected ? -existing.tokenCount : 0,
       countDelta: -1,
-      dropsReflection,
+      dropsReflection: !unreflected,
+      dropsLinks: true,
       observation: null,
-      payload: Object.freeze({ seq: existing.seq, action: 'delete', ...dropped }),
+      // Says why the reflection went, never what it or the observation said.
+      payload: Object.freeze({ seq: existing.seq, action: 'delete', ...(unreflected ? {} : REFLECTION_DROPPED) }),
     };
   }
-  const delta = change.tokenCount - existing.tokenCount;
+  if (change.content === undefined && change.importance === undefined)
+    throw new HarnessMemoryError({
+      code: 'OBSERVATION_INVALID',
+      component: 'memory',
+      message: 'content is required to replace an observation unless importance is given.',
+      data: { field: 'content' },
+    });
+  // A replacement keeping the text (a new importance alone) leaves what the reflection and the
+  // links said of it true.
+  const keepsText = change.content === undefined || change.content === existing.content;
+  const { content, tokenCount } = change.content === undefined || keepsText ? existing : change;
+  const delta = tokenCount - existing.tokenCount;
   const importance = change.importance === undefined ? existing.importance : change.importance;
+  const dropsReflection = !unreflected && !keepsText;
   return {
     activeTokensDelta: delta,
     unreflectedTokensDelta: unreflected ? delta : 0,
     countDelta: 0,
     dropsReflection,
-    observation: Object.freeze({
-      ...existing,
-      content: change.content,
-      tokenCount: change.tokenCount,
+    dropsLinks: !keepsText,
+    observation: Object.freeze({ ...existing, content, tokenCount, importance, operationId }),
+    payload: Object.freeze({
+      seq: existing.seq,
+      action: 'replace',
       importance,
-      operationId,
+      ...(dropsReflection ? REFLECTION_DROPPED : {}),
     }),
-    payload: Object.freeze({ seq: existing.seq, action: 'replace', importance, ...dropped }),
   };
 }
+
+const REFLECTION_DROPPED = Object.freeze({ reflection_dropped: true });
 
 /** Whether `text` holds every one of `words`, ignoring case (the in-memory form of the stores' `LIKE`). */
 export function containsWords(text: string, words: readonly string[] | undefined): boolean {

@@ -189,10 +189,12 @@ class InMemoryStore implements MemoryStore {
     const plan = planCorrection(existing, input.change, state.record.reflection?.throughSeq ?? 0, input.operationId);
     if (plan.observation === null) state.observations.splice(index, 1);
     else state.observations[index] = plan.observation;
-    state.supersessions = state.supersessions.filter(
-      (link) => link.newerSeq !== input.seq && link.olderSeq !== input.seq,
-    );
-    state.contradictions = state.contradictions.filter((link) => link.seqA !== input.seq && link.seqB !== input.seq);
+    if (plan.dropsLinks) {
+      state.supersessions = state.supersessions.filter(
+        (link) => link.newerSeq !== input.seq && link.olderSeq !== input.seq,
+      );
+      state.contradictions = state.contradictions.filter((link) => link.seqA !== input.seq && link.seqB !== input.seq);
+    }
     const activeObservationTokens = state.record.activeObservationTokens + plan.activeTokensDelta;
     const record = this.#update(state, {
       observationCount: state.record.observationCount + plan.countDelta,

@@ -11,6 +11,7 @@ import type { Scope } from '../core/scope.js';
 import type { MemoryRecord } from '../core/observation.js';
 import type { AppendAndClaimResult, MemoryStore, NewMessage, StoredWorkingMemoryEntry } from './store.js';
 import { OUTDATED_REFLECTION_NOTE } from './correction-plan.js';
+import { correctionCases } from './store-correction.suite.js';
 import { inspectionCases } from './store-inspection.suite.js';
 import { retentionCases } from './store-retention.suite.js';
 import { restoreCases } from './store-import.suite.js';
@@ -1607,6 +1608,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     inspectionCases(test, () => store);
     retentionCases(test, () => store, letPass);
     restoreCases(test, () => store);
+    correctionCases(test, () => store);
 
     test('disposes idempotently and refuses work afterwards', async () => {
       await store.dispose();

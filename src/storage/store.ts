@@ -99,15 +99,31 @@ export interface ImportedReflection {
 
 /**
  * A fix to one stored observation ({@link MemoryStore.correctObservation}): new text (and, when
- * given, a new importance), or its removal.
+ * given, a new importance), a new importance alone, or its removal.
+ *
+ * A replacement that keeps the text (`content` left out, or equal to the stored text) changes
+ * the importance alone: the text is the one stored when the store's transaction runs (never
+ * one read before it), the token totals stay, and the reflection and the supersession set's
+ * links naming the observation stay, since what they say of its text still holds; the
+ * `correctionCount` and state version still go up. Only a new text, or a deletion, drops them.
+ * A replacement with neither `content` nor `importance` is refused with `OBSERVATION_INVALID`
+ * (field `content`), changing nothing.
  */
 export type ObservationChange =
   | {
       readonly kind: 'replace';
       readonly content: string;
+      /** `content`'s tokens; unused when `content` is the stored text. */
       readonly tokenCount: number;
       /** Kept as it was when undefined. */
       readonly importance?: number | null;
+    }
+  | {
+      readonly kind: 'replace';
+      /** Left out: the stored text and its token count stay. */
+      readonly content?: undefined;
+      readonly tokenCount?: undefined;
+      readonly importance: number | null;
     }
   | { readonly kind: 'delete' };
 
@@ -346,10 +362,11 @@ export interface MemoryStore {
   /**
    * Replaces or deletes the scope's observation `seq` in one transaction: the token totals and
    * counts follow (the unreflected total only for an observation after the reflection), the
-   * supersession set's links naming `seq` are dropped (their counts follow), the record's
-   * `correctionCount` and state version go up, and an `applied` operation of type `correct`
-   * records it (its payload holds the seq and the action, never the old text). When the
-   * scope's reflection covers `seq` (`seq <= throughSeq`), it is taken out of force too: the
+   * supersession set's links naming `seq` are dropped unless the replacement keeps the text
+   * (see {@link ObservationChange}; their counts follow), the record's `correctionCount` and
+   * state version go up, and an `applied` operation of type `correct` records it (its payload
+   * holds the seq and the action, never the old text). When the scope's reflection covers `seq`
+   * (`seq <= throughSeq`) and the text changes (or it is deleted), it is taken out of force too: the
    * record is left with no reflection, and every observation counts as unreflected (the
    * unreflected total becomes the active total), as `planCorrection` says.
    * Returns undefined, changing nothing, when the scope has no observation `seq`.

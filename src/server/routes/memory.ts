@@ -48,9 +48,11 @@ const enableBody = z
   .strict();
 const emptyBody = z.object({}).strict();
 const putBody = z.object({ value: z.unknown(), ttl_seconds: z.number().optional() }).strict();
-// The importance's range is the service's to check, so HTTP answers observation_invalid as
-// the library does.
-const correctionBody = z.object({ content: z.string(), importance: z.number().nullable().optional() }).strict();
+// The importance's range, and content left out without an importance, are the service's to
+// check, so HTTP answers observation_invalid as the library does.
+const correctionBody = z
+  .object({ content: z.string().optional(), importance: z.number().nullable().optional() })
+  .strict();
 
 function seqOf(text: string): number {
   if (!/^\d{1,15}$/.test(text))
@@ -235,7 +237,7 @@ function observationRoutes(app: Hono<ServerEnv>, options: MemoryRoutesOptions): 
     const scope = writeScopeOf(context, options.limits);
     const body = await readJsonBody(context, correctionBody);
     const result = await memory.correctObservation(scope, seqOf(context.req.param('seq')), {
-      content: body.content,
+      ...(body.content === undefined ? {} : { content: body.content }),
       ...(body.importance === undefined ? {} : { importance: body.importance }),
     });
     return context.json({

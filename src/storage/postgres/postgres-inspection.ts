@@ -152,7 +152,9 @@ export function createPostgresInspection(prefix: string): PostgresInspection {
           plan.observation.importance,
           operationId,
         ]);
-      const dropped = (await query<{ kind: string }>(client, sql.deleteLinksOf, [memoryId, seq])).rows;
+      const dropped = plan.dropsLinks
+        ? (await query<{ kind: string }>(client, sql.deleteLinksOf, [memoryId, seq])).rows
+        : [];
       const corrected = (
         await query<RecordRow & Record<string, unknown>>(client, sql.applyCorrection, [
           memoryId,

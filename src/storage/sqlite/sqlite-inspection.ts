@@ -219,7 +219,7 @@ function correct(
       importance: plan.observation.importance,
       operationId,
     });
-  const dropped = deleteLinksOf.all(memoryId, seq, seq);
+  const dropped = plan.dropsLinks ? deleteLinksOf.all(memoryId, seq, seq) : [];
   applyCorrection.get({
     memoryId,
     countDelta: plan.countDelta,
