@@ -142,6 +142,13 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       expect(events[0]?.payload).toEqual({ index: expect.any(Number) });
     });
 
+    test('lists nothing after a seq past any the run sent, however large (a Last-Event-ID of 15 digits)', async () => {
+      await store.createRun(newRun('run_1'));
+      await store.appendEvent('run_1', 'test.event', {});
+      for (const after of [2 ** 31 - 1, 2 ** 31, 999_999_999_999_999])
+        expect(await store.listEvents('run_1', after), String(after)).toEqual([]);
+    });
+
     test('refuses an event or an update for a run that does not exist, and stores nothing', async () => {
       await expect(store.appendEvent('run_missing', 'x', {})).rejects.toThrow(/Run run_missing does not exist/);
       await expect(store.updateRun('run_missing', { status: 'failed' })).rejects.toThrow(

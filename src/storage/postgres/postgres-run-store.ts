@@ -240,7 +240,7 @@ function runMethods(ctx: PostgresRunContext): Pick<RunStore, RunMethodName> {
         (
           await readStatement<RunEventRow>(
             pool,
-            `SELECT * FROM ${s}harness_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq`,
+            `SELECT * FROM ${s}harness_run_events WHERE run_id = $1 AND seq > $2::bigint ORDER BY seq`,
             [runId, afterSeq],
           )
         ).rows.map(toRunEvent),
