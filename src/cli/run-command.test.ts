@@ -29,11 +29,11 @@ afterAll(async () => {
 
 async function cli(
   argv: string[],
-  options: { signal?: AbortSignal; env?: Record<string, string>; toml?: string } = {},
+  options: { signal?: AbortSignal; env?: Record<string, string>; toml?: string; workspace?: string } = {},
 ) {
   const { signal } = options;
-  const workspace = mkdtempSync(join(tmpdir(), 'hm-cli-run-'));
-  directories.push(workspace);
+  const workspace = options.workspace ?? mkdtempSync(join(tmpdir(), 'hm-cli-run-'));
+  if (options.workspace === undefined) directories.push(workspace);
   if (options.toml !== undefined) {
     mkdirSync(join(workspace, '.harness'));
     writeFileSync(join(workspace, '.harness', 'config.toml'), options.toml);
@@ -80,6 +80,48 @@ describe('harness run: Ctrl-C', () => {
     expect(types).toContain('assistant.message');
     expect(types.at(-1)).toBe('run.cancelled');
   }, 15_000);
+});
+
+describe('harness run: its conversation forgotten by another process meanwhile', () => {
+  it('ends with run.failed SCOPE_FORGOTTEN (exit 1) instead of waiting for events that are never stored', async () => {
+    const server = await startScriptedOpenAIServer();
+    const workspace = mkdtempSync(join(tmpdir(), 'hm-cli-run-'));
+    directories.push(workspace);
+    try {
+      let agentCalls = 0;
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let asked!: () => void;
+      const secondCall = new Promise<void>((resolve) => (asked = resolve));
+      server.setDefaultReply(async (request) => {
+        if (isObserverRequest(request)) return { text: 'NONE' };
+        agentCalls += 1;
+        if (agentCalls === 1)
+          return { toolCalls: [{ name: 'working_memory', arguments: { action: 'set', key: 'k', value: 'v' } }] };
+        asked();
+        await released;
+        return { text: 'too late' };
+      });
+      const env = { OPENAI_BASE_URL: server.url };
+      const running = cli(['run', 'Note k, then answer', '--conversation', 'c-forgotten', '--json'], {
+        workspace,
+        env,
+      });
+      await secondCall;
+      const forgot = await cli(['memory', 'forget', '--conversation', 'c-forgotten'], { workspace, env });
+      expect(forgot.code).toBe(0);
+      release();
+      const result = await running;
+      expect(result.code).toBe(1);
+      const events = result.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { type: string; payload: { error?: { code: string } } });
+      expect(events.at(-1)).toMatchObject({ type: 'run.failed', payload: { error: { code: 'SCOPE_FORGOTTEN' } } });
+    } finally {
+      await server.close();
+    }
+  });
 });
 
 describe('harness run: bad arguments', () => {

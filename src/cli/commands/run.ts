@@ -7,7 +7,7 @@ import { MAX_RUN_STEPS } from '../../agent/agent-runner.js';
 import { TERMINAL_EVENT_TYPES } from '../../storage/event-hub.js';
 import { HarnessMemoryError } from '../../core/errors.js';
 import type { Harness } from '../../server/create-harness.js';
-import type { RunRecord } from '../../storage/run-store.js';
+import type { RunEvent, RunRecord } from '../../storage/run-store.js';
 import { stopRequested } from '../context.js';
 import type { CliContext, CommandResult } from '../context.js';
 import { createEventView } from '../event-view.js';
@@ -63,10 +63,11 @@ async function run(context: CliContext, prompt: string, options: RunOptions): Pr
   });
   const view = createEventView(context, { json: options.json === true });
   try {
-    const started = await start(harness, prompt, options);
+    const end = runEnd();
+    const started = await start(harness, prompt, options, end.onEvent);
     const stop = stopRequested(context, () => void harness.runner.cancel(started.runId).catch(() => {}));
     try {
-      const last = await follow(harness, started.runId, view);
+      const last = await follow(harness, started.runId, view, end);
       return last === 'run.completed' ? EXIT_OK : EXIT_FAILURE;
     } finally {
       stop.dispose();
@@ -85,19 +86,27 @@ const REQUEST_FIELD_FLAGS: ReadonlyMap<string, string> = new Map([
 ]);
 
 /** Starts the run; a request the runner refuses names the argument or option to fix. */
-async function start(harness: Harness, prompt: string, options: RunOptions): Promise<RunRecord> {
+async function start(
+  harness: Harness,
+  prompt: string,
+  options: RunOptions,
+  onEvent: (event: RunEvent) => void,
+): Promise<RunRecord> {
   try {
-    return await harness.runner.start({
-      prompt,
-      ...definedOnly({
-        tenantId: options.tenant,
-        conversationId: options.conversation,
-        agentId: options.agent,
-        systemPrompt: options.system,
-        maxSteps: options.maxSteps,
-        model: options.model,
-      }),
-    });
+    return await harness.runner.start(
+      {
+        prompt,
+        ...definedOnly({
+          tenantId: options.tenant,
+          conversationId: options.conversation,
+          agentId: options.agent,
+          systemPrompt: options.system,
+          maxSteps: options.maxSteps,
+          model: options.model,
+        }),
+      },
+      { onEvent },
+    );
   } catch (error) {
     if (!HarnessMemoryError.isInstance(error) || error.code !== 'REQUEST_INVALID') throw error;
     const flag = REQUEST_FIELD_FLAGS.get(/^\w+/.exec(error.detail)?.[0] ?? '');
@@ -111,11 +120,35 @@ async function start(harness: Harness, prompt: string, options: RunOptions): Pro
   }
 }
 
+/** The run's terminal event as the runner hands it over, and a wake-up for {@link follow}. */
+interface RunEnd {
+  readonly onEvent: (event: RunEvent) => void;
+  /** The terminal event given, once the run has ended. */
+  given(): RunEvent | undefined;
+  /** Called when the terminal event is given. */
+  onEnd?: () => void;
+}
+
+function runEnd(): RunEnd {
+  let terminal: RunEvent | undefined;
+  const end: RunEnd = {
+    onEvent(event) {
+      if (!TERMINAL_EVENT_TYPES.has(event.type)) return;
+      terminal = event;
+      end.onEnd?.();
+    },
+    given: () => terminal,
+  };
+  return end;
+}
+
 /**
  * Shows the run's events until a terminal one. The store is the source of truth (an event
- * may be stored before we subscribe); the hub only wakes us up.
+ * may be stored before we subscribe); the hub only wakes us up. A run whose conversation was
+ * forgotten while it ran stores nothing more, not even its end: its terminal event is then the
+ * one the runner gave (`run.failed`, `SCOPE_FORGOTTEN`).
  */
-async function follow(harness: Harness, runId: string, view: EventView): Promise<string> {
+async function follow(harness: Harness, runId: string, view: EventView, end: RunEnd): Promise<string> {
   let after = -1;
   let pending = false;
   let wake: (() => void) | undefined;
@@ -123,13 +156,23 @@ async function follow(harness: Harness, runId: string, view: EventView): Promise
     pending = true;
     wake?.();
   });
+  end.onEnd = () => {
+    pending = true;
+    wake?.();
+  };
   try {
     for (;;) {
       pending = false;
+      // Read before the listing: an end the runner gave was stored before it was given, if at all.
+      const given = end.given();
       for (const event of await harness.runStore.listEvents(runId, after)) {
         after = event.seq;
         view.show(event);
         if (TERMINAL_EVENT_TYPES.has(event.type)) return event.type;
+      }
+      if (given) {
+        view.show(given);
+        return given.type;
       }
       if (pending) continue;
       await new Promise<void>((resolve) => {
