@@ -1,10 +1,15 @@
 import { serve } from '@hono/node-server';
+import type { HttpBindings } from '@hono/node-server';
+import type { ServerResponse } from 'node:http';
 import { LOOPBACK_HOSTS } from '../core/loopback-hosts.js';
 import { isIPv6 } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { requireObject, requireTimerMs } from '../core/require-option.js';
 import { ConfigError } from '../core/errors.js';
 import type { Harness } from './create-harness.js';
+import { runStreamedTo } from './sse.js';
+import { isRunOpen } from '../storage/run-store.js';
+import type { RunStore } from '../storage/run-store.js';
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
@@ -19,7 +24,8 @@ export interface StartServerOptions {
   insecure?: boolean;
   /**
    * On `close`, how long runs may go on before they are cancelled, and requests in flight
-   * (a reflection asked over HTTP, say) may take to be answered. @default 30000
+   * (a reflection asked over HTTP, say) may take to be answered. The event streams of ended
+   * runs then get what is left of it, and at least 2 s, to send their last event. @default 30000
    */
   shutdownTimeoutMs?: number;
   /**
@@ -35,8 +41,9 @@ export interface RunningServer {
   readonly port: number;
   /**
    * Stops accepting connections; lets runs finish for up to `shutdownTimeoutMs`, then cancels
-   * the rest (their streams get `run.cancelled`); lets requests in flight be answered within
-   * the same time; then closes the remaining connections and the harness.
+   * the rest; lets requests in flight be answered within the same time, and the event streams
+   * of ended runs send their last event (`run.completed`, `run.cancelled`, …) and end, within
+   * what is left of it but at least 2 s; then closes the remaining connections and the harness.
    */
   close(): Promise<void>;
 }
@@ -44,6 +51,12 @@ export interface RunningServer {
 /** How long `close` lets runs and requests in flight go on by default. */
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+/**
+ * How long `close` lets the streams of ended runs send their last event when the shutdown
+ * time is spent (runs cancelled at the deadline end just after it): one store read and one
+ * write each, milliseconds unless the store is slow or a client stopped reading.
+ */
+const STREAM_END_GRACE_MS = 2_000;
 
 /**
  * Serves the harness over HTTP. Without API keys it listens on loopback only and refuses
@@ -96,11 +109,16 @@ export async function startServer(harness: Harness, options: StartServerOptions 
   // Requests being answered (not event streams, which are open until their run ends): a
   // shutdown answers these before it closes connections.
   const answering = new InFlight();
+  const runStreams = new RunStreams();
   const openToAnyHost = !loopback && harness.config.server.apiKeys.length === 0;
   const fetch: typeof harness.app.fetch = async (request, env, ...rest) => {
     const done = answering.begin();
     try {
-      return await harness.app.fetch(request, openToAnyHost ? { ...env, openToAnyHost } : env, ...rest);
+      const response = await harness.app.fetch(request, openToAnyHost ? { ...env, openToAnyHost } : env, ...rest);
+      const runId = runStreamedTo(request);
+      const outgoing = (env as Partial<HttpBindings> | undefined)?.outgoing;
+      if (runId !== undefined && outgoing) runStreams.track(outgoing, runId);
+      return response;
     } finally {
       done();
     }
@@ -130,9 +148,16 @@ export async function startServer(harness: Harness, options: StartServerOptions 
       const connections = server as unknown as { closeIdleConnections?: () => void; closeAllConnections?: () => void };
       // Runs first: their streams end with their terminal events, and cancels still reach them.
       await harness.runner.settle({ timeoutMs: shutdownTimeoutMs });
-      // Requests in flight are answered (within the same time); then what still holds a
-      // connection (an idle keep-alive, a stream that waits for events) is cut.
-      await answering.idle(Math.max(0, deadline - performance.now()));
+      // Requests in flight are answered (within the same time), and the streams of ended runs
+      // (every run of this process now) read the terminal event, stored before settle
+      // returned, send it and end: cut at once, a stream lost it whenever that read took a
+      // round trip (Postgres). Then what still holds a connection (an idle keep-alive, the
+      // stream of a run going on in another process) is cut.
+      const left = Math.max(0, deadline - performance.now());
+      await Promise.all([
+        answering.idle(left),
+        runStreams.endedRunsClosed(harness.runStore, Math.max(left, STREAM_END_GRACE_MS)),
+      ]);
       connections.closeAllConnections?.();
       await closed;
       await harness.dispose({ timeoutMs: Math.max(0, deadline - performance.now()) });
@@ -169,6 +194,51 @@ class InFlight {
       this.#waiters.push(resolve);
       timer = setTimeout(resolve, timeoutMs);
     });
+    clearTimeout(timer);
+  }
+}
+
+/** The open run event streams (their responses) and the run each streams. */
+class RunStreams {
+  readonly #open = new Map<ServerResponse, string>();
+
+  track(response: ServerResponse, runId: string): void {
+    if (response.closed) return;
+    this.#open.set(response, runId);
+    response.once('close', () => this.#open.delete(response));
+  }
+
+  /**
+   * Waits until every stream open now whose run has ended (or was deleted) has closed, as it
+   * does after sending the terminal event (or the client went away), or `timeoutMs`: a client
+   * that stopped reading holds its stream's last write, and is cut after that.
+   */
+  async endedRunsClosed(runStore: RunStore, timeoutMs: number): Promise<void> {
+    const open = [...this.#open];
+    if (open.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    const closed = async (): Promise<void> => {
+      const ended = new Set<string>();
+      await Promise.all(
+        [...new Set(open.map(([, runId]) => runId))].map(async (runId) => {
+          // A store that cannot be read is not waited for.
+          const run = await runStore.getRun(runId).catch(() => null);
+          if (run === undefined || (run !== null && !isRunOpen(run.status))) ended.add(runId);
+        }),
+      );
+      await Promise.all(
+        open
+          .filter(([, runId]) => ended.has(runId))
+          .map(
+            ([response]) =>
+              new Promise((resolve) => (response.closed ? resolve(undefined) : response.once('close', resolve))),
+          ),
+      );
+    };
+    await Promise.race([closed(), timedOut]);
     clearTimeout(timer);
   }
 }

@@ -24,6 +24,17 @@ export interface StreamRunEventsOptions {
   readonly writeTimeoutMs?: number;
 }
 
+/** The run each request answered with a run's event stream streams; see {@link runStreamedTo}. */
+const streamedRuns = new WeakMap<Request, string>();
+
+/**
+ * The run whose events `request` was answered with, if it was answered with a run's event
+ * stream: a shutting-down server lets the streams of ended runs write their last event.
+ */
+export function runStreamedTo(request: Request): string | undefined {
+  return streamedRuns.get(request);
+}
+
 /** The Content-Type of a run's event stream. */
 export const EVENT_STREAM_CONTENT_TYPE = 'text/event-stream; charset=utf-8';
 
@@ -63,6 +74,7 @@ export function streamRunEvents(context: Context, options: StreamRunEventsOption
   context.header('Connection', 'keep-alive');
   context.header('X-Accel-Buffering', 'no');
   let last = resumeAfter(context.req.header('Last-Event-ID'), options.runId);
+  streamedRuns.set(context.req.raw, options.runId);
   return stream(
     context,
     async (output) => {
