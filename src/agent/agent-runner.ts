@@ -5,6 +5,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import {
   invalidOption,
   requireEstimator,
@@ -15,6 +16,7 @@ import {
   requireTimerMs,
 } from '../core/require-option.js';
 import { HarnessMemoryError } from '../core/errors.js';
+import { waitAtMost } from '../core/until-stopped.js';
 import { redactSecrets } from '../core/redact-secrets.js';
 import { needsStripping } from '../core/sanitize-text.js';
 import { IGNORE_FAULTS } from '../core/fault.js';
@@ -145,6 +147,18 @@ export interface AgentRunner {
    * then are cancelled (each ends `cancelled`, its stream told) and waited for.
    */
   settle(options?: { readonly timeoutMs?: number }): Promise<void>;
+  /**
+   * For a shutdown, once `settle` has returned: waits up to `timeoutMs` (default 0) for the
+   * observations of runs started here still going (a run whose answer was in ended `completed`
+   * and left its observation to go on), then aborts them. Each one's model call is aborted and
+   * its operation put back in the queue as a cancelled observe's is (`queued`, available at
+   * once, its attempt not counted), for the next process to run at once rather than after
+   * its lease. Resolves once they have ended, or at most 2 s after the abort (a store that does
+   * not answer). Observations asked for later are cancelled before they store anything (their
+   * messages stay in the conversation, for its next run to hand over). A run's `cancel` never
+   * does this: a cancelled run's observation goes on.
+   */
+  stopObserving(options?: { readonly timeoutMs?: number }): Promise<void>;
   /** True while the run executes in this process (only here can it be cancelled). */
   isLocal(runId: string): boolean;
   /**
@@ -190,7 +204,8 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   const { runStore } = options;
   const allowed = new Set(options.allowedModels ?? []);
   let shutdownDeadline: number | undefined;
-  const runLoop = runLoopOf(options, events, estimator, reportFault, () => shutdownDeadline);
+  const observes = new RunObserves();
+  const runLoop = runLoopOf(options, events, estimator, reportFault, () => shutdownDeadline, observes);
 
   const launch = (run: RunRecord): void => {
     const controller = new AbortController();
@@ -311,6 +326,10 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
         clearTimeout(timer);
       }
     },
+    async stopObserving(stopOptions = {}) {
+      const timeoutMs = requireTimerMs('AgentRunner.stopObserving', 'timeoutMs', stopOptions.timeoutMs, 0) ?? 0;
+      await observes.stop(timeoutMs);
+    },
     isLocal(runId) {
       return active.has(runId);
     },
@@ -333,6 +352,41 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     },
   };
   return runner;
+}
+
+/** How long {@link AgentRunner.stopObserving} waits, after its abort, for the observations to put their operations back. */
+const OBSERVE_RELEASE_GRACE_MS = 2_000;
+
+/** The reason {@link AgentRunner.stopObserving} aborts the runs' observe calls with. */
+const OBSERVING_STOPPED = new DOMException('the runner stopped observing: it is shutting down', 'AbortError');
+
+/** The observe calls of the runner's runs: one signal for all of them, and the calls still going. */
+class RunObserves {
+  readonly #stop = new AbortController();
+  readonly #going = new Set<Promise<unknown>>();
+
+  constructor() {
+    // Every observe in flight listens to it (many runs at once): not a leak to warn about.
+    setMaxListeners(0, this.#stop.signal);
+  }
+
+  get signal(): AbortSignal {
+    return this.#stop.signal;
+  }
+
+  readonly track = (observing: Promise<unknown>): void => {
+    this.#going.add(observing);
+    const done = (): void => void this.#going.delete(observing);
+    observing.then(done, done);
+  };
+
+  /** Waits up to `timeoutMs` for the calls going, aborts them, and waits for them a little more. */
+  async stop(timeoutMs: number): Promise<void> {
+    const ended = () => Promise.allSettled(this.#going);
+    if (timeoutMs > 0 && this.#going.size > 0) await waitAtMost(ended(), timeoutMs);
+    this.#stop.abort(OBSERVING_STOPPED);
+    if (this.#going.size > 0) await waitAtMost(ended(), OBSERVE_RELEASE_GRACE_MS);
+  }
 }
 
 /** The most model turns a run may take (`max_steps`). */
@@ -425,6 +479,7 @@ function runLoopOf(
   estimator: TokenEstimator,
   reportFault: FaultReporter,
   shutdownDeadline: () => number | undefined,
+  observes: RunObserves,
 ): ReturnType<typeof createRunLoop> {
   const { runStore, observationalMemory: memory, workingMemory } = options;
   const hideServerFailures = options.hideServerFailures === true;
@@ -452,6 +507,7 @@ function runLoopOf(
     estimator,
     settleTimeoutMs: options.settleTimeoutMs ?? 60_000,
     shutdownDeadline,
+    observes,
     ...(options.forensics ? { forensics: options.forensics } : {}),
     reportFault,
     hideServerFailures,

@@ -38,6 +38,12 @@ export interface RunLoopOptions {
   readonly settleTimeoutMs: number;
   /** When the runner is shutting down, the time (`performance.now()` ms) past which no run waits for its memory work. */
   readonly shutdownDeadline: () => number | undefined;
+  /**
+   * The runs' observations: the `signal` of their observe calls, aborted only when the runner
+   * stops observing at shutdown (never by a run's cancel, whose observation goes on), and
+   * `track`, told of each step's observation so the runner can wait for it to end.
+   */
+  readonly observes: { readonly signal: AbortSignal; readonly track: (observing: Promise<unknown>) => void };
   readonly forensics?: { readonly captureRequestEnvelope?: boolean; readonly snapshotMemorySnippet?: boolean };
   readonly reportFault: FaultReporter;
   /** Server failures reach the run's stream and record by their code only (see `AgentRunnerOptions`). */
@@ -283,6 +289,7 @@ async function takeStep(
         runId: run.runId,
       }),
     );
+  options.observes.track(state.observing);
   await emit('run.step.completed', { step });
   return final ? { text: result.text, finishReason: result.finishReason } : undefined;
 }
@@ -496,6 +503,7 @@ async function observeStep(
     // not taken yet is handed over again (all of it after a failure or a forget).
     const fresh = handedOver.unknown(state.memoryId, generation, transcript, (message) => message.messageId);
     const result = await memory.observe({
+      signal: options.observes.signal,
       scope: state.scope,
       runId: state.run.runId,
       generation,

@@ -476,6 +476,20 @@ export interface ObservationalMemory {
    * `processing` operations (lease expired, by the store's clock) to `queued`, and every
    * `pollMs` it runs queued operations of any scope, so work left by a crashed process,
    * or retries waiting for their backoff, complete without a new observe call.
+   *
+   * `stop()` waits for the operation in hand. `stop({ timeoutMs })` waits for it no longer than
+   * `timeoutMs`: then the operation's model call is aborted and the operation is put back in
+   * the queue as a cancelled observe's is (`queued`, available at once, its attempt not
+   * counted, no failure recorded), for this store's next observe, drain or worker (another
+   * process's included) to run at once instead of after its lease. It resolves once that is
+   * written, or at most 2 s later when the store does not answer (should that write then fail,
+   * the operation is left `processing` until its lease runs out, and `onFault` is told so).
+   * @example
+   * const worker = memory.startWorker({ pollMs: 500 });
+   * // at shutdown, before closing the store:
+   * await worker.stop({ timeoutMs: 5_000 });
    */
-  startWorker(options?: { pollMs?: number; staleCheckMs?: number }): { stop(): Promise<void> };
+  startWorker(options?: { pollMs?: number; staleCheckMs?: number }): {
+    stop(options?: { readonly timeoutMs?: number }): Promise<void>;
+  };
 }

@@ -13,6 +13,8 @@ import { releaseOperation, runOperation } from './operation-worker.js';
 import { observeCancelled } from './observe-cancelled.js';
 import type { OperationOutcome, OperationWorkerContext } from './operation-worker.js';
 import type { KeyedLock } from './scope-lock.js';
+import { startWorkerLoop } from './worker-loop.js';
+import type { BackgroundWorker, ClaimableRunner, WorkerLoopOptions } from './worker-loop.js';
 
 /** Options of {@link createOperationScheduler}. */
 export interface OperationSchedulerOptions {
@@ -21,14 +23,6 @@ export interface OperationSchedulerOptions {
   readonly locks: KeyedLock;
   /** Told when a background worker tick failed; the worker goes on at its next poll. */
   readonly onWorkerFailed: (error: Error) => void;
-}
-
-/** Options of {@link OperationScheduler.startWorker}. */
-export interface WorkerLoopOptions {
-  /** @default 1000 */
-  readonly pollMs?: number;
-  /** @default 30000 */
-  readonly staleCheckMs?: number;
 }
 
 /** Who asked for an operation: a run's tool call, or the system. */
@@ -81,8 +75,13 @@ export interface OperationScheduler {
    * an operation that is not dead.
    */
   retryDead(memoryId: string, operationId: string): Promise<Operation>;
-  /** Starts the background worker loop; `stop` waits for the tick under way. */
-  startWorker(options?: WorkerLoopOptions): { stop(): Promise<void> };
+  /**
+   * Starts the background worker loop. `stop()` waits for the operation in hand; with
+   * `timeoutMs`, no longer than that: its model call is then aborted and it is put back in the
+   * queue as a cancelled observe's is (available at once, its attempt not counted), and `stop`
+   * resolves once that is written, or after {@link WORKER_RELEASE_GRACE_MS} more.
+   */
+  startWorker(options?: WorkerLoopOptions): BackgroundWorker;
 }
 
 /** Callers that may run or wait for one scope's operations at once; more answer `queued` at once. */
@@ -94,12 +93,40 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
   const { worker, locks } = options;
   const { store } = worker;
 
-  /** Claims and runs operations of any scope until none is claimable (or `stopped` says so). */
-  const runClaimable = async (stopped: () => boolean = () => false): Promise<void> => {
+  /**
+   * Runs an operation claimed from any scope under its scope's lock. When `signal` aborts, its
+   * model call is aborted, or the wait for the lock ended, and it is put back in the queue.
+   */
+  const runClaimed = async (operation: Operation, signal?: AbortSignal): Promise<OperationOutcome> => {
+    const release = (reason: unknown) => releaseOperation(worker, operation, observeCancelled(reason));
+    let started = false;
+    try {
+      return await locks.run(
+        operation.memoryId,
+        () => {
+          started = true;
+          return signal?.aborted ? release(signal.reason) : runOperation(worker, operation, undefined, signal);
+        },
+        signal,
+      );
+    } catch (error) {
+      // Aborted while an observe caller held the scope: the operation never ran.
+      if (!started && signal?.aborted && error === signal.reason) return release(signal.reason);
+      throw error;
+    }
+  };
+
+  /**
+   * Claims and runs operations of any scope until none is claimable (or `stopped` says so);
+   * `holding` is told of the operation in hand, and of none once it is settled.
+   */
+  const runClaimable: ClaimableRunner = async (stopped = () => false, signal, holding) => {
     while (!stopped()) {
       const operation = await store.claimOperation({ leaseOwner: worker.workerId, leaseMs: worker.leaseMs });
       if (!operation) return;
-      await locks.run(operation.memoryId, () => runOperation(worker, operation));
+      holding?.(operation);
+      await runClaimed(operation, signal);
+      holding?.(undefined);
     }
   };
 
@@ -214,7 +241,17 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
       }
     },
 
-    startWorker: (loopOptions = {}) => startWorkerLoop(store, runClaimable, options.onWorkerFailed, loopOptions),
+    startWorker: (loopOptions = {}) =>
+      startWorkerLoop(
+        {
+          store,
+          runClaimable,
+          onWorkerFailed: options.onWorkerFailed,
+          reportFault: worker.reportFault,
+          leaseMs: worker.leaseMs,
+        },
+        loopOptions,
+      ),
   };
 }
 
@@ -253,53 +290,4 @@ async function retryDead(store: MemoryStore, memoryId: string, operationId: stri
     message: `operation ${operationId} is ${found.status}, not dead; only a dead operation can be retried by hand.`,
     data: { operationId, status: found.status },
   });
-}
-
-/**
- * The background worker: requeues stale operations every `staleCheckMs`, and runs claimable
- * operations of any scope every `pollMs`, until stopped.
- */
-function startWorkerLoop(
-  store: MemoryStore,
-  runClaimable: (stopped: () => boolean) => Promise<void>,
-  onWorkerFailed: (error: Error) => void,
-  loopOptions: { pollMs?: number; staleCheckMs?: number },
-): { stop(): Promise<void> } {
-  const pollMs = loopOptions.pollMs ?? 1000;
-  const staleCheckMs = loopOptions.staleCheckMs ?? 30_000;
-  let stopped = false;
-  let lastStaleCheck = Number.NEGATIVE_INFINITY;
-  let wake: (() => void) | undefined;
-  const loop = async (): Promise<void> => {
-    while (!stopped) {
-      try {
-        if (performance.now() - lastStaleCheck >= staleCheckMs) {
-          lastStaleCheck = performance.now();
-          await store.requeueStaleOperations({ graceSeconds: 0 });
-        }
-        await runClaimable(() => stopped);
-      } catch (error) {
-        onWorkerFailed(error as Error);
-      }
-      if (stopped) break;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pollMs);
-        // Idle polling must not keep a process alive; stop() wakes the loop itself.
-        timer.unref?.();
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = undefined;
-    }
-  };
-  const running = loop();
-  return {
-    async stop() {
-      stopped = true;
-      wake?.();
-      await running;
-    },
-  };
 }

@@ -5,7 +5,6 @@
  */
 import { createAgentRunner } from '../agent/agent-runner.js';
 import { requireObject, requireOptions, requireTimerMs } from '../core/require-option.js';
-import { waitAtMost } from '../core/until-stopped.js';
 import type { AgentRunner } from '../agent/agent-runner.js';
 import { createLocalEventHub } from '../storage/local-event-hub.js';
 import type { EventHub } from '../storage/event-hub.js';
@@ -83,9 +82,10 @@ export interface Harness {
   /** How the memory model was chosen, for `harness config` and logs. */
   readonly memoryModel: { readonly mode: string; readonly modelId: string; readonly source: string };
   /**
-   * Waits for runs (with `timeoutMs`, cancels those still going then), stops the worker
-   * (waiting for an operation it holds no longer than `timeoutMs` from the start), closes
-   * the stores.
+   * Waits for runs (with `timeoutMs`, cancels those still going then), stops the worker and
+   * the observations runs left to go on (waiting for them no longer than `timeoutMs` from the
+   * start; then their model calls are aborted and their operations put back in the queue, which
+   * is waited for 2 s at most), closes the stores.
    */
   dispose(options?: { readonly timeoutMs?: number }): Promise<void>;
 }
@@ -235,14 +235,17 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
           disposeOptions.timeoutMs === undefined ? undefined : performance.now() + disposeOptions.timeoutMs;
         await runner.settle(disposeOptions);
         await maintenance?.stop();
-        // The worker finishes what it holds, but not past the deadline: a slow model call would
-        // hold the shutdown for as long as the call may take. An operation left so is still
-        // `processing`; its lease runs out and the next process (or this store's next observe of
-        // the scope) takes it up again.
-        if (worker) {
-          const stopping = worker.stop();
-          await (deadline === undefined ? stopping : waitAtMost(stopping, deadline - performance.now()));
-        }
+        // The worker and the observations runs left to go on finish what they hold, but not past
+        // the deadline: a slow model call would hold the shutdown for as long as it may take.
+        // Then their model calls are aborted and their operations put back in the queue (each a
+        // store write, waited for 2 s at most), so the next process runs them at once instead of
+        // finding them `processing` until their lease runs out. Without a deadline the worker is
+        // waited for; the runs waited for their observations already (their settle timeout).
+        const left = deadline === undefined ? undefined : Math.max(0, deadline - performance.now());
+        await Promise.all([
+          worker?.stop(left === undefined ? {} : { timeoutMs: left }),
+          runner.stopObserving(left === undefined ? {} : { timeoutMs: left }),
+        ]);
         await backend.close();
       },
     };
