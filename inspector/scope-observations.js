@@ -222,10 +222,11 @@ function provenance(item) {
   const cited = item.source_message_indexes ?? [];
   const start = item.source_start_index;
   const end = item.source_end_index;
+  // An observation no message made (imported, or told through a client) has no range: -1.
   const messages =
     cited.length > 0
       ? `message${cited.length > 1 ? 's' : ''} ${cited.join(', ')}`
-      : start === undefined
+      : start === undefined || start < 0
         ? ''
         : start === end
           ? `message ${start}`

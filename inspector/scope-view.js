@@ -340,9 +340,7 @@ function scopeActions({ base, conversation, agent, signal, report, refresh }) {
     { class: 'actions', role: 'group', 'aria-label': 'Scope actions' },
     action('Enable', async () => (await post('/observational/enable'), 'Observational memory enabled.')),
     action('Disable', async () => (await post('/observational/disable'), 'Observational memory disabled.')),
-    action('Reflect now', async () =>
-      (await post('/observational/reflect')).reflected ? 'Reflection done.' : 'Nothing to reflect on yet.',
-    ),
+    action('Reflect now', async () => reflectNotice(await post('/observational/reflect'))),
     action('Export JSON', () => exportAs('json')),
     action('Export Markdown', () => exportAs('markdown')),
     confirmButton({
@@ -361,4 +359,12 @@ function scopeActions({ base, conversation, agent, signal, report, refresh }) {
       },
     }),
   );
+}
+
+/** What a `Reflect now` answer says: done, queued behind the scope's other work, or why not. */
+function reflectNotice(answer) {
+  if (answer.reflected) return 'Reflection done.';
+  if (answer.queued) return 'Reflection queued: it runs after the scope’s other memory work.';
+  if (answer.status?.enabled === false) return 'Observational memory is off for this scope: enable it to reflect.';
+  return 'Nothing to reflect on yet.';
 }

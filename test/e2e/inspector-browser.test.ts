@@ -371,6 +371,29 @@ describe('inspector: in a real browser', () => {
     expect(seqs).not.toContain(1);
   });
 
+  it('says why Reflect now did nothing, and shows no message range for an imported observation', async () => {
+    await seed('reflect-off', 'I like window seats');
+    expect(
+      (await e2e.api(`/v1/memory/acme/reflect-off/${AGENT}/observational/disable`, { key: KEY, method: 'POST' }))
+        .status,
+    ).toBe(200);
+    const page = await openInspector(scopeHash('reflect-off'), { key: KEY });
+    await page.getByTestId('scope-status').getByText('disabled').waitFor(WAIT);
+    await page.getByRole('button', { name: 'Reflect now' }).click();
+    await page.getByText('Observational memory is off for this scope: enable it to reflect.').waitFor(WAIT);
+
+    await e2e.harness.observationalMemory.importObservations(
+      { tenantId: 'acme', conversationId: 'imported', agentId: AGENT },
+      [{ content: 'The user moved to Berlin.', importance: 0.7 }],
+    );
+    const imported = await openInspector(scopeHash('imported'), { key: KEY });
+    const row = imported.locator('tr[data-seq="1"]');
+    await row.getByText('The user moved to Berlin.').waitFor(WAIT);
+    const text = await row.innerText();
+    expect(text).toContain('import · ');
+    expect(text).not.toContain('message');
+  });
+
   it('fits a phone-width screen and is usable from the keyboard', async () => {
     const page = await openInspector(scopeHash('trip-planning'), { key: KEY, width: 390, height: 844 });
     await expect.poll(() => page.getByTestId('snippet-observational-memory').textContent(), WAIT).toContain('Porto');
