@@ -40,7 +40,10 @@ export async function pagedTable(options) {
       h(
         'tr',
         {},
-        options.columns.map((column) => h('th', { scope: 'col' }, column)),
+        // A column of buttons has no title: a screen reader still reads it by a name.
+        options.columns.map((column) =>
+          h('th', { scope: 'col', ...(column === '' ? { 'aria-label': 'Actions' } : {}) }, column),
+        ),
       ),
     ),
     body,

@@ -196,7 +196,8 @@ function showSnippets(into, detail) {
       'figure',
       { class: 'snippet' },
       h('figcaption', {}, label, text === '' ? h('span', { class: 'muted' }, ' (empty: nothing is added)') : null),
-      h('pre', { 'data-testid': id, tabindex: 0 }, typeof text === 'string' ? text : ''),
+      // Focusable so the keyboard can scroll a long snippet; named, since it may be empty.
+      h('pre', { 'data-testid': id, tabindex: 0, 'aria-label': label }, typeof text === 'string' ? text : ''),
     );
   replace(
     into,

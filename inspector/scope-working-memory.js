@@ -33,7 +33,9 @@ export function workingMemoryPanel({ base, signal, onError, onChanged }) {
       h(
         'tr',
         {},
-        ['Key', 'Value', 'Updated', 'Expires', ''].map((name) => h('th', { scope: 'col' }, name)),
+        ['Key', 'Value', 'Updated', 'Expires', ''].map((name) =>
+          h('th', { scope: 'col', ...(name === '' ? { 'aria-label': 'Actions' } : {}) }, name),
+        ),
       ),
     ),
     body,

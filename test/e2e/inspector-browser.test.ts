@@ -392,6 +392,14 @@ describe('inspector: in a real browser', () => {
     const text = await row.innerText();
     expect(text).toContain('import · ');
     expect(text).not.toContain('message');
+    // Every column header and every snippet (empty here: working memory) has a name to be read by.
+    await imported.getByTestId('snippet-working-memory').waitFor(WAIT);
+    const unnamed = await imported.evaluate(() =>
+      [...document.querySelectorAll('th, pre[tabindex]')]
+        .filter((element) => (element.getAttribute('aria-label') ?? element.textContent ?? '').trim() === '')
+        .map((element) => element.outerHTML),
+    );
+    expect(unnamed).toEqual([]);
   });
 
   it('fits a phone-width screen and is usable from the keyboard', async () => {
