@@ -159,6 +159,66 @@ describe('prepareTranscript: memory read back through the MCP tools is never obs
   });
 });
 
+describe('prepareTranscript: snippets taken out in one pass', () => {
+  const snippet = '<observational-memory>\n- [1] User lives in Paris.\n</observational-memory>';
+  /** What the regular expression this replaced took out: the reference for small inputs. */
+  const byRegex = (text: string) => text.replace(/<(working-memory|observational-memory)>[\s\S]*?<\/\1>/g, '');
+  const contentOf = (content: string) =>
+    prepareTranscript([{ id: 'a', role: 'user', content }], RUNE_TOKEN_ESTIMATOR, { redact: false })[0]?.content ?? '';
+
+  it('takes out what the regular expression took out, on random mixes of tags and text', () => {
+    const parts = [
+      '<working-memory>',
+      '</working-memory>',
+      '<observational-memory>',
+      '</observational-memory>',
+      'a',
+      ' ',
+      '<',
+      '>',
+    ];
+    let seed = 7;
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+    for (let round = 0; round < 2_000; round++) {
+      const text = `x${Array.from({ length: Math.floor(random() * 12) }, () => parts[Math.floor(random() * parts.length)]).join('')}`;
+      const expected = byRegex(text);
+      expect(contentOf(text), JSON.stringify(text)).toBe(expected.trim() === '' ? '' : expected);
+    }
+  });
+
+  it('goes through 4 MB of opening tags that never close at once (the expression took minutes)', () => {
+    const text = `x${'<working-memory>'.repeat(250_000)}`;
+    expect(contentOf(text)).toBe(text);
+    expect(contentOf(`${text}${snippet}`)).toBe(text);
+  });
+
+  it('counts the tokens of what is kept, not of the snippet taken out', () => {
+    const [plain] = prepareTranscript([{ id: 'a', role: 'user', content: 'Is it right?' }], RUNE_TOKEN_ESTIMATOR, {
+      redact: false,
+    });
+    const [quoting] = prepareTranscript(
+      [{ id: 'a', role: 'user', content: `Is it right?${snippet.repeat(20)}` }],
+      RUNE_TOKEN_ESTIMATOR,
+      { redact: false },
+    );
+    expect(quoting?.tokenCount).toBe(plain?.tokenCount);
+  });
+
+  it('observes a tool whose name only ends like a memory tool, and one of another prefix form', () => {
+    for (const name of ['xmemory_search', 'Qworking_memory', 'smemory_forget']) {
+      const messages = prepareTranscript(
+        [{ id: 'b', role: 'tool', name, content: 'Bob was removed from the CRM' }],
+        RUNE_TOKEN_ESTIMATOR,
+        { redact: true },
+      );
+      expect(
+        messages.map((message) => message.content),
+        name,
+      ).toEqual(['Bob was removed from the CRM']);
+    }
+  });
+});
+
 describe('prepareTranscript: one id, one message', () => {
   it('refuses a second, different message under an id already used in the call, naming both', () => {
     const prepare = (): unknown =>
@@ -182,6 +242,18 @@ describe('prepareTranscript: one id, one message', () => {
         { redact: true },
       ),
     ).toThrow(/has the index of message 0 \(4\)/);
+  });
+
+  it('takes one message sent twice with its role in another case as the same message', () => {
+    const messages = prepareTranscript(
+      [
+        { id: 'turn-1', role: 'User', content: 'hello' },
+        { id: 'turn-1', role: 'user', content: 'hello' },
+      ],
+      RUNE_TOKEN_ESTIMATOR,
+      { redact: true },
+    );
+    expect(messages.map((item) => item.messageKey)).toEqual(['id:turn-1']);
   });
 
   it('takes the same message sent twice once, and an id known stored is still left out', () => {

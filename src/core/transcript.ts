@@ -39,9 +39,7 @@ const ROLE = /^[a-z][a-z0-9_-]{0,31}$/;
 
 const SNIPPET_PREFIXES = ['<working-memory>', '<observational-memory>'];
 
-// One of our snippets anywhere in a message: a tool's result that quotes it (the MCP server's
-// `memory_context` returns both inside JSON) is memory read back, not something said.
-const SNIPPET_BLOCK = /<(working-memory|observational-memory)>[\s\S]*?<\/\1>/g;
+const SNIPPET_TAGS = ['working-memory', 'observational-memory'];
 
 /**
  * The memory tools: the agent's (`working_memory`, `observational_memory`) and the MCP
@@ -69,7 +67,8 @@ export const MEMORY_TOOL_NAMES: ReadonlySet<string> = new Set([
 export function isMemoryToolName(name: unknown): boolean {
   if (typeof name !== 'string') return false;
   const trimmed = name.trim();
-  return MEMORY_TOOL_NAMES.has(trimmed) || MEMORY_TOOL_NAMES.has(trimmed.slice(trimmed.lastIndexOf('__') + 2));
+  const prefixed = trimmed.lastIndexOf('__');
+  return MEMORY_TOOL_NAMES.has(trimmed) || (prefixed !== -1 && MEMORY_TOOL_NAMES.has(trimmed.slice(prefixed + 2)));
 }
 
 /**
@@ -106,7 +105,7 @@ export function prepareTranscript(
     }
     seen.set(key, position);
     if (options.skip?.has(key)) return;
-    const role = typeof message.role === 'string' ? stripInvisible(message.role).trim().toLowerCase() : '';
+    const role = roleOf(message);
     // The role starts the message's line in the observer's prompt and decides the importance
     // cap of tool output: a role of several lines, or of look-alike letters, would forge both.
     if (role !== '' && !ROLE.test(role))
@@ -125,7 +124,8 @@ export function prepareTranscript(
       (call: NonNullable<TranscriptMessage['toolCalls']>[number]) => !isMemoryToolName(call?.name),
     );
     const readable = options.redact ? unescapedJson : (text: string) => text;
-    let content = (role === 'tool' ? readable(rawContent) : rawContent).replace(SNIPPET_BLOCK, '');
+    const said = withoutSnippets(rawContent);
+    let content = role === 'tool' ? readable(said) : said;
     for (const call of toolCalls)
       content += `${content === '' ? '' : '\n'}[tool call ${call.name}] ${readable(call.arguments)}`;
     content = stripInvisible(content);
@@ -137,7 +137,7 @@ export function prepareTranscript(
       name,
       toolCallId: typeof message.toolCallId === 'string' ? stripInvisible(message.toolCallId) : '',
       content,
-      tokenCount: estimateMessageTokens(estimator, { content: rawContent, toolCalls }),
+      tokenCount: estimateMessageTokens(estimator, { content: said, toolCalls }),
     });
   });
   return prepared;
@@ -165,23 +165,61 @@ function unescapedJson(text: string): string {
   }
 }
 
+/**
+ * `text` without our snippets quoted anywhere in it: a tool's result that quotes one (the MCP
+ * server's `memory_context` returns both inside JSON) is memory read back, not something said.
+ * One pass, linear in the text: a regular expression with a lazy body rescans to the end for
+ * every opening tag that never closes (9 s for 1 MB of them).
+ */
+function withoutSnippets(text: string): string {
+  if (!SNIPPET_TAGS.some((tag) => text.includes(`<${tag}>`))) return text;
+  // Each tag's next opening at or after `at`; -1 once none of its blocks can close any more.
+  const next = new Map(SNIPPET_TAGS.map((tag) => [tag, text.indexOf(`<${tag}>`)]));
+  let kept = '';
+  let at = 0;
+  for (;;) {
+    let tag: string | undefined;
+    for (const [name, index] of next) {
+      let found = index;
+      if (found !== -1 && found < at) next.set(name, (found = text.indexOf(`<${name}>`, at)));
+      if (found !== -1 && (tag === undefined || found < (next.get(tag) ?? -1))) tag = name;
+    }
+    if (tag === undefined) break;
+    const start = next.get(tag) ?? -1;
+    const close = text.indexOf(`</${tag}>`, start + tag.length + 2);
+    // No closing tag after this opening: none after a later one either.
+    if (close === -1) {
+      next.set(tag, -1);
+      continue;
+    }
+    kept += text.slice(at, start);
+    at = close + tag.length + 3;
+  }
+  return kept + text.slice(at);
+}
+
 /** Whether two messages under one key say the same thing (role, name, content, tool calls). */
 function sameMessage(a: TranscriptMessage, b: TranscriptMessage): boolean {
   return (
-    a.role === b.role &&
+    roleOf(a) === roleOf(b) &&
     (a.content ?? '') === (b.content ?? '') &&
     (a.name ?? '') === (b.name ?? '') &&
     (a.toolCallId ?? '') === (b.toolCallId ?? '') &&
+    callsText(a) !== null &&
     callsText(a) === callsText(b)
   );
 }
 
-function callsText(message: TranscriptMessage): string {
+function roleOf(message: TranscriptMessage): string {
+  return typeof message.role === 'string' ? stripInvisible(message.role).trim().toLowerCase() : '';
+}
+
+/** The tool calls as JSON text; null when they are not JSON (a cycle, a bigint), the same as nothing. */
+function callsText(message: TranscriptMessage): string | null {
   try {
     return JSON.stringify(message.toolCalls ?? []);
   } catch {
-    // Not JSON (a cycle, a bigint): never the same as anything.
-    return String(Math.random());
+    return null;
   }
 }
 

@@ -394,11 +394,13 @@ describe('inspector: in a real browser', () => {
     expect(text).not.toContain('message');
     // Every column header and every snippet (empty here: working memory) has a name to be read by.
     await imported.getByTestId('snippet-working-memory').waitFor(WAIT);
-    const unnamed = await imported.evaluate(() =>
-      [...document.querySelectorAll('th, pre[tabindex]')]
-        .filter((element) => (element.getAttribute('aria-label') ?? element.textContent ?? '').trim() === '')
-        .map((element) => element.outerHTML),
-    );
+    const unnamed = await imported
+      .locator('th, pre[tabindex]')
+      .evaluateAll((elements) =>
+        elements
+          .filter((element) => (element.getAttribute('aria-label') ?? element.textContent ?? '').trim() === '')
+          .map((element) => element.outerHTML),
+      );
     expect(unnamed).toEqual([]);
   });
 
