@@ -96,7 +96,11 @@ export type {
   ScopeListRequest,
 } from './memory/observational-memory.js';
 export { MAX_IMPORT_OBSERVATIONS, MAX_IMPORTED_OBSERVATION_LENGTH } from './memory/import-observations.js';
-export { MAX_IMPORTED_EXPORT_BYTES, MAX_IMPORTED_REFLECTION_BYTES } from './memory/export-reader.js';
+export {
+  MAX_IMPORTED_EXPORT_BYTES,
+  MAX_IMPORTED_LINKS,
+  MAX_IMPORTED_REFLECTION_BYTES,
+} from './memory/export-reader.js';
 export type { ObservationImport } from './memory/import-observations.js';
 export { createWorkingMemory } from './memory/working-memory.js';
 export type {

@@ -12,6 +12,12 @@ import { MAX_IMPORTED_OBSERVATION_LENGTH } from './import-observations.js';
 export const MAX_IMPORTED_EXPORT_BYTES: number = 64 * 1024 * 1024;
 /** The longest reflection an import takes, in bytes (UTF-8): as much as a reflector may answer. */
 export const MAX_IMPORTED_REFLECTION_BYTES = 65_536;
+/**
+ * The most supersessions an import takes, and the most contradictions (each list on its own):
+ * as many as the observations an import takes (`MAX_IMPORT_OBSERVATIONS`), one link per
+ * observation. Every snippet reads the whole set.
+ */
+export const MAX_IMPORTED_LINKS = 10_000;
 
 /** An export as read, its seqs still the exporting scope's. */
 export interface ReadExport {
@@ -114,6 +120,8 @@ function listAt<T>(
 ): T[] {
   const list = set[key] ?? [];
   if (!Array.isArray(list)) throw invalidExport(`reflection_links.${key}`, 'must be an array');
+  if (list.length > MAX_IMPORTED_LINKS)
+    throw invalidExport(`reflection_links.${key}`, `at most ${MAX_IMPORTED_LINKS} per import, got ${list.length}`);
   return list.map((entry: unknown, index) => {
     const field = `reflection_links.${key}[${index}]`;
     const item = objectAt(entry, field, 'must be an object');

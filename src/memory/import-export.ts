@@ -10,6 +10,8 @@ import type { MemoryRecord, Observation, StoredReflection } from '../core/observ
 import { parseReflection } from '../core/parse-reflection.js';
 import { redactSecrets } from '../core/redact-secrets.js';
 import type { Contradiction, StructuredReflection, Supersession } from '../core/reflection.js';
+import { refuseToolSupersessions } from '../core/reflection-links.js';
+import type { ObservationOrigin } from '../core/reflection-links.js';
 import { stripInvisible } from '../core/sanitize-text.js';
 import type { Scope } from '../core/scope.js';
 import { memoryIdOf } from '../core/scope.js';
@@ -36,14 +38,20 @@ export interface ExportImportDependencies {
 export interface ExportImport {
   readonly record: MemoryRecord;
   readonly observations: Observation[];
-  /** Supersessions and contradictions of the export naming a seq none of its observations has: not imported. */
+  /**
+   * Links of the export not imported as written: those naming a seq none of its observations
+   * has (left out), and supersessions in which an observation that may rest on tool output
+   * replaces one that does not (kept as contradictions, as a reflector's are).
+   */
   readonly droppedLinks: number;
 }
 
 /**
  * Checks `exported` (`EXPORT_INVALID` naming the field), then, after the scope's earlier
  * operations of this process, imports it into `scope` in one store call. A scope holding
- * observations, a reflection or links is refused (`EXPORT_INVALID`, field `scope`).
+ * observations, a reflection or links, found so here or by the store, is refused
+ * (`EXPORT_INVALID`, field `scope`). An export with a reflection or links needs a store that
+ * declares `supportsRestore` (otherwise `STORE_FAILED`, before anything is written).
  */
 export async function importExport(
   dependencies: ExportImportDependencies,
@@ -57,17 +65,22 @@ export async function importExport(
   const reflection = cleanReflection(read.reflection, redact);
   const memoryId = memoryIdOf(scope);
   const importInto = importerOf(store, memoryId);
+  refuseWithoutRestore(store, memoryId, read, reflection);
   return dependencies.locks.run(memoryId, async () => {
     const record = await store.getRecord(memoryId);
     refuseUnlessEmpty(memoryId, record);
     const afterSeq = record?.lastObservationSeq ?? 0;
     const renumber = new Map(read.seqs.map((seq, index) => [seq, afterSeq + index + 1]));
+    const origins = observations.map((item, index) => originOf(item, afterSeq + index + 1));
+    const { toolImportanceCap } = dependencies;
     const links = renumberLinks(read, renumber, redact);
+    const settled = refuseToolSupersessions({ summary: '', schemaVersion: 1, ...links }, origins, toolImportanceCap);
     const restore: ImportedReflection = {
       afterSeq,
-      reflection: reflection === '' ? null : restoredReflection(reflection, read, renumber, afterSeq, dependencies),
-      supersessions: links.supersessions,
-      contradictions: links.contradictions,
+      reflection:
+        reflection === '' ? null : restoredReflection(reflection, { read, renumber, afterSeq, origins }, dependencies),
+      supersessions: settled.structured.supersessions,
+      contradictions: settled.structured.contradictions,
     };
     const result = await importInto({
       scope,
@@ -77,9 +90,16 @@ export async function importExport(
       runId: meta.runId ?? 'unknown',
       toolCallId: meta.toolCallId ?? 'system',
       operationId: dependencies.generateId('op'),
+    }).catch((error: unknown) => {
+      throw conflictAsScope(memoryId, error);
     });
-    return { ...result, droppedLinks: links.dropped };
+    return { ...result, droppedLinks: links.dropped + settled.refused };
   });
+}
+
+/** What `refuseToolSupersessions` reads of an imported observation, at the seq the import gives it. */
+function originOf(observation: ImportedObservation, seq: number): ObservationOrigin {
+  return { seq, source: observation.source ?? 'mixed', importance: observation.importance };
 }
 
 function prepareObservations(read: ReadExport, dependencies: ExportImportDependencies): ImportedObservation[] {
@@ -96,6 +116,37 @@ function prepareObservations(read: ReadExport, dependencies: ExportImportDepende
     const problem = error.detail.replace(/^importObservations: (observation \d+: )?/, '').replace(/\.$/, '');
     throw invalidExport(index >= 0 ? `observations[${index}]` : 'observations', problem, error);
   }
+}
+
+// An adapter written before `restore` would import the observations and drop the rest silently:
+// the superseded facts back at full weight, which is what restoring an export is for.
+function refuseWithoutRestore(store: MemoryStore, memoryId: string, read: ReadExport, reflection: string): void {
+  const links = read.supersessions.length + read.contradictions.length;
+  if (store.supportsRestore === true || (reflection === '' && links === 0)) return;
+  throw new HarnessMemoryError({
+    code: 'STORE_FAILED',
+    component: 'import',
+    message:
+      `importExport: store ${JSON.stringify(store.name)} does not declare supportsRestore, so it would import ` +
+      `the observations without the export's ${reflection === '' ? '' : 'reflection and '}${links} link(s); ` +
+      'nothing was imported. Use a store whose importObservations follows `restore` and sets ' +
+      '`supportsRestore: true`, or import the observations alone with importObservations.',
+    data: { store: store.name, memoryId },
+  });
+}
+
+/** The store's `STORE_CONFLICT` (the scope written since it was read here) as this module's own refusal. */
+function conflictAsScope(memoryId: string, error: unknown): unknown {
+  if (!HarnessMemoryError.isInstance(error) || error.code !== 'STORE_CONFLICT') return error;
+  return new HarnessMemoryError({
+    code: 'EXPORT_INVALID',
+    component: 'import',
+    message:
+      `importExport: scope: ${memoryId} was written while importing; nothing was imported. ` +
+      'An export is imported only into a scope with no memory: forget the scope first, or import into another one.',
+    data: { field: 'scope', memoryId },
+    cause: error,
+  });
 }
 
 function refuseUnlessEmpty(memoryId: string, record: MemoryRecord | undefined): void {
@@ -160,21 +211,32 @@ function renumberContradictions(
  * The reflection in the new seqs. Its `throughSeq` is the export's `reflection_through_seq` or,
  * when the export has none (one made before the field was written), its highest observation seq;
  * renumbered to the highest new seq whose old seq is not above it. The references in its text
- * are renumbered too: a structured reflection whose seqs change is written again from its parts.
+ * are renumbered too, and a supersession the reflector would refuse (`refuseToolSupersessions`)
+ * becomes a contradiction: a structured reflection whose references change is written again
+ * from its parts.
  */
 function restoredReflection(
   raw: string,
-  read: ReadExport,
-  renumber: ReadonlyMap<number, number>,
-  afterSeq: number,
+  target: {
+    read: ReadExport;
+    renumber: ReadonlyMap<number, number>;
+    afterSeq: number;
+    origins: readonly ObservationOrigin[];
+  },
   dependencies: ExportImportDependencies,
 ): StoredReflection {
+  const { read, renumber, afterSeq } = target;
   const parsed = parseReflection(raw);
-  const structured: StructuredReflection = {
-    ...parsed,
-    supersessions: renumberSupersessions(parsed.supersessions, renumber),
-    contradictions: renumberContradictions(parsed.contradictions, renumber),
-  };
+  // Refused as the reflector refuses them, so the reflection says what the set holds.
+  const { structured } = refuseToolSupersessions(
+    {
+      ...parsed,
+      supersessions: renumberSupersessions(parsed.supersessions, renumber),
+      contradictions: renumberContradictions(parsed.contradictions, renumber),
+    },
+    target.origins,
+    dependencies.toolImportanceCap,
+  );
   const text = parsed.schemaVersion === 1 && !sameReferences(parsed, structured) ? formatReflection(structured) : raw;
   const oldThrough = read.throughSeq ?? read.seqs.at(-1) ?? 0;
   let throughSeq = afterSeq;

@@ -241,7 +241,11 @@ export interface ExportImportResult {
   /** The observations imported, with their new seqs. */
   readonly observations: Observation[];
   readonly status: MemoryStatus;
-  /** Supersessions and contradictions of the export naming a seq none of its observations has: not imported. */
+  /**
+   * Links of the export not imported as written: those naming a seq none of its observations
+   * has (left out), and supersessions in which an observation that may rest on tool output
+   * replaces one that does not (kept as contradictions, as a reflector's are).
+   */
   readonly droppedLinks: number;
 }
 
@@ -376,12 +380,16 @@ export interface ObservationalMemory {
    * so the next snippet shows the reflection and holds back the superseded observations as the
    * exported scope's did. The reflection covers the observations through the export's
    * `reflection_through_seq` or, when it has none, all of them. A link naming a seq none of the
-   * exported observations has is left out and counted in `droppedLinks`. The export's `config`
-   * and `status` (enabled or not) are not applied: use {@link setEnabled}.
+   * exported observations has is left out, and a supersession in which an observation that may
+   * rest on tool output replaces one that does not is kept as a contradiction; both are counted
+   * in `droppedLinks`. At most `MAX_IMPORTED_LINKS` supersessions and as many contradictions.
+   * The export's `config` and `status` (enabled or not) are not applied: use {@link setEnabled}.
    *
    * Throws `EXPORT_INVALID` with `data.field` naming what is wrong
    * (`reflection_links.supersessions[3].newer_seq`, `observations[2]`), or `scope` when the scope
-   * already holds observations, a reflection or links.
+   * already holds observations, a reflection or links (also when another caller writes it during
+   * the import). An export with a reflection or links needs a store declaring `supportsRestore`
+   * (`STORE_FAILED` otherwise, nothing written).
    */
   importExport(
     scope: ScopeInput,

@@ -49,7 +49,9 @@ export interface RestorePlan {
 
 /**
  * The restore's links checked as a reflection's are (`checkReflectionReferences`), against the
- * seqs the import assigned: from `restore.afterSeq + 1` through `lastObservationSeq`.
+ * seqs the import assigned: from `restore.afterSeq + 1` through `lastObservationSeq`. The
+ * supersessions resting on tool output were refused before (`importExport` runs
+ * `refuseToolSupersessions`, as the reflector does before `completeReflection`).
  */
 export function planRestoreLinks(restore: ImportedReflection, lastObservationSeq: number): RestorePlan {
   const imported = new Set<number>();

@@ -75,6 +75,7 @@ export function createInMemoryStore(options: InMemoryStoreOptions = {}): MemoryS
 class InMemoryStore implements MemoryStore {
   readonly specificationVersion = 'v1' as const;
   readonly name = STORE_NAME;
+  readonly supportsRestore = true;
   readonly #now: () => Date;
   readonly #guard = createStoreGuard({ store: STORE_NAME });
   readonly #scopes = new Map<string, ScopeState>();

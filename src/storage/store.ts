@@ -243,6 +243,13 @@ export interface MemoryStore {
   readonly specificationVersion: 'v1';
   /** Adapter name for errors and logs, e.g. `in-memory`, `sqlite`. */
   readonly name: string;
+  /**
+   * True when `importObservations` follows its `restore` input (puts the reflection in force,
+   * adds the links, refuses a scope that is not empty). An adapter written before `restore`
+   * would import the observations alone and drop the rest without a word, so `importExport`
+   * refuses an export with a reflection or links (`STORE_FAILED`) unless this is set.
+   */
+  readonly supportsRestore?: boolean;
 
   /** The scope's record, or undefined. Never creates one. */
   getRecord(memoryId: string): Promise<MemoryRecord | undefined>;

@@ -112,7 +112,7 @@ function registerImportCommand(sub: Subcommand, context: CliContext): void {
         });
       else {
         const dropped =
-          result.droppedLinks === 0 ? '' : `; ${result.droppedLinks} link(s) naming no exported observation left out`;
+          result.droppedLinks === 0 ? '' : `; ${result.droppedLinks} link(s) left out or kept as contradictions`;
         printLine(
           context,
           `imported ${result.observations.length} observation(s) into ${describeScope(scope)}${dropped}\n\n` +

@@ -107,6 +107,7 @@ function buildStore(connection: PostgresConnection): MemoryStore {
   const store: MemoryStore = {
     specificationVersion: 'v1',
     name: STORE_NAME,
+    supportsRestore: true,
     dispose: async () => {
       if (!storeGuard.dispose()) return;
       await ctx.lane.release();

@@ -203,6 +203,7 @@ function buildStore(
   const store: MemoryStore = {
     specificationVersion: 'v1',
     name: STORE_NAME,
+    supportsRestore: true,
 
     getRecord: async (memoryId) => {
       return execute(() => {
