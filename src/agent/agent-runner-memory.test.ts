@@ -127,6 +127,63 @@ describe('agent runner: the transcript stays valid after a cancel (issue 12)', (
   });
 });
 
+describe('agent runner: tool calls whose ids are blank or repeated', () => {
+  it('stores and observes every call and result, and the next turn is accepted by a strict server', async () => {
+    const server = await startScriptedOpenAIServer({ strict: true });
+    try {
+      const note = defineTool({
+        name: 'note',
+        description: 'Notes a thing.',
+        inputSchema: z.object({ thing: z.string() }),
+        execute: async ({ thing }) => ({ noted: thing }),
+      });
+      server.enqueue(
+        {
+          toolCalls: [
+            { id: '', name: 'note', arguments: { thing: 'blank one' } },
+            { id: '', name: 'note', arguments: { thing: 'blank two' } },
+          ],
+        },
+        {
+          toolCalls: [
+            { id: 'same', name: 'note', arguments: { thing: 'same one' } },
+            { id: 'same', name: 'note', arguments: { thing: 'same two' } },
+          ],
+        },
+      );
+      server.setDefaultReply({ text: 'noted all four' });
+      const store = createInMemoryStore();
+      const runStore = createInMemoryRunStore();
+      const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'scripted' });
+      const events: ObservationalMemoryEvent[] = [];
+      const observer = scriptedObserver('NONE');
+      const memory = createObservationalMemory({
+        store,
+        defaultEnabled: true,
+        defaults: { observeMinTokens: 1 },
+        observer,
+        onEvent: (event) => events.push(event),
+      });
+      const { runner } = runnerOver({ store, runStore, model, memory, tools: [note] });
+      const run = await runner.start({ ...scope, prompt: 'note four things' });
+      expect(await runner.wait(run.runId)).toMatchObject({ status: 'completed', output: 'noted all four' });
+      expect(events.filter((event) => event.type === 'memory.observe.failed')).toEqual([]);
+      const tools = (await runStore.recentMessages(memoryId, 10_000)).filter((message) => message.role === 'tool');
+      expect(tools.map((message) => message.content)).toEqual([
+        '{"noted":"blank one"}',
+        '{"noted":"blank two"}',
+        '{"noted":"same one"}',
+        '{"noted":"same two"}',
+      ]);
+      expect(new Set(tools.map((message) => message.messageId)).size).toBe(4);
+      const observed = JSON.stringify(observer.calls.map((call) => call.messages));
+      for (const thing of ['blank one', 'blank two', 'same one', 'same two']) expect(observed).toContain(thing);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('agent runner: what a failed model call tells the tenant', () => {
   it("names the model server in the run's error, never its address", async () => {
     const server = await startScriptedOpenAIServer();

@@ -323,7 +323,11 @@ async function runToolCalls(
 ): Promise<void> {
   const { run, scope, signal, emit } = state;
   const step = state.step;
+  // A provider may repeat a call id within an answer: each result is still a message of its own.
+  const seen = new Map<string, number>();
   for (const call of calls) {
+    const repeat = seen.get(call.id) ?? 0;
+    seen.set(call.id, repeat + 1);
     if (signal.aborted) throw cancelled();
     await emit('tool.call.started', { tool_call_id: call.id, name: call.name });
     const { content, ok } = await options.tools.dispatch(call.name, call.arguments, {
@@ -335,7 +339,7 @@ async function runToolCalls(
     // Cancelled while the tool ran: its result, if any, is not the run's any more.
     if (signal.aborted) throw cancelled();
     await append(options, state, {
-      messageId: `${run.runId}:tool:${step}:${call.id}`,
+      messageId: `${run.runId}:tool:${step}:${call.id}${repeat === 0 ? '' : `#${repeat + 1}`}`,
       role: 'tool',
       content,
       toolCallId: call.id,

@@ -141,7 +141,8 @@ export function parseCompletion(body: unknown, url: string): LanguageModelResult
   const toolCalls = (message.tool_calls ?? []).flatMap((call, index): LanguageModelToolCall[] => {
     if (call.type && call.type !== 'function') return [];
     return [
-      { id: call.id ?? `call_${index}`, name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' },
+      // A blank id is no id: the call's result must name its call, as a streamed answer's does.
+      { id: call.id || `call_${index}`, name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' },
     ];
   });
   return {
