@@ -184,6 +184,17 @@ describe('mcp tools: memory text a model reads', () => {
     expect(exported.observations[0]?.content).toBe(`${HOSTILE} again`);
   });
 
+  it('neutralises the working-memory entries memory_search finds, every string of a value', async () => {
+    const { run, call } = callerOver();
+    await call('working_memory', { action: 'set', key: 'obey-note', value: { note: HOSTILE, list: [HOSTILE, 3] } });
+    const found = await run('memory_search', { query: 'obey' });
+    const neutral = neutralizeMarkup(HOSTILE);
+    expect(found.structuredContent?.['working_memory']).toEqual([
+      { key: 'obey-note', value: { note: neutral, list: [neutral, 3] } },
+    ]);
+    expect(found.content[0]?.text).not.toMatch(/<\/observational-memory>|<\|im_start\|>|\[INST\]/);
+  });
+
   it('neutralises the Markdown export, its bytes counting what it returns, and keeps the JSON export as stored', async () => {
     const { call } = callerOver();
     await call('memory_remember', { content: HOSTILE });

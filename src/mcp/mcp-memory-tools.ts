@@ -65,6 +65,14 @@ function observationForModel(observation: Observation): Record<string, unknown> 
   return { ...observationToJson(observation), content: neutralizeMarkup(observation.content) };
 }
 
+/** A working-memory value for a model to read: every string in it neutralised, keys too. */
+function neutralizedJson(value: unknown): unknown {
+  if (typeof value === 'string') return neutralizeMarkup(value);
+  if (Array.isArray(value)) return value.map(neutralizedJson);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [neutralizeMarkup(key), neutralizedJson(item)]));
+}
+
 /** The MCP wire form of an observation with its selection view. */
 function viewToJson(view: ObservationView): Record<string, unknown> {
   return {
@@ -331,7 +339,8 @@ function registerSearchTool(server: McpServer, dependencies: MemoryToolsDependen
       title: 'Search memory',
       description:
         'Observations and working-memory entries holding every word of the query (case-insensitive). ' +
-        'Observations come newest and most important first, in pages; entries come on the first page.',
+        'Observations come newest and most important first, in pages (a superseded one by its own importance, ' +
+        'marked by superseded_by); entries come on the first page.',
       inputSchema: nullAsAbsent(z.object({ query: z.string().min(1).max(500), ...pageFields, ...scopeFields })),
       annotations: readOnly,
     },
@@ -355,7 +364,10 @@ function registerSearchTool(server: McpServer, dependencies: MemoryToolsDependen
           : [];
       return {
         observations: page.items.map(viewToJson),
-        working_memory: entries.map((entry) => ({ key: entry.key, value: JSON.parse(entry.valueJson) as unknown })),
+        working_memory: entries.map((entry) => ({
+          key: neutralizeMarkup(entry.key),
+          value: neutralizedJson(JSON.parse(entry.valueJson) as unknown),
+        })),
         next_cursor: page.nextCursor,
       };
     },
