@@ -17,6 +17,7 @@ import {
 } from '../core/require-option.js';
 import { HarnessMemoryError } from '../core/errors.js';
 import { waitAtMost } from '../core/until-stopped.js';
+import { WORKER_RELEASE_GRACE_MS } from '../memory/worker-loop.js';
 import { redactSecrets } from '../core/redact-secrets.js';
 import { needsStripping } from '../core/sanitize-text.js';
 import { IGNORE_FAULTS } from '../core/fault.js';
@@ -354,9 +355,6 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   return runner;
 }
 
-/** How long {@link AgentRunner.stopObserving} waits, after its abort, for the observations to put their operations back. */
-const OBSERVE_RELEASE_GRACE_MS = 2_000;
-
 /** The reason {@link AgentRunner.stopObserving} aborts the runs' observe calls with. */
 const OBSERVING_STOPPED = new DOMException('the runner stopped observing: it is shutting down', 'AbortError');
 
@@ -385,7 +383,7 @@ class RunObserves {
     const ended = () => Promise.allSettled(this.#going);
     if (timeoutMs > 0 && this.#going.size > 0) await waitAtMost(ended(), timeoutMs);
     this.#stop.abort(OBSERVING_STOPPED);
-    if (this.#going.size > 0) await waitAtMost(ended(), OBSERVE_RELEASE_GRACE_MS);
+    if (this.#going.size > 0) await waitAtMost(ended(), WORKER_RELEASE_GRACE_MS);
   }
 }
 

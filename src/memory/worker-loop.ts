@@ -31,9 +31,9 @@ export interface BackgroundWorker {
 }
 
 /**
- * How long a worker's `stop({ timeoutMs })` waits, once it aborted the model call in flight, for
- * the operation to be put back in the queue: one store write, which a store that hangs must not
- * hold a shutdown on.
+ * How long a worker's `stop({ timeoutMs })` (and the runner's `stopObserving`) waits, once it
+ * aborted the model call in flight, for the operation to be put back in the queue: one store
+ * write, which a store that hangs must not hold a shutdown on.
  */
 export const WORKER_RELEASE_GRACE_MS = 2_000;
 
