@@ -78,6 +78,8 @@ export interface MemoryBaselineSettings {
   readonly retryDelayMs: number | undefined;
   readonly keep: boolean;
   readonly estimator: TokenEstimator;
+  /** Told when a memory operation failed after its last retry (the conversation's memory then fails). */
+  readonly onOperationGaveUp?: () => void;
 }
 
 /**
@@ -114,9 +116,10 @@ export async function rememberConversation(
   };
   let failure: StageFailure | null;
   try {
-    // A kept scope is enabled in its own record: read later with the harness's settings
-    // (`harness memory show`, where new scopes start disabled) it is the memory the eval used.
-    if (settings.keep) await memory.setEnabled(scope, true);
+    // A kept scope is enabled, with the eval's thresholds, in its own record: read later with the
+    // harness's settings (`harness memory show`, where new scopes start disabled and take the
+    // configured thresholds) it is the memory the eval used.
+    if (settings.keep) await memory.setEnabled(scope, true, settings.thresholds);
     failure = await replaySessions(settings, memory, scope, conversation.sessions, signal);
   } catch (error) {
     await dispose().catch(() => undefined);
@@ -188,10 +191,11 @@ async function replaySessions(
     // Events carry the error's whole message; its `[harness-memory] [component]` prefix says nothing to a reader
     // of the results.
     const detail = event.error.replace(/^\[harness-memory\] \[[^\]]*\] /, '');
-    if (!event.willRetry)
-      operations.failure ??= {
-        message: `the memory model's ${event.operationType} operation failed after its retries: ${detail}`,
-      };
+    if (event.willRetry) return;
+    operations.failure ??= {
+      message: `the memory model's ${event.operationType} operation failed after its retries: ${detail}`,
+    };
+    settings.onOperationGaveUp?.();
   });
   try {
     for (const [sessionIndex, session] of sessions.entries()) {

@@ -290,6 +290,20 @@ describe('eval results: resuming over another conversation', () => {
     expect(thrown.detail).toContain('the result for "q1" was written for the same question over another conversation');
   });
 
+  it('refuses a line whose question the dataset does not hold, even of an earlier version without digests', async () => {
+    const { question_digest: _digest, ...bare } = lineOf(undefined);
+    writeFileSync(
+      path,
+      `${JSON.stringify(lineOf(conversation.sessionsDigest))}\n${JSON.stringify({ ...bare, question_id: 'conv-26:q1' })}\n`,
+    );
+    const file = await readEvalResults(path);
+    const thrown = resultsRefusal(() => checkSameQuestions(file, path, written));
+    expect(thrown.data).toEqual({ path, line: 2 });
+    expect(thrown.detail).toContain(
+      'the result for "conv-26:q1" was written for a question this dataset does not hold',
+    );
+  });
+
   it('accepts a line of an earlier version, which did not record the conversation digest', async () => {
     writeFileSync(path, `${JSON.stringify(lineOf(undefined))}\n`);
     const other = parseEvalDataset([

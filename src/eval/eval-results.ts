@@ -310,11 +310,13 @@ export function questionDigest(question: EvalQuestion): string {
 }
 
 /**
- * Checks that each result line is for the question its id names in `dataset`, over the same
- * conversation: the same id in another dataset (LongMemEval's `_s`, `_m` and `_oracle` share
- * their ids, questions and answers; only the haystack differs) or an edited question would
- * otherwise be reported with the old result. Digests a line lacks (earlier versions) and ids
- * the dataset does not hold are left alone.
+ * Checks that each result line is for a question of `dataset` (give the whole dataset, before
+ * `selectQuestions`: a line of a question `--limit` or `--types` leaves out is still its), and
+ * for the question its id names there, over the same conversation: a file of another dataset
+ * (LoCoMo's ids over LongMemEval's, or the same ids in LongMemEval's `_s`, `_m` and `_oracle`,
+ * which share ids, questions and answers and differ only in the haystack) or of an edited
+ * question would otherwise be resumed, and its lines mixed with this dataset's. Digests a line
+ * lacks (earlier versions) are left alone.
  * @throws HarnessMemoryError `EVAL_RESULTS_INVALID` naming the first line that differs.
  */
 export function checkSameQuestions(file: EvalResultsFile, path: string, dataset: EvalDataset): void {
@@ -327,9 +329,10 @@ export function checkSameQuestions(file: EvalResultsFile, path: string, dataset:
       });
   for (const [index, line] of file.lines.entries()) {
     const digests = current.get(line.question_id);
-    if (digests === undefined) continue;
     let problem: string | undefined;
-    if (line.question_digest !== undefined && line.question_digest !== digests.question)
+    if (digests === undefined)
+      problem = 'for a question this dataset does not hold (another dataset, or a question since removed)';
+    else if (line.question_digest !== undefined && line.question_digest !== digests.question)
       problem = 'for another question of that id (another dataset, or the question or its answer changed)';
     else if (
       line.conversation_digest !== undefined &&

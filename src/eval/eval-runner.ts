@@ -9,6 +9,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
+import { ModelCallError } from '../core/errors.js';
 import { DEFAULT_OBSERVATION_CONFIG } from '../core/observation.js';
 import type { ObservationConfig } from '../core/observation.js';
 import { resolveScope } from '../core/scope.js';
@@ -23,8 +24,9 @@ import { runConcurrently } from './_concurrent-pool.js';
 import { fullContextMemory, noMemory, rememberConversation } from './_conversation-memory.js';
 import type { ConversationMemory, MemoryBaselineSettings } from './_conversation-memory.js';
 import { askQuestion } from './_question-pass.js';
+import { unreachableCode, watchReachability } from './_reachability-watch.js';
 import type { EvalConversation, EvalDataset } from './eval-dataset.js';
-import type { EvalBaseline, EvalMemorySettings, EvalModels, EvalResultLine } from './eval-results.js';
+import type { EvalBaseline, EvalMemorySettings, EvalModels, EvalResultLine, EvalStage } from './eval-results.js';
 
 /** The `memory` baseline's setup. */
 export interface EvalMemoryOptions {
@@ -77,6 +79,11 @@ export interface EvalRunOptions {
   readonly judgeModelId?: string;
   /** The model names written on every result line. */
   readonly models: EvalModels;
+  /**
+   * Where each model's server is set (such as `OPENAI_BASE_URL`), named by the error that stops
+   * the run when that model cannot be reached.
+   */
+  readonly modelSettings?: Partial<Readonly<Record<EvalStage, string>>>;
   /** Required by the `memory` baseline. */
   readonly memory?: EvalMemoryOptions;
   /**
@@ -118,8 +125,11 @@ export interface EvalRunOutcome {
 /** What every conversation of a run shares. */
 interface RunContext {
   readonly options: EvalRunOptions;
+  /** The caller's signal, or a model that cannot be reached: either stops the run. */
+  readonly signal: AbortSignal;
   readonly tenantId: string;
   readonly memory: MemoryBaselineSettings | undefined;
+  readonly answerModel: LanguageModel;
   readonly judgeModel: LanguageModel;
   readonly estimator: TokenEstimator;
   readonly now: () => number;
@@ -131,8 +141,13 @@ interface RunContext {
  * to the run; for the `memory` baseline its sessions are observed in date order through the
  * real memory pipeline, then each question gets the memory `prepareTurn` builds, the answer
  * model's response and the judge's verdict. A model call that still fails after its retries
- * makes the question an error of its stage, not a wrong answer.
+ * makes the question an error of its stage, not a wrong answer; but a model whose server cannot
+ * be reached (connection refused, no such host, no route) stops the run: at its first such
+ * failure when it has not answered yet in the run, else once its retries are used up. The
+ * questions under way are then not reported (a resume asks them).
  * @throws an error of `onResult` (such as a failed write), after the conversations under way end.
+ * @throws ModelCallError (`MODEL_CALL_FAILED`) naming the model and its address when a model
+ * cannot be reached.
  * @example
  * const outcome = await runEval({
  *   dataset,
@@ -148,16 +163,29 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunOutcome> 
   const started = now();
   const estimator = options.estimator ?? RUNE_TOKEN_ESTIMATOR;
   const tenantId = `eval-${options.runTag ?? defaultRunTag(started)}`;
+  const unreachable = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, unreachable.signal]) : unreachable.signal;
+  const results: EvalResultLine[] = [];
+  const stopFor =
+    (stage: EvalStage) =>
+    (error: Error): void => {
+      if (!unreachable.signal.aborted) unreachable.abort(unreachableError(options, stage, error, results.length));
+    };
+  const answer = watchReachability(options.answerModel, stopFor('answer'), { retriesInside: true });
+  const judge = watchReachability(options.judgeModel ?? options.answerModel, stopFor('judge'), {
+    retriesInside: true,
+  });
   const context: RunContext = {
     options,
+    signal,
     tenantId,
-    memory: options.baseline === 'memory' ? memorySettings(options, estimator) : undefined,
-    judgeModel: options.judgeModel ?? options.answerModel,
+    memory: options.baseline === 'memory' ? memorySettings(options, estimator, signal, stopFor('memory')) : undefined,
+    answerModel: answer.model,
+    judgeModel: judge.model,
     estimator,
     now,
-    results: [],
+    results,
   };
-  const signal = options.signal;
   const conversations = options.dataset.conversations;
   await runConcurrently(
     conversations,
@@ -167,11 +195,12 @@ export async function runEval(options: EvalRunOptions): Promise<EvalRunOutcome> 
         await evaluateConversation(context, conversation);
       } catch (error) {
         // An interrupted conversation reports nothing; the run then stops quietly.
-        if (!signal?.aborted) throw error;
+        if (!signal.aborted) throw error;
       }
     },
-    () => signal?.aborted === true,
+    () => signal.aborted,
   );
+  if (unreachable.signal.aborted && options.signal?.aborted !== true) throw unreachable.signal.reason;
   const skip = options.skipQuestionIds ?? new Set<string>();
   const asked = conversations.reduce(
     (count, conversation) => count + conversation.questions.filter((question) => !skip.has(question.questionId)).length,
@@ -198,7 +227,12 @@ export function evalMemorySettings(
   };
 }
 
-function memorySettings(options: EvalRunOptions, estimator: TokenEstimator): MemoryBaselineSettings {
+function memorySettings(
+  options: EvalRunOptions,
+  estimator: TokenEstimator,
+  signal: AbortSignal,
+  onUnreachable: (error: Error) => void,
+): MemoryBaselineSettings {
   const memory = options.memory;
   if (memory === undefined)
     throw new TypeError('runEval: the memory baseline needs the memory option (its model and store)');
@@ -207,8 +241,14 @@ function memorySettings(options: EvalRunOptions, estimator: TokenEstimator): Mem
     throw new RangeError(`historyMaxTokens must be a whole number of tokens, 0 or more; got ${historyMaxTokens}`);
   if (historyMaxTokens > 0 && memory.runStore === undefined)
     throw new TypeError('runEval: historyMaxTokens > 0 needs a runStore to keep the history in');
+  // The operation worker retries the memory model's calls: a server that cannot be reached
+  // stops the run at once while it never answered, else when an operation gives up on it.
+  const watched = watchReachability(memory.model, (error) => {
+    if (!signal.aborted) onUnreachable(error);
+  });
   return {
-    model: memory.model,
+    model: watched.model,
+    onOperationGaveUp: () => watched.gaveUp(),
     store: memory.store,
     workingMemory: createWorkingMemory({ store: memory.store }),
     runStore: historyMaxTokens > 0 ? memory.runStore : undefined,
@@ -231,12 +271,12 @@ async function evaluateConversation(context: RunContext, conversation: EvalConve
   const memory = await conversationMemory(context, conversation);
   try {
     for (const [position, question] of questions.entries()) {
-      options.signal?.throwIfAborted();
+      context.signal.throwIfAborted();
       // The memory was built for the first question; its tokens and time are counted there.
       const first = position === 0;
       const result = await askQuestion(
         {
-          answerModel: options.answerModel,
+          answerModel: context.answerModel,
           judgeModel: context.judgeModel,
           judgeModelId: options.judgeModelId,
           baseline: options.baseline,
@@ -245,7 +285,7 @@ async function evaluateConversation(context: RunContext, conversation: EvalConve
             options.baseline === 'memory' && options.memory !== undefined ? evalMemorySettings(options.memory) : null,
           estimator: context.estimator,
           now: context.now,
-          signal: options.signal,
+          signal: context.signal,
           redactSecrets: options.redactSecrets ?? options.memory?.redactSecrets ?? true,
         },
         question,
@@ -272,7 +312,7 @@ async function conversationMemory(context: RunContext, listed: EvalConversation)
       context.memory,
       evalScope(context.tenantId, conversation),
       conversation,
-      context.options.signal,
+      context.signal,
     );
   return fullContextMemory(conversation);
 }
@@ -298,4 +338,22 @@ export function evalScope(tenantId: string, conversation: Pick<EvalConversation,
 function defaultRunTag(now: number): string {
   const time = new Date(now).toISOString().replace(/[-:]/g, '').slice(0, 15);
   return `${time}-${randomBytes(3).toString('hex')}`;
+}
+
+/** The error that stops a run when a model's server cannot be reached: the model, its address, and what to set. */
+function unreachableError(options: EvalRunOptions, stage: EvalStage, cause: Error, finished: number): ModelCallError {
+  const name = options.models[stage] ?? stage;
+  const code = unreachableCode(cause);
+  const detail = ModelCallError.isInstance(cause) ? cause.detail : cause.message;
+  const when =
+    finished === 0 ? 'before any question was answered' : `after ${finished} question(s) were answered in this run`;
+  const setting = options.modelSettings?.[stage];
+  return new ModelCallError({
+    message:
+      `the ${stage} model ${name} cannot be reached${code === undefined ? '' : ` (${code})`}, so the eval ` +
+      `stopped ${when}: ${detail}${setting === undefined ? '' : ` Its server is set by ${setting}.`}`,
+    ...(ModelCallError.isInstance(cause) && cause.url !== undefined ? { url: cause.url } : {}),
+    retryable: false,
+    cause,
+  });
 }

@@ -1,4 +1,7 @@
+import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -559,6 +562,27 @@ describe('harness eval: resume with another dataset', () => {
   });
 });
 
+describe('harness eval: resume over another dataset of the other format', () => {
+  it('refuses a LongMemEval results file resumed over the LoCoMo fixture, whose ids it does not hold', async () => {
+    const directory = workspace();
+    const out = join(directory, 'results.jsonl');
+    const first = await harness(['eval', SAMPLE, '--limit', '3', '--out', out, '--baseline', 'none'], {
+      workspace: directory,
+    });
+    expect(first.code, first.stderr).toBe(0);
+    const written = readFileSync(out, 'utf8');
+    const resumed = await harness(['eval', LOCOMO, '--out', out, '--resume', '--baseline', 'none'], {
+      workspace: directory,
+    });
+    expect(resumed.code).toBe(2);
+    expect(resumed.stderr).toContain(
+      `${out}: the result for "ssu-01" was written for a question this dataset does not hold (another dataset`,
+    );
+    expect(resumed.requests).toEqual([]);
+    expect(readFileSync(out, 'utf8')).toBe(written);
+  });
+});
+
 describe('harness eval: resume over another haystack or with other memory settings', () => {
   it('refuses a results file of the same questions over other conversations, as LongMemEval _s and _oracle', async () => {
     const { resumed } = await resumeOverChanged((head) => ({
@@ -675,6 +699,36 @@ describe('harness eval: failing model calls', () => {
   );
 });
 
+/** A loopback URL where nothing listens: connections to it are refused. */
+async function closedPortUrl(): Promise<string> {
+  const listener = createServer();
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  const { port } = listener.address() as AddressInfo;
+  await new Promise<void>((resolve) => listener.close(() => resolve()));
+  return `http://127.0.0.1:${port}/v1`;
+}
+
+describe('harness eval: a model that cannot be reached', () => {
+  it('stops at the first refused connection of the memory model, exit 1, naming its address and setting', async () => {
+    const directory = workspace();
+    const out = join(directory, 'results.jsonl');
+    const memoryUrl = await closedPortUrl();
+    const run = await harness(['eval', SAMPLE, '--limit', '3', '--out', out], {
+      workspace: directory,
+      env: { HARNESS_MEMORY_LLM_BASE_URL: memoryUrl },
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      'harness: the memory model openai/gpt-5-nano cannot be reached (ECONNREFUSED), so the eval stopped before ' +
+        `any question was answered: Could not reach ${memoryUrl}/chat/completions`,
+    );
+    expect(run.stderr).toContain('Its server is set by HARNESS_MEMORY_LLM_BASE_URL or [memory] llm_base_url');
+    // No question asked: the answer model (on the scripted server) was never called, and nothing was recorded.
+    expect(run.requests).toEqual([]);
+    expect(linesOf(out)).toEqual([]);
+  });
+});
+
 describe('harness eval: LoCoMo', () => {
   it('remembers each conversation once for all its questions and reports by category, category 5 apart', async () => {
     const run = await harness(['eval', LOCOMO, '--json']);
@@ -735,6 +789,23 @@ describe('harness eval: bad input', () => {
     },
   );
 
+  it('refuses an --out that is not a regular file (exit 2, naming it) before any model call', async () => {
+    const directory = workspace();
+    const fifo = join(directory, 'results.fifo');
+    execFileSync('mkfifo', [fifo]);
+    for (const [out, problem] of [
+      ['/dev/null', 'is a device'],
+      [fifo, 'is a pipe'],
+      [directory, 'is a directory'],
+      [join(directory, 'missing', 'results.jsonl'), 'is in a directory that does not exist'],
+    ]) {
+      const run = await harness(['eval', SAMPLE, '--limit', '1', '--out', out ?? ''], { workspace: directory });
+      expect(run.code, out).toBe(2);
+      expect(run.stderr).toContain(`harness: --out ${out} ${problem}: the results file must be a regular file`);
+      expect(run.requests).toEqual([]);
+    }
+  });
+
   it('exits 78 when memory is off in the configuration and the memory baseline is asked for', async () => {
     const run = await harness(['eval', SAMPLE], { env: { HARNESS_MEMORY_MODE: 'off' } });
     expect(run.code).toBe(78);
@@ -756,9 +827,11 @@ describe('harness eval: bad input', () => {
 describe('harness eval: --memory-db', () => {
   it('keeps the memories in the given SQLite file, where harness memory show finds them', async () => {
     const directory = workspace();
-    const run = await harness(['eval', SAMPLE, '--limit', '1', '--memory-db', 'eval-memory.db'], {
-      workspace: directory,
-    });
+    // A threshold of its own (the workspace's is 40): the kept scope must hold the one the eval used.
+    const run = await harness(
+      ['eval', SAMPLE, '--limit', '1', '--memory-db', 'eval-memory.db', '--observe-min-tokens', '50'],
+      { workspace: directory },
+    );
     expect(run.code, run.stderr).toBe(0);
     const tenant = /under tenant (eval-[\w-]+)/.exec(run.stderr)?.[1] ?? '';
     expect(tenant).not.toBe('');
@@ -774,7 +847,8 @@ describe('harness eval: --memory-db', () => {
     expect(show.stdout).toContain(
       "the user said: We adopted a retired racing greyhound last week, he's called Biscuit.",
     );
-    // Enabled in its own record, so shown as the eval used it, snippet included.
+    // Enabled, with the eval's thresholds, in its own record, so shown as the eval used it, snippet included.
     expect(show.stdout).toMatch(/enabled: yes/);
+    expect(show.stdout).toContain('thresholds: observe_min_tokens 50, snippet_max_tokens 900');
   });
 });

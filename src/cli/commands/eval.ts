@@ -3,7 +3,8 @@
  * LoCoMo-format data, with the configured models; a table by question type at the end.
  * @module
  */
-import { resolve } from 'node:path';
+import { stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { InvalidArgumentError, Option } from 'commander';
 import type { Command } from 'commander';
 import { tokenConfigFrom } from '../../config/load-config.js';
@@ -29,9 +30,10 @@ import type {
   EvalResultsWriter,
 } from '../../eval/eval-results.js';
 import { evalMemorySettings, runEval } from '../../eval/eval-runner.js';
-import type { EvalMemoryOptions } from '../../eval/eval-runner.js';
+import type { EvalMemoryOptions, EvalRunOptions } from '../../eval/eval-runner.js';
 import type { LanguageModel } from '../../llm/language-model.js';
 import { createAgentModel, selectMemoryModel } from '../../llm/memory-model-selection.js';
+import type { MemoryModelSelection } from '../../llm/memory-model-selection.js';
 import { createInMemoryRunStore } from '../../storage/in-memory-run-store.js';
 import { createInMemoryStore } from '../../storage/in-memory-store.js';
 import type { RunStore } from '../../storage/run-store.js';
@@ -107,8 +109,9 @@ export function registerEvalCommand(program: Command, context: CliContext, resul
       'after',
       '\nModels: the agent model answers, the memory model observes and reflects (as `harness config` ' +
         'shows), --judge-model judges.\nExit code 0 when every question was asked (errors are reported ' +
-        'apart), 1 when interrupted (resume with --resume) or on a runtime failure, 2 for bad input ' +
-        '(EVAL_DATASET_INVALID, a results file of another run), 78 for a configuration error.',
+        'apart), 1 when interrupted (resume with --resume) or on a runtime failure (such as a model whose ' +
+        'server cannot be reached), 2 for bad input (EVAL_DATASET_INVALID, a results file of another run or ' +
+        'dataset, an --out that is not a file), 78 for a configuration error.',
     )
     .action(async (dataset: string, options: EvalOptions) => {
       result.exitCode = await evaluate(context, dataset, options);
@@ -118,7 +121,9 @@ export function registerEvalCommand(program: Command, context: CliContext, resul
 async function evaluate(context: CliContext, datasetPath: string, options: EvalOptions): Promise<number> {
   if (options.resume && options.out === undefined)
     throw new UsageError('--resume needs --out: the results file to continue');
-  const dataset = selectQuestions(await loadDataset(resolve(context.cwd, datasetPath), datasetPath), {
+  if (options.out !== undefined) await checkOutPath(resolve(context.cwd, options.out), options.out);
+  const fullDataset = await loadDataset(resolve(context.cwd, datasetPath), datasetPath);
+  const dataset = selectQuestions(fullDataset, {
     limit: options.limit,
     ...(options.types === undefined ? {} : { types: options.types.split(',') }),
   });
@@ -132,7 +137,7 @@ async function evaluate(context: CliContext, datasetPath: string, options: EvalO
     options.baseline === 'memory'
       ? evalMemorySettings({ historyMaxTokens: options.historyTokens, thresholds: memoryThresholds(config, options) })
       : null;
-  const results = await openResults(context, options, { models: models.names, memorySettings }, dataset);
+  const results = await openResults(context, options, { models: models.names, memorySettings }, fullDataset);
   let stores: EvalStores | undefined;
   const controller = new AbortController();
   const stop = stopRequested(context, () => controller.abort());
@@ -145,6 +150,7 @@ async function evaluate(context: CliContext, datasetPath: string, options: EvalO
       answerModel: models.answer,
       ...(options.judgeModel === undefined ? {} : { judgeModelId: options.judgeModel }),
       models: models.names,
+      modelSettings: models.settings,
       ...(stores && models.memory ? { memory: memoryOptions(config, options, models.memory, stores) } : {}),
       redactSecrets: config.memory.redactSecrets,
       skipQuestionIds: results.skip,
@@ -199,6 +205,8 @@ interface EvalModelSet {
   /** The memory model, for the `memory` baseline only. */
   readonly memory: LanguageModel | undefined;
   readonly names: EvalModels;
+  /** Where each model's server is set, for the error that stops the eval when one cannot be reached. */
+  readonly settings: NonNullable<EvalRunOptions['modelSettings']>;
 }
 
 /** The models as the harness builds them: the agent model answers, the memory model as `selectMemoryModel` chooses. */
@@ -226,15 +234,61 @@ function buildModels(config: HarnessConfig, env: CliContext['env'], options: Eva
     options.baseline === 'memory'
       ? selectMemoryModel({ config, env, inheritModel: answer, retry: { maxAttempts: 1 } })
       : undefined;
+  const agentServer = "the agent model's base URL ([model] base_url, or OPENAI_BASE_URL for the openai provider)";
   return {
     answer,
     memory: selection?.model,
+    settings: {
+      answer: agentServer,
+      judge: agentServer,
+      ...(selection === undefined ? {} : { memory: memoryServerSetting(selection, agentServer) }),
+    },
     names: {
       memory: selection === undefined ? null : `${selection.model.provider}/${selection.modelId}`,
       answer: `${answer.provider}/${answer.modelId}`,
       judge: `${answer.provider}/${options.judgeModel ?? answer.modelId}`,
     },
   };
+}
+
+/** Where the memory model's server is set, as the memory mode chose it. */
+function memoryServerSetting(selection: MemoryModelSelection, agentServer: string): string {
+  const override = 'HARNESS_MEMORY_LLM_BASE_URL or [memory] llm_base_url';
+  const chosen = `memory mode ${selection.mode}, ${selection.source}`;
+  return selection.followsRunModel
+    ? `${agentServer}, as the memory model is the agent model (${chosen}); ${override} gives memory a server of its own`
+    : `${override}, else the provider's (${chosen})`;
+}
+
+/**
+ * `--out` must be a regular file, or not exist yet in a directory that does: the results are read
+ * back on `--resume`, appended, and flushed to disk after each line, which a pipe or a device
+ * cannot do (reading `/dev/stdout` piped waits forever; `/dev/null` refuses the flush).
+ */
+async function checkOutPath(path: string, shownPath: string): Promise<void> {
+  let problem: string;
+  try {
+    const stats = await stat(path);
+    if (stats.isFile()) return;
+    problem = `is ${stats.isDirectory() ? 'a directory' : stats.isFIFO() || stats.isSocket() ? 'a pipe' : 'a device'}`;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT') throw new UsageError(`--out ${shownPath} cannot be used: ${(error as Error).message}`);
+    if (await isDirectory(dirname(path))) return;
+    problem = 'is in a directory that does not exist';
+  }
+  throw new UsageError(
+    `--out ${shownPath} ${problem}: the results file must be a regular file, or a new one to create (it is read ` +
+      `back by --resume and flushed after every line; to watch it fill, tail -f the file)`,
+  );
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 interface ResultsSetup {
@@ -249,7 +303,8 @@ async function openResults(
   context: CliContext,
   options: EvalOptions,
   run: { readonly models: EvalModels; readonly memorySettings: EvalMemorySettings | null },
-  dataset: EvalDataset,
+  /** The whole dataset, before --limit and --types: a results file's questions must all be among its. */
+  fullDataset: EvalDataset,
 ): Promise<ResultsSetup> {
   if (options.out === undefined) return { writer: undefined, previous: new Map(), skip: new Set() };
   const path = resolve(context.cwd, options.out);
@@ -260,7 +315,7 @@ async function openResults(
     );
   }
   checkResumable(file, options.out, { baseline: options.baseline, ...run });
-  checkSameQuestions(file, options.out, dataset);
+  checkSameQuestions(file, options.out, fullDataset);
   const writer = await openEvalResultsWriter(path);
   if (writer.repairedTail !== null) {
     context.stderr.write(
