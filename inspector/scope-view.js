@@ -362,7 +362,10 @@ function scopeActions({ base, conversation, agent, signal, report, refresh }) {
   );
 }
 
-/** What a `Reflect now` answer says: done, queued behind the scope's other work, or why not. */
+/**
+ * What a `Reflect now` answer says: done, queued behind the scope's other work, or why not.
+ * @param {{ reflected?: boolean, queued?: boolean, status?: { enabled?: boolean } }} answer
+ */
 function reflectNotice(answer) {
   if (answer.reflected) return 'Reflection done.';
   if (answer.queued) return 'Reflection queued: it runs after the scope’s other memory work.';
