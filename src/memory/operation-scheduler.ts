@@ -97,21 +97,38 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
    * Runs an operation claimed from any scope under its scope's lock. When `signal` aborts, its
    * model call is aborted, or the wait for the lock ended, and it is put back in the queue.
    */
-  const runClaimed = async (operation: Operation, signal?: AbortSignal): Promise<OperationOutcome> => {
+  const runClaimed = (operation: Operation, signal?: AbortSignal): Promise<OperationOutcome> => {
     const release = (reason: unknown) => releaseOperation(worker, operation, observeCancelled(reason));
+    return underLock(
+      operation.memoryId,
+      signal,
+      () => (signal?.aborted ? release(signal.reason) : runOperation(worker, operation, undefined, signal)),
+      release,
+    );
+  };
+
+  /**
+   * `work` under the scope's lock; when `signal` aborts while it waits for the lock (the work
+   * never started), `aborted` answers instead.
+   */
+  const underLock = async <T>(
+    memoryId: string,
+    signal: AbortSignal | undefined,
+    work: () => Promise<T>,
+    aborted: (reason: unknown) => Promise<T>,
+  ): Promise<T> => {
     let started = false;
     try {
       return await locks.run(
-        operation.memoryId,
+        memoryId,
         () => {
           started = true;
-          return signal?.aborted ? release(signal.reason) : runOperation(worker, operation, undefined, signal);
+          return work();
         },
         signal,
       );
     } catch (error) {
-      // Aborted while an observe caller held the scope: the operation never ran.
-      if (!started && signal?.aborted && error === signal.reason) return release(signal.reason);
+      if (!started && signal?.aborted && error === signal.reason) return aborted(signal.reason);
       throw error;
     }
   };
@@ -137,14 +154,14 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
   const leftQueued = new Set<string>();
 
   /** `first`, claimed by a caller whose signal aborted before it ran, put back in the queue. */
-  const released = async (first: Operation | undefined, signal: AbortSignal) => {
+  const released = async (first: Operation | undefined, reason: unknown) => {
     const outcomes = new Map<string, OperationOutcome>();
-    if (first) outcomes.set(first.operationId, await releaseOperation(worker, first, observeCancelled(signal.reason)));
+    if (first) outcomes.set(first.operationId, await releaseOperation(worker, first, observeCancelled(reason)));
     return outcomes;
   };
 
   const processScope: OperationScheduler['processScope'] = async (memoryId, first, wanted, prefetched, signal) => {
-    if (signal?.aborted) return released(first, signal);
+    if (signal?.aborted) return released(first, signal.reason);
     // Enough callers wait for the scope already: this one's operation is stored and queued.
     // Waiting too would hold the caller, and what it keeps (an MCP request its client gave up
     // on), for as long as the model takes for all of them.
@@ -182,13 +199,7 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
       }
       return outcomes;
     };
-    try {
-      return await locks.run(memoryId, work, signal);
-    } catch (error) {
-      // Aborted while it waited for the lock: the work never started.
-      if (signal?.aborted && error === signal.reason) return released(first, signal);
-      throw error;
-    }
+    return underLock(memoryId, signal, work, (reason) => released(first, reason));
   };
 
   const enqueue: OperationScheduler['enqueue'] = (scope, operationType, payload, meta) =>

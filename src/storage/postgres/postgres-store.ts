@@ -7,7 +7,7 @@
 import type { StoreInput as Input } from '../_memory-rows.js';
 import type { PoolClient } from 'pg';
 import { StoreError } from '../../core/errors.js';
-import type { Observation } from '../../core/observation.js';
+import type { Observation, StoredReflection } from '../../core/observation.js';
 import type { Scope } from '../../core/scope.js';
 import { workingMemoryLimitError } from '../../core/working-memory.js';
 import type {
@@ -644,6 +644,28 @@ async function insertLinks(
   return { supersessions, contradictions: added.length - supersessions };
 }
 
+/** `applyReflection`'s parameters: the reflection, the compare-and-swap's version, the link counts. */
+function reflectionParams(
+  memoryId: string,
+  stateVersion: unknown,
+  reflection: StoredReflection,
+  added: { supersessions: number; contradictions: number },
+  rejected: number,
+): unknown[] {
+  return [
+    memoryId,
+    stateVersion,
+    reflection.raw,
+    JSON.stringify(reflection.structured),
+    reflection.tokenCount,
+    reflection.throughSeq,
+    reflection.createdAt,
+    added.supersessions,
+    added.contradictions,
+    rejected,
+  ];
+}
+
 /** Puts an imported reflection in force and adds its links, in the import's transaction. */
 async function restoreReflection(
   ctx: PostgresStoreContext,
@@ -659,18 +681,11 @@ async function restoreReflection(
   const { reflection } = restore;
   if (!reflection && supersessions + contradictions + rejected === 0) return current;
   const row = reflection
-    ? await first<RecordRow>(client, sql.applyReflection, [
-        memoryId,
-        current.state_version,
-        reflection.raw,
-        JSON.stringify(reflection.structured),
-        reflection.tokenCount,
-        reflection.throughSeq,
-        reflection.createdAt,
-        supersessions,
-        contradictions,
-        rejected,
-      ])
+    ? await first<RecordRow>(
+        client,
+        sql.applyReflection,
+        reflectionParams(memoryId, current.state_version, reflection, { supersessions, contradictions }, rejected),
+      )
     : await first<RecordRow>(client, sql.addLinkCounts, [
         memoryId,
         current.state_version,
@@ -772,18 +787,11 @@ function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObs
             const added = await insertLinks(ctx, client, memoryId, operation.operation_id, links);
             const row = swapped(
               ctx,
-              await first<RecordRow>(client, sql.applyReflection, [
-                memoryId,
-                current.state_version,
-                reflection.raw,
-                JSON.stringify(reflection.structured),
-                reflection.tokenCount,
-                reflection.throughSeq,
-                reflection.createdAt,
-                added.supersessions,
-                added.contradictions,
-                plan.rejected,
-              ]),
+              await first<RecordRow>(
+                client,
+                sql.applyReflection,
+                reflectionParams(memoryId, current.state_version, reflection, added, plan.rejected),
+              ),
               memoryId,
             );
             return toRecord(row);
