@@ -3,7 +3,7 @@
  * `TOOL_INPUT_INVALID: …` result like every other failure.
  * @module
  */
-import type { McpServer, StandardSchemaWithJSON, ToolAnnotations } from '@modelcontextprotocol/server';
+import type { McpServer, ServerContext, StandardSchemaWithJSON, ToolAnnotations } from '@modelcontextprotocol/server';
 import type { z } from 'zod/v4';
 import { parseToolArguments } from '../tools/tool.js';
 import { runTool } from './_tool-result.js';
@@ -19,19 +19,23 @@ export interface MemoryToolDefinition<Schema extends z.ZodType> {
 
 /**
  * Registers tool `name`: `tools/list` shows the JSON Schema of `definition.inputSchema`, and a
- * call runs `run` with the checked arguments. The SDK's own check is left to pass everything:
- * it would answer `Input validation error: …` without our error code.
+ * call runs `run` with the checked arguments and the request's signal (aborted when the client
+ * cancels the call or goes away). The SDK's own check is left to pass everything: it would
+ * answer `Input validation error: …` without our error code.
  */
 export function registerMemoryTool<Schema extends z.ZodType>(
   server: McpServer,
   name: string,
   definition: MemoryToolDefinition<Schema>,
-  run: (args: z.output<Schema>) => Promise<Record<string, unknown>>,
+  run: (args: z.output<Schema>, signal: AbortSignal | undefined) => Promise<Record<string, unknown>>,
   onFault: ((error: unknown) => void) | undefined,
 ): void {
   const { inputSchema, ...listed } = definition;
-  server.registerTool(name, { ...listed, inputSchema: listedOnly(inputSchema) }, async (input: unknown) =>
-    runTool(async () => run(parseToolArguments(name, inputSchema, input ?? {})), onFault),
+  server.registerTool(
+    name,
+    { ...listed, inputSchema: listedOnly(inputSchema) },
+    async (input: unknown, context?: ServerContext) =>
+      runTool(async () => run(parseToolArguments(name, inputSchema, input ?? {}), context?.mcpReq.signal), onFault),
   );
 }
 

@@ -260,7 +260,7 @@ function registerObserveTool(server: McpServer, dependencies: MemoryToolsDepende
         }),
       ),
     },
-    async (args) => {
+    async (args, signal) => {
       refuseWrite(dependencies, 'memory_observe');
       const scope = scopeOf(args);
       // Without an id a message is new at every call.
@@ -269,7 +269,13 @@ function registerObserveTool(server: McpServer, dependencies: MemoryToolsDepende
         role: message.role,
         content: message.content,
       }));
-      const result = await memory.observe({ scope, messages, runId: `mcp-${randomUUID()}`, toolCallId: 'mcp' });
+      const result = await memory.observe({
+        scope,
+        messages,
+        runId: `mcp-${randomUUID()}`,
+        toolCallId: 'mcp',
+        ...(signal === undefined ? {} : { signal }),
+      });
       const outcome =
         result.status === 'applied' ? 'observed' : result.status === 'queued' ? 'queued' : (result.reason ?? 'skipped');
       return {

@@ -1,5 +1,5 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startE2E } from './e2e-harness.js';
 import type { E2E } from './e2e-harness.js';
 
@@ -200,6 +200,48 @@ describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
       JSON.stringify(request.body).includes('Short note.'),
     );
     expect(observerPrompts).toHaveLength(1);
+  });
+
+  it('stops the observer call when the client cancels memory_observe; the worker observes the messages after', async () => {
+    const client = await connect(KEY_A);
+    const where = { conversation_id: 'mcp-cancel', agent_id: 'assistant' };
+    const quoteUser = e2e.script.observer;
+    let asked = 0;
+    // The first observer call for this message would answer in ten minutes: only a cancel ends it sooner.
+    e2e.script.observer = (request) => {
+      if (!JSON.stringify(request.body).includes('launch moved to May')) return quoteUser(request);
+      asked++;
+      return asked === 1 ? { delayMs: 600_000, reply: quoteUser(request) } : quoteUser(request);
+    };
+    try {
+      const controller = new AbortController();
+      const settled = client
+        .callTool(
+          {
+            name: 'memory_observe',
+            arguments: { messages: [{ id: 'c1', role: 'user', content: 'The launch moved to May.' }], ...where },
+          },
+          { signal: controller.signal },
+        )
+        .then(
+          () => 'answered',
+          () => 'cancelled',
+        );
+      await vi.waitFor(() => expect(asked).toBe(1), { timeout: 10_000, interval: 20 });
+      controller.abort();
+      expect(await settled).toBe('cancelled');
+      // The server gave the operation back to the queue at once; its worker asks the observer again.
+      await vi.waitFor(
+        async () => {
+          const view = await e2e.apiJson('/v1/memory/tenant-a/mcp-cancel/assistant', { key: KEY_A });
+          expect(view.body['snippets']['observational_memory']).toContain('The launch moved to May.');
+        },
+        { timeout: 20_000, interval: 100 },
+      );
+      expect(asked).toBe(2);
+    } finally {
+      e2e.script.observer = quoteUser;
+    }
   });
 
   it('keeps tenants apart: the key decides the tenant, resources of another tenant are refused', async () => {

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startScriptedOpenAIServer } from '../support/scripted-openai-server.js';
 import type { ScriptedServer } from '../support/scripted-openai-server.js';
 import { observeUserLines, roleOf } from './e2e-harness.js';
@@ -20,6 +20,8 @@ const cli = join(build, 'cli', 'main.js');
 let model: ScriptedServer;
 let home: string;
 let env: Record<string, string>;
+/** How often the observer was asked about the message the cancel test holds. */
+let heldAsked = 0;
 
 beforeAll(async () => {
   await run(
@@ -30,11 +32,13 @@ beforeAll(async () => {
     },
   );
   model = await startScriptedOpenAIServer();
-  model.setDefaultReply((request) =>
-    roleOf(request) === 'observer'
-      ? observeUserLines(request)
-      : { text: 'SUMMARY:\nok\n\nSUPERSESSIONS:\n\nCONTRADICTIONS:\n' },
-  );
+  model.setDefaultReply((request) => {
+    if (roleOf(request) !== 'observer') return { text: 'SUMMARY:\nok\n\nSUPERSESSIONS:\n\nCONTRADICTIONS:\n' };
+    if (!JSON.stringify(request.body).includes('launch moved to May')) return observeUserLines(request);
+    heldAsked++;
+    // The first ask would be answered in ten minutes: only a cancel ends it sooner.
+    return heldAsked === 1 ? { delayMs: 600_000, reply: observeUserLines(request) } : observeUserLines(request);
+  });
   home = mkdtempSync(join(tmpdir(), 'hm-mcp-stdio-'));
   mkdirSync(join(home, 'workspace'));
   env = {
@@ -171,6 +175,31 @@ describe('e2e: harness mcp on stdio (the built CLI)', () => {
         config: { observe_min_tokens: 0, snippet_max_tokens: 0, reflect_threshold_tokens: -1 },
       });
       expect(enabled['status']).toMatchObject({ enabled: true, config: before.config });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('stops the observer call when the client cancels memory_observe; the next observe takes the messages', async () => {
+    const { client } = await connect('--tenant', 'acme', '--conversation', 'cancel');
+    try {
+      const messages = [{ id: 'x1', role: 'user', content: 'The launch moved to May.' }];
+      const controller = new AbortController();
+      const settled = client
+        .callTool({ name: 'memory_observe', arguments: { messages } }, { signal: controller.signal })
+        .then(
+          () => 'answered',
+          () => 'cancelled',
+        );
+      await vi.waitFor(() => expect(heldAsked).toBe(1), { timeout: 10_000, interval: 20 });
+      controller.abort();
+      expect(await settled).toBe('cancelled');
+      // The scope is free at once, and the operation the cancel gave back is observed now.
+      const again = await ok(client, 'memory_observe', { messages });
+      expect(again['result']).toBe('observed');
+      expect(heldAsked).toBe(2);
+      const context = await ok(client, 'memory_context', {});
+      expect(context['observational_memory']).toContain('The launch moved to May.');
     } finally {
       await client.close();
     }

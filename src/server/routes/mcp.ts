@@ -6,6 +6,8 @@ import type { ObservationalMemory } from '../../memory/observational-memory.js';
 import type { WorkingMemory } from '../../memory/working-memory.js';
 import type { RunStore } from '../../storage/run-store.js';
 import type { FaultReporter } from '../../core/fault.js';
+import { createMcpCallsInFlight } from '../mcp-calls-in-flight.js';
+import type { CallInFlight } from '../mcp-calls-in-flight.js';
 import type { ServerEnv } from '../server-env.js';
 import { principalOf } from '../tenant-limits.js';
 import type { TenantLimits } from '../tenant-limits.js';
@@ -35,6 +37,7 @@ const KEYLESS_TENANT = 'default';
 export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
   const app = new Hono<ServerEnv>();
   const requestErrors = new AsyncLocalStorage<RequestErrors>();
+  const inFlight = createMcpCallsInFlight();
   const report = (error: unknown): void =>
     options.onFault?.({ component: 'mcp', message: 'an MCP request failed', error });
   const handler = createMcpHandler(
@@ -70,22 +73,36 @@ export function mcpRoutes(options: McpRouteOptions): Hono<ServerEnv> {
     const body = await readBody(context.req.raw);
     if (options.limits)
       for (let message = 1; message < messageCountOf(body); message++) options.limits.admitWrite(counted);
+    // A cancel names a request that another POST (another server instance) is answering.
+    const caller = `${counted}\u0000${tenantId}`;
+    for (const message of messagesOf(body)) inFlight.cancel(caller, message);
+    const call = 'parsed' in body ? inFlight.start(caller, body.parsed) : undefined;
     const request: RequestErrors = { errors: [], answered: false };
-    const response = await requestErrors.run(request, () =>
-      handler.fetch(body.request, {
-        authInfo: {
-          token: 'api-key',
-          clientId: context.get('principal') ?? 'loopback',
-          scopes: [],
-          extra: { tenantId, readOnly: context.get('scopes')?.has('memory:write') === false },
-        },
-        ...('parsed' in body ? { parsedBody: body.parsed } : {}),
-      }),
-    );
+    let response: Response;
+    try {
+      response = await requestErrors.run(request, () =>
+        handler.fetch(call === undefined ? body.request : cancellable(body.request, call), {
+          authInfo: {
+            token: 'api-key',
+            clientId: context.get('principal') ?? 'loopback',
+            scopes: [],
+            extra: { tenantId, readOnly: context.get('scopes')?.has('memory:write') === false },
+          },
+          ...('parsed' in body ? { parsedBody: body.parsed } : {}),
+        }),
+      );
+    } catch (error) {
+      call?.end();
+      throw error;
+    }
     request.answered = true;
     if (response.status >= 500) for (const error of request.errors) report(error);
-    if (!options.limits || !isEventStream(response)) return response;
-    return holdingStream(response, options.limits, counted);
+    if (!isEventStream(response)) {
+      call?.end();
+      return response;
+    }
+    if (!options.limits) return call === undefined ? response : endingWith(response, () => call.end());
+    return holdingStream(response, options.limits, counted, () => call?.end());
   });
   return app;
 }
@@ -121,17 +138,37 @@ function isEventStream(response: Response): boolean {
   return response.body !== null && (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
 }
 
-/** The response with its body holding one of the key's event streams until it ends or is dropped. */
-async function holdingStream(response: Response, limits: TenantLimits, principal: string): Promise<Response> {
+/** The response with its body holding one of the key's event streams until it ends or is dropped; then `ended`. */
+async function holdingStream(
+  response: Response,
+  limits: TenantLimits,
+  principal: string,
+  ended: () => void,
+): Promise<Response> {
   const body = response.body as ReadableStream<Uint8Array>;
   let release: () => void;
   try {
     release = limits.acquireStream(principal);
   } catch (error) {
+    ended();
     await body.cancel().catch(() => undefined);
     throw error;
   }
-  const reader = body.getReader();
+  return endingWith(response, () => {
+    release();
+    ended();
+  });
+}
+
+/** The response with `ended` called once its body has been read to the end, failed or been dropped. */
+function endingWith(response: Response, ended: () => void): Response {
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  let once = false;
+  const release = (): void => {
+    if (once) return;
+    once = true;
+    ended();
+  };
   const held = new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
@@ -151,6 +188,20 @@ async function holdingStream(response: Response, limits: TenantLimits, principal
     },
   });
   return new Response(held, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+/**
+ * `request` with a signal that also aborts when the client cancels it: the SDK closes the
+ * exchange then, which aborts the tool's signal.
+ */
+function cancellable(request: Request, call: CallInFlight): Request {
+  return new Request(request, { signal: AbortSignal.any([request.signal, call.signal]) });
+}
+
+/** The JSON-RPC messages of a POST's body: each of a batch, or the one. */
+function messagesOf(body: ReadBody): readonly unknown[] {
+  if (!('parsed' in body)) return [];
+  return Array.isArray(body.parsed) ? body.parsed : [body.parsed];
 }
 
 /** What the SDK reported while one request was being answered. */
