@@ -127,16 +127,34 @@ describe('agent runner: the transcript stays valid after a cancel (issue 12)', (
   });
 });
 
+/** A tool answering `{ noted: thing }`. */
+function noteTool(): Tool {
+  return defineTool({
+    name: 'note',
+    description: 'Notes a thing.',
+    inputSchema: z.object({ thing: z.string() }),
+    execute: async ({ thing }) => ({ noted: thing }),
+  });
+}
+
+/** Observational memory over `store` observing every step, with an observer that records what it is given. */
+function observedBy(store: MemoryStore) {
+  const events: ObservationalMemoryEvent[] = [];
+  const observer = scriptedObserver('NONE');
+  const memory = createObservationalMemory({
+    store,
+    defaultEnabled: true,
+    defaults: { observeMinTokens: 1 },
+    observer,
+    onEvent: (event) => events.push(event),
+  });
+  return { memory, observer, events };
+}
+
 describe('agent runner: tool calls whose ids are blank or repeated', () => {
   it('stores and observes every call and result, and the next turn is accepted by a strict server', async () => {
     const server = await startScriptedOpenAIServer({ strict: true });
     try {
-      const note = defineTool({
-        name: 'note',
-        description: 'Notes a thing.',
-        inputSchema: z.object({ thing: z.string() }),
-        execute: async ({ thing }) => ({ noted: thing }),
-      });
       server.enqueue(
         {
           toolCalls: [
@@ -155,16 +173,8 @@ describe('agent runner: tool calls whose ids are blank or repeated', () => {
       const store = createInMemoryStore();
       const runStore = createInMemoryRunStore();
       const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'scripted' });
-      const events: ObservationalMemoryEvent[] = [];
-      const observer = scriptedObserver('NONE');
-      const memory = createObservationalMemory({
-        store,
-        defaultEnabled: true,
-        defaults: { observeMinTokens: 1 },
-        observer,
-        onEvent: (event) => events.push(event),
-      });
-      const { runner } = runnerOver({ store, runStore, model, memory, tools: [note] });
+      const { memory, observer, events } = observedBy(store);
+      const { runner } = runnerOver({ store, runStore, model, memory, tools: [noteTool()] });
       const run = await runner.start({ ...scope, prompt: 'note four things' });
       expect(await runner.wait(run.runId)).toMatchObject({ status: 'completed', output: 'noted all four' });
       expect(events.filter((event) => event.type === 'memory.observe.failed')).toEqual([]);
@@ -180,6 +190,73 @@ describe('agent runner: tool calls whose ids are blank or repeated', () => {
       for (const thing of ['blank one', 'blank two', 'same one', 'same two']) expect(observed).toContain(thing);
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('agent runner: tool call ids of any length', () => {
+  /** Two runs in one conversation, each calling a tool under a long id; what was observed. */
+  async function longIdRuns(store: MemoryStore, runStore: RunStore): Promise<void> {
+    const server = await startScriptedOpenAIServer({ strict: true });
+    try {
+      // Two ids alike in their first hundred characters, one past what a btree index row holds.
+      const shared = 'call_'.padEnd(100, 'x');
+      const ids = [`${shared}${'a'.repeat(120)}`, `${shared}${'b'.repeat(2_973)}`];
+      server.enqueue(
+        { toolCalls: [{ id: ids[0], name: 'note', arguments: { thing: 'first long id' } }] },
+        { text: 'noted one' },
+        { toolCalls: [{ id: ids[1], name: 'note', arguments: { thing: 'second long id' } }] },
+        { text: 'noted two' },
+      );
+      const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'scripted' });
+      const { memory, observer, events } = observedBy(store);
+      const { runner } = runnerOver({ store, runStore, model, memory, tools: [noteTool()] });
+      for (const output of ['noted one', 'noted two']) {
+        const run = await runner.start({ ...scope, prompt: `note it (${output})` });
+        expect(await runner.wait(run.runId)).toMatchObject({ status: 'completed', output });
+      }
+      expect(events.filter((event) => event.type === 'memory.observe.failed')).toEqual([]);
+      const tools = (await runStore.recentMessages(memoryId, 100_000)).filter((message) => message.role === 'tool');
+      // The provider's id is kept whole where the model reads it back; the message ids are short and distinct.
+      expect(tools.map((message) => message.toolCallId)).toEqual(ids);
+      expect(tools.every((message) => message.messageId.length <= 256)).toBe(true);
+      expect(new Set(tools.map((message) => message.messageId)).size).toBe(2);
+      const observed = JSON.stringify(observer.calls.map((call) => call.messages));
+      for (const thing of ['first long id', 'second long id']) expect(observed).toContain(thing);
+    } finally {
+      await server.close();
+    }
+  }
+
+  it('stores and observes a call whose id is kilobytes long, and replays it to a strict server', async () => {
+    await longIdRuns(createInMemoryStore(), createInMemoryRunStore());
+  });
+
+  it('does so on SQLite', async () => {
+    const directory = mkdtempSync(join(WORKSPACE, 'long-ids-'));
+    const path = join(directory, 'memory.db');
+    const store = createSqliteStore({ path });
+    const runStore = createSqliteRunStore({ path });
+    try {
+      await longIdRuns(store, runStore);
+    } finally {
+      await runStore.dispose();
+      await store.dispose();
+    }
+  });
+
+  const url = postgresTestUrl();
+  it.skipIf(!url)('does so on Postgres', async () => {
+    const schemas = createPostgresTestSchemas(url ?? '');
+    const schema = schemas.next();
+    const store = await createPostgresStore({ connectionString: url ?? '', schema, max: 3 });
+    const runStore = await createPostgresRunStore({ connectionString: url ?? '', schema, max: 3 });
+    try {
+      await longIdRuns(store, runStore);
+    } finally {
+      await runStore.dispose();
+      await store.dispose();
+      await schemas.dropAll();
     }
   });
 });

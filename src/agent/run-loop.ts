@@ -339,7 +339,7 @@ async function runToolCalls(
     // Cancelled while the tool ran: its result, if any, is not the run's any more.
     if (signal.aborted) throw cancelled();
     await append(options, state, {
-      messageId: `${run.runId}:tool:${step}:${call.id}${repeat === 0 ? '' : `#${repeat + 1}`}`,
+      messageId: `${run.runId}:tool:${step}:${callIdPart(call.id)}${repeat === 0 ? '' : `#${repeat + 1}`}`,
       role: 'tool',
       content,
       toolCallId: call.id,
@@ -347,6 +347,22 @@ async function runToolCalls(
     });
     await emit('tool.call.completed', { tool_call_id: call.id, name: call.name, ok });
   }
+}
+
+/** How much of a provider's tool call id a message id holds as it is. */
+const CALL_ID_KEPT = 64;
+
+/**
+ * The call id as a part of a message id: as it is up to {@link CALL_ID_KEPT} characters,
+ * else its start and a hash of the whole, so that a provider's long id (some send kilobytes)
+ * keeps message ids within what memory and the stores accept.
+ */
+function callIdPart(callId: string): string {
+  if (callId.length <= CALL_ID_KEPT) return callId;
+  let start = callId.slice(0, 40);
+  // Never the first half of a surrogate pair.
+  if (/[\uD800-\uDBFF]$/.test(start)) start = start.slice(0, -1);
+  return `${start}~${createHash('sha256').update(callId).digest('hex').slice(0, 23)}`;
 }
 
 /** The end of a run that threw: cancelled, forgotten, or failed. */

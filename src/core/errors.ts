@@ -21,7 +21,8 @@ const MARKER = Symbol.for('harness-memory.error');
  * - `MODEL_OUTPUT_INVALID`: `{ role, reason }`, the model answered with nothing usable.
  * - `MODEL_CALL_FAILED`: `{ url?, statusCode?, isRetryable }`, the model call failed.
  * - `STORE_CONFLICT`: `{ memoryId }`, a concurrent writer changed the record first; or `{ runId, status }`,
- *   an event for a run that ended (another process ended it first, or its terminal event is stored).
+ *   an event for a run that ended (another process ended it first, or its terminal event is stored); or
+ *   `{ runId }`, a new run under an id already stored.
  * - `STORE_FAILED`: `{ store }`, the storage adapter failed; from Postgres also `schema`, `sqlState`,
  *   and, when the connection was lost, `connectionLost: true` and `outcome` (`not-applied`,
  *   `unknown`, `read-failed`).

@@ -3,7 +3,7 @@ import { memoryIdOf } from '../core/scope.js';
 import { createStoreGuard } from './_store-guard.js';
 import { newScopeGeneration } from './_memory-rows.js';
 import { scopeForgottenError } from './_store-errors.js';
-import { isRunOpen } from './run-store.js';
+import { isRunOpen, runExistsError } from './run-store.js';
 import type { ConversationMessage, RunEvent, RunListQuery, RunRecord, RunStore } from './run-store.js';
 import { storableMessage, storablePatch, storableRun } from './_storable-text.js';
 import { retentionArguments } from './_run-retention.js';
@@ -43,6 +43,7 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
     async createRun(given) {
       guard();
       const run = storableRun(given);
+      if (runs.has(run.runId)) throw runExistsError('in-memory-runs', run.runId);
       const at = now().toISOString();
       const record: RunRecord = Object.freeze({ ...run, createdAt: at, updatedAt: at });
       runs.set(run.runId, record);

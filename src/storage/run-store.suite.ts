@@ -92,6 +92,21 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       expect(seen).toEqual(['run_5', 'run_4', 'run_3', 'run_2', 'run_1']);
     });
 
+    test('refuses a run id already stored with STORE_CONFLICT, and changes nothing of that run', async () => {
+      const first = await store.createRun(newRun('run_1'));
+      await store.appendEvent('run_1', 'run.started', { n: 1 });
+      const again = store.createRun({
+        ...newRun('run_1'),
+        prompt: "another tenant's prompt",
+        scope: { tenantId: 'other', conversationId: 'c', agentId: 'a' },
+      });
+      await expect(again).rejects.toMatchObject({ code: 'STORE_CONFLICT', data: { runId: 'run_1' } });
+      await expect(again).rejects.toThrow(/Run run_1 already exists/);
+      expect(await store.getRun('run_1')).toEqual(first);
+      expect((await store.listEvents('run_1', -1)).map((event) => event.type)).toEqual(['run.started']);
+      expect(await store.listRuns({ tenantId: 'other', limit: 10 })).toEqual([]);
+    });
+
     test('creates, reads and updates runs', async () => {
       const created = await store.createRun(newRun('run_1'));
       expect(created).toMatchObject({ runId: 'run_1', status: 'queued', scope });

@@ -4,6 +4,7 @@
  * late, or reconnecting, misses nothing.
  * @module
  */
+import { StoreError } from '../core/errors.js';
 import type { Scope } from '../core/scope.js';
 import type { ConversationMessage } from '../core/conversation-message.js';
 
@@ -71,6 +72,16 @@ export function isRunOpen(status: RunStatus): boolean {
   return status === 'queued' || status === 'running';
 }
 
+/** The error of `createRun` for a run id already stored (a caller's `generateRunId` that repeats itself). */
+export function runExistsError(store: string, runId: string): StoreError {
+  return new StoreError({
+    store,
+    code: 'STORE_CONFLICT',
+    message: `Run ${runId} already exists; a new run needs an id of its own.`,
+    data: { runId },
+  });
+}
+
 /** How {@link RunStore.recentMessages} counts a message toward its budget. */
 export interface RecentMessagesOptions {
   /**
@@ -92,6 +103,7 @@ export interface RecentHistory {
 export interface RunStore {
   readonly specificationVersion: 'v1';
   readonly name: string;
+  /** Stores a new run; an id already stored is `STORE_CONFLICT` (`{ runId }`, {@link runExistsError}) and changes nothing. */
   createRun(run: Omit<RunRecord, 'createdAt' | 'updatedAt'>): Promise<RunRecord>;
   getRun(runId: string): Promise<RunRecord | undefined>;
   /**

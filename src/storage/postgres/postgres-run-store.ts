@@ -13,6 +13,7 @@ import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { retentionArguments } from '../_run-retention.js';
 import { runEndedError } from '../_run-ending.js';
+import { runExistsError } from '../run-store.js';
 import type { ConversationMessage, RunRecord, RunStore } from '../run-store.js';
 import { createStoreGuard } from '../_store-guard.js';
 import {
@@ -158,6 +159,7 @@ function runMethods(ctx: PostgresRunContext): Pick<RunStore, RunMethodName> {
              steps, input_tokens, output_tokens, parent_run_id, created_at, updated_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16,
              date_trunc('milliseconds', now()), now())
+           ON CONFLICT (run_id) DO NOTHING
            RETURNING *`,
           [
             run.runId,
@@ -178,7 +180,9 @@ function runMethods(ctx: PostgresRunContext): Pick<RunStore, RunMethodName> {
             run.parentRunId,
           ],
         );
-        return toRunRecord(result.rows[0] as RunRow);
+        const row = result.rows[0];
+        if (row === undefined) throw runExistsError(STORE, run.runId);
+        return toRunRecord(row);
       }),
     getRun: (runId) =>
       wrap(async () => {

@@ -16,6 +16,7 @@ import { newScopeGeneration } from '../_memory-rows.js';
 import { scopeForgottenError } from '../_store-errors.js';
 import { retentionArguments } from '../_run-retention.js';
 import { runEndedError, TERMINAL_EVENT_TYPES_SQL } from '../_run-ending.js';
+import { runExistsError } from '../run-store.js';
 import type { RunStore } from '../run-store.js';
 import { configureSqliteConnection, openSqliteFile, useBackgroundCheckpoints } from './sqlite-connection.js';
 import { migrateSqliteDatabase, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
@@ -243,6 +244,7 @@ function prepareRunStatements(db: Database) {
        VALUES (@run_id, @memory_id, @tenant_id, @conversation_id, @agent_id, @status, @prompt, @model, @system_prompt,
          @max_steps, @output, @error_json, @steps, @input_tokens, @output_tokens, @parent_run_id, ${SQL_NOW},
          ${SQL_NOW})
+       ON CONFLICT (run_id) DO NOTHING
        RETURNING *`,
     ),
     getRun: db.prepare<[string], RunRow>('SELECT * FROM harness_runs WHERE run_id = ?'),
@@ -345,7 +347,8 @@ function runMethods(ctx: SqliteRunContext): Pick<RunStore, RunMethodName> {
           input_tokens: run.usage.inputTokens,
           output_tokens: run.usage.outputTokens,
           parent_run_id: run.parentRunId,
-        }) as RunRow;
+        }) as RunRow | undefined;
+        if (row === undefined) throw runExistsError(STORE, run.runId);
         return toRunRecord(row);
       });
     },
