@@ -78,8 +78,9 @@ function isUser(role: string): boolean {
 function sourceOf(roles: readonly string[]): ObservationSource {
   const distinct = new Set(roles.map((role) => role.trim().toLowerCase()));
   if (distinct.size !== 1) return 'mixed';
-  const [role] = distinct;
-  return role === 'user' || role === 'assistant' || role === 'tool' ? role : 'mixed';
+  const [role = ''] = distinct;
+  if (role === 'user' || role === 'assistant') return role;
+  return isTool(role) ? 'tool' : 'mixed';
 }
 
 function capImportance(importance: number | null, cap: number): number | null {

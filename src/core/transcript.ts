@@ -210,8 +210,16 @@ function sameMessage(a: TranscriptMessage, b: TranscriptMessage): boolean {
   );
 }
 
+/** Roles other libraries name otherwise (LangChain's), read as ours. */
+const ROLE_ALIASES: ReadonlyMap<string, string> = new Map([
+  ['human', 'user'],
+  ['ai', 'assistant'],
+]);
+
 function roleOf(message: TranscriptMessage): string {
-  return typeof message.role === 'string' ? stripInvisible(message.role).trim().toLowerCase() : '';
+  if (typeof message.role !== 'string') return '';
+  const role = stripInvisible(message.role).trim().toLowerCase();
+  return ROLE_ALIASES.get(role) ?? role;
 }
 
 /** The tool calls as JSON text; null when they are not JSON (a cycle, a bigint), the same as nothing. */

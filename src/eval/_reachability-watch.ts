@@ -4,6 +4,7 @@
  */
 import { ModelCallError } from '../core/errors.js';
 import type { LanguageModel } from '../llm/language-model.js';
+import { tlsFailureOf } from '../llm/tls-failure.js';
 
 /**
  * Network error codes of a call that never reached a server: refused, no such host, no route.
@@ -29,12 +30,16 @@ const MAX_CAUSE_DEPTH = 8;
 
 /**
  * Why an error says the server could not be reached, found along its causes: the network code
- * (`ECONNREFUSED`), or `blocked port` for a port fetch refuses to use; `undefined` for any other error.
+ * (`ECONNREFUSED`), the TLS failure's (`DEPTH_ZERO_SELF_SIGNED_CERT`), or `blocked port` for a
+ * port fetch refuses to use; `undefined` for any other error.
  */
 export function unreachableCode(error: unknown, depth = 0): string | undefined {
   if (typeof error !== 'object' || error === null || depth > MAX_CAUSE_DEPTH) return undefined;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return code;
+  // A certificate this machine refuses, or no TLS at the port: no retry reaches the server either.
+  const tls = depth === 0 ? tlsFailureOf(error) : undefined;
+  if (tls !== undefined) return tls.code;
   if (code === undefined && (error as { message?: unknown }).message === BLOCKED_PORT_MESSAGE) return 'blocked port';
   // Connecting to a name with several addresses fails with an AggregateError of one error each.
   const errors = (error as { errors?: unknown }).errors;

@@ -2,6 +2,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createMockLanguageModel } from '../../test/support/mock-language-model.js';
+import { startSelfSignedServer } from '../../test/support/tls-servers.js';
 import type { MockReply } from '../../test/support/mock-language-model.js';
 import { HarnessMemoryError, ModelCallError } from '../core/errors.js';
 import { withCircuitBreaker } from '../llm/circuit-breaker.js';
@@ -148,6 +149,23 @@ describe('eval runner: a model whose server cannot be reached', () => {
     expect(error.detail).toContain('the memory model test/memory cannot be reached (blocked port)');
     expect(memory.calls).toBe(1);
     expect(lines).toEqual([]);
+  });
+
+  it('stops as well at a memory model whose certificate this machine refuses (self-signed)', async () => {
+    const trap = await startSelfSignedServer();
+    try {
+      const memory = asMemoryModel(
+        createOpenAICompatibleModel({ baseURL: trap.url, modelId: 'memory', apiKey: 'test' }),
+      );
+      const { options, lines } = run(memory);
+      const error = await stopped(runEval(options));
+      expect(error.detail).toContain('the memory model test/memory cannot be reached (DEPTH_ZERO_SELF_SIGNED_CERT)');
+      expect(error.detail).toContain('NODE_EXTRA_CA_CERTS');
+      expect(memory.calls).toBe(1);
+      expect(lines).toEqual([]);
+    } finally {
+      await trap.close();
+    }
   });
 
   it('still retries a connection failure of a memory model that answered before, as a 5xx', async () => {

@@ -5,6 +5,7 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { HarnessMemoryError, ModelCallError } from '../core/errors.js';
 import { redactAndCut } from '../core/redact-secrets.js';
+import { tlsFailureOf } from './tls-failure.js';
 
 /** Longest response body kept on an error. */
 export const MAX_ERROR_BODY_BYTES = 2048;
@@ -24,6 +25,8 @@ export interface CallContext {
   readonly timedOut: boolean;
   /** The raw body of a non-2xx response, when the fetch wrapper captured it. */
   readonly responseBody?: string | undefined;
+  /** The placeholder the request carried because no API key was given. */
+  readonly placeholderKey?: string | undefined;
 }
 
 interface HeaderSource {
@@ -91,6 +94,14 @@ export function toModelCallError(error: unknown, context: CallContext): ModelCal
     return new ModelCallError({ message: `The call to ${url} was aborted.`, url, retryable: false, cause: error });
   }
   if (error instanceof APIConnectionError) {
+    const tls = tlsFailureOf(error);
+    if (tls !== undefined)
+      return new ModelCallError({
+        message: `TLS with ${url} failed (${tls.code}: ${describeCause(error)}). ${tls.remedy}`,
+        url,
+        retryable: false,
+        cause: error,
+      });
     return new ModelCallError({
       message: `Could not reach ${url} (${describeCause(error)}). Check the base URL and that the server is running.`,
       url,
@@ -121,7 +132,7 @@ function fromStatusError(error: APIError, context: CallContext): ModelCallError 
   return new ModelCallError({
     message:
       `${status === undefined ? 'The stream from' : `HTTP ${status} from`} ${url}: ` +
-      `${firstLine(error.message)}.${remedy(status, quota)}`,
+      `${firstLine(error.message)}.${remedy(status, quota, context.placeholderKey)}`,
     url,
     ...(status === undefined ? {} : { statusCode: status }),
     ...(body === undefined ? {} : { responseBody: truncateBody(body) }),
@@ -131,8 +142,13 @@ function fromStatusError(error: APIError, context: CallContext): ModelCallError 
   });
 }
 
-function remedy(status: number | undefined, quota: boolean): string {
+function remedy(status: number | undefined, quota: boolean, placeholderKey: string | undefined): string {
   if (quota) return ' The account is out of quota; retrying will not help.';
+  if ((status === 401 || status === 403) && placeholderKey !== undefined)
+    return (
+      ` No API key was given (apiKey is unset, so the request carried the placeholder "${placeholderKey}"): ` +
+      "pass the server's key as apiKey."
+    );
   if (status === 401 || status === 403) return ' Check the API key.';
   if (status === 404) return ' Check the base URL and the model name.';
   if (status === 429) return ' Rate limited; retry later.';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { startScriptedOpenAIServer } from '../../test/support/scripted-openai-server.js';
+import { startPlainHttpServer, startSelfSignedServer } from '../../test/support/tls-servers.js';
 import { useScriptedOpenAIServer } from '../../test/support/use-scripted-openai-server.js';
 import { DEFAULT_OBSERVATION_CONFIG } from '../core/observation.js';
 import { createModelObserver, createModelReflector } from '../memory/model-observer.js';
@@ -201,5 +202,57 @@ describe('openai-compatible failures: bad answers reach the observer as rejectio
       data: { reason: 'refused' },
     });
     expect(server.requests).toHaveLength(1);
+  });
+});
+
+describe('openai-compatible failures: TLS that no retry mends', () => {
+  it.each([
+    ['a self-signed certificate', startSelfSignedServer, 'DEPTH_ZERO_SELF_SIGNED_CERT', 'NODE_EXTRA_CA_CERTS'],
+    ['an https:// URL for a plain HTTP port', startPlainHttpServer, 'ERR_SSL_WRONG_VERSION_NUMBER', 'use http://'],
+  ])('names %s and its remedy, and is not retried', async (_name, start, code, remedy) => {
+    const trap = await start();
+    try {
+      const model = withRetries(
+        createOpenAICompatibleModel({ baseURL: trap.url, modelId: 'm', apiKey: 'test' }),
+        fastRetries,
+      );
+      const error = await model.doGenerate(call).catch((thrown: unknown) => thrown);
+      expect(error).toMatchObject({
+        code: 'MODEL_CALL_FAILED',
+        isRetryable: false,
+        url: `${trap.url}/chat/completions`,
+      });
+      expect((error as Error).message).toContain(`TLS with ${trap.url}/chat/completions failed (${code}`);
+      expect((error as Error).message).toContain(remedy);
+      expect(trap.connections()).toBe(1);
+    } finally {
+      await trap.close();
+    }
+  });
+});
+
+describe('openai-compatible failures: a 401', () => {
+  const unauthorized = { status: 401, body: { error: { message: 'Incorrect API key provided: not-needed' } } };
+
+  it('says no API key was given when apiKey was left out, and is not retried', async () => {
+    server.setDefaultReply(unauthorized);
+    const error = await withRetries(modelAt({ apiKey: undefined }), fastRetries)
+      .doGenerate(call)
+      .catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({ code: 'MODEL_CALL_FAILED', statusCode: 401, isRetryable: false });
+    expect((error as Error).message).toContain(
+      'No API key was given (apiKey is unset, so the request carried the placeholder "not-needed"): ' +
+        "pass the server's key as apiKey.",
+    );
+    expect(server.requests.map((request) => request.headers['authorization'])).toEqual(['Bearer not-needed']);
+  });
+
+  it('asks to check the key that was given', async () => {
+    server.setDefaultReply(unauthorized);
+    const error = await modelAt({ apiKey: 'sk-wrong' })
+      .doGenerate(call)
+      .catch((thrown: unknown) => thrown);
+    expect((error as Error).message).toContain('Check the API key.');
+    expect((error as Error).message).not.toContain('No API key was given');
   });
 });

@@ -197,6 +197,7 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
           abortReason: caller?.reason,
           timedOut: controller.signal.aborted && !(caller?.aborted ?? false),
           responseBody: error instanceof APIError && error.headers ? errorBodies.get(error.headers) : undefined,
+          placeholderKey: settings.apiKey ? undefined : PLACEHOLDER_API_KEY,
         }),
       end: (): void => {
         clearTimeout(timer);

@@ -212,10 +212,31 @@ describe('observational memory: provenance and the tool importance cap (issue 12
       });
       const { observations } = await memory.inspect(roleScope);
       expect(
-        observations.map((item) => item.importance),
+        observations.map((item) => [item.importance, item.source]),
         role,
-      ).toEqual([0.6]);
+      ).toEqual([[0.6, 'tool']]);
     }
+  });
+
+  it("reads LangChain's human and ai roles as user and assistant", async () => {
+    const { observer, prompts } = answers(
+      'IMPORTANCE: 0.9\nSOURCE: 1\nThe user prefers tabs.\n\nIMPORTANCE: 0.7\nSOURCE: 2\nThe agent agreed.',
+    );
+    const memory = memoryWith({ observer, defaults: { observeMinTokens: 1 } });
+    const langChainScope = { ...scope, conversationId: 'roles-langchain' };
+    await memory.observe({
+      scope: langChainScope,
+      messages: [
+        { id: 'h', role: 'human', content: 'I prefer tabs.' },
+        { id: 'a', role: 'AI', content: 'Tabs it is.' },
+      ],
+    });
+    const { observations } = await memory.inspect(langChainScope);
+    expect(observations.map((item) => [item.importance, item.source])).toEqual([
+      [0.9, 'user'],
+      [0.7, 'assistant'],
+    ]);
+    expect(prompts().join('\n')).toMatch(/\[1\] user: I prefer tabs\.[\s\S]*\[2\] assistant: Tabs it is\./);
   });
 
   it('caps an uncited observation of a batch made only of tool output, at the configured cap', async () => {
