@@ -16,7 +16,13 @@ import {
   normalizeBaseUrl,
   type OpenAICompatibleSettings,
 } from './openai-compatible.js';
-import { BUILT_IN_PROVIDERS, isLoopbackUrl, nonBlank, resolveProvider } from './provider-registry.js';
+import {
+  BUILT_IN_PROVIDERS,
+  isLoopbackUrl,
+  nonBlank,
+  resolveProvider,
+  type ResolvedProvider,
+} from './provider-registry.js';
 import { withoutRetries, withRetries, type RetryPolicy } from './retrying-model.js';
 
 /** How the memory model was chosen. */
@@ -240,14 +246,18 @@ export function selectMemoryModel(input: SelectMemoryModelInput): MemoryModelSel
   };
 }
 
-/** The agent's model name as the agent resolves it (its provider's `model`, the default), if it can. */
-function agentModelId(input: SelectMemoryModelInput): string | undefined {
+/**
+ * The agent's model name as the agent resolves it, whether or not the agent model could be
+ * built: a missing agent key must not change which model memory asks.
+ */
+function agentModelId(input: SelectMemoryModelInput): string {
+  let provider: ResolvedProvider | undefined;
   try {
-    return agentModelSettings(input.config, input.env).modelId;
+    provider = agentProvider(input.config, input.env);
   } catch {
-    // An agent model that cannot be built names no model for memory either.
-    return read(input.env, 'HARNESS_MODEL', input.config.model.name, input.config, 'model.name')?.value;
+    // An unknown agent provider has no model of its own; the name or the default still stands.
   }
+  return agentModelName(input.config, input.env, provider);
 }
 
 function providerSettings(
@@ -268,15 +278,6 @@ function providerSettings(
   });
   const { name } = provider;
   const modelId = settings.model?.value ?? provider.model ?? agentModelId(input);
-  if (modelId === undefined) {
-    throw new ConfigError({
-      key: 'memory.llm_model',
-      source: settings.provider.source,
-      message:
-        `memory llm model is required for provider "${name}": set [memory] llm_model or ` +
-        `HARNESS_MEMORY_LLM_MODEL, model in [providers.${name}], or the harness model ([model] name or HARNESS_MODEL)`,
-    });
-  }
   const baseURL = settings.baseUrl?.value ?? provider.baseUrl;
   const apiKey = settings.apiKey?.value ?? provider.apiKey;
   if (apiKey === undefined && provider.apiKeyEnv !== undefined && !isLoopbackUrl(baseURL)) {
@@ -322,16 +323,28 @@ interface AgentOverrides {
   readonly modelId?: string | undefined;
 }
 
+/** The agent model's provider: `[model] provider`, default `openai`. */
+function agentProvider(config: ModelSelectionConfig, env: Env): ResolvedProvider {
+  return resolveProvider(nonBlank(config.model.provider) ?? 'openai', config, env, {
+    key: 'model.provider',
+    source: config.sources['model.provider'] ?? 'default',
+  });
+}
+
+/** The agent's model name: `HARNESS_MODEL` / `[model] name`, else its provider's `model`, else the default. */
+function agentModelName(config: ModelSelectionConfig, env: Env, provider: ResolvedProvider | undefined): string {
+  return (
+    read(env, 'HARNESS_MODEL', config.model.name, config, 'model.name')?.value ?? provider?.model ?? DEFAULT_AGENT_MODEL
+  );
+}
+
 function agentModelSettings(
   config: ModelSelectionConfig,
   env: Env,
   overrides: AgentOverrides = {},
 ): OpenAICompatibleSettings {
   const source = config.sources['model.provider'] ?? 'default';
-  const provider = resolveProvider(nonBlank(config.model.provider) ?? 'openai', config, env, {
-    key: 'model.provider',
-    source,
-  });
+  const provider = agentProvider(config, env);
   const { name } = provider;
   // OPENAI_BASE_URL points the openai provider elsewhere; it must not redirect other providers.
   const openaiBaseUrl =
@@ -339,11 +352,7 @@ function agentModelSettings(
       ? read(env, 'OPENAI_BASE_URL', config.openai.baseUrl, config, 'openai.base_url')?.value
       : undefined;
   const baseURL = overrides.baseUrl ?? nonBlank(config.model.baseUrl) ?? openaiBaseUrl ?? provider.baseUrl;
-  const modelId =
-    overrides.modelId ??
-    read(env, 'HARNESS_MODEL', config.model.name, config, 'model.name')?.value ??
-    provider.model ??
-    DEFAULT_AGENT_MODEL;
+  const modelId = overrides.modelId ?? agentModelName(config, env, provider);
   const apiKey = overrides.apiKey ?? provider.apiKey;
   if (apiKey === undefined && provider.apiKeyEnv !== undefined && !isLoopbackUrl(baseURL)) {
     throw new ConfigError({

@@ -296,6 +296,35 @@ describe('sqlite: reference import', () => {
     expect(warnings[0]).not.toContain('Q3vX9mT2kL8pR4wZ7nB1cD6fH0jY5sA2');
   });
 
+  it('keeps an entry whose key differs from another only by surrounding spaces under a free name', async () => {
+    // The reference checked the trimmed key but stored it as given: one scope could hold both.
+    writeReferenceFile({}, (raw) => {
+      const insertEntry = raw.prepare('INSERT INTO working_memory_entries VALUES (?, ?, ?)');
+      insertEntry.run(referenceId, ' plan ', '{"step":2}');
+      insertEntry.run(referenceId, 'plan', '{"step":1}');
+      insertEntry.run(referenceId, 'plan (2)', '"taken"');
+      insertEntry.run(referenceId, 'notes ', '"n"');
+      insertEntry.run(referenceId, ' notes', '"m"');
+    });
+    const { store, warnings } = await upgrade();
+
+    // The key that was already trimmed keeps its name; each other takes the next free one.
+    expect((await createWorkingMemory({ store }).list(scope)).entries).toEqual({
+      plan: '{"step":1}',
+      'plan (2)': '"taken"',
+      'plan (3)': '{"step":2}',
+      notes: '"n"',
+      'notes (2)': '"m"',
+    });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('2 working-memory key(s)');
+    expect(warnings[0]).toContain('trimmed of surrounding spaces');
+    expect(warnings[0]).toContain(
+      'in tenant_id acme, conversation_id conv-1, agent_id agent-x, " plan " is now "plan (3)"',
+    );
+    expect(warnings[0]).toContain('" notes" is now "notes (2)"');
+  });
+
   it('reads a date-time without an offset (SQLite CURRENT_TIMESTAMP form) as UTC, not local time', async () => {
     writeReferenceFile({
       chunks: [{ seq: 1, content: 'User prefers tabs', token_count: 4, created_at: '2024-05-01T10:30:00.25' }],

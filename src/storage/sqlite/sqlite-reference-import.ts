@@ -6,7 +6,8 @@
  * a scope id: a scope whose ids ours refuse is kept under valid ones (see {@link validIdOf}),
  * listed in `reference_import_renames` and named in a process warning; and any string as a
  * working-memory key: an entry whose key ours refuse is kept under a valid one (see
- * {@link validKeyOf}), named in a process warning. The reference redacted
+ * {@link validKeyOf}), and one whose key, trimmed or redacted, is another entry's is kept
+ * under a free name (`… (2)`), each named in a process warning. The reference redacted
  * nothing: the text it kept (observations, the reflection, error texts, working-memory keys and
  * values) is redacted here as today's write paths redact what they store.
  * @module
@@ -80,7 +81,7 @@ interface ReferenceRename {
   target: ScopeTarget;
 }
 
-/** A working-memory key today's rules refuse, and the key its entry is kept under. */
+/** A working-memory key its entry is not kept under (today's rules refuse it, or another entry has it), and the key it is. */
 interface KeyRename {
   target: ScopeTarget;
   /** The key with secrets redacted (cleaned, see {@link storedText}, when invisible characters split one). */
@@ -398,11 +399,11 @@ function convertWorkingMemory(db: Database, now: string, resolve: (referenceId: 
     'INSERT INTO working_memory_entries_next (memory_id, entry_key, entry_json, created_at, updated_at) VALUES (?, ' +
       '?, ?, ?, ?) ON CONFLICT (memory_id, entry_key) DO NOTHING',
   );
-  // The reference's SQLite backend stored untrimmed keys; ours are trimmed. When trimming
-  // makes two keys equal, the one that was already trimmed wins. A key holding a secret (which
-  // a set today refuses) is redacted, and one today's rules refuse is renamed ({@link
-  // validKeyOf}): either takes a free name (`… (2)`) when that makes it another key of its
-  // scope. Those come last, so every other key keeps its name.
+  // The reference's SQLite backend checked the trimmed key but stored it untrimmed, so one
+  // scope could hold `plan` and ` plan `; ours are trimmed. A key holding a secret (which a set
+  // today refuses) is redacted, and one today's rules refuse is renamed ({@link validKeyOf}).
+  // Whichever of these makes a key another of its scope takes a free name (`… (2)`), the one
+  // that was already trimmed and valid keeping its own.
   const planned = rows.map((row) => {
     const trimmed = row.entry_key.trim() === '' ? row.entry_key : row.entry_key.trim();
     const redacted = redactSecrets(trimmed).text;
@@ -421,15 +422,17 @@ function convertWorkingMemory(db: Database, now: string, resolve: (referenceId: 
   for (const row of planned.sort((a, b) => a.rank - b.rank)) {
     const target = resolve(row.memory_id);
     const valueJson = row.entry_json === null ? 'null' : storedValueJson(row.trimmed, row.entry_json);
-    if (row.rank < 2) {
-      insert.run(target.memoryId, row.key, valueJson, now, now);
-      continue;
-    }
     let copy = 1;
     while (insert.run(target.memoryId, numberedKey(row.key, copy), valueJson, now, now).changes === 0) copy++;
-    if (!row.refused) continue;
-    const cleaned = storedText(row.redacted);
-    const oldKey = cleaned === stripInvisible(row.redacted) ? row.redacted : cleaned;
+    if (!row.refused && copy === 1) continue;
+    let oldKey: string;
+    if (row.refused) {
+      const cleaned = storedText(row.redacted);
+      oldKey = cleaned === stripInvisible(row.redacted) ? row.redacted : cleaned;
+    } else {
+      // Untrimmed, as the reference stored it, so that the two entries can be told apart.
+      oldKey = row.rank === 2 ? row.redacted : row.entry_key;
+    }
     renames.push({ target, oldKey, newKey: numberedKey(row.key, copy) });
   }
   return renames;
@@ -498,7 +501,8 @@ function reportKeyRenames(db: Database, renames: readonly KeyRename[]): void {
   process.emitWarning(
     `Upgrading ${db.name} from the reference schema: ${renames.length} working-memory key(s) could not be read ` +
       `or deleted here (control or invisible characters, over ${MAX_WORKING_MEMORY_KEY_LENGTH} characters, "." or ` +
-      `".."), so their entries now have valid keys: ${named.join('; ')}.`,
+      `".."), or became another entry's key once trimmed of surrounding spaces or with secrets redacted, so ` +
+      `their entries now have other keys: ${named.join('; ')}.`,
     { code: REFERENCE_IMPORT_WARNING_CODE },
   );
 }
