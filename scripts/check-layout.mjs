@@ -90,7 +90,7 @@ const sourceFiles = ['src', 'test', 'bench'].flatMap((folder) =>
   existsSync(join(root, folder)) ? walk(join(root, folder)) : [],
 );
 
-const KEBAB = /^_?[a-z0-9]+(-[a-z0-9]+)*(\.(test|suite|test-d|examples))?\.(ts|mjs|js|json|txt|md)$/;
+const KEBAB = /^_?[a-z0-9]+(-[a-z0-9]+)*(\.(test|suite|test-d|examples))?\.(ts|mjs|js|json|txt|md|pem)$/;
 for (const file of sourceFiles) {
   const name = file.split(sep).pop();
   if (!KEBAB.test(name)) problems.push(`${relative(root, file)}: file names are kebab-case`);
