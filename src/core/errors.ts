@@ -40,7 +40,9 @@ const MARKER = Symbol.for('harness-memory.error');
  *   (`haystack_sessions[3][2].content`).
  * - `EVAL_RESULTS_INVALID`: `{ path, line }`, a results file cannot be resumed: `line` (from 1)
  *   is not a result line and is not a truncated last line.
- * - `OPTION_INVALID`: `{ factory, option }`, a factory was called without a required option, or with an empty one.
+ * - `OPTION_INVALID`: `{ factory, option }`, a factory was called without a required option, or with an empty one;
+ *   or a store method was given an argument it cannot take (`factory` is the method, `option` the argument, such as
+ *   `updateRun`/`steps`).
  * - `OPERATION_DEAD`: `{ operationId }`, the operation used up its attempts and was parked as `dead`.
  * - `OPERATION_NOT_FOUND`: `{ operationId }`, the scope has no operation with that id.
  * - `OPERATION_NOT_DEAD`: `{ operationId, status }`, only a `dead` operation can be retried by hand.

@@ -3,11 +3,13 @@
  * tool result or a pasted prompt) and a lone surrogate (half of an emoji, as a cut or a bad
  * decoder leaves) become U+FFFD. Postgres text and jsonb cannot hold U+0000 and jsonb refuses
  * a lone surrogate, SQLite keeps the one and writes the other as three U+FFFD, so the
- * conversation would read back differently by backend, or not be stored at all.
- * Private to `src/storage/`.
+ * conversation would read back differently by backend, or not be stored at all. The step and
+ * token counts of a run and a patch are checked here too (see `_run-arguments.ts`), for the same
+ * reason. Private to `src/storage/`.
  * @module
  */
 import { wellFormed } from '../core/cut-text.js';
+import { checkedStepCount, checkedUsage } from './_run-arguments.js';
 import type { ConversationMessage, RunPatch, RunRecord } from './run-store.js';
 
 /** `text` with each U+0000 and each lone surrogate replaced by U+FFFD. */
@@ -15,12 +17,15 @@ export function storableText(text: string): string {
   return wellFormed(text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
 }
 
-/** The run's prompts, model, output and error message, storable. */
-export function storableRun<T extends Pick<RunRecord, 'prompt' | 'systemPrompt' | 'model' | 'output' | 'error'>>(
-  run: T,
-): T {
+/** The run's prompts, model, output and error message, storable; its counts checked (`OPTION_INVALID`). */
+export function storableRun<
+  T extends Pick<RunRecord, 'prompt' | 'systemPrompt' | 'model' | 'output' | 'error' | 'steps' | 'maxSteps' | 'usage'>,
+>(run: T): T {
   return {
     ...run,
+    steps: checkedStepCount('createRun', 'steps', run.steps),
+    maxSteps: checkedStepCount('createRun', 'maxSteps', run.maxSteps),
+    usage: checkedUsage('createRun', run.usage),
     prompt: storableText(run.prompt),
     systemPrompt: storableText(run.systemPrompt),
     model: storableText(run.model),
@@ -29,10 +34,16 @@ export function storableRun<T extends Pick<RunRecord, 'prompt' | 'systemPrompt' 
   };
 }
 
-/** The patch's output and error message, storable. */
+/**
+ * The patch's output and error message, storable; its counts checked (`OPTION_INVALID`). A count
+ * given as `undefined` is left out, as if not named.
+ */
 export function storablePatch(patch: RunPatch): RunPatch {
+  const { steps, usage, ...rest } = patch;
   return {
-    ...patch,
+    ...rest,
+    ...(steps === undefined ? {} : { steps: checkedStepCount('updateRun', 'steps', steps) }),
+    ...(usage === undefined ? {} : { usage: checkedUsage('updateRun', usage) }),
     ...(typeof patch.output === 'string' ? { output: storableText(patch.output) } : {}),
     ...(patch.error ? { error: storableError(patch.error) } : {}),
   };

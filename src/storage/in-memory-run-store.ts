@@ -6,6 +6,7 @@ import { scopeForgottenError } from './_store-errors.js';
 import { isRunOpen, runExistsError } from './run-store.js';
 import type { ConversationMessage, RunEvent, RunListQuery, RunRecord, RunStore } from './run-store.js';
 import { storableMessage, storablePatch, storableRun } from './_storable-text.js';
+import { checkedAfterSeq, checkedRunListQuery } from './_run-arguments.js';
 import { retentionArguments } from './_run-retention.js';
 import { clipAtOf } from './_run-rows.js';
 import { runEndedError } from './_run-ending.js';
@@ -45,7 +46,7 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       const run = storableRun(given);
       if (runs.has(run.runId)) throw runExistsError('in-memory-runs', run.runId);
       const at = now().toISOString();
-      const record: RunRecord = Object.freeze({ ...run, createdAt: at, updatedAt: at });
+      const record: RunRecord = storedCopy({ ...run, createdAt: at, updatedAt: at });
       runs.set(run.runId, record);
       events.set(run.runId, []);
       return record;
@@ -54,8 +55,9 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       guard();
       return runs.get(runId);
     },
-    async listRuns(query) {
+    async listRuns(given) {
       guard();
+      const query = checkedRunListQuery(given);
       return [...runs.values()]
         .filter((run) => matchesRunQuery(run, query))
         .sort(newestRunFirst)
@@ -67,7 +69,7 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       const current = runs.get(runId);
       if (!current) throw missing(runId);
       if (!isRunOpen(current.status)) return current;
-      const next: RunRecord = Object.freeze({ ...current, ...patch, updatedAt: now().toISOString() });
+      const next: RunRecord = Object.freeze({ ...current, ...storedCopy(patch), updatedAt: now().toISOString() });
       runs.set(runId, next);
       return next;
     },
@@ -88,13 +90,14 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
         seq,
         type,
         timestamp: now().toISOString(),
-        payload: Object.freeze({ ...payload }),
+        payload: storedCopy(payload),
       });
       list.push(event);
       return event;
     },
-    async listEvents(runId, afterSeq) {
+    async listEvents(runId, given) {
       guard();
+      const afterSeq = checkedAfterSeq(given);
       return (events.get(runId) ?? []).filter((event) => event.seq > afterSeq);
     },
     async appendMessages(memoryId, messages, appendOptions = {}) {
@@ -109,7 +112,7 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       for (const message of messages.map(storableMessage)) {
         if (conversation.ids.has(message.messageId)) continue;
         conversation.ids.add(message.messageId);
-        conversation.messages.push(Object.freeze({ ...message }));
+        conversation.messages.push(storedCopy(message));
       }
     },
     async recentMessages(memoryId, maxTokens, options) {
@@ -130,7 +133,7 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       const next: RunRecord = Object.freeze({
         ...current,
         status: 'failed',
-        error: storablePatch({ error }).error ?? null,
+        error: storedCopy(storablePatch({ error }).error ?? null),
         updatedAt: now().toISOString(),
       });
       runs.set(runId, next);
@@ -173,6 +176,24 @@ export function createInMemoryRunStore(options: InMemoryRunStoreOptions = {}): R
       storeGuard.dispose();
     },
   };
+}
+
+/**
+ * `value` as a SQL store gives it back (the JSON round trip: a Date becomes its ISO text, NaN
+ * and Infinity null, an undefined key is dropped), deep-frozen: nothing the store keeps or
+ * answers is shared with a caller, who could otherwise change a stored run or event by
+ * changing an object it passed in or got back.
+ */
+function storedCopy<T>(value: T): T {
+  return deepFreeze(JSON.parse(JSON.stringify(value)) as T);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 /**

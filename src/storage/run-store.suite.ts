@@ -173,6 +173,103 @@ export function runRunStoreSuite(options: RunStoreSuiteOptions): void {
       expect(await store.getRun('run_missing')).toBeUndefined();
     });
 
+    test('refuses a count, an event seq or a listing time it cannot store or compare, naming it, alike', async () => {
+      const created = await store.createRun(newRun('run_1'));
+      const refused = async (work: Promise<unknown>, factory: string, option: string) =>
+        expect(work, `${factory} ${option}`).rejects.toMatchObject({
+          code: 'OPTION_INVALID',
+          data: { factory, option },
+        });
+      for (const steps of [1.5, -1, Number.NaN, 2 ** 31, '2'])
+        await refused(store.updateRun('run_1', { steps: steps as number }), 'updateRun', 'steps');
+      await refused(
+        store.updateRun('run_1', { usage: { inputTokens: 1.5, outputTokens: 0 } }),
+        'updateRun',
+        'usage.inputTokens',
+      );
+      await refused(
+        store.updateRun('run_1', { usage: { inputTokens: 0, outputTokens: -1 } }),
+        'updateRun',
+        'usage.outputTokens',
+      );
+      await refused(store.updateRun('run_1', { usage: null as never }), 'updateRun', 'usage');
+      await refused(store.createRun({ ...newRun('run_2'), steps: 0.5 }), 'createRun', 'steps');
+      await refused(
+        store.createRun({ ...newRun('run_2'), maxSteps: Number.POSITIVE_INFINITY }),
+        'createRun',
+        'maxSteps',
+      );
+      expect(await store.getRun('run_1')).toEqual(created);
+      expect(await store.getRun('run_2')).toBeUndefined();
+      // A count named with no value is left as it is, as if not named.
+      const kept = await store.updateRun('run_1', { steps: undefined, usage: undefined, status: 'running' });
+      expect(kept).toMatchObject({ status: 'running', steps: 0, usage: { inputTokens: 0, outputTokens: 0 } });
+
+      await store.appendEvent('run_1', 'test.event', {});
+      for (const afterSeq of [1.5, Number.NaN, Number.NEGATIVE_INFINITY, 2 ** 63])
+        await refused(store.listEvents('run_1', afterSeq), 'listEvents', 'afterSeq');
+      expect(await store.listEvents('run_1', -5)).toHaveLength(1);
+
+      // Only a createdAt as the store answered it: SQLite compares text, Postgres times.
+      const page = (createdAt: string) => store.listRuns({ tenantId: 't', limit: 5, before: { createdAt, runId: '' } });
+      for (const createdAt of [
+        'garbage',
+        '2999-01-01T00:00:00Z',
+        '2999-01-01T00:00:00.000+00:00',
+        '0000-01-01T00:00:00.000Z',
+      ])
+        await refused(page(createdAt), 'listRuns', 'before.createdAt');
+      expect((await page('2999-01-01T00:00:00.000Z')).map((run) => run.runId)).toEqual(['run_1']);
+      expect(await page(created.createdAt)).toEqual([]);
+    });
+
+    test('keeps its own JSON copy of what it is given and answers copies no caller change reaches', async () => {
+      // Whatever a caller does with the objects it passed or got back (a store may have frozen them).
+      const tryToChange = (change: () => void): void => {
+        try {
+          change();
+        } catch {
+          // Frozen: refused, which is as good.
+        }
+      };
+      const scopeGiven = { ...scope };
+      await store.createRun({ ...newRun('run_1'), scope: scopeGiven });
+      scopeGiven.conversationId = 'changed';
+      const usage = { inputTokens: 1, outputTokens: 2 };
+      await store.updateRun('run_1', { usage });
+      usage.inputTokens = 99;
+      const read = await store.getRun('run_1');
+      tryToChange(() => Object.assign(read?.usage ?? {}, { outputTokens: 99 }));
+      expect(await store.getRun('run_1')).toMatchObject({ scope, usage: { inputTokens: 1, outputTokens: 2 } });
+      expect(await store.listRuns({ tenantId: 't', conversationId: 'c', limit: 5 })).toHaveLength(1);
+
+      const payload: Record<string, unknown> = {
+        at: new Date(0),
+        n: Number.NaN,
+        gone: undefined,
+        inner: { w: 1 },
+        list: [1],
+      };
+      // As JSON keeps it, which is what a SQL store keeps.
+      const stored = { at: '1970-01-01T00:00:00.000Z', n: null, inner: { w: 1 }, list: [1] };
+      const appended = await store.appendEvent('run_1', 'test.event', payload);
+      (payload['inner'] as { w: number }).w = 2;
+      (payload['list'] as number[]).push(2);
+      expect(appended.payload).toStrictEqual(stored);
+      const [listed] = await store.listEvents('run_1', -1);
+      expect(listed?.payload).toStrictEqual(stored);
+      tryToChange(() => Object.assign(listed?.payload['inner'] ?? {}, { w: 3 }));
+      tryToChange(() => (appended.payload['list'] as number[]).push(3));
+      expect((await store.listEvents('run_1', -1))[0]?.payload).toStrictEqual(stored);
+
+      const toolCalls = [{ id: 'c1', name: 'read', arguments: '{}' }];
+      await store.appendMessages('m1', [{ ...message('a', 1, 'assistant'), name: undefined, toolCalls }]);
+      toolCalls[0] = { id: 'c2', name: 'other', arguments: '{}' };
+      const [first] = await store.recentMessages('m1', 100);
+      expect(first && 'name' in first).toBe(false);
+      expect(first?.toolCalls).toEqual([{ id: 'c1', name: 'read', arguments: '{}' }]);
+    });
+
     test('keeps conversation history, skips known ids, and returns the recent part within a budget', async () => {
       await store.appendMessages('m1', [
         message('a', 10),

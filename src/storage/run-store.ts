@@ -59,7 +59,10 @@ export interface RunListQuery {
   readonly conversationId?: string;
   readonly agentId?: string;
   readonly status?: RunStatus;
-  /** Only runs after this one in the order (created before it, or at the same time with a smaller id). */
+  /**
+   * Only runs after this one in the order (created before it, or at the same time with a smaller
+   * id); `createdAt` as a store answered it (`toISOString`'s form), another form is `OPTION_INVALID`.
+   */
   readonly before?: { readonly createdAt: string; readonly runId: string };
   readonly limit: number;
 }
@@ -119,7 +122,7 @@ export interface RunStore {
    * else throws `STORE_CONFLICT` with `{ runId, status }`, so the terminal event stays last.
    */
   appendEvent(runId: string, type: string, payload: Record<string, unknown>): Promise<RunEvent>;
-  /** Events with seq greater than `afterSeq` (−1 for all), in order. */
+  /** Events with seq greater than `afterSeq` (−1 for all), in order; an `afterSeq` that is not a whole number is `OPTION_INVALID`. */
   listEvents(runId: string, afterSeq: number): Promise<RunEvent[]>;
   /**
    * Appends messages to a conversation (by memory id); known message ids are skipped. With

@@ -115,6 +115,19 @@ export function inspectionCases(test: Case, current: () => MemoryStore): void {
     expect(await seqs('İSTANBUL'.toLowerCase())).toEqual([2]);
   });
 
+  test('folds case in scope searches as observation searches do, beyond ASCII, on every backend', async () => {
+    const store = current();
+    for (const scope of [at('t1', 'ÉTÉ'), at('t1', 'ΟΔΟΣ'), at('t1', 'plain', 'İSTANBUL-agent')])
+      await importInto(scope, [note('x')]);
+    const ids = async (...words: string[]) =>
+      (await store.listScopes({ tenantId: 't1', limit: 10, words })).map((item) => item.scope.conversationId);
+    expect(await ids('été')).toEqual(['ÉTÉ']);
+    expect(await ids('ΟΔΟΣ'.toLowerCase())).toEqual(['ΟΔΟΣ']);
+    expect(await ids('\u03bf\u03b4\u03bf\u03c3')).toEqual([]);
+    // A word matches the agent id as well as the conversation id.
+    expect(await ids('İSTANBUL'.toLowerCase())).toEqual(['plain']);
+  });
+
   test('replaces one observation, keeping the totals and logging the correction without its text', async () => {
     const store = current();
     const scope = at('t1', 'c');

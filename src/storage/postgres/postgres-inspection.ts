@@ -35,7 +35,8 @@ function inspectionStatements(s: string) {
         WHERE r.tenant_id = $1 AND (r.conversation_id COLLATE "C", r.agent_id COLLATE "C") > ($2, $3)
           AND ($4::boolean IS NULL OR COALESCE(r.enabled, $5::boolean) = $4::boolean)
           AND NOT EXISTS (SELECT 1 FROM unnest($6::text[]) AS word
-            WHERE lower(r.conversation_id) NOT LIKE word ESCAPE '\\' AND lower(r.agent_id) NOT LIKE word ESCAPE '\\')
+            WHERE ${s}hm_fold(r.conversation_id) NOT LIKE word ESCAPE '\\'
+              AND ${s}hm_fold(r.agent_id) NOT LIKE word ESCAPE '\\')
         ORDER BY r.conversation_id COLLATE "C", r.agent_id COLLATE "C" LIMIT $7) r
       CROSS JOIN LATERAL (
         SELECT count(*) FILTER (WHERE e.expires_at IS NULL OR e.expires_at > now()) AS entries,

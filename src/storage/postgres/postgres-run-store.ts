@@ -34,6 +34,7 @@ import { acquireReadLane, poolReads } from './postgres-read-lane.js';
 import { createScopeWrites } from './postgres-scope-writes.js';
 import type { PostgresReadLane } from './postgres-read-lane.js';
 import { storableMessage, storablePatch, storableRun } from '../_storable-text.js';
+import { checkedAfterSeq, checkedRunListQuery } from '../_run-arguments.js';
 import { APPEND_MESSAGES_TYPES, APPEND_RUN_EVENT_TYPES, RUN_ENDED_SQLSTATE } from './postgres-run-functions.js';
 
 /** What the parts of the Postgres run store share. */
@@ -245,11 +246,11 @@ function runMethods(ctx: PostgresRunContext): Pick<RunStore, RunMethodName> {
           await readStatement<RunEventRow>(
             pool,
             `SELECT * FROM ${s}harness_run_events WHERE run_id = $1 AND seq > $2::bigint ORDER BY seq`,
-            [runId, afterSeq],
+            [runId, checkedAfterSeq(afterSeq)],
           )
         ).rows.map(toRunEvent),
       ),
-    listRuns: (runQuery) => wrap(() => listRuns(pool, runQuery)),
+    listRuns: (runQuery) => wrap(() => listRuns(pool, checkedRunListQuery(runQuery))),
     abandonStaleRun: (runId, olderThanSeconds, error) =>
       runWrite(runId, async () => {
         const { error: stored } = storablePatch({ error });

@@ -23,6 +23,7 @@ import { migrateSqliteDatabase, SQLITE_SCHEMA_VERSION } from './sqlite-migration
 import { createSchemaCheck } from './sqlite-schema-check.js';
 import { SQL_NOW } from './sqlite-statements.js';
 import { storableMessage, storablePatch, storableRun } from '../_storable-text.js';
+import { checkedAfterSeq, checkedRunListQuery } from '../_run-arguments.js';
 import { toStoreError } from './sqlite-errors.js';
 import {
   emptyWriteAheadLogLater,
@@ -392,10 +393,10 @@ function runMethods(ctx: SqliteRunContext): Pick<RunStore, RunMethodName> {
       });
     },
     async listEvents(runId, afterSeq) {
-      return wrap(() => statements.listEvents.all(runId, afterSeq).map(toRunEvent));
+      return wrap(() => statements.listEvents.all(runId, checkedAfterSeq(afterSeq)).map(toRunEvent));
     },
     async listRuns(query) {
-      return wrap(() => listRuns(query));
+      return wrap(() => listRuns(checkedRunListQuery(query)));
     },
     async abandonStaleRun(runId, olderThanSeconds, error) {
       const { error: stored } = storablePatch({ error });
