@@ -24,6 +24,8 @@ export { forgetConversation } from './forget-conversation.js';
 export type { ForgetConversationTarget } from './forget-conversation.js';
 export { pairToolCalls } from '../core/tool-call-pairs.js';
 export type { ToolCallMessage } from '../core/tool-call-pairs.js';
+export { isRunEvent } from './run-event-types.js';
+export type { RunEventOf, RunEventPayloadBase, RunEventPayloads, RunEventType } from './run-event-types.js';
 export { createInMemoryRunStore } from '../storage/in-memory-run-store.js';
 export type {
   ConversationMessage,

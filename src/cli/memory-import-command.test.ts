@@ -83,7 +83,10 @@ describe('harness memory import', () => {
       workspace,
     );
     expect(again.code).toBe(2);
-    expect(again.stderr).toContain('already holds 2 observation(s), a reflection and 1 link(s)');
+    expect(again.stderr).toBe(
+      'harness: scope default/restored/default already holds 2 observation(s), a reflection and 1 link(s); an ' +
+        'export is imported only into a scope with none. Forget the scope first, or import into another one.\n',
+    );
   });
 
   it('prints the json form: the count, the links left out and the status', async () => {
@@ -108,7 +111,9 @@ describe('harness memory import', () => {
     );
     const bad = await cli(['memory', 'import', '--conversation', 'c', '--file', 'bad.json'], workspace);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('reflection_links.supersessions[0].newer_seq: must be an integer from 1');
+    expect(bad.stderr).toBe(
+      'harness: reflection_links.supersessions[0].newer_seq: must be an integer from 1, got undefined.\n',
+    );
 
     const missing = await cli(['memory', 'import', '--conversation', 'c', '--file', 'nowhere.json'], workspace);
     expect(missing.code).toBe(2);

@@ -325,6 +325,42 @@ describe('harness config', () => {
     expect(parsed.memory_model['base_url']).toBe('http://127.0.0.1:9/v1');
   });
 
+  it("names the agent model's server, and memory's when it inherits the agent model (the local default)", async () => {
+    const env = { OPENAI_API_KEY: '', OPENAI_BASE_URL: 'http://127.0.0.1:11434', HARNESS_MODEL: 'llama3.1' };
+    const result = await cli(['config'], { env });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^agent model: openai llama3\.1 at http:\/\/127\.0\.0\.1:11434\/v1$/m);
+    expect(result.stdout).toMatch(
+      /^memory model: inherit llama3\.1 from inferred: neither .* at http:\/\/127\.0\.0\.1:11434\/v1$/m,
+    );
+    const parsed = JSON.parse((await cli(['config', '--json'], { env })).stdout) as {
+      agent_model: Record<string, string>;
+      memory_model: Record<string, string>;
+    };
+    expect(parsed.agent_model).toEqual({
+      provider: 'openai',
+      model_id: 'llama3.1',
+      base_url: 'http://127.0.0.1:11434/v1',
+    });
+    expect(parsed.memory_model).toMatchObject({ mode: 'inherit', base_url: 'http://127.0.0.1:11434/v1' });
+  });
+
+  it("names the agent model's server apart from memory's own, and never the API key", async () => {
+    const env = {
+      OPENAI_API_KEY: 'sk-test-secret-123456',
+      OPENAI_BASE_URL: 'http://127.0.0.1:8/',
+      HARNESS_MEMORY_LLM_BASE_URL: 'http://127.0.0.1:9/v1',
+    };
+    const result = await cli(['config'], { env });
+    expect(result.stdout).toMatch(/^agent model: openai \S+ at http:\/\/127\.0\.0\.1:8\/v1$/m);
+    expect(result.stdout).toMatch(/^memory model: openai gpt-5-nano .* at http:\/\/127\.0\.0\.1:9\/v1$/m);
+    expect(result.stdout).not.toContain('sk-test-secret');
+    const json = await cli(['config', '--json'], { env });
+    expect(json.stdout).not.toContain('sk-test-secret');
+    const parsed = JSON.parse(json.stdout) as { agent_model: Record<string, string> };
+    expect(parsed.agent_model['base_url']).toBe('http://127.0.0.1:8/v1');
+  });
+
   it.each(['http://127.0.0.1:9', 'http://127.0.0.1:9/', 'http://127.0.0.1:9/v1/chat/completions'])(
     'names the base URL memory calls go to as the client sends them when given as %s',
     async (baseUrl) => {

@@ -155,7 +155,7 @@ export function invalidExport(field: string, problem: string, cause?: unknown): 
   return new HarnessMemoryError({
     code: 'EXPORT_INVALID',
     component: 'import',
-    message: `importExport: ${field === '' ? '' : `${field}: `}${problem}.`,
+    message: `${field === '' ? '' : `${field}: `}${problem}.`,
     data: { field },
     ...(cause === undefined ? {} : { cause }),
   });

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { useSqliteTestFiles } from '../../test/support/sqlite-test-files.js';
 import { createPostgresTestSchemas, postgresTestUrl } from '../../test/support/postgres-schema.js';
 import { HarnessMemoryError } from '../core/errors.js';
+import { memoryIdOf } from '../core/scope.js';
 import { MAX_IMPORTED_LINKS as EXPORTED_MAX_LINKS } from '../index.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { createPostgresStore } from '../storage/postgres/postgres-store.js';
@@ -170,7 +171,8 @@ describe('importExport: a scope written while importing', () => {
     });
     const error = await failureOf(memoryOn(racing).importExport(scope, movedExport('user')));
     expect(error).toMatchObject({ code: 'EXPORT_INVALID', data: { field: 'scope' } });
-    expect(error.message).toContain('was written while importing; nothing was imported');
+    expect(error).toMatchObject({ data: { memoryId: memoryIdOf(scope) } });
+    expect(error.detail).toMatch(/^scope t\/guards\/a was written while importing; nothing was imported\. /);
     expect(error.cause).toMatchObject({ code: 'STORE_CONFLICT' });
     expect(await other.status(scope)).toMatchObject({ observationCount: 1, reflectionPresent: false });
   });

@@ -9,6 +9,7 @@ import { useSqliteTestFiles } from '../../test/support/sqlite-test-files.js';
 import { createPostgresTestSchemas, postgresTestUrl } from '../../test/support/postgres-schema.js';
 import { scriptedObserver, scriptedReflector } from '../../test/support/scripted-models.js';
 import { HarnessMemoryError } from '../core/errors.js';
+import { memoryIdOf } from '../core/scope.js';
 import { createInMemoryStore } from '../storage/in-memory-store.js';
 import { createPostgresStore } from '../storage/postgres/postgres-store.js';
 import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
@@ -170,7 +171,9 @@ describe('importExport: a JSON export restored whole', () => {
     await target.importObservations(scope, [{ content: 'Already here.' }]);
     const error = await failureOf(target.importExport(scope, await exportOf(source)));
     expect(error).toMatchObject({ code: 'EXPORT_INVALID', data: { field: 'scope', observationCount: 1 } });
-    expect(error.message).toContain('already holds 1 observation(s)');
+    expect(error).toMatchObject({ data: { memoryId: memoryIdOf(scope) } });
+    // The scope as its user names it: no method name, no length-prefixed storage key.
+    expect(error.detail).toMatch(/^scope t\/moving\/a already holds 1 observation\(s\); /);
     expect((await target.status(scope)).observationCount).toBe(1);
     expect((await target.status(scope)).reflectionPresent).toBe(false);
   });

@@ -68,7 +68,7 @@ export async function importExport(
   refuseWithoutRestore(store, memoryId, read, reflection);
   return dependencies.locks.run(memoryId, async () => {
     const record = await store.getRecord(memoryId);
-    refuseUnlessEmpty(memoryId, record);
+    refuseUnlessEmpty(scope, memoryId, record);
     const afterSeq = record?.lastObservationSeq ?? 0;
     const renumber = new Map(read.seqs.map((seq, index) => [seq, afterSeq + index + 1]));
     const origins = observations.map((item, index) => originOf(item, afterSeq + index + 1));
@@ -91,7 +91,7 @@ export async function importExport(
       toolCallId: meta.toolCallId ?? 'system',
       operationId: dependencies.generateId('op'),
     }).catch((error: unknown) => {
-      throw conflictAsScope(memoryId, error);
+      throw conflictAsScope(scope, memoryId, error);
     });
     return { ...result, droppedLinks: links.dropped + settled.refused };
   });
@@ -127,7 +127,7 @@ function refuseWithoutRestore(store: MemoryStore, memoryId: string, read: ReadEx
     code: 'STORE_FAILED',
     component: 'import',
     message:
-      `importExport: store ${JSON.stringify(store.name)} does not declare supportsRestore, so it would import ` +
+      `store ${JSON.stringify(store.name)} does not declare supportsRestore, so it would import ` +
       `the observations without the export's ${reflection === '' ? '' : 'reflection and '}${links} link(s); ` +
       'nothing was imported. Use a store whose importObservations follows `restore` and sets ' +
       '`supportsRestore: true`, or import the observations alone with importObservations.',
@@ -136,20 +136,20 @@ function refuseWithoutRestore(store: MemoryStore, memoryId: string, read: ReadEx
 }
 
 /** The store's `STORE_CONFLICT` (the scope written since it was read here) as this module's own refusal. */
-function conflictAsScope(memoryId: string, error: unknown): unknown {
+function conflictAsScope(scope: Scope, memoryId: string, error: unknown): unknown {
   if (!HarnessMemoryError.isInstance(error) || error.code !== 'STORE_CONFLICT') return error;
   return new HarnessMemoryError({
     code: 'EXPORT_INVALID',
     component: 'import',
     message:
-      `importExport: scope: ${memoryId} was written while importing; nothing was imported. ` +
+      `scope ${shownScope(scope)} was written while importing; nothing was imported. ` +
       'An export is imported only into a scope with no memory: forget the scope first, or import into another one.',
     data: { field: 'scope', memoryId },
     cause: error,
   });
 }
 
-function refuseUnlessEmpty(memoryId: string, record: MemoryRecord | undefined): void {
+function refuseUnlessEmpty(scope: Scope, memoryId: string, record: MemoryRecord | undefined): void {
   if (!record) return;
   const links = record.supersessionCount + record.contradictionCount;
   if (record.observationCount === 0 && record.reflection === null && links === 0) return;
@@ -157,11 +157,16 @@ function refuseUnlessEmpty(memoryId: string, record: MemoryRecord | undefined): 
     code: 'EXPORT_INVALID',
     component: 'import',
     message:
-      `importExport: scope: ${memoryId} already holds ${record.observationCount} observation(s)` +
+      `scope ${shownScope(scope)} already holds ${record.observationCount} observation(s)` +
       `${record.reflection === null ? '' : ', a reflection'}${links === 0 ? '' : ` and ${links} link(s)`}; ` +
       'an export is imported only into a scope with none. Forget the scope first, or import into another one.',
     data: { field: 'scope', memoryId, observationCount: record.observationCount },
   });
+}
+
+/** `tenant/conversation/agent`: the scope as its user names it (the memory id is a storage key). */
+function shownScope(scope: Scope): string {
+  return `${scope.tenantId}/${scope.conversationId}/${scope.agentId}`;
 }
 
 /** The reflection's text as a reflector's is stored: invisible characters stripped, trimmed, redacted. */

@@ -38,7 +38,10 @@ export interface RunRecord {
   readonly updatedAt: string;
 }
 
-/** One event of a run's stream. `seq` counts from 0 per run. */
+/**
+ * One event of a run's stream. `seq` counts from 0 per run. `isRunEvent` (from
+ * `harness-memory/agent`) narrows `payload` to its type's documented fields.
+ */
 export interface RunEvent {
   /** `<run_id>:<seq>` */
   readonly id: string;

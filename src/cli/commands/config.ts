@@ -8,7 +8,7 @@ import { describeConfig, describeConfigValues } from '../../config/describe-conf
 import type { HarnessConfig } from '../../config/schema.js';
 import type { LanguageModel } from '../../llm/language-model.js';
 import { createAgentModel, selectMemoryModel } from '../../llm/memory-model-selection.js';
-import { normalizeBaseUrl } from '../../llm/openai-compatible.js';
+import { createOpenAICompatibleModel, normalizeBaseUrl } from '../../llm/openai-compatible.js';
 import { printLine } from '../context.js';
 import type { CliContext, CommandResult } from '../context.js';
 import { EXIT_OK, errorMessageOf } from '../exit-codes.js';
@@ -40,13 +40,13 @@ export function registerConfigCommand(program: Command, context: CliContext, res
         lines.push(
           'error' in models.agent
             ? `agent model: not configured (${models.agent.error.replace(/^configuration: /, '')})`
-            : `agent model: ${models.agent.provider} ${models.agent.model_id}`,
+            : `agent model: ${models.agent.provider} ${models.agent.model_id} at ${models.agent.base_url}`,
         );
         lines.push(
           'error' in models.memory
             ? `memory model: not configured (${models.memory.error.replace(/^configuration: /, '')})`
-            : `memory model: ${models.memory.mode} ${models.memory.model_id} from ${models.memory.source}` +
-                (models.memory.base_url === undefined ? '' : ` at ${models.memory.base_url}`),
+            : `memory model: ${models.memory.mode} ${models.memory.model_id} from ${models.memory.source} ` +
+                `at ${models.memory.base_url}`,
         );
         printLine(context, lines.join('\n'));
       }
@@ -54,8 +54,8 @@ export function registerConfigCommand(program: Command, context: CliContext, res
     });
 }
 
-type ModelLine = { provider: string; model_id: string } | { error: string };
-type MemoryLine = { mode: string; model_id: string; source: string; base_url?: string } | { error: string };
+type ModelLine = { provider: string; model_id: string; base_url: string } | { error: string };
+type MemoryLine = { mode: string; model_id: string; source: string; base_url: string } | { error: string };
 
 /** The models `createHarness` would build, or why it cannot. */
 function modelsOf(
@@ -63,10 +63,18 @@ function modelsOf(
   env: Readonly<Record<string, string | undefined>>,
 ): { agent: ModelLine; memory: MemoryLine } {
   let agentModel: LanguageModel | undefined;
+  let agentBaseUrl = '';
   let agent: ModelLine;
   try {
-    agentModel = createAgentModel(config, env);
-    agent = { provider: agentModel.provider, model_id: agentModel.modelId };
+    agentModel = createAgentModel(config, env, {
+      createModel: (settings) => {
+        const model = createOpenAICompatibleModel(settings);
+        // The client's own normalised URL: it refuses credentials and a query, so none is shown.
+        agentBaseUrl = model.baseURL;
+        return model;
+      },
+    });
+    agent = { provider: agentModel.provider, model_id: agentModel.modelId, base_url: agentBaseUrl };
   } catch (error) {
     if (!isModelConfigError(error)) throw error;
     agent = { error: errorMessageOf(error) };
@@ -83,9 +91,9 @@ function modelsOf(
       mode: selection.mode,
       model_id: selection.modelId,
       source: selection.source,
-      // Where memory's calls go: a memory base URL of its own sends them to another server.
-      // As the client sends them: `/v1` added to a bare host, a pasted `/chat/completions` dropped.
-      ...(selection.baseUrl === undefined ? {} : { base_url: normalizeBaseUrl(selection.baseUrl) }),
+      // Where memory's calls go, as the client sends them: `/v1` added to a bare host, a pasted
+      // `/chat/completions` dropped. No base URL of its own: the agent model used as it is.
+      base_url: selection.baseUrl === undefined ? agentBaseUrl : normalizeBaseUrl(selection.baseUrl),
     };
   } catch (error) {
     if (!isModelConfigError(error)) throw error;
