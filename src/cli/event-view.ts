@@ -99,6 +99,21 @@ export function createEventView(context: CliContext, options: { json: boolean })
         case 'memory.reflection.completed':
           note(`· memory: reflection completed (${str(payload['trigger'])})`);
           break;
+        case 'memory.operation.dead':
+          note(
+            `· memory: the ${str(payload['operation_type'])} operation ${str(payload['operation_id'])} is dead after ` +
+              `${str(payload['attempts'])} attempts: ${str(payload['error'])} (harness memory retry runs it again)`,
+          );
+          break;
+        case 'memory.working_memory.set':
+          note(
+            `· working memory: set ${str(payload['key'])} (${str(payload['bytes'])} bytes` +
+              `${payload['expires_at'] === undefined ? '' : `, expires ${str(payload['expires_at'])}`})`,
+          );
+          break;
+        case 'memory.working_memory.deleted':
+          note(`· working memory: deleted ${str(payload['key'])}`);
+          break;
         case 'run.completed': {
           const usage = (payload['usage'] ?? {}) as Record<string, unknown>;
           note(
