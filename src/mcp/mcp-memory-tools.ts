@@ -86,7 +86,11 @@ function viewToJson(view: ObservationView): Record<string, unknown> {
 }
 
 // Export over MCP returns the content instead of writing a file, so no workspace is ever written.
-const contextOf = (scope: Scope): ToolContext => ({ scope, workspace: '/nonexistent-mcp-workspace' });
+const contextOf = (scope: Scope, signal?: AbortSignal): ToolContext => ({
+  scope,
+  workspace: '/nonexistent-mcp-workspace',
+  ...(signal === undefined ? {} : { signal }),
+});
 const readOnly = { readOnlyHint: true, destructiveHint: false, openWorldHint: false };
 
 /** Registers every tool on `server`; `memory_forget` only when `dependencies.forget` is given. */
@@ -176,7 +180,7 @@ function registerObservationalMemoryTool(server: McpServer, dependencies: Memory
         }),
       ),
     },
-    async (args) => {
+    async (args, signal) => {
       if (args.action !== 'status' && args.action !== 'export') refuseWrite(dependencies, 'observational_memory');
       const scope = scopeOf(args);
       if (args.action === 'export') {
@@ -190,7 +194,8 @@ function registerObservationalMemoryTool(server: McpServer, dependencies: Memory
         };
       }
       const toolArgs = { action: args.action, ...(args.config ? { config: args.config } : {}) };
-      return (await observationalTool.execute(toolArgs, contextOf(scope))) as Record<string, unknown>;
+      // The call's signal stops a reflect_now the client cancels.
+      return (await observationalTool.execute(toolArgs, contextOf(scope, signal))) as Record<string, unknown>;
     },
     onFault,
   );

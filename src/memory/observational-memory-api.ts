@@ -343,11 +343,15 @@ export interface ObservationalMemory {
   /**
    * Reflects now, whatever the thresholds. A no-op when disabled or empty. `queued` is true
    * when 16 callers already ran or waited for the scope: the reflection is stored in the
-   * scope's queue and runs after them, and `reflected` is false.
+   * scope's queue and runs after them, and `reflected` is false. With `signal`, the call is
+   * cancelled as `observe`'s is: already aborted, it rejects `CANCELLED` before storing
+   * anything; aborted during the call, the reflector's model request is aborted at once, it
+   * rejects `CANCELLED` and the reflection goes back to the queue untouched (no attempt used),
+   * for the scope's next observe or the worker.
    */
   reflectNow(
     scope: ScopeInput,
-    options?: { runId?: string; toolCallId?: string },
+    options?: { runId?: string; toolCallId?: string; signal?: AbortSignal },
   ): Promise<{ reflected: boolean; queued: boolean; status: MemoryStatus }>;
   /** The `<observational-memory>` snippet for the next turn, or `""`. Never writes. */
   snippet(scope: ScopeInput): Promise<string>;

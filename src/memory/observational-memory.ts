@@ -46,7 +46,7 @@ import {
 } from './memory-settings.js';
 import { importPrepared, prepareImport } from './import-observations.js';
 import { importExport } from './import-export.js';
-import { observeCancelled } from './observe-cancelled.js';
+import { observeCancelled, reflectCancelled } from './observe-cancelled.js';
 
 /** The store methods every observational-memory call relies on. */
 const MEMORY_STORE_METHODS = [
@@ -143,14 +143,21 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       }
     },
 
-    async reflectNow(scopeInput, meta = {}) {
+    async reflectNow(scopeInput, options = {}) {
       requireMode('reflect');
+      const { signal, ...meta } = options;
+      checkSignal(signal);
+      if (signal?.aborted) throw reflectCancelled(signal.reason);
       const scope = resolveScope(scopeInput, meta.runId);
       const record = await store.getRecord(memoryIdOf(scope));
       if (!record || !effective(record).enabled || record.observationCount === 0) {
         return { reflected: false, queued: false, status: await currentStatus(scope, record) };
       }
-      const { operation, own } = await enqueueAndRun(scope, 'reflect_now', {}, meta);
+      const { operation, own, outcomes } = await enqueueAndRun(scope, 'reflect_now', {}, meta, signal);
+      // Stopped by the signal: what it reached went back to the queue, this reflection too.
+      const cancelled = [...outcomes.values()].some((item) => item.status === 'cancelled');
+      if (signal !== undefined && (cancelled || (own === undefined && signal.aborted)))
+        throw reflectCancelled(signal.reason, operation.operationId);
       if (own?.error) throw own.error;
       if (own) return { reflected: own.reflected, queued: false, status: await currentStatus(scope) };
       // Not run by this call: 16 callers already ran or waited for the scope (it waits in the

@@ -226,6 +226,58 @@ describe.each(stores)('observe abort (%s store)', (_name, createStore, available
   );
 });
 
+describe.each(stores)('reflectNow abort (%s store)', (_name, createStore, available) => {
+  it.skipIf(!available)(
+    'aborts the reflector call at once; the reflection stays queued, untouched, and runs at the next drain',
+    async () => {
+      const store = await createStore();
+      const { memory, events } = memoryOver(store);
+      server.enqueue(GOOD);
+      await observe(memory);
+      server.enqueue(NEVER);
+      const controller = new AbortController();
+      const reason = new Error('the user closed the inspector');
+      const reflecting = memory.reflectNow(scope, { signal: controller.signal });
+      await requestsReach(2);
+
+      const { error, ms } = await rejectionAfter(reflecting, () => controller.abort(reason));
+      expect(error).toMatchObject({ code: 'CANCELLED', cause: reason });
+      expect((error as Error).message).toContain('the reflect_now call was cancelled by its signal');
+      expect(ms).toBeLessThan(5_000);
+      await vi.waitFor(() => expect(proxy.closed()).toBeGreaterThanOrEqual(1), { timeout: 10_000, interval: 5 });
+
+      const reflectOperation = (await store.listOperations(memoryId)).at(-1);
+      expect(reflectOperation).toMatchObject({ operationType: 'reflect_now', status: 'queued', attempt: 0 });
+      expect((error as HarnessMemoryError).data).toEqual({ operationId: reflectOperation?.operationId });
+      expect((await store.getRecord(memoryId))?.reflection).toBeNull();
+      expect(events.map((event) => event.type)).not.toContain('memory.reflection.completed');
+      expect(model.state).toBe('closed');
+
+      // The released reflection runs as it was, at the scope's next drain.
+      server.enqueue(REFLECTION);
+      await memory.drain(scope, { timeoutMs: 30_000 });
+      expect((await store.getRecord(memoryId))?.reflection?.raw).toContain('The user prefers tabs.');
+      const operations = await store.listOperations(memoryId);
+      expect(operations.filter((operation) => operation.status !== 'applied')).toEqual([]);
+    },
+  );
+
+  it.skipIf(!available)('rejects at once for a signal aborted already, storing nothing', async () => {
+    const store = await createStore();
+    const { memory } = memoryOver(store);
+    server.enqueue(GOOD);
+    await observe(memory);
+    const before = await store.listOperations(memoryId);
+    const reason = new Error('gone');
+    const error = await memory
+      .reflectNow(scope, { signal: AbortSignal.abort(reason) })
+      .catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ code: 'CANCELLED', cause: reason, data: {} });
+    expect(await store.listOperations(memoryId)).toEqual(before);
+    expect(server.requests).toHaveLength(1);
+  });
+});
+
 describe('observe abort: other callers of the scope', () => {
   it('lets a caller waiting behind the aborted call go on, observing both calls’ messages', async () => {
     const store = createInMemoryStore();

@@ -1,5 +1,6 @@
 /**
- * The error of an observe call its caller's signal aborted, and how the worker tells it apart.
+ * The error of an observe or reflect_now call its caller's signal aborted, and how the worker
+ * tells it apart.
  * @module
  */
 import { HarnessMemoryError } from '../core/errors.js';
@@ -24,6 +25,21 @@ export function observeCancelled(reason: unknown, operationId?: string): Harness
         ? 'the observe call was cancelled by its signal before it stored anything.'
         : `the observe call was cancelled by its signal; the messages it stored stay stored, and its operation ` +
           `${operationId} stays queued for the scope's next observe or the background worker.`,
+    data: operationId === undefined ? {} : { operationId },
+    cause: reason,
+  });
+}
+
+/** `CANCELLED` for `reflectNow`: the caller's signal aborted it; `reason` is the signal's. */
+export function reflectCancelled(reason: unknown, operationId?: string): HarnessMemoryError {
+  return new HarnessMemoryError({
+    code: 'CANCELLED',
+    component: 'reflect',
+    message:
+      operationId === undefined
+        ? 'the reflect_now call was cancelled by its signal before it stored anything.'
+        : `the reflect_now call was cancelled by its signal; its operation ${operationId} stays queued for the ` +
+          "scope's next observe or the background worker.",
     data: operationId === undefined ? {} : { operationId },
     cause: reason,
   });

@@ -66,6 +66,7 @@ export interface OperationScheduler {
     operationType: EnqueuedOperationType,
     payload: Record<string, unknown>,
     meta: OperationMeta,
+    signal?: AbortSignal,
   ): Promise<{ operation: Operation; own: OperationOutcome | undefined; outcomes: Map<string, OperationOutcome> }>;
   /** Processes pending operations (of one scope, or all) until none is left; `DRAIN_TIMEOUT` after `timeoutMs`. */
   drain(memoryId: string | undefined, timeoutMs: number): Promise<void>;
@@ -217,9 +218,9 @@ export function createOperationScheduler(options: OperationSchedulerOptions): Op
     processScope,
     enqueue,
 
-    async enqueueAndRun(scope, operationType, payload, meta) {
+    async enqueueAndRun(scope, operationType, payload, meta, signal) {
       const operation = await enqueue(scope, operationType, payload, meta);
-      const outcomes = await processScope(memoryIdOf(scope), undefined, operation.operationId);
+      const outcomes = await processScope(memoryIdOf(scope), undefined, operation.operationId, undefined, signal);
       return { operation, own: outcomes.get(operation.operationId), outcomes };
     },
 

@@ -153,7 +153,10 @@ export function createObservationalMemoryTool(options: ObservationalMemoryToolOp
         case 'status':
           return { status: statusToJson(await memory.status(scope)) };
         case 'reflect_now': {
-          const result = await memory.reflectNow(scope, meta);
+          const result = await memory.reflectNow(scope, {
+            ...meta,
+            ...(context.signal === undefined ? {} : { signal: context.signal }),
+          });
           return {
             status: statusToJson(result.status),
             reflected: result.reflected,

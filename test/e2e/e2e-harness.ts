@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { expect, vi } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createHarness } from '../../src/server/create-harness.js';
 import type { Harness } from '../../src/server/create-harness.js';
@@ -264,4 +265,22 @@ export function eventsOf(frames: readonly SseFrame[]): RunEventData[] {
 /** The event types of frames, in order. */
 export function typesOf(frames: readonly SseFrame[]): string[] {
   return frames.map((frame) => frame.event ?? 'message');
+}
+
+/**
+ * Starts `call` with a signal and aborts it once `asked()` reports the model was asked for it;
+ * how the call ended: `cancelled` when it rejected (as a client's call does when aborted).
+ */
+export async function abortOnceAsked(
+  call: (signal: AbortSignal) => Promise<unknown>,
+  asked: () => number,
+): Promise<'answered' | 'cancelled'> {
+  const controller = new AbortController();
+  const settled = call(controller.signal).then(
+    () => 'answered' as const,
+    () => 'cancelled' as const,
+  );
+  await vi.waitFor(() => expect(asked()).toBe(1), { timeout: 10_000, interval: 20 });
+  controller.abort();
+  return settled;
 }

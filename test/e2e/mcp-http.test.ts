@@ -1,6 +1,6 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startE2E } from './e2e-harness.js';
+import { abortOnceAsked, startE2E } from './e2e-harness.js';
 import type { E2E } from './e2e-harness.js';
 
 const KEY_A = 'key-tenant-a-0123456789';
@@ -214,22 +214,18 @@ describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
       return asked === 1 ? { delayMs: 600_000, reply: quoteUser(request) } : quoteUser(request);
     };
     try {
-      const controller = new AbortController();
-      const settled = client
-        .callTool(
-          {
-            name: 'memory_observe',
-            arguments: { messages: [{ id: 'c1', role: 'user', content: 'The launch moved to May.' }], ...where },
-          },
-          { signal: controller.signal },
-        )
-        .then(
-          () => 'answered',
-          () => 'cancelled',
-        );
-      await vi.waitFor(() => expect(asked).toBe(1), { timeout: 10_000, interval: 20 });
-      controller.abort();
-      expect(await settled).toBe('cancelled');
+      const ended = await abortOnceAsked(
+        (signal) =>
+          client.callTool(
+            {
+              name: 'memory_observe',
+              arguments: { messages: [{ id: 'c1', role: 'user', content: 'The launch moved to May.' }], ...where },
+            },
+            { signal },
+          ),
+        () => asked,
+      );
+      expect(ended).toBe('cancelled');
       // The server gave the operation back to the queue at once; its worker asks the observer again.
       await vi.waitFor(
         async () => {

@@ -209,7 +209,11 @@ function registerReadCommands(sub: Subcommand, context: CliContext): void {
     'reflect now, whatever the thresholds (calls the memory model)',
     'markdown',
     async (harness, scope, options) => {
-      const outcome = await harness.observationalMemory.reflectNow(scope);
+      // Ctrl-C stops the reflector's call; the reflection stays queued for the next observe.
+      const outcome = await harness.observationalMemory.reflectNow(
+        scope,
+        context.signal === undefined ? {} : { signal: context.signal },
+      );
       if (options.format === 'json')
         printJson(context, {
           reflected: outcome.reflected,

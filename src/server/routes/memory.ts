@@ -192,7 +192,8 @@ function scopeRoutes(app: Hono<ServerEnv>, options: MemoryRoutesOptions): void {
   app.post(`${base}/observational/reflect`, async (context) => {
     const scope = writeScopeOf(context, options.limits);
     await readJsonBody(context, emptyBody);
-    const result = await memory.reflectNow(scope);
+    // A client that goes away stops the reflector's call; the reflection stays queued.
+    const result = await memory.reflectNow(scope, { signal: context.req.raw.signal });
     return context.json({
       reflected: result.reflected,
       queued: result.queued,
