@@ -47,6 +47,7 @@ import {
 import { importPrepared, prepareImport } from './import-observations.js';
 import { importExport } from './import-export.js';
 import { observeCancelled, reflectCancelled } from './observe-cancelled.js';
+import { createReflectionBackoff } from './reflection-backoff.js';
 
 /** The store methods every observational-memory call relies on. */
 const MEMORY_STORE_METHODS = [
@@ -449,6 +450,7 @@ function workerContextOf(
     linksOf,
     now,
     calls,
+    reflectionBackoff: createReflectionBackoff(),
     faultPoint: options.faultPoint,
   };
 }

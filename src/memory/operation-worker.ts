@@ -29,6 +29,7 @@ import { firstAfterSeq } from '../core/first-after-seq.js';
 import { batchFailureOf } from './batch-failure.js';
 import { untilStopped } from '../core/until-stopped.js';
 import { cancelReason, isCancelled, observeCancelled } from './observe-cancelled.js';
+import type { ReflectionBackoff } from './reflection-backoff.js';
 
 /** What running one operation came to. */
 export interface OperationOutcome {
@@ -118,6 +119,8 @@ export interface OperationWorkerContext {
   readonly now: () => Date;
   /** The model calls in flight by scope, which `forget` aborts. */
   readonly calls?: RunningCalls;
+  /** Scopes whose automatic reflections wait after one failed for good. @default none wait */
+  readonly reflectionBackoff?: ReflectionBackoff;
   /** Testing hook: called at step boundaries of an operation; crash tests kill the process there. */
   readonly faultPoint?: ((point: WorkerFaultPoint) => void) | undefined;
 }
@@ -150,14 +153,16 @@ export async function runOperation(
   }
   context.faultPoint?.('after_claim');
   try {
-    return operation.operationType === 'observe'
-      ? await runObserve(
-          context,
-          operation,
-          prefetched?.operationId === operation.operationId ? prefetched : undefined,
-          signal,
-        )
-      : await runReflect(context, operation, signal);
+    if (operation.operationType === 'observe')
+      return await runObserve(
+        context,
+        operation,
+        prefetched?.operationId === operation.operationId ? prefetched : undefined,
+        signal,
+      );
+    const reflected = await runReflect(context, operation, signal);
+    if (reflected.status === 'applied') context.reflectionBackoff?.succeeded(operation.memoryId);
+    return reflected;
   } catch (error) {
     // Not a failure: no attempt used, no failure event or fault, nothing for the circuit.
     if (isCancelled(error)) return releaseOperation(context, operation, error);
@@ -190,6 +195,7 @@ export async function runOperation(
       errorText: hidden ?? failure.message,
       willRetry,
     };
+    if (!willRetry) reflectionFailed(context, operation);
     if (retryable && !willRetry) {
       context.onEvent(failed);
       return bury(context, operation, `gave up after ${operation.attempt} attempts: ${errorText}`, failure);
@@ -208,6 +214,13 @@ export async function runOperation(
     if (willRetry) return outcome(operation, 'retrying', 0, false, failure);
     return { ...outcome(operation, 'failed', 0, false, failure), othersMayWait: true };
   }
+}
+
+/** Tells the back-off of an automatic reflection that failed for good, at the unreflected total that queued it. */
+function reflectionFailed(context: OperationWorkerContext, operation: Operation): void {
+  const tokens = operation.payload['unreflected_tokens'];
+  if (operation.operationType === 'reflect' && typeof tokens === 'number')
+    context.reflectionBackoff?.failed(operation.memoryId, tokens, context.now());
 }
 
 /**
@@ -398,10 +411,14 @@ async function runObserve(
     await enqueue('observe', { messages: restMessages, continued_from: operation.operationId });
     followUp = true;
   }
+  const unreflectedTokens = applied.record.unreflectedObservationTokens;
+  const threshold = config.reflectThresholdTokens;
+  const backoff = context.reflectionBackoff;
   if (
     context.reflector &&
-    config.reflectThresholdTokens > 0 &&
-    applied.record.unreflectedObservationTokens >= config.reflectThresholdTokens
+    threshold > 0 &&
+    unreflectedTokens >= threshold &&
+    (backoff === undefined || backoff.allows(operation.memoryId, unreflectedTokens, threshold, context.now()))
   ) {
     await enqueue('reflect', { unreflected_tokens: applied.record.unreflectedObservationTokens });
     followUp = true;
