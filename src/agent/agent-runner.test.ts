@@ -654,6 +654,36 @@ describe('agent runner: loop', () => {
     for (const call of agentModel.calls) expect(call.messages[0]).toEqual({ role: 'system', content: systemPrompt });
   });
 
+  it('continues a run whose answer is in while its memory work goes on, and refuses one still working', async () => {
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const memoryModel = createMockLanguageModel(async () => {
+      await held;
+      return `IMPORTANCE:0.9\n${SENTINEL}`;
+    });
+    const { runner, agentModel, runStore } = harness({ memoryModel });
+    let answer = (): void => undefined;
+    const answering = new Promise<void>((resolve) => (answer = resolve));
+    agentModel.enqueue(async () => {
+      await answering;
+      return 'first answer';
+    }, 'second answer');
+    const first = await runner.start({ ...ids, conversationId: 'conv-settling', prompt: 'one' });
+    await vi.waitFor(async () => expect((await runStore.getRun(first.runId))?.status).toBe('running'));
+    await expect(runner.continue(first.runId, 'too early')).rejects.toMatchObject({ code: 'RUN_NOT_COMPLETED' });
+    answer();
+    // The answer is stored; the observer has not answered yet.
+    await vi.waitFor(async () => expect((await runStore.getRun(first.runId))?.output).toBe('first answer'));
+    expect((await runStore.getRun(first.runId))?.status).toBe('running');
+    const next = await runner.continue(first.runId, 'two');
+    expect(next.parentRunId).toBe(first.runId);
+    release();
+    expect(await runner.wait(first.runId)).toMatchObject({ status: 'completed', output: 'first answer' });
+    expect(await runner.wait(next.runId)).toMatchObject({ status: 'completed', output: 'second answer' });
+    // The next turn saw the first run's answer in its history.
+    expect(JSON.stringify(agentModel.calls.at(-1)?.messages)).toContain('first answer');
+  });
+
   it('continues a finished run in the same scope', async () => {
     const { runner } = harness();
     const first = await runner.start({ ...ids, prompt: 'one' });

@@ -138,6 +138,8 @@ export interface AgentRunner {
    * A new run in the same scope as `runId`, with its model, system prompt and step limit. The
    * system prompt is the one `runId` was given when it was started by this runner (among its
    * last 256 runs); otherwise the stored one, which is redacted when the run store redacts.
+   * `RUN_NOT_COMPLETED` until `runId` has answered; a run whose answer is stored may be
+   * continued while its memory work settles.
    */
   continue(runId: string, prompt: string): Promise<RunRecord>;
   cancel(runId: string): Promise<RunRecord>;
@@ -276,11 +278,14 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     async continue(runId, prompt) {
       const previous = await runStore.getRun(runId);
       if (!previous) throw notFound(runId);
-      if (previous.status === 'queued' || previous.status === 'running') {
+      // A run whose final answer is stored only waits for its memory work (up to the settle
+      // timeout): the user's next turn need not wait for the observer too.
+      const answered = previous.status === 'running' && previous.output !== null;
+      if (previous.status === 'queued' || (previous.status === 'running' && !answered)) {
         throw new HarnessMemoryError({
           code: 'RUN_NOT_COMPLETED',
           component: 'runner',
-          message: `run ${runId} has not finished; continue it once it has.`,
+          message: `run ${runId} has not answered yet; continue it once it has.`,
           data: { runId },
         });
       }
