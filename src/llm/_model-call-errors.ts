@@ -27,6 +27,8 @@ export interface CallContext {
   readonly responseBody?: string | undefined;
   /** The placeholder the request carried because no API key was given. */
   readonly placeholderKey?: string | undefined;
+  /** The API key the request carried: taken out wherever the server quotes it back. */
+  readonly apiKey?: string | undefined;
 }
 
 interface HeaderSource {
@@ -122,7 +124,10 @@ export function toModelCallError(error: unknown, context: CallContext): ModelCal
 function fromStatusError(error: APIError, context: CallContext): ModelCallError {
   const { url } = context;
   const status = typeof error.status === 'number' ? error.status : undefined;
-  const body = context.responseBody ?? (error.error === undefined ? undefined : JSON.stringify({ error: error.error }));
+  const quoted = withoutKey(context.apiKey);
+  const given =
+    context.responseBody ?? (error.error === undefined ? undefined : JSON.stringify({ error: error.error }));
+  const body = given === undefined ? undefined : quoted(given);
   const quota =
     error.code === 'insufficient_quota' ||
     error.type === 'insufficient_quota' ||
@@ -132,7 +137,7 @@ function fromStatusError(error: APIError, context: CallContext): ModelCallError 
   return new ModelCallError({
     message:
       `${status === undefined ? 'The stream from' : `HTTP ${status} from`} ${url}: ` +
-      `${firstLine(error.message)}.${remedy(status, quota, context.placeholderKey)}`,
+      `${firstLine(quoted(error.message))}.${remedy(status, quota, context.placeholderKey)}`,
     url,
     ...(status === undefined ? {} : { statusCode: status }),
     ...(body === undefined ? {} : { responseBody: truncateBody(body) }),
@@ -153,6 +158,19 @@ function remedy(status: number | undefined, quota: boolean, placeholderKey: stri
   if (status === 404) return ' Check the base URL and the model name.';
   if (status === 429) return ' Rate limited; retry later.';
   return '';
+}
+
+/** Shortest key taken out by value: a shorter one would match ordinary text. */
+const MIN_QUOTED_KEY_LENGTH = 8;
+
+/**
+ * Takes `apiKey` out of text a server wrote: a provider that quotes the key it refused
+ * ("Incorrect API key provided: …") would put the operator's key, whatever its shape, in the
+ * error a tenant reads and the run store keeps.
+ */
+function withoutKey(apiKey: string | undefined): (text: string) => string {
+  if (apiKey === undefined || apiKey.length < MIN_QUOTED_KEY_LENGTH) return (text) => text;
+  return (text) => text.split(apiKey).join('[REDACTED:api_key]');
 }
 
 function describeCause(error: unknown): string {

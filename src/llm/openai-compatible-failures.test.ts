@@ -247,6 +247,18 @@ describe('openai-compatible failures: a 401', () => {
     expect(server.requests.map((request) => request.headers['authorization'])).toEqual(['Bearer not-needed']);
   });
 
+  it("takes the key out of the server's answer, whatever its shape, in the message and the body kept", async () => {
+    const key = 'tok-9f8e7d6c5b4a39281706f5e4d3c2b1a0';
+    server.setDefaultReply({ status: 401, body: { error: { message: `Invalid API key ${key} for llama` } } });
+    const error = await modelAt({ apiKey: key })
+      .doGenerate(call)
+      .catch((thrown: unknown) => thrown);
+    expect(server.requests[0]?.headers['authorization']).toBe(`Bearer ${key}`);
+    expect((error as Error).message).toContain('Invalid API key [REDACTED:api_key] for llama');
+    expect(JSON.stringify(error)).not.toContain(key);
+    expect(JSON.stringify((error as { responseBody?: string }).responseBody)).toContain('[REDACTED:api_key]');
+  });
+
   it('asks to check the key that was given', async () => {
     server.setDefaultReply(unauthorized);
     const error = await modelAt({ apiKey: 'sk-wrong' })

@@ -198,6 +198,7 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
           timedOut: controller.signal.aborted && !(caller?.aborted ?? false),
           responseBody: error instanceof APIError && error.headers ? errorBodies.get(error.headers) : undefined,
           placeholderKey: settings.apiKey ? undefined : PLACEHOLDER_API_KEY,
+          apiKey: settings.apiKey || undefined,
         }),
       end: (): void => {
         clearTimeout(timer);

@@ -163,6 +163,27 @@ describe('server: startServer request timeout', () => {
     }
   });
 
+  it('closes a connection whose headers do not arrive within headersTimeoutMs, however long requests may take', async () => {
+    const server = await startServer(harnessWith('127.0.0.1'), {
+      port: 0,
+      requestTimeoutMs: 600_000,
+      headersTimeoutMs: 300,
+    });
+    try {
+      const socket = connect(server.port, '127.0.0.1');
+      let answer = '';
+      socket.setEncoding('utf8').on('data', (chunk: string) => {
+        answer += chunk;
+      });
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
+      await closed;
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('refuses a requestTimeoutMs that is not a number of milliseconds', async () => {
     await expect(startServer(harnessWith('127.0.0.1'), { port: 0, requestTimeoutMs: 0 })).rejects.toThrow(
       'requestTimeoutMs must be a number of milliseconds',

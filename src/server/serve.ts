@@ -33,6 +33,12 @@ export interface StartServerOptions {
    * is answered `408` and its connection closed. @default 60000
    */
   requestTimeoutMs?: number;
+  /**
+   * How long a client has to send a request's headers, within `requestTimeoutMs`: a connection
+   * that never finishes them (a slowloris) is closed this soon, before any API key is read.
+   * @default 10000
+   */
+  headersTimeoutMs?: number;
 }
 
 /** A listening server. */
@@ -51,6 +57,7 @@ export interface RunningServer {
 /** How long `close` lets runs and requests in flight go on by default. */
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
 /**
  * How long `close` lets the streams of ended runs send their last event when the shutdown
  * time is spent (runs cancelled at the deadline end just after it): one store read and one
@@ -123,15 +130,20 @@ export async function startServer(harness: Harness, options: StartServerOptions 
       done();
     }
   };
-  // A request must arrive whole within a minute (Node's default is five): a client trickling
-  // its headers or body would hold the connection, and what it sent, for that long. Node
-  // checks the time every `connectionsCheckingInterval` (30 s by default).
+  // A request must arrive whole within a minute (Node's default is five), its headers within
+  // ten seconds: a client trickling them would hold the connection, and what it sent, for that
+  // long, and many such clients every socket the process may open. Node checks the times every
+  // `connectionsCheckingInterval` (30 s by default).
   const requestTimeout =
     requireTimerMs('startServer', 'requestTimeoutMs', options.requestTimeoutMs, 1) ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const headersTimeout = Math.min(
+    requestTimeout,
+    requireTimerMs('startServer', 'headersTimeoutMs', options.headersTimeoutMs, 1) ?? DEFAULT_HEADERS_TIMEOUT_MS,
+  );
   const serverOptions = {
     requestTimeout,
-    headersTimeout: requestTimeout,
-    connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(requestTimeout / 4))),
+    headersTimeout,
+    connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(headersTimeout / 4))),
   };
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const created = serve({ fetch, hostname: listenAddress(host), port, serverOptions }, () => resolve(created));
