@@ -6,6 +6,7 @@ import {
   isNothingToObserve,
   parseObservations,
 } from './parse-observations.js';
+import { parseReflection } from './parse-reflection.js';
 
 describe('parseObservations: plain text', () => {
   it('returns nothing for empty or blank output', () => {
@@ -729,6 +730,40 @@ describe('parseObservations: long runs of white space', () => {
   });
 });
 
+describe('parseObservations: SOURCE lists a model wrote to be slow (attack review)', () => {
+  // Once exponential: every `seq 1 ` doubled the time of a line that did not match; 26 froze the server 12 s.
+  it('reads a SOURCE line of hundreds of `seq 1 ` that ends in junk at once, citing nothing from it', () => {
+    for (const word of ['seq 1 ', 'seq: 1 ', 'msgs 1 ', '#1 - ']) {
+      const answer = `IMPORTANCE: 0.9\nSOURCE: ${word.repeat(400)}!x\nUser uses vim.`;
+      const [first] = parseObservations(answer);
+      expect(first?.sourceSeqs ?? [], word).toEqual([]);
+    }
+  });
+
+  it('still reads the lists models write', () => {
+    const cited = (list: string) =>
+      parseObservations(`IMPORTANCE: 0.9\nSOURCE: ${list}\nUser uses vim.`)[0]?.sourceSeqs;
+    expect(cited('3, 5')).toEqual([3, 5]);
+    expect(cited('seq 3 and seq: 5')).toEqual([3, 5]);
+    expect(cited('#3-#5')).toEqual([3, 4, 5]);
+    expect(cited('messages 3; 4')).toEqual([3, 4]);
+    expect(cited('3 – 4 7')).toEqual([3, 4, 7]);
+    expect(cited('1 (user), 2 (assistant).')).toEqual([1, 2]);
+  });
+});
+
+describe('parseObservations: a fence a model wrote to be slow (attack review)', () => {
+  // Once cubic in json-answer's fence pattern: 2,000 spaces after the fence took 2 s.
+  it('reads an answer of a fence and 200,000 spaces at once, and a fenced JSON answer as before', () => {
+    // One fence line and nothing after it: a frame, no observation.
+    expect(parseObservations(`\`\`\`${' '.repeat(200_000)}x`)).toEqual([]);
+    expect(parseReflection(`\`\`\`${' '.repeat(200_000)}x`).summary).toContain('x');
+    expect(parseObservations('```json\n[{"importance": 0.9, "observation": "User uses vim."}]\n```')).toEqual([
+      { content: 'User uses vim.', importance: 0.9 },
+    ]);
+  });
+});
+
 describe('parseObservations: JSON answers scored as lines are', () => {
   const rule = 'User must never force-push to main.';
   const deadline = 'The release deadline is Friday.';
@@ -780,6 +815,45 @@ describe('parseObservations: JSON answers scored as lines are', () => {
   it('reads a JSON list of items that are not observations as text', () => {
     const answer = json({ note: rule }, { note: deadline });
     expect(parseObservations(answer)).toEqual([{ content: answer, importance: null }]);
+  });
+});
+
+describe('parseObservations: JSON lists of strings (review: stored as one raw JSON observation)', () => {
+  it.each([
+    ['a bare list', '["The user uses pnpm", "The user likes tabs"]', ['The user uses pnpm', 'The user likes tabs']],
+    ["mem0's facts object", '{"facts": ["The user uses pnpm"]}', ['The user uses pnpm']],
+    ['a list under "observations", fenced', '```json\n{"Observations": ["A", "", null, " B "]}\n```', ['A', 'B']],
+  ])('reads %s as unscored observations', (_name, answer, contents) => {
+    expect(isNothingToObserve(answer)).toBe(false);
+    expect(parseObservations(answer)).toEqual(contents.map((content) => ({ content, importance: null })));
+  });
+
+  it.each(['{"facts": []}', '[""]', '{"observations": [" ", null]}', '```json\n{"facts": []}\n```'])(
+    'takes %s as nothing',
+    (answer) => {
+      expect(isNothingToObserve(answer)).toBe(true);
+      expect(parseObservations(answer)).toEqual([]);
+    },
+  );
+
+  it('keeps a list that mixes strings with other values as text', () => {
+    for (const answer of ['["The user uses pnpm", 3]', '{"facts": ["The user uses pnpm", {"x": 1}]}'])
+      expect(parseObservations(answer), answer).toEqual([{ content: answer, importance: null }]);
+  });
+
+  it('holds string lists to the same bounds', () => {
+    const many = JSON.stringify(Array.from({ length: 80 }, (_, index) => `fact ${index}`));
+    expect(parseObservations(many)).toHaveLength(50);
+    expect(parseObservations(many, { maxObservations: 2 }).map((item) => item.content)).toEqual(['fact 0', 'fact 1']);
+    const [long] = parseObservations(JSON.stringify(['x'.repeat(3000)]));
+    expect(long?.content).toBe(`${'x'.repeat(2000)}${TRUNCATION_SUFFIX}`);
+  });
+
+  // json-answer's fence pattern takes cubic time on this (2,000 spaces: 2 s a call).
+  it('reads a code fence followed by a long run of white space in linear time', () => {
+    const answer = `\`\`\`json\n${' '.repeat(60_000)}The user uses vim.`;
+    expect(isNothingToObserve(answer)).toBe(false);
+    expect(parseObservations(answer)).toEqual([{ content: 'The user uses vim.', importance: null }]);
   });
 });
 

@@ -5,7 +5,7 @@
 
 import type { ParsedObservation } from './observation.js';
 import { stripInvisible } from './sanitize-text.js';
-import { readJsonObservations } from './json-answer.js';
+import { readJsonObservations, withoutFence } from './json-answer.js';
 import type { JsonObservation } from './json-answer.js';
 import { repeatKeyOf } from './repeated-observations.js';
 import { stripReasoning } from './strip-reasoning.js';
@@ -47,8 +47,6 @@ const TRAILING_SCORE =
   /^(.*?\S)\s*[([]\s*importance\s*[:=]?\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*(?:%|\/\s*\d+(?:\.\d*)?)?)\s*[)\]]\s*[.;]?\s*$/i;
 // `0.9`, `.9`, `0,9` (a decimal comma), `9e-1`.
 const NUMBER_PREFIX = /^[+-]?(?:\d+(?:[.,]\d+|\.)?|[.,]\d+)(?:e[+-]?\d+)?/i;
-const SEQ_LIST =
-  /^(?:(?:messages?|msgs?)\s+)?(?:(?:seq\s*:?\s*|#)?\d+(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?\d+)?)(?:\s*(?:,|;|\band\b|\s)\s*(?:(?:seq\s*:?\s*|#)?\d+(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?\d+)?))*$/i;
 const LEVEL_WORDS: Readonly<Record<string, number>> = {
   critical: 0.95,
   high: 0.8,
@@ -90,9 +88,44 @@ const BULLET_LINE = /^\s*(?:[-*•+◦▪–]|\d{1,3}[.)])\s+\S/;
 // An `Observation 2:` or `**Observation 2**` label over each block frames it too.
 const FRAME_LINE =
   /^\s*(?:#{1,6}\s.*|[-*_=]{3,}|```.*|~~~.*|<\/?(?:observations?|transcript|existing-memory|answer|output|response|result)>|[*_]*observation\s*#?\d{1,3}[*_]*\s*:?[*_]*)\s*$/i;
-// Preamble sentences: "Here are the observations:", "Sure! Below are …", "Observations:".
-const PREAMBLE_LINE =
-  /^\s*[*_#>\s]*(?:(?:here\s+(?:are|is)|here's|sure|okay|ok|certainly|below\s+(?:are|is)|the\s+following|based\s+on\s+the\s+(?:new\s+)?(?:transcript|segment|conversation)|after\s+reviewing|i\s+(?:have\s+)?(?:found|identified|extracted|noted|recorded))\b.*|[^.!?]{0,60}:[*_\s]*)$/i;
+// Preamble sentences: "Here are the observations:", "Sure! Below are …", "Based on the
+// transcript, I found one durable fact.", and a short label such as "Observations:". A line that
+// opens the same way but goes on to state something ("Sure, the user builds with pnpm.", "The
+// following directories are generated: …") is content: see isPreambleLine.
+const DECORATION = /^[*_#>\s]*/;
+// Said to the prompt, not about the transcript: stripped from a fact only before `,`, `!` or `.`.
+const INTERJECTION = /^(?:sure|okay|ok|certainly|alright|absolutely)\s*[,!.]+\s*/i;
+// What opens a preamble, with the interjections; only the announcing leads ("Here is …",
+// "Based on the transcript", "I found") are stripped from a fact at the `,` or `:` after them.
+const ANNOUNCING_LEAD =
+  /^(?:here\s+(?:are|is)|here['’]s|below\s+(?:are|is)|the\s+following|based\s+on\s+the\s+(?:new\s+)?(?:transcript|segment|conversation)|after\s+reviewing|i(?:\s+have|['’]ve)?\s+(?:found|identified|extracted|noted|recorded))\b/i;
+const INTERJECTION_LEAD = /^(?:sure|okay|ok|certainly|alright|absolutely)\b/i;
+const SENTENCE_START =
+  /^(?:the|a|an|this|these|those|that|there|user|users|they|their|it|its|we|our|he|she|his|her)(?![\p{L}\p{N}])/u;
+// A short label: "Observations:", "Memory update:".
+const LABEL_LINE = /^[^.!?]{0,60}:[*_\s]*$/;
+// "about the user": what a preamble announces, although "user" alone is a fact's word.
+const ABOUT_THE_USER = /\b(?:about|regarding|concerning|on|for)\s+the\s+user(?:['’]s)?(?![\p{L}\p{N}])/giu;
+// The words a preamble is made of: its lead, what it announces ("the key observations", "one
+// durable fact", "my memory update") and where they come from. A line that opens like a
+// preamble but holds any other word (or a number over 99) states something, and is kept.
+const FRAMING_WORDS: ReadonlySet<string> = new Set(
+  [
+    "sure okay ok certainly alright absolutely here here's are is was were be been below following based after",
+    "reviewing reviewed review i i've we we've have has found identified extracted noted recorded captured",
+    'learned gathered observed summarized summarised listed collected',
+    'the a an my our this these those that what which some any all each every one two three four five few several',
+    'observation observations fact facts memory memories update updates item items point points note notes',
+    'detail details information info insight insights takeaway takeaways entry entries summary list result results',
+    'new key important notable relevant durable lasting main worth remembering remember',
+    'from in on of to for with and about regarding it its their',
+    'transcript segment conversation exchange chat messages message session dialogue text',
+    'scored score scores importance sources source seqs by requested required format formatted provided given',
+    "asked like would i'd should storing record analysis output response answer",
+  ]
+    .join(' ')
+    .split(' '),
+);
 const NOTHING_ANSWER =
   /^[\s*_"'`([]*(?:none|no\s+(?:new\s+)?observations?|nothing(?:\s+(?:new|worth\s+remembering|to\s+(?:observe|record|remember)))?|n\/a)[\s.!*_"'`)\]]*$/i;
 // The start of an answer that says there is nothing, then gives a reason: `NONE - small talk`,
@@ -171,16 +204,17 @@ const WORD = /[\p{L}\p{N}]+(?:['’][\p{L}\p{N}]+)*/gu;
  * the user said the deadline is Friday.`, `Nothing new, except …`, `N/A - note: …`) or any
  * other statement (`No new facts; the user said thanks and moved to Berlin.`, `NONE - small
  * talk, then the user said their deadline is Friday`). That text is an observation. Also true
- * for a JSON answer with no observation in it (`[]`, `{"observations": []}`, items whose text
- * is empty).
+ * for a JSON answer with no observation in it (`[]`, `{"observations": []}`, `{"facts": []}`,
+ * items whose text is empty).
  */
 export function isNothingToObserve(raw: string): boolean {
   const text = stripInvisible(stripReasoning(raw)).trim();
-  if (NOTHING_ANSWER.test(text) || EMPTY_JSON.test(text) || readJsonObservations(text)?.length === 0) return true;
+  if (NOTHING_ANSWER.test(text) || EMPTY_JSON.test(text) || jsonObservationsOf(text)?.length === 0) return true;
   // The first line says it (`NONE`, then a blank line and the reason); a code fence may come first.
   const lines = text.split('\n');
   const index = lines.findIndex((line) => line.trim() !== '' && !/^\s*(?:```|~~~)/.test(line));
-  const first = lines[index] ?? '';
+  // After any preamble words: `Based on the transcript, there are no new facts.`, `Here is what I found: NONE`.
+  const first = afterLeadWords(lines[index] ?? '');
   const lead = NOTHING_LEAD.exec(first);
   if (!lead && !NOTHING_ANSWER.test(first)) return false;
   const after = [lead ? first.slice(lead.index + lead[0].length) : '', ...lines.slice(index + 1)].join('\n');
@@ -225,15 +259,18 @@ function isScoreLine(line: string): boolean {
  * matter") is content. An optional `SOURCE: 12, 14` line cites the transcript seqs of its
  * observation. Text before the first observation is kept as one unscored observation unless
  * it only frames the answer ("Here are the observations:", a heading); without any score at
- * all, the whole text is one observation. A JSON list of `{importance, source, observation}`
- * objects is read too, each score as the value of an `IMPORTANCE` line.
+ * all, the whole text is one observation. A line that opens like a preamble but states a fact
+ * ("Based on the transcript, the user never pushes to main.") is content, without its opening
+ * words. A JSON list of `{importance, source, observation}` objects is read too, each score as
+ * the value of an `IMPORTANCE` line, and a JSON list of strings (bare, or under `observations`
+ * or `facts`) as unscored observations.
  */
 export function parseObservations(raw: string, options: ParseObservationsOptions = {}): ParsedObservation[] {
   const maxObservations = bound(options.maxObservations, DEFAULT_MAX_OBSERVATIONS);
   const maxChars = Math.max(1, bound(options.maxObservationChars, DEFAULT_MAX_OBSERVATION_CHARS));
   const text = stripInvisible(stripReasoning(raw)).trim();
   if (text === '' || isNothingToObserve(text)) return [];
-  const json = readJsonObservations(text);
+  const json = jsonObservationsOf(text);
   const parsed = json
     ? scoredAsLines(json, maxChars)
     : // Repeats are merged after reading: room for them, so that 50 copies of one fact leave room for the rest.
@@ -265,6 +302,45 @@ function withoutRepeats(observations: readonly ParsedObservation[]): ParsedObser
     kept[index] = { content: first.content, importance, ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}) };
   }
   return kept;
+}
+
+/**
+ * The observations of an answer written as JSON: a list of `{importance, source, observation}`
+ * objects (see readJsonObservations), or a list of strings, bare or under `observations` or
+ * `facts` (mem0's `{"facts": [...]}`), each string an unscored observation. Undefined for any
+ * other answer, which is read as lines.
+ */
+function jsonObservationsOf(text: string): JsonObservation[] | undefined {
+  const body = jsonBody(text);
+  return body === undefined ? undefined : (readJsonObservations(body) ?? readJsonTexts(body));
+}
+
+/** The answer without a code fence around it, when it may be JSON (it starts with `[` or `{`). */
+function jsonBody(text: string): string | undefined {
+  const body = withoutFence(text);
+  return /^[[{]/.test(body) ? body : undefined;
+}
+
+const TEXT_LIST_KEYS = ['observations', 'facts'];
+
+/** The strings of a JSON list of strings, or of one under {@link TEXT_LIST_KEYS}; blank ones and nulls skipped. */
+function readJsonTexts(body: string): JsonObservation[] | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  let list = value;
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const entries = Object.entries(value);
+    const key = TEXT_LIST_KEYS.find((name) => entries.some(([found]) => found.toLowerCase() === name));
+    list = entries.find(([found]) => found.toLowerCase() === key)?.[1];
+  }
+  if (!Array.isArray(list) || !list.every((item) => item === null || typeof item === 'string')) return undefined;
+  return list.flatMap((item: string | null) =>
+    item === null || item.trim() === '' ? [] : [{ content: item.trim(), score: null, sourceSeqs: [] }],
+  );
 }
 
 /** The observations of a JSON answer, each score read as a marker's value and on the same scale rule. */
@@ -339,8 +415,9 @@ function parseLines(text: string, maxObservations: number, maxChars: number): Pa
     // A closing remark after the last observation is said to the reader, not remembered.
     if (index === read.length - 1) block.lines = withoutSignOff(block.lines);
     // Text above the first score that only frames the answer, or says "none" before the scored facts.
-    if (!block.marked && (isFraming(block.lines) || NOTHING_ANSWER.test(cleanContent(block.lines)))) continue;
-    const content = cleanContent(block.lines);
+    if (!block.marked && isFraming(block.lines)) continue;
+    const content = cleanContent(block.marked ? block.lines : withoutLeadWords(block.lines));
+    if (!block.marked && NOTHING_ANSWER.test(content)) continue;
     if (content === '') continue;
     const sourceSeqs = [...new Set(block.sources)].sort((a, b) => a - b).slice(0, MAX_SOURCE_SEQS);
     observations.push({
@@ -394,9 +471,18 @@ function scoredBackwards(blocks: readonly Block[]): Block[] {
   }));
 }
 
+/** The lines from the first that is not framing, with its preamble words removed (see {@link afterLeadWords}). */
 function withoutLeadingFraming(lines: readonly string[]): string[] {
-  const start = lines.findIndex((line) => line.trim() !== '' && !FRAME_LINE.test(line) && !PREAMBLE_LINE.test(line));
-  return start < 0 ? [] : lines.slice(start);
+  const start = lines.findIndex((line) => line.trim() !== '' && !FRAME_LINE.test(line) && !isPreambleLine(line));
+  return start < 0 ? [] : [afterLeadWords(lines[start] as string), ...lines.slice(start + 1)];
+}
+
+/** The lines with the preamble words removed from the first that says something. */
+function withoutLeadWords(lines: readonly string[]): string[] {
+  const start = lines.findIndex((line) => line.trim() !== '' && !FRAME_LINE.test(line));
+  return start < 0
+    ? [...lines]
+    : [...lines.slice(0, start), afterLeadWords(lines[start] as string), ...lines.slice(start + 1)];
 }
 
 /**
@@ -404,8 +490,7 @@ function withoutLeadingFraming(lines: readonly string[]): string[] {
  * lines, it is a plain list (`- User prefers tabs` / `- Uses Go`).
  */
 function unscored(lines: readonly string[], maxObservations: number, maxChars: number): ParsedObservation[] {
-  const start = lines.findIndex((line) => line.trim() !== '' && !FRAME_LINE.test(line) && !PREAMBLE_LINE.test(line));
-  const rest = start < 0 ? [] : withoutSignOff(lines.slice(start));
+  const rest = withoutSignOff(withoutLeadingFraming(lines));
   const items = rest.filter((line) => line.trim() !== '');
   if (items.length > 1 && items.every((line) => BULLET_LINE.test(line))) {
     return items
@@ -458,7 +543,55 @@ function isSignOff(paragraph: readonly string[]): boolean {
 
 /** True when text before the first observation only frames the answer. */
 function isFraming(lines: readonly string[]): boolean {
-  return lines.every((line) => line.trim() === '' || FRAME_LINE.test(line) || PREAMBLE_LINE.test(line));
+  return lines.every((line) => line.trim() === '' || FRAME_LINE.test(line) || isPreambleLine(line));
+}
+
+/**
+ * Whether a line only introduces the answer: it opens like a preamble ("Here are", "Sure",
+ * "Based on the transcript", "I found") and every word of it frames ("Here are the key
+ * observations from this segment:"), or it is a short label ending in a colon. "Sure, the user
+ * builds with pnpm." and "The following directories are generated: dist/ and gen/." state
+ * something.
+ */
+function isPreambleLine(line: string): boolean {
+  const text = line.slice(DECORATION.exec(line)?.[0].length ?? 0);
+  if (ANNOUNCING_LEAD.test(text) || INTERJECTION_LEAD.test(text)) return onlyFraming(text);
+  return LABEL_LINE.test(text);
+}
+
+/** Whether every word of `text` is a {@link FRAMING_WORDS} word or a number under 100. */
+function onlyFraming(text: string): boolean {
+  for (const [word] of text.replace(ABOUT_THE_USER, ' ').matchAll(WORD)) {
+    const key = word.toLowerCase().replace(/’/g, "'");
+    if (!FRAMING_WORDS.has(key) && !/^\d{1,2}$/.test(key)) return false;
+  }
+  return true;
+}
+
+/**
+ * A fact's line without the preamble words it opens with: an interjection (`Sure, `, `Okay. `)
+ * and an announcement that only frames, up to its `,` or `:` (`Based on the transcript, `,
+ * `Here is what I found: `). The line as it is when anything else comes first.
+ */
+function afterLeadWords(line: string): string {
+  let rest = line.trimStart();
+  let stripped = false;
+  for (;;) {
+    const interjection = INTERJECTION.exec(rest);
+    if (interjection && interjection[0].length < rest.length) {
+      rest = rest.slice(interjection[0].length);
+      stripped = true;
+      continue;
+    }
+    if (!ANNOUNCING_LEAD.test(rest)) break;
+    const end = rest.search(/[,:]/);
+    if (end < 0 || !onlyFraming(rest.slice(0, end)) || !/\S/.test(rest.slice(end + 1))) break;
+    rest = rest.slice(end + 1).trimStart();
+    stripped = true;
+  }
+  // `Based on the transcript, the user …` reads as a sentence of its own: `The user …`. Only a
+  // common word is capitalised, never a name written in lower case (`pnpm`, `iOS`).
+  return stripped ? rest.replace(SENTENCE_START, (word) => word.charAt(0).toUpperCase() + word.slice(1)) : line;
 }
 
 /** Reads an `IMPORTANCE` line: its score and, if any, content or sources after it; undefined for any other line. */
@@ -613,7 +746,7 @@ function readSources(line: string): number[] | undefined {
   // A source line that cites nothing (`SOURCE: none`, `SOURCE: 0`, `SOURCE:`) is still a
   // source line: it is dropped, never kept as the observation's text.
   if (NO_SOURCE.test(list)) return [];
-  if (!SEQ_LIST.test(list)) {
+  if (!isSeqList(list)) {
     // `SOURCE: 1 (user)`, `SOURCE: [3] user`, `SOURCE: transcript seq 3`, `SOURCE: 3, 5.`: the
     // seqs with the words models add around them.
     const loose = (match[1] ?? '')
@@ -622,11 +755,29 @@ function readSources(line: string): number[] | undefined {
       .replace(/\b(?:transcript|messages?|msgs?|lines?|turns?|user|assistant|tool|system)\b:?/gi, ' ')
       .replace(/[.;,:\s]+$/, '')
       .trim();
-    if (loose === '' || !SEQ_LIST.test(loose)) return undefined;
+    if (loose === '' || !isSeqList(loose)) return undefined;
     return seqsIn(loose);
   }
   return seqsIn(list);
 }
+
+/**
+ * Whether `text` is a list of seqs: `3`, `3, 5`, `seq 3 and seq: 5`, `#3-#7`, `messages 3; 4`.
+ * Checked item by item, in linear time: one pattern for the whole list, with `seq` and its
+ * white space optional inside a repeat, took time doubling with every `seq 1 ` of a line that
+ * did not match (26 of them froze the server for 12 s), and the line is the model's.
+ */
+function isSeqList(text: string): boolean {
+  const list = text
+    .trim()
+    .replace(/^(?:messages?|msgs?)\s+/i, '')
+    .replace(/\bseq\s*:?\s*(?=#?\d)/gi, '')
+    .replace(/\s*[-–]\s*/g, '-');
+  if (list === '') return false;
+  return list.split(/\s*(?:[,;]|\band\b)\s*|\s+/i).every((item) => SEQ_ITEM.test(item));
+}
+
+const SEQ_ITEM = /^#?\d+(?:-#?\d+)?$/;
 
 function seqsIn(list: string): number[] {
   const seqs: number[] = [];

@@ -2,6 +2,8 @@ import { HarnessMemoryError } from '../core/errors.js';
 import { buildObserverPrompt, buildReflectorPrompt } from '../core/memory-prompts.js';
 import { isRepetitive } from '../core/repetitive-text.js';
 import { requireObject } from '../core/require-option.js';
+import { redactAndCut } from '../core/redact-secrets.js';
+import { stripInvisible } from '../core/sanitize-text.js';
 import { stripReasoning } from '../core/strip-reasoning.js';
 import type { MemoryPrompt, PromptMessage } from '../core/memory-prompts.js';
 import type { Observation, ObservationConfig, ParsedObservation, StoredReflection } from '../core/observation.js';
@@ -106,7 +108,16 @@ export function createModelObserver(model: LanguageModel, limits: ModelOutputLim
         ...(limits.maxObservations !== undefined ? { maxObservations: limits.maxObservations } : {}),
         ...(limits.maxObservationChars !== undefined ? { maxObservationChars: limits.maxObservationChars } : {}),
       });
-      if (observations.length === 0) throw outputError('observer', 'empty', 'observer returned empty output');
+      if (observations.length === 0) {
+        // Not empty: what came back tells a model that answers in another format from one
+        // that says nothing.
+        const excerpt = JSON.stringify(redactAndCut(stripInvisible(text), 80, '…'));
+        throw outputError(
+          'observer',
+          'empty',
+          `observer answered without any observation in a known format (it began ${excerpt}); nothing was stored`,
+        );
+      }
       return observations;
     },
   };
