@@ -353,7 +353,13 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
           reportFault,
           ...(deleteSettledOperations ? { deleteSettledOperations } : {}),
         },
-        maintenanceOptions,
+        {
+          // Expired working-memory rows are deleted by the sweep unless the caller says otherwise.
+          ...(options.workingMemory.purgeExpired
+            ? { purgeExpiredWorkingMemory: options.workingMemory.purgeExpired.bind(options.workingMemory) }
+            : {}),
+          ...maintenanceOptions,
+        },
       );
     },
   };

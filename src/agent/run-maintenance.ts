@@ -1,13 +1,14 @@
 /**
  * Run maintenance: heartbeats for this process's runs, and the sweep that fails runs whose
- * process stopped heartbeating (`RUN_ABANDONED`), so their streams end, and deletes runs and
- * settled memory operations past their retention.
+ * process stopped heartbeating (`RUN_ABANDONED`), so their streams end, deletes runs and
+ * settled memory operations past their retention, and the rows of expired working-memory
+ * entries.
  * @module
  */
 import type { FaultReporter } from '../core/fault.js';
 import type { RunStore } from '../storage/run-store.js';
 import type { RunEventEmitter } from './run-event-emitter.js';
-import { invalidOption, requireCount, requireTimerMs } from '../core/require-option.js';
+import { invalidOption, requireCount, requireFunction, requireTimerMs } from '../core/require-option.js';
 import { isRunEndedConflict } from './_run-errors.js';
 import { isRunOpen } from '../storage/run-store.js';
 
@@ -37,6 +38,14 @@ export interface RunMaintenanceOptions {
    * @default 0
    */
   readonly operationRetentionSeconds?: number;
+  /**
+   * Deletes the rows of expired working-memory entries, one bounded call
+   * (`WorkingMemory.purgeExpired`): given, each sweep calls it after the deletes above, with a
+   * limit of 1,000, again while a call deletes that many (20 calls a sweep at most). Without it
+   * an expired entry, already gone for every reader, keeps its row until its scope's next set or
+   * delete.
+   */
+  readonly purgeExpiredWorkingMemory?: (options: { readonly limit: number }) => Promise<number>;
 }
 
 /** Runs one `deleteEndedRuns` call deletes, and the most calls one sweep makes. */
@@ -46,6 +55,10 @@ const RETENTION_BATCHES_PER_SWEEP = 20;
 const OPERATION_RETENTION_BATCH = 1_000;
 const OPERATION_RETENTION_BATCHES_PER_SWEEP = 20;
 const OPERATIONS_FAILED = 'deleting settled memory operations failed; the next sweep tries again';
+/** Entries one `purgeExpiredWorkingMemory` call deletes (its most), and the most calls one sweep makes. */
+const PURGE_BATCH = 1_000;
+const PURGE_BATCHES_PER_SWEEP = 20;
+const PURGE_FAILED = 'deleting expired working-memory entries failed; the next sweep tries again';
 
 /** What maintenance works on. */
 export interface RunMaintenanceTarget {
@@ -76,10 +89,11 @@ export interface RunMaintenance {
 /**
  * Heartbeats the active runs every `heartbeatMs`, and at once and every `sweepMs` fails the
  * runs of any process that stopped heartbeating for `abandonAfterSeconds`, then deletes runs
- * that ended more than `runRetentionSeconds` ago and settled memory operations not written for
- * `operationRetentionSeconds` (each when set). Sweeps and deletes run one at a time; heartbeats
- * go beside them, one in flight per run, so a run whose row is held delays no other. A failed
- * one is reported and runs again at its next tick.
+ * that ended more than `runRetentionSeconds` ago, settled memory operations not written for
+ * `operationRetentionSeconds` and the rows of expired working-memory entries (each when set).
+ * Sweeps and deletes run one at a time; heartbeats go beside them, one in flight per run, so a
+ * run whose row is held delays no other. A failed one is reported and runs again at its next
+ * tick.
  */
 export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMaintenanceOptions = {}): RunMaintenance {
   const heartbeatMs = requireTimerMs(FACTORY, 'heartbeatMs', options.heartbeatMs, 1) ?? 30_000;
@@ -87,6 +101,8 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
   const abandonAfterSeconds = requireCount(FACTORY, 'abandonAfterSeconds', options.abandonAfterSeconds) ?? 300;
   const retentionSeconds = requireRetention('runRetentionSeconds', options.runRetentionSeconds);
   const operationRetentionSeconds = requireRetention('operationRetentionSeconds', options.operationRetentionSeconds);
+  requireFunction(FACTORY, 'purgeExpiredWorkingMemory', options.purgeExpiredWorkingMemory);
+  const purgeExpired = options.purgeExpiredWorkingMemory ?? undefined;
   const { runStore, events, reportFault } = target;
   const deleteEndedRuns = retentionSeconds > 0 ? runStore.deleteEndedRuns?.bind(runStore) : undefined;
   if (retentionSeconds > 0 && !deleteEndedRuns)
@@ -162,6 +178,7 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
     if (deleteEndedRuns && !stopped) schedule(retain(deleteEndedRuns, RETENTION_BATCHES_PER_SWEEP));
     if (deleteSettledOperations && !stopped)
       schedule(retainOperations(deleteSettledOperations, OPERATION_RETENTION_BATCHES_PER_SWEEP), OPERATIONS_FAILED);
+    if (purgeExpired && !stopped) schedule(purge(purgeExpired, PURGE_BATCHES_PER_SWEEP), PURGE_FAILED);
   };
   // A bounded number of short deletes a sweep, each a task of its own: a backlog is worked off
   // over several sweeps instead of in one long transaction, and a heartbeat due meanwhile runs
@@ -177,6 +194,12 @@ export function startRunMaintenance(target: RunMaintenanceTarget, options: RunMa
       const deleted = await remove({ olderThanSeconds: operationRetentionSeconds, limit: OPERATION_RETENTION_BATCH });
       if (deleted === OPERATION_RETENTION_BATCH && batches > 1 && !stopped)
         schedule(retainOperations(remove, batches - 1), OPERATIONS_FAILED);
+    };
+  const purge =
+    (remove: NonNullable<RunMaintenanceOptions['purgeExpiredWorkingMemory']>, batches: number) =>
+    async (): Promise<void> => {
+      const deleted = await remove({ limit: PURGE_BATCH });
+      if (deleted === PURGE_BATCH && batches > 1 && !stopped) schedule(purge(remove, batches - 1), PURGE_FAILED);
     };
   schedule(sweep);
   const timers = [setInterval(heartbeat, heartbeatMs), setInterval(() => schedule(sweep), sweepMs)];

@@ -121,6 +121,15 @@ export interface WorkingMemory {
    * returns the unsubscribe function. A listener that throws is ignored.
    */
   subscribe(listener: (event: WorkingMemoryEvent) => void): () => void;
+  /**
+   * Present when the store has `purgeExpiredWorkingMemory` (SQLite, Postgres and in-memory do).
+   * Deletes the stored rows of expired entries in every scope, at most `limit` (1 to 1,000) in
+   * one short call, and resolves how many: without it an expired entry, gone for every reader,
+   * keeps its row until its scope's next set or delete. Call it again while it returns `limit`;
+   * the harness server does it at every maintenance sweep. No event is sent: readers see no
+   * change.
+   */
+  purgeExpired?(options: { readonly limit: number }): Promise<number>;
 }
 
 /**
@@ -270,12 +279,19 @@ export function createWorkingMemory(options: WorkingMemoryOptions): WorkingMemor
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    ...purgeMethod(store),
   };
 
   // A held snippet is served until its earliest entry expiry: an expiry changes no version.
   function current(held: HeldSnippet | undefined): HeldSnippet | undefined {
     return held !== undefined && clock().getTime() < expiryOf(held) ? held : undefined;
   }
+}
+
+/** `purgeExpired`, when the store can purge (an adapter written before the method cannot). */
+function purgeMethod(store: MemoryStore): Pick<WorkingMemory, 'purgeExpired'> {
+  const purge = store.purgeExpiredWorkingMemory?.bind(store);
+  return purge ? { purgeExpired: async (options) => purge(options) } : {};
 }
 
 function checkTtlSeconds(value: unknown, field: string): void {

@@ -61,8 +61,9 @@ export interface HarnessOptions {
   databaseCheckMs?: number;
   /**
    * How often runs are swept: runs of a process that stopped heartbeating are failed, ended
-   * runs past `[server] run_retention_days` deleted, and settled memory operations past
-   * `[memory] operation_retention_days`. @default 60000
+   * runs past `[server] run_retention_days` deleted, settled memory operations past
+   * `[memory] operation_retention_days`, and the rows of expired working-memory entries.
+   * @default 60000
    */
   runSweepMs?: number;
 }

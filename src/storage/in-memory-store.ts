@@ -22,6 +22,7 @@ import { containsWords, isOutdatedReflection, OUTDATED_REFLECTION_NOTE, planCorr
 import { InMemoryOperationLog } from './in-memory-operation-log.js';
 import { settingsPayload } from './_operation-payloads.js';
 import { markersOfDeleted, markerScan, operationRetentionArguments } from './_operation-retention.js';
+import { workingMemoryPurgeArguments } from './_working-memory-purge.js';
 import { isOpenOperation } from './store.js';
 import type {
   ImportedReflection,
@@ -513,13 +514,40 @@ class InMemoryStore implements MemoryStore {
     if (!entries) return false;
     const purged = this.#purgeExpired(memoryId, entries, this.#now().getTime());
     const deleted = entries.delete(key);
-    if (deleted || purged) this.#workingMemoryChanged(memoryId);
+    if (deleted || purged > 0) this.#workingMemoryChanged(memoryId);
     return deleted;
   };
 
   readonly workingMemoryVersion = async (memoryId: string): Result<'workingMemoryVersion'> => {
     this.#guard.check();
     return this.#workingMemoryVersions.get(memoryId) ?? 0;
+  };
+
+  readonly purgeExpiredWorkingMemory = async (
+    input: Input<'purgeExpiredWorkingMemory'>,
+  ): Result<'purgeExpiredWorkingMemory'> => {
+    this.#guard.check();
+    const { limit } = workingMemoryPurgeArguments(input);
+    const now = this.#now().getTime();
+    const nowIso = new Date(now).toISOString();
+    // NOTE: a pass over the scopes that have an expiring entry (the others are not in the map),
+    // where the databases read an index: this store holds one process's scopes.
+    const due = [...this.#earliestExpiry]
+      .filter(([, earliest]) => earliest <= nowIso)
+      .sort(([, a], [, b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .slice(0, limit);
+    let remaining = limit;
+    for (const [memoryId] of due) {
+      if (remaining === 0) break;
+      const entries = this.#workingMemory.get(memoryId);
+      if (!entries) {
+        this.#earliestExpiry.delete(memoryId);
+        continue;
+      }
+      remaining -= this.#purgeExpired(memoryId, entries, now, remaining);
+      this.#workingMemoryChanged(memoryId);
+    }
+    return limit - remaining;
   };
 
   readonly listWorkingMemoryEntries = async (memoryId: string): Result<'listWorkingMemoryEntries'> => {
@@ -645,18 +673,22 @@ class InMemoryStore implements MemoryStore {
     return entry.expiresAt === null || entry.expiresAt > nowIso;
   }
 
-  /** Deletes the scope's expired entries once its earliest expiry has passed; true when any went. */
-  #purgeExpired(memoryId: string, entries: Map<string, WorkingMemoryEntry>, now: number): boolean {
+  /**
+   * Deletes the scope's expired entries (at most `limit`) once its earliest expiry has passed,
+   * and keeps the earliest expiry of those left (an expired one left over keeps it due);
+   * returns how many went.
+   */
+  #purgeExpired(memoryId: string, entries: Map<string, WorkingMemoryEntry>, now: number, limit = Infinity): number {
     const earliest = this.#earliestExpiry.get(memoryId);
-    if (earliest === undefined || Date.parse(earliest) > now) return false;
+    if (earliest === undefined || Date.parse(earliest) > now) return 0;
     const nowIso = new Date(now).toISOString();
-    let purged = false;
+    let purged = 0;
     let next: string | undefined;
     for (const [key, entry] of entries) {
       if (entry.expiresAt === null) continue;
-      if (entry.expiresAt <= nowIso) {
+      if (entry.expiresAt <= nowIso && purged < limit) {
         entries.delete(key);
-        purged = true;
+        purged++;
       } else if (next === undefined || entry.expiresAt < next) next = entry.expiresAt;
     }
     if (next === undefined) this.#earliestExpiry.delete(memoryId);

@@ -13,6 +13,7 @@ import type { AppendAndClaimResult, MemoryStore, NewMessage, StoredWorkingMemory
 import { OUTDATED_REFLECTION_NOTE } from './correction-plan.js';
 import { correctionCases } from './store-correction.suite.js';
 import { inspectionCases } from './store-inspection.suite.js';
+import { purgeCases } from './store-purge.suite.js';
 import { retentionCases } from './store-retention.suite.js';
 import { restoreCases } from './store-import.suite.js';
 
@@ -1607,6 +1608,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
 
     inspectionCases(test, () => store);
     retentionCases(test, () => store, letPass);
+    purgeCases(test, () => store, letPass);
     restoreCases(test, () => store);
     correctionCases(test, () => store);
 

@@ -566,7 +566,8 @@ export interface MemoryStore {
    * With `ttlMs` the entry expires that many milliseconds after the write, by the store's
    * clock; without it, never (a replaced entry takes the new set's expiry). An expired entry
    * is gone for every reader (get, list, version-held snippets, the limits) at once, and its
-   * row is deleted in the scope's next write (set or delete): the store keeps the scope's
+   * row is deleted in the scope's next write (set or delete), or by
+   * {@link purgeExpiredWorkingMemory}, whichever comes first: the store keeps the scope's
    * earliest expiry with its usage, so a scope without expired entries pays nothing for it.
    */
   setWorkingMemoryEntry(input: {
@@ -583,6 +584,23 @@ export interface MemoryStore {
   deleteWorkingMemoryEntry(memoryId: string, key: string): Promise<boolean>;
   /** All unexpired entries of the scope, sorted by key in byte order. */
   listWorkingMemoryEntries(memoryId: string): Promise<WorkingMemoryEntry[]>;
+  /**
+   * Deletes the rows of working-memory entries past their expiry (by the store's clock), in
+   * every scope, without waiting for each scope's next write: at most `limit` (1 to 1,000)
+   * entries, from at most `limit` scopes, those whose earliest expiry passed longest ago first,
+   * in one short call; returns how many entries it deleted. Bad arguments are `OPTION_INVALID`
+   * naming them.
+   *
+   * Readers see no change (the entries were already gone for them), but each scope it looks at
+   * is left as a set's purge would leave it: its usage (the entry count and bytes the limits
+   * check) and earliest expiry without the deleted rows, and a new working-memory version, so a
+   * snippet held for the old one (judged by another clock, see `workingMemoryVersion`) is not
+   * served again. The stores find the scopes due through their earliest expiry, never by
+   * reading every scope. A call that deleted `limit` may leave more: call again. Optional:
+   * without it, expired rows stay until their scope's next write; the harness server calls it
+   * at every maintenance sweep.
+   */
+  purgeExpiredWorkingMemory?(input: { limit: number }): Promise<number>;
   /**
    * Optional. A number that changes whenever the scope's entries change (an entry set, an
    * entry deleted, the scope forgotten), by whichever process changed them, and does not

@@ -433,6 +433,17 @@ ALTER TABLE ${s}harness_run_events ADD CONSTRAINT harness_run_events_run_fk
     // CREATE OR REPLACE drops the pinned search_path: pinned again.
     up: (s) => `${observeFunctions(s)}${pinFunctionSearchPaths(s)}`,
   },
+  {
+    version: 26,
+    description:
+      'working_memory_versions_expiry_idx: the scopes by earliest expiry (only those with one), so the sweep ' +
+      'deleting expired working-memory entries reads the scopes due, not every scope',
+    // Partial: a scope with no expiring entry has no row in it; an update that leaves the
+    // earliest expiry as it was stays a HOT update.
+    up: (s) => `
+CREATE INDEX working_memory_versions_expiry_idx ON ${s}working_memory_versions (earliest_expiry)
+  WHERE earliest_expiry IS NOT NULL;`,
+  },
 ]);
 
 /**

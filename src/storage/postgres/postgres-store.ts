@@ -73,6 +73,8 @@ import type { RestoreTarget } from '../_import-restore.js';
 import { buildStatements } from './postgres-statements.js';
 import { createPostgresOperationRetention } from './postgres-operation-retention.js';
 import { operationRetentionArguments } from '../_operation-retention.js';
+import { workingMemoryPurgeArguments } from '../_working-memory-purge.js';
+import { createPostgresWorkingMemoryPurge } from './postgres-working-memory-purge.js';
 
 /** Name of this adapter. */
 export const STORE_NAME = 'postgres';
@@ -938,9 +940,11 @@ function workingMemoryMethods(
   | 'deleteWorkingMemoryEntry'
   | 'workingMemoryVersion'
   | 'listWorkingMemoryEntries'
+  | 'purgeExpiredWorkingMemory'
   | 'forget'
 > {
   const { sql, execute, scopeWrite, readRows, readFirst, inScope, pool } = ctx;
+  const expired = createPostgresWorkingMemoryPurge(pool, ctx.connection.prefix);
   return {
     // One statement: the function takes the scope's lock, checks the limits, and writes.
     setWorkingMemoryEntry: (input) =>
@@ -988,6 +992,11 @@ function workingMemoryMethods(
       ),
     listWorkingMemoryEntries: (memoryId) =>
       execute(async () => (await readRows<WorkingMemoryRow>(sql.listEntries, [memoryId])).map(toWorkingMemoryEntry)),
+    purgeExpiredWorkingMemory: (input) =>
+      execute(async () => {
+        const { limit } = workingMemoryPurgeArguments(input);
+        return expired.purge(limit);
+      }),
 
     // The rows are gone for every reader at commit; their old versions stay in table pages
     // and WAL until (auto)vacuum and checkpoints reclaim them, as with any Postgres DELETE.

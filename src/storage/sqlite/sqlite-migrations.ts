@@ -318,6 +318,15 @@ ALTER TABLE working_memory_entries ADD COLUMN expires_at TEXT;
 ALTER TABLE working_memory_versions ADD COLUMN earliest_expiry TEXT;
 `;
 
+// Version 16: the scopes whose earliest expiry has passed, found without reading every scope,
+// for the sweep that deletes expired entries (purgeExpiredWorkingMemory). Partial: a scope
+// with no expiring entry has no row in it, and a set that leaves the earliest expiry as it
+// was does not write it (see writeWorkingMemoryUsageKeepingExpiry).
+const WORKING_MEMORY_DUE_INDEX = `
+CREATE INDEX working_memory_versions_expiry_idx ON working_memory_versions (earliest_expiry)
+  WHERE earliest_expiry IS NOT NULL;
+`;
+
 const SOURCE_LIST = OBSERVATION_SOURCES.map((source) => `'${source}'`).join(', ');
 
 // Version 7: the supersession set of each scope (supersessions and contradictions found by
@@ -576,6 +585,13 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = Object.freeze([
       'working_memory_entries.expires_at: when an entry expires (NULL: never); working_memory_versions.' +
       'earliest_expiry: no later than the earliest of the scope, so a write purges expired rows only when one is due',
     up: runSql(WORKING_MEMORY_EXPIRY),
+  },
+  {
+    version: 16,
+    description:
+      'working_memory_versions_expiry_idx: the scopes by earliest expiry (only those with one), so the sweep ' +
+      'deleting expired working-memory entries reads the scopes due, not every scope',
+    up: runSql(WORKING_MEMORY_DUE_INDEX),
   },
 ]);
 

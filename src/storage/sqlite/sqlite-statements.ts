@@ -205,6 +205,11 @@ export interface SqliteStatements {
   readonly workingMemoryUsage: Statement<[string], [number, number, string | null, string]>;
   /** Stores the scope's entry count, bytes and earliest expiry with a new version. */
   readonly writeWorkingMemoryUsage: Statement<[string, number, number, number, string | null]>;
+  /**
+   * Stores the scope's entry count and bytes with a new version, its earliest expiry as it
+   * was (a scope without a usage row gets none).
+   */
+  readonly writeWorkingMemoryUsageKeepingExpiry: Statement<[string, number, number, number]>;
   /** Creates or replaces an entry with its expiry; a replaced one keeps its `created_at`. */
   readonly upsertEntry: Statement<
     Named<{ memoryId: string; key: string; valueJson: string; now: string; expiresAt: string | null }>
@@ -248,8 +253,8 @@ const CLAIMABLE = `
 // An entry readers see: its expiry, when it has one, is later than now (the same text format).
 const UNEXPIRED = `(expires_at IS NULL OR expires_at > ${SQL_NOW})`;
 
-// A working-memory entry's size for the limits: the UTF-8 bytes of its key and value.
-const ENTRY_BYTES = 'length(CAST(entry_key AS BLOB)) + length(CAST(entry_json AS BLOB))';
+/** A working-memory entry's size for the limits: the UTF-8 bytes of its key and value. */
+export const ENTRY_BYTES = 'length(CAST(entry_key AS BLOB)) + length(CAST(entry_json AS BLOB))';
 
 // The state_version in WHERE is the compare-and-swap: no row comes back if it moved.
 const BUMP =
@@ -537,6 +542,12 @@ export function prepareStatements(db: Database): SqliteStatements {
       VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version, entry_count = excluded.entry_count,
         total_bytes = excluded.total_bytes, earliest_expiry = excluded.earliest_expiry`),
+    // Without earliest_expiry in its SET, the update leaves the index on it alone: a set that
+    // keeps the scope's earliest expiry commits no page of that index.
+    writeWorkingMemoryUsageKeepingExpiry: prepare(`
+      INSERT INTO working_memory_versions (memory_id, version, entry_count, total_bytes) VALUES (?, ?, ?, ?)
+      ON CONFLICT (memory_id) DO UPDATE SET version = excluded.version, entry_count = excluded.entry_count,
+        total_bytes = excluded.total_bytes`),
     // created_at is set on insert only, so a replaced entry keeps it; the expiry is the new set's.
     upsertEntry: prepare(`
       INSERT INTO working_memory_entries (memory_id, entry_key, entry_json, created_at, updated_at, expires_at)

@@ -126,7 +126,7 @@ describe('store: sqlite (backend)', () => {
     expect(database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()).toEqual(
       SQLITE_MIGRATIONS.map((migration) => migration.version),
     );
-    expect(SQLITE_SCHEMA_VERSION).toBe(15);
+    expect(SQLITE_SCHEMA_VERSION).toBe(16);
 
     const fullPath = join(files.directory, 'deep', 'er', 'full.db');
     const full = track(new Database(':memory:'));

@@ -69,6 +69,8 @@ import { prepareStatements } from './sqlite-statements.js';
 import { createSqliteInspection } from './sqlite-inspection.js';
 import { createSqliteOperationRetention } from './sqlite-operation-retention.js';
 import { operationRetentionArguments } from '../_operation-retention.js';
+import { workingMemoryPurgeArguments } from '../_working-memory-purge.js';
+import { createSqliteWorkingMemoryPurge } from './sqlite-working-memory-purge.js';
 import { SqliteChangeStamp } from './sqlite-change-stamp.js';
 import { SqliteEntryCache } from './sqlite-entry-cache.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
@@ -78,6 +80,7 @@ import {
   isBusyError,
   limitSynchronousBusyWait,
   retryWhileBusy,
+  tryEmptyWriteAheadLog,
 } from './sqlite-busy-wait.js';
 import { holdSqliteConnection, privateSqliteConnection } from './sqlite-shared-connection.js';
 import type { SqliteConnectionHold } from './sqlite-shared-connection.js';
@@ -199,6 +202,7 @@ function buildStore(
   const ctx = createSqliteStoreContext(db, statements, context, faultPoint, checkpointer);
   const { storeGuard, batcher, inspection, execute, write, readNow, finishLeased } = ctx;
   const retention = createSqliteOperationRetention(db);
+  const expired = createSqliteWorkingMemoryPurge(db);
   const entries = new SqliteEntryCache(db.memory ? undefined : SqliteChangeStamp.open(db.name));
   const store: MemoryStore = {
     specificationVersion: 'v1',
@@ -300,6 +304,16 @@ function buildStore(
       write(() => deleteWorkingMemoryEntry(ctx, memoryId, key), memoryId),
     workingMemoryVersion: async (memoryId) =>
       execute(() => statements.selectWorkingMemoryVersion.get(memoryId) ?? 0, memoryId),
+    purgeExpiredWorkingMemory: async (input) => {
+      const { limit } = workingMemoryPurgeArguments(input);
+      // Read first: a sweep that finds nothing due takes no write lock.
+      if (!(await execute(() => expired.isDue(readNow())))) return 0;
+      const deleted = await write(() => expired.purge(readNow(), limit));
+      // The deleted values are zeroed in the file (secure_delete), but the log still holds the
+      // pages that carried them until it restarts and is written over: emptied, as by forget.
+      if (deleted > 0 && db.open && !tryEmptyWriteAheadLog(db)) emptyWriteAheadLogLater(db);
+      return deleted;
+    },
     listWorkingMemoryEntries: async (memoryId) =>
       execute(
         () =>
@@ -921,7 +935,7 @@ function setWorkingMemoryEntry(ctx: SqliteStoreContext, input: Input<'setWorking
   // costs one purge that finds nothing and sets it right.
   const earliest =
     expiresAt !== null && (storedEarliest === null || expiresAt < storedEarliest) ? expiresAt : storedEarliest;
-  statements.writeWorkingMemoryUsage.run(memoryId, after, previous === null ? count + 1 : count, total, earliest);
+  writeUsage(statements, memoryId, after, previous === null ? count + 1 : count, total, earliest, storedEarliest);
   return Object.freeze({
     key,
     valueJson,
@@ -930,6 +944,23 @@ function setWorkingMemoryEntry(ctx: SqliteStoreContext, input: Input<'setWorking
     expiresAt,
     versions: Object.freeze({ before: before ?? 0, after }),
   });
+}
+
+/**
+ * Stores a scope's usage with a new version; its earliest expiry is written only when it
+ * changes, so a set that keeps it commits no page of the index on it.
+ */
+function writeUsage(
+  statements: SqliteStatements,
+  memoryId: string,
+  version: number,
+  count: number,
+  bytes: number,
+  earliest: string | null,
+  storedEarliest: string | null,
+): void {
+  if (earliest === storedEarliest) statements.writeWorkingMemoryUsageKeepingExpiry.run(memoryId, version, count, bytes);
+  else statements.writeWorkingMemoryUsage.run(memoryId, version, count, bytes, earliest);
 }
 
 /** Deletes the scope's entries expired at `now` and stores its usage and earliest expiry without them. */
@@ -968,12 +999,11 @@ function deleteWorkingMemoryEntry(ctx: SqliteStoreContext, memoryId: string, key
   const [count, bytes, earliest, now] = usage ?? [1, removedBytes, null, ''];
   if (earliest !== null && earliest <= now) purgeExpiredEntries(ctx, memoryId, count - 1, bytes - removedBytes, now);
   else
-    statements.writeWorkingMemoryUsage.run(
+    statements.writeWorkingMemoryUsageKeepingExpiry.run(
       memoryId,
       newWorkingMemoryVersion(),
       count - 1,
       bytes - removedBytes,
-      earliest,
     );
   // An expired entry was already gone for readers: deleting its row removes nothing they saw.
   return removedExpiry === null || removedExpiry > now;
