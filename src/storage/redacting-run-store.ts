@@ -1,19 +1,23 @@
 /**
- * A run store that redacts secrets before anything reaches the store it wraps: run prompts,
- * system prompts, outputs and error messages, conversation messages (tool-call arguments and
- * tool results included) and event payloads. Events are delivered live as stored, so SSE
- * streams carry the redacted text too. Reads pass through.
+ * A run store that redacts secrets and strips invisible characters before anything reaches the
+ * store it wraps: run prompts, system prompts, outputs and error messages, conversation
+ * messages (tool-call arguments and tool results included) and event payloads. Events are
+ * delivered live as stored, so SSE streams carry the cleaned text too. Reads pass through.
  * @module
  */
-import { stripInvisible } from '../core/sanitize-text.js';
+import { wellFormed } from '../core/cut-text.js';
+import { needsStripping, stripInvisible, stripInvisibleInJson } from '../core/sanitize-text.js';
+import { redactSecrets } from '../core/redact-secrets.js';
 import { requireObject } from '../core/require-option.js';
 import { redactJsonText, redactValue, revealHiddenSecrets } from '../core/redact-value.js';
 import type { ConversationMessage, RunPatch, RunStore } from './run-store.js';
 
 /**
- * Wraps `store` so that nothing it stores holds a secret. The record `createRun` returns
- * keeps the prompt and system prompt as given, so the process running the run works with
- * what the caller sent; every later read shows the redacted text.
+ * Wraps `store` so that nothing it stores holds a secret or an invisible character (Unicode
+ * tag characters, bidi controls, zero-width marks: what {@link stripInvisible} removes, emoji
+ * and script joiners kept where they join). The record `createRun` returns keeps the prompt
+ * and system prompt as given, so the process running the run works with what the caller
+ * sent; every later read, and every later run of the conversation, gets the cleaned text.
  * @example
  * const runStore = createRedactingRunStore(createSqliteRunStore({ path: '.harness/state.db' }));
  */
@@ -76,13 +80,53 @@ function withIdsKept(payload: Record<string, unknown>, redacted: Record<string, 
 // the rules only while the zero-width space is there), and stored that way when it finds more.
 const HIDDEN_TOO = { readWithoutInvisible: true } as const;
 
+// What is stored is also stripped of invisible characters: a tag-character instruction in a
+// fetched page was replayed to the model in every later run of the conversation (F41).
 function redact(text: string): string {
-  return redactValue(text, HIDDEN_TOO);
+  return redactStripped(text, redactText, stripInvisible);
+}
+
+function redactText(text: string): string {
+  return redactSecrets(text).text;
+}
+
+/**
+ * `text` redacted (`redactAs`), also as read without invisible characters (`strip`) when it
+ * holds one, and stored without them. `strip(redacted)` is the reading `revealHiddenSecrets`
+ * checked; stripping anything else (the reading it kept, stripped once more: `A\u200D\uFE0FB`
+ * keeps the selector for a second pass; JSON escapes that redacting wrote out as characters)
+ * can join a secret's pieces, so that is redacted once more.
+ */
+function redactStripped(text: string, redactAs: (text: string) => string, strip: (text: string) => string): string {
+  if (!needsStripping(text)) {
+    const redacted = redactAs(text);
+    return redacted === text || !needsStripping(redacted) ? redacted : redactAs(strip(redacted));
+  }
+  const stripOnce = remembering(strip);
+  const redacted = redactAs(text);
+  const read = revealHiddenSecrets(text, redacted, redactAs, stripOnce);
+  if (read === redacted) return stripOnce(redacted);
+  const stripped = needsStripping(read) ? strip(read) : read;
+  return stripped === read ? read : redactAs(stripped);
+}
+
+/** `strip`, giving a text it was given before what it gave then (stripping 2 KB costs about 50 µs). */
+function remembering(strip: (text: string) => string): (text: string) => string {
+  const given = new Map<string, string>();
+  return (text) => {
+    const known = given.get(text);
+    if (known !== undefined) return known;
+    const stripped = strip(text);
+    given.set(text, stripped);
+    return stripped;
+  };
 }
 
 // Every string of an event payload (`run.started`'s prompt, `assistant.message`'s content).
 function redactPayload(payload: Record<string, unknown>): Record<string, unknown> {
-  return redactValue(payload, HIDDEN_TOO);
+  const redacted = redactValue(payload, HIDDEN_TOO);
+  const stripped = stripStrings(redacted);
+  return stripped === redacted ? redacted : (redactValue(stripped) as Record<string, unknown>);
 }
 
 // Object keys too: a tool's result may key its data by address or token.
@@ -90,33 +134,70 @@ const JSON_KEYS = { keys: true } as const;
 
 /**
  * JSON text redacted; when it holds invisible characters, also as read without them, the
- * whole text, and that reading is stored if it finds more.
+ * whole text, and that reading is stored if it finds more; stored without them either way.
  */
 function redactJson(text: string): string {
-  const redactAs = (given: string): string => redactJsonText(given, JSON_KEYS);
-  return revealHiddenSecrets(text, redactAs(text), redactAs, stripJsonStrings);
+  return redactStripped(text, (given) => redactJsonText(given, JSON_KEYS), stripJsonStrings);
 }
 
 /**
  * JSON text with every string in it (keys too) read without invisible characters, so it
- * stays JSON (stripping the raw text would turn line breaks between tokens into `\n`); text
- * that is not JSON, as text.
+ * stays JSON (stripping the raw text would turn line breaks between tokens into `\n`), as it
+ * was when none needed it; text that is not JSON, as text.
  */
 function stripJsonStrings(text: string): string {
+  let parsed: unknown;
   try {
-    return JSON.stringify(stripStrings(JSON.parse(text), 0));
+    parsed = JSON.parse(text);
   } catch {
     return stripInvisible(text);
   }
+  try {
+    const stripped = stripStrings(parsed);
+    return stripped === parsed ? text : JSON.stringify(stripped);
+  } catch {
+    // NOTE: the walk and JSON.stringify recurse: nesting thousands deep overflows the stack. In
+    // JSON text a raw CR is only ever space between tokens (a string holds it escaped), so the
+    // text as text is stripped and stays JSON.
+    return wellFormed(stripInvisibleInJson(text.replace(CARRIAGE_RETURN, '\n')));
+  }
 }
 
-function stripStrings(value: unknown, depth: number): unknown {
-  if (typeof value === 'string') return stripInvisible(value);
-  if (typeof value !== 'object' || value === null || depth >= 64) return value;
-  if (Array.isArray(value)) return value.map((item) => stripStrings(item, depth + 1));
-  return Object.fromEntries(
-    Object.entries(value).map(([key, item]) => [stripInvisible(key), stripStrings(item, depth + 1)]),
-  );
+const CARRIAGE_RETURN = /\r\n?/g;
+
+/**
+ * `value` with every string in it, object keys too, stripped; the same value when none
+ * changed. Keys that stripping leaves as they are keep their names; the others take free ones
+ * (`a\u200Bb` beside `ab` becomes `ab (2)`), so no value is lost.
+ */
+function stripStrings(value: unknown): unknown {
+  if (typeof value === 'string') return needsStripping(value) ? stripInvisible(value) : value;
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    const items = value.map(stripStrings);
+    return items.some((item, index) => item !== value[index]) ? items : value;
+  }
+  const entries = Object.entries(value);
+  const keys = entries.map(([key]) => stripStrings(key) as string);
+  const taken = new Set(entries.filter(([key], index) => keys[index] === key).map(([key]) => key));
+  let changed = false;
+  const stripped = entries.map(([key, item], index) => {
+    const strippedKey = keys[index] ?? key;
+    const nextKey = strippedKey === key ? key : distinctKey(strippedKey, taken);
+    const next = stripStrings(item);
+    if (nextKey !== key || next !== item) changed = true;
+    return [nextKey, next] as const;
+  });
+  // fromEntries defines own properties, so a "__proto__" key stays a plain key.
+  return changed ? Object.fromEntries(stripped) : value;
+}
+
+/** `key` made distinct from the keys `taken`, which it joins. */
+function distinctKey(key: string, taken: Set<string>): string {
+  let next = key;
+  for (let copy = 2; taken.has(next); copy++) next = `${key} (${copy})`;
+  taken.add(next);
+  return next;
 }
 
 function redactPatch(patch: RunPatch): RunPatch {

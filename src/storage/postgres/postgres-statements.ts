@@ -317,10 +317,13 @@ export function buildStatements(s: string): PostgresStatements {
     // Deletes and, when a row went, sets a new working-memory version ($3), in one statement.
     // Once the scope's earliest expiry has passed it deletes the expired rows too, and keeps
     // the earliest of the rest (the CTEs read the rows as they were before the delete).
+    // The scope's lock first, as wm_set_entry takes it: a delete that locked the entry row and
+    // then waited for the version row a set held (the set waiting for the entry) deadlocked.
     deleteEntry: `
-      WITH due AS (SELECT 1 FROM ${s}working_memory_versions WHERE memory_id = $1 AND earliest_expiry <= now()),
-        deleted AS (DELETE FROM ${s}working_memory_entries WHERE memory_id = $1 AND (entry_key = $2 OR
-          (expires_at <= now() AND EXISTS (SELECT 1 FROM due))) RETURNING entry_key, expires_at),
+      WITH locked AS (SELECT pg_advisory_xact_lock($4::integer, hashtext($1))),
+        due AS (SELECT 1 FROM ${s}working_memory_versions WHERE memory_id = $1 AND earliest_expiry <= now()),
+        deleted AS (DELETE FROM ${s}working_memory_entries WHERE memory_id = $1 AND EXISTS (SELECT 1 FROM locked)
+          AND (entry_key = $2 OR (expires_at <= now() AND EXISTS (SELECT 1 FROM due))) RETURNING entry_key, expires_at),
         bumped AS (
           INSERT INTO ${s}working_memory_versions AS v (memory_id, version) SELECT $1, $3 WHERE EXISTS (SELECT 1 FROM
             deleted)

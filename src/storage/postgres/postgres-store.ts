@@ -983,8 +983,14 @@ function workingMemoryMethods(
       scopeWrite(
         memoryId,
         async () =>
-          ((await writeStatement<{ count: number }>(pool, sql.deleteEntry, [memoryId, key, newWorkingMemoryVersion()]))
-            .rows[0]?.count ?? 0) > 0,
+          ((
+            await writeStatement<{ count: number }>(pool, sql.deleteEntry, [
+              memoryId,
+              key,
+              newWorkingMemoryVersion(),
+              ctx.memoryLockClass,
+            ])
+          ).rows[0]?.count ?? 0) > 0,
       ),
     workingMemoryVersion: (memoryId) =>
       execute(
