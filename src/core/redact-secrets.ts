@@ -20,8 +20,14 @@ export type SecretKind =
   | 'google_api_key'
   | 'huggingface_token'
   | 'npm_token'
+  | 'sendgrid_key'
+  | 'slack_webhook'
+  | 'discord_webhook'
   | 'url_password'
+  | 'url_signature'
   | 'auth_header'
+  | 'session_cookie'
+  | 'cli_password'
   | 'labelled_secret'
   | 'email_address'
   | 'card_number';
@@ -101,6 +107,42 @@ const SAID_LABEL_ENDS = ['password is ', 'passwd is ', 'passphrase is ', 'secret
 // The END line of a private key (PGP's armour says `PRIVATE KEY BLOCK`).
 const KEY_END = /-----END [A-Z ]{0,40}PRIVATE KEY(?: BLOCK)?-----/g;
 
+// A line break in a key file, raw or escaped as in JSON text.
+const KEY_LINE_BREAK = String.raw`(?:\r?\n|\\r\\n|\\n)`;
+// The MAC line that ends a PuTTY key file (`.ppk`): a SHA-1 or SHA-256 HMAC in hex.
+const PUTTY_MAC = /Private-MAC:[ \t]{0,8}[0-9A-Fa-f]{32,128}(?![0-9A-Za-z])/g;
+
+// A word every command of CLI_PASSWORD_FLAG holds.
+const CLI_COMMAND_NAME = /mysql|mariadb|sshpass|login|mongo|redis-cli/;
+
+// Where a cookie header's name may start.
+const COOKIE_START = startsAfter('A-Za-z0-9_');
+
+// A command that takes a password on its command line, up to the flag that gives it: the
+// command's name, then up to 16 of its words (options, their values), never past a `;`, `|`
+// or `&` that ends the command. The first flag after the name is taken (the words are lazy).
+// A backslash ends a word but in `\"`: in JSON text it starts an escape (`\n`), and the same
+// text as JSON never reads on past where the text itself stops.
+const CLI_WORDS = String.raw`(?:[ \t]{1,8}(?:[^\s;|&\\]|\\"){1,256}){0,16}?[ \t]{1,8}`;
+const CLI_PASSWORD_FLAG = [
+  // mysql and its tools take the password stuck to `-p` (`-pS3cret`): `-p name` asks for it
+  // and opens the database `name`, and `-P` is the port.
+  String.raw`(?:mysql(?:dump|admin|import|show|check|pump|sh)?|mariadb(?:-dump|-admin)?)${CLI_WORDS}-p(?=[^\s-])`,
+  // sshpass's options come before the command it runs, whose own `-p` (ssh's port) is none.
+  String.raw`sshpass(?:[ \t]{1,8}-[^\sp\\](?:[^\s;|&\\]|\\"){0,256}){0,4}?[ \t]{1,8}-p[ \t]{0,8}`,
+  String.raw`(?:(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]{1,8}registry)[ \t]{1,8}login|mongo(?:sh|dump|restore|import|export|stat|top|files)?)${CLI_WORDS}(?:-p[ \t]{0,8}|--password(?:[ \t]{1,8}|=))`,
+  // redis-cli's `-p` is the port.
+  String.raw`redis-cli${CLI_WORDS}(?:-a[ \t]{0,8}|--pass(?:[ \t]{1,8}|=))`,
+].join('|');
+// A password on a command line: quoted as a shell quotes it (a raw `"` that JSON structure
+// follows is a JSON string's end, not a quote), or bare up to the end of the word.
+const CLI_VALUE = [
+  String.raw`'(?:[^'"\\\n]|\\.){1,256}'`,
+  String.raw`\\"(?:[^"\\\n]){1,256}\\"`,
+  String.raw`"(?![\s,:}\]])[^"\\\n]{1,256}"`,
+  String.raw`[^\s"'\\;|&<>()\x60]{1,256}`,
+].join('|');
+
 // Order matters: whole blocks and specific formats come first, so `Bearer eyJ…` counts as a JWT
 // and a placeholder is never matched again by a later rule. No rule may match across a line
 // break unless it always replaces what it matches: redactValue checks all of a value's strings
@@ -120,7 +162,25 @@ const RULES: readonly Rule[] = [
     kind: 'private_key',
     needs: (text) => text.has('PRIVATE KEY'),
     pattern: KEY_END,
-    redactIn: redactKeyTails,
+    redactIn: (text) => redactKeyTails(text, KEY_END),
+  },
+  {
+    // A PuTTY key file (`.ppk`): its private lines and their MAC (its public lines are public).
+    // A line that is not all base64 ends the key, so `Private-Lines: 14` in prose stays. A
+    // line ends at a line break, raw or escaped, a quote (raw or escaped: the end of a string)
+    // or the end of the text, alike in the text and in the same text as JSON.
+    kind: 'private_key',
+    needs: (text) => text.has('Private-Lines:'),
+    pattern: pattern(
+      String.raw`Private-Lines:[ \t]{0,8}\d{1,4}(?:${KEY_LINE_BREAK}[A-Za-z0-9+/=]{1,128}(?=[\r\n]|\\[rn]|\\?"|$))+(?:${KEY_LINE_BREAK}${PUTTY_MAC.source})?`,
+    ),
+  },
+  {
+    // The rest of a PuTTY key read in pieces: its MAC line and the private lines before it.
+    kind: 'private_key',
+    needs: (text) => text.has('Private-MAC:'),
+    pattern: PUTTY_MAC,
+    redactIn: (text) => redactKeyTails(text, PUTTY_MAC),
   },
   // alg "none" tokens have an empty signature and still carry the payload, hence `*`.
   {
@@ -193,6 +253,33 @@ const RULES: readonly Rule[] = [
     pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_')}npm_[A-Za-z0-9]{36,}`),
   },
   {
+    kind: 'sendgrid_key',
+    needs: (text) => text.has('SG.'),
+    pattern: pattern(
+      String.raw`${startsAfter('A-Za-z0-9_.-')}SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])`,
+    ),
+  },
+  // A webhook URL is its own credential: whoever holds it posts to the channel. The host and
+  // path stay; slashes may be escaped (`\/`), as some JSON encoders write them.
+  {
+    kind: 'slack_webhook',
+    needs: (text) => text.hasFolded('hooks.slack.com'),
+    pattern: pattern(
+      String.raw`(hooks\.slack\.com\\?\/(?:services|workflows|triggers)\\?\/)(?!\[REDACTED:)(?:[A-Za-z0-9_-]|\\?\/){16,512}`,
+      'gi',
+    ),
+    replace: (_match, [prefix]) => `${prefix ?? ''}${placeholder('slack_webhook')}`,
+  },
+  {
+    kind: 'discord_webhook',
+    needs: (text) => text.hasFolded('discord') && text.hasFolded('webhooks'),
+    pattern: pattern(
+      String.raw`(discord(?:app)?\.com\\?\/api\\?\/(?:v\d{1,2}\\?\/)?webhooks\\?\/)(?!\[REDACTED:)\d{5,30}\\?\/[A-Za-z0-9_-]{20,200}`,
+      'gi',
+    ),
+    replace: (_match, [prefix]) => `${prefix ?? ''}${placeholder('discord_webhook')}`,
+  },
+  {
     // `scheme://user:password@host`: the password goes, the rest of the URL stays; a password
     // holding a raw `@` (`p@ssw0rd`) goes to the last `@` before the host. Every part is
     // bounded and the match cannot start inside a scheme-like run, which keeps it linear. A
@@ -216,25 +303,64 @@ const RULES: readonly Rule[] = [
     replace: (_match, [name]) => `${name ?? ''}[REDACTED:url_password]`,
   },
   {
+    // The signature of a signed URL (Azure SAS `sig=`, S3 and GCS `X-Amz-Signature=`,
+    // `X-Goog-Signature=`): anyone holding the URL has its access until it expires. Only as a
+    // query parameter (`design=`, `?signal=` stay), up to the `&` of the next one.
+    kind: 'url_signature',
+    needs: (text) => text.hasFolded('sig') && (text.has('=') || text.has('%3')),
+    pattern:
+      /((?:[?&;]|%3F|%26|%3B)(?:sig|x-amz-signature|x-goog-signature)(?:=|%3D))(?!\[REDACTED:)(?:[A-Za-z0-9+/=_.~-]|%(?!26|3B)[0-9A-F]{2}){16,1024}/gi,
+    replace: (_match, [name]) => `${name ?? ''}${placeholder('url_signature')}`,
+  },
+  {
     kind: 'bearer_token',
     needs: (text) => text.hasFolded('bearer'),
     // A token holds a digit, or is long and mixes cases: that keeps prose such as "Bearer
     // authentication" intact.
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9_')}([Bb][Ee][Aa][Rr][Ee][Rr])[ \t]+(?:(?=[A-Za-z0-9._~+/=-]*\d)|(?=[A-Za-z0-9._~+/=-]{20})(?=[a-z0-9._~+/=-]*[A-Z])(?=[A-Z0-9._~+/=-]*[a-z]))[A-Za-z0-9._~+/=-]{8,}`,
+      String.raw`${startsAfter('A-Za-z0-9_')}([Bb][Ee][Aa][Rr][Ee][Rr])([ \t]+|%20)(?:(?=[A-Za-z0-9._~+/=-]*\d)|(?=[A-Za-z0-9._~+/=-]{20})(?=[a-z0-9._~+/=-]*[A-Z])(?=[A-Z0-9._~+/=-]*[a-z]))[A-Za-z0-9._~+/=-]{8,}`,
     ),
-    replace: (_match, [word]) => `${word ?? 'Bearer'} [REDACTED:bearer_token]`,
+    // A URL-encoded space stays encoded (`authorization=Bearer%20…` in a link).
+    replace: (_match, [word, space]) => `${word ?? 'Bearer'}${space === '%20' ? space : ' '}[REDACTED:bearer_token]`,
   },
   {
     // `Authorization: Basic …` / `Token …` / `Digest …`, and a Bearer token of any shape (the
-    // rule above takes only those that look like one): the scheme stays.
+    // rule above takes only those that look like one): the scheme stays. URL-encoded too
+    // (`?authorization=Basic%20…`, `+` for the space in a form), up to the `&` of a next `name=`.
     kind: 'auth_header',
     needs: (text) => text.hasFolded('authorization'),
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9_')}(authorization(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?(?:basic|bearer|token|digest|apikey)[ \t]+)(?!\[REDACTED:)[^\s"'\\]{4,512}`,
+      String.raw`${startsAfter('A-Za-z0-9_')}(authorization(?:\\?["'])?[ \t]{0,8}(?:[:=]|%3[AaDd])[ \t]{0,8}(?:\\?["'])?(?:basic|bearer|token|digest|apikey)(?:[ \t]+|%20|\+))(?!\[REDACTED:)(?:[^\s"'\\&]|&(?![A-Za-z_][\w.-]{0,40}=)){4,512}`,
       'gi',
     ),
     replace: (_match, [label]) => `${label ?? ''}[REDACTED:auth_header]`,
+  },
+  {
+    // A `Cookie:` or `Set-Cookie:` header (or curl's `--cookie`): a session cookie's value is a
+    // login. The rest of the line is the header, up to a quote, a backslash (an escape in JSON
+    // text) or where this rule could match again (so a second pass finds each header as the
+    // first did; only `c`, `s` and `-` are looked at for that, the rest read fast); its values are redacted pair by pair (see `redactCookies`), the names and a
+    // `Set-Cookie`'s attributes kept. Prose about cookies holds no `name=value` pair and stays.
+    kind: 'session_cookie',
+    needs: (text) => text.hasFolded('cookie'),
+    pattern: pattern(
+      String.raw`${COOKIE_START}((set-)?cookie(?:\\?["'])?[ \t]{0,8}:[ \t]{0,8}(?:\\?["'])?|--cookie(?:[ \t]{1,8}|=)(?:\\?["'])?)((?:[^\r\n"'\\cs-]|(?!${COOKIE_START}(?:(?:set-)?cookie|--cookie))[cs-])+)`,
+      'gi',
+    ),
+    replace: (match, [label, set, header]) => {
+      const redacted = redactCookies(header ?? '', set !== '');
+      return redacted === header ? match : `${label ?? ''}${redacted}`;
+    },
+  },
+  {
+    // A password given on a command line (`mysql -pS3cret`, `sshpass -p …`, `docker login -p
+    // …`, `redis-cli -a …`), tied to the command that reads it so: `-p` is a port, a path or
+    // an option of its own to most others (`ssh -p 22`, `mkdir -p`, "use -p to print").
+    kind: 'cli_password',
+    // One scan for all the names: cheaper than an `includes` for each.
+    needs: (text) => text.matches(CLI_COMMAND_NAME),
+    pattern: pattern(String.raw`${startsAfter('A-Za-z0-9_.-')}(${CLI_PASSWORD_FLAG})(${CLI_VALUE})`),
+    replace: (match, [flag, value]) => cliPassword(match, flag ?? '', value ?? ''),
   },
   {
     // An environment-style assignment (`DB_PASSWORD=…`, `export API_TOKEN=…`, `SMTP_PASS=…`,
@@ -267,7 +393,8 @@ const RULES: readonly Rule[] = [
       String.raw`(?=[A-Za-z0-9_.-])${startsAfter('A-Za-z0-9_.-')}([A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS})(?:\\?["'])?[ \t]{0,8}${LABEL_END}[ \t]{0,8}(?:\[[ \t]{0,8}(?=\\?["']))?)(${LABELLED_VALUE})`,
       'gi',
     ),
-    replace: (match, [label, value]) => labelledValue(match, label ?? '', value ?? '', 'labelled'),
+    replace: (match, [label, value]) =>
+      labelledValue(match, label ?? '', value ?? '', HEADER_LABEL.test(label ?? '') ? 'header' : 'labelled'),
   },
   {
     // A PHP constant: `define('DB_PASSWORD', '…')`.
@@ -343,12 +470,16 @@ const RULES: readonly Rule[] = [
 ];
 
 /**
- * Replaces private keys, JWTs, bearer tokens, Anthropic and OpenAI keys, AWS access key ids and
- * (labelled) secret keys, GitHub, Slack, Stripe, GitLab, Google API, Hugging Face and npm
- * tokens, passwords in URLs (`scheme://user:pw@host`, `?password=`), `Authorization` header
- * credentials, values labelled as secrets (`DB_PASSWORD=…`, `"api_key": "…"`, `SMTP_PASS=…`,
- * `"password" => "…"`, `define('DB_PASSWORD', '…')`, `<password>…</password>`, a name/value
- * pair, `my password is …`), email addresses and Luhn-valid card numbers with
+ * Replaces private keys (PEM, PGP, PuTTY's private lines), JWTs, bearer tokens, Anthropic and
+ * OpenAI keys, AWS access key ids and (labelled) secret keys, GitHub, Slack, Stripe, GitLab,
+ * Google API, Hugging Face, npm and SendGrid tokens, Slack and Discord webhook URLs, passwords in
+ * URLs (`scheme://user:pw@host`, `?password=`), signed-URL signatures (`sig=`,
+ * `X-Amz-Signature=`), `Authorization` header credentials (URL-encoded too), cookie values of a
+ * `Cookie` or `Set-Cookie` header, passwords on command lines (`mysql -p…`, `sshpass -p`,
+ * `docker login -p`, `redis-cli -a`), values labelled as secrets (`DB_PASSWORD=…`, `"api_key":
+ * "…"`, `SMTP_PASS=…`, `"password" => "…"`, `define('DB_PASSWORD', '…')`,
+ * `<password>…</password>`, a name/value pair, `my password is …`, `x-api-key: …`), email
+ * addresses and Luhn-valid card numbers with
  * `[REDACTED:<kind>]`; a private key's END line with the key lines before it, when its BEGIN
  * line came in an earlier piece. Idempotent: redacting
  * the result again changes nothing. Linear in the length of the text.
@@ -398,6 +529,11 @@ class Haystack {
 
   has(literal: string): boolean {
     return this.#text.includes(literal);
+  }
+
+  /** For a need of many literals, one pattern of them all (not global, so it keeps no state). */
+  matches(literals: RegExp): boolean {
+    return literals.test(this.#text);
   }
 
   /**
@@ -458,21 +594,83 @@ const PLACEHOLDER_WORDS = new Set(
   ).split(' '),
 );
 
+// An HTTP header's name with its colon (`X-Api-Key: `, `PRIVATE-TOKEN: `): the label word
+// joined to the words before it by `-`. Only the name's end is read, which JSON text (where a
+// name may start after an escape, `\nX-Api-Key`) writes as the text itself does.
+const HEADER_LABEL = /-(?:password|passwd|passphrase|secret|key|token|apikey)(?:\\?["'])?[ \t]*:[ \t]*$/i;
+
 /**
  * The match with its value redacted when the value looks like a secret. An environment-style
  * assignment's value (4+ characters) and a quoted value (6+) are secrets unless they are a
  * reference or a placeholder word; an unquoted one in prose or code, or after a `short` name
  * (`SMTP_PASS=`), also needs a digit or a symbol, so `password: required` and `token =
- * response` stay. A quote the value opens and
- * never closes (a value cut short) stays, so JSON text stays JSON.
+ * response` stay. After a `header` name (`x-api-key: sk-abcdefghij`) the value is the
+ * credential itself: a dash or another character not a letter will do, or mixed case, but a
+ * word (`x-api-key: header`) stays. A quote the value opens and never closes (a value cut
+ * short) stays, so JSON text stays JSON.
  */
-function labelledValue(match: string, label: string, value: string, style: 'assigned' | 'short' | 'labelled'): string {
+function labelledValue(
+  match: string,
+  label: string,
+  value: string,
+  style: 'assigned' | 'short' | 'labelled' | 'header',
+): string {
   const quote = /^(?:\\"|"|')/.exec(value)?.[0] ?? '';
   const closed = quote !== '' && value.length > 2 * quote.length && value.endsWith(quote);
   const inner = value.slice(quote.length, closed ? value.length - quote.length : value.length);
-  const looksSecret =
-    style === 'labelled' ? isSecretValue(inner, 6, !closed) : isSecretValue(inner, 4, style === 'short' && !closed);
+  let looksSecret: boolean;
+  if (style === 'header') {
+    // Read without backslashes, and a quote is no sign: JSON text escapes a quote that ends
+    // the value (`-p\"` is `-p\\\"` there). A value redacted already is no secret.
+    const bare = inner.replaceAll('\\', '');
+    looksSecret =
+      isSecretValue(bare, 6) && !bare.includes('[REDACTED:') && (closed || /[^A-Za-z"]|[A-Za-z][A-Z]/.test(bare));
+  } else if (style === 'labelled') looksSecret = isSecretValue(inner, 6, !closed);
+  else looksSecret = isSecretValue(inner, 4, style === 'short' && !closed);
   return looksSecret ? `${label}${quote}${placeholder('labelled_secret')}${closed ? quote : ''}` : match;
+}
+
+// A cookie's `name=` (RFC 6265's token) and its value (cookie octets; the header ends at a quote).
+const COOKIE_PAIR = /^([ \t]*[!#$%&*+.^_`|~0-9A-Za-z-]{1,256}=)([^\s,;]{1,4096})/;
+
+/**
+ * A `Cookie` header's value with each cookie value of 8 or more characters that is no
+ * placeholder replaced (`theme=dark` stays); of a `Set-Cookie` header only the first pair's,
+ * the cookie (its attributes, `Path=/`, `Expires=…`, stay).
+ */
+function redactCookies(header: string, setCookie: boolean): string {
+  const pairs = header.split(';');
+  let changed = false;
+  for (let index = 0; index < (setCookie ? 1 : pairs.length); index++) {
+    const pair = pairs[index] ?? '';
+    const [, name = '', value = ''] = COOKIE_PAIR.exec(pair) ?? [];
+    if (!isSecretValue(value, 8) || value.includes('[REDACTED:')) continue;
+    pairs[index] = `${name}${placeholder('session_cookie')}${pair.slice(name.length + value.length)}`;
+    changed = true;
+  }
+  return changed ? pairs.join(';') : header;
+}
+
+// Values after a password flag that are not a password: a variable or a command's output
+// (`$PASS`, `"$(cat f)"`, `%PASS%`), a placeholder (`<password>`), another flag.
+const CLI_REFERENCE = /^(?:\$|%[A-Za-z_]\w*%$|-)/;
+
+/**
+ * The match with its password redacted: any value stuck to its flag (`-pS3cret`) or quoted,
+ * a bare one after a space of 4 or more characters ("sshpass -p to …" stays), never a
+ * reference or a placeholder word.
+ */
+function cliPassword(match: string, flag: string, value: string): string {
+  const quote = /^(?:\\"|"|')/.exec(value)?.[0] ?? '';
+  const inner = quote === '' ? value : value.slice(quote.length, value.length - quote.length);
+  const minLength = quote === '' && /[ \t]$/.test(flag) ? 4 : 1;
+  const secret =
+    inner.length >= minLength &&
+    !inner.startsWith('[REDACTED:') &&
+    !CLI_REFERENCE.test(inner) &&
+    !REFERENCE_VALUE.test(inner) &&
+    !PLACEHOLDER_WORDS.has(inner.toLowerCase());
+  return secret ? `${flag}${quote}${placeholder('cli_password')}${quote}` : match;
 }
 
 /**
@@ -535,12 +733,15 @@ function countOf(replacement: string, kind: SecretKind): number {
   return replacement.split(placeholder(kind)).length - 1;
 }
 
-/** `text` with each END line of a private key, and the key's lines before it, replaced. */
-function redactKeyTails(text: string): { text: string; count: number } {
+/**
+ * `text` with each line that ends a private key (`end`: PEM's END line, PuTTY's MAC line), and
+ * the key's lines before it, replaced.
+ */
+function redactKeyTails(text: string, end: RegExp): { text: string; count: number } {
   let out = '';
   let copied = 0;
   let count = 0;
-  for (const match of text.matchAll(KEY_END)) {
+  for (const match of text.matchAll(end)) {
     out += `${text.slice(copied, keyTailStart(text, match.index, copied))}${placeholder('private_key')}`;
     copied = match.index + match[0].length;
     count++;

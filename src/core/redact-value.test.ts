@@ -93,6 +93,19 @@ describe('redactValue: the one-pass check', () => {
     `hf_${'Ab1'.repeat(11)}`,
     `npm_${'Ab1'.repeat(12)}`,
     'Authorization: Basic dXNlcjpwYXNz',
+    'authorization=Bearer%20Zq8Lm2Np4Rt6Vx9BcDfGh',
+    'Cookie: sessionid=9f8e7d6c5b4a3928; theme=dark',
+    'Cookie',
+    'sid=9f8e7d6c5b4a3928',
+    'mysql -u root -pTr0ub4dor3x',
+    'sshpass -p Tr0ub4dor3x',
+    `https://hooks.slack.com/services/T01A2B3C4/B05D6E7F8/${'Xy9Z'.repeat(6)}`,
+    `https://discord.com/api/webhooks/123456789012345678/${'Ab1-Cd2_'.repeat(8)}`,
+    '?sig=Zq8Lm2Np4Rt6Vx9BcDfGh',
+    `SG.${'Ab1_'.repeat(5)}cd.${'Ef2-'.repeat(10)}ghi`,
+    'x-api-key: sk-abcdefghij',
+    `Private-Lines: 1\nAAAAIF${'Prv9'.repeat(14)}`,
+    `Private-MAC: ${'a1b2c3d4'.repeat(8)}`,
     'DB_PASSWORD=Tr0ub4dor-9',
     '"api_key": "k3y-value!"',
     'password: required',
@@ -220,6 +233,22 @@ describe('redactValue: the one-pass check', () => {
     expect(redactJsonText(JSON.stringify({ AccessKeyId: 'x', SecretAccessKey: aws }))).toBe(
       '{"AccessKeyId":"x","SecretAccessKey":"[REDACTED:aws_secret_key]"}',
     );
+  });
+
+  it('redacts the cookies of a Cookie or Set-Cookie header given as an object, as the header text is', () => {
+    const headers = {
+      Cookie: 'sessionid=9f8e7d6c5b4a3928; theme=dark',
+      'set-cookie': 'sid=9f8e7d6c5b4a3928; Path=/',
+      Accept: '*/*',
+    };
+    expect(redactValue({ headers })).toEqual({
+      headers: {
+        Cookie: 'sessionid=[REDACTED:session_cookie]; theme=dark',
+        'set-cookie': 'sid=[REDACTED:session_cookie]; Path=/',
+        Accept: '*/*',
+      },
+    });
+    expect(redactJsonText(JSON.stringify({ Cookie: 'theme=dark' }))).toBe('{"Cookie":"theme=dark"}');
   });
 
   it('leaves a secret split across two strings alone, as redacting each string does', () => {

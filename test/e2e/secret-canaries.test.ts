@@ -43,6 +43,31 @@ const CANARIES: ReadonlyArray<{ kind: string; text: string; needle: string }> = 
   { kind: 'gitlab', text: `glpat-${'Cn15'.repeat(5)}`, needle: 'Cn15Cn15Cn15' },
   { kind: 'email', text: 'cn16.canary@mail.example.org', needle: 'cn16.canary@' },
   { kind: 'card', text: ['4111', '1111', '1111', '1111'].join(' '), needle: '4111 1111 1111 1111' },
+  { kind: 'encoded bearer', text: 'https://cb.test/?authorization=Bearer%20Cn17Cn17Cn17', needle: 'Cn17Cn17Cn17' },
+  { kind: 'cookie', text: 'Cookie: theme=dark; sessionid=Cn18Cn18Cn18', needle: 'Cn18Cn18Cn18' },
+  { kind: 'cli password', text: 'mysql -u root -pCn19Cn19Cn19 app', needle: 'Cn19Cn19Cn19' },
+  {
+    kind: 'slack webhook',
+    text: `https://hooks.slack.com/services/T0CN20CN2/B0CN20CN2/${'Cn20'.repeat(6)}`,
+    needle: 'Cn20Cn20Cn20',
+  },
+  {
+    kind: 'discord webhook',
+    text: `https://discord.com/api/webhooks/123456789012345678/${'Cn21_'.repeat(8)}`,
+    needle: 'Cn21_Cn21_Cn21',
+  },
+  {
+    kind: 'sas signature',
+    text: 'https://a.blob.test/c?sv=2022-11-02&sig=Cn22Cn22Cn22Cn22%3D',
+    needle: 'Cn22Cn22Cn22',
+  },
+  {
+    kind: 'putty key',
+    text: ['PuTTY-User-Key-File-3: ssh-ed25519', 'Private-Lines: 1', `AAAAIF${'Cn23'.repeat(10)}`].join('\n'),
+    needle: 'Cn23Cn23Cn23',
+  },
+  { kind: 'sendgrid', text: `SG.${'Cn24'.repeat(5)}ab.${'Cn24-'.repeat(8)}abc`, needle: 'Cn24Cn24Cn24' },
+  { kind: 'api key header', text: 'x-api-key: cn-canary-key-value', needle: 'cn-canary-key-value' },
 ];
 const ALL = CANARIES.map((canary) => canary.text).join('\n');
 
