@@ -261,6 +261,26 @@ describe('agent runner: tool call ids of any length', () => {
   });
 });
 
+describe('agent runner: usage a provider reports oddly', () => {
+  it('completes the run with whole counts when the provider reports fractions or -1', async () => {
+    const server = await startScriptedOpenAIServer();
+    try {
+      server.enqueue({ text: 'the answer', usage: { promptTokens: 12.5, completionTokens: -1 } });
+      const model = createOpenAICompatibleModel({ baseURL: server.url, modelId: 'scripted' });
+      const store = createInMemoryStore();
+      const { runner } = runnerOver({ store, runStore: createInMemoryRunStore(), model });
+      const run = await runner.start({ ...scope, conversationId: 'odd-usage', prompt: 'hi' });
+      expect(await runner.wait(run.runId)).toMatchObject({
+        status: 'completed',
+        output: 'the answer',
+        usage: { inputTokens: 13, outputTokens: 0 },
+      });
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('agent runner: what a failed model call tells the tenant', () => {
   it("names the model server in the run's error, never its address", async () => {
     const server = await startScriptedOpenAIServer();

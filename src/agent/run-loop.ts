@@ -10,7 +10,7 @@ import { redactSecrets } from '../core/redact-secrets.js';
 import { memoryIdOf } from '../core/scope.js';
 import { untilStopped, waitAtMost } from '../core/until-stopped.js';
 import type { Scope } from '../core/scope.js';
-import { estimateMessageTokens } from '../core/token-estimator.js';
+import { estimateMessageTokens, wholeTokenCount } from '../core/token-estimator.js';
 import type { TokenEstimator } from '../core/token-estimator.js';
 import type { FinishReason, LanguageModel } from '../llm/language-model.js';
 import type { ObservationalMemory, ObservationalMemoryEvent } from '../memory/observational-memory.js';
@@ -259,8 +259,9 @@ async function takeStep(
     }),
     signal,
   );
-  usage.inputTokens += result.usage.inputTokens;
-  usage.outputTokens += result.usage.outputTokens;
+  // A model of the caller's may report any number: the run keeps whole counts.
+  usage.inputTokens += wholeTokenCount(result.usage.inputTokens);
+  usage.outputTokens += wholeTokenCount(result.usage.outputTokens);
   await append(options, state, {
     messageId: `${run.runId}:assistant:${step}`,
     role: 'assistant',

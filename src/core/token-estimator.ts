@@ -47,3 +47,14 @@ export function estimateMessageTokens(estimator: TokenEstimator, message: Estima
   }
   return total;
 }
+
+/**
+ * A token count a provider (or a model of the caller's) reported, as a count: a whole number of
+ * at least 0. Some servers report fractions, `-1` for "unknown", or nothing; stored as given,
+ * such a count failed the run that answered (the run stores keep whole counts).
+ */
+export function wholeTokenCount(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0
+    ? Math.min(Math.round(value), Number.MAX_SAFE_INTEGER)
+    : 0;
+}

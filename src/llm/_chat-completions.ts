@@ -5,6 +5,7 @@
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { z } from 'zod/v4';
 import { ModelCallError } from '../core/errors.js';
+import { wholeTokenCount } from '../core/token-estimator.js';
 import { truncateBody } from './_model-call-errors.js';
 import type {
   FinishReason,
@@ -115,7 +116,10 @@ export function mapFinishReason(reason: string | null | undefined, refusal: stri
 }
 
 function mapUsage(usage: z.infer<typeof usageSchema>): LanguageModelUsage {
-  return { inputTokens: usage?.prompt_tokens ?? 0, outputTokens: usage?.completion_tokens ?? 0 };
+  return {
+    inputTokens: wholeTokenCount(usage?.prompt_tokens),
+    outputTokens: wholeTokenCount(usage?.completion_tokens),
+  };
 }
 
 function badAnswer(url: string, what: string, body: unknown): ModelCallError {

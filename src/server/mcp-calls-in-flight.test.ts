@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createMcpCallsInFlight } from './mcp-calls-in-flight.js';
+import { createMcpCallsInFlight, ENDED_KEPT_MS } from './mcp-calls-in-flight.js';
 
 const call = (id: unknown) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'memory_observe' } });
 const cancelOf = (requestId: unknown) => ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId } });
@@ -25,18 +25,35 @@ describe('McpCallsInFlight', () => {
   });
 
   it('stops neither of two requests of one caller under one id (two clients of one key)', () => {
-    const calls = createMcpCallsInFlight();
+    let clock = 0;
+    const calls = createMcpCallsInFlight({ now: () => clock });
     const first = calls.start('key', call(3));
     const second = calls.start('key', call(3));
     expect(calls.cancel('key', cancelOf(3))).toBe(false);
     expect([first?.signal.aborted, second?.signal.aborted]).toEqual([false, false]);
     first?.end();
+    // A cancel just after the first ended may be the first client's, late: the second goes on.
+    clock += ENDED_KEPT_MS - 1;
+    expect(calls.cancel('key', cancelOf(3))).toBe(false);
+    expect(second?.signal.aborted).toBe(false);
+    clock += 1;
     expect(calls.cancel('key', cancelOf(3))).toBe(true);
     expect(second?.signal.aborted).toBe(true);
   });
 
+  it("never lets a late cancel of an ended request stop another client's new one under its id", () => {
+    let clock = 0;
+    const calls = createMcpCallsInFlight({ now: () => clock });
+    calls.start('key', call(5))?.end();
+    clock += 1_000;
+    const other = calls.start('key', call(5));
+    expect(calls.cancel('key', cancelOf(5))).toBe(false);
+    expect(other?.signal.aborted).toBe(false);
+  });
+
   it('forgets an ended request, once, however often it is ended', () => {
-    const calls = createMcpCallsInFlight();
+    let clock = 0;
+    const calls = createMcpCallsInFlight({ now: () => clock });
     const done = calls.start('key', call(1));
     const other = calls.start('key', call(2));
     done?.end();
@@ -45,6 +62,11 @@ describe('McpCallsInFlight', () => {
     expect(calls.cancel('key', cancelOf(1))).toBe(false);
     other?.end();
     expect(calls.size).toBe(0);
+    // Past the window, an id is free again for a new request of the caller.
+    clock += ENDED_KEPT_MS;
+    const again = calls.start('key', call(1));
+    expect(calls.cancel('key', cancelOf(1))).toBe(true);
+    expect(again?.signal.aborted).toBe(true);
   });
 
   it('registers only requests with an id, and reads only well-formed cancels', () => {

@@ -20,48 +20,77 @@ export interface McpCallsInFlight {
   start(caller: string, message: unknown): CallInFlight | undefined;
   /**
    * Aborts the request a `notifications/cancelled` message names, when exactly one request of
-   * `caller` has that id (two clients of one key may each use it: then neither is stopped, as
-   * MCP lets a receiver ignore a cancel). Answers whether one was aborted.
+   * `caller` has that id and none under it ended in the last {@link ENDED_KEPT_MS}: two clients
+   * of one key may each use an id (SDK clients count from 0), and a cancel may come after its
+   * request ended, so it might be another client's; then none is stopped, as MCP lets a
+   * receiver ignore a cancel. Answers whether one was aborted.
    */
   cancel(caller: string, message: unknown): boolean;
-  /** How many requests are registered (for tests). */
+  /** How many requests are running (for tests). */
   readonly size: number;
 }
 
+/** Options of {@link createMcpCallsInFlight}. */
+export interface McpCallsInFlightOptions {
+  /** Milliseconds, for the window of ended requests. @default performance.now */
+  readonly now?: () => number;
+}
+
+/** How long an ended request still counts against a cancel of its id: a late cancel is likely its own. */
+export const ENDED_KEPT_MS = 5_000;
+
+interface Registered {
+  readonly controller: AbortController;
+  /** When it ended; undefined while it runs. */
+  endedAt: number | undefined;
+}
+
 /** An empty registry. */
-export function createMcpCallsInFlight(): McpCallsInFlight {
-  const calls = new Map<string, Set<AbortController>>();
+export function createMcpCallsInFlight(options: McpCallsInFlightOptions = {}): McpCallsInFlight {
+  const now = options.now ?? (() => performance.now());
+  const calls = new Map<string, Set<Registered>>();
+  // Ended requests in the order they ended, each dropped once its window has passed.
+  const ended: Array<{ readonly key: string; readonly entry: Registered }> = [];
   let size = 0;
+  const forgetEnded = (): void => {
+    const oldest = now() - ENDED_KEPT_MS;
+    while (ended.length > 0 && (ended[0]?.entry.endedAt ?? 0) <= oldest) {
+      const { key, entry } = ended.shift() as { key: string; entry: Registered };
+      const same = calls.get(key);
+      same?.delete(entry);
+      if (same?.size === 0) calls.delete(key);
+    }
+  };
   return {
     start(caller, message) {
+      forgetEnded();
       const id = requestIdOf(message);
       if (id === undefined) return undefined;
       const key = keyOf(caller, id);
-      const controller = new AbortController();
+      const entry: Registered = { controller: new AbortController(), endedAt: undefined };
       let same = calls.get(key);
       if (same === undefined) calls.set(key, (same = new Set()));
-      same.add(controller);
+      same.add(entry);
       size++;
-      const registered = same;
-      let ended = false;
       return {
-        signal: controller.signal,
+        signal: entry.controller.signal,
         end() {
-          if (ended) return;
-          ended = true;
+          if (entry.endedAt !== undefined) return;
+          entry.endedAt = now();
           size--;
-          registered.delete(controller);
-          if (registered.size === 0 && calls.get(key) === registered) calls.delete(key);
+          ended.push({ key, entry });
         },
       };
     },
     cancel(caller, message) {
+      forgetEnded();
       const id = cancelledIdOf(message);
       if (id === undefined) return false;
       const same = calls.get(keyOf(caller, id));
       if (same === undefined || same.size !== 1) return false;
-      const [controller] = same;
-      controller?.abort(new Error('the MCP client cancelled the request'));
+      const [entry] = same;
+      if (entry === undefined || entry.endedAt !== undefined) return false;
+      entry.controller.abort(new Error('the MCP client cancelled the request'));
       return true;
     },
     get size() {

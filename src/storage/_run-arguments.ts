@@ -7,6 +7,7 @@
  * @module
  */
 import { invalidOption } from '../core/require-option.js';
+import { isRunListTime } from './run-store.js';
 import type { RunListQuery, RunUsage } from './run-store.js';
 
 /** The largest step count: Postgres keeps `steps` and `max_steps` as `integer`. */
@@ -66,7 +67,7 @@ export function checkedAfterSeq(afterSeq: unknown): number {
 export function checkedRunListQuery(query: RunListQuery): RunListQuery {
   const before = query.before;
   if (before === undefined) return query;
-  if (!isRunTime(before.createdAt))
+  if (!isRunListTime(before.createdAt))
     throw invalidOption(
       'listRuns',
       'before.createdAt',
@@ -81,10 +82,4 @@ export function checkedRunListQuery(query: RunListQuery): RunListQuery {
       'Pass the createdAt and runId of the last run of the previous page.',
     );
   return query;
-}
-
-function isRunTime(value: unknown): value is string {
-  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value)) return false;
-  const time = new Date(value);
-  return !Number.isNaN(time.getTime()) && time.toISOString() === value && !value.startsWith('0000');
 }

@@ -78,6 +78,18 @@ export function isRunOpen(status: RunStatus): boolean {
   return status === 'queued' || status === 'running';
 }
 
+/**
+ * Whether `value` is a run time as a store answers it and a listing cursor carries it:
+ * toISOString's plain form, in years 1 to 9999. toISOString also prints year 0 and signed
+ * six-digit years, which Postgres's timestamptz refuses (SQLSTATE 22008/22009); another form
+ * (no milliseconds, an offset) would page differently by backend, SQLite comparing it as text.
+ */
+export function isRunListTime(value: unknown): value is string {
+  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value)) return false;
+  const time = new Date(value);
+  return !Number.isNaN(time.getTime()) && time.toISOString() === value && !value.startsWith('0000');
+}
+
 /** The error of `createRun` for a run id already stored (a caller's `generateRunId` that repeats itself). */
 export function runExistsError(store: string, runId: string): StoreError {
   return new StoreError({

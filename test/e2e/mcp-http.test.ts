@@ -6,12 +6,16 @@ import type { E2E } from './e2e-harness.js';
 const KEY_A = 'key-tenant-a-0123456789';
 const KEY_B = 'key-tenant-b-0123456789';
 const KEY_READER = 'key-tenant-a-reader-0123456789';
+// A key no other test's client uses: a cancel is ignored while another call under its id ended moments ago.
+const KEY_CANCEL = 'key-tenant-a-cancel-0123456789';
 
 let e2e: E2E;
 const clients: Client[] = [];
 beforeAll(async () => {
   e2e = await startE2E({
-    env: { HARNESS_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b,${KEY_READER}:tenant-a memory:read` },
+    env: {
+      HARNESS_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b,${KEY_READER}:tenant-a memory:read,${KEY_CANCEL}:tenant-a`,
+    },
   });
 });
 afterEach(async () => {
@@ -203,7 +207,7 @@ describe('e2e: the MCP server over Streamable HTTP at /mcp', () => {
   });
 
   it('stops the observer call when the client cancels memory_observe; the worker observes the messages after', async () => {
-    const client = await connect(KEY_A);
+    const client = await connect(KEY_CANCEL);
     const where = { conversation_id: 'mcp-cancel', agent_id: 'assistant' };
     const quoteUser = e2e.script.observer;
     let asked = 0;

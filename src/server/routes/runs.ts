@@ -3,7 +3,7 @@ import { z } from 'zod/v4';
 import type { AgentRunner } from '../../agent/agent-runner.js';
 import { TERMINAL_EVENT_TYPES } from '../../storage/event-hub.js';
 import type { EventHub } from '../../storage/event-hub.js';
-import { isRunOpen, RUN_STATUSES } from '../../storage/run-store.js';
+import { isRunListTime, isRunOpen, RUN_STATUSES } from '../../storage/run-store.js';
 import type { RunRecord, RunStatus, RunStore } from '../../storage/run-store.js';
 import { validateScopeId } from '../../core/scope.js';
 import { httpError } from '../http-error.js';
@@ -187,18 +187,7 @@ function runCursor(cursor: string): { createdAt: string; runId: string } {
   const createdAt = value['t'];
   const runId = value['r'];
   // Only what a listing wrote: a run time, and a run id's characters.
-  if (!isListedRunTime(createdAt) || typeof runId !== 'string' || !/^[\w:.@-]{1,200}$/.test(runId))
+  if (!isRunListTime(createdAt) || typeof runId !== 'string' || !/^[\w:.@-]{1,200}$/.test(runId))
     throw httpError(400, 'invalid_request', 'cursor is not one this API returned for this list');
   return { createdAt, runId };
-}
-
-/**
- * Whether `value` is a run time as a listing writes it: toISOString's plain form, in years 1 to
- * 9999. toISOString also prints year 0 and signed six-digit years, which Postgres's timestamptz
- * refuses (SQLSTATE 22008/22009): such a cursor was a 500 and a logged fault.
- */
-function isListedRunTime(value: unknown): value is string {
-  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value)) return false;
-  const time = new Date(value);
-  return !Number.isNaN(time.getTime()) && time.toISOString() === value && !value.startsWith('0000');
 }
