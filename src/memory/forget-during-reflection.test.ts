@@ -31,10 +31,12 @@ function gatedReflector(options: { honoursAbort: boolean }) {
   const inCall = new Promise<void>((resolve) => (entered = resolve));
   const reflector = scriptedReflector(async (input) => {
     entered();
-    const aborted = new Promise<never>((_resolve, reject) =>
-      input.abortSignal?.addEventListener('abort', () => reject(input.abortSignal?.reason)),
-    );
-    await (options.honoursAbort ? Promise.race([gate, aborted]) : gate);
+    if (options.honoursAbort) {
+      const aborted = new Promise<never>((_resolve, reject) =>
+        input.abortSignal?.addEventListener('abort', () => reject(input.abortSignal?.reason)),
+      );
+      await Promise.race([gate, aborted]);
+    } else await gate;
     return `SUMMARY:\nThe user plans a surprise party, ${CANARIES[2]}.\n\nSUPERSESSIONS:\n\nCONTRADICTIONS:\n`;
   });
   return { reflector, inCall, release };

@@ -150,6 +150,23 @@ describe('inspector: when things go wrong', () => {
   });
 
   it('shows a run’s bidi controls as visible markers, in isolated text', async () => {
+    // The run store strips them when it redacts (the default); a server with redaction off, or
+    // a database written before, still holds them.
+    const redacting = e2e;
+    e2e = await startE2E({ env: { HARNESS_API_KEYS: `${KEY}:acme`, HARNESS_REDACT_TRANSCRIPTS: 'false' } });
+    let pageErrors: unknown[];
+    try {
+      await bidiShown();
+    } finally {
+      // Its pages go before its server: uncaught page errors and CSP violations fail the test.
+      pageErrors = await inspector.closePages();
+      await e2e.close();
+      e2e = redacting;
+    }
+    expect(pageErrors).toEqual([]);
+  });
+
+  async function bidiShown(): Promise<void> {
     e2e.script.agent = (turn) =>
       turn.prompt.includes('\u202E') ? { text: 'Paid to \u202Eabc\u202C.' } : defaultAgent(turn);
     const runId = await seed('bidi', 'account \u202E0987654321\u202C');
@@ -171,7 +188,7 @@ describe('inspector: when things go wrong', () => {
     const events = await page.getByTestId('events').textContent();
     expect(events).toContain('⟨U+202E⟩');
     expect(`${summary}${events}`).not.toMatch(/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/u);
-  });
+  }
 
   it('wraps a 128-character key, so its row’s buttons stay on a 1280 px screen', async () => {
     await seed('long-key', 'I like long walks');
