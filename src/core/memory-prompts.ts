@@ -3,7 +3,7 @@ import type { Contradiction } from './reflection.js';
 import { neutralizeMarkup, renderDataLines, stripInvisible } from './sanitize-text.js';
 import type { Scope } from './scope.js';
 import { cutText } from './cut-text.js';
-import { REFLECTION_LINE_PREFIX } from './observation-snippet.js';
+import { quotedReflectionLines } from './observation-snippet.js';
 
 /** A system and a user message for the observer or reflector model. */
 export interface MemoryPrompt {
@@ -79,7 +79,9 @@ export function buildObserverPrompt(input: {
     '',
     'Current memory summary (its lines quoted with `> `), then the observations not summarised yet:',
     '<existing-memory>',
-    input.reflection ? quotedLines(clippedReflection(input.reflection, input.config)) : '(no reflection yet)',
+    input.reflection
+      ? quotedReflectionLines(clippedReflection(input.reflection, input.config)).join('\n')
+      : '(no reflection yet)',
     ...(input.unreflected.length > 0
       ? input.unreflected.map((observation) => `- [${observation.seq}] ${oneLine(observation.content)}`)
       : ['- (none)']),
@@ -281,17 +283,6 @@ function clippedReflection(reflection: StoredReflection, config: ObservationConf
     fence(reflection.raw),
     Math.max(config.reflectThresholdTokens, 1) * REFLECTION_CHARS_PER_THRESHOLD_TOKEN,
   );
-}
-
-/**
- * Each line quoted as the snippet quotes the reflection: a summary the reflector wrote cannot
- * pose as an observation line (`- [seq] …`) beside the real ones.
- */
-function quotedLines(text: string): string {
-  return text
-    .split('\n')
-    .map((line) => `${REFLECTION_LINE_PREFIX}${line}`.trimEnd())
-    .join('\n');
 }
 
 function fence(text: string): string {

@@ -249,9 +249,7 @@ function fitReflection(
   const text = reflectionText(reflection);
   if (text === '') return [];
   const header = REFLECTION_HEADER;
-  const lines = neutralizeMarkup(stripInvisible(text))
-    .split('\n')
-    .map((line) => `${REFLECTION_LINE_PREFIX}${line}`.trimEnd());
+  const lines = quotedReflectionLines(neutralizeMarkup(stripInvisible(text)));
   const full = [header, ...lines];
   // One separator line sits between this section and the next.
   if (sumCost(full, cost) + cost('') <= budget) return full;
@@ -656,4 +654,12 @@ function cutToTokens(line: string, tokens: number, estimator: TokenEstimator): s
     else high = middle - 1;
   }
   return points.slice(0, low).join('');
+}
+
+/**
+ * Each line of `text` quoted with {@link REFLECTION_LINE_PREFIX}, as the snippet and the
+ * observer's prompt show a reflection: no line of it can pose as a header or an observation.
+ */
+export function quotedReflectionLines(text: string): string[] {
+  return text.split('\n').map((line) => `${REFLECTION_LINE_PREFIX}${line}`.trimEnd());
 }

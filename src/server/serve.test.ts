@@ -145,19 +145,26 @@ describe('server: startServer listen failures', () => {
   });
 });
 
+/** What the server answers a connection that sends `partial` and nothing more, once it closes it. */
+async function answerToPartial(port: number, partial: string): Promise<string> {
+  const socket = connect(port, '127.0.0.1');
+  let answer = '';
+  socket.setEncoding('utf8').on('data', (chunk: string) => {
+    answer += chunk;
+  });
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  socket.write(partial);
+  await closed;
+  return answer;
+}
+
 describe('server: startServer request timeout', () => {
   it('answers 408 and closes a connection whose request does not arrive whole within requestTimeoutMs', async () => {
     const server = await startServer(harnessWith('127.0.0.1'), { port: 0, requestTimeoutMs: 300 });
     try {
-      const socket = connect(server.port, '127.0.0.1');
-      let answer = '';
-      socket.setEncoding('utf8').on('data', (chunk: string) => {
-        answer += chunk;
-      });
-      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-      socket.write('POST /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n');
-      await closed;
-      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      expect(await answerToPartial(server.port, 'POST /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n')).toMatch(
+        /^HTTP\/1\.1 408 /,
+      );
     } finally {
       await server.close();
     }
@@ -170,15 +177,9 @@ describe('server: startServer request timeout', () => {
       headersTimeoutMs: 300,
     });
     try {
-      const socket = connect(server.port, '127.0.0.1');
-      let answer = '';
-      socket.setEncoding('utf8').on('data', (chunk: string) => {
-        answer += chunk;
-      });
-      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-      socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
-      await closed;
-      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      expect(await answerToPartial(server.port, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ')).toMatch(
+        /^HTTP\/1\.1 408 /,
+      );
     } finally {
       await server.close();
     }
