@@ -21,6 +21,7 @@ export type SecretKind =
   | 'huggingface_token'
   | 'npm_token'
   | 'sendgrid_key'
+  | 'square_token'
   | 'slack_webhook'
   | 'discord_webhook'
   | 'url_password'
@@ -100,6 +101,11 @@ const LABELLED_VALUE = [
 const SECRET_NAME_ENDS =
   'PROD|PRODUCTION|DEV|DEVELOPMENT|STAGING|STAGE|TEST|QA|UAT|LIVE|LOCAL|PRIMARY|SECONDARY|OLD|NEW|CURRENT|' +
   'PREVIOUS|NEXT|BACKUP|ROOT|ADMIN|BASE|VALUE|RAW|B64|BASE64|HEX|V?\\d{1,3}';
+
+// A path, quoted or not: what `pwd` labels in a shell's output and environment (`PWD=/home/…`,
+// `"pwd": "C:\\work"`), where it is the working directory, not a password. A backslash that
+// starts a JSON escape (`\"Hunter2…`, `\nHunter2…`) starts a password, not a path.
+const WORKING_DIRECTORY = /^(?:\\?["'])?(?:(?:~[\w.-]{0,32}|\.{1,2}|[A-Za-z]:)?(?:\/|\\(?!["'bfnrtu]))|~(?:\\?["'])?$)/;
 
 // How every label word ends, with the ` is ` a sentence puts after it.
 const SAID_LABEL_ENDS = ['password is ', 'passwd is ', 'passphrase is ', 'secret is ', 'key is ', 'token is '];
@@ -259,6 +265,26 @@ const RULES: readonly Rule[] = [
       String.raw`${startsAfter('A-Za-z0-9_.-')}SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])`,
     ),
   },
+  {
+    // Square's OAuth application secret (`sq0csp-`, 43 characters) and access token (`sq0atp-`,
+    // 22).
+    kind: 'square_token',
+    needs: (text) => text.has('sq0'),
+    pattern: pattern(
+      String.raw`${startsAfter('A-Za-z0-9_-')}(?:sq0csp-[A-Za-z0-9_-]{43,}|sq0atp-[A-Za-z0-9_-]{22,})(?![A-Za-z0-9_-])`,
+    ),
+  },
+  {
+    // A Square access token of today's shape: `EAAA` and 60 or more base64url characters. Base64
+    // of bytes with zeros holds `EAAA` too, so the token starts and ends outside any run of
+    // base64 characters (`+`, `/`, `=` included) and mixes digits, lower and upper case, which
+    // an upper-case hex digest does not.
+    kind: 'square_token',
+    needs: (text) => text.has('EAAA'),
+    pattern: pattern(
+      String.raw`${startsAfter('A-Za-z0-9_+/-')}EAAA(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[a-z])(?=[A-Za-z0-9_-]*[A-Z])[A-Za-z0-9_-]{60,}(?![A-Za-z0-9_+/=-])`,
+    ),
+  },
   // A webhook URL is its own credential: whoever holds it posts to the channel. The host and
   // path stay; slashes may be escaped (`\/`), as some JSON encoders write them.
   {
@@ -315,10 +341,11 @@ const RULES: readonly Rule[] = [
   {
     kind: 'bearer_token',
     needs: (text) => text.hasFolded('bearer'),
-    // A token holds a digit, or is long and mixes cases: that keeps prose such as "Bearer
-    // authentication" intact.
+    // A token (8 or more characters) holds a digit, or mixes cases: a capital after its first
+    // character and a small letter (`abcdEFGH`), or, when long, any capital. That keeps prose
+    // such as "Bearer authentication" and "Bearer Authentication" intact.
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9_')}([Bb][Ee][Aa][Rr][Ee][Rr])([ \t]+|%20)(?:(?=[A-Za-z0-9._~+/=-]*\d)|(?=[A-Za-z0-9._~+/=-]{20})(?=[a-z0-9._~+/=-]*[A-Z])(?=[A-Z0-9._~+/=-]*[a-z]))[A-Za-z0-9._~+/=-]{8,}`,
+      String.raw`${startsAfter('A-Za-z0-9_')}([Bb][Ee][Aa][Rr][Ee][Rr])([ \t]+|%20)(?:(?=[A-Za-z0-9._~+/=-]*\d)|(?=[A-Za-z0-9._~+/=-]*[a-z])(?=[A-Za-z0-9._~+/=-]+[A-Z])|(?=[A-Za-z0-9._~+/=-]{20})(?=[a-z0-9._~+/=-]*[A-Z])(?=[A-Z0-9._~+/=-]*[a-z]))[A-Za-z0-9._~+/=-]{8,}`,
     ),
     // A URL-encoded space stays encoded (`authorization=Bearer%20…` in a link).
     replace: (_match, [word, space]) => `${word ?? 'Bearer'}${space === '%20' ? space : ' '}[REDACTED:bearer_token]`,
@@ -379,22 +406,30 @@ const RULES: readonly Rule[] = [
       labelledValue(match, label ?? '', value ?? '', short ? 'short' : 'assigned'),
   },
   {
-    // A value labelled as a secret (`DB_PASSWORD=…`, `"api_key": "…"`, `client_secret: …`):
-    // the label stays. Only values that look like one are taken (see `labelledValue`), so
-    // `apiKey = process.env.API_KEY` and `password: required` stay as they are.
+    // A value labelled as a secret (`DB_PASSWORD=…`, `"api_key": "…"`, `client_secret: …`,
+    // `pwd: …`): the label stays. Only values that look like one are taken (see
+    // `labelledValue`), so `apiKey = process.env.API_KEY` and `password: required` stay as
+    // they are. A bare value that is itself a label with blanks after it (`password: \t
+    // password: …`, a form's label written twice) is no value: the second label's is.
     kind: 'labelled_secret',
     // Every label word holds one of these (`api-key`, `passwd`, `clientSecret`).
     needs: (text) =>
       (text.has(':') || text.has('=') || text.has('%3')) &&
-      (text.hasFolded('pass') || text.hasFolded('secret') || text.hasFolded('key') || text.hasFolded('token')),
+      (text.hasFolded('pass') ||
+        text.hasFolded('secret') ||
+        text.hasFolded('key') ||
+        text.hasFolded('token') ||
+        text.hasFolded('pwd')),
     // A JSON array's first string is taken as the value (`"password":["…"]`), so the text
     // stays JSON.
     pattern: pattern(
-      String.raw`(?=[A-Za-z0-9_.-])${startsAfter('A-Za-z0-9_.-')}([A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS})(?:\\?["'])?[ \t]{0,8}${LABEL_END}[ \t]{0,8}(?:\[[ \t]{0,8}(?=\\?["']))?)(${LABELLED_VALUE})`,
+      String.raw`(?=[A-Za-z0-9_.-])${startsAfter('A-Za-z0-9_.-')}([A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS}|(pwd))(?:\\?["'])?[ \t]{0,8}${LABEL_END}[ \t]{0,8}(?:\[[ \t]{0,8}(?=\\?["']))?)(?![A-Za-z0-9_.-]{0,40}?(?:${LABEL_WORDS}|pwd)(?:\\?["'])?[ \t]{0,8}${LABEL_END}[ \t])(${LABELLED_VALUE})`,
       'gi',
     ),
-    replace: (match, [label, value]) =>
-      labelledValue(match, label ?? '', value ?? '', HEADER_LABEL.test(label ?? '') ? 'header' : 'labelled'),
+    replace: (match, [label, pwd, value]) =>
+      pwd && WORKING_DIRECTORY.test(value ?? '')
+        ? match
+        : labelledValue(match, label ?? '', value ?? '', HEADER_LABEL.test(label ?? '') ? 'header' : 'labelled'),
   },
   {
     // A PHP constant: `define('DB_PASSWORD', '…')`.
@@ -472,12 +507,13 @@ const RULES: readonly Rule[] = [
 /**
  * Replaces private keys (PEM, PGP, PuTTY's private lines), JWTs, bearer tokens, Anthropic and
  * OpenAI keys, AWS access key ids and (labelled) secret keys, GitHub, Slack, Stripe, GitLab,
- * Google API, Hugging Face, npm and SendGrid tokens, Slack and Discord webhook URLs, passwords in
+ * Google API, Hugging Face, npm and SendGrid tokens, Square credentials (`sq0csp-`, `sq0atp-`,
+ * `EAAA…`), Slack and Discord webhook URLs, passwords in
  * URLs (`scheme://user:pw@host`, `?password=`), signed-URL signatures (`sig=`,
  * `X-Amz-Signature=`), `Authorization` header credentials (URL-encoded too), cookie values of a
  * `Cookie` or `Set-Cookie` header, passwords on command lines (`mysql -p…`, `sshpass -p`,
  * `docker login -p`, `redis-cli -a`), values labelled as secrets (`DB_PASSWORD=…`, `"api_key":
- * "…"`, `SMTP_PASS=…`, `"password" => "…"`, `define('DB_PASSWORD', '…')`,
+ * "…"`, `SMTP_PASS=…`, `pwd: …`, `"password" => "…"`, `define('DB_PASSWORD', '…')`,
  * `<password>…</password>`, a name/value pair, `my password is …`, `x-api-key: …`), email
  * addresses and Luhn-valid card numbers with
  * `[REDACTED:<kind>]`; a private key's END line with the key lines before it, when its BEGIN

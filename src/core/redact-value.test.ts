@@ -103,10 +103,15 @@ describe('redactValue: the one-pass check', () => {
     `https://discord.com/api/webhooks/123456789012345678/${'Ab1-Cd2_'.repeat(8)}`,
     '?sig=Zq8Lm2Np4Rt6Vx9BcDfGh',
     `SG.${'Ab1_'.repeat(5)}cd.${'Ef2-'.repeat(10)}ghi`,
+    `sq0atp-${'Sq1_'.repeat(6)}`,
+    `sq0csp-${'Sq2-'.repeat(11)}`,
+    `EAAA${'Sq3x'.repeat(16)}`,
+    'Bearer abcdEFGH',
     'x-api-key: sk-abcdefghij',
     `Private-Lines: 1\nAAAAIF${'Prv9'.repeat(14)}`,
     `Private-MAC: ${'a1b2c3d4'.repeat(8)}`,
     'DB_PASSWORD=Tr0ub4dor-9',
+    'pwd=Hunter2024!',
     '"api_key": "k3y-value!"',
     'password: required',
     '4111 1111 1111 1111',
@@ -130,6 +135,8 @@ describe('redactValue: the one-pass check', () => {
     '[REDACTED:openai_key]',
     'db_password',
     'secretKey',
+    'pwd',
+    '/home/alice',
     'Kd81"q\\z!',
   ];
 
@@ -317,6 +324,32 @@ describe('redactValue: labelled values decided on the value itself', () => {
   it('takes secret_key, secretKey and JWT_SECRET_KEY for labels', () => {
     const value = { secret_key: 'Ka81Ka81Ka81xq', secretKey: 'Ka81Ka81Ka81xq', JWT_SECRET_KEY: 'Ka81Ka81Ka81xq' };
     expect(JSON.stringify(redactValue(value))).not.toContain('Ka81');
+  });
+});
+
+describe('redactValue: a pwd key', () => {
+  const L = '[REDACTED:labelled_secret]';
+  /** `value` as its JSON text is redacted. */
+  const asText = (value: object): unknown => JSON.parse(redactSecrets(JSON.stringify(value)).text);
+
+  it('redacts the password a pwd or passwd key labels, as the same JSON text is redacted', () => {
+    const value = { pwd: 'hunter2secret', db_pwd: 'Tr0ub4dor&3', Pwd: 'Kd81"q\\z!', passwd: 'hunter2secret' };
+    const expected = { pwd: L, db_pwd: L, Pwd: L, passwd: L };
+    expect(redactValue(value)).toEqual(expected);
+    expect(asText(value)).toEqual(expected);
+    expect(JSON.parse(redactJsonText(JSON.stringify(value)))).toEqual(expected);
+  });
+
+  it('keeps a working directory under a pwd key, and a placeholder word, as the JSON text does', () => {
+    const value = {
+      pwd: '/home/alice2',
+      PWD: 'C:\\work\\repo1',
+      OLDPWD: '~',
+      build: { pwd: '../out2' },
+      old_pwd: 'required',
+    };
+    expect(redactValue(value)).toBe(value);
+    expect(asText(value)).toEqual(value);
   });
 });
 

@@ -174,9 +174,10 @@ function readAsLabelled(label: string, item: string, texts: string[]): boolean {
 
 // The words a key must hold for its value to be read as labelled by it (every labelled rule of
 // redactSecrets ends its label with one of them, `Cookie` a header's): other keys cost no
-// second pass.
+// second pass. A `pwd` key's value is decided only as the JSON text decides it, which keeps a
+// path (the working directory), so `pwd` labels no strings under it (see `labelsSecret`).
 const SECRET_LABEL =
-  /passw|passphrase|secret(?:[_-]?key)?|api[_-]?key|account[_-]?key|private[_-]?key|token|authorization|cookie/iu;
+  /passw|pwd|passphrase|secret(?:[_-]?key)?|api[_-]?key|account[_-]?key|private[_-]?key|token|authorization|cookie/iu;
 
 const LABELLED_SECRET = '[REDACTED:labelled_secret]';
 const WHOLE_PLACEHOLDER = /^\[REDACTED:[a-z_]+\]$/;

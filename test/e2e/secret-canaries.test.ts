@@ -68,6 +68,9 @@ const CANARIES: ReadonlyArray<{ kind: string; text: string; needle: string }> = 
   },
   { kind: 'sendgrid', text: `SG.${'Cn24'.repeat(5)}ab.${'Cn24-'.repeat(8)}abc`, needle: 'Cn24Cn24Cn24' },
   { kind: 'api key header', text: 'x-api-key: cn-canary-key-value', needle: 'cn-canary-key-value' },
+  { kind: 'square', text: `EAAA${'Cn25'.repeat(16)}`, needle: 'Cn25Cn25Cn25' },
+  { kind: 'pwd password', text: 'pwd=Cn26Cn26Cn26', needle: 'Cn26Cn26Cn26' },
+  { kind: 'short bearer', text: 'Bearer cnsevenTWENTYSEVEN', needle: 'cnsevenTWENTYSEVEN' },
 ];
 const ALL = CANARIES.map((canary) => canary.text).join('\n');
 
