@@ -30,23 +30,33 @@ const HAS_HIDDEN = new RegExp(`[${HIDDEN_CLASS}]`, 'u');
 // conjuncts) are kept between two characters outside ASCII, where those scripts use them, and a
 // variation selector (❤️, Mongolian letter forms) right after one, the character it varies;
 // elsewhere, next to ASCII, they only split a word (`ig\u200Dnore`, `sk-\uFE0F…`) or a tag.
-const JOINER_RUN = new RegExp(`[\\u{200C}\\u{200D}]+|[${SELECTOR_CLASS}]+`, 'gu');
+// A run mixing them (`❤\uFE0F\u200D🔥`) is judged whole, by the characters either side of it:
+// judged one kind at a time, `A\u200D\uFE0F` kept the selector after the dropped joiner, which
+// a second pass then dropped.
+const JOINABLE_RUN = new RegExp(`[${JOINABLE_CLASS}]+`, 'gu');
 const HAS_JOINER = new RegExp(`[${JOINABLE_CLASS}]`, 'u');
-const JOINER = /^[\u200C\u200D]/;
 const NON_ASCII = /[\u0080-\uFFFF]/;
 
 /**
- * `text` with each run of joiners kept only between two characters outside ASCII, and each run
- * of variation selectors only after one (one pass: linear).
+ * `text` with each run of joiners and variation selectors dropped unless it follows a character
+ * outside ASCII, and then without the joiners at its end unless one follows it too: what that
+ * keeps, a second pass keeps (one pass: linear).
  */
 function stripAsciiJoiners(text: string): string {
-  return text.replace(JOINER_RUN, (run: string, offset: number, whole: string) => {
+  return text.replace(JOINABLE_RUN, (run: string, offset: number, whole: string) => {
     const before = whole[offset - 1];
     if (before === undefined || !NON_ASCII.test(before)) return '';
-    if (!JOINER.test(run)) return run;
     const after = whole[offset + run.length];
-    return after !== undefined && NON_ASCII.test(after) ? run : '';
+    if (after !== undefined && NON_ASCII.test(after)) return run;
+    let end = run.length;
+    while (end > 0 && isJoiner(run.charCodeAt(end - 1))) end--;
+    return run.slice(0, end);
   });
+}
+
+/** Whether a UTF-16 code unit is the zero-width non-joiner or joiner. */
+function isJoiner(code: number): boolean {
+  return code === 0x200c || code === 0x200d;
 }
 
 // CRLF, lone CR, and the Unicode line breaks a model reads as one: NEL, the line separator

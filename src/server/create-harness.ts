@@ -117,8 +117,9 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
   const env = options.env ?? process.env;
   const backend = await openBackend(config);
   const { store } = backend;
-  // Secrets are redacted before anything reaches the run store, hence its events and SSE.
-  const runStore = config.server.redactTranscripts ? createRedactingRunStore(backend.runStore) : backend.runStore;
+  // Secrets are redacted before anything reaches the run store, hence its events and SSE; with
+  // redaction off, conversation messages (replayed to the model) still lose invisible characters.
+  const runStore = createRedactingRunStore(backend.runStore, { redactSecrets: config.server.redactTranscripts });
   const faults = createFaultLog(options.logger ?? createJsonLogger());
   try {
     const agentModel = options.agentModel ?? createAgentModel(config, env);

@@ -13,3 +13,4 @@ export type { FaultLog, Logger, LogRecord } from './fault-log.js';
 export { createTenantLimits } from './tenant-limits.js';
 export type { TenantLimits, TenantLimitsOptions } from './tenant-limits.js';
 export { createRedactingRunStore } from '../storage/redacting-run-store.js';
+export type { RedactingRunStoreOptions } from '../storage/redacting-run-store.js';

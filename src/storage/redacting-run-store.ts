@@ -18,10 +18,12 @@ import type { ConversationMessage, RunPatch, RunStore } from './run-store.js';
  * and script joiners kept where they join). The record `createRun` returns keeps the prompt
  * and system prompt as given, so the process running the run works with what the caller
  * sent; every later read, and every later run of the conversation, gets the cleaned text.
+ * With `redactSecrets: false`, only conversation messages are cleaned, and of invisible
+ * characters only: they are what later runs replay to the model.
  * @example
  * const runStore = createRedactingRunStore(createSqliteRunStore({ path: '.harness/state.db' }));
  */
-export function createRedactingRunStore(store: RunStore): RunStore {
+export function createRedactingRunStore(store: RunStore, options: RedactingRunStoreOptions = {}): RunStore {
   requireObject(
     'createRedactingRunStore',
     'store',
@@ -29,6 +31,7 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     ['createRun', 'updateRun', 'appendEvent', 'appendMessages'],
     'Pass the RunStore to wrap.',
   );
+  const clean = options.redactSecrets === false ? STRIP_MESSAGES : REDACT;
   const recentHistory = store.recentHistory?.bind(store);
   const deleteEndedRuns = store.deleteEndedRuns?.bind(store);
   return {
@@ -38,24 +41,24 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     async createRun(run) {
       const stored = await store.createRun({
         ...run,
-        prompt: redact(run.prompt),
-        systemPrompt: redact(run.systemPrompt),
-        output: run.output === null ? null : redact(run.output),
-        error: run.error === null ? null : { code: run.error.code, message: redact(run.error.message) },
+        prompt: clean.text(run.prompt),
+        systemPrompt: clean.text(run.systemPrompt),
+        output: run.output === null ? null : clean.text(run.output),
+        error: run.error === null ? null : { code: run.error.code, message: clean.text(run.error.message) },
       });
       return { ...stored, prompt: run.prompt, systemPrompt: run.systemPrompt };
     },
     getRun: (runId) => store.getRun(runId),
-    updateRun: (runId, patch) => store.updateRun(runId, redactPatch(patch)),
-    appendEvent: (runId, type, payload) => store.appendEvent(runId, type, withIdsKept(payload, redactPayload(payload))),
+    updateRun: (runId, patch) => store.updateRun(runId, clean.patch(patch)),
+    appendEvent: (runId, type, payload) => store.appendEvent(runId, type, withIdsKept(payload, clean.payload(payload))),
     listEvents: (runId, afterSeq) => store.listEvents(runId, afterSeq),
     appendMessages: (memoryId, messages, options) =>
-      store.appendMessages(memoryId, messages.map(redactMessage), options),
+      store.appendMessages(memoryId, messages.map(clean.message), options),
     recentMessages: (memoryId, maxTokens, options) => store.recentMessages(memoryId, maxTokens, options),
     ...(recentHistory ? { recentHistory } : {}),
     listStaleRuns: (olderThanSeconds) => store.listStaleRuns(olderThanSeconds),
     abandonStaleRun: (runId, olderThanSeconds, error) =>
-      store.abandonStaleRun(runId, olderThanSeconds, redactPatch({ error }).error ?? error),
+      store.abandonStaleRun(runId, olderThanSeconds, clean.patch({ error }).error ?? error),
     ...(deleteEndedRuns ? { deleteEndedRuns } : {}),
     listRuns: (query) => store.listRuns(query),
     forgetConversation: (memoryId) => store.forgetConversation(memoryId),
@@ -63,6 +66,36 @@ export function createRedactingRunStore(store: RunStore): RunStore {
     dispose: () => store.dispose(),
   };
 }
+
+/** Options of {@link createRedactingRunStore}. */
+export interface RedactingRunStoreOptions {
+  /**
+   * Whether secrets are redacted (and invisible characters stripped) in everything stored;
+   * `false` (`[server] redact_transcripts = false`) still strips invisible characters from
+   * conversation messages, which later runs replay to the model.
+   * @default true
+   */
+  readonly redactSecrets?: boolean;
+}
+
+/** How each kind of stored text is cleaned. */
+interface Cleaning {
+  text(text: string): string;
+  patch(patch: RunPatch): RunPatch;
+  payload(payload: Record<string, unknown>): Record<string, unknown>;
+  message(message: ConversationMessage): ConversationMessage;
+}
+
+const REDACT: Cleaning = { text: redact, patch: redactPatch, payload: redactPayload, message: redactMessage };
+
+// NOTE: run records and events keep their text as sent (the inspector shows their bidi controls
+// as markers); the history is what a later run replays, so it is stripped (F41).
+const STRIP_MESSAGES: Cleaning = {
+  text: (text) => text,
+  patch: (patch) => patch,
+  payload: (payload) => payload,
+  message: stripMessage,
+};
 
 // The ids the runner puts on every event are checked scope ids, shown unredacted by the
 // run itself (`GET /v1/runs/{id}`): an email address or a long number as a conversation id
@@ -206,6 +239,26 @@ function redactPatch(patch: RunPatch): RunPatch {
     ...(typeof patch.output === 'string' ? { output: redact(patch.output) } : {}),
     ...(patch.error ? { error: { code: patch.error.code, message: redact(patch.error.message) } } : {}),
   };
+}
+
+/** `message` without invisible characters, tool results and tool-call arguments still JSON. */
+function stripMessage(message: ConversationMessage): ConversationMessage {
+  return {
+    ...message,
+    content: message.role === 'tool' ? stripJson(message.content) : stripText(message.content),
+    ...(message.toolCalls
+      ? { toolCalls: message.toolCalls.map((call) => ({ ...call, arguments: stripJson(call.arguments) })) }
+      : {}),
+  };
+}
+
+function stripText(text: string): string {
+  return needsStripping(text) ? stripInvisible(text) : text;
+}
+
+// A JSON escape (`\u200b`, `\udb40\udc41`) is an invisible character once the text is parsed.
+function stripJson(text: string): string {
+  return needsStripping(text) || text.includes('\\u') ? stripJsonStrings(text) : text;
 }
 
 // Tool results and tool-call arguments are JSON: they are redacted inside their strings so
