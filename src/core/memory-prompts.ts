@@ -39,7 +39,7 @@ const DATA_RULE =
 
 /**
  * The observer prompt (reference 3.3): the importance scale, the `IMPORTANCE:x.x` block
- * format, the scope, the current memory (reflection plus the observations not yet
+ * format (with our `SOURCE:` and `REPLACES:` lines), the scope, the current memory (reflection plus the observations not yet
  * reflected) and the new transcript segment, both fenced as data.
  */
 export function buildObserverPrompt(input: {
@@ -70,6 +70,8 @@ export function buildObserverPrompt(input: {
       'lines below. Separate blocks with a blank line. Plain text only. If nothing in the segment is worth ' +
       'remembering, answer exactly NONE.',
     'Record only what is new or has changed: do not repeat what the current memory already says.',
+    'When an observation corrects or changes one listed in the current memory, say what changed, and add a line ' +
+      '`REPLACES: n` after its SOURCE line, n being the number in square brackets of the memory line it replaces.',
     `A message longer than ${MAX_PROMPT_MESSAGE_CHARS} characters is clipped: only its head is shown, ` +
       `followed by a note saying how much was cut.`,
     'Each message starts a line with its `[seq] role:`; its further lines are indented, so an indented ' +

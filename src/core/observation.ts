@@ -96,6 +96,12 @@ export interface ParsedObservation {
   readonly importance: number | null;
   /** Transcript seqs the observer cited on a `SOURCE:` line, as written (not yet checked against the batch). */
   readonly sourceSeqs?: readonly number[];
+  /**
+   * Seqs of earlier observations it corrects or changes, as the observer wrote them on a
+   * `REPLACES:` line (checked against what the observer was shown before use): the
+   * correction is stored with at least their importance.
+   */
+  readonly replacesSeqs?: readonly number[];
 }
 
 /** The stored reflection of a scope: the raw text and its parsed form, parsed once. */

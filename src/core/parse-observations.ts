@@ -42,6 +42,11 @@ const MARKER_LINE = new RegExp(
   'i',
 );
 const SOURCE_LINE = new RegExp(`${LEAD}sources?${EMPHASIS}\\s*[:=：]${EMPHASIS}\\s*(.*?)[*_\\])]*\\s*$`, 'i');
+// `REPLACES: 12`: the memory line (by its seq) that the observation corrects or changes.
+const REPLACES_LINE = new RegExp(
+  `${LEAD}(?:replaces|supersedes|corrects)${EMPHASIS}\\s*[:=：]${EMPHASIS}\\s*(.*?)[*_\\])]*\\s*$`,
+  'i',
+);
 // `User prefers tabs. (importance: 0.9)`: a whole observation on one line, scored at its end.
 const TRAILING_SCORE =
   /^(.*?\S)\s*[([]\s*importance\s*[:=]?\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*(?:%|\/\s*\d+(?:\.\d*)?)?)\s*[)\]]\s*[.;]?\s*$/i;
@@ -148,6 +153,8 @@ interface Block {
   written?: number;
   lines: string[];
   sources: number[];
+  /** Seqs of memory lines it says it replaces (`REPLACES:`). */
+  replaces?: number[];
 }
 
 // The words a reason for "nothing" is made of: that nothing new or durable was found, what the
@@ -299,7 +306,15 @@ function withoutRepeats(observations: readonly ParsedObservation[]): ParsedObser
     const sourceSeqs = [...new Set([...(first.sourceSeqs ?? []), ...(observation.sourceSeqs ?? [])])].sort(
       (a, b) => a - b,
     );
-    kept[index] = { content: first.content, importance, ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}) };
+    const replacesSeqs = [...new Set([...(first.replacesSeqs ?? []), ...(observation.replacesSeqs ?? [])])].sort(
+      (a, b) => a - b,
+    );
+    kept[index] = {
+      content: first.content,
+      importance,
+      ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}),
+      ...(replacesSeqs.length > 0 ? { replacesSeqs } : {}),
+    };
   }
   return kept;
 }
@@ -370,11 +385,14 @@ function parseLines(text: string, maxObservations: number, maxChars: number): Pa
   // observation that follows them; the first line tells which way the answer writes them.
   const sourcesLead = readSources(lines.find((line) => line.trim() !== '') ?? '') !== undefined;
   let pending: number[] = [];
+  let pendingReplaces: number[] = [];
   for (const line of lines) {
     const marker = readMarker(line);
     if (marker) {
       marker.sources.push(...pending);
+      if (pendingReplaces.length > 0) marker.replaces = pendingReplaces;
       pending = [];
+      pendingReplaces = [];
       blocks.push(marker);
       continue;
     }
@@ -382,6 +400,11 @@ function parseLines(text: string, maxObservations: number, maxChars: number): Pa
       const leading = readSources(line);
       if (leading) {
         pending.push(...leading);
+        continue;
+      }
+      const replacing = readReplaces(line);
+      if (replacing) {
+        pendingReplaces.push(...replacing);
         continue;
       }
     }
@@ -399,6 +422,11 @@ function parseLines(text: string, maxObservations: number, maxChars: number): Pa
       continue;
     }
     const current = blocks.at(-1) as Block;
+    const replacing = current.marked ? readReplaces(line) : undefined;
+    if (replacing) {
+      (current.replaces ??= []).push(...replacing);
+      continue;
+    }
     const sources = current.marked ? readSources(line) : undefined;
     if (sources) current.sources.push(...sources);
     else if (current.closed && line.trim() !== '')
@@ -420,10 +448,12 @@ function parseLines(text: string, maxObservations: number, maxChars: number): Pa
     if (!block.marked && NOTHING_ANSWER.test(content)) continue;
     if (content === '') continue;
     const sourceSeqs = [...new Set(block.sources)].sort((a, b) => a - b).slice(0, MAX_SOURCE_SEQS);
+    const replacesSeqs = [...new Set(block.replaces ?? [])].sort((a, b) => a - b).slice(0, MAX_SOURCE_SEQS);
     observations.push({
       content: truncateObservation(content, maxChars),
       importance: block.importance,
       ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}),
+      ...(replacesSeqs.length > 0 ? { replacesSeqs } : {}),
     });
   }
   return observations;
@@ -741,15 +771,25 @@ function foldWidth(text: string): string {
 /** The seqs of a `SOURCE: 12, 14-16` line (none for `SOURCE: none`); undefined when the line is anything else. */
 function readSources(line: string): number[] | undefined {
   const match = SOURCE_LINE.exec(line);
-  if (!match) return undefined;
-  const list = (match[1] ?? '').replace(/[[\]()]/g, ' ').trim();
+  return match ? seqListOf(match[1] ?? '') : undefined;
+}
+
+/** Reads a `REPLACES:` line: the seqs of the memory lines it names, or undefined for any other line. */
+function readReplaces(line: string): number[] | undefined {
+  const match = REPLACES_LINE.exec(line);
+  return match ? seqListOf(match[1] ?? '') : undefined;
+}
+
+/** The seqs a `SOURCE:` or `REPLACES:` line lists (none for `none`), or undefined when its value is no list of seqs. */
+function seqListOf(value: string): number[] | undefined {
+  const list = value.replace(/[[\]()]/g, ' ').trim();
   // A source line that cites nothing (`SOURCE: none`, `SOURCE: 0`, `SOURCE:`) is still a
   // source line: it is dropped, never kept as the observation's text.
   if (NO_SOURCE.test(list)) return [];
   if (!isSeqList(list)) {
     // `SOURCE: 1 (user)`, `SOURCE: [3] user`, `SOURCE: transcript seq 3`, `SOURCE: 3, 5.`: the
     // seqs with the words models add around them.
-    const loose = (match[1] ?? '')
+    const loose = value
       .replace(/\((?:[^()\d]*)\)/g, ' ')
       .replace(/[[\]()]/g, ' ')
       .replace(/\b(?:transcript|messages?|msgs?|lines?|turns?|user|assistant|tool|system)\b:?/gi, ' ')

@@ -150,7 +150,7 @@ export function refuseToolSupersessions(
     contradictions.push({
       seqA: item.olderSeq,
       seqB: item.newerSeq,
-      detail: reason === '' ? REFUSED_DETAIL : `${REFUSED_DETAIL}: ${reason}`,
+      detail: reason === '' ? TOOL_CHANGE_DETAIL : `${TOOL_CHANGE_DETAIL}: ${reason}`,
     });
   }
   return {
@@ -163,7 +163,8 @@ export function refuseToolSupersessions(
   };
 }
 
-const REFUSED_DETAIL = 'a change that may come from tool output';
+/** The detail of a contradiction kept where tool output would have replaced what the user said. */
+export const TOOL_CHANGE_DETAIL = 'a change that may come from tool output';
 
 function pairKey(seqA: number, seqB: number): string {
   return `${Math.min(seqA, seqB)}:${Math.max(seqA, seqB)}`;

@@ -9,6 +9,7 @@ import {
 } from '../core/memory-prompts.js';
 import type { MemoryRecord, Observation, ObservationConfig } from '../core/observation.js';
 import { provenanceOf } from '../core/observation-provenance.js';
+import { replacementLinks, withReplacedImportance } from '../core/replaced-importance.js';
 import { checkObserverAnswer } from '../core/check-observer-answer.js';
 import { isNothingToObserve } from '../core/parse-observations.js';
 import { formatReflection } from '../core/format-reflection.js';
@@ -368,13 +369,17 @@ async function runObserve(
   const parsed = refusal || hasBoundedOutput(observer) ? answer : checkObserverAnswer(answer);
   const throughMessageSeq = (batch[batch.length - 1] as StoredMessage).seq;
   const skipNote = refusal ? skippedNote(batch[0] as StoredMessage, refusal) : undefined;
+  const shown = parsed.some((item) => item.replacesSeqs?.length)
+    ? new Map(unreflected.map((observation) => [observation.seq, observation]))
+    : new Map<number, Observation>();
   const applied = await store.completeObservation({
     ...lease,
     observations: parsed.flatMap((item) => {
       const content = modelText(context, item.content);
       if (content === '') return [];
-      const provenance = provenanceOf(item, batch, context.toolImportanceCap);
-      return [{ content, tokenCount: context.estimator.estimate(content), ...provenance }];
+      const provenance = provenanceOf(withReplacedImportance(item, shown), batch, context.toolImportanceCap);
+      const links = replacementLinks(item.replacesSeqs, provenance, shown, context.toolImportanceCap);
+      return [{ content, tokenCount: context.estimator.estimate(content), ...provenance, ...links }];
     }),
     throughMessageSeq,
     markerIds: { start: context.generateId('mk'), end: context.generateId('mk') },

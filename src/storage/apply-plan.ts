@@ -1,5 +1,5 @@
 import type { ObservationSource, StoredReflection } from '../core/observation.js';
-import { checkReflectionReferences } from '../core/reflection-links.js';
+import { checkReflectionReferences, TOOL_CHANGE_DETAIL } from '../core/reflection-links.js';
 import type { Contradiction, Supersession } from '../core/reflection.js';
 import type { ImportedObservation, Marker, NewObservation } from './store.js';
 
@@ -37,6 +37,11 @@ export interface ObservationApplyPlan {
   readonly tokens: number;
   /** `observation_start` then `observation_end`. */
   readonly markers: readonly [PlannedMarker, PlannedMarker];
+  /**
+   * What the observations replace or conflict with ({@link NewObservation.supersedes}), as links of the
+   * supersession set; a store keeps a pair already in its set as it was.
+   */
+  readonly links: readonly PlannedLink[];
 }
 
 /**
@@ -69,6 +74,7 @@ export function planObservationApply(
     };
   });
   const lastObservationSeq = position.lastObservationSeq + observations.length;
+  const links = observedLinks(position.lastObservationSeq, input.observations);
   const marker = (
     markerId: string,
     markerType: 'observation_start' | 'observation_end',
@@ -92,7 +98,33 @@ export function planObservationApply(
       marker(input.markerIds.start, 'observation_start', startSeq, position.lastObservationSeq + 1),
       marker(input.markerIds.end, 'observation_end', throughSeq, lastObservationSeq),
     ],
+    links,
   };
+}
+
+/**
+ * The links new observations ask for: the one numbered `lastSeq + index + 1` supersedes each seq
+ * of its `supersedes`, and conflicts with each of its `contradicts`, that the scope had assigned
+ * before it (1 to `lastSeq`); each pair once.
+ */
+function observedLinks(lastSeq: number, observations: readonly NewObservation[]): PlannedLink[] {
+  const links: PlannedLink[] = [];
+  const seen = new Set<string>();
+  const earlier = (seq: number) => Number.isSafeInteger(seq) && seq >= 1 && seq <= lastSeq;
+  observations.forEach((observation, index) => {
+    const seq = lastSeq + index + 1;
+    for (const older of observation.supersedes ?? []) {
+      if (!earlier(older) || seen.has(`s:${older}:${seq}`)) continue;
+      seen.add(`s:${older}:${seq}`);
+      links.push({ kind: 'supersession', firstSeq: seq, secondSeq: older, detail: '' });
+    }
+    for (const older of observation.contradicts ?? []) {
+      if (!earlier(older) || seen.has(`c:${older}:${seq}`)) continue;
+      seen.add(`c:${older}:${seq}`);
+      links.push({ kind: 'contradiction', firstSeq: older, secondSeq: seq, detail: TOOL_CHANGE_DETAIL });
+    }
+  });
+  return links;
 }
 
 /** One link of the supersession set as a store writes it: a supersession (newer, older) or a contradiction (a, b). */

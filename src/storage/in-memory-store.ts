@@ -17,6 +17,7 @@ import { createStoreGuard } from './_store-guard.js';
 import { checkRestoreTarget, planRestoreLinks } from './_import-restore.js';
 import type { RestoreTarget } from './_import-restore.js';
 import { planImportApply, planObservationApply, planReflectionApply } from './apply-plan.js';
+import type { PlannedLink } from './apply-plan.js';
 import type { PlannedMarker } from './apply-plan.js';
 import { containsWords, isOutdatedReflection, OUTDATED_REFLECTION_NOTE, planCorrection } from './correction-plan.js';
 import { InMemoryOperationLog } from './in-memory-operation-log.js';
@@ -290,7 +291,10 @@ class InMemoryStore implements MemoryStore {
       return false;
     });
     for (const planned of plan.markers) this.#marker(state, planned, operation.operationId);
+    this.#addLinks(state, plan.links, { operationId: operation.operationId, createdAt: at });
     const record = this.#update(state, {
+      supersessionCount: state.supersessions.length,
+      contradictionCount: state.contradictions.length,
       observedThroughMessageSeq: throughSeq,
       unobservedMessageTokens: state.record.unobservedMessageTokens - observedTokens,
       observationCount: state.record.observationCount + inserted.length,
@@ -315,8 +319,25 @@ class InMemoryStore implements MemoryStore {
       .reduce((sum, observation) => sum + observation.tokenCount, 0);
     const plan = planReflectionApply(state.record, input);
     this.#marker(state, plan.marker, operation.operationId);
-    const found = { operationId: operation.operationId, createdAt: this.#nowIso() };
-    for (const link of plan.links) {
+    this.#addLinks(state, plan.links, { operationId: operation.operationId, createdAt: this.#nowIso() });
+    const record = this.#update(state, {
+      reflection: Object.freeze({ ...input.reflection }),
+      unreflectedObservationTokens: unreflected,
+      supersessionCount: state.supersessions.length,
+      contradictionCount: state.contradictions.length,
+      rejectedReferenceCount: state.record.rejectedReferenceCount + plan.rejected,
+    });
+    this.#log.finish(operation, 'applied', '');
+    return record;
+  };
+
+  /** Adds `links` to the scope's set; a pair already there is kept as it was. */
+  #addLinks(
+    state: ScopeState,
+    links: readonly PlannedLink[],
+    found: { readonly operationId: string; readonly createdAt: string },
+  ): void {
+    for (const link of links) {
       if (link.kind === 'supersession') {
         const known = state.supersessions.some(
           (item) => item.newerSeq === link.firstSeq && item.olderSeq === link.secondSeq,
@@ -331,16 +352,7 @@ class InMemoryStore implements MemoryStore {
         );
       }
     }
-    const record = this.#update(state, {
-      reflection: Object.freeze({ ...input.reflection }),
-      unreflectedObservationTokens: unreflected,
-      supersessionCount: state.supersessions.length,
-      contradictionCount: state.contradictions.length,
-      rejectedReferenceCount: state.record.rejectedReferenceCount + plan.rejected,
-    });
-    this.#log.finish(operation, 'applied', '');
-    return record;
-  };
+  }
 
   readonly listReflectionLinks = async (memoryId: string): Result<'listReflectionLinks'> => {
     this.#guard.check();

@@ -963,6 +963,38 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       ).toEqual([[3, 1]]);
     });
 
+    test('adds the supersessions and contradictions new observations ask for, in their apply', async () => {
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
+      await observeAs(
+        ['tabs', 'Go'].map((content) => ({ content, importance: 0.9, tokenCount: 2 })),
+        1,
+      );
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:2', 'b')] });
+      const applied = await observeAs(
+        [
+          // 4 and 9 were never assigned when it was stored: dropped. 1 twice: once.
+          { content: 'spaces', importance: 0.9, tokenCount: 2, supersedes: [1, 1, 4, 9, 0, -1, 1.5] },
+          { content: 'Rust', importance: 0.6, tokenCount: 2, contradicts: [2], supersedes: [] },
+        ],
+        2,
+      );
+      expect(applied.observations.map((item) => item.seq)).toEqual([3, 4]);
+      expect(applied.record).toMatchObject({ supersessionCount: 1, contradictionCount: 1, rejectedReferenceCount: 0 });
+      expect(await store.getRecord(idA)).toEqual(applied.record);
+      const links = await store.listReflectionLinks(idA);
+      const operationId = applied.observations[0]?.operationId;
+      expect(links.supersessions.map((item) => [item.newerSeq, item.olderSeq, item.reason, item.operationId])).toEqual([
+        [3, 1, '', operationId],
+      ]);
+      expect(links.contradictions.map((item) => [item.seqA, item.seqB, item.operationId])).toEqual([
+        [2, 4, operationId],
+      ]);
+      // A reflection naming the same pair later keeps the pair as it was.
+      const { record } = await reflectAs('SUMMARY:\none\nSUPERSESSIONS:\n- [seq:3] replaces [seq:1]: again\n', 4);
+      expect(record).toMatchObject({ supersessionCount: 1, contradictionCount: 1 });
+      expect((await store.listReflectionLinks(idA)).supersessions).toMatchObject([{ reason: '', operationId }]);
+    });
+
     test(
       'takes a reflection out of force when an observation it covers is corrected or deleted, and drops the ' +
         'links naming it, in the same correction',

@@ -74,6 +74,13 @@ export interface NewObservation {
   readonly source?: ObservationSource;
   /** Message seqs the observer cited, within the batch. @default [] */
   readonly sourceMessageSeqs?: readonly number[];
+  /**
+   * Earlier observations (by seq) it replaces, added to the scope's supersession set as it is
+   * stored; a seq the scope never assigned is dropped. Read by `completeObservation` only. @default []
+   */
+  readonly supersedes?: readonly number[];
+  /** Earlier observations (by seq) it conflicts with, neither known to win: added as contradictions. @default [] */
+  readonly contradicts?: readonly number[];
 }
 
 /** An observation brought in from elsewhere (another memory system, a test, a benchmark). */

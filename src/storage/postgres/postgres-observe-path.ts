@@ -207,6 +207,8 @@ export function createPostgresObservePath(
       if (position === undefined) return undefined;
       positions.delete(input.operationId);
       const plan = planObservationApply(position, input);
+      // The function adds no links: an observe whose observations replace earlier ones (rare) takes the transaction.
+      if (plan.links.length > 0) return undefined;
       const planned = plan.observations;
       const [start, end] = plan.markers;
       const outcome = await call(apply, [

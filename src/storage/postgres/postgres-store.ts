@@ -698,6 +698,27 @@ async function restoreReflection(
   return swapped(ctx, row, memoryId);
 }
 
+/** Adds the links an observe's observations ask for to the scope's set, and their counts to its record. */
+async function addObservedLinks(
+  ctx: PostgresStoreContext,
+  client: PoolClient,
+  current: RecordRow,
+  operationId: string,
+  links: readonly PlannedLink[],
+): Promise<RecordRow> {
+  const memoryId = current.memory_id;
+  const { supersessions, contradictions } = await insertLinks(ctx, client, memoryId, operationId, links);
+  if (supersessions + contradictions === 0) return current;
+  const row = await ctx.first<RecordRow>(client, ctx.sql.addLinkCounts, [
+    memoryId,
+    current.state_version,
+    supersessions,
+    contradictions,
+    0,
+  ]);
+  return swapped(ctx, row, memoryId);
+}
+
 /** The leased applies of observe and reflect operations. */
 function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObservation' | 'completeReflection'> {
   const { sql, scopeWrite, rows, first, observePath } = ctx;
@@ -739,7 +760,7 @@ function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObs
               ...markerParameters(start),
               ...markerParameters(end),
             ]);
-            const row = swapped(
+            const applied = swapped(
               ctx,
               await first<RecordRow>(client, sql.applyObservations, [
                 memoryId,
@@ -751,6 +772,7 @@ function applyMethods(ctx: PostgresStoreContext): Pick<MemoryStore, 'completeObs
               ]),
               memoryId,
             );
+            const row = await addObservedLinks(ctx, client, applied, operation.operation_id, plan.links);
             return { record: toRecord(row), observations };
           },
           input.note,

@@ -838,9 +838,34 @@ function completeObservation(ctx: SqliteStoreContext, input: Input<'completeObse
   );
   faultPoint?.('mid_apply');
   for (const marker of plan.markers) insertMarker(markerRow(memoryId, operationId, marker, now));
-  const row = applyPlanToRecord(ctx, memoryId, current, plan, observations.length, now);
+  const applied = applyPlanToRecord(ctx, memoryId, current, plan, observations.length, now);
+  const row = plan.links.length === 0 ? applied : addObservedLinks(ctx, applied, operationId, plan.links, now);
   faultPoint?.('before_mark_applied');
   return { record: toRecord(row), observations };
+}
+
+/** Adds the links an observe's observations ask for to the scope's set, and their counts to its record. */
+function addObservedLinks(
+  ctx: SqliteStoreContext,
+  current: RecordRow,
+  operationId: string,
+  links: readonly PlannedLink[],
+  now: string,
+): RecordRow {
+  const memoryId = current.memory_id;
+  const { addedSupersessions, addedContradictions } = insertLinks(ctx.statements, memoryId, operationId, now, links);
+  if (addedSupersessions + addedContradictions === 0) return current;
+  return ctx.swapped(
+    ctx.statements.addLinkCounts.get({
+      memoryId,
+      stateVersion: current.state_version,
+      addedSupersessions,
+      addedContradictions,
+      rejected: 0,
+      now,
+    }),
+    memoryId,
+  );
 }
 
 function completeReflection(ctx: SqliteStoreContext, input: Input<'completeReflection'>) {
