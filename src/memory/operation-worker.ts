@@ -7,7 +7,7 @@ import {
   reflectorNewObservationTokens,
   reflectorObservationLine,
 } from '../core/memory-prompts.js';
-import type { MemoryRecord, Observation, ObservationConfig } from '../core/observation.js';
+import type { MemoryRecord, Observation, ObservationConfig, StoredReflection } from '../core/observation.js';
 import { provenanceOf } from '../core/observation-provenance.js';
 import { replacementLinks, withReplacedImportance } from '../core/replaced-importance.js';
 import { checkObserverAnswer } from '../core/check-observer-answer.js';
@@ -554,6 +554,11 @@ async function runReflect(
     raw = formatReflection(structured);
   }
   const throughSeq = Math.max(previousThrough, observations.at(-1)?.seq ?? 0);
+  // An observation corrected or deleted while the reflector ran may be restated in its answer.
+  const correctionCount = await reflectionCorrectionCount(context, operation.memoryId, record, [
+    ...observations,
+    ...references,
+  ]);
   const applied = await store.completeReflection({
     ...lease,
     reflection: {
@@ -566,14 +571,43 @@ async function runReflect(
     markerId: context.generateId('mk'),
     // A reference to an observation the prompt did not show is invented or injected.
     citableSeqs: [...observations, ...references].map((observation) => observation.seq),
-    // An observation corrected or deleted while the reflector ran may be restated in its answer.
-    correctionCount: record.correctionCount,
+    correctionCount,
     refusedReferences: settled.refused,
   });
   // The store kept none of it; the unreflected tokens it left make the next observe's reflection due.
-  if (applied.correctionCount !== record.correctionCount) return outcome(operation, 'unchanged', 0, false);
+  if (applied.correctionCount !== correctionCount) return outcome(operation, 'unchanged', 0, false);
   context.onEvent({ type: 'reflection-completed', operation, trigger: automatic ? 'auto' : 'reflect_now' });
   return { ...outcome(operation, 'applied', 0, true), ...othersMayWait(record, applied) };
+}
+
+/**
+ * The correction count a reflection is applied under (`completeReflection` stores it only while
+ * the record's is the same): the one when the reflector's input was read (`before`), or the
+ * current one when every correction since left that input true: the same record and
+ * reflection, and each observation the reflector was shown (`shown`) still there with the same
+ * text. An importance changed, or an observation it was not shown corrected, then does not throw
+ * the reflection away (and the model call with it); a correction after this read still does.
+ */
+async function reflectionCorrectionCount(
+  context: OperationWorkerContext,
+  memoryId: string,
+  before: MemoryRecord,
+  shown: readonly Observation[],
+): Promise<number> {
+  const current = await context.store.getRecord(memoryId);
+  if (current === undefined || current.correctionCount === before.correctionCount) return before.correctionCount;
+  if (current.createdAt !== before.createdAt || !sameReflection(current.reflection, before.reflection))
+    return before.correctionCount;
+  const now = await context.observationsOf(memoryId, current);
+  const unchanged = shown.every((observation) => {
+    const found = now[firstAfterSeq(now, observation.seq - 1)];
+    return found?.seq === observation.seq && found.content === observation.content;
+  });
+  return unchanged ? current.correctionCount : before.correctionCount;
+}
+
+function sameReflection(a: StoredReflection | null, b: StoredReflection | null): boolean {
+  return a === b || (a !== null && b !== null && a.createdAt === b.createdAt && a.raw === b.raw);
 }
 
 /**
