@@ -8,13 +8,13 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { memoryIdOf } from '../core/scope.js';
 import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
 import type { MemoryStore } from '../storage/store.js';
 import { scriptedObserver, scriptedReflector } from '../../test/support/scripted-models.js';
 import { useSqliteTestFiles } from '../../test/support/sqlite-test-files.js';
-import { createObservationalMemory } from './observational-memory.js';
+import { createObservationalMemory, FORGET_LOCK_WAIT_MS } from './observational-memory.js';
 import type { ObservationalMemory } from './observational-memory.js';
 
 const scope = { tenantId: 'tenant-f45', conversationId: 'conv-f45', agentId: 'agent-f45' };
@@ -106,6 +106,31 @@ describe('observational memory: forget while a reflection is in flight (catalogu
     gated.release();
     await forgetting;
     await reflecting;
+    await expectNothingLeft(memory, store);
+  });
+
+  it('reflectNow whose reflector ignores the abort: the forget waits for it only so long, then erases beside it', async () => {
+    const store = files.track(createSqliteStore({ path: files.path }));
+    const gated = gatedReflector({ honoursAbort: false });
+    const memory = memoryOn(store, gated.reflector, 1_000_000);
+    await memory.observe({ scope, messages: [MESSAGE] });
+    const reflecting = outcome(memory.reflectNow(scope));
+    await gated.inCall;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      let forgotten = false;
+      const forgetting = memory.forget(scope).then(() => (forgotten = true));
+      await vi.advanceTimersByTimeAsync(FORGET_LOCK_WAIT_MS - 1);
+      expect(forgotten).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await forgetting;
+    } finally {
+      vi.useRealTimers();
+    }
+    // Erased while the reflector still holds its answer.
+    expect(await store.getRecord(memoryId)).toBeUndefined();
+    gated.release();
+    expect(await reflecting).toBe('OPERATION_LEASE_LOST');
     await expectNothingLeft(memory, store);
   });
 

@@ -49,6 +49,10 @@ import { importExport } from './import-export.js';
 import { observeCancelled, reflectCancelled } from './observe-cancelled.js';
 import { createReflectionBackoff } from './reflection-backoff.js';
 
+/** How long a forget waits for the scope's running work once it has aborted its model calls. */
+export const FORGET_LOCK_WAIT_MS = 5_000;
+const FORGET_WAIT_ENDED = Symbol('forget wait ended');
+
 /** The store methods every observational-memory call relies on. */
 const MEMORY_STORE_METHODS = [
   'getRecord',
@@ -249,7 +253,7 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
       const memoryId = memoryIdOf(resolveScope(scopeInput));
       // A model call of the scope would only hold the lock while its answer is bound to be thrown away.
       worker.calls?.abort(memoryId, new Error('the scope is being forgotten'));
-      await locks.run(memoryId, () => store.forget(memoryId));
+      await forgetUnderLock(locks, memoryId, () => store.forget(memoryId));
       reader.forget(memoryId);
       storedKeys.delete(memoryId);
     },
@@ -456,6 +460,25 @@ function workerContextOf(
 }
 
 /** Refuses a `signal` that is not an `AbortSignal` (or left out): one that could never abort would be ignored silently. */
+/**
+ * `erase` under the scope's lock, waited for at most {@link FORGET_LOCK_WAIT_MS}: a model call
+ * that ignores the abort a forget sends (a reflector of a library user's own) would otherwise
+ * hold the erasure until it answered. Past the wait the erase runs beside it, as a forget from
+ * another process does: its apply then finds the scope gone and revives nothing.
+ */
+async function forgetUnderLock(locks: KeyedLock, memoryId: string, erase: () => Promise<void>): Promise<void> {
+  const waited = new AbortController();
+  const timer = setTimeout(() => waited.abort(FORGET_WAIT_ENDED), FORGET_LOCK_WAIT_MS);
+  try {
+    await locks.run(memoryId, erase, waited.signal);
+  } catch (error) {
+    if (error !== FORGET_WAIT_ENDED) throw error;
+    await erase();
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function checkSignal(signal: unknown): void {
   if (signal === undefined) return;
   const candidate = signal as Partial<AbortSignal> | null;
