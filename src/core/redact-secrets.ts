@@ -517,11 +517,32 @@ const RULES: readonly Rule[] = [
  * `<password>…</password>`, a name/value pair, `my password is …`, `x-api-key: …`), email
  * addresses and Luhn-valid card numbers with
  * `[REDACTED:<kind>]`; a private key's END line with the key lines before it, when its BEGIN
- * line came in an earlier piece. Idempotent: redacting
- * the result again changes nothing. Linear in the length of the text.
+ * line came in an earlier piece. Idempotent: the rules run again until they change nothing, so
+ * redacting the result again changes nothing. Linear in the length of the text.
  */
 export function redactSecrets(text: string): RedactionResult {
   const counts: Partial<Record<SecretKind, number>> = {};
+  let result = text;
+  for (let pass = 0; pass < MAX_PASSES; pass++) {
+    const redacted = redactPass(result, counts);
+    if (redacted === result) break;
+    result = redacted;
+  }
+  return { text: result, counts };
+}
+
+// A pass that took a secret can open the way to one it had to leave: a rule that refuses a
+// match next to a name character takes it once a later rule made that neighbour a placeholder
+// (`AIza…` right before a card number or an npm token), and a later rule that takes the start
+// of a long run of name characters (an email address running into a token) leaves the rest
+// short enough to read as a label. Text is redacted once before it is stored, so passes repeat
+// until one changes nothing; text without a secret takes one pass. Secrets that each wait for
+// the one after them take a pass each: no such chain of more than three is known, and the
+// bound keeps the work linear on a contrived longer one.
+const MAX_PASSES = 8;
+
+/** `text` with every rule applied once, in order, what each took added to `counts`. */
+function redactPass(text: string, counts: Partial<Record<SecretKind, number>>): string {
   let result = text;
   let haystack = new Haystack(text);
   for (const rule of RULES) {
@@ -550,7 +571,7 @@ export function redactSecrets(text: string): RedactionResult {
     });
     if (result !== before) haystack = new Haystack(result);
   }
-  return { text: result, counts };
+  return result;
 }
 
 /** The text a rule's `needs` looks in: as it is, lower-cased, and its count of ASCII digits, each made once. */
