@@ -45,7 +45,7 @@ export function provenanceOf(
   // Tool output (a web page with "remember: …" in it) can steer what the observer writes and
   // cites: only an observation resting on a user message and on no tool output goes uncapped.
   const citedRoles = cited.map((seq) => roles.get(seq) as string);
-  const batchHasTool = batch.some((message) => isTool(message.role));
+  const batchHasTool = holdsToolOutput(batch);
   const userSources = cited.flatMap((seq) => {
     const message = batch.find((item) => item.seq === seq);
     return message && isUser(message.role) && message.content !== undefined ? [message.content] : [];
@@ -66,6 +66,11 @@ export function provenanceOf(
 // Roles the application itself writes as. Any other role a caller passes (`tool`, OpenAI's
 // older `function`, `tool_result`, `ipython`) carries what a tool returned.
 const CONVERSATION_ROLES: ReadonlySet<string> = new Set(['user', 'assistant', 'system', 'developer']);
+
+/** Whether any message of `batch` carries what a tool returned (a role other than the conversation's own). */
+export function holdsToolOutput(batch: readonly BatchMessage[]): boolean {
+  return batch.some((message) => isTool(message.role));
+}
 
 function isTool(role: string): boolean {
   return !CONVERSATION_ROLES.has(role.trim().toLowerCase());

@@ -20,7 +20,7 @@ describe('REPLACES lines', () => {
     ['REPLACES: seq 3', [3]],
     ['REPLACES: [seq:3]', [3]],
     ['Supersedes: 4', [4]],
-    ['CORRECTS: 2-4', [2, 3, 4]],
+    ['CORRECTS: 2', [2]],
     ['REPLACES：3', [3]],
   ])('%s is read as %j', (line, seqs) => {
     const [parsed] = parseObservations(`IMPORTANCE: 0.7\nSOURCE: 9\n${line}\n${FACT}`);
@@ -66,12 +66,51 @@ describe('REPLACES lines', () => {
     ]);
   });
 
-  it('reads a long hostile line in linear time', () => {
-    const line = `REPLACES: ${'seq 1 '.repeat(20_000)}x`;
-    const started = performance.now();
-    parseObservations(`IMPORTANCE: 0.5\n${line}\n${FACT}`);
-    expect(performance.now() - started).toBeLessThan(1000);
+  it('on the score line itself', () => {
+    expect(parseObservations(`IMPORTANCE: 0.7 REPLACES: 3\n${FACT}`)).toEqual([
+      { content: FACT, importance: 0.7, replacesSeqs: [3] },
+    ]);
   });
+
+  it('names seqs one by one: a range names none', () => {
+    expect(parseObservations(`IMPORTANCE: 0.7\nREPLACES: 1-64\n${FACT}`)).toEqual([{ content: FACT, importance: 0.7 }]);
+    expect(parseObservations(`IMPORTANCE: 0.7\nREPLACES: 1-3, 5\n${FACT}`)).toEqual([
+      { content: FACT, importance: 0.7, replacesSeqs: [5] },
+    ]);
+  });
+
+  it('is not read where scores follow their text: whose it is cannot be told', () => {
+    const answer =
+      'The user uses tabs.\nSOURCE: 1\nIMPORTANCE: 0.9\nThe user now uses spaces.\nSOURCE: 2\nREPLACES: 1\nIMPORTANCE: 0.7';
+    expect(parseObservations(answer).some((item) => item.replacesSeqs !== undefined)).toBe(false);
+  });
+
+  it('a seq past 2^53 is no seq, and ends (counting from it never did)', () => {
+    for (const line of ['REPLACES', 'SOURCE'])
+      expect(parseObservations(`IMPORTANCE: 0.7\n${line}: 9007199254740993\n${FACT}`)).toEqual([
+        { content: FACT, importance: 0.7 },
+      ]);
+    expect(parseObservations(`IMPORTANCE: 0.7\nSOURCE: 3-9007199254740993\n${FACT}`)).toEqual([
+      { content: FACT, importance: 0.7 },
+    ]);
+  });
+
+  // No timed assertion, as in redact-secrets.test.ts: a pattern that backtracks on these takes
+  // minutes on a megabyte, far past the test timeout, while linear matching takes milliseconds.
+  it('finishes on 1 MB hostile lines', () => {
+    for (const line of [
+      `REPLACES: ${'seq 1 '.repeat(170_000)}x`,
+      `REPLACES: 1${')'.repeat(1_000_000)}x`,
+      `SOURCE: 1${')'.repeat(1_000_000)}x`,
+      `REPLACES: 1${' '.repeat(1_000_000)}x`,
+      `SOURCE: 1${'*_'.repeat(500_000)}x`,
+      `x${' '.repeat(1_000_000)}y`,
+      `REPLACES: 1${'.'.repeat(1_000_000)}x`,
+      `SOURCE: 1${' -'.repeat(500_000)}x`,
+    ])
+      expect(parseObservations(`IMPORTANCE: 0.5\n${line}\n${FACT}`).length).toBeGreaterThan(0);
+    expect(parseObservations(`IMPORTANCE: 0.5 REPLACES: 1${')'.repeat(1_000_000)}x\n${FACT}`).length).toBe(1);
+  }, 30_000);
 });
 
 function observation(seq: number, importance: number | null, source: Observation['source']): Observation {
@@ -109,13 +148,20 @@ describe('what a replacement does', () => {
   });
 
   it('supersedes what it was shown; from tool output, a user fact is only contradicted', () => {
-    expect(replacementLinks([1, 3, 99], { source: 'user', importance: 0.9 }, shown, 0.6)).toEqual({
+    expect(replacementLinks([1, 3, 99], { source: 'user', importance: 0.9 }, shown, 0.6, false)).toEqual({
       supersedes: [1, 3],
     });
-    expect(replacementLinks([1, 3], { source: 'tool', importance: 0.6 }, shown, 0.6)).toEqual({
+    expect(replacementLinks([1, 3], { source: 'tool', importance: 0.6 }, shown, 0.6, false)).toEqual({
       supersedes: [3],
       contradicts: [1],
     });
-    expect(replacementLinks(undefined, { source: 'user', importance: 0.9 }, shown, 0.6)).toEqual({});
+    expect(replacementLinks(undefined, { source: 'user', importance: 0.9 }, shown, 0.6, false)).toEqual({});
+  });
+
+  it("beside tool output, even a user's correction only contradicts a user fact", () => {
+    expect(replacementLinks([1, 3], { source: 'user', importance: 0.9 }, shown, 0.6, true)).toEqual({
+      supersedes: [3],
+      contradicts: [1],
+    });
   });
 });

@@ -41,10 +41,11 @@ const MARKER_LINE = new RegExp(
   `${LEAD}importance(?:\\s+(?:score|level|rating))?${EMPHASIS}\\s*(?:[:=]|[-–—](?=\\s|\\d)|(?=[([][^()[\\]]*[)\\]][*_]*\\s*(?:[:=\\-–—]|$))|(?=\\s+[+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)\\s*%?[*_\\])]*\\s*$))${EMPHASIS}\\s*(.*)$`,
   'i',
 );
-const SOURCE_LINE = new RegExp(`${LEAD}sources?${EMPHASIS}\\s*[:=：]${EMPHASIS}\\s*(.*?)[*_\\])]*\\s*$`, 'i');
+// Matched against `tailTrimmed` lines: the emphasis and brackets closing the value are cut there.
+const SOURCE_LINE = new RegExp(`${LEAD}sources?${EMPHASIS}\\s*[:=：]${EMPHASIS}\\s*(.*)$`, 'i');
 // `REPLACES: 12`: the memory line (by its seq) that the observation corrects or changes.
 const REPLACES_LINE = new RegExp(
-  `${LEAD}(?:replaces|supersedes|corrects)${EMPHASIS}\\s*[:=：]${EMPHASIS}\\s*(.*?)[*_\\])]*\\s*$`,
+  `${LEAD}(?:replaces|supersedes|corrects)${EMPHASIS}\\s*[:=：]${EMPHASIS}\\s*(.*)$`,
   'i',
 );
 // `User prefers tabs. (importance: 0.9)`: a whole observation on one line, scored at its end.
@@ -437,7 +438,8 @@ function parseLines(text: string, maxObservations: number, maxChars: number): Pa
   onTenPointScale(blocks.filter((block) => block.marked));
 
   const observations: ParsedObservation[] = [];
-  const read = scoresFollowText(blocks) ? scoredBackwards(blocks) : blocks;
+  const backwards = scoresFollowText(blocks);
+  const read = backwards ? scoredBackwards(blocks) : blocks;
   for (const [index, block] of read.entries()) {
     if (observations.length >= maxObservations) break;
     // A closing remark after the last observation is said to the reader, not remembered.
@@ -453,7 +455,9 @@ function parseLines(text: string, maxObservations: number, maxChars: number): Pa
       content: truncateObservation(content, maxChars),
       importance: block.importance,
       ...(sourceSeqs.length > 0 ? { sourceSeqs } : {}),
-      ...(replacesSeqs.length > 0 ? { replacesSeqs } : {}),
+      // Written after its text, a score's block holds the next observation's lines: whose a
+      // `REPLACES:` line is cannot be told, and a wrong one would retire the wrong fact.
+      ...(replacesSeqs.length > 0 && !backwards ? { replacesSeqs } : {}),
     });
   }
   return observations;
@@ -647,7 +651,9 @@ function readMarker(line: string): Block | undefined {
   const rest = score.rest.replace(/^[*_)\]]*\s*(?:[-–—:|](?:\s+|$))?/, '').trim();
   if (rest === '') return block;
   const sources = readSources(rest);
+  const replacing = sources ? undefined : readReplaces(rest);
   if (sources) block.sources.push(...sources);
+  else if (replacing) block.replaces = replacing;
   else block.lines.push(rest);
   return block;
 }
@@ -754,7 +760,7 @@ function levelOf(phrase: RegExpExecArray): number {
 function afterRemark(text: string, start: number): number {
   const rest = text.slice(start);
   const bracketed = /^\s*[([]([^()[\]]*)[)\]]/.exec(rest);
-  if (bracketed && !SOURCE_LINE.test(bracketed[1] ?? '')) return start + bracketed[0].length;
+  if (bracketed && !SOURCE_LINE.test(tailTrimmed(bracketed[1] ?? ''))) return start + bracketed[0].length;
   const separator = /^\s*(?:[-–—:|,/]\s*)?/.exec(rest)?.[0] ?? '';
   const level = LEVEL_PHRASE.exec(rest.slice(separator.length));
   if (level && /^[\s*_.)\]]*$/.test(rest.slice(separator.length + level[0].length))) return text.length;
@@ -770,18 +776,41 @@ function foldWidth(text: string): string {
 
 /** The seqs of a `SOURCE: 12, 14-16` line (none for `SOURCE: none`); undefined when the line is anything else. */
 function readSources(line: string): number[] | undefined {
-  const match = SOURCE_LINE.exec(line);
-  return match ? seqListOf(match[1] ?? '') : undefined;
+  const match = SOURCE_LINE.exec(tailTrimmed(line));
+  return match ? seqListOf(match[1] ?? '', true) : undefined;
 }
+
+/**
+ * `line` as the `SOURCE:` and `REPLACES:` patterns read it: each run of white space one space,
+ * and without the emphasis, brackets and white space closing it. Cut here, in linear time: the
+ * patterns' own lazy value before that tail took time quadratic in its length (a line of 65,000
+ * `)` took 18 s), and the line is the model's.
+ */
+function tailTrimmed(line: string): string {
+  let end = line.length;
+  while (end > 0 && CLOSING_CHARACTERS.has(line.charCodeAt(end - 1))) end--;
+  return line.slice(0, end).replace(/\s{2,}/gu, ' ');
+}
+
+const CLOSING_CHARACTERS: ReadonlySet<number> = new Set(
+  [...'*_])', ' ', '\t', '\r', '\n', '\v', '\f', '\u00a0', '\u3000'].map((character) => character.charCodeAt(0)),
+);
 
 /** Reads a `REPLACES:` line: the seqs of the memory lines it names, or undefined for any other line. */
 function readReplaces(line: string): number[] | undefined {
-  const match = REPLACES_LINE.exec(line);
-  return match ? seqListOf(match[1] ?? '') : undefined;
+  const match = REPLACES_LINE.exec(tailTrimmed(line));
+  // Named one by one: a range would let one line retire every fact the observer was shown.
+  return match ? seqListOf(match[1] ?? '', false) : undefined;
 }
 
-/** The seqs a `SOURCE:` or `REPLACES:` line lists (none for `none`), or undefined when its value is no list of seqs. */
-function seqListOf(value: string): number[] | undefined {
+/**
+ * The seqs a `SOURCE:` or `REPLACES:` line lists (none for `none`), or undefined when its value
+ * is no list of seqs; ranges count only with `ranges`.
+ */
+function seqListOf(value: string, ranges: boolean): number[] | undefined {
+  // No list of at most 64 seqs is this long, and the clean-ups below are not all linear on a
+  // long run of white space or punctuation: such a value is text.
+  if (value.length > MAX_SEQ_LIST_CHARS) return undefined;
   const list = value.replace(/[[\]()]/g, ' ').trim();
   // A source line that cites nothing (`SOURCE: none`, `SOURCE: 0`, `SOURCE:`) is still a
   // source line: it is dropped, never kept as the observation's text.
@@ -796,10 +825,12 @@ function seqListOf(value: string): number[] | undefined {
       .replace(/[.;,:\s]+$/, '')
       .trim();
     if (loose === '' || !isSeqList(loose)) return undefined;
-    return seqsIn(loose);
+    return seqsIn(loose, ranges);
   }
-  return seqsIn(list);
+  return seqsIn(list, ranges);
 }
+
+const MAX_SEQ_LIST_CHARS = 1000;
 
 /**
  * Whether `text` is a list of seqs: `3`, `3, 5`, `seq 3 and seq: 5`, `#3-#7`, `messages 3; 4`.
@@ -819,11 +850,16 @@ function isSeqList(text: string): boolean {
 
 const SEQ_ITEM = /^#?\d+(?:-#?\d+)?$/;
 
-function seqsIn(list: string): number[] {
+/**
+ * The seqs of a list `isSeqList` accepted; a range (`3-7`) counts each seq in it, or, without
+ * `ranges`, none. A number past 2^53 is no seq: counting from it would never end.
+ */
+function seqsIn(list: string, ranges: boolean): number[] {
   const seqs: number[] = [];
   for (const part of list.matchAll(/(\d+)(?:\s*[-–]\s*(?:seq\s*:?\s*|#)?(\d+))?/gi)) {
     const first = Number(part[1]);
     const last = part[2] === undefined ? first : Number(part[2]);
+    if (!Number.isSafeInteger(first) || !Number.isSafeInteger(last) || (!ranges && last !== first)) continue;
     for (let seq = first; seq <= Math.min(last, first + MAX_SOURCE_SEQS) && seqs.length < MAX_SOURCE_SEQS; seq++) {
       if (Number.isSafeInteger(seq) && seq > 0) seqs.push(seq);
     }

@@ -70,6 +70,15 @@ describe('redactSecrets: a password labelled pwd', () => {
       "import pwd; pwd.getpwnam('alice1')",
     ]);
   });
+
+  it('keeps a relative path or a call after pwd, in code and JSON', () => {
+    expectKept([
+      'let pwd = env::current_dir()?;',
+      "const pwd = 'packages/app';",
+      '{"pwd":"packages/web","code":0}',
+      'pwd: src/v2/app',
+    ]);
+  });
 });
 
 describe('redactSecrets: Square credentials', () => {
@@ -151,6 +160,17 @@ describe('redactSecrets: short Bearer tokens', () => {
       'Bearer abcdefgh',
       'Bearer abc12',
       'Bearer aBcD',
+    ]);
+  });
+
+  it('keeps a CamelCase word or identifier after the word bearer', () => {
+    expectKept([
+      'use the Bearer JavaScript client',
+      'Bearer getToken()',
+      'standard-bearer MacArthur',
+      'Bearer TypeScript',
+      'Bearer accessToken',
+      'Bearer WebSocket',
     ]);
   });
 });

@@ -102,9 +102,14 @@ const SECRET_NAME_ENDS =
   'PROD|PRODUCTION|DEV|DEVELOPMENT|STAGING|STAGE|TEST|QA|UAT|LIVE|LOCAL|PRIMARY|SECONDARY|OLD|NEW|CURRENT|' +
   'PREVIOUS|NEXT|BACKUP|ROOT|ADMIN|BASE|VALUE|RAW|B64|BASE64|HEX|V?\\d{1,3}';
 
-// A path, quoted or not: what `pwd` labels in a shell's output and environment (`PWD=/home/…`,
-// `"pwd": "C:\\work"`), where it is the working directory, not a password. A backslash that
-// starts a JSON escape (`\"Hunter2…`, `\nHunter2…`) starts a password, not a path.
+// A path, quoted or not: what a `pwd` label names in a shell's output and in code (`pwd: /home/…`,
+// `"pwd": "C:\\work"`, `pwd = 'packages/app'`), where it is the working directory, not a
+// password. A backslash that starts a JSON escape (`\"Hunter2…`, `\nHunter2…`) starts a
+// password, not a path. (The all-caps `PWD=/home/alice2` of an `env` dump is still taken by
+// the environment-style rule when its path holds a digit.)
+// A relative one holds a `/` (`packages/app`); a backslash inside a value may be a password's
+// (`\\` in JSON text), so only an absolute Windows path (`C:\…`) counts.
+const PATH_SEPARATOR = /\//;
 const WORKING_DIRECTORY = /^(?:\\?["'])?(?:(?:~[\w.-]{0,32}|\.{1,2}|[A-Za-z]:)?(?:\/|\\(?!["'bfnrtu]))|~(?:\\?["'])?$)/;
 
 // How every label word ends, with the ` is ` a sentence puts after it.
@@ -342,10 +347,11 @@ const RULES: readonly Rule[] = [
     kind: 'bearer_token',
     needs: (text) => text.hasFolded('bearer'),
     // A token (8 or more characters) holds a digit, or mixes cases: a capital after its first
-    // character and a small letter (`abcdEFGH`), or, when long, any capital. That keeps prose
-    // such as "Bearer authentication" and "Bearer Authentication" intact.
+    // character and a small letter (`abcdEFGH`) but not a CamelCase word (`JavaScript`,
+    // `getToken`, `MacArthur`), or, when long, any capital. That keeps prose such as "Bearer
+    // authentication" and "Bearer Authentication" intact.
     pattern: pattern(
-      String.raw`${startsAfter('A-Za-z0-9_')}([Bb][Ee][Aa][Rr][Ee][Rr])([ \t]+|%20)(?:(?=[A-Za-z0-9._~+/=-]*\d)|(?=[A-Za-z0-9._~+/=-]*[a-z])(?=[A-Za-z0-9._~+/=-]+[A-Z])|(?=[A-Za-z0-9._~+/=-]{20})(?=[a-z0-9._~+/=-]*[A-Z])(?=[A-Z0-9._~+/=-]*[a-z]))[A-Za-z0-9._~+/=-]{8,}`,
+      String.raw`${startsAfter('A-Za-z0-9_')}([Bb][Ee][Aa][Rr][Ee][Rr])([ \t]+|%20)(?:(?=[A-Za-z0-9._~+/=-]*\d)|(?![A-Z]?[a-z]{2,}(?:[A-Z][a-z]{2,})+(?![A-Za-z0-9._~+/=-]))(?=[A-Za-z0-9._~+/=-]*[a-z])(?=[A-Za-z0-9._~+/=-]+[A-Z])|(?=[A-Za-z0-9._~+/=-]{20})(?=[a-z0-9._~+/=-]*[A-Z])(?=[A-Z0-9._~+/=-]*[a-z]))[A-Za-z0-9._~+/=-]{8,}`,
     ),
     // A URL-encoded space stays encoded (`authorization=Bearer%20…` in a link).
     replace: (_match, [word, space]) => `${word ?? 'Bearer'}${space === '%20' ? space : ' '}[REDACTED:bearer_token]`,
@@ -427,7 +433,7 @@ const RULES: readonly Rule[] = [
       'gi',
     ),
     replace: (match, [label, pwd, value]) =>
-      pwd && WORKING_DIRECTORY.test(value ?? '')
+      pwd && (WORKING_DIRECTORY.test(value ?? '') || PATH_SEPARATOR.test(value ?? ''))
         ? match
         : labelledValue(match, label ?? '', value ?? '', HEADER_LABEL.test(label ?? '') ? 'header' : 'labelled'),
   },
@@ -641,7 +647,7 @@ export function redactAndCut(text: string, max: number, ending = ''): string {
 // is wholly a call, such as `getPassword()`, not any value holding a parenthesis: passwords
 // do), placeholders, values masked already (`****cret`).
 const REFERENCE_VALUE =
-  /^(?:process\.env|os\.environ|import\.meta|env\.|\$\{|\$[A-Za-z_]|\{\{|%\(|<|\*{3})|^[A-Za-z_$][\w$]{0,80}(?:\.[A-Za-z_$][\w$]{0,80}){0,8}\([^()]{0,200}\)[;,)]*$|^(?:x+|\.+|-+)$/i;
+  /^(?:process\.env|os\.environ|import\.meta|env\.|\$\{|\$[A-Za-z_]|\{\{|%\(|<|\*{3})|^[A-Za-z_$][\w$]{0,80}(?:(?:\.|::)[A-Za-z_$][\w$]{0,80}){0,8}\([^()]{0,200}\)[;,)?]*$|^(?:x+|\.+|-+)$/i;
 
 // Words a labelled value is in documentation, schemas and forms rather than a secret.
 const PLACEHOLDER_WORDS = new Set(

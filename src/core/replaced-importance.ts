@@ -14,7 +14,8 @@ import { mayRestOnToolOutput } from './reflection-links.js';
  * (its `replacesSeqs`) among `shown`, the observations the observer was shown with their seqs;
  * seqs it was not shown are ignored. Unscored counts as 0.5 on either side. Raised only: a
  * correction never lowers anything, so a wrong `REPLACES:` line hides nothing. Any tool cap is
- * applied afterwards, to the raised score.
+ * applied afterwards, to the raised score. Not for an observation of a batch that held tool
+ * output (see {@link replacementLinks}).
  */
 export function withReplacedImportance(
   observation: ParsedObservation,
@@ -39,19 +40,22 @@ export interface ReplacementLinks {
 /**
  * The links of a new observation (its provenance and importance after any tool cap) whose
  * `REPLACES:` line names `replacesSeqs`: each of `shown` (the observations the observer was
- * shown with their seqs; others are ignored) is superseded, unless the new one may rest on tool
- * output and the old one does not. Text a tool returned cannot retire what the user said, as in
- * a reflection: the pair is kept as a contradiction, which shows both and asks which applies.
+ * shown with their seqs; others are ignored) is superseded, unless the old one does not rest on
+ * tool output and either the new one may, or its batch held tool output at all (`batchHasTool`):
+ * the observation may rest on the user's words while its `REPLACES:` line was what a page told
+ * the observer to write. Text a tool returned cannot retire what the user said, as in a
+ * reflection: the pair is kept as a contradiction, which shows both and asks which applies.
  */
 export function replacementLinks(
   replacesSeqs: readonly number[] | undefined,
   newer: { readonly source: ObservationSource; readonly importance: number | null },
   shown: ReadonlyMap<number, Observation>,
   toolImportanceCap: number,
+  batchHasTool: boolean,
 ): ReplacementLinks {
   const supersedes: number[] = [];
   const contradicts: number[] = [];
-  const fromTool = mayRestOnToolOutput({ seq: 0, ...newer }, toolImportanceCap);
+  const fromTool = batchHasTool || mayRestOnToolOutput({ seq: 0, ...newer }, toolImportanceCap);
   for (const seq of replacesSeqs ?? []) {
     const replaced = shown.get(seq);
     if (replaced === undefined) continue;

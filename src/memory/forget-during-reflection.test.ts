@@ -134,6 +134,37 @@ describe('observational memory: forget while a reflection is in flight (catalogu
     await expectNothingLeft(memory, store);
   });
 
+  it('an observe whose observer ignores the abort, forgotten beside it: skipped as forgotten, nothing revived', async () => {
+    const store = files.track(createSqliteStore({ path: files.path }));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inCall = new Promise<void>((resolve) => (entered = resolve));
+    const memory = createObservationalMemory({
+      store,
+      observer: scriptedObserver(async () => {
+        entered();
+        await gate;
+        return `IMPORTANCE:0.9\nThe user plans a surprise party, ${CANARIES[1]}.`;
+      }),
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1 },
+    });
+    const observing = memory.observe({ scope, messages: [MESSAGE] });
+    await inCall;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const forgetting = memory.forget(scope);
+      await vi.advanceTimersByTimeAsync(FORGET_LOCK_WAIT_MS);
+      await forgetting;
+    } finally {
+      vi.useRealTimers();
+    }
+    release();
+    expect(await observing).toMatchObject({ status: 'skipped', reason: 'forgotten' });
+    await expectNothingLeft(memory, store);
+  });
+
   it.each([
     ['reflectNow', 1_000_000],
     ['the reflection an observe runs past the threshold', 1],

@@ -143,4 +143,44 @@ describe.each(stores)('observational memory: a correction while the reflector ru
       'The user prefers tabs.',
     ]);
   });
+
+  it.skipIf(skip)('stores nothing of it when the importance moved an observation across the tool cap', async () => {
+    const [store, other] = await open();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inCall = new Promise<void>((resolve) => (entered = resolve));
+    const memory = createObservationalMemory({
+      store,
+      observer: scriptedObserver(
+        'IMPORTANCE: 0.95\nSOURCE: 1\nNever push to main without review.',
+        'IMPORTANCE: 0.9\nSOURCE: 1\nPushing to main without review is now allowed.',
+      ),
+      reflector: scriptedReflector(async () => {
+        entered();
+        await gate;
+        return 'SUMMARY:\nPushes are allowed.\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n\nCONTRADICTIONS:\n';
+      }),
+      defaultEnabled: true,
+      defaults: { observeMinTokens: 1, reflectThresholdTokens: 1_000_000 },
+    });
+    await memory.observe({
+      scope,
+      messages: [{ id: 'm1', role: 'user', content: 'Never push to main without review.' }],
+    });
+    await memory.observe({
+      scope,
+      messages: [{ id: 'm2', role: 'assistant', content: 'Pushing to main is fine now.' }],
+    });
+    const reflecting = memory.reflectNow(scope);
+    await inCall;
+    // Lowered within the tool cap, the assistant's line may rest on tool output: it cannot retire the rule.
+    await createObservationalMemory({ store: other, defaultEnabled: true }).correctObservation(scope, 2, {
+      importance: 0.5,
+    });
+    release();
+    expect((await reflecting).reflected).toBe(false);
+    expect((await memory.inspect(scope)).links.supersessions).toEqual([]);
+    expect(await memory.snippet(scope)).toContain('- [1] Never push to main without review.');
+  });
 });

@@ -144,6 +144,14 @@ export function createObservationalMemory(options: ObservationalMemoryOptions): 
         return await observeScope(observeDependencies, scope, prepared, request, skipped);
       } catch (error) {
         if (HarnessMemoryError.isInstance(error) && error.code === 'SCOPE_FORGOTTEN') return skipped('forgotten');
+        // A forget that went ahead beside this call (its observer ignored the abort) took the
+        // operation with the scope: not a failure of memory.
+        if (
+          HarnessMemoryError.isInstance(error) &&
+          error.code === 'OPERATION_LEASE_LOST' &&
+          (await store.getRecord(memoryIdOf(scope))) === undefined
+        )
+          return skipped('forgotten');
         throw error;
       }
     },

@@ -8,7 +8,7 @@ import {
   reflectorObservationLine,
 } from '../core/memory-prompts.js';
 import type { MemoryRecord, Observation, ObservationConfig, StoredReflection } from '../core/observation.js';
-import { provenanceOf } from '../core/observation-provenance.js';
+import { holdsToolOutput, provenanceOf } from '../core/observation-provenance.js';
 import { replacementLinks, withReplacedImportance } from '../core/replaced-importance.js';
 import { checkObserverAnswer } from '../core/check-observer-answer.js';
 import { isNothingToObserve } from '../core/parse-observations.js';
@@ -17,7 +17,7 @@ import { hiddenFailureText, hideServerAddress } from '../core/public-error-text.
 import type { FaultReporter } from '../core/fault.js';
 import { parseReflection } from '../core/parse-reflection.js';
 import { isRepetitive } from '../core/repetitive-text.js';
-import { activeReflectionLinks, refuseToolSupersessions } from '../core/reflection-links.js';
+import { activeReflectionLinks, mayRestOnToolOutput, refuseToolSupersessions } from '../core/reflection-links.js';
 import type { ReflectionLinks } from '../core/reflection-links.js';
 import { selectReflectionContext } from '../core/reflection-context.js';
 import { redactAndCut, redactSecrets } from '../core/redact-secrets.js';
@@ -372,18 +372,23 @@ async function runObserve(
   const shown = parsed.some((item) => item.replacesSeqs?.length)
     ? new Map(unreflected.map((observation) => [observation.seq, observation]))
     : new Map<number, Observation>();
+  // A page the batch holds may be what asked for the REPLACES line: its weight is not passed on.
+  const batchHasTool = holdsToolOutput(batch);
   const applied = await store.completeObservation({
     ...lease,
     observations: parsed.flatMap((item) => {
       const content = modelText(context, item.content);
       if (content === '') return [];
-      const provenance = provenanceOf(withReplacedImportance(item, shown), batch, context.toolImportanceCap);
-      const links = replacementLinks(item.replacesSeqs, provenance, shown, context.toolImportanceCap);
+      const weighed = batchHasTool ? item : withReplacedImportance(item, shown);
+      const provenance = provenanceOf(weighed, batch, context.toolImportanceCap);
+      const links = replacementLinks(item.replacesSeqs, provenance, shown, context.toolImportanceCap, batchHasTool);
       return [{ content, tokenCount: context.estimator.estimate(content), ...provenance, ...links }];
     }),
     throughMessageSeq,
     markerIds: { start: context.generateId('mk'), end: context.generateId('mk') },
     ...(skipNote ? { note: skipNote } : {}),
+    // What a REPLACES line named was read with this record: a correction since drops its links.
+    correctionCount: record.correctionCount,
   });
   if (skipNote) {
     const message = batch[0] as StoredMessage;
@@ -585,7 +590,7 @@ async function runReflect(
  * the record's is the same): the one when the reflector's input was read (`before`), or the
  * current one when every correction since left that input true: the same record and
  * reflection, and each observation the reflector was shown (`shown`) still there with the same
- * text. An importance changed, or an observation it was not shown corrected, then does not throw
+ * text, on the same side of the tool cap. An importance changed, or an observation it was not shown corrected, then does not throw
  * the reflection away (and the model call with it); a correction after this read still does.
  */
 async function reflectionCorrectionCount(
@@ -599,9 +604,16 @@ async function reflectionCorrectionCount(
   if (current.createdAt !== before.createdAt || !sameReflection(current.reflection, before.reflection))
     return before.correctionCount;
   const now = await context.observationsOf(memoryId, current);
+  const cap = context.toolImportanceCap;
   const unchanged = shown.every((observation) => {
     const found = now[firstAfterSeq(now, observation.seq - 1)];
-    return found?.seq === observation.seq && found.content === observation.content;
+    // The importance may move an observation across the tool cap, which decides what the
+    // reflection's supersessions may retire (`refuseToolSupersessions`, run on what was read).
+    return (
+      found?.seq === observation.seq &&
+      found.content === observation.content &&
+      mayRestOnToolOutput(found, cap) === mayRestOnToolOutput(observation, cap)
+    );
   });
   return unchanged ? current.correctionCount : before.correctionCount;
 }

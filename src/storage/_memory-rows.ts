@@ -435,7 +435,11 @@ export const newScopeGeneration: () => number = newWorkingMemoryVersion;
 
 /** Where a record row stands, as the apply plan reads it. */
 export function toApplyPosition(row: RecordRow): ApplyPosition {
-  return { observedThroughMessageSeq: row.observed_through_message_seq, lastObservationSeq: row.last_observation_seq };
+  return {
+    observedThroughMessageSeq: row.observed_through_message_seq,
+    lastObservationSeq: row.last_observation_seq,
+    correctionCount: Number(row.correction_count),
+  };
 }
 
 /** The input of a store method that takes one object (`MemoryStore['appendMessages']` → its input). */

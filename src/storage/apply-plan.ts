@@ -7,6 +7,8 @@ import type { ImportedObservation, Marker, NewObservation } from './store.js';
 export interface ApplyPosition {
   readonly observedThroughMessageSeq: number;
   readonly lastObservationSeq: number;
+  /** The record's correction count, where the store read it (an observe's links depend on it). */
+  readonly correctionCount?: number;
 }
 
 /** One observation as the plan numbers it, before the store stamps `createdAt` and the operation. */
@@ -47,7 +49,8 @@ export interface ObservationApplyPlan {
 /**
  * The one rule for applying an observe operation, executed by every store: observations
  * take the next seqs in order, each spans the batch's message range, the cursor never moves
- * back, and the two markers carry the first and last seq of the cycle.
+ * back, the two markers carry the first and last seq of the cycle, and the links the
+ * observations ask for are added unless the scope was corrected since `correctionCount`.
  */
 export function planObservationApply(
   position: ApplyPosition,
@@ -55,6 +58,7 @@ export function planObservationApply(
     readonly observations: readonly NewObservation[];
     readonly throughMessageSeq: number;
     readonly markerIds: { readonly start: string; readonly end: string };
+    readonly correctionCount?: number;
   },
 ): ObservationApplyPlan {
   const startSeq = position.observedThroughMessageSeq + 1;
@@ -74,7 +78,13 @@ export function planObservationApply(
     };
   });
   const lastObservationSeq = position.lastObservationSeq + observations.length;
-  const links = observedLinks(position.lastObservationSeq, input.observations);
+  // An observation corrected or deleted since the observer read the scope may no longer say
+  // what a link of its answer replaces: the observations are stored, their links are not.
+  const corrected =
+    input.correctionCount !== undefined &&
+    position.correctionCount !== undefined &&
+    input.correctionCount !== position.correctionCount;
+  const links = corrected ? [] : observedLinks(position.lastObservationSeq, input.observations);
   const marker = (
     markerId: string,
     markerType: 'observation_start' | 'observation_end',

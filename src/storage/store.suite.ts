@@ -995,6 +995,26 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect((await store.listReflectionLinks(idA)).supersessions).toMatchObject([{ reason: '', operationId }]);
     });
 
+    test('adds no links to a scope corrected since the given correction count; the observations are stored', async () => {
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:1', 'a')] });
+      await observeAs([{ content: 'tabs', importance: 0.9, tokenCount: 2 }], 1);
+      await store.appendMessages({ scope: scopeA, memoryId: idA, messages: [message('id:2', 'b')] });
+      await enqueueObserve();
+      const claimed = await store.claimOperation({ memoryId: idA, leaseOwner: 'w', leaseMs: 60_000 });
+      const applied = await store.completeObservation({
+        operationId: claimed!.operationId,
+        memoryId: idA,
+        leaseOwner: 'w',
+        observations: [{ content: 'spaces', importance: 0.9, tokenCount: 2, supersedes: [1], contradicts: [1] }],
+        throughMessageSeq: 2,
+        markerIds: { start: generateId('mk'), end: generateId('mk') },
+        correctionCount: (await store.getRecord(idA))!.correctionCount + 1,
+      });
+      expect(applied.observations.map((item) => item.content)).toEqual(['spaces']);
+      expect(applied.record).toMatchObject({ supersessionCount: 0, contradictionCount: 0 });
+      expect(await store.listReflectionLinks(idA)).toEqual({ supersessions: [], contradictions: [] });
+    });
+
     test(
       'takes a reflection out of force when an observation it covers is corrected or deleted, and drops the ' +
         'links naming it, in the same correction',

@@ -444,6 +444,12 @@ export interface MemoryStore {
       throughMessageSeq: number;
       markerIds: { start: string; end: string };
       note?: string;
+      /**
+       * The record's `correctionCount` when the observer's input was read: the observations'
+       * `supersedes` and `contradicts` links are added only while it holds (a correction since
+       * may have changed what they name); the observations are stored either way.
+       */
+      correctionCount?: number;
     },
   ): Promise<{ record: MemoryRecord; observations: Observation[] }>;
 

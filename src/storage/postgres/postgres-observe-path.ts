@@ -85,7 +85,11 @@ export function markerParameters(marker: PlannedMarker): unknown[] {
 
 function positionOf(record: MemoryRecord | null | undefined): ApplyPosition | undefined {
   return record
-    ? { observedThroughMessageSeq: record.observedThroughMessageSeq, lastObservationSeq: record.lastObservationSeq }
+    ? {
+        observedThroughMessageSeq: record.observedThroughMessageSeq,
+        lastObservationSeq: record.lastObservationSeq,
+        correctionCount: record.correctionCount,
+      }
     : undefined;
 }
 
