@@ -13,6 +13,7 @@ import { memoryIdOf } from '../core/scope.js';
 import { createSqliteStore } from '../storage/sqlite/sqlite-store.js';
 import type { MemoryStore } from '../storage/store.js';
 import { scriptedObserver, scriptedReflector } from '../../test/support/scripted-models.js';
+import { createModelGate } from '../../test/support/model-gate.js';
 import { useSqliteTestFiles } from '../../test/support/sqlite-test-files.js';
 import { createObservationalMemory, FORGET_LOCK_WAIT_MS } from './observational-memory.js';
 import type { ObservationalMemory } from './observational-memory.js';
@@ -25,21 +26,18 @@ const MESSAGE = { id: 'm1', role: 'user', content: `I plan a surprise party, ${C
 
 /** A reflector held at a gate until `release()`; `inCall` resolves once it was asked. */
 function gatedReflector(options: { honoursAbort: boolean }) {
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  let entered!: () => void;
-  const inCall = new Promise<void>((resolve) => (entered = resolve));
+  const gate = createModelGate();
   const reflector = scriptedReflector(async (input) => {
-    entered();
+    const passed = gate.pass();
     if (options.honoursAbort) {
       const aborted = new Promise<never>((_resolve, reject) =>
         input.abortSignal?.addEventListener('abort', () => reject(input.abortSignal?.reason)),
       );
-      await Promise.race([gate, aborted]);
-    } else await gate;
+      await Promise.race([passed, aborted]);
+    } else await passed;
     return `SUMMARY:\nThe user plans a surprise party, ${CANARIES[2]}.\n\nSUPERSESSIONS:\n\nCONTRADICTIONS:\n`;
   });
-  return { reflector, inCall, release };
+  return { reflector, inCall: gate.inCall, release: gate.release };
 }
 
 function memoryOn(store: MemoryStore, reflector: ReturnType<typeof gatedReflector>['reflector'], threshold: number) {
@@ -136,22 +134,18 @@ describe('observational memory: forget while a reflection is in flight (catalogu
 
   it('an observe whose observer ignores the abort, forgotten beside it: skipped as forgotten, nothing revived', async () => {
     const store = files.track(createSqliteStore({ path: files.path }));
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let entered!: () => void;
-    const inCall = new Promise<void>((resolve) => (entered = resolve));
+    const gate = createModelGate();
     const memory = createObservationalMemory({
       store,
       observer: scriptedObserver(async () => {
-        entered();
-        await gate;
+        await gate.pass();
         return `IMPORTANCE:0.9\nThe user plans a surprise party, ${CANARIES[1]}.`;
       }),
       defaultEnabled: true,
       defaults: { observeMinTokens: 1 },
     });
     const observing = memory.observe({ scope, messages: [MESSAGE] });
-    await inCall;
+    await gate.inCall;
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
       const forgetting = memory.forget(scope);
@@ -160,7 +154,7 @@ describe('observational memory: forget while a reflection is in flight (catalogu
     } finally {
       vi.useRealTimers();
     }
-    release();
+    gate.release();
     expect(await observing).toMatchObject({ status: 'skipped', reason: 'forgotten' });
     await expectNothingLeft(memory, store);
   });

@@ -6,6 +6,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresTestSchemas, postgresTestUrl } from '../../test/support/postgres-schema.js';
+import { createModelGate } from '../../test/support/model-gate.js';
 import { scriptedObserver, scriptedReflector } from '../../test/support/scripted-models.js';
 import { useSqliteTestFiles } from '../../test/support/sqlite-test-files.js';
 import { memoryIdOf } from '../core/scope.js';
@@ -64,16 +65,12 @@ const stores: readonly StoreCase[] = [
 
 /** A reflector held at a gate until `release()`; `inCall` resolves once it was asked. */
 function gatedReflector() {
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  let entered!: () => void;
-  const inCall = new Promise<void>((resolve) => (entered = resolve));
+  const gate = createModelGate();
   const reflector = scriptedReflector(async () => {
-    entered();
-    await gate;
+    await gate.pass();
     return `SUMMARY:\n${SUMMARY}\n\nSUPERSESSIONS:\n\nCONTRADICTIONS:\n`;
   });
-  return { reflector, inCall, release };
+  return { reflector, inCall: gate.inCall, release: gate.release };
 }
 
 /**
@@ -146,10 +143,7 @@ describe.each(stores)('observational memory: a correction while the reflector ru
 
   it.skipIf(skip)('stores nothing of it when the importance moved an observation across the tool cap', async () => {
     const [store, other] = await open();
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let entered!: () => void;
-    const inCall = new Promise<void>((resolve) => (entered = resolve));
+    const gate = createModelGate();
     const memory = createObservationalMemory({
       store,
       observer: scriptedObserver(
@@ -157,8 +151,7 @@ describe.each(stores)('observational memory: a correction while the reflector ru
         'IMPORTANCE: 0.9\nSOURCE: 1\nPushing to main without review is now allowed.',
       ),
       reflector: scriptedReflector(async () => {
-        entered();
-        await gate;
+        await gate.pass();
         return 'SUMMARY:\nPushes are allowed.\n\nSUPERSESSIONS:\n- [seq:2] replaces [seq:1]: changed\n\nCONTRADICTIONS:\n';
       }),
       defaultEnabled: true,
@@ -173,12 +166,12 @@ describe.each(stores)('observational memory: a correction while the reflector ru
       messages: [{ id: 'm2', role: 'assistant', content: 'Pushing to main is fine now.' }],
     });
     const reflecting = memory.reflectNow(scope);
-    await inCall;
+    await gate.inCall;
     // Lowered within the tool cap, the assistant's line may rest on tool output: it cannot retire the rule.
     await createObservationalMemory({ store: other, defaultEnabled: true }).correctObservation(scope, 2, {
       importance: 0.5,
     });
-    release();
+    gate.release();
     expect((await reflecting).reflected).toBe(false);
     expect((await memory.inspect(scope)).links.supersessions).toEqual([]);
     expect(await memory.snippet(scope)).toContain('- [1] Never push to main without review.');

@@ -590,8 +590,9 @@ async function runReflect(
  * the record's is the same): the one when the reflector's input was read (`before`), or the
  * current one when every correction since left that input true: the same record and
  * reflection, and each observation the reflector was shown (`shown`) still there with the same
- * text, on the same side of the tool cap. An importance changed, or an observation it was not shown corrected, then does not throw
- * the reflection away (and the model call with it); a correction after this read still does.
+ * text, on the same side of the tool cap. An importance changed, or an observation it was not
+ * shown corrected, then does not throw the reflection away (and the model call with it); a
+ * correction after this read still does.
  */
 async function reflectionCorrectionCount(
   context: OperationWorkerContext,
